@@ -1,0 +1,123 @@
+//! The canonical Diagnostic record (§4.3 of the protocol), shared by the
+//! validator, the patch engine and every output format.
+
+use serde::{Deserialize, Serialize};
+
+/// Diagnostic severity; `Error > Warning > Info` for summary derivation (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Informational note.
+    Info,
+    /// Does not fail `noma check`.
+    Warning,
+    /// Fails `noma check` (exit 1).
+    Error,
+}
+
+impl Severity {
+    /// The wire spelling (`info`, `warning`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A 1-based source position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+}
+
+/// Which validation run produced a transcript diagnostic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Pre-validation (before the op-list is applied).
+    Pre,
+    /// Post-validation (after it is applied).
+    Post,
+}
+
+/// One diagnostic. `phase` is present only inside transcript records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostic {
+    /// Severity.
+    pub severity: Severity,
+    /// Machine-readable kebab-case (validator) or snake_case (patch) code.
+    pub code: String,
+    /// Human-readable explanation; never parse it.
+    pub message: String,
+    /// Source position, when one is meaningful.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pos: Option<Pos>,
+    /// Canonical id of the offending node, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub node_id: Option<String>,
+    /// `pre`/`post` inside transcripts; absent in `noma check` output.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub phase: Option<Phase>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with no position, node or phase.
+    pub fn new(severity: Severity, code: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity,
+            code: code.into(),
+            message: message.into(),
+            pos: None,
+            node_id: None,
+            phase: None,
+        }
+    }
+    /// Sets the position to `line`, column 1.
+    pub fn at_line(mut self, line: u32) -> Self {
+        self.pos = Some(Pos { line, column: 1 });
+        self
+    }
+    /// Sets the offending node id.
+    pub fn with_node(mut self, id: Option<&str>) -> Self {
+        self.node_id = id.map(str::to_string);
+        self
+    }
+}
+
+/// The three-valued validation summary of a transcript record (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Summary {
+    /// No diagnostics (or only `info`).
+    Ok,
+    /// At least one warning, no error.
+    Warn,
+    /// At least one error.
+    Error,
+}
+
+impl Summary {
+    /// Derives the summary from a diagnostic list: the highest severity wins.
+    pub fn of(diags: &[Diagnostic]) -> Summary {
+        let worst = diags.iter().map(|d| d.severity).max();
+        match worst {
+            Some(Severity::Error) => Summary::Error,
+            Some(Severity::Warning) => Summary::Warn,
+            _ => Summary::Ok,
+        }
+    }
+    /// The wire spelling (`ok`, `warn`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Summary::Ok => "ok",
+            Summary::Warn => "warn",
+            Summary::Error => "error",
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Inline helpers: pipe-row splitting and `[[wikilink]]` extraction.
+
+/// Splits a pipe-table row into trimmed cells. Pipes inside backtick code
+/// spans and escaped `\|` stay inside the cell (the escape is kept verbatim).
+pub fn split_pipe_row(line: &str) -> Vec<String> {
+    let t = line.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    let mut cells = Vec::new();
+    let mut buf = String::new();
+    let mut in_code = false;
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&'|') {
+            buf.push_str("\\|");
+            chars.next();
+            continue;
+        }
+        if c == '`' {
+            in_code = !in_code;
+            buf.push(c);
+            continue;
+        }
+        if c == '|' && !in_code {
+            cells.push(buf.trim().to_string());
+            buf.clear();
+            continue;
+        }
+        buf.push(c);
+    }
+    cells.push(buf.trim().to_string());
+    cells
+}
+
+/// Every `[[target]]` wikilink in `text`, with its byte offset. A target is
+/// `[a-zA-Z_][\w\-./:]*`, as in the reference inline parser.
+pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0usize;
+    while let Some(off) = memchr::memmem::find(&b[from..], b"[[") {
+        let open = from + off;
+        let start = open + 2;
+        let mut end = start;
+        if end < b.len() && (b[end].is_ascii_alphabetic() || b[end] == b'_') {
+            end += 1;
+            while end < b.len()
+                && (b[end].is_ascii_alphanumeric() || matches!(b[end], b'_' | b'-' | b'.' | b'/' | b':'))
+            {
+                end += 1;
+            }
+            if b.get(end) == Some(&b']') && b.get(end + 1) == Some(&b']') {
+                out.push((open, &text[start..end]));
+                from = end + 2;
+                continue;
+            }
+        }
+        from = open + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_rows_respecting_code_and_escapes() {
+        assert_eq!(split_pipe_row("| a | `x|y` | b \\| c |"), ["a", "`x|y`", "b \\| c"]);
+        assert_eq!(split_pipe_row("|:---|---:|"), [":---", "---:"]);
+    }
+
+    #[test]
+    fn finds_wikilinks() {
+        let found: Vec<&str> = wikilinks("see [[a-b]] and [[ bad]] [[[x]]] [[c.d/e:f]]")
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(found, ["a-b", "x", "c.d/e:f"]);
+    }
+}

@@ -1,0 +1,101 @@
+//! Line splitting. A line ends at `\n`, `\r\n` or a lone `\r` (the reference
+//! normalises `\r\n?` to `\n` before splitting), so CRLF files parse exactly
+//! like LF files while the bytes themselves are never rewritten.
+
+/// One physical line: its text without the terminator, and byte offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// The line's text, without its terminator.
+    pub text: &'a str,
+    /// Byte offset of the first byte of the line in the source.
+    pub start: usize,
+    /// Byte offset just past the line's terminator (== `start + text.len()`
+    /// for the last line when it has none).
+    pub end_with_terminator: usize,
+}
+
+/// Splits `src` into lines. Like JavaScript's `split("\n")` after newline
+/// normalisation, a trailing terminator yields a final empty line.
+pub fn split(src: &str) -> Vec<Line<'_>> {
+    let bytes = src.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() / 40 + 1);
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while let Some(off) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) {
+        let at = i + off;
+        let term_len = if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        };
+        out.push(Line {
+            text: &src[start..at],
+            start,
+            end_with_terminator: at + term_len,
+        });
+        start = at + term_len;
+        i = start;
+    }
+    out.push(Line {
+        text: &src[start..],
+        start,
+        end_with_terminator: src.len(),
+    });
+    out
+}
+
+/// The document's last line number (§6.3): the number of physical lines,
+/// not counting the empty artifact after a trailing newline.
+pub fn last_line(lines: &[Line<'_>]) -> u32 {
+    let n = lines.len();
+    if n > 1 && lines[n - 1].text.is_empty() {
+        (n - 1) as u32
+    } else {
+        n as u32
+    }
+}
+
+/// The source slice for lines `start..=end` (1-based, inclusive), joined
+/// with `\n` and without a trailing newline — the input of `baseHash`.
+pub fn slice_joined(lines: &[Line<'_>], start: u32, end: u32) -> String {
+    let s = (start.max(1) - 1) as usize;
+    let e = (end as usize).min(lines.len());
+    if s >= e {
+        return String::new();
+    }
+    let mut out = String::with_capacity(lines[e - 1].end_with_terminator - lines[s].start);
+    for (k, line) in lines[s..e].iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_lf_crlf_and_cr() {
+        let v: Vec<&str> = split("a\nb\r\nc\rd").iter().map(|l| l.text).collect();
+        assert_eq!(v, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn trailing_newline_yields_artifact_line() {
+        let lines = split("a\nb\n");
+        assert_eq!(lines.len(), 3);
+        assert_eq!(last_line(&lines), 2);
+        assert_eq!(last_line(&split("a\nb")), 2);
+        assert_eq!(last_line(&split("")), 1);
+    }
+
+    #[test]
+    fn slice_joins_without_trailing_newline() {
+        let lines = split("a\r\nb\r\nc\r\n");
+        assert_eq!(slice_joined(&lines, 1, 2), "a\nb");
+        assert_eq!(slice_joined(&lines, 3, 9), "c\n");
+    }
+}

@@ -1,0 +1,1015 @@
+//! The parser: one linear pass over the lines with an explicit stack, so no
+//! input — unclosed fences, 10,000-deep nesting, a 10 MB line — can recurse,
+//! loop or panic. Line classification mirrors the reference's regular
+//! expressions (documented on each matcher) without using a regex engine.
+//!
+//! Differences from the reference that the protocol requires:
+//! - code fences suppress `::` recognition inside directive bodies too (§6.4);
+//! - duplicate heading slugs get `-2`, `-3`, … in document order (§6.5);
+//! - directive names may be namespaced (`::finance::position`);
+//! - list items take indented continuation lines (§6.3 list spans);
+//! - `aliases=` on a directive registers aliases (§2.2);
+//! - section spans follow §6.3: up to the line before the next heading of the
+//!   same or a shallower level in the same container, else the container's end.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::ast::*;
+use super::attrs::{parse_attrs, split_aliases};
+use super::inline::split_pipe_row;
+use super::lines::{self, Line};
+use super::slug::{is_js_space, slugify};
+
+/// Directive nesting deeper than this is reported and read as text; the
+/// protocol sets no limit, but no real document comes near it.
+pub const MAX_DIRECTIVE_DEPTH: usize = 256;
+
+/// Parses a document. Never fails: problems become [`ParseIssue`]s.
+pub fn parse(src: &str) -> Document {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let all = lines::split(src);
+    Parser::new(&all).run()
+}
+
+struct OpenSection {
+    id: Option<String>,
+    aliases: Vec<String>,
+    level: u8,
+    title: String,
+    explicit_id: bool,
+    heading_attrs: Option<String>,
+    start: u32,
+    children: Vec<Node>,
+}
+
+struct OpenDirective {
+    name: String,
+    attrs: Attrs,
+    colons: u32,
+    start: u32,
+}
+
+/// A container: the document root or an open directive. Each has its own
+/// stack of open heading sections (sections never cross a directive fence).
+struct Container {
+    directive: Option<OpenDirective>,
+    children: Vec<Node>,
+    sections: Vec<OpenSection>,
+}
+
+impl Container {
+    fn push(&mut self, node: Node) {
+        match self.sections.last_mut() {
+            Some(s) => s.children.push(node),
+            None => self.children.push(node),
+        }
+    }
+
+    /// Closes every open section whose level is `>= level` with `end` as last line.
+    fn close_sections(&mut self, level: u8, end: u32) {
+        while self.sections.last().is_some_and(|s| s.level >= level) {
+            let s = self.sections.pop().expect("checked non-empty");
+            let node = Node {
+                id: s.id,
+                aliases: s.aliases,
+                span: Span::new(s.start, end.max(s.start)),
+                kind: NodeKind::Section {
+                    level: s.level,
+                    title: s.title,
+                    explicit_id: s.explicit_id,
+                    heading_attrs: s.heading_attrs,
+                    children: s.children,
+                },
+            };
+            self.push(node);
+        }
+    }
+}
+
+struct Parser<'a> {
+    lines: &'a [Line<'a>],
+    /// Lines to parse: `lines.len()` including the trailing-newline artifact.
+    to: usize,
+    last_line: u32,
+    stack: Vec<Container>,
+    heading_ids: HashSet<String>,
+    slug_counts: HashMap<String, u32>,
+    issues: Vec<ParseIssue>,
+    depth_reported: bool,
+}
+
+impl<'a> Parser<'a> {
+    fn new(lines: &'a [Line<'a>]) -> Self {
+        Parser {
+            lines,
+            to: lines.len(),
+            last_line: lines::last_line(lines),
+            stack: vec![Container {
+                directive: None,
+                children: Vec::new(),
+                sections: Vec::new(),
+            }],
+            heading_ids: HashSet::new(),
+            slug_counts: HashMap::new(),
+            issues: Vec::new(),
+            depth_reported: false,
+        }
+    }
+
+    fn text(&self, i: usize) -> &'a str {
+        self.lines.get(i).map_or("", |l| l.text)
+    }
+
+    fn top(&mut self) -> &mut Container {
+        self.stack.last_mut().expect("root container is never popped")
+    }
+
+    fn issue(&mut self, code: &'static str, line: usize, message: String) {
+        self.issues.push(ParseIssue {
+            code,
+            message,
+            line: line as u32 + 1,
+        });
+    }
+
+    fn run(mut self) -> Document {
+        let (meta, frontmatter, body_start) = self.frontmatter();
+        let mut i = body_start;
+        while i < self.to {
+            i = self.step(i);
+        }
+        // End of input: close whatever is still open.
+        let eof = self.last_line;
+        while self.stack.len() > 1 {
+            let line = self.stack.last().and_then(|c| c.directive.as_ref()).map_or(0, |d| d.start);
+            let name = self
+                .stack
+                .last()
+                .and_then(|c| c.directive.as_ref())
+                .map_or(String::new(), |d| d.name.clone());
+            self.issue(
+                "unclosed-directive",
+                line as usize - 1,
+                format!("directive `::{name}` opened on line {line} is never closed"),
+            );
+            self.close_directive(eof, false);
+        }
+        self.top().close_sections(1, eof);
+        let mut children = std::mem::take(&mut self.top().children);
+        attach_frontmatter_aliases(&mut children, &meta);
+        Document {
+            meta,
+            frontmatter,
+            children,
+            end_line: self.last_line,
+            issues: self.issues,
+        }
+    }
+
+    /// Reads `---` … `---` on the first lines; returns (meta, node, first body line).
+    fn frontmatter(&mut self) -> (Map<String, Value>, Option<Frontmatter>, usize) {
+        if !is_frontmatter_fence(self.text(0)) {
+            return (Map::new(), None, 0);
+        }
+        let Some(close) = (1..self.to).find(|&i| is_frontmatter_fence(self.text(i))) else {
+            self.issue(
+                "unclosed-frontmatter",
+                0,
+                "frontmatter opened on line 1 has no closing `---`; read as body text".into(),
+            );
+            return (Map::new(), None, 0);
+        };
+        let raw = lines::slice_joined(self.lines, 2, close as u32);
+        let raw = if close == 1 { String::new() } else { raw };
+        let meta = match yaml_to_meta(&raw) {
+            Ok(m) => m,
+            Err(e) => {
+                self.issue("invalid-frontmatter", 0, format!("frontmatter is not valid YAML: {e}"));
+                Map::new()
+            }
+        };
+        let fm = Frontmatter {
+            raw,
+            span: Span::new(1, close as u32 + 1),
+        };
+        (meta, Some(fm), close + 1)
+    }
+
+    /// Parses the block starting at line index `i`; returns the next index.
+    fn step(&mut self, i: usize) -> usize {
+        let line = self.text(i);
+        if is_blank(line) {
+            return i + 1;
+        }
+        let parent_colons = self.stack.last().and_then(|c| c.directive.as_ref()).map(|d| d.colons);
+
+        if let Some(open) = match_directive_open(line) {
+            let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
+            if nested_ok && self.stack.len() <= MAX_DIRECTIVE_DEPTH {
+                let start = i as u32 + 1;
+                self.stack.push(Container {
+                    directive: Some(OpenDirective {
+                        name: open.name.to_string(),
+                        attrs: open.attrs.map(parse_attrs).unwrap_or_default(),
+                        colons: open.colons,
+                        start,
+                    }),
+                    children: Vec::new(),
+                    sections: Vec::new(),
+                });
+                return i + 1;
+            }
+            if !nested_ok {
+                self.issue(
+                    "directive-depth-mismatch",
+                    i,
+                    format!(
+                        "`{}` opens a directive with {} colons inside a parent with {}; children need strictly more colons",
+                        line.trim(),
+                        open.colons,
+                        parent_colons.unwrap_or(0)
+                    ),
+                );
+            } else if !self.depth_reported {
+                self.depth_reported = true;
+                self.issue(
+                    "nesting-too-deep",
+                    i,
+                    format!("directives nest deeper than {MAX_DIRECTIVE_DEPTH} levels; deeper openers are read as text"),
+                );
+            }
+            self.push_paragraph(line.to_string(), i, i);
+            return i + 1;
+        }
+
+        if let Some(colons) = match_directive_close(line) {
+            if let Some(depth) = self
+                .stack
+                .iter()
+                .rposition(|c| c.directive.as_ref().is_some_and(|d| d.colons == colons))
+            {
+                // Inner directives that never closed end just before this line.
+                while self.stack.len() > depth + 1 {
+                    let d = self.stack.last().and_then(|c| c.directive.as_ref()).expect("non-root");
+                    let (start, name) = (d.start, d.name.clone());
+                    self.issue(
+                        "unclosed-directive",
+                        start as usize - 1,
+                        format!("directive `::{name}` opened on line {start} is never closed (its parent closes on line {})", i + 1),
+                    );
+                    self.close_directive(i as u32, false);
+                }
+                self.close_directive(i as u32 + 1, true);
+                return i + 1;
+            }
+            if self.stack.len() > 1 || colons == 2 {
+                self.issue(
+                    "stray-directive-close",
+                    i,
+                    format!("`{}` closes no open directive", line.trim()),
+                );
+            }
+            self.push_paragraph(line.to_string(), i, i);
+            return i + 1;
+        }
+
+        if let Some(h) = match_heading(line) {
+            self.open_section(h, i);
+            return i + 1;
+        }
+
+        if let Some(lang) = match_fence(line) {
+            let mut end = i + 1;
+            while end < self.to && match_fence(self.text(end)).is_none() {
+                end += 1;
+            }
+            let closed = end < self.to;
+            let content = if end > i + 1 {
+                lines::slice_joined(self.lines, i as u32 + 2, end as u32)
+            } else {
+                String::new()
+            };
+            if !closed {
+                self.issue(
+                    "unclosed-code-fence",
+                    i,
+                    format!("code fence opened on line {} is never closed", i + 1),
+                );
+            }
+            let end_line = if closed { end as u32 + 1 } else { self.last_line.max(i as u32 + 1) };
+            self.top().push(Node {
+                id: None,
+                aliases: Vec::new(),
+                span: Span::new(i as u32 + 1, end_line),
+                kind: NodeKind::Code {
+                    lang: (!lang.is_empty()).then(|| lang.to_string()),
+                    content,
+                    closed,
+                },
+            });
+            return if closed { end + 1 } else { end };
+        }
+
+        if is_table_row(line) && i + 1 < self.to && is_table_separator(self.text(i + 1)) {
+            if let Some(next) = self.table(i) {
+                return next;
+            }
+        }
+
+        if is_thematic_break(line) {
+            self.top().push(leaf(i, i, NodeKind::ThematicBreak));
+            return i + 1;
+        }
+
+        if match_quote(line).is_some() {
+            let mut buf: Vec<&str> = Vec::new();
+            let mut j = i;
+            while j < self.to {
+                match match_quote(self.text(j)) {
+                    Some(q) => buf.push(q),
+                    None => break,
+                }
+                j += 1;
+            }
+            self.top().push(leaf(i, j - 1, NodeKind::Quote { content: buf.join("\n") }));
+            return j;
+        }
+
+        if let Some((ordered, _)) = match_list_item(line) {
+            return self.list(i, ordered);
+        }
+
+        // Paragraph: prose up to a blank line or any other block start.
+        let mut j = i;
+        while j < self.to {
+            let cur = self.text(j);
+            if j > i && breaks_paragraph(cur, self.text(j + 1)) {
+                break;
+            }
+            if is_blank(cur) {
+                break;
+            }
+            j += 1;
+        }
+        let content = lines::slice_joined(self.lines, i as u32 + 1, j as u32);
+        self.push_paragraph(content, i, j - 1);
+        j
+    }
+
+    fn push_paragraph(&mut self, content: String, first: usize, last: usize) {
+        let content = content.trim_end_matches('\n').to_string();
+        self.top().push(leaf(first, last, NodeKind::Paragraph { content }));
+    }
+
+    fn open_section(&mut self, h: Heading<'a>, i: usize) {
+        let attrs = h.attrs.map(parse_attrs).unwrap_or_default();
+        let title = h.title.trim_matches(is_js_space).to_string();
+        let explicit = attrs.get_str("id").map(str::to_string);
+        let explicit_id = explicit.is_some();
+        let id = match explicit {
+            Some(id) => Some(id),
+            None => self.suffixed_slug(slugify(&title)),
+        };
+        if let Some(id) = &id {
+            self.heading_ids.insert(id.clone());
+        }
+        let aliases = attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
+        let line = i as u32 + 1;
+        let top = self.top();
+        top.close_sections(h.level, line - 1);
+        top.sections.push(OpenSection {
+            id,
+            aliases,
+            level: h.level,
+            title,
+            explicit_id,
+            heading_attrs: h.attrs.map(str::to_string),
+            start: line,
+            children: Vec::new(),
+        });
+    }
+
+    /// §6.5: the n-th heading with a slug gets `-n` (first keeps the bare slug).
+    fn suffixed_slug(&mut self, slug: String) -> Option<String> {
+        if slug.is_empty() {
+            return None;
+        }
+        let count = self.slug_counts.entry(slug.clone()).or_insert(0);
+        *count += 1;
+        if *count == 1 && !self.heading_ids.contains(&slug) {
+            return Some(slug);
+        }
+        let mut n = (*count).max(2);
+        loop {
+            let candidate = format!("{slug}-{n}");
+            if !self.heading_ids.contains(&candidate) {
+                *self.slug_counts.get_mut(&slug).expect("inserted above") = n;
+                return Some(candidate);
+            }
+            n += 1;
+        }
+    }
+
+    /// Pops the innermost directive, ending it on line `end` (1-based).
+    fn close_directive(&mut self, end: u32, closed: bool) {
+        let mut c = self.stack.pop().expect("caller checked a directive is open");
+        let d = c.directive.take().expect("non-root container has a directive");
+        // Sections inside end on the line before the closing fence.
+        let inner_end = if closed { end.saturating_sub(1) } else { end };
+        c.close_sections(1, inner_end.max(d.start));
+        let children = c.children;
+        let body = match children.as_slice() {
+            [only] => match &only.kind {
+                NodeKind::Paragraph { content } => Some(content.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let id = d.attrs.get_str("id").map(str::to_string);
+        let aliases = d.attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
+        let node = Node {
+            id,
+            aliases,
+            span: Span::new(d.start, end.max(d.start)),
+            kind: NodeKind::Directive {
+                name: d.name,
+                attrs: d.attrs,
+                body,
+                children,
+                colons: d.colons,
+                closed,
+            },
+        };
+        self.top().push(node);
+    }
+
+    fn table(&mut self, i: usize) -> Option<usize> {
+        let header = split_pipe_row(self.text(i));
+        let sep = split_pipe_row(self.text(i + 1));
+        if sep.len() != header.len() {
+            return None;
+        }
+        let align = sep
+            .iter()
+            .map(|c| match (c.starts_with(':'), c.ends_with(':')) {
+                (true, true) => Some(Align::Center),
+                (false, true) => Some(Align::Right),
+                (true, false) => Some(Align::Left),
+                (false, false) => None,
+            })
+            .collect();
+        let mut rows = Vec::new();
+        let mut j = i + 2;
+        while j < self.to && is_table_row(self.text(j)) {
+            let mut cells = split_pipe_row(self.text(j));
+            cells.resize(header.len(), String::new());
+            rows.push(cells);
+            j += 1;
+        }
+        self.top().push(leaf(i, j - 1, NodeKind::Table { header, align, rows }));
+        Some(j)
+    }
+
+    fn list(&mut self, i: usize, ordered: bool) -> usize {
+        let mut items = Vec::new();
+        let mut j = i;
+        while j < self.to {
+            let Some((o, content)) = match_list_item(self.text(j)) else {
+                break;
+            };
+            if o != ordered {
+                break;
+            }
+            let first = j;
+            let mut content = content.to_string();
+            j += 1;
+            // Indented, non-blank lines continue the item.
+            while j < self.to {
+                let cur = self.text(j);
+                let indented = cur.starts_with([' ', '\t']);
+                if !indented || is_blank(cur) {
+                    break;
+                }
+                if is_table_row(cur) && is_table_separator(self.text(j + 1)) {
+                    break;
+                }
+                content.push('\n');
+                content.push_str(cur);
+                j += 1;
+            }
+            items.push(ListItem {
+                content,
+                span: Span::new(first as u32 + 1, j as u32),
+            });
+        }
+        self.top().push(leaf(i, j - 1, NodeKind::List { ordered, items }));
+        j
+    }
+}
+
+fn leaf(first: usize, last: usize, kind: NodeKind) -> Node {
+    Node {
+        id: None,
+        aliases: Vec::new(),
+        span: Span::new(first as u32 + 1, last as u32 + 1),
+        kind,
+    }
+}
+
+/// Frontmatter `aliases:` attach to the first top-level level-1 section.
+fn attach_frontmatter_aliases(children: &mut [Node], meta: &Map<String, Value>) {
+    let Some(Value::Array(list)) = meta.get("aliases") else {
+        return;
+    };
+    let Some(root) = children
+        .iter_mut()
+        .find(|n| matches!(n.kind, NodeKind::Section { level: 1, .. }))
+    else {
+        return;
+    };
+    for a in list {
+        if let Value::String(s) = a {
+            let s = s.trim();
+            if !s.is_empty() && !root.aliases.iter().any(|x| x == s) {
+                root.aliases.push(s.to_string());
+            }
+        }
+    }
+}
+
+/// Parses YAML frontmatter into a JSON object (non-mappings become `{}`).
+pub fn yaml_to_meta(raw: &str) -> Result<Map<String, Value>, String> {
+    if raw.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(raw).map_err(|e| e.to_string())?;
+    match yaml_to_json(value, 0) {
+        Value::Object(m) => Ok(m),
+        _ => Ok(Map::new()),
+    }
+}
+
+fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
+    use serde_yaml_ng::Value as Y;
+    if depth > 128 {
+        return Value::Null;
+    }
+    match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                n.as_f64().map_or(Value::Null, number_to_json)
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(seq) => Value::Array(seq.into_iter().map(|x| yaml_to_json(x, depth + 1)).collect()),
+        Y::Mapping(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                let key = match k {
+                    Y::String(s) => s,
+                    other => match yaml_to_json(other, depth + 1) {
+                        Value::String(s) => s,
+                        j => j.to_string(),
+                    },
+                };
+                out.insert(key, yaml_to_json(v, depth + 1));
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(t) => yaml_to_json(t.value, depth + 1),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Line matchers. Each documents the reference regex it reproduces.
+// ---------------------------------------------------------------------------
+
+fn is_blank(line: &str) -> bool {
+    line.chars().all(is_js_space)
+}
+
+fn trim_end_js(s: &str) -> &str {
+    s.trim_end_matches(is_js_space)
+}
+
+fn skip_ws(s: &str) -> &str {
+    s.trim_start_matches(is_js_space)
+}
+
+/// `^---\s*$`
+fn is_frontmatter_fence(line: &str) -> bool {
+    line.strip_prefix("---").is_some_and(|r| is_blank(r))
+}
+
+fn leading_colons(line: &str) -> usize {
+    line.bytes().take_while(|&b| b == b':').count()
+}
+
+/// A matched directive opener.
+struct DirectiveOpen<'a> {
+    colons: u32,
+    name: &'a str,
+    attrs: Option<&'a str>,
+}
+
+/// `^(:{2,})\s*([a-zA-Z_][\w-]*(?:::[a-zA-Z_][\w-]*)*)\s*(\{.*\})?\s*$`
+fn match_directive_open(line: &str) -> Option<DirectiveOpen<'_>> {
+    let colons = leading_colons(line);
+    if colons < 2 {
+        return None;
+    }
+    let rest = skip_ws(&line[colons..]);
+    let name_len = scan_directive_name(rest)?;
+    let name = &rest[..name_len];
+    let after = trim_end_js(skip_ws(&rest[name_len..]));
+    let attrs = if after.is_empty() {
+        None
+    } else if after.starts_with('{') && after.ends_with('}') && after.len() >= 2 {
+        Some(after)
+    } else {
+        return None;
+    };
+    Some(DirectiveOpen {
+        colons: colons as u32,
+        name,
+        attrs,
+    })
+}
+
+/// Length of a (possibly namespaced) directive name at the start of `s`.
+fn scan_directive_name(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let ident = |at: usize| -> Option<usize> {
+        let first = *b.get(at)?;
+        if !(first.is_ascii_alphabetic() || first == b'_') {
+            return None;
+        }
+        let mut e = at + 1;
+        while e < b.len() && (b[e].is_ascii_alphanumeric() || b[e] == b'_' || b[e] == b'-') {
+            e += 1;
+        }
+        Some(e)
+    };
+    let mut end = ident(0)?;
+    while b.get(end) == Some(&b':') && b.get(end + 1) == Some(&b':') {
+        match ident(end + 2) {
+            Some(e) => end = e,
+            None => break,
+        }
+    }
+    Some(end)
+}
+
+/// `^(:{2,})\s*$` → the colon count.
+fn match_directive_close(line: &str) -> Option<u32> {
+    let colons = leading_colons(line);
+    (colons >= 2 && is_blank(&line[colons..])).then_some(colons as u32)
+}
+
+struct Heading<'a> {
+    level: u8,
+    title: &'a str,
+    attrs: Option<&'a str>,
+}
+
+/// `^(#{1,6})\s+(.+?)(?:\s+\{([^}]+)\})?\s*$`
+fn match_heading(line: &str) -> Option<Heading<'_>> {
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    if hashes == 0 || hashes > 6 {
+        return None;
+    }
+    let rest = &line[hashes..];
+    let first = rest.chars().next()?;
+    if !is_js_space(first) {
+        return None;
+    }
+    // `\s+` then `.+?`: the title needs at least one character; if the rest
+    // is all whitespace the regex backtracks and the title is whitespace.
+    let body_start = rest.len() - skip_ws(rest).len();
+    let body = &rest[body_start..];
+    if body.is_empty() {
+        // All whitespace: needs at least two whitespace characters.
+        if rest.chars().count() >= 2 {
+            let last = rest.char_indices().last().map_or(0, |(i, _)| i);
+            return Some(Heading {
+                level: hashes as u8,
+                title: &rest[last..],
+                attrs: None,
+            });
+        }
+        return None;
+    }
+    let trimmed = trim_end_js(body);
+    // Lazy title: the earliest `\s+\{[^}]+\}` that reaches the end wins.
+    if trimmed.ends_with('}') {
+        let inner_end = trimmed.len() - 1;
+        let closing_free_from = trimmed[..inner_end].rfind('}').map_or(0, |p| p + 1);
+        let b = trimmed.as_bytes();
+        let mut p = closing_free_from;
+        while let Some(off) = trimmed[p..inner_end].find('{') {
+            let brace = p + off;
+            let content_nonempty = brace + 1 < inner_end;
+            let before = &trimmed[..brace];
+            let title = trim_end_js(before);
+            let has_ws = before.len() > title.len();
+            if content_nonempty && has_ws && !title.is_empty() {
+                return Some(Heading {
+                    level: hashes as u8,
+                    title,
+                    attrs: Some(&trimmed[brace + 1..inner_end]),
+                });
+            }
+            p = brace + 1;
+            if p >= b.len() {
+                break;
+            }
+        }
+    }
+    Some(Heading {
+        level: hashes as u8,
+        title: trimmed,
+        attrs: None,
+    })
+}
+
+/// ```` ^```(\w*)\s*$ ```` → the info string.
+fn match_fence(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("```")?;
+    let word = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    is_blank(&rest[word..]).then(|| &rest[..word])
+}
+
+/// `^\s*\|.*\|\s*$`
+fn is_table_row(line: &str) -> bool {
+    let t = line.trim_matches(is_js_space);
+    t.len() >= 2 && t.starts_with('|') && t.ends_with('|')
+}
+
+/// `^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$`
+fn is_table_separator(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < b.len() && (b[*i] == b' ' || b[*i] == b'\t') {
+            *i += 1;
+        }
+    };
+    let cell = |i: &mut usize| -> bool {
+        if *i < b.len() && b[*i] == b':' {
+            *i += 1;
+        }
+        let dashes = b[*i..].iter().take_while(|&&c| c == b'-').count();
+        if dashes < 3 {
+            return false;
+        }
+        *i += dashes;
+        if *i < b.len() && b[*i] == b':' {
+            *i += 1;
+        }
+        true
+    };
+    ws(&mut i);
+    if i < b.len() && b[i] == b'|' {
+        i += 1;
+    }
+    ws(&mut i);
+    if !cell(&mut i) {
+        return false;
+    }
+    let mut cells = 1;
+    loop {
+        ws(&mut i);
+        if i >= b.len() {
+            break;
+        }
+        if b[i] != b'|' {
+            return false;
+        }
+        i += 1;
+        ws(&mut i);
+        if i >= b.len() {
+            break;
+        }
+        if !cell(&mut i) {
+            return false;
+        }
+        cells += 1;
+    }
+    cells >= 2
+}
+
+/// `^(?:-{3,}|\*{3,}|_{3,})\s*$`
+fn is_thematic_break(line: &str) -> bool {
+    let Some(&c) = line.as_bytes().first() else {
+        return false;
+    };
+    if !matches!(c, b'-' | b'*' | b'_') {
+        return false;
+    }
+    let run = line.bytes().take_while(|&b| b == c).count();
+    run >= 3 && is_blank(&line[run..])
+}
+
+/// `^>\s?(.*)$` → the quoted text.
+fn match_quote(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('>')?;
+    match rest.chars().next() {
+        Some(c) if is_js_space(c) => Some(&rest[c.len_utf8()..]),
+        _ => Some(rest),
+    }
+}
+
+/// `^([-*])\s+(.+)$` or `^(\d+)\.\s+(.+)$` → (ordered, content).
+fn match_list_item(line: &str) -> Option<(bool, &str)> {
+    let b = line.as_bytes();
+    let (ordered, rest) = match b.first()? {
+        b'-' | b'*' => (false, &line[1..]),
+        c if c.is_ascii_digit() => {
+            let d = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            (true, line[d..].strip_prefix('.')?)
+        }
+        _ => return None,
+    };
+    let first = rest.chars().next()?;
+    if !is_js_space(first) {
+        return None;
+    }
+    let content = skip_ws(rest);
+    if !content.is_empty() {
+        return Some((ordered, content));
+    }
+    // All whitespace: `\s+` backtracks to leave one character for `.+`.
+    if rest.chars().count() >= 2 {
+        let last = rest.char_indices().last().map_or(0, |(i, _)| i);
+        return Some((ordered, &rest[last..]));
+    }
+    None
+}
+
+/// Whether `cur` (with `next` after it) ends a paragraph.
+fn breaks_paragraph(cur: &str, next: &str) -> bool {
+    is_blank(cur)
+        || match_heading(cur).is_some()
+        || match_fence(cur).is_some()
+        || match_directive_open(cur).is_some()
+        || match_directive_close(cur).is_some()
+        || is_thematic_break(cur)
+        || match_quote(cur).is_some()
+        || match_list_item(cur).is_some()
+        || (is_table_row(cur) && is_table_separator(next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(doc: &Document) -> Vec<String> {
+        doc.walk().filter_map(|n| n.id.clone()).collect()
+    }
+
+    #[test]
+    fn basic_section_spans() {
+        let d = parse("# Risks\n\nA paragraph about risks.\n");
+        assert_eq!(d.children.len(), 1);
+        assert_eq!(d.children[0].span, Span::new(1, 3));
+        assert_eq!(d.children[0].children()[0].span, Span::new(3, 3));
+        assert!(d.issues.is_empty());
+    }
+
+    #[test]
+    fn section_ends_before_next_heading_of_same_level() {
+        let d = parse("# A\ntext\n\n## B\nx\n\n# C\ny\n");
+        let a = &d.children[0];
+        assert_eq!(a.span, Span::new(1, 6));
+        assert_eq!(a.children()[1].span, Span::new(4, 6));
+        assert_eq!(d.children[1].span, Span::new(7, 8));
+    }
+
+    #[test]
+    fn collision_suffixing_in_document_order() {
+        let d = parse("## Overview\n\n## Overview\n\n## Overview\n");
+        assert_eq!(ids(&d), ["overview", "overview-2", "overview-3"]);
+    }
+
+    #[test]
+    fn explicit_heading_ids_and_aliases() {
+        let d = parse("## Risks {id=\"rp3-risks\" aliases=\"risks,rp3-risk-list\"}\n");
+        let n = &d.children[0];
+        assert_eq!(n.id.as_deref(), Some("rp3-risks"));
+        assert_eq!(n.aliases, ["risks", "rp3-risk-list"]);
+        assert!(matches!(&n.kind, NodeKind::Section { title, .. } if title == "Risks"));
+    }
+
+    #[test]
+    fn directives_nest_by_colon_count() {
+        let src = "::grid{columns=2}\n:::card{title=\"Bull\"}\ntext\n:::\n\n:::card{title=\"Bear\"}\ntext\n:::\n::\n";
+        let d = parse(src);
+        assert!(d.issues.is_empty(), "{:?}", d.issues);
+        let grid = &d.children[0];
+        assert_eq!(grid.span, Span::new(1, 9));
+        assert_eq!(grid.children().len(), 2);
+        assert_eq!(grid.children()[1].span, Span::new(6, 8));
+    }
+
+    #[test]
+    fn code_fence_suppresses_directives_inside_directive_bodies() {
+        let src = "::example{id=\"e\"}\n```\n::claim{id=\"x\"}\n::\n```\n::\n";
+        let d = parse(src);
+        assert!(d.issues.is_empty(), "{:?}", d.issues);
+        assert_eq!(ids(&d), ["e"]);
+        assert_eq!(d.children[0].span, Span::new(1, 6));
+    }
+
+    #[test]
+    fn namespaced_directive_names() {
+        let d = parse("::finance::position{id=\"holding-asml\"}\nx\n::\n");
+        assert_eq!(d.children[0].directive_name(), Some("finance::position"));
+        assert_eq!(d.children[0].id.as_deref(), Some("holding-asml"));
+    }
+
+    #[test]
+    fn list_items_take_continuation_lines() {
+        let d = parse("- one\n  more\n- two\n\npara\n");
+        let NodeKind::List { items, .. } = &d.children[0].kind else { panic!() };
+        assert_eq!(items[0].span, Span::new(1, 2));
+        assert_eq!(items[0].content, "one\n  more");
+        assert_eq!(d.children[0].span, Span::new(1, 3));
+    }
+
+    #[test]
+    fn frontmatter_only_and_crlf() {
+        let d = parse("---\r\ntitle: Only\r\n---\r\n");
+        assert_eq!(d.frontmatter.as_ref().map(|f| f.span), Some(Span::new(1, 3)));
+        assert_eq!(d.meta.get("title").and_then(Value::as_str), Some("Only"));
+        assert!(d.children.is_empty());
+        assert_eq!(d.end_line, 3);
+    }
+
+    #[test]
+    fn frontmatter_aliases_attach_to_root_section() {
+        let d = parse("---\naliases: [demo, intro]\n---\n\n# Aliases\n\nParagraph.\n");
+        assert_eq!(d.children[0].aliases, ["demo", "intro"]);
+    }
+
+    #[test]
+    fn recovery_reports_issues() {
+        let d = parse("::a\n:::b\ntext\n::\n```\nopen");
+        let codes: Vec<&str> = d.issues.iter().map(|i| i.code).collect();
+        assert_eq!(codes, ["unclosed-directive", "unclosed-code-fence"]);
+        assert_eq!(d.children[0].span, Span::new(1, 4));
+        assert_eq!(d.children[0].children()[0].span, Span::new(2, 3));
+    }
+
+    #[test]
+    fn deep_nesting_is_bounded() {
+        let depth = 2000;
+        let mut src = String::new();
+        for k in 0..depth {
+            src.push_str(&":".repeat(k + 2));
+            src.push_str("d\n");
+        }
+        for k in (0..depth).rev() {
+            src.push_str(&":".repeat(k + 2));
+            src.push('\n');
+        }
+        let d = parse(&src);
+        assert!(d.issues.iter().any(|i| i.code == "nesting-too-deep"));
+    }
+
+    #[test]
+    fn heading_regex_edge_cases() {
+        assert!(match_heading("#nospace").is_none());
+        assert!(match_heading("####### seven").is_none());
+        assert!(match_heading("# ").is_none());
+        let h = match_heading("# A {x} {y}").unwrap();
+        assert_eq!((h.title, h.attrs), ("A {x}", Some("y")));
+        let h = match_heading("# Title {}").unwrap();
+        assert_eq!((h.title, h.attrs), ("Title {}", None));
+    }
+
+    #[test]
+    fn table_separator_forms() {
+        assert!(is_table_separator("|:-----|------:|"));
+        assert!(is_table_separator("--- | ---"));
+        assert!(!is_table_separator("|---|"));
+        assert!(!is_table_separator("| -- | --- |"));
+    }
+
+    #[test]
+    fn paragraph_directive_body() {
+        let d = parse("::claim{id=\"c\" confidence=0.9}\nClaim text\nmore.\n::\n");
+        let NodeKind::Directive { body, .. } = &d.children[0].kind else { panic!() };
+        assert_eq!(body.as_deref(), Some("Claim text\nmore."));
+    }
+}

@@ -1,0 +1,16 @@
+//! `noma` — the guard and bookkeeper for agent-edited `.noma` documents.
+//!
+//! Data flows one way: bytes → [`doc::Document`] → (validate | patch | hash)
+//! → records. Git, MCP and the CLI are thin shells over this library.
+//!
+//! - [`doc`]: lossless parser with exact spans, ids and aliases, renderers.
+//! - [`validate`]: every §4.4 rule of the Noma Agent Protocol v1.0.
+//! - [`patch`]: the 25 source-preserving patch ops.
+//! - [`verify`]: the Annex C conformance harness (`noma verify`).
+
+pub mod cli;
+pub mod diag;
+pub mod doc;
+pub mod patch;
+pub mod validate;
+pub mod verify;
