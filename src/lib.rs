@@ -11,6 +11,8 @@
 pub mod cli;
 pub mod diag;
 pub mod doc;
+pub mod engine;
 pub mod patch;
+pub mod transcript;
 pub mod validate;
 pub mod verify;

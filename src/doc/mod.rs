@@ -5,6 +5,7 @@
 
 pub mod ast;
 pub mod attrs;
+pub mod hash;
 pub mod ids;
 pub mod inline;
 pub mod json;
