@@ -1,6 +1,110 @@
-//! The command line (in progress).
+//! The command line: argument parsing and dispatch only. Each subcommand
+//! lives in its own file and calls into the library.
+//!
+//! Exit codes: 0 success, 1 the check failed (errors found, patch rejected,
+//! replay diverged, fixture failed), 2 the command could not run (bad usage,
+//! unreadable input).
 
-/// Runs the CLI; returns the exit code.
+use clap::{Parser, Subcommand};
+
+pub mod blocks;
+pub mod check;
+pub mod ids;
+pub mod parse_cmd;
+pub mod patch;
+pub mod render;
+pub mod replay;
+pub mod schema;
+pub mod verify;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the check failed.
+pub const EXIT_FAIL: i32 = 1;
+/// Exit code: the command could not run.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Guard and bookkeeper for agent-edited .noma documents.
+#[derive(Debug, Parser)]
+#[command(name = "noma", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate documents; exit 1 when any error is found.
+    Check(check::Args),
+    /// Print the id registry ({ids, aliases, records}) as JSON.
+    Ids(ids::Args),
+    /// Print the AST as JSON with spans.
+    Parse(parse_cmd::Args),
+    /// Render a document back to .noma source or to JSON.
+    Render(render::Args),
+    /// Run the Annex C conformance harness over a fixture directory.
+    Verify(verify::Args),
+    /// Apply patch ops and append transcript records.
+    Patch(patch::Args),
+    /// Replay a transcript and check it reproduces the document.
+    Replay(replay::Args),
+    /// List addressable blocks with their spans and baseHash values.
+    Blocks(blocks::Args),
+    /// Print JSON Schemas of the wire shapes.
+    Schema(schema::Args),
+}
+
+/// Output format shared by the commands that have one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    /// One line per finding, for people.
+    #[default]
+    Human,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// Runs the CLI with the process arguments; returns the exit code.
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Check(a) => check::run(a),
+        Command::Ids(a) => ids::run(a),
+        Command::Parse(a) => parse_cmd::run(a),
+        Command::Render(a) => render::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Patch(a) => patch::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Blocks(a) => blocks::run(a),
+        Command::Schema(a) => schema::run(a),
+    }
+}
+
+/// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
+pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
+    crate::doc::source::read_file(path).map_err(|e| {
+        eprintln!("noma: {e}");
+        EXIT_USAGE
+    })
+}
+
+/// Prints JSON to stdout (pretty), returning the exit code on failure.
+pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => {
+            println!("{s}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("noma: cannot serialise output: {e}");
+            EXIT_USAGE
+        }
+    }
 }

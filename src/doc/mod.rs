@@ -13,6 +13,7 @@ pub mod lines;
 pub mod parse;
 pub mod render;
 pub mod slug;
+pub mod source;
 
 pub use ast::*;
 pub use parse::parse;

@@ -1,0 +1,114 @@
+//! Turning bytes into document text: the one gate every input passes.
+//! Invalid UTF-8 and binary content are refused with a precise message.
+
+use std::path::Path;
+
+/// Why bytes or a file cannot be read as a `.noma` document.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The path does not exist.
+    #[error("{path}: no such file")]
+    Missing {
+        /// The path as given.
+        path: String,
+    },
+    /// The path is a directory.
+    #[error("{path}: is a directory, not a .noma file")]
+    Directory {
+        /// The path as given.
+        path: String,
+    },
+    /// Reading failed (permissions, I/O).
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The bytes are not UTF-8.
+    #[error("{path}: not valid UTF-8 (first bad byte at line {line}, column {column}, offset {offset})")]
+    NotUtf8 {
+        /// The path as given.
+        path: String,
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+        /// 1-based line of the first invalid byte.
+        line: usize,
+        /// 1-based byte column of the first invalid byte.
+        column: usize,
+    },
+    /// The bytes contain NUL: a binary file, not text.
+    #[error("{path}: binary content (NUL byte at offset {offset}); .noma files are UTF-8 text")]
+    Binary {
+        /// The path as given.
+        path: String,
+        /// Offset of the first NUL byte.
+        offset: usize,
+    },
+}
+
+/// Checks that `bytes` are document text (UTF-8, no NUL) and returns them as `&str`.
+pub fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<&'a str, SourceError> {
+    if let Some(offset) = memchr::memchr(0, bytes) {
+        return Err(SourceError::Binary {
+            path: path.to_string(),
+            offset,
+        });
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let before = &bytes[..offset];
+        let line = memchr::memchr_iter(b'\n', before).count() + 1;
+        let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        SourceError::NotUtf8 {
+            path: path.to_string(),
+            offset,
+            line,
+            column,
+        }
+    })
+}
+
+/// Reads a file and checks it is document text.
+pub fn read_file(path: &Path) -> Result<String, SourceError> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SourceError::Missing { path: shown.clone() },
+        _ => SourceError::Io {
+            path: shown.clone(),
+            source: e,
+        },
+    })?;
+    if meta.is_dir() {
+        return Err(SourceError::Directory { path: shown });
+    }
+    let bytes = std::fs::read(path).map_err(|e| SourceError::Io {
+        path: shown.clone(),
+        source: e,
+    })?;
+    decode(&shown, &bytes)?;
+    // Checked above: reuse the buffer without copying.
+    String::from_utf8(bytes).map_err(|e| SourceError::NotUtf8 {
+        path: shown,
+        offset: e.utf8_error().valid_up_to(),
+        line: 0,
+        column: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_invalid_utf8_position() {
+        let err = decode("x.noma", b"ok\nab\xffc").unwrap_err();
+        assert!(matches!(err, SourceError::NotUtf8 { line: 2, column: 3, offset: 5, .. }), "{err}");
+    }
+
+    #[test]
+    fn refuses_nul_bytes() {
+        assert!(matches!(decode("x", b"a\0b"), Err(SourceError::Binary { offset: 1, .. })));
+    }
+}
