@@ -12,8 +12,7 @@
 //! - section spans follow §6.3: up to the line before the next heading of the
 //!   same or a shallower level in the same container, else the container's end.
 
-use std::collections::HashSet;
-
+use rustc_hash::FxHashSet;
 use serde_json::{Map, Value};
 
 use super::ast::*;
@@ -95,7 +94,7 @@ struct Parser<'a> {
     to: usize,
     last_line: u32,
     stack: Vec<Container>,
-    implicit_ids: HashSet<String>,
+    implicit_ids: FxHashSet<String>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
 }
@@ -111,7 +110,7 @@ impl<'a> Parser<'a> {
                 children: Vec::new(),
                 sections: Vec::new(),
             }],
-            implicit_ids: HashSet::new(),
+            implicit_ids: FxHashSet::default(),
             issues: Vec::new(),
             depth_reported: false,
         }
@@ -404,8 +403,9 @@ impl<'a> Parser<'a> {
         j
     }
 
-    fn push_paragraph(&mut self, content: String, first: usize, last: usize) {
-        let content = content.trim_end_matches('\n').to_string();
+    fn push_paragraph(&mut self, mut content: String, first: usize, last: usize) {
+        let kept = content.trim_end_matches('\n').len();
+        content.truncate(kept);
         self.top()
             .push(leaf(first, last, NodeKind::Paragraph { content }));
     }
