@@ -127,9 +127,7 @@ mod tests {
 
     #[test]
     fn parses_every_form() {
-        let a = parse_attrs(
-            r#"{id="claim-1" tone=warning columns=3 confidence=0.82 done pinned=false t='x y'}"#,
-        );
+        let a = parse_attrs(r#"{id="claim-1" tone=warning columns=3 confidence=0.82 done pinned=false t='x y'}"#);
         assert_eq!(a.get_str("id"), Some("claim-1"));
         assert_eq!(a.get_str("tone"), Some("warning"));
         assert_eq!(a.get("columns"), Some(&AttrValue::Num(3.0)));

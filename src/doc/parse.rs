@@ -123,9 +123,7 @@ impl<'a> Parser<'a> {
     }
 
     fn top(&mut self) -> &mut Container {
-        self.stack
-            .last_mut()
-            .expect("root container is never popped")
+        self.stack.last_mut().expect("root container is never popped")
     }
 
     fn issue(&mut self, code: &'static str, line: usize, message: String) {
@@ -145,11 +143,7 @@ impl<'a> Parser<'a> {
         // End of input: close whatever is still open.
         let eof = self.last_line;
         while self.stack.len() > 1 {
-            let line = self
-                .stack
-                .last()
-                .and_then(|c| c.directive.as_ref())
-                .map_or(0, |d| d.start);
+            let line = self.stack.last().and_then(|c| c.directive.as_ref()).map_or(0, |d| d.start);
             let name = self
                 .stack
                 .last()
@@ -192,11 +186,7 @@ impl<'a> Parser<'a> {
         let meta = match yaml_to_meta(&raw) {
             Ok(m) => m,
             Err(e) => {
-                self.issue(
-                    "invalid-frontmatter",
-                    0,
-                    format!("frontmatter is not valid YAML: {e}"),
-                );
+                self.issue("invalid-frontmatter", 0, format!("frontmatter is not valid YAML: {e}"));
                 Map::new()
             }
         };
@@ -213,11 +203,7 @@ impl<'a> Parser<'a> {
         if is_blank(line) {
             return i + 1;
         }
-        let parent_colons = self
-            .stack
-            .last()
-            .and_then(|c| c.directive.as_ref())
-            .map(|d| d.colons);
+        let parent_colons = self.stack.last().and_then(|c| c.directive.as_ref()).map(|d| d.colons);
 
         if let Some(open) = match_directive_open(line) {
             let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
@@ -266,11 +252,7 @@ impl<'a> Parser<'a> {
             {
                 // Inner directives that never closed end just before this line.
                 while self.stack.len() > depth + 1 {
-                    let d = self
-                        .stack
-                        .last()
-                        .and_then(|c| c.directive.as_ref())
-                        .expect("non-root");
+                    let d = self.stack.last().and_then(|c| c.directive.as_ref()).expect("non-root");
                     let (start, name) = (d.start, d.name.clone());
                     self.issue(
                         "unclosed-directive",
@@ -316,11 +298,7 @@ impl<'a> Parser<'a> {
                     format!("code fence opened on line {} is never closed", i + 1),
                 );
             }
-            let end_line = if closed {
-                end as u32 + 1
-            } else {
-                self.last_line.max(i as u32 + 1)
-            };
+            let end_line = if closed { end as u32 + 1 } else { self.last_line.max(i as u32 + 1) };
             self.top().push(Node {
                 id: None,
                 aliases: Vec::new(),
@@ -355,13 +333,7 @@ impl<'a> Parser<'a> {
                 }
                 j += 1;
             }
-            self.top().push(leaf(
-                i,
-                j - 1,
-                NodeKind::Quote {
-                    content: buf.join("\n"),
-                },
-            ));
+            self.top().push(leaf(i, j - 1, NodeKind::Quote { content: buf.join("\n") }));
             return j;
         }
 
@@ -388,8 +360,7 @@ impl<'a> Parser<'a> {
 
     fn push_paragraph(&mut self, content: String, first: usize, last: usize) {
         let content = content.trim_end_matches('\n').to_string();
-        self.top()
-            .push(leaf(first, last, NodeKind::Paragraph { content }));
+        self.top().push(leaf(first, last, NodeKind::Paragraph { content }));
     }
 
     fn open_section(&mut self, h: Heading<'a>, i: usize) {
@@ -404,10 +375,7 @@ impl<'a> Parser<'a> {
         if let Some(id) = &id {
             self.heading_ids.insert(id.clone());
         }
-        let aliases = attrs
-            .get_str("aliases")
-            .map(split_aliases)
-            .unwrap_or_default();
+        let aliases = attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
         let line = i as u32 + 1;
         let top = self.top();
         top.close_sections(h.level, line - 1);
@@ -446,14 +414,8 @@ impl<'a> Parser<'a> {
 
     /// Pops the innermost directive, ending it on line `end` (1-based).
     fn close_directive(&mut self, end: u32, closed: bool) {
-        let mut c = self
-            .stack
-            .pop()
-            .expect("caller checked a directive is open");
-        let d = c
-            .directive
-            .take()
-            .expect("non-root container has a directive");
+        let mut c = self.stack.pop().expect("caller checked a directive is open");
+        let d = c.directive.take().expect("non-root container has a directive");
         // Sections inside end on the line before the closing fence.
         let inner_end = if closed { end.saturating_sub(1) } else { end };
         c.close_sections(1, inner_end.max(d.start));
@@ -466,11 +428,7 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         let id = d.attrs.get_str("id").map(str::to_string);
-        let aliases = d
-            .attrs
-            .get_str("aliases")
-            .map(split_aliases)
-            .unwrap_or_default();
+        let aliases = d.attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
         let node = Node {
             id,
             aliases,
@@ -510,15 +468,7 @@ impl<'a> Parser<'a> {
             rows.push(cells);
             j += 1;
         }
-        self.top().push(leaf(
-            i,
-            j - 1,
-            NodeKind::Table {
-                header,
-                align,
-                rows,
-            },
-        ));
+        self.top().push(leaf(i, j - 1, NodeKind::Table { header, align, rows }));
         Some(j)
     }
 
@@ -554,8 +504,7 @@ impl<'a> Parser<'a> {
                 span: Span::new(first as u32 + 1, j as u32),
             });
         }
-        self.top()
-            .push(leaf(i, j - 1, NodeKind::List { ordered, items }));
+        self.top().push(leaf(i, j - 1, NodeKind::List { ordered, items }));
         j
     }
 }
@@ -620,11 +569,7 @@ fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
             }
         }
         Y::String(s) => Value::String(s),
-        Y::Sequence(seq) => Value::Array(
-            seq.into_iter()
-                .map(|x| yaml_to_json(x, depth + 1))
-                .collect(),
-        ),
+        Y::Sequence(seq) => Value::Array(seq.into_iter().map(|x| yaml_to_json(x, depth + 1)).collect()),
         Y::Mapping(m) => {
             let mut out = Map::new();
             for (k, v) in m {
@@ -996,9 +941,7 @@ mod tests {
     #[test]
     fn list_items_take_continuation_lines() {
         let d = parse("- one\n  more\n- two\n\npara\n");
-        let NodeKind::List { items, .. } = &d.children[0].kind else {
-            panic!()
-        };
+        let NodeKind::List { items, .. } = &d.children[0].kind else { panic!() };
         assert_eq!(items[0].span, Span::new(1, 2));
         assert_eq!(items[0].content, "one\n  more");
         assert_eq!(d.children[0].span, Span::new(1, 3));
@@ -1007,10 +950,7 @@ mod tests {
     #[test]
     fn frontmatter_only_and_crlf() {
         let d = parse("---\r\ntitle: Only\r\n---\r\n");
-        assert_eq!(
-            d.frontmatter.as_ref().map(|f| f.span),
-            Some(Span::new(1, 3))
-        );
+        assert_eq!(d.frontmatter.as_ref().map(|f| f.span), Some(Span::new(1, 3)));
         assert_eq!(d.meta.get("title").and_then(Value::as_str), Some("Only"));
         assert!(d.children.is_empty());
         assert_eq!(d.end_line, 3);
@@ -1069,9 +1009,7 @@ mod tests {
     #[test]
     fn paragraph_directive_body() {
         let d = parse("::claim{id=\"c\" confidence=0.9}\nClaim text\nmore.\n::\n");
-        let NodeKind::Directive { body, .. } = &d.children[0].kind else {
-            panic!()
-        };
+        let NodeKind::Directive { body, .. } = &d.children[0].kind else { panic!() };
         assert_eq!(body.as_deref(), Some("Claim text\nmore."));
     }
 }

@@ -18,11 +18,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            ignore_rules: Vec::new(),
-            profile: None,
-            base_dir: None,
-        }
+        Options { ignore_rules: Vec::new(), profile: None, base_dir: None }
     }
 }
 
