@@ -10,13 +10,16 @@
 //! Deviations from the reference that our parser requires:
 //! - directives keep their own colon count (raised only when a child would
 //!   otherwise not nest deeper than its parent), so authored fences survive;
-//! - code fences are always three backticks: the parser recognises no longer
-//!   fence, and a code body can never contain a line that closes it;
+//! - an explicit heading id is always written, even when it equals the slug
+//!   (explicit ids do not take part in implicit `-2` suffixing, so dropping
+//!   it could change later ids);
+//! - frontmatter aliases are left off only the heading the parser attaches
+//!   them to (the first top-level `#` section);
 //! - heading attribute keys other than `id`/`aliases` are kept.
 
-use super::ast::{Align, AttrValue, Attrs, Document, Node, NodeKind};
-use super::attrs::parse_attrs;
-use super::slug::slugify;
+use super::ast::{Align, AttrValue, Document, Node, NodeKind};
+use super::attrs::{parse_heading_attrs, serialize_attr, serialize_attrs};
+use super::slug::{heading_slug, is_js_space};
 
 pub use super::json::structurally_equal;
 
@@ -25,19 +28,26 @@ pub use super::json::structurally_equal;
 /// Empty documents render to the empty string; anything else ends with
 /// exactly one `\n`.
 pub fn render_noma(doc: &Document) -> String {
-    let ctx = Ctx::new(doc);
+    let regen = frontmatter_aliases(doc);
     let mut out: Vec<String> = Vec::new();
     if let Some(fm) = &doc.frontmatter {
         // The raw YAML is re-emitted verbatim, as the reference does for its
         // frontmatter node: re-dumping would reorder keys and change quoting.
         out.push(format!("---\n{}\n---", fm.raw));
     }
-    for child in &doc.children {
+    // The parser attaches frontmatter aliases to the first top-level `#`
+    // section; only there are they left implicit.
+    let fm_root = doc
+        .children
+        .iter()
+        .position(|n| matches!(n.kind, NodeKind::Section { level: 1, .. }));
+    for (i, child) in doc.children.iter().enumerate() {
+        let regen: &[String] = if Some(i) == fm_root { &regen } else { &[] };
         // A `---` rule as the first line would be re-read as a frontmatter fence.
         let rendered = if out.is_empty() && matches!(child.kind, NodeKind::ThematicBreak) {
             "***".to_string()
         } else {
-            render_node(child, 2, &ctx)
+            render_node(child, 2, regen)
         };
         if !rendered.trim().is_empty() {
             out.push(rendered);
@@ -52,32 +62,23 @@ pub fn render_noma(doc: &Document) -> String {
     s
 }
 
-/// Rendering context: aliases the parser re-derives on its own, which must
-/// therefore not be written onto headings.
-struct Ctx {
-    regen_aliases: Vec<String>,
-}
-
-impl Ctx {
-    fn new(doc: &Document) -> Self {
-        let mut regen_aliases = Vec::new();
-        if let Some(serde_json::Value::Array(list)) = doc.meta.get("aliases") {
-            for a in list {
-                if let Some(s) = a.as_str() {
-                    let s = s.trim();
-                    if !s.is_empty() {
-                        regen_aliases.push(s.to_string());
-                    }
-                }
-            }
-        }
-        Ctx { regen_aliases }
-    }
+/// The frontmatter `aliases:` list, trimmed, as the parser reads it.
+fn frontmatter_aliases(doc: &Document) -> Vec<String> {
+    let Some(serde_json::Value::Array(list)) = doc.meta.get("aliases") else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|a| a.as_str())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Renders one block. `colons` is the minimum fence length a directive at
-/// this depth needs (2 at the top, parent + 1 inside a directive).
-fn render_node(node: &Node, colons: u32, ctx: &Ctx) -> String {
+/// this depth needs (2 at the top, parent + 1 inside a directive); `regen`
+/// lists aliases the parser will re-attach to this node by itself.
+fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
     match &node.kind {
         NodeKind::Section {
             level,
@@ -87,7 +88,8 @@ fn render_node(node: &Node, colons: u32, ctx: &Ctx) -> String {
             children,
         } => {
             let hashes = "#".repeat(usize::from((*level).clamp(1, 6)));
-            let attrs = heading_attr_text(node, title, *explicit_id, heading_attrs.as_deref(), ctx);
+            let attrs =
+                heading_attr_text(node, title, *explicit_id, heading_attrs.as_deref(), regen);
             let mut head = format!("{hashes} {title}");
             if !attrs.is_empty() {
                 head.push(' ');
@@ -96,13 +98,11 @@ fn render_node(node: &Node, colons: u32, ctx: &Ctx) -> String {
             if children.is_empty() {
                 return head;
             }
-            let inner = join_children(children, colons, ctx);
+            let inner = join_children(children, colons);
             format!("{head}\n\n{inner}")
         }
         NodeKind::Paragraph { content } => content.clone(),
-        NodeKind::Code { lang, content, .. } => {
-            format!("```{}\n{}\n```", lang.as_deref().unwrap_or(""), content)
-        }
+        NodeKind::Code { lang, content, .. } => render_code(lang.as_deref(), content),
         NodeKind::List { ordered, items } => {
             let mut lines = Vec::with_capacity(items.len());
             for (i, it) in items.iter().enumerate() {
@@ -148,18 +148,34 @@ fn render_node(node: &Node, colons: u32, ctx: &Ctx) -> String {
                     _ => format!("{open}\n{fence}"),
                 };
             }
-            let inner = join_children(children, n + 1, ctx);
+            let inner = join_children(children, n + 1);
             format!("{open}\n{inner}\n{fence}")
         }
     }
 }
 
-fn join_children(children: &[Node], colons: u32, ctx: &Ctx) -> String {
+fn join_children(children: &[Node], colons: u32) -> String {
     children
         .iter()
-        .map(|c| render_node(c, colons, ctx))
+        .map(|c| render_node(c, colons, &[]))
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+/// A fenced code block. The fence is one longer than any run of the fence
+/// character that starts a content line (at least three), so no content
+/// line can close it; tildes are used when the language holds a backtick,
+/// which a backtick fence's info string may not.
+fn render_code(lang: Option<&str>, content: &str) -> String {
+    let lang = lang.unwrap_or("");
+    let ch = if lang.contains('`') { '~' } else { '`' };
+    let longest = content
+        .split('\n')
+        .map(|l| l.chars().take_while(|&c| c == ch).count())
+        .max()
+        .unwrap_or(0);
+    let fence: String = std::iter::repeat_n(ch, (longest + 1).max(3)).collect();
+    format!("{fence}{lang}\n{content}\n{fence}")
 }
 
 /// The `{...}` block of a heading, or `""` when none is needed.
@@ -168,9 +184,9 @@ fn heading_attr_text(
     title: &str,
     explicit_id: bool,
     raw: Option<&str>,
-    ctx: &Ctx,
+    regen: &[String],
 ) -> String {
-    let slug = slugify(title);
+    let slug = heading_slug(title);
     let id = node.id.as_deref().filter(|id| {
         // Pin the id when it was written, when the title would otherwise lose
         // a trailing `{...}` to the attribute matcher, or when the parser
@@ -184,7 +200,7 @@ fn heading_attr_text(
         .aliases
         .iter()
         .map(String::as_str)
-        .filter(|a| !ctx.regen_aliases.iter().any(|r| r == a))
+        .filter(|a| !regen.iter().any(|r| r == a))
         .collect();
     let mut parts = Vec::new();
     if let Some(id) = id {
@@ -197,8 +213,8 @@ fn heading_attr_text(
         ));
     }
     // Other keys written on the heading are kept so nothing is lost.
-    if let Some(raw) = raw {
-        for (k, v) in parse_attrs(raw).iter() {
+    if let Some(attrs) = raw.and_then(parse_heading_attrs) {
+        for (k, v) in attrs.iter() {
             if k != "id" && k != "aliases" {
                 parts.push(serialize_attr(k, v));
             }
@@ -222,53 +238,24 @@ fn is_collision_suffix(id: &str, slug: &str) -> bool {
             })
 }
 
-/// Whether a title ends in whitespace + `{...}`, which the heading matcher
-/// would split off as attributes on re-parse.
+/// Whether a title ends in whitespace + a `{...}` block that the heading
+/// matcher would split off as attributes on re-parse (mirrors its rule: the
+/// first `{` after the last inner `}` with whitespace and text before it,
+/// and content that tokenises strictly).
 fn title_looks_like_attrs(title: &str) -> bool {
-    let Some(body) = title.strip_suffix('}') else {
+    let Some(without_close) = title.strip_suffix('}') else {
         return false;
     };
-    match body.rfind('{') {
-        Some(open) => {
-            let inner = &body[open + 1..];
-            !inner.is_empty()
-                && !inner.contains('}')
-                && body[..open].ends_with(super::slug::is_js_space)
-                && !body[..open].trim().is_empty()
-        }
-        None => false,
-    }
-}
-
-/// `{k=v k2=v2}` or `""` for no attributes.
-pub fn serialize_attrs(attrs: &Attrs) -> String {
-    if attrs.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = attrs.iter().map(|(k, v)| serialize_attr(k, v)).collect();
-    format!("{{{}}}", parts.join(" "))
-}
-
-/// One attribute as the reference writes it: a bare key for `true`,
-/// `key=false`, numbers bare, strings double-quoted (single-quoted when they
-/// contain `"`; with both quote kinds the `"` are backslash-escaped).
-pub fn serialize_attr(key: &str, value: &AttrValue) -> String {
-    match value {
-        AttrValue::Bool(true) => key.to_string(),
-        AttrValue::Bool(false) => format!("{key}=false"),
-        AttrValue::Num(n) => format!("{key}={}", super::ast::format_number(*n)),
-        AttrValue::Str(s) => {
-            if s.contains('"') {
-                if s.contains('\'') {
-                    format!("{key}=\"{}\"", s.replace('"', "\\\""))
-                } else {
-                    format!("{key}='{s}'")
-                }
-            } else {
-                format!("{key}=\"{s}\"")
-            }
+    let from = without_close.rfind('}').map_or(0, |p| p + 1);
+    for (off, _) in without_close[from..].match_indices('{') {
+        let brace = from + off;
+        let before = &without_close[..brace];
+        let kept = before.trim_end_matches(is_js_space);
+        if before.len() > kept.len() && !kept.is_empty() {
+            return parse_heading_attrs(&without_close[brace + 1..]).is_some();
         }
     }
+    false
 }
 
 /// Width as JavaScript's `String.length` counts it (UTF-16 code units), so
@@ -420,14 +407,38 @@ mod tests {
     }
 
     #[test]
-    fn attr_quoting() {
+    fn attribute_values_keep_their_types() {
+        let src = "::d{id=\"7\" n=\"42\" m=42 q='say \"hi\"' both=\"a \\\" b '\" flag}\n::\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn long_and_tilde_fences() {
+        let out = rt("````md\n```\ninner\n```\n````\n");
+        assert_eq!(out, "````md\n```\ninner\n```\n````\n");
+        // Tilde fences become backtick fences; the info string keeps its first word.
         assert_eq!(
-            serialize_attr("k", &AttrValue::Str("say \"hi\"".into())),
-            "k='say \"hi\"'"
+            rt("~~~ python extra\nx = 1\n~~~\n"),
+            "```python\nx = 1\n```\n"
         );
-        assert_eq!(serialize_attr("k", &AttrValue::Num(1.0)), "k=1");
-        assert_eq!(serialize_attr("k", &AttrValue::Num(-0.5)), "k=-0.5");
-        assert_eq!(serialize_attr("k", &AttrValue::Bool(true)), "k");
+        assert_eq!(rt("```\n```\n"), "```\n\n```\n");
+    }
+
+    #[test]
+    fn frontmatter_aliases_stay_implicit_only_on_their_heading() {
+        let src = "---\naliases: [demo]\n---\n\n# Root\n\n## Sub {aliases=\"demo\"}\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn extra_heading_attributes_are_kept() {
+        let src = "# Intro {id=\"i\" tone=\"warm\" n=3}\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn empty_slug_headings_use_the_section_id() {
+        assert_eq!(rt("# !!!\n\n# ???\n"), "# !!!\n\n# ???\n");
     }
 
     #[test]
