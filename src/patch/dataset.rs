@@ -1,0 +1,1002 @@
+//! The five `::dataset` ops (§1.5) on the two source shapes edited in place:
+//! YAML bodies whose `rows:` are inline flow arrays (`- [legal, 3.4]`), and
+//! `format=csv`/`format=tsv` bodies with one row per line (quoted cells
+//! allowed). Only the touched row lines (and, for column ops, the YAML
+//! `schema:` entry) change; comments and unrelated lines keep their bytes.
+//! Values are coerced by the column's schema type like the reference
+//! (`number` → number, `boolean` → boolean, untyped → number/boolean when it
+//! looks like one). JSON datasets are not edited in place yet: they are
+//! rejected with `invalid_content` (use `replace_body`).
+
+use serde_json::{Map, Value};
+
+use super::op::{Column, Op};
+use super::source::{self, LineBuf};
+use super::table::as_index;
+use super::yaml;
+use super::{fail, Ctx, OpResult, PatchErrorCode as E};
+use crate::doc::Node;
+
+struct RowLine {
+    index: usize,
+    indent: String,
+    trailing: String,
+}
+
+struct Data {
+    columns: Vec<String>,
+    rows: Vec<Vec<Value>>,
+    schema: Option<Map<String, Value>>,
+    lines: Vec<RowLine>,
+    // YAML only:
+    rows_line: usize,
+    rows_key_indent: String,
+    schema_line: Option<usize>,
+    schema_key_indent: String,
+    schema_lines: Vec<(String, usize, String)>,
+}
+
+impl Data {
+    fn column_count(&self) -> usize {
+        self.rows
+            .iter()
+            .map(Vec::len)
+            .fold(self.columns.len(), usize::max)
+    }
+    fn schema_of(&self, column: usize) -> Option<&Value> {
+        let name = self.columns.get(column)?;
+        self.schema.as_ref()?.get(name)
+    }
+    fn schema_line(&self, key: &str) -> Option<&(String, usize, String)> {
+        // A later duplicate key wins, like a Map.set.
+        self.schema_lines.iter().rev().find(|(k, _, _)| k == key)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Yaml,
+    Delimited(char),
+}
+
+/// JavaScript's `Number(s)` for strings: `None` when NaN.
+fn js_number(s: &str) -> Option<f64> {
+    let t = source::js_trim(s);
+    if t.is_empty() {
+        return Some(0.0);
+    }
+    let radix = |p: &str, r: u32| u64::from_str_radix(p, r).ok().map(|v| v as f64);
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return radix(h, 16);
+    }
+    if let Some(o) = t.strip_prefix("0o").or_else(|| t.strip_prefix("0O")) {
+        return radix(o, 8);
+    }
+    if let Some(b) = t.strip_prefix("0b").or_else(|| t.strip_prefix("0B")) {
+        return radix(b, 2);
+    }
+    match t.trim_start_matches(['+', '-']) {
+        "Infinity" => {
+            return Some(if t.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            })
+        }
+        u if u.is_empty()
+            || !u
+                .bytes()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) =>
+        {
+            return None
+        }
+        _ => {}
+    }
+    t.parse::<f64>().ok()
+}
+
+fn finite_number(s: &str) -> Option<f64> {
+    js_number(s).filter(|n| n.is_finite())
+}
+
+fn boolean_text(s: &str) -> Option<bool> {
+    match source::js_trim(s).to_lowercase().as_str() {
+        "true" | "yes" | "1" => Some(true),
+        "false" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+fn schema_type(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.to_lowercase()),
+        Value::Object(m) => m.get("type").and_then(Value::as_str).map(str::to_lowercase),
+        _ => None,
+    }
+}
+
+fn coerce(value: &str, schema: Option<&Value>) -> Value {
+    match schema_type(schema).as_deref() {
+        Some("number" | "integer") => {
+            if source::js_trim(value).is_empty() {
+                return Value::Null;
+            }
+            finite_number(value).map_or_else(|| Value::String(value.into()), yaml::num)
+        }
+        Some("boolean") => {
+            if source::js_trim(value).is_empty() {
+                return Value::Null;
+            }
+            boolean_text(value).map_or_else(|| Value::String(value.into()), Value::Bool)
+        }
+        Some(_) => Value::String(value.into()),
+        None => {
+            let t = source::js_trim(value);
+            if t.is_empty() {
+                return Value::String(value.into());
+            }
+            if let Some(b) = boolean_text(t) {
+                return Value::Bool(b);
+            }
+            let numeric_start = t
+                .strip_prefix('-')
+                .unwrap_or(t)
+                .starts_with(|c: char| c.is_ascii_digit());
+            match finite_number(t) {
+                Some(n) if numeric_start => yaml::num(n),
+                _ => Value::String(value.into()),
+            }
+        }
+    }
+}
+
+fn infer_type(values: &[String]) -> &'static str {
+    let present: Vec<&str> = values
+        .iter()
+        .map(|v| source::js_trim(v))
+        .filter(|v| !v.is_empty())
+        .collect();
+    if present.is_empty() {
+        "string"
+    } else if present.iter().all(|v| finite_number(v).is_some()) {
+        "number"
+    } else if present.iter().all(|v| boolean_text(v).is_some()) {
+        "boolean"
+    } else {
+        "string"
+    }
+}
+
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => yaml::number_text(n),
+        Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn inferred_columns(width: usize) -> Vec<String> {
+    (1..=width).map(|i| format!("Column {i}")).collect()
+}
+
+fn columns_attr(node: &Node) -> Vec<String> {
+    node.attrs()
+        .and_then(|a| a.get_str("columns"))
+        .map(|s| {
+            s.split(|c: char| c == ',' || crate::doc::slug::is_js_space(c))
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn format_of(node: &Node) -> Result<Format, String> {
+    let f = node
+        .attrs()
+        .and_then(|a| a.get_str("format"))
+        .map(|s| source::js_trim(s).to_lowercase())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "yaml".into());
+    match f.as_str() {
+        "yaml" => Ok(Format::Yaml),
+        "csv" => Ok(Format::Delimited(',')),
+        "tsv" => Ok(Format::Delimited('\t')),
+        other => Err(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Delimited rows
+// ---------------------------------------------------------------------------
+
+fn split_delimited(line: &str, delim: char) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut buf = String::new();
+    let (mut in_quotes, mut quoted, mut after_close) = (false, false, false);
+    let mut chars = line.chars().peekable();
+    let finish = |buf: &str, quoted: bool| {
+        if quoted {
+            buf.to_string()
+        } else {
+            source::js_trim(buf).to_string()
+        }
+    };
+    while let Some(c) = chars.next() {
+        if in_quotes {
+            if c == '"' && chars.peek() == Some(&'"') {
+                buf.push('"');
+                chars.next();
+            } else if c == '"' {
+                in_quotes = false;
+                quoted = true;
+                after_close = true;
+            } else {
+                buf.push(c);
+            }
+            continue;
+        }
+        if c == delim {
+            cells.push(finish(&buf, quoted));
+            buf.clear();
+            quoted = false;
+            after_close = false;
+            continue;
+        }
+        if c == '"' && source::js_trim(&buf).is_empty() && !quoted {
+            buf.clear();
+            in_quotes = true;
+            continue;
+        }
+        if after_close && crate::doc::slug::is_js_space(c) {
+            continue;
+        }
+        after_close = false;
+        buf.push(c);
+    }
+    cells.push(finish(&buf, quoted));
+    cells
+}
+
+fn serialize_delimited(cells: &[String], delim: char) -> String {
+    let parts: Vec<String> = cells
+        .iter()
+        .map(|c| {
+            let edge_ws = c.starts_with(char::is_whitespace) || c.ends_with(char::is_whitespace);
+            if !c.contains(delim) && !c.contains('"') && !edge_ws {
+                c.clone()
+            } else {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            }
+        })
+        .collect();
+    parts.join(&delim.to_string())
+}
+
+fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Data> {
+    let (start, end) = (node.span.start as usize, node.span.end as usize);
+    let mut rows = Vec::new();
+    let mut src = Vec::new();
+    for i in start..end.saturating_sub(1) {
+        let line = lines.get(i);
+        if source::js_trim(line).is_empty() {
+            continue;
+        }
+        src.push(RowLine {
+            index: i,
+            indent: source::indent_of(line).to_string(),
+            trailing: String::new(),
+        });
+        rows.push(split_delimited(source::js_trim(line), delim));
+    }
+    let mut it = rows.into_iter();
+    let Some(columns) = it.next() else {
+        return fail(E::InvalidContent, "dataset must have a header row");
+    };
+    Ok(Data {
+        columns,
+        rows: it
+            .map(|r| r.into_iter().map(Value::String).collect())
+            .collect(),
+        schema: None,
+        lines: src,
+        rows_line: 0,
+        rows_key_indent: String::new(),
+        schema_line: None,
+        schema_key_indent: String::new(),
+        schema_lines: Vec::new(),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// YAML rows
+// ---------------------------------------------------------------------------
+
+/// `^(\s*)-\s*(\[.*\])(\s+#.*)?\s*$` → (indent, array text, trailing comment).
+fn match_row_line(line: &str) -> Option<(&str, &str, &str)> {
+    let indent = source::indent_of(line);
+    let rest = line[indent.len()..].strip_prefix('-')?;
+    let body = rest.trim_start_matches(crate::doc::slug::is_js_space);
+    if !body.starts_with('[') {
+        return None;
+    }
+    for (p, _) in body
+        .match_indices(']')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
+        let after = &body[p + 1..];
+        let t = after.trim_start_matches(crate::doc::slug::is_js_space);
+        if t.is_empty() {
+            return Some((indent, &body[..=p], ""));
+        }
+        if t.starts_with('#') && t.len() < after.len() {
+            return Some((indent, &body[..=p], after));
+        }
+    }
+    None
+}
+
+fn key_prefix(line: &str, key: &str) -> Option<usize> {
+    let indent = source::indent_of(line);
+    let rest = line[indent.len()..].strip_prefix(key)?;
+    rest.trim_start_matches(crate::doc::slug::is_js_space)
+        .starts_with(':')
+        .then_some(indent.len())
+}
+
+/// `^(\s*)([A-Za-z_][\w-]*)\s*:` → the key.
+fn property_key(line: &str) -> Option<&str> {
+    let indent = source::indent_of(line);
+    let rest = &line[indent.len()..];
+    let b = rest.as_bytes();
+    if !b
+        .first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    {
+        return None;
+    }
+    let n = b
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_' || **c == b'-')
+        .count();
+    rest[n..]
+        .trim_start_matches(crate::doc::slug::is_js_space)
+        .starts_with(':')
+        .then(|| &rest[..n])
+}
+
+fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
+    let (start, end) = (node.span.start as usize, node.span.end as usize);
+    let body_end = end.saturating_sub(1).max(start);
+    let body: Vec<&str> = (start..body_end).map(|i| lines.get(i)).collect();
+    let id = node.id.as_deref().unwrap_or("?");
+    let Some(parsed) = yaml::load(&body.join("\n")) else {
+        return fail(
+            E::InvalidContent,
+            format!("dataset \"{id}\" is not valid YAML"),
+        );
+    };
+    let Value::Object(record) = parsed else {
+        return fail(
+            E::InvalidContent,
+            format!("dataset \"{id}\" must be a YAML object"),
+        );
+    };
+    let Some(Value::Array(all_rows)) = record.get("rows") else {
+        return fail(
+            E::InvalidContent,
+            format!("dataset \"{id}\" has no rows array"),
+        );
+    };
+    let mut src = Vec::new();
+    let mut rows = Vec::new();
+    let mut inside = false;
+    let mut rows_indent = 0usize;
+    let mut rows_line = None;
+    let mut rows_key_indent = String::new();
+    for i in start..body_end {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let indent = source::indent_of(line);
+        if !inside {
+            if key_prefix(line, "rows").is_some() {
+                inside = true;
+                rows_indent = indent.len();
+                rows_line = Some(i);
+                rows_key_indent = indent.to_string();
+            }
+            continue;
+        }
+        if indent.len() <= rows_indent && !t.starts_with('-') {
+            break;
+        }
+        let Some((row_indent, array, trailing)) = match_row_line(line) else {
+            if t.starts_with('-') {
+                return fail(
+                    E::InvalidContent,
+                    "source-preserving dataset row edits require inline YAML row arrays",
+                );
+            }
+            continue;
+        };
+        let Some(Value::Array(cells)) = yaml::load(array) else {
+            return fail(
+                E::InvalidContent,
+                "source-preserving dataset row edits require inline YAML row arrays",
+            );
+        };
+        src.push(RowLine {
+            index: i,
+            indent: row_indent.to_string(),
+            trailing: trailing.to_string(),
+        });
+        rows.push(cells);
+    }
+    if rows.len() != all_rows.iter().filter(|r| r.is_array()).count() {
+        return fail(
+            E::InvalidContent,
+            "source-preserving dataset row edits could not map every YAML row",
+        );
+    }
+    let Some(rows_line) = rows_line else {
+        return fail(
+            E::InvalidContent,
+            "source-preserving dataset row edits could not locate YAML rows",
+        );
+    };
+    // The schema block's property lines.
+    let mut schema_line = None;
+    let mut schema_indent = 0usize;
+    let mut schema_key_indent = String::new();
+    let mut schema_lines = Vec::new();
+    for i in start..body_end {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let indent = source::indent_of(line);
+        if schema_line.is_none() {
+            if key_prefix(line, "schema").is_some() {
+                schema_line = Some(i);
+                schema_indent = indent.len();
+                schema_key_indent = indent.to_string();
+            }
+            continue;
+        }
+        if indent.len() <= schema_indent && property_key(t).is_some() {
+            break;
+        }
+        if let Some(k) = property_key(line) {
+            if indent.len() > schema_indent {
+                schema_lines.push((k.to_string(), i, indent.to_string()));
+            }
+        }
+    }
+    let schema = match record.get("schema") {
+        Some(Value::Object(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let columns = match &schema {
+        Some(m) => m.keys().cloned().collect(),
+        None => {
+            let attr = columns_attr(node);
+            if attr.is_empty() {
+                let width = all_rows
+                    .iter()
+                    .filter_map(Value::as_array)
+                    .map(Vec::len)
+                    .max()
+                    .unwrap_or(0);
+                inferred_columns(width)
+            } else {
+                attr
+            }
+        }
+    };
+    Ok(Data {
+        columns,
+        rows,
+        schema,
+        lines: src,
+        rows_line,
+        rows_key_indent,
+        schema_line,
+        schema_key_indent,
+        schema_lines,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Table-level edits (shared by both shapes)
+// ---------------------------------------------------------------------------
+
+fn single_line(v: &str, what: &str) -> OpResult<()> {
+    if source::has_newline(v) {
+        return fail(E::InvalidContent, format!("{what} must be a single line"));
+    }
+    Ok(())
+}
+
+fn row_index(row: f64, len: usize, allow_end: bool) -> OpResult<usize> {
+    let Some(r) = as_index(row) else {
+        return fail(
+            E::InvalidContent,
+            "dataset row must be a non-negative integer",
+        );
+    };
+    if r > len || (!allow_end && r == len) {
+        return fail(
+            E::InvalidContent,
+            format!("dataset row {r} is out of range"),
+        );
+    }
+    Ok(r)
+}
+
+fn column_index(d: &Data, column: &Column) -> OpResult<usize> {
+    match column {
+        Column::Index(n) => match as_index(*n) {
+            Some(i) => Ok(i),
+            None => fail(
+                E::InvalidContent,
+                "dataset column must be a non-negative integer",
+            ),
+        },
+        Column::Label(l) => match d.columns.iter().position(|c| c == l) {
+            Some(i) => Ok(i),
+            None => fail(
+                E::InvalidContent,
+                format!("dataset column \"{l}\" not found"),
+            ),
+        },
+    }
+}
+
+fn column_label(column: &Column) -> String {
+    match column {
+        Column::Index(n) => source::js_num(*n),
+        Column::Label(s) => s.clone(),
+    }
+}
+
+fn pad(d: &mut Data, n: usize) {
+    for r in &mut d.rows {
+        if r.len() < n {
+            r.resize(n, Value::Null);
+        }
+    }
+}
+
+fn pad_columns(d: &mut Data, n: usize) {
+    while d.columns.len() < n {
+        let name = format!("Column {}", d.columns.len() + 1);
+        d.columns.push(name);
+    }
+    pad(d, n);
+}
+
+fn row_text(d: &Data, format: Format, cells: &[Value]) -> OpResult<String> {
+    Ok(match format {
+        Format::Yaml => format!("- {}", yaml::flow_row(cells)),
+        Format::Delimited(delim) => {
+            let text: Vec<String> = cells.iter().map(scalar_text).collect();
+            if text.iter().any(|c| source::has_newline(c)) {
+                return fail(
+                    E::InvalidContent,
+                    "dataset cell value must be a single line",
+                );
+            }
+            let _ = d;
+            serialize_delimited(&text, delim)
+        }
+    })
+}
+
+/// Line offset of body row `row` among the source row lines.
+fn line_of(format: Format, row: usize) -> usize {
+    match format {
+        Format::Yaml => row,
+        Format::Delimited(_) => row + 1,
+    }
+}
+
+fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()> {
+    match format {
+        Format::Yaml => {
+            for (src, row) in d.lines.iter().zip(&d.rows) {
+                lines.set(
+                    src.index,
+                    format!("{}- {}{}", src.indent, yaml::flow_row(row), src.trailing),
+                );
+            }
+        }
+        Format::Delimited(delim) => {
+            let mut all: Vec<Vec<String>> = vec![d.columns.clone()];
+            all.extend(d.rows.iter().map(|r| r.iter().map(scalar_text).collect()));
+            if all.iter().flatten().any(|c| source::has_newline(c)) {
+                return fail(
+                    E::InvalidContent,
+                    "dataset cell value must be a single line",
+                );
+            }
+            for (src, row) in d.lines.iter().zip(&all) {
+                lines.set(
+                    src.index,
+                    format!("{}{}", src.indent, serialize_delimited(row, delim)),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dispatches the dataset ops.
+pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
+    let (id, name) = match op {
+        Op::UpdateDatasetCell { id, .. } => (id, "update_dataset_cell"),
+        Op::InsertDatasetRow { id, .. } => (id, "insert_dataset_row"),
+        Op::DeleteDatasetRow { id, .. } => (id, "delete_dataset_row"),
+        Op::InsertDatasetColumn { id, .. } => (id, "insert_dataset_column"),
+        Op::DeleteDatasetColumn { id, .. } => (id, "delete_dataset_column"),
+        _ => return fail(E::UnsupportedOp, "not a dataset op"),
+    };
+    let node = ctx.require(id, E::TargetMissing, "dataset")?;
+    if !node.is_directive("dataset") {
+        return fail(
+            E::InvalidContent,
+            format!("block \"{id}\" is not a dataset directive"),
+        );
+    }
+    let format =
+        match format_of(node) {
+            Ok(f) => f,
+            Err(other) => return fail(
+                E::InvalidContent,
+                format!(
+                    "source-preserving {name} does not support {other} datasets; use replace_body"
+                ),
+            ),
+        };
+    let mut lines = LineBuf::new(ctx.src);
+    let mut d = match format {
+        Format::Yaml => read_yaml(&lines, node)?,
+        Format::Delimited(delim) => read_delimited(&lines, node, delim)?,
+    };
+    let end = node.span.end as usize;
+    match op {
+        Op::UpdateDatasetCell {
+            row, column, value, ..
+        } => {
+            let Some(r) = as_index(*row) else {
+                return fail(
+                    E::InvalidContent,
+                    "dataset row must be a non-negative integer",
+                );
+            };
+            single_line(value, "dataset cell value")?;
+            if r >= d.rows.len() {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset row {r} is out of range"),
+                );
+            }
+            let c = column_index(&d, column)?;
+            let n = d.column_count();
+            if c >= n {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset column {} is out of range", column_label(column)),
+                );
+            }
+            pad(&mut d, n);
+            let v = coerce(value, d.schema_of(c));
+            d.rows[r][c] = v;
+            let Some(src) = d.lines.get(line_of(format, r)) else {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset row {r} is out of range"),
+                );
+            };
+            let text = row_text(&d, format, &d.rows[r])?;
+            lines.set(src.index, format!("{}{}{}", src.indent, text, src.trailing));
+        }
+        Op::InsertDatasetRow { row, cells, .. } => {
+            let r = row_index(*row, d.rows.len(), true)?;
+            for c in cells {
+                single_line(c, "dataset row cells")?;
+            }
+            let mut n = d.column_count();
+            if n == 0 {
+                n = cells.len();
+                d.columns = inferred_columns(n);
+            }
+            if cells.len() > n {
+                return fail(E::InvalidContent, "dataset row cells exceed column count");
+            }
+            let mut raw = cells.clone();
+            raw.resize(n, String::new());
+            let values: Vec<Value> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, c)| coerce(c, d.schema_of(i)))
+                .collect();
+            let text = row_text(&d, format, &values)?;
+            let off = line_of(format, r);
+            let (indent, at) = match format {
+                Format::Yaml => {
+                    let reference = d
+                        .lines
+                        .get(r)
+                        .or_else(|| d.lines.get(r.saturating_sub(1)))
+                        .or(d.lines.first());
+                    let indent = reference
+                        .map_or_else(|| format!("{}  ", d.rows_key_indent), |l| l.indent.clone());
+                    let at = match (d.lines.get(r), d.lines.get(r.saturating_sub(1))) {
+                        (Some(l), _) => l.index,
+                        (None, Some(p)) => p.index + 1,
+                        (None, None) => d.rows_line + 1,
+                    };
+                    (indent, at)
+                }
+                Format::Delimited(_) => {
+                    let reference = d
+                        .lines
+                        .get(off)
+                        .or_else(|| d.lines.get(r))
+                        .or(d.lines.first());
+                    let indent = reference.map_or(String::new(), |l| l.indent.clone());
+                    let at = match d.lines.get(off) {
+                        Some(l) => l.index,
+                        None => match d.lines.get(r).or(d.lines.first()) {
+                            Some(p) => p.index + 1,
+                            None => end.saturating_sub(1),
+                        },
+                    };
+                    (indent, at)
+                }
+            };
+            if format == Format::Yaml && d.lines.is_empty() {
+                let rewritten = rows_line_as_block(lines.get(d.rows_line))?;
+                lines.set(d.rows_line, rewritten);
+            }
+            lines.splice(at, 0, vec![format!("{indent}{text}")]);
+        }
+        Op::DeleteDatasetRow { row, .. } => {
+            let deleting_last = d.rows.len() == 1;
+            let r = row_index(*row, d.rows.len(), false)?;
+            let Some(src) = d.lines.get(line_of(format, r)) else {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset row {r} is out of range"),
+                );
+            };
+            let index = src.index;
+            if format == Format::Yaml && deleting_last {
+                let rewritten = rows_line_as_empty(lines.get(d.rows_line))?;
+                lines.set(d.rows_line, rewritten);
+            }
+            lines.splice(index, 1, Vec::new());
+        }
+        Op::InsertDatasetColumn {
+            column,
+            header,
+            cells,
+            ..
+        } => {
+            let n = d.column_count();
+            let Some(c) = (match column {
+                Column::Index(v) => as_index(*v),
+                Column::Label(_) => None,
+            }) else {
+                return fail(
+                    E::InvalidContent,
+                    "dataset column must be a non-negative integer",
+                );
+            };
+            if c > n {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset column {c} is out of range"),
+                );
+            }
+            if source::has_newline(header) || source::js_trim(header).is_empty() {
+                return fail(
+                    E::InvalidContent,
+                    "dataset column header must be a non-empty single-line string",
+                );
+            }
+            if d.columns.iter().any(|h| h == header) {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset column \"{header}\" already exists"),
+                );
+            }
+            if cells.len() > d.rows.len() {
+                return fail(E::InvalidContent, "dataset column cells exceed row count");
+            }
+            for v in cells {
+                single_line(v, "dataset column cells")?;
+            }
+            let mut raw = cells.clone();
+            raw.resize(d.rows.len(), String::new());
+            let schema_value = Value::String(infer_type(&raw).into());
+            let values: Vec<Value> = raw.iter().map(|v| coerce(v, Some(&schema_value))).collect();
+            let value_texts: Vec<String> = values.iter().map(scalar_text).collect();
+            let schema_type = infer_type(&value_texts);
+            pad_columns(&mut d, n);
+            d.columns.insert(c.min(d.columns.len()), header.clone());
+            for (i, r) in d.rows.iter_mut().enumerate() {
+                let v = values
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| Value::String(String::new()));
+                r.insert(c.min(r.len()), v);
+            }
+            rewrite_all(&mut lines, &d, format)?;
+            if format == Format::Yaml {
+                let Some(schema_line) = d.schema_line else {
+                    return fail(
+                        E::InvalidContent,
+                        "source-preserving insert_dataset_column requires a YAML schema block",
+                    );
+                };
+                let indent = d
+                    .schema_lines
+                    .first()
+                    .map_or_else(|| format!("{}  ", d.schema_key_indent), |l| l.2.clone());
+                let at = match d.columns.get(c).and_then(|k| d.schema_line(k)) {
+                    Some(l) => l.1,
+                    None => match c
+                        .checked_sub(1)
+                        .and_then(|p| d.columns.get(p))
+                        .and_then(|k| d.schema_line(k))
+                    {
+                        Some(l) => l.1 + 1,
+                        None => schema_line + 1,
+                    },
+                };
+                lines.splice(at, 0, vec![format!("{indent}{header}: {schema_type}")]);
+            }
+        }
+        Op::DeleteDatasetColumn { column, .. } => {
+            let n = d.column_count();
+            if n <= 1 {
+                return fail(E::InvalidContent, "cannot delete the last dataset column");
+            }
+            let c = column_index(&d, column)?;
+            if c >= n {
+                return fail(
+                    E::InvalidContent,
+                    format!("dataset column {} is out of range", column_label(column)),
+                );
+            }
+            pad_columns(&mut d, n);
+            let header = d.columns.remove(c);
+            for r in &mut d.rows {
+                r.remove(c);
+            }
+            rewrite_all(&mut lines, &d, format)?;
+            if format == Format::Yaml {
+                let Some(l) = d.schema_line(&header) else {
+                    return fail(
+                        E::InvalidContent,
+                        format!("source-preserving delete_dataset_column could not map YAML schema column \"{header}\""),
+                    );
+                };
+                lines.splice(l.1, 1, Vec::new());
+            }
+        }
+        _ => {}
+    }
+    Ok(lines.finish())
+}
+
+/// `rows: []` → `rows:` (keeping a trailing comment) before the first row.
+fn rows_line_as_block(line: &str) -> OpResult<String> {
+    let Some(indent_len) = key_prefix(line, "rows") else {
+        return fail(
+            E::InvalidContent,
+            "source-preserving insert_dataset_row requires a block YAML rows array",
+        );
+    };
+    let colon = line[indent_len..]
+        .find(':')
+        .map_or(line.len(), |p| indent_len + p + 1);
+    let prefix = &line[..colon];
+    let rest = source::js_trim(&line[colon..]);
+    if let Some(after) = rest.strip_prefix("[]") {
+        let comment = source::js_trim(after);
+        if comment.is_empty() {
+            return Ok(prefix.to_string());
+        }
+        if comment.starts_with('#') {
+            return Ok(format!("{prefix} {comment}"));
+        }
+    }
+    if line.contains("[]") || rest.is_empty() || rest.starts_with('#') {
+        return Ok(line.to_string());
+    }
+    fail(
+        E::InvalidContent,
+        "source-preserving insert_dataset_row requires a block YAML rows array",
+    )
+}
+
+/// `rows:` → `rows: []` (keeping a trailing comment) after the last row.
+fn rows_line_as_empty(line: &str) -> OpResult<String> {
+    let Some(indent_len) = key_prefix(line, "rows") else {
+        return fail(
+            E::InvalidContent,
+            "source-preserving delete_dataset_row could not rewrite YAML rows as empty",
+        );
+    };
+    let colon = line[indent_len..]
+        .find(':')
+        .map_or(line.len(), |p| indent_len + p + 1);
+    let prefix = &line[..colon];
+    let rest = source::js_trim(&line[colon..]);
+    if rest.is_empty() {
+        return Ok(format!("{prefix} []"));
+    }
+    if rest.starts_with('#') {
+        return Ok(format!("{prefix} [] {rest}"));
+    }
+    fail(
+        E::InvalidContent,
+        "source-preserving delete_dataset_row could not rewrite YAML rows as empty",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delimited_round_trip() {
+        assert_eq!(
+            split_delimited(r#"a, "b, c" ,"say ""hi""""#, ','),
+            ["a", "b, c", "say \"hi\""]
+        );
+        assert_eq!(
+            serialize_delimited(&["a".into(), "b, c".into(), " x".into()], ','),
+            "a,\"b, c\",\" x\""
+        );
+    }
+
+    #[test]
+    fn coercion_follows_schema() {
+        assert_eq!(
+            coerce("3.8", Some(&Value::String("number".into()))),
+            serde_json::json!(3.8)
+        );
+        assert_eq!(
+            coerce("x", Some(&Value::String("number".into()))),
+            serde_json::json!("x")
+        );
+        assert_eq!(coerce("14", None), serde_json::json!(14));
+        assert_eq!(coerce("yes", None), serde_json::json!(true));
+        assert_eq!(
+            coerce("", Some(&Value::String("number".into()))),
+            Value::Null
+        );
+        assert_eq!(infer_type(&["14".into(), "".into()]), "number");
+    }
+
+    #[test]
+    fn row_line_matching() {
+        assert_eq!(
+            match_row_line("  - [a, 1] # note"),
+            Some(("  ", "[a, 1]", " # note"))
+        );
+        assert_eq!(match_row_line("  - [a, [b]]"), Some(("  ", "[a, [b]]", "")));
+        assert_eq!(match_row_line("  - a"), None);
+    }
+}

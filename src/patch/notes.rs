@@ -1,0 +1,260 @@
+//! add_comment (incl. threaded `reply_to`), resolve_comment, add_footnote,
+//! add_endnote and add_change_request (§1.5).
+//!
+//! New blocks go right after a directive target (at the target's fence
+//! depth, with a blank line before) or at the top of a section target
+//! (after the heading and one blank line, with a blank line after).
+
+use super::core::{is_valid_id, parse_fragment, rewrite_open_line};
+use super::op::{NoteKind, Op};
+use super::source::{self, serialize_attr, AttrVal, LineBuf};
+use super::{fail, Ctx, OpResult, PatchErrorCode as E};
+use crate::doc::NodeKind;
+
+type Attrs = Vec<(&'static str, String)>;
+
+fn push_truthy(attrs: &mut Attrs, key: &'static str, v: &Option<String>) {
+    if let Some(s) = v.as_ref().filter(|s| !s.is_empty()) {
+        attrs.push((key, s.clone()));
+    }
+}
+
+/// The block to add: directive name, attributes and body text.
+struct NewBlock {
+    name: &'static str,
+    attrs: Attrs,
+    body: String,
+}
+
+/// Validates an add-* op and builds its block; returns (new id, target, block).
+fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
+    match op {
+        Op::AddComment {
+            id,
+            target,
+            content,
+            author,
+            initials,
+            date,
+            reply_to,
+        } => {
+            let mut attrs: Attrs = vec![("id", id.clone())];
+            match reply_to.as_ref().filter(|s| !s.is_empty()) {
+                Some(r) => attrs.push(("reply_to", r.clone())),
+                None => attrs.push(("parent", target.clone())),
+            }
+            push_truthy(&mut attrs, "author", author);
+            push_truthy(&mut attrs, "initials", initials);
+            push_truthy(&mut attrs, "date", date);
+            Ok((
+                id,
+                target,
+                NewBlock {
+                    name: "comment",
+                    attrs,
+                    body: content.clone(),
+                },
+            ))
+        }
+        Op::AddNote {
+            kind,
+            id,
+            target,
+            content,
+            label,
+        } => {
+            let what = if *kind == NoteKind::Footnote {
+                "footnote"
+            } else {
+                "endnote"
+            };
+            if source::js_trim(content).is_empty() {
+                return fail(
+                    E::InvalidContent,
+                    format!("{what} content must not be empty"),
+                );
+            }
+            if label.as_deref().is_some_and(source::has_newline) {
+                return fail(E::InvalidContent, "note label must be a single-line string");
+            }
+            let mut attrs: Attrs = vec![("id", id.clone()), ("for", target.clone())];
+            push_truthy(&mut attrs, "label", label);
+            Ok((
+                id,
+                target,
+                NewBlock {
+                    name: what,
+                    attrs,
+                    body: content.clone(),
+                },
+            ))
+        }
+        Op::AddChangeRequest {
+            id,
+            target,
+            action,
+            from,
+            to,
+            text,
+            content,
+            author,
+            date,
+        } => {
+            for v in [from, to, text, author, date].into_iter().flatten() {
+                if source::has_newline(v) {
+                    return fail(
+                        E::InvalidContent,
+                        "change_request attributes must be single-line strings",
+                    );
+                }
+            }
+            let set = |v: &Option<String>| v.as_ref().is_some_and(|s| !s.is_empty());
+            match action.as_str() {
+                "replace" if !(set(from) && set(to)) => {
+                    return fail(
+                        E::InvalidContent,
+                        "replace change_request requires from and to",
+                    )
+                }
+                "insert" if !(set(to) || set(text)) => {
+                    return fail(
+                        E::InvalidContent,
+                        "insert change_request requires to or text",
+                    )
+                }
+                "delete" if !(set(from) || set(text)) => {
+                    return fail(
+                        E::InvalidContent,
+                        "delete change_request requires from or text",
+                    )
+                }
+                "replace" | "insert" | "delete" => {}
+                _ => {
+                    return fail(
+                        E::InvalidContent,
+                        "change_request action must be insert, delete, or replace",
+                    )
+                }
+            }
+            let mut attrs: Attrs = vec![
+                ("id", id.clone()),
+                ("target", target.clone()),
+                ("action", action.clone()),
+            ];
+            for (k, v) in [("from", from), ("to", to), ("text", text)] {
+                if let Some(v) = v {
+                    attrs.push((k, v.clone()));
+                }
+            }
+            push_truthy(&mut attrs, "author", author);
+            push_truthy(&mut attrs, "date", date);
+            let body = content.clone().unwrap_or_default();
+            Ok((
+                id,
+                target,
+                NewBlock {
+                    name: "change_request",
+                    attrs,
+                    body,
+                },
+            ))
+        }
+        _ => fail(E::UnsupportedOp, "not an add-note op"),
+    }
+}
+
+/// Serializes the block at depth 2 and checks it parses back to one directive.
+fn serialize(block: &NewBlock) -> OpResult<Vec<String>> {
+    if block.name == "comment" && source::js_trim(&block.body).is_empty() {
+        return fail(E::InvalidContent, "comment content must not be empty");
+    }
+    for (_, v) in &block.attrs {
+        if source::has_newline(v) {
+            return fail(
+                E::InvalidContent,
+                "attribute values must be single-line strings",
+            );
+        }
+    }
+    let attrs: Vec<String> = block
+        .attrs
+        .iter()
+        .map(|(k, v)| serialize_attr(k, &AttrVal::Str(v.clone())))
+        .collect();
+    let mut out = vec![format!("::{}{{{}}}", block.name, attrs.join(" "))];
+    let body = block.body.trim_end_matches(['\n', '\r']);
+    if !body.is_empty() || block.name != "change_request" {
+        out.extend(source::fragment_lines(body));
+    }
+    out.push("::".to_string());
+    parse_fragment(&out.join("\n"))?;
+    Ok(out)
+}
+
+/// add_comment / add_footnote / add_endnote / add_change_request.
+pub(crate) fn add_note_like(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
+    let (id, target, block) = build(op)?;
+    if ctx.id_taken(id) {
+        return fail(E::IdConflict, format!("target id \"{id}\" already exists"));
+    }
+    let target = ctx.require(target, E::TargetMissing, "block")?;
+    if !is_valid_id(id) {
+        return fail(E::InvalidContent, format!("\"{id}\" is not a valid id"));
+    }
+    let depth = match &target.kind {
+        NodeKind::Directive { colons, .. } => *colons as usize,
+        _ => 2,
+    };
+    let mut fragment = source::normalize_fence_depth(&serialize(&block)?, 2, depth);
+    let mut lines = LineBuf::new(ctx.src);
+    let (start, end) = (target.span.start as usize, target.span.end as usize);
+    let at = if matches!(target.kind, NodeKind::Section { .. }) {
+        fragment.push(String::new());
+        if lines.is_empty_line(start) {
+            start + 1
+        } else {
+            start
+        }
+    } else {
+        fragment.insert(0, String::new());
+        end
+    };
+    lines.splice(at, 0, fragment);
+    Ok(lines.finish())
+}
+
+/// Marks a `::comment` resolved: `status="resolved"` plus resolver metadata.
+pub(crate) fn resolve_comment(
+    ctx: &Ctx<'_>,
+    id: &str,
+    resolved_by: Option<&str>,
+    resolved_at: Option<&str>,
+) -> OpResult<String> {
+    let node = ctx.require(id, E::TargetMissing, "comment")?;
+    if !node.is_directive("comment") {
+        return fail(
+            E::InvalidContent,
+            format!("block \"{id}\" is not a comment"),
+        );
+    }
+    if resolved_by
+        .into_iter()
+        .chain(resolved_at)
+        .any(source::has_newline)
+    {
+        return fail(
+            E::InvalidContent,
+            "resolver metadata must be single-line strings",
+        );
+    }
+    rewrite_open_line(ctx, node, |line| {
+        let mut next =
+            source::set_open_line_attr(line, "status", &AttrVal::Str("resolved".into()))?;
+        for (k, v) in [("resolved_by", resolved_by), ("resolved_at", resolved_at)] {
+            if let Some(v) = v.filter(|s| !s.is_empty()) {
+                next = source::set_open_line_attr(&next, k, &AttrVal::Str(v.to_string()))?;
+            }
+        }
+        Some(next)
+    })
+}

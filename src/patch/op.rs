@@ -1,0 +1,471 @@
+//! The typed op model, parsed from JSON.
+//!
+//! Shape errors — a missing required field or a field of the wrong JSON type —
+//! are reported as `unsupported_op`: such an object matches no entry of the
+//! v1.0 op catalog (the reference validates ops against the `patch-op`
+//! schema, whose `oneOf` fails the same way). Value errors inside a well-typed
+//! field (a negative row, a non-integer column, an unknown column label) are
+//! `invalid_content`, as in the reference.
+
+use serde_json::Value;
+
+use super::source::AttrVal;
+
+/// The 25 op names of the v1.0 catalog (§3.1 core + §1.5 extended).
+pub const OP_NAMES: [&str; 25] = [
+    "replace_block",
+    "add_block",
+    "delete_block",
+    "update_attribute",
+    "rename_id",
+    "replace_body",
+    "update_heading",
+    "add_comment",
+    "resolve_comment",
+    "remove_attribute",
+    "add_footnote",
+    "add_endnote",
+    "add_change_request",
+    "update_table_cell",
+    "update_table_header_cell",
+    "insert_table_row",
+    "delete_table_row",
+    "insert_table_column",
+    "delete_table_column",
+    "update_dataset_cell",
+    "insert_dataset_row",
+    "delete_dataset_row",
+    "insert_dataset_column",
+    "delete_dataset_column",
+    "move_block",
+];
+
+/// A row/column/position index as sent: any JSON number. Range and
+/// integrality are checked by the op (`invalid_content`).
+pub type Index = f64;
+
+/// A column addressed by zero-based index or by header/column label.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// A number (validated as a non-negative integer by the op).
+    Index(Index),
+    /// A label.
+    Label(String),
+}
+
+/// `add_footnote` or `add_endnote`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    /// `::footnote`
+    Footnote,
+    /// `::endnote`
+    Endnote,
+}
+
+/// A parsed op.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum Op {
+    ReplaceBlock {
+        id: String,
+        content: String,
+    },
+    AddBlock {
+        parent: String,
+        content: String,
+        position: Option<Index>,
+    },
+    DeleteBlock {
+        id: String,
+    },
+    /// `value: None` is JSON `null`: remove the attribute (§3.1.4).
+    UpdateAttribute {
+        id: String,
+        key: String,
+        value: Option<AttrVal>,
+    },
+    RenameId {
+        from: String,
+        to: String,
+    },
+    ReplaceBody {
+        id: String,
+        content: String,
+    },
+    UpdateHeading {
+        id: String,
+        title: String,
+    },
+    AddComment {
+        id: String,
+        target: String,
+        content: String,
+        author: Option<String>,
+        initials: Option<String>,
+        date: Option<String>,
+        reply_to: Option<String>,
+    },
+    ResolveComment {
+        id: String,
+        resolved_by: Option<String>,
+        resolved_at: Option<String>,
+    },
+    RemoveAttribute {
+        id: String,
+        key: String,
+    },
+    AddNote {
+        kind: NoteKind,
+        id: String,
+        target: String,
+        content: String,
+        label: Option<String>,
+    },
+    AddChangeRequest {
+        id: String,
+        target: String,
+        action: String,
+        from: Option<String>,
+        to: Option<String>,
+        text: Option<String>,
+        content: Option<String>,
+        author: Option<String>,
+        date: Option<String>,
+    },
+    UpdateTableCell {
+        id: String,
+        row: Index,
+        column: Column,
+        value: String,
+    },
+    UpdateTableHeaderCell {
+        id: String,
+        column: Column,
+        value: String,
+    },
+    InsertTableRow {
+        id: String,
+        row: Index,
+        cells: Vec<String>,
+    },
+    DeleteTableRow {
+        id: String,
+        row: Index,
+    },
+    InsertTableColumn {
+        id: String,
+        column: Column,
+        header: Option<String>,
+        cells: Vec<String>,
+    },
+    DeleteTableColumn {
+        id: String,
+        column: Column,
+    },
+    UpdateDatasetCell {
+        id: String,
+        row: Index,
+        column: Column,
+        value: String,
+    },
+    InsertDatasetRow {
+        id: String,
+        row: Index,
+        cells: Vec<String>,
+    },
+    DeleteDatasetRow {
+        id: String,
+        row: Index,
+    },
+    InsertDatasetColumn {
+        id: String,
+        column: Column,
+        header: String,
+        cells: Vec<String>,
+    },
+    DeleteDatasetColumn {
+        id: String,
+        column: Column,
+    },
+    MoveBlock {
+        id: String,
+        parent: String,
+        position: Option<Index>,
+    },
+}
+
+/// The `op` field of an op object, if it is a string.
+pub fn op_name(op: &Value) -> Option<&str> {
+    op.get("op").and_then(Value::as_str)
+}
+
+/// The id the op's `baseHash` precondition applies to: `rename_id.from`,
+/// `add_block.parent`, the `target` of the add-note/comment/change ops, else `id`.
+pub fn op_target(op: &Value) -> Option<&str> {
+    let field = match op_name(op)? {
+        "rename_id" => "from",
+        "add_block" => "parent",
+        "add_comment" | "add_footnote" | "add_endnote" | "add_change_request" => "target",
+        _ => "id",
+    };
+    op.get(field).and_then(Value::as_str)
+}
+
+struct Fields<'a>(&'a serde_json::Map<String, Value>);
+
+impl Fields<'_> {
+    fn str(&self, key: &str) -> Result<String, String> {
+        match self.0.get(key) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(format!("field `{key}` must be a string")),
+            None => Err(format!("missing required field `{key}`")),
+        }
+    }
+    fn opt_str(&self, key: &str) -> Result<Option<String>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("field `{key}` must be a string")),
+        }
+    }
+    fn index(&self, key: &str) -> Result<Index, String> {
+        match self.0.get(key) {
+            Some(Value::Number(n)) => Ok(n.as_f64().unwrap_or(f64::NAN)),
+            Some(_) => Err(format!("field `{key}` must be a number")),
+            None => Err(format!("missing required field `{key}`")),
+        }
+    }
+    fn opt_index(&self, key: &str) -> Result<Option<Index>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => Ok(Some(n.as_f64().unwrap_or(f64::NAN))),
+            Some(_) => Err(format!("field `{key}` must be a number")),
+        }
+    }
+    fn column(&self, key: &str) -> Result<Column, String> {
+        match self.0.get(key) {
+            Some(Value::Number(n)) => Ok(Column::Index(n.as_f64().unwrap_or(f64::NAN))),
+            Some(Value::String(s)) => Ok(Column::Label(s.clone())),
+            Some(_) => Err(format!("field `{key}` must be a number or a string")),
+            None => Err(format!("missing required field `{key}`")),
+        }
+    }
+    /// `cells`: an array of scalars, stringified like JavaScript's `String(x)`.
+    fn cells(&self, key: &str) -> Result<Vec<String>, String> {
+        let Some(v) = self.0.get(key) else {
+            return Err(format!("missing required field `{key}`"));
+        };
+        let Value::Array(items) = v else {
+            return Err(format!("field `{key}` must be an array"));
+        };
+        items
+            .iter()
+            .map(|c| match c {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(n) => Ok(super::source::js_num(n.as_f64().unwrap_or(f64::NAN))),
+                Value::Bool(b) => Ok(b.to_string()),
+                Value::Null => Ok("null".to_string()),
+                _ => Err(format!("field `{key}` must hold strings")),
+            })
+            .collect()
+    }
+}
+
+impl Op {
+    /// Parses one op object. `Err` carries the `unsupported_op` message.
+    pub fn parse(v: &Value) -> Result<Op, String> {
+        let Value::Object(map) = v else {
+            return Err("an op must be a JSON object".into());
+        };
+        let f = Fields(map);
+        let name = match map.get("op") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err("field `op` must be a string".into()),
+            None => return Err("missing required field `op`".into()),
+        };
+        let id = || f.str("id");
+        Ok(match name {
+            "replace_block" => Op::ReplaceBlock {
+                id: id()?,
+                content: f.str("content")?,
+            },
+            "add_block" => Op::AddBlock {
+                parent: f.str("parent")?,
+                content: f.str("content")?,
+                position: f.opt_index("position")?,
+            },
+            "delete_block" => Op::DeleteBlock { id: id()? },
+            "update_attribute" => {
+                let value = match map.get("value") {
+                    None => return Err("missing required field `value`".into()),
+                    Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(AttrVal::Str(s.clone())),
+                    Some(Value::Bool(b)) => Some(AttrVal::Bool(*b)),
+                    Some(Value::Number(n)) => Some(AttrVal::Num(n.as_f64().unwrap_or(f64::NAN))),
+                    Some(_) => {
+                        return Err("field `value` must be a string, number, boolean or null".into())
+                    }
+                };
+                Op::UpdateAttribute {
+                    id: id()?,
+                    key: f.str("key")?,
+                    value,
+                }
+            }
+            "rename_id" => Op::RenameId {
+                from: f.str("from")?,
+                to: f.str("to")?,
+            },
+            "replace_body" => Op::ReplaceBody {
+                id: id()?,
+                content: f.str("content")?,
+            },
+            "update_heading" => Op::UpdateHeading {
+                id: id()?,
+                title: f.str("title")?,
+            },
+            "add_comment" => Op::AddComment {
+                id: id()?,
+                target: f.str("target")?,
+                content: f.str("content")?,
+                author: f.opt_str("author")?,
+                initials: f.opt_str("initials")?,
+                date: f.opt_str("date")?,
+                reply_to: f.opt_str("reply_to")?,
+            },
+            "resolve_comment" => Op::ResolveComment {
+                id: id()?,
+                resolved_by: f.opt_str("resolved_by")?,
+                resolved_at: f.opt_str("resolved_at")?,
+            },
+            "remove_attribute" => Op::RemoveAttribute {
+                id: id()?,
+                key: f.str("key")?,
+            },
+            "add_footnote" | "add_endnote" => Op::AddNote {
+                kind: if name == "add_footnote" {
+                    NoteKind::Footnote
+                } else {
+                    NoteKind::Endnote
+                },
+                id: id()?,
+                target: f.str("target")?,
+                content: f.str("content")?,
+                label: f.opt_str("label")?,
+            },
+            "add_change_request" => Op::AddChangeRequest {
+                id: id()?,
+                target: f.str("target")?,
+                action: f.str("action")?,
+                from: f.opt_str("from")?,
+                to: f.opt_str("to")?,
+                text: f.opt_str("text")?,
+                content: f.opt_str("content")?,
+                author: f.opt_str("author")?,
+                date: f.opt_str("date")?,
+            },
+            "update_table_cell" => Op::UpdateTableCell {
+                id: id()?,
+                row: f.index("row")?,
+                column: f.column("column")?,
+                value: f.str("value")?,
+            },
+            "update_table_header_cell" => Op::UpdateTableHeaderCell {
+                id: id()?,
+                column: f.column("column")?,
+                value: f.str("value")?,
+            },
+            "insert_table_row" => Op::InsertTableRow {
+                id: id()?,
+                row: f.index("row")?,
+                cells: f.cells("cells")?,
+            },
+            "delete_table_row" => Op::DeleteTableRow {
+                id: id()?,
+                row: f.index("row")?,
+            },
+            "insert_table_column" => Op::InsertTableColumn {
+                id: id()?,
+                column: f.column("column")?,
+                header: f.opt_str("header")?,
+                cells: f.cells("cells")?,
+            },
+            "delete_table_column" => Op::DeleteTableColumn {
+                id: id()?,
+                column: f.column("column")?,
+            },
+            "update_dataset_cell" => Op::UpdateDatasetCell {
+                id: id()?,
+                row: f.index("row")?,
+                column: f.column("column")?,
+                value: f.str("value")?,
+            },
+            "insert_dataset_row" => Op::InsertDatasetRow {
+                id: id()?,
+                row: f.index("row")?,
+                cells: f.cells("cells")?,
+            },
+            "delete_dataset_row" => Op::DeleteDatasetRow {
+                id: id()?,
+                row: f.index("row")?,
+            },
+            "insert_dataset_column" => Op::InsertDatasetColumn {
+                id: id()?,
+                column: f.column("column")?,
+                header: f.str("header")?,
+                cells: f.cells("cells")?,
+            },
+            "delete_dataset_column" => Op::DeleteDatasetColumn {
+                id: id()?,
+                column: f.column("column")?,
+            },
+            "move_block" => Op::MoveBlock {
+                id: id()?,
+                parent: f.str("parent")?,
+                position: f.opt_index("position")?,
+            },
+            other => return Err(format!("unknown op `{other}`; not in the v1.0 op catalog")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_and_rejects_shapes() {
+        assert!(matches!(
+            Op::parse(&json!({"op":"delete_block","id":"x"})),
+            Ok(Op::DeleteBlock { .. })
+        ));
+        assert!(Op::parse(&json!({"op":"delete_block"})).is_err());
+        assert!(Op::parse(&json!({"op":"explode","id":"x"})).is_err());
+        assert!(
+            Op::parse(&json!({"op":"insert_table_row","id":"t","row":"1","cells":[]})).is_err()
+        );
+        assert!(Op::parse(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            op_target(&json!({"op":"rename_id","from":"a","to":"b"})),
+            Some("a")
+        );
+        assert_eq!(
+            op_target(&json!({"op":"add_block","parent":"p"})),
+            Some("p")
+        );
+        assert_eq!(
+            op_target(&json!({"op":"add_comment","id":"c","target":"t"})),
+            Some("t")
+        );
+        assert_eq!(
+            op_target(&json!({"op":"move_block","id":"m","parent":"p"})),
+            Some("m")
+        );
+        assert_eq!(OP_NAMES.len(), 25);
+    }
+}

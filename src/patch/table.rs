@@ -1,0 +1,367 @@
+//! The six `::table` ops (§1.5). A `::table` body is one pipe row per
+//! non-blank line (outer pipes optional); with the `header` attribute the
+//! first row is the header. Edited rows are rewritten as `| a | b |` with
+//! their original indentation, escaping pipes outside code spans; rows the
+//! op does not touch keep their bytes (column ops rewrite every row).
+
+use super::op::{Column, Op};
+use super::source::{self, LineBuf};
+use super::{fail, Ctx, OpResult, PatchErrorCode as E};
+use crate::doc::ast::AttrValue;
+use crate::doc::inline::split_pipe_row;
+use crate::doc::Node;
+
+struct SrcRow {
+    index: usize,
+    indent: String,
+}
+
+struct Table {
+    header: Option<Vec<String>>,
+    rows: Vec<Vec<String>>,
+    lines: Vec<SrcRow>,
+}
+
+impl Table {
+    fn column_count(&self) -> usize {
+        let h = self.header.as_ref().map_or(0, Vec::len);
+        self.rows.iter().map(Vec::len).fold(h, usize::max)
+    }
+    fn pad(&mut self, n: usize) {
+        if let Some(h) = &mut self.header {
+            if h.len() < n {
+                h.resize(n, String::new());
+            }
+        }
+        for r in &mut self.rows {
+            if r.len() < n {
+                r.resize(n, String::new());
+            }
+        }
+    }
+    fn all_rows(&self) -> Vec<&Vec<String>> {
+        self.header.iter().chain(self.rows.iter()).collect()
+    }
+    fn line_offset(&self, row: usize) -> usize {
+        if self.header.is_some() {
+            row + 1
+        } else {
+            row
+        }
+    }
+}
+
+/// A non-negative integer, or `None`.
+pub(crate) fn as_index(v: f64) -> Option<usize> {
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= usize::MAX as f64).then_some(v as usize)
+}
+
+fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table> {
+    let (start, end) = (node.span.start as usize, node.span.end as usize);
+    let mut parsed = Vec::new();
+    let mut cells = Vec::new();
+    for i in start..end.saturating_sub(1) {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        if t.is_empty() {
+            continue;
+        }
+        if !t.contains('|') {
+            return fail(E::InvalidContent, "table rows must use pipe syntax");
+        }
+        cells.push(split_pipe_row(t));
+        parsed.push(SrcRow {
+            index: i,
+            indent: source::indent_of(line).to_string(),
+        });
+    }
+    let _ = ctx;
+    if parsed.is_empty() {
+        return fail(
+            E::InvalidContent,
+            format!(
+                "table \"{}\" has no rows",
+                node.id.as_deref().unwrap_or("?")
+            ),
+        );
+    }
+    let wants_header = matches!(
+        node.attrs().and_then(|a| a.get("header")),
+        Some(AttrValue::Bool(true))
+    ) || node.attrs().and_then(|a| a.get_str("header")) == Some("true");
+    let mut it = cells.into_iter();
+    let header = if wants_header { it.next() } else { None };
+    Ok(Table {
+        header,
+        rows: it.collect(),
+        lines: parsed,
+    })
+}
+
+fn escape_cell(cell: &str) -> String {
+    let mut out = String::with_capacity(cell.len());
+    let mut in_code = false;
+    let mut prev = None;
+    for c in cell.chars() {
+        if c == '`' {
+            in_code = !in_code;
+        } else if c == '|' && !in_code && prev != Some('\\') {
+            out.push_str("\\|");
+            prev = Some(c);
+            continue;
+        }
+        out.push(c);
+        prev = Some(c);
+    }
+    out
+}
+
+fn pipe_row(cells: &[String], indent: &str) -> String {
+    let escaped: Vec<String> = cells.iter().map(|c| escape_cell(c)).collect();
+    format!("{indent}| {} |", escaped.join(" | "))
+}
+
+fn column_index(t: &Table, column: &Column) -> OpResult<usize> {
+    match column {
+        Column::Index(n) => match as_index(*n) {
+            Some(i) => Ok(i),
+            None => fail(
+                E::InvalidContent,
+                "table column must be a non-negative integer",
+            ),
+        },
+        Column::Label(label) => {
+            let Some(h) = &t.header else {
+                return fail(E::InvalidContent, "table column labels require header=true");
+            };
+            match h.iter().position(|c| c == label) {
+                Some(i) => Ok(i),
+                None => fail(
+                    E::InvalidContent,
+                    format!("table column \"{label}\" not found"),
+                ),
+            }
+        }
+    }
+}
+
+fn column_label(column: &Column) -> String {
+    match column {
+        Column::Index(n) => source::js_num(*n),
+        Column::Label(s) => s.clone(),
+    }
+}
+
+fn row_index(row: f64, len: usize, allow_end: bool) -> OpResult<usize> {
+    let Some(r) = as_index(row) else {
+        return fail(
+            E::InvalidContent,
+            "table row must be a non-negative integer",
+        );
+    };
+    if r > len || (!allow_end && r == len) {
+        return fail(E::InvalidContent, format!("table row {r} is out of range"));
+    }
+    Ok(r)
+}
+
+fn single_line(v: &str, what: &str) -> OpResult<()> {
+    if source::has_newline(v) {
+        return fail(E::InvalidContent, format!("{what} must be a single line"));
+    }
+    Ok(())
+}
+
+/// Dispatches the table ops.
+pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
+    let id = match op {
+        Op::UpdateTableCell { id, .. }
+        | Op::UpdateTableHeaderCell { id, .. }
+        | Op::InsertTableRow { id, .. }
+        | Op::DeleteTableRow { id, .. }
+        | Op::InsertTableColumn { id, .. }
+        | Op::DeleteTableColumn { id, .. } => id,
+        _ => return fail(E::UnsupportedOp, "not a table op"),
+    };
+    let node = ctx.require(id, E::TargetMissing, "table")?;
+    if !node.is_directive("table") {
+        return fail(
+            E::InvalidContent,
+            format!("block \"{id}\" is not a table directive"),
+        );
+    }
+    let mut lines = LineBuf::new(ctx.src);
+    let mut t = read_table(ctx, &lines, node)?;
+    match op {
+        Op::UpdateTableCell {
+            row, column, value, ..
+        } => {
+            let Some(r) = as_index(*row) else {
+                return fail(
+                    E::InvalidContent,
+                    "table row must be a non-negative integer",
+                );
+            };
+            single_line(value, "table cell value")?;
+            if r >= t.rows.len() {
+                return fail(E::InvalidContent, format!("table row {r} is out of range"));
+            }
+            let c = column_index(&t, column)?;
+            let n = t.column_count();
+            if c >= n {
+                return fail(
+                    E::InvalidContent,
+                    format!("table column {} is out of range", column_label(column)),
+                );
+            }
+            t.pad(n);
+            t.rows[r][c] = value.clone();
+            let src = &t.lines[t.line_offset(r)];
+            lines.set(src.index, pipe_row(&t.rows[r], &src.indent));
+        }
+        Op::UpdateTableHeaderCell { column, value, .. } => {
+            if t.header.is_none() {
+                return fail(
+                    E::InvalidContent,
+                    "table header cell update requires header=true",
+                );
+            }
+            single_line(value, "table header cell value")?;
+            let c = column_index(&t, column)?;
+            let n = t.column_count();
+            if c >= n {
+                return fail(
+                    E::InvalidContent,
+                    format!("table column {} is out of range", column_label(column)),
+                );
+            }
+            t.pad(n);
+            if let Some(h) = &mut t.header {
+                h[c] = value.clone();
+                let src = &t.lines[0];
+                lines.set(src.index, pipe_row(h, &src.indent));
+            }
+        }
+        Op::InsertTableRow { row, cells, .. } => {
+            let r = row_index(*row, t.rows.len(), true)?;
+            for c in cells {
+                single_line(c, "table row cells")?;
+            }
+            let mut cells = cells.clone();
+            let n = t.column_count();
+            if cells.len() < n {
+                cells.resize(n, String::new());
+            }
+            let off = t.line_offset(r);
+            let reference = t
+                .lines
+                .get(off)
+                .or_else(|| t.lines.get(off.saturating_sub(1)))
+                .or(t.lines.first());
+            let indent = reference.map_or("", |l| l.indent.as_str());
+            let at = match t.lines.get(off) {
+                Some(l) => l.index,
+                None => match t.lines.get(off.saturating_sub(1)) {
+                    Some(p) => p.index + 1,
+                    None => node.span.end as usize - 1,
+                },
+            };
+            let new_line = pipe_row(&cells, indent);
+            lines.splice(at, 0, vec![new_line]);
+        }
+        Op::DeleteTableRow { row, .. } => {
+            let r = row_index(*row, t.rows.len(), false)?;
+            let Some(src) = t.lines.get(t.line_offset(r)) else {
+                return fail(E::InvalidContent, format!("table row {r} is out of range"));
+            };
+            lines.splice(src.index, 1, Vec::new());
+        }
+        Op::InsertTableColumn {
+            column,
+            header,
+            cells,
+            ..
+        } => {
+            let n = t.column_count();
+            let Some(c) = (match column {
+                Column::Index(v) => as_index(*v),
+                Column::Label(_) => None,
+            }) else {
+                return fail(
+                    E::InvalidContent,
+                    "table column must be a non-negative integer",
+                );
+            };
+            if c > n {
+                return fail(
+                    E::InvalidContent,
+                    format!("table column {c} is out of range"),
+                );
+            }
+            if t.header.is_none() && header.is_some() {
+                return fail(
+                    E::InvalidContent,
+                    "table column header requires header=true",
+                );
+            }
+            if let Some(h) = header {
+                single_line(h, "table column header")?;
+            }
+            if cells.len() > t.rows.len() {
+                return fail(E::InvalidContent, "table column cells exceed row count");
+            }
+            for v in cells {
+                single_line(v, "table column cells")?;
+            }
+            t.pad(n);
+            if let Some(h) = &mut t.header {
+                h.insert(c.min(h.len()), header.clone().unwrap_or_default());
+            }
+            for (i, r) in t.rows.iter_mut().enumerate() {
+                let v = cells.get(i).cloned().unwrap_or_default();
+                r.insert(c.min(r.len()), v);
+            }
+            rewrite_all(&mut lines, &t);
+        }
+        Op::DeleteTableColumn { column, .. } => {
+            let n = t.column_count();
+            if n <= 1 {
+                return fail(E::InvalidContent, "cannot delete the last table column");
+            }
+            let c = column_index(&t, column)?;
+            if c >= n {
+                return fail(
+                    E::InvalidContent,
+                    format!("table column {} is out of range", column_label(column)),
+                );
+            }
+            t.pad(n);
+            if let Some(h) = &mut t.header {
+                h.remove(c);
+            }
+            for r in &mut t.rows {
+                r.remove(c);
+            }
+            rewrite_all(&mut lines, &t);
+        }
+        _ => {}
+    }
+    Ok(lines.finish())
+}
+
+fn rewrite_all(lines: &mut LineBuf<'_>, t: &Table) {
+    for (src, row) in t.lines.iter().zip(t.all_rows()) {
+        lines.set(src.index, pipe_row(row, &src.indent));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_pipes_outside_code() {
+        assert_eq!(escape_cell("a|b `x|y` c\\|d"), "a\\|b `x|y` c\\|d");
+        assert_eq!(pipe_row(&["A".into(), "B".into()], "  "), "  | A | B |");
+    }
+}

@@ -1,0 +1,210 @@
+//! The two YAML facilities the dataset ops need: loading a body into JSON
+//! values (order kept), and writing one row as a js-yaml style flow
+//! sequence (`[legal, 3.4, '14']`).
+
+use serde_json::{Map, Value};
+
+use super::source::js_num;
+
+/// Loads YAML text; `None` when it is not valid YAML.
+pub fn load(text: &str) -> Option<Value> {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
+    Some(convert(v, 0))
+}
+
+fn convert(v: serde_yaml_ng::Value, depth: usize) -> Value {
+    use serde_yaml_ng::Value as Y;
+    if depth > 64 {
+        return Value::Null;
+    }
+    match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else {
+                num(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => {
+            Value::Array(items.into_iter().map(|x| convert(x, depth + 1)).collect())
+        }
+        Y::Mapping(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                let key = match convert(k, depth + 1) {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.insert(key, convert(v, depth + 1));
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(t) => convert(t.value, depth + 1),
+    }
+}
+
+/// A JSON number for `n` (integral values become integers).
+pub fn num(n: f64) -> Value {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+/// A number value as JavaScript prints it.
+pub fn number_text(n: &serde_json::Number) -> String {
+    match n.as_i64() {
+        Some(i) => i.to_string(),
+        None => js_num(n.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+
+/// One row as a flow sequence.
+pub fn flow_row(cells: &[Value]) -> String {
+    let parts: Vec<String> = cells.iter().map(flow_value).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn flow_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number_text(n),
+        Value::String(s) => scalar(s),
+        Value::Array(items) => flow_row(items),
+        Value::Object(m) => {
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", scalar(k), flow_value(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+    }
+}
+
+/// Whether a plain scalar `s` would read back as something other than a string.
+fn resolves_as_non_string(s: &str) -> bool {
+    if matches!(
+        s,
+        "" | "~"
+            | "null"
+            | "Null"
+            | "NULL"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "false"
+            | "False"
+            | "FALSE"
+    ) {
+        return true;
+    }
+    let lower = s.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['-', '+']);
+    if matches!(unsigned, ".inf" | ".nan") {
+        return true;
+    }
+    if let Some(h) = unsigned.strip_prefix("0x") {
+        return !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit() || c == b'_');
+    }
+    if let Some(o) = unsigned.strip_prefix("0o") {
+        return !o.is_empty() && o.bytes().all(|c| (b'0'..=b'7').contains(&c) || c == b'_');
+    }
+    if let Some(b) = unsigned.strip_prefix("0b") {
+        return !b.is_empty() && b.bytes().all(|c| c == b'0' || c == b'1' || c == b'_');
+    }
+    // Decimal int/float: digits, optional fraction, optional exponent.
+    let (mant, exp) = match unsigned.split_once('e') {
+        Some((m, e)) => (m, Some(e)),
+        None => (unsigned, None),
+    };
+    let digits = |t: &str| t.bytes().all(|c| c.is_ascii_digit() || c == b'_');
+    let mant_ok = match mant.split_once('.') {
+        Some((i, f)) => (!i.is_empty() || !f.is_empty()) && digits(i) && digits(f),
+        None => !mant.is_empty() && digits(mant),
+    };
+    let exp_ok = exp.is_none_or(|e| {
+        let e = e.trim_start_matches(['-', '+']);
+        !e.is_empty() && e.bytes().all(|c| c.is_ascii_digit())
+    });
+    mant_ok
+        && exp_ok
+        && mant
+            .bytes()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == b'.')
+}
+
+fn plain_ok(s: &str) -> bool {
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    if first.is_whitespace() || "-?:,[]{}#&*!|>'\"%@`=".contains(first) {
+        return false;
+    }
+    if s.ends_with(char::is_whitespace) || s.ends_with(':') {
+        return false;
+    }
+    if s.contains(": ") || s.contains(" #") {
+        return false;
+    }
+    if s.chars().any(|c| ",[]{}".contains(c) || c.is_control()) {
+        return false;
+    }
+    !resolves_as_non_string(s)
+}
+
+/// A string scalar: plain when safe, else single-quoted, else double-quoted.
+pub fn scalar(s: &str) -> String {
+    if plain_ok(s) {
+        return s.to_string();
+    }
+    if s.chars().any(char::is_control) {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        return out;
+    }
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flow_rows_like_js_yaml() {
+        assert_eq!(
+            flow_row(&[json!("legal"), json!(3.4), json!(14)]),
+            "[legal, 3.4, 14]"
+        );
+        assert_eq!(
+            flow_row(&[json!("14"), json!(""), json!(null), json!("a, b")]),
+            "['14', '', null, 'a, b']"
+        );
+        assert_eq!(flow_row(&[json!("true"), json!("it's")]), "['true', it's]");
+    }
+
+    #[test]
+    fn loads_in_order() {
+        let v = load("schema:\n  b: string\n  a: number\nrows:\n  - [x, 1]\n").unwrap();
+        let keys: Vec<&String> = v["schema"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(v["rows"][0][1], json!(1));
+    }
+}
