@@ -171,32 +171,40 @@ pub fn run(args: Args) -> i32 {
                     eprintln!("noma patch: recovery: {m}");
                 }
             }
+            // A dry run prints the document on stdout, so the summary goes to stderr.
+            let say = |line: String| {
+                if dry {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+            };
             for r in &outcome.records {
                 let target = ["id", "from", "parent", "target"]
                     .iter()
                     .find_map(|k| r.op.get(*k).and_then(Value::as_str))
                     .unwrap_or("");
-                eprintln!(
+                say(format!(
                     "{:<8} {} {}  {} -> {}",
                     r.patch_result.as_str(),
                     r.op_name(),
                     target,
                     r.pre_sha,
                     r.post_sha
-                );
+                ));
                 for d in r.diagnostics.iter().flatten() {
                     let engine_code = !d.code.contains('-');
                     if engine_code || r.patch_result == PatchResult::Rejected && d.severity == crate::diag::Severity::Error {
-                        eprintln!("    {}: {} {}", d.severity.as_str(), d.code, d.message);
+                        say(format!("    {}: {} {}", d.severity.as_str(), d.code, d.message));
                     }
                 }
             }
             if let Some(first) = outcome.records.first() {
-                eprintln!(
+                say(format!(
                     "pre_validation: {}, post_validation: {}",
                     first.pre_validation.as_str(),
                     first.post_validation.as_str()
-                );
+                ));
             }
             if dry {
                 print!("{}", outcome.new_text);

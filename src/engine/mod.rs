@@ -512,7 +512,15 @@ pub fn replay_file(
     };
     let mut locked = fsio::LockedTranscript::open(&tpath).map_err(|e| io_err("cannot open transcript", &tpath, e))?;
     // Replay reports an unrecorded edit rather than refusing: force = true.
-    let recovery = recover::recover(doc_path, &mut locked, apply, true)?;
+    let recovery = match recover::recover(doc_path, &mut locked, apply, true) {
+        Ok(r) => r,
+        // A bad record is exactly what replay reports (with its line): go on without repairs.
+        Err(RecoveryError::Transcript { err, .. }) => Recovery {
+            messages: vec![format!("recovery skipped: {err}")],
+            ..Recovery::default()
+        },
+        Err(e) => return Err(e.into()),
+    };
     let bytes = locked.read_all().map_err(|e| io_err("cannot read", &tpath, e))?;
     let doc = crate::doc::source::read_file(doc_path)?;
     drop(locked);

@@ -86,9 +86,10 @@ pub enum RecoveryError {
 }
 
 impl RecoveryError {
-    /// Exit 1 (the pair is inconsistent) rather than exit 2 (could not run).
+    /// Exit 1 (the pair is inconsistent or the transcript corrupt) rather
+    /// than exit 2 (could not run).
     pub fn is_check_failure(&self) -> bool {
-        matches!(self, RecoveryError::UnrecordedEdit(_) | RecoveryError::RollForward { .. })
+        !matches!(self, RecoveryError::Io(_))
     }
 }
 
