@@ -32,14 +32,25 @@ impl Fixture {
     }
     fn records(&self) -> Vec<Value> {
         let raw = std::fs::read_to_string(self.transcript()).unwrap_or_default();
-        raw.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        raw.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
     /// Runs `noma patch <doc> --inplace --format json --op OP <extra>`.
     fn patch(&self, op: Value, extra: &[&str]) -> (i32, Value) {
         let out = noma()
             .arg("patch")
             .arg(&self.doc)
-            .args(["--inplace", "--format", "json", "--actor-kind", "agent", "--actor-name", "tester", "--op"])
+            .args([
+                "--inplace",
+                "--format",
+                "json",
+                "--actor-kind",
+                "agent",
+                "--actor-name",
+                "tester",
+                "--op",
+            ])
             .arg(op.to_string())
             .args(extra)
             .output()
@@ -60,7 +71,11 @@ fn set(id: &str, key: &str, value: Value) -> Value {
 fn codes(r: &Value) -> Vec<String> {
     r["diagnostics"]
         .as_array()
-        .map(|a| a.iter().filter_map(|d| d["code"].as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| d["code"].as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -86,7 +101,13 @@ fn records_have_every_required_field_and_a_valid_chain() {
     let f = Fixture::new(DOC);
     let base = f.path("base.noma");
     std::fs::write(&base, DOC).unwrap();
-    let (code, out) = f.patch(json!([set("c1", "confidence", json!(0.8)), set("c2", "confidence", json!(0.9))]), &["--reason", "tune"]);
+    let (code, out) = f.patch(
+        json!([
+            set("c1", "confidence", json!(0.8)),
+            set("c2", "confidence", json!(0.9))
+        ]),
+        &["--reason", "tune"],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["records"].as_array().unwrap().len(), 2);
     let (code, _) = f.patch(set("c1", "confidence", json!(0.7)), &[]);
@@ -111,20 +132,38 @@ fn records_have_every_required_field_and_a_valid_chain() {
         assert!(r["doc_uri"].as_str().unwrap().starts_with("file:///"));
         assert!(r["doc_uri"].as_str().unwrap().ends_with("/d.noma"));
         assert_eq!(r["actor"], json!({"kind": "agent", "name": "tester"}));
-        assert_eq!(&r["pre_sha256"].as_str().unwrap()[..8], r["pre_sha"].as_str().unwrap());
-        assert_eq!(&r["post_sha256"].as_str().unwrap()[..8], r["post_sha"].as_str().unwrap());
+        assert_eq!(
+            &r["pre_sha256"].as_str().unwrap()[..8],
+            r["pre_sha"].as_str().unwrap()
+        );
+        assert_eq!(
+            &r["post_sha256"].as_str().unwrap()[..8],
+            r["post_sha"].as_str().unwrap()
+        );
         assert_eq!(r["patch_result"], "applied");
         assert_eq!(r["signature"], Value::Null);
-        assert_eq!(r["reason"].as_str(), if i < 2 { Some("tune") } else { None });
+        assert_eq!(
+            r["reason"].as_str(),
+            if i < 2 { Some("tune") } else { None }
+        );
         if i == 0 {
             assert!(r.get("prev_entry_sha256").is_none());
-            assert_eq!(r["pre_sha256"].as_str().unwrap(), sha256_hex(DOC.as_bytes()));
+            assert_eq!(
+                r["pre_sha256"].as_str().unwrap(),
+                sha256_hex(DOC.as_bytes())
+            );
         } else {
-            assert_eq!(r["prev_entry_sha256"].as_str().unwrap(), sha256_hex(lines[i - 1]));
+            assert_eq!(
+                r["prev_entry_sha256"].as_str().unwrap(),
+                sha256_hex(lines[i - 1])
+            );
             assert_eq!(r["pre_sha256"], recs[i - 1]["post_sha256"], "hash chain");
         }
     }
-    assert_eq!(recs[2]["post_sha256"].as_str().unwrap(), sha256_hex(f.text().as_bytes()));
+    assert_eq!(
+        recs[2]["post_sha256"].as_str().unwrap(),
+        sha256_hex(f.text().as_bytes())
+    );
     noma()
         .arg("replay")
         .arg(&f.doc)
@@ -143,7 +182,11 @@ fn uuid_version(s: &str) -> Option<char> {
 fn failing_op_aborts_the_list() {
     let f = Fixture::new(DOC);
     let (code, out) = f.patch(
-        json!([set("c1", "confidence", json!(0.1)), set("nope", "x", json!(1)), set("c2", "confidence", json!(0.2))]),
+        json!([
+            set("c1", "confidence", json!(0.1)),
+            set("nope", "x", json!(1)),
+            set("c2", "confidence", json!(0.2))
+        ]),
         &[],
     );
     assert_eq!(code, 1);
@@ -156,7 +199,10 @@ fn failing_op_aborts_the_list() {
     for r in &recs {
         assert_eq!(r["patch_result"], "rejected");
         assert_eq!(r["pre_sha256"], r["post_sha256"]);
-        assert_eq!(r["pre_sha256"].as_str().unwrap(), sha256_hex(DOC.as_bytes()));
+        assert_eq!(
+            r["pre_sha256"].as_str().unwrap(),
+            sha256_hex(DOC.as_bytes())
+        );
     }
 }
 
@@ -179,18 +225,35 @@ fn strict_mode_blocks_on_pre_validation_errors() {
 #[test]
 fn expected_sha_and_base_sha_drift() {
     let f = Fixture::new(DOC);
-    let (code, _) = f.patch(json!([set("c1", "confidence", json!(0.1)), set("c2", "confidence", json!(0.1))]), &["--expected-sha", "00000000"]);
+    let (code, _) = f.patch(
+        json!([
+            set("c1", "confidence", json!(0.1)),
+            set("c2", "confidence", json!(0.1))
+        ]),
+        &["--expected-sha", "00000000"],
+    );
     assert_eq!(code, 1);
-    assert!(f.records().iter().all(|r| codes(r).contains(&"sha_mismatch".into())));
+    assert!(f
+        .records()
+        .iter()
+        .all(|r| codes(r).contains(&"sha_mismatch".into())));
     assert_eq!(f.text(), DOC);
     let good = sha256_hex(DOC.as_bytes())[..8].to_string();
     let other = sha256_hex(b"what the agent read");
-    let (code, out) = f.patch(set("c1", "confidence", json!(0.1)), &["--expected-sha", &good, "--base-sha256", &other]);
+    let (code, out) = f.patch(
+        set("c1", "confidence", json!(0.1)),
+        &["--expected-sha", &good, "--base-sha256", &other],
+    );
     assert_eq!(code, 0, "{out}");
     let r = &f.records()[2];
     assert_eq!(r["patch_result"], "applied");
     assert_eq!(r["base_sha256"].as_str(), Some(other.as_str()));
-    let drift = r["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "base_sha_drift").unwrap();
+    let drift = r["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "base_sha_drift")
+        .unwrap();
     assert_eq!(drift["severity"], "warning");
     assert_eq!(drift["phase"], "pre");
     assert_eq!(r["pre_validation"], "warn");
@@ -216,7 +279,14 @@ fn malformed_transcript_lines_are_named_by_line() {
     std::fs::write(&base, DOC).unwrap();
 
     std::fs::write(f.transcript(), format!("{good}{{oops\n")).unwrap();
-    noma().arg("replay").arg(&f.doc).arg("--base").arg(&base).assert().code(1).stdout(predicates::str::contains("line 2"));
+    noma()
+        .arg("replay")
+        .arg(&f.doc)
+        .arg("--base")
+        .arg(&base)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("line 2"));
 
     let mut v: Value = serde_json::from_str(good.trim_end()).unwrap();
     v.as_object_mut().unwrap().remove("op_id");
@@ -232,7 +302,14 @@ fn malformed_transcript_lines_are_named_by_line() {
 
     // A Phase 0 record is not a v1.0 record.
     std::fs::write(f.transcript(), format!("{{\"v\":1}}\n{good}")).unwrap();
-    noma().arg("replay").arg(&f.doc).arg("--base").arg(&base).assert().code(1).stdout(predicates::str::contains("line 1"));
+    noma()
+        .arg("replay")
+        .arg(&f.doc)
+        .arg("--base")
+        .arg(&base)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("line 1"));
 
     // A torn final line is repaired (never committed) and reported.
     std::fs::write(f.transcript(), format!("{good}{{\"protocol_ver")).unwrap();
@@ -310,7 +387,9 @@ fn dry_run_out_and_book_manifest() {
         .arg(set("c1", "confidence", json!(0.3)).to_string())
         .assert()
         .success();
-    assert!(std::fs::read_to_string(&out).unwrap().contains("confidence=0.3"));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("confidence=0.3"));
     assert_eq!(f.text(), DOC);
 
     let book = f.path("book.noma.yml");
@@ -331,13 +410,21 @@ fn dry_run_out_and_book_manifest() {
 fn capability_descriptor_is_advisory_and_shape_checked() {
     let f = Fixture::new(DOC);
     let side = f.path("d.noma.capabilities.yml");
-    std::fs::write(&side, "nomaAgent:\n  version: 1\n  blocks:\n    claim:\n      ops: [replace_block]\n").unwrap();
+    std::fs::write(
+        &side,
+        "nomaAgent:\n  version: 1\n  blocks:\n    claim:\n      ops: [replace_block]\n",
+    )
+    .unwrap();
     let (code, out) = f.patch(set("c1", "confidence", json!(0.2)), &[]);
     assert_eq!(code, 0, "advisory only: {out}");
     let r = &f.records()[0];
     assert_eq!(r["patch_result"], "applied");
     assert!(codes(r).contains(&"capability_not_granted".into()));
-    std::fs::write(&side, "nomaAgent:\n  version: 1\n  blocks:\n    claim:\n      ops: [fly]\n").unwrap();
+    std::fs::write(
+        &side,
+        "nomaAgent:\n  version: 1\n  blocks:\n    claim:\n      ops: [fly]\n",
+    )
+    .unwrap();
     noma()
         .arg("patch")
         .arg(&f.doc)
@@ -345,19 +432,35 @@ fn capability_descriptor_is_advisory_and_shape_checked() {
         .arg(set("c1", "confidence", json!(0.3)).to_string())
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("capabilities.yml").and(predicates::str::contains("malformed")));
+        .stderr(
+            predicates::str::contains("capabilities.yml")
+                .and(predicates::str::contains("malformed")),
+        );
 }
 
 #[test]
 fn blocks_and_schemas() {
     let f = Fixture::new(DOC);
-    let o = noma().arg("blocks").arg(&f.doc).args(["--format", "json"]).output().unwrap();
+    let o = noma()
+        .arg("blocks")
+        .arg(&f.doc)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let c1 = v.as_array().unwrap().iter().find(|b| b["id"] == "c1").unwrap();
+    let c1 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "c1")
+        .unwrap();
     assert_eq!(c1["lines"], json!([3, 5]));
     assert_eq!(c1["name"], "claim");
-    assert_eq!(c1["sha256"].as_str().unwrap(), sha256_hex(b"::claim{id=\"c1\" confidence=0.5}\nbody one.\n::"));
+    assert_eq!(
+        c1["sha256"].as_str().unwrap(),
+        sha256_hex(b"::claim{id=\"c1\" confidence=0.5}\nbody one.\n::")
+    );
     for which in ["patch-op", "transcript", "capability"] {
         let o = noma().args(["schema", which]).output().unwrap();
         assert!(o.status.success());

@@ -30,7 +30,10 @@ pub fn run(args: Args) -> i32 {
                     Some(n) => format!("{}/{n}", b.kind),
                     None => b.kind.to_string(),
                 };
-                println!("{}\t{kind}\t[{}, {}]\t{}", b.id, b.lines[0], b.lines[1], b.sha256);
+                println!(
+                    "{}\t{kind}\t[{}, {}]\t{}",
+                    b.id, b.lines[0], b.lines[1], b.sha256
+                );
             }
             super::EXIT_OK
         }

@@ -14,10 +14,12 @@ use crate::transcript::{Actor, ActorKind, PatchResult};
 /// new document goes to stdout (human format) or into the JSON output
 /// (`document`), and no transcript record is appended.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Output: --inplace writes the document and appends one record per op to \
+#[command(
+    after_help = "Output: --inplace writes the document and appends one record per op to \
 <file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
 and its transcript alone; neither = dry run that prints the new document. Exit 0 applied, \
-1 rejected (or an unrecorded edit was found), 2 could not run.")]
+1 rejected (or an unrecorded edit was found), 2 could not run."
+)]
 pub struct Args {
     /// The .noma document to patch.
     pub file: PathBuf,
@@ -36,6 +38,20 @@ pub struct Args {
     /// Reject the list when the document already has validation errors.
     #[arg(long)]
     pub strict: bool,
+    /// Record metadata and preconditions.
+    #[command(flatten)]
+    pub meta: Box<Meta>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Patch even when the document has an edit no record explains.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The less common options, boxed to keep the subcommand enum small.
+#[derive(Debug, clap::Args)]
+pub struct Meta {
     /// Why the patch is made (recorded as `reason`).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -63,12 +79,6 @@ pub struct Args {
     /// Transcript path (default <file>.patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Patch even when the document has an edit no record explains.
-    #[arg(long)]
-    pub force: bool,
 }
 
 /// Reads the op-list from --op or --ops.
@@ -77,7 +87,8 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
         (Some(s), _) => (s.clone(), "--op".to_string()),
         (None, Some(p)) if p.as_os_str() == "-" => {
             let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| format!("stdin: {e}"))?;
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| format!("stdin: {e}"))?;
             (s, "stdin".into())
         }
         (None, Some(p)) => (
@@ -86,13 +97,16 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
         ),
         (None, None) => return Err("give --op JSON or --ops FILE".into()),
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{from}: invalid JSON: {e}"))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{from}: invalid JSON: {e}"))?;
     let ops = match value {
         Value::Array(a) => a,
-        Value::Object(mut o) if o.contains_key("ops") && !o.contains_key("op") => match o.remove("ops") {
-            Some(Value::Array(a)) => a,
-            _ => return Err(format!("{from}: `ops` must be an array")),
-        },
+        Value::Object(mut o) if o.contains_key("ops") && !o.contains_key("op") => {
+            match o.remove("ops") {
+                Some(Value::Array(a)) => a,
+                _ => return Err(format!("{from}: `ops` must be an array")),
+            }
+        }
         v @ Value::Object(_) => vec![v],
         _ => return Err(format!("{from}: expected an op object or an array of ops")),
     };
@@ -121,17 +135,21 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let mut opts = Options::new(Actor {
-        kind: args.actor_kind,
-        name: args.actor_name.clone().unwrap_or_else(default_actor_name),
-        model: args.actor_model.clone(),
-        version: args.actor_version.clone(),
+        kind: args.meta.actor_kind,
+        name: args
+            .meta
+            .actor_name
+            .clone()
+            .unwrap_or_else(default_actor_name),
+        model: args.meta.actor_model.clone(),
+        version: args.meta.actor_version.clone(),
     });
     opts.strict = args.strict;
-    opts.reason = args.reason.clone();
-    opts.expected_sha = args.expected_sha.clone();
-    opts.base_sha256 = args.base_sha256.clone();
-    opts.parent_op_id = args.parent_op_id.clone();
-    opts.transcript = args.transcript.clone();
+    opts.reason = args.meta.reason.clone();
+    opts.expected_sha = args.meta.expected_sha.clone();
+    opts.base_sha256 = args.meta.base_sha256.clone();
+    opts.parent_op_id = args.meta.parent_op_id.clone();
+    opts.transcript = args.meta.transcript.clone();
     opts.force = args.force;
     opts.validate.base_dir = args.file.parent().map(PathBuf::from);
     opts.write = match (&args.out, args.inplace) {
@@ -143,10 +161,18 @@ pub fn run(args: Args) -> i32 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("noma patch: {e}");
-            return if e.is_check_failure() { super::EXIT_FAIL } else { super::EXIT_USAGE };
+            return if e.is_check_failure() {
+                super::EXIT_FAIL
+            } else {
+                super::EXIT_USAGE
+            };
         }
     };
-    let code = if outcome.accepted { super::EXIT_OK } else { super::EXIT_FAIL };
+    let code = if outcome.accepted {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAIL
+    };
     let dry = opts.write == WriteMode::DryRun;
     match args.format {
         Format::Json => {
@@ -194,8 +220,16 @@ pub fn run(args: Args) -> i32 {
                 ));
                 for d in r.diagnostics.iter().flatten() {
                     let engine_code = !d.code.contains('-');
-                    if engine_code || r.patch_result == PatchResult::Rejected && d.severity == crate::diag::Severity::Error {
-                        say(format!("    {}: {} {}", d.severity.as_str(), d.code, d.message));
+                    if engine_code
+                        || r.patch_result == PatchResult::Rejected
+                            && d.severity == crate::diag::Severity::Error
+                    {
+                        say(format!(
+                            "    {}: {} {}",
+                            d.severity.as_str(),
+                            d.code,
+                            d.message
+                        ));
                     }
                 }
             }

@@ -30,15 +30,27 @@ pub struct Args {
 
 /// Runs `noma replay`.
 pub fn run(args: Args) -> i32 {
-    let (recovery, report) =
-        match engine::replay_file(&args.file, args.transcript.as_deref(), args.base.as_deref(), engine::APPLY) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("noma replay: {e}");
-                return if e.is_check_failure() { super::EXIT_FAIL } else { super::EXIT_USAGE };
-            }
-        };
-    let code = if report.ok { super::EXIT_OK } else { super::EXIT_FAIL };
+    let (recovery, report) = match engine::replay_file(
+        &args.file,
+        args.transcript.as_deref(),
+        args.base.as_deref(),
+        engine::APPLY,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("noma replay: {e}");
+            return if e.is_check_failure() {
+                super::EXIT_FAIL
+            } else {
+                super::EXIT_USAGE
+            };
+        }
+    };
+    let code = if report.ok {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAIL
+    };
     match args.format {
         Format::Json => {
             let c = super::print_json(&json!({ "recovery": recovery, "replay": report }));
@@ -51,7 +63,10 @@ pub fn run(args: Args) -> i32 {
                 println!("recovery: {m}");
             }
             let rate = if report.elapsed_ms > 0.0 {
-                format!(", {:.0} records/s", report.records as f64 * 1000.0 / report.elapsed_ms)
+                format!(
+                    ", {:.0} records/s",
+                    report.records as f64 * 1000.0 / report.elapsed_ms
+                )
             } else {
                 String::new()
             };
@@ -65,7 +80,11 @@ pub fn run(args: Args) -> i32 {
                     report.final_sha256.as_deref().unwrap_or("-")
                 ),
                 Some(d) => {
-                    let who = d.op_id.as_deref().map(|o| format!(" (op_id {o})")).unwrap_or_default();
+                    let who = d
+                        .op_id
+                        .as_deref()
+                        .map(|o| format!(" (op_id {o})"))
+                        .unwrap_or_default();
                     println!("DIVERGED at line {}{who}: {}", d.line, d.message);
                     if let (Some(e), Some(a)) = (&d.expected_sha256, &d.actual_sha256) {
                         println!("  expected sha256 {e}\n  actual   sha256 {a}");

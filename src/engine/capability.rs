@@ -176,7 +176,10 @@ op_names! {
 
 /// The sidecar path of a document (A.1): the file name plus `.capabilities.yml`.
 pub fn sidecar_path(doc: &Path) -> PathBuf {
-    let mut name = doc.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = doc
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(".capabilities.yml");
     doc.with_file_name(name)
 }
@@ -199,7 +202,12 @@ pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, String> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: cannot read capability descriptor: {e}", path.display())),
+        Err(e) => {
+            return Err(format!(
+                "{}: cannot read capability descriptor: {e}",
+                path.display()
+            ))
+        }
     };
     parse(&text)
         .map(|f| Some((path.clone(), f)))
@@ -246,16 +254,27 @@ pub fn advise(file: &CapabilityFile, state: &Document, op: &Value) -> Vec<Diagno
         .and_then(|p| p.ops.as_ref())
         .is_some_and(|ops| ops.contains(&op_name));
     if !granted {
-        let what = if block.is_empty() { "the target".to_string() } else { format!("`{block}` blocks") };
-        out.push(warn(format!("the capability descriptor grants no `{name}` on {what}")));
+        let what = if block.is_empty() {
+            "the target".to_string()
+        } else {
+            format!("`{block}` blocks")
+        };
+        out.push(warn(format!(
+            "the capability descriptor grants no `{name}` on {what}"
+        )));
     }
     if op_name == OpName::RenameId && !desc.ids.as_ref().and_then(|i| i.rename).unwrap_or(false) {
-        out.push(warn("the capability descriptor does not enable ids.rename".into()));
+        out.push(warn(
+            "the capability descriptor does not enable ids.rename".into(),
+        ));
     }
     if op_name == OpName::UpdateAttribute {
         let key = op.get("key").and_then(Value::as_str).unwrap_or("");
         let value = op.get("value").unwrap_or(&Value::Null);
-        if let Some(rule) = policy.and_then(|p| p.attrs.as_ref()).and_then(|a| a.get(key)) {
+        if let Some(rule) = policy
+            .and_then(|p| p.attrs.as_ref())
+            .and_then(|a| a.get(key))
+        {
             if let Some(problem) = check_attr(rule, value) {
                 out.push(warn(format!("attribute `{key}`: {problem}")));
             }
@@ -306,8 +325,14 @@ mod tests {
     fn parses_and_rejects_bad_shapes() {
         let f = parse(DESC).unwrap();
         assert_eq!(OpName::ALL.len(), 25);
-        assert!(f.noma_agent.blocks.unwrap()["claim"].ops.as_ref().unwrap().contains(&OpName::ReplaceBlock));
-        assert!(parse("nomaAgent:\n  version: 2\n").unwrap_err().contains("version"));
+        assert!(f.noma_agent.blocks.unwrap()["claim"]
+            .ops
+            .as_ref()
+            .unwrap()
+            .contains(&OpName::ReplaceBlock));
+        assert!(parse("nomaAgent:\n  version: 2\n")
+            .unwrap_err()
+            .contains("version"));
         assert!(parse("nomaAgent:\n  version: 1\n  blocks:\n    c: {ops: [explode]}\n").is_err());
         assert!(parse("nomaAgent:\n  version: 1\n  extra: 1\n").is_err());
         assert!(parse("other: 1\n").is_err());
@@ -318,19 +343,34 @@ mod tests {
     fn advises_without_rejecting() {
         let f = parse(DESC).unwrap();
         let doc = parse_doc("::claim{id=\"c\" confidence=0.5}\nx\n::\n\n::note{id=\"n\"}\ny\n::\n");
-        assert!(advise(&f, &doc, &json!({"op":"update_attribute","id":"c","key":"confidence","value":0.7})).is_empty());
-        let d = advise(&f, &doc, &json!({"op":"update_attribute","id":"c","key":"confidence","value":3}));
+        assert!(advise(
+            &f,
+            &doc,
+            &json!({"op":"update_attribute","id":"c","key":"confidence","value":0.7})
+        )
+        .is_empty());
+        let d = advise(
+            &f,
+            &doc,
+            &json!({"op":"update_attribute","id":"c","key":"confidence","value":3}),
+        );
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].severity, Severity::Warning);
         let d = advise(&f, &doc, &json!({"op":"delete_block","id":"n"}));
         assert_eq!(d[0].code, ADVISORY_CODE);
         assert_eq!(d[0].phase, Some(Phase::Pre));
         assert!(d[0].message.contains("`note`"));
-        assert_eq!(advise(&f, &doc, &json!({"op":"rename_id","from":"c","to":"d"})).len(), 2);
+        assert_eq!(
+            advise(&f, &doc, &json!({"op":"rename_id","from":"c","to":"d"})).len(),
+            2
+        );
     }
 
     #[test]
     fn sidecar_name() {
-        assert_eq!(sidecar_path(Path::new("/a/t.noma")), PathBuf::from("/a/t.noma.capabilities.yml"));
+        assert_eq!(
+            sidecar_path(Path::new("/a/t.noma")),
+            PathBuf::from("/a/t.noma.capabilities.yml")
+        );
     }
 }

@@ -22,7 +22,11 @@ impl LockedTranscript {
     /// exclusive lock is ours. The transcript is never renamed, so every
     /// process locks the same inode.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).append(true).create(true).open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
         // Fully qualified: newer std has an inherent `File::lock` too.
         fs4::FileExt::lock(&file)?;
         Ok(LockedTranscript {
@@ -97,12 +101,18 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Removes temp files a killed writer of `doc` left behind. Only call it
 /// while holding the document's transcript lock: then no live writer owns one.
 pub fn remove_stale_temps(doc: &Path) -> usize {
-    let Some(name) = doc.file_name() else { return 0 };
+    let Some(name) = doc.file_name() else {
+        return 0;
+    };
     let prefix = format!(".{}{TMP_MARK}", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(parent_dir(doc)) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(parent_dir(doc)) else {
+        return 0;
+    };
     let mut removed = 0;
     for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with(&prefix) && std::fs::remove_file(e.path()).is_ok() {
+        if e.file_name().to_string_lossy().starts_with(&prefix)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
             removed += 1;
         }
     }

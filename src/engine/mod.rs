@@ -137,7 +137,10 @@ impl Options {
 
 /// The conventional transcript path: the document path plus `.patches` (§5.1).
 pub fn default_transcript_path(doc: &Path) -> PathBuf {
-    let mut name = doc.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = doc
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(".patches");
     doc.with_file_name(name)
 }
@@ -260,7 +263,16 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
             .enumerate()
             .map(|(i, op)| {
                 let d = engine_diag(Severity::Error, code.as_str(), message.to_string());
-                make(i, op, &pre_sha256, &pre_sha256, PatchResult::Rejected, vec![d], &post_of_pre, None)
+                make(
+                    i,
+                    op,
+                    &pre_sha256,
+                    &pre_sha256,
+                    PatchResult::Rejected,
+                    vec![d],
+                    &post_of_pre,
+                    None,
+                )
             })
             .collect(),
         new_text: source.to_string(),
@@ -339,15 +351,40 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                     let d = engine_diag(
                         Severity::Error,
                         PatchErrorCode::OpListAborted.as_str(),
-                        format!("rolled back: op {k} of this list failed ({})", err.code.as_str()),
+                        format!(
+                            "rolled back: op {k} of this list failed ({})",
+                            err.code.as_str()
+                        ),
                     );
                     let mut extra = step.advisories;
                     extra.push(d);
-                    records.push(make(i, op, &pre_sha256, &pre_sha256, PatchResult::Rejected, extra, &post_of_pre, None));
+                    records.push(make(
+                        i,
+                        op,
+                        &pre_sha256,
+                        &pre_sha256,
+                        PatchResult::Rejected,
+                        extra,
+                        &post_of_pre,
+                        None,
+                    ));
                 }
                 let mut extra = advisories;
-                extra.push(engine_diag(Severity::Error, err.code.as_str(), err.message.clone()));
-                records.push(make(k, op, &pre_sha256, &pre_sha256, PatchResult::Rejected, extra, &post_of_pre, None));
+                extra.push(engine_diag(
+                    Severity::Error,
+                    err.code.as_str(),
+                    err.message.clone(),
+                ));
+                records.push(make(
+                    k,
+                    op,
+                    &pre_sha256,
+                    &pre_sha256,
+                    PatchResult::Rejected,
+                    extra,
+                    &post_of_pre,
+                    None,
+                ));
                 return Plan {
                     records,
                     new_text: source.to_string(),
@@ -361,7 +398,18 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
         .iter()
         .zip(steps)
         .enumerate()
-        .map(|(i, (op, s))| make(i, op, &s.pre, &s.post, s.result, s.advisories, &post_diags, Some(s.elapsed)))
+        .map(|(i, (op, s))| {
+            make(
+                i,
+                op,
+                &s.pre,
+                &s.post,
+                s.result,
+                s.advisories,
+                &post_diags,
+                Some(s.elapsed),
+            )
+        })
         .collect();
     Plan {
         records,
@@ -434,12 +482,19 @@ pub struct Outcome {
 const PAUSE_ENV: &str = "NOMA_TEST_PAUSE_BEFORE_RENAME_MS";
 
 /// Runs one patch request against a file.
-pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options, apply: ApplyFn) -> Result<Outcome, EngineError> {
+pub fn patch_file(
+    doc_path: &Path,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Result<Outcome, EngineError> {
     let book_manifest = is_book_manifest(doc_path);
     let capability = if book_manifest {
         None
     } else {
-        capability::load(doc_path).map_err(EngineError::Capability)?.map(|(_, f)| f)
+        capability::load(doc_path)
+            .map_err(EngineError::Capability)?
+            .map(|(_, f)| f)
     };
     let ctx = Context {
         doc_uri: transcript::doc_uri(doc_path),
@@ -452,7 +507,8 @@ pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options, apply: ApplyFn
             let plan = plan(&source, &ctx, ops, opts, apply);
             let mut wrote = false;
             if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
-                fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(|e| io_err("cannot write", out, e))?;
+                fsio::atomic_write(out, plan.new_text.as_bytes())
+                    .map_err(|e| io_err("cannot write", out, e))?;
                 wrote = true;
             }
             Ok(Outcome {
@@ -467,19 +523,29 @@ pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options, apply: ApplyFn
         WriteMode::InPlace => {
             // Refuse early (before creating a transcript) when the document is unreadable.
             crate::doc::source::read_file(doc_path)?;
-            let tpath = opts.transcript.clone().unwrap_or_else(|| default_transcript_path(doc_path));
-            let mut locked = fsio::LockedTranscript::open(&tpath).map_err(|e| io_err("cannot open transcript", &tpath, e))?;
+            let tpath = opts
+                .transcript
+                .clone()
+                .unwrap_or_else(|| default_transcript_path(doc_path));
+            let mut locked = fsio::LockedTranscript::open(&tpath)
+                .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
             let recovery = recover::recover(doc_path, &mut locked, apply, opts.force)?;
             let source = crate::doc::source::read_file(doc_path)?;
             let mut plan = plan(&source, &ctx, ops, opts, apply);
             let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
-            locked.append(&bytes).map_err(|e| io_err("cannot append to transcript", &tpath, e))?;
+            locked
+                .append(&bytes)
+                .map_err(|e| io_err("cannot append to transcript", &tpath, e))?;
             let changed = plan.accepted && plan.new_text != source;
             if changed {
-                if let Some(ms) = std::env::var(PAUSE_ENV).ok().and_then(|v| v.parse::<u64>().ok()) {
+                if let Some(ms) = std::env::var(PAUSE_ENV)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
                     std::thread::sleep(std::time::Duration::from_millis(ms));
                 }
-                fsio::atomic_write(doc_path, plan.new_text.as_bytes()).map_err(|e| io_err("cannot write", doc_path, e))?;
+                fsio::atomic_write(doc_path, plan.new_text.as_bytes())
+                    .map_err(|e| io_err("cannot write", doc_path, e))?;
             }
             drop(locked);
             Ok(Outcome {
@@ -502,15 +568,21 @@ pub fn replay_file(
     apply: ApplyFn,
 ) -> Result<(Recovery, transcript::replay::Report), EngineError> {
     crate::doc::source::read_file(doc_path)?;
-    let tpath = transcript_path.map(Path::to_path_buf).unwrap_or_else(|| default_transcript_path(doc_path));
+    let tpath = transcript_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc_path));
     if !tpath.exists() {
-        return Err(EngineError::Io(format!("{}: no such transcript", tpath.display())));
+        return Err(EngineError::Io(format!(
+            "{}: no such transcript",
+            tpath.display()
+        )));
     }
     let base_text = match base {
         Some(b) => Some(crate::doc::source::read_file(b)?),
         None => None,
     };
-    let mut locked = fsio::LockedTranscript::open(&tpath).map_err(|e| io_err("cannot open transcript", &tpath, e))?;
+    let mut locked = fsio::LockedTranscript::open(&tpath)
+        .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
     // Replay reports an unrecorded edit rather than refusing: force = true.
     let recovery = match recover::recover(doc_path, &mut locked, apply, true) {
         Ok(r) => r,
@@ -521,7 +593,9 @@ pub fn replay_file(
         },
         Err(e) => return Err(e.into()),
     };
-    let bytes = locked.read_all().map_err(|e| io_err("cannot read", &tpath, e))?;
+    let bytes = locked
+        .read_all()
+        .map_err(|e| io_err("cannot read", &tpath, e))?;
     let doc = crate::doc::source::read_file(doc_path)?;
     drop(locked);
     let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
@@ -564,17 +638,38 @@ pub(crate) mod tests {
     }
 
     fn codes(r: &Record) -> Vec<String> {
-        r.diagnostics.iter().flatten().map(|d| d.code.clone()).collect()
+        r.diagnostics
+            .iter()
+            .flatten()
+            .map(|d| d.code.clone())
+            .collect()
     }
 
     #[test]
     fn applied_noop_chain_is_exact() {
-        let ops = [json!({"op":"append","text":"a\n"}), json!({"op":"same"}), json!({"op":"append","text":"b\n"})];
-        let p = plan("x\n", &Context::default(), &ops, &Options::new(actor()), fake_apply);
+        let ops = [
+            json!({"op":"append","text":"a\n"}),
+            json!({"op":"same"}),
+            json!({"op":"append","text":"b\n"}),
+        ];
+        let p = plan(
+            "x\n",
+            &Context::default(),
+            &ops,
+            &Options::new(actor()),
+            fake_apply,
+        );
         assert!(p.accepted);
         assert_eq!(p.new_text, "x\na\nb\n");
         let r = &p.records;
-        assert_eq!(r.iter().map(|r| r.patch_result).collect::<Vec<_>>(), [PatchResult::Applied, PatchResult::Noop, PatchResult::Applied]);
+        assert_eq!(
+            r.iter().map(|r| r.patch_result).collect::<Vec<_>>(),
+            [
+                PatchResult::Applied,
+                PatchResult::Noop,
+                PatchResult::Applied
+            ]
+        );
         assert_eq!(r[0].pre_sha256, sha256_hex(b"x\n"));
         assert_eq!(r[1].pre_sha256, r[0].post_sha256);
         assert_eq!(r[1].post_sha256, r[1].pre_sha256);
@@ -587,8 +682,18 @@ pub(crate) mod tests {
 
     #[test]
     fn failure_aborts_earlier_ops_and_skips_later() {
-        let ops = [json!({"op":"append","text":"a"}), json!({"op":"fail"}), json!({"op":"append","text":"b"})];
-        let p = plan("x", &Context::default(), &ops, &Options::new(actor()), fake_apply);
+        let ops = [
+            json!({"op":"append","text":"a"}),
+            json!({"op":"fail"}),
+            json!({"op":"append","text":"b"}),
+        ];
+        let p = plan(
+            "x",
+            &Context::default(),
+            &ops,
+            &Options::new(actor()),
+            fake_apply,
+        );
         assert!(!p.accepted);
         assert_eq!(p.new_text, "x");
         assert_eq!(p.records.len(), 2);
@@ -603,7 +708,10 @@ pub(crate) mod tests {
 
     #[test]
     fn expected_sha_drift_manifest_and_chain() {
-        let ops = [json!({"op":"append","text":"a"}), json!({"op":"append","text":"b"})];
+        let ops = [
+            json!({"op":"append","text":"a"}),
+            json!({"op":"append","text":"b"}),
+        ];
         let mut o = Options::new(actor());
         o.expected_sha = Some("00000000".into());
         let p = plan("x", &Context::default(), &ops, &o, fake_apply);
@@ -617,7 +725,10 @@ pub(crate) mod tests {
         let bytes = chain_and_serialise(&mut p.records, None);
         let t = transcript::parse_transcript(&bytes).unwrap();
         assert_eq!(t.entries[0].record.prev_entry_sha256, None);
-        assert_eq!(t.entries[1].record.prev_entry_sha256.as_deref(), Some(t.entries[0].line_sha256.as_str()));
+        assert_eq!(
+            t.entries[1].record.prev_entry_sha256.as_deref(),
+            Some(t.entries[0].line_sha256.as_str())
+        );
         let ctx = Context {
             book_manifest: true,
             ..Context::default()
@@ -635,10 +746,27 @@ pub(crate) mod tests {
         }
         let mut o = Options::new(actor());
         o.strict = true;
-        let p = plan(src, &Context::default(), &[json!({"op":"same"})], &o, fake_apply);
-        assert!(codes(&p.records[0]).iter().any(|c| c == "pre_validation_blocked"));
+        let p = plan(
+            src,
+            &Context::default(),
+            &[json!({"op":"same"})],
+            &o,
+            fake_apply,
+        );
+        assert!(codes(&p.records[0])
+            .iter()
+            .any(|c| c == "pre_validation_blocked"));
         assert_eq!(p.records[0].patch_result, PatchResult::Rejected);
         o.strict = false;
-        assert!(plan(src, &Context::default(), &[json!({"op":"same"})], &o, fake_apply).accepted);
+        assert!(
+            plan(
+                src,
+                &Context::default(),
+                &[json!({"op":"same"})],
+                &o,
+                fake_apply
+            )
+            .accepted
+        );
     }
 }

@@ -96,9 +96,13 @@ impl RecoveryError {
 /// The records of the transcript's last request, newest first, and the
 /// index of its first line. Records without `op_list` are requests of one.
 fn last_request(lines: &[transcript::RawLine<'_>]) -> Result<(Vec<Record>, usize), ReadError> {
-    let Some(last) = lines.last() else { return Ok((Vec::new(), 0)) };
+    let Some(last) = lines.last() else {
+        return Ok((Vec::new(), 0));
+    };
     let rec = transcript::parse_record(last.number, last.raw)?;
-    let Some(list) = rec.op_list.clone() else { return Ok((vec![rec], lines.len() - 1)) };
+    let Some(list) = rec.op_list.clone() else {
+        return Ok((vec![rec], lines.len() - 1));
+    };
     let mut tail = vec![rec];
     let mut i = lines.len() - 1;
     while i > 0 && tail.len() < list.len {
@@ -114,7 +118,12 @@ fn last_request(lines: &[transcript::RawLine<'_>]) -> Result<(Vec<Record>, usize
 }
 
 /// Applies the recovery rule to `doc` and its locked transcript.
-pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool) -> Result<Recovery, RecoveryError> {
+pub fn recover(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    apply: ApplyFn,
+    force: bool,
+) -> Result<Recovery, RecoveryError> {
     let tpath = t.path().display().to_string();
     let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{tpath}: {what}: {e}"));
     let bad = |err: ReadError| RecoveryError::Transcript {
@@ -126,7 +135,10 @@ pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool
         ..Recovery::default()
     };
     if out.stale_temps_removed > 0 {
-        out.messages.push(format!("removed {} stale temp file(s) of a killed writer", out.stale_temps_removed));
+        out.messages.push(format!(
+            "removed {} stale temp file(s) of a killed writer",
+            out.stale_temps_removed
+        ));
     }
     let bytes = t.read_all().map_err(|e| io("cannot read", e))?;
     let (mut lines, torn) = transcript::split_lines(&bytes);
@@ -143,7 +155,11 @@ pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool
     let complete = match tail.first().and_then(|r| r.op_list.as_ref()) {
         Some(list) => {
             tail.len() == list.len
-                && tail.iter().rev().enumerate().all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
+                && tail
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
         }
         None => true,
     };
@@ -161,7 +177,8 @@ pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool
         tail = last_request(&lines).map_err(bad)?.0;
     }
     if keep < bytes.len() {
-        t.truncate(keep as u64).map_err(|e| io("cannot truncate", e))?;
+        t.truncate(keep as u64)
+            .map_err(|e| io("cannot truncate", e))?;
         out.truncated_bytes = (bytes.len() - keep) as u64;
     }
     let Some(last_line) = lines.last().copied() else {
@@ -169,18 +186,25 @@ pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool
     };
     out.last_line_sha256 = Some(sha256_hex(last_line.raw));
     tail.reverse(); // oldest first
-    let Some(last) = tail.last() else { return Ok(out) };
+    let Some(last) = tail.last() else {
+        return Ok(out);
+    };
 
-    let doc_bytes = std::fs::read(doc).map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
+    let doc_bytes = std::fs::read(doc)
+        .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
     let doc_sha = sha256_hex(&doc_bytes);
     if doc_sha == last.post_sha256 {
         return Ok(out);
     }
-    let complete = last.op_list.as_ref().map_or(tail.len() == 1, |o| tail.len() == o.len);
+    let complete = last
+        .op_list
+        .as_ref()
+        .map_or(tail.len() == 1, |o| tail.len() == o.len);
     let accepted = tail.iter().all(|r| r.patch_result != PatchResult::Rejected);
     let first_line = last_line.number + 1 - tail.len();
     if complete && accepted && tail.first().is_some_and(|r| r.pre_sha256 == doc_sha) {
-        let mut state = String::from_utf8(doc_bytes).map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
+        let mut state = String::from_utf8(doc_bytes)
+            .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
         let mut n = 0;
         for (k, r) in tail.iter().enumerate() {
             let fail = |message: String| RecoveryError::RollForward {
@@ -191,16 +215,25 @@ pub fn recover(doc: &Path, t: &mut LockedTranscript, apply: ApplyFn, force: bool
             if r.patch_result != PatchResult::Applied {
                 continue;
             }
-            let next = apply(&state, std::slice::from_ref(&r.op))
-                .map_err(|e| fail(format!("re-applying the op failed: {} {}", e.code.as_str(), e.message)))?;
+            let next = apply(&state, std::slice::from_ref(&r.op)).map_err(|e| {
+                fail(format!(
+                    "re-applying the op failed: {} {}",
+                    e.code.as_str(),
+                    e.message
+                ))
+            })?;
             let got = sha256_hex(next.as_bytes());
             if got != r.post_sha256 {
-                return Err(fail(format!("re-applying the op gives sha256 {got}, the record says {}", r.post_sha256)));
+                return Err(fail(format!(
+                    "re-applying the op gives sha256 {got}, the record says {}",
+                    r.post_sha256
+                )));
             }
             state = next;
             n += 1;
         }
-        fsio::atomic_write(doc, state.as_bytes()).map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
+        fsio::atomic_write(doc, state.as_bytes())
+            .map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
         out.rolled_forward = n;
         out.messages.push(format!(
             "rolled forward {n} record(s) (lines {first_line}..={}): the document lagged its transcript",
@@ -243,9 +276,21 @@ mod tests {
     }
 
     fn batch(src: &str, texts: &[&str]) -> (String, Vec<u8>) {
-        let ops: Vec<_> = texts.iter().map(|t| json!({"op":"append","text":t})).collect();
-        let mut p = plan(src, &Context::default(), &ops, &Options::new(actor()), fake_apply);
-        (p.new_text.clone(), chain_and_serialise(&mut p.records, None))
+        let ops: Vec<_> = texts
+            .iter()
+            .map(|t| json!({"op":"append","text":t}))
+            .collect();
+        let mut p = plan(
+            src,
+            &Context::default(),
+            &ops,
+            &Options::new(actor()),
+            fake_apply,
+        );
+        (
+            p.new_text.clone(),
+            chain_and_serialise(&mut p.records, None),
+        )
     }
 
     #[test]

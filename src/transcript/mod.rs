@@ -54,7 +54,9 @@ pub struct Actor {
 }
 
 /// The kind of actor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ActorKind {
     /// A person.
@@ -214,9 +216,15 @@ impl Record {
     /// hash formats, display aliases, UUID, rejected/noop hash equality.
     pub fn check_shape(&self) -> Result<(), String> {
         if self.protocol_version != PROTOCOL_VERSION {
-            return Err(format!("protocol_version is {:?}, expected \"1.0\"", self.protocol_version));
+            return Err(format!(
+                "protocol_version is {:?}, expected \"1.0\"",
+                self.protocol_version
+            ));
         }
-        for (name, v) in [("pre_sha256", &self.pre_sha256), ("post_sha256", &self.post_sha256)] {
+        for (name, v) in [
+            ("pre_sha256", &self.pre_sha256),
+            ("post_sha256", &self.post_sha256),
+        ] {
             if !is_sha256_hex(v) {
                 return Err(format!("{name} is not 64 lowercase hex characters"));
             }
@@ -271,7 +279,9 @@ impl Record {
 
 /// True for 64 lowercase hex characters.
 pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The 8-character display alias of a full hash.
@@ -610,12 +620,24 @@ mod tests {
 
     #[test]
     fn rejects_malformed_and_phase0_and_bad_hashes() {
-        assert!(matches!(parse_record(3, b"{not json\n"), Err(ReadError::Malformed { line: 3, .. })));
-        assert!(matches!(parse_record(4, b"\n"), Err(ReadError::Malformed { line: 4, .. })));
-        assert!(matches!(parse_record(5, b"{\"v\":1}\n"), Err(ReadError::NotV1 { line: 5, .. })));
+        assert!(matches!(
+            parse_record(3, b"{not json\n"),
+            Err(ReadError::Malformed { line: 3, .. })
+        ));
+        assert!(matches!(
+            parse_record(4, b"\n"),
+            Err(ReadError::Malformed { line: 4, .. })
+        ));
+        assert!(matches!(
+            parse_record(5, b"{\"v\":1}\n"),
+            Err(ReadError::NotV1 { line: 5, .. })
+        ));
         let mut r = sample();
         r.pre_sha = "deadbeef".into();
-        assert!(matches!(parse_record(6, r.to_line().as_bytes()), Err(ReadError::Invalid { line: 6, .. })));
+        assert!(matches!(
+            parse_record(6, r.to_line().as_bytes()),
+            Err(ReadError::Invalid { line: 6, .. })
+        ));
         let mut r = sample();
         r.post_sha256 = sha256_hex(b"y");
         r.post_sha = short_sha(&r.post_sha256);

@@ -94,8 +94,14 @@ pub struct Report {
 pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
     let e = block_hashes(expected, &crate::doc::parse(expected));
     let a = block_hashes(actual, &crate::doc::parse(actual));
-    let amap: std::collections::HashMap<&str, &str> = a.iter().map(|b| (b.id.as_str(), b.sha256.as_str())).collect();
-    let emap: std::collections::HashMap<&str, &str> = e.iter().map(|b| (b.id.as_str(), b.sha256.as_str())).collect();
+    let amap: std::collections::HashMap<&str, &str> = a
+        .iter()
+        .map(|b| (b.id.as_str(), b.sha256.as_str()))
+        .collect();
+    let emap: std::collections::HashMap<&str, &str> = e
+        .iter()
+        .map(|b| (b.id.as_str(), b.sha256.as_str()))
+        .collect();
     let mut out = Vec::new();
     for b in &e {
         match amap.get(b.id.as_str()) {
@@ -145,23 +151,35 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: Appl
     };
     let result = run(transcript, base, document, apply, &mut report);
     report.ok = result.is_ok();
-    report.divergence = result.err();
+    report.divergence = result.err().map(|d| *d);
     report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
     report
 }
 
-fn run(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn, report: &mut Report) -> Result<(), Divergence> {
-    let div = |line: usize, op_id: Option<&str>, message: String| Divergence {
-        line,
-        op_id: op_id.map(str::to_string),
-        message,
-        expected_sha256: None,
-        actual_sha256: None,
-        blocks: Vec::new(),
+fn run(
+    transcript: &[u8],
+    base: Option<&str>,
+    document: &str,
+    apply: ApplyFn,
+    report: &mut Report,
+) -> Result<(), Box<Divergence>> {
+    let div = |line: usize, op_id: Option<&str>, message: String| {
+        Box::new(Divergence {
+            line,
+            op_id: op_id.map(str::to_string),
+            message,
+            expected_sha256: None,
+            actual_sha256: None,
+            blocks: Vec::new(),
+        })
     };
     let (lines, torn) = split_lines(transcript);
     if let Some(t) = torn {
-        return Err(div(lines.len() + 1, None, format!("torn final line ({} bytes without a newline)", t.len())));
+        return Err(div(
+            lines.len() + 1,
+            None,
+            format!("torn final line ({} bytes without a newline)", t.len()),
+        ));
     }
     let doc_sha = sha256_hex(document.as_bytes());
     // State is materialised lazily: the base is chosen at the first applied record.
@@ -191,7 +209,9 @@ fn run(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn, re
                 if state.is_none() {
                     let (text, source) = match base {
                         Some(b) => (b.to_string(), BaseSource::Given),
-                        None if doc_sha == rec.pre_sha256 => (document.to_string(), BaseSource::Document),
+                        None if doc_sha == rec.pre_sha256 => {
+                            (document.to_string(), BaseSource::Document)
+                        }
                         None => {
                             let mut d = div(
                                 l.number,
@@ -212,7 +232,9 @@ fn run(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn, re
                     let sha = sha256_hex(text.as_bytes());
                     state = Some((text, sha));
                 }
-                let Some((text, sha)) = state.as_mut() else { continue };
+                let Some((text, sha)) = state.as_mut() else {
+                    continue;
+                };
                 if *sha != rec.pre_sha256 {
                     let mut d = div(
                         l.number,
@@ -227,7 +249,12 @@ fn run(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn, re
                     div(
                         l.number,
                         Some(&rec.op_id),
-                        format!("re-applying the {} op failed: {} ({})", rec.op_name(), e.code.as_str(), e.message),
+                        format!(
+                            "re-applying the {} op failed: {} ({})",
+                            rec.op_name(),
+                            e.code.as_str(),
+                            e.message
+                        ),
                     )
                 })?;
                 let next_sha = sha256_hex(next.as_bytes());
@@ -281,7 +308,13 @@ mod tests {
         let mut bytes = Vec::new();
         for b in batches {
             let ops: Vec<_> = b.iter().map(|t| json!({"op":"append","text":t})).collect();
-            let mut p = plan(&text, &Context::default(), &ops, &Options::new(actor()), fake_apply);
+            let mut p = plan(
+                &text,
+                &Context::default(),
+                &ops,
+                &Options::new(actor()),
+                fake_apply,
+            );
             let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
             bytes.extend(chain_and_serialise(&mut p.records, prev));
             text = p.new_text;
@@ -323,7 +356,9 @@ mod tests {
         assert_eq!(r.divergence.unwrap().line, 1);
         let (text, mut bytes) = transcript_for("x", &[&["a"]]);
         bytes.extend_from_slice(b"{\"protocol");
-        let d = replay(&bytes, Some("x"), &text, fake_apply).divergence.unwrap();
+        let d = replay(&bytes, Some("x"), &text, fake_apply)
+            .divergence
+            .unwrap();
         assert_eq!(d.line, 2);
         assert!(d.message.contains("torn"));
     }

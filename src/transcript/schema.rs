@@ -31,45 +31,148 @@ enum F {
 }
 
 /// Op name, required fields, optional fields (every op also takes `baseHash`).
-type OpRow = (&'static str, &'static [(&'static str, F)], &'static [(&'static str, F)]);
+type OpRow = (
+    &'static str,
+    &'static [(&'static str, F)],
+    &'static [(&'static str, F)],
+);
 
 const OPS: &[OpRow] = &[
-    ("replace_block", &[("id", F::Id), ("content", F::NonEmpty)], &[]),
+    (
+        "replace_block",
+        &[("id", F::Id), ("content", F::NonEmpty)],
+        &[],
+    ),
     ("replace_body", &[("id", F::Id), ("content", F::Str)], &[]),
-    ("update_heading", &[("id", F::Id), ("title", F::NonEmpty)], &[]),
+    (
+        "update_heading",
+        &[("id", F::Id), ("title", F::NonEmpty)],
+        &[],
+    ),
     (
         "add_comment",
         &[("id", F::Id), ("target", F::Id), ("content", F::NonEmpty)],
-        &[("author", F::NonEmpty), ("initials", F::NonEmpty), ("date", F::NonEmpty), ("reply_to", F::Id)],
+        &[
+            ("author", F::NonEmpty),
+            ("initials", F::NonEmpty),
+            ("date", F::NonEmpty),
+            ("reply_to", F::Id),
+        ],
     ),
-    ("resolve_comment", &[("id", F::Id)], &[("resolved_by", F::NonEmpty), ("resolved_at", F::NonEmpty)]),
-    ("add_footnote", &[("id", F::Id), ("target", F::Id), ("content", F::NonEmpty)], &[("label", F::NonEmpty)]),
-    ("add_endnote", &[("id", F::Id), ("target", F::Id), ("content", F::NonEmpty)], &[("label", F::NonEmpty)]),
+    (
+        "resolve_comment",
+        &[("id", F::Id)],
+        &[("resolved_by", F::NonEmpty), ("resolved_at", F::NonEmpty)],
+    ),
+    (
+        "add_footnote",
+        &[("id", F::Id), ("target", F::Id), ("content", F::NonEmpty)],
+        &[("label", F::NonEmpty)],
+    ),
+    (
+        "add_endnote",
+        &[("id", F::Id), ("target", F::Id), ("content", F::NonEmpty)],
+        &[("label", F::NonEmpty)],
+    ),
     (
         "add_change_request",
         &[("id", F::Id), ("target", F::Id), ("action", F::Action)],
-        &[("from", F::Str), ("to", F::Str), ("text", F::Str), ("content", F::Str), ("author", F::NonEmpty), ("date", F::NonEmpty)],
+        &[
+            ("from", F::Str),
+            ("to", F::Str),
+            ("text", F::Str),
+            ("content", F::Str),
+            ("author", F::NonEmpty),
+            ("date", F::NonEmpty),
+        ],
     ),
-    ("update_table_cell", &[("id", F::Id), ("row", F::Index), ("column", F::Column), ("value", F::Str)], &[]),
-    ("update_table_header_cell", &[("id", F::Id), ("column", F::Column), ("value", F::Str)], &[]),
-    ("insert_table_row", &[("id", F::Id), ("row", F::Index), ("cells", F::Cells)], &[]),
-    ("delete_table_row", &[("id", F::Id), ("row", F::Index)], &[]),
-    ("insert_table_column", &[("id", F::Id), ("column", F::Index), ("cells", F::Cells)], &[("header", F::Str)]),
-    ("delete_table_column", &[("id", F::Id), ("column", F::Column)], &[]),
-    ("update_dataset_cell", &[("id", F::Id), ("row", F::Index), ("column", F::Column), ("value", F::Str)], &[]),
-    ("insert_dataset_row", &[("id", F::Id), ("row", F::Index), ("cells", F::Cells)], &[]),
-    ("delete_dataset_row", &[("id", F::Id), ("row", F::Index)], &[]),
     (
-        "insert_dataset_column",
-        &[("id", F::Id), ("column", F::Index), ("header", F::Str), ("cells", F::Cells)],
+        "update_table_cell",
+        &[
+            ("id", F::Id),
+            ("row", F::Index),
+            ("column", F::Column),
+            ("value", F::Str),
+        ],
         &[],
     ),
-    ("delete_dataset_column", &[("id", F::Id), ("column", F::Column)], &[]),
-    ("move_block", &[("id", F::Id), ("parent", F::Id)], &[("position", F::Index)]),
-    ("add_block", &[("parent", F::Id), ("content", F::NonEmpty)], &[("position", F::Index)]),
+    (
+        "update_table_header_cell",
+        &[("id", F::Id), ("column", F::Column), ("value", F::Str)],
+        &[],
+    ),
+    (
+        "insert_table_row",
+        &[("id", F::Id), ("row", F::Index), ("cells", F::Cells)],
+        &[],
+    ),
+    ("delete_table_row", &[("id", F::Id), ("row", F::Index)], &[]),
+    (
+        "insert_table_column",
+        &[("id", F::Id), ("column", F::Index), ("cells", F::Cells)],
+        &[("header", F::Str)],
+    ),
+    (
+        "delete_table_column",
+        &[("id", F::Id), ("column", F::Column)],
+        &[],
+    ),
+    (
+        "update_dataset_cell",
+        &[
+            ("id", F::Id),
+            ("row", F::Index),
+            ("column", F::Column),
+            ("value", F::Str),
+        ],
+        &[],
+    ),
+    (
+        "insert_dataset_row",
+        &[("id", F::Id), ("row", F::Index), ("cells", F::Cells)],
+        &[],
+    ),
+    (
+        "delete_dataset_row",
+        &[("id", F::Id), ("row", F::Index)],
+        &[],
+    ),
+    (
+        "insert_dataset_column",
+        &[
+            ("id", F::Id),
+            ("column", F::Index),
+            ("header", F::Str),
+            ("cells", F::Cells),
+        ],
+        &[],
+    ),
+    (
+        "delete_dataset_column",
+        &[("id", F::Id), ("column", F::Column)],
+        &[],
+    ),
+    (
+        "move_block",
+        &[("id", F::Id), ("parent", F::Id)],
+        &[("position", F::Index)],
+    ),
+    (
+        "add_block",
+        &[("parent", F::Id), ("content", F::NonEmpty)],
+        &[("position", F::Index)],
+    ),
     ("delete_block", &[("id", F::Id)], &[]),
-    ("update_attribute", &[("id", F::Id), ("key", F::NonEmpty), ("value", F::Attr)], &[]),
-    ("remove_attribute", &[("id", F::Id), ("key", F::NonEmpty)], &[]),
+    (
+        "update_attribute",
+        &[("id", F::Id), ("key", F::NonEmpty), ("value", F::Attr)],
+        &[],
+    ),
+    (
+        "remove_attribute",
+        &[("id", F::Id), ("key", F::NonEmpty)],
+        &[],
+    ),
     ("rename_id", &[("from", F::Id), ("to", F::Id)], &[]),
 ];
 
@@ -139,7 +242,10 @@ pub fn op_names() -> impl Iterator<Item = &'static str> {
 pub fn transcript() -> Value {
     let mut v = serde_json::to_value(schemars::schema_for!(Record)).unwrap_or(Value::Null);
     if let Some(obj) = v.as_object_mut() {
-        obj.insert("title".into(), json!("Noma Patch Transcript Record (protocol_version 1.0)"));
+        obj.insert(
+            "title".into(),
+            json!("Noma Patch Transcript Record (protocol_version 1.0)"),
+        );
         // Tighten what the Rust types cannot say.
         if let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) {
             props.insert("protocol_version".into(), json!({ "const": "1.0" }));
@@ -148,13 +254,25 @@ pub fn transcript() -> Value {
                 props.insert(k.into(), sha.clone());
             }
             for k in ["pre_sha", "post_sha"] {
-                props.insert(k.into(), json!({ "type": "string", "pattern": "^[a-f0-9]{8}$" }));
+                props.insert(
+                    k.into(),
+                    json!({ "type": "string", "pattern": "^[a-f0-9]{8}$" }),
+                );
             }
             for k in ["base_sha256", "prev_entry_sha256"] {
-                props.insert(k.into(), json!({ "type": ["string", "null"], "pattern": "^[a-f0-9]{64}$" }));
+                props.insert(
+                    k.into(),
+                    json!({ "type": ["string", "null"], "pattern": "^[a-f0-9]{64}$" }),
+                );
             }
-            props.insert("op_id".into(), json!({ "type": "string", "format": "uuid" }));
-            props.insert("ts".into(), json!({ "type": "string", "format": "date-time" }));
+            props.insert(
+                "op_id".into(),
+                json!({ "type": "string", "format": "uuid" }),
+            );
+            props.insert(
+                "ts".into(),
+                json!({ "type": "string", "format": "date-time" }),
+            );
             props.insert("signature".into(), json!({ "type": "null" }));
             props.insert("op".into(), patch_op_ref());
         }
@@ -184,7 +302,12 @@ mod tests {
             assert!(names.contains(&n.as_str()), "{}", n.as_str());
         }
         let t = transcript();
-        let req: Vec<&str> = t["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let req: Vec<&str> = t["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         for f in super::super::REQUIRED_FIELDS {
             assert!(req.contains(&f), "{f} not required in {req:?}");
         }
