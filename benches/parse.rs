@@ -1,1 +1,23 @@
-fn main() {}
+//! Parse + validate throughput on a ~3 MB, 10,000-section document.
+//! Target (issue 2): at least 100 MB/s on one core.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+
+fn bench(c: &mut Criterion) {
+    let src = noma::synth::document(10_000);
+    let mut group = c.benchmark_group("document-10k-sections");
+    group.throughput(Throughput::Bytes(src.len() as u64));
+    group.sample_size(30);
+    group.bench_function("parse", |b| b.iter(|| noma::doc::parse(black_box(&src))));
+    group.bench_function("parse+validate", |b| {
+        let opts = noma::validate::Options::default();
+        b.iter(|| {
+            let doc = noma::doc::parse(black_box(&src));
+            noma::validate::validate(&doc, &opts)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -13,6 +13,7 @@ pub mod diag;
 pub mod doc;
 pub mod engine;
 pub mod patch;
+pub mod synth;
 pub mod transcript;
 pub mod validate;
 pub mod verify;

@@ -1,15 +1,117 @@
-//! `noma check` (in progress).
+//! `noma check`: validate documents.
+
+use std::path::PathBuf;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::doc::parse;
+use crate::validate::{self, Options};
+
+use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
 /// Arguments of `noma check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The .noma files to validate.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Output format: `human` (one line per diagnostic) or `json` (§4.3 diagnostics).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    /// Treat warnings as failures too (exit 1 on any warning).
+    #[arg(long)]
+    strict: bool,
+    /// Drop diagnostics with this rule code (repeatable).
+    #[arg(long = "ignore-rule", value_name = "CODE")]
+    ignore_rules: Vec<String>,
+    /// Validate against this profile instead of the frontmatter's.
+    #[arg(long)]
+    profile: Option<String>,
+}
+
+/// One file's outcome, as printed by `--format json`.
+#[derive(serde::Serialize)]
+struct FileReport<'a> {
+    file: String,
+    ok: bool,
+    diagnostics: &'a [Diagnostic],
 }
 
 /// Runs `noma check`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma check: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let mut exit = EXIT_OK;
+    let mut reports = Vec::new();
+    for path in &args.files {
+        let src = match super::read_doc(path) {
+            Ok(s) => s,
+            Err(code) => {
+                exit = exit.max(code);
+                continue;
+            }
+        };
+        let doc = parse(&src);
+        let opts = Options {
+            ignore_rules: args.ignore_rules.clone(),
+            profile: args.profile.clone(),
+            base_dir: Some(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(|| PathBuf::from("."), PathBuf::from),
+            ),
+        };
+        let diags = validate::validate(&doc, &opts);
+        // The tree is not needed any more; freeing a large one node by node
+        // costs more than the check itself, and the process is about to exit.
+        std::mem::forget(doc);
+        let failed = diags.iter().any(|d| {
+            d.severity == Severity::Error || (args.strict && d.severity == Severity::Warning)
+        });
+        if failed {
+            exit = exit.max(EXIT_FAIL);
+        }
+        reports.push((path.display().to_string(), diags, failed));
+    }
+    match args.format {
+        Format::Human => {
+            for (file, diags, _) in &reports {
+                for d in diags {
+                    println!("{}", human_line(file, d));
+                }
+                let errors = diags
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .count();
+                let warnings = diags
+                    .iter()
+                    .filter(|d| d.severity == Severity::Warning)
+                    .count();
+                eprintln!("{file}: {errors} error(s), {warnings} warning(s)");
+            }
+        }
+        Format::Json => {
+            let out: Vec<FileReport<'_>> = reports
+                .iter()
+                .map(|(file, diags, failed)| FileReport {
+                    file: file.clone(),
+                    ok: !failed,
+                    diagnostics: diags,
+                })
+                .collect();
+            if super::print_json(&out) != EXIT_OK {
+                return EXIT_USAGE;
+            }
+        }
+    }
+    exit
+}
+
+/// `ERROR [code] path:line:col: message`
+pub fn human_line(file: &str, d: &Diagnostic) -> String {
+    let sev = d.severity.as_str().to_ascii_uppercase();
+    match d.pos {
+        Some(p) => format!(
+            "{sev} [{}] {file}:{}:{}: {}",
+            d.code, p.line, p.column, d.message
+        ),
+        None => format!("{sev} [{}] {file}: {}", d.code, d.message),
+    }
 }

@@ -1,15 +1,20 @@
-//! `noma ids` (in progress).
+//! `noma ids`: the id registry as JSON.
+
+use std::path::PathBuf;
 
 /// Arguments of `noma ids`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The .noma file.
+    file: PathBuf,
 }
 
 /// Runs `noma ids`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma ids: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let src = match super::read_doc(&args.file) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let doc = crate::doc::parse(&src);
+    super::print_json(&crate::doc::ids::registry(&doc))
 }

@@ -52,6 +52,13 @@ enum Command {
     Blocks(blocks::Args),
     /// Print JSON Schemas of the wire shapes.
     Schema(schema::Args),
+    /// Print a synthetic benchmark document (for benchmark scripts).
+    #[command(hide = true)]
+    Synth {
+        /// Number of level-2 sections (~310 bytes each).
+        #[arg(long, default_value_t = 10_000)]
+        sections: usize,
+    },
 }
 
 /// Output format shared by the commands that have one.
@@ -84,6 +91,10 @@ pub fn main() -> i32 {
         Command::Replay(a) => replay::run(a),
         Command::Blocks(a) => blocks::run(a),
         Command::Schema(a) => schema::run(a),
+        Command::Synth { sections } => {
+            print!("{}", crate::synth::document(sections));
+            EXIT_OK
+        }
     }
 }
 

@@ -1,15 +1,21 @@
-//! `noma parse_cmd` (in progress).
+//! `noma parse <file>`: the AST as pretty JSON, with spans.
 
-/// Arguments of `noma parse_cmd`.
+use std::path::PathBuf;
+
+/// Arguments of `noma parse`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The .noma file to parse.
+    pub file: PathBuf,
 }
 
-/// Runs `noma parse_cmd`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma parse_cmd: not available yet");
-    super::EXIT_USAGE
+/// Runs `noma parse`: prints the AST JSON (parse problems do not change the
+/// exit code; `noma check` reports them).
+pub fn run(args: Args) -> i32 {
+    let src = match super::read_doc(&args.file) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let doc = crate::doc::parse(&src);
+    super::print_json(&crate::doc::json::document_to_json(&doc))
 }

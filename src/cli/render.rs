@@ -1,15 +1,50 @@
-//! `noma render` (in progress).
+//! `noma render <file> [--to noma|json]`: canonical source or AST JSON.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Output of `noma render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Target {
+    /// Canonical .noma source (the roundtrip renderer).
+    #[default]
+    Noma,
+    /// The AST as JSON (same as `noma parse`).
+    Json,
+}
 
 /// Arguments of `noma render`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The .noma file to render.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Target::Noma)]
+    pub to: Target,
 }
 
 /// Runs `noma render`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma render: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let src = match super::read_doc(&args.file) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let doc = crate::doc::parse(&src);
+    match args.to {
+        Target::Json => super::print_json(&crate::doc::json::document_to_json(&doc)),
+        Target::Noma => {
+            let out = crate::doc::render::render_noma(&doc);
+            let mut stdout = std::io::stdout().lock();
+            match stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                Ok(()) => super::EXIT_OK,
+                Err(e) => {
+                    eprintln!("noma render: cannot write output: {e}");
+                    super::EXIT_USAGE
+                }
+            }
+        }
+    }
 }

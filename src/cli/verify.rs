@@ -1,15 +1,45 @@
-//! `noma verify` (in progress).
+//! `noma verify <fixture-dir>`: the Annex C conformance harness.
+
+use std::io::Write;
+use std::path::PathBuf;
 
 /// Arguments of `noma verify`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Corpus root (e.g. `conformance/`); every directory below it that holds
+    /// `input.noma` is a fixture.
+    pub dir: Option<PathBuf>,
 }
 
-/// Runs `noma verify`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma verify: not available yet");
-    super::EXIT_USAGE
+/// Runs `noma verify`: exit 0 when every fixture passes, 1 when any fails or
+/// is skipped, 2 when the directory is absent or does not exist.
+pub fn run(args: Args) -> i32 {
+    let Some(dir) = args.dir else {
+        eprintln!("noma verify: <fixture-dir> required");
+        return super::EXIT_USAGE;
+    };
+    if !dir.exists() {
+        eprintln!("noma verify: {} does not exist", dir.display());
+        return super::EXIT_USAGE;
+    }
+    if !dir.is_dir() {
+        eprintln!("noma verify: {} is not a directory", dir.display());
+        return super::EXIT_USAGE;
+    }
+    let report = crate::verify::run(&dir);
+    if report.fixtures.is_empty() {
+        eprintln!(
+            "noma verify: no fixtures (directories with input.noma) under {}",
+            dir.display()
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(report.render().as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("noma verify: cannot write output: {e}");
+        return super::EXIT_USAGE;
+    }
+    report.exit_code()
 }

@@ -1,24 +1,71 @@
 //! The attribute grammar: `{key="quoted" key='single' key=bare key=0.8 flag}`.
 //!
-//! The scanner reproduces the reference's global regex
-//! `([a-zA-Z_][\w-]*)(?:=("([^"]*)"|'([^']*)'|([^\s]+)))?` exactly: it walks
-//! the text, skipping characters that cannot start a key, and every value is
-//! coerced (`true`/`false`, integers and decimals become booleans/numbers).
+//! Tokenising follows the reference implementation: whitespace separates
+//! tokens; a key is `[a-zA-Z_][\w-]*`; `key` alone is a `true` flag;
+//! double-quoted values understand `\"` and `\\` escapes, single-quoted values
+//! are raw; an unterminated quote falls back to a bare value. Only bare
+//! values are coerced (`true`/`false`, integers, decimals) and `id` never is.
+//! The lenient mode (directives) skips stray characters; the strict mode
+//! (heading attribute blocks) rejects the whole list instead.
 
 use super::ast::{AttrValue, Attrs};
 use super::slug::is_js_space;
 
-/// Parses an attribute block. `raw` may include the surrounding braces.
+/// One `key[=value]` token.
+struct Token<'a> {
+    key: &'a str,
+    value: Option<String>,
+    quoted: bool,
+}
+
+/// Parses a directive attribute block. `raw` may include the braces.
 pub fn parse_attrs(raw: &str) -> Attrs {
-    let mut attrs = Attrs::default();
     let inner = raw.strip_prefix('{').unwrap_or(raw);
     let inner = inner.strip_suffix('}').unwrap_or(inner);
     let inner = inner.trim_matches(is_js_space);
+    tokens_to_attrs(tokenize(inner, false).unwrap_or_default())
+}
+
+/// Parses a heading's `{...}` content strictly: `None` when a stray
+/// character appears or no token has a value (so `# Set {a, b}` keeps its
+/// braces in the title).
+pub fn parse_heading_attrs(inner: &str) -> Option<Attrs> {
+    let tokens = tokenize(inner, true)?;
+    if !tokens.iter().any(|t| t.value.is_some()) {
+        return None;
+    }
+    Some(tokens_to_attrs(tokens))
+}
+
+fn tokens_to_attrs(tokens: Vec<Token<'_>>) -> Attrs {
+    let mut attrs = Attrs::default();
+    for t in tokens {
+        let value = match t.value {
+            None => AttrValue::Bool(true),
+            Some(v) if t.quoted || t.key == "id" => AttrValue::Str(v),
+            Some(v) => coerce(&v),
+        };
+        attrs.set(t.key, value);
+    }
+    attrs
+}
+
+fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
     let b = inner.as_bytes();
+    let mut tokens = Vec::new();
     let mut i = 0usize;
+    let at_boundary = |at: usize| at >= b.len() || starts_with_space(&inner[at..]);
     while i < b.len() {
+        if let Some(c) = inner[i..].chars().next() {
+            if is_js_space(c) {
+                i += c.len_utf8();
+                continue;
+            }
+        }
         if !is_key_start(b[i]) {
-            // Advance one whole character.
+            if strict {
+                return None;
+            }
             i += utf8_len(b[i]);
             continue;
         }
@@ -28,46 +75,86 @@ pub fn parse_attrs(raw: &str) -> Attrs {
             i += 1;
         }
         let key = &inner[key_start..i];
-        if i < b.len() && b[i] == b'=' {
-            let v = i + 1;
-            if let Some((value, next)) = scan_value(inner, v) {
-                attrs.set(key, coerce(value));
-                i = next;
-                continue;
+        if b.get(i) != Some(&b'=') {
+            if strict && !at_boundary(i) {
+                return None;
+            }
+            tokens.push(Token {
+                key,
+                value: None,
+                quoted: false,
+            });
+            continue;
+        }
+        let value_start = i + 1;
+        if let Some(&q) = b.get(value_start) {
+            if q == b'"' || q == b'\'' {
+                if let Some((value, next)) = scan_quoted(inner, value_start + 1, q) {
+                    if strict && !at_boundary(next) {
+                        return None;
+                    }
+                    tokens.push(Token {
+                        key,
+                        value: Some(value),
+                        quoted: true,
+                    });
+                    i = next;
+                    continue;
+                }
             }
         }
-        attrs.set(key, AttrValue::Bool(true));
+        let bare_len = inner[value_start..]
+            .char_indices()
+            .find(|&(_, c)| is_js_space(c))
+            .map_or(inner.len() - value_start, |(off, _)| off);
+        if bare_len == 0 {
+            if strict {
+                return None;
+            }
+            // `key=` with nothing after: a flag; the `=` is skipped next round.
+            tokens.push(Token {
+                key,
+                value: None,
+                quoted: false,
+            });
+            continue;
+        }
+        tokens.push(Token {
+            key,
+            value: Some(inner[value_start..value_start + bare_len].to_string()),
+            quoted: false,
+        });
+        i = value_start + bare_len;
     }
-    attrs
+    Some(tokens)
 }
 
-/// Scans a value starting at byte `v`; `None` when no value form matches.
-fn scan_value(s: &str, v: usize) -> Option<(&str, usize)> {
+/// Scans a quoted value from byte `from` (just past the opening quote).
+fn scan_quoted(s: &str, from: usize, quote: u8) -> Option<(String, usize)> {
     let b = s.as_bytes();
-    if v >= b.len() {
-        return None;
-    }
-    for q in [b'"', b'\''] {
-        if b[v] == q {
-            if let Some(off) = memchr::memchr(q, &b[v + 1..]) {
-                let end = v + 1 + off;
-                return Some((&s[v + 1..end], end + 1));
-            }
+    let mut value = String::new();
+    let mut j = from;
+    let mut run = from;
+    while j < b.len() {
+        let c = b[j];
+        if c == quote {
+            value.push_str(&s[run..j]);
+            return Some((value, j + 1));
         }
-    }
-    // Bare value: one or more non-whitespace characters.
-    let mut end = v;
-    for (off, c) in s[v..].char_indices() {
-        if is_js_space(c) {
-            break;
+        if quote == b'"' && c == b'\\' && matches!(b.get(j + 1), Some(b'"') | Some(b'\\')) {
+            value.push_str(&s[run..j]);
+            value.push(b[j + 1] as char);
+            j += 2;
+            run = j;
+            continue;
         }
-        end = v + off + c.len_utf8();
+        j += 1;
     }
-    if end == v {
-        None
-    } else {
-        Some((&s[v..end], end))
-    }
+    None
+}
+
+fn starts_with_space(s: &str) -> bool {
+    s.chars().next().is_some_and(is_js_space)
 }
 
 fn is_key_start(c: u8) -> bool {
@@ -85,6 +172,48 @@ fn utf8_len(first: u8) -> usize {
         0xe0..=0xef => 3,
         _ => 4,
     }
+}
+
+/// Serialises one attribute so [`parse_attrs`] reads back the same value:
+/// `true` as a bare flag, numbers and `false` bare, strings quoted (single
+/// quotes when the value has `"` but no `'`, else double quotes with `\"`
+/// and significant backslashes escaped).
+pub fn serialize_attr(key: &str, value: &AttrValue) -> String {
+    match value {
+        AttrValue::Bool(true) => key.to_string(),
+        AttrValue::Bool(false) => format!("{key}=false"),
+        AttrValue::Num(n) => format!("{key}={}", super::ast::format_number(*n)),
+        AttrValue::Str(s) => {
+            if s.contains('"') && !s.contains('\'') {
+                return format!("{key}='{s}'");
+            }
+            let mut out = String::with_capacity(s.len() + key.len() + 3);
+            out.push_str(key);
+            out.push_str("=\"");
+            let chars: Vec<char> = s.chars().collect();
+            for (k, &c) in chars.iter().enumerate() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    // A backslash is escaped only where it would be read as an escape.
+                    '\\' if matches!(chars.get(k + 1), None | Some('\\') | Some('"')) => {
+                        out.push_str("\\\\")
+                    }
+                    _ => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+    }
+}
+
+/// Serialises a whole attribute list as `{k=v ...}` (empty string when empty).
+pub fn serialize_attrs(attrs: &Attrs) -> String {
+    if attrs.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = attrs.iter().map(|(k, v)| serialize_attr(k, v)).collect();
+    format!("{{{}}}", parts.join(" "))
 }
 
 /// Coerces a raw value: `true`/`false` → bool, `-?\d+` and `-?\d+\.\d+` → number.
@@ -127,7 +256,9 @@ mod tests {
 
     #[test]
     fn parses_every_form() {
-        let a = parse_attrs(r#"{id="claim-1" tone=warning columns=3 confidence=0.82 done pinned=false t='x y'}"#);
+        let a = parse_attrs(
+            r#"{id="claim-1" tone=warning columns=3 confidence=0.82 done pinned=false t='x y'}"#,
+        );
         assert_eq!(a.get_str("id"), Some("claim-1"));
         assert_eq!(a.get_str("tone"), Some("warning"));
         assert_eq!(a.get("columns"), Some(&AttrValue::Num(3.0)));
@@ -138,10 +269,45 @@ mod tests {
     }
 
     #[test]
-    fn quoted_numbers_are_coerced_and_unterminated_quotes_are_bare() {
-        let a = parse_attrs(r#"{n="42" s="open}"#);
-        assert_eq!(a.get("n"), Some(&AttrValue::Num(42.0)));
+    fn quoted_values_stay_strings_and_unterminated_quotes_are_bare() {
+        let a = parse_attrs(r#"{n="42" id=7 m=42 s="open}"#);
+        assert_eq!(a.get_str("n"), Some("42"));
+        assert_eq!(a.get_str("id"), Some("7"));
+        assert_eq!(a.get("m"), Some(&AttrValue::Num(42.0)));
         assert_eq!(a.get_str("s"), Some("\"open"));
+    }
+
+    #[test]
+    fn double_quoted_escapes() {
+        let a = parse_attrs(r#"{t="say \"hi\" \\ c:\x"}"#);
+        assert_eq!(a.get_str("t"), Some(r#"say "hi" \ c:\x"#));
+    }
+
+    #[test]
+    fn serialisation_roundtrips() {
+        for v in [
+            "plain",
+            "with \"quote\"",
+            "both \" and '",
+            r"back\slash",
+            r"end\",
+            r#"q\""#,
+            "",
+        ] {
+            let text = serialize_attr("k", &AttrValue::Str(v.to_string()));
+            let back = parse_attrs(&format!("{{{text}}}"));
+            assert_eq!(back.get_str("k"), Some(v), "{text}");
+        }
+        assert_eq!(serialize_attr("n", &AttrValue::Num(0.9)), "n=0.9");
+        assert_eq!(serialize_attr("f", &AttrValue::Bool(true)), "f");
+    }
+
+    #[test]
+    fn heading_attrs_are_strict() {
+        assert!(parse_heading_attrs("a, b").is_none());
+        assert!(parse_heading_attrs("flag").is_none());
+        let a = parse_heading_attrs(r#"id="x" aliases="a,b""#).unwrap();
+        assert_eq!(a.get_str("id"), Some("x"));
     }
 
     #[test]

@@ -78,7 +78,9 @@ pub fn registry(doc: &Document) -> IdRegistry {
 pub fn resolve<'a>(doc: &'a Document, key: &str) -> Option<&'a str> {
     let mut via_alias = None;
     for node in doc.walk() {
-        let Some(id) = node.id.as_deref() else { continue };
+        let Some(id) = node.id.as_deref() else {
+            continue;
+        };
         if id == key {
             return Some(id);
         }

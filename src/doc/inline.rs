@@ -45,7 +45,8 @@ pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
         if end < b.len() && (b[end].is_ascii_alphabetic() || b[end] == b'_') {
             end += 1;
             while end < b.len()
-                && (b[end].is_ascii_alphanumeric() || matches!(b[end], b'_' | b'-' | b'.' | b'/' | b':'))
+                && (b[end].is_ascii_alphanumeric()
+                    || matches!(b[end], b'_' | b'-' | b'.' | b'/' | b':'))
             {
                 end += 1;
             }
@@ -66,7 +67,10 @@ mod tests {
 
     #[test]
     fn splits_rows_respecting_code_and_escapes() {
-        assert_eq!(split_pipe_row("| a | `x|y` | b \\| c |"), ["a", "`x|y`", "b \\| c"]);
+        assert_eq!(
+            split_pipe_row("| a | `x|y` | b \\| c |"),
+            ["a", "`x|y`", "b \\| c"]
+        );
         assert_eq!(split_pipe_row("|:---|---:|"), [":---", "---:"]);
     }
 

@@ -12,19 +12,19 @@
 //! - section spans follow §6.3: up to the line before the next heading of the
 //!   same or a shallower level in the same container, else the container's end.
 
-use std::collections::{HashMap, HashSet};
-
+use rustc_hash::FxHashSet;
 use serde_json::{Map, Value};
 
 use super::ast::*;
-use super::attrs::{parse_attrs, split_aliases};
+use super::attrs::{parse_attrs, parse_heading_attrs, split_aliases};
 use super::inline::split_pipe_row;
 use super::lines::{self, Line};
-use super::slug::{is_js_space, slugify};
+use super::slug::{heading_slug, is_js_space};
 
-/// Directive nesting deeper than this is reported and read as text; the
-/// protocol sets no limit, but no real document comes near it.
-pub const MAX_DIRECTIVE_DEPTH: usize = 256;
+/// Openers with more colons than this are read as text (and reported):
+/// nesting depth is one level per extra colon, so this bounds every walk.
+/// The reference implementation uses the same cap; real documents use 2–4.
+pub const MAX_FENCE_COLONS: u32 = 64;
 
 /// Parses a document. Never fails: problems become [`ParseIssue`]s.
 pub fn parse(src: &str) -> Document {
@@ -94,8 +94,7 @@ struct Parser<'a> {
     to: usize,
     last_line: u32,
     stack: Vec<Container>,
-    heading_ids: HashSet<String>,
-    slug_counts: HashMap<String, u32>,
+    implicit_ids: FxHashSet<String>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
 }
@@ -111,8 +110,7 @@ impl<'a> Parser<'a> {
                 children: Vec::new(),
                 sections: Vec::new(),
             }],
-            heading_ids: HashSet::new(),
-            slug_counts: HashMap::new(),
+            implicit_ids: FxHashSet::default(),
             issues: Vec::new(),
             depth_reported: false,
         }
@@ -123,7 +121,9 @@ impl<'a> Parser<'a> {
     }
 
     fn top(&mut self) -> &mut Container {
-        self.stack.last_mut().expect("root container is never popped")
+        self.stack
+            .last_mut()
+            .expect("root container is never popped")
     }
 
     fn issue(&mut self, code: &'static str, line: usize, message: String) {
@@ -143,7 +143,11 @@ impl<'a> Parser<'a> {
         // End of input: close whatever is still open.
         let eof = self.last_line;
         while self.stack.len() > 1 {
-            let line = self.stack.last().and_then(|c| c.directive.as_ref()).map_or(0, |d| d.start);
+            let line = self
+                .stack
+                .last()
+                .and_then(|c| c.directive.as_ref())
+                .map_or(0, |d| d.start);
             let name = self
                 .stack
                 .last()
@@ -169,24 +173,45 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads `---` … `---` on the first lines; returns (meta, node, first body line).
+    ///
+    /// As in the reference: a blank block or a YAML mapping is frontmatter;
+    /// broken YAML that still looks like `key: value` lines is frontmatter
+    /// with an `invalid-frontmatter` issue; anything else (a comment-only or
+    /// list block) is a thematic break followed by body text.
     fn frontmatter(&mut self) -> (Map<String, Value>, Option<Frontmatter>, usize) {
         if !is_frontmatter_fence(self.text(0)) {
             return (Map::new(), None, 0);
         }
         let Some(close) = (1..self.to).find(|&i| is_frontmatter_fence(self.text(i))) else {
-            self.issue(
-                "unclosed-frontmatter",
-                0,
-                "frontmatter opened on line 1 has no closing `---`; read as body text".into(),
-            );
+            let rest = lines::slice_joined(self.lines, 2, self.last_line);
+            if looks_like_yaml_mapping(&rest) {
+                self.issue(
+                    "unclosed-frontmatter",
+                    0,
+                    "frontmatter opened on line 1 has no closing `---`; it is read as body text"
+                        .into(),
+                );
+            }
             return (Map::new(), None, 0);
         };
-        let raw = lines::slice_joined(self.lines, 2, close as u32);
-        let raw = if close == 1 { String::new() } else { raw };
-        let meta = match yaml_to_meta(&raw) {
-            Ok(m) => m,
+        let raw = if close == 1 {
+            String::new()
+        } else {
+            lines::slice_joined(self.lines, 2, close as u32)
+        };
+        let meta = match yaml_to_json_value(&raw) {
+            Ok(Value::Object(m)) => m,
+            Ok(Value::Null) if raw.trim().is_empty() => Map::new(),
+            Ok(_) => return (Map::new(), None, 0),
             Err(e) => {
-                self.issue("invalid-frontmatter", 0, format!("frontmatter is not valid YAML: {e}"));
+                if !looks_like_yaml_mapping(&raw) {
+                    return (Map::new(), None, 0);
+                }
+                self.issue(
+                    "invalid-frontmatter",
+                    0,
+                    format!("frontmatter is not valid YAML: {e}"),
+                );
                 Map::new()
             }
         };
@@ -203,11 +228,15 @@ impl<'a> Parser<'a> {
         if is_blank(line) {
             return i + 1;
         }
-        let parent_colons = self.stack.last().and_then(|c| c.directive.as_ref()).map(|d| d.colons);
+        let parent_colons = self
+            .stack
+            .last()
+            .and_then(|c| c.directive.as_ref())
+            .map(|d| d.colons);
 
         if let Some(open) = match_directive_open(line) {
             let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
-            if nested_ok && self.stack.len() <= MAX_DIRECTIVE_DEPTH {
+            if nested_ok && open.colons <= MAX_FENCE_COLONS {
                 let start = i as u32 + 1;
                 self.stack.push(Container {
                     directive: Some(OpenDirective {
@@ -237,7 +266,9 @@ impl<'a> Parser<'a> {
                 self.issue(
                     "nesting-too-deep",
                     i,
-                    format!("directives nest deeper than {MAX_DIRECTIVE_DEPTH} levels; deeper openers are read as text"),
+                    format!(
+                        "directive fences wider than {MAX_FENCE_COLONS} colons are read as text"
+                    ),
                 );
             }
             self.push_paragraph(line.to_string(), i, i);
@@ -252,7 +283,11 @@ impl<'a> Parser<'a> {
             {
                 // Inner directives that never closed end just before this line.
                 while self.stack.len() > depth + 1 {
-                    let d = self.stack.last().and_then(|c| c.directive.as_ref()).expect("non-root");
+                    let d = self
+                        .stack
+                        .last()
+                        .and_then(|c| c.directive.as_ref())
+                        .expect("non-root");
                     let (start, name) = (d.start, d.name.clone());
                     self.issue(
                         "unclosed-directive",
@@ -280,9 +315,9 @@ impl<'a> Parser<'a> {
             return i + 1;
         }
 
-        if let Some(lang) = match_fence(line) {
+        if let Some(fence) = match_fence_open(line) {
             let mut end = i + 1;
-            while end < self.to && match_fence(self.text(end)).is_none() {
+            while end < self.to && !is_fence_close(self.text(end), fence) {
                 end += 1;
             }
             let closed = end < self.to;
@@ -298,13 +333,17 @@ impl<'a> Parser<'a> {
                     format!("code fence opened on line {} is never closed", i + 1),
                 );
             }
-            let end_line = if closed { end as u32 + 1 } else { self.last_line.max(i as u32 + 1) };
+            let end_line = if closed {
+                end as u32 + 1
+            } else {
+                self.last_line.max(i as u32 + 1)
+            };
             self.top().push(Node {
                 id: None,
                 aliases: Vec::new(),
                 span: Span::new(i as u32 + 1, end_line),
                 kind: NodeKind::Code {
-                    lang: (!lang.is_empty()).then(|| lang.to_string()),
+                    lang: (!fence.lang.is_empty()).then(|| fence.lang.to_string()),
                     content,
                     closed,
                 },
@@ -333,7 +372,13 @@ impl<'a> Parser<'a> {
                 }
                 j += 1;
             }
-            self.top().push(leaf(i, j - 1, NodeKind::Quote { content: buf.join("\n") }));
+            self.top().push(leaf(
+                i,
+                j - 1,
+                NodeKind::Quote {
+                    content: buf.join("\n"),
+                },
+            ));
             return j;
         }
 
@@ -358,55 +403,59 @@ impl<'a> Parser<'a> {
         j
     }
 
-    fn push_paragraph(&mut self, content: String, first: usize, last: usize) {
-        let content = content.trim_end_matches('\n').to_string();
-        self.top().push(leaf(first, last, NodeKind::Paragraph { content }));
+    fn push_paragraph(&mut self, mut content: String, first: usize, last: usize) {
+        let kept = content.trim_end_matches('\n').len();
+        content.truncate(kept);
+        self.top()
+            .push(leaf(first, last, NodeKind::Paragraph { content }));
     }
 
     fn open_section(&mut self, h: Heading<'a>, i: usize) {
-        let attrs = h.attrs.map(parse_attrs).unwrap_or_default();
-        let title = h.title.trim_matches(is_js_space).to_string();
-        let explicit = attrs.get_str("id").map(str::to_string);
+        let attrs = h.attrs.and_then(parse_heading_attrs);
+        let (title, attrs, raw_attrs) = match attrs {
+            Some(a) => (h.title, a, h.attrs),
+            None => (h.text, Attrs::default(), None),
+        };
+        let title = title.trim_matches(is_js_space).to_string();
+        let explicit = attrs
+            .get_str("id")
+            .filter(|id| !id.is_empty())
+            .map(str::to_string);
         let explicit_id = explicit.is_some();
         let id = match explicit {
-            Some(id) => Some(id),
-            None => self.suffixed_slug(slugify(&title)),
+            Some(id) => id,
+            None => self.suffixed_slug(heading_slug(&title)),
         };
-        if let Some(id) = &id {
-            self.heading_ids.insert(id.clone());
-        }
-        let aliases = attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
+        let aliases = attrs
+            .get_str("aliases")
+            .map(split_aliases)
+            .unwrap_or_default();
         let line = i as u32 + 1;
         let top = self.top();
         top.close_sections(h.level, line - 1);
         top.sections.push(OpenSection {
-            id,
+            id: Some(id),
             aliases,
             level: h.level,
             title,
             explicit_id,
-            heading_attrs: h.attrs.map(str::to_string),
+            heading_attrs: raw_attrs.map(str::to_string),
             start: line,
             children: Vec::new(),
         });
     }
 
-    /// §6.5: the n-th heading with a slug gets `-n` (first keeps the bare slug).
-    fn suffixed_slug(&mut self, slug: String) -> Option<String> {
-        if slug.is_empty() {
-            return None;
+    /// §6.5: among heading-derived ids, a repeated slug gets the first free
+    /// `-n` suffix (n ≥ 2) in document order; explicit ids never take part.
+    fn suffixed_slug(&mut self, slug: String) -> String {
+        if self.implicit_ids.insert(slug.clone()) {
+            return slug;
         }
-        let count = self.slug_counts.entry(slug.clone()).or_insert(0);
-        *count += 1;
-        if *count == 1 && !self.heading_ids.contains(&slug) {
-            return Some(slug);
-        }
-        let mut n = (*count).max(2);
+        let mut n = 2u32;
         loop {
             let candidate = format!("{slug}-{n}");
-            if !self.heading_ids.contains(&candidate) {
-                *self.slug_counts.get_mut(&slug).expect("inserted above") = n;
-                return Some(candidate);
+            if self.implicit_ids.insert(candidate.clone()) {
+                return candidate;
             }
             n += 1;
         }
@@ -414,8 +463,14 @@ impl<'a> Parser<'a> {
 
     /// Pops the innermost directive, ending it on line `end` (1-based).
     fn close_directive(&mut self, end: u32, closed: bool) {
-        let mut c = self.stack.pop().expect("caller checked a directive is open");
-        let d = c.directive.take().expect("non-root container has a directive");
+        let mut c = self
+            .stack
+            .pop()
+            .expect("caller checked a directive is open");
+        let d = c
+            .directive
+            .take()
+            .expect("non-root container has a directive");
         // Sections inside end on the line before the closing fence.
         let inner_end = if closed { end.saturating_sub(1) } else { end };
         c.close_sections(1, inner_end.max(d.start));
@@ -428,7 +483,11 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         let id = d.attrs.get_str("id").map(str::to_string);
-        let aliases = d.attrs.get_str("aliases").map(split_aliases).unwrap_or_default();
+        let aliases = d
+            .attrs
+            .get_str("aliases")
+            .map(split_aliases)
+            .unwrap_or_default();
         let node = Node {
             id,
             aliases,
@@ -468,7 +527,15 @@ impl<'a> Parser<'a> {
             rows.push(cells);
             j += 1;
         }
-        self.top().push(leaf(i, j - 1, NodeKind::Table { header, align, rows }));
+        self.top().push(leaf(
+            i,
+            j - 1,
+            NodeKind::Table {
+                header,
+                align,
+                rows,
+            },
+        ));
         Some(j)
     }
 
@@ -504,7 +571,8 @@ impl<'a> Parser<'a> {
                 span: Span::new(first as u32 + 1, j as u32),
             });
         }
-        self.top().push(leaf(i, j - 1, NodeKind::List { ordered, items }));
+        self.top()
+            .push(leaf(i, j - 1, NodeKind::List { ordered, items }));
         j
     }
 }
@@ -539,16 +607,41 @@ fn attach_frontmatter_aliases(children: &mut [Node], meta: &Map<String, Value>) 
     }
 }
 
-/// Parses YAML frontmatter into a JSON object (non-mappings become `{}`).
-pub fn yaml_to_meta(raw: &str) -> Result<Map<String, Value>, String> {
+/// Parses YAML text into JSON (`null` for an empty document).
+pub fn yaml_to_json_value(raw: &str) -> Result<Value, String> {
     if raw.trim().is_empty() {
-        return Ok(Map::new());
+        return Ok(Value::Null);
     }
     let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(raw).map_err(|e| e.to_string())?;
-    match yaml_to_json(value, 0) {
-        Value::Object(m) => Ok(m),
-        _ => Ok(Map::new()),
+    Ok(yaml_to_json(value, 0))
+}
+
+/// `^[\w"'][\w\s"'.-]*:(?:\s|$)` on the first non-blank, non-comment line.
+fn looks_like_yaml_mapping(raw: &str) -> bool {
+    let Some(first) = raw
+        .split('\n')
+        .find(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
+    else {
+        return false;
+    };
+    let b = first.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    if !b
+        .first()
+        .is_some_and(|&c| word(c) || c == b'"' || c == b'\'')
+    {
+        return false;
     }
+    // The key part may contain word chars, whitespace, quotes, dots and dashes.
+    for (k, &c) in b.iter().enumerate().skip(1) {
+        if c == b':' {
+            return b.get(k + 1).is_none_or(|n| n.is_ascii_whitespace());
+        }
+        if !(word(c) || c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'.' | b'-')) {
+            return false;
+        }
+    }
+    false
 }
 
 fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
@@ -569,7 +662,11 @@ fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
             }
         }
         Y::String(s) => Value::String(s),
-        Y::Sequence(seq) => Value::Array(seq.into_iter().map(|x| yaml_to_json(x, depth + 1)).collect()),
+        Y::Sequence(seq) => Value::Array(
+            seq.into_iter()
+                .map(|x| yaml_to_json(x, depth + 1))
+                .collect(),
+        ),
         Y::Mapping(m) => {
             let mut out = Map::new();
             for (k, v) in m {
@@ -606,7 +703,7 @@ fn skip_ws(s: &str) -> &str {
 
 /// `^---\s*$`
 fn is_frontmatter_fence(line: &str) -> bool {
-    line.strip_prefix("---").is_some_and(|r| is_blank(r))
+    line.strip_prefix("---").is_some_and(is_blank)
 }
 
 fn leading_colons(line: &str) -> usize {
@@ -676,78 +773,93 @@ fn match_directive_close(line: &str) -> Option<u32> {
 
 struct Heading<'a> {
     level: u8,
+    /// The whole heading text (trimmed), used when the braces are not attributes.
+    text: &'a str,
+    /// The text before a trailing `{...}` block, when there is one.
     title: &'a str,
+    /// The content of a trailing `{...}` block (without braces).
     attrs: Option<&'a str>,
 }
 
-/// `^(#{1,6})\s+(.+?)(?:\s+\{([^}]+)\})?\s*$`
+/// `^(#{1,6})\s+(.+?)\s*$`, then the text splits as `^(.+?)\s+\{([^}]*)\}$`
+/// (the braces count only if they tokenise strictly, see `parse_heading_attrs`).
 fn match_heading(line: &str) -> Option<Heading<'_>> {
     let hashes = line.bytes().take_while(|&b| b == b'#').count();
     if hashes == 0 || hashes > 6 {
         return None;
     }
     let rest = &line[hashes..];
-    let first = rest.chars().next()?;
-    if !is_js_space(first) {
+    if !rest.chars().next().is_some_and(is_js_space) {
         return None;
     }
-    // `\s+` then `.+?`: the title needs at least one character; if the rest
-    // is all whitespace the regex backtracks and the title is whitespace.
-    let body_start = rest.len() - skip_ws(rest).len();
-    let body = &rest[body_start..];
-    if body.is_empty() {
-        // All whitespace: needs at least two whitespace characters.
-        if rest.chars().count() >= 2 {
-            let last = rest.char_indices().last().map_or(0, |(i, _)| i);
-            return Some(Heading {
-                level: hashes as u8,
-                title: &rest[last..],
-                attrs: None,
-            });
-        }
+    let text = rest.trim_matches(is_js_space);
+    // `\s+(.+?)` needs a character after the first space: with only
+    // whitespace, two or more characters are needed (the title is blank).
+    if text.is_empty() && rest.chars().count() < 2 {
         return None;
     }
-    let trimmed = trim_end_js(body);
-    // Lazy title: the earliest `\s+\{[^}]+\}` that reaches the end wins.
-    if trimmed.ends_with('}') {
-        let inner_end = trimmed.len() - 1;
-        let closing_free_from = trimmed[..inner_end].rfind('}').map_or(0, |p| p + 1);
-        let b = trimmed.as_bytes();
-        let mut p = closing_free_from;
-        while let Some(off) = trimmed[p..inner_end].find('{') {
-            let brace = p + off;
-            let content_nonempty = brace + 1 < inner_end;
-            let before = &trimmed[..brace];
+    let level = hashes as u8;
+    if let Some(without_close) = text.strip_suffix('}') {
+        // `[^}]*`: the block starts after the last inner `}`; the lazy title
+        // takes the earliest `{` that has whitespace and a non-empty title before it.
+        let from = without_close.rfind('}').map_or(0, |p| p + 1);
+        for (off, _) in without_close[from..].match_indices('{') {
+            let brace = from + off;
+            let before = &without_close[..brace];
             let title = trim_end_js(before);
-            let has_ws = before.len() > title.len();
-            if content_nonempty && has_ws && !title.is_empty() {
+            if before.len() > title.len() && !title.is_empty() {
                 return Some(Heading {
-                    level: hashes as u8,
+                    level,
+                    text,
                     title,
-                    attrs: Some(&trimmed[brace + 1..inner_end]),
+                    attrs: Some(&without_close[brace + 1..]),
                 });
-            }
-            p = brace + 1;
-            if p >= b.len() {
-                break;
             }
         }
     }
     Some(Heading {
-        level: hashes as u8,
-        title: trimmed,
+        level,
+        text,
+        title: text,
         attrs: None,
     })
 }
 
-/// ```` ^```(\w*)\s*$ ```` → the info string.
-fn match_fence(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix("```")?;
-    let word = rest
-        .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-        .count();
-    is_blank(&rest[word..]).then(|| &rest[..word])
+/// An opening code fence: 3+ backticks (info string without backticks) or
+/// 3+ tildes. The language is the info string's first word.
+#[derive(Clone, Copy)]
+struct Fence<'a> {
+    ch: u8,
+    len: usize,
+    lang: &'a str,
+}
+
+/// ```` ^(`{3,})([^`]*)$|^(~{3,})(.*)$ ````
+fn match_fence_open(line: &str) -> Option<Fence<'_>> {
+    let ch = *line.as_bytes().first()?;
+    if ch != b'`' && ch != b'~' {
+        return None;
+    }
+    let len = line.bytes().take_while(|&b| b == ch).count();
+    if len < 3 {
+        return None;
+    }
+    let info = &line[len..];
+    if ch == b'`' && info.contains('`') {
+        return None;
+    }
+    let lang = info
+        .trim_matches(is_js_space)
+        .split(is_js_space)
+        .next()
+        .unwrap_or("");
+    Some(Fence { ch, len, lang })
+}
+
+/// A closing fence: the opener's character, at least as long, no info string.
+fn is_fence_close(line: &str, open: Fence<'_>) -> bool {
+    let len = line.bytes().take_while(|&b| b == open.ch).count();
+    len >= open.len && is_blank(&line[len..])
 }
 
 /// `^\s*\|.*\|\s*$`
@@ -861,7 +973,7 @@ fn match_list_item(line: &str) -> Option<(bool, &str)> {
 fn breaks_paragraph(cur: &str, next: &str) -> bool {
     is_blank(cur)
         || match_heading(cur).is_some()
-        || match_fence(cur).is_some()
+        || match_fence_open(cur).is_some()
         || match_directive_open(cur).is_some()
         || match_directive_close(cur).is_some()
         || is_thematic_break(cur)
@@ -941,7 +1053,9 @@ mod tests {
     #[test]
     fn list_items_take_continuation_lines() {
         let d = parse("- one\n  more\n- two\n\npara\n");
-        let NodeKind::List { items, .. } = &d.children[0].kind else { panic!() };
+        let NodeKind::List { items, .. } = &d.children[0].kind else {
+            panic!()
+        };
         assert_eq!(items[0].span, Span::new(1, 2));
         assert_eq!(items[0].content, "one\n  more");
         assert_eq!(d.children[0].span, Span::new(1, 3));
@@ -950,7 +1064,10 @@ mod tests {
     #[test]
     fn frontmatter_only_and_crlf() {
         let d = parse("---\r\ntitle: Only\r\n---\r\n");
-        assert_eq!(d.frontmatter.as_ref().map(|f| f.span), Some(Span::new(1, 3)));
+        assert_eq!(
+            d.frontmatter.as_ref().map(|f| f.span),
+            Some(Span::new(1, 3))
+        );
         assert_eq!(d.meta.get("title").and_then(Value::as_str), Some("Only"));
         assert!(d.children.is_empty());
         assert_eq!(d.end_line, 3);
@@ -994,8 +1111,18 @@ mod tests {
         assert!(match_heading("# ").is_none());
         let h = match_heading("# A {x} {y}").unwrap();
         assert_eq!((h.title, h.attrs), ("A {x}", Some("y")));
-        let h = match_heading("# Title {}").unwrap();
-        assert_eq!((h.title, h.attrs), ("Title {}", None));
+        let h = match_heading("# A {x {id=b}").unwrap();
+        assert_eq!((h.title, h.attrs), ("A", Some("x {id=b")));
+        let d = parse("# Set {a, b}\n# Title {}\n");
+        let titles: Vec<&str> = d
+            .children
+            .iter()
+            .map(|n| match &n.kind {
+                NodeKind::Section { title, .. } => title.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(titles, ["Set {a, b}", "Title {}"]);
     }
 
     #[test]
@@ -1009,7 +1136,51 @@ mod tests {
     #[test]
     fn paragraph_directive_body() {
         let d = parse("::claim{id=\"c\" confidence=0.9}\nClaim text\nmore.\n::\n");
-        let NodeKind::Directive { body, .. } = &d.children[0].kind else { panic!() };
+        let NodeKind::Directive { body, .. } = &d.children[0].kind else {
+            panic!()
+        };
         assert_eq!(body.as_deref(), Some("Claim text\nmore."));
+    }
+
+    #[test]
+    fn frontmatter_acceptance_rules() {
+        // Blank block: frontmatter.
+        assert!(parse("---\n---\n# A\n").frontmatter.is_some());
+        // Comment-only block: two thematic breaks around a heading.
+        let d = parse("---\n# Heading\n---\n");
+        assert!(d.frontmatter.is_none());
+        assert_eq!(d.children[0].type_name(), "thematic_break");
+        // Broken YAML that looks like a mapping: kept, reported.
+        let d = parse("---\ntitle: [unclosed\n---\n");
+        assert!(d.frontmatter.is_some());
+        assert_eq!(d.issues[0].code, "invalid-frontmatter");
+        // Truncated frontmatter.
+        let d = parse("---\ntitle: x\n\n# Body\n");
+        assert_eq!(d.issues[0].code, "unclosed-frontmatter");
+        // A document that merely starts with a rule.
+        assert!(parse("---\nJust prose.\n").issues.is_empty());
+    }
+
+    #[test]
+    fn fences_tilde_long_and_info_strings() {
+        let d = parse("~~~~ js title=x\n```\n~~~\n~~~~\nafter\n");
+        let NodeKind::Code {
+            lang,
+            content,
+            closed,
+        } = &d.children[0].kind
+        else {
+            panic!()
+        };
+        assert_eq!(lang.as_deref(), Some("js"));
+        assert_eq!(content, "```\n~~~");
+        assert!(closed);
+        assert_eq!(d.children[0].span, Span::new(1, 4));
+    }
+
+    #[test]
+    fn implicit_suffixing_ignores_explicit_ids_and_empty_slugs_become_section() {
+        let d = parse("## Intro {id=\"intro\"}\n## Intro\n## !!!\n## ???\n");
+        assert_eq!(ids(&d), ["intro", "intro", "section", "section-2"]);
     }
 }

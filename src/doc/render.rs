@@ -1,1 +1,463 @@
-//! (in progress)
+//! AST → `.noma` source (the reference's `renderNoma`).
+//!
+//! The output is canonical rather than byte-preserving: blocks are separated
+//! by exactly one blank line, pipe tables are re-padded to their column
+//! widths, lists are re-marked (`-`, `1.`, `2.`, …) and attributes are
+//! re-serialised. What it guarantees is the roundtrip property of Annex C:
+//! `parse(render_noma(parse(x)))` is structurally equal to `parse(x)`
+//! (see [`structurally_equal`]).
+//!
+//! Deviations from the reference that our parser requires:
+//! - directives keep their own colon count (raised only when a child would
+//!   otherwise not nest deeper than its parent), so authored fences survive;
+//! - an explicit heading id is always written, even when it equals the slug
+//!   (explicit ids do not take part in implicit `-2` suffixing, so dropping
+//!   it could change later ids);
+//! - frontmatter aliases are left off only the heading the parser attaches
+//!   them to (the first top-level `#` section);
+//! - heading attribute keys other than `id`/`aliases` are kept.
+
+use super::ast::{Align, AttrValue, Document, Node, NodeKind};
+use super::attrs::{parse_heading_attrs, serialize_attr, serialize_attrs};
+use super::slug::{heading_slug, is_js_space};
+
+pub use super::json::structurally_equal;
+
+/// Renders a document back to `.noma` source.
+///
+/// Empty documents render to the empty string; anything else ends with
+/// exactly one `\n`.
+pub fn render_noma(doc: &Document) -> String {
+    let regen = frontmatter_aliases(doc);
+    let mut out: Vec<String> = Vec::new();
+    if let Some(fm) = &doc.frontmatter {
+        // The raw YAML is re-emitted verbatim, as the reference does for its
+        // frontmatter node: re-dumping would reorder keys and change quoting.
+        out.push(format!("---\n{}\n---", fm.raw));
+    }
+    // The parser attaches frontmatter aliases to the first top-level `#`
+    // section; only there are they left implicit.
+    let fm_root = doc
+        .children
+        .iter()
+        .position(|n| matches!(n.kind, NodeKind::Section { level: 1, .. }));
+    for (i, child) in doc.children.iter().enumerate() {
+        let regen: &[String] = if Some(i) == fm_root { &regen } else { &[] };
+        // A `---` rule as the first line would be re-read as a frontmatter fence.
+        let rendered = if out.is_empty() && matches!(child.kind, NodeKind::ThematicBreak) {
+            "***".to_string()
+        } else {
+            render_node(child, 2, regen)
+        };
+        if !rendered.trim().is_empty() {
+            out.push(rendered);
+        }
+    }
+    if out.is_empty() {
+        return String::new();
+    }
+    let mut s = out.join("\n\n");
+    s.truncate(s.trim_end_matches('\n').len());
+    s.push('\n');
+    s
+}
+
+/// The frontmatter `aliases:` list, trimmed, as the parser reads it.
+fn frontmatter_aliases(doc: &Document) -> Vec<String> {
+    let Some(serde_json::Value::Array(list)) = doc.meta.get("aliases") else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|a| a.as_str())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Renders one block. `colons` is the minimum fence length a directive at
+/// this depth needs (2 at the top, parent + 1 inside a directive); `regen`
+/// lists aliases the parser will re-attach to this node by itself.
+fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
+    match &node.kind {
+        NodeKind::Section {
+            level,
+            title,
+            heading_attrs,
+            explicit_id,
+            children,
+        } => {
+            let hashes = "#".repeat(usize::from((*level).clamp(1, 6)));
+            let attrs =
+                heading_attr_text(node, title, *explicit_id, heading_attrs.as_deref(), regen);
+            let mut head = format!("{hashes} {title}");
+            if !attrs.is_empty() {
+                head.push(' ');
+                head.push_str(&attrs);
+            }
+            if children.is_empty() {
+                return head;
+            }
+            let inner = join_children(children, colons);
+            format!("{head}\n\n{inner}")
+        }
+        NodeKind::Paragraph { content } => content.clone(),
+        NodeKind::Code { lang, content, .. } => render_code(lang.as_deref(), content),
+        NodeKind::List { ordered, items } => {
+            let mut lines = Vec::with_capacity(items.len());
+            for (i, it) in items.iter().enumerate() {
+                if *ordered {
+                    lines.push(format!("{}. {}", i + 1, it.content));
+                } else {
+                    lines.push(format!("- {}", it.content));
+                }
+            }
+            lines.join("\n")
+        }
+        NodeKind::Quote { content } => content
+            .split('\n')
+            .map(|l| {
+                if l.is_empty() {
+                    ">".to_string()
+                } else {
+                    format!("> {l}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        NodeKind::ThematicBreak => "---".to_string(),
+        NodeKind::Table {
+            header,
+            align,
+            rows,
+        } => render_table(header, align, rows),
+        NodeKind::Directive {
+            name,
+            attrs,
+            body,
+            children,
+            colons: own,
+            ..
+        } => {
+            let n = (*own).max(colons).max(2);
+            let fence = ":".repeat(n as usize);
+            let open = format!("{fence}{name}{}", serialize_attrs(attrs));
+            if children.is_empty() {
+                return match body.as_deref() {
+                    Some(b) if !b.is_empty() => format!("{open}\n{b}\n{fence}"),
+                    _ => format!("{open}\n{fence}"),
+                };
+            }
+            let inner = join_children(children, n + 1);
+            format!("{open}\n{inner}\n{fence}")
+        }
+    }
+}
+
+fn join_children(children: &[Node], colons: u32) -> String {
+    children
+        .iter()
+        .map(|c| render_node(c, colons, &[]))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// A fenced code block. The fence is one longer than any run of the fence
+/// character that starts a content line (at least three), so no content
+/// line can close it; tildes are used when the language holds a backtick,
+/// which a backtick fence's info string may not.
+fn render_code(lang: Option<&str>, content: &str) -> String {
+    let lang = lang.unwrap_or("");
+    let ch = if lang.contains('`') { '~' } else { '`' };
+    let longest = content
+        .split('\n')
+        .map(|l| l.chars().take_while(|&c| c == ch).count())
+        .max()
+        .unwrap_or(0);
+    let fence: String = std::iter::repeat_n(ch, (longest + 1).max(3)).collect();
+    format!("{fence}{lang}\n{content}\n{fence}")
+}
+
+/// The `{...}` block of a heading, or `""` when none is needed.
+fn heading_attr_text(
+    node: &Node,
+    title: &str,
+    explicit_id: bool,
+    raw: Option<&str>,
+    regen: &[String],
+) -> String {
+    let slug = heading_slug(title);
+    let id = node.id.as_deref().filter(|id| {
+        // Pin the id when it was written, when the title would otherwise lose
+        // a trailing `{...}` to the attribute matcher, or when the parser
+        // would not derive it again (a hand-made AST). Collision suffixes
+        // (`slug-2`) are re-derived in document order, so they stay implicit.
+        explicit_id
+            || title_looks_like_attrs(title)
+            || (*id != slug && !is_collision_suffix(id, &slug))
+    });
+    let aliases: Vec<&str> = node
+        .aliases
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !regen.iter().any(|r| r == a))
+        .collect();
+    let mut parts = Vec::new();
+    if let Some(id) = id {
+        parts.push(serialize_attr("id", &AttrValue::Str(id.to_string())));
+    }
+    if !aliases.is_empty() {
+        parts.push(serialize_attr(
+            "aliases",
+            &AttrValue::Str(aliases.join(",")),
+        ));
+    }
+    // Other keys written on the heading are kept so nothing is lost.
+    if let Some(attrs) = raw.and_then(parse_heading_attrs) {
+        for (k, v) in attrs.iter() {
+            if k != "id" && k != "aliases" {
+                parts.push(serialize_attr(k, v));
+            }
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{{{}}}", parts.join(" "))
+    }
+}
+
+/// Whether `id` is `slug-N` with `N >= 2`, the §6.5 collision form.
+fn is_collision_suffix(id: &str, slug: &str) -> bool {
+    !slug.is_empty()
+        && id
+            .strip_prefix(slug)
+            .and_then(|r| r.strip_prefix('-'))
+            .is_some_and(|n| {
+                !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
+            })
+}
+
+/// Whether a title ends in whitespace + a `{...}` block that the heading
+/// matcher would split off as attributes on re-parse (mirrors its rule: the
+/// first `{` after the last inner `}` with whitespace and text before it,
+/// and content that tokenises strictly).
+fn title_looks_like_attrs(title: &str) -> bool {
+    let Some(without_close) = title.strip_suffix('}') else {
+        return false;
+    };
+    let from = without_close.rfind('}').map_or(0, |p| p + 1);
+    for (off, _) in without_close[from..].match_indices('{') {
+        let brace = from + off;
+        let before = &without_close[..brace];
+        let kept = before.trim_end_matches(is_js_space);
+        if before.len() > kept.len() && !kept.is_empty() {
+            return parse_heading_attrs(&without_close[brace + 1..]).is_some();
+        }
+    }
+    false
+}
+
+/// Width as JavaScript's `String.length` counts it (UTF-16 code units), so
+/// padding matches the reference byte for byte.
+fn js_len(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+fn pad_end(s: &str, width: usize) -> String {
+    let mut out = s.to_string();
+    for _ in js_len(s)..width {
+        out.push(' ');
+    }
+    out
+}
+
+fn render_table(header: &[String], align: &[Option<Align>], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| js_len(c)))
+                .fold(js_len(h).max(3), usize::max)
+        })
+        .collect();
+    let fmt_row = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| pad_end(c, widths.get(i).copied().unwrap_or(0)))
+            .collect();
+        format!("| {} |", padded.join(" | "))
+    };
+    let sep: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| match align.get(i).copied().flatten() {
+            Some(Align::Center) => format!(":{}:", "-".repeat(w.saturating_sub(2).max(3))),
+            Some(Align::Right) => format!("{}:", "-".repeat(w.saturating_sub(1).max(3))),
+            Some(Align::Left) => format!(":{}", "-".repeat(w.saturating_sub(1).max(3))),
+            None => "-".repeat(w.max(3)),
+        })
+        .collect();
+    let mut lines = Vec::with_capacity(rows.len() + 2);
+    lines.push(fmt_row(header));
+    lines.push(format!("| {} |", sep.join(" | ")));
+    for r in rows {
+        lines.push(fmt_row(r));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::parse;
+
+    fn rt(src: &str) -> String {
+        let doc = parse(src);
+        let out = render_noma(&doc);
+        let again = parse(&out);
+        assert!(
+            structurally_equal(&doc, &again),
+            "roundtrip broke for {src:?}:\n{out}"
+        );
+        out
+    }
+
+    #[test]
+    fn pads_tables_and_keeps_alignment() {
+        let out = rt("# T\n\n| Name | Score |\n|:-----|------:|\n| Alice | 92 |\n| Bob   | 88 |\n");
+        assert_eq!(
+            out,
+            "# T\n\n| Name  | Score |\n| :---- | ----: |\n| Alice | 92    |\n| Bob   | 88    |\n"
+        );
+    }
+
+    #[test]
+    fn centre_alignment_and_short_columns() {
+        let out = rt("| a | b |\n|:---:|---|\n| x | y |\n");
+        assert_eq!(out, "| a   | b   |\n| :---: | --- |\n| x   | y   |\n");
+    }
+
+    #[test]
+    fn normalises_blank_lines_and_list_markers() {
+        let out = rt("Para one\nline two\n\n\n\n* a\n* b\n  cont\n\n3. x\n9. y\n");
+        assert_eq!(
+            out,
+            "Para one\nline two\n\n- a\n- b\n  cont\n\n1. x\n2. y\n"
+        );
+    }
+
+    #[test]
+    fn frontmatter_raw_is_verbatim_and_aliases_are_not_duplicated() {
+        let src = "---\ntitle: X\naliases: [demo, intro]\n---\n\n# Aliases\n\nParagraph.\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn frontmatter_only() {
+        assert_eq!(rt("---\ntitle: Only\n---\n"), "---\ntitle: Only\n---\n");
+        assert_eq!(rt(""), "");
+    }
+
+    #[test]
+    fn nested_directives_keep_or_raise_colons() {
+        let src = "::outer{id=\"o\" n=3 f ok=false}\n:::inner{id=\"i\"}\nbody\n:::\n::\n";
+        assert_eq!(rt(src), src);
+        let src = "::::wide{id=\"w\"}\ntext\n::::\n";
+        assert_eq!(rt(src), src);
+        let src = "::finance::position{id=\"p\" weight=0.25}\nx\n::\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn code_fence_with_colons_in_directive() {
+        let src = "::note{id=\"n\"}\n```noma\n::claim{id=\"x\"}\n::\n```\n::\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn headings_keep_explicit_ids_and_aliases_only() {
+        let src = "# Intro {id=\"start\" aliases=\"a, b\"}\n\n## Overview\n\n## Overview\n";
+        assert_eq!(
+            rt(src),
+            "# Intro {id=\"start\" aliases=\"a,b\"}\n\n## Overview\n\n## Overview\n"
+        );
+        // An explicit id equal to the slug is still written.
+        assert_eq!(rt("# Risks {id=\"risks\"}\n"), "# Risks {id=\"risks\"}\n");
+    }
+
+    #[test]
+    fn title_ending_in_braces_is_pinned() {
+        let src = "# Set {x} {id=\"set\"}\n";
+        let doc = parse(src);
+        if let NodeKind::Section { title, .. } = &doc.children[0].kind {
+            assert_eq!(title, "Set {x}");
+        }
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn quotes_and_breaks() {
+        let out = rt("> a\n>\n>  b\n\n---\n\ntext\n");
+        assert_eq!(out, "> a\n>\n>  b\n\n---\n\ntext\n");
+        assert_eq!(rt("---x\n\n***\n"), "---x\n\n---\n");
+        assert_eq!(rt("***\n\ntext\n"), "***\n\ntext\n");
+    }
+
+    #[test]
+    fn attribute_values_keep_their_types() {
+        let src = "::d{id=\"7\" n=\"42\" m=42 q='say \"hi\"' both=\"a \\\" b '\" flag}\n::\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn long_and_tilde_fences() {
+        let out = rt("````md\n```\ninner\n```\n````\n");
+        assert_eq!(out, "````md\n```\ninner\n```\n````\n");
+        // Tilde fences become backtick fences; the info string keeps its first word.
+        assert_eq!(
+            rt("~~~ python extra\nx = 1\n~~~\n"),
+            "```python\nx = 1\n```\n"
+        );
+        assert_eq!(rt("```\n```\n"), "```\n\n```\n");
+    }
+
+    #[test]
+    fn frontmatter_aliases_stay_implicit_only_on_their_heading() {
+        let src = "---\naliases: [demo]\n---\n\n# Root\n\n## Sub {aliases=\"demo\"}\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn extra_heading_attributes_are_kept() {
+        let src = "# Intro {id=\"i\" tone=\"warm\" n=3}\n";
+        assert_eq!(rt(src), src);
+    }
+
+    #[test]
+    fn empty_slug_headings_use_the_section_id() {
+        assert_eq!(rt("# !!!\n\n# ???\n"), "# !!!\n\n# ???\n");
+    }
+
+    #[test]
+    fn crlf_input_renders_lf() {
+        assert_eq!(rt("# A\r\n\r\ntext\r\n"), "# A\n\ntext\n");
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut src = String::new();
+        for d in 0..300 {
+            src.push_str(&":".repeat(d + 2));
+            src.push_str("d\n");
+        }
+        for d in (0..300).rev() {
+            src.push_str(&":".repeat(d + 2));
+            src.push('\n');
+        }
+        let doc = parse(&src);
+        let _ = render_noma(&doc);
+    }
+}

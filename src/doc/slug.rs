@@ -1,24 +1,62 @@
 //! Heading slugs, identical to the reference implementation's `slugify`:
-//! lowercase, NFKD, drop combining marks, keep `[a-z0-9\s-]`, collapse
-//! whitespace and dashes to `-`, trim dashes.
+//! lowercase; NFKD; drop U+0300–U+036F; NFC; drop inherited-script marks;
+//! keep letters, numbers and marks of every script plus whitespace and `-`,
+//! except Latin-script letters outside `a-z` (so `ß`, `ø` vanish as before);
+//! then whitespace runs become `-`, dash runs collapse, edge dashes go.
 
 use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+use unicode_script::{Script, UnicodeScript};
 
-/// Slugifies a heading title. May return an empty string (no id).
+/// Slugifies a heading title. May return an empty string.
 pub fn slugify(input: &str) -> String {
-    let lowered = input.to_lowercase();
-    let mut kept = String::with_capacity(lowered.len());
-    let mut push = |c: char| {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || is_js_space(c) {
-            kept.push(c);
-        }
-        // Everything else (including combining marks U+0300–U+036F) is dropped.
-    };
-    if lowered.is_ascii() {
-        lowered.chars().for_each(&mut push);
+    let kept: String = if input.is_ascii() {
+        input
+            .bytes()
+            .map(|b| b.to_ascii_lowercase() as char)
+            .filter(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || is_js_space(c))
+            .collect()
     } else {
-        lowered.nfkd().for_each(&mut push);
+        let folded: String = input
+            .to_lowercase()
+            .nfkd()
+            .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
+            .collect();
+        folded.nfc().filter(|&c| keep_unicode(c)).collect()
+    };
+    collapse(&kept)
+}
+
+/// The auto id of a heading: its slug, or `section` when the slug is empty.
+pub fn heading_slug(title: &str) -> String {
+    let s = slugify(title);
+    if s.is_empty() {
+        "section".to_string()
+    } else {
+        s
     }
+}
+
+fn keep_unicode(c: char) -> bool {
+    if is_js_space(c) || c == '-' {
+        return true;
+    }
+    let script = c.script();
+    if script == Script::Inherited {
+        return false;
+    }
+    let class_ok = matches!(
+        c.general_category_group(),
+        GeneralCategoryGroup::Letter | GeneralCategoryGroup::Number | GeneralCategoryGroup::Mark
+    );
+    if !class_ok {
+        return false;
+    }
+    script != Script::Latin || c.is_ascii_lowercase()
+}
+
+/// Trim, whitespace runs → `-`, dash runs → `-`, no edge dashes.
+fn collapse(kept: &str) -> String {
     let mut out = String::with_capacity(kept.len());
     let mut pending_dash = false;
     for c in kept.trim_matches(is_js_space).chars() {
@@ -42,7 +80,7 @@ pub fn is_js_space(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::slugify;
+    use super::{heading_slug, slugify};
 
     #[test]
     fn matches_reference_examples() {
@@ -52,5 +90,9 @@ mod tests {
         assert_eq!(slugify("--a -- b--"), "a-b");
         assert_eq!(slugify("!!!"), "");
         assert_eq!(slugify("Über 2.0"), "uber-20");
+        assert_eq!(slugify("Straße"), "strae");
+        assert_eq!(slugify("Привет мир"), "привет-мир");
+        assert_eq!(slugify("日本語 見出し"), "日本語-見出し");
+        assert_eq!(heading_slug("???"), "section");
     }
 }

@@ -27,7 +27,9 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// The bytes are not UTF-8.
-    #[error("{path}: not valid UTF-8 (first bad byte at line {line}, column {column}, offset {offset})")]
+    #[error(
+        "{path}: not valid UTF-8 (first bad byte at line {line}, column {column}, offset {offset})"
+    )]
     NotUtf8 {
         /// The path as given.
         path: String,
@@ -60,7 +62,12 @@ pub fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<&'a str, SourceError> {
         let offset = e.valid_up_to();
         let before = &bytes[..offset];
         let line = memchr::memchr_iter(b'\n', before).count() + 1;
-        let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        let column = offset
+            - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
         SourceError::NotUtf8 {
             path: path.to_string(),
             offset,
@@ -74,7 +81,9 @@ pub fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<&'a str, SourceError> {
 pub fn read_file(path: &Path) -> Result<String, SourceError> {
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => SourceError::Missing { path: shown.clone() },
+        std::io::ErrorKind::NotFound => SourceError::Missing {
+            path: shown.clone(),
+        },
         _ => SourceError::Io {
             path: shown.clone(),
             source: e,
@@ -104,11 +113,25 @@ mod tests {
     #[test]
     fn reports_invalid_utf8_position() {
         let err = decode("x.noma", b"ok\nab\xffc").unwrap_err();
-        assert!(matches!(err, SourceError::NotUtf8 { line: 2, column: 3, offset: 5, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                SourceError::NotUtf8 {
+                    line: 2,
+                    column: 3,
+                    offset: 5,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
     fn refuses_nul_bytes() {
-        assert!(matches!(decode("x", b"a\0b"), Err(SourceError::Binary { offset: 1, .. })));
+        assert!(matches!(
+            decode("x", b"a\0b"),
+            Err(SourceError::Binary { offset: 1, .. })
+        ));
     }
 }

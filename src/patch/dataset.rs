@@ -655,16 +655,17 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             format!("block \"{id}\" is not a dataset directive"),
         );
     }
-    let format =
-        match format_of(node) {
-            Ok(f) => f,
-            Err(other) => return fail(
+    let format = match format_of(node) {
+        Ok(f) => f,
+        Err(other) => {
+            return fail(
                 E::InvalidContent,
                 format!(
                     "source-preserving {name} does not support {other} datasets; use replace_body"
                 ),
-            ),
-        };
+            )
+        }
+    };
     let mut lines = LineBuf::new(ctx.src);
     let mut d = match format {
         Format::Yaml => read_yaml(&lines, node)?,

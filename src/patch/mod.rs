@@ -243,3 +243,46 @@ fn dispatch(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         } => move_block::move_block(ctx, id, parent, *position),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const DOC: &str = "::claim{id=\"c1\" confidence=0.5}\nBody.\n::\n";
+
+    #[test]
+    fn failing_op_reports_its_index_and_nothing_is_applied() {
+        let ops = [
+            json!({"op": "update_attribute", "id": "c1", "key": "a", "value": 1}),
+            json!({"op": "rename_id", "from": "c1", "to": "c2"}),
+            json!({"op": "delete_block", "id": "c1"}),
+        ];
+        let err = apply_ops(DOC, &ops).unwrap_err();
+        assert_eq!((err.code, err.op_index), (PatchErrorCode::TargetMissing, 2));
+    }
+
+    #[test]
+    fn base_hash_prefix_is_checked_against_the_block_slice() {
+        let full = doc::hash::sha256_hex(b"::claim{id=\"c1\" confidence=0.5}\nBody.\n::");
+        let op = json!({"op": "delete_block", "id": "c1", "baseHash": &full[..12]});
+        assert_eq!(apply_one(DOC, &op).unwrap(), "");
+        let bad = json!({"op": "delete_block", "id": "c1", "baseHash": "abc"});
+        assert_eq!(
+            apply_one(DOC, &bad).unwrap_err().code,
+            PatchErrorCode::ShaMismatch
+        );
+    }
+
+    #[test]
+    fn aliases_are_not_patch_identity() {
+        let src = "::claim{id=\"c1\" aliases=\"old\"}\nx\n::\n";
+        let err = apply_one(
+            src,
+            &json!({"op": "replace_body", "id": "old", "content": "y"}),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, PatchErrorCode::TargetMissing);
+        assert!(err.message.contains("alias"));
+    }
+}

@@ -18,7 +18,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { ignore_rules: Vec::new(), profile: None, base_dir: None }
+        Options {
+            ignore_rules: Vec::new(),
+            profile: None,
+            base_dir: None,
+        }
     }
 }
 
