@@ -469,3 +469,36 @@ fn blocks_and_schemas() {
     }
     let _: &Path = f.doc.as_path();
 }
+
+#[test]
+fn conformance_replay_chain_fixture() {
+    let dir = Path::new("../shared/reference/noma/conformance/patch/replay-chain");
+    if !dir.exists() {
+        eprintln!("skipped: {} not present", dir.display());
+        return;
+    }
+    let input = std::fs::read_to_string(dir.join("input.noma")).unwrap();
+    let expected = std::fs::read_to_string(dir.join("expected.post.noma")).unwrap();
+    let f = Fixture::new(&input);
+    let base = f.path("base.noma");
+    std::fs::write(&base, &input).unwrap();
+    noma()
+        .arg("patch")
+        .arg(&f.doc)
+        .arg("--inplace")
+        .arg("--ops")
+        .arg(dir.join("patch.json"))
+        .assert()
+        .success();
+    assert_eq!(f.text(), expected);
+    let recs = f.records();
+    assert_eq!(recs.len(), 3);
+    assert_eq!(recs[2]["post_sha256"].as_str().unwrap(), sha256_hex(expected.as_bytes()));
+    noma()
+        .arg("replay")
+        .arg(&f.doc)
+        .arg("--base")
+        .arg(&base)
+        .assert()
+        .success();
+}
