@@ -1,15 +1,249 @@
-//! `noma patch` (in progress).
+//! `noma patch`: apply an op-list to a document and record it.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::Format;
+use crate::engine::{self, Options, WriteMode};
+use crate::transcript::{Actor, ActorKind, PatchResult};
 
 /// Arguments of `noma patch`.
+///
+/// Without --inplace or --out the run is a dry run: nothing is written, the
+/// new document goes to stdout (human format) or into the JSON output
+/// (`document`), and no transcript record is appended.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Output: --inplace writes the document and appends one record per op to \
+<file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
+and its transcript alone; neither = dry run that prints the new document. Exit 0 applied, \
+1 rejected (or an unrecorded edit was found), 2 could not run."
+)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The .noma document to patch.
+    pub file: PathBuf,
+    /// The op(s) as JSON: one op object or an array of ops.
+    #[arg(long, conflicts_with = "ops", required_unless_present = "ops")]
+    pub op: Option<String>,
+    /// A JSON file with an op, an array of ops or {"ops": [...]} ("-" = stdin).
+    #[arg(long)]
+    pub ops: Option<PathBuf>,
+    /// Write the document in place and append to its transcript.
+    #[arg(long, conflicts_with = "out")]
+    pub inplace: bool,
+    /// Write the new document to PATH instead (no transcript).
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Reject the list when the document already has validation errors.
+    #[arg(long)]
+    pub strict: bool,
+    /// Record metadata and preconditions.
+    #[command(flatten)]
+    pub meta: Box<Meta>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Patch even when the document has an edit no record explains.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The less common options, boxed to keep the subcommand enum small.
+#[derive(Debug, clap::Args)]
+pub struct Meta {
+    /// Why the patch is made (recorded as `reason`).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Actor kind.
+    #[arg(long, value_enum, default_value = "human", value_name = "K")]
+    pub actor_kind: ActorKind,
+    /// Actor name (default: $USER).
+    #[arg(long, value_name = "N")]
+    pub actor_name: Option<String>,
+    /// Model name (agents).
+    #[arg(long, value_name = "M")]
+    pub actor_model: Option<String>,
+    /// Actor version.
+    #[arg(long, value_name = "V")]
+    pub actor_version: Option<String>,
+    /// Reject unless the document's 8-char pre_sha is S.
+    #[arg(long, value_name = "S")]
+    pub expected_sha: Option<String>,
+    /// The sha256 the patch was prepared against (drift is a warning).
+    #[arg(long = "base-sha256", value_name = "S")]
+    pub base_sha256: Option<String>,
+    /// op_id of a causally prior record.
+    #[arg(long, value_name = "ID")]
+    pub parent_op_id: Option<String>,
+    /// Transcript path (default <file>.patches).
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+}
+
+/// Reads the op-list from --op or --ops.
+fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
+    let (text, from) = match (&args.op, &args.ops) {
+        (Some(s), _) => (s.clone(), "--op".to_string()),
+        (None, Some(p)) if p.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| format!("stdin: {e}"))?;
+            (s, "stdin".into())
+        }
+        (None, Some(p)) => (
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
+        (None, None) => return Err("give --op JSON or --ops FILE".into()),
+    };
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{from}: invalid JSON: {e}"))?;
+    let ops = match value {
+        Value::Array(a) => a,
+        Value::Object(mut o) if o.contains_key("ops") && !o.contains_key("op") => {
+            match o.remove("ops") {
+                Some(Value::Array(a)) => a,
+                _ => return Err(format!("{from}: `ops` must be an array")),
+            }
+        }
+        v @ Value::Object(_) => vec![v],
+        _ => return Err(format!("{from}: expected an op object or an array of ops")),
+    };
+    if ops.is_empty() {
+        return Err(format!("{from}: the op-list is empty"));
+    }
+    if let Some(i) = ops.iter().position(|o| !o.is_object()) {
+        return Err(format!("{from}: op {i} is not a JSON object"));
+    }
+    Ok(ops)
+}
+
+fn default_actor_name() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Runs `noma patch`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma patch: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let ops = match read_ops(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("noma patch: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let mut opts = Options::new(Actor {
+        kind: args.meta.actor_kind,
+        name: args
+            .meta
+            .actor_name
+            .clone()
+            .unwrap_or_else(default_actor_name),
+        model: args.meta.actor_model.clone(),
+        version: args.meta.actor_version.clone(),
+    });
+    opts.strict = args.strict;
+    opts.reason = args.meta.reason.clone();
+    opts.expected_sha = args.meta.expected_sha.clone();
+    opts.base_sha256 = args.meta.base_sha256.clone();
+    opts.parent_op_id = args.meta.parent_op_id.clone();
+    opts.transcript = args.meta.transcript.clone();
+    opts.force = args.force;
+    opts.validate.base_dir = args.file.parent().map(PathBuf::from);
+    opts.write = match (&args.out, args.inplace) {
+        (Some(p), _) => WriteMode::Out(p.clone()),
+        (None, true) => WriteMode::InPlace,
+        (None, false) => WriteMode::DryRun,
+    };
+    let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("noma patch: {e}");
+            return if e.is_check_failure() {
+                super::EXIT_FAIL
+            } else {
+                super::EXIT_USAGE
+            };
+        }
+    };
+    let code = if outcome.accepted {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAIL
+    };
+    let dry = opts.write == WriteMode::DryRun;
+    match args.format {
+        Format::Json => {
+            let mut out = json!({ "accepted": outcome.accepted, "records": outcome.records });
+            if let Some(r) = &outcome.recovery {
+                out["recovery"] = serde_json::to_value(r).unwrap_or(Value::Null);
+            }
+            if let Some(t) = &outcome.transcript {
+                out["transcript"] = json!(t.display().to_string());
+            }
+            if dry {
+                out["document"] = json!(outcome.new_text);
+            }
+            let c = super::print_json(&out);
+            if c != super::EXIT_OK {
+                return c;
+            }
+        }
+        Format::Human => {
+            if let Some(r) = &outcome.recovery {
+                for m in &r.messages {
+                    eprintln!("noma patch: recovery: {m}");
+                }
+            }
+            // A dry run prints the document on stdout, so the summary goes to stderr.
+            let say = |line: String| {
+                if dry {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+            };
+            for r in &outcome.records {
+                let target = ["id", "from", "parent", "target"]
+                    .iter()
+                    .find_map(|k| r.op.get(*k).and_then(Value::as_str))
+                    .unwrap_or("");
+                say(format!(
+                    "{:<8} {} {}  {} -> {}",
+                    r.patch_result.as_str(),
+                    r.op_name(),
+                    target,
+                    r.pre_sha,
+                    r.post_sha
+                ));
+                for d in r.diagnostics.iter().flatten() {
+                    let engine_code = !d.code.contains('-');
+                    if engine_code
+                        || r.patch_result == PatchResult::Rejected
+                            && d.severity == crate::diag::Severity::Error
+                    {
+                        say(format!(
+                            "    {}: {} {}",
+                            d.severity.as_str(),
+                            d.code,
+                            d.message
+                        ));
+                    }
+                }
+            }
+            if let Some(first) = outcome.records.first() {
+                say(format!(
+                    "pre_validation: {}, post_validation: {}",
+                    first.pre_validation.as_str(),
+                    first.post_validation.as_str()
+                ));
+            }
+            if dry {
+                print!("{}", outcome.new_text);
+            }
+        }
+    }
+    code
 }

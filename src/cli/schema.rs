@@ -1,15 +1,32 @@
-//! `noma schema` (in progress).
+//! `noma schema`: JSON Schemas of the wire shapes.
+
+use crate::transcript::schema;
+
+/// Which schema to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// One patch op (any of the 25).
+    PatchOp,
+    /// One transcript record (protocol_version 1.0).
+    Transcript,
+    /// A capability descriptor sidecar (Annex A).
+    Capability,
+}
 
 /// Arguments of `noma schema`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The shape.
+    #[arg(value_enum)]
+    pub which: Which,
 }
 
 /// Runs `noma schema`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma schema: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let v = match args.which {
+        Which::PatchOp => schema::patch_op(),
+        Which::Transcript => schema::transcript(),
+        Which::Capability => schema::capability(),
+    };
+    super::print_json(&v)
 }

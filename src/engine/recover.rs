@@ -1,0 +1,337 @@
+//! Crash recovery (the rule is documented on [`crate::engine`]). Runs with
+//! the transcript lock held, so nothing else is writing either file.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::fsio::{self, LockedTranscript};
+use super::ApplyFn;
+use crate::doc::hash::sha256_hex;
+use crate::transcript::{self, PatchResult, ReadError, Record};
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Recovery {
+    /// Bytes cut from the transcript end (torn line and/or torn request).
+    pub truncated_bytes: u64,
+    /// Complete lines removed because their request was torn.
+    pub truncated_records: usize,
+    /// Applied records whose ops were re-applied to the document.
+    pub rolled_forward: usize,
+    /// Temp files of killed writers that were deleted.
+    pub stale_temps_removed: usize,
+    /// An unrecorded edit tolerated because of `--force` (or reported by replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrecorded_edit: Option<UnrecordedEdit>,
+    /// Human-readable lines describing each repair.
+    pub messages: Vec<String>,
+    /// sha256 of the transcript's last line after recovery (the next record's
+    /// `prev_entry_sha256`).
+    #[serde(skip)]
+    pub last_line_sha256: Option<String>,
+}
+
+impl Recovery {
+    /// True when recovery changed nothing and found nothing.
+    pub fn is_clean(&self) -> bool {
+        self.messages.is_empty() && self.unrecorded_edit.is_none()
+    }
+}
+
+/// The document is in a state no record explains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnrecordedEdit {
+    /// sha256 of the document on disk.
+    pub document_sha256: String,
+    /// The `post_sha256` of the transcript's last record.
+    pub expected_sha256: String,
+    /// Line of that record.
+    pub line: usize,
+    /// op_id of that record.
+    pub op_id: String,
+}
+
+/// Recovery could not establish a consistent pair.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    /// File-system failure.
+    #[error("{0}")]
+    Io(String),
+    /// A complete transcript line that recovery needs is not a valid record.
+    #[error("transcript {path}: {err}")]
+    Transcript {
+        /// Transcript path.
+        path: String,
+        /// The parse error (with its line).
+        err: ReadError,
+    },
+    /// The document differs from what the transcript says (rule c).
+    #[error(
+        "unrecorded edit: the document's sha256 is {} but the transcript's last record (line {}, op_id {}) leaves it at {}; \
+         inspect the change (noma replay), then re-run with --force to patch on top of it",
+        .0.document_sha256, .0.line, .0.op_id, .0.expected_sha256
+    )]
+    UnrecordedEdit(UnrecordedEdit),
+    /// Rolling a lagging request forward did not reproduce its hashes.
+    #[error("cannot roll forward record at line {line} (op_id {op_id}): {message}")]
+    RollForward {
+        /// Line of the record.
+        line: usize,
+        /// Its op_id.
+        op_id: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl RecoveryError {
+    /// Exit 1 (the pair is inconsistent or the transcript corrupt) rather
+    /// than exit 2 (could not run).
+    pub fn is_check_failure(&self) -> bool {
+        !matches!(self, RecoveryError::Io(_))
+    }
+}
+
+/// The records of the transcript's last request, newest first, and the
+/// index of its first line. Records without `op_list` are requests of one.
+fn last_request(lines: &[transcript::RawLine<'_>]) -> Result<(Vec<Record>, usize), ReadError> {
+    let Some(last) = lines.last() else {
+        return Ok((Vec::new(), 0));
+    };
+    let rec = transcript::parse_record(last.number, last.raw)?;
+    let Some(list) = rec.op_list.clone() else {
+        return Ok((vec![rec], lines.len() - 1));
+    };
+    let mut tail = vec![rec];
+    let mut i = lines.len() - 1;
+    while i > 0 && tail.len() < list.len {
+        let l = lines[i - 1];
+        let r = transcript::parse_record(l.number, l.raw)?;
+        if r.op_list.as_ref().map(|o| &o.id) != Some(&list.id) {
+            break;
+        }
+        tail.push(r);
+        i -= 1;
+    }
+    Ok((tail, i))
+}
+
+/// Applies the recovery rule to `doc` and its locked transcript.
+pub fn recover(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    apply: ApplyFn,
+    force: bool,
+) -> Result<Recovery, RecoveryError> {
+    let tpath = t.path().display().to_string();
+    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{tpath}: {what}: {e}"));
+    let bad = |err: ReadError| RecoveryError::Transcript {
+        path: tpath.clone(),
+        err,
+    };
+    let mut out = Recovery {
+        stale_temps_removed: fsio::remove_stale_temps(doc),
+        ..Recovery::default()
+    };
+    if out.stale_temps_removed > 0 {
+        out.messages.push(format!(
+            "removed {} stale temp file(s) of a killed writer",
+            out.stale_temps_removed
+        ));
+    }
+    let bytes = t.read_all().map_err(|e| io("cannot read", e))?;
+    let (mut lines, torn) = transcript::split_lines(&bytes);
+    let mut keep = bytes.len() - torn.map_or(0, <[u8]>::len);
+    if keep < bytes.len() {
+        out.messages.push(format!(
+            "truncated a torn final line ({} bytes without a newline; never committed)",
+            bytes.len() - keep
+        ));
+    }
+
+    // Parse from the end only: recovery needs the last request, not history.
+    let (mut tail, first) = last_request(&lines).map_err(bad)?;
+    let complete = match tail.first().and_then(|r| r.op_list.as_ref()) {
+        Some(list) => {
+            tail.len() == list.len
+                && tail
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
+        }
+        None => true,
+    };
+    if !complete {
+        // A torn request: its append never completed, so it never committed.
+        keep = lines[first].offset;
+        out.truncated_records = lines.len() - first;
+        out.messages.push(format!(
+            "truncated {} record(s) of an incomplete op-list (lines {}..={}; never committed)",
+            out.truncated_records,
+            lines[first].number,
+            lines.len()
+        ));
+        lines.truncate(first);
+        tail = last_request(&lines).map_err(bad)?.0;
+    }
+    if keep < bytes.len() {
+        t.truncate(keep as u64)
+            .map_err(|e| io("cannot truncate", e))?;
+        out.truncated_bytes = (bytes.len() - keep) as u64;
+    }
+    let Some(last_line) = lines.last().copied() else {
+        return Ok(out);
+    };
+    out.last_line_sha256 = Some(sha256_hex(last_line.raw));
+    tail.reverse(); // oldest first
+    let Some(last) = tail.last() else {
+        return Ok(out);
+    };
+
+    let doc_bytes = std::fs::read(doc)
+        .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
+    let doc_sha = sha256_hex(&doc_bytes);
+    if doc_sha == last.post_sha256 {
+        return Ok(out);
+    }
+    let complete = last
+        .op_list
+        .as_ref()
+        .map_or(tail.len() == 1, |o| tail.len() == o.len);
+    let accepted = tail.iter().all(|r| r.patch_result != PatchResult::Rejected);
+    let first_line = last_line.number + 1 - tail.len();
+    if complete && accepted && tail.first().is_some_and(|r| r.pre_sha256 == doc_sha) {
+        let mut state = String::from_utf8(doc_bytes)
+            .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
+        let mut n = 0;
+        for (k, r) in tail.iter().enumerate() {
+            let fail = |message: String| RecoveryError::RollForward {
+                line: first_line + k,
+                op_id: r.op_id.clone(),
+                message,
+            };
+            if r.patch_result != PatchResult::Applied {
+                continue;
+            }
+            let next = apply(&state, std::slice::from_ref(&r.op)).map_err(|e| {
+                fail(format!(
+                    "re-applying the op failed: {} {}",
+                    e.code.as_str(),
+                    e.message
+                ))
+            })?;
+            let got = sha256_hex(next.as_bytes());
+            if got != r.post_sha256 {
+                return Err(fail(format!(
+                    "re-applying the op gives sha256 {got}, the record says {}",
+                    r.post_sha256
+                )));
+            }
+            state = next;
+            n += 1;
+        }
+        fsio::atomic_write(doc, state.as_bytes())
+            .map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
+        out.rolled_forward = n;
+        out.messages.push(format!(
+            "rolled forward {n} record(s) (lines {first_line}..={}): the document lagged its transcript",
+            last_line.number
+        ));
+        return Ok(out);
+    }
+    let edit = UnrecordedEdit {
+        document_sha256: doc_sha,
+        expected_sha256: last.post_sha256.clone(),
+        line: last_line.number,
+        op_id: last.op_id.clone(),
+    };
+    if !force {
+        return Err(RecoveryError::UnrecordedEdit(edit));
+    }
+    out.messages.push(format!(
+        "unrecorded edit: the document (sha256 {}) is not the state the transcript's last record (line {}) leaves ({})",
+        transcript::short_sha(&edit.document_sha256),
+        edit.line,
+        transcript::short_sha(&edit.expected_sha256)
+    ));
+    out.unrecorded_edit = Some(edit);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tests::{actor, fake_apply};
+    use crate::engine::{chain_and_serialise, plan, Context, Options};
+    use serde_json::json;
+
+    fn setup(doc: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("d.noma");
+        std::fs::write(&d, doc).unwrap();
+        let t = dir.path().join("d.noma.patches");
+        (dir, d, t)
+    }
+
+    fn batch(src: &str, texts: &[&str]) -> (String, Vec<u8>) {
+        let ops: Vec<_> = texts
+            .iter()
+            .map(|t| json!({"op":"append","text":t}))
+            .collect();
+        let mut p = plan(
+            src,
+            &Context::default(),
+            &ops,
+            &Options::new(actor()),
+            fake_apply,
+        );
+        (
+            p.new_text.clone(),
+            chain_and_serialise(&mut p.records, None),
+        )
+    }
+
+    #[test]
+    fn rolls_forward_a_lagging_document() {
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a", "b"]);
+        std::fs::write(&tp, &bytes).unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        assert_eq!(r.rolled_forward, 2);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), new);
+        // Second run: consistent, nothing to do.
+        assert!(recover(&doc, &mut t, fake_apply, false).unwrap().is_clean());
+    }
+
+    #[test]
+    fn truncates_torn_line_and_torn_request() {
+        let (_d, doc, tp) = setup("x");
+        let (_, bytes) = batch("x", &["a", "b", "c"]);
+        // Keep the first complete line plus half of the second.
+        let first_nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+        std::fs::write(&tp, &bytes[..first_nl + 10]).unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        assert_eq!(r.truncated_records, 1);
+        assert_eq!(r.truncated_bytes as usize, first_nl + 10);
+        assert_eq!(std::fs::read(&tp).unwrap().len(), 0);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x");
+    }
+
+    #[test]
+    fn refuses_unrecorded_edit_unless_forced() {
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a"]);
+        std::fs::write(&tp, &bytes).unwrap();
+        std::fs::write(&doc, format!("{new}edited")).unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        assert!(e.is_check_failure());
+        assert!(e.to_string().contains("line 1"), "{e}");
+        let r = recover(&doc, &mut t, fake_apply, true).unwrap();
+        assert!(r.unrecorded_edit.is_some());
+    }
+}
