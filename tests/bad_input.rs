@@ -1,0 +1,163 @@
+//! Hostile and degenerate inputs: every case ends with a clear message and a
+//! defined exit code, never a panic or a hang.
+
+use std::io::Write;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn noma() -> Command {
+    let mut cmd = Command::cargo_bin("noma").expect("binary builds");
+    cmd.timeout(Duration::from_secs(120));
+    cmd
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    let mut f = std::fs::File::create(&path).expect("create");
+    f.write_all(bytes).expect("write");
+    path
+}
+
+/// No panic message, ever.
+fn no_panic() -> impl Predicate<str> {
+    predicate::str::contains("panicked").not()
+}
+
+#[test]
+fn invalid_utf8_is_refused_with_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "bad.noma", b"# Title\n\nok text \xff\xfe here\n");
+    for sub in ["check", "ids", "parse"] {
+        noma()
+            .arg(sub)
+            .arg(&path)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("not valid UTF-8").and(predicate::str::contains("line 3")))
+            .stderr(no_panic());
+    }
+}
+
+#[test]
+fn binary_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = b"\x7fELF\x02\x01\x01\0\0\0".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i * 7 % 256) as u8));
+    let path = write(&dir, "a.out.noma", &bytes);
+    noma()
+        .arg("check")
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("binary content"))
+        .stderr(no_panic());
+}
+
+#[test]
+fn empty_file_is_a_valid_empty_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "empty.noma", b"");
+    noma().arg("check").arg(&path).assert().code(0).stderr(no_panic());
+    noma()
+        .arg("ids")
+        .arg(&path)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"ids\": []"));
+}
+
+#[test]
+fn missing_file_is_named() {
+    noma()
+        .args(["check", "/definitely/not/here.noma"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/definitely/not/here.noma: no such file"));
+}
+
+#[test]
+fn directory_passed_as_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    noma()
+        .arg("check")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a directory"));
+}
+
+#[test]
+fn one_bad_file_does_not_hide_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(&dir, "good.noma", b"# Fine\n\nText.\n");
+    let broken = write(&dir, "broken.noma", b"::claim{id=\"x\"}\nno close\n");
+    noma()
+        .arg("check")
+        .arg("/nope.noma")
+        .arg(&good)
+        .arg(&broken)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("unclosed-directive"))
+        .stderr(predicate::str::contains("good.noma: 0 error(s)"));
+}
+
+#[test]
+fn hundred_megabyte_file_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    // ~310 bytes per section: 330,000 sections is a little over 100 MB.
+    let src = noma::synth::document(330_000);
+    assert!(src.len() > 100_000_000, "{}", src.len());
+    let path = write(&dir, "huge.noma", src.as_bytes());
+    drop(src);
+    noma().arg("check").arg(&path).assert().code(0).stderr(no_panic());
+}
+
+#[test]
+fn directives_nested_ten_thousand_deep_do_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let depth = 10_000;
+    let mut src = String::new();
+    for k in 0..depth {
+        src.push_str(&":".repeat(k + 2));
+        src.push_str("box\n");
+    }
+    src.push_str("deep text\n");
+    for k in (0..depth).rev() {
+        src.push_str(&":".repeat(k + 2));
+        src.push('\n');
+    }
+    let path = write(&dir, "deep.noma", src.as_bytes());
+    noma()
+        .arg("check")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("nesting-too-deep"))
+        .stderr(no_panic());
+    for sub in ["parse", "ids"] {
+        noma().arg(sub).arg(&path).assert().code(0).stderr(no_panic());
+    }
+}
+
+#[test]
+fn ten_megabyte_lines_are_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "a".repeat(10 << 20);
+    let cases = [
+        format!("# {big}\n"),
+        format!("::claim{{id=\"x\" note=\"{big}\"}}\nbody\n::\n"),
+        format!("| {big} | b |\n| --- | --- |\n| c | d |\n"),
+        format!("{}\n", ":".repeat(10 << 20)),
+        format!("::d{{{}}}\n::\n", "k=\"".repeat(2 << 20)),
+        big.clone(),
+    ];
+    for (i, src) in cases.iter().enumerate() {
+        let path = write(&dir, &format!("line{i}.noma"), src.as_bytes());
+        let out = noma().arg("check").arg(&path).output().expect("runs");
+        assert!(matches!(out.status.code(), Some(0) | Some(1)), "case {i}: {:?}", out.status);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "case {i}");
+    }
+}
