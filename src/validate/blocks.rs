@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::util::{attr_positive, display, parse_iso_ms, truthy};
-use super::{computed, noverify, Ctx};
+use super::{computed, noverify, Ctx, FastMap};
 use crate::doc::slug::is_js_space;
 use crate::doc::{AttrValue, Attrs, Node, NodeKind};
 
@@ -28,7 +28,7 @@ pub(crate) fn label(node: &Node) -> String {
 }
 
 fn body_is_blank(body: Option<&String>) -> bool {
-    body.is_none_or(|b| b.trim_matches(is_js_space).is_empty())
+    !body.is_some_and(|b| !b.trim_matches(is_js_space).is_empty())
 }
 
 /// The first non-blank (trimmed) string among `keys`.
@@ -150,11 +150,7 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
     }
 
     match name {
-        "claim" => {
-            if id.is_some() {
-                cx.claims.push(node);
-            }
-        }
+        "claim" if id.is_some() => cx.claims.push(node),
         "plot" => cx.plots.push(node),
         "control" => {
             if let Some(id) = id {
@@ -314,6 +310,8 @@ pub(crate) fn check_claims(cx: &mut Ctx<'_>) {
 /// Plot rules, run after the walk so a plot may name a later dataset.
 pub(crate) fn check_plots(cx: &mut Ctx<'_>) {
     let plots = std::mem::take(&mut cx.plots);
+    // Columns per dataset node (by address): many plots may share one dataset.
+    let mut columns: FastMap<usize, HashSet<String>> = FastMap::default();
     for plot in plots {
         let Some(attrs) = plot.attrs() else { continue };
         if noverify(plot) {
@@ -328,7 +326,8 @@ pub(crate) fn check_plots(cx: &mut Ctx<'_>) {
                 ),
                 Some(ds) => {
                     if let Some(column) = attrs.get_str("column") {
-                        let cols = dataset_columns(cx, ds);
+                        let key = std::ptr::from_ref(ds) as usize;
+                        let cols = columns.entry(key).or_insert_with(|| dataset_columns(cx, ds));
                         if !cols.is_empty() && !cols.contains(column) {
                             let mut known: Vec<&str> = cols.iter().map(String::as_str).collect();
                             known.sort_unstable();

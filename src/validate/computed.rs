@@ -3,11 +3,9 @@
 //! `::computed_table`, which the reference treats the same way): a formula
 //! that parses, whose names resolve, in a dependency chain at most two deep.
 
-use std::collections::{HashMap, HashSet};
-
 use super::blocks::label;
 use super::util::{attr_number, display};
-use super::{formula, noverify, Ctx};
+use super::{formula, noverify, Ctx, FastMap, FastSet};
 use crate::doc::slug::is_js_space;
 use crate::doc::{AttrValue, Attrs, Node, NodeKind};
 
@@ -82,12 +80,12 @@ pub fn formula_text(node: &Node) -> Option<&str> {
 }
 
 /// Variables a computed block's domain declares (`domain="x: 0..10"`).
-fn domain_vars(attrs: &Attrs, body: Option<&str>) -> HashSet<String> {
+fn domain_vars(attrs: &Attrs, body: Option<&str>) -> FastSet<String> {
     let raw = str_attr(attrs, "domain")
         .or_else(|| str_attr(attrs, "range"))
         .or_else(|| body_field(body, "domain"))
         .or_else(|| body_field(body, "range"));
-    let mut out = HashSet::new();
+    let mut out = FastSet::default();
     for part in raw
         .unwrap_or("")
         .split(|c: char| c == ',' || is_js_space(c))
@@ -198,7 +196,7 @@ pub(crate) fn check_control(cx: &mut Ctx<'_>, node: &Node, attrs: &Attrs, body: 
 pub(crate) fn check_computed(cx: &mut Ctx<'_>) {
     let nodes = std::mem::take(&mut cx.computed_nodes);
     // Dependencies of each computed id (the last block with an id wins).
-    let mut deps: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut deps: FastMap<&str, Vec<String>> = FastMap::default();
     for &node in &nodes {
         let Some((name, attrs, body)) = directive_parts(node) else {
             continue;
@@ -262,7 +260,7 @@ pub(crate) fn check_computed(cx: &mut Ctx<'_>) {
             continue;
         }
         let d = depth.get(id).copied().unwrap_or(Some(1));
-        if d.is_none_or(|d| d > MAX_CHAIN) {
+        if !d.is_some_and(|d| d <= MAX_CHAIN) {
             let what = d.map_or("is part of (or depends on) a cycle".to_string(), |d| {
                 format!("has dependency depth {d}")
             });
@@ -281,10 +279,10 @@ pub(crate) fn check_computed(cx: &mut Ctx<'_>) {
 /// Iterative depth-first search, so long chains cannot overflow the stack.
 fn chain_depths<'a>(
     cx: &Ctx<'a>,
-    deps: &HashMap<&str, Vec<String>>,
-) -> HashMap<&'a str, Option<u32>> {
-    let mut done: HashMap<&'a str, Option<u32>> = HashMap::new();
-    let mut on_stack: HashSet<&'a str> = HashSet::new();
+    deps: &FastMap<&str, Vec<String>>,
+) -> FastMap<&'a str, Option<u32>> {
+    let mut done: FastMap<&'a str, Option<u32>> = FastMap::default();
+    let mut on_stack: FastSet<&'a str> = FastSet::default();
     let computed_ids: Vec<&'a str> = cx.computed.keys().copied().collect();
     let is_computed = |id: &str| cx.computed.contains_key(id) && !cx.controls.contains_key(id);
     for start in computed_ids {

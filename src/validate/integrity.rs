@@ -1,12 +1,10 @@
 //! Document integrity: `duplicate-id`, `broken-reference`, and the profile
 //! declaration check (`unknown-profile`).
 
-use std::borrow::Cow;
-use std::collections::HashSet;
-
-use super::{profiles, Ctx};
+use super::{profiles, Ctx, FastSet};
 use crate::doc::inline::wikilinks;
 use crate::doc::Node;
+use std::borrow::Cow;
 
 /// Registers a node's id and aliases; a repeated canonical id is an error.
 pub(crate) fn register_ids<'d>(cx: &mut Ctx<'d>, node: &'d Node) {
@@ -123,7 +121,7 @@ fn profile_line(cx: &Ctx<'_>) -> Option<u32> {
 /// Resolves every queued reference against canonical ids and aliases.
 pub(crate) fn check_references(cx: &mut Ctx<'_>) {
     let refs = std::mem::take(&mut cx.refs);
-    let mut reported: HashSet<(Option<&str>, u32, &str)> = HashSet::new();
+    let mut reported: FastSet<(Option<&str>, u32, &str)> = FastSet::default();
     let mut suggestions_left = MAX_SUGGESTIONS;
     for r in &refs {
         let target: &str = &r.target;

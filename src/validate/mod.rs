@@ -34,7 +34,12 @@ pub mod integrity;
 pub mod profiles;
 mod util;
 
-use std::collections::{HashMap, HashSet};
+/// Hash map with a fast, per-process-seeded hasher (ids come from untrusted
+/// input, so a fixed-seed hash would invite collision attacks).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Hash set companion of [`FastMap`].
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -156,15 +161,15 @@ pub(crate) struct Ctx<'d> {
     pub doc: &'d Document,
     out: Vec<Diagnostic>,
     /// Canonical id → first node carrying it.
-    pub ids: HashMap<&'d str, &'d Node>,
+    pub ids: FastMap<&'d str, &'d Node>,
     /// Alias → first node registering it.
-    pub aliases: HashMap<&'d str, &'d Node>,
+    pub aliases: FastMap<&'d str, &'d Node>,
     pub refs: Vec<PendingRef<'d>>,
     pub claims: Vec<&'d Node>,
-    pub evidence_targets: HashSet<&'d str>,
+    pub evidence_targets: FastSet<&'d str>,
     pub plots: Vec<&'d Node>,
-    pub controls: HashMap<&'d str, &'d Node>,
-    pub computed: HashMap<&'d str, &'d Node>,
+    pub controls: FastMap<&'d str, &'d Node>,
+    pub computed: FastMap<&'d str, &'d Node>,
     pub computed_nodes: Vec<&'d Node>,
     pub profiles: profiles::Declared,
     pub now_ms: i64,
@@ -244,20 +249,23 @@ pub fn validate(doc: &Document, opts: &Options) -> Vec<Diagnostic> {
         opts,
         doc,
         out: Vec::new(),
-        ids: HashMap::new(),
-        aliases: HashMap::new(),
+        ids: FastMap::default(),
+        aliases: FastMap::default(),
         refs: Vec::new(),
         claims: Vec::new(),
-        evidence_targets: HashSet::new(),
+        evidence_targets: FastSet::default(),
         plots: Vec::new(),
-        controls: HashMap::new(),
-        computed: HashMap::new(),
+        controls: FastMap::default(),
+        computed: FastMap::default(),
         computed_nodes: Vec::new(),
         profiles: profiles::Declared::read(&doc.meta, opts.profile.as_deref()),
         now_ms,
         stale_days,
     };
 
+    // Sizing the id map up front avoids repeated rehashing on big documents;
+    // one id per eight lines is typical of real documents.
+    cx.ids.reserve((doc.end_line as usize / 8).min(1 << 20));
     integrity::check_profiles_declared(&mut cx);
     walk(&mut cx);
     integrity::check_references(&mut cx);
@@ -277,7 +285,7 @@ fn apply_ignore_rules(mut diags: Vec<Diagnostic>, ignore: &[String]) -> Vec<Diag
     if ignore.is_empty() {
         return diags;
     }
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     for rule in ignore {
         if severity_of(rule).is_none() && seen.insert(rule.as_str()) {
             diags.push(Diagnostic::new(
@@ -287,7 +295,7 @@ fn apply_ignore_rules(mut diags: Vec<Diagnostic>, ignore: &[String]) -> Vec<Diag
             ));
         }
     }
-    let drop: HashSet<&str> = ignore.iter().map(String::as_str).collect();
+    let drop: FastSet<&str> = ignore.iter().map(String::as_str).collect();
     diags.retain(|d| !drop.contains(d.code.as_str()));
     diags
 }

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use super::FastSet;
+
 /// Directives every profile carries (plain-document building blocks).
 const BASE: &[&str] = &[
     "summary",
@@ -128,8 +130,8 @@ pub fn is_known(name: &str) -> bool {
 pub struct Declared {
     /// Every declared name, in order (known or not).
     pub names: Vec<String>,
-    /// The allow-lists of the known names; empty means "no restriction".
-    lists: Vec<&'static [&'static str]>,
+    /// Union of the known names' allow-lists; empty means "no restriction".
+    allowed: FastSet<&'static str>,
 }
 
 impl Declared {
@@ -165,23 +167,23 @@ impl Declared {
                 }
             }
         };
-        let mut lists = Vec::new();
+        let mut allowed = FastSet::default();
         for n in &names {
-            if let Some(p) = parts(n) {
-                lists.extend_from_slice(p);
+            for list in parts(n).unwrap_or(&[]) {
+                allowed.extend(list.iter().copied());
             }
         }
-        Declared { names, lists }
+        Declared { names, allowed }
     }
 
     /// Whether any known profile restricts the directive set.
     pub fn restricts(&self) -> bool {
-        !self.lists.is_empty()
+        !self.allowed.is_empty()
     }
 
     /// Whether directive `name` is allowed by the union of declared profiles.
     pub fn allows(&self, name: &str) -> bool {
-        !self.restricts() || self.lists.iter().any(|l| l.contains(&name))
+        !self.restricts() || self.allowed.contains(name)
     }
 
     /// The label used in messages, e.g. `research+technical`.

@@ -448,3 +448,128 @@ fn project_conformance_fixtures() {
     assert!(missing.is_empty(), "no fixture for {missing:?}");
     assert!(cases >= missing.len());
 }
+
+/// Prints the diagnostics for every `.noma` under the reference's docs and
+/// examples (run with `--ignored --nocapture` to survey false positives).
+#[test]
+#[ignore]
+fn survey_reference_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma");
+    let mut stack = vec![root.join("docs"), root.join("examples")];
+    let mut files = Vec::new();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "noma") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let src = std::fs::read_to_string(&f).unwrap_or_default();
+        let o = Options {
+            base_dir: f.parent().map(Path::to_path_buf),
+            ..Options::default()
+        };
+        for d in run(&src, &o) {
+            let line = d.pos.map_or(0, |p| p.line);
+            println!(
+                "{}:{line}: {} [{}] {}",
+                f.display(),
+                d.severity.as_str(),
+                d.code,
+                d.message
+            );
+        }
+    }
+}
+
+/// A ~3 MB document with 10,000 sections exercising most rules.
+fn big_document() -> String {
+    let mut s = String::from("---\ntitle: Big\nprofile: research\n---\n");
+    for i in 0..10_000 {
+        s.push_str(&format!(
+            "## Section {i}\n\nBody text for section {i}, linking [[section-{}]] and [[claim-{i}]] with `code [[x]]` spans and filler words to reach a realistic paragraph length here.\n\n\
+::claim{{id=\"claim-{i}\" confidence=0.8}}\nClaim number {i} says something testable.\n::\n\n\
+::evidence{{for=\"claim-{i}\"}}\nEvidence for claim {i}.\n::\n\n\
+- first item [[section-{i}]]\n- second item\n\n| a | b |\n|---|---|\n| {i} | [[claim-{i}]] |\n\n\
+::citation{{id=\"cite-{i}\" url=\"https://example.org/{i}\" accessed=2026-01-01}}\nSource.\n::\n\n",
+            (i + 1) % 10_000
+        ));
+    }
+    s
+}
+
+/// CPU time of this thread in milliseconds (Linux; 10 ms resolution), so a
+/// loaded machine does not distort the throughput figures.
+fn thread_cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
+/// Throughput check: parse + validate must reach 100 MB/s. Run with
+/// `cargo test --release --lib validate_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn validate_throughput() {
+    let src = big_document();
+    let o = Options {
+        now: Some(fixed_now()),
+        ..Options::default()
+    };
+    let rounds = 5;
+    let (mut parse_t, mut valid_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
+    let doc = parse(&src);
+    let cpu0 = thread_cpu_ms();
+    for _ in 0..20 {
+        n = validate(&doc, &o).len();
+    }
+    if let (Some(a), Some(b)) = (cpu0, thread_cpu_ms()) {
+        let ms = (b - a) / 20.0;
+        println!(
+            "validate CPU time: {ms:.1} ms per run ({:.0} MB/s)",
+            src.len() as f64 / 1e3 / ms
+        );
+    }
+    let cpu0 = thread_cpu_ms();
+    for _ in 0..rounds {
+        let _ = parse(&src);
+    }
+    if let (Some(a), Some(b)) = (cpu0, thread_cpu_ms()) {
+        let ms = (b - a) / f64::from(rounds);
+        println!(
+            "parse CPU time (incl. drop): {ms:.1} ms per run ({:.0} MB/s)",
+            src.len() as f64 / 1e3 / ms
+        );
+    }
+    drop(doc);
+    for _ in 0..rounds {
+        let t = std::time::Instant::now();
+        let doc = parse(&src);
+        parse_t += t.elapsed();
+        let t = std::time::Instant::now();
+        n = validate(&doc, &o).len();
+        valid_t += t.elapsed();
+    }
+    let per = |d: Duration| d.as_secs_f64() / f64::from(rounds);
+    let mbps = |d: Duration| src.len() as f64 / 1e6 / per(d);
+    println!(
+        "{:.1} MB, {n} diagnostics: parse {:.1} ms ({:.0} MB/s), validate {:.1} ms ({:.0} MB/s), both {:.0} MB/s",
+        src.len() as f64 / 1e6,
+        per(parse_t) * 1e3,
+        mbps(parse_t),
+        per(valid_t) * 1e3,
+        mbps(valid_t),
+        mbps(parse_t + valid_t)
+    );
+    assert_eq!(n, 0);
+}
