@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::util::{attr_positive, display, parse_iso_ms, truthy};
-use super::{computed, noverify, Ctx, FastMap};
+use super::{computed, noverify, Ctx, FastMap, FastSet};
 use crate::doc::slug::is_js_space;
 use crate::doc::{AttrValue, Attrs, Node, NodeKind};
 
@@ -292,11 +292,20 @@ pub(crate) fn check_claims(cx: &mut Ctx<'_>) {
         return;
     }
     let claims = std::mem::take(&mut cx.claims);
+    if claims.is_empty() {
+        return;
+    }
+    // Evidence may name a claim by alias; compare canonical ids.
+    let backed: FastSet<&str> = cx
+        .evidence_targets
+        .iter()
+        .map(|t| cx.resolve(t).and_then(|n| n.id.as_deref()).unwrap_or(t))
+        .collect();
     for claim in claims {
         let Some(id) = claim.id.as_deref() else {
             continue;
         };
-        if noverify(claim) || cx.evidence_targets.contains(id) {
+        if noverify(claim) || backed.contains(id) {
             continue;
         }
         cx.emit_at(

@@ -22,7 +22,8 @@
 //!   without a position); references from a `noverify` block are not checked.
 //! - `for=` and `parent=` on any directive and `dataset=` on non-`::plot`
 //!   directives are references too (§4.4 lists them without restriction).
-//! - A `::plot` may name a `::dataset` defined later in the document.
+//! - A `::plot` may name a `::dataset` defined later in the document, or
+//!   name it by alias; evidence may name its claim by alias.
 //! - Rules outside the §4.4 table (memory-profile, confidence, citation
 //!   source and change-request checks of newer reference versions) are not
 //!   emitted.

@@ -128,6 +128,8 @@ fn research_and_task_checks() {
             "evidence-missing-for"
         ]
     );
+    let by_alias = "::claim{id=c aliases=\"the-claim\"}\nx\n::\n::evidence{for=the-claim}\ny\n::\n";
+    assert!(codes(by_alias).is_empty());
     let off = Options {
         require_evidence_for_claims: false,
         ..opts()
