@@ -296,11 +296,14 @@ pub(crate) fn check_claims(cx: &mut Ctx<'_>) {
         return;
     }
     // Evidence may name a claim by alias; compare canonical ids.
-    let backed: FastSet<&str> = cx
-        .evidence_targets
-        .iter()
-        .map(|t| cx.resolve(t).and_then(|n| n.id.as_deref()).unwrap_or(t))
-        .collect();
+    let backed: FastSet<&str> = if cx.aliases.is_empty() {
+        std::mem::take(&mut cx.evidence_targets)
+    } else {
+        cx.evidence_targets
+            .iter()
+            .map(|t| cx.resolve(t).and_then(|n| n.id.as_deref()).unwrap_or(t))
+            .collect()
+    };
     for claim in claims {
         let Some(id) = claim.id.as_deref() else {
             continue;

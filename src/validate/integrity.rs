@@ -9,8 +9,15 @@ use std::borrow::Cow;
 /// Registers a node's id and aliases; a repeated canonical id is an error.
 pub(crate) fn register_ids<'d>(cx: &mut Ctx<'d>, node: &'d Node) {
     if let Some(id) = node.id.as_deref() {
-        if let Some(first) = cx.ids.get(id) {
-            let first_line = first.span.start;
+        // One hash per id: the entry either registers it or finds the first owner.
+        let first_line = match cx.ids.entry(id) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(node);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(first) => Some(first.get().span.start),
+        };
+        if let Some(first_line) = first_line {
             cx.emit_at(
                 "duplicate-id",
                 format!(
@@ -18,8 +25,6 @@ pub(crate) fn register_ids<'d>(cx: &mut Ctx<'d>, node: &'d Node) {
                 ),
                 node,
             );
-        } else {
-            cx.ids.insert(id, node);
         }
     }
     for alias in &node.aliases {
@@ -30,7 +35,9 @@ pub(crate) fn register_ids<'d>(cx: &mut Ctx<'d>, node: &'d Node) {
 /// Queues every `[[wikilink]]` in `text` (outside inline code spans) as a
 /// reference; `line` is the text's first line.
 pub(crate) fn wikilinks_in<'d>(cx: &mut Ctx<'d>, text: &'d str, line: u32, owner: Option<&'d str>) {
-    if memchr::memmem::find(text.as_bytes(), b"[[").is_none() {
+    let has_link = memchr::memchr_iter(b'[', text.as_bytes())
+        .any(|i| text.as_bytes().get(i + 1) == Some(&b'['));
+    if !has_link {
         return;
     }
     if memchr::memchr(b'`', text.as_bytes()).is_none() {
