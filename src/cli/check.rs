@@ -57,6 +57,7 @@ pub fn run(args: Args) -> i32 {
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), PathBuf::from),
             ),
+            ..Default::default()
         };
         let diags = validate::validate(&doc, &opts);
         // The tree is not needed any more; freeing a large one node by node

@@ -1,0 +1,557 @@
+//! Per-block rules: profile membership, research checks, agent tasks,
+//! state changes, citations, diagrams, plots, Plotly, figures, datasets and
+//! escape hatches.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::util::{attr_positive, display, parse_iso_ms, truthy};
+use super::{computed, noverify, Ctx, FastMap, FastSet};
+use crate::doc::slug::is_js_space;
+use crate::doc::{AttrValue, Attrs, Node, NodeKind};
+
+/// The default `stale-citation` window, in days.
+pub const DEFAULT_STALE_DAYS: f64 = 365.0;
+
+/// Dataset files larger than this are checked for existence only; their
+/// columns are not read.
+const MAX_DATASET_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `"id"` for messages, or `(no id)`.
+pub(crate) fn label(node: &Node) -> String {
+    match node.id.as_deref() {
+        Some(id) => format!("\"{id}\""),
+        None => format!("(no id, line {})", node.span.start),
+    }
+}
+
+fn body_is_blank(body: Option<&String>) -> bool {
+    !body.is_some_and(|b| !b.trim_matches(is_js_space).is_empty())
+}
+
+/// The first non-blank (trimmed) string among `keys`.
+fn first_str<'a>(attrs: &'a Attrs, keys: &[&'static str]) -> Option<(&'static str, &'a str)> {
+    keys.iter().find_map(|k| {
+        let v = attrs.get_str(k)?.trim_matches(is_js_space);
+        (!v.is_empty()).then_some((*k, v))
+    })
+}
+
+/// Runs every rule that needs only the block itself, and registers the block
+/// with the whole-document checks.
+pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool) {
+    let NodeKind::Directive {
+        name,
+        attrs,
+        body,
+        children,
+        ..
+    } = &node.kind
+    else {
+        return;
+    };
+    let name = name.as_str();
+    let id = node.id.as_deref();
+    let line = node.span.start;
+
+    if !quiet && !cx.profiles.allows(name) {
+        let profile = cx.profiles.label();
+        cx.emit_at(
+            "out-of-profile-directive",
+            format!("directive ::{name} is not part of the declared \"{profile}\" profile; remove it, change the profile, or add noverify"),
+            node,
+        );
+    }
+
+    // References carried by attributes.
+    let attr_ref = |cx: &mut Ctx<'d>, attr: &'static str, target: &'d str| {
+        if !quiet {
+            cx.reference(target, line, id, Some(attr));
+        }
+    };
+    match name {
+        "evidence" | "counterevidence" => {
+            if let Some(target) = attrs.get_str("for") {
+                cx.evidence_targets.insert(target);
+                attr_ref(cx, "for", target);
+            } else if !quiet {
+                cx.emit_at(
+                    "evidence-missing-for",
+                    format!(
+                        "::{name} block {} has no for= attribute; add for=\"<claim id>\"",
+                        label(node)
+                    ),
+                    node,
+                );
+            }
+        }
+        "state_change" => {
+            if !quiet {
+                match attrs.get_str("block") {
+                    Some(target) => attr_ref(cx, "block", target),
+                    None => cx.emit_at(
+                        "state-change-missing-block",
+                        format!(
+                            "state_change {} has no block= attribute naming the changed block",
+                            label(node)
+                        ),
+                        node,
+                    ),
+                }
+                let missing: Vec<&str> = ["from", "to"]
+                    .into_iter()
+                    .filter(|k| !attrs.has(k))
+                    .collect();
+                if !missing.is_empty() {
+                    cx.emit_at(
+                        "state-change-missing-from-to",
+                        format!(
+                            "state_change {} is missing {}; it needs both from= and to=",
+                            label(node),
+                            missing.join(" and ")
+                        ),
+                        node,
+                    );
+                }
+            }
+        }
+        "comment" => {
+            if let Some((k, t)) = first_str(attrs, &["target", "for", "parent", "block", "ref"]) {
+                attr_ref(cx, k, t);
+            }
+            if let Some((k, t)) = first_str(attrs, &["reply_to", "replyTo", "reply"]) {
+                attr_ref(cx, k, t);
+            }
+        }
+        "change_request" => {
+            if let Some((k, t)) = first_str(attrs, &["target", "for", "parent", "block"]) {
+                attr_ref(cx, k, t);
+            }
+        }
+        "footnote" | "endnote" => {
+            if let Some((k, t)) = first_str(attrs, &["target", "for", "parent", "block", "ref"]) {
+                attr_ref(cx, k, t);
+            }
+        }
+        _ => {
+            for key in ["for", "parent"] {
+                if let Some(t) = attrs.get_str(key) {
+                    attr_ref(cx, key, t);
+                }
+            }
+            if name != "plot" {
+                if let Some(t) = attrs.get_str("dataset") {
+                    attr_ref(cx, "dataset", t);
+                }
+            }
+        }
+    }
+
+    match name {
+        "claim" if id.is_some() => cx.claims.push(node),
+        "plot" => cx.plots.push(node),
+        "control" => {
+            if let Some(id) = id {
+                cx.controls.entry(id).or_insert(node);
+            }
+            if !quiet {
+                computed::check_control(cx, node, attrs, body.as_deref());
+            }
+        }
+        "computed_metric" | "computed_plot" | "computed_table" => {
+            if let Some(id) = id {
+                // A later block with the same id replaces the earlier one, as in the reference.
+                cx.computed.insert(id, node);
+            }
+            cx.computed_nodes.push(node);
+        }
+        _ => {}
+    }
+    if quiet {
+        return;
+    }
+
+    match name {
+        "risk" if !truthy(attrs.get("owner")) => cx.emit_at(
+            "risk-without-owner",
+            format!("risk {} has no owner= attribute; name who watches it", label(node)),
+            node,
+        ),
+        "decision" | "adr" if !truthy(attrs.get("status")) => cx.emit_at(
+            "decision-without-status",
+            format!("{name} {} has no status= attribute (e.g. status=proposed|accepted)", label(node)),
+            node,
+        ),
+        "agent_task" | "todo" if !truthy(attrs.get("scope")) && body_is_blank(body.as_ref()) && children.is_empty() => {
+            cx.emit_at(
+                "agent-task-without-scope",
+                format!("{name} {} has neither scope= nor a body describing the task", label(node)),
+                node,
+            )
+        }
+        "html" | "svg" | "script" if attrs.get("trusted") != Some(&AttrValue::Bool(true)) => cx.emit_at(
+            "escape-hatch-untrusted",
+            format!("::{name} escape hatch {} is not marked trusted; add the trusted flag to acknowledge it, or noverify to silence all checks", label(node)),
+            node,
+        ),
+        "diagram" => {
+            let kind = attrs.get("kind").map(display).unwrap_or_default();
+            if kind.is_empty() {
+                cx.emit_at(
+                    "diagram-missing-kind",
+                    format!("diagram {} has no kind= attribute (mermaid, graphviz or drawio)", label(node)),
+                    node,
+                );
+            }
+            if body_is_blank(body.as_ref()) {
+                cx.emit_at("diagram-missing-source", format!("diagram {} has no source body", label(node)), node);
+            }
+        }
+        "plotly" => {
+            let spec = body.as_deref().unwrap_or("").trim_matches(is_js_space);
+            if spec.is_empty() {
+                cx.emit_at("plotly-missing-spec", format!("plotly {} has no JSON spec body", label(node)), node);
+            } else if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(spec) {
+                cx.emit_at(
+                    "plotly-invalid-json",
+                    format!("plotly {} body is not valid JSON: {e}", label(node)),
+                    node,
+                );
+            }
+        }
+        "figure" if !truthy(attrs.get("alt")) && !truthy(attrs.get("caption")) => cx.emit_at(
+            "figure-missing-alt",
+            format!("figure {} has neither alt= nor caption= text; add alt=\"…\" for accessibility", label(node)),
+            node,
+        ),
+        "dataset" => check_dataset_src(cx, node, attrs),
+        "citation" => check_citation(cx, node, attrs),
+        _ => {}
+    }
+}
+
+/// `stale-citation`: `accessed=` older than the window.
+fn check_citation(cx: &mut Ctx<'_>, node: &Node, attrs: &Attrs) {
+    let accessed = attrs.get("accessed");
+    if !truthy(accessed) {
+        return;
+    }
+    let accessed = accessed.map(display).unwrap_or_default();
+    let Some(at) = parse_iso_ms(&accessed) else {
+        return;
+    };
+    let window = attr_positive(attrs.get("stale_after_days")).unwrap_or(cx.stale_days);
+    let age_ms = cx.now_ms.saturating_sub(at) as f64;
+    if age_ms > window * 86_400_000.0 {
+        cx.emit_at(
+            "stale-citation",
+            format!(
+                "citation {} was last accessed {accessed}, more than {} days ago; re-check the source and update accessed=",
+                label(node),
+                crate::doc::format_number(window)
+            ),
+            node,
+        );
+    }
+}
+
+/// Where a dataset's `src=` points, when it is a local path and loading is on.
+fn dataset_path(cx: &Ctx<'_>, attrs: &Attrs) -> Option<PathBuf> {
+    let base = cx.opts.base_dir.as_ref()?;
+    let src = attrs.get_str("src")?;
+    if src.contains("://") {
+        return None; // remote sources are not fetched by the validator
+    }
+    Some(base.join(src))
+}
+
+fn readable_file(path: &Path) -> bool {
+    path.is_file() && std::fs::File::open(path).is_ok()
+}
+
+/// `dataset-src-missing`: `src=` that cannot be read (only with a base dir).
+fn check_dataset_src(cx: &mut Ctx<'_>, node: &Node, attrs: &Attrs) {
+    let Some(path) = dataset_path(cx, attrs) else {
+        return;
+    };
+    if !readable_file(&path) {
+        let src = attrs.get_str("src").unwrap_or_default();
+        cx.emit_at(
+            "dataset-src-missing",
+            format!("dataset {} src=\"{src}\" could not be loaded (missing or unreadable); fix the path relative to the document", label(node)),
+            node,
+        );
+    }
+}
+
+/// `claim-without-evidence`: a claim no evidence targets by its id.
+pub(crate) fn check_claims(cx: &mut Ctx<'_>) {
+    if !cx.opts.require_evidence_for_claims {
+        return;
+    }
+    let claims = std::mem::take(&mut cx.claims);
+    if claims.is_empty() {
+        return;
+    }
+    // Evidence may name a claim by alias; compare canonical ids.
+    let backed: FastSet<&str> = if cx.aliases.is_empty() {
+        std::mem::take(&mut cx.evidence_targets)
+    } else {
+        cx.evidence_targets
+            .iter()
+            .map(|t| cx.resolve(t).and_then(|n| n.id.as_deref()).unwrap_or(t))
+            .collect()
+    };
+    for claim in claims {
+        let Some(id) = claim.id.as_deref() else {
+            continue;
+        };
+        if noverify(claim) || backed.contains(id) {
+            continue;
+        }
+        cx.emit_at(
+            "claim-without-evidence",
+            format!("claim \"{id}\" has no ::evidence or ::counterevidence with for=\"{id}\"; add one, or noverify"),
+            claim,
+        );
+    }
+}
+
+/// Plot rules, run after the walk so a plot may name a later dataset.
+pub(crate) fn check_plots(cx: &mut Ctx<'_>) {
+    let plots = std::mem::take(&mut cx.plots);
+    // Columns per dataset node (by address): many plots may share one dataset.
+    let mut columns: FastMap<usize, HashSet<String>> = FastMap::default();
+    for plot in plots {
+        let Some(attrs) = plot.attrs() else { continue };
+        if noverify(plot) {
+            continue;
+        }
+        if let Some(reference) = attrs.get_str("dataset") {
+            match cx.resolve(reference).filter(|n| n.is_directive("dataset")) {
+                None => cx.emit_at(
+                    "plot-unknown-dataset",
+                    format!("plot {} names dataset \"{reference}\", which is not a ::dataset id in this document", label(plot)),
+                    plot,
+                ),
+                Some(ds) => {
+                    if let Some(column) = attrs.get_str("column") {
+                        let key = std::ptr::from_ref(ds) as usize;
+                        let cols = columns.entry(key).or_insert_with(|| dataset_columns(cx, ds));
+                        if !cols.is_empty() && !cols.contains(column) {
+                            let mut known: Vec<&str> = cols.iter().map(String::as_str).collect();
+                            known.sort_unstable();
+                            cx.emit_at(
+                                "plot-unknown-column",
+                                format!(
+                                    "plot {} names column \"{column}\", which dataset \"{reference}\" does not declare (columns: {})",
+                                    label(plot),
+                                    known.join(", ")
+                                ),
+                                plot,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        if !attrs.has("data") && !attrs.has("dataset") {
+            cx.emit_at(
+                "plot-missing-data",
+                format!("plot {} has neither data= nor dataset=; add inline data or reference a ::dataset", label(plot)),
+                plot,
+            );
+        }
+        let delim = |v: Option<&str>| -> Option<&'static str> {
+            let s = v.unwrap_or("");
+            let comma = s.contains(',');
+            let space = s.trim_matches(is_js_space).chars().any(is_js_space);
+            match (comma, space) {
+                (true, false) => Some("comma"),
+                (false, true) => Some("space"),
+                _ => None,
+            }
+        };
+        if let (Some(a), Some(b)) = (
+            delim(attrs.get_str("data")),
+            delim(attrs.get_str("xlabels")),
+        ) {
+            if a != b {
+                cx.emit_at(
+                    "plot-mixed-delimiters",
+                    format!("plot {} mixes {a}-separated data= with {b}-separated xlabels=; use commas in both", label(plot)),
+                    plot,
+                );
+            }
+        }
+    }
+}
+
+/// The columns a dataset declares: `columns=`, plus the CSV/TSV header, the
+/// JSON keys, or the YAML `schema:` keys of its body (or loaded `src=` file
+/// when the body is empty).
+fn dataset_columns(cx: &Ctx<'_>, ds: &Node) -> HashSet<String> {
+    let mut cols = HashSet::new();
+    let NodeKind::Directive { attrs, body, .. } = &ds.kind else {
+        return cols;
+    };
+    if let Some(list) = attrs.get_str("columns") {
+        cols.extend(
+            list.split(|c: char| c == ',' || is_js_space(c))
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+        );
+    }
+    let mut format = attrs
+        .get("format")
+        .map(display)
+        .unwrap_or_default()
+        .to_lowercase();
+    let loaded;
+    let text: &str = match body.as_deref() {
+        Some(b) if !b.trim_matches(is_js_space).is_empty() => b,
+        _ => {
+            let Some(path) = dataset_path(cx, attrs) else {
+                return cols;
+            };
+            let small =
+                std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_DATASET_BYTES);
+            let Some(content) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+                return cols;
+            };
+            if format.is_empty() {
+                format = path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .map(str::to_lowercase)
+                    .unwrap_or_default();
+            }
+            loaded = content;
+            &loaded
+        }
+    };
+    if text.trim_matches(is_js_space).is_empty() {
+        return cols;
+    }
+    match format.as_str() {
+        "csv" | "tsv" => {
+            let delim = if format == "tsv" { '\t' } else { ',' };
+            let header = text.split(['\n', '\r']).find(|l| !l.is_empty());
+            if let Some(header) = header {
+                cols.extend(
+                    split_delimited_row(header, delim)
+                        .into_iter()
+                        .filter(|c| !c.is_empty()),
+                );
+            }
+        }
+        "json" => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(rows)) => {
+                if let Some(Value::Object(first)) = rows.first() {
+                    cols.extend(first.keys().cloned());
+                }
+            }
+            Ok(Value::Object(obj)) => {
+                if let Some(Value::Array(names)) = obj.get("columns") {
+                    cols.extend(names.iter().filter_map(Value::as_str).map(String::from));
+                }
+            }
+            _ => {}
+        },
+        _ => {
+            if let Ok(serde_yaml_ng::Value::Mapping(map)) =
+                serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
+            {
+                if let Some(serde_yaml_ng::Value::Mapping(schema)) = map.get("schema") {
+                    cols.extend(schema.keys().filter_map(yaml_key));
+                }
+            }
+        }
+    }
+    cols
+}
+
+fn yaml_key(k: &serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value as Y;
+    match k {
+        Y::String(s) => Some(s.clone()),
+        Y::Number(n) => Some(n.to_string()),
+        Y::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Splits one CSV/TSV row: a cell that starts with `"` is quoted (`""`
+/// escapes a quote, its content is kept verbatim); other cells are trimmed.
+pub fn split_delimited_row(line: &str, delim: char) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut buf = String::new();
+    let (mut in_quotes, mut quoted, mut after_close) = (false, false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_quotes {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    buf.push('"');
+                    chars.next();
+                } else {
+                    in_quotes = false;
+                    quoted = true;
+                    after_close = true;
+                }
+            } else {
+                buf.push(c);
+            }
+            continue;
+        }
+        if c == delim {
+            cells.push(finish_cell(&mut buf, quoted));
+            quoted = false;
+            after_close = false;
+            continue;
+        }
+        if c == '"' && !quoted && buf.trim_matches(is_js_space).is_empty() {
+            buf.clear();
+            in_quotes = true;
+            continue;
+        }
+        if after_close && is_js_space(c) {
+            continue;
+        }
+        after_close = false;
+        buf.push(c);
+    }
+    cells.push(finish_cell(&mut buf, quoted));
+    cells
+}
+
+fn finish_cell(buf: &mut String, quoted: bool) -> String {
+    let cell = if quoted {
+        buf.clone()
+    } else {
+        buf.trim_matches(is_js_space).to_string()
+    };
+    buf.clear();
+    cell
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_csv_rows_like_the_reference() {
+        assert_eq!(
+            split_delimited_row(" a , \"b,c\" ,d", ','),
+            ["a", "b,c", "d"]
+        );
+        assert_eq!(
+            split_delimited_row("\"x \"\"q\"\"\",y", ','),
+            ["x \"q\"", "y"]
+        );
+        assert_eq!(split_delimited_row("a\tb", '\t'), ["a", "b"]);
+        assert_eq!(split_delimited_row("", ','), [""]);
+    }
+}

@@ -1,0 +1,577 @@
+//! Validator tests: focused tests per rule family, plus the conformance
+//! fixtures (the reference's normative ones and the project's own).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::doc::parse;
+
+/// 2026-01-01T00:00:00Z, so date-dependent tests do not age.
+fn fixed_now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600)
+}
+
+fn run(src: &str, opts: &Options) -> Vec<Diagnostic> {
+    validate(&parse(src), opts)
+}
+
+fn opts() -> Options {
+    Options {
+        now: Some(fixed_now()),
+        ..Options::default()
+    }
+}
+
+/// The codes emitted for `src`, in output order.
+fn codes(src: &str) -> Vec<String> {
+    run(src, &opts()).into_iter().map(|d| d.code).collect()
+}
+
+#[test]
+fn clean_document_has_no_diagnostics() {
+    let src = "---\ntitle: t\nprofile: research\n---\n# Intro\n\nSee [[claim-1]] and [[intro]].\n\n::claim{id=\"claim-1\"}\nX.\n::\n\n::evidence{for=\"claim-1\"}\nY.\n::\n";
+    assert_eq!(codes(src), Vec::<String>::new());
+}
+
+#[test]
+fn rule_table_is_consistent() {
+    let codes = rule_codes();
+    let mut sorted = codes.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), codes.len(), "duplicate rule code");
+    assert_eq!(severity_of("duplicate-id"), Some(Severity::Error));
+    assert_eq!(severity_of("unknown-ignore-rule"), Some(Severity::Info));
+    assert_eq!(severity_of("nope"), None);
+    for c in codes {
+        assert!(
+            c.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+            "{c}"
+        );
+    }
+}
+
+#[test]
+fn duplicate_ids_and_positions() {
+    let src = "::note{id=\"x\"}\na\n::\n\n::note{id=\"x\"}\nb\n::\n";
+    let d = run(src, &opts());
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].code, "duplicate-id");
+    assert_eq!(d[0].pos, Some(Pos { line: 5, column: 1 }));
+    assert_eq!(d[0].node_id.as_deref(), Some("x"));
+    assert!(d[0].phase.is_none());
+}
+
+#[test]
+fn references_resolve_against_ids_and_aliases() {
+    let src = "# Top {aliases=\"home\"}\n\n::note{id=\"n\" aliases=\"nn\"}\nsee [[home]] [[nn]] [[n]] [[top]]\n::\n\n- item [[missing-a]]\n\n| h |\n|---|\n| [[missing-b]] |\n\n`[[in-code]]` and [[miss`x`ing-c]]\n\n```\n[[fenced]]\n```\n";
+    let d = run(src, &opts());
+    let got: Vec<(&str, u32)> = d
+        .iter()
+        .map(|d| (d.code.as_str(), d.pos.map_or(0, |p| p.line)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("broken-reference", 7),
+            ("broken-reference", 11),
+            ("broken-reference", 13)
+        ]
+    );
+    assert!(d[2].message.contains("missing-c"), "{}", d[2].message);
+}
+
+#[test]
+fn attribute_references_and_suggestions() {
+    let src = "::claim{id=\"claim-one\"}\nc\n::\n\n::evidence{for=\"claim-on\"}\ne\n::\n\n::comment{target=\"nowhere\" reply_to=\"claim-one\"}\nhi\n::\n\n::state_change{block=\"gone\" from=a to=b}\n::\n\n::review{parent=\"p\"}\n::\n";
+    let d = run(src, &opts());
+    let got: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "claim-without-evidence",
+            "broken-reference",
+            "broken-reference",
+            "broken-reference",
+            "broken-reference"
+        ]
+    );
+    assert!(
+        d[1].message.contains("did you mean \"claim-one\""),
+        "{}",
+        d[1].message
+    );
+    assert_eq!(d[1].node_id, None);
+}
+
+#[test]
+fn noverify_silences_a_block() {
+    let src = "::claim{id=\"c\" noverify}\nx [[nowhere]]\n::\n\n::evidence{noverify}\n::\n\n::plot{noverify}\n::\n\n::html\n<b>x</b>\n::\n\n::html{trusted}\n<b>x</b>\n::\n";
+    assert_eq!(codes(src), ["escape-hatch-untrusted"]);
+    // duplicate-id is never hidden: identity ambiguity blocks safe patching.
+    assert_eq!(
+        codes("::note{id=a}\n::\n::note{id=a noverify}\n::\n"),
+        ["duplicate-id"]
+    );
+}
+
+#[test]
+fn research_and_task_checks() {
+    let src = "::risk{id=r}\nx\n::\n\n::risk{owner=ann}\nx\n::\n\n::decision\nx\n::\n\n::adr{status=accepted}\n::\n\n::agent_task{id=t}\n::\n\n::todo\nwrite it\n::\n\n::agent_task{scope=\"src/\"}\n::\n\n::evidence\nloose\n::\n";
+    assert_eq!(
+        codes(src),
+        [
+            "risk-without-owner",
+            "decision-without-status",
+            "agent-task-without-scope",
+            "evidence-missing-for"
+        ]
+    );
+    let by_alias = "::claim{id=c aliases=\"the-claim\"}\nx\n::\n::evidence{for=the-claim}\ny\n::\n";
+    assert!(codes(by_alias).is_empty());
+    let off = Options {
+        require_evidence_for_claims: false,
+        ..opts()
+    };
+    assert!(run("::claim{id=c}\nx\n::\n", &off).is_empty());
+}
+
+#[test]
+fn profiles() {
+    let src = "---\nprofile: minimal\n---\n::claim{id=c noverify}\nx\n::\n\n::hero\nx\n::\n\n::math\nx\n::\n";
+    let d = run(src, &opts());
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].code.as_str(), d[0].pos.map(|p| p.line)),
+        ("out-of-profile-directive", Some(8))
+    );
+
+    let d = run(
+        "---\nprofiles: [bogus, research]\n---\n::hero\n::\n",
+        &opts(),
+    );
+    let got: Vec<(&str, Option<u32>)> = d
+        .iter()
+        .map(|d| (d.code.as_str(), d.pos.map(|p| p.line)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("unknown-profile", Some(2)),
+            ("out-of-profile-directive", Some(4))
+        ]
+    );
+
+    let o = Options {
+        profile: Some("technical".into()),
+        ..opts()
+    };
+    assert!(run("---\nprofile: minimal\n---\n::hero\n::\n", &o).is_empty());
+    let o = Options {
+        profile: Some("nope".into()),
+        ..opts()
+    };
+    let d = run("::hero\n::\n", &o);
+    assert_eq!(d[0].code, "unknown-profile");
+    assert_eq!(d[0].pos, None);
+}
+
+#[test]
+fn controls() {
+    let src = "::control{id=a min=0 max=10}\n::\n\n::control{id=b default=20 min=0 max=10}\n::\n\n::control{id=c type=select}\n::\n\n::control{id=d type=checkbox default=checked lock=\"content locked\"}\n::\n\n::control{id=e default=1 lock=sometimes}\n::\n\n::control{id=f default=\"5\" lock}\n::\n";
+    assert_eq!(
+        codes(src),
+        [
+            "control-missing-default",
+            "control-out-of-range-default",
+            "control-invalid-lock"
+        ]
+    );
+}
+
+#[test]
+fn computed_blocks() {
+    let src = "::control{id=rate default=1}\n::\n\n\
+::computed_metric{id=m1 formula=\"rate * 2\"}\n::\n\n\
+::computed_metric{id=m2}\nformula: m1 + 1\n::\n\n\
+::computed_metric{id=m3 formula=\"m2 + 1\"}\n::\n\n\
+::computed_metric{id=bad formula=\"sqrt(rate)\"}\n::\n\n\
+::computed_metric{id=unk formula=\"ghost + rate\"}\n::\n\n\
+::computed_plot{id=p formula=\"x * rate\" domain=\"x: 0..10\"}\n::\n\n\
+::computed_metric{id=none}\nno formula here\n::\n";
+    let d = run(src, &opts());
+    let got: Vec<(&str, Option<&str>)> = d
+        .iter()
+        .map(|d| (d.code.as_str(), d.node_id.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("computed-chain-too-deep", Some("m3")),
+            ("formula-parse-error", Some("bad")),
+            ("computed-unknown-dependency", Some("unk")),
+            ("computed-missing-formula", Some("none")),
+        ]
+    );
+}
+
+#[test]
+fn computed_cycles_and_long_chains_do_not_recurse() {
+    let mut src = String::from(
+        "::computed_metric{id=a formula=\"b\"}\n::\n::computed_metric{id=b formula=\"a\"}\n::\n",
+    );
+    // A 20,000-long chain: iterative depth search, no stack overflow.
+    for i in 0..20_000 {
+        src.push_str(&format!(
+            "::computed_metric{{id=c{i} formula=\"c{} + 1\"}}\n::\n",
+            i + 1
+        ));
+    }
+    src.push_str("::computed_metric{id=c20000 formula=\"1\"}\n::\n");
+    let d = run(&src, &opts());
+    let deep = d
+        .iter()
+        .filter(|d| d.code == "computed-chain-too-deep")
+        .count();
+    assert_eq!(deep, 2 + 19_999, "a, b, and every chain link above depth 2");
+    assert!(d.iter().any(|d| d.message.contains("cycle")));
+}
+
+#[test]
+fn state_change_citation_diagram_plotly_figure() {
+    let src = "::state_change{from=a}\n::\n\n\
+::citation{id=old accessed=2020-01-01}\n::\n\n\
+::citation{id=fresh accessed=2025-12-01}\n::\n\n\
+::citation{id=window accessed=2025-06-01 stale_after_days=30}\n::\n\n\
+::citation{id=junk accessed=\"last week\"}\n::\n\n\
+::diagram\n::\n\n\
+::diagram{kind=mermaid}\ngraph TD\n::\n\n\
+::plotly\n::\n\n\
+::plotly\n{\"data\": [}\n::\n\n\
+::plotly\n{\"data\": []}\n::\n\n\
+::figure{src=a.png}\n::\n\n\
+::figure{caption=\"A\"}\n::\n";
+    assert_eq!(
+        codes(src),
+        [
+            "state-change-missing-block",
+            "state-change-missing-from-to",
+            "stale-citation",
+            "stale-citation",
+            "diagram-missing-kind",
+            "diagram-missing-source",
+            "plotly-missing-spec",
+            "plotly-invalid-json",
+            "figure-missing-alt",
+        ]
+    );
+    let fm = "---\nstale_citation_days: 10\n---\n::citation{accessed=2025-12-01}\n::\n";
+    assert_eq!(codes(fm), ["stale-citation"]);
+    let cli = Options {
+        stale_citation_days: Some(5000.0),
+        ..opts()
+    };
+    assert!(run("::citation{accessed=2020-01-01}\n::\n", &cli).is_empty());
+}
+
+#[test]
+fn plots_and_datasets() {
+    let src = "::plot{id=p0 dataset=sales column=revenue}\n::\n\n\
+::dataset{id=sales columns=\"month,revenue\"}\n::\n\n\
+::plot{id=p1 dataset=sales column=profit}\n::\n\n\
+::plot{id=p2 dataset=nope}\n::\n\n\
+::plot{id=p3}\n::\n\n\
+::plot{id=p4 data=\"1,2,3\" xlabels=\"a b c\"}\n::\n\n\
+::dataset{id=csv format=csv}\nyear,\"net, adj\"\n2024,1\n::\n\n\
+::plot{dataset=csv column=\"net, adj\"}\n::\n\n\
+::dataset{id=yml}\nschema:\n  a: number\n::\n\n\
+::plot{dataset=yml column=b}\n::\n";
+    let d = run(src, &opts());
+    let got: Vec<(&str, u32)> = d
+        .iter()
+        .map(|d| (d.code.as_str(), d.pos.map_or(0, |p| p.line)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("plot-unknown-column", 7),
+            ("plot-unknown-dataset", 10),
+            ("plot-missing-data", 13),
+            ("plot-mixed-delimiters", 16),
+            ("plot-unknown-column", 32),
+        ]
+    );
+}
+
+#[test]
+fn dataset_src_loading_uses_base_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ok.csv"), "a,b\n1,2\n").unwrap();
+    let src = "::dataset{id=ok src=\"ok.csv\"}\n::\n\n::dataset{id=gone src=\"gone.csv\"}\n::\n\n::dataset{id=web src=\"https://x/y.csv\"}\n::\n\n::plot{dataset=ok column=c}\n::\n";
+    let with = Options {
+        base_dir: Some(dir.path().to_path_buf()),
+        ..opts()
+    };
+    let got: Vec<String> = run(src, &with).into_iter().map(|d| d.code).collect();
+    assert_eq!(got, ["dataset-src-missing", "plot-unknown-column"]);
+    // Without a base directory nothing is loaded and nothing is reported.
+    assert!(codes(src).is_empty());
+}
+
+#[test]
+fn ignore_rules_and_unknown_rule_note() {
+    let o = Options {
+        ignore_rules: vec!["claim-without-evidence".into(), "no-such-rule".into()],
+        ..opts()
+    };
+    let d = run("::claim{id=c}\nx\n::\n", &o);
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].code.as_str(), d[0].severity),
+        ("unknown-ignore-rule", Severity::Info)
+    );
+    assert!(d[0].message.contains("no-such-rule"));
+}
+
+#[test]
+fn parse_issues_come_first_as_errors() {
+    let d = run("::claim{id=c}\nx\n", &opts());
+    assert_eq!(d[0].code, "unclosed-directive");
+    assert_eq!(d[0].severity, Severity::Error);
+    assert_eq!(d[1].code, "claim-without-evidence");
+}
+
+#[test]
+fn hostile_input_does_not_panic() {
+    let inputs = [
+        "::plotly\n".to_string() + &"[".repeat(100_000) + "\n::\n",
+        "::computed_metric{id=x formula=\"".to_string() + &"(".repeat(50_000) + "\"}\n::\n",
+        "::dataset{id=d format=json}\n{]\n::\n::plot{dataset=d column=x}\n::\n".to_string(),
+        "::citation{accessed=99999-99-99}\n::\n::citation{accessed=0}\n::\n".to_string(),
+        "[[".repeat(10_000) + &"`".repeat(1001) + "[[a]]\n",
+        "::control{default=1e400 min=-0x5 max=ä lock=\"ü\"}\n::\n".to_string(),
+    ];
+    for src in &inputs {
+        let _ = run(src, &opts());
+    }
+}
+
+/// `(code, severity)` pairs, sorted, as `noma verify` compares them.
+fn pairs(diags: &[Diagnostic]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = diags
+        .iter()
+        .map(|d| (d.code.clone(), d.severity.as_str().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn expected_pairs(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v: Vec<(String, String)> = value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs every `<dir>/<case>/input.noma` against its `expected.diagnostics.json`;
+/// returns the number of cases and the failures.
+fn run_fixture_dir(dir: &Path) -> (usize, Vec<String>) {
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, failures);
+    };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    for case in dirs {
+        let expected = case.join("expected.diagnostics.json");
+        if !expected.is_file() {
+            continue;
+        }
+        cases += 1;
+        let src = std::fs::read_to_string(case.join("input.noma")).unwrap();
+        let o = Options {
+            base_dir: Some(case.clone()),
+            ..Options::default()
+        };
+        let got = pairs(&run(&src, &o));
+        let want = expected_pairs(&expected);
+        if got != want {
+            failures.push(format!("{}: got {got:?}, want {want:?}", case.display()));
+        }
+    }
+    (cases, failures)
+}
+
+#[test]
+fn reference_conformance_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma/conformance");
+    if !root.is_dir() {
+        eprintln!("skipping: {} is absent", root.display());
+        return;
+    }
+    let mut all = Vec::new();
+    let mut n = 0;
+    for sub in ["valid", "invalid"] {
+        let (cases, failures) = run_fixture_dir(&root.join(sub));
+        n += cases;
+        all.extend(failures);
+    }
+    assert!(n >= 8, "expected the reference fixtures, found {n}");
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
+
+#[test]
+fn project_conformance_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/invalid");
+    let (cases, failures) = run_fixture_dir(&root);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // At least one fixture per validator code. Parse-issue codes are the
+    // parser's; `unknown-ignore-rule` needs a CLI flag a fixture cannot carry.
+    let mut missing = Vec::new();
+    let rules = rule_codes().iter().skip_while(|c| **c != "duplicate-id");
+    for code in rules.filter(|c| **c != "unknown-ignore-rule") {
+        if !root.join(code).join("expected.diagnostics.json").is_file() {
+            missing.push(*code);
+        }
+    }
+    assert!(missing.is_empty(), "no fixture for {missing:?}");
+    assert!(cases >= missing.len());
+}
+
+/// Prints the diagnostics for every `.noma` under the reference's docs and
+/// examples (run with `--ignored --nocapture` to survey false positives).
+#[test]
+#[ignore]
+fn survey_reference_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma");
+    let mut stack = vec![root.join("docs"), root.join("examples")];
+    let mut files = Vec::new();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "noma") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let src = std::fs::read_to_string(&f).unwrap_or_default();
+        let o = Options {
+            base_dir: f.parent().map(Path::to_path_buf),
+            ..Options::default()
+        };
+        for d in run(&src, &o) {
+            let line = d.pos.map_or(0, |p| p.line);
+            println!(
+                "{}:{line}: {} [{}] {}",
+                f.display(),
+                d.severity.as_str(),
+                d.code,
+                d.message
+            );
+        }
+    }
+}
+
+/// A ~3 MB document with 10,000 sections exercising most rules.
+fn big_document() -> String {
+    let mut s = String::from("---\ntitle: Big\nprofile: research\n---\n");
+    for i in 0..10_000 {
+        s.push_str(&format!(
+            "## Section {i}\n\nBody text for section {i}, linking [[section-{}]] and [[claim-{i}]] with `code [[x]]` spans and filler words to reach a realistic paragraph length here.\n\n\
+::claim{{id=\"claim-{i}\" confidence=0.8}}\nClaim number {i} says something testable.\n::\n\n\
+::evidence{{for=\"claim-{i}\"}}\nEvidence for claim {i}.\n::\n\n\
+- first item [[section-{i}]]\n- second item\n\n| a | b |\n|---|---|\n| {i} | [[claim-{i}]] |\n\n\
+::citation{{id=\"cite-{i}\" url=\"https://example.org/{i}\" accessed=2026-01-01}}\nSource.\n::\n\n",
+            (i + 1) % 10_000
+        ));
+    }
+    s
+}
+
+/// CPU time of this thread in milliseconds (Linux; 10 ms resolution), so a
+/// loaded machine does not distort the throughput figures.
+fn thread_cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
+/// Throughput check: parse + validate must reach 100 MB/s. Run with
+/// `cargo test --release --lib validate_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn validate_throughput() {
+    let src = big_document();
+    let o = Options {
+        now: Some(fixed_now()),
+        ..Options::default()
+    };
+    let rounds = 5;
+    let (mut parse_t, mut valid_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
+    let doc = parse(&src);
+    let cpu0 = thread_cpu_ms();
+    for _ in 0..20 {
+        n = validate(&doc, &o).len();
+    }
+    if let (Some(a), Some(b)) = (cpu0, thread_cpu_ms()) {
+        let ms = (b - a) / 20.0;
+        println!(
+            "validate CPU time: {ms:.1} ms per run ({:.0} MB/s)",
+            src.len() as f64 / 1e3 / ms
+        );
+    }
+    let cpu0 = thread_cpu_ms();
+    for _ in 0..rounds {
+        let _ = parse(&src);
+    }
+    if let (Some(a), Some(b)) = (cpu0, thread_cpu_ms()) {
+        let ms = (b - a) / f64::from(rounds);
+        println!(
+            "parse CPU time (incl. drop): {ms:.1} ms per run ({:.0} MB/s)",
+            src.len() as f64 / 1e3 / ms
+        );
+    }
+    drop(doc);
+    for _ in 0..rounds {
+        let t = std::time::Instant::now();
+        let doc = parse(&src);
+        parse_t += t.elapsed();
+        let t = std::time::Instant::now();
+        n = validate(&doc, &o).len();
+        valid_t += t.elapsed();
+    }
+    let per = |d: Duration| d.as_secs_f64() / f64::from(rounds);
+    let mbps = |d: Duration| src.len() as f64 / 1e6 / per(d);
+    println!(
+        "{:.1} MB, {n} diagnostics: parse {:.1} ms ({:.0} MB/s), validate {:.1} ms ({:.0} MB/s), both {:.0} MB/s",
+        src.len() as f64 / 1e6,
+        per(parse_t) * 1e3,
+        mbps(parse_t),
+        per(valid_t) * 1e3,
+        mbps(valid_t),
+        mbps(parse_t + valid_t)
+    );
+    assert_eq!(n, 0);
+}
