@@ -35,7 +35,9 @@ fn invalid_utf8_is_refused_with_its_position() {
             .arg(&path)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("not valid UTF-8").and(predicate::str::contains("line 3")))
+            .stderr(
+                predicate::str::contains("not valid UTF-8").and(predicate::str::contains("line 3")),
+            )
             .stderr(no_panic());
     }
 }
@@ -59,7 +61,12 @@ fn binary_file_is_refused() {
 fn empty_file_is_a_valid_empty_document() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "empty.noma", b"");
-    noma().arg("check").arg(&path).assert().code(0).stderr(no_panic());
+    noma()
+        .arg("check")
+        .arg(&path)
+        .assert()
+        .code(0)
+        .stderr(no_panic());
     noma()
         .arg("ids")
         .arg(&path)
@@ -74,7 +81,9 @@ fn missing_file_is_named() {
         .args(["check", "/definitely/not/here.noma"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("/definitely/not/here.noma: no such file"));
+        .stderr(predicate::str::contains(
+            "/definitely/not/here.noma: no such file",
+        ));
 }
 
 #[test]
@@ -112,7 +121,12 @@ fn hundred_megabyte_file_is_checked() {
     assert!(src.len() > 100_000_000, "{}", src.len());
     let path = write(&dir, "huge.noma", src.as_bytes());
     drop(src);
-    noma().arg("check").arg(&path).assert().code(0).stderr(no_panic());
+    noma()
+        .arg("check")
+        .arg(&path)
+        .assert()
+        .code(0)
+        .stderr(no_panic());
 }
 
 #[test]
@@ -138,7 +152,12 @@ fn directives_nested_ten_thousand_deep_do_not_overflow() {
         .stdout(predicate::str::contains("nesting-too-deep"))
         .stderr(no_panic());
     for sub in ["parse", "ids"] {
-        noma().arg(sub).arg(&path).assert().code(0).stderr(no_panic());
+        noma()
+            .arg(sub)
+            .arg(&path)
+            .assert()
+            .code(0)
+            .stderr(no_panic());
     }
 }
 
@@ -157,7 +176,14 @@ fn ten_megabyte_lines_are_linear() {
     for (i, src) in cases.iter().enumerate() {
         let path = write(&dir, &format!("line{i}.noma"), src.as_bytes());
         let out = noma().arg("check").arg(&path).output().expect("runs");
-        assert!(matches!(out.status.code(), Some(0) | Some(1)), "case {i}: {:?}", out.status);
-        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "case {i}");
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "case {i}: {:?}",
+            out.status
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+            "case {i}"
+        );
     }
 }

@@ -107,7 +107,7 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
         );
         if !report["recovery"]["messages"]
             .as_array()
-            .map_or(true, Vec::is_empty)
+            .is_none_or(Vec::is_empty)
         {
             repairs += 1;
         }

@@ -493,7 +493,10 @@ fn conformance_replay_chain_fixture() {
     assert_eq!(f.text(), expected);
     let recs = f.records();
     assert_eq!(recs.len(), 3);
-    assert_eq!(recs[2]["post_sha256"].as_str().unwrap(), sha256_hex(expected.as_bytes()));
+    assert_eq!(
+        recs[2]["post_sha256"].as_str().unwrap(),
+        sha256_hex(expected.as_bytes())
+    );
     noma()
         .arg("replay")
         .arg(&f.doc)

@@ -127,7 +127,7 @@ fn resolves_as_non_string(s: &str) -> bool {
         Some((i, f)) => (!i.is_empty() || !f.is_empty()) && digits(i) && digits(f),
         None => !mant.is_empty() && digits(mant),
     };
-    let exp_ok = exp.map_or(true, |e| {
+    let exp_ok = exp.is_none_or(|e| {
         let e = e.trim_start_matches(['-', '+']);
         !e.is_empty() && e.bytes().all(|c| c.is_ascii_digit())
     });

@@ -28,7 +28,7 @@ pub(crate) fn label(node: &Node) -> String {
 }
 
 fn body_is_blank(body: Option<&String>) -> bool {
-    !body.is_some_and(|b| !b.trim_matches(is_js_space).is_empty())
+    body.is_none_or(|b| b.trim_matches(is_js_space).is_empty())
 }
 
 /// The first non-blank (trimmed) string among `keys`.

@@ -260,7 +260,7 @@ pub(crate) fn check_computed(cx: &mut Ctx<'_>) {
             continue;
         }
         let d = depth.get(id).copied().unwrap_or(Some(1));
-        if !d.is_some_and(|d| d <= MAX_CHAIN) {
+        if d.is_none_or(|d| d > MAX_CHAIN) {
             let what = d.map_or("is part of (or depends on) a cycle".to_string(), |d| {
                 format!("has dependency depth {d}")
             });
