@@ -8,10 +8,14 @@
 //! - [`patch`]: the 25 source-preserving patch ops.
 //! - [`verify`]: the Annex C conformance harness (`noma verify`).
 
+pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod diag;
 pub mod doc;
 pub mod engine;
+pub mod git;
+pub mod hooks;
 pub mod patch;
 pub mod synth;
 pub mod transcript;

@@ -8,10 +8,15 @@
 use clap::{Parser, Subcommand};
 
 pub mod blocks;
+pub mod cache;
 pub mod check;
+pub mod hook;
+pub mod hooks;
 pub mod ids;
+pub mod init;
 pub mod parse_cmd;
 pub mod patch;
+pub mod record;
 pub mod render;
 pub mod replay;
 pub mod schema;
@@ -52,6 +57,16 @@ enum Command {
     Blocks(blocks::Args),
     /// Print JSON Schemas of the wire shapes.
     Schema(schema::Args),
+    /// Set up a repository: policy file, cache, hooks (and MCP registration).
+    Init(init::Args),
+    /// Install, remove or inspect the git hooks.
+    Hooks(hooks::Args),
+    /// Run a git hook's checks (what the installed hooks call).
+    Hook(hook::Args),
+    /// Record a hand edit as block-level ops with actor kind "human".
+    Record(record::Args),
+    /// Inspect or clear the per-block hash cache.
+    Cache(cache::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -91,6 +106,11 @@ pub fn main() -> i32 {
         Command::Replay(a) => replay::run(a),
         Command::Blocks(a) => blocks::run(a),
         Command::Schema(a) => schema::run(a),
+        Command::Init(a) => init::run(a),
+        Command::Hooks(a) => hooks::run(a),
+        Command::Hook(a) => hook::run(a),
+        Command::Record(a) => record::run(a),
+        Command::Cache(a) => cache::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

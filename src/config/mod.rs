@@ -1,0 +1,171 @@
+//! Repository policy: `.noma/config.yml`, written by `noma init`.
+//!
+//! ```yaml
+//! # Which .noma files the hooks check (globs relative to the repository root).
+//! include: ["**/*.noma"]
+//! exclude: ["vendor/**"]
+//! # Documents matching these globs must carry a transcript (<doc>.patches).
+//! require_transcript: []
+//! # Treat validator warnings as errors in the hooks.
+//! strict: false
+//! # Validator rule codes the hooks ignore.
+//! ignore_rules: []
+//! ```
+//!
+//! An absent file means the defaults above. A malformed file is an error
+//! that names the file and the problem: a guard must not silently weaken.
+
+use std::path::Path;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// Path of the policy file relative to the repository root.
+pub const CONFIG_PATH: &str = ".noma/config.yml";
+
+/// The policy file as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyFile {
+    /// Globs of documents to check.
+    pub include: Vec<String>,
+    /// Globs excluded from checking.
+    pub exclude: Vec<String>,
+    /// Globs of documents that must have a transcript.
+    pub require_transcript: Vec<String>,
+    /// Warnings fail the hook too.
+    pub strict: bool,
+    /// Validator rule codes to ignore.
+    pub ignore_rules: Vec<String>,
+}
+
+impl Default for PolicyFile {
+    fn default() -> Self {
+        PolicyFile {
+            include: vec!["**/*.noma".to_string()],
+            exclude: Vec::new(),
+            require_transcript: Vec::new(),
+            strict: false,
+            ignore_rules: Vec::new(),
+        }
+    }
+}
+
+/// The compiled policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The settings as written (or defaulted).
+    pub file: PolicyFile,
+    include: GlobSet,
+    exclude: GlobSet,
+    require_transcript: GlobSet,
+}
+
+/// Why the policy file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The YAML is malformed or has unknown keys / wrong types.
+    #[error("{path}: invalid policy: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Policy {
+    /// Loads `<root>/.noma/config.yml`, or the defaults when it is absent.
+    pub fn load(root: &Path) -> Result<Policy, ConfigError> {
+        let path = root.join(CONFIG_PATH);
+        let shown = path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Policy::from_yaml(&text).map_err(|message| ConfigError::Invalid {
+                path: shown,
+                message,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Policy::compile(PolicyFile::default()).map_err(|message| ConfigError::Invalid {
+                    path: shown,
+                    message,
+                })
+            }
+            Err(source) => Err(ConfigError::Io {
+                path: shown,
+                source,
+            }),
+        }
+    }
+
+    /// Parses policy YAML (an empty text gives the defaults).
+    pub fn from_yaml(text: &str) -> Result<Policy, String> {
+        let file: PolicyFile = if text.trim().is_empty() {
+            PolicyFile::default()
+        } else {
+            serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?
+        };
+        Policy::compile(file)
+    }
+
+    fn compile(file: PolicyFile) -> Result<Policy, String> {
+        let set = |globs: &[String], what: &str| -> Result<GlobSet, String> {
+            let mut b = GlobSetBuilder::new();
+            for g in globs {
+                b.add(Glob::new(g).map_err(|e| format!("{what}: bad glob {g:?}: {e}"))?);
+            }
+            b.build().map_err(|e| format!("{what}: {e}"))
+        };
+        Ok(Policy {
+            include: set(&file.include, "include")?,
+            exclude: set(&file.exclude, "exclude")?,
+            require_transcript: set(&file.require_transcript, "require_transcript")?,
+            file,
+        })
+    }
+
+    /// Whether the hooks check `path` (repository-relative, `/`-separated).
+    pub fn is_checked(&self, path: &str) -> bool {
+        path.ends_with(".noma") && self.include.is_match(path) && !self.exclude.is_match(path)
+    }
+
+    /// Whether `path` must carry a transcript.
+    pub fn requires_transcript(&self, path: &str) -> bool {
+        self.require_transcript.is_match(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_check_every_noma_file() {
+        let p = Policy::from_yaml("").unwrap();
+        assert!(p.is_checked("docs/a.noma"));
+        assert!(p.is_checked("a.noma"));
+        assert!(!p.is_checked("a.md"));
+        assert!(!p.requires_transcript("a.noma"));
+    }
+
+    #[test]
+    fn globs_and_errors() {
+        let p = Policy::from_yaml(
+            "exclude: [\"vendor/**\"]\nrequire_transcript: [\"agents/**\"]\nstrict: true\n",
+        )
+        .unwrap();
+        assert!(!p.is_checked("vendor/x.noma"));
+        assert!(p.requires_transcript("agents/plan.noma"));
+        assert!(p.file.strict);
+        assert!(Policy::from_yaml("strict: maybe\n").is_err());
+        assert!(Policy::from_yaml("unknown_key: 1\n").is_err());
+        assert!(Policy::from_yaml("include: [\"[\"]\n").is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Hook installation and the hook checks (in progress).
