@@ -11,6 +11,7 @@
 mod body;
 mod core;
 mod dataset;
+mod dataset_json;
 mod move_block;
 mod notes;
 mod op;

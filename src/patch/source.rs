@@ -171,7 +171,9 @@ pub fn js_num(n: f64) -> String {
         return "0".into();
     }
     if n.fract() == 0.0 && n.abs() < 1e21 {
-        return format!("{}", n as i128);
+        // Display prints the shortest round-trip digits, zero-padded, like
+        // JavaScript (2**64 is 18446744073709552000, not ...551616).
+        return format!("{n}");
     }
     let abs = n.abs();
     if (1e-7..1e21).contains(&abs) {
