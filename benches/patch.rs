@@ -4,6 +4,10 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 
+// The CLI's allocator, so op costs are those of `noma patch`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let src = noma::synth::document(10_000);
     let ops: [(&str, Value); 7] = [

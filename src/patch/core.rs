@@ -259,8 +259,13 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     let link_from = format!("[[{from}]]");
     let link_to = format!("[[{to}]]");
     let finder = memchr::memmem::Finder::new(link_from.as_bytes());
+    // Both rewrites need `from` itself on the line: skip the rest cheaply.
+    let any = memchr::memmem::Finder::new(from.as_bytes());
     for i in 0..lines.len() {
         let line = lines.get(i);
+        if any.find(line.as_bytes()).is_none() {
+            continue;
+        }
         let mut next: Option<String> = None;
         if finder.find(line.as_bytes()).is_some() {
             next = Some(line.replace(&link_from, &link_to));

@@ -128,11 +128,14 @@ impl Ctx<'_> {
 /// Applies `ops` in order to `source`, all or nothing; returns the new bytes.
 /// On failure nothing is returned but the first error, with its op index.
 pub fn apply_ops(source: &str, ops: &[Value]) -> Result<String, PatchError> {
-    let mut cur = source.to_string();
+    // Each op builds its result from the previous text; the input itself is
+    // only copied when there is nothing to apply.
+    let mut cur: Option<String> = None;
     for (i, op) in ops.iter().enumerate() {
-        cur = apply_indexed(&cur, op, i)?;
+        let next = apply_indexed(cur.as_deref().unwrap_or(source), op, i)?;
+        cur = Some(next);
     }
-    Ok(cur)
+    Ok(cur.unwrap_or_else(|| source.to_string()))
 }
 
 /// Applies one op (op index 0 in errors).
