@@ -843,7 +843,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
     let mut lines = LineBuf::new(ctx.src);
     if format == Format::Json {
         super::dataset_json::apply(&mut lines, node, op)?;
-        return Ok(lines.finish());
+        return Ok(lines.finish_with(ctx.prefix));
     }
     let mut d = match format {
         Format::Delimited(delim) => read_delimited(&lines, node, delim)?,
@@ -973,7 +973,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         }
         _ => {}
     }
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// `rows: []` → `rows:` (keeping a trailing comment) before the first row.

@@ -1034,6 +1034,45 @@ mod tests {
         assert_eq!(scalar_len("x"), None);
     }
 
+    fn run(src: &str, op: Value) -> String {
+        crate::patch::apply_one(src, &op).unwrap()
+    }
+
+    #[test]
+    fn single_line_records() {
+        let src = "::dataset{id=\"s\" format=\"json\"}\n[\n  { \"v\": \"legal\", \"n\": 18 },\n  { \"v\": \"finance\", \"n\": 24 }\n]\n::\n";
+        assert_eq!(
+            run(src, json!({"op": "insert_dataset_row", "id": "s", "row": 1, "cells": ["energy", "21"]})),
+            "::dataset{id=\"s\" format=\"json\"}\n[\n  { \"v\": \"legal\", \"n\": 18 },\n  { \"v\": \"energy\", \"n\": 21 },\n  { \"v\": \"finance\", \"n\": 24 }\n]\n::\n"
+        );
+        assert_eq!(
+            run(
+                src,
+                json!({"op": "delete_dataset_row", "id": "s", "row": 1})
+            ),
+            "::dataset{id=\"s\" format=\"json\"}\n[\n  { \"v\": \"legal\", \"n\": 18 }\n]\n::\n"
+        );
+        assert_eq!(
+            run(src, json!({"op": "update_dataset_cell", "id": "s", "row": 0, "column": 1, "value": "x y"})),
+            "::dataset{id=\"s\" format=\"json\"}\n[\n  { \"v\": \"legal\", \"n\": \"x y\" },\n  { \"v\": \"finance\", \"n\": 24 }\n]\n::\n"
+        );
+        let err = crate::patch::apply_one(
+            src,
+            &json!({"op": "update_dataset_cell", "id": "s", "row": 0, "column": "n", "value": "18"}),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, E::InvalidContent);
+    }
+
+    #[test]
+    fn object_rows_delete_column_and_crlf() {
+        let src = "::dataset{id=\"s\" format=\"json\"}\r\n{\r\n  \"columns\": [\"v\", \"o\", \"n\"],\r\n  \"rows\": [\r\n    [\"legal\", \"R\", 18],\r\n    [\"finance\", \"F\", 24]\r\n  ]\r\n}\r\n::\r\n";
+        assert_eq!(
+            run(src, json!({"op": "delete_dataset_column", "id": "s", "column": "o"})),
+            "::dataset{id=\"s\" format=\"json\"}\r\n{\r\n  \"columns\": [\"v\",\"n\"],\r\n  \"rows\": [\r\n    [\"legal\",18],\r\n    [\"finance\",24]\r\n  ]\r\n}\r\n::\r\n"
+        );
+    }
+
     #[test]
     fn commas() {
         assert_eq!(ensure_comma("  [1] "), "  [1],");

@@ -96,6 +96,9 @@ pub(crate) fn fail<T>(code: PatchErrorCode, message: impl Into<String>) -> OpRes
 pub(crate) struct Ctx<'a> {
     pub src: &'a str,
     pub doc: Document,
+    /// What the result starts with before `src`'s lines (the BOM, if any),
+    /// so ops write their output in one pass.
+    pub prefix: &'static str,
 }
 
 impl Ctx<'_> {
@@ -163,10 +166,10 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     let ctx = Ctx {
         src: body,
         doc: doc::parse(body),
+        prefix: if bom { "\u{feff}" } else { "" },
     };
     check_base_hash(&ctx, value)?;
-    let out = dispatch(&ctx, &op)?;
-    Ok(if bom { format!("\u{feff}{out}") } else { out })
+    dispatch(&ctx, &op)
 }
 
 /// §3.4 `baseHash`: the target block's source hash must start with it.

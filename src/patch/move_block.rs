@@ -64,19 +64,20 @@ pub(crate) fn move_block(
             insertion_after_cut(node, dest, parent, position, &block, start, removed)?
         {
             lines.splice(at, 0, new);
-            return Ok(lines.finish());
+            return Ok(lines.finish_with(ctx.prefix));
         }
     }
     let cut = lines.finish();
     let next = Ctx {
         src: &cut,
         doc: doc::parse(&cut),
+        prefix: ctx.prefix,
     };
     let (dest, pos) = require_parent(&next, parent, position)?;
     let (at, new) = child_insertion(dest, pos, block);
     let mut lines = LineBuf::new(&cut);
     lines.splice(at, 0, new);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// The children list holding `node` (the document's top level or a parent's).
@@ -195,6 +196,7 @@ mod tests {
         let ctx = Ctx {
             src,
             doc: doc::parse(src),
+            prefix: "",
         };
         let node = ctx.require(id, E::TargetMissing, "block")?;
         let NodeKind::Directive { colons, .. } = &node.kind else {
@@ -223,6 +225,7 @@ mod tests {
         let next = Ctx {
             src: &cut,
             doc: doc::parse(&cut),
+            prefix: "",
         };
         let (dest, pos) = require_parent(&next, parent, position)?;
         let (at, new) = child_insertion(dest, pos, block);
@@ -259,6 +262,7 @@ mod tests {
                     let ctx = Ctx {
                         src: &src,
                         doc: ctx_of(&src),
+                        prefix: "",
                     };
                     let lines = LineBuf::new(&src);
                     if ctx.find(id).is_some_and(|n| {

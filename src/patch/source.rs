@@ -179,13 +179,9 @@ impl<'a> LineBuf<'a> {
 
     /// Joins the lines back into text (after `prefix`, e.g. a BOM).
     pub fn finish_with(self, prefix: &str) -> String {
-        let mut cap = prefix.len();
-        for l in &self.lines {
-            cap += match l.text {
-                Text::Orig { start, end } => end - start,
-                Text::Owned(i) => self.owned.get(i).map_or(0, String::len),
-            } + l.sep.as_str().len();
-        }
+        // An upper bound up to a few terminators (new lines may add one each).
+        let cap =
+            prefix.len() + self.src.len() + self.owned.iter().map(|t| t.len() + 2).sum::<usize>();
         let mut out = String::with_capacity(cap);
         out.push_str(prefix);
         // A run of untouched lines whose terminators are the source's own
