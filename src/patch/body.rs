@@ -29,7 +29,7 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
         end.saturating_sub(start + 1),
         source::fragment_lines(content),
     );
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// Changes a section title, pinning the section's current id with an
@@ -50,7 +50,7 @@ pub(crate) fn update_heading(ctx: &Ctx<'_>, id: &str, title: &str) -> OpResult<S
     if let Some(next) = rewrite_heading_title(lines.get(idx), title, id) {
         lines.set(idx, next);
     }
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 fn rewrite_heading_title(line: &str, title: &str, stable_id: &str) -> Option<String> {

@@ -81,7 +81,7 @@ pub(crate) fn rewrite_open_line(
         );
     };
     lines.set(idx, next);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 fn check_content_id(ctx: &Ctx<'_>, fragment: &Node, except: Option<&str>) -> OpResult<()> {
@@ -101,7 +101,7 @@ pub(crate) fn replace_block(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(start - 1, end - start + 1, source::fragment_lines(content));
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// Where a new child at `position` of `parent` goes: (line index, lines).
@@ -172,7 +172,7 @@ pub(crate) fn add_block(
     let (at, new) = child_insertion(node, pos, source::fragment_lines(content));
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(at, 0, new);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// Removes lines `start..=end` (1-based), plus one following blank line
@@ -190,7 +190,7 @@ pub(crate) fn delete_block(ctx: &Ctx<'_>, id: &str) -> OpResult<String> {
     let node = require_directive(ctx, id)?;
     let mut lines = LineBuf::new(ctx.src);
     delete_span(&mut lines, node.span.start as usize, node.span.end as usize);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 pub(crate) fn check_key(key: &str) -> OpResult<()> {
@@ -259,8 +259,13 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     let link_from = format!("[[{from}]]");
     let link_to = format!("[[{to}]]");
     let finder = memchr::memmem::Finder::new(link_from.as_bytes());
+    // Both rewrites need `from` itself on the line: skip the rest cheaply.
+    let any = memchr::memmem::Finder::new(from.as_bytes());
     for i in 0..lines.len() {
         let line = lines.get(i);
+        if any.find(line.as_bytes()).is_none() {
+            continue;
+        }
         let mut next: Option<String> = None;
         if finder.find(line.as_bytes()).is_some() {
             next = Some(line.replace(&link_from, &link_to));
@@ -275,7 +280,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
             lines.set(i, n);
         }
     }
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// `/^:{2,}\w/` on the trimmed line.

@@ -5,8 +5,9 @@
 //! `schema:` entry) change; comments and unrelated lines keep their bytes.
 //! Values are coerced by the column's schema type like the reference
 //! (`number` → number, `boolean` → boolean, untyped → number/boolean when it
-//! looks like one). JSON datasets are not edited in place yet: they are
-//! rejected with `invalid_content` (use `replace_body`).
+//! looks like one). `format=json` bodies (pretty-printed record arrays, row
+//! arrays, or `{columns, rows}` objects) are edited by `dataset_json`, which
+//! shares the table-level edits below.
 
 use serde_json::{Map, Value};
 
@@ -17,15 +18,17 @@ use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::Node;
 
-struct RowLine {
+pub(super) struct RowLine {
     index: usize,
     indent: String,
     trailing: String,
 }
 
-struct Data {
-    columns: Vec<String>,
-    rows: Vec<Vec<Value>>,
+/// A dataset as a table, plus (for YAML and delimited bodies) where its rows
+/// live in the source.
+pub(super) struct Data {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
     schema: Option<Map<String, Value>>,
     lines: Vec<RowLine>,
     // YAML only:
@@ -37,6 +40,20 @@ struct Data {
 }
 
 impl Data {
+    /// A schemaless table with no source mapping (JSON bodies map their own).
+    pub(super) fn table(columns: Vec<String>, rows: Vec<Vec<Value>>) -> Data {
+        Data {
+            columns,
+            rows,
+            schema: None,
+            lines: Vec::new(),
+            rows_line: 0,
+            rows_key_indent: String::new(),
+            schema_line: None,
+            schema_key_indent: String::new(),
+            schema_lines: Vec::new(),
+        }
+    }
     fn column_count(&self) -> usize {
         self.rows
             .iter()
@@ -57,6 +74,7 @@ impl Data {
 enum Format {
     Yaml,
     Delimited(char),
+    Json,
 }
 
 /// JavaScript's `Number(s)` for strings: `None` when NaN.
@@ -167,7 +185,7 @@ fn infer_type(values: &[String]) -> &'static str {
     }
 }
 
-fn scalar_text(v: &Value) -> String {
+pub(super) fn scalar_text(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -181,7 +199,7 @@ fn inferred_columns(width: usize) -> Vec<String> {
     (1..=width).map(|i| format!("Column {i}")).collect()
 }
 
-fn columns_attr(node: &Node) -> Vec<String> {
+pub(super) fn columns_attr(node: &Node) -> Vec<String> {
     node.attrs()
         .and_then(|a| a.get_str("columns"))
         .map(|s| {
@@ -204,6 +222,7 @@ fn format_of(node: &Node) -> Result<Format, String> {
         "yaml" => Ok(Format::Yaml),
         "csv" => Ok(Format::Delimited(',')),
         "tsv" => Ok(Format::Delimited('\t')),
+        "json" => Ok(Format::Json),
         other => Err(other.to_string()),
     }
 }
@@ -583,9 +602,8 @@ fn pad_columns(d: &mut Data, n: usize) {
     pad(d, n);
 }
 
-fn row_text(d: &Data, format: Format, cells: &[Value]) -> OpResult<String> {
+fn row_text(format: Format, cells: &[Value]) -> OpResult<String> {
     Ok(match format {
-        Format::Yaml => format!("- {}", yaml::flow_row(cells)),
         Format::Delimited(delim) => {
             let text: Vec<String> = cells.iter().map(scalar_text).collect();
             if text.iter().any(|c| source::has_newline(c)) {
@@ -594,30 +612,22 @@ fn row_text(d: &Data, format: Format, cells: &[Value]) -> OpResult<String> {
                     "dataset cell value must be a single line",
                 );
             }
-            let _ = d;
             serialize_delimited(&text, delim)
         }
+        Format::Yaml | Format::Json => format!("- {}", yaml::flow_row(cells)),
     })
 }
 
 /// Line offset of body row `row` among the source row lines.
 fn line_of(format: Format, row: usize) -> usize {
     match format {
-        Format::Yaml => row,
         Format::Delimited(_) => row + 1,
+        Format::Yaml | Format::Json => row,
     }
 }
 
 fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()> {
     match format {
-        Format::Yaml => {
-            for (src, row) in d.lines.iter().zip(&d.rows) {
-                lines.set(
-                    src.index,
-                    format!("{}- {}{}", src.indent, yaml::flow_row(row), src.trailing),
-                );
-            }
-        }
         Format::Delimited(delim) => {
             let mut all: Vec<Vec<String>> = vec![d.columns.clone()];
             all.extend(d.rows.iter().map(|r| r.iter().map(scalar_text).collect()));
@@ -634,8 +644,172 @@ fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()
                 );
             }
         }
+        Format::Yaml | Format::Json => {
+            for (src, row) in d.lines.iter().zip(&d.rows) {
+                lines.set(
+                    src.index,
+                    format!("{}- {}{}", src.indent, yaml::flow_row(row), src.trailing),
+                );
+            }
+        }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The five edits on the table (shared by every body shape)
+// ---------------------------------------------------------------------------
+
+/// `update_dataset_cell`: sets one coerced cell (padding every row to the
+/// column count); returns its (row, column).
+pub(super) fn update_cell(
+    d: &mut Data,
+    row: f64,
+    column: &Column,
+    value: &str,
+) -> OpResult<(usize, usize)> {
+    let Some(r) = as_index(row) else {
+        return fail(
+            E::InvalidContent,
+            "dataset row must be a non-negative integer",
+        );
+    };
+    single_line(value, "dataset cell value")?;
+    if r >= d.rows.len() {
+        return fail(
+            E::InvalidContent,
+            format!("dataset row {r} is out of range"),
+        );
+    }
+    let c = column_index(d, column)?;
+    let n = d.column_count();
+    if c >= n {
+        return fail(
+            E::InvalidContent,
+            format!("dataset column {} is out of range", column_label(column)),
+        );
+    }
+    pad(d, n);
+    let v = coerce(value, d.schema_of(c));
+    if let Some(cell) = d.rows.get_mut(r).and_then(|cells| cells.get_mut(c)) {
+        *cell = v;
+    }
+    Ok((r, c))
+}
+
+/// `insert_dataset_row`: inserts the coerced, padded row; returns its index.
+pub(super) fn insert_row(d: &mut Data, row: f64, cells: &[String]) -> OpResult<usize> {
+    let r = row_index(row, d.rows.len(), true)?;
+    for c in cells {
+        single_line(c, "dataset row cells")?;
+    }
+    let mut n = d.column_count();
+    if n == 0 {
+        n = cells.len();
+        d.columns = inferred_columns(n);
+    }
+    if cells.len() > n {
+        return fail(E::InvalidContent, "dataset row cells exceed column count");
+    }
+    let mut raw = cells.to_vec();
+    raw.resize(n, String::new());
+    let values: Vec<Value> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, c)| coerce(c, d.schema_of(i)))
+        .collect();
+    d.rows.insert(r, values);
+    Ok(r)
+}
+
+/// `delete_dataset_row`: removes one row; returns its index.
+pub(super) fn delete_row(d: &mut Data, row: f64) -> OpResult<usize> {
+    let r = row_index(row, d.rows.len(), false)?;
+    d.rows.remove(r);
+    Ok(r)
+}
+
+/// `insert_dataset_column`: inserts the header and the coerced cells;
+/// returns the column index and the schema type inferred for it.
+pub(super) fn insert_column(
+    d: &mut Data,
+    column: &Column,
+    header: &str,
+    cells: &[String],
+) -> OpResult<(usize, &'static str)> {
+    let n = d.column_count();
+    let Some(c) = (match column {
+        Column::Index(v) => as_index(*v),
+        Column::Label(_) => None,
+    }) else {
+        return fail(
+            E::InvalidContent,
+            "dataset column must be a non-negative integer",
+        );
+    };
+    if c > n {
+        return fail(
+            E::InvalidContent,
+            format!("dataset column {c} is out of range"),
+        );
+    }
+    if source::has_newline(header) || source::js_trim(header).is_empty() {
+        return fail(
+            E::InvalidContent,
+            "dataset column header must be a non-empty single-line string",
+        );
+    }
+    if d.columns.iter().any(|h| h == header) {
+        return fail(
+            E::InvalidContent,
+            format!("dataset column \"{header}\" already exists"),
+        );
+    }
+    if cells.len() > d.rows.len() {
+        return fail(E::InvalidContent, "dataset column cells exceed row count");
+    }
+    for v in cells {
+        single_line(v, "dataset column cells")?;
+    }
+    let mut raw = cells.to_vec();
+    raw.resize(d.rows.len(), String::new());
+    let schema_value = Value::String(infer_type(&raw).into());
+    let values: Vec<Value> = raw.iter().map(|v| coerce(v, Some(&schema_value))).collect();
+    let value_texts: Vec<String> = values.iter().map(scalar_text).collect();
+    let schema_type = infer_type(&value_texts);
+    pad_columns(d, n);
+    d.columns.insert(c.min(d.columns.len()), header.to_string());
+    for (i, r) in d.rows.iter_mut().enumerate() {
+        let v = values
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| Value::String(String::new()));
+        r.insert(c.min(r.len()), v);
+    }
+    Ok((c, schema_type))
+}
+
+/// `delete_dataset_column`: removes one column; returns its header.
+pub(super) fn delete_column(d: &mut Data, column: &Column) -> OpResult<String> {
+    let n = d.column_count();
+    if n <= 1 {
+        return fail(E::InvalidContent, "cannot delete the last dataset column");
+    }
+    let c = column_index(d, column)?;
+    if c >= n {
+        return fail(
+            E::InvalidContent,
+            format!("dataset column {} is out of range", column_label(column)),
+        );
+    }
+    pad_columns(d, n);
+    let header = d.columns.remove(c);
+    for r in &mut d.rows {
+        if c < r.len() {
+            r.remove(c);
+        }
+    }
+    Ok(header)
 }
 
 /// Dispatches the dataset ops.
@@ -667,86 +841,36 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         }
     };
     let mut lines = LineBuf::new(ctx.src);
+    if format == Format::Json {
+        super::dataset_json::apply(&mut lines, node, op)?;
+        return Ok(lines.finish_with(ctx.prefix));
+    }
     let mut d = match format {
-        Format::Yaml => read_yaml(&lines, node)?,
         Format::Delimited(delim) => read_delimited(&lines, node, delim)?,
+        Format::Yaml | Format::Json => read_yaml(&lines, node)?,
     };
     let end = node.span.end as usize;
     match op {
         Op::UpdateDatasetCell {
             row, column, value, ..
         } => {
-            let Some(r) = as_index(*row) else {
-                return fail(
-                    E::InvalidContent,
-                    "dataset row must be a non-negative integer",
-                );
-            };
-            single_line(value, "dataset cell value")?;
-            if r >= d.rows.len() {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            }
-            let c = column_index(&d, column)?;
-            let n = d.column_count();
-            if c >= n {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset column {} is out of range", column_label(column)),
-                );
-            }
-            pad(&mut d, n);
-            let v = coerce(value, d.schema_of(c));
-            d.rows[r][c] = v;
+            let (r, _) = update_cell(&mut d, *row, column, value)?;
             let Some(src) = d.lines.get(line_of(format, r)) else {
                 return fail(
                     E::InvalidContent,
                     format!("dataset row {r} is out of range"),
                 );
             };
-            let text = row_text(&d, format, &d.rows[r])?;
+            let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+            let text = row_text(format, cells)?;
             lines.set(src.index, format!("{}{}{}", src.indent, text, src.trailing));
         }
         Op::InsertDatasetRow { row, cells, .. } => {
-            let r = row_index(*row, d.rows.len(), true)?;
-            for c in cells {
-                single_line(c, "dataset row cells")?;
-            }
-            let mut n = d.column_count();
-            if n == 0 {
-                n = cells.len();
-                d.columns = inferred_columns(n);
-            }
-            if cells.len() > n {
-                return fail(E::InvalidContent, "dataset row cells exceed column count");
-            }
-            let mut raw = cells.clone();
-            raw.resize(n, String::new());
-            let values: Vec<Value> = raw
-                .iter()
-                .enumerate()
-                .map(|(i, c)| coerce(c, d.schema_of(i)))
-                .collect();
-            let text = row_text(&d, format, &values)?;
+            let r = insert_row(&mut d, *row, cells)?;
+            let values = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+            let text = row_text(format, values)?;
             let off = line_of(format, r);
             let (indent, at) = match format {
-                Format::Yaml => {
-                    let reference = d
-                        .lines
-                        .get(r)
-                        .or_else(|| d.lines.get(r.saturating_sub(1)))
-                        .or(d.lines.first());
-                    let indent = reference
-                        .map_or_else(|| format!("{}  ", d.rows_key_indent), |l| l.indent.clone());
-                    let at = match (d.lines.get(r), d.lines.get(r.saturating_sub(1))) {
-                        (Some(l), _) => l.index,
-                        (None, Some(p)) => p.index + 1,
-                        (None, None) => d.rows_line + 1,
-                    };
-                    (indent, at)
-                }
                 Format::Delimited(_) => {
                     let reference = d
                         .lines
@@ -763,6 +887,21 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
                     };
                     (indent, at)
                 }
+                Format::Yaml | Format::Json => {
+                    let reference = d
+                        .lines
+                        .get(r)
+                        .or_else(|| d.lines.get(r.saturating_sub(1)))
+                        .or(d.lines.first());
+                    let indent = reference
+                        .map_or_else(|| format!("{}  ", d.rows_key_indent), |l| l.indent.clone());
+                    let at = match (d.lines.get(r), d.lines.get(r.saturating_sub(1))) {
+                        (Some(l), _) => l.index,
+                        (None, Some(p)) => p.index + 1,
+                        (None, None) => d.rows_line + 1,
+                    };
+                    (indent, at)
+                }
             };
             if format == Format::Yaml && d.lines.is_empty() {
                 let rewritten = rows_line_as_block(lines.get(d.rows_line))?;
@@ -772,7 +911,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         }
         Op::DeleteDatasetRow { row, .. } => {
             let deleting_last = d.rows.len() == 1;
-            let r = row_index(*row, d.rows.len(), false)?;
+            let r = delete_row(&mut d, *row)?;
             let Some(src) = d.lines.get(line_of(format, r)) else {
                 return fail(
                     E::InvalidContent,
@@ -792,55 +931,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             cells,
             ..
         } => {
-            let n = d.column_count();
-            let Some(c) = (match column {
-                Column::Index(v) => as_index(*v),
-                Column::Label(_) => None,
-            }) else {
-                return fail(
-                    E::InvalidContent,
-                    "dataset column must be a non-negative integer",
-                );
-            };
-            if c > n {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset column {c} is out of range"),
-                );
-            }
-            if source::has_newline(header) || source::js_trim(header).is_empty() {
-                return fail(
-                    E::InvalidContent,
-                    "dataset column header must be a non-empty single-line string",
-                );
-            }
-            if d.columns.iter().any(|h| h == header) {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset column \"{header}\" already exists"),
-                );
-            }
-            if cells.len() > d.rows.len() {
-                return fail(E::InvalidContent, "dataset column cells exceed row count");
-            }
-            for v in cells {
-                single_line(v, "dataset column cells")?;
-            }
-            let mut raw = cells.clone();
-            raw.resize(d.rows.len(), String::new());
-            let schema_value = Value::String(infer_type(&raw).into());
-            let values: Vec<Value> = raw.iter().map(|v| coerce(v, Some(&schema_value))).collect();
-            let value_texts: Vec<String> = values.iter().map(scalar_text).collect();
-            let schema_type = infer_type(&value_texts);
-            pad_columns(&mut d, n);
-            d.columns.insert(c.min(d.columns.len()), header.clone());
-            for (i, r) in d.rows.iter_mut().enumerate() {
-                let v = values
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| Value::String(String::new()));
-                r.insert(c.min(r.len()), v);
-            }
+            let (c, schema_type) = insert_column(&mut d, column, header, cells)?;
             rewrite_all(&mut lines, &d, format)?;
             if format == Format::Yaml {
                 let Some(schema_line) = d.schema_line else {
@@ -868,22 +959,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             }
         }
         Op::DeleteDatasetColumn { column, .. } => {
-            let n = d.column_count();
-            if n <= 1 {
-                return fail(E::InvalidContent, "cannot delete the last dataset column");
-            }
-            let c = column_index(&d, column)?;
-            if c >= n {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset column {} is out of range", column_label(column)),
-                );
-            }
-            pad_columns(&mut d, n);
-            let header = d.columns.remove(c);
-            for r in &mut d.rows {
-                r.remove(c);
-            }
+            let header = delete_column(&mut d, column)?;
             rewrite_all(&mut lines, &d, format)?;
             if format == Format::Yaml {
                 let Some(l) = d.schema_line(&header) else {
@@ -897,7 +973,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         }
         _ => {}
     }
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// `rows: []` → `rows:` (keeping a trailing comment) before the first row.

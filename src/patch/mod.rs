@@ -11,6 +11,7 @@
 mod body;
 mod core;
 mod dataset;
+mod dataset_json;
 mod move_block;
 mod notes;
 mod op;
@@ -95,6 +96,9 @@ pub(crate) fn fail<T>(code: PatchErrorCode, message: impl Into<String>) -> OpRes
 pub(crate) struct Ctx<'a> {
     pub src: &'a str,
     pub doc: Document,
+    /// What the result starts with before `src`'s lines (the BOM, if any),
+    /// so ops write their output in one pass.
+    pub prefix: &'static str,
 }
 
 impl Ctx<'_> {
@@ -127,11 +131,14 @@ impl Ctx<'_> {
 /// Applies `ops` in order to `source`, all or nothing; returns the new bytes.
 /// On failure nothing is returned but the first error, with its op index.
 pub fn apply_ops(source: &str, ops: &[Value]) -> Result<String, PatchError> {
-    let mut cur = source.to_string();
+    // Each op builds its result from the previous text; the input itself is
+    // only copied when there is nothing to apply.
+    let mut cur: Option<String> = None;
     for (i, op) in ops.iter().enumerate() {
-        cur = apply_indexed(&cur, op, i)?;
+        let next = apply_indexed(cur.as_deref().unwrap_or(source), op, i)?;
+        cur = Some(next);
     }
-    Ok(cur)
+    Ok(cur.unwrap_or_else(|| source.to_string()))
 }
 
 /// Applies one op (op index 0 in errors).
@@ -159,10 +166,10 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     let ctx = Ctx {
         src: body,
         doc: doc::parse(body),
+        prefix: if bom { "\u{feff}" } else { "" },
     };
     check_base_hash(&ctx, value)?;
-    let out = dispatch(&ctx, &op)?;
-    Ok(if bom { format!("\u{feff}{out}") } else { out })
+    dispatch(&ctx, &op)
 }
 
 /// §3.4 `baseHash`: the target block's source hash must start with it.

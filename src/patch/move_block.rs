@@ -6,7 +6,7 @@
 use super::core::{child_insertion, delete_span, require_parent};
 use super::source::{self, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::{self, NodeKind};
+use crate::doc::{self, Document, Node, NodeKind};
 
 /// Moves block `id` under `parent` at `position` (default: last).
 pub(crate) fn move_block(
@@ -50,27 +50,240 @@ pub(crate) fn move_block(
     let mut lines = LineBuf::new(ctx.src);
     let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
     let block = source::normalize_fence_depth(&block, from_depth, to_depth);
+    let seamless = cut_is_seamless(ctx, node, lines.get(start.saturating_sub(2)));
+    let before = lines.len();
     delete_span(&mut lines, start, end);
     if start == 1 && lines.len() > 1 && lines.is_empty_line(0) {
         lines.splice(0, 1, Vec::new());
+    }
+    let removed = before - lines.len();
+    if seamless {
+        // The rest of the document parses exactly as before, so the
+        // destination is found in the original tree with its lines shifted.
+        if let Some((at, new)) =
+            insertion_after_cut(node, dest, parent, position, &block, start, removed)?
+        {
+            lines.splice(at, 0, new);
+            return Ok(lines.finish_with(ctx.prefix));
+        }
     }
     let cut = lines.finish();
     let next = Ctx {
         src: &cut,
         doc: doc::parse(&cut),
+        prefix: ctx.prefix,
     };
     let (dest, pos) = require_parent(&next, parent, position)?;
     let (at, new) = child_insertion(dest, pos, block);
     let mut lines = LineBuf::new(&cut);
     lines.splice(at, 0, new);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
-fn walk(node: &crate::doc::Node) -> impl Iterator<Item = &crate::doc::Node> {
-    let mut stack: Vec<&crate::doc::Node> = node.children().iter().rev().collect();
+/// The children list holding `node` (the document's top level or a parent's).
+fn siblings_of<'d>(doc: &'d Document, node: &Node) -> Option<&'d [Node]> {
+    let holds = |list: &[Node]| list.iter().any(|c| std::ptr::eq(c, node));
+    if holds(&doc.children) {
+        return Some(&doc.children);
+    }
+    doc.walk().map(Node::children).find(|list| holds(list))
+}
+
+/// Whether cutting `node` leaves the rest of the document parsing exactly as
+/// before: it follows its parent's opening line or a sibling directive's
+/// closing fence (so nothing before the cut can run on into what follows),
+/// or a paragraph/code/table/rule closed by a blank line (`line_before`,
+/// the line just above it); and it does not start the file.
+fn cut_is_seamless(ctx: &Ctx<'_>, node: &Node, line_before: &str) -> bool {
+    if node.span.start <= 1 {
+        return false;
+    }
+    let Some(list) = siblings_of(&ctx.doc, node) else {
+        return false;
+    };
+    let Some(i) = list.iter().position(|c| std::ptr::eq(c, node)) else {
+        return false;
+    };
+    match i.checked_sub(1).and_then(|p| list.get(p)) {
+        None => true,
+        Some(prev) => match prev.kind {
+            NodeKind::Directive { .. } => true,
+            // Closed by a blank line, which the cut always leaves in place
+            // (it only collapses a blank on both sides into one).
+            NodeKind::Paragraph { .. }
+            | NodeKind::Code { .. }
+            | NodeKind::Table { .. }
+            | NodeKind::ThematicBreak => {
+                prev.span.end < node.span.start.saturating_sub(1)
+                    && source::js_trim(line_before).is_empty()
+            }
+            _ => false,
+        },
+    }
+}
+
+/// `child_insertion` computed on the original tree for the cut document:
+/// the moved node leaves its parent's children, and lines after the cut
+/// move up by `removed` (a removed blank line maps to the line before).
+/// `None` when the answer would depend on where an emptied section ends,
+/// which only a re-parse knows.
+fn insertion_after_cut(
+    node: &Node,
+    dest: &Node,
+    parent: &str,
+    position: Option<f64>,
+    fragment: &[String],
+    start: usize,
+    removed: usize,
+) -> OpResult<Option<(usize, Vec<String>)>> {
+    let mut fragment = fragment.to_vec();
+    let kids: Vec<&Node> = dest
+        .children()
+        .iter()
+        .filter(|c| !std::ptr::eq(*c, node))
+        .collect();
+    let len = kids.len();
+    let pos = match position {
+        None => len,
+        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => p as usize,
+        Some(p) => {
+            return fail(
+                E::ParentMissing,
+                format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
+            )
+        }
+    };
+    // 1-based line in the original → 1-based line after the cut.
+    let shift = |l: usize| {
+        if l < start {
+            l
+        } else if l >= start + removed {
+            l - removed
+        } else {
+            start - 1
+        }
+    };
+    let at = if let Some(next) = kids.get(pos) {
+        fragment.push(String::new());
+        shift(next.span.start as usize) - 1
+    } else if let Some(last) = kids.last() {
+        fragment.insert(0, String::new());
+        shift(last.span.end as usize)
+    } else if matches!(dest.kind, NodeKind::Directive { .. }) {
+        shift(dest.span.end as usize) - 1
+    } else {
+        return Ok(None);
+    };
+    Ok(Some((at, fragment)))
+}
+
+fn walk(node: &Node) -> impl Iterator<Item = &Node> {
+    let mut stack: Vec<&Node> = node.children().iter().rev().collect();
     std::iter::from_fn(move || {
         let n = stack.pop()?;
         stack.extend(n.children().iter().rev());
         Some(n)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::source::normalize_fence_depth;
+
+    /// The reference algorithm: cut, re-parse, insert.
+    fn slow(src: &str, id: &str, parent: &str, position: Option<f64>) -> OpResult<String> {
+        let ctx = Ctx {
+            src,
+            doc: doc::parse(src),
+            prefix: "",
+        };
+        let node = ctx.require(id, E::TargetMissing, "block")?;
+        let NodeKind::Directive { colons, .. } = &node.kind else {
+            return fail(E::InvalidContent, "not a directive");
+        };
+        let dest = ctx.require(parent, E::ParentMissing, "parent")?;
+        if std::iter::once(node)
+            .chain(walk(node))
+            .any(|n| n.id.as_deref() == Some(parent))
+        {
+            return fail(E::InvalidContent, "inside");
+        }
+        let to_depth = match &dest.kind {
+            NodeKind::Directive { colons, .. } => *colons as usize + 1,
+            _ => 2,
+        };
+        let (start, end) = (node.span.start as usize, node.span.end as usize);
+        let mut lines = LineBuf::new(src);
+        let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
+        let block = normalize_fence_depth(&block, *colons as usize, to_depth);
+        delete_span(&mut lines, start, end);
+        if start == 1 && lines.len() > 1 && lines.is_empty_line(0) {
+            lines.splice(0, 1, Vec::new());
+        }
+        let cut = lines.finish();
+        let next = Ctx {
+            src: &cut,
+            doc: doc::parse(&cut),
+            prefix: "",
+        };
+        let (dest, pos) = require_parent(&next, parent, position)?;
+        let (at, new) = child_insertion(dest, pos, block);
+        let mut lines = LineBuf::new(&cut);
+        lines.splice(at, 0, new);
+        Ok(lines.finish())
+    }
+
+    #[test]
+    fn single_parse_matches_cut_and_reparse() {
+        let src = format!(
+            "{}\n::grid{{id=\"g\"}}\n:::card{{id=\"a\"}}\nA\n:::\n:::card{{id=\"b\"}}\nB\n:::\n\n:::card{{id=\"c\"}}\nC\n:::\n::\n\n## Tail\n\n::note{{id=\"n1\"}}\nN\n::\nText right after.\n- item\n::note{{id=\"n2\"}}\nM\n::\n\n- loose\n\n::note{{id=\"n3\"}}\nL\n::\n\n- more\n\n| a | b |\n| - | - |\n\n::note{{id=\"n4\"}}\nT\n::\npara\n\n::note{{id=\"n5\"}}\nP\n::\n",
+            crate::synth::document(6)
+        );
+        let ids = [
+            "claim-1", "ev-1", "claim-5", "ev-5", "a", "b", "c", "g", "n1", "n2",
+        ];
+        let parents = [
+            "section-0",
+            "section-3",
+            "section-5",
+            "g",
+            "b",
+            "tail",
+            "claim-2",
+            "n1",
+        ];
+        let positions = [None, Some(0.0), Some(1.0), Some(2.0), Some(9.0)];
+        let ctx_of = |s: &str| doc::parse(s);
+        let mut fast_paths = 0;
+        for id in ids {
+            for parent in parents {
+                for position in positions {
+                    let ctx = Ctx {
+                        src: &src,
+                        doc: ctx_of(&src),
+                        prefix: "",
+                    };
+                    let lines = LineBuf::new(&src);
+                    if ctx.find(id).is_some_and(|n| {
+                        cut_is_seamless(
+                            &ctx,
+                            n,
+                            lines.get((n.span.start as usize).saturating_sub(2)),
+                        )
+                    }) {
+                        fast_paths += 1;
+                    }
+                    let got = move_block(&ctx, id, parent, position);
+                    let want = slow(&src, id, parent, position);
+                    match (&got, &want) {
+                        (Ok(a), Ok(b)) => assert_eq!(a, b, "{id} -> {parent} @ {position:?}"),
+                        (Err(a), Err(b)) => assert_eq!(a.code, b.code, "{id} -> {parent}"),
+                        _ => panic!("{id} -> {parent} @ {position:?}: {got:?} vs {want:?}"),
+                    }
+                }
+            }
+        }
+        assert!(fast_paths >= 300, "{fast_paths}");
+    }
 }

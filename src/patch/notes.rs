@@ -220,7 +220,7 @@ pub(crate) fn add_note_like(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         end
     };
     lines.splice(at, 0, fragment);
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 /// Marks a `::comment` resolved: `status="resolved"` plus resolver metadata.

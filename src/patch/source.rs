@@ -3,44 +3,98 @@
 //! outside an edit come back byte-identical), plus the open-line, heading and
 //! fence rewrites the reference performs on single lines.
 
-use std::borrow::Cow;
-
 use crate::doc::lines;
 use crate::doc::slug::is_js_space;
 
-/// The source as editable lines. Line `i` is followed by `seps[i]` (empty for
-/// the last line), mirroring JavaScript's `split("\n")` / `join("\n")` while
-/// remembering which terminator each line really had.
+/// The source as editable lines. Line `i` is followed by its own terminator
+/// (empty for the last line), mirroring JavaScript's `split("\n")` /
+/// `join("\n")` while remembering which terminator each line really had.
+///
+/// Kept compact because every op builds one over the whole document: an
+/// untouched line is just its byte range in the source, and [`LineBuf::finish`]
+/// copies runs of untouched lines with one `memcpy` each.
 pub struct LineBuf<'a> {
-    lines: Vec<(Cow<'a, str>, &'static str)>,
+    src: &'a str,
+    lines: Vec<Slot>,
+    /// Texts of edited and inserted lines, indexed by [`Text::Owned`].
+    owned: Vec<String>,
     /// Terminator for new lines: the first one the file uses, else `\n`.
-    default_sep: &'static str,
+    default_sep: Sep,
 }
 
-fn sep_of(src: &str, line: &lines::Line<'_>) -> &'static str {
-    match &src[line.start + line.text.len()..line.end_with_terminator] {
-        "\r\n" => "\r\n",
-        "\r" => "\r",
-        "\n" => "\n",
-        _ => "",
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sep {
+    None,
+    Lf,
+    CrLf,
+    Cr,
+}
+
+impl Sep {
+    fn as_str(self) -> &'static str {
+        match self {
+            Sep::None => "",
+            Sep::Lf => "\n",
+            Sep::CrLf => "\r\n",
+            Sep::Cr => "\r",
+        }
     }
+}
+
+#[derive(Clone, Copy)]
+enum Text {
+    /// `src[start..end]`.
+    Orig { start: usize, end: usize },
+    /// `owned[i]`.
+    Owned(usize),
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    text: Text,
+    sep: Sep,
 }
 
 #[allow(clippy::len_without_is_empty)]
 impl<'a> LineBuf<'a> {
     /// Splits `src` (BOM already removed) into lines.
     pub fn new(src: &'a str) -> Self {
-        let split = lines::split(src);
-        let lines: Vec<(Cow<'a, str>, &'static str)> = split
-            .iter()
-            .map(|l| (Cow::Borrowed(l.text), sep_of(src, l)))
-            .collect();
+        let bytes = src.as_bytes();
+        let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
+        let mut start = 0usize;
+        while let Some(off) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            let at = start + off;
+            let sep = if bytes[at] == b'\n' {
+                Sep::Lf
+            } else if bytes.get(at + 1) == Some(&b'\n') {
+                Sep::CrLf
+            } else {
+                Sep::Cr
+            };
+            lines.push(Slot {
+                text: Text::Orig { start, end: at },
+                sep,
+            });
+            start = at + if sep == Sep::CrLf { 2 } else { 1 };
+        }
+        lines.push(Slot {
+            text: Text::Orig {
+                start,
+                end: src.len(),
+            },
+            sep: Sep::None,
+        });
         let default_sep = lines
             .iter()
-            .map(|l| l.1)
-            .find(|s| !s.is_empty())
-            .unwrap_or("\n");
-        LineBuf { lines, default_sep }
+            .map(|l| l.sep)
+            .find(|s| *s != Sep::None)
+            .unwrap_or(Sep::Lf);
+        LineBuf {
+            src,
+            lines,
+            owned: Vec::new(),
+            default_sep,
+        }
     }
 
     /// Number of lines (a trailing newline yields a final empty line).
@@ -48,21 +102,36 @@ impl<'a> LineBuf<'a> {
         self.lines.len()
     }
 
+    fn text(&self, slot: &Slot) -> &str {
+        match slot.text {
+            Text::Orig { start, end } => self.src.get(start..end).unwrap_or(""),
+            Text::Owned(i) => self.owned.get(i).map_or("", String::as_str),
+        }
+    }
+
     /// Line `i` (0-based) without its terminator; `""` when out of range,
     /// like `lines[i] ?? ""`.
     pub fn get(&self, i: usize) -> &str {
-        self.lines.get(i).map_or("", |l| l.0.as_ref())
+        self.lines.get(i).map_or("", |l| self.text(l))
     }
 
     /// Whether line `i` exists and is exactly empty (`lines[i] === ""`).
     pub fn is_empty_line(&self, i: usize) -> bool {
-        self.lines.get(i).is_some_and(|l| l.0.is_empty())
+        self.lines.get(i).is_some_and(|l| self.text(l).is_empty())
+    }
+
+    fn own(&mut self, text: String) -> Text {
+        self.owned.push(text);
+        Text::Owned(self.owned.len() - 1)
     }
 
     /// Replaces the text of line `i`, keeping its terminator.
     pub fn set(&mut self, i: usize, text: String) {
-        if let Some(slot) = self.lines.get_mut(i) {
-            slot.0 = Cow::Owned(text);
+        if i < self.lines.len() {
+            let t = self.own(text);
+            if let Some(slot) = self.lines.get_mut(i) {
+                slot.text = t;
+            }
         }
     }
 
@@ -73,13 +142,13 @@ impl<'a> LineBuf<'a> {
     pub fn splice(&mut self, at: usize, del: usize, new: Vec<String>) {
         let at = at.min(self.lines.len());
         let del = del.min(self.lines.len() - at);
-        let removed: Vec<&'static str> = self.lines.drain(at..at + del).map(|l| l.1).collect();
+        let removed: Vec<Sep> = self.lines.drain(at..at + del).map(|l| l.sep).collect();
         let k = new.len();
         if k == 0 {
             if at == self.lines.len() && at > 0 {
                 // The line before the cut became the last line.
                 if let Some(last) = self.lines.last_mut() {
-                    last.1 = "";
+                    last.sep = Sep::None;
                 }
             }
             return;
@@ -93,29 +162,62 @@ impl<'a> LineBuf<'a> {
             } else if j + 1 < del {
                 removed[j]
             } else if appending_at_end && j + 1 == k {
-                ""
+                Sep::None
             } else {
                 sep_default
             };
-            items.push((Cow::Owned(text), sep));
+            let text = self.own(text);
+            items.push(Slot { text, sep });
         }
         if appending_at_end && at > 0 {
             if let Some(prev) = self.lines.get_mut(at - 1) {
-                prev.1 = sep_default;
+                prev.sep = sep_default;
             }
         }
         self.lines.splice(at..at, items);
     }
 
-    /// Joins the lines back into text.
-    pub fn finish(self) -> String {
-        let cap = self.lines.iter().map(|l| l.0.len() + l.1.len()).sum();
+    /// Joins the lines back into text (after `prefix`, e.g. a BOM).
+    pub fn finish_with(self, prefix: &str) -> String {
+        // An upper bound up to a few terminators (new lines may add one each).
+        let cap =
+            prefix.len() + self.src.len() + self.owned.iter().map(|t| t.len() + 2).sum::<usize>();
         let mut out = String::with_capacity(cap);
-        for (text, sep) in &self.lines {
-            out.push_str(text);
+        out.push_str(prefix);
+        // A run of untouched lines whose terminators are the source's own
+        // bytes is one contiguous source slice.
+        let mut run: Option<(usize, usize)> = None;
+        for l in &self.lines {
+            let sep = l.sep.as_str();
+            if let Text::Orig { start, end } = l.text {
+                let own_bytes = self.src.get(end..end + sep.len()) == Some(sep);
+                if own_bytes {
+                    run = match run {
+                        Some((s, e)) if e == start => Some((s, end + sep.len())),
+                        Some((s, e)) => {
+                            out.push_str(self.src.get(s..e).unwrap_or(""));
+                            Some((start, end + sep.len()))
+                        }
+                        None => Some((start, end + sep.len())),
+                    };
+                    continue;
+                }
+            }
+            if let Some((s, e)) = run.take() {
+                out.push_str(self.src.get(s..e).unwrap_or(""));
+            }
+            out.push_str(self.text(l));
             out.push_str(sep);
         }
+        if let Some((s, e)) = run {
+            out.push_str(self.src.get(s..e).unwrap_or(""));
+        }
         out
+    }
+
+    /// Joins the lines back into text.
+    pub fn finish(self) -> String {
+        self.finish_with("")
     }
 }
 
@@ -171,7 +273,9 @@ pub fn js_num(n: f64) -> String {
         return "0".into();
     }
     if n.fract() == 0.0 && n.abs() < 1e21 {
-        return format!("{}", n as i128);
+        // Display prints the shortest round-trip digits, zero-padded, like
+        // JavaScript (2**64 is 18446744073709552000, not ...551616).
+        return format!("{n}");
     }
     let abs = n.abs();
     if (1e-7..1e21).contains(&abs) {
@@ -523,5 +627,34 @@ mod tests {
         assert_eq!(js_num(0.95), "0.95");
         assert_eq!(js_num(14.0), "14");
         assert_eq!(js_num(-2.5), "-2.5");
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    /// `cargo test --release --lib patch::source::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn linebuf_vs_parse() {
+        let src = crate::synth::document(10_000);
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let doc = crate::doc::parse(&src);
+            let parse = t.elapsed();
+            let t = std::time::Instant::now();
+            let found = doc.find("claim-5000").is_some();
+            let find = t.elapsed();
+            let t = std::time::Instant::now();
+            let mut b = super::LineBuf::new(&src);
+            let build = t.elapsed();
+            b.set(100_000, "x".into());
+            let t = std::time::Instant::now();
+            let out = b.finish();
+            let finish = t.elapsed();
+            let t = std::time::Instant::now();
+            drop(doc);
+            let drop_doc = t.elapsed();
+            eprintln!("parse {parse:?} find {find:?} ({found}) linebuf {build:?} finish {finish:?} drop {drop_doc:?} {}", out.len());
+        }
     }
 }

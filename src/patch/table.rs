@@ -346,7 +346,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         }
         _ => {}
     }
-    Ok(lines.finish())
+    Ok(lines.finish_with(ctx.prefix))
 }
 
 fn rewrite_all(lines: &mut LineBuf<'_>, t: &Table) {

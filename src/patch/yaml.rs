@@ -58,8 +58,9 @@ pub fn num(n: f64) -> Value {
 /// A number value as JavaScript prints it.
 pub fn number_text(n: &serde_json::Number) -> String {
     match n.as_i64() {
-        Some(i) => i.to_string(),
-        None => js_num(n.as_f64().unwrap_or(f64::NAN)),
+        // Beyond 2^53 JavaScript only has the nearest double.
+        Some(i) if i.unsigned_abs() <= 1 << 53 => i.to_string(),
+        _ => js_num(n.as_f64().unwrap_or(f64::NAN)),
     }
 }
 

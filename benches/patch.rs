@@ -1,0 +1,63 @@
+//! Single patch ops on a ~3 MB, 10,000-section document, against parsing the
+//! same document alone (an op parses once, so parse time is its floor).
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use serde_json::{json, Value};
+
+// The CLI's allocator, so op costs are those of `noma patch`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn bench(c: &mut Criterion) {
+    let src = noma::synth::document(10_000);
+    let ops: [(&str, Value); 7] = [
+        (
+            "update_attribute",
+            json!({"op": "update_attribute", "id": "claim-5000", "key": "confidence", "value": 0.9}),
+        ),
+        (
+            "replace_block",
+            json!({"op": "replace_block", "id": "claim-5000",
+                   "content": "::claim{id=\"claim-5000\" confidence=0.7}\nRewritten.\n::"}),
+        ),
+        (
+            "add_block",
+            json!({"op": "add_block", "parent": "section-5000",
+                   "content": "::note{id=\"note-new\"}\nAdded.\n::", "position": 1}),
+        ),
+        (
+            "delete_block",
+            json!({"op": "delete_block", "id": "ev-5000"}),
+        ),
+        (
+            "move_block",
+            json!({"op": "move_block", "id": "claim-5000", "parent": "section-9000"}),
+        ),
+        (
+            "replace_body",
+            json!({"op": "replace_body", "id": "claim-5000", "content": "New body."}),
+        ),
+        (
+            "rename_id",
+            json!({"op": "rename_id", "from": "claim-5000", "to": "claim-renamed"}),
+        ),
+    ];
+    for (_, op) in &ops {
+        assert!(noma::patch::apply_one(&src, op).is_ok(), "{op}");
+    }
+    let mut group = c.benchmark_group("patch-10k-sections");
+    group.throughput(Throughput::Bytes(src.len() as u64));
+    group.sample_size(20);
+    group.bench_function("parse-only", |b| {
+        b.iter(|| noma::doc::parse(black_box(&src)))
+    });
+    for (name, op) in &ops {
+        group.bench_function(*name, |b| {
+            b.iter(|| noma::patch::apply_ops(black_box(&src), std::slice::from_ref(op)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
