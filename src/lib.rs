@@ -15,6 +15,7 @@ pub mod diag;
 pub mod doc;
 pub mod engine;
 pub mod git;
+pub mod guard;
 pub mod hooks;
 pub mod patch;
 pub mod synth;
