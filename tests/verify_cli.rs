@@ -69,11 +69,12 @@ fn fixture_lines(stdout: &str) -> Vec<(&str, &str)> {
 }
 
 #[test]
-fn reference_valid_fixtures_pass() {
+fn reference_corpus_passes_completely() {
     let Some(corpus) = reference_corpus() else {
         return;
     };
     let run = verify(&corpus);
+    assert_eq!(run.code, 0, "{}", run.stdout);
     let lines = fixture_lines(&run.stdout);
     assert_eq!(
         lines.len(),
@@ -81,32 +82,14 @@ fn reference_valid_fixtures_pass() {
         "the v1.0 corpus has 40 fixtures:\n{}",
         run.stdout
     );
-    let valid: Vec<_> = lines
-        .iter()
-        .filter(|(_, p)| p.contains("/valid/"))
-        .collect();
-    assert_eq!(valid.len(), 6);
-    for (tag, path) in valid {
+    for (tag, path) in &lines {
         assert_eq!(*tag, "PASS", "{path}:\n{}", run.stdout);
     }
-}
-
-#[test]
-#[ignore = "needs the validator from the validate branch; the lead enables it after merging"]
-fn reference_invalid_fixtures_pass() {
-    let Some(corpus) = reference_corpus() else {
-        return;
-    };
-    let run = verify(&corpus);
-    let lines = fixture_lines(&run.stdout);
-    let invalid: Vec<_> = lines
-        .iter()
-        .filter(|(_, p)| p.contains("/invalid/"))
-        .collect();
-    assert_eq!(invalid.len(), 2);
-    for (tag, path) in invalid {
-        assert_eq!(*tag, "PASS", "{path}:\n{}", run.stdout);
-    }
+    assert!(
+        run.stdout.ends_with("\n\n40 fixtures, 40 passed\n"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -128,7 +111,10 @@ fn own_corpus_passes_with_relative_paths() {
         .expect("runs");
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     let lines = fixture_lines(&stdout);
-    assert!(lines.len() >= 12, "{stdout}");
+    assert!(
+        lines.len() >= 100,
+        "the own corpus covers every op, error code and rule: {stdout}"
+    );
     for (tag, path) in &lines {
         assert_eq!(*tag, "PASS", "{path}:\n{stdout}");
         assert!(path.starts_with("conformance/"), "{path}");
