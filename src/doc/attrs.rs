@@ -43,7 +43,7 @@ fn tokens_to_attrs(tokens: Vec<Token<'_>>) -> Attrs {
         let value = match t.value {
             None => AttrValue::Bool(true),
             Some(v) if t.quoted || t.key == "id" => AttrValue::Str(v),
-            Some(v) => coerce(&v),
+            Some(v) => coerce_owned(v),
         };
         attrs.set(t.key, value);
     }
@@ -56,8 +56,12 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
     let mut i = 0usize;
     let at_boundary = |at: usize| at >= b.len() || starts_with_space(&inner[at..]);
     while i < b.len() {
-        if let Some(c) = inner[i..].chars().next() {
-            if is_js_space(c) {
+        if b[i].is_ascii_whitespace() || b[i] == 0x0b {
+            i += 1;
+            continue;
+        }
+        if b[i] >= 0x80 {
+            if let Some(c) = inner[i..].chars().next().filter(|&c| is_js_space(c)) {
                 i += c.len_utf8();
                 continue;
             }
@@ -103,10 +107,7 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
                 }
             }
         }
-        let bare_len = inner[value_start..]
-            .char_indices()
-            .find(|&(_, c)| is_js_space(c))
-            .map_or(inner.len() - value_start, |(off, _)| off);
+        let bare_len = bare_value_len(&inner[value_start..]);
         if bare_len == 0 {
             if strict {
                 return None;
@@ -127,6 +128,28 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
         i = value_start + bare_len;
     }
     Some(tokens)
+}
+
+/// Length of a bare value (`\S+`) at the start of `s`.
+fn bare_value_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c < 0x80 {
+            if c.is_ascii_whitespace() || c == 0x0b {
+                return i;
+            }
+            i += 1;
+        } else {
+            match s[i..].chars().next() {
+                Some(ch) if is_js_space(ch) => return i,
+                Some(ch) => i += ch.len_utf8(),
+                None => return i,
+            }
+        }
+    }
+    i
 }
 
 /// Scans a quoted value from byte `from` (just past the opening quote).
@@ -154,7 +177,10 @@ fn scan_quoted(s: &str, from: usize, quote: u8) -> Option<(String, usize)> {
 }
 
 fn starts_with_space(s: &str) -> bool {
-    s.chars().next().is_some_and(is_js_space)
+    match s.as_bytes().first() {
+        Some(&c) if c < 0x80 => c.is_ascii_whitespace() || c == 0x0b,
+        _ => s.chars().next().is_some_and(is_js_space),
+    }
 }
 
 fn is_key_start(c: u8) -> bool {
@@ -216,19 +242,27 @@ pub fn serialize_attrs(attrs: &Attrs) -> String {
     format!("{{{}}}", parts.join(" "))
 }
 
+/// [`coerce`] without copying a string value.
+fn coerce_owned(v: String) -> AttrValue {
+    match coerce_scalar(&v) {
+        Some(x) => x,
+        None => AttrValue::Str(v),
+    }
+}
+
+/// The non-string coercions: booleans and number literals.
+fn coerce_scalar(v: &str) -> Option<AttrValue> {
+    match v {
+        "true" => Some(AttrValue::Bool(true)),
+        "false" => Some(AttrValue::Bool(false)),
+        _ if is_number_literal(v) => v.parse::<f64>().ok().map(AttrValue::Num),
+        _ => None,
+    }
+}
+
 /// Coerces a raw value: `true`/`false` → bool, `-?\d+` and `-?\d+\.\d+` → number.
 pub fn coerce(v: &str) -> AttrValue {
-    match v {
-        "true" => return AttrValue::Bool(true),
-        "false" => return AttrValue::Bool(false),
-        _ => {}
-    }
-    if is_number_literal(v) {
-        if let Ok(n) = v.parse::<f64>() {
-            return AttrValue::Num(n);
-        }
-    }
-    AttrValue::Str(v.to_string())
+    coerce_scalar(v).unwrap_or_else(|| AttrValue::Str(v.to_string()))
 }
 
 /// Whether `v` matches `^-?\d+$` or `^-?\d+\.\d+$`.

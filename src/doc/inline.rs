@@ -38,8 +38,12 @@ pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut from = 0usize;
-    while let Some(off) = memchr::memmem::find(&b[from..], b"[[") {
+    while let Some(off) = memchr::memchr(b'[', &b[from..]) {
         let open = from + off;
+        if b.get(open + 1) != Some(&b'[') {
+            from = open + 1;
+            continue;
+        }
         let start = open + 2;
         let mut end = start;
         if end < b.len() && (b[end].is_ascii_alphabetic() || b[end] == b'_') {

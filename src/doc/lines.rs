@@ -18,11 +18,13 @@ pub struct Line<'a> {
 /// normalisation, a trailing terminator yields a final empty line.
 pub fn split(src: &str) -> Vec<Line<'_>> {
     let bytes = src.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() / 40 + 1);
+    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0usize;
-    let mut i = 0usize;
-    while let Some(off) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) {
-        let at = i + off;
+    for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+        if at < start {
+            // The `\n` of a `\r\n` pair already consumed.
+            continue;
+        }
         let term_len = if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
             2
         } else {
@@ -34,7 +36,6 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
             end_with_terminator: at + term_len,
         });
         start = at + term_len;
-        i = start;
     }
     out.push(Line {
         text: &src[start..],

@@ -10,21 +10,36 @@ use unicode_script::{Script, UnicodeScript};
 
 /// Slugifies a heading title. May return an empty string.
 pub fn slugify(input: &str) -> String {
-    let kept: String = if input.is_ascii() {
-        input
-            .bytes()
-            .map(|b| b.to_ascii_lowercase() as char)
-            .filter(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || is_js_space(c))
-            .collect()
-    } else {
-        let folded: String = input
-            .to_lowercase()
-            .nfkd()
-            .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
-            .collect();
-        folded.nfc().filter(|&c| keep_unicode(c)).collect()
-    };
+    if input.is_ascii() {
+        return slugify_ascii(input.as_bytes());
+    }
+    let folded: String = input
+        .to_lowercase()
+        .nfkd()
+        .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
+        .collect();
+    let kept: String = folded.nfc().filter(|&c| keep_unicode(c)).collect();
     collapse(&kept)
+}
+
+/// The same rules in one pass for ASCII input (the common case).
+fn slugify_ascii(input: &[u8]) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut pending_dash = false;
+    for &b in input {
+        let c = b.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if pending_dash && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.push(c as char);
+        } else if c == b'-' || c.is_ascii_whitespace() || c == 0x0b {
+            pending_dash = true;
+        }
+        // Every other character is dropped without separating words.
+    }
+    out
 }
 
 /// The auto id of a heading: its slug, or `section` when the slug is empty.
