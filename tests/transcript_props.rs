@@ -114,7 +114,7 @@ proptest! {
             let before = text.clone();
             let mut plan = engine::plan(&text, &ctx, ops, &opts, engine::APPLY);
             let bytes = engine::chain_and_serialise(&mut plan.records, prev.clone());
-            if let Some(last) = bytes.split_inclusive(|&b| b == b'\n').last() {
+            if let Some(last) = bytes.split_inclusive(|&b| b == b'\n').next_back() {
                 prev = Some(sha256_hex(last));
             }
             transcript.extend_from_slice(&bytes);

@@ -188,7 +188,7 @@ fn engine_diag(severity: Severity, code: &str, message: String) -> Diagnostic {
 }
 
 fn validate_text(text: &str, opts: &crate::validate::Options) -> Vec<Diagnostic> {
-    crate::validate::validate(&crate::doc::parse(text), opts)
+    crate::validate::validate(&crate::doc::parse_shared(text), opts)
 }
 
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.

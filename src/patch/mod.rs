@@ -95,7 +95,7 @@ pub(crate) fn fail<T>(code: PatchErrorCode, message: impl Into<String>) -> OpRes
 /// The current text of one op step: the BOM-less source and its parse.
 pub(crate) struct Ctx<'a> {
     pub src: &'a str,
-    pub doc: Document,
+    pub doc: std::rc::Rc<Document>,
     /// What the result starts with before `src`'s lines (the BOM, if any),
     /// so ops write their output in one pass.
     pub prefix: &'static str,
@@ -165,7 +165,7 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     };
     let ctx = Ctx {
         src: body,
-        doc: doc::parse(body),
+        doc: doc::parse_shared(body),
         prefix: if bom { "\u{feff}" } else { "" },
     };
     check_base_hash(&ctx, value)?;

@@ -70,7 +70,7 @@ pub(crate) fn move_block(
     let cut = lines.finish();
     let next = Ctx {
         src: &cut,
-        doc: doc::parse(&cut),
+        doc: std::rc::Rc::new(doc::parse(&cut)),
         prefix: ctx.prefix,
     };
     let (dest, pos) = require_parent(&next, parent, position)?;
@@ -195,7 +195,7 @@ mod tests {
     fn slow(src: &str, id: &str, parent: &str, position: Option<f64>) -> OpResult<String> {
         let ctx = Ctx {
             src,
-            doc: doc::parse(src),
+            doc: std::rc::Rc::new(doc::parse(src)),
             prefix: "",
         };
         let node = ctx.require(id, E::TargetMissing, "block")?;
@@ -224,7 +224,7 @@ mod tests {
         let cut = lines.finish();
         let next = Ctx {
             src: &cut,
-            doc: doc::parse(&cut),
+            doc: std::rc::Rc::new(doc::parse(&cut)),
             prefix: "",
         };
         let (dest, pos) = require_parent(&next, parent, position)?;
@@ -261,7 +261,7 @@ mod tests {
                 for position in positions {
                     let ctx = Ctx {
                         src: &src,
-                        doc: ctx_of(&src),
+                        doc: ctx_of(&src).into(),
                         prefix: "",
                     };
                     let lines = LineBuf::new(&src);
