@@ -20,22 +20,34 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
     let bytes = src.as_bytes();
     let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0usize;
-    for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
-        if at < start {
-            // The `\n` of a `\r\n` pair already consumed.
-            continue;
+    if memchr::memchr(b'\r', bytes).is_none() {
+        // LF-only text (the common case): one needle is markedly cheaper.
+        for at in memchr::memchr_iter(b'\n', bytes) {
+            out.push(Line {
+                text: &src[start..at],
+                start,
+                end_with_terminator: at + 1,
+            });
+            start = at + 1;
         }
-        let term_len = if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
-            2
-        } else {
-            1
-        };
-        out.push(Line {
-            text: &src[start..at],
-            start,
-            end_with_terminator: at + term_len,
-        });
-        start = at + term_len;
+    } else {
+        for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if at < start {
+                // The `\n` of a `\r\n` pair already consumed.
+                continue;
+            }
+            let term_len = if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
+            out.push(Line {
+                text: &src[start..at],
+                start,
+                end_with_terminator: at + term_len,
+            });
+            start = at + term_len;
+        }
     }
     out.push(Line {
         text: &src[start..],
