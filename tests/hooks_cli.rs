@@ -472,6 +472,20 @@ fn bare_repository_and_git_dir_layout() {
     ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(bare.join("hooks/pre-commit").is_file());
+    // Relative values resolve against the current directory, as in git.
+    let out = s
+        .noma_cmd(&work, &["hooks", "status", "--format", "json"])
+        .env("GIT_DIR", "../store.git")
+        .env("GIT_WORK_TREE", ".")
+        .output()
+        .unwrap();
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["bare"], false);
+    assert_eq!(
+        real(Path::new(st["work_tree"].as_str().unwrap())),
+        real(&work)
+    );
+    assert_eq!(st["hooks"][0]["state"], "installed");
 
     fs::write(work.join("a.txt"), "a").unwrap();
     let git = |args: &[&str]| {

@@ -62,6 +62,16 @@ impl Layout {
     pub fn from_env() -> Result<Layout, LayoutError> {
         let repo = git2::Repository::open_from_env()
             .map_err(|e| LayoutError::NotARepository(e.message().to_string()))?;
+        // libgit2 ignores GIT_WORK_TREE when core.bare is true and resolves a
+        // relative one against the git dir; git uses it in both cases and
+        // resolves it against the current directory (the bare-store +
+        // separate-work-tree set-up depends on this).
+        if let Some(wt) = std::env::var_os("GIT_WORK_TREE").filter(|v| !v.is_empty()) {
+            let wt = std::path::absolute(Path::new(&wt))
+                .map_err(|e| LayoutError::NotARepository(format!("GIT_WORK_TREE: {e}")))?;
+            repo.set_workdir(&wt, false)
+                .map_err(|e| LayoutError::NotARepository(e.message().to_string()))?;
+        }
         Layout::of(&repo)
     }
 
