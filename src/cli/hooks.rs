@@ -1,15 +1,293 @@
-//! `noma hooks` (in progress).
+//! `noma hooks install | uninstall | status`: manage the git hooks that run
+//! `noma hook <name>`. See [`crate::hooks`] for what happens to existing
+//! hooks.
+//!
+//! Exit codes: 0 done, 1 refused (an existing hook or kept file is in the
+//! way; nothing changed), 2 could not run (no repository, bare repository,
+//! I/O error).
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::git::layout::Layout;
+use crate::hooks::{self, HookStatus, HooksError, InstallReport, Installed, Removed, State};
+
+use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
 /// Arguments of `noma hooks`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// Install the pre-commit and pre-merge-commit hooks. An existing
+    /// foreign hook is kept and run first (chained).
+    Install {
+        /// Replace a foreign hook instead of chaining it (it is kept as
+        /// `<hook>.noma-backup` and restored by uninstall).
+        #[arg(long)]
+        force: bool,
+        /// The noma binary the hooks run (default: this one).
+        #[arg(long, value_name = "PATH")]
+        noma_path: Option<PathBuf>,
+    },
+    /// Remove our hooks and put back whatever they replaced.
+    Uninstall,
+    /// Show, per hook, what is installed and where.
+    Status {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
 }
 
 /// Runs `noma hooks`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma hooks: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let layout = match Layout::from_env() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("noma hooks: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match args.action {
+        Action::Install { force, noma_path } => {
+            if layout.is_bare() {
+                eprintln!(
+                    "noma hooks: {} is a bare repository: pre-commit hooks never run without a \
+                     work tree. If you commit to it through a separate work tree, run this with \
+                     GIT_DIR and GIT_WORK_TREE set.",
+                    layout.git_dir.display()
+                );
+                return EXIT_USAGE;
+            }
+            let noma = match resolve_noma(noma_path) {
+                Ok(p) => p,
+                Err(code) => return code,
+            };
+            println!("hooks dir: {}", layout.hooks_dir.display());
+            let result = hooks::install(&layout.hooks_dir, &hooks::InstallOptions { force, noma });
+            let code = print_install(result, "noma hooks");
+            if code == EXIT_OK && layout.hooks_dir_in_work_tree() {
+                println!(
+                    "note: the hooks dir is inside the work tree; the scripts name this \
+                     machine's noma binary, so keep them out of commits"
+                );
+            }
+            code
+        }
+        Action::Uninstall => match hooks::uninstall(&layout.hooks_dir) {
+            Ok(reports) => {
+                println!("hooks dir: {}", layout.hooks_dir.display());
+                for r in reports {
+                    let what = match &r.outcome {
+                        Removed::Removed { restored: None } => "removed".to_string(),
+                        Removed::Removed {
+                            restored: Some(from),
+                        } => format!("removed; restored the hook from {}", file_name(from)),
+                        Removed::RestoredLeftover { from } => {
+                            format!("not installed; restored the hook from {}", file_name(from))
+                        }
+                        Removed::LeftForeign => "not ours; left alone".to_string(),
+                        Removed::NotInstalled => "not installed; nothing to do".to_string(),
+                    };
+                    print_line(r.hook.as_str(), &what, r.note.as_deref());
+                }
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("noma hooks: {e}");
+                EXIT_USAGE
+            }
+        },
+        Action::Status { format } => {
+            let noma = hooks::current_noma().unwrap_or_default();
+            let statuses = match hooks::status(&layout.hooks_dir, &noma) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("noma hooks: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            match format {
+                Format::Json => super::print_json(&status_json(&layout, &statuses)),
+                Format::Human => {
+                    print_status(&layout, &statuses);
+                    EXIT_OK
+                }
+            }
+        }
+    }
+}
+
+/// The binary the hooks should run, made absolute.
+fn resolve_noma(given: Option<PathBuf>) -> Result<PathBuf, i32> {
+    let p = match given {
+        Some(p) => p,
+        None => hooks::current_noma().map_err(|e| {
+            eprintln!("noma hooks: cannot locate this binary ({e}); pass --noma-path");
+            EXIT_USAGE
+        })?,
+    };
+    std::path::absolute(&p).map_err(|e| {
+        eprintln!("noma hooks: {}: {e}", p.display());
+        EXIT_USAGE
+    })
+}
+
+/// Prints an install outcome (shared with `noma init`); returns the exit code.
+pub(crate) fn print_install(result: Result<Vec<InstallReport>, HooksError>, who: &str) -> i32 {
+    match result {
+        Ok(reports) => {
+            for r in reports {
+                let what = match &r.outcome {
+                    Installed::Fresh => "installed".to_string(),
+                    Installed::Chained { kept } => format!(
+                        "installed; the existing hook is kept as {} and runs first",
+                        file_name(kept)
+                    ),
+                    Installed::Replaced { backup } => format!(
+                        "installed; the existing hook was replaced (backup: {})",
+                        file_name(backup)
+                    ),
+                    Installed::Updated => "updated".to_string(),
+                    Installed::Unchanged => "already installed; nothing to do".to_string(),
+                };
+                print_line(r.hook.as_str(), &what, r.note.as_deref());
+            }
+            EXIT_OK
+        }
+        Err(HooksError::Conflict(lines)) => {
+            for l in lines {
+                eprintln!("{who}: {l}");
+            }
+            eprintln!("{who}: no hook was changed");
+            EXIT_FAIL
+        }
+        Err(e) => {
+            eprintln!("{who}: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn print_line(hook: &str, what: &str, note: Option<&str>) {
+    match note {
+        Some(n) => println!("{hook}: {what} ({n})"),
+        None => println!("{hook}: {what}"),
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn print_status(layout: &Layout, statuses: &[HookStatus]) {
+    match &layout.hooks_path_config {
+        Some(c) => println!(
+            "hooks dir: {} (core.hooksPath = {})",
+            layout.hooks_dir.display(),
+            c.display()
+        ),
+        None => println!("hooks dir: {}", layout.hooks_dir.display()),
+    }
+    if layout.is_bare() {
+        println!("note: bare repository: pre-commit hooks do not run without a work tree");
+    }
+    for s in statuses {
+        let mut details = Vec::new();
+        match &s.state {
+            State::Ours {
+                marker,
+                current,
+                executable,
+            } => {
+                details.push(format!(
+                    "noma {}",
+                    marker.version.as_deref().unwrap_or("unknown")
+                ));
+                if !current {
+                    details.push("differs from what `noma hooks install` writes".to_string());
+                }
+                if !executable {
+                    details.push("not executable: git ignores it".to_string());
+                }
+                if let Some(c) = &s.chained {
+                    details.push(format!("runs {} first", file_name(c)));
+                }
+            }
+            State::Foreign { manager } => {
+                if let Some(m) = manager {
+                    details.push(format!("from {}", m.as_str()));
+                }
+            }
+            State::Absent => {
+                if let Some(c) = &s.chained {
+                    details.push(format!("leftover {}", file_name(c)));
+                }
+            }
+        }
+        if let Some(b) = &s.backup {
+            details.push(format!("backup {}", file_name(b)));
+        }
+        if details.is_empty() {
+            println!("{}: {}", s.hook, s.label());
+        } else {
+            println!("{}: {} ({})", s.hook, s.label(), details.join("; "));
+        }
+    }
+}
+
+fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let hooks: Vec<_> = statuses
+        .iter()
+        .map(|s| {
+            let (version, template, current, executable, manager) = match &s.state {
+                State::Ours {
+                    marker,
+                    current,
+                    executable,
+                } => (
+                    marker.version.clone(),
+                    marker.template,
+                    Some(*current),
+                    Some(*executable),
+                    None,
+                ),
+                State::Foreign { manager } => (None, None, None, None, manager.map(|m| m.as_str())),
+                State::Absent => (None, None, None, None, None),
+            };
+            json!({
+                "name": s.hook.as_str(),
+                "state": s.label(),
+                "path": path(&s.path),
+                "version": version,
+                "template": template,
+                "current": current,
+                "executable": executable,
+                "manager": manager,
+                "chained": s.chained.as_deref().map(path),
+                "backup": s.backup.as_deref().map(path),
+            })
+        })
+        .collect();
+    json!({
+        "hooks_dir": path(&layout.hooks_dir),
+        "core_hooks_path": layout.hooks_path_config.as_deref().map(path),
+        "git_dir": path(&layout.git_dir),
+        "common_dir": path(&layout.common_dir),
+        "work_tree": layout.work_tree.as_deref().map(path),
+        "bare": layout.is_bare(),
+        "linked_worktree": layout.linked_worktree,
+        "hooks": hooks,
+    })
 }

@@ -1,15 +1,91 @@
-//! `noma init` (in progress).
+//! `noma init`: set up the repository containing the current directory
+//! (policy file, `.gitignore` entry for the cache, git hooks). Idempotent;
+//! never overwrites existing files. See [`crate::hooks::init`].
+//!
+//! Exit codes: 0 done, 1 the hooks were refused (the other steps are done),
+//! 2 could not run (no repository, bare repository, I/O error).
+
+use crate::config::CONFIG_PATH;
+use crate::git::layout::Layout;
+use crate::hooks::init::{self, Change, InitOptions, CACHE_IGNORE};
+
+use super::{EXIT_OK, EXIT_USAGE};
 
 /// Arguments of `noma init`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Do not install the git hooks.
+    #[arg(long)]
+    no_hooks: bool,
+    /// Replace foreign git hooks instead of chaining them (they are kept as
+    /// `<hook>.noma-backup`). Never overwrites the policy file.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `noma init`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma init: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let layout = match Layout::from_env() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("noma init: {e}; run `git init` first");
+            return EXIT_USAGE;
+        }
+    };
+    let noma = if args.no_hooks {
+        std::path::PathBuf::new()
+    } else {
+        match crate::hooks::current_noma() {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("noma init: cannot locate this binary ({e})");
+                return EXIT_USAGE;
+            }
+        }
+    };
+    let opts = InitOptions {
+        hooks: !args.no_hooks,
+        force: args.force,
+        noma,
+    };
+    let report = match init::init(&layout, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("noma init: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    println!("repository: {}", report.root.display());
+    println!(
+        "{}",
+        match report.config {
+            Change::Created => format!("{CONFIG_PATH}: created with the default policy"),
+            _ => format!("{CONFIG_PATH}: exists; left as is"),
+        }
+    );
+    println!(
+        "{}",
+        match report.gitignore {
+            Change::Created => format!(".gitignore: created, ignoring {CACHE_IGNORE}"),
+            Change::Updated => format!(".gitignore: added {CACHE_IGNORE}"),
+            Change::Unchanged => format!(".gitignore: already ignores {CACHE_IGNORE}"),
+        }
+    );
+    match report.hooks {
+        None => {
+            println!("hooks: skipped (--no-hooks)");
+            EXIT_OK
+        }
+        Some((dir, result)) => {
+            println!("hooks dir: {}", dir.display());
+            let code = super::hooks::print_install(result, "noma init");
+            if code != EXIT_OK {
+                eprintln!(
+                    "noma init: the other steps are done; rerun with --force to replace the \
+                     hooks (a backup is kept) or with --no-hooks"
+                );
+            }
+            code
+        }
+    }
 }

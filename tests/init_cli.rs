@@ -1,0 +1,192 @@
+//! `noma init` in real repositories driven by the git CLI: what it creates,
+//! idempotence, what it never overwrites.
+#![cfg(unix)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use noma::config::{Policy, PolicyFile};
+
+/// A temp dir with a private HOME and a clean git environment for children.
+struct Sandbox {
+    tmp: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("home")).unwrap();
+        Sandbox { tmp }
+    }
+
+    fn cmd(&self, program: &str, dir: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(dir);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GIT_") {
+                c.env_remove(k);
+            }
+        }
+        let home = self.tmp.path().join("home");
+        c.env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CEILING_DIRECTORIES", self.tmp.path());
+        c
+    }
+
+    fn git_ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.cmd("git", dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    fn noma(&self, dir: &Path, args: &[&str]) -> Output {
+        self.cmd(env!("CARGO_BIN_EXE_noma"), dir)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn noma_ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.noma(dir, args);
+        assert!(
+            out.status.success(),
+            "noma {args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.tmp.path().join(name);
+        fs::create_dir_all(&dir).unwrap();
+        self.git_ok(&dir, &["-c", "init.defaultBranch=main", "init", "-q"]);
+        for (k, v) in [
+            ("user.name", "Test"),
+            ("user.email", "test@example.com"),
+            ("init.defaultBranch", "main"),
+        ] {
+            self.git_ok(&dir, &["config", k, v]);
+        }
+        dir
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn init_twice_is_idempotent() {
+    let s = Sandbox::new();
+    let repo = s.repo("r");
+    let sub = repo.join("docs");
+    fs::create_dir_all(&sub).unwrap();
+
+    let out = s.noma_ok(&sub, &["init"]);
+    assert!(out.contains(".noma/config.yml: created"), "{out}");
+    assert!(
+        out.contains(".gitignore: created, ignoring .noma/cache/"),
+        "{out}"
+    );
+    assert!(out.contains("pre-commit: installed\n"), "{out}");
+    assert!(out.contains("pre-merge-commit: installed\n"), "{out}");
+    let config = fs::read_to_string(repo.join(".noma/config.yml")).unwrap();
+    assert!(config.starts_with("# noma repository policy"));
+    assert_eq!(Policy::load(&repo).unwrap().file, PolicyFile::default());
+    assert!(repo.join(".git/hooks/pre-commit").is_file());
+
+    let out = s.noma_ok(&repo, &["init"]);
+    assert!(
+        out.contains(".noma/config.yml: exists; left as is"),
+        "{out}"
+    );
+    assert!(
+        out.contains(".gitignore: already ignores .noma/cache/"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("already installed; nothing to do").count(),
+        2,
+        "{out}"
+    );
+    let gitignore = fs::read_to_string(repo.join(".gitignore")).unwrap();
+    assert_eq!(gitignore.matches(".noma/cache/").count(), 1, "{gitignore}");
+    assert_eq!(
+        fs::read_to_string(repo.join(".noma/config.yml")).unwrap(),
+        config
+    );
+
+    // Git agrees: the cache is ignored, the policy is not.
+    s.git_ok(&repo, &["check-ignore", "-q", ".noma/cache/blocks.db"]);
+    let st = s.git_ok(&repo, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(st.contains("?? .noma/config.yml"), "{st}");
+    assert!(st.contains("?? .gitignore"), "{st}");
+}
+
+#[test]
+fn init_keeps_existing_files_and_appends_to_gitignore() {
+    let s = Sandbox::new();
+    let repo = s.repo("r");
+    fs::create_dir_all(repo.join(".noma")).unwrap();
+    fs::write(repo.join(".noma/config.yml"), "strict: true\n").unwrap();
+    fs::write(repo.join(".gitignore"), "target").unwrap();
+
+    let out = s.noma_ok(&repo, &["init", "--no-hooks"]);
+    assert!(out.contains("exists; left as is"), "{out}");
+    assert!(out.contains(".gitignore: added .noma/cache/"), "{out}");
+    assert!(out.contains("hooks: skipped"), "{out}");
+    assert_eq!(
+        fs::read_to_string(repo.join(".noma/config.yml")).unwrap(),
+        "strict: true\n"
+    );
+    let gi = fs::read_to_string(repo.join(".gitignore")).unwrap();
+    assert!(
+        gi.starts_with("target\n") && gi.ends_with(".noma/cache/\n"),
+        "{gi:?}"
+    );
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    s.git_ok(&repo, &["check-ignore", "-q", "target"]);
+}
+
+#[test]
+fn init_reports_refused_hooks_after_the_other_steps() {
+    let s = Sandbox::new();
+    let repo = s.repo("r");
+    let husky = "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/_/husky.sh\"\n";
+    fs::write(repo.join(".git/hooks/pre-commit"), husky).unwrap();
+    let out = s.noma(&repo, &["init"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("husky"), "{err}");
+    assert!(err.contains("--no-hooks"), "{err}");
+    assert!(repo.join(".noma/config.yml").is_file());
+    assert_eq!(
+        fs::read_to_string(repo.join(".git/hooks/pre-commit")).unwrap(),
+        husky
+    );
+    // --force replaces it, keeping a backup.
+    let out = s.noma_ok(&repo, &["init", "--force"]);
+    assert!(out.contains("backup: pre-commit.noma-backup"), "{out}");
+}
+
+#[test]
+fn init_outside_a_repository_or_in_a_bare_one_fails() {
+    let s = Sandbox::new();
+    let plain = s.tmp.path().join("plain");
+    fs::create_dir_all(&plain).unwrap();
+    let out = s.noma(&plain, &["init"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("git init"));
+    assert!(!plain.join(".noma").exists());
+
+    let bare = s.tmp.path().join("b.git");
+    fs::create_dir_all(&bare).unwrap();
+    s.git_ok(&bare, &["init", "-q", "--bare"]);
+    let out = s.noma(&bare, &["init"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("bare repository"));
+}
