@@ -6,5 +6,13 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // Like every Unix filter: when the reader of our output goes away
+    // (`noma ids big.noma | head`), end quietly instead of failing a write.
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists;
+    // restoring the default disposition of SIGPIPE has no other effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     std::process::exit(noma::cli::main());
 }

@@ -187,3 +187,27 @@ fn ten_megabyte_lines_are_linear() {
         );
     }
 }
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    // `noma ids big.noma | head -c 10`: the reader leaves early.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "big.noma", noma::synth::document(2_000).as_bytes());
+    let bin = assert_cmd::cargo::cargo_bin("noma");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' ids '{}' | head -c 10 >/dev/null; '{}' parse '{}' | head -c 10 >/dev/null",
+            bin.display(),
+            path.display(),
+            bin.display(),
+            path.display()
+        ))
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+}
