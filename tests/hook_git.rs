@@ -339,3 +339,30 @@ fn outside_a_repository_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let _ = PathBuf::new();
 }
+
+#[test]
+fn new_transcript_replays_from_a_base_found_in_history() {
+    let r = Repo::new();
+    r.write("plan.noma", &doc());
+    r.ok(&["add", "-A"]);
+    assert!(r.commit("v1").0);
+    r.patch("plan.noma", &replace_op("a", "patched"));
+    // Commit the patched document first, its transcript later: the base
+    // (v1) is then only in history, not at HEAD.
+    r.ok(&["add", "plan.noma"]);
+    assert!(r.commit("doc only").0);
+    r.ok(&["add", "plan.noma.patches"]);
+    let o = r.noma(&["hook", "pre-commit", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    assert_eq!(v["transcripts"], 1);
+    assert!(v["findings"].as_array().unwrap().is_empty(), "{v}");
+    // A transcript whose records do not lead to the staged document is caught.
+    let t = r.read("plan.noma.patches");
+    r.write("plan.noma", &doc().replace("beta", "other"));
+    r.ok(&["add", "-A"]);
+    let o = r.noma(&["hook", "pre-commit"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("unrecorded-edit"), "{}", text(&o));
+    let _ = t;
+}

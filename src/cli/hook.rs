@@ -52,12 +52,8 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let cache = BlockCache::open(&root);
-    let guard = Guard::new(
-        &repo,
-        &policy,
-        &cache,
-        args.name == HookName::PreMergeCommit,
-    );
+    // Fork detection turns itself on whenever a merge is in progress.
+    let guard = Guard::new(&repo, &policy, &cache);
     let report = match guard.check_index(hook) {
         Ok(r) => r,
         Err(e) => {

@@ -132,17 +132,11 @@ pub fn transcript_path(doc: &str) -> String {
 }
 
 impl<'a> Guard<'a> {
-    /// A guard over `repo`'s index. `merge` turns on fork detection (it is
-    /// also on whenever MERGE_HEAD exists, e.g. a commit concluding a
+    /// A guard over `repo`'s index. Fork detection is on whenever a merge
+    /// is in progress (pre-merge-commit, or a commit concluding a
     /// conflicted merge).
-    pub fn new(repo: &'a Repo, policy: &'a Policy, cache: &'a BlockCache, merge: bool) -> Self {
-        let merge = match (repo.head_commit(), repo.merge_head()) {
-            (Some(h), Some(m)) => Some((h, m)),
-            _ => {
-                let _ = merge;
-                None
-            }
-        };
+    pub fn new(repo: &'a Repo, policy: &'a Policy, cache: &'a BlockCache) -> Self {
+        let merge = repo.head_commit().zip(repo.merge_head());
         Guard {
             repo,
             policy,
@@ -241,7 +235,8 @@ impl<'a> Guard<'a> {
             return Ok((out, false));
         };
         let head_doc = self.head_text(head_path)?;
-        self.check_transcript(path, &tpath, head_t, head_doc, &staged_t, text, &mut out)?;
+        let paths = [path, head_path, tpath.as_str()];
+        self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut out)?;
         Ok((out, true))
     }
 
@@ -276,16 +271,17 @@ impl<'a> Guard<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// `paths` = [document, its path at HEAD, transcript].
     fn check_transcript(
         &self,
-        path: &str,
-        tpath: &str,
+        paths: [&str; 3],
         head_t: Option<Vec<u8>>,
         head_doc: Option<String>,
         staged_t: &[u8],
         staged_doc: &str,
         out: &mut Vec<Finding>,
     ) -> Result<(), GitError> {
+        let [path, _, tpath] = paths;
         let (mut ref_t, mut ref_doc) = (head_t, head_doc);
         if let Some((head, theirs)) = self.merge {
             let their_t = self.repo.blob_at(theirs, tpath)?;
@@ -311,7 +307,7 @@ impl<'a> Guard<'a> {
                     return Ok(false);
                 }
                 Ok(self
-                    .verify_tail(path, tpath, Some(t), d.as_deref(), staged_t, staged_doc)?
+                    .verify_tail(paths, Some(t), d.as_deref(), staged_t, staged_doc)?
                     .iter()
                     .all(|f| !f.blocking))
             };
@@ -331,8 +327,7 @@ impl<'a> Guard<'a> {
             }
         }
         out.extend(self.verify_tail(
-            path,
-            tpath,
+            paths,
             ref_t.as_deref(),
             ref_doc.as_deref(),
             staged_t,
@@ -345,13 +340,13 @@ impl<'a> Guard<'a> {
     /// replay from `prev_doc` (or a base found in history) to `staged_doc`.
     fn verify_tail(
         &self,
-        path: &str,
-        tpath: &str,
+        paths: [&str; 3],
         prev_t: Option<&[u8]>,
         prev_doc: Option<&str>,
         staged_t: &[u8],
         staged_doc: &str,
     ) -> Result<Vec<Finding>, GitError> {
+        let [path, head_path, tpath] = paths;
         let mut out = Vec::new();
         let prev = prev_t.unwrap_or_default();
         if !staged_t.starts_with(prev) {
@@ -413,7 +408,7 @@ impl<'a> Guard<'a> {
             .collect();
         let Some((first_line, first)) = applied.first() else {
             // No new applied record: the document must be what it was.
-            if let Some(before) = prev_doc.or(None) {
+            if let Some(before) = prev_doc {
                 if before != staged_doc {
                     out.push(self.unrecorded(path, before, staged_doc, tpath));
                 }
@@ -422,7 +417,7 @@ impl<'a> Guard<'a> {
         };
         let base: Option<String> = match prev_doc {
             Some(d) if prev_t.is_some() => Some(d.to_string()),
-            _ => self.find_base(path, &first.pre_sha256, prev_doc)?,
+            _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
         };
         let Some(base) = base else {
             let last = applied.last().map(|(_, r)| r.post_sha256.clone());
