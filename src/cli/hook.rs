@@ -1,15 +1,97 @@
-//! `noma hook` (in progress).
+//! `noma hook <name>`: the checks the installed git hooks run.
+
+use super::Format;
+use crate::cache::BlockCache;
+use crate::config::Policy;
+use crate::git::repo::Repo;
+use crate::guard::{Guard, Report};
+
+/// Which hook to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookName {
+    /// Check the staged documents and transcripts.
+    PreCommit,
+    /// The same over the merge result, plus transcript fork detection.
+    PreMergeCommit,
+}
 
 /// Arguments of `noma hook`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Reads the index and object database only (never the working tree). Exit 0 \
+passes, 1 blocks the commit, 2 the check could not run (not a repository, bad policy file)."
+)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The hook.
+    #[arg(value_enum)]
+    pub name: HookName,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// Runs `noma hook`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma hook: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let hook = match args.name {
+        HookName::PreCommit => "pre-commit",
+        HookName::PreMergeCommit => "pre-merge-commit",
+    };
+    let repo = match Repo::from_env() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("noma hook {hook}: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let root = repo.workdir().unwrap_or_else(|| repo.git_dir());
+    let policy = match Policy::load(&root) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("noma hook {hook}: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let cache = BlockCache::open(&root);
+    // Fork detection turns itself on whenever a merge is in progress.
+    let guard = Guard::new(&repo, &policy, &cache);
+    let report = match guard.check_index(hook) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("noma hook {hook}: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let code = if report.blocked {
+        super::EXIT_FAIL
+    } else {
+        super::EXIT_OK
+    };
+    match args.format {
+        Format::Json => {
+            let c = super::print_json(&report);
+            if c != super::EXIT_OK {
+                return c;
+            }
+        }
+        Format::Human => print_human(&report),
+    }
+    code
+}
+
+fn print_human(report: &Report) {
+    // Findings go to stderr: git shows hook stderr to the committer.
+    for f in &report.findings {
+        eprintln!("{}", f.to_line());
+    }
+    let errors = report.findings.iter().filter(|f| f.blocking).count();
+    let warnings = report.findings.len() - errors;
+    let verdict = if report.blocked {
+        "commit blocked"
+    } else {
+        "ok"
+    };
+    eprintln!(
+        "noma {}: {} document(s), {} transcript(s) checked; {errors} error(s), {warnings} warning(s); {verdict}",
+        report.hook, report.documents, report.transcripts
+    );
 }

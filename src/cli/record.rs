@@ -1,15 +1,77 @@
-//! `noma record` (in progress).
+//! `noma record`: record a hand edit as block-level ops (actor kind human).
+
+use std::path::PathBuf;
+
+use super::Format;
+use crate::guard::record::{record_file, Outcome, RecordError};
+use crate::transcript::{Actor, ActorKind};
 
 /// Arguments of `noma record`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Rebuilds the transcript's last state, diffs it against the file at block level \
+and appends the ops that reproduce the file exactly (actor kind \"human\"). The document is not \
+rewritten. Exit 0 recorded or nothing to record, 1 the edit cannot be expressed as block ops, \
+2 could not run."
+)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The edited .noma document.
+    pub file: PathBuf,
+    /// Actor name (default: $USER).
+    #[arg(long, value_name = "N")]
+    pub actor_name: Option<String>,
+    /// Why the edit was made (recorded as `reason`).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// Runs `noma record`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma record: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let name = args.actor_name.clone().unwrap_or_else(|| {
+        std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "unknown".into())
+    });
+    let actor = Actor {
+        kind: ActorKind::Human,
+        name,
+        model: None,
+        version: None,
+    };
+    let shown = args.file.display().to_string();
+    match record_file(&args.file, actor, args.reason.clone()) {
+        Ok(out) => {
+            if args.format == Format::Json {
+                return super::print_json(&out);
+            }
+            match out {
+                Outcome::NothingToRecord => {
+                    println!("{shown}: nothing to record (the file is the transcript's last state)")
+                }
+                Outcome::Recorded { ops, transcript } => {
+                    let names: Vec<&str> = ops
+                        .iter()
+                        .filter_map(|o| o.get("op").and_then(|v| v.as_str()))
+                        .collect();
+                    println!(
+                        "{shown}: recorded {} op(s) in {transcript}: {}",
+                        ops.len(),
+                        names.join(", ")
+                    );
+                }
+            }
+            super::EXIT_OK
+        }
+        Err(RecordError::Usage(e)) => {
+            eprintln!("noma record: {e}");
+            super::EXIT_USAGE
+        }
+        Err(RecordError::Check(e)) => {
+            eprintln!("noma record: {shown}: {e}");
+            super::EXIT_FAIL
+        }
+    }
 }

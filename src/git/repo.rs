@@ -1,2 +1,327 @@
 //! Reading repository content: index (staged) blobs, HEAD and revision
 //! blobs, merge bases, a path's history.
+//!
+//! Everything is read through git2 from the object database and the index,
+//! never from the working tree, so a hook judges exactly what is committed.
+//! Paths are repository-relative, `/`-separated UTF-8 strings; a non-UTF-8
+//! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Oid, Repository};
+
+/// Why a repository read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// No repository at or above the working directory (or GIT_DIR).
+    #[error("not a git repository: {0}")]
+    NotARepo(String),
+    /// A path name in the repository is not UTF-8.
+    #[error("path name is not valid UTF-8 ({0}); rename it to check it")]
+    NonUtf8Path(String),
+    /// Any other libgit2 failure.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// How a staged path differs from HEAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// New in the index.
+    Added,
+    /// Content (or mode) changed.
+    Modified,
+    /// Moved (possibly with changes); `old_path` is set.
+    Renamed,
+    /// Removed from the index.
+    Deleted,
+}
+
+/// One staged change.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StagedChange {
+    /// What happened.
+    pub kind: ChangeKind,
+    /// The path in the index (the old path for deletions).
+    pub path: String,
+    /// The path at HEAD, for renames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+}
+
+/// An open repository.
+pub struct Repo {
+    repo: Repository,
+}
+
+impl std::fmt::Debug for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repo")
+            .field("git_dir", &self.repo.path())
+            .finish()
+    }
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, GitError> {
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| GitError::NonUtf8Path(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+impl Repo {
+    /// Opens the repository the way git itself would for the current
+    /// process: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and friends are
+    /// honoured, otherwise the repository is discovered from the cwd
+    /// (linked worktrees included).
+    pub fn from_env() -> Result<Repo, GitError> {
+        Repository::open_from_env()
+            .map(|repo| Repo { repo })
+            .map_err(|e| GitError::NotARepo(e.message().to_string()))
+    }
+
+    /// Discovers the repository containing `path` (ignores the environment).
+    pub fn discover(path: &Path) -> Result<Repo, GitError> {
+        Repository::discover(path)
+            .map(|repo| Repo { repo })
+            .map_err(|e| GitError::NotARepo(e.message().to_string()))
+    }
+
+    /// The working tree root (None for a bare repository).
+    pub fn workdir(&self) -> Option<PathBuf> {
+        self.repo.workdir().map(Path::to_path_buf)
+    }
+
+    /// The git directory (`.git`, or the worktree's private directory).
+    pub fn git_dir(&self) -> PathBuf {
+        self.repo.path().to_path_buf()
+    }
+
+    /// The commit HEAD points at (None on an unborn branch).
+    pub fn head_commit(&self) -> Option<Oid> {
+        self.repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .map(|c| c.id())
+    }
+
+    /// The commit being merged, during a merge: `MERGE_HEAD`, or while
+    /// `git merge` runs the pre-merge-commit hook (MERGE_HEAD is written
+    /// only after it) the `GITHEAD_<oid>` variable git exports for each
+    /// merged head.
+    pub fn merge_head(&self) -> Option<Oid> {
+        if let Ok(text) = std::fs::read_to_string(self.repo.path().join("MERGE_HEAD")) {
+            if let Some(id) = text
+                .lines()
+                .next()
+                .and_then(|l| Oid::from_str(l.trim()).ok())
+            {
+                return Some(id);
+            }
+        }
+        std::env::vars_os().find_map(|(k, _)| {
+            let k = k.to_str()?;
+            let hex = k.strip_prefix("GITHEAD_")?;
+            let id = Oid::from_str(hex).ok()?;
+            self.repo.find_commit(id).ok().map(|c| c.id())
+        })
+    }
+
+    /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
+    pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
+        Ok(self.repo.revparse_single(rev)?.peel_to_commit()?.id())
+    }
+
+    /// The best common ancestor of two commits, if any.
+    pub fn merge_base(&self, a: Oid, b: Oid) -> Option<Oid> {
+        self.repo.merge_base(a, b).ok()
+    }
+
+    /// Staged changes of the index against HEAD (everything is "added" on an
+    /// unborn branch), with rename detection. Sorted by path.
+    pub fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
+        let head_tree = match self.head_commit() {
+            Some(id) => Some(self.repo.find_commit(id)?.tree()?),
+            None => None,
+        };
+        let index = self.repo.index()?;
+        let mut opts = DiffOptions::new();
+        opts.include_typechange(true);
+        let mut diff =
+            self.repo
+                .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut opts))?;
+        let mut find = DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find))?;
+        let mut out = Vec::new();
+        for delta in diff.deltas() {
+            let new = delta.new_file().path_bytes().map(utf8).transpose()?;
+            let old = delta.old_file().path_bytes().map(utf8).transpose()?;
+            let (kind, path, old_path) = match delta.status() {
+                Delta::Added | Delta::Copied => (ChangeKind::Added, new, None),
+                Delta::Deleted => (ChangeKind::Deleted, old, None),
+                Delta::Renamed => (ChangeKind::Renamed, new, old),
+                Delta::Modified | Delta::Typechange => (ChangeKind::Modified, new, None),
+                _ => continue,
+            };
+            if let Some(path) = path {
+                out.push(StagedChange {
+                    kind,
+                    path,
+                    old_path,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// The staged (stage 0) content of `path` in the index, if present.
+    pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let index = self.repo.index()?;
+        let Some(entry) = index.get_path(Path::new(path), 0) else {
+            return Ok(None);
+        };
+        Ok(Some(self.repo.find_blob(entry.id)?.content().to_vec()))
+    }
+
+    /// Blob id of `path` in commit `commit`, if the path is a file there.
+    pub fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
+        let tree = self.repo.find_commit(commit)?.tree()?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(e.id())),
+            Ok(_) => Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Content of `path` in commit `commit`, if present.
+    pub fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        match self.blob_id_at(commit, path)? {
+            Some(id) => Ok(Some(self.blob(id)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Content of `path` at revision `rev` (e.g. `HEAD`), if present.
+    pub fn blob_at_rev(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let id = self.resolve(rev)?;
+        self.blob_at(id, path)
+    }
+
+    /// Content of `path` at HEAD (None on an unborn branch or when absent).
+    pub fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        match self.head_commit() {
+            Some(id) => self.blob_at(id, path),
+            None => Ok(None),
+        }
+    }
+
+    /// The content of a blob.
+    pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
+        Ok(self.repo.find_blob(id)?.content().to_vec())
+    }
+
+    /// Walks the history reachable from `starts` (newest first) and returns
+    /// the first distinct version of any of `paths` for which `matches`
+    /// says yes. Each distinct blob is offered once; at most `max_commits`
+    /// commits are visited so a huge history cannot stall a hook.
+    pub fn find_in_history(
+        &self,
+        starts: &[Oid],
+        paths: &[&str],
+        max_commits: usize,
+        mut matches: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let mut walk = self.repo.revwalk()?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)?;
+        for s in starts {
+            walk.push(*s)?;
+        }
+        let mut seen: HashSet<Oid> = HashSet::new();
+        for (n, id) in walk.enumerate() {
+            if n >= max_commits {
+                break;
+            }
+            let id = id?;
+            for p in paths {
+                let Some(blob) = self.blob_id_at(id, p)? else {
+                    continue;
+                };
+                if !seen.insert(blob) {
+                    continue;
+                }
+                let bytes = self.blob(blob)?;
+                if matches(&bytes) {
+                    return Ok(Some(bytes));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@e")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@e")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn staged_changes_renames_and_history() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let body = "line one\nline two\nline three\nline four\n";
+        std::fs::write(d.join("a b.noma"), body).unwrap();
+        std::fs::write(d.join("gone.noma"), "x\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        std::fs::write(d.join("a b.noma"), "changed\n").unwrap();
+        git(d, &["commit", "-q", "-am", "two"]);
+        git(d, &["mv", "a b.noma", "é ü.noma"]);
+        git(d, &["rm", "-q", "gone.noma"]);
+        std::fs::write(d.join("new.noma"), "n\n").unwrap();
+        git(d, &["add", "new.noma"]);
+        // The working tree differs from the index: the index must win.
+        std::fs::write(d.join("new.noma"), "working tree\n").unwrap();
+        let r = Repo::discover(d).unwrap();
+        let ch = r.staged_changes().unwrap();
+        let kinds: Vec<_> = ch.iter().map(|c| (c.kind, c.path.as_str())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (ChangeKind::Deleted, "gone.noma"),
+                (ChangeKind::Added, "new.noma"),
+                (ChangeKind::Renamed, "é ü.noma"),
+            ]
+        );
+        assert_eq!(ch[2].old_path.as_deref(), Some("a b.noma"));
+        assert_eq!(r.index_blob("new.noma").unwrap().unwrap(), b"n\n");
+        assert_eq!(r.head_blob("a b.noma").unwrap().unwrap(), b"changed\n");
+        let head = r.head_commit().unwrap();
+        let found = r
+            .find_in_history(&[head], &["a b.noma"], 100, |b| b.starts_with(b"line one"))
+            .unwrap();
+        assert_eq!(found.as_deref(), Some(body.as_bytes()));
+        assert!(r.merge_head().is_none());
+        assert!(r.merge_base(head, head).is_some());
+    }
+}

@@ -1,2 +1,700 @@
 //! Guard checks run by the git hooks: staged documents, transcripts replaying
 //! to the committed bytes, fork detection on merges, `noma record`.
+//!
+//! Everything is read from the index and the object database (never the
+//! working tree), and only the staged `.noma` documents and transcripts are
+//! touched, so a hook costs what the change costs, not what the repository
+//! holds.
+//!
+//! Per staged document the checks are, in order: the blob is text; the
+//! validator passes (errors block, warnings block under `strict`); and when
+//! it has a transcript (`<doc>.patches`) or the policy requires one:
+//!
+//! 1. append-only: the reference transcript (HEAD's; during a merge the
+//!    parent's that the merged transcript extends) is a byte prefix of the
+//!    staged one, otherwise the first rewritten or removed line is named;
+//! 2. the new records chain onto the reference's last line and replay from
+//!    the reference document (or, for a transcript new in this commit, from
+//!    the blob in the path's history whose sha256 is the first applied
+//!    record's `pre_sha256`) to exactly the staged document;
+//! 3. a document that differs from what its transcript explains is an
+//!    unrecorded edit, reported with the blocks that differ.
+//!
+//! During a merge, when both parents appended records to one transcript
+//! after their merge base and the merged transcript is not linear (one
+//! parent's transcript followed by records that replay on top of it), the
+//! fork is reported with the first record of each side: both claim the same
+//! prior state. Forks are never merged silently.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::cache::BlockCache;
+use crate::config::Policy;
+use crate::diag::Severity;
+use crate::doc::hash::sha256_hex;
+use crate::git::repo::{ChangeKind, GitError, Repo};
+use crate::transcript::{self, replay, split_lines, PatchResult, Record};
+
+pub mod record;
+
+/// Commits visited at most when searching a path's history for a base.
+pub const HISTORY_LIMIT: usize = 20_000;
+
+/// One problem found by a hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// `error` or `warning`.
+    pub severity: Severity,
+    /// Whether this finding blocks the commit.
+    pub blocking: bool,
+    /// Machine-readable code (validator rule code or a guard code).
+    pub code: String,
+    /// Repository-relative path of the file concerned.
+    pub path: String,
+    /// 1-based line in that file, when one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn error(code: &str, path: &str, line: Option<usize>, message: String) -> Finding {
+        Finding {
+            severity: Severity::Error,
+            blocking: true,
+            code: code.to_string(),
+            path: path.to_string(),
+            line,
+            message,
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, hint: impl Into<String>) -> Finding {
+        self.fix = Some(hint.into());
+        self
+    }
+
+    /// The one-line human form: `ERROR [code] path:line: message (fix: hint)`.
+    pub fn to_line(&self) -> String {
+        let sev = match self.severity {
+            Severity::Error => "ERROR",
+            Severity::Warning => "WARN",
+            Severity::Info => "INFO",
+        };
+        let sev = if self.blocking { "ERROR" } else { sev };
+        let at = match self.line {
+            Some(l) => format!("{}:{l}", self.path),
+            None => self.path.clone(),
+        };
+        let fix = self
+            .fix
+            .as_ref()
+            .map(|f| format!(" (fix: {f})"))
+            .unwrap_or_default();
+        format!("{sev} [{}] {at}: {}{fix}", self.code, self.message)
+    }
+}
+
+/// The result of one hook run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Which hook ran (`pre-commit`, `pre-merge-commit`).
+    pub hook: String,
+    /// Documents checked.
+    pub documents: usize,
+    /// Transcripts verified.
+    pub transcripts: usize,
+    /// Every finding, in path order.
+    pub findings: Vec<Finding>,
+    /// True when a finding blocks the commit.
+    pub blocked: bool,
+}
+
+/// Everything a check run needs.
+pub struct Guard<'a> {
+    repo: &'a Repo,
+    policy: &'a Policy,
+    cache: &'a BlockCache,
+    /// (HEAD, MERGE_HEAD) during a merge.
+    merge: Option<(git2::Oid, git2::Oid)>,
+}
+
+/// The path of a document's transcript.
+pub fn transcript_path(doc: &str) -> String {
+    format!("{doc}.patches")
+}
+
+impl<'a> Guard<'a> {
+    /// A guard over `repo`'s index. Fork detection is on whenever a merge
+    /// is in progress (pre-merge-commit, or a commit concluding a
+    /// conflicted merge).
+    pub fn new(repo: &'a Repo, policy: &'a Policy, cache: &'a BlockCache) -> Self {
+        let merge = repo.head_commit().zip(repo.merge_head());
+        Guard {
+            repo,
+            policy,
+            cache,
+            merge,
+        }
+    }
+
+    /// Checks every staged document selected by the policy.
+    pub fn check_index(&self, hook: &str) -> Result<Report, GitError> {
+        let mut report = Report {
+            hook: hook.to_string(),
+            ..Report::default()
+        };
+        // doc path -> its path at HEAD (differs for renames).
+        let mut docs: BTreeMap<String, String> = BTreeMap::new();
+        for ch in self.repo.staged_changes()? {
+            if let Some(doc) = ch.path.strip_suffix(".patches") {
+                if self.policy.is_checked(doc) {
+                    let head = ch
+                        .old_path
+                        .as_deref()
+                        .and_then(|p| p.strip_suffix(".patches"))
+                        .unwrap_or(doc);
+                    docs.entry(doc.to_string())
+                        .or_insert_with(|| head.to_string());
+                }
+                continue;
+            }
+            if ch.kind == ChangeKind::Deleted || !self.policy.is_checked(&ch.path) {
+                continue;
+            }
+            let head = ch.old_path.clone().unwrap_or_else(|| ch.path.clone());
+            docs.insert(ch.path.clone(), head);
+        }
+        for (doc, head_path) in &docs {
+            let Some(bytes) = self.repo.index_blob(doc)? else {
+                continue; // deleted document: nothing to check
+            };
+            report.documents += 1;
+            let (findings, had_transcript) = self.check_doc(doc, head_path, &bytes)?;
+            report.transcripts += usize::from(had_transcript);
+            report.findings.extend(findings);
+        }
+        report.blocked = report.findings.iter().any(|f| f.blocking);
+        Ok(report)
+    }
+
+    fn check_doc(
+        &self,
+        path: &str,
+        head_path: &str,
+        bytes: &[u8],
+    ) -> Result<(Vec<Finding>, bool), GitError> {
+        let mut out = Vec::new();
+        let text = match crate::doc::source::decode(path, bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                out.push(
+                    Finding::error("not-text", path, None, format!("staged content: {e}"))
+                        .fix("stage the UTF-8 text of the document"),
+                );
+                return Ok((out, false));
+            }
+        };
+        self.validate(path, text, &mut out);
+        let tpath = transcript_path(path);
+        let head_tpath = transcript_path(head_path);
+        let staged_t = self.repo.index_blob(&tpath)?;
+        let head_t = self.repo.head_blob(&head_tpath)?;
+        let Some(staged_t) = staged_t else {
+            if head_t.is_some() {
+                let (msg, fix) = if head_path != path {
+                    (
+                        format!("the document moved from {head_path} but its transcript {head_tpath} did not move along"),
+                        format!("git mv \"{head_tpath}\" \"{tpath}\""),
+                    )
+                } else {
+                    (
+                        "the transcript is deleted while the document remains (transcripts are append-only)".to_string(),
+                        format!("git restore --staged --worktree --source=HEAD \"{tpath}\""),
+                    )
+                };
+                out.push(Finding::error("transcript-removed", &tpath, None, msg).fix(fix));
+            } else if self.policy.requires_transcript(path) {
+                out.push(
+                    Finding::error(
+                        "transcript-missing",
+                        path,
+                        None,
+                        format!("the policy requires a transcript ({tpath}) for this document"),
+                    )
+                    .fix(format!("noma record \"{path}\" and stage {tpath}")),
+                );
+            }
+            return Ok((out, false));
+        };
+        let head_doc = self.head_text(head_path)?;
+        let paths = [path, head_path, tpath.as_str()];
+        self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut out)?;
+        Ok((out, true))
+    }
+
+    fn head_text(&self, path: &str) -> Result<Option<String>, GitError> {
+        Ok(self
+            .repo
+            .head_blob(path)?
+            .and_then(|b| String::from_utf8(b).ok()))
+    }
+
+    fn validate(&self, path: &str, text: &str, out: &mut Vec<Finding>) {
+        let opts = crate::validate::Options {
+            ignore_rules: self.policy.file.ignore_rules.clone(),
+            ..crate::validate::Options::default()
+        };
+        let doc = crate::doc::parse(text);
+        for d in crate::validate::validate(&doc, &opts) {
+            if d.severity == Severity::Info {
+                continue;
+            }
+            let blocking = d.severity == Severity::Error || self.policy.file.strict;
+            out.push(Finding {
+                severity: d.severity,
+                blocking,
+                code: d.code,
+                path: path.to_string(),
+                line: d.pos.map(|p| p.line as usize),
+                message: d.message,
+                fix: None,
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// `paths` = [document, its path at HEAD, transcript].
+    fn check_transcript(
+        &self,
+        paths: [&str; 3],
+        head_t: Option<Vec<u8>>,
+        head_doc: Option<String>,
+        staged_t: &[u8],
+        staged_doc: &str,
+        out: &mut Vec<Finding>,
+    ) -> Result<(), GitError> {
+        let [path, _, tpath] = paths;
+        let (mut ref_t, mut ref_doc) = (head_t, head_doc);
+        if let Some((head, theirs)) = self.merge {
+            let their_t = self.repo.blob_at(theirs, tpath)?;
+            let their_doc = self
+                .repo
+                .blob_at(theirs, path)?
+                .and_then(|b| String::from_utf8(b).ok());
+            let base_t = match self.repo.merge_base(head, theirs) {
+                Some(b) => self.repo.blob_at(b, tpath)?,
+                None => None,
+            }
+            .unwrap_or_default();
+            let extends = |t: &Option<Vec<u8>>| {
+                t.as_ref()
+                    .is_some_and(|t| t.len() > base_t.len() && t.starts_with(&base_t))
+            };
+            let forked = extends(&ref_t) && extends(&their_t);
+            // Linear on top of one parent: that parent's transcript is a
+            // prefix and the rest replays from that parent's document.
+            let linear_on = |t: &Option<Vec<u8>>, d: &Option<String>| -> Result<bool, GitError> {
+                let Some(t) = t else { return Ok(false) };
+                if !staged_t.starts_with(t) {
+                    return Ok(false);
+                }
+                Ok(self
+                    .verify_tail(paths, Some(t), d.as_deref(), staged_t, staged_doc)?
+                    .iter()
+                    .all(|f| !f.blocking))
+            };
+            if !linear_on(&ref_t, &ref_doc)? {
+                if linear_on(&their_t, &their_doc)? {
+                    ref_t = their_t;
+                    ref_doc = their_doc;
+                } else if forked {
+                    out.push(fork_finding(
+                        tpath,
+                        &base_t,
+                        ref_t.as_deref().unwrap_or_default(),
+                        their_t.as_deref().unwrap_or_default(),
+                    ));
+                    return Ok(());
+                }
+            }
+        }
+        out.extend(self.verify_tail(
+            paths,
+            ref_t.as_deref(),
+            ref_doc.as_deref(),
+            staged_t,
+            staged_doc,
+        )?);
+        Ok(())
+    }
+
+    /// Checks that `staged_t` extends `prev_t` and that the new records
+    /// replay from `prev_doc` (or a base found in history) to `staged_doc`.
+    fn verify_tail(
+        &self,
+        paths: [&str; 3],
+        prev_t: Option<&[u8]>,
+        prev_doc: Option<&str>,
+        staged_t: &[u8],
+        staged_doc: &str,
+    ) -> Result<Vec<Finding>, GitError> {
+        let [path, head_path, tpath] = paths;
+        let mut out = Vec::new();
+        let prev = prev_t.unwrap_or_default();
+        if !staged_t.starts_with(prev) {
+            out.push(tamper_finding(tpath, prev, staged_t));
+            return Ok(out);
+        }
+        let Some(tail) = staged_t.get(prev.len()..) else {
+            return Ok(out);
+        };
+        let (prev_lines, _) = split_lines(prev);
+        let offset = prev_lines.len();
+        let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));
+        let (lines, torn) = split_lines(tail);
+        if torn.is_some() {
+            out.push(
+                Finding::error(
+                    "transcript-torn",
+                    tpath,
+                    Some(offset + lines.len() + 1),
+                    "the last line has no newline (an interrupted append)".into(),
+                )
+                .fix(format!(
+                    "run `noma replay \"{path}\"` to repair the transcript, then stage it again"
+                )),
+            );
+            return Ok(out);
+        }
+        let mut records: Vec<(usize, Record)> = Vec::with_capacity(lines.len());
+        for l in &lines {
+            match transcript::parse_record(offset + l.number, l.raw) {
+                Ok(r) => records.push((offset + l.number, r)),
+                Err(e) => {
+                    out.push(Finding::error(
+                        "transcript-invalid",
+                        tpath,
+                        Some(e.line()),
+                        e.to_string(),
+                    ));
+                    return Ok(out);
+                }
+            }
+        }
+        if let (Some((line, first)), Some(last)) = (records.first(), &prev_last) {
+            if first.prev_entry_sha256.as_ref().is_some_and(|c| c != last) {
+                out.push(Finding::error(
+                    "transcript-tampered",
+                    tpath,
+                    Some(*line),
+                    format!(
+                        "prev_entry_sha256 does not chain onto line {offset} of the committed transcript"
+                    ),
+                ));
+                return Ok(out);
+            }
+        }
+        let applied: Vec<&(usize, Record)> = records
+            .iter()
+            .filter(|(_, r)| r.patch_result == PatchResult::Applied)
+            .collect();
+        let Some((first_line, first)) = applied.first() else {
+            // No new applied record: the document must be what it was.
+            if let Some(before) = prev_doc {
+                if before != staged_doc {
+                    out.push(self.unrecorded(path, before, staged_doc, tpath));
+                }
+            }
+            return Ok(out);
+        };
+        let base: Option<String> = match prev_doc {
+            Some(d) if prev_t.is_some() => Some(d.to_string()),
+            _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
+        };
+        let Some(base) = base else {
+            let last = applied.last().map(|(_, r)| r.post_sha256.clone());
+            let mut w = Finding::error(
+                "transcript-base-unknown",
+                tpath,
+                Some(*first_line),
+                format!(
+                    "cannot replay: no version of {path} in its history has sha256 {} (the first applied record's pre_sha256); only the final hash was checked",
+                    first.pre_sha256
+                ),
+            );
+            w.severity = Severity::Warning;
+            w.blocking = self.policy.file.strict;
+            out.push(w);
+            if last.as_deref() != Some(sha256_hex(staged_doc.as_bytes()).as_str()) {
+                out.push(
+                    Finding::error(
+                        "unrecorded-edit",
+                        path,
+                        None,
+                        "the document differs from the state its transcript ends at".into(),
+                    )
+                    .fix(format!("noma record \"{path}\"")),
+                );
+            }
+            return Ok(out);
+        };
+        let rep = replay::replay(tail, Some(&base), staged_doc, crate::engine::APPLY);
+        if let Some(d) = rep.divergence {
+            let line = (d.line > 0).then_some(offset + d.line);
+            if d.op_id.is_none() && d.expected_sha256.is_some() {
+                // The replayed final state is not the staged document.
+                let blocks: Vec<String> = d
+                    .blocks
+                    .iter()
+                    .map(|b| format!("{} ({})", b.id, b.change))
+                    .collect();
+                out.push(
+                    Finding::error(
+                        "unrecorded-edit",
+                        path,
+                        None,
+                        format!(
+                            "changed outside its transcript (after {tpath} line {}): {}",
+                            line.unwrap_or(0),
+                            describe(&blocks)
+                        ),
+                    )
+                    .fix(format!("noma record \"{path}\", then stage {tpath}")),
+                );
+            } else {
+                let unexplained = d.message.contains("pre_sha256 is not the replayed state");
+                let code = if unexplained {
+                    "unrecorded-edit"
+                } else {
+                    "transcript-replay"
+                };
+                let mut f = Finding::error(code, tpath, line, d.message);
+                if unexplained {
+                    f = f.fix(format!(
+                        "the document was edited before this record; restore it or record the edit with `noma record \"{path}\"`"
+                    ));
+                }
+                out.push(f);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The text whose sha256 is `sha`: the HEAD document, else the first
+    /// matching version in the path's history.
+    fn find_base(
+        &self,
+        path: &str,
+        sha: &str,
+        head_doc: Option<&str>,
+    ) -> Result<Option<String>, GitError> {
+        if let Some(d) = head_doc {
+            if self.cache.doc_info(d).sha256 == sha {
+                return Ok(Some(d.to_string()));
+            }
+        }
+        find_in_history(self.repo, self.cache, path, sha)
+    }
+
+    fn unrecorded(&self, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
+        let a = self.cache.doc_info(before);
+        let b = self.cache.doc_info(after);
+        let (blocks, line) = block_changes(&a.blocks, &b.blocks);
+        Finding::error(
+            "unrecorded-edit",
+            path,
+            line,
+            format!("changed outside its transcript: {}", describe(&blocks)),
+        )
+        .fix(format!("noma record \"{path}\", then stage {tpath}"))
+    }
+}
+
+/// Searches the history reachable from HEAD (and MERGE_HEAD) for a version
+/// of `path` whose sha256 is `sha`.
+pub fn find_in_history(
+    repo: &Repo,
+    cache: &BlockCache,
+    path: &str,
+    sha: &str,
+) -> Result<Option<String>, GitError> {
+    let starts: Vec<git2::Oid> = [repo.head_commit(), repo.merge_head()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if starts.is_empty() {
+        return Ok(None);
+    }
+    let found = repo.find_in_history(&starts, &[path], HISTORY_LIMIT, |b| {
+        std::str::from_utf8(b).is_ok_and(|t| cache.doc_info(t).sha256 == sha)
+    })?;
+    Ok(found.and_then(|b| String::from_utf8(b).ok()))
+}
+
+fn describe(blocks: &[String]) -> String {
+    if blocks.is_empty() {
+        return "no addressable block differs (the change is outside any block with an id)".into();
+    }
+    let shown: Vec<&str> = blocks.iter().take(10).map(String::as_str).collect();
+    let more = blocks.len().saturating_sub(shown.len());
+    let mut s = format!("blocks {}", shown.join(", "));
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
+}
+
+/// Blocks that differ between two block tables ("id (changed|added|removed)")
+/// and the first line of the first one in the new text.
+fn block_changes(
+    before: &[crate::doc::hash::BlockHash],
+    after: &[crate::doc::hash::BlockHash],
+) -> (Vec<String>, Option<usize>) {
+    let old: HashMap<&str, &str> = before
+        .iter()
+        .map(|b| (b.id.as_str(), b.sha256.as_str()))
+        .collect();
+    let new: HashMap<&str, &str> = after
+        .iter()
+        .map(|b| (b.id.as_str(), b.sha256.as_str()))
+        .collect();
+    let mut out = Vec::new();
+    let mut line = None;
+    // Innermost blocks are the useful ones: skip a block when a later block
+    // (a descendant, in pre-order) also changed under it.
+    for b in after {
+        let change = match old.get(b.id.as_str()) {
+            Some(sha) if *sha == b.sha256 => continue,
+            Some(_) => "changed",
+            None => "added",
+        };
+        let has_changed_child = after.iter().any(|c| {
+            c.parent.as_deref() == Some(b.id.as_str())
+                && old.get(c.id.as_str()).is_none_or(|s| *s != c.sha256)
+        });
+        if has_changed_child && change == "changed" {
+            continue;
+        }
+        line.get_or_insert(b.lines[0] as usize);
+        out.push(format!("{} ({change}, line {})", b.id, b.lines[0]));
+    }
+    for b in before {
+        if !new.contains_key(b.id.as_str()) {
+            out.push(format!("{} (removed)", b.id));
+        }
+    }
+    (out, line)
+}
+
+/// Names the first line where `staged` stops repeating `committed`.
+fn tamper_finding(tpath: &str, committed: &[u8], staged: &[u8]) -> Finding {
+    let (a, _) = split_lines(committed);
+    let (b, _) = split_lines(staged);
+    let mut line = a.len() + 1;
+    let mut what = "was removed";
+    for (i, l) in a.iter().enumerate() {
+        match b.get(i) {
+            Some(m) if m.raw == l.raw => {}
+            Some(_) => {
+                line = i + 1;
+                what = "was rewritten";
+                break;
+            }
+            None => {
+                line = i + 1;
+                what = "was removed";
+                break;
+            }
+        }
+    }
+    if line > a.len() {
+        // Every complete line matches: the committed torn tail was changed.
+        what = "was rewritten";
+    }
+    Finding::error(
+        "transcript-tampered",
+        tpath,
+        Some(line),
+        format!("committed transcript line {line} {what}; transcripts are append-only"),
+    )
+    .fix(format!(
+        "restore the committed lines (git show HEAD:\"{tpath}\") and append new records only"
+    ))
+}
+
+/// Describes a fork: the records after the common prefix on each side.
+fn fork_finding(tpath: &str, base: &[u8], ours: &[u8], theirs: &[u8]) -> Finding {
+    let (base_lines, _) = split_lines(base);
+    let at = base_lines.len();
+    let side = |t: &[u8]| -> String {
+        let (lines, _) = split_lines(t);
+        let new: Vec<Record> = lines
+            .iter()
+            .skip(at)
+            .filter_map(|l| transcript::parse_record(l.number, l.raw).ok())
+            .collect();
+        match new.first() {
+            Some(r) => format!(
+                "{} record(s) from line {} (first op_id {}, {} from pre_sha256 {})",
+                new.len(),
+                at + 1,
+                r.op_id,
+                r.op_name(),
+                transcript::short_sha(&r.pre_sha256)
+            ),
+            None => "no readable records".into(),
+        }
+    };
+    Finding::error(
+        "transcript-fork",
+        tpath,
+        Some(at + 1),
+        format!(
+            "both parents appended records after line {at} of the common transcript, claiming the same prior state: HEAD has {}; MERGE_HEAD has {}",
+            side(ours),
+            side(theirs)
+        ),
+    )
+    .fix("keep one side's transcript, re-apply the other side's ops on top with `noma patch --inplace` (or `noma record`), and stage the linear result")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tamper_names_rewritten_and_removed_lines() {
+        let f = tamper_finding("t", b"a\nb\nc\n", b"a\nX\nc\nd\n");
+        assert_eq!(f.line, Some(2));
+        assert!(f.message.contains("rewritten"));
+        let f = tamper_finding("t", b"a\nb\nc\n", b"a\nb\n");
+        assert_eq!(f.line, Some(3));
+        assert!(f.message.contains("removed"));
+    }
+
+    #[test]
+    fn finding_line_format() {
+        let f = Finding::error("x-y", "d.noma", Some(3), "bad".into()).fix("do it");
+        assert_eq!(f.to_line(), "ERROR [x-y] d.noma:3: bad (fix: do it)");
+    }
+
+    #[test]
+    fn block_changes_prefer_innermost() {
+        let a = "# A\n\n::note{id=\"n\"}\nold\n::\n\n::note{id=\"gone\"}\nx\n::\n";
+        let b = "# A\n\n::note{id=\"n\"}\nnew\n::\n";
+        let c = BlockCache::disabled();
+        let (list, line) = block_changes(&c.doc_info(a).blocks, &c.doc_info(b).blocks);
+        assert_eq!(line, Some(3));
+        assert_eq!(list.len(), 2, "{list:?}");
+        assert!(list[0].starts_with("n (changed"));
+        assert_eq!(list[1], "gone (removed)");
+    }
+}

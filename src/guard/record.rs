@@ -1,0 +1,429 @@
+//! `noma record`: turn a hand edit into block-level ops and append them to
+//! the transcript as `actor.kind = "human"` records.
+//!
+//! The previous state is the transcript's last applied `post_sha256`. The
+//! transcript stores ops, not texts, so that state is rebuilt: from HEAD's
+//! committed document when its sha256 is one the transcript passes through
+//! (the first `pre_sha256` or any applied `post_sha256`), else from the
+//! first such version in the path's git history, then by re-applying the
+//! remaining records (every intermediate hash checked).
+//!
+//! The edit is expressed by rounds of block ops (delete_block, replace_block
+//! on the innermost changed directives, update_heading, add_block), each
+//! round re-diffing the result against the file, so coarser replacements
+//! happen only when finer ones do not suffice. The ops must reproduce the
+//! file byte for byte; otherwise the lines no block op can reach are named.
+//! Records are planned by the engine against the previous state and
+//! appended under the transcript lock in one write; the document itself is
+//! not rewritten (it already holds the result).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::cache::BlockCache;
+use crate::doc::ast::{Document, Node, NodeKind};
+use crate::doc::hash::sha256_hex;
+use crate::doc::lines;
+use crate::engine::{self, fsio, Context, Options};
+use crate::git::repo::Repo;
+use crate::transcript::{self, Actor, PatchResult, Record};
+
+/// What `record` did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The file is already the transcript's last state.
+    NothingToRecord,
+    /// Records were appended.
+    Recorded {
+        /// The ops, in order.
+        ops: Vec<Value>,
+        /// The transcript written to.
+        transcript: String,
+    },
+}
+
+/// Why a hand edit could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The command cannot run (unreadable file, not a repository, I/O).
+    #[error("{0}")]
+    Usage(String),
+    /// The edit or the transcript cannot be turned into records.
+    #[error("{0}")]
+    Check(String),
+}
+
+/// Records the hand edit of `doc_path`.
+pub fn record_file(
+    doc_path: &Path,
+    actor: Actor,
+    reason: Option<String>,
+) -> Result<Outcome, RecordError> {
+    let usage = |e: String| RecordError::Usage(e);
+    let text = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
+    let tpath = engine::default_transcript_path(doc_path);
+    let t_bytes = match std::fs::read(&tpath) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),
+    };
+    let parsed = transcript::parse_transcript(&t_bytes)
+        .map_err(|e| RecordError::Check(format!("{}: {e}", tpath.display())))?;
+    if parsed.torn_tail.is_some() {
+        return Err(RecordError::Check(format!(
+            "{}: the last line is torn; run `noma replay` to repair it first",
+            tpath.display()
+        )));
+    }
+    let applied: Vec<&Record> = parsed
+        .entries
+        .iter()
+        .map(|e| &e.record)
+        .filter(|r| r.patch_result == PatchResult::Applied)
+        .collect();
+    let doc_sha = sha256_hex(text.as_bytes());
+    if applied.last().is_some_and(|r| r.post_sha256 == doc_sha) {
+        return Ok(Outcome::NothingToRecord);
+    }
+    let prev = previous_state(doc_path, &applied)?;
+    if prev == text {
+        return Ok(Outcome::NothingToRecord);
+    }
+    let ops = edit_ops(&prev, &text).map_err(RecordError::Check)?;
+
+    let mut opts = Options::new(actor);
+    opts.reason = reason;
+    let ctx = Context {
+        doc_uri: transcript::doc_uri(doc_path),
+        ..Context::default()
+    };
+    let mut locked = fsio::LockedTranscript::open(&tpath)
+        .map_err(|e| usage(format!("{}: cannot open: {e}", tpath.display())))?;
+    // Under the lock: nobody may have patched since we looked.
+    let now = locked
+        .read_all()
+        .map_err(|e| usage(format!("{}: {e}", tpath.display())))?;
+    let again = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
+    if now != t_bytes || again != text {
+        return Err(RecordError::Check(
+            "the document or its transcript changed while recording; run noma record again".into(),
+        ));
+    }
+    let mut plan = engine::plan(&prev, &ctx, &ops, &opts, engine::APPLY);
+    if !plan.accepted || plan.new_text != text {
+        return Err(RecordError::Check(
+            "the engine did not reproduce the file with the computed ops; nothing was recorded"
+                .into(),
+        ));
+    }
+    let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
+    let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
+    locked
+        .append(&bytes)
+        .map_err(|e| usage(format!("{}: cannot append: {e}", tpath.display())))?;
+    Ok(Outcome::Recorded {
+        ops,
+        transcript: tpath.display().to_string(),
+    })
+}
+
+/// Rebuilds the text at the transcript's last applied state.
+fn previous_state(doc_path: &Path, applied: &[&Record]) -> Result<String, RecordError> {
+    let abs = std::fs::canonicalize(doc_path)
+        .map_err(|e| RecordError::Usage(format!("{}: {e}", doc_path.display())))?;
+    let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/")))
+        .map_err(|e| RecordError::Usage(format!("{}: {e}", doc_path.display())))?;
+    let rel = repo_relative(&repo, &abs)?;
+    let head = repo
+        .head_blob(&rel)
+        .map_err(|e| RecordError::Usage(e.to_string()))?
+        .and_then(|b| String::from_utf8(b).ok());
+    let Some(first) = applied.first() else {
+        // No applied record: the previous state is the committed document.
+        return head.ok_or_else(|| {
+            RecordError::Check(format!(
+                "{rel}: no previous state: the document is not committed and its transcript has no applied record"
+            ))
+        });
+    };
+    // sha256 -> index of the next record to re-apply from that state.
+    let mut resume: HashMap<&str, usize> = HashMap::new();
+    resume.insert(first.pre_sha256.as_str(), 0);
+    for (i, r) in applied.iter().enumerate() {
+        resume.insert(r.post_sha256.as_str(), i + 1);
+    }
+    let cache = BlockCache::disabled();
+    let mut start = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
+    if start.is_none() {
+        let starts: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
+        start = repo
+            .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
+                std::str::from_utf8(b)
+                    .is_ok_and(|t| resume.contains_key(cache.doc_info(t).sha256.as_str()))
+            })
+            .map_err(|e| RecordError::Usage(e.to_string()))?
+            .and_then(|b| String::from_utf8(b).ok());
+    }
+    let Some(mut text) = start else {
+        return Err(RecordError::Check(format!(
+            "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {} (the first applied record's pre_sha256) or any later recorded state",
+            first.pre_sha256
+        )));
+    };
+    let from = resume
+        .get(sha256_hex(text.as_bytes()).as_str())
+        .copied()
+        .unwrap_or(0);
+    for r in applied.iter().skip(from) {
+        let next = engine::APPLY(&text, std::slice::from_ref(&r.op)).map_err(|e| {
+            RecordError::Check(format!(
+                "re-applying record {} failed: {} ({})",
+                r.op_id,
+                e.code.as_str(),
+                e.message
+            ))
+        })?;
+        if sha256_hex(next.as_bytes()) != r.post_sha256 {
+            return Err(RecordError::Check(format!(
+                "re-applying record {} does not reproduce its post_sha256; run noma replay",
+                r.op_id
+            )));
+        }
+        text = next;
+    }
+    Ok(text)
+}
+
+fn repo_relative(repo: &Repo, abs: &Path) -> Result<String, RecordError> {
+    let doc_path = abs;
+    let root = repo
+        .workdir()
+        .and_then(|w| std::fs::canonicalize(w).ok())
+        .ok_or_else(|| RecordError::Usage("bare repository: no working tree".into()))?;
+    let rel = abs.strip_prefix(&root).map_err(|_| {
+        RecordError::Usage(format!("{}: outside the repository", doc_path.display()))
+    })?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    parts.map(|p| p.join("/")).ok_or_else(|| {
+        RecordError::Usage(format!("{}: path is not valid UTF-8", doc_path.display()))
+    })
+}
+
+/// An addressable node as the differ sees it.
+struct Block {
+    directive: bool,
+    section_title: Option<String>,
+    parent: Option<String>,
+    /// Position among the parent's children.
+    index: usize,
+    text: String,
+    heading: String,
+}
+
+fn blocks_of(src: &str, doc: &Document) -> (Vec<String>, HashMap<String, Block>) {
+    let all = lines::split(src.strip_prefix('\u{feff}').unwrap_or(src));
+    let mut order = Vec::new();
+    let mut map = HashMap::new();
+    // Explicit stack: documents can nest deeply.
+    let mut stack: Vec<(Option<String>, &[Node], usize)> = vec![(None, &doc.children, 0)];
+    while let Some((parent, kids, i)) = stack.pop() {
+        let Some(node) = kids.get(i) else { continue };
+        stack.push((parent.clone(), kids, i + 1));
+        if let Some(id) = &node.id {
+            let (s, e) = (node.span.start, node.span.end);
+            map.insert(
+                id.clone(),
+                Block {
+                    directive: matches!(node.kind, NodeKind::Directive { .. }),
+                    section_title: match &node.kind {
+                        NodeKind::Section { title, .. } => Some(title.clone()),
+                        _ => None,
+                    },
+                    parent: parent.clone(),
+                    index: i,
+                    text: lines::slice_joined(&all, s, e),
+                    heading: lines::slice_joined(&all, s, s),
+                },
+            );
+            order.push(id.clone());
+        }
+        if !node.children().is_empty() {
+            stack.push((node.id.clone().or(parent), node.children(), 0));
+        }
+    }
+    (order, map)
+}
+
+/// Block ops that turn `old` into exactly `new`, or an explanation of
+/// which lines cannot be expressed as block ops.
+pub fn edit_ops(old: &str, new: &str) -> Result<Vec<Value>, String> {
+    let mut cur = old.to_string();
+    let mut ops: Vec<Value> = Vec::new();
+    let (new_order, nb) = blocks_of(new, &crate::doc::parse(new));
+    for _round in 0..32 {
+        if cur == new {
+            return Ok(ops);
+        }
+        let (cur_order, cb) = blocks_of(&cur, &crate::doc::parse(&cur));
+        let differs = |id: &str| match (cb.get(id), nb.get(id)) {
+            (Some(a), Some(b)) => a.text != b.text,
+            _ => true,
+        };
+        let mut round: Vec<Value> = Vec::new();
+        // Removed directives (outermost only: deleting the parent takes the children).
+        for id in &cur_order {
+            let Some(b) = cb.get(id) else { continue };
+            let parent_gone = b.parent.as_ref().is_some_and(|p| !nb.contains_key(p));
+            if !nb.contains_key(id) && b.directive && !parent_gone {
+                round.push(json!({"op": "delete_block", "id": id}));
+            }
+        }
+        // Changed headings and innermost changed directives.
+        let changed: HashSet<&str> = cur_order
+            .iter()
+            .filter(|id| nb.contains_key(id.as_str()) && differs(id))
+            .map(String::as_str)
+            .collect();
+        let has_changed_descendant = |id: &str| {
+            nb.iter().any(|(k, b)| {
+                let mut p = b.parent.as_deref();
+                let mut depth = 0;
+                while let Some(pp) = p {
+                    if pp == id {
+                        return changed.contains(k.as_str()) || !cb.contains_key(k);
+                    }
+                    depth += 1;
+                    if depth > 256 {
+                        break;
+                    }
+                    p = nb.get(pp).and_then(|b| b.parent.as_deref());
+                }
+                false
+            }) || cb
+                .iter()
+                .any(|(k, b)| b.parent.as_deref() == Some(id) && !nb.contains_key(k))
+        };
+        for id in &cur_order {
+            if !changed.contains(id.as_str()) {
+                continue;
+            }
+            let (Some(c), Some(n)) = (cb.get(id), nb.get(id)) else {
+                continue;
+            };
+            if let (Some(_), Some(title)) = (&c.section_title, &n.section_title) {
+                if c.heading != n.heading {
+                    round.push(json!({"op": "update_heading", "id": id, "title": title}));
+                }
+            } else if c.directive && n.directive && !has_changed_descendant(id) {
+                round.push(json!({"op": "replace_block", "id": id, "content": n.text}));
+            }
+        }
+        // Added directives whose parent exists, in document order.
+        for id in &new_order {
+            let Some(n) = nb.get(id) else { continue };
+            if cb.contains_key(id) || !n.directive {
+                continue;
+            }
+            if let Some(p) = &n.parent {
+                if cb.contains_key(p) {
+                    round.push(json!({"op": "add_block", "parent": p, "position": n.index, "content": n.text}));
+                }
+            }
+        }
+        // Coarsen when nothing fine-grained is left: replace outermost changed directives.
+        if round.is_empty() {
+            for id in &cur_order {
+                let (Some(c), Some(n)) = (cb.get(id), nb.get(id)) else {
+                    continue;
+                };
+                let parent_changed = c
+                    .parent
+                    .as_deref()
+                    .is_some_and(|p| changed.contains(p) && cb.get(p).is_some_and(|b| b.directive));
+                if changed.contains(id.as_str()) && c.directive && n.directive && !parent_changed {
+                    round.push(json!({"op": "replace_block", "id": id, "content": n.text}));
+                }
+            }
+        }
+        if round.is_empty() {
+            break;
+        }
+        let before = cur.clone();
+        for op in round {
+            match crate::patch::apply_one(&cur, &op) {
+                Ok(next) => {
+                    cur = next;
+                    ops.push(op);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the edit cannot be expressed as block ops: {} failed ({}: {})",
+                        crate::patch::op_name(&op).unwrap_or("op"),
+                        e.code.as_str(),
+                        e.message
+                    ))
+                }
+            }
+        }
+        if cur == before {
+            break;
+        }
+    }
+    if cur == new {
+        return Ok(ops);
+    }
+    Err(unexpressible(&cur, new))
+}
+
+/// Names the line range where `got` (best effort) and `want` still differ.
+fn unexpressible(got: &str, want: &str) -> String {
+    let a: Vec<&str> = got.split('\n').collect();
+    let b: Vec<&str> = want.split('\n').collect();
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+        .min(a.len().min(b.len()) - prefix);
+    let first = prefix + 1;
+    let last = b.len().saturating_sub(suffix).max(first);
+    format!(
+        "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout); undo that part or edit it through a directive"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(old: &str, new: &str) -> Vec<Value> {
+        let ops = edit_ops(old, new).unwrap();
+        assert_eq!(crate::patch::apply_ops(old, &ops).unwrap(), new);
+        ops
+    }
+
+    const BASE: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    #[test]
+    fn replace_delete_add_and_heading() {
+        let ops = roundtrip(BASE, &BASE.replace("alpha", "ALPHA"));
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0]["op"], "replace_block");
+        let ops = roundtrip(BASE, "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");
+        assert_eq!(ops[0]["op"], "delete_block");
+        let ops = roundtrip(BASE, &format!("{BASE}\n::note{{id=\"c\"}}\ngamma\n::\n"));
+        assert_eq!(ops[0]["op"], "add_block");
+    }
+
+    #[test]
+    fn prose_outside_directives_is_refused_with_lines() {
+        let old = "# Plan\n\nsome prose\n";
+        let err = edit_ops(old, "# Plan\n\nother prose\n").unwrap_err();
+        assert!(err.contains("lines 3-3"), "{err}");
+    }
+}
