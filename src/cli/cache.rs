@@ -1,15 +1,92 @@
-//! `noma cache` (in progress).
+//! `noma cache stats|clear`: inspect or empty the per-block hash cache.
+//!
+//! Which cache: the one of the git working tree around the current
+//! directory (`<root>/.noma/cache/`). Outside a repository, `./.noma/cache/`
+//! is used only when `./.noma/` already exists (a project set up without
+//! git); otherwise there is no cache, so stray commands never litter
+//! arbitrary directories with `.noma/`.
+
+use std::path::{Path, PathBuf};
+
+use super::Format;
+use crate::cache::{Backing, BlockCache};
 
 /// Arguments of `noma cache`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arguments (not yet defined).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Path, entries, blocks, size on disk and schema version.
+    Stats {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Delete every entry (the file is kept, emptied and shrunk).
+    Clear,
+}
+
+/// The directory whose `.noma/cache/` serves commands run in `cwd`, if any.
+pub fn cache_root(cwd: &Path) -> Option<PathBuf> {
+    crate::git::blob::worktree_root(cwd)
+        .or_else(|| cwd.join(".noma").is_dir().then(|| cwd.to_path_buf()))
+}
+
+/// The cache for commands run in the current directory (disabled when
+/// there is none, see the module docs).
+pub fn open_for_cwd() -> BlockCache {
+    match std::env::current_dir().ok().as_deref().and_then(cache_root) {
+        Some(root) => BlockCache::open(&root),
+        None => BlockCache::disabled(),
+    }
 }
 
 /// Runs `noma cache`.
-pub fn run(_args: Args) -> i32 {
-    eprintln!("noma cache: not available yet");
-    super::EXIT_USAGE
+pub fn run(args: Args) -> i32 {
+    let cache = open_for_cwd();
+    match args.action {
+        Action::Stats { format } => {
+            let stats = cache.stats();
+            match format {
+                Format::Json => super::print_json(&stats),
+                Format::Human => {
+                    match &stats.path {
+                        Some(p) => println!("path: {}", p.display()),
+                        None => println!("path: none (not in a git repository and no .noma/ here)"),
+                    }
+                    let backing = match stats.backing {
+                        Backing::File => "file",
+                        Backing::Memory => "memory (the file is unusable)",
+                        Backing::Disabled => "disabled",
+                    };
+                    println!("backing: {backing}");
+                    println!("entries: {}", stats.entries);
+                    println!("blocks: {}", stats.blocks);
+                    println!("blob ids: {}", stats.blob_ids);
+                    println!("size: {} bytes", stats.size_bytes);
+                    println!("schema version: {}", stats.schema_version);
+                    super::EXIT_OK
+                }
+            }
+        }
+        Action::Clear => match cache.clear() {
+            Ok(n) => {
+                match cache.stats().path {
+                    Some(p) if cache.backing() == Backing::File => {
+                        println!("cleared {n} entries from {}", p.display())
+                    }
+                    _ => println!("no cache to clear"),
+                }
+                super::EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("noma: cannot clear the block cache: {e}");
+                super::EXIT_USAGE
+            }
+        },
+    }
 }
