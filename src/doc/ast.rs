@@ -402,18 +402,3 @@ impl<'a> Iterator for Walk<'a> {
         }
     }
 }
-
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn print_sizes() {
-        eprintln!(
-            "Node={} NodeKind={} Attrs={} AttrValue={} ListItem={}",
-            std::mem::size_of::<super::Node>(),
-            std::mem::size_of::<super::NodeKind>(),
-            std::mem::size_of::<super::Attrs>(),
-            std::mem::size_of::<super::AttrValue>(),
-            std::mem::size_of::<super::ListItem>()
-        );
-    }
-}
