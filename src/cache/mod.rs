@@ -148,7 +148,10 @@ impl BlockCache {
         let (conn, backing, notice) = match open_file(&dir) {
             Ok(c) => (Some(c), Backing::File, None),
             Err(OpenError::Broken(why)) => match rebuild(&dir) {
-                Ok(c) => (
+                // Another process repaired (or finished creating) it while we
+                // waited for the lock: nothing to report.
+                Ok((c, false)) => (Some(c), Backing::File, None),
+                Ok((c, true)) => (
                     Some(c),
                     Backing::File,
                     Some(format!("{} was unusable ({why}); rebuilt it", path.display())),
@@ -505,7 +508,7 @@ impl BlockCache {
         let path = self.db_path().unwrap_or_default();
         let first = !self.recovered.swap(true, Ordering::Relaxed);
         let rebuilt = match (&self.dir, first, self.backing()) {
-            (Some(dir), true, Backing::File) => rebuild(dir).ok(),
+            (Some(dir), true, Backing::File) => rebuild(dir).ok().map(|(c, _)| c),
             _ => None,
         };
         let msg = match rebuilt {
@@ -650,14 +653,19 @@ fn open_file(dir: &Path) -> Result<Connection, OpenError> {
 /// Whether the schema is ours and present; `Ok(false)` for an empty file;
 /// `Broken` for anything else.
 fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(classify)?;
-    let app: i64 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(classify)?;
-    let objects: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+    // One statement, so one read snapshot: reading the pragmas one by one
+    // can straddle another process's schema commit and see version 0 with
+    // tables present, which looks like a foreign file.
+    let (version, app, objects, tables): (i64, i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version), \
+                    (SELECT application_id FROM pragma_application_id), \
+                    (SELECT count(*) FROM sqlite_master), \
+                    (SELECT count(*) FROM sqlite_master \
+                       WHERE type = 'table' AND name IN ('docs', 'blobs'))",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
         .map_err(classify)?;
     if version == 0 && app == 0 && objects == 0 {
         return Ok(false);
@@ -672,13 +680,6 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
             "schema version {version}, expected {SCHEMA_VERSION}"
         )));
     }
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('docs', 'blobs')",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(classify)?;
     if tables != 2 {
         return Err(OpenError::Broken("tables missing".into()));
     }
@@ -709,8 +710,9 @@ fn init_schema(conn: &Connection) -> Result<(), OpenError> {
 }
 
 /// Deletes and recreates the cache file under an exclusive lock file, unless
-/// another process already repaired it while we waited.
-fn rebuild(dir: &Path) -> Result<Connection, OpenError> {
+/// another process already repaired it while we waited. The flag says
+/// whether this call deleted and recreated the file.
+fn rebuild(dir: &Path) -> Result<(Connection, bool), OpenError> {
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -721,7 +723,7 @@ fn rebuild(dir: &Path) -> Result<Connection, OpenError> {
         let _ = fs4::FileExt::lock(f);
     }
     match open_file(dir) {
-        Ok(c) => return Ok(c),
+        Ok(c) => return Ok((c, false)),
         Err(OpenError::Unavailable(why)) => return Err(OpenError::Unavailable(why)),
         Err(OpenError::Broken(_)) => {}
     }
@@ -742,7 +744,7 @@ fn rebuild(dir: &Path) -> Result<Connection, OpenError> {
     }
     let conn = open_file(dir);
     drop(lock);
-    conn
+    conn.map(|c| (c, true))
 }
 
 /// A process-local database with the same schema (fallback).
@@ -770,6 +772,32 @@ mod tests {
 
     fn expected(text: &str) -> DocInfo {
         compute(text)
+    }
+
+    /// Many handles creating the same fresh cache at once must all agree it
+    /// is ours: none may see a half-created schema and "rebuild" it.
+    #[test]
+    fn simultaneous_first_opens_report_nothing() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    let root = dir.path().to_path_buf();
+                    let barrier = barrier.clone();
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        let c = BlockCache::open(&root);
+                        (c.backing(), c.notice())
+                    })
+                })
+                .collect();
+            for h in handles {
+                let (backing, notice) = h.join().expect("thread");
+                assert_eq!(backing, Backing::File);
+                assert_eq!(notice, None);
+            }
+        }
     }
 
     #[test]
