@@ -6,8 +6,9 @@
 //! Paths are repository-relative, `/`-separated UTF-8 strings; a non-UTF-8
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Oid, Repository};
 
@@ -49,6 +50,23 @@ pub struct StagedChange {
     /// The path at HEAD, for renames.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old_path: Option<String>,
+    /// The staged blob (None for deletions).
+    #[serde(skip)]
+    pub new_id: Option<Oid>,
+}
+
+/// The staged changes against HEAD, plus what is needed to read staged
+/// content without loading the whole index: a path that is not among the
+/// changes has the same content in the index as at HEAD.
+#[derive(Debug, Clone, Default)]
+pub struct Staged {
+    /// Every change, sorted by path.
+    pub changes: Vec<StagedChange>,
+    /// Staged blob per changed path (None: removed from the index); for a
+    /// rename the old path maps to None.
+    ids: HashMap<String, Option<Oid>>,
+    /// HEAD when the snapshot was taken.
+    head: Option<Oid>,
 }
 
 /// An open repository.
@@ -69,12 +87,30 @@ fn utf8(bytes: &[u8]) -> Result<String, GitError> {
         .map_err(|_| GitError::NonUtf8Path(String::from_utf8_lossy(bytes).into_owned()))
 }
 
+/// Process-wide libgit2 settings for a reader that must cost what the
+/// change costs: keep big trees in the object cache (the default limit of
+/// 4 KiB re-inflates a 1,000-entry directory for every path looked up in
+/// it), and do not re-hash every object read — git itself does not either;
+/// object integrity is `git fsck`'s job.
+fn tune_libgit2() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        git2::opts::strict_hash_verification(false);
+        // SAFETY: called once, before any repository is opened by us; the
+        // option only sets a size limit in libgit2's global cache settings.
+        unsafe {
+            let _ = git2::opts::set_cache_object_limit(ObjectType::Tree, 4 << 20);
+        }
+    });
+}
+
 impl Repo {
     /// Opens the repository the way git itself would for the current
     /// process: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and friends are
     /// honoured, otherwise the repository is discovered from the cwd
     /// (linked worktrees included).
     pub fn from_env() -> Result<Repo, GitError> {
+        tune_libgit2();
         Repository::open_from_env()
             .map(|repo| Repo { repo })
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
@@ -82,6 +118,7 @@ impl Repo {
 
     /// Discovers the repository containing `path` (ignores the environment).
     pub fn discover(path: &Path) -> Result<Repo, GitError> {
+        tune_libgit2();
         Repository::discover(path)
             .map(|repo| Repo { repo })
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
@@ -141,7 +178,67 @@ impl Repo {
     /// Staged changes of the index against HEAD (everything is "added" on an
     /// unborn branch), with rename detection. Sorted by path.
     pub fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
-        let head_tree = match self.head_commit() {
+        Ok(self.staged()?.changes)
+    }
+
+    /// The staged changes and a way to read staged content (see [`Staged`]).
+    ///
+    /// Cost must follow the change, not the repository: libgit2 verifies the
+    /// whole index checksum and walks every entry to diff it, while
+    /// `git diff-index --cached` skips unchanged directories through the
+    /// index's cache-tree. The hook runs inside git, so the `git` CLI is
+    /// there; when it cannot run, libgit2 answers instead.
+    pub fn staged(&self) -> Result<Staged, GitError> {
+        let head = self.head_commit();
+        let changes = match head {
+            Some(id) => match self.staged_by_cli(id) {
+                Some(changes) => changes?,
+                None => self.staged_by_libgit2(head)?,
+            },
+            None => self.staged_by_libgit2(None)?,
+        };
+        let mut ids = HashMap::new();
+        for ch in &changes {
+            if let Some(old) = &ch.old_path {
+                ids.insert(old.clone(), None);
+            }
+            ids.insert(ch.path.clone(), ch.new_id);
+        }
+        Ok(Staged { changes, ids, head })
+    }
+
+    /// The staged content of `path` as seen by `staged`: the changed blob,
+    /// or else the HEAD version (which the index then holds unchanged).
+    pub fn staged_blob(&self, staged: &Staged, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        match staged.ids.get(path) {
+            Some(Some(id)) => Ok(Some(self.blob(*id)?)),
+            Some(None) => Ok(None),
+            None => match staged.head {
+                Some(head) => self.blob_at(head, path),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// `git diff-index --cached -M HEAD`; None when git cannot be run.
+    fn staged_by_cli(&self, head: Oid) -> Option<Result<Vec<StagedChange>, GitError>> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repo.path())
+            .args(["diff-index", "--cached", "--raw", "-z", "-M", "--no-abbrev"])
+            .arg(head.to_string())
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        Some(parse_raw_diff(&out.stdout))
+    }
+
+    fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
+        let head_tree = match head {
             Some(id) => Some(self.repo.find_commit(id)?.tree()?),
             None => None,
         };
@@ -158,11 +255,12 @@ impl Repo {
         for delta in diff.deltas() {
             let new = delta.new_file().path_bytes().map(utf8).transpose()?;
             let old = delta.old_file().path_bytes().map(utf8).transpose()?;
-            let (kind, path, old_path) = match delta.status() {
-                Delta::Added | Delta::Copied => (ChangeKind::Added, new, None),
-                Delta::Deleted => (ChangeKind::Deleted, old, None),
-                Delta::Renamed => (ChangeKind::Renamed, new, old),
-                Delta::Modified | Delta::Typechange => (ChangeKind::Modified, new, None),
+            let new_id = Some(delta.new_file().id());
+            let (kind, path, old_path, new_id) = match delta.status() {
+                Delta::Added | Delta::Copied => (ChangeKind::Added, new, None, new_id),
+                Delta::Deleted => (ChangeKind::Deleted, old, None, None),
+                Delta::Renamed => (ChangeKind::Renamed, new, old, new_id),
+                Delta::Modified | Delta::Typechange => (ChangeKind::Modified, new, None, new_id),
                 _ => continue,
             };
             if let Some(path) = path {
@@ -170,6 +268,7 @@ impl Repo {
                     kind,
                     path,
                     old_path,
+                    new_id,
                 });
             }
         }
@@ -263,6 +362,62 @@ impl Repo {
     }
 }
 
+/// Parses `git diff-index --raw -z` output:
+/// `:<mode> <mode> <old> <new> <status>\0<path>\0` (`<src>\0<dst>\0` for
+/// renames and copies). Sorted by path.
+fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
+    let mut fields = bytes.split(|b| *b == 0);
+    let mut out = Vec::new();
+    let bad = |what: &str| {
+        GitError::Git(git2::Error::from_str(&format!(
+            "unexpected `git diff-index` output: {what}"
+        )))
+    };
+    while let Some(meta) = fields.next() {
+        if meta.is_empty() {
+            continue;
+        }
+        let meta = std::str::from_utf8(meta).map_err(|_| bad("header is not text"))?;
+        let meta = meta.strip_prefix(':').ok_or_else(|| bad(meta))?;
+        let parts: Vec<&str> = meta.split(' ').collect();
+        let [_, _, _, new_hex, status] = parts[..] else {
+            return Err(bad(meta));
+        };
+        let new_id = Oid::from_str(new_hex).map_err(|_| bad(meta))?;
+        let mut next_path = || -> Result<String, GitError> {
+            utf8(fields.next().ok_or_else(|| bad("missing path"))?)
+        };
+        let (kind, path, old_path, new_id) = match status.as_bytes().first() {
+            Some(b'A') | Some(b'C') => {
+                if status.starts_with('C') {
+                    next_path()?; // the copy source stays as it is
+                }
+                (ChangeKind::Added, next_path()?, None, Some(new_id))
+            }
+            Some(b'D') => (ChangeKind::Deleted, next_path()?, None, None),
+            Some(b'R') => {
+                let old = next_path()?;
+                (ChangeKind::Renamed, next_path()?, Some(old), Some(new_id))
+            }
+            Some(b'M') | Some(b'T') => (ChangeKind::Modified, next_path()?, None, Some(new_id)),
+            // U (unmerged) and X never come with --cached against a tree
+            // for stage 0; skip the path rather than guess.
+            _ => {
+                next_path()?;
+                continue;
+            }
+        };
+        out.push(StagedChange {
+            kind,
+            path,
+            old_path,
+            new_id,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +478,74 @@ mod tests {
         assert_eq!(found.as_deref(), Some(body.as_bytes()));
         assert!(r.merge_head().is_none());
         assert!(r.merge_base(head, head).is_some());
+        // Both ways of listing agree (the CLI one is what `staged` uses).
+        assert_eq!(r.staged_by_libgit2(Some(head)).unwrap(), ch);
+        let staged = r.staged().unwrap();
+        let read = |p: &str| r.staged_blob(&staged, p).unwrap();
+        assert_eq!(read("new.noma").as_deref(), Some(&b"n\n"[..]));
+        assert_eq!(read("é ü.noma").as_deref(), Some(&b"changed\n"[..]));
+        assert_eq!(read("a b.noma"), None, "renamed away");
+        assert_eq!(read("gone.noma"), None, "deleted");
+        assert_eq!(read("missing.noma"), None);
+    }
+
+    #[test]
+    fn staged_blob_of_an_unchanged_path_is_the_head_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("keep.noma"), "kept\n").unwrap();
+        std::fs::write(d.join("edit.noma"), "one\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        std::fs::write(d.join("edit.noma"), "two\n").unwrap();
+        git(d, &["add", "edit.noma"]);
+        let r = Repo::discover(d).unwrap();
+        let staged = r.staged().unwrap();
+        assert_eq!(staged.changes.len(), 1);
+        assert_eq!(
+            r.staged_blob(&staged, "keep.noma").unwrap().as_deref(),
+            Some(&b"kept\n"[..])
+        );
+        assert_eq!(
+            r.staged_blob(&staged, "edit.noma").unwrap(),
+            r.index_blob("edit.noma").unwrap()
+        );
+    }
+
+    #[test]
+    fn raw_diff_parsing() {
+        let z = "0000000000000000000000000000000000000000";
+        let a = "1111111111111111111111111111111111111111";
+        let raw = format!(
+            ":100644 100644 {a} {a} M\0m.noma\0:000000 100644 {z} {a} A\0a.noma\0\
+             :100644 000000 {a} {z} D\0d.noma\0:100644 100644 {a} {a} R087\0old.noma\0new.noma\0\
+             :100644 100644 {a} {a} C075\0src.noma\0copy.noma\0"
+        );
+        let got = parse_raw_diff(raw.as_bytes()).unwrap();
+        let kinds: Vec<_> = got
+            .iter()
+            .map(|c| (c.kind, c.path.as_str(), c.old_path.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (ChangeKind::Added, "a.noma", None),
+                (ChangeKind::Added, "copy.noma", None),
+                (ChangeKind::Deleted, "d.noma", None),
+                (ChangeKind::Modified, "m.noma", None),
+                (ChangeKind::Renamed, "new.noma", Some("old.noma")),
+            ]
+        );
+        assert!(got[2].new_id.is_none());
+        for bad in [
+            ":100644 M\0x\0",
+            ":1 2 3 4 M",
+            "no colon\0x\0",
+            ":100644 100644 zz zz M\0x\0",
+        ] {
+            assert!(parse_raw_diff(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_raw_diff(b"").unwrap(), vec![]);
     }
 }

@@ -34,7 +34,7 @@ use crate::cache::BlockCache;
 use crate::config::Policy;
 use crate::diag::Severity;
 use crate::doc::hash::sha256_hex;
-use crate::git::repo::{ChangeKind, GitError, Repo};
+use crate::git::repo::{ChangeKind, GitError, Repo, Staged};
 use crate::transcript::{self, replay, split_lines, PatchResult, Record};
 
 pub mod record;
@@ -153,7 +153,8 @@ impl<'a> Guard<'a> {
         };
         // doc path -> its path at HEAD (differs for renames).
         let mut docs: BTreeMap<String, String> = BTreeMap::new();
-        for ch in self.repo.staged_changes()? {
+        let staged = self.repo.staged()?;
+        for ch in &staged.changes {
             if let Some(doc) = ch.path.strip_suffix(".patches") {
                 if self.policy.is_checked(doc) {
                     let head = ch
@@ -173,11 +174,11 @@ impl<'a> Guard<'a> {
             docs.insert(ch.path.clone(), head);
         }
         for (doc, head_path) in &docs {
-            let Some(bytes) = self.repo.index_blob(doc)? else {
+            let Some(bytes) = self.repo.staged_blob(&staged, doc)? else {
                 continue; // deleted document: nothing to check
             };
             report.documents += 1;
-            let (findings, had_transcript) = self.check_doc(doc, head_path, &bytes)?;
+            let (findings, had_transcript) = self.check_doc(&staged, doc, head_path, &bytes)?;
             report.transcripts += usize::from(had_transcript);
             report.findings.extend(findings);
         }
@@ -187,6 +188,7 @@ impl<'a> Guard<'a> {
 
     fn check_doc(
         &self,
+        staged: &Staged,
         path: &str,
         head_path: &str,
         bytes: &[u8],
@@ -205,7 +207,7 @@ impl<'a> Guard<'a> {
         self.validate(path, text, &mut out);
         let tpath = transcript_path(path);
         let head_tpath = transcript_path(head_path);
-        let staged_t = self.repo.index_blob(&tpath)?;
+        let staged_t = self.repo.staged_blob(staged, &tpath)?;
         let head_t = self.repo.head_blob(&head_tpath)?;
         let Some(staged_t) = staged_t else {
             if head_t.is_some() {
