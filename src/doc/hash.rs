@@ -10,13 +10,7 @@ use super::lines;
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from_digit((b >> 4) as u32, 16).expect("nibble"));
-        out.push(char::from_digit((b & 15) as u32, 16).expect("nibble"));
-    }
-    out
+    hex(&Sha256::digest(bytes))
 }
 
 /// One addressable block with its source hash.
@@ -41,14 +35,76 @@ pub struct BlockHash {
 
 /// The source hash of lines `start..=end` of `src`.
 pub fn slice_hash(src: &str, start: u32, end: u32) -> String {
-    let all = lines::split(src.strip_prefix('\u{feff}').unwrap_or(src));
-    sha256_hex(lines::slice_joined(&all, start, end).as_bytes())
+    let body = src.strip_prefix('\u{feff}').unwrap_or(src);
+    SliceHasher::new(body).hash(start, end)
+}
+
+/// Hashes line ranges of one source without building the joined slice:
+/// with `\n` terminators only, lines `start..=end` joined with `\n` are a
+/// contiguous substring of the source; otherwise the lines are fed to the
+/// hasher one by one with `\n` between them. Either way nothing is copied,
+/// which matters because every line is hashed once per enclosing block.
+struct SliceHasher<'a> {
+    src: &'a str,
+    lines: Vec<lines::Line<'a>>,
+    lf_only: bool,
+}
+
+impl<'a> SliceHasher<'a> {
+    fn new(src: &'a str) -> Self {
+        SliceHasher {
+            src,
+            lines: lines::split(src),
+            lf_only: memchr::memchr(b'\r', src.as_bytes()).is_none(),
+        }
+    }
+
+    fn hash(&self, start: u32, end: u32) -> String {
+        let s = (start.max(1) - 1) as usize;
+        let e = (end as usize).min(self.lines.len());
+        let (Some(first), Some(last)) = (
+            self.lines.get(s),
+            e.checked_sub(1).and_then(|i| self.lines.get(i)),
+        ) else {
+            return sha256_hex(b"");
+        };
+        if s >= e {
+            return sha256_hex(b"");
+        }
+        if self.lf_only {
+            let end_byte = last.start + last.text.len();
+            return sha256_hex(
+                self.src
+                    .as_bytes()
+                    .get(first.start..end_byte)
+                    .unwrap_or_default(),
+            );
+        }
+        let mut h = Sha256::new();
+        for (k, line) in self.lines[s..e].iter().enumerate() {
+            if k > 0 {
+                h.update(b"\n");
+            }
+            h.update(line.text.as_bytes());
+        }
+        hex(&h.finalize())
+    }
+}
+
+fn hex(digest: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
 }
 
 /// Every node with a canonical id, in document order, with its source hash.
 /// `src` must be the text `doc` was parsed from.
 pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
-    let all = lines::split(src.strip_prefix('\u{feff}').unwrap_or(src));
+    let hasher = SliceHasher::new(src.strip_prefix('\u{feff}').unwrap_or(src));
     let mut out = Vec::new();
     // Pre-order walk with the nearest id-bearing ancestor.
     let mut stack: Vec<(Option<String>, std::slice::Iter<'_, super::ast::Node>)> =
@@ -69,9 +125,7 @@ pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
                 kind: node.type_name(),
                 name,
                 lines: [node.span.start, node.span.end],
-                sha256: sha256_hex(
-                    lines::slice_joined(&all, node.span.start, node.span.end).as_bytes(),
-                ),
+                sha256: hasher.hash(node.span.start, node.span.end),
                 parent: parent.clone(),
             });
         }
@@ -101,5 +155,30 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    /// The zero-copy hasher equals sha256 of the joined slice for every
+    /// range, whatever the line terminators (LF, CRLF, CR, mixed, BOM,
+    /// trailing newline or not), including out-of-range spans.
+    #[test]
+    fn slice_hash_equals_hash_of_joined_lines() {
+        for src in [
+            "a\nb\n\nc\nd",
+            "a\r\nb\r\n\r\nc\r\nd\r\n",
+            "a\rb\r\rc",
+            "a\nb\r\nc\rd\n",
+            "\u{feff}# T\n\npara\n",
+            "",
+            "\n\n",
+        ] {
+            let body = src.strip_prefix('\u{feff}').unwrap_or(src);
+            let all = lines::split(body);
+            for start in 0..=all.len() as u32 + 1 {
+                for end in 0..=all.len() as u32 + 2 {
+                    let want = sha256_hex(lines::slice_joined(&all, start, end).as_bytes());
+                    assert_eq!(slice_hash(src, start, end), want, "{src:?} {start}..={end}");
+                }
+            }
+        }
     }
 }

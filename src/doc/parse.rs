@@ -41,7 +41,8 @@ struct OpenSection {
     explicit_id: bool,
     heading_attrs: Option<String>,
     start: u32,
-    children: Vec<Node>,
+    /// Index in `Parser::scratch` of the section's first child.
+    first: usize,
 }
 
 struct OpenDirective {
@@ -55,22 +56,23 @@ struct OpenDirective {
 /// stack of open heading sections (sections never cross a directive fence).
 struct Container {
     directive: Option<OpenDirective>,
-    children: Vec<Node>,
+    /// Index in `Parser::scratch` of the container's first child.
+    first: usize,
     sections: Vec<OpenSection>,
 }
 
-impl Container {
-    fn push(&mut self, node: Node) {
-        match self.sections.last_mut() {
-            Some(s) => s.children.push(node),
-            None => self.children.push(node),
-        }
-    }
+/// Takes the children of a closing container off the scratch stack into a
+/// vector of exactly their number (no growth slack is kept in the tree).
+fn take_children(scratch: &mut Vec<Node>, first: usize) -> Vec<Node> {
+    scratch.drain(first.min(scratch.len())..).collect()
+}
 
+impl Container {
     /// Closes every open section whose level is `>= level` with `end` as last line.
-    fn close_sections(&mut self, level: u8, end: u32) {
+    fn close_sections(&mut self, scratch: &mut Vec<Node>, level: u8, end: u32) {
         while self.sections.last().is_some_and(|s| s.level >= level) {
             let s = self.sections.pop().expect("checked non-empty");
+            let children = take_children(scratch, s.first);
             let node = Node {
                 id: s.id,
                 aliases: s.aliases,
@@ -80,10 +82,10 @@ impl Container {
                     title: s.title,
                     explicit_id: s.explicit_id,
                     heading_attrs: s.heading_attrs,
-                    children: s.children,
+                    children,
                 },
             };
-            self.push(node);
+            scratch.push(node);
         }
     }
 }
@@ -94,6 +96,10 @@ struct Parser<'a> {
     to: usize,
     last_line: u32,
     stack: Vec<Container>,
+    /// Nodes of every open container and section, innermost last: a node is
+    /// always emitted into the innermost open one, so one stack serves all
+    /// and each closes by draining its tail (see `take_children`).
+    scratch: Vec<Node>,
     implicit_ids: FxHashSet<String>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
@@ -107,9 +113,10 @@ impl<'a> Parser<'a> {
             last_line: lines::last_line(lines),
             stack: vec![Container {
                 directive: None,
-                children: Vec::new(),
+                first: 0,
                 sections: Vec::new(),
             }],
+            scratch: Vec::new(),
             implicit_ids: FxHashSet::default(),
             issues: Vec::new(),
             depth_reported: false,
@@ -120,10 +127,9 @@ impl<'a> Parser<'a> {
         self.lines.get(i).map_or("", |l| l.text)
     }
 
-    fn top(&mut self) -> &mut Container {
-        self.stack
-            .last_mut()
-            .expect("root container is never popped")
+    /// Adds a finished node to the innermost open container or section.
+    fn emit(&mut self, node: Node) {
+        self.scratch.push(node);
     }
 
     fn issue(&mut self, code: &'static str, line: usize, message: String) {
@@ -160,8 +166,10 @@ impl<'a> Parser<'a> {
             );
             self.close_directive(eof, false);
         }
-        self.top().close_sections(1, eof);
-        let mut children = std::mem::take(&mut self.top().children);
+        if let Some(root) = self.stack.last_mut() {
+            root.close_sections(&mut self.scratch, 1, eof);
+        }
+        let mut children = take_children(&mut self.scratch, 0);
         attach_frontmatter_aliases(&mut children, &meta);
         Document {
             meta,
@@ -245,7 +253,7 @@ impl<'a> Parser<'a> {
                         colons: open.colons,
                         start,
                     }),
-                    children: Vec::new(),
+                    first: self.scratch.len(),
                     sections: Vec::new(),
                 });
                 return i + 1;
@@ -338,7 +346,7 @@ impl<'a> Parser<'a> {
             } else {
                 self.last_line.max(i as u32 + 1)
             };
-            self.top().push(Node {
+            self.emit(Node {
                 id: None,
                 aliases: Vec::new(),
                 span: Span::new(i as u32 + 1, end_line),
@@ -358,7 +366,7 @@ impl<'a> Parser<'a> {
         }
 
         if is_thematic_break(line) {
-            self.top().push(leaf(i, i, NodeKind::ThematicBreak));
+            self.emit(leaf(i, i, NodeKind::ThematicBreak));
             return i + 1;
         }
 
@@ -372,7 +380,7 @@ impl<'a> Parser<'a> {
                 }
                 j += 1;
             }
-            self.top().push(leaf(
+            self.emit(leaf(
                 i,
                 j - 1,
                 NodeKind::Quote {
@@ -406,8 +414,7 @@ impl<'a> Parser<'a> {
     fn push_paragraph(&mut self, mut content: String, first: usize, last: usize) {
         let kept = content.trim_end_matches('\n').len();
         content.truncate(kept);
-        self.top()
-            .push(leaf(first, last, NodeKind::Paragraph { content }));
+        self.emit(leaf(first, last, NodeKind::Paragraph { content }));
     }
 
     fn open_section(&mut self, h: Heading<'a>, i: usize) {
@@ -431,8 +438,13 @@ impl<'a> Parser<'a> {
             .map(split_aliases)
             .unwrap_or_default();
         let line = i as u32 + 1;
-        let top = self.top();
-        top.close_sections(h.level, line - 1);
+        let Parser { stack, scratch, .. } = self;
+        let Some(top) = stack.last_mut() else {
+            return;
+        };
+        top.close_sections(scratch, h.level, line - 1);
+        // After closing: the closed sections are now nodes on the scratch.
+        let first = scratch.len();
         top.sections.push(OpenSection {
             id: Some(id),
             aliases,
@@ -441,7 +453,7 @@ impl<'a> Parser<'a> {
             explicit_id,
             heading_attrs: raw_attrs.map(str::to_string),
             start: line,
-            children: Vec::new(),
+            first,
         });
     }
 
@@ -473,8 +485,8 @@ impl<'a> Parser<'a> {
             .expect("non-root container has a directive");
         // Sections inside end on the line before the closing fence.
         let inner_end = if closed { end.saturating_sub(1) } else { end };
-        c.close_sections(1, inner_end.max(d.start));
-        let children = c.children;
+        c.close_sections(&mut self.scratch, 1, inner_end.max(d.start));
+        let children = take_children(&mut self.scratch, c.first);
         let body = match children.as_slice() {
             [only] => match &only.kind {
                 NodeKind::Paragraph { content } => Some(content.clone()),
@@ -501,7 +513,7 @@ impl<'a> Parser<'a> {
                 closed,
             },
         };
-        self.top().push(node);
+        self.emit(node);
     }
 
     fn table(&mut self, i: usize) -> Option<usize> {
@@ -527,7 +539,7 @@ impl<'a> Parser<'a> {
             rows.push(cells);
             j += 1;
         }
-        self.top().push(leaf(
+        self.emit(leaf(
             i,
             j - 1,
             NodeKind::Table {
@@ -571,8 +583,7 @@ impl<'a> Parser<'a> {
                 span: Span::new(first as u32 + 1, j as u32),
             });
         }
-        self.top()
-            .push(leaf(i, j - 1, NodeKind::List { ordered, items }));
+        self.emit(leaf(i, j - 1, NodeKind::List { ordered, items }));
         j
     }
 }
