@@ -50,7 +50,7 @@ pub fn encode(blocks: &[BlockHash]) -> Option<Vec<u8>> {
     put_varint(&mut out, blocks.len() as u64);
     // Parents are always earlier blocks (pre-order), so they are stored as
     // positions; duplicate ids map to any block with that id (same string).
-    let mut position: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    let mut position: foldhash::HashMap<&str, usize> = Default::default();
     for (i, b) in blocks.iter().enumerate() {
         put_bytes(&mut out, b.id.as_bytes());
         let kind = KINDS.iter().position(|k| *k == b.kind)?;

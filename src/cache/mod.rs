@@ -123,7 +123,7 @@ pub struct BlockCache {
     dir: Option<PathBuf>,
     conn: Mutex<Option<Connection>>,
     backing: Mutex<Backing>,
-    memo: Mutex<rustc_hash::FxHashMap<[u8; 32], Arc<DocInfo>>>,
+    memo: Mutex<foldhash::HashMap<[u8; 32], Arc<DocInfo>>>,
     notice: Mutex<Option<String>>,
     recovered: AtomicBool,
     memo_on: AtomicBool,
@@ -545,7 +545,7 @@ impl BlockCache {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn memo_lock(&self) -> MutexGuard<'_, rustc_hash::FxHashMap<[u8; 32], Arc<DocInfo>>> {
+    fn memo_lock(&self) -> MutexGuard<'_, foldhash::HashMap<[u8; 32], Arc<DocInfo>>> {
         self.memo.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -12,7 +12,7 @@
 //! - section spans follow §6.3: up to the line before the next heading of the
 //!   same or a shallower level in the same container, else the container's end.
 
-use rustc_hash::FxHashSet;
+use foldhash::HashSet as FastSet;
 use serde_json::{Map, Value};
 
 use super::ast::*;
@@ -100,7 +100,7 @@ struct Parser<'a> {
     /// always emitted into the innermost open one, so one stack serves all
     /// and each closes by draining its tail (see `take_children`).
     scratch: Vec<Node>,
-    implicit_ids: FxHashSet<String>,
+    implicit_ids: FastSet<String>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
 }
@@ -117,7 +117,7 @@ impl<'a> Parser<'a> {
                 sections: Vec::new(),
             }],
             scratch: Vec::new(),
-            implicit_ids: FxHashSet::default(),
+            implicit_ids: FastSet::default(),
             issues: Vec::new(),
             depth_reported: false,
         }

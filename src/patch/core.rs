@@ -128,12 +128,9 @@ pub(crate) fn child_insertion(
     (at, fragment)
 }
 
-/// Resolves `parent` + `position` for add_block/move_block.
-pub(crate) fn require_parent<'c>(
-    ctx: &'c Ctx<'_>,
-    parent: &str,
-    position: Option<f64>,
-) -> OpResult<(&'c Node, usize)> {
+/// Resolves `parent` to a block that can hold children (a section or a
+/// directive); anything else is `parent_missing`.
+pub(crate) fn require_container<'c>(ctx: &'c Ctx<'_>, parent: &str) -> OpResult<&'c Node> {
     let node = ctx.require(parent, E::ParentMissing, "parent")?;
     if !matches!(
         node.kind,
@@ -144,6 +141,16 @@ pub(crate) fn require_parent<'c>(
             format!("parent \"{parent}\" cannot have children"),
         );
     }
+    Ok(node)
+}
+
+/// Resolves `parent` + `position` for add_block/move_block.
+pub(crate) fn require_parent<'c>(
+    ctx: &'c Ctx<'_>,
+    parent: &str,
+    position: Option<f64>,
+) -> OpResult<(&'c Node, usize)> {
+    let node = require_container(ctx, parent)?;
     let len = node.children().len();
     let pos = match position {
         None => len,

@@ -22,16 +22,7 @@ pub(crate) fn move_block(
             format!("block \"{id}\" is not a directive block"),
         );
     };
-    let dest = ctx.require(parent, E::ParentMissing, "parent")?;
-    if !matches!(
-        dest.kind,
-        NodeKind::Directive { .. } | NodeKind::Section { .. }
-    ) {
-        return fail(
-            E::ParentMissing,
-            format!("parent \"{parent}\" cannot have children"),
-        );
-    }
+    let dest = super::core::require_container(ctx, parent)?;
     let inside = std::iter::once(node)
         .chain(walk(node))
         .any(|n| n.id.as_deref() == Some(parent));
