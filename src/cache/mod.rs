@@ -145,7 +145,7 @@ impl BlockCache {
     pub fn open(root: &Path) -> BlockCache {
         let dir = root.join(".noma").join("cache");
         let path = dir.join(DB_FILE);
-        let (conn, backing, notice) = match open_file(&dir) {
+        let (conn, backing, notice) = match open_file(&dir, false) {
             Ok(c) => (Some(c), Backing::File, None),
             Err(OpenError::Broken(why)) => match rebuild(&dir) {
                 // Another process repaired (or finished creating) it while we
@@ -605,9 +605,28 @@ fn classify(e: rusqlite::Error) -> OpenError {
     }
 }
 
+/// Takes the cache's setup lock file (exclusive), if it can be created.
+fn setup_lock(dir: &Path) -> Option<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .ok()?;
+    fs4::FileExt::lock(&f).ok()?;
+    Some(f)
+}
+
 /// Opens the file-backed cache in `dir`, creating the schema if the file is
-/// new. Does not delete anything.
-fn open_file(dir: &Path) -> Result<Connection, OpenError> {
+/// new. Does not delete anything. `holding_lock`: the caller already holds
+/// the setup lock.
+///
+/// A ready cache opens without any lock. Setting one up (schema, WAL mode)
+/// happens under the setup lock file: SQLite answers a journal-mode switch
+/// that races another connection with SQLITE_BUSY at once, without waiting
+/// for its busy timeout, which would push a process onto the in-memory
+/// fallback for no reason.
+fn open_file(dir: &Path, holding_lock: bool) -> Result<Connection, OpenError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| OpenError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
     // The cache ignores itself, so it never shows up in `git status` even
@@ -634,15 +653,21 @@ fn open_file(dir: &Path) -> Result<Connection, OpenError> {
     if conn.is_readonly("main").unwrap_or(true) {
         return Err(OpenError::Unavailable("read-only".into()));
     }
-    if !schema_ready(&conn)? {
-        init_schema(&conn)?;
-    }
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .map_err(classify)?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+    let is_wal = |conn: &Connection| -> Result<bool, OpenError> {
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .map_err(classify)?;
+        Ok(mode.eq_ignore_ascii_case("wal"))
+    };
+    if !(schema_ready(&conn)? && is_wal(&conn)?) {
+        let _lock = if holding_lock { None } else { setup_lock(dir) };
+        if !schema_ready(&conn)? {
+            init_schema(&conn)?;
+        }
+        if !is_wal(&conn)? {
+            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+                .map_err(classify)?;
+        }
     }
     // WAL + NORMAL: durable across process crashes, which is all a cache needs.
     conn.execute_batch("PRAGMA synchronous = NORMAL")
@@ -713,16 +738,8 @@ fn init_schema(conn: &Connection) -> Result<(), OpenError> {
 /// another process already repaired it while we waited. The flag says
 /// whether this call deleted and recreated the file.
 fn rebuild(dir: &Path) -> Result<(Connection, bool), OpenError> {
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK_FILE))
-        .ok();
-    if let Some(f) = &lock {
-        let _ = fs4::FileExt::lock(f);
-    }
-    match open_file(dir) {
+    let lock = setup_lock(dir);
+    match open_file(dir, true) {
         Ok(c) => return Ok((c, false)),
         Err(OpenError::Unavailable(why)) => return Err(OpenError::Unavailable(why)),
         Err(OpenError::Broken(_)) => {}
@@ -742,7 +759,7 @@ fn rebuild(dir: &Path) -> Result<(Connection, bool), OpenError> {
             }
         }
     }
-    let conn = open_file(dir);
+    let conn = open_file(dir, true);
     drop(lock);
     conn.map(|c| (c, true))
 }
@@ -794,8 +811,7 @@ mod tests {
                 .collect();
             for h in handles {
                 let (backing, notice) = h.join().expect("thread");
-                assert_eq!(backing, Backing::File);
-                assert_eq!(notice, None);
+                assert_eq!((backing, notice), (Backing::File, None));
             }
         }
     }
