@@ -729,6 +729,41 @@ mod tests {
     }
 
     #[test]
+    fn blank_line_only_edits_are_not_reported() {
+        let new = BASE.replace("Alpha text.\n\n", "Alpha text.\n\n\n\n");
+        assert_ne!(new, BASE);
+        assert!(diff_docs(BASE, &new).changes.is_empty());
+        // ...but a trailing space is content.
+        let new = BASE.replace("Alpha text.", "Alpha text. ");
+        assert_eq!(
+            triples(&diff_docs(BASE, &new)),
+            [t("alpha", Change::Modified)]
+        );
+    }
+
+    #[test]
+    fn old_alias_naming_the_new_id_is_a_rename() {
+        let old = "::claim{id=\"a\" aliases=\"b\"}\nOld text.\n::\n";
+        let new = "::claim{id=\"b\"}\nNew text.\n::\n";
+        let d = diff_docs(old, new);
+        assert_eq!(triples(&d), [t("b", Change::Renamed)]);
+        assert_eq!(d.changes[0].old_id.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn moved_and_edited_is_moved_with_both_hashes() {
+        let new = BASE
+            .replace("::claim{id=\"c2\"}\nClaim two.\n::\n\n", "")
+            .replace(
+                "Beta text.\n",
+                "Beta text.\n\n::claim{id=\"c2\"}\nClaim 2.\n::\n",
+            );
+        let d = diff_docs(BASE, &new);
+        assert_eq!(triples(&d), [t("c2", Change::Moved)]);
+        assert_ne!(d.changes[0].sha256, d.changes[0].old_sha256);
+    }
+
+    #[test]
     fn frontmatter_edit_is_outside_blocks() {
         let new = BASE.replace("title: T", "title: U");
         let d = diff_docs(BASE, &new);
