@@ -9,6 +9,7 @@
 //! - [`verify`]: the Annex C conformance harness (`noma verify`).
 
 pub mod cache;
+pub mod changes;
 pub mod cli;
 pub mod config;
 pub mod diag;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 pub mod blocks;
 pub mod cache;
+pub mod changed;
 pub mod check;
 pub mod hook;
 pub mod hooks;
@@ -67,6 +68,8 @@ enum Command {
     Record(record::Args),
     /// Inspect or clear the per-block hash cache.
     Cache(cache::Args),
+    /// Blocks changed since the merge base with a base branch.
+    Changed(changed::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -111,6 +114,7 @@ pub fn main() -> i32 {
         Command::Hook(a) => hook::run(a),
         Command::Record(a) => record::run(a),
         Command::Cache(a) => cache::run(a),
+        Command::Changed(a) => changed::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

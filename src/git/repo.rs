@@ -124,6 +124,12 @@ impl Repo {
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
+    /// The underlying libgit2 handle, for diff shapes this module does not
+    /// offer (`noma changed` diffs a tree against the working tree).
+    pub fn git2(&self) -> &Repository {
+        &self.repo
+    }
+
     /// The working tree root (None for a bare repository).
     pub fn workdir(&self) -> Option<PathBuf> {
         self.repo.workdir().map(Path::to_path_buf)
