@@ -30,7 +30,7 @@
 use std::cell::OnceCell;
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashMap;
+use foldhash::HashMap as FastMap;
 
 use crate::doc::hash::{block_hashes, sha256_hex, BlockHash};
 use crate::doc::lines::{self, Line};
@@ -323,7 +323,7 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
     let mut n2o: Vec<Option<usize>> = vec![None; nn];
 
     // 1. By id, k-th occurrence to k-th occurrence.
-    let mut by_id: FxHashMap<&str, VecDeque<usize>> = FxHashMap::default();
+    let mut by_id: FastMap<&str, VecDeque<usize>> = FastMap::default();
     for (i, b) in old.blocks.iter().enumerate() {
         by_id.entry(b.id.as_str()).or_default().push_back(i);
     }
@@ -340,7 +340,7 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
 
     // 2. Through aliases (only parsed when both sides have leftovers).
     if unmatched(&o2n, &n2o) {
-        let mut old_left: FxHashMap<&str, VecDeque<usize>> = FxHashMap::default();
+        let mut old_left: FastMap<&str, VecDeque<usize>> = FastMap::default();
         for (i, b) in old.blocks.iter().enumerate() {
             if o2n[i].is_none() {
                 old_left.entry(b.id.as_str()).or_default().push_back(i);
@@ -360,7 +360,7 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
             }
         }
         if unmatched(&o2n, &n2o) {
-            let mut new_left: FxHashMap<&str, VecDeque<usize>> = FxHashMap::default();
+            let mut new_left: FastMap<&str, VecDeque<usize>> = FastMap::default();
             for (j, b) in new.blocks.iter().enumerate() {
                 if n2o[j].is_none() {
                     new_left.entry(b.id.as_str()).or_default().push_back(j);
@@ -384,7 +384,7 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
     // 3. Same kind, name and body: renamed.
     if unmatched(&o2n, &n2o) {
         type Key<'k> = (&'k str, Option<&'k str>, String);
-        let mut old_left: FxHashMap<Key<'_>, VecDeque<usize>> = FxHashMap::default();
+        let mut old_left: FastMap<Key<'_>, VecDeque<usize>> = FastMap::default();
         for (i, b) in old.blocks.iter().enumerate() {
             if o2n[i].is_none() {
                 if let Some(body) = o.body(i) {
