@@ -14,6 +14,7 @@ pub mod hook;
 pub mod hooks;
 pub mod ids;
 pub mod init;
+pub mod mcp;
 pub mod parse_cmd;
 pub mod patch;
 pub mod record;
@@ -67,6 +68,8 @@ enum Command {
     Record(record::Args),
     /// Inspect or clear the per-block hash cache.
     Cache(cache::Args),
+    /// Serve the Annex B tools to agents over MCP (stdio).
+    Mcp(mcp::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -111,6 +114,7 @@ pub fn main() -> i32 {
         Command::Hook(a) => hook::run(a),
         Command::Record(a) => record::run(a),
         Command::Cache(a) => cache::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK
