@@ -384,11 +384,18 @@ mod tests {
             Inbound::Message(_)
         ));
         assert!(matches!(classify(b"  \r"), Inbound::Skip));
-        // A broken notification cannot be answered.
-        assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#),
-            Inbound::Skip | Inbound::Message(_)
-        ));
+        // Notifications are never answered, however broken.
+        for n in [
+            &br#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[1]}"#,
+            br#"{"method":"x"}"#,
+        ] {
+            assert!(
+                !matches!(classify(n), Inbound::Reply(_)),
+                "{}",
+                String::from_utf8_lossy(n)
+            );
+        }
     }
 
     #[test]
