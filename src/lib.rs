@@ -18,6 +18,7 @@ pub mod engine;
 pub mod git;
 pub mod guard;
 pub mod hooks;
+pub mod mcp;
 pub mod patch;
 pub mod synth;
 pub mod transcript;

@@ -190,3 +190,102 @@ fn init_outside_a_repository_or_in_a_bare_one_fails() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("bare repository"));
 }
+
+fn mcp_json(repo: &Path) -> serde_json::Value {
+    serde_json::from_str(&fs::read_to_string(repo.join(".mcp.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn init_registers_the_mcp_server_and_merges_mcp_json() {
+    let s = Sandbox::new();
+    let noma = env!("CARGO_BIN_EXE_noma");
+    let bin_dir = Path::new(noma).parent().unwrap().to_path_buf();
+    let with_path = |dir: &Path, path: &str, args: &[&str]| {
+        s.cmd(noma, dir)
+            .env("PATH", path)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let own_path = format!("{}:/usr/bin:/bin", bin_dir.display());
+
+    // PATH does not lead to this binary: the absolute path is registered.
+    let repo = s.repo("abs");
+    let out = with_path(&repo, "/usr/bin:/bin", &["init", "--no-hooks"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(".mcp.json: created"),
+        "{}",
+        text(&out.stdout)
+    );
+    let v = mcp_json(&repo);
+    let entry = &v["mcpServers"]["noma"];
+    assert_eq!(entry["args"], serde_json::json!(["mcp"]));
+    let command = PathBuf::from(entry["command"].as_str().unwrap());
+    assert!(command.is_absolute(), "{command:?}");
+    assert_eq!(
+        command.canonicalize().unwrap(),
+        Path::new(noma).canonicalize().unwrap()
+    );
+    // Idempotent; a different existing noma entry is kept.
+    let out = with_path(&repo, "/usr/bin:/bin", &["init", "--no-hooks"]);
+    assert!(
+        text(&out.stdout).contains(".mcp.json: already registers"),
+        "{}",
+        text(&out.stdout)
+    );
+    let before = fs::read_to_string(repo.join(".mcp.json")).unwrap();
+    let out = with_path(&repo, &own_path, &["init", "--no-hooks"]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).contains("left as is"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(fs::read_to_string(repo.join(".mcp.json")).unwrap(), before);
+
+    // PATH finds this binary: the bare command; other servers are kept.
+    let repo = s.repo("merge");
+    fs::write(
+        repo.join(".mcp.json"),
+        r#"{"mcpServers": {"other": {"type": "stdio", "command": "other", "args": ["serve"]}}}"#,
+    )
+    .unwrap();
+    let out = with_path(&repo, &own_path, &["init", "--no-hooks"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("added the noma server"),
+        "{}",
+        text(&out.stdout)
+    );
+    let v = mcp_json(&repo);
+    assert_eq!(
+        v,
+        serde_json::json!({"mcpServers": {
+            "other": {"type": "stdio", "command": "other", "args": ["serve"]},
+            "noma": {"command": "noma", "args": ["mcp"]}
+        }})
+    );
+
+    // Unparsable: left byte for byte, exit 1, the other steps still done.
+    let repo = s.repo("bad");
+    fs::write(repo.join(".mcp.json"), "{ \"mcpServers\": { // mine\n").unwrap();
+    let out = with_path(&repo, &own_path, &["init", "--no-hooks"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(".mcp.json") && err.contains("left untouched"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        "{ \"mcpServers\": { // mine\n"
+    );
+    assert!(repo.join(".noma/config.yml").is_file());
+
+    // --no-mcp writes nothing.
+    let repo = s.repo("none");
+    let out = with_path(&repo, &own_path, &["init", "--no-hooks", "--no-mcp"]);
+    assert!(out.status.success());
+    assert!(!repo.join(".mcp.json").exists());
+}

@@ -578,7 +578,7 @@ fn decode_row(sha: &[u8], blob: &[u8]) -> Option<DocInfo> {
 }
 
 fn hex_to_vec(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || hex.is_empty() || hex.len() > 128 {
+    if !hex.len().is_multiple_of(2) || hex.is_empty() || hex.len() > 128 {
         return None;
     }
     hex.as_bytes()

@@ -1,8 +1,9 @@
 //! `noma init`: set up the repository containing the current directory
-//! (policy file, `.gitignore` entry for the cache, git hooks). Idempotent;
+//! (policy file, `.gitignore` entry for the cache, git hooks, `.mcp.json`). Idempotent;
 //! never overwrites existing files. See [`crate::hooks::init`].
 //!
-//! Exit codes: 0 done, 1 the hooks were refused (the other steps are done),
+//! Exit codes: 0 done, 1 the hooks were refused or `.mcp.json` could not be
+//! parsed (left untouched; the other steps are done),
 //! 2 could not run (no repository, bare repository, I/O error).
 
 use crate::config::CONFIG_PATH;
@@ -21,6 +22,9 @@ pub struct Args {
     /// `<hook>.noma-backup`). Never overwrites the policy file.
     #[arg(long)]
     force: bool,
+    /// Do not register `noma mcp` in `.mcp.json`.
+    #[arg(long)]
+    no_mcp: bool,
 }
 
 /// Runs `noma init`.
@@ -47,6 +51,7 @@ pub fn run(args: Args) -> i32 {
         hooks: !args.no_hooks,
         force: args.force,
         noma,
+        mcp: !args.no_mcp,
     };
     let report = match init::init(&layout, &opts) {
         Ok(r) => r,
@@ -71,7 +76,8 @@ pub fn run(args: Args) -> i32 {
             Change::Unchanged => format!(".gitignore: already ignores {CACHE_IGNORE}"),
         }
     );
-    match report.hooks {
+    let mcp_code = print_mcp(report.mcp);
+    let hooks_code = match report.hooks {
         None => {
             println!("hooks: skipped (--no-hooks)");
             EXIT_OK
@@ -87,5 +93,31 @@ pub fn run(args: Args) -> i32 {
             }
             code
         }
+    };
+    hooks_code.max(mcp_code)
+}
+
+/// Prints the `.mcp.json` outcome; exit 1 when the file was left untouched.
+fn print_mcp(report: Option<Result<init::McpReport, init::McpConfigError>>) -> i32 {
+    use init::McpChange;
+    match report {
+        None => println!("{}: skipped (--no-mcp)", init::MCP_CONFIG),
+        Some(Ok(r)) => println!(
+            "{}: {}",
+            init::MCP_CONFIG,
+            match r.change {
+                McpChange::Created => format!("created, registering `{} mcp`", r.command),
+                McpChange::Added => format!("added the noma server (`{} mcp`)", r.command),
+                McpChange::Unchanged => "already registers the noma server".to_string(),
+                McpChange::KeptExisting =>
+                    "has its own noma entry; left as is (delete it and rerun to regenerate)"
+                        .to_string(),
+            }
+        ),
+        Some(Err(e)) => {
+            eprintln!("noma init: {e}");
+            return super::EXIT_FAIL;
+        }
     }
+    EXIT_OK
 }

@@ -15,6 +15,7 @@ pub mod hook;
 pub mod hooks;
 pub mod ids;
 pub mod init;
+pub mod mcp;
 pub mod parse_cmd;
 pub mod patch;
 pub mod record;
@@ -70,6 +71,8 @@ enum Command {
     Cache(cache::Args),
     /// Blocks changed since the merge base with a base branch.
     Changed(changed::Args),
+    /// Serve the Annex B tools to agents over MCP (stdio).
+    Mcp(mcp::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -115,6 +118,7 @@ pub fn main() -> i32 {
         Command::Record(a) => record::run(a),
         Command::Cache(a) => cache::run(a),
         Command::Changed(a) => changed::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

@@ -5,7 +5,10 @@
 //! 2. `.noma/cache/` in the root `.gitignore` (appended once; the file is
 //!    created if absent);
 //! 3. the git hooks ([`super::install`]), unless asked not to;
-//! 4. MCP registration: reserved for issue 5 ([`register_mcp`]).
+//! 4. `.mcp.json` registering `noma mcp` for MCP clients ([`register_mcp`]):
+//!    merged into an existing file, other servers untouched; an existing
+//!    `noma` entry is never rewritten; a file that is not a JSON object is
+//!    left alone and reported.
 
 use std::fs;
 use std::io::{self, Write};
@@ -28,6 +31,8 @@ pub struct InitOptions {
     pub force: bool,
     /// The binary the hooks run.
     pub noma: PathBuf,
+    /// Register `noma mcp` in `.mcp.json`.
+    pub mcp: bool,
 }
 
 /// Whether a step changed anything.
@@ -53,6 +58,8 @@ pub struct InitReport {
     /// The hooks directory and the per-hook outcome, or the reason they
     /// were not installed; `None` when hooks were not requested.
     pub hooks: Option<(PathBuf, Result<Vec<InstallReport>, HooksError>)>,
+    /// The `.mcp.json` outcome; `None` when not requested.
+    pub mcp: Option<Result<McpReport, McpConfigError>>,
 }
 
 /// Why `noma init` cannot run at all.
@@ -91,18 +98,146 @@ pub fn init(layout: &Layout, opts: &InitOptions) -> Result<InitReport, InitError
         );
         (layout.hooks_dir.clone(), result)
     });
-    register_mcp(&root);
+    let mcp = opts.mcp.then(|| {
+        let current = super::current_noma().unwrap_or_else(|_| PathBuf::from(MCP_COMMAND));
+        let command = mcp_command(&current, std::env::var_os("PATH").as_deref());
+        register_mcp(&root, &command)
+    });
     Ok(InitReport {
         root,
         config,
         gitignore,
         hooks,
+        mcp,
     })
 }
 
-/// ISSUE 5 HOOK: register the noma MCP server for agents (`.mcp.json`).
-/// Called by [`init`] after the hooks; deliberately does nothing yet.
-pub fn register_mcp(_root: &Path) {}
+/// The MCP client configuration file, at the repository root.
+pub const MCP_CONFIG: &str = ".mcp.json";
+
+/// The server name and bare command registered in [`MCP_CONFIG`].
+pub const MCP_COMMAND: &str = "noma";
+
+/// What [`register_mcp`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpChange {
+    /// The file did not exist and was written.
+    Created,
+    /// The `noma` server was added to an existing file.
+    Added,
+    /// The file already registers exactly this server.
+    Unchanged,
+    /// A different `noma` entry exists (a custom command, env, ...): kept.
+    KeptExisting,
+}
+
+/// The `.mcp.json` step's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpReport {
+    /// The file.
+    pub path: PathBuf,
+    /// The command the entry runs.
+    pub command: String,
+    /// What happened.
+    pub change: McpChange,
+}
+
+/// Why `.mcp.json` was not updated. The file is left untouched.
+#[derive(Debug, thiserror::Error)]
+pub enum McpConfigError {
+    /// The existing file is not a JSON object with an object `mcpServers`.
+    #[error("{}: {reason}; left untouched (add the noma server by hand)", path.display())]
+    Unparsable {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Reading or writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+/// The command `.mcp.json` should run. The hooks run the absolute path of
+/// this binary (they live in `.git/`, per machine), but `.mcp.json` is
+/// usually committed and shared, and an MCP client has no fallback: so the
+/// bare `noma` is written when `noma` on `PATH` is this very binary, and
+/// the absolute path only when it is not (then the entry works here even
+/// though PATH has another or no noma).
+pub fn mcp_command(current: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+    let this = current.canonicalize().ok();
+    let on_path = path_var.and_then(|p| {
+        std::env::split_paths(p)
+            .map(|dir| dir.join(MCP_COMMAND))
+            .find(|cand| cand.is_file())
+    });
+    match (this, on_path.and_then(|p| p.canonicalize().ok())) {
+        (Some(a), Some(b)) if a == b => MCP_COMMAND.to_string(),
+        _ => current.display().to_string(),
+    }
+}
+
+/// The entry registered for `command`.
+pub fn mcp_entry(command: &str) -> serde_json::Value {
+    serde_json::json!({ "command": command, "args": ["mcp"] })
+}
+
+/// Writes or merges `<root>/.mcp.json` so it registers `noma mcp` under the
+/// server name `noma`. Other servers and keys are kept in their order; the
+/// file is replaced atomically; an existing `noma` entry is never changed.
+pub fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpConfigError> {
+    let path = root.join(MCP_CONFIG);
+    let report = |change| McpReport {
+        path: path.clone(),
+        command: command.to_string(),
+        change,
+    };
+    let io_err = |source| McpConfigError::Io {
+        path: path.clone(),
+        source,
+    };
+    let existing = match fs::read(&path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_err(e)),
+    };
+    let unparsable = |reason: String| McpConfigError::Unparsable {
+        path: path.clone(),
+        reason,
+    };
+    let (mut root_obj, change) = match &existing {
+        None => (serde_json::Map::new(), McpChange::Created),
+        Some(bytes) => match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(serde_json::Value::Object(o)) => (o, McpChange::Added),
+            Ok(_) => return Err(unparsable("not a JSON object".into())),
+            Err(e) => return Err(unparsable(format!("not valid JSON ({e})"))),
+        },
+    };
+    let servers = root_obj
+        .entry("mcpServers")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(servers) = servers.as_object_mut() else {
+        return Err(unparsable("`mcpServers` is not an object".into()));
+    };
+    let want = mcp_entry(command);
+    match servers.get(MCP_COMMAND) {
+        Some(have) if *have == want => return Ok(report(McpChange::Unchanged)),
+        Some(_) => return Ok(report(McpChange::KeptExisting)),
+        None => {
+            servers.insert(MCP_COMMAND.to_string(), want);
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(root_obj))
+        .map_err(|e| io_err(io::Error::other(e)))?;
+    text.push('\n');
+    crate::engine::fsio::atomic_write(&path, text.as_bytes()).map_err(io_err)?;
+    Ok(report(change))
+}
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InitError + '_ {
     move |source| InitError::Io {
@@ -246,6 +381,81 @@ mod tests {
         fs::write(&path, "strict: true\n").unwrap();
         assert_eq!(write_default_policy(tmp.path()).unwrap(), Change::Unchanged);
         assert_eq!(fs::read_to_string(&path).unwrap(), "strict: true\n");
+    }
+
+    #[test]
+    fn mcp_json_is_created_merged_and_never_clobbered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(MCP_CONFIG);
+        let r = register_mcp(tmp.path(), "noma").unwrap();
+        assert_eq!(r.change, McpChange::Created);
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"mcpServers": {"noma": {"command": "noma", "args": ["mcp"]}}})
+        );
+        assert_eq!(
+            register_mcp(tmp.path(), "noma").unwrap().change,
+            McpChange::Unchanged
+        );
+
+        // Merged after other servers and keys, which keep their order.
+        fs::write(
+            &path,
+            r#"{"z": 1, "mcpServers": {"other": {"command": "x", "args": []}}, "a": 2}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            register_mcp(tmp.path(), "/bin/noma").unwrap().change,
+            McpChange::Added
+        );
+        let text = fs::read_to_string(&path).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["z", "mcpServers", "a"]);
+        let servers: Vec<&String> = v["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(servers, ["other", "noma"]);
+        assert_eq!(v["mcpServers"]["noma"]["command"], "/bin/noma");
+
+        // A customised noma entry is kept.
+        assert_eq!(
+            register_mcp(tmp.path(), "noma").unwrap().change,
+            McpChange::KeptExisting
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+
+        // Unparsable files are left byte for byte.
+        for bad in ["{ // comment\n}", "[1]", "{\"mcpServers\": 3}", ""] {
+            fs::write(&path, bad).unwrap();
+            let e = register_mcp(tmp.path(), "noma").unwrap_err();
+            assert!(
+                matches!(e, McpConfigError::Unparsable { .. }),
+                "{bad:?}: {e}"
+            );
+            assert_eq!(fs::read_to_string(&path).unwrap(), bad);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn mcp_command_is_bare_only_when_path_finds_this_binary() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        let other = tmp.path().join("other");
+        fs::create_dir_all(&bin).unwrap();
+        fs::create_dir_all(&other).unwrap();
+        let exe = bin.join("noma");
+        fs::write(&exe, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(other.join("noma"), "#!/bin/sh\n").unwrap();
+        let path_of = |dirs: &[&Path]| std::env::join_paths(dirs).unwrap();
+        assert_eq!(mcp_command(&exe, Some(&path_of(&[&bin]))), "noma");
+        // Another noma comes first on PATH, or none at all: absolute.
+        let abs = exe.display().to_string();
+        assert_eq!(mcp_command(&exe, Some(&path_of(&[&other, &bin]))), abs);
+        assert_eq!(mcp_command(&exe, None), abs);
     }
 
     #[test]

@@ -1,0 +1,64 @@
+//! `noma mcp`: serve the Annex B tools over MCP on stdin/stdout.
+//!
+//! stdout carries JSON-RPC lines only; every message for people goes to
+//! stderr. Exit codes: 0 the client closed the session, 2 could not start
+//! (not in a git repository, bad `--root`).
+
+use std::path::PathBuf;
+
+use crate::mcp::{self, ServeOptions};
+
+use super::{EXIT_OK, EXIT_USAGE};
+
+/// Arguments of `noma mcp`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Register it with an MCP client through .mcp.json (`noma init` writes one): \
+{\"mcpServers\": {\"noma\": {\"command\": \"noma\", \"args\": [\"mcp\"]}}}"
+)]
+pub struct Args {
+    /// Serve this directory instead of the git repository containing the
+    /// current directory. Tool paths are confined to it.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+/// Runs `noma mcp`.
+pub fn run(args: Args) -> i32 {
+    // A client that goes away must not kill us with SIGPIPE halfway through
+    // a call: a failed write ends the session cleanly instead.
+    #[cfg(unix)]
+    // SAFETY: changes only the disposition of SIGPIPE, before any thread
+    // of ours is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let root = match args.root {
+        Some(r) => r,
+        None => match crate::git::layout::Layout::from_env() {
+            Ok(l) => match l.work_tree {
+                Some(w) => w,
+                None => {
+                    eprintln!("noma mcp: a bare repository has no work tree to serve; use --root");
+                    return EXIT_USAGE;
+                }
+            },
+            Err(e) => {
+                eprintln!("noma mcp: {e}; run it inside a git repository or pass --root DIR");
+                return EXIT_USAGE;
+            }
+        },
+    };
+    if !root.is_dir() {
+        eprintln!("noma mcp: {}: not a directory", root.display());
+        return EXIT_USAGE;
+    }
+    eprintln!("noma mcp: serving {} on stdio", root.display());
+    match mcp::serve(&ServeOptions { root }) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("noma mcp: {e}");
+            EXIT_USAGE
+        }
+    }
+}
