@@ -17,6 +17,7 @@ pub mod engine;
 pub mod git;
 pub mod guard;
 pub mod hooks;
+pub mod merge;
 pub mod patch;
 pub mod synth;
 pub mod transcript;

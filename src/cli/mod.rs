@@ -14,6 +14,7 @@ pub mod hook;
 pub mod hooks;
 pub mod ids;
 pub mod init;
+pub mod merge_driver;
 pub mod parse_cmd;
 pub mod patch;
 pub mod record;
@@ -65,6 +66,8 @@ enum Command {
     Hook(hook::Args),
     /// Record a hand edit as block-level ops with actor kind "human".
     Record(record::Args),
+    /// Git merge driver for .noma documents and transcripts (%O %A %B %L %P).
+    MergeDriver(merge_driver::Args),
     /// Inspect or clear the per-block hash cache.
     Cache(cache::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
@@ -111,6 +114,7 @@ pub fn main() -> i32 {
         Command::Hook(a) => hook::run(a),
         Command::Record(a) => record::run(a),
         Command::Cache(a) => cache::run(a),
+        Command::MergeDriver(a) => merge_driver::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK
