@@ -123,6 +123,9 @@ fn inner_fence(node: &Node, outer: u32) -> u32 {
 }
 
 struct Merger<'l> {
+    /// Ids of the containers being merged (innermost last), to name the
+    /// block of a conflict on an anonymous node.
+    names: Vec<String>,
     out: Vec<String>,
     conflicts: Vec<BlockConflict>,
     labels: &'l Labels,
@@ -133,6 +136,7 @@ struct Merger<'l> {
 pub fn merge_documents(base: &str, ours: &str, theirs: &str, labels: &Labels) -> DocMerge {
     let (b, o, t) = (Version::new(base), Version::new(ours), Version::new(theirs));
     let mut m = Merger {
+        names: Vec::new(),
         out: Vec::new(),
         conflicts: Vec::new(),
         labels,
@@ -191,7 +195,9 @@ impl Merger<'_> {
                 self.conflict(name, fence, Some(t.header), "both sides changed the text before the first block");
             }
         }
+        self.names.push(name.to_string());
         self.merge_items(b, o, t, fence, depth);
+        self.names.pop();
         match pick(b.map(|c| c.footer), o.footer, t.footer) {
             Some(f) => self.push(f),
             None => {
@@ -338,7 +344,12 @@ impl Merger<'_> {
         why: &str,
     ) {
         self.push(at.lead);
-        let id = at.node.id.clone().unwrap_or_else(|| "(anonymous block)".into());
+        let id = at
+            .node
+            .id
+            .clone()
+            .or_else(|| self.names.last().cloned())
+            .unwrap_or_else(|| "(document)".into());
         self.conflict_block(&id, fence, o.map(|i| i.body), t.map(|i| i.body), why);
     }
 
@@ -420,6 +431,7 @@ fn container<'v, 'a>(
     let mut items = Vec::with_capacity(children.len());
     let mut cursor = head_end;
     let mut seen: HashSet<String> = HashSet::new();
+    let (mut anchor, mut anon) = (String::new(), 0usize);
     for (i, c) in children.iter().enumerate() {
         let s = rel(c.span.start)?;
         let e = rel(c.span.end)? + 1;
@@ -427,9 +439,20 @@ fn container<'v, 'a>(
             return None;
         }
         let body = lines.get(s..e)?;
+        // Anonymous nodes are keyed by position after the last id'd
+        // sibling, so an edited paragraph still matches its base version
+        // (an insertion shifts the keys: edits after it then conflict
+        // rather than duplicate).
         let mut key = match &c.id {
-            Some(id) => format!("id:{id}"),
-            None => format!("text:{}", body.join("\n")),
+            Some(id) => {
+                anchor = id.clone();
+                anon = 0;
+                format!("id:{id}")
+            }
+            None => {
+                anon += 1;
+                format!("anon:{anchor}:{anon}")
+            }
         };
         if !seen.insert(key.clone()) {
             // Duplicate ids (invalid, but possible): keep them apart by rank.
