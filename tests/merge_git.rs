@@ -33,7 +33,11 @@ impl Repo {
         r.ok(&["config", "commit.gpgsign", "false"]);
         let o = r.noma(&["hooks", "install"]);
         assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("merge driver: registered"), "{}", text(&o));
+        assert!(
+            text(&o).contains("merge driver: registered"),
+            "{}",
+            text(&o)
+        );
         r
     }
 
@@ -84,7 +88,15 @@ impl Repo {
 
     fn patch(&self, doc: &str, op: &str) {
         let o = self.noma(&[
-            "patch", doc, "--inplace", "--op", op, "--actor-kind", "agent", "--actor-name", "bot",
+            "patch",
+            doc,
+            "--inplace",
+            "--op",
+            op,
+            "--actor-kind",
+            "agent",
+            "--actor-name",
+            "bot",
         ]);
         assert!(o.status.success(), "patch failed: {}", text(&o));
     }
@@ -146,8 +158,16 @@ fn setup_transcripts() -> Repo {
 fn a_transcripts_on_different_blocks_merge_cleanly_and_replay() {
     let r = setup_transcripts();
     r.write("base.noma.txt", &doc());
-    r.branch_patch("main", "A", &[replace_op("a", "ALPHA"), body_op("c", "GAMMA")]);
-    r.branch_patch("main", "B", &[replace_op("b", "BETA"), body_op("d", "DELTA")]);
+    r.branch_patch(
+        "main",
+        "A",
+        &[replace_op("a", "ALPHA"), body_op("c", "GAMMA")],
+    );
+    r.branch_patch(
+        "main",
+        "B",
+        &[replace_op("b", "BETA"), body_op("d", "DELTA")],
+    );
     let theirs = r.op_ids("A");
     let o = r.git(&["merge", "--no-edit", "A"]);
     assert!(o.status.success(), "merge must be clean: {}", text(&o));
@@ -161,8 +181,10 @@ fn a_transcripts_on_different_blocks_merge_cleanly_and_replay() {
     assert!(o.status.success(), "{}", text(&o));
     // Common prefix (none) + ours (B's two) + two reconciled records.
     let t = r.read("plan.noma.patches");
-    let recs: Vec<serde_json::Value> =
-        t.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let recs: Vec<serde_json::Value> = t
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(recs.len(), 4);
     for (rec, original) in recs[2..].iter().zip(&theirs) {
         assert_eq!(rec["parent_op_id"].as_str(), Some(original.as_str()));
@@ -215,10 +237,16 @@ fn c_without_transcripts_blocks_merge_or_conflict_with_parsable_markers() {
     r.write("plan.noma", &doc());
     r.commit_all("base");
     r.ok(&["checkout", "-q", "-b", "A"]);
-    r.write("plan.noma", &doc().replace("alpha", "ALPHA").replace("gamma", "GAMMA"));
+    r.write(
+        "plan.noma",
+        &doc().replace("alpha", "ALPHA").replace("gamma", "GAMMA"),
+    );
     r.commit_all("A");
     r.ok(&["checkout", "-q", "-b", "B", "main"]);
-    r.write("plan.noma", &doc().replace("beta", "BETA").replace("delta", "DELTA"));
+    r.write(
+        "plan.noma",
+        &doc().replace("beta", "BETA").replace("delta", "DELTA"),
+    );
     r.commit_all("B");
     // Plain git would conflict here: the edits are on adjacent lines.
     let o = r.git(&["merge", "--no-edit", "A"]);
@@ -245,7 +273,10 @@ fn c_without_transcripts_blocks_merge_or_conflict_with_parsable_markers() {
     assert!(text(&o).contains("block \"b\""), "{}", text(&o));
     let conflicted = r.read("plan.noma");
     let ids: Vec<String> = blocks(&conflicted).into_iter().map(|(id, _)| id).collect();
-    assert!(ids.iter().any(|i| i.starts_with("merge-conflict-")), "{ids:?}");
+    assert!(
+        ids.iter().any(|i| i.starts_with("merge-conflict-")),
+        "{ids:?}"
+    );
     assert!(conflicted.contains("beta from C") && conflicted.contains("beta from D"));
     assert!(!conflicted.contains("<<<<<<<"));
 }
@@ -259,10 +290,16 @@ fn d_merge_order_does_not_change_block_content() {
             r.branch_patch("main", "B", &[body_op("b", "B1"), body_op("d", "D1")]);
         } else {
             r.ok(&["checkout", "-q", "-b", "A"]);
-            r.write("plan.noma", &doc().replace("alpha", "A1").replace("gamma", "C1"));
+            r.write(
+                "plan.noma",
+                &doc().replace("alpha", "A1").replace("gamma", "C1"),
+            );
             r.commit_all("A");
             r.ok(&["checkout", "-q", "-b", "B", "main"]);
-            r.write("plan.noma", &doc().replace("beta", "B1").replace("delta", "D1"));
+            r.write(
+                "plan.noma",
+                &doc().replace("beta", "B1").replace("delta", "D1"),
+            );
             r.commit_all("B");
         }
         r.ok(&["checkout", "-q", "-b", "BA", "B"]);

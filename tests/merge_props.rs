@@ -18,7 +18,9 @@ fn base_doc() -> String {
         if i == BLOCKS / 2 {
             s.push_str("## Part two\n\nSome prose.\n\n");
         }
-        s.push_str(&format!("::note{{id=\"n{i}\" k=\"v{i}\"}}\nbody {i}\n::\n\n"));
+        s.push_str(&format!(
+            "::note{{id=\"n{i}\" k=\"v{i}\"}}\nbody {i}\n::\n\n"
+        ));
     }
     s
 }
@@ -42,7 +44,9 @@ fn op_strategy(ids: Vec<usize>) -> impl Strategy<Value = Value> {
 /// A disjoint split of the blocks and an op sequence for each side.
 fn sides() -> impl Strategy<Value = (Vec<Value>, Vec<Value>)> {
     proptest::collection::vec(any::<bool>(), BLOCKS)
-        .prop_filter("both sides need a block", |m| m.iter().any(|b| *b) && m.iter().any(|b| !*b))
+        .prop_filter("both sides need a block", |m| {
+            m.iter().any(|b| *b) && m.iter().any(|b| !*b)
+        })
         .prop_flat_map(|mask| {
             let ours: Vec<usize> = (0..BLOCKS).filter(|i| mask[*i]).collect();
             let theirs: Vec<usize> = (0..BLOCKS).filter(|i| !mask[*i]).collect();

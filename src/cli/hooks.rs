@@ -71,7 +71,13 @@ pub fn run(args: Args) -> i32 {
                 Err(code) => return code,
             };
             println!("hooks dir: {}", layout.hooks_dir.display());
-            let result = hooks::install(&layout.hooks_dir, &hooks::InstallOptions { force, noma: noma.clone() });
+            let result = hooks::install(
+                &layout.hooks_dir,
+                &hooks::InstallOptions {
+                    force,
+                    noma: noma.clone(),
+                },
+            );
             let mut code = print_install(result, "noma hooks");
             if code == EXIT_OK {
                 code = driver_install(&layout, &noma);

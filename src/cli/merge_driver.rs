@@ -38,7 +38,11 @@ pub fn run(args: Args) -> i32 {
     };
     let path = args.path.clone().unwrap_or_default();
     let repo = Repo::from_env().ok();
-    let given = [Some(base.as_slice()), Some(ours.as_slice()), Some(theirs.as_slice())];
+    let given = [
+        Some(base.as_slice()),
+        Some(ours.as_slice()),
+        Some(theirs.as_slice()),
+    ];
     let mine = Versions {
         base: Some(base.clone()),
         ours: Some(ours.clone()),
@@ -62,7 +66,10 @@ pub fn run(args: Args) -> i32 {
                 .map(|(_, n)| n.clone())
                 .unwrap_or_else(|| "theirs".into()),
         };
-        let tv = sib.as_ref().map(|(v, _)| v).filter(|v| v.ours.is_some() || v.theirs.is_some());
+        let tv = sib
+            .as_ref()
+            .map(|(v, _)| v)
+            .filter(|v| v.ours.is_some() || v.theirs.is_some());
         merge::merge_document(&mine, tv, &labels)
     };
     if let Err(e) = std::fs::write(&args.ours, &result.content) {

@@ -17,6 +17,7 @@ pub mod init;
 pub mod merge_driver;
 pub mod parse_cmd;
 pub mod patch;
+pub mod reconcile;
 pub mod record;
 pub mod render;
 pub mod replay;
@@ -68,6 +69,8 @@ enum Command {
     Record(record::Args),
     /// Git merge driver for .noma documents and transcripts (%O %A %B %L %P).
     MergeDriver(merge_driver::Args),
+    /// CI check of a branch's documents against its base; --write rebases transcripts.
+    Reconcile(reconcile::Args),
     /// Inspect or clear the per-block hash cache.
     Cache(cache::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
@@ -115,6 +118,7 @@ pub fn main() -> i32 {
         Command::Record(a) => record::run(a),
         Command::Cache(a) => cache::run(a),
         Command::MergeDriver(a) => merge_driver::run(a),
+        Command::Reconcile(a) => reconcile::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

@@ -710,7 +710,10 @@ fn merge_attr<'l>(line: &'l str, pattern: &str) -> Option<&'l str> {
 
 /// The current registration in the repository whose shared git dir is
 /// `common_dir` and work tree `work_tree`.
-pub fn merge_driver_status(common_dir: &Path, work_tree: &Path) -> Result<DriverStatus, HooksError> {
+pub fn merge_driver_status(
+    common_dir: &Path,
+    work_tree: &Path,
+) -> Result<DriverStatus, HooksError> {
     let cfg_path = common_dir.join("config");
     let driver = match git2::Config::open(&cfg_path) {
         Ok(c) => c.get_string("merge.noma.driver").ok(),
@@ -782,7 +785,11 @@ pub fn install_merge_driver(
         if status.attributes[i] {
             continue;
         }
-        if let Some(f) = status.foreign_attributes.iter().find(|f| f.starts_with(&format!("{pattern} "))) {
+        if let Some(f) = status
+            .foreign_attributes
+            .iter()
+            .find(|f| f.starts_with(&format!("{pattern} ")))
+        {
             change.notes.push(format!(
                 ".gitattributes already sets `{f}`; left alone (add `{line}` yourself to use noma's driver)"
             ));
@@ -811,15 +818,20 @@ pub fn install_merge_driver(
 /// Removes what [`install_merge_driver`] added: the config entries when
 /// they run `noma merge-driver`, and our marked `.gitattributes` lines
 /// (the file itself only when nothing else is left in it).
-pub fn uninstall_merge_driver(common_dir: &Path, work_tree: &Path) -> Result<DriverChange, HooksError> {
+pub fn uninstall_merge_driver(
+    common_dir: &Path,
+    work_tree: &Path,
+) -> Result<DriverChange, HooksError> {
     let mut change = DriverChange::default();
     let status = merge_driver_status(common_dir, work_tree)?;
     if status.ours {
         let cfg_path = common_dir.join("config");
         let mut cfg = git2::Config::open(&cfg_path).map_err(config_err(&cfg_path))?;
-        cfg.remove("merge.noma.driver").map_err(config_err(&cfg_path))?;
+        cfg.remove("merge.noma.driver")
+            .map_err(config_err(&cfg_path))?;
         if cfg.get_string("merge.noma.name").ok().as_deref() == Some(DRIVER_DESCRIPTION) {
-            cfg.remove("merge.noma.name").map_err(config_err(&cfg_path))?;
+            cfg.remove("merge.noma.name")
+                .map_err(config_err(&cfg_path))?;
         }
         change.config = true;
     }
@@ -1013,7 +1025,10 @@ mod tests {
         let s = merge_driver_status(&git, dir.path()).unwrap();
         assert!(s.ours && s.attributes == [true, true], "{s:?}");
         let text = fs::read_to_string(&attrs).unwrap();
-        assert!(text.starts_with("*.png binary\n*.noma text eol=lf\n# noma"), "{text}");
+        assert!(
+            text.starts_with("*.png binary\n*.noma text eol=lf\n# noma"),
+            "{text}"
+        );
         // Second install: nothing to do.
         assert_eq!(
             install_merge_driver(&git, dir.path(), &noma()).unwrap(),

@@ -192,7 +192,12 @@ impl Merger<'_> {
                 // Only reachable at the top level (frontmatter / preamble):
                 // nested containers with differing headers are not recursed into.
                 self.push(o.header);
-                self.conflict(name, fence, Some(t.header), "both sides changed the text before the first block");
+                self.conflict(
+                    name,
+                    fence,
+                    Some(t.header),
+                    "both sides changed the text before the first block",
+                );
             }
         }
         self.names.push(name.to_string());
@@ -202,7 +207,12 @@ impl Merger<'_> {
             Some(f) => self.push(f),
             None => {
                 self.push(o.footer);
-                self.conflict(name, fence, Some(t.footer), "both sides changed the text after the last block");
+                self.conflict(
+                    name,
+                    fence,
+                    Some(t.footer),
+                    "both sides changed the text after the last block",
+                );
             }
         }
     }
@@ -244,7 +254,7 @@ impl Merger<'_> {
                 continue;
             }
             let keep = match b_item(&it.key) {
-                None => true,                  // added by them
+                None => true,               // added by them
                 Some(bit) => !bit.same(it), // deleted by us, changed by them
             };
             if keep {
@@ -314,10 +324,7 @@ impl Merger<'_> {
         // Both changed: recurse when all versions are containers whose
         // header and footer merge; the blank lead lines follow ours.
         if depth < MAX_DEPTH {
-            if let (Some(oc), Some(tc)) = (
-                node_container_of(o),
-                node_container_of(t),
-            ) {
+            if let (Some(oc), Some(tc)) = (node_container_of(o), node_container_of(t)) {
                 let bc = b.and_then(node_container_of);
                 let hb = bc.as_ref().map(|c| c.header);
                 let fb = bc.as_ref().map(|c| c.footer);
@@ -332,7 +339,13 @@ impl Merger<'_> {
                 }
             }
         }
-        self.conflict_items(o, Some(o), Some(t), fence, "changed differently on both sides");
+        self.conflict_items(
+            o,
+            Some(o),
+            Some(t),
+            fence,
+            "changed differently on both sides",
+        );
     }
 
     fn conflict_items(
@@ -374,7 +387,13 @@ impl Merger<'_> {
         let colons = ":".repeat(fence.clamp(2, 64) as usize);
         let slug: String = id
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect();
         let n = self.conflicts.len();
         let attr = |s: &str| s.replace(['"', '\\', '\n', '\r'], "'");
@@ -396,7 +415,12 @@ impl Merger<'_> {
             let lines = side.unwrap_or(&[]);
             let longest = lines
                 .iter()
-                .map(|l| l.trim_start().chars().take_while(|&c| c == '`' || c == '~').count())
+                .map(|l| {
+                    l.trim_start()
+                        .chars()
+                        .take_while(|&c| c == '`' || c == '~')
+                        .count()
+                })
                 .max()
                 .unwrap_or(0);
             let fence_str = "`".repeat(longest.max(2) + 1);

@@ -34,6 +34,7 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
+pub mod ci;
 pub mod transcript;
 
 pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};
@@ -71,7 +72,11 @@ pub fn merge_commits(repo: &Repo) -> Option<(git2::Oid, git2::Oid, git2::Oid, St
     let head = repo.head_commit()?;
     let from_file = std::fs::read_to_string(repo.git_dir().join("MERGE_HEAD"))
         .ok()
-        .and_then(|t| t.lines().next().and_then(|l| git2::Oid::from_str(l.trim()).ok()))
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .and_then(|l| git2::Oid::from_str(l.trim()).ok())
+        })
         .map(|id| (id, String::new()));
     let (theirs, name) = from_file.or_else(|| {
         let mut heads: Vec<(git2::Oid, String)> = std::env::vars_os()
@@ -131,11 +136,7 @@ fn text(b: Option<&[u8]>) -> Option<&str> {
 
 /// Merges the document `doc` given its three versions and, when known, its
 /// transcript's three versions.
-pub fn merge_document(
-    doc: &Versions,
-    transcript: Option<&Versions>,
-    labels: &Labels,
-) -> FileMerge {
+pub fn merge_document(doc: &Versions, transcript: Option<&Versions>, labels: &Labels) -> FileMerge {
     let (b, o, t) = (
         text(doc.base.as_deref()),
         text(doc.ours.as_deref()),
@@ -171,9 +172,16 @@ pub fn merge_document(
             }
             Ok(r) => {
                 let m = merge_documents(b, &r.doc, t, labels);
-                let mut messages: Vec<String> =
-                    r.conflicts.iter().map(|c| format!("conflict: {}", c.describe())).collect();
-                messages.extend(m.conflicts.iter().map(|c| format!("conflict block: {} ({})", c.block, c.message)));
+                let mut messages: Vec<String> = r
+                    .conflicts
+                    .iter()
+                    .map(|c| format!("conflict: {}", c.describe()))
+                    .collect();
+                messages.extend(
+                    m.conflicts
+                        .iter()
+                        .map(|c| format!("conflict block: {} ({})", c.block, c.message)),
+                );
                 return FileMerge {
                     content: m.text.into_bytes(),
                     clean: false,
@@ -208,7 +216,8 @@ pub fn merge_transcript(tr: &Versions, doc: Option<&Versions>) -> FileMerge {
     };
     let Some(doc) = doc else {
         return keep_ours(vec![
-            "the document's versions at the merged commits are unknown; transcript left as ours".into(),
+            "the document's versions at the merged commits are unknown; transcript left as ours"
+                .into(),
         ]);
     };
     match reconcile(

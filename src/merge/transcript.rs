@@ -111,7 +111,11 @@ struct Step {
 }
 
 /// Rebases `theirs`' new records onto `ours` (see the module docs).
-pub fn reconcile(base: Side<'_>, ours: Side<'_>, theirs: Side<'_>) -> Result<Reconciled, Unreconcilable> {
+pub fn reconcile(
+    base: Side<'_>,
+    ours: Side<'_>,
+    theirs: Side<'_>,
+) -> Result<Reconciled, Unreconcilable> {
     let err = |m: String| Unreconcilable(m);
     let ot = ours.transcript.unwrap_or_default();
     let tt = theirs.transcript.unwrap_or_default();
@@ -159,13 +163,17 @@ pub fn reconcile(base: Side<'_>, ours: Side<'_>, theirs: Side<'_>) -> Result<Rec
     let (our_doc, our_steps) = replay_side(base_doc, &onew, "ours")?;
     if let Some(d) = ours.doc {
         if d != our_doc {
-            return Err(err("our document is not what our transcript replays to".into()));
+            return Err(err(
+                "our document is not what our transcript replays to".into()
+            ));
         }
     }
     let (their_doc, their_steps) = replay_side(base_doc, &tnew, "theirs")?;
     if let Some(d) = theirs.doc {
         if d != their_doc {
-            return Err(err("their document is not what their transcript replays to".into()));
+            return Err(err(
+                "their document is not what their transcript replays to".into(),
+            ));
         }
     }
     // Block -> our op that last touched it.
@@ -215,7 +223,9 @@ pub fn reconcile(base: Side<'_>, ours: Side<'_>, theirs: Side<'_>) -> Result<Rec
         if let Some(c) = clash {
             conflicts.push(c);
             for b in &step.touched {
-                blocked.entry(b.clone()).or_insert_with(|| rec.op_id.clone());
+                blocked
+                    .entry(b.clone())
+                    .or_insert_with(|| rec.op_id.clone());
             }
             continue;
         }
@@ -226,7 +236,13 @@ pub fn reconcile(base: Side<'_>, ours: Side<'_>, theirs: Side<'_>) -> Result<Rec
         };
         let mut opts = crate::engine::Options::new(rec.actor.clone());
         opts.reason = rec.reason.clone();
-        let plan = crate::engine::plan(&state, &ctx, std::slice::from_ref(&op), &opts, crate::engine::APPLY);
+        let plan = crate::engine::plan(
+            &state,
+            &ctx,
+            std::slice::from_ref(&op),
+            &opts,
+            crate::engine::APPLY,
+        );
         let Some(mut r) = plan.records.into_iter().next().filter(|_| plan.accepted) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
             conflicts.push(OpConflict {
@@ -236,7 +252,9 @@ pub fn reconcile(base: Side<'_>, ours: Side<'_>, theirs: Side<'_>) -> Result<Rec
                 message: format!("no longer applies on our state ({})", rec.op_name()),
             });
             for b in &step.touched {
-                blocked.entry(b.clone()).or_insert_with(|| rec.op_id.clone());
+                blocked
+                    .entry(b.clone())
+                    .or_insert_with(|| rec.op_id.clone());
             }
             continue;
         };
@@ -301,7 +319,9 @@ pub fn derived_uuid(parts: &[&str]) -> String {
             .and_then(|h| u8::from_str_radix(h, 16).ok())
             .unwrap_or(0);
     }
-    uuid::Builder::from_random_bytes(bytes).into_uuid().to_string()
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 /// `op` with its `baseHash` (if any) recomputed against `state`.
@@ -321,18 +341,28 @@ fn rebase_hash(state: &str, op: &Value) -> Value {
     let keep = old.len().clamp(8, 64);
     let mut op = op.clone();
     if let Some(o) = op.as_object_mut() {
-        o.insert("baseHash".into(), Value::String(now.chars().take(keep).collect()));
+        o.insert(
+            "baseHash".into(),
+            Value::String(now.chars().take(keep).collect()),
+        );
     }
     op
 }
 
 /// Replays one side's new records from `start`, checking every applied
 /// record, and returns the final text with the blocks each applied op touched.
-fn replay_side(start: &str, records: &[Record], side: &str) -> Result<(String, Vec<Step>), Unreconcilable> {
+fn replay_side(
+    start: &str,
+    records: &[Record],
+    side: &str,
+) -> Result<(String, Vec<Step>), Unreconcilable> {
     let mut text = start.to_string();
     let mut sha = sha256_hex(text.as_bytes());
     let mut steps = Vec::new();
-    for r in records.iter().filter(|r| r.patch_result == PatchResult::Applied) {
+    for r in records
+        .iter()
+        .filter(|r| r.patch_result == PatchResult::Applied)
+    {
         if r.pre_sha256 != sha {
             return Err(Unreconcilable(format!(
                 "{side}: record {} does not start from the replayed state",
@@ -340,7 +370,10 @@ fn replay_side(start: &str, records: &[Record], side: &str) -> Result<(String, V
             )));
         }
         let next = crate::patch::apply_one(&text, &r.op).map_err(|e| {
-            Unreconcilable(format!("{side}: record {} does not replay: {}", r.op_id, e.message))
+            Unreconcilable(format!(
+                "{side}: record {} does not replay: {}",
+                r.op_id, e.message
+            ))
         })?;
         let next_sha = sha256_hex(next.as_bytes());
         if next_sha != r.post_sha256 {
@@ -389,10 +422,7 @@ pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
     for id in &changed {
         let mut cur = *id;
         for _ in 0..limit {
-            let parent = bmap
-                .get(cur)
-                .or_else(|| amap.get(cur))
-                .and_then(|x| x.1);
+            let parent = bmap.get(cur).or_else(|| amap.get(cur)).and_then(|x| x.1);
             match parent {
                 Some(p) if ancestors.insert(p) => cur = p,
                 _ => break,
