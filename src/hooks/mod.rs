@@ -732,7 +732,7 @@ pub fn merge_driver_status(
     for (i, want) in ATTRIBUTE_LINES.iter().enumerate() {
         let pattern = want.split_whitespace().next().unwrap_or_default();
         // The last line naming the pattern's merge attribute wins, as in git.
-        let last = attrs.lines().filter_map(|l| merge_attr(l, pattern)).last();
+        let last = attrs.lines().rev().find_map(|l| merge_attr(l, pattern));
         match last {
             Some("merge=noma") => status.attributes[i] = true,
             Some(other) => status.foreign_attributes.push(format!("{pattern} {other}")),

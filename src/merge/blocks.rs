@@ -497,3 +497,77 @@ fn container<'v, 'a>(
         footer: lines.get(cursor..)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    fn merge(o: &str, t: &str) -> DocMerge {
+        merge_documents(BASE, o, t, &Labels::default())
+    }
+
+    fn clean_parse(text: &str) {
+        let d = crate::doc::parse(text);
+        assert!(d.issues.is_empty(), "{:?}\n{text}", d.issues);
+    }
+
+    #[test]
+    fn added_blocks_follow_their_predecessor_and_deletions_apply() {
+        let o = BASE.replace("::note{id=\"a\"}\nalpha\n::\n\n", "");
+        let t = format!("{BASE}\n::note{{id=\"c\"}}\ngamma\n::\n").replace("beta", "BETA");
+        let m = merge(&o, &t);
+        assert!(m.conflicts.is_empty(), "{:?}", m.conflicts);
+        assert_eq!(
+            m.text,
+            "# T\n\n::note{id=\"b\"}\nBETA\n::\n\n::note{id=\"c\"}\ngamma\n::\n"
+        );
+    }
+
+    #[test]
+    fn delete_versus_change_conflicts_and_keeps_the_change() {
+        let o = BASE.replace("::note{id=\"a\"}\nalpha\n::\n\n", "");
+        let t = BASE.replace("alpha", "ALPHA");
+        let m = merge(&o, &t);
+        assert_eq!(m.conflicts.len(), 1);
+        assert_eq!(m.conflicts[0].block, "a");
+        assert!(
+            m.text.contains("ALPHA") && m.text.contains("(deleted)"),
+            "{}",
+            m.text
+        );
+        clean_parse(&m.text);
+    }
+
+    #[test]
+    fn nested_conflict_is_one_colon_deeper_and_fences_outgrow_the_content() {
+        let base = "::card{id=\"k\"}\n:::note{id=\"n\"}\nx\n:::\n::\n";
+        let o = base.replace("x\n", "````\ncode\n````\n");
+        let t = base.replace("x\n", "y\n");
+        let m = merge_documents(base, &o, &t, &Labels::default());
+        assert_eq!(m.conflicts.len(), 1, "{}", m.text);
+        assert!(m.text.contains("::::conflict{"), "{}", m.text);
+        assert!(m.text.contains("`````noma"), "{}", m.text);
+        clean_parse(&m.text);
+    }
+
+    #[test]
+    fn crlf_bom_and_missing_final_newline_follow_ours() {
+        let o = format!(
+            "\u{feff}{}",
+            BASE.replace('\n', "\r\n").replace("alpha", "A")
+        );
+        let t = BASE.replace("beta", "B");
+        let t = t.trim_end_matches('\n');
+        let m = merge(&o, t);
+        assert!(m.conflicts.is_empty());
+        assert!(m.text.starts_with('\u{feff}'));
+        assert!(
+            m.text.contains("A\r\n") && m.text.contains("B\r\n"),
+            "{:?}",
+            m.text
+        );
+        assert!(m.text.ends_with("::\r\n"));
+    }
+}

@@ -443,3 +443,120 @@ pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    fn side(ops: &[Value]) -> (String, Vec<u8>) {
+        let opts = crate::engine::Options::new(crate::transcript::Actor {
+            kind: crate::transcript::ActorKind::Agent,
+            name: "t".into(),
+            model: None,
+            version: None,
+        });
+        let mut p =
+            crate::engine::plan(BASE, &Default::default(), ops, &opts, crate::engine::APPLY);
+        assert!(p.accepted);
+        (
+            p.new_text,
+            crate::engine::chain_and_serialise(&mut p.records, None),
+        )
+    }
+
+    #[test]
+    fn derived_ids_are_deterministic_uuids() {
+        let a = derived_uuid(&["x", "y"]);
+        assert_eq!(a, derived_uuid(&["x", "y"]));
+        assert_ne!(a, derived_uuid(&["x", "z"]));
+        assert!(uuid::Uuid::parse_str(&a).is_ok());
+    }
+
+    #[test]
+    fn touched_skips_ancestors_but_keeps_the_target() {
+        let post = BASE.replace("alpha", "A");
+        let op = json!({"op": "replace_body", "id": "a", "content": "A"});
+        assert_eq!(touched_blocks(BASE, &post, &op), vec!["a".to_string()]);
+        let op = json!({"op": "update_heading", "id": "t", "title": "T"});
+        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["t".to_string()]);
+    }
+
+    #[test]
+    fn same_block_conflict_names_both_ops_and_independent_ops_still_apply() {
+        let (od, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "ours"})]);
+        let (td, tt) = side(&[
+            json!({"op": "replace_body", "id": "a", "content": "theirs"}),
+            json!({"op": "update_attribute", "id": "a", "key": "k", "value": "v"}),
+            json!({"op": "replace_body", "id": "b", "content": "B"}),
+        ]);
+        let r = reconcile(
+            Side {
+                doc: Some(BASE),
+                transcript: None,
+            },
+            Side {
+                doc: Some(&od),
+                transcript: Some(&ot),
+            },
+            Side {
+                doc: Some(&td),
+                transcript: Some(&tt),
+            },
+        )
+        .unwrap();
+        let ours_id = parse_transcript_ids(&ot);
+        let theirs_ids = parse_transcript_ids(&tt);
+        assert_eq!(r.conflicts.len(), 2, "{:?}", r.conflicts);
+        assert_eq!(
+            r.conflicts[0].ours_op_id.as_deref(),
+            Some(ours_id[0].as_str())
+        );
+        assert_eq!(r.conflicts[0].theirs_op_id, theirs_ids[0]);
+        // Their later op on the same block conflicts with ours as well.
+        assert_eq!(r.conflicts[1].theirs_op_id, theirs_ids[1]);
+        assert_eq!(r.conflicts[1].block, "a");
+        // The independent op on b was still re-applied.
+        assert_eq!(r.rebased.len(), 1);
+        assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
+        let rep = crate::transcript::replay::replay(
+            &r.transcript,
+            Some(BASE),
+            &r.doc,
+            crate::engine::APPLY,
+        );
+        assert!(rep.ok, "{:?}", rep.divergence);
+    }
+
+    fn parse_transcript_ids(t: &[u8]) -> Vec<String> {
+        crate::transcript::parse_transcript(t)
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.record.op_id)
+            .collect()
+    }
+
+    #[test]
+    fn documents_the_transcripts_do_not_explain_are_refused() {
+        let (_, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "x"})]);
+        let (td, tt) = side(&[json!({"op": "replace_body", "id": "b", "content": "y"})]);
+        let r = reconcile(
+            Side {
+                doc: Some(BASE),
+                transcript: None,
+            },
+            Side {
+                doc: Some("hand edited"),
+                transcript: Some(&ot),
+            },
+            Side {
+                doc: Some(&td),
+                transcript: Some(&tt),
+            },
+        );
+        assert!(r.is_err());
+    }
+}
