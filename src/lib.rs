@@ -19,6 +19,7 @@ pub mod git;
 pub mod guard;
 pub mod hooks;
 pub mod mcp;
+pub mod merge;
 pub mod patch;
 pub mod synth;
 pub mod transcript;

@@ -71,8 +71,17 @@ pub fn run(args: Args) -> i32 {
                 Err(code) => return code,
             };
             println!("hooks dir: {}", layout.hooks_dir.display());
-            let result = hooks::install(&layout.hooks_dir, &hooks::InstallOptions { force, noma });
-            let code = print_install(result, "noma hooks");
+            let result = hooks::install(
+                &layout.hooks_dir,
+                &hooks::InstallOptions {
+                    force,
+                    noma: noma.clone(),
+                },
+            );
+            let mut code = print_install(result, "noma hooks");
+            if code == EXIT_OK {
+                code = driver_install(&layout, &noma);
+            }
             if code == EXIT_OK && layout.hooks_dir_in_work_tree() {
                 println!(
                     "note: the hooks dir is inside the work tree; the scripts name this \
@@ -98,7 +107,7 @@ pub fn run(args: Args) -> i32 {
                     };
                     print_line(r.hook.as_str(), &what, r.note.as_deref());
                 }
-                EXIT_OK
+                driver_uninstall(&layout)
             }
             Err(e) => {
                 eprintln!("noma hooks: {e}");
@@ -115,9 +124,14 @@ pub fn run(args: Args) -> i32 {
                 }
             };
             match format {
-                Format::Json => super::print_json(&status_json(&layout, &statuses)),
+                Format::Json => {
+                    let mut v = status_json(&layout, &statuses);
+                    v["merge_driver"] = driver_status_json(&layout);
+                    super::print_json(&v)
+                }
                 Format::Human => {
                     print_status(&layout, &statuses);
+                    print_driver_status(&layout);
                     EXIT_OK
                 }
             }
@@ -290,4 +304,92 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
         "linked_worktree": layout.linked_worktree,
         "hooks": hooks,
     })
+}
+
+/// Registers the merge driver after the hooks (see [`hooks::install_merge_driver`]).
+fn driver_install(layout: &Layout, noma: &Path) -> i32 {
+    let Some(wt) = &layout.work_tree else {
+        return EXIT_OK;
+    };
+    match hooks::install_merge_driver(&layout.common_dir, wt, noma) {
+        Ok(c) => {
+            let what = match (c.config, c.attributes.is_empty()) {
+                (false, true) => "already registered; nothing to do".to_string(),
+                (_, true) => "registered (git config merge.noma.driver)".to_string(),
+                (_, false) => format!(
+                    "registered; .gitattributes gained `{}` (commit it to share)",
+                    c.attributes.join("`, `")
+                ),
+            };
+            let note = (!c.notes.is_empty()).then(|| c.notes.join("; "));
+            print_line("merge driver", &what, note.as_deref());
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("noma hooks: merge driver: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn driver_uninstall(layout: &Layout) -> i32 {
+    let Some(wt) = &layout.work_tree else {
+        return EXIT_OK;
+    };
+    match hooks::uninstall_merge_driver(&layout.common_dir, wt) {
+        Ok(c) => {
+            let what = if c.config || !c.attributes.is_empty() {
+                "removed"
+            } else {
+                "not registered; nothing to do"
+            };
+            print_line("merge driver", what, None);
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("noma hooks: merge driver: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn driver_status_json(layout: &Layout) -> serde_json::Value {
+    let Some(wt) = &layout.work_tree else {
+        return serde_json::Value::Null;
+    };
+    match hooks::merge_driver_status(&layout.common_dir, wt) {
+        Ok(s) => json!({
+            "driver": s.driver,
+            "ours": s.ours,
+            "attributes": {"*.noma": s.attributes[0], "*.noma.patches": s.attributes[1]},
+            "foreign_attributes": s.foreign_attributes,
+        }),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+fn print_driver_status(layout: &Layout) {
+    let Some(wt) = &layout.work_tree else { return };
+    match hooks::merge_driver_status(&layout.common_dir, wt) {
+        Ok(s) => {
+            let state = match (&s.driver, s.ours) {
+                (None, _) => "not registered",
+                (Some(_), true) => "installed",
+                (Some(_), false) => "foreign",
+            };
+            let routed: Vec<&str> = hooks::ATTRIBUTE_LINES
+                .iter()
+                .zip(s.attributes)
+                .filter(|(_, on)| *on)
+                .map(|(l, _)| l.split_whitespace().next().unwrap_or_default())
+                .collect();
+            let attrs = if routed.is_empty() {
+                "no .gitattributes entries".to_string()
+            } else {
+                format!(".gitattributes routes {}", routed.join(", "))
+            };
+            println!("merge driver: {state} ({attrs})");
+        }
+        Err(e) => println!("merge driver: unknown ({e})"),
+    }
 }

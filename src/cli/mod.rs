@@ -16,8 +16,10 @@ pub mod hooks;
 pub mod ids;
 pub mod init;
 pub mod mcp;
+pub mod merge_driver;
 pub mod parse_cmd;
 pub mod patch;
+pub mod reconcile;
 pub mod record;
 pub mod render;
 pub mod replay;
@@ -67,6 +69,10 @@ enum Command {
     Hook(hook::Args),
     /// Record a hand edit as block-level ops with actor kind "human".
     Record(record::Args),
+    /// Git merge driver for .noma documents and transcripts (%O %A %B %L %P).
+    MergeDriver(merge_driver::Args),
+    /// CI check of a branch's documents against its base; --write rebases transcripts.
+    Reconcile(reconcile::Args),
     /// Inspect or clear the per-block hash cache.
     Cache(cache::Args),
     /// Blocks changed since the merge base with a base branch.
@@ -119,6 +125,8 @@ pub fn main() -> i32 {
         Command::Cache(a) => cache::run(a),
         Command::Changed(a) => changed::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::MergeDriver(a) => merge_driver::run(a),
+        Command::Reconcile(a) => reconcile::run(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

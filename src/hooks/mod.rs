@@ -646,6 +646,223 @@ pub fn uninstall(hooks_dir: &Path) -> Result<Vec<UninstallReport>, HooksError> {
     Ok(reports)
 }
 
+// ---------------------------------------------------------------------------
+// The merge driver: git config `merge.noma.*` plus `.gitattributes` lines.
+
+/// `merge.noma.name`, the description git shows.
+pub const DRIVER_DESCRIPTION: &str = "noma block-level merge of .noma documents and transcripts";
+
+/// The `.gitattributes` lines that route documents and transcripts to the driver.
+pub const ATTRIBUTE_LINES: [&str; 2] = ["*.noma merge=noma", "*.noma.patches merge=noma"];
+
+/// The comment written above the lines we add, so uninstall removes only those.
+pub const ATTRIBUTE_MARKER: &str = "# noma merge driver (added by `noma hooks install`)";
+
+/// The `merge.noma.driver` command for `noma` (`%O %A %B %L %P`).
+pub fn driver_command(noma: &Path) -> String {
+    let quoted = String::from_utf8_lossy(&shell_quote(&path_bytes(noma))).into_owned();
+    format!("{quoted} merge-driver %O %A %B %L %P")
+}
+
+/// Where the merge driver is registered and whether it is ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverStatus {
+    /// `merge.noma.driver`, if set.
+    pub driver: Option<String>,
+    /// The driver command runs `noma merge-driver`.
+    pub ours: bool,
+    /// Per [`ATTRIBUTE_LINES`] entry: whether `.gitattributes` routes it to `noma`.
+    pub attributes: [bool; 2],
+    /// Patterns already routed to another merge driver (left alone).
+    pub foreign_attributes: Vec<String>,
+}
+
+/// What [`install_merge_driver`] / [`uninstall_merge_driver`] changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriverChange {
+    /// The git config was written / removed.
+    pub config: bool,
+    /// `.gitattributes` lines added / removed.
+    pub attributes: Vec<String>,
+    /// Advice worth printing.
+    pub notes: Vec<String>,
+}
+
+fn config_err(path: &Path) -> impl FnOnce(git2::Error) -> HooksError + '_ {
+    move |e| HooksError::Io {
+        path: path.to_path_buf(),
+        source: io::Error::other(e.message().to_string()),
+    }
+}
+
+/// The merge attribute a `.gitattributes` line gives `pattern`, if it
+/// names that pattern and sets (or unsets) `merge`.
+fn merge_attr<'l>(line: &'l str, pattern: &str) -> Option<&'l str> {
+    let mut words = line.split_whitespace();
+    if words.next()? != pattern {
+        return None;
+    }
+    words.find(|w| {
+        let w = w.trim_start_matches(['-', '!']);
+        w == "merge" || w.starts_with("merge=")
+    })
+}
+
+/// The current registration in the repository whose shared git dir is
+/// `common_dir` and work tree `work_tree`.
+pub fn merge_driver_status(
+    common_dir: &Path,
+    work_tree: &Path,
+) -> Result<DriverStatus, HooksError> {
+    let cfg_path = common_dir.join("config");
+    let driver = match git2::Config::open(&cfg_path) {
+        Ok(c) => c.get_string("merge.noma.driver").ok(),
+        Err(_) => None,
+    };
+    let ours = driver
+        .as_deref()
+        .is_some_and(|d| d.contains(" merge-driver %O %A %B"));
+    let attrs = read_attributes(work_tree)?;
+    let mut status = DriverStatus {
+        driver,
+        ours,
+        attributes: [false, false],
+        foreign_attributes: Vec::new(),
+    };
+    for (i, want) in ATTRIBUTE_LINES.iter().enumerate() {
+        let pattern = want.split_whitespace().next().unwrap_or_default();
+        // The last line naming the pattern's merge attribute wins, as in git.
+        let last = attrs.lines().rev().find_map(|l| merge_attr(l, pattern));
+        match last {
+            Some("merge=noma") => status.attributes[i] = true,
+            Some(other) => status.foreign_attributes.push(format!("{pattern} {other}")),
+            None => {}
+        }
+    }
+    Ok(status)
+}
+
+fn read_attributes(work_tree: &Path) -> Result<String, HooksError> {
+    let path = work_tree.join(".gitattributes");
+    match fs::read_to_string(&path) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(HooksError::Io { path, source: e }),
+    }
+}
+
+/// Registers `noma merge-driver` (git config `merge.noma.driver` and
+/// `merge.noma.name`) and adds the [`ATTRIBUTE_LINES`] to the work tree's
+/// `.gitattributes` under [`ATTRIBUTE_MARKER`]. Idempotent; a pattern
+/// already routed to another merge driver is left alone (and noted), and
+/// other attributes are never touched (our lines only add `merge=noma`).
+pub fn install_merge_driver(
+    common_dir: &Path,
+    work_tree: &Path,
+    noma: &Path,
+) -> Result<DriverChange, HooksError> {
+    let mut change = DriverChange::default();
+    let status = merge_driver_status(common_dir, work_tree)?;
+    let cfg_path = common_dir.join("config");
+    let want = driver_command(noma);
+    if status.driver.as_deref() != Some(want.as_str()) {
+        if status.driver.is_some() && !status.ours {
+            change.notes.push(format!(
+                "merge.noma.driver was {:?}; replaced by noma's",
+                status.driver.clone().unwrap_or_default()
+            ));
+        }
+        let mut cfg = git2::Config::open(&cfg_path).map_err(config_err(&cfg_path))?;
+        cfg.set_str("merge.noma.driver", &want)
+            .map_err(config_err(&cfg_path))?;
+        cfg.set_str("merge.noma.name", DRIVER_DESCRIPTION)
+            .map_err(config_err(&cfg_path))?;
+        change.config = true;
+    }
+    let mut missing: Vec<&str> = Vec::new();
+    for (i, line) in ATTRIBUTE_LINES.iter().enumerate() {
+        let pattern = line.split_whitespace().next().unwrap_or_default();
+        if status.attributes[i] {
+            continue;
+        }
+        if let Some(f) = status
+            .foreign_attributes
+            .iter()
+            .find(|f| f.starts_with(&format!("{pattern} ")))
+        {
+            change.notes.push(format!(
+                ".gitattributes already sets `{f}`; left alone (add `{line}` yourself to use noma's driver)"
+            ));
+            continue;
+        }
+        missing.push(line);
+    }
+    if !missing.is_empty() {
+        let path = work_tree.join(".gitattributes");
+        let mut text = read_attributes(work_tree)?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(ATTRIBUTE_MARKER);
+        text.push('\n');
+        for l in &missing {
+            text.push_str(l);
+            text.push('\n');
+            change.attributes.push(l.to_string());
+        }
+        fs::write(&path, text).map_err(io_err(&path))?;
+    }
+    Ok(change)
+}
+
+/// Removes what [`install_merge_driver`] added: the config entries when
+/// they run `noma merge-driver`, and our marked `.gitattributes` lines
+/// (the file itself only when nothing else is left in it).
+pub fn uninstall_merge_driver(
+    common_dir: &Path,
+    work_tree: &Path,
+) -> Result<DriverChange, HooksError> {
+    let mut change = DriverChange::default();
+    let status = merge_driver_status(common_dir, work_tree)?;
+    if status.ours {
+        let cfg_path = common_dir.join("config");
+        let mut cfg = git2::Config::open(&cfg_path).map_err(config_err(&cfg_path))?;
+        cfg.remove("merge.noma.driver")
+            .map_err(config_err(&cfg_path))?;
+        if cfg.get_string("merge.noma.name").ok().as_deref() == Some(DRIVER_DESCRIPTION) {
+            cfg.remove("merge.noma.name")
+                .map_err(config_err(&cfg_path))?;
+        }
+        change.config = true;
+    }
+    let path = work_tree.join(".gitattributes");
+    let text = read_attributes(work_tree)?;
+    let mut kept: Vec<&str> = Vec::new();
+    let mut in_block = false;
+    for l in text.lines() {
+        if l == ATTRIBUTE_MARKER {
+            in_block = true;
+            continue;
+        }
+        if in_block && ATTRIBUTE_LINES.contains(&l) {
+            change.attributes.push(l.to_string());
+            continue;
+        }
+        in_block = false;
+        kept.push(l);
+    }
+    if text.lines().count() != kept.len() {
+        if kept.iter().all(|l| l.trim().is_empty()) {
+            fs::remove_file(&path).map_err(io_err(&path))?;
+        } else {
+            let mut out = kept.join("\n");
+            out.push('\n');
+            fs::write(&path, out).map_err(io_err(&path))?;
+        }
+    }
+    Ok(change)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -792,5 +1009,55 @@ mod tests {
         let err = install(dir, &opts(false)).unwrap_err().to_string();
         assert!(err.contains("husky") && err.contains(".husky/pre-merge-commit"));
         assert!(!exists(&dir.join("pre-commit")), "all-or-nothing");
+    }
+
+    #[test]
+    fn merge_driver_registration_is_idempotent_and_reversible() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        fs::create_dir_all(&git).unwrap();
+        fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
+        let attrs = dir.path().join(".gitattributes");
+        fs::write(&attrs, "*.png binary\n*.noma text eol=lf").unwrap();
+        let c = install_merge_driver(&git, dir.path(), &noma()).unwrap();
+        assert!(c.config);
+        assert_eq!(c.attributes.len(), 2);
+        let s = merge_driver_status(&git, dir.path()).unwrap();
+        assert!(s.ours && s.attributes == [true, true], "{s:?}");
+        let text = fs::read_to_string(&attrs).unwrap();
+        assert!(
+            text.starts_with("*.png binary\n*.noma text eol=lf\n# noma"),
+            "{text}"
+        );
+        // Second install: nothing to do.
+        assert_eq!(
+            install_merge_driver(&git, dir.path(), &noma()).unwrap(),
+            DriverChange::default()
+        );
+        assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
+        let u = uninstall_merge_driver(&git, dir.path()).unwrap();
+        assert!(u.config);
+        assert_eq!(u.attributes.len(), 2);
+        assert_eq!(
+            fs::read_to_string(&attrs).unwrap(),
+            "*.png binary\n*.noma text eol=lf\n"
+        );
+        let s = merge_driver_status(&git, dir.path()).unwrap();
+        assert!(s.driver.is_none() && !s.ours && s.attributes == [false, false]);
+    }
+
+    #[test]
+    fn foreign_merge_attribute_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        fs::create_dir_all(&git).unwrap();
+        fs::write(git.join("config"), "").unwrap();
+        let attrs = dir.path().join(".gitattributes");
+        fs::write(&attrs, "*.noma merge=union\n").unwrap();
+        let c = install_merge_driver(&git, dir.path(), &noma()).unwrap();
+        assert_eq!(c.attributes, vec!["*.noma.patches merge=noma".to_string()]);
+        assert!(c.notes.iter().any(|n| n.contains("merge=union")), "{c:?}");
+        uninstall_merge_driver(&git, dir.path()).unwrap();
+        assert_eq!(fs::read_to_string(&attrs).unwrap(), "*.noma merge=union\n");
     }
 }

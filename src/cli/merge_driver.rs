@@ -1,0 +1,87 @@
+//! `noma merge-driver %O %A %B %L %P`: the git merge driver for `.noma`
+//! documents and their `.patches` transcripts (registered by
+//! `noma hooks install`). See [`crate::merge`] for the design.
+//!
+//! Writes the merged content into the ours file (`%A`) and exits 0 when the
+//! merge is clean, 1 on conflicts (the file then holds the conflicted
+//! content and each conflict is printed on stderr), 2 when it could not run.
+
+use std::path::PathBuf;
+
+use crate::git::repo::Repo;
+use crate::merge::{self, Labels, Versions};
+
+/// Arguments of `noma merge-driver` (what git passes for `%O %A %B %L %P`).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The base version (`%O`).
+    pub base: PathBuf,
+    /// Our version, overwritten with the result (`%A`).
+    pub ours: PathBuf,
+    /// Their version (`%B`).
+    pub theirs: PathBuf,
+    /// Conflict marker size (`%L`); block-level conflicts do not use it.
+    pub marker_size: Option<String>,
+    /// The path being merged, relative to the work-tree root (`%P`).
+    pub path: Option<String>,
+}
+
+/// Runs `noma merge-driver`.
+pub fn run(args: Args) -> i32 {
+    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (base, ours, theirs) = match (read(&args.base), read(&args.ours), read(&args.theirs)) {
+        (Ok(b), Ok(o), Ok(t)) => (b, o, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            eprintln!("noma merge-driver: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let path = args.path.clone().unwrap_or_default();
+    let repo = Repo::from_env().ok();
+    let given = [
+        Some(base.as_slice()),
+        Some(ours.as_slice()),
+        Some(theirs.as_slice()),
+    ];
+    let mine = Versions {
+        base: Some(base.clone()),
+        ours: Some(ours.clone()),
+        theirs: Some(theirs.clone()),
+    };
+    let sibling_of = |sib: &str| {
+        repo.as_ref()
+            .filter(|_| !path.is_empty())
+            .and_then(|r| merge::sibling_versions(r, &path, given, sib))
+    };
+    let result = if let Some(doc) = path.strip_suffix(".patches") {
+        let sib = sibling_of(doc);
+        merge::merge_transcript(&mine, sib.as_ref().map(|(v, _)| v))
+    } else {
+        let tpath = format!("{path}.patches");
+        let sib = sibling_of(&tpath);
+        let labels = Labels {
+            ours: "HEAD".into(),
+            theirs: sib
+                .as_ref()
+                .map(|(_, n)| n.clone())
+                .unwrap_or_else(|| "theirs".into()),
+        };
+        let tv = sib
+            .as_ref()
+            .map(|(v, _)| v)
+            .filter(|v| v.ours.is_some() || v.theirs.is_some());
+        merge::merge_document(&mine, tv, &labels)
+    };
+    if let Err(e) = std::fs::write(&args.ours, &result.content) {
+        eprintln!("noma merge-driver: {}: {e}", args.ours.display());
+        return super::EXIT_USAGE;
+    }
+    for m in &result.messages {
+        eprintln!("noma merge-driver: {path}: {m}");
+    }
+    if result.clean {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAIL
+    }
+}

@@ -1,0 +1,325 @@
+//! `noma reconcile`: the per-document checks a CI bot runs on a branch
+//! against its base, and the rebase `--write` performs.
+//!
+//! For every `.noma` document whose text or transcript changed between the
+//! merge base of HEAD and the base revision and HEAD: the HEAD document is
+//! valid; the merge base's transcript is a byte prefix of HEAD's
+//! (append-only); the new records replay from the merge base's document to
+//! HEAD's exact bytes; and the branch's new records still re-apply on top of
+//! the base revision's newer records ([`super::reconcile`] with ours = the
+//! base revision, theirs = HEAD). With `write`, the rebased document and
+//! transcript are written to the work tree (the same bytes the merge driver
+//! would produce when merging HEAD into the base).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{reconcile, Side};
+use crate::diag::Severity;
+use crate::git::repo::Repo;
+use crate::transcript::replay;
+
+/// One problem (or notable fact) about a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// `error`, `warning` or `note`.
+    pub level: &'static str,
+    /// Stable code: a validator rule, or `transcript-rewritten`,
+    /// `replay-diverged`, `rebase-conflict`, `not-reconcilable`, …
+    pub code: String,
+    /// Repository-relative path of the file concerned.
+    pub path: String,
+    /// 1-based line, when one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The block concerned, when one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A block the branch changed and whether it rebases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockStatus {
+    /// Canonical id.
+    pub id: String,
+    /// `changed`, `added` or `removed` on the branch.
+    pub change: &'static str,
+    /// `ok`, or `conflict` when a rebased op on it conflicts.
+    pub rebase: &'static str,
+}
+
+/// The report for one document.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocReport {
+    /// Repository-relative path.
+    pub path: String,
+    /// No validation errors at HEAD.
+    pub valid: bool,
+    /// The merge base's transcript is a prefix of HEAD's.
+    pub append_only: bool,
+    /// HEAD's transcript replays to HEAD's document.
+    pub replays: bool,
+    /// The branch's records re-apply on the base revision without conflict.
+    pub rebases: bool,
+    /// Records of the branch that would be rebased.
+    pub branch_records: usize,
+    /// Records the base revision gained since the merge base.
+    pub base_records: usize,
+    /// Whether `--write` wrote a rebased document and transcript.
+    pub written: bool,
+    /// Per block the branch changed.
+    pub blocks: Vec<BlockStatus>,
+    /// Everything found.
+    pub findings: Vec<Finding>,
+}
+
+impl DocReport {
+    /// True when nothing at error level was found.
+    pub fn ok(&self) -> bool {
+        self.findings.iter().all(|f| f.level != "error")
+    }
+}
+
+fn finding(level: &'static str, code: &str, path: &str, message: String) -> Finding {
+    Finding {
+        level,
+        code: code.into(),
+        path: path.into(),
+        line: None,
+        block: None,
+        message,
+    }
+}
+
+fn text(b: &Option<Vec<u8>>) -> Option<&str> {
+    b.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+}
+
+/// Checks every document touched on HEAD since its merge base with
+/// `base_rev`; with `write`, writes the rebased files into the work tree.
+pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<DocReport>, String> {
+    let repo = Repo::discover(start).map_err(|e| e.to_string())?;
+    let g = git2::Repository::discover(start).map_err(|e| e.message().to_string())?;
+    let head = repo.head_commit().ok_or("HEAD has no commit")?;
+    let base_tip = repo
+        .resolve(base_rev)
+        .map_err(|e| format!("{base_rev}: {e}"))?;
+    let mb = repo
+        .merge_base(head, base_tip)
+        .ok_or_else(|| format!("HEAD and {base_rev} have no merge base"))?;
+    let tree = |id: git2::Oid| {
+        g.find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(|e| e.message().to_string())
+    };
+    let diff = g
+        .diff_tree_to_tree(Some(&tree(mb)?), Some(&tree(head)?), None)
+        .map_err(|e| e.message().to_string())?;
+    let mut docs = BTreeSet::new();
+    for d in diff.deltas() {
+        let Some(p) = d.new_file().path().and_then(Path::to_str) else {
+            continue;
+        };
+        let p = p.strip_suffix(".patches").unwrap_or(p);
+        if p.ends_with(".noma") {
+            docs.insert(p.to_string());
+        }
+    }
+    let workdir = repo.workdir();
+    let mut out = Vec::new();
+    for path in docs {
+        let get = |c: git2::Oid, p: &str| repo.blob_at(c, p).ok().flatten();
+        let tpath = format!("{path}.patches");
+        let Some(head_doc_b) = get(head, &path) else {
+            continue; // deleted on the branch
+        };
+        let mut rep = DocReport {
+            path: path.clone(),
+            valid: true,
+            append_only: true,
+            replays: true,
+            rebases: true,
+            branch_records: 0,
+            base_records: 0,
+            written: false,
+            blocks: Vec::new(),
+            findings: Vec::new(),
+        };
+        let Some(head_doc) = std::str::from_utf8(&head_doc_b).ok() else {
+            rep.valid = false;
+            rep.findings
+                .push(finding("error", "not-text", &path, "not UTF-8 text".into()));
+            out.push(rep);
+            continue;
+        };
+        // 1. Validity.
+        for d in crate::validate::validate(&crate::doc::parse(head_doc), &Default::default()) {
+            let level = match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Info => continue,
+            };
+            rep.valid &= level != "error";
+            rep.findings.push(Finding {
+                level,
+                code: d.code,
+                path: path.clone(),
+                line: d.pos.map(|p| p.line as usize),
+                block: d.node_id,
+                message: d.message,
+            });
+        }
+        let (mb_doc, base_doc) = (get(mb, &path), get(base_tip, &path));
+        let (mb_t, head_t, base_t) = (get(mb, &tpath), get(head, &tpath), get(base_tip, &tpath));
+        let prefix = mb_t.clone().unwrap_or_default();
+        let head_tb = head_t.clone().unwrap_or_default();
+        // 2. Append-only.
+        if !head_tb.starts_with(&prefix) {
+            rep.append_only = false;
+            rep.replays = false;
+            let (a, _) = crate::transcript::split_lines(&prefix);
+            let (b, _) = crate::transcript::split_lines(&head_tb);
+            let line = a.iter().zip(&b).take_while(|(x, y)| x.raw == y.raw).count() + 1;
+            let mut f = finding(
+                "error",
+                "transcript-rewritten",
+                &tpath,
+                format!("line {line} of the merge base's transcript was rewritten or removed; transcripts are append-only"),
+            );
+            f.line = Some(line);
+            rep.findings.push(f);
+        } else if head_t.is_some() {
+            // 3. Replay of the branch's records to HEAD's bytes.
+            let tail = head_tb.get(prefix.len()..).unwrap_or_default();
+            let (lines, _) = crate::transcript::split_lines(&prefix);
+            let offset = lines.len();
+            let r = replay::replay(tail, text(&mb_doc), head_doc, crate::engine::APPLY);
+            if let Some(d) = r.divergence {
+                rep.replays = false;
+                let line = (d.line > 0).then_some(d.line + offset);
+                if d.blocks.is_empty() {
+                    let mut f = finding("error", "replay-diverged", &tpath, d.message.clone());
+                    f.line = line;
+                    rep.findings.push(f);
+                }
+                let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
+                let keep = innermost(&ids, head_doc);
+                for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
+                    let mut f = finding(
+                        "error",
+                        "replay-diverged",
+                        &path,
+                        format!("{} (block {} {})", d.message, b.id, b.change),
+                    );
+                    f.block = Some(b.id.clone());
+                    rep.findings.push(f);
+                }
+            }
+        } else if mb_doc.as_deref() != Some(head_doc_b.as_slice()) && mb_t.is_none() {
+            rep.findings.push(finding(
+                "note",
+                "no-transcript",
+                &path,
+                "changed without a transcript; only the block-level merge applies".into(),
+            ));
+        }
+        // Blocks the branch changed.
+        let diffs = replay::diff_blocks(text(&mb_doc).unwrap_or(""), head_doc);
+        let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
+        let keep = innermost(&ids, head_doc);
+        rep.blocks = diffs
+            .iter()
+            .filter(|b| keep.contains(b.id.as_str()))
+            .map(|b| BlockStatus {
+                id: b.id.clone(),
+                change: match b.change {
+                    "missing" => "removed",
+                    "extra" => "added",
+                    _ => "changed",
+                },
+                rebase: "ok",
+            })
+            .collect();
+        // 4. Does the branch rebase onto the base's newer records?
+        if rep.append_only && head_t.is_some() {
+            let res = reconcile(
+                Side {
+                    doc: text(&mb_doc),
+                    transcript: mb_t.as_deref(),
+                },
+                Side {
+                    doc: text(&base_doc),
+                    transcript: base_t.as_deref(),
+                },
+                Side {
+                    doc: Some(head_doc),
+                    transcript: head_t.as_deref(),
+                },
+            );
+            match res {
+                Ok(r) => {
+                    rep.branch_records = r.theirs_new;
+                    rep.base_records = r.ours_new;
+                    for c in &r.conflicts {
+                        rep.rebases = false;
+                        let mut f = finding("error", "rebase-conflict", &path, c.describe());
+                        f.block = Some(c.block.clone());
+                        rep.findings.push(f);
+                        for b in rep.blocks.iter_mut().filter(|b| b.id == c.block) {
+                            b.rebase = "conflict";
+                        }
+                    }
+                    if write && r.ours_new > 0 && r.conflicts.is_empty() {
+                        if let Some(wd) = &workdir {
+                            std::fs::write(wd.join(&path), r.doc.as_bytes())
+                                .and_then(|_| std::fs::write(wd.join(&tpath), &r.transcript))
+                                .map_err(|e| format!("{path}: {e}"))?;
+                            rep.written = true;
+                        }
+                    }
+                }
+                Err(e) => {
+                    rep.rebases = false;
+                    rep.findings.push(finding(
+                        "error",
+                        "not-reconcilable",
+                        &path,
+                        format!("the branch's records cannot be rebased onto {base_rev}: {e}"),
+                    ));
+                }
+            }
+        }
+        out.push(rep);
+    }
+    Ok(out)
+}
+
+/// The ids of `ids` that are not an ancestor (in `doc`) of another id of
+/// `ids`: a section changes whenever a block inside it does, and only the
+/// inner block is worth reporting.
+fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
+    let hashes = crate::doc::hash::block_hashes(doc, &crate::doc::parse(doc));
+    let parent: std::collections::HashMap<&str, &str> = hashes
+        .iter()
+        .filter_map(|h| h.parent.as_deref().map(|p| (h.id.as_str(), p)))
+        .collect();
+    let mut ancestors: BTreeSet<&str> = BTreeSet::new();
+    for id in ids {
+        let mut cur = *id;
+        // Bounded walk: parent links come from one tree, but never trust input.
+        for _ in 0..hashes.len() {
+            match parent.get(cur) {
+                Some(p) if ancestors.insert(p) => cur = p,
+                _ => break,
+            }
+        }
+    }
+    ids.iter()
+        .copied()
+        .filter(|i| !ancestors.contains(i))
+        .collect()
+}

@@ -1,0 +1,562 @@
+//! Transcript reconciliation: rebases the records one side appended onto the
+//! other side's final state, so a forked transcript becomes linear again.
+//!
+//! Given the base, ours and theirs versions of a document and of its
+//! transcript, the merged transcript is: the longest common line prefix of
+//! the two transcripts, our new records verbatim, then each of their new
+//! records rebased onto our final state:
+//!
+//! - an *applied* record is re-applied with [`crate::engine::plan`] and
+//!   written as a new record whose `parent_op_id` is the original `op_id`
+//!   and whose `reason` says it was reconciled;
+//! - a *rejected* or *noop* record (audit only, replay skips it) is carried
+//!   over the same way with its hashes unchanged, so nothing is dropped.
+//!
+//! Conflicts: each op "touches" its target block ([`op_target`]) plus the
+//! innermost blocks whose source changed when it ran (an ancestor that only
+//! changed because a child did is not touched). An op of theirs touching a
+//! block one of our ops touched, or one of their own already-conflicting
+//! ops touched, or one that no longer applies, is a conflict naming the
+//! block and both op ids; it is not re-applied. Adding into the same
+//! container on both sides conflicts too (positions are indices).
+//!
+//! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
+//! is recomputed against the state it is re-applied to (same prefix
+//! length). That only changes anything when our side changed a block
+//! nested inside the target, since any direct change of the target is a
+//! conflict; the original value stays in the original record.
+//!
+//! Determinism (the document and transcript merge drivers compute this
+//! independently and must agree): a reconciled record's `op_id` is a UUID
+//! (v4 layout) made from sha256 of `noma-reconcile`, the original `op_id`
+//! and the sha256 of our final document; its `ts` is the original's; its
+//! `op_list` id is derived from our final sha256 and their first new
+//! record's `op_id`; `elapsed_ms` is omitted. Everything else is computed
+//! from the inputs.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::doc::hash::{block_hashes, sha256_hex, slice_hash};
+use crate::patch::op_target;
+use crate::transcript::{self, parse_record, short_sha, split_lines, OpList, PatchResult, Record};
+
+/// One version of a document and its transcript (`None` = file absent).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Side<'a> {
+    /// Document text.
+    pub doc: Option<&'a str>,
+    /// Transcript bytes.
+    pub transcript: Option<&'a [u8]>,
+}
+
+/// An op of theirs that could not be re-applied onto our state.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OpConflict {
+    /// The block both sides touched (or the op's target).
+    pub block: String,
+    /// Our op that touched the block, when the cause is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours_op_id: Option<String>,
+    /// Their op that could not be re-applied.
+    pub theirs_op_id: String,
+    /// Why.
+    pub message: String,
+}
+
+impl OpConflict {
+    /// One human line naming the block and both ops.
+    pub fn describe(&self) -> String {
+        match &self.ours_op_id {
+            Some(o) => format!(
+                "block \"{}\": our op {o} and their op {} {}",
+                self.block, self.theirs_op_id, self.message
+            ),
+            None => format!(
+                "block \"{}\": their op {} {}",
+                self.block, self.theirs_op_id, self.message
+            ),
+        }
+    }
+}
+
+/// The reconciled transcript and document.
+#[derive(Debug, Clone)]
+pub struct Reconciled {
+    /// Our transcript plus the reconciled records.
+    pub transcript: Vec<u8>,
+    /// What that transcript replays to.
+    pub doc: String,
+    /// (original op_id, reconciled op_id) for every carried-over record.
+    pub rebased: Vec<(String, String)>,
+    /// Ops of theirs that were not re-applied.
+    pub conflicts: Vec<OpConflict>,
+    /// Records of ours after the common prefix.
+    pub ours_new: usize,
+    /// Records of theirs after the common prefix.
+    pub theirs_new: usize,
+}
+
+/// Why a reconciliation cannot even be attempted (the caller falls back to
+/// a plain block merge, or reports).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreconcilable(pub String);
+
+/// One replayed applied op: the record and what it touched.
+struct Step {
+    op_id: String,
+    touched: Vec<String>,
+}
+
+/// Rebases `theirs`' new records onto `ours` (see the module docs).
+pub fn reconcile(
+    base: Side<'_>,
+    ours: Side<'_>,
+    theirs: Side<'_>,
+) -> Result<Reconciled, Unreconcilable> {
+    let err = |m: String| Unreconcilable(m);
+    let ot = ours.transcript.unwrap_or_default();
+    let tt = theirs.transcript.unwrap_or_default();
+    let (olines, otorn) = split_lines(ot);
+    let (tlines, ttorn) = split_lines(tt);
+    if otorn.is_some() || ttorn.is_some() {
+        return Err(err("a transcript ends in a torn line".into()));
+    }
+    let common = olines
+        .iter()
+        .zip(&tlines)
+        .take_while(|(a, b)| a.raw == b.raw)
+        .count();
+    let read = |lines: &[transcript::RawLine<'_>]| -> Result<Vec<Record>, Unreconcilable> {
+        lines
+            .iter()
+            .map(|l| parse_record(l.number, l.raw).map_err(|e| err(e.to_string())))
+            .collect()
+    };
+    let prefix = read(olines.get(..common).unwrap_or_default())?;
+    let onew = read(olines.get(common..).unwrap_or_default())?;
+    let tnew = read(tlines.get(common..).unwrap_or_default())?;
+    let applied = |r: &&Record| r.patch_result == PatchResult::Applied;
+    // The state the common prefix ends at.
+    let start_sha = prefix
+        .iter()
+        .rev()
+        .find(applied)
+        .map(|r| r.post_sha256.clone())
+        .or_else(|| onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
+        .or_else(|| tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
+    let base_doc = match (start_sha, base.doc) {
+        (None, _) => ours
+            .doc
+            .or(base.doc)
+            .ok_or_else(|| err("no document version to start from".into()))?,
+        (Some(sha), Some(d)) if sha256_hex(d.as_bytes()) == sha => d,
+        (Some(sha), _) => {
+            return Err(err(format!(
+                "the base document is not the state the common transcript ends at ({})",
+                short_sha(&sha)
+            )))
+        }
+    };
+    let (our_doc, our_steps) = replay_side(base_doc, &onew, "ours")?;
+    if let Some(d) = ours.doc {
+        if d != our_doc {
+            return Err(err(
+                "our document is not what our transcript replays to".into()
+            ));
+        }
+    }
+    let (their_doc, their_steps) = replay_side(base_doc, &tnew, "theirs")?;
+    if let Some(d) = theirs.doc {
+        if d != their_doc {
+            return Err(err(
+                "their document is not what their transcript replays to".into(),
+            ));
+        }
+    }
+    // Block -> our op that last touched it.
+    let mut ours_touched: HashMap<String, String> = HashMap::new();
+    for s in &our_steps {
+        for b in &s.touched {
+            ours_touched.insert(b.clone(), s.op_id.clone());
+        }
+    }
+    let our_sha = sha256_hex(our_doc.as_bytes());
+    let list_id = derived_uuid(&[
+        "noma-reconcile-list",
+        &our_sha,
+        tnew.first().map_or("", |r| r.op_id.as_str()),
+    ]);
+    let mut state = our_doc;
+    let mut blocked: HashMap<String, String> = HashMap::new(); // block -> their conflicting op
+    let mut conflicts = Vec::new();
+    let mut out: Vec<Record> = Vec::new();
+    let mut rebased = Vec::new();
+    let mut steps = their_steps.iter();
+    for rec in &tnew {
+        if rec.patch_result != PatchResult::Applied {
+            let mut r = rec.clone();
+            mark(&mut r, &our_sha, &list_id);
+            rebased.push((rec.op_id.clone(), r.op_id.clone()));
+            out.push(r);
+            continue;
+        }
+        let Some(step) = steps.next() else { break };
+        let clash = step.touched.iter().find_map(|b| {
+            if let Some(o) = ours_touched.get(b) {
+                return Some(OpConflict {
+                    block: b.clone(),
+                    ours_op_id: Some(o.clone()),
+                    theirs_op_id: rec.op_id.clone(),
+                    message: format!("both changed it (their op is {})", rec.op_name()),
+                });
+            }
+            blocked.get(b).map(|t| OpConflict {
+                block: b.clone(),
+                ours_op_id: None,
+                theirs_op_id: rec.op_id.clone(),
+                message: format!("depends on their conflicting op {t}"),
+            })
+        });
+        if let Some(c) = clash {
+            conflicts.push(c);
+            for b in &step.touched {
+                blocked
+                    .entry(b.clone())
+                    .or_insert_with(|| rec.op_id.clone());
+            }
+            continue;
+        }
+        let op = rebase_hash(&state, &rec.op);
+        let ctx = crate::engine::Context {
+            doc_uri: rec.doc_uri.clone(),
+            ..Default::default()
+        };
+        let mut opts = crate::engine::Options::new(rec.actor.clone());
+        opts.reason = rec.reason.clone();
+        let plan = crate::engine::plan(
+            &state,
+            &ctx,
+            std::slice::from_ref(&op),
+            &opts,
+            crate::engine::APPLY,
+        );
+        let Some(mut r) = plan.records.into_iter().next().filter(|_| plan.accepted) else {
+            let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
+            conflicts.push(OpConflict {
+                block,
+                ours_op_id: None,
+                theirs_op_id: rec.op_id.clone(),
+                message: format!("no longer applies on our state ({})", rec.op_name()),
+            });
+            for b in &step.touched {
+                blocked
+                    .entry(b.clone())
+                    .or_insert_with(|| rec.op_id.clone());
+            }
+            continue;
+        };
+        r.op_id = rec.op_id.clone();
+        r.ts = rec.ts.clone();
+        r.base_sha256 = None;
+        r.elapsed_ms = None;
+        mark(&mut r, &our_sha, &list_id);
+        rebased.push((rec.op_id.clone(), r.op_id.clone()));
+        state = plan.new_text;
+        out.push(r);
+    }
+    let n = out.len();
+    for (i, r) in out.iter_mut().enumerate() {
+        if let Some(l) = r.op_list.as_mut() {
+            l.index = i;
+            l.len = n;
+        }
+    }
+    let prev = olines.last().map(|l| sha256_hex(l.raw));
+    let tail = crate::engine::chain_and_serialise(&mut out, prev);
+    let mut merged = ot.to_vec();
+    merged.extend_from_slice(&tail);
+    Ok(Reconciled {
+        transcript: merged,
+        doc: state,
+        rebased,
+        conflicts,
+        ours_new: onew.len(),
+        theirs_new: tnew.len(),
+    })
+}
+
+/// Rewrites a copied record's identity: derived op_id, parent link, reason.
+fn mark(r: &mut Record, our_sha: &str, list_id: &str) {
+    let original = r.op_id.clone();
+    r.op_id = derived_uuid(&["noma-reconcile", &original, our_sha]);
+    r.parent_op_id = Some(original.clone());
+    let why = format!(
+        "reconciled: op {original} from the merged branch, rebased onto {}",
+        short_sha(our_sha)
+    );
+    r.reason = Some(match r.reason.take() {
+        Some(old) => format!("{why}; original reason: {old}"),
+        None => why,
+    });
+    r.op_list = Some(OpList {
+        id: list_id.to_string(),
+        index: 0,
+        len: 0,
+    });
+    r.prev_entry_sha256 = None;
+}
+
+/// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
+pub fn derived_uuid(parts: &[&str]) -> String {
+    let digest = sha256_hex(parts.join("\n").as_bytes());
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = digest
+            .get(i * 2..i * 2 + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+    }
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+/// `op` with its `baseHash` (if any) recomputed against `state`.
+fn rebase_hash(state: &str, op: &Value) -> Value {
+    let Some(old) = op.get("baseHash").and_then(Value::as_str) else {
+        return op.clone();
+    };
+    let Some(target) = op_target(op) else {
+        return op.clone();
+    };
+    let body = state.strip_prefix('\u{feff}').unwrap_or(state);
+    let doc = crate::doc::parse_shared(body);
+    let Some(node) = doc.find(target) else {
+        return op.clone();
+    };
+    let now = slice_hash(body, node.span.start, node.span.end);
+    let keep = old.len().clamp(8, 64);
+    let mut op = op.clone();
+    if let Some(o) = op.as_object_mut() {
+        o.insert(
+            "baseHash".into(),
+            Value::String(now.chars().take(keep).collect()),
+        );
+    }
+    op
+}
+
+/// Replays one side's new records from `start`, checking every applied
+/// record, and returns the final text with the blocks each applied op touched.
+fn replay_side(
+    start: &str,
+    records: &[Record],
+    side: &str,
+) -> Result<(String, Vec<Step>), Unreconcilable> {
+    let mut text = start.to_string();
+    let mut sha = sha256_hex(text.as_bytes());
+    let mut steps = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.patch_result == PatchResult::Applied)
+    {
+        if r.pre_sha256 != sha {
+            return Err(Unreconcilable(format!(
+                "{side}: record {} does not start from the replayed state",
+                r.op_id
+            )));
+        }
+        let next = crate::patch::apply_one(&text, &r.op).map_err(|e| {
+            Unreconcilable(format!(
+                "{side}: record {} does not replay: {}",
+                r.op_id, e.message
+            ))
+        })?;
+        let next_sha = sha256_hex(next.as_bytes());
+        if next_sha != r.post_sha256 {
+            return Err(Unreconcilable(format!(
+                "{side}: record {} does not reproduce its post_sha256",
+                r.op_id
+            )));
+        }
+        steps.push(Step {
+            op_id: r.op_id.clone(),
+            touched: touched_blocks(&text, &next, &r.op),
+        });
+        text = next;
+        sha = next_sha;
+    }
+    Ok((text, steps))
+}
+
+/// The op's target plus the innermost blocks whose source differs between
+/// `pre` and `post` (sorted, deduplicated).
+pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
+    let a = block_hashes(pre, &crate::doc::parse(pre));
+    let b = block_hashes(post, &crate::doc::parse(post));
+    let amap: HashMap<&str, (&str, Option<&str>)> = a
+        .iter()
+        .map(|h| (h.id.as_str(), (h.sha256.as_str(), h.parent.as_deref())))
+        .collect();
+    let bmap: HashMap<&str, (&str, Option<&str>)> = b
+        .iter()
+        .map(|h| (h.id.as_str(), (h.sha256.as_str(), h.parent.as_deref())))
+        .collect();
+    let mut changed: Vec<&str> = Vec::new();
+    for (id, (sha, _)) in &amap {
+        if bmap.get(id).map(|x| x.0) != Some(*sha) {
+            changed.push(id);
+        }
+    }
+    for id in bmap.keys() {
+        if !amap.contains_key(id) {
+            changed.push(id);
+        }
+    }
+    // Ancestors of a changed block changed because of it: not "touched".
+    let mut ancestors: HashSet<&str> = HashSet::new();
+    let limit = amap.len() + bmap.len();
+    for id in &changed {
+        let mut cur = *id;
+        for _ in 0..limit {
+            let parent = bmap.get(cur).or_else(|| amap.get(cur)).and_then(|x| x.1);
+            match parent {
+                Some(p) if ancestors.insert(p) => cur = p,
+                _ => break,
+            }
+        }
+    }
+    let mut out: Vec<String> = changed
+        .into_iter()
+        .filter(|id| !ancestors.contains(id))
+        .map(str::to_string)
+        .collect();
+    if let Some(t) = op_target(op) {
+        if amap.contains_key(t) {
+            out.push(t.to_string());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    fn side(ops: &[Value]) -> (String, Vec<u8>) {
+        let opts = crate::engine::Options::new(crate::transcript::Actor {
+            kind: crate::transcript::ActorKind::Agent,
+            name: "t".into(),
+            model: None,
+            version: None,
+        });
+        let mut p =
+            crate::engine::plan(BASE, &Default::default(), ops, &opts, crate::engine::APPLY);
+        assert!(p.accepted);
+        (
+            p.new_text,
+            crate::engine::chain_and_serialise(&mut p.records, None),
+        )
+    }
+
+    #[test]
+    fn derived_ids_are_deterministic_uuids() {
+        let a = derived_uuid(&["x", "y"]);
+        assert_eq!(a, derived_uuid(&["x", "y"]));
+        assert_ne!(a, derived_uuid(&["x", "z"]));
+        assert!(uuid::Uuid::parse_str(&a).is_ok());
+    }
+
+    #[test]
+    fn touched_skips_ancestors_but_keeps_the_target() {
+        let post = BASE.replace("alpha", "A");
+        let op = json!({"op": "replace_body", "id": "a", "content": "A"});
+        assert_eq!(touched_blocks(BASE, &post, &op), vec!["a".to_string()]);
+        let op = json!({"op": "update_heading", "id": "t", "title": "T"});
+        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["t".to_string()]);
+    }
+
+    #[test]
+    fn same_block_conflict_names_both_ops_and_independent_ops_still_apply() {
+        let (od, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "ours"})]);
+        let (td, tt) = side(&[
+            json!({"op": "replace_body", "id": "a", "content": "theirs"}),
+            json!({"op": "update_attribute", "id": "a", "key": "k", "value": "v"}),
+            json!({"op": "replace_body", "id": "b", "content": "B"}),
+        ]);
+        let r = reconcile(
+            Side {
+                doc: Some(BASE),
+                transcript: None,
+            },
+            Side {
+                doc: Some(&od),
+                transcript: Some(&ot),
+            },
+            Side {
+                doc: Some(&td),
+                transcript: Some(&tt),
+            },
+        )
+        .unwrap();
+        let ours_id = parse_transcript_ids(&ot);
+        let theirs_ids = parse_transcript_ids(&tt);
+        assert_eq!(r.conflicts.len(), 2, "{:?}", r.conflicts);
+        assert_eq!(
+            r.conflicts[0].ours_op_id.as_deref(),
+            Some(ours_id[0].as_str())
+        );
+        assert_eq!(r.conflicts[0].theirs_op_id, theirs_ids[0]);
+        // Their later op on the same block conflicts with ours as well.
+        assert_eq!(r.conflicts[1].theirs_op_id, theirs_ids[1]);
+        assert_eq!(r.conflicts[1].block, "a");
+        // The independent op on b was still re-applied.
+        assert_eq!(r.rebased.len(), 1);
+        assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
+        let rep = crate::transcript::replay::replay(
+            &r.transcript,
+            Some(BASE),
+            &r.doc,
+            crate::engine::APPLY,
+        );
+        assert!(rep.ok, "{:?}", rep.divergence);
+    }
+
+    fn parse_transcript_ids(t: &[u8]) -> Vec<String> {
+        crate::transcript::parse_transcript(t)
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.record.op_id)
+            .collect()
+    }
+
+    #[test]
+    fn documents_the_transcripts_do_not_explain_are_refused() {
+        let (_, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "x"})]);
+        let (td, tt) = side(&[json!({"op": "replace_body", "id": "b", "content": "y"})]);
+        let r = reconcile(
+            Side {
+                doc: Some(BASE),
+                transcript: None,
+            },
+            Side {
+                doc: Some("hand edited"),
+                transcript: Some(&ot),
+            },
+            Side {
+                doc: Some(&td),
+                transcript: Some(&tt),
+            },
+        );
+        assert!(r.is_err());
+    }
+}

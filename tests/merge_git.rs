@@ -1,0 +1,328 @@
+//! The merge driver against real repositories driven by the `git` CLI:
+//! `noma hooks install` registers hooks and driver, branches patch one
+//! document through transcripts (or by hand), and `git merge` runs
+//! `noma merge-driver` for the document and its transcript.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const NOMA: &str = env!("CARGO_BIN_EXE_noma");
+
+struct Repo {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let r = Repo {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        r.ok(&["-c", "init.defaultBranch=main", "init", "-q"]);
+        r.ok(&["config", "user.name", "Tester"]);
+        r.ok(&["config", "user.email", "t@example.com"]);
+        r.ok(&["config", "commit.gpgsign", "false"]);
+        let o = r.noma(&["hooks", "install"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("merge driver: registered"),
+            "{}",
+            text(&o)
+        );
+        r
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cmd(&self, program: &str, args: &[&str]) -> Output {
+        Command::new(program)
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.home.path())
+            .env("USER", "tester")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .unwrap()
+    }
+
+    fn git(&self, args: &[&str]) -> Output {
+        self.cmd("git", args)
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.git(args);
+        assert!(o.status.success(), "git {args:?} failed:\n{}", text(&o));
+        text(&o)
+    }
+
+    fn noma(&self, args: &[&str]) -> Output {
+        self.cmd(NOMA, args)
+    }
+
+    fn write(&self, rel: &str, content: &str) {
+        std::fs::write(self.path().join(rel), content).unwrap();
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap()
+    }
+
+    fn commit_all(&self, msg: &str) {
+        self.ok(&["add", "-A"]);
+        self.ok(&["commit", "-q", "-m", msg]);
+    }
+
+    fn patch(&self, doc: &str, op: &str) {
+        let o = self.noma(&[
+            "patch",
+            doc,
+            "--inplace",
+            "--op",
+            op,
+            "--actor-kind",
+            "agent",
+            "--actor-name",
+            "bot",
+        ]);
+        assert!(o.status.success(), "patch failed: {}", text(&o));
+    }
+
+    /// Patches on a new branch `name` from `from` and commits.
+    fn branch_patch(&self, from: &str, name: &str, ops: &[String]) {
+        self.ok(&["checkout", "-q", "-b", name, from]);
+        for op in ops {
+            self.patch("plan.noma", op);
+        }
+        self.commit_all(name);
+    }
+
+    fn op_ids(&self, rev: &str) -> Vec<String> {
+        let t = self.ok(&["show", &format!("{rev}:plan.noma.patches")]);
+        t.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v["op_id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+}
+
+/// Three top-level directives and a section holding two more.
+fn doc() -> String {
+    "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n## Details\n\n::note{id=\"c\"}\ngamma\n::\n\n::note{id=\"d\"}\ndelta\n::\n".to_string()
+}
+
+fn replace_op(id: &str, body: &str) -> String {
+    serde_json::json!({
+        "op": "replace_block",
+        "id": id,
+        "content": format!("::note{{id=\"{id}\"}}\n{body}\n::"),
+    })
+    .to_string()
+}
+
+fn body_op(id: &str, body: &str) -> String {
+    serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string()
+}
+
+/// Block id -> source hash of a document.
+fn blocks(doc: &str) -> Vec<(String, String)> {
+    let d = noma::doc::parse(doc);
+    assert!(d.issues.is_empty(), "parse issues: {:?}\n{doc}", d.issues);
+    noma::doc::hash::block_hashes(doc, &d)
+        .into_iter()
+        .map(|b| (b.id, b.sha256))
+        .collect()
+}
+
+fn setup_transcripts() -> Repo {
+    let r = Repo::new();
+    r.write("plan.noma", &doc());
+    r.commit_all("base");
+    r
+}
+
+#[test]
+fn a_transcripts_on_different_blocks_merge_cleanly_and_replay() {
+    let r = setup_transcripts();
+    r.write("base.noma.txt", &doc());
+    r.branch_patch(
+        "main",
+        "A",
+        &[replace_op("a", "ALPHA"), body_op("c", "GAMMA")],
+    );
+    r.branch_patch(
+        "main",
+        "B",
+        &[replace_op("b", "BETA"), body_op("d", "DELTA")],
+    );
+    let theirs = r.op_ids("A");
+    let o = r.git(&["merge", "--no-edit", "A"]);
+    assert!(o.status.success(), "merge must be clean: {}", text(&o));
+    assert!(r.git(&["diff", "--quiet", "HEAD"]).status.success());
+    let merged = r.read("plan.noma");
+    for want in ["ALPHA", "BETA", "GAMMA", "DELTA"] {
+        assert!(merged.contains(want), "{want} missing:\n{merged}");
+    }
+    // Replays from the base to the merged bytes.
+    let o = r.noma(&["replay", "plan.noma", "--base", "base.noma.txt"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Common prefix (none) + ours (B's two) + two reconciled records.
+    let t = r.read("plan.noma.patches");
+    let recs: Vec<serde_json::Value> = t
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 4);
+    for (rec, original) in recs[2..].iter().zip(&theirs) {
+        assert_eq!(rec["parent_op_id"].as_str(), Some(original.as_str()));
+        assert!(rec["reason"].as_str().unwrap().contains("reconciled"));
+        assert_ne!(rec["op_id"].as_str(), Some(original.as_str()));
+    }
+    // The merge commit itself went through the pre-merge-commit hook.
+    let log = r.ok(&["log", "--format=%P", "-1"]);
+    assert_eq!(log.split_whitespace().count(), 2, "{log}");
+}
+
+#[test]
+fn b_same_block_conflicts_naming_block_and_ops_and_hook_blocks_bad_resolution() {
+    let r = setup_transcripts();
+    r.branch_patch("main", "A", &[body_op("c", "GAMMA from A")]);
+    r.branch_patch("main", "B", &[body_op("c", "GAMMA from B")]);
+    let (ours, theirs) = (r.op_ids("B"), r.op_ids("A"));
+    let o = r.git(&["merge", "--no-edit", "A"]);
+    assert!(!o.status.success(), "must conflict: {}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("block \"c\""), "{out}");
+    assert!(out.contains(&ours[0]) && out.contains(&theirs[0]), "{out}");
+    // The conflicted document still parses and holds both versions.
+    let conflicted = r.read("plan.noma");
+    blocks(&conflicted);
+    assert!(conflicted.contains("GAMMA from A") && conflicted.contains("GAMMA from B"));
+    assert!(conflicted.contains("::conflict{"), "{conflicted}");
+    // A forced resolution (their document, our transcript) breaks replay.
+    r.ok(&["checkout", "--theirs", "plan.noma"]);
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "--no-edit"]);
+    assert!(!o.status.success(), "must be blocked: {}", text(&o));
+    assert!(text(&o).contains("commit blocked"), "{}", text(&o));
+    // A textual union of both tails is an unreconciled fork.
+    let union = format!(
+        "{}{}",
+        r.ok(&["show", "B:plan.noma.patches"]),
+        r.ok(&["show", "A:plan.noma.patches"])
+    );
+    r.write("plan.noma.patches", &union);
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "--no-edit"]);
+    assert!(!o.status.success(), "must be blocked: {}", text(&o));
+    assert!(text(&o).contains("[transcript-fork]"), "{}", text(&o));
+}
+
+#[test]
+fn c_without_transcripts_blocks_merge_or_conflict_with_parsable_markers() {
+    let r = Repo::new();
+    r.write("plan.noma", &doc());
+    r.commit_all("base");
+    r.ok(&["checkout", "-q", "-b", "A"]);
+    r.write(
+        "plan.noma",
+        &doc().replace("alpha", "ALPHA").replace("gamma", "GAMMA"),
+    );
+    r.commit_all("A");
+    r.ok(&["checkout", "-q", "-b", "B", "main"]);
+    r.write(
+        "plan.noma",
+        &doc().replace("beta", "BETA").replace("delta", "DELTA"),
+    );
+    r.commit_all("B");
+    // Plain git would conflict here: the edits are on adjacent lines.
+    let o = r.git(&["merge", "--no-edit", "A"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let merged = r.read("plan.noma");
+    assert_eq!(
+        merged,
+        doc()
+            .replace("alpha", "ALPHA")
+            .replace("gamma", "GAMMA")
+            .replace("beta", "BETA")
+            .replace("delta", "DELTA")
+    );
+
+    // Same block on both sides: markers that still parse.
+    r.ok(&["checkout", "-q", "-b", "C", "main"]);
+    r.write("plan.noma", &doc().replace("beta", "beta from C"));
+    r.commit_all("C");
+    r.ok(&["checkout", "-q", "-b", "D", "main"]);
+    r.write("plan.noma", &doc().replace("beta", "beta from D"));
+    r.commit_all("D");
+    let o = r.git(&["merge", "--no-edit", "C"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("block \"b\""), "{}", text(&o));
+    let conflicted = r.read("plan.noma");
+    let ids: Vec<String> = blocks(&conflicted).into_iter().map(|(id, _)| id).collect();
+    assert!(
+        ids.iter().any(|i| i.starts_with("merge-conflict-")),
+        "{ids:?}"
+    );
+    assert!(conflicted.contains("beta from C") && conflicted.contains("beta from D"));
+    assert!(!conflicted.contains("<<<<<<<"));
+}
+
+#[test]
+fn d_merge_order_does_not_change_block_content() {
+    for transcripts in [true, false] {
+        let r = setup_transcripts();
+        if transcripts {
+            r.branch_patch("main", "A", &[body_op("a", "A1"), body_op("c", "C1")]);
+            r.branch_patch("main", "B", &[body_op("b", "B1"), body_op("d", "D1")]);
+        } else {
+            r.ok(&["checkout", "-q", "-b", "A"]);
+            r.write(
+                "plan.noma",
+                &doc().replace("alpha", "A1").replace("gamma", "C1"),
+            );
+            r.commit_all("A");
+            r.ok(&["checkout", "-q", "-b", "B", "main"]);
+            r.write(
+                "plan.noma",
+                &doc().replace("beta", "B1").replace("delta", "D1"),
+            );
+            r.commit_all("B");
+        }
+        r.ok(&["checkout", "-q", "-b", "BA", "B"]);
+        r.ok(&["merge", "--no-edit", "A"]);
+        let ba = r.read("plan.noma");
+        r.ok(&["checkout", "-q", "-b", "AB", "A"]);
+        r.ok(&["merge", "--no-edit", "B"]);
+        let ab = r.read("plan.noma");
+        let mut x = blocks(&ab);
+        let mut y = blocks(&ba);
+        x.sort();
+        y.sort();
+        assert_eq!(x, y, "transcripts={transcripts}\n{ab}\n---\n{ba}");
+    }
+}
+
+#[test]
+fn uninstall_removes_the_driver_registration() {
+    let r = Repo::new();
+    assert!(r.read(".gitattributes").contains("*.noma merge=noma"));
+    let o = r.noma(&["hooks", "uninstall"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!r.path().join(".gitattributes").exists());
+    let o = r.git(&["config", "--get", "merge.noma.driver"]);
+    assert!(!o.status.success());
+}
