@@ -232,12 +232,23 @@ fn initialize_and_tools_list_show_every_tool_with_its_schema() {
             "patch_block",
             "patch_block_list",
             "transcript_read",
-            "describe_capabilities"
+            "describe_capabilities",
+            "list_changed_docs",
+            "get_changed_blocks",
+            "mark_reconciled",
+            "clear_cache",
+            "snapshot_state"
         ]
     );
     for t in tools {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
-        assert!(t["inputSchema"]["properties"]["file"].is_object(), "{t}");
+        let props = &t["inputSchema"]["properties"];
+        assert!(
+            props["file"].is_object()
+                || props["base_branch"].is_object()
+                || ["clear_cache", "snapshot_state"].contains(&t["name"].as_str().unwrap()),
+            "{t}"
+        );
         assert!(t["description"].as_str().unwrap().len() > 60, "{t}");
     }
     let pb = tools.iter().find(|t| t["name"] == "patch_block").unwrap();
@@ -733,6 +744,87 @@ fn a_thousand_calls_do_not_grow_memory() {
     assert!(
         after_1000 <= after_100 + 4096,
         "VmRSS grew from {after_100} kB to {after_1000} kB"
+    );
+    s.finish();
+}
+
+fn git_in(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@e")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .status()
+        .unwrap();
+    assert!(ok.success(), "git {args:?}");
+}
+
+#[test]
+fn changed_block_tools_answer_only_the_changed_blocks() {
+    let repo = Repo::new();
+    let d = repo.path();
+    git_in(d, &["checkout", "-q", "-b", "main"]);
+    git_in(d, &["add", "-A"]);
+    git_in(d, &["commit", "-q", "-m", "base"]);
+    git_in(d, &["checkout", "-q", "-b", "work"]);
+    let mut s = Server::start(d);
+    // An agent patches one block through the server; the answer names it alone.
+    s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "op": {"op": "replace_block", "id": "e1",
+               "content": "::evidence{id=\"e1\" for=\"c1\"}\nMeasured twice.\n::"}}),
+    );
+    let docs = s.ok("list_changed_docs", json!({"base_branch": "main"}));
+    assert_eq!(docs["docs"][0]["path"], "a.noma", "{docs}");
+    let r = s.ok(
+        "get_changed_blocks",
+        json!({"base_branch": "main", "include_old_source": true}),
+    );
+    let blocks = r["docs"][0]["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 1, "{r}");
+    assert_eq!(blocks[0]["id"], "e1");
+    assert_eq!(blocks[0]["change"], "modified");
+    let read = s.ok("read_doc", json!({"file": "a.noma"}));
+    let e1 = read["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "e1")
+        .unwrap();
+    assert_eq!(blocks[0]["sha256"], e1["hash"], "the baseHash to send next");
+    // Reconciled blocks move to `skipped`, until the marks are cleared.
+    s.ok(
+        "mark_reconciled",
+        json!({"files": ["a.noma"], "base_branch": "main"}),
+    );
+    let r = s.ok("get_changed_blocks", json!({"base_branch": "main"}));
+    assert_eq!(r["docs"][0]["skipped"], json!(["e1"]), "{r}");
+    assert_eq!(s.ok("clear_cache", json!({}))["cleared"], true);
+    s.ok("snapshot_state", json!({}));
+    assert!(d.join(".noma/reconciliation_state.json").is_file());
+    // Failure paths: an unknown base is the caller's error, an escape a system error.
+    let (is_error, body) = s.call(
+        "list_changed_docs",
+        json!({"base_branch": "no-such-branch"}),
+    );
+    assert!(!is_error && body["ok"] == false, "{body}");
+    let (is_error, body) = s.call(
+        "get_changed_blocks",
+        json!({"base_branch": "main", "files": ["../outside.noma"]}),
+    );
+    assert!(is_error, "{body}");
+    assert_eq!(
+        s.rpc_error(
+            "tools/call",
+            json!({"name": "get_changed_blocks", "arguments": {}})
+        ),
+        -32602
     );
     s.finish();
 }

@@ -14,6 +14,7 @@
 //! transcript lock. When stdin closes, calls already running finish (the
 //! engine's write is atomic either way) before the process exits.
 
+pub mod changes;
 pub mod paths;
 pub mod registry;
 pub mod tools;

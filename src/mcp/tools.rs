@@ -1,6 +1,7 @@
 //! The tools: Annex B's four (`read_doc`, `list_ids`, `validate_doc`,
 //! `patch_block`, shapes as §B.3–§B.7) and the v1.1 directions of §B.8
-//! (`patch_block_list`, `transcript_read`, `describe_capabilities`).
+//! (`patch_block_list`, `transcript_read`, `describe_capabilities`), plus
+//! the changed-block tools of [`super::changes`].
 //!
 //! Every `file` argument goes through [`Context::doc_path`]: containment in
 //! the repository root ([`super::paths`]) and the book-manifest refusal
@@ -12,6 +13,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::changes as ch;
 use super::registry::{tool, Registry, ToolError, ToolResult};
 use super::Context;
 use crate::diag::{Diagnostic, Phase, Severity};
@@ -32,6 +34,27 @@ pub fn registry() -> Registry {
             "describe_capabilities",
             DESCRIBE_CAPABILITIES,
             describe_capabilities,
+        ))
+        .with(tool(
+            "list_changed_docs",
+            ch::LIST_CHANGED_DOCS,
+            ch::list_changed_docs,
+        ))
+        .with(tool(
+            "get_changed_blocks",
+            ch::GET_CHANGED_BLOCKS,
+            ch::get_changed_blocks,
+        ))
+        .with(tool(
+            "mark_reconciled",
+            ch::MARK_RECONCILED,
+            ch::mark_reconciled,
+        ))
+        .with(tool("clear_cache", ch::CLEAR_CACHE, ch::clear_cache))
+        .with(tool(
+            "snapshot_state",
+            ch::SNAPSHOT_STATE,
+            ch::snapshot_state,
         ))
 }
 
@@ -574,7 +597,14 @@ mod tests {
     fn every_tool_has_an_object_schema_and_a_description() {
         let reg = registry();
         let tools = reg.tools();
-        assert_eq!(tools.len(), 7);
+        assert_eq!(tools.len(), 12);
+        let changed = [
+            "list_changed_docs",
+            "get_changed_blocks",
+            "mark_reconciled",
+            "clear_cache",
+            "snapshot_state",
+        ];
         for t in &tools {
             assert_eq!(
                 t.input_schema.get("type"),
@@ -583,6 +613,9 @@ mod tests {
                 t.name
             );
             assert!(t.description.as_deref().is_some_and(|d| d.len() > 40));
+            if changed.contains(&t.name.as_ref()) {
+                continue;
+            }
             let req = t.input_schema.get("required").and_then(Value::as_array);
             assert!(
                 req.is_some_and(|r| r.contains(&json!("file"))),
