@@ -6,7 +6,6 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::registry::{ToolError, ToolResult};
 use super::Context;
@@ -147,7 +146,6 @@ pub fn snapshot_state(ctx: &Context, _args: NoArgs) -> ToolResult {
     to_value(&changes::snapshot_state(&repo(ctx)?).map_err(fail)?)
 }
 
-/// The tool results as plain values, for tests of the wiring.
 #[cfg(test)]
 mod tests {
     use super::*;
