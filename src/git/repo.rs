@@ -50,9 +50,13 @@ pub struct StagedChange {
     /// The path at HEAD, for renames.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old_path: Option<String>,
-    /// The staged blob (None for deletions).
+    /// The staged blob (None for deletions; the zero id for a working-tree
+    /// file git has not hashed).
     #[serde(skip)]
     pub new_id: Option<Oid>,
+    /// The blob on the old side (None for additions).
+    #[serde(skip)]
+    pub old_id: Option<Oid>,
 }
 
 /// The staged changes against HEAD, plus what is needed to read staged
@@ -243,6 +247,66 @@ impl Repo {
         Some(parse_raw_diff(&out.stdout))
     }
 
+    /// Paths matching `pathspecs` whose working-tree content differs from
+    /// `commit` (through the index's stat data, like `git status`), plus
+    /// untracked, not ignored files as additions. No rename detection.
+    /// None when the `git` CLI cannot run; the caller then asks libgit2.
+    ///
+    /// Why the CLI: this is one `lstat` per tracked file, which git spreads
+    /// over threads (`core.preloadIndex`) and libgit2 does on one.
+    pub fn worktree_changes_by_cli(
+        &self,
+        commit: Oid,
+        pathspecs: &[String],
+    ) -> Option<Result<Vec<StagedChange>, GitError>> {
+        let workdir = self.repo.workdir()?;
+        let git = |args: &[&str]| -> Option<Vec<u8>> {
+            let out = Command::new("git")
+                .arg("--git-dir")
+                .arg(self.repo.path())
+                .arg("--work-tree")
+                .arg(workdir)
+                .current_dir(workdir)
+                .args(args)
+                .arg("--")
+                .args(pathspecs)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .ok()?;
+            out.status.success().then_some(out.stdout)
+        };
+        let commit = commit.to_string();
+        let tracked = git(&[
+            "diff-index",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            &commit,
+        ])?;
+        let untracked = git(&["ls-files", "-z", "--others", "--exclude-standard"])?;
+        let mut out = match parse_raw_diff(&tracked) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        for raw in untracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let path = match utf8(raw) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            out.push(StagedChange {
+                kind: ChangeKind::Added,
+                path,
+                old_path: None,
+                new_id: Some(Oid::zero()),
+                old_id: None,
+            });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Some(Ok(out))
+    }
+
     fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
         let head_tree = match head {
             Some(id) => Some(self.repo.find_commit(id)?.tree()?),
@@ -262,6 +326,7 @@ impl Repo {
             let new = delta.new_file().path_bytes().map(utf8).transpose()?;
             let old = delta.old_file().path_bytes().map(utf8).transpose()?;
             let new_id = Some(delta.new_file().id());
+            let old_id = Some(delta.old_file().id()).filter(|id| !id.is_zero());
             let (kind, path, old_path, new_id) = match delta.status() {
                 Delta::Added | Delta::Copied => (ChangeKind::Added, new, None, new_id),
                 Delta::Deleted => (ChangeKind::Deleted, old, None, None),
@@ -275,6 +340,7 @@ impl Repo {
                     path,
                     old_path,
                     new_id,
+                    old_id,
                 });
             }
         }
@@ -386,10 +452,12 @@ fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
         let meta = std::str::from_utf8(meta).map_err(|_| bad("header is not text"))?;
         let meta = meta.strip_prefix(':').ok_or_else(|| bad(meta))?;
         let parts: Vec<&str> = meta.split(' ').collect();
-        let [_, _, _, new_hex, status] = parts[..] else {
+        let [_, _, old_hex, new_hex, status] = parts[..] else {
             return Err(bad(meta));
         };
         let new_id = Oid::from_str(new_hex).map_err(|_| bad(meta))?;
+        let old_id =
+            Some(Oid::from_str(old_hex).map_err(|_| bad(meta))?).filter(|id| !id.is_zero());
         let mut next_path = || -> Result<String, GitError> {
             utf8(fields.next().ok_or_else(|| bad("missing path"))?)
         };
@@ -418,6 +486,7 @@ fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
             path,
             old_path,
             new_id,
+            old_id,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
