@@ -233,6 +233,53 @@ fn exactly_the_changed_blocks_and_nothing_else() {
         ],
     );
     assert_eq!(triples(&again), triples(&bypass));
+
+    // The MCP tool gives exactly the same blocks.
+    let over_mcp = mcp_get_changed_blocks(d, serde_json::json!({"base_branch": "main"}));
+    assert_eq!(triples(&over_mcp), triples(&again), "{over_mcp:#}");
+}
+
+/// Asks a real `noma mcp` over stdio (newline-delimited JSON-RPC) for
+/// `get_changed_blocks` and returns the tool's JSON answer.
+fn mcp_get_changed_blocks(dir: &Path, args: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
+        .arg("mcp")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "changed-test", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "get_changed_blocks", "arguments": args}}),
+    ];
+    for r in &requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut answer = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let msg: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if msg["id"] == 2 {
+            answer = Some(msg);
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let msg = answer.expect("an answer to tools/call");
+    assert_ne!(msg["result"]["isError"], true, "{msg}");
+    let text = msg["result"]["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
 }
 
 #[test]
