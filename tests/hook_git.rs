@@ -2,34 +2,15 @@
 //! `git` CLI. Hooks are installed by hand (scripts that exec the test
 //! binary), so these tests do not depend on `noma hooks install`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{text, Repo, NOMA};
 
-const NOMA: &str = env!("CARGO_BIN_EXE_noma");
-
-struct Repo {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::path::PathBuf;
+use std::process::Command;
 
 impl Repo {
     fn new() -> Repo {
-        let r = Repo {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        r.ok(&["-c", "init.defaultBranch=main", "init", "-q"]);
-        r.ok(&["config", "user.name", "Tester"]);
-        r.ok(&["config", "user.email", "t@example.com"]);
-        r.ok(&["config", "commit.gpgsign", "false"]);
+        let r = Repo::init();
         for hook in ["pre-commit", "pre-merge-commit"] {
             let p = r.path().join(".git/hooks").join(hook);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -41,50 +22,6 @@ impl Repo {
             }
         }
         r
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn cmd(&self, program: &str, args: &[&str]) -> Output {
-        Command::new(program)
-            .args(args)
-            .current_dir(self.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("USER", "tester")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_WORK_TREE")
-            .output()
-            .unwrap()
-    }
-
-    fn git(&self, args: &[&str]) -> Output {
-        self.cmd("git", args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.git(args);
-        assert!(o.status.success(), "git {args:?} failed:\n{}", text(&o));
-        text(&o)
-    }
-
-    fn noma(&self, args: &[&str]) -> Output {
-        self.cmd(NOMA, args)
-    }
-
-    fn write(&self, rel: &str, content: &str) {
-        let p = self.path().join(rel);
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(p, content).unwrap();
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path().join(rel)).unwrap()
     }
 
     /// Commits with the hook; returns (success, output).

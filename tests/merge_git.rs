@@ -3,34 +3,13 @@
 //! document through transcripts (or by hand), and `git merge` runs
 //! `noma merge-driver` for the document and its transcript.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+use common::{text, Repo};
 
-const NOMA: &str = env!("CARGO_BIN_EXE_noma");
-
-struct Repo {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 impl Repo {
     fn new() -> Repo {
-        let r = Repo {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        r.ok(&["-c", "init.defaultBranch=main", "init", "-q"]);
-        r.ok(&["config", "user.name", "Tester"]);
-        r.ok(&["config", "user.email", "t@example.com"]);
-        r.ok(&["config", "commit.gpgsign", "false"]);
+        let r = Repo::init();
         let o = r.noma(&["hooks", "install"]);
         assert!(o.status.success(), "{}", text(&o));
         assert!(
@@ -39,46 +18,6 @@ impl Repo {
             text(&o)
         );
         r
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn cmd(&self, program: &str, args: &[&str]) -> Output {
-        Command::new(program)
-            .args(args)
-            .current_dir(self.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("USER", "tester")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_WORK_TREE")
-            .output()
-            .unwrap()
-    }
-
-    fn git(&self, args: &[&str]) -> Output {
-        self.cmd("git", args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.git(args);
-        assert!(o.status.success(), "git {args:?} failed:\n{}", text(&o));
-        text(&o)
-    }
-
-    fn noma(&self, args: &[&str]) -> Output {
-        self.cmd(NOMA, args)
-    }
-
-    fn write(&self, rel: &str, content: &str) {
-        std::fs::write(self.path().join(rel), content).unwrap();
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path().join(rel)).unwrap()
     }
 
     fn commit_all(&self, msg: &str) {
