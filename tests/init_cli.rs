@@ -98,6 +98,12 @@ fn init_twice_is_idempotent() {
     assert!(config.starts_with("# noma repository policy"));
     assert_eq!(Policy::load(&repo).unwrap().file, PolicyFile::default());
     assert!(repo.join(".git/hooks/pre-commit").is_file());
+    // The merge driver is part of the one-command setup.
+    assert!(out.contains("merge driver: registered"), "{out}");
+    let driver = s.git_ok(&repo, &["config", "merge.noma.driver"]);
+    assert!(driver.contains("merge-driver"), "{driver}");
+    let attrs = fs::read_to_string(repo.join(".gitattributes")).unwrap();
+    assert!(attrs.contains("*.noma merge=noma"), "{attrs}");
 
     let out = s.noma_ok(&repo, &["init"]);
     assert!(
@@ -113,8 +119,14 @@ fn init_twice_is_idempotent() {
         2,
         "{out}"
     );
+    assert!(out.contains("merge driver: already registered"), "{out}");
     let gitignore = fs::read_to_string(repo.join(".gitignore")).unwrap();
     assert_eq!(gitignore.matches(".noma/cache/").count(), 1, "{gitignore}");
+    assert_eq!(
+        fs::read_to_string(repo.join(".gitattributes")).unwrap(),
+        attrs,
+        "a second init adds nothing"
+    );
     assert_eq!(
         fs::read_to_string(repo.join(".noma/config.yml")).unwrap(),
         config

@@ -307,7 +307,7 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
 }
 
 /// Registers the merge driver after the hooks (see [`hooks::install_merge_driver`]).
-fn driver_install(layout: &Layout, noma: &Path) -> i32 {
+pub(crate) fn driver_install(layout: &Layout, noma: &Path) -> i32 {
     let Some(wt) = &layout.work_tree else {
         return EXIT_OK;
     };

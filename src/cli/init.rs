@@ -50,7 +50,7 @@ pub fn run(args: Args) -> i32 {
     let opts = InitOptions {
         hooks: !args.no_hooks,
         force: args.force,
-        noma,
+        noma: noma.clone(),
         mcp: !args.no_mcp,
     };
     let report = match init::init(&layout, &opts) {
@@ -91,7 +91,9 @@ pub fn run(args: Args) -> i32 {
                      hooks (a backup is kept) or with --no-hooks"
                 );
             }
-            code
+            // The merge driver belongs to the same setup: `noma hooks
+            // install` registers it too.
+            code.max(super::hooks::driver_install(&layout, &noma))
         }
     };
     hooks_code.max(mcp_code)
