@@ -14,6 +14,7 @@
 # removed): half committed on the branch, half left as unstaged edits. It times
 # the whole `noma changed` process warm (one untimed run first fills the block
 # cache), prints the median and the answer's size in bytes.
+# It then times the MCP tool `get_changed_blocks` on a running `noma mcp`.
 # Target: under 100 ms warm, and an answer whose size follows the changed
 # blocks, not N (the same for N=1,000 and N=10,000).
 set -euo pipefail
@@ -86,6 +87,39 @@ for n in "${sizes[@]}"; do
   echo "  noma changed --base main --format json: median $(time_runs "$NOMA" changed --base main --format json) ms ($RUNS runs, warm)"
   echo "  noma changed --base main --docs:        median $(time_runs "$NOMA" changed --base main --docs) ms"
   echo "  git status --porcelain (reference):     median $(time_runs git status --porcelain) ms"
+  # The same query as the MCP tool an agent calls, on a running server:
+  # one initialize, then RUNS calls of get_changed_blocks, each timed from
+  # request written to answer read.
+  python3 - "$NOMA" "$RUNS" <<'PY'
+import json, subprocess, sys, time
+noma, runs = sys.argv[1], int(sys.argv[2])
+p = subprocess.Popen([noma, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, text=True)
+def send(msg):
+    p.stdin.write(json.dumps(msg) + "\n"); p.stdin.flush()
+def answer(i):
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+answer(0)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+times, size = [], 0
+for i in range(1, runs + 2):
+    t = time.perf_counter()
+    send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+          "params": {"name": "get_changed_blocks", "arguments": {"base_branch": "main"}}})
+    m = answer(i)
+    if i > 1:  # the first call warms the server
+        times.append((time.perf_counter() - t) * 1000)
+    assert not m["result"].get("isError"), m
+    size = len(m["result"]["content"][0]["text"])
+p.stdin.close(); p.wait()
+times.sort()
+print(f"  MCP get_changed_blocks (running server): median {times[len(times) // 2]:.1f} ms ({len(times)} calls), answer {size} bytes")
+PY
   cd /
   [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo"
 done

@@ -6,7 +6,6 @@
 mod common;
 use common::{text, Repo};
 
-
 impl Repo {
     fn new() -> Repo {
         let r = Repo::init();
