@@ -22,6 +22,8 @@ pub mod mcp;
 pub mod merge;
 pub mod patch;
 pub mod synth;
+#[cfg(test)]
+mod testutil;
 pub mod transcript;
 pub mod validate;
 pub mod verify;

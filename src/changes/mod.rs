@@ -30,7 +30,7 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use git2::{Delta, DiffOptions, ObjectType, Oid};
+use git2::{ObjectType, Oid};
 use serde::Serialize;
 
 use crate::cache::{BlockCache, DocInfo};
@@ -559,49 +559,6 @@ fn info(cache: &BlockCache, bypass: bool, blob: Option<Oid>, text: &str) -> Arc<
     }
 }
 
-/// (path, old blob, present in the working tree) of every changed path:
-/// libgit2's answer, for when the `git` CLI cannot run.
-fn worktree_changes_by_libgit2(
-    git: &git2::Repository,
-    base_tree: &git2::Tree<'_>,
-    selected: &[String],
-) -> Result<Vec<(String, Option<Oid>, bool)>, ChangesError> {
-    let mut opts = DiffOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_typechange(true);
-    if selected.is_empty() {
-        opts.pathspec("*.noma");
-    } else {
-        for s in selected {
-            opts.pathspec(s);
-        }
-        opts.disable_pathspec_match(true);
-    }
-    let diff = git.diff_tree_to_workdir_with_index(Some(base_tree), Some(&mut opts))?;
-    let mut changed = Vec::new();
-    for delta in diff.deltas() {
-        let (has_old, has_new) = match delta.status() {
-            Delta::Added | Delta::Untracked => (false, true),
-            Delta::Deleted => (true, false),
-            Delta::Modified | Delta::Typechange | Delta::Renamed | Delta::Copied => (true, true),
-            _ => continue,
-        };
-        let file = if has_new {
-            delta.new_file()
-        } else {
-            delta.old_file()
-        };
-        let Some(path) = file.path_bytes().and_then(|b| std::str::from_utf8(b).ok()) else {
-            continue;
-        };
-        let old_id = (has_old && !delta.old_file().id().is_zero()).then(|| delta.old_file().id());
-        changed.push((path.to_string(), old_id, has_new));
-    }
-    changed.sort();
-    Ok(changed)
-}
-
 fn git_error(e: crate::git::repo::GitError) -> git2::Error {
     match e {
         crate::git::repo::GitError::Git(g) => g,
@@ -647,21 +604,15 @@ fn compute(
     }
 
     // (path, old blob, present in the working tree) per changed document.
-    let mut changed: Vec<(String, Option<Oid>, bool)> = Vec::new();
-    let specs: Vec<String> = if selected.is_empty() {
-        vec!["*.noma".to_string()]
-    } else {
-        selected.iter().map(|s| format!(":(literal){s}")).collect()
-    };
-    match repo.worktree_changes_by_cli(mb, &specs) {
-        Some(list) => {
-            for ch in list.map_err(|e| ChangesError::Git(git_error(e)))? {
-                let has_new = ch.kind != crate::git::repo::ChangeKind::Deleted;
-                changed.push((ch.path, ch.old_id, has_new));
-            }
-        }
-        None => changed = worktree_changes_by_libgit2(git, &base_tree, &selected)?,
-    }
+    let changed: Vec<(String, Option<Oid>, bool)> = repo
+        .worktree_changes(mb, "*.noma", &selected)
+        .map_err(|e| ChangesError::Git(git_error(e)))?
+        .into_iter()
+        .map(|c| {
+            let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
+            (c.path, c.old_id, has_new)
+        })
+        .collect();
 
     let mut docs = Vec::new();
     let mut excluded = Vec::new();
@@ -773,21 +724,7 @@ fn diff_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@e")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@e")
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "git {args:?}");
-    }
+    use crate::testutil::git;
 
     /// The `git` CLI listing (used when git can run) and the libgit2 one
     /// (the fallback) agree on committed, staged, unstaged, untracked,
@@ -819,7 +756,15 @@ mod tests {
         std::fs::write(d.join("ignored.noma"), "# ignored\n").unwrap();
         std::fs::write(d.join("notes.txt"), "changed\n").unwrap();
         let repo = Repo::discover(d).unwrap();
-        let tree = repo.git2().find_commit(base).unwrap().tree().unwrap();
+        let tuples =
+            |list: Vec<crate::git::repo::StagedChange>| -> Vec<(String, Option<Oid>, bool)> {
+                list.into_iter()
+                    .map(|c| {
+                        let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
+                        (c.path, c.old_id, has_new)
+                    })
+                    .collect()
+            };
         for selected in [
             vec![],
             vec!["edit.noma".to_string(), "new.noma".to_string()],
@@ -829,17 +774,15 @@ mod tests {
             } else {
                 selected.iter().map(|s| format!(":(literal){s}")).collect()
             };
-            let cli: Vec<(String, Option<Oid>, bool)> = repo
-                .worktree_changes_by_cli(base, &specs)
-                .expect("git runs")
-                .unwrap()
-                .into_iter()
-                .map(|c| {
-                    let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
-                    (c.path, c.old_id, has_new)
-                })
-                .collect();
-            let lib = worktree_changes_by_libgit2(repo.git2(), &tree, &selected).unwrap();
+            let cli = tuples(
+                repo.worktree_changes_by_cli(base, &specs)
+                    .expect("git runs")
+                    .unwrap(),
+            );
+            let lib = tuples(
+                repo.worktree_changes_by_libgit2(base, "*.noma", &selected)
+                    .unwrap(),
+            );
             assert_eq!(cli, lib, "{selected:?}");
             if selected.is_empty() {
                 let paths: Vec<&str> = cli.iter().map(|c| c.0.as_str()).collect();

@@ -321,31 +321,54 @@ impl Repo {
         let mut find = DiffFindOptions::new();
         find.renames(true);
         diff.find_similar(Some(&mut find))?;
-        let mut out = Vec::new();
-        for delta in diff.deltas() {
-            let new = delta.new_file().path_bytes().map(utf8).transpose()?;
-            let old = delta.old_file().path_bytes().map(utf8).transpose()?;
-            let new_id = Some(delta.new_file().id());
-            let old_id = Some(delta.old_file().id()).filter(|id| !id.is_zero());
-            let (kind, path, old_path, new_id) = match delta.status() {
-                Delta::Added | Delta::Copied => (ChangeKind::Added, new, None, new_id),
-                Delta::Deleted => (ChangeKind::Deleted, old, None, None),
-                Delta::Renamed => (ChangeKind::Renamed, new, old, new_id),
-                Delta::Modified | Delta::Typechange => (ChangeKind::Modified, new, None, new_id),
-                _ => continue,
-            };
-            if let Some(path) = path {
-                out.push(StagedChange {
-                    kind,
-                    path,
-                    old_path,
-                    new_id,
-                    old_id,
-                });
-            }
+        changes_of(&diff)
+    }
+
+    /// Paths whose working-tree content differs from `commit`, plus
+    /// untracked, not ignored files as additions; `exact` paths when given,
+    /// else every path matching `glob`. Asks the `git` CLI (see
+    /// [`Repo::worktree_changes_by_cli`]), libgit2 when git cannot run.
+    pub fn worktree_changes(
+        &self,
+        commit: Oid,
+        glob: &str,
+        exact: &[String],
+    ) -> Result<Vec<StagedChange>, GitError> {
+        let specs: Vec<String> = if exact.is_empty() {
+            vec![glob.to_string()]
+        } else {
+            exact.iter().map(|p| format!(":(literal){p}")).collect()
+        };
+        match self.worktree_changes_by_cli(commit, &specs) {
+            Some(changes) => changes,
+            None => self.worktree_changes_by_libgit2(commit, glob, exact),
         }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(out)
+    }
+
+    /// libgit2's answer for [`Repo::worktree_changes`].
+    pub(crate) fn worktree_changes_by_libgit2(
+        &self,
+        commit: Oid,
+        glob: &str,
+        exact: &[String],
+    ) -> Result<Vec<StagedChange>, GitError> {
+        let tree = self.repo.find_commit(commit)?.tree()?;
+        let mut opts = DiffOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_typechange(true);
+        if exact.is_empty() {
+            opts.pathspec(glob);
+        } else {
+            for p in exact {
+                opts.pathspec(p);
+            }
+            opts.disable_pathspec_match(true);
+        }
+        let diff = self
+            .repo
+            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+        changes_of(&diff)
     }
 
     /// The staged (stage 0) content of `path` in the index, if present.
@@ -434,6 +457,37 @@ impl Repo {
     }
 }
 
+/// The deltas of a libgit2 diff as changes, sorted by path.
+fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let new = delta.new_file().path_bytes().map(utf8).transpose()?;
+        let old = delta.old_file().path_bytes().map(utf8).transpose()?;
+        let new_id = Some(delta.new_file().id());
+        let old_id = Some(delta.old_file().id()).filter(|id| !id.is_zero());
+        let (kind, path, old_path, new_id) = match delta.status() {
+            Delta::Added | Delta::Copied | Delta::Untracked => {
+                (ChangeKind::Added, new, None, new_id)
+            }
+            Delta::Deleted => (ChangeKind::Deleted, old, None, None),
+            Delta::Renamed => (ChangeKind::Renamed, new, old, new_id),
+            Delta::Modified | Delta::Typechange => (ChangeKind::Modified, new, None, new_id),
+            _ => continue,
+        };
+        if let Some(path) = path {
+            out.push(StagedChange {
+                kind,
+                path,
+                old_path,
+                new_id,
+                old_id,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
 /// Parses `git diff-index --raw -z` output:
 /// `:<mode> <mode> <old> <new> <status>\0<path>\0` (`<src>\0<dst>\0` for
 /// renames and copies). Sorted by path.
@@ -496,23 +550,7 @@ fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@e")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@e")
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "git {args:?}");
-    }
+    use crate::testutil::git;
 
     #[test]
     fn staged_changes_renames_and_history() {
