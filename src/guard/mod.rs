@@ -499,11 +499,12 @@ impl<'a> Guard<'a> {
         head_doc: Option<&str>,
     ) -> Result<Option<String>, GitError> {
         if let Some(d) = head_doc {
-            if self.cache.doc_info(d).sha256 == sha {
+            // A sha256 comparison needs no parse: hash the bytes directly.
+            if sha256_hex(d.as_bytes()) == sha {
                 return Ok(Some(d.to_string()));
             }
         }
-        find_in_history(self.repo, self.cache, path, sha)
+        find_in_history(self.repo, path, sha)
     }
 
     fn unrecorded(&self, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
@@ -522,12 +523,7 @@ impl<'a> Guard<'a> {
 
 /// Searches the history reachable from HEAD (and MERGE_HEAD) for a version
 /// of `path` whose sha256 is `sha`.
-pub fn find_in_history(
-    repo: &Repo,
-    cache: &BlockCache,
-    path: &str,
-    sha: &str,
-) -> Result<Option<String>, GitError> {
+pub fn find_in_history(repo: &Repo, path: &str, sha: &str) -> Result<Option<String>, GitError> {
     let starts: Vec<git2::Oid> = [repo.head_commit(), repo.merge_head()]
         .into_iter()
         .flatten()
@@ -536,7 +532,7 @@ pub fn find_in_history(
         return Ok(None);
     }
     let found = repo.find_in_history(&starts, &[path], HISTORY_LIMIT, |b| {
-        std::str::from_utf8(b).is_ok_and(|t| cache.doc_info(t).sha256 == sha)
+        std::str::from_utf8(b).is_ok() && sha256_hex(b) == sha
     })?;
     Ok(found.and_then(|b| String::from_utf8(b).ok()))
 }

@@ -22,7 +22,6 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::cache::BlockCache;
 use crate::doc::ast::{Document, Node, NodeKind};
 use crate::doc::hash::sha256_hex;
 use crate::doc::lines;
@@ -155,14 +154,12 @@ fn previous_state(doc_path: &Path, applied: &[&Record]) -> Result<String, Record
     for (i, r) in applied.iter().enumerate() {
         resume.insert(r.post_sha256.as_str(), i + 1);
     }
-    let cache = BlockCache::disabled();
     let mut start = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
     if start.is_none() {
         let starts: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
         start = repo
             .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
-                std::str::from_utf8(b)
-                    .is_ok_and(|t| resume.contains_key(cache.doc_info(t).sha256.as_str()))
+                std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())
             })
             .map_err(|e| RecordError::Usage(e.to_string()))?
             .and_then(|b| String::from_utf8(b).ok());
