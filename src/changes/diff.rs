@@ -183,7 +183,7 @@ impl<'a> Prepared<'a> {
             let out: Vec<Vec<String>> = doc
                 .walk()
                 .filter(|n| n.id.is_some())
-                .map(|n| n.aliases.clone())
+                .map(|n| n.aliases.iter().map(|a| a.to_string()).collect())
                 .collect();
             // The table came from the same parser; if it somehow does not
             // line up, aliases are simply not used.

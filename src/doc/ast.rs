@@ -7,6 +7,11 @@
 
 use serde_json::{Map, Value};
 
+/// The AST's string type. Ids, names, attribute keys and values, table cells
+/// and most titles are short: up to 24 bytes live inline, without a heap
+/// allocation, which is most of the parser's allocation count and memory.
+pub type Text = compact_str::CompactString;
+
 /// A 1-based inclusive line range `[start, end]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Span {
@@ -32,7 +37,7 @@ impl Span {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
     /// A string value (quoted or bare).
-    Str(String),
+    Str(Text),
     /// A numeric value (`-?\d+` or `-?\d+\.\d+`).
     Num(f64),
     /// A boolean value (`true`, `false`, or a bare flag).
@@ -58,7 +63,7 @@ impl AttrValue {
     /// the way JavaScript prints them).
     pub fn to_json(&self) -> Value {
         match self {
-            AttrValue::Str(s) => Value::String(s.clone()),
+            AttrValue::Str(s) => Value::String(s.to_string()),
             AttrValue::Bool(b) => Value::Bool(*b),
             AttrValue::Num(n) => number_to_json(*n),
         }
@@ -66,7 +71,7 @@ impl AttrValue {
     /// The value as the reference implementation's `String(value)` prints it.
     pub fn to_display_string(&self) -> String {
         match self {
-            AttrValue::Str(s) => s.clone(),
+            AttrValue::Str(s) => s.to_string(),
             AttrValue::Bool(b) => b.to_string(),
             AttrValue::Num(n) => format_number(*n),
         }
@@ -97,7 +102,7 @@ pub fn number_to_json(n: f64) -> Value {
 /// Ordered attribute list. Insertion order is kept (it is the source order),
 /// and setting an existing key replaces its value in place, like a JS object.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Attrs(pub Vec<(String, AttrValue)>);
+pub struct Attrs(pub Vec<(Text, AttrValue)>);
 
 impl Attrs {
     /// The value of `key`, if present.
@@ -117,7 +122,7 @@ impl Attrs {
         if let Some(slot) = self.0.iter_mut().find(|(k, _)| k == key) {
             slot.1 = value;
         } else {
-            self.0.push((key.to_string(), value));
+            self.0.push((key.into(), value));
         }
     }
     /// Removes `key`, returning its value.
@@ -141,7 +146,7 @@ impl Attrs {
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         for (k, v) in &self.0 {
-            map.insert(k.clone(), v.to_json());
+            map.insert(k.to_string(), v.to_json());
         }
         Value::Object(map)
     }
@@ -163,7 +168,7 @@ pub enum Align {
 pub struct ListItem {
     /// Item text after the marker; continuation lines follow after `\n`,
     /// verbatim (indentation kept) so the source can be rebuilt exactly.
-    pub content: String,
+    pub content: Text,
     /// The item's lines: its marker line through its last continuation line.
     pub span: Span,
 }
@@ -177,25 +182,25 @@ pub enum NodeKind {
         /// Heading depth, 1..=6.
         level: u8,
         /// Heading text, without the `#` marker and the `{...}` attributes.
-        title: String,
+        title: Text,
         /// Whether the heading carried an explicit `{id="..."}`.
         explicit_id: bool,
         /// The heading's `{...}` attribute block as written (without braces).
-        heading_attrs: Option<String>,
+        heading_attrs: Option<Text>,
         /// Nested nodes.
         children: Vec<Node>,
     },
     /// A run of prose lines.
     Paragraph {
         /// The lines joined with `\n`.
-        content: String,
+        content: Text,
     },
     /// A fenced code block (```` ``` ````); its interior is never parsed.
     Code {
         /// The info string after the opening fence, if any.
-        lang: Option<String>,
+        lang: Option<Text>,
         /// The lines between the fences, joined with `\n`.
-        content: String,
+        content: Text,
         /// Whether the closing fence was found.
         closed: bool,
     },
@@ -209,27 +214,25 @@ pub enum NodeKind {
     /// A `>` block quote.
     Quote {
         /// The quoted lines without their `>` prefix, joined with `\n`.
-        content: String,
+        content: Text,
     },
     /// A `---`, `***` or `___` line.
     ThematicBreak,
     /// A GitHub pipe table.
     Table {
         /// Header cells.
-        header: Vec<String>,
+        header: Vec<Text>,
         /// Per-column alignment (`None` = default).
         align: Vec<Option<Align>>,
         /// Body rows, each padded or cut to the header's width.
-        rows: Vec<Vec<String>>,
+        rows: Vec<Vec<Text>>,
     },
     /// A `::name{attrs}` … `::` directive block.
     Directive {
         /// Directive name, possibly namespaced (`finance::position`).
-        name: String,
+        name: Text,
         /// Attributes in source order.
         attrs: Attrs,
-        /// The body text, when the only child is one paragraph.
-        body: Option<String>,
         /// Nested nodes.
         children: Vec<Node>,
         /// Number of colons in the opening (and closing) fence.
@@ -243,9 +246,9 @@ pub enum NodeKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// Canonical id (explicit `id=` or heading slug, collision-suffixed).
-    pub id: Option<String>,
+    pub id: Option<Text>,
     /// Aliases that resolve to this node (never patch identity).
-    pub aliases: Vec<String>,
+    pub aliases: Box<[Text]>,
     /// Exact line span (Tier 1) or best effort (Tier 2).
     pub span: Span,
     /// What the node is.
@@ -286,6 +289,20 @@ impl Node {
     pub fn directive_name(&self) -> Option<&str> {
         match &self.kind {
             NodeKind::Directive { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+    /// A directive's body text: the content of its only child when that
+    /// child is one paragraph (derived, so the text is stored once).
+    pub fn body(&self) -> Option<&str> {
+        match &self.kind {
+            NodeKind::Directive { children, .. } => match children.as_slice() {
+                [only] => match &only.kind {
+                    NodeKind::Paragraph { content } => Some(content.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            },
             _ => None,
         }
     }

@@ -8,13 +8,13 @@
 //! The lenient mode (directives) skips stray characters; the strict mode
 //! (heading attribute blocks) rejects the whole list instead.
 
-use super::ast::{AttrValue, Attrs};
+use super::ast::{AttrValue, Attrs, Text};
 use super::slug::is_js_space;
 
 /// One `key[=value]` token.
 struct Token<'a> {
     key: &'a str,
-    value: Option<String>,
+    value: Option<Text>,
     quoted: bool,
 }
 
@@ -122,7 +122,7 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
         }
         tokens.push(Token {
             key,
-            value: Some(inner[value_start..value_start + bare_len].to_string()),
+            value: Some(Text::from(&inner[value_start..value_start + bare_len])),
             quoted: false,
         });
         i = value_start + bare_len;
@@ -153,9 +153,9 @@ fn bare_value_len(s: &str) -> usize {
 }
 
 /// Scans a quoted value from byte `from` (just past the opening quote).
-fn scan_quoted(s: &str, from: usize, quote: u8) -> Option<(String, usize)> {
+fn scan_quoted(s: &str, from: usize, quote: u8) -> Option<(Text, usize)> {
     let b = s.as_bytes();
-    let mut value = String::new();
+    let mut value = Text::default();
     let mut j = from;
     let mut run = from;
     while j < b.len() {
@@ -243,7 +243,7 @@ pub fn serialize_attrs(attrs: &Attrs) -> String {
 }
 
 /// [`coerce`] without copying a string value.
-fn coerce_owned(v: String) -> AttrValue {
+fn coerce_owned(v: Text) -> AttrValue {
     match coerce_scalar(&v) {
         Some(x) => x,
         None => AttrValue::Str(v),
@@ -262,7 +262,7 @@ fn coerce_scalar(v: &str) -> Option<AttrValue> {
 
 /// Coerces a raw value: `true`/`false` → bool, `-?\d+` and `-?\d+\.\d+` → number.
 pub fn coerce(v: &str) -> AttrValue {
-    coerce_scalar(v).unwrap_or_else(|| AttrValue::Str(v.to_string()))
+    coerce_scalar(v).unwrap_or_else(|| AttrValue::Str(v.into()))
 }
 
 /// Whether `v` matches `^-?\d+$` or `^-?\d+\.\d+$`.
@@ -277,10 +277,10 @@ pub fn is_number_literal(v: &str) -> bool {
 }
 
 /// Splits an `aliases=` value on commas and whitespace.
-pub fn split_aliases(v: &str) -> Vec<String> {
+pub fn split_aliases(v: &str) -> Vec<Text> {
     v.split(|c: char| c == ',' || is_js_space(c))
         .filter(|s| !s.is_empty())
-        .map(str::to_string)
+        .map(Text::from)
         .collect()
 }
 
@@ -328,7 +328,7 @@ mod tests {
             r#"q\""#,
             "",
         ] {
-            let text = serialize_attr("k", &AttrValue::Str(v.to_string()));
+            let text = serialize_attr("k", &AttrValue::Str(v.into()));
             let back = parse_attrs(&format!("{{{text}}}"));
             assert_eq!(back.get_str("k"), Some(v), "{text}");
         }
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn later_duplicate_wins_in_place() {
         let a = parse_attrs("{a=1 b=2 a=3}");
-        assert_eq!(a.0[0], ("a".to_string(), AttrValue::Num(3.0)));
+        assert_eq!(a.0[0], ("a".into(), AttrValue::Num(3.0)));
         assert_eq!(a.len(), 2);
     }
 

@@ -107,31 +107,31 @@ pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
     let hasher = SliceHasher::new(src.strip_prefix('\u{feff}').unwrap_or(src));
     let mut out = Vec::new();
     // Pre-order walk with the nearest id-bearing ancestor.
-    let mut stack: Vec<(Option<String>, std::slice::Iter<'_, super::ast::Node>)> =
+    let mut stack: Vec<(Option<&str>, std::slice::Iter<'_, super::ast::Node>)> =
         vec![(None, doc.children.iter())];
     while let Some((parent, iter)) = stack.last_mut() {
         let Some(node) = iter.next() else {
             stack.pop();
             continue;
         };
-        let parent = parent.clone();
+        let parent = *parent;
         if let Some(id) = &node.id {
             let name = match &node.kind {
-                NodeKind::Directive { name, .. } => Some(name.clone()),
+                NodeKind::Directive { name, .. } => Some(name.to_string()),
                 _ => None,
             };
             out.push(BlockHash {
-                id: id.clone(),
+                id: id.to_string(),
                 kind: node.type_name(),
                 name,
                 lines: [node.span.start, node.span.end],
                 sha256: hasher.hash(node.span.start, node.span.end),
-                parent: parent.clone(),
+                parent: parent.map(str::to_string),
             });
         }
         let kids = node.children();
         if !kids.is_empty() {
-            stack.push((node.id.clone().or(parent), kids.iter()));
+            stack.push((node.id.as_deref().or(parent), kids.iter()));
         }
     }
     out

@@ -4,25 +4,25 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::ast::{Document, NodeKind};
+use super::ast::{Document, NodeKind, Text};
 
 /// One addressable node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdRecord {
     /// Canonical id.
-    pub id: String,
+    pub id: Text,
     /// Node type (`section`, `directive`, …).
     #[serde(rename = "type")]
     pub kind: &'static str,
     /// Directive name, for directives.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Text>,
     /// Section title, for sections.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
+    pub title: Option<Text>,
     /// Aliases registered on the node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
+    pub aliases: Vec<Text>,
     /// First line of the node.
     pub line: u32,
     /// Last line of the node.
@@ -34,7 +34,7 @@ pub struct IdRecord {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdRegistry {
     /// Canonical ids in document order (duplicates included, as written).
-    pub ids: Vec<String>,
+    pub ids: Vec<Text>,
     /// Alias → canonical id (a later registration of the same alias wins).
     pub aliases: Map<String, Value>,
     /// One record per node with an id.
@@ -50,7 +50,7 @@ pub fn registry(doc: &Document) -> IdRegistry {
         let Some(id) = &node.id else { continue };
         ids.push(id.clone());
         for a in &node.aliases {
-            aliases.insert(a.clone(), Value::String(id.clone()));
+            aliases.insert(a.to_string(), Value::String(id.to_string()));
         }
         let (name, title) = match &node.kind {
             NodeKind::Directive { name, .. } => (Some(name.clone()), None),
@@ -62,7 +62,7 @@ pub fn registry(doc: &Document) -> IdRegistry {
             kind: node.type_name(),
             name,
             title,
-            aliases: node.aliases.clone(),
+            aliases: node.aliases.to_vec(),
             line: node.span.start,
             end_line: node.span.end,
         });

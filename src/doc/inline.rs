@@ -2,33 +2,27 @@
 
 /// Splits a pipe-table row into trimmed cells. Pipes inside backtick code
 /// spans and escaped `\|` stay inside the cell (the escape is kept verbatim).
-pub fn split_pipe_row(line: &str) -> Vec<String> {
+pub fn split_pipe_row(line: &str) -> Vec<&str> {
     let t = line.trim();
     let t = t.strip_prefix('|').unwrap_or(t);
     let t = t.strip_suffix('|').unwrap_or(t);
+    // Every byte that matters is ASCII, so cells are slices of the row.
+    let b = t.as_bytes();
     let mut cells = Vec::new();
-    let mut buf = String::new();
-    let mut in_code = false;
-    let mut chars = t.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' && chars.peek() == Some(&'|') {
-            buf.push_str("\\|");
-            chars.next();
-            continue;
+    let (mut cell_start, mut i, mut in_code) = (0usize, 0usize, false);
+    while i < b.len() {
+        match b[i] {
+            b'\\' if b.get(i + 1) == Some(&b'|') => i += 1,
+            b'`' => in_code = !in_code,
+            b'|' if !in_code => {
+                cells.push(t[cell_start..i].trim());
+                cell_start = i + 1;
+            }
+            _ => {}
         }
-        if c == '`' {
-            in_code = !in_code;
-            buf.push(c);
-            continue;
-        }
-        if c == '|' && !in_code {
-            cells.push(buf.trim().to_string());
-            buf.clear();
-            continue;
-        }
-        buf.push(c);
+        i += 1;
     }
-    cells.push(buf.trim().to_string());
+    cells.push(t[cell_start..].trim());
     cells
 }
 
@@ -76,6 +70,10 @@ mod tests {
             ["a", "`x|y`", "b \\| c"]
         );
         assert_eq!(split_pipe_row("|:---|---:|"), [":---", "---:"]);
+        // Non-ASCII text, an unpaired backtick (its cell swallows the rest)
+        // and a trailing escaped pipe, which the outer strip still removes.
+        assert_eq!(split_pipe_row("| é | ü`x | y |"), ["é", "ü`x | y"]);
+        assert_eq!(split_pipe_row("a | b \\|"), ["a", "b \\"]);
     }
 
     #[test]

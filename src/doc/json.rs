@@ -73,7 +73,7 @@ fn node_value(node: &Node, positions: bool) -> Value {
         m.insert("id".into(), Value::from(id.as_str()));
     }
     if !node.aliases.is_empty() {
-        m.insert("aliases".into(), Value::from(node.aliases.clone()));
+        m.insert("aliases".into(), str_array(&node.aliases));
     }
     if positions {
         put_span(&mut m, node.span);
@@ -109,7 +109,7 @@ fn node_value(node: &Node, positions: bool) -> Value {
             align,
             rows,
         } => {
-            m.insert("header".into(), Value::from(header.clone()));
+            m.insert("header".into(), str_array(header));
             let align = align
                 .iter()
                 .map(|a| match a {
@@ -120,20 +120,19 @@ fn node_value(node: &Node, positions: bool) -> Value {
                 })
                 .collect();
             m.insert("align".into(), Value::Array(align));
-            let rows = rows.iter().map(|r| Value::from(r.clone())).collect();
+            let rows = rows.iter().map(|r| str_array(r)).collect();
             m.insert("rows".into(), Value::Array(rows));
         }
         NodeKind::Directive {
             name,
             attrs,
-            body,
             children,
             ..
         } => {
             m.insert("name".into(), Value::from(name.as_str()));
             m.insert("attrs".into(), attrs.to_json());
-            if let Some(body) = body {
-                m.insert("body".into(), Value::from(body.as_str()));
+            if let Some(body) = node.body() {
+                m.insert("body".into(), Value::from(body));
             }
             m.insert("children".into(), children_value(children, positions));
         }
@@ -149,6 +148,11 @@ fn item_value(item: &ListItem, positions: bool) -> Value {
     }
     m.insert("content".into(), Value::from(item.content.as_str()));
     Value::Object(m)
+}
+
+/// A JSON array of strings.
+fn str_array(items: &[super::ast::Text]) -> Value {
+    Value::Array(items.iter().map(|s| Value::from(s.as_str())).collect())
 }
 
 #[cfg(test)]

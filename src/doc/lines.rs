@@ -2,6 +2,8 @@
 //! normalises `\r\n?` to `\n` before splitting), so CRLF files parse exactly
 //! like LF files while the bytes themselves are never rewritten.
 
+use super::ast::Text;
+
 /// One physical line: its text without the terminator, and byte offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Line<'a> {
@@ -18,10 +20,13 @@ pub struct Line<'a> {
 /// normalisation, a trailing terminator yields a final empty line.
 pub fn split(src: &str) -> Vec<Line<'_>> {
     let bytes = src.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
+    let mut out;
     let mut start = 0usize;
     if memchr::memchr(b'\r', bytes).is_none() {
-        // LF-only text (the common case): one needle is markedly cheaper.
+        // LF-only text (the common case): one needle is markedly cheaper,
+        // and counting first sizes the vector exactly (a growing one would
+        // copy itself and touch half as much memory again).
+        out = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
         for at in memchr::memchr_iter(b'\n', bytes) {
             out.push(Line {
                 text: &src[start..at],
@@ -31,6 +36,7 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
             start = at + 1;
         }
     } else {
+        out = Vec::with_capacity(bytes.len() / 32 + 1);
         for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
             if at < start {
                 // The `\n` of a `\r\n` pair already consumed.
@@ -71,15 +77,48 @@ pub fn last_line(lines: &[Line<'_>]) -> u32 {
 /// The source slice for lines `start..=end` (1-based, inclusive), joined
 /// with `\n` and without a trailing newline — the input of `baseHash`.
 pub fn slice_joined(lines: &[Line<'_>], start: u32, end: u32) -> String {
+    join_into(lines, start, end)
+}
+
+/// [`slice_joined`] as the AST's string type (short slices stay inline).
+pub fn slice_joined_text(lines: &[Line<'_>], start: u32, end: u32) -> Text {
+    join_into(lines, start, end)
+}
+
+/// What [`join_into`] can build: `String` and the AST's [`Text`].
+trait JoinTarget: Default {
+    fn with_capacity(n: usize) -> Self;
+    fn push_str(&mut self, s: &str);
+}
+
+impl JoinTarget for String {
+    fn with_capacity(n: usize) -> Self {
+        String::with_capacity(n)
+    }
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s)
+    }
+}
+
+impl JoinTarget for Text {
+    fn with_capacity(n: usize) -> Self {
+        Text::with_capacity(n)
+    }
+    fn push_str(&mut self, s: &str) {
+        Text::push_str(self, s)
+    }
+}
+
+fn join_into<T: JoinTarget>(lines: &[Line<'_>], start: u32, end: u32) -> T {
     let s = (start.max(1) - 1) as usize;
     let e = (end as usize).min(lines.len());
     if s >= e {
-        return String::new();
+        return T::default();
     }
-    let mut out = String::with_capacity(lines[e - 1].end_with_terminator - lines[s].start);
+    let mut out = T::with_capacity(lines[e - 1].end_with_terminator - lines[s].start);
     for (k, line) in lines[s..e].iter().enumerate() {
         if k > 0 {
-            out.push('\n');
+            out.push_str("\n");
         }
         out.push_str(line.text);
     }

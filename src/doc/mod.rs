@@ -19,28 +19,86 @@ pub use ast::*;
 pub use parse::parse;
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 thread_local! {
     /// The last text parsed through [`parse_shared`] and its tree.
-    static LAST_PARSE: RefCell<Option<(String, Rc<Document>)>> = const { RefCell::new(None) };
+    static LAST_PARSE: RefCell<Option<(String, Arc<Document>)>> = const { RefCell::new(None) };
 }
+
+/// Texts at least this long have trees big enough that freeing one costs
+/// milliseconds; [`parse_shared`] frees those off the caller's thread.
+const DEFERRED_DROP_BYTES: usize = 256 * 1024;
 
 /// [`parse`] with a one-entry memo per thread, keyed by the exact text.
 ///
 /// A patch request validates the document and then applies an op to the
 /// same bytes; on a 3 MB document each parse is tens of milliseconds, so
 /// the pipeline shares one tree. The memo compares the whole text (no
-/// hashing, no false hits) and holds one tree per thread at most.
-pub fn parse_shared(text: &str) -> Rc<Document> {
+/// hashing, no false hits) and holds one tree per thread at most. The tree
+/// is shared (`Arc`) so that another thread may validate it meanwhile.
+pub fn parse_shared(text: &str) -> Arc<Document> {
     LAST_PARSE.with(|slot| {
         if let Some((cached, doc)) = &*slot.borrow() {
             if cached.len() == text.len() && cached == text {
-                return Rc::clone(doc);
+                return Arc::clone(doc);
             }
         }
-        let doc = Rc::new(parse(text));
-        *slot.borrow_mut() = Some((text.to_string(), Rc::clone(&doc)));
+        let doc = Arc::new(parse(text));
+        let old = slot
+            .borrow_mut()
+            .replace((text.to_string(), Arc::clone(&doc)));
+        if let Some((old_text, old_doc)) = old {
+            drop_later(old_text, old_doc);
+        }
         doc
     })
+}
+
+/// Frees a replaced memo entry. A big tree is freed node by node, which
+/// costs milliseconds the caller need not wait for: it goes to a helper
+/// thread (a short-lived process may exit before that thread is done,
+/// which is fine: the OS reclaims the memory at once).
+fn drop_later(text: String, doc: Arc<Document>) {
+    if text.len() < DEFERRED_DROP_BYTES || Arc::strong_count(&doc) > 1 {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("noma-drop".into())
+        .spawn(move || drop((text, doc)));
+    // Without a thread (resource limits) the entry was moved into the
+    // failed closure and is freed here, as it would have been anyway.
+    drop(spawned);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_parse_memo_hits_misses_and_frees_big_trees_elsewhere() {
+        // Big enough that replacing it hands the old tree to a helper thread.
+        let big = |tag: &str| {
+            let mut s = String::new();
+            while s.len() < DEFERRED_DROP_BYTES + 1 {
+                s.push_str(&format!(
+                    "::claim{{id=\"{tag}-{}\"}}\nText.\n::\n\n",
+                    s.len()
+                ));
+            }
+            s
+        };
+        let (a, b) = (big("a"), big("b"));
+        let first = parse_shared(&a);
+        assert!(
+            Arc::ptr_eq(&first, &parse_shared(&a)),
+            "same text: memo hit"
+        );
+        drop(first);
+        let second = parse_shared(&b);
+        assert_eq!(second.children[0].id.as_deref(), Some("b-0"));
+        assert!(Arc::ptr_eq(&second, &parse_shared(&b)));
+        // The replaced tree is gone from the memo: `a` parses afresh.
+        assert_eq!(parse_shared(&a).children[0].id.as_deref(), Some("a-0"));
+    }
 }

@@ -34,19 +34,19 @@ pub fn parse(src: &str) -> Document {
 }
 
 struct OpenSection {
-    id: Option<String>,
-    aliases: Vec<String>,
+    id: Option<Text>,
+    aliases: Vec<Text>,
     level: u8,
-    title: String,
+    title: Text,
     explicit_id: bool,
-    heading_attrs: Option<String>,
+    heading_attrs: Option<Text>,
     start: u32,
     /// Index in `Parser::scratch` of the section's first child.
     first: usize,
 }
 
 struct OpenDirective {
-    name: String,
+    name: Text,
     attrs: Attrs,
     colons: u32,
     start: u32,
@@ -75,7 +75,7 @@ impl Container {
             let children = take_children(scratch, s.first);
             let node = Node {
                 id: s.id,
-                aliases: s.aliases,
+                aliases: s.aliases.into_boxed_slice(),
                 span: Span::new(s.start, end.max(s.start)),
                 kind: NodeKind::Section {
                     level: s.level,
@@ -100,7 +100,7 @@ struct Parser<'a> {
     /// always emitted into the innermost open one, so one stack serves all
     /// and each closes by draining its tail (see `take_children`).
     scratch: Vec<Node>,
-    implicit_ids: FastSet<String>,
+    implicit_ids: FastSet<Text>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
 }
@@ -158,7 +158,7 @@ impl<'a> Parser<'a> {
                 .stack
                 .last()
                 .and_then(|c| c.directive.as_ref())
-                .map_or(String::new(), |d| d.name.clone());
+                .map_or(Text::default(), |d| d.name.clone());
             self.issue(
                 "unclosed-directive",
                 line as usize - 1,
@@ -248,7 +248,7 @@ impl<'a> Parser<'a> {
                 let start = i as u32 + 1;
                 self.stack.push(Container {
                     directive: Some(OpenDirective {
-                        name: open.name.to_string(),
+                        name: Text::from(open.name),
                         attrs: open.attrs.map(parse_attrs).unwrap_or_default(),
                         colons: open.colons,
                         start,
@@ -279,7 +279,7 @@ impl<'a> Parser<'a> {
                     ),
                 );
             }
-            self.push_paragraph(line.to_string(), i, i);
+            self.push_paragraph(Text::from(line), i, i);
             return i + 1;
         }
 
@@ -314,7 +314,7 @@ impl<'a> Parser<'a> {
                     format!("`{}` closes no open directive", line.trim()),
                 );
             }
-            self.push_paragraph(line.to_string(), i, i);
+            self.push_paragraph(Text::from(line), i, i);
             return i + 1;
         }
 
@@ -330,9 +330,9 @@ impl<'a> Parser<'a> {
             }
             let closed = end < self.to;
             let content = if end > i + 1 {
-                lines::slice_joined(self.lines, i as u32 + 2, end as u32)
+                lines::slice_joined_text(self.lines, i as u32 + 2, end as u32)
             } else {
-                String::new()
+                Text::default()
             };
             if !closed {
                 self.issue(
@@ -348,10 +348,10 @@ impl<'a> Parser<'a> {
             };
             self.emit(Node {
                 id: None,
-                aliases: Vec::new(),
+                aliases: Box::default(),
                 span: Span::new(i as u32 + 1, end_line),
                 kind: NodeKind::Code {
-                    lang: (!fence.lang.is_empty()).then(|| fence.lang.to_string()),
+                    lang: (!fence.lang.is_empty()).then(|| Text::from(fence.lang)),
                     content,
                     closed,
                 },
@@ -384,7 +384,7 @@ impl<'a> Parser<'a> {
                 i,
                 j - 1,
                 NodeKind::Quote {
-                    content: buf.join("\n"),
+                    content: buf.join("\n").into(),
                 },
             ));
             return j;
@@ -406,12 +406,12 @@ impl<'a> Parser<'a> {
             }
             j += 1;
         }
-        let content = lines::slice_joined(self.lines, i as u32 + 1, j as u32);
+        let content = lines::slice_joined_text(self.lines, i as u32 + 1, j as u32);
         self.push_paragraph(content, i, j - 1);
         j
     }
 
-    fn push_paragraph(&mut self, mut content: String, first: usize, last: usize) {
+    fn push_paragraph(&mut self, mut content: Text, first: usize, last: usize) {
         let kept = content.trim_end_matches('\n').len();
         content.truncate(kept);
         self.emit(leaf(first, last, NodeKind::Paragraph { content }));
@@ -423,11 +423,11 @@ impl<'a> Parser<'a> {
             Some(a) => (h.title, a, h.attrs),
             None => (h.text, Attrs::default(), None),
         };
-        let title = title.trim_matches(is_js_space).to_string();
+        let title = Text::from(title.trim_matches(is_js_space));
         let explicit = attrs
             .get_str("id")
             .filter(|id| !id.is_empty())
-            .map(str::to_string);
+            .map(Text::from);
         let explicit_id = explicit.is_some();
         let id = match explicit {
             Some(id) => id,
@@ -451,7 +451,7 @@ impl<'a> Parser<'a> {
             level: h.level,
             title,
             explicit_id,
-            heading_attrs: raw_attrs.map(str::to_string),
+            heading_attrs: raw_attrs.map(Text::from),
             start: line,
             first,
         });
@@ -459,13 +459,13 @@ impl<'a> Parser<'a> {
 
     /// §6.5: among heading-derived ids, a repeated slug gets the first free
     /// `-n` suffix (n ≥ 2) in document order; explicit ids never take part.
-    fn suffixed_slug(&mut self, slug: String) -> String {
+    fn suffixed_slug(&mut self, slug: Text) -> Text {
         if self.implicit_ids.insert(slug.clone()) {
             return slug;
         }
         let mut n = 2u32;
         loop {
-            let candidate = format!("{slug}-{n}");
+            let candidate = compact_str::format_compact!("{slug}-{n}");
             if self.implicit_ids.insert(candidate.clone()) {
                 return candidate;
             }
@@ -487,14 +487,7 @@ impl<'a> Parser<'a> {
         let inner_end = if closed { end.saturating_sub(1) } else { end };
         c.close_sections(&mut self.scratch, 1, inner_end.max(d.start));
         let children = take_children(&mut self.scratch, c.first);
-        let body = match children.as_slice() {
-            [only] => match &only.kind {
-                NodeKind::Paragraph { content } => Some(content.clone()),
-                _ => None,
-            },
-            _ => None,
-        };
-        let id = d.attrs.get_str("id").map(str::to_string);
+        let id = d.attrs.get_str("id").map(Text::from);
         let aliases = d
             .attrs
             .get_str("aliases")
@@ -502,12 +495,11 @@ impl<'a> Parser<'a> {
             .unwrap_or_default();
         let node = Node {
             id,
-            aliases,
+            aliases: aliases.into_boxed_slice(),
             span: Span::new(d.start, end.max(d.start)),
             kind: NodeKind::Directive {
                 name: d.name,
                 attrs: d.attrs,
-                body,
                 children,
                 colons: d.colons,
                 closed,
@@ -517,7 +509,10 @@ impl<'a> Parser<'a> {
     }
 
     fn table(&mut self, i: usize) -> Option<usize> {
-        let header = split_pipe_row(self.text(i));
+        let header: Vec<Text> = split_pipe_row(self.text(i))
+            .into_iter()
+            .map(Text::from)
+            .collect();
         let sep = split_pipe_row(self.text(i + 1));
         if sep.len() != header.len() {
             return None;
@@ -534,8 +529,12 @@ impl<'a> Parser<'a> {
         let mut rows = Vec::new();
         let mut j = i + 2;
         while j < self.to && is_table_row(self.text(j)) {
-            let mut cells = split_pipe_row(self.text(j));
-            cells.resize(header.len(), String::new());
+            let mut cells: Vec<Text> = split_pipe_row(self.text(j))
+                .into_iter()
+                .take(header.len())
+                .map(Text::from)
+                .collect();
+            cells.resize(header.len(), Text::default());
             rows.push(cells);
             j += 1;
         }
@@ -562,7 +561,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             let first = j;
-            let mut content = content.to_string();
+            let mut content = Text::from(content);
             j += 1;
             // Indented, non-blank lines continue the item.
             while j < self.to {
@@ -591,7 +590,7 @@ impl<'a> Parser<'a> {
 fn leaf(first: usize, last: usize, kind: NodeKind) -> Node {
     Node {
         id: None,
-        aliases: Vec::new(),
+        aliases: Box::default(),
         span: Span::new(first as u32 + 1, last as u32 + 1),
         kind,
     }
@@ -608,14 +607,16 @@ fn attach_frontmatter_aliases(children: &mut [Node], meta: &Map<String, Value>) 
     else {
         return;
     };
+    let mut aliases = std::mem::take(&mut root.aliases).into_vec();
     for a in list {
         if let Value::String(s) = a {
             let s = s.trim();
-            if !s.is_empty() && !root.aliases.iter().any(|x| x == s) {
-                root.aliases.push(s.to_string());
+            if !s.is_empty() && !aliases.iter().any(|x| x == s) {
+                aliases.push(Text::from(s));
             }
         }
     }
+    root.aliases = aliases.into_boxed_slice();
 }
 
 /// Parses YAML text into JSON (`null` for an empty document).
@@ -998,7 +999,9 @@ mod tests {
     use super::*;
 
     fn ids(doc: &Document) -> Vec<String> {
-        doc.walk().filter_map(|n| n.id.clone()).collect()
+        doc.walk()
+            .filter_map(|n| n.id.as_ref().map(|s| s.to_string()))
+            .collect()
     }
 
     #[test]
@@ -1030,7 +1033,7 @@ mod tests {
         let d = parse("## Risks {id=\"rp3-risks\" aliases=\"risks,rp3-risk-list\"}\n");
         let n = &d.children[0];
         assert_eq!(n.id.as_deref(), Some("rp3-risks"));
-        assert_eq!(n.aliases, ["risks", "rp3-risk-list"]);
+        assert_eq!(&*n.aliases, ["risks", "rp3-risk-list"]);
         assert!(matches!(&n.kind, NodeKind::Section { title, .. } if title == "Risks"));
     }
 
@@ -1087,7 +1090,7 @@ mod tests {
     #[test]
     fn frontmatter_aliases_attach_to_root_section() {
         let d = parse("---\naliases: [demo, intro]\n---\n\n# Aliases\n\nParagraph.\n");
-        assert_eq!(d.children[0].aliases, ["demo", "intro"]);
+        assert_eq!(&*d.children[0].aliases, ["demo", "intro"]);
     }
 
     #[test]
@@ -1147,10 +1150,8 @@ mod tests {
     #[test]
     fn paragraph_directive_body() {
         let d = parse("::claim{id=\"c\" confidence=0.9}\nClaim text\nmore.\n::\n");
-        let NodeKind::Directive { body, .. } = &d.children[0].kind else {
-            panic!()
-        };
-        assert_eq!(body.as_deref(), Some("Claim text\nmore."));
+        assert!(matches!(d.children[0].kind, NodeKind::Directive { .. }));
+        assert_eq!(d.children[0].body(), Some("Claim text\nmore."));
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //!   them to (the first top-level `#` section);
 //! - heading attribute keys other than `id`/`aliases` are kept.
 
-use super::ast::{Align, AttrValue, Document, Node, NodeKind};
+use super::ast::{Align, AttrValue, Document, Node, NodeKind, Text};
 use super::attrs::{parse_heading_attrs, serialize_attr, serialize_attrs};
 use super::slug::{heading_slug, is_js_space};
 
@@ -101,7 +101,7 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
             let inner = join_children(children, colons);
             format!("{head}\n\n{inner}")
         }
-        NodeKind::Paragraph { content } => content.clone(),
+        NodeKind::Paragraph { content } => content.to_string(),
         NodeKind::Code { lang, content, .. } => render_code(lang.as_deref(), content),
         NodeKind::List { ordered, items } => {
             let mut lines = Vec::with_capacity(items.len());
@@ -134,16 +134,16 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
         NodeKind::Directive {
             name,
             attrs,
-            body,
             children,
             colons: own,
             ..
         } => {
+            let body = node.body();
             let n = (*own).max(colons).max(2);
             let fence = ":".repeat(n as usize);
             let open = format!("{fence}{name}{}", serialize_attrs(attrs));
             if children.is_empty() {
-                return match body.as_deref() {
+                return match body {
                     Some(b) if !b.is_empty() => format!("{open}\n{b}\n{fence}"),
                     _ => format!("{open}\n{fence}"),
                 };
@@ -199,17 +199,17 @@ fn heading_attr_text(
     let aliases: Vec<&str> = node
         .aliases
         .iter()
-        .map(String::as_str)
+        .map(Text::as_str)
         .filter(|a| !regen.iter().any(|r| r == a))
         .collect();
     let mut parts = Vec::new();
     if let Some(id) = id {
-        parts.push(serialize_attr("id", &AttrValue::Str(id.to_string())));
+        parts.push(serialize_attr("id", &AttrValue::Str(id.into())));
     }
     if !aliases.is_empty() {
         parts.push(serialize_attr(
             "aliases",
-            &AttrValue::Str(aliases.join(",")),
+            &AttrValue::Str(aliases.join(",").into()),
         ));
     }
     // Other keys written on the heading are kept so nothing is lost.
@@ -272,7 +272,7 @@ fn pad_end(s: &str, width: usize) -> String {
     out
 }
 
-fn render_table(header: &[String], align: &[Option<Align>], rows: &[Vec<String>]) -> String {
+fn render_table(header: &[Text], align: &[Option<Align>], rows: &[Vec<Text>]) -> String {
     let widths: Vec<usize> = header
         .iter()
         .enumerate()
@@ -282,7 +282,7 @@ fn render_table(header: &[String], align: &[Option<Align>], rows: &[Vec<String>]
                 .fold(js_len(h).max(3), usize::max)
         })
         .collect();
-    let fmt_row = |cells: &[String]| {
+    let fmt_row = |cells: &[Text]| {
         let padded: Vec<String> = cells
             .iter()
             .enumerate()

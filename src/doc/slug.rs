@@ -8,8 +8,10 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 use unicode_script::{Script, UnicodeScript};
 
+use super::ast::Text;
+
 /// Slugifies a heading title. May return an empty string.
-pub fn slugify(input: &str) -> String {
+pub fn slugify(input: &str) -> Text {
     if input.is_ascii() {
         return slugify_ascii(input.as_bytes());
     }
@@ -23,8 +25,8 @@ pub fn slugify(input: &str) -> String {
 }
 
 /// The same rules in one pass for ASCII input (the common case).
-fn slugify_ascii(input: &[u8]) -> String {
-    let mut out = String::with_capacity(input.len());
+fn slugify_ascii(input: &[u8]) -> Text {
+    let mut out = Text::with_capacity(input.len());
     let mut pending_dash = false;
     for &b in input {
         let c = b.to_ascii_lowercase();
@@ -43,10 +45,10 @@ fn slugify_ascii(input: &[u8]) -> String {
 }
 
 /// The auto id of a heading: its slug, or `section` when the slug is empty.
-pub fn heading_slug(title: &str) -> String {
+pub fn heading_slug(title: &str) -> Text {
     let s = slugify(title);
     if s.is_empty() {
-        "section".to_string()
+        Text::const_new("section")
     } else {
         s
     }
@@ -71,8 +73,8 @@ fn keep_unicode(c: char) -> bool {
 }
 
 /// Trim, whitespace runs → `-`, dash runs → `-`, no edge dashes.
-fn collapse(kept: &str) -> String {
-    let mut out = String::with_capacity(kept.len());
+fn collapse(kept: &str) -> Text {
+    let mut out = Text::with_capacity(kept.len());
     let mut pending_dash = false;
     for c in kept.trim_matches(is_js_space).chars() {
         if c == '-' || is_js_space(c) {

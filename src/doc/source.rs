@@ -96,8 +96,14 @@ pub fn read_file(path: &Path) -> Result<String, SourceError> {
         path: shown.clone(),
         source: e,
     })?;
+    decode_owned(path, bytes)
+}
+
+/// [`read_file`]'s checks on bytes already read from `path`, reusing the
+/// buffer without copying.
+pub fn decode_owned(path: &Path, bytes: Vec<u8>) -> Result<String, SourceError> {
+    let shown = path.display().to_string();
     decode(&shown, &bytes)?;
-    // Checked above: reuse the buffer without copying.
     String::from_utf8(bytes).map_err(|e| SourceError::NotUtf8 {
         path: shown,
         offset: e.utf8_error().valid_up_to(),

@@ -191,15 +191,73 @@ fn validate_text(text: &str, opts: &crate::validate::Options) -> Vec<Diagnostic>
     crate::validate::validate(&crate::doc::parse_shared(text), opts)
 }
 
+/// A value computed on a scoped helper thread, joined on first use.
+struct Joined<'scope, T> {
+    handle: std::cell::Cell<Option<std::thread::ScopedJoinHandle<'scope, T>>>,
+    value: std::cell::OnceCell<T>,
+}
+
+impl<'scope, T> Joined<'scope, T> {
+    fn ready(value: T) -> Self {
+        Joined {
+            handle: std::cell::Cell::new(None),
+            value: std::cell::OnceCell::from(value),
+        }
+    }
+    fn pending(handle: std::thread::ScopedJoinHandle<'scope, T>) -> Self {
+        Joined {
+            handle: std::cell::Cell::new(Some(handle)),
+            value: std::cell::OnceCell::new(),
+        }
+    }
+    fn get(&self) -> &T {
+        self.value.get_or_init(|| {
+            let handle = self.handle.take().expect("a pending value has its handle");
+            // The helper only runs the validator; should it ever panic, the
+            // panic continues here as if the work had run on this thread.
+            handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    }
+}
+
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
+///
+/// Pre-validation needs only the source tree, so it runs on a second
+/// thread while the ops are applied and the result is parsed and
+/// post-validated here: on a big document that hides most of its cost.
 pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
+    std::thread::scope(|scope| {
+        let pre_diags = if ctx.book_manifest {
+            Joined::ready(Vec::new())
+        } else {
+            let tree = crate::doc::parse_shared(source);
+            let validate = &opts.validate;
+            let job = move || tag(crate::validate::validate(&tree, validate), Phase::Pre);
+            match std::thread::Builder::new()
+                .name("noma-prevalidate".into())
+                .spawn_scoped(scope, job)
+            {
+                Ok(handle) => Joined::pending(handle),
+                // No thread to be had: validate here.
+                Err(_) => Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre)),
+            }
+        };
+        plan_with(source, ctx, ops, opts, apply, &pre_diags)
+    })
+}
+
+fn plan_with(
+    source: &str,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+    pre_diags: &Joined<'_, Vec<Diagnostic>>,
+) -> Plan {
     let pre_sha256 = sha256_hex(source.as_bytes());
     let list_id = transcript::new_uuid();
-    let pre_diags = if ctx.book_manifest {
-        Vec::new()
-    } else {
-        tag(validate_text(source, &opts.validate), Phase::Pre)
-    };
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
         if !base.eq_ignore_ascii_case(&pre_sha256) {
@@ -222,7 +280,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 extra: Vec<Diagnostic>,
                 post_diags: &[Diagnostic],
                 elapsed: Option<f64>| {
-        let mut diags = pre_diags.clone();
+        let mut diags = pre_diags.get().clone();
         diags.extend(shared.iter().cloned());
         diags.extend(extra);
         diags.extend(post_diags.iter().cloned());
@@ -256,7 +314,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
         }
     };
     // Rejected lists: post state == pre state, so post-validation is the pre result.
-    let post_of_pre = tag(pre_diags.clone(), Phase::Post);
+    let post_of_pre = || tag(pre_diags.get().clone(), Phase::Post);
     let reject_all = |code: PatchErrorCode, message: &str| Plan {
         records: ops
             .iter()
@@ -270,7 +328,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                     &pre_sha256,
                     PatchResult::Rejected,
                     vec![d],
-                    &post_of_pre,
+                    &post_of_pre(),
                     None,
                 )
             })
@@ -298,7 +356,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
             );
         }
     }
-    if opts.strict && Summary::of(&pre_diags) == Summary::Error {
+    if opts.strict && Summary::of(pre_diags.get()) == Summary::Error {
         return reject_all(
             PatchErrorCode::PreValidationBlocked,
             "strict mode: pre-validation found errors; no op was applied",
@@ -318,7 +376,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     let mut state_sha = pre_sha256.clone();
     for (k, op) in ops.iter().enumerate() {
         let advisories = match &ctx.capability {
-            Some(cap) => capability::advise(cap, &crate::doc::parse(&state), op),
+            Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
             None => Vec::new(),
         };
         let started = Instant::now();
@@ -346,6 +404,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 }
             }
             Err(err) => {
+                let post_of_pre = post_of_pre();
                 let mut records = Vec::with_capacity(k + 1);
                 for (i, (op, step)) in ops.iter().zip(steps).enumerate() {
                     let d = engine_diag(
@@ -529,8 +588,11 @@ pub fn patch_file(
                 .unwrap_or_else(|| default_transcript_path(doc_path));
             let mut locked = fsio::LockedTranscript::open(&tpath)
                 .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
-            let recovery = recover::recover(doc_path, &mut locked, apply, opts.force)?;
-            let source = crate::doc::source::read_file(doc_path)?;
+            let mut recovery = recover::recover(doc_path, &mut locked, apply, opts.force)?;
+            let source = match recovery.document.take() {
+                Some(bytes) => crate::doc::source::decode_owned(doc_path, bytes)?,
+                None => crate::doc::source::read_file(doc_path)?,
+            };
             let mut plan = plan(&source, &ctx, ops, opts, apply);
             let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
             locked

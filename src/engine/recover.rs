@@ -30,6 +30,11 @@ pub struct Recovery {
     /// `prev_entry_sha256`).
     #[serde(skip)]
     pub last_line_sha256: Option<String>,
+    /// The document's bytes as recovery read them under the lock, when it
+    /// found them to be the last record's result and left them alone: the
+    /// patch that follows starts from them instead of reading them again.
+    #[serde(skip)]
+    pub document: Option<Vec<u8>>,
 }
 
 impl Recovery {
@@ -194,6 +199,7 @@ pub fn recover(
         .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
     let doc_sha = sha256_hex(&doc_bytes);
     if doc_sha == last.post_sha256 {
+        out.document = Some(doc_bytes);
         return Ok(out);
     }
     let complete = last

@@ -225,30 +225,30 @@ fn blocks_of(src: &str, doc: &Document) -> (Vec<String>, HashMap<String, Block>)
     let mut order = Vec::new();
     let mut map = HashMap::new();
     // Explicit stack: documents can nest deeply.
-    let mut stack: Vec<(Option<String>, &[Node], usize)> = vec![(None, &doc.children, 0)];
+    let mut stack: Vec<(Option<&str>, &[Node], usize)> = vec![(None, &doc.children, 0)];
     while let Some((parent, kids, i)) = stack.pop() {
         let Some(node) = kids.get(i) else { continue };
-        stack.push((parent.clone(), kids, i + 1));
+        stack.push((parent, kids, i + 1));
         if let Some(id) = &node.id {
             let (s, e) = (node.span.start, node.span.end);
             map.insert(
-                id.clone(),
+                id.to_string(),
                 Block {
                     directive: matches!(node.kind, NodeKind::Directive { .. }),
                     section_title: match &node.kind {
-                        NodeKind::Section { title, .. } => Some(title.clone()),
+                        NodeKind::Section { title, .. } => Some(title.to_string()),
                         _ => None,
                     },
-                    parent: parent.clone(),
+                    parent: parent.map(str::to_string),
                     index: i,
                     text: lines::slice_joined(&all, s, e),
                     heading: lines::slice_joined(&all, s, s),
                 },
             );
-            order.push(id.clone());
+            order.push(id.to_string());
         }
         if !node.children().is_empty() {
-            stack.push((node.id.clone().or(parent), node.children(), 0));
+            stack.push((node.id.as_deref().or(parent), node.children(), 0));
         }
     }
     (order, map)

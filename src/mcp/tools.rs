@@ -312,7 +312,7 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
             // The cache lists id-bearing nodes in the same pre-order; fall
             // back to hashing the slice if the two ever disagree.
             let hash = match hashes.peek() {
-                Some(h) if &h.id == id && h.lines == [node.span.start, node.span.end] => {
+                Some(h) if h.id == id && h.lines == [node.span.start, node.span.end] => {
                     let s = h.sha256.clone();
                     hashes.next();
                     s

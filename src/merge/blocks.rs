@@ -360,7 +360,8 @@ impl Merger<'_> {
         let id = at
             .node
             .id
-            .clone()
+            .as_ref()
+            .map(|id| id.to_string())
             .or_else(|| self.names.last().cloned())
             .unwrap_or_else(|| "(document)".into());
         self.conflict_block(&id, fence, o.map(|i| i.body), t.map(|i| i.body), why);
@@ -469,7 +470,7 @@ fn container<'v, 'a>(
         // rather than duplicate).
         let mut key = match &c.id {
             Some(id) => {
-                anchor = id.clone();
+                anchor = id.to_string();
                 anon = 0;
                 format!("id:{id}")
             }

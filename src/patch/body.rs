@@ -10,13 +10,13 @@ use crate::doc::NodeKind;
 /// than its one paragraph), keeping the opener and closer lines.
 pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let node = ctx.require(id, E::TargetMissing, "block")?;
-    let NodeKind::Directive { body, children, .. } = &node.kind else {
+    let NodeKind::Directive { children, .. } = &node.kind else {
         return fail(
             E::InvalidContent,
             format!("block \"{id}\" does not have replaceable body text"),
         );
     };
-    if !(children.is_empty() || body.is_some()) {
+    if !(children.is_empty() || node.body().is_some()) {
         return fail(
             E::InvalidContent,
             format!("block \"{id}\" has child blocks; use replace_block"),

@@ -95,7 +95,7 @@ pub(crate) fn fail<T>(code: PatchErrorCode, message: impl Into<String>) -> OpRes
 /// The current text of one op step: the BOM-less source and its parse.
 pub(crate) struct Ctx<'a> {
     pub src: &'a str,
-    pub doc: std::rc::Rc<Document>,
+    pub doc: std::sync::Arc<Document>,
     /// What the result starts with before `src`'s lines (the BOM, if any),
     /// so ops write their output in one pass.
     pub prefix: &'static str,

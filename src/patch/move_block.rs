@@ -61,7 +61,7 @@ pub(crate) fn move_block(
     let cut = lines.finish();
     let next = Ctx {
         src: &cut,
-        doc: std::rc::Rc::new(doc::parse(&cut)),
+        doc: std::sync::Arc::new(doc::parse(&cut)),
         prefix: ctx.prefix,
     };
     let (dest, pos) = require_parent(&next, parent, position)?;
@@ -186,7 +186,7 @@ mod tests {
     fn slow(src: &str, id: &str, parent: &str, position: Option<f64>) -> OpResult<String> {
         let ctx = Ctx {
             src,
-            doc: std::rc::Rc::new(doc::parse(src)),
+            doc: std::sync::Arc::new(doc::parse(src)),
             prefix: "",
         };
         let node = ctx.require(id, E::TargetMissing, "block")?;
@@ -215,7 +215,7 @@ mod tests {
         let cut = lines.finish();
         let next = Ctx {
             src: &cut,
-            doc: std::rc::Rc::new(doc::parse(&cut)),
+            doc: std::sync::Arc::new(doc::parse(&cut)),
             prefix: "",
         };
         let (dest, pos) = require_parent(&next, parent, position)?;

@@ -69,7 +69,12 @@ fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table
         if !t.contains('|') {
             return fail(E::InvalidContent, "table rows must use pipe syntax");
         }
-        cells.push(split_pipe_row(t));
+        cells.push(
+            split_pipe_row(t)
+                .into_iter()
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        );
         parsed.push(SrcRow {
             index: i,
             indent: source::indent_of(line).to_string(),

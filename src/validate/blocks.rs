@@ -27,7 +27,7 @@ pub(crate) fn label(node: &Node) -> String {
     }
 }
 
-fn body_is_blank(body: Option<&String>) -> bool {
+fn body_is_blank(body: Option<&str>) -> bool {
     body.is_none_or(|b| b.trim_matches(is_js_space).is_empty())
 }
 
@@ -42,10 +42,10 @@ fn first_str<'a>(attrs: &'a Attrs, keys: &[&'static str]) -> Option<(&'static st
 /// Runs every rule that needs only the block itself, and registers the block
 /// with the whole-document checks.
 pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool) {
+    let body = node.body();
     let NodeKind::Directive {
         name,
         attrs,
-        body,
         children,
         ..
     } = &node.kind
@@ -157,7 +157,7 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
                 cx.controls.entry(id).or_insert(node);
             }
             if !quiet {
-                computed::check_control(cx, node, attrs, body.as_deref());
+                computed::check_control(cx, node, attrs, body);
             }
         }
         "computed_metric" | "computed_plot" | "computed_table" => {
@@ -184,7 +184,7 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
             format!("{name} {} has no status= attribute (e.g. status=proposed|accepted)", label(node)),
             node,
         ),
-        "agent_task" | "todo" if !truthy(attrs.get("scope")) && body_is_blank(body.as_ref()) && children.is_empty() => {
+        "agent_task" | "todo" if !truthy(attrs.get("scope")) && body_is_blank(body) && children.is_empty() => {
             cx.emit_at(
                 "agent-task-without-scope",
                 format!("{name} {} has neither scope= nor a body describing the task", label(node)),
@@ -205,12 +205,12 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
                     node,
                 );
             }
-            if body_is_blank(body.as_ref()) {
+            if body_is_blank(body) {
                 cx.emit_at("diagram-missing-source", format!("diagram {} has no source body", label(node)), node);
             }
         }
         "plotly" => {
-            let spec = body.as_deref().unwrap_or("").trim_matches(is_js_space);
+            let spec = body.unwrap_or("").trim_matches(is_js_space);
             if spec.is_empty() {
                 cx.emit_at("plotly-missing-spec", format!("plotly {} has no JSON spec body", label(node)), node);
             } else if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(spec) {
@@ -394,7 +394,8 @@ pub(crate) fn check_plots(cx: &mut Ctx<'_>) {
 /// when the body is empty).
 fn dataset_columns(cx: &Ctx<'_>, ds: &Node) -> HashSet<String> {
     let mut cols = HashSet::new();
-    let NodeKind::Directive { attrs, body, .. } = &ds.kind else {
+    let body = ds.body();
+    let NodeKind::Directive { attrs, .. } = &ds.kind else {
         return cols;
     };
     if let Some(list) = attrs.get_str("columns") {
@@ -410,7 +411,7 @@ fn dataset_columns(cx: &Ctx<'_>, ds: &Node) -> HashSet<String> {
         .unwrap_or_default()
         .to_lowercase();
     let loaded;
-    let text: &str = match body.as_deref() {
+    let text: &str = match body {
         Some(b) if !b.trim_matches(is_js_space).is_empty() => b,
         _ => {
             let Some(path) = dataset_path(cx, attrs) else {

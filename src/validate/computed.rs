@@ -66,9 +66,7 @@ fn body_field<'a>(body: Option<&'a str>, key: &str) -> Option<&'a str> {
 
 fn directive_parts(node: &Node) -> Option<(&str, &Attrs, Option<&str>)> {
     match &node.kind {
-        NodeKind::Directive {
-            name, attrs, body, ..
-        } => Some((name, attrs, body.as_deref())),
+        NodeKind::Directive { name, attrs, .. } => Some((name, attrs, node.body())),
         _ => None,
     }
 }

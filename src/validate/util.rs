@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn truthiness() {
         assert!(!truthy(None));
-        assert!(!truthy(Some(&AttrValue::Str(String::new()))));
+        assert!(!truthy(Some(&AttrValue::Str(Default::default()))));
         assert!(!truthy(Some(&AttrValue::Num(0.0))));
         assert!(!truthy(Some(&AttrValue::Bool(false))));
         assert!(truthy(Some(&AttrValue::Str("x".into()))));

@@ -285,12 +285,12 @@ fn check_ids(doc: &Document, expected: &Value) -> Result<(), String> {
     let mut got_aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for node in doc.walk() {
         if let Some(id) = &node.id {
-            got.push(id.clone());
+            got.push(id.to_string());
             if !node.aliases.is_empty() {
                 got_aliases
-                    .entry(id.clone())
+                    .entry(id.to_string())
                     .or_default()
-                    .extend(node.aliases.iter().cloned());
+                    .extend(node.aliases.iter().map(|a| a.to_string()));
             }
         }
     }
