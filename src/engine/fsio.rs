@@ -40,6 +40,17 @@ impl LockedTranscript {
         &self.path
     }
 
+    /// The last `max` bytes of the file (all of it when shorter), with the
+    /// offset they start at.
+    pub fn read_tail(&mut self, max: u64) -> io::Result<(u64, Vec<u8>)> {
+        let len = self.file.metadata()?.len();
+        let start = len.saturating_sub(max);
+        let mut buf = Vec::with_capacity((len - start) as usize);
+        self.file.seek(SeekFrom::Start(start))?;
+        self.file.read_to_end(&mut buf)?;
+        Ok((start, buf))
+    }
+
     /// The whole file as it is now.
     pub fn read_all(&mut self) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();

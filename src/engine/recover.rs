@@ -122,6 +122,83 @@ fn last_request(lines: &[transcript::RawLine<'_>]) -> Result<(Vec<Record>, usize
     Ok((tail, i))
 }
 
+/// Whether `tail` (the last request, newest record first) holds every
+/// record of its op-list, in order.
+fn request_is_complete(tail: &[Record]) -> bool {
+    match tail.first().and_then(|r| r.op_list.as_ref()) {
+        Some(list) => {
+            tail.len() == list.len
+                && tail
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
+        }
+        None => true,
+    }
+}
+
+/// What the fast path learnt when nothing needs repair.
+struct CleanTail {
+    last_line_sha256: String,
+    document: Vec<u8>,
+}
+
+/// The common case, read from the transcript's end only: its last request
+/// is whole and the document is that request's result. Recovery then has
+/// nothing to do, and its cost follows the last request instead of the
+/// transcript's history. `None` means "look at the whole file": a torn or
+/// unreadable tail, a lagging document, or an empty transcript (the full
+/// path also reports line numbers, which a tail cannot know).
+fn clean_tail(doc: &Path, t: &mut LockedTranscript) -> std::io::Result<Option<CleanTail>> {
+    let mut window: u64 = 64 * 1024;
+    loop {
+        let (start, bytes) = t.read_tail(window)?;
+        // Unless the window starts the file or a line, its first line is partial.
+        let skip = if start == 0 {
+            0
+        } else {
+            match memchr::memchr(b'\n', &bytes) {
+                Some(at) => at + 1,
+                None => {
+                    window = window.saturating_mul(4);
+                    continue;
+                }
+            }
+        };
+        let (lines, torn) = transcript::split_lines(&bytes[skip..]);
+        if torn.is_some() || lines.is_empty() {
+            return Ok(None);
+        }
+        let Ok((tail, first)) = last_request(&lines) else {
+            return Ok(None);
+        };
+        // `first == 0` with more file before the window: the request may
+        // reach further back (or begin exactly here); widen and look again.
+        if first == 0 && start > 0 {
+            window = window.saturating_mul(4);
+            continue;
+        }
+        let (Some(last_line), Some(last)) = (lines.last(), tail.first()) else {
+            return Ok(None);
+        };
+        if !request_is_complete(&tail) {
+            return Ok(None);
+        }
+        // An unreadable document is the full path's to report.
+        let Ok(document) = std::fs::read(doc) else {
+            return Ok(None);
+        };
+        if sha256_hex(&document) != last.post_sha256 {
+            return Ok(None);
+        }
+        return Ok(Some(CleanTail {
+            last_line_sha256: sha256_hex(last_line.raw),
+            document,
+        }));
+    }
+}
+
 /// Applies the recovery rule to `doc` and its locked transcript.
 pub fn recover(
     doc: &Path,
@@ -145,6 +222,11 @@ pub fn recover(
             out.stale_temps_removed
         ));
     }
+    if let Some(clean) = clean_tail(doc, t).map_err(|e| io("cannot read", e))? {
+        out.last_line_sha256 = Some(clean.last_line_sha256);
+        out.document = Some(clean.document);
+        return Ok(out);
+    }
     let bytes = t.read_all().map_err(|e| io("cannot read", e))?;
     let (mut lines, torn) = transcript::split_lines(&bytes);
     let mut keep = bytes.len() - torn.map_or(0, <[u8]>::len);
@@ -157,18 +239,7 @@ pub fn recover(
 
     // Parse from the end only: recovery needs the last request, not history.
     let (mut tail, first) = last_request(&lines).map_err(bad)?;
-    let complete = match tail.first().and_then(|r| r.op_list.as_ref()) {
-        Some(list) => {
-            tail.len() == list.len
-                && tail
-                    .iter()
-                    .rev()
-                    .enumerate()
-                    .all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
-        }
-        None => true,
-    };
-    if !complete {
+    if !request_is_complete(&tail) {
         // A torn request: its append never completed, so it never committed.
         keep = lines[first].offset;
         out.truncated_records = lines.len() - first;
@@ -297,6 +368,67 @@ mod tests {
             p.new_text.clone(),
             chain_and_serialise(&mut p.records, None),
         )
+    }
+
+    #[test]
+    fn the_tail_fast_path_agrees_with_the_whole_file_and_defers_the_rest() {
+        // Two requests: a 150-op list (over 64 KiB of records, so the tail
+        // window has to widen) and a one-op request after it.
+        let (_d, doc, tp) = setup("x");
+        let texts: Vec<String> = (0..150).map(|i| format!("<{i}>")).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (mid, first) = batch("x", &refs);
+        assert!(first.len() > 64 * 1024, "{} bytes", first.len());
+        std::fs::write(&tp, &first).unwrap();
+        std::fs::write(&doc, &mid).unwrap();
+        let last_line = |bytes: &[u8]| {
+            let body = &bytes[..bytes.len() - 1];
+            let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            sha256_hex(&bytes[at..])
+        };
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let clean = clean_tail(&doc, &mut t)
+            .unwrap()
+            .expect("clean after one big request");
+        assert_eq!(clean.last_line_sha256, last_line(&first));
+        assert_eq!(clean.document, mid.as_bytes());
+        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        assert!(r.is_clean());
+        assert_eq!(
+            r.last_line_sha256.as_deref(),
+            Some(last_line(&first).as_str())
+        );
+        drop(t);
+
+        let mut p = plan(
+            &mid,
+            &Context::default(),
+            &[json!({"op":"append","text":"z"})],
+            &Options::new(actor()),
+            fake_apply,
+        );
+        let second = chain_and_serialise(&mut p.records, Some(last_line(&first)));
+        let mut all = first.clone();
+        all.extend_from_slice(&second);
+        std::fs::write(&tp, &all).unwrap();
+        std::fs::write(&doc, &p.new_text).unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let clean = clean_tail(&doc, &mut t)
+            .unwrap()
+            .expect("clean after a small request");
+        assert_eq!(clean.last_line_sha256, last_line(&all));
+
+        // A lagging document, a torn tail and an empty transcript all go to
+        // the whole-file path.
+        std::fs::write(&doc, &mid).unwrap();
+        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
+        std::fs::write(&doc, &p.new_text).unwrap();
+        let mut torn = all.clone();
+        torn.extend_from_slice(b"{\"protocol_version\":");
+        std::fs::write(&tp, &torn).unwrap();
+        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
+        std::fs::write(&tp, b"").unwrap();
+        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
     }
 
     #[test]
