@@ -191,6 +191,9 @@ fn validate_text(text: &str, opts: &crate::validate::Options) -> Vec<Diagnostic>
     crate::validate::validate(&crate::doc::parse_shared(text), opts)
 }
 
+/// Documents at least this long are pre-validated on a helper thread.
+const PARALLEL_PRE_VALIDATION_BYTES: usize = 64 * 1024;
+
 /// A value computed on a scoped helper thread, joined on first use.
 struct Joined<'scope, T> {
     handle: std::cell::Cell<Option<std::thread::ScopedJoinHandle<'scope, T>>>,
@@ -231,6 +234,9 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     std::thread::scope(|scope| {
         let pre_diags = if ctx.book_manifest {
             Joined::ready(Vec::new())
+        } else if source.len() < PARALLEL_PRE_VALIDATION_BYTES {
+            // Validating a small document costs less than starting a thread.
+            Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre))
         } else {
             let tree = crate::doc::parse_shared(source);
             let validate = &opts.validate;
@@ -830,5 +836,45 @@ pub(crate) mod tests {
             )
             .accepted
         );
+    }
+
+    #[test]
+    fn big_documents_are_pre_validated_on_a_helper_thread_with_the_same_result() {
+        // Over the threshold, with a pre-validation error (an unclosed
+        // directive at the end): the threaded path must report it exactly
+        // like the inline one, tagged `pre`, and strict mode must block.
+        let mut src = crate::synth::document(300);
+        src.push_str("\n::claim{id=\"open\"}\nnever closed\n");
+        assert!(src.len() >= PARALLEL_PRE_VALIDATION_BYTES);
+        let inline = tag(validate_text(&src, &Default::default()), Phase::Pre);
+        assert_eq!(Summary::of(&inline), Summary::Error);
+        let mut o = Options::new(actor());
+        let p = plan(
+            &src,
+            &Context::default(),
+            &[json!({"op":"same"})],
+            &o,
+            fake_apply,
+        );
+        let pre: Vec<&Diagnostic> = p.records[0]
+            .diagnostics
+            .iter()
+            .flatten()
+            .filter(|d| d.phase == Some(Phase::Pre))
+            .collect();
+        assert_eq!(pre.len(), inline.len());
+        assert!(pre.iter().zip(&inline).all(|(a, b)| **a == *b));
+        assert!(p.accepted);
+        o.strict = true;
+        let p = plan(
+            &src,
+            &Context::default(),
+            &[json!({"op":"same"})],
+            &o,
+            fake_apply,
+        );
+        assert!(codes(&p.records[0])
+            .iter()
+            .any(|c| c == "pre_validation_blocked"));
     }
 }
