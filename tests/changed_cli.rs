@@ -3,45 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-const NOMA: &str = env!("CARGO_BIN_EXE_noma");
+mod common;
 
-fn cmd(dir: &Path, program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@e")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@e")
-        .env(
-            "GIT_CEILING_DIRECTORIES",
-            dir.parent().unwrap_or(Path::new("/")),
-        )
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .expect("spawn")
-}
-
-fn all(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let o = cmd(dir, "git", args);
-    assert!(o.status.success(), "git {args:?}: {}", all(&o));
-}
+use common::{git_at as git, run_at as cmd, text as all, NOMA};
 
 fn noma(dir: &Path, args: &[&str]) -> Output {
     cmd(dir, NOMA, args)

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod common;
+
 const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -750,31 +752,14 @@ fn a_thousand_calls_do_not_grow_memory() {
     s.finish();
 }
 
-fn git_in(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@e")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@e")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .unwrap();
-    assert!(ok.success(), "git {args:?}");
-}
-
 #[test]
 fn changed_block_tools_answer_only_the_changed_blocks() {
     let repo = Repo::new();
     let d = repo.path();
-    git_in(d, &["checkout", "-q", "-b", "main"]);
-    git_in(d, &["add", "-A"]);
-    git_in(d, &["commit", "-q", "-m", "base"]);
-    git_in(d, &["checkout", "-q", "-b", "work"]);
+    common::git_at(d, &["checkout", "-q", "-b", "main"]);
+    common::git_at(d, &["add", "-A"]);
+    common::git_at(d, &["commit", "-q", "-m", "base"]);
+    common::git_at(d, &["checkout", "-q", "-b", "work"]);
     let mut s = Server::start(d);
     // An agent patches one block through the server; the answer names it alone.
     s.ok(

@@ -9,6 +9,36 @@ use std::process::{Command, Output};
 /// The binary under test.
 pub const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 
+/// Runs `program` in `dir` with an environment isolated from the machine's
+/// git configuration: HOME is `dir`, a committer identity comes from the
+/// environment, and git never looks above `dir` for a repository.
+pub fn run_at(dir: &Path, program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@e")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e")
+        .env(
+            "GIT_CEILING_DIRECTORIES",
+            dir.parent().unwrap_or(Path::new("/")),
+        )
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .expect("spawn")
+}
+
+/// [`run_at`] for git, asserting success.
+pub fn git_at(dir: &Path, args: &[&str]) {
+    let o = run_at(dir, "git", args);
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+}
+
 /// A temporary repository (branch `main`, a committer identity, no
 /// signing) with its own HOME.
 pub struct Repo {
