@@ -105,7 +105,7 @@ proptest! {
 
     #[test]
     fn transcripts_replay_to_the_final_bytes((original, requests) in case()) {
-        let ctx = Context { doc_uri: "file:///tmp/random.noma".into(), book_manifest: false, capability: None };
+        let ctx = Context { doc_uri: "file:///tmp/random.noma".into(), ..Context::default() };
         let opts = Options::new(Actor { kind: ActorKind::Agent, name: "prop".into(), model: None, version: None });
         let mut text = original.clone();
         let mut transcript = Vec::new();

@@ -12,6 +12,7 @@ pub mod json;
 pub mod lines;
 pub mod parse;
 pub mod render;
+pub mod reparse;
 pub mod slug;
 pub mod source;
 
@@ -38,6 +39,8 @@ const DEFERRED_DROP_BYTES: usize = 256 * 1024;
 /// hashing, no false hits) and holds one tree per thread at most. The tree
 /// is shared (`Arc`) so that another thread may validate it meanwhile.
 pub fn parse_shared(text: &str) -> Arc<Document> {
+    // The parser ignores a BOM, so texts with and without one share a tree.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     LAST_PARSE.with(|slot| {
         if let Some((cached, doc)) = &*slot.borrow() {
             if cached.len() == text.len() && cached == text {
@@ -53,6 +56,42 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
         }
         doc
     })
+}
+
+/// [`parse_shared`] for `after`, an edit of `before`: when the memo holds
+/// the tree of `before`, the new tree is spliced from it
+/// ([`reparse`]), re-parsing only the edited lines; otherwise, or when the
+/// edit may reach outside its lines, `after` is parsed in full. Either way
+/// the result is exactly [`parse`]`(after)` and becomes the memo's entry.
+pub fn parse_shared_edited(before: &str, after: &str) -> Arc<Document> {
+    let before = before.strip_prefix('\u{feff}').unwrap_or(before);
+    let after_key = after.strip_prefix('\u{feff}').unwrap_or(after);
+    let spliced = LAST_PARSE.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let (text, old) = slot.as_ref()?;
+        if text.as_str() == after_key {
+            return Some(Arc::clone(old));
+        }
+        if text.as_str() != before {
+            return None;
+        }
+        let splice = reparse::plan(before, old, after_key)?;
+        let (old_text, old) = slot.take()?;
+        // A tree no one else holds is edited in place; a shared one (a
+        // validator may still be reading it) is copied first.
+        let mut tree = Arc::try_unwrap(old).unwrap_or_else(|shared| (*shared).clone());
+        if !splice.apply(&mut tree) {
+            return None;
+        }
+        let tree = Arc::new(tree);
+        // The old key's buffer is the right size and already in memory.
+        let mut key = old_text;
+        key.clear();
+        key.push_str(after_key);
+        *slot = Some((key, Arc::clone(&tree)));
+        Some(tree)
+    });
+    spliced.unwrap_or_else(|| parse_shared(after))
 }
 
 /// Frees a replaced memo entry. A big tree is freed node by node, which

@@ -33,6 +33,17 @@ pub fn parse(src: &str) -> Document {
     Parser::new(&all).run()
 }
 
+/// Parses body lines on their own, as if they were a whole document without
+/// frontmatter: the top-level nodes (spans relative to the first line) and
+/// the issues. [`super::reparse`] decides when this equals the lines' parse
+/// in context.
+pub(super) fn parse_fragment(src: &str) -> (Vec<Node>, Vec<ParseIssue>) {
+    let all = lines::split(src);
+    let mut parser = Parser::new(&all);
+    let nodes = parser.body(0);
+    (nodes, parser.issues)
+}
+
 struct OpenSection {
     id: Option<Text>,
     aliases: Vec<Text>,
@@ -142,7 +153,20 @@ impl<'a> Parser<'a> {
 
     fn run(mut self) -> Document {
         let (meta, frontmatter, body_start) = self.frontmatter();
-        let mut i = body_start;
+        let mut children = self.body(body_start);
+        attach_frontmatter_aliases(&mut children, &meta);
+        Document {
+            meta,
+            frontmatter,
+            children,
+            end_line: self.last_line,
+            issues: self.issues,
+        }
+    }
+
+    /// Parses the lines from index `start` to the end; returns the top-level nodes.
+    fn body(&mut self, start: usize) -> Vec<Node> {
+        let mut i = start;
         while i < self.to {
             i = self.step(i);
         }
@@ -169,15 +193,7 @@ impl<'a> Parser<'a> {
         if let Some(root) = self.stack.last_mut() {
             root.close_sections(&mut self.scratch, 1, eof);
         }
-        let mut children = take_children(&mut self.scratch, 0);
-        attach_frontmatter_aliases(&mut children, &meta);
-        Document {
-            meta,
-            frontmatter,
-            children,
-            end_line: self.last_line,
-            issues: self.issues,
-        }
+        take_children(&mut self.scratch, 0)
     }
 
     /// Reads `---` … `---` on the first lines; returns (meta, node, first body line).
@@ -701,7 +717,7 @@ fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
 // Line matchers. Each documents the reference regex it reproduces.
 // ---------------------------------------------------------------------------
 
-fn is_blank(line: &str) -> bool {
+pub(super) fn is_blank(line: &str) -> bool {
     line.chars().all(is_js_space)
 }
 
@@ -714,7 +730,7 @@ fn skip_ws(s: &str) -> &str {
 }
 
 /// `^---\s*$`
-fn is_frontmatter_fence(line: &str) -> bool {
+pub(super) fn is_frontmatter_fence(line: &str) -> bool {
     line.strip_prefix("---").is_some_and(is_blank)
 }
 
@@ -723,14 +739,14 @@ fn leading_colons(line: &str) -> usize {
 }
 
 /// A matched directive opener.
-struct DirectiveOpen<'a> {
+pub(super) struct DirectiveOpen<'a> {
     colons: u32,
     name: &'a str,
     attrs: Option<&'a str>,
 }
 
 /// `^(:{2,})\s*([a-zA-Z_][\w-]*(?:::[a-zA-Z_][\w-]*)*)\s*(\{.*\})?\s*$`
-fn match_directive_open(line: &str) -> Option<DirectiveOpen<'_>> {
+pub(super) fn match_directive_open(line: &str) -> Option<DirectiveOpen<'_>> {
     let colons = leading_colons(line);
     if colons < 2 {
         return None;
@@ -778,12 +794,12 @@ fn scan_directive_name(s: &str) -> Option<usize> {
 }
 
 /// `^(:{2,})\s*$` → the colon count.
-fn match_directive_close(line: &str) -> Option<u32> {
+pub(super) fn match_directive_close(line: &str) -> Option<u32> {
     let colons = leading_colons(line);
     (colons >= 2 && is_blank(&line[colons..])).then_some(colons as u32)
 }
 
-struct Heading<'a> {
+pub(super) struct Heading<'a> {
     level: u8,
     /// The whole heading text (trimmed), used when the braces are not attributes.
     text: &'a str,
@@ -795,7 +811,7 @@ struct Heading<'a> {
 
 /// `^(#{1,6})\s+(.+?)\s*$`, then the text splits as `^(.+?)\s+\{([^}]*)\}$`
 /// (the braces count only if they tokenise strictly, see `parse_heading_attrs`).
-fn match_heading(line: &str) -> Option<Heading<'_>> {
+pub(super) fn match_heading(line: &str) -> Option<Heading<'_>> {
     let hashes = line.bytes().take_while(|&b| b == b'#').count();
     if hashes == 0 || hashes > 6 {
         return None;
@@ -875,13 +891,13 @@ fn is_fence_close(line: &str, open: Fence<'_>) -> bool {
 }
 
 /// `^\s*\|.*\|\s*$`
-fn is_table_row(line: &str) -> bool {
+pub(super) fn is_table_row(line: &str) -> bool {
     let t = line.trim_matches(is_js_space);
     t.len() >= 2 && t.starts_with('|') && t.ends_with('|')
 }
 
 /// `^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$`
-fn is_table_separator(line: &str) -> bool {
+pub(super) fn is_table_separator(line: &str) -> bool {
     let b = line.as_bytes();
     let mut i = 0;
     let ws = |i: &mut usize| {

@@ -102,14 +102,28 @@ pub fn read_file(path: &Path) -> Result<String, SourceError> {
 /// [`read_file`]'s checks on bytes already read from `path`, reusing the
 /// buffer without copying.
 pub fn decode_owned(path: &Path, bytes: Vec<u8>) -> Result<String, SourceError> {
-    let shown = path.display().to_string();
-    decode(&shown, &bytes)?;
-    String::from_utf8(bytes).map_err(|e| SourceError::NotUtf8 {
-        path: shown,
-        offset: e.utf8_error().valid_up_to(),
-        line: 0,
-        column: 0,
-    })
+    // One UTF-8 pass on the good path; the precise error on the bad one.
+    match String::from_utf8(bytes) {
+        Ok(text) => match memchr::memchr(0, text.as_bytes()) {
+            Some(offset) => Err(SourceError::Binary {
+                path: path.display().to_string(),
+                offset,
+            }),
+            None => Ok(text),
+        },
+        Err(e) => {
+            let shown = path.display().to_string();
+            let offset = e.utf8_error().valid_up_to();
+            Err(decode(&shown, e.as_bytes())
+                .err()
+                .unwrap_or(SourceError::NotUtf8 {
+                    path: shown,
+                    offset,
+                    line: 0,
+                    column: 0,
+                }))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -80,33 +80,65 @@ impl LockedTranscript {
 /// fsync, rename over the target, fsync of the directory. A crash leaves
 /// either the old or the new content, never a mix.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp_name = format!(
-        ".{}{TMP_MARK}{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    StagedFile::write(path, bytes)?.commit()
+}
+
+/// The first half of [`atomic_write`]: the new content, durable in a temp
+/// file beside its target, not yet in place. [`StagedFile::commit`] renames
+/// it over the target; dropping it uncommitted removes the temp file. The
+/// engine stages a document while it still validates it, then commits once
+/// the transcript records are durable.
+#[derive(Debug)]
+pub struct StagedFile {
+    tmp: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl StagedFile {
+    /// Writes and fsyncs `bytes` to a fresh temp file beside `path`.
+    pub fn write(path: &Path, bytes: &[u8]) -> io::Result<StagedFile> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+        let tmp_name = format!(
+            ".{}{TMP_MARK}{}-{}",
+            name.to_string_lossy(),
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let staged = StagedFile {
+            tmp: parent_dir(path).join(tmp_name),
+            path: path.to_path_buf(),
+            committed: false,
+        };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&staged.tmp)?;
         if let Ok(meta) = std::fs::metadata(path) {
             // Keep the document's permissions across the replace.
             let _ = f.set_permissions(meta.permissions());
         }
         f.write_all(bytes)?;
         f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        sync_dir(&dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        Ok(staged)
     }
-    result
+
+    /// Renames the temp file over the target and makes the rename durable.
+    pub fn commit(mut self) -> io::Result<()> {
+        std::fs::rename(&self.tmp, &self.path)?;
+        self.committed = true;
+        sync_dir(&parent_dir(&self.path))
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// Removes temp files a killed writer of `doc` left behind. Only call it
@@ -164,6 +196,21 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         std::fs::write(dir.path().join(".d.noma.noma-tmp-1-x"), "junk").unwrap();
         assert_eq!(remove_stale_temps(&p), 1);
+    }
+
+    #[test]
+    fn a_staged_file_is_invisible_until_committed_and_gone_if_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.noma");
+        std::fs::write(&p, "old").unwrap();
+        let staged = StagedFile::write(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        drop(staged);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        StagedFile::write(&p, b"new").unwrap().commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -161,6 +161,9 @@ pub struct Context {
     pub book_manifest: bool,
     /// Parsed capability descriptor, if the sidecar exists.
     pub capability: Option<capability::CapabilityFile>,
+    /// The source's sha256, when the caller already hashed exactly those
+    /// bytes (recovery does, under the lock): spares hashing them again.
+    pub source_sha256: Option<String>,
 }
 
 /// The computed result of a request, before anything is written.
@@ -231,6 +234,24 @@ impl<'scope, T> Joined<'scope, T> {
 /// thread while the ops are applied and the result is parsed and
 /// post-validated here: on a big document that hides most of its cost.
 pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
+    plan_staged(source, ctx, ops, opts, apply, None).0
+}
+
+/// Writes an accepted result somewhere durable, not yet in place.
+type Stage<'a> = dyn Fn(&str) -> std::io::Result<fsio::StagedFile> + Sync + 'a;
+
+/// [`plan`], and when the list is accepted and changes the text, `stage`
+/// called with the new text while post-validation runs (on a helper
+/// thread for big documents): the document's temp file is written and
+/// fsynced meanwhile, leaving only the rename after the transcript commit.
+fn plan_staged(
+    source: &str,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+    stage: Option<&Stage<'_>>,
+) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
     std::thread::scope(|scope| {
         let pre_diags = if ctx.book_manifest {
             Joined::ready(Vec::new())
@@ -250,7 +271,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 Err(_) => Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre)),
             }
         };
-        plan_with(source, ctx, ops, opts, apply, &pre_diags)
+        plan_with(source, ctx, ops, opts, apply, &pre_diags, stage)
     })
 }
 
@@ -261,8 +282,15 @@ fn plan_with(
     opts: &Options,
     apply: ApplyFn,
     pre_diags: &Joined<'_, Vec<Diagnostic>>,
-) -> Plan {
-    let pre_sha256 = sha256_hex(source.as_bytes());
+    stage: Option<&Stage<'_>>,
+) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
+    let pre_sha256 = match &ctx.source_sha256 {
+        Some(known) => {
+            debug_assert_eq!(*known, sha256_hex(source.as_bytes()));
+            known.clone()
+        }
+        None => sha256_hex(source.as_bytes()),
+    };
     let list_id = transcript::new_uuid();
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
@@ -344,28 +372,37 @@ fn plan_with(
     };
 
     if ctx.book_manifest {
-        return reject_all(
-            PatchErrorCode::UnsupportedOp,
-            "book manifests (.noma.yml) are not patch targets in v1.0",
+        return (
+            reject_all(
+                PatchErrorCode::UnsupportedOp,
+                "book manifests (.noma.yml) are not patch targets in v1.0",
+            ),
+            None,
         );
     }
     if let Some(expected) = &opts.expected_sha {
         let want = expected.to_ascii_lowercase();
         let ok = want.len() >= 8 && pre_sha256.starts_with(&want);
         if !ok {
-            return reject_all(
-                PatchErrorCode::ShaMismatch,
-                &format!(
-                    "expected_sha {expected} does not match the document's pre_sha {}",
-                    transcript::short_sha(&pre_sha256)
+            return (
+                reject_all(
+                    PatchErrorCode::ShaMismatch,
+                    &format!(
+                        "expected_sha {expected} does not match the document's pre_sha {}",
+                        transcript::short_sha(&pre_sha256)
+                    ),
                 ),
+                None,
             );
         }
     }
     if opts.strict && Summary::of(pre_diags.get()) == Summary::Error {
-        return reject_all(
-            PatchErrorCode::PreValidationBlocked,
-            "strict mode: pre-validation found errors; no op was applied",
+        return (
+            reject_all(
+                PatchErrorCode::PreValidationBlocked,
+                "strict mode: pre-validation found errors; no op was applied",
+            ),
+            None,
         );
     }
 
@@ -378,8 +415,9 @@ fn plan_with(
         elapsed: f64,
     }
     let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
-    let mut state = source.to_string();
+    let mut state = std::borrow::Cow::Borrowed(source);
     let mut state_sha = pre_sha256.clone();
+    let mut state_tree = None;
     for (k, op) in ops.iter().enumerate() {
         let advisories = match &ctx.capability {
             Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
@@ -398,6 +436,9 @@ fn plan_with(
                         elapsed,
                     });
                 } else {
+                    // The next op and post-validation read the new tree:
+                    // spliced from this one when the edit allows.
+                    state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
                     let next_sha = sha256_hex(next.as_bytes());
                     steps.push(Step {
                         pre: std::mem::replace(&mut state_sha, next_sha.clone()),
@@ -406,7 +447,7 @@ fn plan_with(
                         advisories,
                         elapsed,
                     });
-                    state = next;
+                    state = std::borrow::Cow::Owned(next);
                 }
             }
             Err(err) => {
@@ -450,15 +491,42 @@ fn plan_with(
                     &post_of_pre,
                     None,
                 ));
-                return Plan {
-                    records,
-                    new_text: source.to_string(),
-                    accepted: false,
-                };
+                return (
+                    Plan {
+                        records,
+                        new_text: source.to_string(),
+                        accepted: false,
+                    },
+                    None,
+                );
             }
         }
     }
-    let post_diags = tag(validate_text(&state, &opts.validate), Phase::Post);
+    let post_validate = || match &state_tree {
+        Some(tree) => crate::validate::validate(tree, &opts.validate),
+        None => validate_text(&state, &opts.validate),
+    };
+    let changed = matches!(state, std::borrow::Cow::Owned(_));
+    let (post_diags, staged) = match stage {
+        Some(stage) if changed && state.len() >= PARALLEL_PRE_VALIDATION_BYTES => {
+            std::thread::scope(|scope| {
+                let writer = std::thread::Builder::new()
+                    .name("noma-stage".into())
+                    .spawn_scoped(scope, || stage(&state));
+                let post = post_validate();
+                let staged = match writer {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(_) => stage(&state),
+                };
+                (post, Some(staged))
+            })
+        }
+        Some(stage) if changed => (post_validate(), Some(stage(&state))),
+        _ => (post_validate(), None),
+    };
+    let post_diags = tag(post_diags, Phase::Post);
     let records = ops
         .iter()
         .zip(steps)
@@ -476,11 +544,12 @@ fn plan_with(
             )
         })
         .collect();
-    Plan {
+    let plan = Plan {
         records,
-        new_text: state,
+        new_text: state.into_owned(),
         accepted: true,
-    }
+    };
+    (plan, staged)
 }
 
 /// Fills `prev_entry_sha256` along the batch and serialises it to JSONL.
@@ -561,10 +630,11 @@ pub fn patch_file(
             .map_err(EngineError::Capability)?
             .map(|(_, f)| f)
     };
-    let ctx = Context {
+    let mut ctx = Context {
         doc_uri: transcript::doc_uri(doc_path),
         book_manifest,
         capability,
+        source_sha256: None,
     };
     match &opts.write {
         WriteMode::DryRun | WriteMode::Out(_) => {
@@ -586,20 +656,33 @@ pub fn patch_file(
             })
         }
         WriteMode::InPlace => {
-            // Refuse early (before creating a transcript) when the document is unreadable.
-            crate::doc::source::read_file(doc_path)?;
             let tpath = opts
                 .transcript
                 .clone()
                 .unwrap_or_else(|| default_transcript_path(doc_path));
+            // An unreadable document must not leave a new, empty transcript
+            // behind: check it before opening creates one. With a transcript
+            // in place the read under the lock reports the same errors, so
+            // the common case reads the document once.
+            if !tpath.exists() {
+                crate::doc::source::read_file(doc_path)?;
+            }
             let mut locked = fsio::LockedTranscript::open(&tpath)
                 .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
             let mut recovery = recover::recover(doc_path, &mut locked, apply, opts.force)?;
             let source = match recovery.document.take() {
-                Some(bytes) => crate::doc::source::decode_owned(doc_path, bytes)?,
+                Some(read) => {
+                    ctx.source_sha256 = Some(read.sha256);
+                    crate::doc::source::decode_owned(doc_path, read.bytes)?
+                }
                 None => crate::doc::source::read_file(doc_path)?,
             };
-            let mut plan = plan(&source, &ctx, ops, opts, apply);
+            let stage = |text: &str| fsio::StagedFile::write(doc_path, text.as_bytes());
+            let (mut plan, staged) = plan_staged(&source, &ctx, ops, opts, apply, Some(&stage));
+            // A staged temp file is removed if anything below fails.
+            let staged = staged
+                .transpose()
+                .map_err(|e| io_err("cannot write", doc_path, e))?;
             let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
             locked
                 .append(&bytes)
@@ -612,7 +695,12 @@ pub fn patch_file(
                 {
                     std::thread::sleep(std::time::Duration::from_millis(ms));
                 }
-                fsio::atomic_write(doc_path, plan.new_text.as_bytes())
+                let staged = match staged {
+                    Some(staged) => Ok(staged),
+                    None => fsio::StagedFile::write(doc_path, plan.new_text.as_bytes()),
+                };
+                staged
+                    .and_then(fsio::StagedFile::commit)
                     .map_err(|e| io_err("cannot write", doc_path, e))?;
             }
             drop(locked);

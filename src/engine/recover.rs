@@ -30,11 +30,20 @@ pub struct Recovery {
     /// `prev_entry_sha256`).
     #[serde(skip)]
     pub last_line_sha256: Option<String>,
-    /// The document's bytes as recovery read them under the lock, when it
-    /// found them to be the last record's result and left them alone: the
-    /// patch that follows starts from them instead of reading them again.
+    /// The document as recovery read it under the lock, when it found it
+    /// to be the last record's result and left it alone: the patch that
+    /// follows starts from it instead of reading and hashing it again.
     #[serde(skip)]
-    pub document: Option<Vec<u8>>,
+    pub document: Option<CheckedDocument>,
+}
+
+/// Document bytes together with their sha256.
+#[derive(Debug, Clone)]
+pub struct CheckedDocument {
+    /// The bytes as read.
+    pub bytes: Vec<u8>,
+    /// Their sha256 (lowercase hex).
+    pub sha256: String,
 }
 
 impl Recovery {
@@ -141,7 +150,7 @@ fn request_is_complete(tail: &[Record]) -> bool {
 /// What the fast path learnt when nothing needs repair.
 struct CleanTail {
     last_line_sha256: String,
-    document: Vec<u8>,
+    document: CheckedDocument,
 }
 
 /// The common case, read from the transcript's end only: its last request
@@ -189,12 +198,16 @@ fn clean_tail(doc: &Path, t: &mut LockedTranscript) -> std::io::Result<Option<Cl
         let Ok(document) = std::fs::read(doc) else {
             return Ok(None);
         };
-        if sha256_hex(&document) != last.post_sha256 {
+        let sha256 = sha256_hex(&document);
+        if sha256 != last.post_sha256 {
             return Ok(None);
         }
         return Ok(Some(CleanTail {
             last_line_sha256: sha256_hex(last_line.raw),
-            document,
+            document: CheckedDocument {
+                bytes: document,
+                sha256,
+            },
         }));
     }
 }
@@ -270,7 +283,10 @@ pub fn recover(
         .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
     let doc_sha = sha256_hex(&doc_bytes);
     if doc_sha == last.post_sha256 {
-        out.document = Some(doc_bytes);
+        out.document = Some(CheckedDocument {
+            bytes: doc_bytes,
+            sha256: doc_sha,
+        });
         return Ok(out);
     }
     let complete = last
@@ -306,6 +322,7 @@ pub fn recover(
                     r.post_sha256
                 )));
             }
+            crate::doc::parse_shared_edited(&state, &next);
             state = next;
             n += 1;
         }
@@ -391,7 +408,8 @@ mod tests {
             .unwrap()
             .expect("clean after one big request");
         assert_eq!(clean.last_line_sha256, last_line(&first));
-        assert_eq!(clean.document, mid.as_bytes());
+        assert_eq!(clean.document.bytes, mid.as_bytes());
+        assert_eq!(clean.document.sha256, sha256_hex(mid.as_bytes()));
         let r = recover(&doc, &mut t, fake_apply, false).unwrap();
         assert!(r.is_clean());
         assert_eq!(

@@ -1,0 +1,579 @@
+//! Incremental re-parse: the tree of an edited text, from the tree of the
+//! text before it, re-parsing only the lines the edit touched.
+//!
+//! A patch op changes a few lines of a document that may be megabytes
+//! long; parsing the result from scratch costs as much as the first parse
+//! (about 20 ms on 3 MB), and a patch needs that tree to post-validate.
+//! Here we find the lines that differ, the sibling nodes they touch (the
+//! *run*), parse just those lines on their own (the *fragment*), and splice
+//! the fragment's nodes in place of the run, shifting the spans after it.
+//!
+//! The parser reads forwards, line by line, with a stack of open
+//! containers, so the fragment parses alone exactly as it does in context
+//! when its parse cannot see or change anything outside it. [`plan`]
+//! checks each condition below and gives up (the caller parses in full)
+//! when one fails, so a refusal costs little and a result is always the
+//! tree [`super::parse`] would build:
+//!
+//! - the old tree is Tier 1 (no parse issues) and the fragment parses
+//!   without issues: every fence and directive in it closes inside it, so
+//!   no scan runs past its end, and the parser's report-once state is
+//!   untouched;
+//! - neither the run nor the fragment holds a section: headings decide
+//!   where sections around them end, and implicit slugs are suffixed in
+//!   document order, so a heading anywhere in the edit re-parses in full;
+//! - the fragment starts after a line that ends every block (a blank line,
+//!   its container's heading or opening fence, or the last line of a
+//!   closed directive or code block) or with a blank line, and ends before
+//!   one (a blank line, a heading or fence of a directive, the end of the
+//!   text) or with a blank line or a closed directive or code block: no
+//!   paragraph, list, quote or table can run across either edge;
+//! - directives at the fragment's top level open with more colons than the
+//!   directive around them, and no top-level line is a closing fence (in
+//!   context it could close an enclosing directive);
+//! - frontmatter, line 1, the last line and CR line ends are left alone:
+//!   edits there re-parse in full.
+//!
+//! A property test compares the result with a full parse for random
+//! documents and random edits.
+
+use std::ops::Range;
+
+use super::ast::{Document, Node, NodeKind, Span};
+use super::parse::{
+    is_blank, is_frontmatter_fence, is_table_row, is_table_separator, match_directive_close,
+    match_directive_open, match_heading, parse_fragment,
+};
+
+/// How to turn the old tree into the new one.
+#[derive(Debug)]
+pub struct Splice {
+    /// Child indices from the root down to the container of the run.
+    path: Vec<usize>,
+    /// The run's index range among the container's children.
+    run: Range<usize>,
+    /// The fragment's nodes, with absolute spans.
+    nodes: Vec<Node>,
+    /// Lines after the edit move by this much.
+    delta: i64,
+}
+
+/// The lines an edit changed: old lines `first..first + old_lines` became
+/// new lines `first..first + new_lines`; everything else is byte-identical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LineEdit {
+    /// First changed line (1-based).
+    first: u32,
+    old_lines: u32,
+    new_lines: u32,
+    /// Byte offset of line `first` (the same in both texts).
+    start: usize,
+    /// Byte offset of the first unchanged line after the edit, in the new text.
+    new_end: usize,
+}
+
+fn count_newlines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+}
+
+/// Compared a page at a time (one `memcmp` each), then byte by byte.
+const COMPARE_CHUNK: usize = 4096;
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + COMPARE_CHUNK <= n && a[i..i + COMPARE_CHUNK] == b[i..i + COMPARE_CHUNK] {
+        i += COMPARE_CHUNK;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut k = 0;
+    while k + COMPARE_CHUNK <= n
+        && a[n - k - COMPARE_CHUNK..n - k] == b[n - k - COMPARE_CHUNK..n - k]
+    {
+        k += COMPARE_CHUNK;
+    }
+    k + a[..n - k]
+        .iter()
+        .rev()
+        .zip(b[..n - k].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The changed lines between two LF texts, or `None` when they are equal
+/// or the edit reaches the last line.
+fn line_edit(old: &[u8], new: &[u8]) -> Option<LineEdit> {
+    let prefix = common_prefix(old, new);
+    if prefix == old.len() && prefix == new.len() {
+        return None;
+    }
+    let start = old[..prefix]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let (old_rest, new_rest) = (&old[start..], &new[start..]);
+    let suffix = common_suffix(old_rest, new_rest);
+    let (mut old_end, mut new_end) = (old.len() - suffix, new.len() - suffix);
+    let at_line_start = |text: &[u8], at: usize| at == start || text[at - 1] == b'\n';
+    if !(at_line_start(old, old_end) && at_line_start(new, new_end)) {
+        // Start the common tail after its first newline, which is a line
+        // end in both texts.
+        let skip = memchr::memchr(b'\n', &old[old_end..])? + 1;
+        old_end += skip;
+        new_end += skip;
+    }
+    if old_end >= old.len() {
+        return None;
+    }
+    Some(LineEdit {
+        first: u32::try_from(count_newlines(&old[..start]) + 1).ok()?,
+        old_lines: u32::try_from(count_newlines(&old[start..old_end])).ok()?,
+        new_lines: u32::try_from(count_newlines(&new[start..new_end])).ok()?,
+        start,
+        new_end,
+    })
+}
+
+/// Byte offset of the line `lines` lines before the one starting at `at`.
+fn lines_back(text: &[u8], mut at: usize, lines: u32) -> usize {
+    for _ in 0..lines {
+        at = text[..at.saturating_sub(1)]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+    }
+    at
+}
+
+/// Byte offset after `lines` whole lines from `at` (`None` past the end).
+fn lines_forward(text: &[u8], mut at: usize, lines: u32) -> Option<usize> {
+    for _ in 0..lines {
+        at += memchr::memchr(b'\n', &text[at..])? + 1;
+    }
+    Some(at)
+}
+
+/// The line starting at `at`, without its newline.
+fn line_at(text: &str, at: usize) -> &str {
+    let rest = &text[at..];
+    &rest[..rest.find('\n').unwrap_or(rest.len())]
+}
+
+/// Whether the parser starts afresh after this node's last line.
+fn ends_every_block(node: &Node) -> bool {
+    matches!(
+        node.kind,
+        NodeKind::Directive { closed: true, .. }
+            | NodeKind::Code { closed: true, .. }
+            | NodeKind::ThematicBreak
+    )
+}
+
+/// Whether a line after the fragment ends whatever block precedes it.
+fn ends_preceding_block(line: &str) -> bool {
+    is_blank(line)
+        || ((match_directive_close(line).is_some()
+            || match_directive_open(line).is_some()
+            || match_heading(line).is_some())
+            && !is_table_row(line)
+            && !is_table_separator(line))
+}
+
+fn holds_a_section(nodes: &[Node]) -> bool {
+    let mut stack: Vec<&Node> = nodes.iter().collect();
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind, NodeKind::Section { .. }) {
+            return true;
+        }
+        stack.extend(n.children());
+    }
+    false
+}
+
+fn shifted(line: u32, delta: i64) -> u32 {
+    u32::try_from(i64::from(line) + delta).unwrap_or(line)
+}
+
+/// Moves every span in `nodes` and their subtrees by `delta` lines.
+fn shift_all(nodes: &mut [Node], delta: i64) {
+    let mut stack: Vec<&mut Node> = nodes.iter_mut().collect();
+    while let Some(n) = stack.pop() {
+        n.span = Span::new(shifted(n.span.start, delta), shifted(n.span.end, delta));
+        match &mut n.kind {
+            NodeKind::List { items, .. } => {
+                for item in items {
+                    item.span = Span::new(
+                        shifted(item.span.start, delta),
+                        shifted(item.span.end, delta),
+                    );
+                }
+            }
+            NodeKind::Section { children, .. } | NodeKind::Directive { children, .. } => {
+                stack.extend(children.iter_mut());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Plans the splice that turns `old` (the tree of `old_src`) into the tree
+/// of `new_src`, or `None` when the edit must be re-parsed in full.
+pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
+    const BOM: char = '\u{feff}';
+    let (old_src, new_src) = match (old_src.strip_prefix(BOM), new_src.strip_prefix(BOM)) {
+        (Some(o), Some(n)) => (o, n),
+        (None, None) => (old_src, new_src),
+        _ => return None,
+    };
+    if !old.issues.is_empty()
+        || memchr::memchr(b'\r', old_src.as_bytes()).is_some()
+        || memchr::memchr(b'\r', new_src.as_bytes()).is_some()
+    {
+        return None;
+    }
+    let edit = line_edit(old_src.as_bytes(), new_src.as_bytes())?;
+    let a = edit.first;
+    // Last changed old line; `a - 1` for a pure insertion before line `a`.
+    let b = a + edit.old_lines - 1;
+    let delta = i64::from(edit.new_lines) - i64::from(edit.old_lines);
+
+    // Down to the innermost container whose interior holds the whole edit.
+    let mut path = Vec::new();
+    let mut kids: &[Node] = &old.children;
+    let mut header: Option<u32> = None;
+    let mut colons: Option<u32> = None;
+    loop {
+        let at = kids.partition_point(|c| c.span.end < b);
+        let Some(c) = kids.get(at) else { break };
+        let inside = c.span.start < a
+            && match &c.kind {
+                NodeKind::Section { .. } => b <= c.span.end,
+                NodeKind::Directive { closed: true, .. } => b < c.span.end,
+                _ => false,
+            };
+        if !inside {
+            break;
+        }
+        if let NodeKind::Directive { colons: n, .. } = c.kind {
+            colons = Some(n);
+        }
+        header = Some(c.span.start);
+        path.push(at);
+        kids = c.children();
+    }
+
+    // The run: the container's children that share a line with the edit.
+    let lo = kids.partition_point(|c| c.span.end < a);
+    let hi = kids.partition_point(|c| c.span.start <= b).max(lo);
+    let run = &kids[lo..hi];
+    let fs = run.first().map_or(a, |n| n.span.start.min(a));
+    let fe = run.last().map_or(b, |n| n.span.end.max(b));
+    if fs < 2
+        || run
+            .iter()
+            .any(|n| matches!(n.kind, NodeKind::Section { .. }))
+    {
+        return None;
+    }
+    if is_frontmatter_fence(line_at(old_src, 0)) {
+        match &old.frontmatter {
+            Some(fm) if fs > fm.span.end => {}
+            _ => return None,
+        }
+    }
+    if holds_a_section(run) {
+        return None;
+    }
+
+    // The fragment's bytes in the new text.
+    let new = new_src.as_bytes();
+    let frag_start = lines_back(new, edit.start, a - fs);
+    let frag_end = lines_forward(new, edit.new_end, fe - b)?;
+    let frag_lines = i64::from(fe) - i64::from(fs) + 1 + delta;
+
+    // Edges: no block may run across either one.
+    let before = line_at(new_src, lines_back(new, frag_start, 1));
+    let edge_before = is_blank(before)
+        || (frag_lines > 0 && is_blank(line_at(new_src, frag_start)))
+        || header == Some(fs - 1)
+        || old
+            .frontmatter
+            .as_ref()
+            .is_some_and(|fm| fm.span.end == fs - 1)
+        || (lo > 0 && kids[lo - 1].span.end == fs - 1 && ends_every_block(&kids[lo - 1]));
+    if !edge_before {
+        return None;
+    }
+    let (mut nodes, issues) = if frag_lines > 0 {
+        parse_fragment(&new_src[frag_start..frag_end])
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if !issues.is_empty() || holds_a_section(&nodes) {
+        return None;
+    }
+    let last_is_closed = nodes
+        .last()
+        .is_some_and(|n| i64::from(n.span.end) == frag_lines && ends_every_block(n));
+    let last_is_blank = frag_lines > 0 && is_blank(line_at(new_src, lines_back(new, frag_end, 1)));
+    let edge_after = frag_lines <= 0
+        || frag_end >= new.len()
+        || last_is_closed
+        || last_is_blank
+        || ends_preceding_block(line_at(new_src, frag_end));
+    if !edge_after {
+        return None;
+    }
+    for n in &nodes {
+        match &n.kind {
+            NodeKind::Directive { colons: c, .. } if colons.is_some_and(|p| *c <= p) => {
+                return None
+            }
+            NodeKind::Paragraph { content } if match_directive_close(content).is_some() => {
+                return None
+            }
+            _ => {}
+        }
+    }
+    shift_all(&mut nodes, i64::from(fs) - 1);
+    Some(Splice {
+        path,
+        run: lo..hi,
+        nodes,
+        delta,
+    })
+}
+
+impl Splice {
+    /// Applies the splice to (a copy of) the tree it was planned on. Returns
+    /// false, with `doc` unusable, if the tree is not that tree.
+    pub fn apply(self, doc: &mut Document) -> bool {
+        let delta = self.delta;
+        let mut kids = &mut doc.children;
+        for &at in &self.path {
+            if at >= kids.len() {
+                return false;
+            }
+            shift_all(&mut kids[at + 1..], delta);
+            let node = &mut kids[at];
+            node.span.end = shifted(node.span.end, delta);
+            match node.children_mut() {
+                Some(children) => kids = children,
+                None => return false,
+            }
+        }
+        if self.run.end > kids.len() {
+            return false;
+        }
+        shift_all(&mut kids[self.run.end..], delta);
+        kids.splice(self.run, self.nodes);
+        doc.end_line = shifted(doc.end_line, delta);
+        true
+    }
+}
+
+/// The tree of `new_src` from `old`, the tree of `old_src`: spliced when
+/// [`plan`] allows it, `None` otherwise.
+pub fn reparse(old_src: &str, old: &Document, new_src: &str) -> Option<Document> {
+    let splice = plan(old_src, old, new_src)?;
+    let mut doc = old.clone();
+    splice.apply(&mut doc).then_some(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::parse;
+    use proptest::prelude::*;
+
+    const DOC: &str = "---\ntitle: T\n---\n\n# Top\n\nIntro text.\n\n## A\n\n::claim{id=\"c1\" confidence=0.8}\nBody one.\n::\n\n::evidence{id=\"e1\" for=\"c1\"}\nSeen.\n::\n\n- x\n- y\n\n## B\n\n::claim{id=\"c2\"}\nBody two.\n::\n\nTail.\n";
+
+    fn spliced(old: &str, new: &str) -> Option<Document> {
+        reparse(old, &parse(old), new)
+    }
+
+    #[test]
+    fn typical_patch_edits_take_the_incremental_path_and_match_a_full_parse() {
+        let edits = [
+            // update_attribute: the opening fence of a directive.
+            DOC.replace("confidence=0.8", "confidence=0.9"),
+            // replace_body: a directive's interior.
+            DOC.replace("Body one.\n", "New body\non two lines.\n"),
+            // delete_block with its blank line.
+            DOC.replace("::evidence{id=\"e1\" for=\"c1\"}\nSeen.\n::\n\n", ""),
+            // add_block into a section.
+            DOC.replace("Tail.\n", "::note{id=\"n1\"}\nAdded.\n::\n\nTail.\n"),
+            // a child directive inside a directive.
+            DOC.replace(
+                "Body two.\n",
+                "Body two.\n\n:::note{id=\"n2\"}\nInner.\n:::\n",
+            ),
+        ];
+        for (i, new) in edits.iter().enumerate() {
+            let got = spliced(DOC, new).unwrap_or_else(|| panic!("no splice for edit {i}"));
+            assert_eq!(got, parse(new), "{new}");
+        }
+    }
+
+    #[test]
+    fn edits_that_can_change_the_structure_outside_them_parse_in_full() {
+        let refused = [
+            // A heading: sections and slugs around it change.
+            DOC.replace("Tail.\n", "## C\n\nTail.\n"),
+            // An unclosed directive swallows what follows.
+            DOC.replace("::claim{id=\"c2\"}", "::claim{id=\"c2\"}\n\n::open"),
+            // Prose glued to a paragraph before it.
+            DOC.replace("Intro text.\n", "Intro text.\nglued\n"),
+            // Frontmatter and the first line.
+            DOC.replace("title: T", "title: U"),
+            // The last line.
+            DOC.replace("Tail.\n", "Tail!\n"),
+            // CRLF.
+            DOC.replace("Body one.\n", "Body one.\r\n"),
+            // A closing fence at the top level of the fragment.
+            DOC.replace("Body two.\n::\n", "Body two.\n::\n:::\n"),
+        ];
+        for (i, new) in refused.iter().enumerate() {
+            assert!(spliced(DOC, new).is_none(), "spliced edit {i}");
+        }
+    }
+
+    #[test]
+    fn identical_texts_and_issue_trees_are_not_spliced() {
+        assert!(spliced(DOC, DOC).is_none());
+        let broken = "# A\n\n::claim{id=\"x\"}\nno close\n\nText.\n";
+        assert!(spliced(broken, &broken.replace("no close", "still none")).is_none());
+    }
+
+    #[test]
+    fn chunked_comparisons_find_the_first_and_last_difference() {
+        let a = vec![b'x'; 3 * COMPARE_CHUNK + 17];
+        for at in [0, 5, COMPARE_CHUNK, 2 * COMPARE_CHUNK + 3, a.len() - 1] {
+            let mut b = a.clone();
+            b[at] = b'y';
+            assert_eq!(common_prefix(&a, &b), at);
+            assert_eq!(common_suffix(&a, &b), a.len() - 1 - at);
+        }
+        assert_eq!(common_prefix(&a, &a[..100]), 100);
+        assert_eq!(common_suffix(&a, &a[..100]), 100);
+    }
+
+    #[test]
+    fn line_edits_are_whole_lines() {
+        let e = line_edit(b"a\nbc\nd\n", b"a\nbx\nd\n").unwrap();
+        assert_eq!((e.first, e.old_lines, e.new_lines), (2, 1, 1));
+        // Inserting a line that looks like its neighbour is still whole lines.
+        let e = line_edit(b"a\nb\nb\nc\n", b"a\nb\nb\nb\nc\n").unwrap();
+        assert_eq!((e.first, e.old_lines, e.new_lines), (4, 0, 1));
+        assert_eq!(line_edit(b"a\nb\n", b"a\nc\n"), None, "last line");
+        let e = line_edit(b"a\nb\nc\n", b"a\nc\n").unwrap();
+        assert_eq!((e.first, e.old_lines, e.new_lines), (2, 1, 0));
+    }
+
+    /// Lines that exercise every block rule and every edge condition.
+    fn line() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "",
+            "   ",
+            "Prose line.",
+            "More prose with [[c1]].",
+            "# Heading",
+            "## Sub heading",
+            "### Deep {id=\"h\"}",
+            "::claim{id=\"c1\"}",
+            "::note{id=\"n1\"}",
+            ":::note{id=\"n2\"}",
+            "::",
+            ":::",
+            "```",
+            "~~~",
+            "- item",
+            "1. first",
+            "  indented continuation",
+            "> quoted",
+            "| a | b |",
+            "| --- | --- |",
+            "---",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    /// Well-formed blocks, so that most documents are Tier 1 and most edits
+    /// are candidates for a splice.
+    fn block() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "Prose line.\nSecond line.",
+            "::claim{id=\"c1\" confidence=0.5}\nBody.\n::",
+            "::note{id=\"n1\"}\nText.\n\n:::aside\nInner.\n:::\n::",
+            "::evidence{for=\"c1\"}\n- item\n::",
+            "```\n::not a directive\n```",
+            "- a\n- b\n  continued",
+            "1. one\n2. two",
+            "| a | b |\n| --- | --- |\n| 1 | 2 |",
+            "> quote\n> more",
+            "## Heading",
+            "# Top {id=\"top\"}",
+            "### Deep",
+            "::note{id=\"s\"}\n## Inside\n\nText.\n::",
+            "::::wide\n::\n::::",
+            "***",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    /// A block, glued to what follows or not.
+    fn piece() -> impl Strategy<Value = String> {
+        (block(), any::<bool>())
+            .prop_map(|(text, gap)| if gap { format!("{text}\n") } else { text })
+    }
+
+    /// What an edit inserts: mostly blocks, sometimes a stray line.
+    fn insert() -> impl Strategy<Value = String> {
+        prop_oneof![3 => piece(), 1 => line()]
+    }
+
+    fn lines_of(pieces: Vec<String>) -> Vec<String> {
+        pieces.join("\n").split('\n').map(str::to_string).collect()
+    }
+
+    fn text(lines: &[String]) -> String {
+        let mut s = lines.join("\n");
+        s.push('\n');
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn a_splice_always_equals_the_full_parse(
+            base in prop::collection::vec(piece(), 1..30),
+            at in 0usize..200,
+            removed in 0usize..8,
+            inserted in prop::collection::vec(insert(), 0..4),
+        ) {
+            let mut lines = vec!["Title line.".to_string(), String::new()];
+            lines.extend(lines_of(base));
+            lines.push(String::new());
+            lines.push("End.".to_string());
+            let old = text(&lines);
+            let at = (at % lines.len()).max(1);
+            let end = (at + removed).min(lines.len());
+            let mut edited = lines.clone();
+            edited.splice(at..end, lines_of(inserted));
+            let new = text(&edited);
+            let old_doc = parse(&old);
+            if let Some(got) = reparse(&old, &old_doc, &new) {
+                prop_assert_eq!(got, parse(&new));
+            }
+        }
+    }
+}
