@@ -437,7 +437,11 @@ fn plan_with(
                     });
                 } else {
                     // The next op and post-validation read the new tree:
-                    // spliced from this one when the edit allows.
+                    // spliced from this one when the edit allows. The
+                    // pre-validation helper still reads this tree; waiting
+                    // for it (it is nearly done by now) lets the splice
+                    // edit the tree in place instead of copying 20 MB.
+                    pre_diags.get();
                     state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
                     let next_sha = sha256_hex(next.as_bytes());
                     steps.push(Step {
