@@ -189,6 +189,27 @@ fn ten_megabyte_lines_are_linear() {
 }
 
 #[test]
+fn fifty_thousand_identical_headings_are_linear() {
+    // Slug suffixing used to probe `-2`, `-3`, … afresh for every repeat:
+    // quadratic, minutes for this file. The hook must not hang on it.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "## Notes\n\ntext\n\n".repeat(50_000);
+    let path = write(&dir, "same.noma", src.as_bytes());
+    let out = noma()
+        .timeout(Duration::from_secs(30))
+        .arg("ids")
+        .arg(&path)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{:?}", out.status);
+    let ids: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids = ids["ids"].as_array().unwrap();
+    assert_eq!(ids.len(), 50_000);
+    assert_eq!(ids[0], "notes");
+    assert_eq!(ids[49_999], "notes-50000");
+}
+
+#[test]
 fn closed_stdout_ends_quietly() {
     // `noma ids big.noma | head -c 10`: the reader leaves early.
     let dir = tempfile::tempdir().unwrap();

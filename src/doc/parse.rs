@@ -12,7 +12,7 @@
 //! - section spans follow §6.3: up to the line before the next heading of the
 //!   same or a shallower level in the same container, else the container's end.
 
-use foldhash::HashSet as FastSet;
+use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use serde_json::{Map, Value};
 
 use super::ast::*;
@@ -26,11 +26,102 @@ use super::slug::{heading_slug, is_js_space};
 /// The reference implementation uses the same cap; real documents use 2–4.
 pub const MAX_FENCE_COLONS: u32 = 64;
 
+/// Documents at least this long are parsed in two halves on two threads.
+const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
+
 /// Parses a document. Never fails: problems become [`ParseIssue`]s.
+///
+/// A big document is parsed in two halves at once (see [`parse_in_halves`]);
+/// the tree is exactly the one [`parse_sequential`] builds.
 pub fn parse(src: &str) -> Document {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    if src.len() >= PARALLEL_PARSE_BYTES {
+        if let Some(doc) = parse_in_halves(src) {
+            return doc;
+        }
+    }
+    parse_sequential(src)
+}
+
+/// Parses a document on the calling thread only.
+pub fn parse_sequential(src: &str) -> Document {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     let all = lines::split(src);
     Parser::new(&all).run()
+}
+
+/// The second half of a split parse, parsed on its own.
+struct Tail {
+    nodes: Vec<Node>,
+    issues: Vec<ParseIssue>,
+    implicit_ids: FastSet<Text>,
+}
+
+/// Parses `tail`, which starts with a heading line, as a document of its
+/// own whose first line is line index `cut` of the whole (so every line
+/// number it reports is the document's).
+fn parse_tail(tail: &str, cut: usize) -> Tail {
+    let all = lines::split(tail);
+    let mut parser = Parser::with_base(&all, cut);
+    let nodes = parser.body(cut);
+    Tail {
+        nodes,
+        issues: parser.issues,
+        implicit_ids: parser.implicit_ids,
+    }
+}
+
+/// Where to cut `src` for a split parse: the start of the first heading
+/// line after the middle.
+fn split_point(src: &str) -> Option<usize> {
+    let bytes = src.as_bytes();
+    let finder = memchr::memmem::Finder::new(b"\n#");
+    let mut from = bytes.len() / 2;
+    while let Some(off) = finder.find(&bytes[from..]) {
+        let at = from + off + 1;
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
+        if match_heading(&src[at..end]).is_some() {
+            return Some(at);
+        }
+        from = at;
+    }
+    None
+}
+
+/// Parses `src` as two halves on two threads, cut at a heading line after
+/// the middle; `None` when this cannot give the sequential tree.
+///
+/// The parser reads forwards with a stack of open containers, so the
+/// second half parses alone exactly as in context when, at the cut, that
+/// stack holds only the root and no block runs across the cut. A heading
+/// line ends every paragraph, list, quote and table, so only a code fence
+/// (reported unclosed when its scan stops at the cut) or an open directive
+/// can: the first case returns `None`; in the second the first half's
+/// parser simply goes on through the second half and the helper's result
+/// is dropped. The remaining context is mended when the halves are joined:
+/// sections still open at the cut are closed by the second half's
+/// top-level headings exactly as the sequential parser would close them,
+/// implicit slugs are re-suffixed if the halves share one, and a
+/// report-once issue is kept once.
+fn parse_in_halves(src: &str) -> Option<Document> {
+    if memchr::memchr(b'\r', src.as_bytes()).is_some() {
+        return None;
+    }
+    let cut = split_point(src)?;
+    let (head, tail) = src.split_at(cut);
+    let cut_line = memchr::memchr_iter(b'\n', head.as_bytes()).count();
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("noma-parse".into())
+            .spawn_scoped(scope, move || parse_tail(tail, cut_line))
+            .ok()?;
+        let all = lines::split(src);
+        Parser::new(&all).run_in_halves(cut_line, || {
+            helper
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    })
 }
 
 /// Parses body lines on their own, as if they were a whole document without
@@ -103,7 +194,10 @@ impl Container {
 
 struct Parser<'a> {
     lines: &'a [Line<'a>],
-    /// Lines to parse: `lines.len()` including the trailing-newline artifact.
+    /// Index (in the whole document) of `lines[0]`: 0 except for the second
+    /// half of a split parse, whose line numbers are the document's.
+    base: usize,
+    /// Lines to parse: `base + lines.len()` including the trailing-newline artifact.
     to: usize,
     last_line: u32,
     stack: Vec<Container>,
@@ -112,16 +206,24 @@ struct Parser<'a> {
     /// and each closes by draining its tail (see `take_children`).
     scratch: Vec<Node>,
     implicit_ids: FastSet<Text>,
+    /// Per repeated slug, the first `-n` suffix not yet tried.
+    next_suffix: FastMap<Text, u32>,
     issues: Vec<ParseIssue>,
     depth_reported: bool,
 }
 
 impl<'a> Parser<'a> {
     fn new(lines: &'a [Line<'a>]) -> Self {
+        Self::with_base(lines, 0)
+    }
+
+    /// A parser of `lines`, which start at line index `base` of a document.
+    fn with_base(lines: &'a [Line<'a>], base: usize) -> Self {
         Parser {
             lines,
-            to: lines.len(),
-            last_line: lines::last_line(lines),
+            base,
+            to: base + lines.len(),
+            last_line: base as u32 + lines::last_line(lines),
             stack: vec![Container {
                 directive: None,
                 first: 0,
@@ -129,13 +231,22 @@ impl<'a> Parser<'a> {
             }],
             scratch: Vec::new(),
             implicit_ids: FastSet::default(),
+            next_suffix: FastMap::default(),
             issues: Vec::new(),
             depth_reported: false,
         }
     }
 
     fn text(&self, i: usize) -> &'a str {
-        self.lines.get(i).map_or("", |l| l.text)
+        i.checked_sub(self.base)
+            .and_then(|i| self.lines.get(i))
+            .map_or("", |l| l.text)
+    }
+
+    /// Lines `start..=end` (1-based, document numbering) joined with `\n`.
+    fn joined(&self, start: u32, end: u32) -> Text {
+        let base = self.base as u32;
+        lines::slice_joined_text(self.lines, start - base, end - base)
     }
 
     /// Adds a finished node to the innermost open container or section.
@@ -164,13 +275,98 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// [`Parser::run`] with the lines from index `cut` on parsed elsewhere
+    /// (`tail`); see [`parse_in_halves`].
+    fn run_in_halves(mut self, cut: usize, tail: impl FnOnce() -> Tail) -> Option<Document> {
+        let end = self.to;
+        self.to = cut;
+        let (meta, frontmatter, body_start) = self.frontmatter();
+        if body_start > cut || (frontmatter.is_none() && is_frontmatter_fence(self.text(0))) {
+            // Frontmatter reaching the cut, or a `---` line 1 whose reading
+            // depends on lines after it.
+            return None;
+        }
+        let stop = self.advance(body_start);
+        if self.issues.iter().any(|i| i.code == "unclosed-code-fence") {
+            return None;
+        }
+        self.to = end;
+        if self.stack.len() == 1 {
+            let mut tail = tail();
+            if tail
+                .implicit_ids
+                .iter()
+                .any(|id| self.implicit_ids.contains(id))
+            {
+                self.resuffix_implicit_ids(&mut tail.nodes);
+            }
+            for node in tail.nodes {
+                if let (NodeKind::Section { level, .. }, Some(root)) =
+                    (&node.kind, self.stack.first_mut())
+                {
+                    root.close_sections(&mut self.scratch, *level, node.span.start - 1);
+                }
+                self.scratch.push(node);
+            }
+            let reported = self.depth_reported;
+            self.issues.extend(
+                tail.issues
+                    .into_iter()
+                    .filter(|i| !(reported && i.code == "nesting-too-deep")),
+            );
+        } else {
+            // Inside a directive at the cut: parse on alone.
+            self.advance(stop);
+        }
+        let mut children = self.finish();
+        attach_frontmatter_aliases(&mut children, &meta);
+        Some(Document {
+            meta,
+            frontmatter,
+            children,
+            end_line: self.last_line,
+            issues: self.issues,
+        })
+    }
+
+    /// Gives the implicit-id sections of `nodes` (parsed after everything
+    /// this parser has seen) the slugs they get in document order here.
+    fn resuffix_implicit_ids(&mut self, nodes: &mut [Node]) {
+        let mut stack: Vec<&mut Node> = nodes.iter_mut().rev().collect();
+        while let Some(n) = stack.pop() {
+            let slug = match &n.kind {
+                NodeKind::Section {
+                    title,
+                    explicit_id: false,
+                    ..
+                } => Some(heading_slug(title)),
+                _ => None,
+            };
+            if let Some(slug) = slug {
+                n.id = Some(self.suffixed_slug(slug));
+            }
+            if let Some(children) = n.children_mut() {
+                stack.extend(children.iter_mut().rev());
+            }
+        }
+    }
+
     /// Parses the lines from index `start` to the end; returns the top-level nodes.
     fn body(&mut self, start: usize) -> Vec<Node> {
-        let mut i = start;
+        self.advance(start);
+        self.finish()
+    }
+
+    /// Parses the lines from index `i` up to `self.to`; returns where it stopped.
+    fn advance(&mut self, mut i: usize) -> usize {
         while i < self.to {
             i = self.step(i);
         }
-        // End of input: close whatever is still open.
+        i
+    }
+
+    /// End of input: closes whatever is still open; returns the top-level nodes.
+    fn finish(&mut self) -> Vec<Node> {
         let eof = self.last_line;
         while self.stack.len() > 1 {
             let line = self
@@ -346,7 +542,7 @@ impl<'a> Parser<'a> {
             }
             let closed = end < self.to;
             let content = if end > i + 1 {
-                lines::slice_joined_text(self.lines, i as u32 + 2, end as u32)
+                self.joined(i as u32 + 2, end as u32)
             } else {
                 Text::default()
             };
@@ -422,7 +618,7 @@ impl<'a> Parser<'a> {
             }
             j += 1;
         }
-        let content = lines::slice_joined_text(self.lines, i as u32 + 1, j as u32);
+        let content = self.joined(i as u32 + 1, j as u32);
         self.push_paragraph(content, i, j - 1);
         j
     }
@@ -475,14 +671,19 @@ impl<'a> Parser<'a> {
 
     /// §6.5: among heading-derived ids, a repeated slug gets the first free
     /// `-n` suffix (n ≥ 2) in document order; explicit ids never take part.
+    ///
+    /// The set only grows, so every suffix below the last one a slug took
+    /// is still taken: probing resumes there (`next_suffix`), which keeps
+    /// 10,000 identical headings linear instead of quadratic.
     fn suffixed_slug(&mut self, slug: Text) -> Text {
         if self.implicit_ids.insert(slug.clone()) {
             return slug;
         }
-        let mut n = 2u32;
+        let mut n = self.next_suffix.get(&slug).copied().unwrap_or(2);
         loop {
             let candidate = compact_str::format_compact!("{slug}-{n}");
             if self.implicit_ids.insert(candidate.clone()) {
+                self.next_suffix.insert(slug, n + 1);
                 return candidate;
             }
             n += 1;
@@ -1210,5 +1411,73 @@ mod tests {
     fn implicit_suffixing_ignores_explicit_ids_and_empty_slugs_become_section() {
         let d = parse("## Intro {id=\"intro\"}\n## Intro\n## !!!\n## ???\n");
         assert_eq!(ids(&d), ["intro", "intro", "section", "section-2"]);
+    }
+
+    /// Blocks for split-parse tests: headings that collide across the cut,
+    /// fences and directives that span it, and report-once issues.
+    fn split_block() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        proptest::sample::select(vec![
+            "# Top",
+            "## Notes",
+            "### Notes",
+            "## Notes {id=\"fixed\"}",
+            "## Notes-2",
+            "Prose line.\nSecond line.",
+            "::claim{id=\"c1\"}\nBody.\n::",
+            "::note\n## Notes\nInside.\n::",
+            "::note\n",
+            "::\n",
+            "```\n# not a heading\n",
+            "```\n",
+            "- a\n- b",
+            "| a | b |\n| --- | --- |\n| 1 | 2 |",
+            "> quote",
+            ":::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::deep",
+            "",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn a_split_parse_is_the_sequential_parse(
+            front in proptest::prelude::any::<bool>(),
+            blocks in proptest::collection::vec(split_block(), 1..60),
+        ) {
+            let mut src = String::new();
+            if front {
+                src.push_str("---\ntitle: T\naliases: [home]\n---\n");
+            }
+            for b in &blocks {
+                src.push_str(b);
+                src.push('\n');
+            }
+            if let Some(doc) = parse_in_halves(&src) {
+                proptest::prop_assert_eq!(doc, parse_sequential(&src));
+            }
+        }
+    }
+
+    #[test]
+    fn big_documents_take_the_split_path() {
+        let mut src = String::from("---\ntitle: T\n---\n\n# Top\n\n");
+        for i in 0..8000 {
+            src.push_str(&format!(
+                "## Notes\n\nText {i}.\n\n::claim{{id=\"c{i}\"}}\nBody.\n::\n\n"
+            ));
+        }
+        assert!(src.len() >= PARALLEL_PARSE_BYTES);
+        let split = parse_in_halves(&src).expect("a top-level heading after the middle");
+        let seq = parse_sequential(&src);
+        assert_eq!(split, seq);
+        // Colliding slugs across the cut were re-suffixed in document order.
+        let top = &seq.children[0];
+        assert_eq!(
+            top.children().last().unwrap().id.as_deref(),
+            Some("notes-8000")
+        );
+        assert_eq!(parse(&src), seq);
     }
 }
