@@ -83,6 +83,11 @@ pub fn parse_shared_edited(before: &str, after: &str) -> Arc<Document> {
         if !splice.apply(&mut tree) {
             return None;
         }
+        // Every test that patches doubles as a differential test of the splice.
+        debug_assert!(
+            tree == parse(after_key),
+            "spliced tree differs from a full parse"
+        );
         let tree = Arc::new(tree);
         // The old key's buffer is the right size and already in memory.
         let mut key = old_text;

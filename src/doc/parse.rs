@@ -37,6 +37,10 @@ pub fn parse(src: &str) -> Document {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     if src.len() >= PARALLEL_PARSE_BYTES {
         if let Some(doc) = parse_in_halves(src) {
+            debug_assert!(
+                doc == parse_sequential(src),
+                "split parse differs from the sequential one"
+            );
             return doc;
         }
     }
