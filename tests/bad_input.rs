@@ -43,6 +43,33 @@ fn invalid_utf8_is_refused_with_its_position() {
 }
 
 #[test]
+fn patching_a_document_that_became_invalid_utf8_names_the_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "d.noma", b"::claim{id=\"c\"}\nText.\n::\n");
+    let op = r#"{"op":"update_attribute","id":"c","key":"k","value":1}"#;
+    noma()
+        .args(["patch", "--inplace", "--op", op])
+        .arg(&path)
+        .assert()
+        .success();
+    let transcript = dir.path().join("d.noma.patches");
+    let before = std::fs::read(&transcript).unwrap();
+    std::fs::write(&path, b"::claim{id=\"c\"}\nText \xff.\n::\n").unwrap();
+    noma()
+        .args(["patch", "--inplace", "--op", op])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not valid UTF-8").and(predicate::str::contains("line 2")))
+        .stderr(no_panic());
+    assert_eq!(
+        std::fs::read(&transcript).unwrap(),
+        before,
+        "no record written"
+    );
+}
+
+#[test]
 fn binary_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = b"\x7fELF\x02\x01\x01\0\0\0".to_vec();

@@ -673,7 +673,15 @@ pub fn patch_file(
             }
             let mut locked = fsio::LockedTranscript::open(&tpath)
                 .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
-            let mut recovery = recover::recover(doc_path, &mut locked, apply, opts.force)?;
+            let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
+                Ok(recovery) => recovery,
+                Err(e) => {
+                    // A document that is not text explains itself better
+                    // than "an edit no record explains".
+                    crate::doc::source::read_file(doc_path)?;
+                    return Err(e.into());
+                }
+            };
             let source = match recovery.document.take() {
                 Some(read) => {
                     ctx.source_sha256 = Some(read.sha256);
