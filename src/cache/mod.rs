@@ -6,7 +6,7 @@
 //! is stored per content in `<repo root>/.noma/cache/blocks.sqlite3`:
 //!
 //! - `docs`: (blake3 of the bytes, engine) → sha256, block count, byte
-//!   count and the block table as ONE compact blob ([`codec`]). The engine
+//!   count and the block table as ONE compact blob (`codec`). The engine
 //!   string names the noma version, so a parser change never serves old
 //!   tables (two versions used side by side keep separate rows).
 //! - `blobs`: git blob id → blake3 of its bytes, so revision reads skip even

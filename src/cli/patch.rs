@@ -76,7 +76,7 @@ pub struct Meta {
     /// op_id of a causally prior record.
     #[arg(long, value_name = "ID")]
     pub parent_op_id: Option<String>,
-    /// Transcript path (default <file>.patches).
+    /// Transcript path (default: the document path plus .patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
 }

@@ -16,7 +16,7 @@ use crate::engine;
 pub struct Args {
     /// The .noma document.
     pub file: PathBuf,
-    /// Transcript path (default <file>.patches).
+    /// Transcript path (default: the document path plus .patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
     /// The document as it was before the first applied record (default:

@@ -1,6 +1,6 @@
 //! The document model: bytes → [`Document`].
 //!
-//! [`parse`] never panics and never fails: malformed input yields a
+//! [`parse()`] never panics and never fails: malformed input yields a
 //! best-effort tree plus [`ParseIssue`]s (Tier 2, §6.2).
 
 pub mod ast;
@@ -31,7 +31,7 @@ thread_local! {
 /// milliseconds; [`parse_shared`] frees those off the caller's thread.
 const DEFERRED_DROP_BYTES: usize = 256 * 1024;
 
-/// [`parse`] with a one-entry memo per thread, keyed by the exact text.
+/// [`parse()`] with a one-entry memo per thread, keyed by the exact text.
 ///
 /// A patch request validates the document and then applies an op to the
 /// same bytes; on a 3 MB document each parse is tens of milliseconds, so
@@ -62,7 +62,7 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
 /// the tree of `before`, the new tree is spliced from it
 /// ([`reparse`]), re-parsing only the edited lines; otherwise, or when the
 /// edit may reach outside its lines, `after` is parsed in full. Either way
-/// the result is exactly [`parse`]`(after)` and becomes the memo's entry.
+/// the result is exactly [`parse()`]`(after)` and becomes the memo's entry.
 pub fn parse_shared_edited(before: &str, after: &str) -> Arc<Document> {
     let before = before.strip_prefix('\u{feff}').unwrap_or(before);
     let after_key = after.strip_prefix('\u{feff}').unwrap_or(after);

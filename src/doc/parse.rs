@@ -31,7 +31,7 @@ const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
 
 /// Parses a document. Never fails: problems become [`ParseIssue`]s.
 ///
-/// A big document is parsed in two halves at once (see [`parse_in_halves`]);
+/// A big document is parsed in two halves at once (`parse_in_halves`);
 /// the tree is exactly the one [`parse_sequential`] builds.
 pub fn parse(src: &str) -> Document {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);

@@ -13,7 +13,7 @@
 //! when its parse cannot see or change anything outside it. [`plan`]
 //! checks each condition below and gives up (the caller parses in full)
 //! when one fails, so a refusal costs little and a result is always the
-//! tree [`super::parse`] would build:
+//! tree [`super::parse()`] would build:
 //!
 //! - the old tree is Tier 1 (no parse issues) and the fragment parses
 //!   without issues: every fence and directive in it closes inside it, so

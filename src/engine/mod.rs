@@ -25,11 +25,12 @@
 //! lock the same file. Under the lock a request:
 //!
 //! 1. runs recovery (below);
-//! 2. reads the document and computes every record in memory;
+//! 2. reads the document and computes every record in memory, while a
+//!    helper thread writes the new document to a temp file in the same
+//!    directory and fsyncs it ([`fsio::StagedFile`]);
 //! 3. appends all records of the request with ONE `write(2)` on the
 //!    O_APPEND transcript, then fsyncs it — this is the commit point;
-//! 4. replaces the document: temp file in the same directory, fsync,
-//!    rename over the document, fsync of the directory.
+//! 4. renames the temp file over the document and fsyncs the directory.
 //!
 //! Records come first, so a crash can only leave the document behind the
 //! transcript, never ahead of it. Each record carries an `op_list`
