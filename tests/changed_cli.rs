@@ -450,6 +450,56 @@ fn documents_filters_reconciliation_and_snapshot() {
 }
 
 #[test]
+fn concurrent_marks_are_all_kept() {
+    // Each run reads the store, adds its document's marks and replaces the
+    // file: without the store's lock, runs that overlap lose each other's.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    write(d, ".gitignore", ".noma/cache/\n");
+    let names: Vec<String> = (0..12).map(|i| format!("d{i}.noma")).collect();
+    for (i, name) in names.iter().enumerate() {
+        write(
+            d,
+            name,
+            &format!("# D{i}\n\n::claim{{id=\"c{i}\"}}\nOld.\n::\n"),
+        );
+    }
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    for name in &names {
+        edit(d, name, "Old.", "New.");
+    }
+    let runs: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let d = d.to_path_buf();
+            let name = name.clone();
+            std::thread::spawn(move || {
+                noma(
+                    &d,
+                    &["changed", "--base", "main", "--mark-reconciled", &name],
+                )
+            })
+        })
+        .collect();
+    for run in runs {
+        let o = run.join().unwrap();
+        assert!(o.status.success(), "{}", all(&o));
+    }
+    let store: Value =
+        serde_json::from_slice(&std::fs::read(d.join(".noma/cache/reconciled.json")).unwrap())
+            .unwrap();
+    let marked: BTreeSet<&str> = store["docs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(marked, names.iter().map(String::as_str).collect());
+}
+
+#[test]
 fn errors_exit_2_with_a_clear_message() {
     let tmp = setup();
     let d = tmp.path();

@@ -375,6 +375,11 @@ pub fn mark_reconciled(
     };
     let (root, _, raw) = compute(repo, &q, cache)?;
     let mut notices = Vec::new();
+    let lock_path = root.join(state::STORE_LOCK_PATH);
+    let _lock = state::lock_store(&root).map_err(|e| ChangesError::Io {
+        path: lock_path.display().to_string(),
+        source: e,
+    })?;
     let mut store = state::load_store(&root, &mut notices);
     store.version = state::STATE_VERSION;
     // Documents named but unchanged have nothing left to reconcile.
@@ -415,6 +420,13 @@ pub fn mark_reconciled(
 pub fn clear_cache(repo: &Repo) -> Result<Cleared, ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
     let path = root.join(state::STORE_PATH);
+    if !path.exists() {
+        return Ok(Cleared { cleared: false });
+    }
+    let _lock = state::lock_store(&root).map_err(|e| ChangesError::Io {
+        path: root.join(state::STORE_LOCK_PATH).display().to_string(),
+        source: e,
+    })?;
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(Cleared { cleared: true }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cleared { cleared: false }),

@@ -11,8 +11,7 @@
 //! Both are written atomically (temp file in the same directory + rename).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -135,32 +134,39 @@ pub fn load_snapshot(root: &Path, notices: &mut Vec<String>) -> Option<SnapshotF
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file beside it, flushed, then
-/// renamed over it, so readers see the old or the new file, never a part.
+/// Writes `bytes` to `path` atomically (creating its directory): a temp
+/// file beside it, fsynced, then renamed over it, so readers see the old or
+/// the new file, never a part.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    std::fs::create_dir_all(&dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "state".into());
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
     }
-    result
+    crate::engine::fsio::atomic_write(path, bytes)
+}
+
+/// The lock file serialising read-modify-writes of the local store.
+pub const STORE_LOCK_PATH: &str = ".noma/cache/reconciled.json.lock";
+
+/// An exclusive lock on the local store, released on drop (or when the
+/// process dies): two `--mark-reconciled` runs at once both keep their marks.
+#[derive(Debug)]
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+/// Blocks until the store's lock under `root` is ours.
+pub fn lock_store(root: &Path) -> std::io::Result<StoreLock> {
+    let path = root.join(STORE_LOCK_PATH);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    fs4::FileExt::lock(&file)?;
+    Ok(StoreLock { _file: file })
 }
 
 /// Pretty JSON with a final newline (keys are sorted: every map is a BTreeMap).
