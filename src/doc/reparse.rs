@@ -243,7 +243,7 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
     let edit = line_edit(old_src.as_bytes(), new_src.as_bytes())?;
     let a = edit.first;
     // Last changed old line; `a - 1` for a pure insertion before line `a`.
-    let b = a + edit.old_lines - 1;
+    let b = a.checked_add(edit.old_lines)? - 1;
     let delta = i64::from(edit.new_lines) - i64::from(edit.old_lines);
 
     // Down to the innermost container whose interior holds the whole edit.
