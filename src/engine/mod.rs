@@ -195,8 +195,9 @@ fn validate_text(text: &str, opts: &crate::validate::Options) -> Vec<Diagnostic>
     crate::validate::validate(&crate::doc::parse_shared(text), opts)
 }
 
-/// Documents at least this long are pre-validated on a helper thread.
-const PARALLEL_PRE_VALIDATION_BYTES: usize = 64 * 1024;
+/// Documents at least this long get helper threads (pre-validation, the
+/// staged write); for smaller ones a thread costs more than the work it hides.
+const HELPER_THREAD_BYTES: usize = 64 * 1024;
 
 /// A value computed on a scoped helper thread, joined on first use.
 struct Joined<'scope, T> {
@@ -256,7 +257,7 @@ fn plan_staged(
     std::thread::scope(|scope| {
         let pre_diags = if ctx.book_manifest {
             Joined::ready(Vec::new())
-        } else if source.len() < PARALLEL_PRE_VALIDATION_BYTES {
+        } else if source.len() < HELPER_THREAD_BYTES {
             // Validating a small document costs less than starting a thread.
             Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre))
         } else {
@@ -513,7 +514,7 @@ fn plan_with(
     };
     let changed = matches!(state, std::borrow::Cow::Owned(_));
     let (post_diags, staged) = match stage {
-        Some(stage) if changed && state.len() >= PARALLEL_PRE_VALIDATION_BYTES => {
+        Some(stage) if changed && state.len() >= HELPER_THREAD_BYTES => {
             std::thread::scope(|scope| {
                 let writer = std::thread::Builder::new()
                     .name("noma-stage".into())
@@ -946,7 +947,7 @@ pub(crate) mod tests {
         // like the inline one, tagged `pre`, and strict mode must block.
         let mut src = crate::synth::document(300);
         src.push_str("\n::claim{id=\"open\"}\nnever closed\n");
-        assert!(src.len() >= PARALLEL_PRE_VALIDATION_BYTES);
+        assert!(src.len() >= HELPER_THREAD_BYTES);
         let inline = tag(validate_text(&src, &Default::default()), Phase::Pre);
         assert_eq!(Summary::of(&inline), Summary::Error);
         let mut o = Options::new(actor());
