@@ -255,22 +255,25 @@ fn plan_staged(
     stage: Option<&Stage<'_>>,
 ) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
     std::thread::scope(|scope| {
-        let pre_diags = if ctx.book_manifest {
-            Joined::ready(Vec::new())
-        } else if source.len() < HELPER_THREAD_BYTES {
+        let tree = (!ctx.book_manifest).then(|| crate::doc::parse_shared(source));
+        let validate = &opts.validate;
+        let pre_validate = move |tree: &crate::doc::Document| {
+            tag(crate::validate::validate(tree, validate), Phase::Pre)
+        };
+        let pre_diags = match tree {
+            None => Joined::ready(Vec::new()),
             // Validating a small document costs less than starting a thread.
-            Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre))
-        } else {
-            let tree = crate::doc::parse_shared(source);
-            let validate = &opts.validate;
-            let job = move || tag(crate::validate::validate(&tree, validate), Phase::Pre);
-            match std::thread::Builder::new()
-                .name("noma-prevalidate".into())
-                .spawn_scoped(scope, job)
-            {
-                Ok(handle) => Joined::pending(handle),
-                // No thread to be had: validate here.
-                Err(_) => Joined::ready(tag(validate_text(source, &opts.validate), Phase::Pre)),
+            Some(tree) if source.len() < HELPER_THREAD_BYTES => Joined::ready(pre_validate(&tree)),
+            Some(tree) => {
+                let shared = std::sync::Arc::clone(&tree);
+                match std::thread::Builder::new()
+                    .name("noma-prevalidate".into())
+                    .spawn_scoped(scope, move || pre_validate(&shared))
+                {
+                    Ok(handle) => Joined::pending(handle),
+                    // No thread to be had: validate here.
+                    Err(_) => Joined::ready(pre_validate(&tree)),
+                }
             }
         };
         plan_with(source, ctx, ops, opts, apply, &pre_diags, stage)
