@@ -375,11 +375,7 @@ pub fn mark_reconciled(
     };
     let (root, _, raw) = compute(repo, &q, cache)?;
     let mut notices = Vec::new();
-    let lock_path = root.join(state::STORE_LOCK_PATH);
-    let _lock = state::lock_store(&root).map_err(|e| ChangesError::Io {
-        path: lock_path.display().to_string(),
-        source: e,
-    })?;
+    let _lock = lock_store(&root)?;
     let mut store = state::load_store(&root, &mut notices);
     store.version = state::STATE_VERSION;
     // Documents named but unchanged have nothing left to reconcile.
@@ -415,6 +411,14 @@ pub fn mark_reconciled(
     })
 }
 
+/// Takes the local store's lock (see [`state::lock_store`]).
+fn lock_store(root: &std::path::Path) -> Result<state::StoreLock, ChangesError> {
+    state::lock_store(root).map_err(|e| ChangesError::Io {
+        path: root.join(state::STORE_LOCK_PATH).display().to_string(),
+        source: e,
+    })
+}
+
 /// Deletes the local reconciliation store (not the committed snapshot, not
 /// the block cache).
 pub fn clear_cache(repo: &Repo) -> Result<Cleared, ChangesError> {
@@ -423,10 +427,7 @@ pub fn clear_cache(repo: &Repo) -> Result<Cleared, ChangesError> {
     if !path.exists() {
         return Ok(Cleared { cleared: false });
     }
-    let _lock = state::lock_store(&root).map_err(|e| ChangesError::Io {
-        path: root.join(state::STORE_LOCK_PATH).display().to_string(),
-        source: e,
-    })?;
+    let _lock = lock_store(&root)?;
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(Cleared { cleared: true }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cleared { cleared: false }),

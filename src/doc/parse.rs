@@ -54,21 +54,26 @@ pub fn parse_sequential(src: &str) -> Document {
     Parser::new(&all).run()
 }
 
-/// The second half of a split parse, parsed on its own.
-struct Tail {
-    nodes: Vec<Node>,
-    issues: Vec<ParseIssue>,
+/// Body lines parsed on their own: the second half of a split parse, or
+/// the edited lines of a splice ([`super::reparse`]).
+pub(super) struct Fragment {
+    /// Top-level nodes.
+    pub nodes: Vec<Node>,
+    /// Parse issues.
+    pub issues: Vec<ParseIssue>,
+    /// The implicit slugs the fragment's headings took.
     implicit_ids: FastSet<Text>,
 }
 
-/// Parses `tail`, which starts with a heading line, as a document of its
-/// own whose first line is line index `cut` of the whole (so every line
-/// number it reports is the document's).
-fn parse_tail(tail: &str, cut: usize) -> Tail {
-    let all = lines::split(tail);
-    let mut parser = Parser::with_base(&all, cut);
-    let nodes = parser.body(cut);
-    Tail {
+/// Parses `src` as a document of its own without frontmatter, whose first
+/// line is line index `base` of the whole (so every line number it reports
+/// is the document's). Callers decide when this equals the lines' parse in
+/// context.
+pub(super) fn parse_fragment(src: &str, base: usize) -> Fragment {
+    let all = lines::split(src);
+    let mut parser = Parser::with_base(&all, base);
+    let nodes = parser.body(base);
+    Fragment {
         nodes,
         issues: parser.issues,
         implicit_ids: parser.implicit_ids,
@@ -117,7 +122,7 @@ fn parse_in_halves(src: &str) -> Option<Document> {
     std::thread::scope(|scope| {
         let helper = std::thread::Builder::new()
             .name("noma-parse".into())
-            .spawn_scoped(scope, move || parse_tail(tail, cut_line))
+            .spawn_scoped(scope, move || parse_fragment(tail, cut_line))
             .ok()?;
         let all = lines::split(src);
         Parser::new(&all).run_in_halves(cut_line, || {
@@ -126,17 +131,6 @@ fn parse_in_halves(src: &str) -> Option<Document> {
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
     })
-}
-
-/// Parses body lines on their own, as if they were a whole document without
-/// frontmatter: the top-level nodes (spans relative to the first line) and
-/// the issues. [`super::reparse`] decides when this equals the lines' parse
-/// in context.
-pub(super) fn parse_fragment(src: &str) -> (Vec<Node>, Vec<ParseIssue>) {
-    let all = lines::split(src);
-    let mut parser = Parser::new(&all);
-    let nodes = parser.body(0);
-    (nodes, parser.issues)
 }
 
 struct OpenSection {
@@ -268,7 +262,17 @@ impl<'a> Parser<'a> {
 
     fn run(mut self) -> Document {
         let (meta, frontmatter, body_start) = self.frontmatter();
-        let mut children = self.body(body_start);
+        self.advance(body_start);
+        self.into_document(meta, frontmatter)
+    }
+
+    /// Closes what is still open and assembles the document.
+    fn into_document(
+        mut self,
+        meta: Map<String, Value>,
+        frontmatter: Option<Frontmatter>,
+    ) -> Document {
+        let mut children = self.finish();
         attach_frontmatter_aliases(&mut children, &meta);
         Document {
             meta,
@@ -281,7 +285,7 @@ impl<'a> Parser<'a> {
 
     /// [`Parser::run`] with the lines from index `cut` on parsed elsewhere
     /// (`tail`); see [`parse_in_halves`].
-    fn run_in_halves(mut self, cut: usize, tail: impl FnOnce() -> Tail) -> Option<Document> {
+    fn run_in_halves(mut self, cut: usize, tail: impl FnOnce() -> Fragment) -> Option<Document> {
         let end = self.to;
         self.to = cut;
         let (meta, frontmatter, body_start) = self.frontmatter();
@@ -322,15 +326,7 @@ impl<'a> Parser<'a> {
             // Inside a directive at the cut: parse on alone.
             self.advance(stop);
         }
-        let mut children = self.finish();
-        attach_frontmatter_aliases(&mut children, &meta);
-        Some(Document {
-            meta,
-            frontmatter,
-            children,
-            end_line: self.last_line,
-            issues: self.issues,
-        })
+        Some(self.into_document(meta, frontmatter))
     }
 
     /// Gives the implicit-id sections of `nodes` (parsed after everything

@@ -52,7 +52,7 @@ pub struct Splice {
     path: Vec<usize>,
     /// The run's index range among the container's children.
     run: Range<usize>,
-    /// The fragment's nodes, with absolute spans.
+    /// The fragment's nodes, with the document's line numbers.
     nodes: Vec<Node>,
     /// Lines after the edit move by this much.
     delta: i64,
@@ -116,10 +116,7 @@ fn line_edit(old: &[u8], new: &[u8]) -> Option<LineEdit> {
     if prefix == old.len() && prefix == new.len() {
         return None;
     }
-    let start = old[..prefix]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
+    let start = memchr::memrchr(b'\n', &old[..prefix]).map_or(0, |i| i + 1);
     let (old_rest, new_rest) = (&old[start..], &new[start..]);
     let suffix = common_suffix(old_rest, new_rest);
     let (mut old_end, mut new_end) = (old.len() - suffix, new.len() - suffix);
@@ -146,10 +143,7 @@ fn line_edit(old: &[u8], new: &[u8]) -> Option<LineEdit> {
 /// Byte offset of the line `lines` lines before the one starting at `at`.
 fn lines_back(text: &[u8], mut at: usize, lines: u32) -> usize {
     for _ in 0..lines {
-        at = text[..at.saturating_sub(1)]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
+        at = memchr::memrchr(b'\n', &text[..at.saturating_sub(1)]).map_or(0, |i| i + 1);
     }
     at
 }
@@ -277,11 +271,7 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
     let run = &kids[lo..hi];
     let fs = run.first().map_or(a, |n| n.span.start.min(a));
     let fe = run.last().map_or(b, |n| n.span.end.max(b));
-    if fs < 2
-        || run
-            .iter()
-            .any(|n| matches!(n.kind, NodeKind::Section { .. }))
-    {
+    if fs < 2 || holds_a_section(run) {
         return None;
     }
     if is_frontmatter_fence(line_at(old_src, 0)) {
@@ -289,9 +279,6 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
             Some(fm) if fs > fm.span.end => {}
             _ => return None,
         }
-    }
-    if holds_a_section(run) {
-        return None;
     }
 
     // The fragment's bytes in the new text.
@@ -313,17 +300,21 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
     if !edge_before {
         return None;
     }
-    let (mut nodes, issues) = if frag_lines > 0 {
-        parse_fragment(&new_src[frag_start..frag_end])
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    if !issues.is_empty() || holds_a_section(&nodes) {
+    let mut nodes = Vec::new();
+    if frag_lines > 0 {
+        // Parsed with the document's line numbers: line `fs` is index `fs - 1`.
+        let fragment = parse_fragment(&new_src[frag_start..frag_end], fs as usize - 1);
+        if !fragment.issues.is_empty() {
+            return None;
+        }
+        nodes = fragment.nodes;
+    }
+    if holds_a_section(&nodes) {
         return None;
     }
-    let last_is_closed = nodes
-        .last()
-        .is_some_and(|n| i64::from(n.span.end) == frag_lines && ends_every_block(n));
+    let last_is_closed = nodes.last().is_some_and(|n| {
+        i64::from(n.span.end) == i64::from(fs) - 1 + frag_lines && ends_every_block(n)
+    });
     let last_is_blank = frag_lines > 0 && is_blank(line_at(new_src, lines_back(new, frag_end, 1)));
     let edge_after = frag_lines <= 0
         || frag_end >= new.len()
@@ -344,7 +335,6 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
             _ => {}
         }
     }
-    shift_all(&mut nodes, i64::from(fs) - 1);
     Some(Splice {
         path,
         run: lo..hi,

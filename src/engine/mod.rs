@@ -218,6 +218,21 @@ impl<'scope, T> Joined<'scope, T> {
             value: std::cell::OnceCell::new(),
         }
     }
+    /// `job` on a scoped helper thread named `name`, or on this thread at
+    /// once when no thread can be had.
+    fn spawn<'env, F>(scope: &'scope std::thread::Scope<'scope, 'env>, name: &str, job: F) -> Self
+    where
+        F: FnOnce() -> T + Send + Clone + 'scope,
+        T: Send + 'scope,
+    {
+        match std::thread::Builder::new()
+            .name(name.into())
+            .spawn_scoped(scope, job.clone())
+        {
+            Ok(handle) => Joined::pending(handle),
+            Err(_) => Joined::ready(job()),
+        }
+    }
     fn get(&self) -> &T {
         self.value.get_or_init(|| {
             let handle = self.handle.take().expect("a pending value has its handle");
@@ -227,6 +242,12 @@ impl<'scope, T> Joined<'scope, T> {
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
+    }
+    fn into_inner(self) -> T {
+        self.get();
+        self.value
+            .into_inner()
+            .expect("get() leaves the value in place")
     }
 }
 
@@ -264,17 +285,7 @@ fn plan_staged(
             None => Joined::ready(Vec::new()),
             // Validating a small document costs less than starting a thread.
             Some(tree) if source.len() < HELPER_THREAD_BYTES => Joined::ready(pre_validate(&tree)),
-            Some(tree) => {
-                let shared = std::sync::Arc::clone(&tree);
-                match std::thread::Builder::new()
-                    .name("noma-prevalidate".into())
-                    .spawn_scoped(scope, move || pre_validate(&shared))
-                {
-                    Ok(handle) => Joined::pending(handle),
-                    // No thread to be had: validate here.
-                    Err(_) => Joined::ready(pre_validate(&tree)),
-                }
-            }
+            Some(tree) => Joined::spawn(scope, "noma-prevalidate", move || pre_validate(&tree)),
         };
         plan_with(source, ctx, ops, opts, apply, &pre_diags, stage)
     })
@@ -516,25 +527,16 @@ fn plan_with(
         None => validate_text(&state, &opts.validate),
     };
     let changed = matches!(state, std::borrow::Cow::Owned(_));
-    let (post_diags, staged) = match stage {
-        Some(stage) if changed && state.len() >= HELPER_THREAD_BYTES => {
-            std::thread::scope(|scope| {
-                let writer = std::thread::Builder::new()
-                    .name("noma-stage".into())
-                    .spawn_scoped(scope, || stage(&state));
-                let post = post_validate();
-                let staged = match writer {
-                    Ok(handle) => handle
-                        .join()
-                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    Err(_) => stage(&state),
-                };
-                (post, Some(staged))
-            })
-        }
-        Some(stage) if changed => (post_validate(), Some(stage(&state))),
-        _ => (post_validate(), None),
-    };
+    let (post_diags, staged) = std::thread::scope(|scope| {
+        let staged = match stage {
+            Some(stage) if changed && state.len() >= HELPER_THREAD_BYTES => {
+                Some(Joined::spawn(scope, "noma-stage", || stage(&state)))
+            }
+            Some(stage) if changed => Some(Joined::ready(stage(&state))),
+            _ => None,
+        };
+        (post_validate(), staged.map(Joined::into_inner))
+    });
     let post_diags = tag(post_diags, Phase::Post);
     let records = ops
         .iter()
@@ -919,28 +921,24 @@ pub(crate) mod tests {
         }
         let mut o = Options::new(actor());
         o.strict = true;
-        let p = plan(
-            src,
-            &Context::default(),
-            &[json!({"op":"same"})],
-            &o,
-            fake_apply,
-        );
+        let p = plan_noop(src, &o);
         assert!(codes(&p.records[0])
             .iter()
             .any(|c| c == "pre_validation_blocked"));
         assert_eq!(p.records[0].patch_result, PatchResult::Rejected);
         o.strict = false;
-        assert!(
-            plan(
-                src,
-                &Context::default(),
-                &[json!({"op":"same"})],
-                &o,
-                fake_apply
-            )
-            .accepted
-        );
+        assert!(plan_noop(src, &o).accepted);
+    }
+
+    /// One `same` (noop) op on `src` with the test applier.
+    fn plan_noop(src: &str, opts: &Options) -> Plan {
+        plan(
+            src,
+            &Context::default(),
+            &[json!({"op":"same"})],
+            opts,
+            fake_apply,
+        )
     }
 
     #[test]
@@ -954,13 +952,7 @@ pub(crate) mod tests {
         let inline = tag(validate_text(&src, &Default::default()), Phase::Pre);
         assert_eq!(Summary::of(&inline), Summary::Error);
         let mut o = Options::new(actor());
-        let p = plan(
-            &src,
-            &Context::default(),
-            &[json!({"op":"same"})],
-            &o,
-            fake_apply,
-        );
+        let p = plan_noop(&src, &o);
         let pre: Vec<&Diagnostic> = p.records[0]
             .diagnostics
             .iter()
@@ -971,13 +963,7 @@ pub(crate) mod tests {
         assert!(pre.iter().zip(&inline).all(|(a, b)| **a == *b));
         assert!(p.accepted);
         o.strict = true;
-        let p = plan(
-            &src,
-            &Context::default(),
-            &[json!({"op":"same"})],
-            &o,
-            fake_apply,
-        );
+        let p = plan_noop(&src, &o);
         assert!(codes(&p.records[0])
             .iter()
             .any(|c| c == "pre_validation_blocked"));

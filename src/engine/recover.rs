@@ -147,6 +147,13 @@ fn request_is_complete(tail: &[Record]) -> bool {
     }
 }
 
+/// Reads the document and hashes it.
+fn read_checked(doc: &Path) -> std::io::Result<CheckedDocument> {
+    let bytes = std::fs::read(doc)?;
+    let sha256 = sha256_hex(&bytes);
+    Ok(CheckedDocument { bytes, sha256 })
+}
+
 /// What the fast path learnt when nothing needs repair.
 struct CleanTail {
     last_line_sha256: String,
@@ -195,19 +202,15 @@ fn clean_tail(doc: &Path, t: &mut LockedTranscript) -> std::io::Result<Option<Cl
             return Ok(None);
         }
         // An unreadable document is the full path's to report.
-        let Ok(document) = std::fs::read(doc) else {
+        let Ok(document) = read_checked(doc) else {
             return Ok(None);
         };
-        let sha256 = sha256_hex(&document);
-        if sha256 != last.post_sha256 {
+        if document.sha256 != last.post_sha256 {
             return Ok(None);
         }
         return Ok(Some(CleanTail {
             last_line_sha256: sha256_hex(last_line.raw),
-            document: CheckedDocument {
-                bytes: document,
-                sha256,
-            },
+            document,
         }));
     }
 }
@@ -279,16 +282,16 @@ pub fn recover(
         return Ok(out);
     };
 
-    let doc_bytes = std::fs::read(doc)
+    let document = read_checked(doc)
         .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
-    let doc_sha = sha256_hex(&doc_bytes);
-    if doc_sha == last.post_sha256 {
-        out.document = Some(CheckedDocument {
-            bytes: doc_bytes,
-            sha256: doc_sha,
-        });
+    if document.sha256 == last.post_sha256 {
+        out.document = Some(document);
         return Ok(out);
     }
+    let CheckedDocument {
+        bytes: doc_bytes,
+        sha256: doc_sha,
+    } = document;
     let complete = last
         .op_list
         .as_ref()
