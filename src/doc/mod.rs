@@ -63,7 +63,12 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
 /// ([`reparse`]), re-parsing only the edited lines; otherwise, or when the
 /// edit may reach outside its lines, `after` is parsed in full. Either way
 /// the result is exactly [`parse()`]`(after)` and becomes the memo's entry.
-pub fn parse_shared_edited(before: &str, after: &str) -> Arc<Document> {
+///
+/// `release` is called once the splice is planned (which only reads the
+/// tree) and before the tree is taken for editing: a caller whose helper
+/// thread still reads the tree waits for it there, so that the planning
+/// overlaps the helper and the tree is then edited in place, not copied.
+pub fn parse_shared_edited(before: &str, after: &str, release: impl FnOnce()) -> Arc<Document> {
     let before = before.strip_prefix('\u{feff}').unwrap_or(before);
     let after_key = after.strip_prefix('\u{feff}').unwrap_or(after);
     let spliced = LAST_PARSE.with(|slot| {
@@ -76,6 +81,7 @@ pub fn parse_shared_edited(before: &str, after: &str) -> Arc<Document> {
             return None;
         }
         let splice = reparse::plan(before, old, after_key)?;
+        release();
         let (old_text, old) = slot.take()?;
         // A tree no one else holds is edited in place; a shared one (a
         // validator may still be reading it) is copied first.

@@ -452,14 +452,16 @@ fn plan_with(
                         elapsed,
                     });
                 } else {
+                    // Hashed while the pre-validation helper still runs.
+                    let next_sha = sha256_hex(next.as_bytes());
                     // The next op and post-validation read the new tree:
                     // spliced from this one when the edit allows. The
-                    // pre-validation helper still reads this tree; waiting
-                    // for it (it is nearly done by now) lets the splice
-                    // edit the tree in place instead of copying 20 MB.
-                    pre_diags.get();
-                    state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
-                    let next_sha = sha256_hex(next.as_bytes());
+                    // helper still reads this tree; waiting for it once the
+                    // splice is planned lets the splice edit the tree in
+                    // place instead of copying 20 MB.
+                    state_tree = Some(crate::doc::parse_shared_edited(&state, &next, || {
+                        pre_diags.get();
+                    }));
                     steps.push(Step {
                         pre: std::mem::replace(&mut state_sha, next_sha.clone()),
                         post: next_sha,
