@@ -394,6 +394,13 @@ impl Document {
     }
 }
 
+/// Every node of `nodes` and below, in pre-order (without list items).
+pub fn walk_nodes(nodes: &[Node]) -> Walk<'_> {
+    Walk {
+        stack: vec![nodes.iter()],
+    }
+}
+
 /// Pre-order iterator over a document's nodes (iterative: deep trees are fine).
 pub struct Walk<'a> {
     stack: Vec<std::slice::Iter<'a, Node>>,

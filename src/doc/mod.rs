@@ -62,20 +62,25 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
 /// the tree of `before`, the new tree is spliced from it
 /// ([`reparse`]), re-parsing only the edited lines; otherwise, or when the
 /// edit may reach outside its lines, `after` is parsed in full. Either way
-/// the result is exactly [`parse()`]`(after)` and becomes the memo's entry.
+/// the tree is exactly [`parse()`]`(after)` and becomes the memo's entry;
+/// a splice also says what it replaced.
 ///
 /// `release` is called once the splice is planned (which only reads the
 /// tree) and before the tree is taken for editing: a caller whose helper
 /// thread still reads the tree waits for it there, so that the planning
 /// overlaps the helper and the tree is then edited in place, not copied.
-pub fn parse_shared_edited(before: &str, after: &str, release: impl FnOnce()) -> Arc<Document> {
+pub fn parse_shared_edited(
+    before: &str,
+    after: &str,
+    release: impl FnOnce(),
+) -> (Arc<Document>, Option<reparse::Replaced>) {
     let before = before.strip_prefix('\u{feff}').unwrap_or(before);
     let after_key = after.strip_prefix('\u{feff}').unwrap_or(after);
     let spliced = LAST_PARSE.with(|slot| {
         let mut slot = slot.borrow_mut();
         let (text, old) = slot.as_ref()?;
         if text.as_str() == after_key {
-            return Some(Arc::clone(old));
+            return Some((Arc::clone(old), None));
         }
         if text.as_str() != before {
             return None;
@@ -86,9 +91,7 @@ pub fn parse_shared_edited(before: &str, after: &str, release: impl FnOnce()) ->
         // A tree no one else holds is edited in place; a shared one (a
         // validator may still be reading it) is copied first.
         let mut tree = Arc::try_unwrap(old).unwrap_or_else(|shared| (*shared).clone());
-        if !splice.apply(&mut tree) {
-            return None;
-        }
+        let replaced = splice.apply(&mut tree)?;
         // Every test that patches doubles as a differential test of the splice.
         debug_assert!(
             tree == parse(after_key),
@@ -100,9 +103,9 @@ pub fn parse_shared_edited(before: &str, after: &str, release: impl FnOnce()) ->
         key.clear();
         key.push_str(after_key);
         *slot = Some((key, Arc::clone(&tree)));
-        Some(tree)
+        Some((tree, Some(replaced)))
     });
-    spliced.unwrap_or_else(|| parse_shared(after))
+    spliced.unwrap_or_else(|| (parse_shared(after), None))
 }
 
 /// Frees a replaced memo entry. A big tree is freed node by node, which

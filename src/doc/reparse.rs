@@ -346,28 +346,56 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
 impl Splice {
     /// Applies the splice to (a copy of) the tree it was planned on. Returns
     /// false, with `doc` unusable, if the tree is not that tree.
-    pub fn apply(self, doc: &mut Document) -> bool {
+    pub fn apply(self, doc: &mut Document) -> Option<Replaced> {
         let delta = self.delta;
         let mut kids = &mut doc.children;
         for &at in &self.path {
             if at >= kids.len() {
-                return false;
+                return None;
             }
             shift_all(&mut kids[at + 1..], delta);
             let node = &mut kids[at];
             node.span.end = shifted(node.span.end, delta);
-            match node.children_mut() {
-                Some(children) => kids = children,
-                None => return false,
-            }
+            kids = node.children_mut()?;
         }
         if self.run.end > kids.len() {
-            return false;
+            return None;
         }
         shift_all(&mut kids[self.run.end..], delta);
-        kids.splice(self.run, self.nodes);
+        let run = self.run.start..self.run.start + self.nodes.len();
+        let old_nodes = kids.splice(self.run, self.nodes).collect();
         doc.end_line = shifted(doc.end_line, delta);
-        true
+        Some(Replaced {
+            path: self.path,
+            run,
+            old_nodes,
+            delta,
+        })
+    }
+}
+
+/// What an applied [`Splice`] replaced, for work that can follow the edit
+/// instead of redoing the whole document (see `validate::revalidate`).
+#[derive(Debug)]
+pub struct Replaced {
+    /// Child indices from the root down to the container of the run.
+    pub path: Vec<usize>,
+    /// The new nodes' index range among the container's children.
+    pub run: Range<usize>,
+    /// The nodes they replaced, with their old spans.
+    pub old_nodes: Vec<Node>,
+    /// Lines after the run moved by this much.
+    pub delta: i64,
+}
+
+impl Replaced {
+    /// The container's children in `doc` (the tree the splice produced).
+    pub fn container<'d>(&self, doc: &'d Document) -> Option<&'d [Node]> {
+        let mut kids = doc.children.as_slice();
+        for &at in &self.path {
+            kids = kids.get(at)?.children();
+        }
+        Some(kids)
     }
 }
 
@@ -376,7 +404,7 @@ impl Splice {
 pub fn reparse(old_src: &str, old: &Document, new_src: &str) -> Option<Document> {
     let splice = plan(old_src, old, new_src)?;
     let mut doc = old.clone();
-    splice.apply(&mut doc).then_some(doc)
+    splice.apply(&mut doc).map(|_| doc)
 }
 
 #[cfg(test)]

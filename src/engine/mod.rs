@@ -279,10 +279,18 @@ fn plan_staged(
         let tree = (!ctx.book_manifest).then(|| crate::doc::parse_shared(source));
         let validate = &opts.validate;
         let pre_validate = move |tree: &crate::doc::Document| {
-            tag(crate::validate::validate(tree, validate), Phase::Pre)
+            let report = crate::validate::validate_report(tree, validate);
+            let diags = tag(report.diagnostics(validate), Phase::Pre);
+            PreValidation {
+                report: Some(report),
+                diags,
+            }
         };
         let pre_diags = match tree {
-            None => Joined::ready(Vec::new()),
+            None => Joined::ready(PreValidation {
+                report: None,
+                diags: Vec::new(),
+            }),
             // Validating a small document costs less than starting a thread.
             Some(tree) if source.len() < HELPER_THREAD_BYTES => Joined::ready(pre_validate(&tree)),
             Some(tree) => Joined::spawn(scope, "noma-prevalidate", move || pre_validate(&tree)),
@@ -291,13 +299,20 @@ fn plan_staged(
     })
 }
 
+/// The pre-validation of a request: its diagnostics (phase `pre`) and the
+/// report they came from, kept to re-validate a spliced tree from.
+struct PreValidation {
+    report: Option<crate::validate::Validation>,
+    diags: Vec<Diagnostic>,
+}
+
 fn plan_with(
     source: &str,
     ctx: &Context,
     ops: &[Value],
     opts: &Options,
     apply: ApplyFn,
-    pre_diags: &Joined<'_, Vec<Diagnostic>>,
+    pre_validation: &Joined<'_, PreValidation>,
     stage: Option<&Stage<'_>>,
 ) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
     let pre_sha256 = match &ctx.source_sha256 {
@@ -330,7 +345,7 @@ fn plan_with(
                 extra: Vec<Diagnostic>,
                 post_diags: &[Diagnostic],
                 elapsed: Option<f64>| {
-        let mut diags = pre_diags.get().clone();
+        let mut diags = pre_validation.get().diags.clone();
         diags.extend(shared.iter().cloned());
         diags.extend(extra);
         diags.extend(post_diags.iter().cloned());
@@ -364,7 +379,7 @@ fn plan_with(
         }
     };
     // Rejected lists: post state == pre state, so post-validation is the pre result.
-    let post_of_pre = || tag(pre_diags.get().clone(), Phase::Post);
+    let post_of_pre = || tag(pre_validation.get().diags.clone(), Phase::Post);
     let reject_all = |code: PatchErrorCode, message: &str| Plan {
         records: ops
             .iter()
@@ -412,7 +427,7 @@ fn plan_with(
             );
         }
     }
-    if opts.strict && Summary::of(pre_diags.get()) == Summary::Error {
+    if opts.strict && Summary::of(&pre_validation.get().diags) == Summary::Error {
         return (
             reject_all(
                 PatchErrorCode::PreValidationBlocked,
@@ -433,8 +448,24 @@ fn plan_with(
     let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
     let mut state = std::borrow::Cow::Borrowed(source);
     let mut state_sha = pre_sha256.clone();
+    // The tree of `state` (with what its splice replaced), once built.
     let mut state_tree = None;
+    // The text before the last change while its tree is not built yet:
+    // only the next op or post-validation need it, and the last change's
+    // write is started first.
+    let mut unspliced: Option<std::borrow::Cow<'_, str>> = None;
+    // The pre-validation helper still reads the source tree; waiting for it
+    // once the splice is planned lets the splice edit the tree in place
+    // instead of copying 20 MB.
+    let splice = |before: &str, after: &str| {
+        crate::doc::parse_shared_edited(before, after, || {
+            pre_validation.get();
+        })
+    };
     for (k, op) in ops.iter().enumerate() {
+        if let Some(before) = unspliced.take() {
+            state_tree = Some(splice(&before, &state));
+        }
         let advisories = match &ctx.capability {
             Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
             None => Vec::new(),
@@ -454,14 +485,6 @@ fn plan_with(
                 } else {
                     // Hashed while the pre-validation helper still runs.
                     let next_sha = sha256_hex(next.as_bytes());
-                    // The next op and post-validation read the new tree:
-                    // spliced from this one when the edit allows. The
-                    // helper still reads this tree; waiting for it once the
-                    // splice is planned lets the splice edit the tree in
-                    // place instead of copying 20 MB.
-                    state_tree = Some(crate::doc::parse_shared_edited(&state, &next, || {
-                        pre_diags.get();
-                    }));
                     steps.push(Step {
                         pre: std::mem::replace(&mut state_sha, next_sha.clone()),
                         post: next_sha,
@@ -469,7 +492,7 @@ fn plan_with(
                         advisories,
                         elapsed,
                     });
-                    state = std::borrow::Cow::Owned(next);
+                    unspliced = Some(std::mem::replace(&mut state, std::borrow::Cow::Owned(next)));
                 }
             }
             Err(err) => {
@@ -524,12 +547,13 @@ fn plan_with(
             }
         }
     }
-    let post_validate = || match &state_tree {
-        Some(tree) => crate::validate::validate(tree, &opts.validate),
-        None => validate_text(&state, &opts.validate),
-    };
+    let applied = steps
+        .iter()
+        .filter(|s| s.result == PatchResult::Applied)
+        .count();
     let changed = matches!(state, std::borrow::Cow::Owned(_));
     let (post_diags, staged) = std::thread::scope(|scope| {
+        // The document's temp file is written and fsynced meanwhile.
         let staged = match stage {
             Some(stage) if changed && state.len() >= HELPER_THREAD_BYTES => {
                 Some(Joined::spawn(scope, "noma-stage", || stage(&state)))
@@ -537,7 +561,28 @@ fn plan_with(
             Some(stage) if changed => Some(Joined::ready(stage(&state))),
             _ => None,
         };
-        (post_validate(), staged.map(Joined::into_inner))
+        if let Some(before) = unspliced.take() {
+            state_tree = Some(splice(&before, &state));
+        }
+        let post_diags = match &state_tree {
+            Some((tree, replaced)) => {
+                // A single change is re-validated from the pre-validation
+                // when it allows; otherwise the tree is validated in full.
+                let revalidated = replaced
+                    .as_ref()
+                    .filter(|_| applied == 1)
+                    .and_then(|replaced| {
+                        let pre = pre_validation.get().report.as_ref()?;
+                        crate::validate::revalidate(pre, tree, replaced, &opts.validate)
+                    });
+                match revalidated {
+                    Some(report) => report.diagnostics(&opts.validate),
+                    None => crate::validate::validate(tree, &opts.validate),
+                }
+            }
+            None => validate_text(&state, &opts.validate),
+        };
+        (post_diags, staged.map(Joined::into_inner))
     });
     let post_diags = tag(post_diags, Phase::Post);
     let records = ops

@@ -325,7 +325,7 @@ pub fn recover(
                     r.post_sha256
                 )));
             }
-            crate::doc::parse_shared_edited(&state, &next, || ());
+            let _ = crate::doc::parse_shared_edited(&state, &next, || ());
             state = next;
             n += 1;
         }

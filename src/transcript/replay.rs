@@ -272,7 +272,7 @@ fn run(
                 // The next op reads this state's tree: splice it from the
                 // current one (a 3 MB document then costs milliseconds per
                 // record, not a full parse).
-                crate::doc::parse_shared_edited(text, &next, || ());
+                let _ = crate::doc::parse_shared_edited(text, &next, || ());
                 *text = next;
                 *sha = next_sha;
                 report.applied += 1;

@@ -148,6 +148,7 @@ pub(crate) fn noverify(node: &Node) -> bool {
 }
 
 /// A reference waiting for the whole id set: `target` must resolve.
+#[derive(PartialEq)]
 pub(crate) struct PendingRef<'d> {
     target: std::borrow::Cow<'d, str>,
     line: u32,
@@ -178,6 +179,51 @@ pub(crate) struct Ctx<'d> {
 }
 
 impl<'d> Ctx<'d> {
+    /// A fresh context for validating `doc` with `opts`.
+    fn new(doc: &'d Document, opts: &'d Options) -> Ctx<'d> {
+        let now = opts.now.unwrap_or_else(SystemTime::now);
+        let now_ms = match now.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+        };
+        let stale_days = opts
+            .stale_citation_days
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .or_else(|| util::json_positive(doc.meta.get("stale_citation_days")))
+            .unwrap_or(blocks::DEFAULT_STALE_DAYS);
+        Ctx {
+            opts,
+            doc,
+            out: Vec::new(),
+            ids: FastMap::default(),
+            aliases: FastMap::default(),
+            refs: Vec::new(),
+            claims: Vec::new(),
+            evidence_targets: FastSet::default(),
+            plots: Vec::new(),
+            controls: FastMap::default(),
+            computed: FastMap::default(),
+            computed_nodes: Vec::new(),
+            profiles: profiles::Declared::read(&doc.meta, opts.profile.as_deref()),
+            now_ms,
+            stale_days,
+        }
+    }
+
+    /// A context that has walked only `nodes` (children of a container
+    /// whose children are walked in `scope`): their per-block findings and
+    /// what they register for the whole-document rules.
+    fn walked(
+        doc: &'d Document,
+        opts: &'d Options,
+        nodes: &'d [Node],
+        scope: Scope<'d>,
+    ) -> Ctx<'d> {
+        let mut cx = Ctx::new(doc, opts);
+        walk(&mut cx, nodes, scope);
+        cx
+    }
+
     /// Records a diagnostic; the severity comes from the rule table.
     pub fn emit(
         &mut self,
@@ -221,7 +267,34 @@ impl<'d> Ctx<'d> {
 
 /// Validates a parsed document. Parse issues come first, as errors.
 pub fn validate(doc: &Document, opts: &Options) -> Vec<Diagnostic> {
-    let mut issues: Vec<Diagnostic> = doc
+    validate_report(doc, opts).diagnostics(opts)
+}
+
+/// A validation result before `--ignore-rule` is applied, kept so that an
+/// edited tree can be re-validated from it ([`revalidate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validation {
+    /// Parse issues, in parser order.
+    issues: Vec<Diagnostic>,
+    /// Rule findings in output order: by line, then rule order, then
+    /// emission order.
+    rules: Vec<Diagnostic>,
+}
+
+impl Validation {
+    /// The diagnostics [`validate`] returns: parse issues, then rule
+    /// findings, with `opts.ignore_rules` applied.
+    pub fn diagnostics(&self, opts: &Options) -> Vec<Diagnostic> {
+        let mut all = Vec::with_capacity(self.issues.len() + self.rules.len());
+        all.extend(self.issues.iter().cloned());
+        all.extend(self.rules.iter().cloned());
+        apply_ignore_rules(all, &opts.ignore_rules)
+    }
+}
+
+/// [`validate`], keeping the result's parts for [`revalidate`].
+pub fn validate_report(doc: &Document, opts: &Options) -> Validation {
+    let issues: Vec<Diagnostic> = doc
         .issues
         .iter()
         .map(|i| {
@@ -235,52 +308,136 @@ pub fn validate(doc: &Document, opts: &Options) -> Vec<Diagnostic> {
         })
         .collect();
 
-    let now = opts.now.unwrap_or_else(SystemTime::now);
-    let now_ms = match now.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
-    };
-    let stale_days = opts
-        .stale_citation_days
-        .filter(|d| d.is_finite() && *d > 0.0)
-        .or_else(|| util::json_positive(doc.meta.get("stale_citation_days")))
-        .unwrap_or(blocks::DEFAULT_STALE_DAYS);
-
-    let mut cx = Ctx {
-        opts,
-        doc,
-        out: Vec::new(),
-        ids: FastMap::default(),
-        aliases: FastMap::default(),
-        refs: Vec::new(),
-        claims: Vec::new(),
-        evidence_targets: FastSet::default(),
-        plots: Vec::new(),
-        controls: FastMap::default(),
-        computed: FastMap::default(),
-        computed_nodes: Vec::new(),
-        profiles: profiles::Declared::read(&doc.meta, opts.profile.as_deref()),
-        now_ms,
-        stale_days,
-    };
-
+    let mut cx = Ctx::new(doc, opts);
     // Sizing the id map up front avoids repeated rehashing on big documents;
     // one id per five lines is typical of dense real documents (a rehash
     // moves every entry into fresh memory, which costs more than a little
     // unused capacity).
     cx.ids.reserve((doc.end_line as usize / 5).min(1 << 20));
     integrity::check_profiles_declared(&mut cx);
-    walk(&mut cx);
+    walk(&mut cx, &doc.children, Scope::ROOT);
     integrity::check_references(&mut cx);
     blocks::check_claims(&mut cx);
     blocks::check_plots(&mut cx);
     computed::check_computed(&mut cx);
 
-    let mut out = std::mem::take(&mut cx.out);
-    // Stable: equal keys keep emission order (document order within a rule).
-    out.sort_by_key(|d| (d.pos.map_or(u32::MAX, |p| p.line), rule_index(&d.code)));
-    issues.append(&mut out);
-    apply_ignore_rules(issues, &opts.ignore_rules)
+    let mut rules = std::mem::take(&mut cx.out);
+    sort_rules(&mut rules);
+    Validation { issues, rules }
+}
+
+/// Output order of rule findings. Stable: equal keys keep emission order
+/// (document order within a rule).
+fn sort_rules(rules: &mut [Diagnostic]) {
+    rules.sort_by_key(|d| (d.pos.map_or(u32::MAX, |p| p.line), rule_index(&d.code)));
+}
+
+/// The validation of `doc`, a tree spliced from the one `pre` validated
+/// (`replaced` says how), without walking the whole tree again: `None`
+/// when the shortcut cannot prove its result equal to
+/// [`validate_report`]'s, and the caller validates in full.
+///
+/// The shortcut holds when the edit kept the line count, the replaced
+/// nodes sit in sections (not in a directive's body), and they and their
+/// replacements give the whole-document rules the same
+/// input: the same ids and aliases on the same lines, the same references,
+/// claims (id, `noverify`, line) and evidence targets, and identical
+/// plots, datasets, controls' ids and computed blocks. Then every finding
+/// of those rules is unchanged, and only the per-block findings of the
+/// replaced nodes change: they are removed and the new nodes' added.
+/// Debug builds check every result against a full validation.
+pub fn revalidate(
+    pre: &Validation,
+    doc: &Document,
+    replaced: &crate::doc::reparse::Replaced,
+    opts: &Options,
+) -> Option<Validation> {
+    if replaced.delta != 0 {
+        return None;
+    }
+    let new_nodes = replaced.container(doc)?.get(replaced.run.clone())?;
+    let scope = section_scope_at(doc, &replaced.path)?;
+    let (old, new) = (
+        Ctx::walked(doc, opts, &replaced.old_nodes, scope),
+        Ctx::walked(doc, opts, new_nodes, scope),
+    );
+    if Footprint::of(&old, &replaced.old_nodes) != Footprint::of(&new, new_nodes) {
+        return None;
+    }
+    // `duplicate-id` depends on ids outside the nodes; equal footprints
+    // keep it as it was.
+    let local = |cx: Ctx<'_>| -> Vec<Diagnostic> {
+        cx.out
+            .into_iter()
+            .filter(|d| d.code != "duplicate-id")
+            .collect()
+    };
+    let mut rules = pre.rules.clone();
+    for gone in local(old) {
+        let at = rules.iter().position(|d| *d == gone)?;
+        rules.remove(at);
+    }
+    rules.extend(local(new));
+    sort_rules(&mut rules);
+    let result = Validation {
+        issues: pre.issues.clone(),
+        rules,
+    };
+    debug_assert_eq!(
+        result,
+        validate_report(doc, opts),
+        "revalidate differs from a full validation"
+    );
+    Some(result)
+}
+
+/// What the whole-document rules read from some nodes (see [`revalidate`]).
+#[derive(PartialEq)]
+struct Footprint<'d> {
+    identities: Vec<(Option<&'d str>, &'d [crate::doc::Text], crate::doc::Span)>,
+    refs: Vec<PendingRef<'d>>,
+    claims: Vec<(Option<&'d str>, bool, u32)>,
+    evidence_targets: Vec<&'d str>,
+    plots: Vec<&'d Node>,
+    datasets: Vec<&'d Node>,
+    controls: Vec<&'d str>,
+    computed: Vec<&'d Node>,
+}
+
+impl<'a> Footprint<'a> {
+    fn of<'d: 'a>(cx: &'a Ctx<'d>, nodes: &'a [Node]) -> Footprint<'a> {
+        let all = || crate::doc::ast::walk_nodes(nodes);
+        let mut evidence_targets: Vec<&str> = cx.evidence_targets.iter().copied().collect();
+        evidence_targets.sort_unstable();
+        let mut controls: Vec<&str> = cx.controls.keys().copied().collect();
+        controls.sort_unstable();
+        Footprint {
+            identities: all()
+                .map(|n| (n.id.as_deref(), &*n.aliases, n.span))
+                .collect(),
+            // Borrowing, not moving: the walk context stays intact.
+            refs: cx
+                .refs
+                .iter()
+                .map(|r| PendingRef {
+                    target: std::borrow::Cow::Borrowed(r.target.as_ref()),
+                    line: r.line,
+                    node_id: r.node_id,
+                    attr: r.attr,
+                })
+                .collect(),
+            claims: cx
+                .claims
+                .iter()
+                .map(|n| (n.id.as_deref(), noverify(n), n.span.start))
+                .collect(),
+            evidence_targets,
+            plots: cx.plots.clone(),
+            datasets: all().filter(|n| n.is_directive("dataset")).collect(),
+            controls,
+            computed: cx.computed_nodes.clone(),
+        }
+    }
 }
 
 /// Drops ignored codes; an unknown code becomes an `info` note (§4.4 meta-rule).
@@ -311,14 +468,52 @@ struct Scope<'d> {
     quiet: bool,
 }
 
-/// The single pre-order walk: ids, content references, per-block rules.
-fn walk<'d>(cx: &mut Ctx<'d>) {
-    let doc: &'d Document = cx.doc;
-    let root = Scope {
+impl Scope<'_> {
+    /// The scope of the document's top-level nodes.
+    const ROOT: Scope<'static> = Scope {
         owner_id: None,
         quiet: false,
     };
-    let mut stack: Vec<(std::slice::Iter<'d, Node>, Scope<'d>)> = vec![(doc.children.iter(), root)];
+}
+
+/// The scope a section's or directive's children are walked in.
+fn child_scope<'d>(node: &'d Node, scope: Scope<'d>) -> Scope<'d> {
+    let owner_id = node.id.as_deref().or(scope.owner_id);
+    match &node.kind {
+        // `noverify` holds for a directive's own subtree, not beyond it.
+        NodeKind::Directive { .. } => Scope {
+            owner_id,
+            quiet: noverify(node),
+        },
+        _ => Scope {
+            owner_id,
+            quiet: scope.quiet,
+        },
+    }
+}
+
+/// The scope the children of the container at `path` are walked in, when
+/// every container on the path is a section: a section's own rules never
+/// read its children, while a directive's may read its body (datasets,
+/// computed blocks, Plotly specs, ...), so an edit inside a directive's
+/// body is not confined to the edited nodes.
+fn section_scope_at<'d>(doc: &'d Document, path: &[usize]) -> Option<Scope<'d>> {
+    let (mut kids, mut scope) = (doc.children.as_slice(), Scope::ROOT);
+    for &at in path {
+        let node = kids.get(at)?;
+        if !matches!(node.kind, NodeKind::Section { .. }) {
+            return None;
+        }
+        scope = child_scope(node, scope);
+        kids = node.children();
+    }
+    Some(scope)
+}
+
+/// The single pre-order walk over `nodes` (in `scope`) and everything
+/// below them: ids, content references, per-block rules.
+fn walk<'d>(cx: &mut Ctx<'d>, nodes: &'d [Node], scope: Scope<'d>) {
+    let mut stack: Vec<(std::slice::Iter<'d, Node>, Scope<'d>)> = vec![(nodes.iter(), scope)];
     while let Some((iter, scope)) = stack.last_mut() {
         let scope = *scope;
         let Some(node) = iter.next() else {
@@ -335,13 +530,7 @@ fn walk<'d>(cx: &mut Ctx<'d>) {
                     integrity::wikilinks_in(cx, title, node.span.start, owner_id);
                 }
                 if !children.is_empty() {
-                    stack.push((
-                        children.iter(),
-                        Scope {
-                            owner_id,
-                            quiet: scope.quiet,
-                        },
-                    ));
+                    stack.push((children.iter(), child_scope(node, scope)));
                 }
             }
             NodeKind::Paragraph { content } | NodeKind::Quote { content } => {
@@ -371,10 +560,10 @@ fn walk<'d>(cx: &mut Ctx<'d>) {
             }
             NodeKind::Code { .. } | NodeKind::ThematicBreak => {}
             NodeKind::Directive { children, .. } => {
-                let quiet = noverify(node);
-                blocks::check_directive(cx, node, quiet);
+                let inner = child_scope(node, scope);
+                blocks::check_directive(cx, node, inner.quiet);
                 if !children.is_empty() {
-                    stack.push((children.iter(), Scope { owner_id, quiet }));
+                    stack.push((children.iter(), inner));
                 }
             }
         }

@@ -575,3 +575,158 @@ fn validate_throughput() {
     );
     assert_eq!(n, 0);
 }
+
+/// Blocks for the re-validation tests: every registry the whole-document
+/// rules read, with ids that repeat and references that resolve or break.
+fn revalidation_block() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy;
+    let id = proptest::sample::select(vec!["a", "b", "c", "d"]);
+    (0..14usize, id.clone(), id, proptest::prelude::any::<bool>()).prop_map(|(kind, x, y, flag)| {
+        let nv = if flag { " noverify" } else { "" };
+        match kind {
+            0 => format!("## Part {x}\n"),
+            1 => format!("Text about [[{x}]] and [[{y}]].\n"),
+            2 => format!("::claim{{id=\"{x}\" confidence=0.8{nv}}}\nClaim on [[{y}]].\n::\n"),
+            3 => format!("::evidence{{id=\"ev-{x}\" for=\"{y}\"{nv}}}\nSeen 0.8 times.\n::\n"),
+            4 => format!("::control{{id=\"{x}\" min=0 max=10 default=5}}\n::\n"),
+            5 => format!("::computed_metric{{id=\"{x}\" formula=\"{y} * 2\"}}\n::\n"),
+            6 => format!("::plot{{id=\"p-{x}\" dataset=\"{y}\" column=\"k\" x=\"k\" y=\"v\"}}\n::\n"),
+            7 => format!("::dataset{{id=\"{x}\" format=\"csv\"}}\nk,v\n1,2\n::\n"),
+            8 => format!("::note{{id=\"n-{x}\" aliases=\"al-{y}\"{nv}}}\n:::risk{{id=\"r-{y}\"}}\nInner [[al-{x}]].\n:::\n::\n"),
+            9 => format!("- item [[{x}]]\n- item 0.8\n"),
+            10 => format!("::risk{{id=\"risk-{x}\" owner=\"{y}\"}}\nR.\n::\n"),
+            11 => format!("::decision{{id=\"dec-{x}\"}}\nD.\n::\n"),
+            12 => format!("::citation{{id=\"cit-{x}\" accessed=\"2020-01-01\"}}\nC.\n::\n"),
+            _ => format!("| h | [[{y}]] |\n| --- | --- |\n| 0.8 | x |\n"),
+        }
+    })
+}
+
+/// A same-line-count edit: occurrence `nth` (wrapped) of one of the swaps'
+/// `from` tokens becomes `to` (ids, numbers, flags, names, references).
+fn token_edit(src: &str, nth: usize, pick: usize) -> Option<String> {
+    const SWAPS: &[(&str, &str)] = &[
+        ("0.8", "0.3"),
+        ("\"a\"", "\"b\""),
+        ("\"b\"", "\"c\""),
+        ("[[c]]", "[[d]]"),
+        ("[[a]]", "[[zz]]"),
+        (" noverify", ""),
+        ("Claim", "A claim"),
+        ("owner=", "holder="),
+        ("::claim", "::note"),
+        ("times", "runs"),
+        ("al-a", "al-b"),
+        ("default=5", "default=50"),
+        ("* 2", "* c"),
+        ("1,2", "1,x"),
+        ("2020-01-01", "2025-12-01"),
+        ("D.", "Decided."),
+        ("k,v", "kk,v"),
+        ("format=\"csv\"", "format=\"tsv\""),
+        ("::control", "::metric"),
+    ];
+    let (from, to) = SWAPS[pick % SWAPS.len()];
+    let hits: Vec<usize> = src.match_indices(from).map(|(at, _)| at).collect();
+    let at = *hits.get(nth % hits.len().max(1))?;
+    Some(format!("{}{to}{}", &src[..at], &src[at + from.len()..]))
+}
+
+/// Re-validates one edit if the splice and the shortcut both apply.
+fn revalidated(src: &str, edited: &str, opts: &Options) -> Option<(Validation, Validation)> {
+    let old = parse(src);
+    let pre = validate_report(&old, opts);
+    let splice = crate::doc::reparse::plan(src, &old, edited)?;
+    let mut tree = old.clone();
+    let replaced = splice.apply(&mut tree)?;
+    let fast = revalidate(&pre, &tree, &replaced, opts)?;
+    Some((fast, validate_report(&tree, opts)))
+}
+
+fn revalidation_case() -> impl proptest::strategy::Strategy<Value = (String, usize, usize)> {
+    use proptest::strategy::Strategy;
+    (
+        proptest::collection::vec(revalidation_block(), 1..30),
+        0..400usize,
+        0..64usize,
+    )
+        .prop_map(|(blocks, line, pick)| {
+            let mut src = String::from("---\nprofile: research\n---\n\n# Doc\n\n");
+            for b in blocks {
+                src.push_str(&b);
+                src.push('\n');
+            }
+            (src, line, pick)
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// Whenever the shortcut answers, it answers what a full validation does.
+    #[test]
+    fn revalidation_matches_full_validation((src, line, pick) in revalidation_case()) {
+        let Some(edited) = token_edit(&src, line, pick) else { return Ok(()) };
+        if let Some((fast, full)) = revalidated(&src, &edited, &opts()) {
+            proptest::prop_assert_eq!(fast, full, "{}\n=== edited ===\n{}", src, edited);
+        }
+    }
+}
+
+#[test]
+fn revalidation_shortcut_is_taken_and_refused() {
+    use proptest::strategy::{Strategy, ValueTree};
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = revalidation_case();
+    let (mut edits, mut shortcuts) = (0, 0);
+    for _ in 0..3000 {
+        let (src, line, pick) = strategy.new_tree(&mut runner).expect("a case").current();
+        let Some(edited) = token_edit(&src, line, pick) else {
+            continue;
+        };
+        edits += 1;
+        if let Some((fast, full)) = revalidated(&src, &edited, &opts()) {
+            assert_eq!(fast, full);
+            shortcuts += 1;
+        }
+    }
+    // Both paths are exercised: edits of attributes and text take the
+    // shortcut; edits of ids, references and registries are refused.
+    assert!(
+        shortcuts * 5 > edits,
+        "{shortcuts} shortcuts for {edits} edits"
+    );
+    assert!(shortcuts < edits, "{shortcuts} shortcuts for {edits} edits");
+}
+
+fn full_has_line(src: &str, text: &str) -> bool {
+    validate(&parse(src), &opts())
+        .iter()
+        .any(|d| d.message.contains(text))
+}
+
+#[test]
+fn revalidation_refuses_a_changed_id_and_a_moved_line() {
+    let src =
+        "# Doc\n\n::claim{id=\"a\" confidence=0.8}\nBody.\n::\n\n::evidence{for=\"a\"}\nE.\n::\n";
+    let opts = opts();
+    // An attribute value: shortcut taken, same result.
+    let (fast, full) = revalidated(src, &src.replace("0.8", "0.3"), &opts).expect("shortcut");
+    assert_eq!(fast, full);
+    // The id the evidence names: refused (the whole-document rules change).
+    assert!(revalidated(src, &src.replace("id=\"a\"", "id=\"b\""), &opts).is_none());
+    // Two siblings swap places: their identities change order, refused.
+    let src = "# Doc\n\n:::note{id=\"x\"}\nb\n:::\n\n::risk{id=\"r\" owner=\"o\"}\nc\n::\n";
+    let swapped = "# Doc\n\n::risk{id=\"r\" owner=\"o\"}\nc\n::\n\n:::note{id=\"x\"}\nb\n:::\n";
+    assert!(revalidated(src, swapped, &opts).is_none());
+    // A line moves from the paragraph to the note: the same line count and
+    // ids, but `x` now starts a line earlier, which the repeat of `x`
+    // further down must name: refused. (The fences change length so that
+    // the edited lines end at one and the splice applies.)
+    let src = "# Doc\n\nPara one\nPara two.\n\n:::note{id=\"x\"}\nb\n:::\n\nMiddle.\n\n::note{id=\"x\"}\nd\n::\n";
+    let moved = "# Doc\n\nPara one two.\n\n::::note{id=\"x\"}\nb\nb2\n::::\n\nMiddle.\n\n::note{id=\"x\"}\nd\n::\n";
+    assert!(revalidated(src, moved, &opts).is_none());
+    assert!(full_has_line(moved, "first used on line 5"));
+    // A longer body: lines after it move, refused.
+    assert!(revalidated(src, &src.replace("Body.\n", "Body.\nMore.\n"), &opts).is_none());
+}
