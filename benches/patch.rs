@@ -56,6 +56,31 @@ fn bench(c: &mut Criterion) {
             b.iter(|| noma::patch::apply_ops(black_box(&src), std::slice::from_ref(op)))
         });
     }
+    // The whole pure pipeline of `noma patch` (no I/O): parse, pre-validate
+    // (helper thread), apply, splice, post-validate (re-validated from the
+    // pre-validation when the edit allows), build the records.
+    let ctx = noma::engine::Context {
+        doc_uri: "file:///bench.noma".into(),
+        ..Default::default()
+    };
+    let opts = noma::engine::Options::new(noma::transcript::Actor {
+        kind: noma::transcript::ActorKind::Agent,
+        name: "bench".into(),
+        model: None,
+        version: None,
+    });
+    let (_, op) = &ops[0];
+    group.bench_function("engine plan (update_attribute)", |b| {
+        b.iter(|| {
+            noma::engine::plan(
+                black_box(&src),
+                &ctx,
+                std::slice::from_ref(op),
+                &opts,
+                noma::engine::APPLY,
+            )
+        })
+    });
     group.finish();
 }
 
