@@ -576,7 +576,7 @@ fn plan_with(
                         crate::validate::revalidate(pre, tree, replaced, &opts.validate)
                     });
                 match revalidated {
-                    Some(report) => report.diagnostics(&opts.validate),
+                    Some(report) => report.into_diagnostics(&opts.validate),
                     None => crate::validate::validate(tree, &opts.validate),
                 }
             }

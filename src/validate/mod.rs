@@ -267,7 +267,7 @@ impl<'d> Ctx<'d> {
 
 /// Validates a parsed document. Parse issues come first, as errors.
 pub fn validate(doc: &Document, opts: &Options) -> Vec<Diagnostic> {
-    validate_report(doc, opts).diagnostics(opts)
+    validate_report(doc, opts).into_diagnostics(opts)
 }
 
 /// A validation result before `--ignore-rule` is applied, kept so that an
@@ -285,9 +285,13 @@ impl Validation {
     /// The diagnostics [`validate`] returns: parse issues, then rule
     /// findings, with `opts.ignore_rules` applied.
     pub fn diagnostics(&self, opts: &Options) -> Vec<Diagnostic> {
-        let mut all = Vec::with_capacity(self.issues.len() + self.rules.len());
-        all.extend(self.issues.iter().cloned());
-        all.extend(self.rules.iter().cloned());
+        self.clone().into_diagnostics(opts)
+    }
+
+    /// [`Validation::diagnostics`], consuming the report.
+    pub fn into_diagnostics(self, opts: &Options) -> Vec<Diagnostic> {
+        let mut all = self.issues;
+        all.extend(self.rules);
         apply_ignore_rules(all, &opts.ignore_rules)
     }
 }
