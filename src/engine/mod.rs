@@ -264,9 +264,10 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
 type Stage<'a> = dyn Fn(&str) -> std::io::Result<fsio::StagedFile> + Sync + 'a;
 
 /// [`plan`], and when the list is accepted and changes the text, `stage`
-/// called with the new text while post-validation runs (on a helper
-/// thread for big documents): the document's temp file is written and
-/// fsynced meanwhile, leaving only the rename after the transcript commit.
+/// called with the new text while the last splice and post-validation run
+/// (on a helper thread for big documents): the document's temp file is
+/// written and fsynced meanwhile, leaving only the rename after the
+/// transcript commit.
 fn plan_staged(
     source: &str,
     ctx: &Context,
