@@ -81,6 +81,22 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    // Post-validation of that op's result: derived from the pre-validation
+    // (what `noma patch` does) against a full validation of the new tree.
+    let vopts = noma::validate::Options::default();
+    let before = noma::doc::parse(&src);
+    let pre = noma::validate::validate_report(&before, &vopts);
+    let after_src = noma::patch::apply_one(&src, op).expect("the op applies");
+    let splice = noma::doc::reparse::plan(&src, &before, &after_src).expect("a splice");
+    let mut after = before.clone();
+    let replaced = splice.apply(&mut after).expect("the splice applies");
+    assert!(noma::validate::revalidate(&pre, &after, &replaced, &vopts).is_some());
+    group.bench_function("post-validation: revalidate", |b| {
+        b.iter(|| noma::validate::revalidate(&pre, black_box(&after), &replaced, &vopts))
+    });
+    group.bench_function("post-validation: full", |b| {
+        b.iter(|| noma::validate::validate(black_box(&after), &vopts))
+    });
     group.finish();
 }
 
