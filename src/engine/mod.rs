@@ -191,10 +191,6 @@ fn engine_diag(severity: Severity, code: &str, message: String) -> Diagnostic {
     d
 }
 
-fn validate_text(text: &str, opts: &crate::validate::Options) -> Vec<Diagnostic> {
-    crate::validate::validate(&crate::doc::parse_shared(text), opts)
-}
-
 /// Documents at least this long get helper threads (pre-validation, the
 /// staged write); for smaller ones a thread costs more than the work it hides.
 const HELPER_THREAD_BYTES: usize = 64 * 1024;
@@ -282,28 +278,27 @@ fn plan_staged(
         let pre_validate = move |tree: &crate::doc::Document| {
             let report = crate::validate::validate_report(tree, validate);
             let diags = tag(report.diagnostics(validate), Phase::Pre);
-            PreValidation {
-                report: Some(report),
-                diags,
-            }
+            PreValidation { report, diags }
         };
-        let pre_diags = match tree {
+        let pre_validation = match tree {
+            // Book manifests are not validated (every op is rejected).
             None => Joined::ready(PreValidation {
-                report: None,
+                report: Default::default(),
                 diags: Vec::new(),
             }),
             // Validating a small document costs less than starting a thread.
             Some(tree) if source.len() < HELPER_THREAD_BYTES => Joined::ready(pre_validate(&tree)),
             Some(tree) => Joined::spawn(scope, "noma-prevalidate", move || pre_validate(&tree)),
         };
-        plan_with(source, ctx, ops, opts, apply, &pre_diags, stage)
+        plan_with(source, ctx, ops, opts, apply, &pre_validation, stage)
     })
 }
 
-/// The pre-validation of a request: its diagnostics (phase `pre`) and the
-/// report they came from, kept to re-validate a spliced tree from.
+/// The pre-validation of a request: the report, kept to re-validate a
+/// spliced tree from, and its diagnostics (phase `pre`), which every
+/// record carries.
 struct PreValidation {
-    report: Option<crate::validate::Validation>,
+    report: crate::validate::Validation,
     diags: Vec<Diagnostic>,
 }
 
@@ -552,7 +547,7 @@ fn plan_with(
         .iter()
         .filter(|s| s.result == PatchResult::Applied)
         .count();
-    let changed = matches!(state, std::borrow::Cow::Owned(_));
+    let changed = applied > 0;
     let (post_diags, staged) = std::thread::scope(|scope| {
         // The document's temp file is written and fsynced meanwhile.
         let staged = match stage {
@@ -573,7 +568,7 @@ fn plan_with(
                     .as_ref()
                     .filter(|_| applied == 1)
                     .and_then(|replaced| {
-                        let pre = pre_validation.get().report.as_ref()?;
+                        let pre = &pre_validation.get().report;
                         crate::validate::revalidate(pre, tree, replaced, &opts.validate)
                     });
                 match revalidated {
@@ -581,7 +576,8 @@ fn plan_with(
                     None => crate::validate::validate(tree, &opts.validate),
                 }
             }
-            None => validate_text(&state, &opts.validate),
+            // No op changed the text: it is the pre-validated source.
+            None => pre_validation.get().diags.clone(),
         };
         (post_diags, staged.map(Joined::into_inner))
     });
@@ -964,7 +960,7 @@ pub(crate) mod tests {
     fn strict_blocks_on_pre_errors() {
         // An unclosed directive is a parse issue, i.e. a pre-validation error.
         let src = "::claim{id=\"c\"}\nnever closed\n";
-        if Summary::of(&validate_text(src, &Default::default())) != Summary::Error {
+        if Summary::of(&validate_parsed(src)) != Summary::Error {
             return; // the parser recovered silently; nothing to test here
         }
         let mut o = Options::new(actor());
@@ -976,6 +972,10 @@ pub(crate) mod tests {
         assert_eq!(p.records[0].patch_result, PatchResult::Rejected);
         o.strict = false;
         assert!(plan_noop(src, &o).accepted);
+    }
+
+    fn validate_parsed(src: &str) -> Vec<Diagnostic> {
+        crate::validate::validate(&crate::doc::parse(src), &Default::default())
     }
 
     /// One `same` (noop) op on `src` with the test applier.
@@ -997,7 +997,7 @@ pub(crate) mod tests {
         let mut src = crate::synth::document(300);
         src.push_str("\n::claim{id=\"open\"}\nnever closed\n");
         assert!(src.len() >= HELPER_THREAD_BYTES);
-        let inline = tag(validate_text(&src, &Default::default()), Phase::Pre);
+        let inline = tag(validate_parsed(&src), Phase::Pre);
         assert_eq!(Summary::of(&inline), Summary::Error);
         let mut o = Options::new(actor());
         let p = plan_noop(&src, &o);

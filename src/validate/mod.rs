@@ -271,8 +271,9 @@ pub fn validate(doc: &Document, opts: &Options) -> Vec<Diagnostic> {
 }
 
 /// A validation result before `--ignore-rule` is applied, kept so that an
-/// edited tree can be re-validated from it ([`revalidate`]).
-#[derive(Debug, Clone, PartialEq)]
+/// edited tree can be re-validated from it ([`revalidate`]). The default
+/// is the empty result.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Validation {
     /// Parse issues, in parser order.
     issues: Vec<Diagnostic>,
