@@ -361,9 +361,7 @@ pub struct Document {
 impl Document {
     /// Every node in document order (pre-order), without list items.
     pub fn walk(&self) -> Walk<'_> {
-        Walk {
-            stack: vec![self.children.iter()],
-        }
+        walk_nodes(&self.children)
     }
     /// Every node in pre-order together with its depth (top level = 0) and
     /// the index path is not needed by most callers; see [`Document::walk`].
