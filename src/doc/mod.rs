@@ -108,6 +108,19 @@ pub fn parse_shared_edited(
     spliced.unwrap_or_else(|| (parse_shared(after), None))
 }
 
+/// Leaks this thread's memo entry instead of freeing it. For a process
+/// about to exit: glibc's `exit` runs thread-local destructors, and freeing
+/// a big document's tree node by node there costs milliseconds the OS
+/// reclaims for free anyway.
+pub fn leak_shared_parse() {
+    // `try_with`: during thread teardown the slot may already be gone.
+    let _ = LAST_PARSE.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            std::mem::forget(slot.take());
+        }
+    });
+}
+
 /// Frees a replaced memo entry. A big tree is freed node by node, which
 /// costs milliseconds the caller need not wait for: it goes to a helper
 /// thread (a short-lived process may exit before that thread is done,
@@ -127,6 +140,17 @@ fn drop_later(text: String, doc: Arc<Document>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leaked_memo_entry_is_gone() {
+        let text = "# A\n\nText.\n";
+        let first = parse_shared(text);
+        assert!(Arc::ptr_eq(&first, &parse_shared(text)));
+        leak_shared_parse();
+        let again = parse_shared(text);
+        assert!(!Arc::ptr_eq(&first, &again), "the memo was emptied");
+        assert_eq!(*first, *again);
+    }
 
     #[test]
     fn shared_parse_memo_hits_misses_and_frees_big_trees_elsewhere() {
