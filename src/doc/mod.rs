@@ -113,12 +113,23 @@ pub fn parse_shared_edited(
 /// a big document's tree node by node there costs milliseconds the OS
 /// reclaims for free anyway.
 pub fn leak_shared_parse() {
+    std::mem::forget(take_shared_parse());
+}
+
+/// Empties this thread's memo and frees its tree here and now. For a
+/// benchmark that times the pipeline from a cold memo (without a helper
+/// thread still freeing the last tree meanwhile), or a long-lived process
+/// giving the memory back.
+pub fn clear_shared_parse() {
+    drop(take_shared_parse());
+}
+
+fn take_shared_parse() -> Option<(String, Arc<Document>)> {
     // `try_with`: during thread teardown the slot may already be gone.
-    let _ = LAST_PARSE.try_with(|slot| {
-        if let Ok(mut slot) = slot.try_borrow_mut() {
-            std::mem::forget(slot.take());
-        }
-    });
+    LAST_PARSE
+        .try_with(|slot| slot.try_borrow_mut().ok()?.take())
+        .ok()
+        .flatten()
 }
 
 /// Frees a replaced memo entry. A big tree is freed node by node, which
@@ -142,7 +153,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_leaked_memo_entry_is_gone() {
+    fn a_leaked_or_cleared_memo_entry_is_gone() {
         let text = "# A\n\nText.\n";
         let first = parse_shared(text);
         assert!(Arc::ptr_eq(&first, &parse_shared(text)));
@@ -150,6 +161,10 @@ mod tests {
         let again = parse_shared(text);
         assert!(!Arc::ptr_eq(&first, &again), "the memo was emptied");
         assert_eq!(*first, *again);
+        assert_eq!(Arc::strong_count(&again), 2, "the memo holds it too");
+        clear_shared_parse();
+        assert_eq!(Arc::strong_count(&again), 1, "the memo let go of its tree");
+        assert!(!Arc::ptr_eq(&again, &parse_shared(text)));
     }
 
     #[test]
