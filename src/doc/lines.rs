@@ -63,6 +63,29 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
     out
 }
 
+/// The lines of `src[..cut]` as [`split`] gives them for the whole of
+/// `src`, where `cut` starts a line (0, or just past a terminator): the
+/// empty artifact after the terminator at `cut` is not one of them.
+pub fn split_before(src: &str, cut: usize) -> Vec<Line<'_>> {
+    if cut == 0 {
+        return Vec::new();
+    }
+    let mut lines = split(&src[..cut]);
+    lines.pop();
+    lines
+}
+
+/// The lines of `src[from..]`, with offsets into `src`, where `from` starts
+/// a line: `split_before(src, from)` followed by these is `split(src)`.
+pub fn split_from(src: &str, from: usize) -> Vec<Line<'_>> {
+    let mut lines = split(&src[from..]);
+    for line in &mut lines {
+        line.start += from;
+        line.end_with_terminator += from;
+    }
+    lines
+}
+
 /// The document's last line number (§6.3): the number of physical lines,
 /// not counting the empty artifact after a trailing newline.
 pub fn last_line(lines: &[Line<'_>]) -> u32 {
@@ -142,6 +165,29 @@ mod tests {
         assert_eq!(last_line(&lines), 2);
         assert_eq!(last_line(&split("a\nb")), 2);
         assert_eq!(last_line(&split("")), 1);
+    }
+
+    #[test]
+    fn split_before_and_from_a_line_start_make_the_whole_split() {
+        for src in [
+            "",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "a\rb\n\nc",
+            "\n\n",
+            "x\ny\r\nz\r",
+        ] {
+            let whole = split(src);
+            let starts = std::iter::once(0).chain(whole.iter().skip(1).map(|l| l.start));
+            for cut in starts {
+                let mut joined = split_before(src, cut);
+                assert!(joined.iter().all(|l| l.end_with_terminator <= cut));
+                joined.extend(split_from(src, cut));
+                assert_eq!(joined, whole, "{src:?} cut at {cut}");
+            }
+        }
     }
 
     #[test]

@@ -50,8 +50,7 @@ pub fn parse(src: &str) -> Document {
 /// Parses a document on the calling thread only.
 pub fn parse_sequential(src: &str) -> Document {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    let all = lines::split(src);
-    Parser::new(&all).run()
+    Parser::new(lines::split(src)).run()
 }
 
 /// Body lines parsed on their own: the second half of a split parse, or
@@ -70,8 +69,7 @@ pub(super) struct Fragment {
 /// is the document's). Callers decide when this equals the lines' parse in
 /// context.
 pub(super) fn parse_fragment(src: &str, base: usize) -> Fragment {
-    let all = lines::split(src);
-    let mut parser = Parser::with_base(&all, base);
+    let mut parser = Parser::with_base(lines::split(src), base);
     let nodes = parser.body(base);
     Fragment {
         nodes,
@@ -124,8 +122,13 @@ fn parse_in_halves(src: &str) -> Option<Document> {
             .name("noma-parse".into())
             .spawn_scoped(scope, move || parse_fragment(tail, cut_line))
             .ok()?;
-        let all = lines::split(src);
-        Parser::new(&all).run_in_halves(cut_line, || {
+        // This thread splits only the head into lines (the helper splits
+        // the tail), but numbers lines and ends input as the whole does.
+        let mut parser = Parser::new(lines::split_before(src, cut));
+        let tail_lines = memchr::memchr_iter(b'\n', tail.as_bytes()).count() + 1;
+        parser.to = cut_line + tail_lines;
+        parser.last_line = (parser.to - usize::from(tail.ends_with('\n'))) as u32;
+        parser.run_in_halves(src, cut, cut_line, || {
             helper
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -191,7 +194,7 @@ impl Container {
 }
 
 struct Parser<'a> {
-    lines: &'a [Line<'a>],
+    lines: Vec<Line<'a>>,
     /// Index (in the whole document) of `lines[0]`: 0 except for the second
     /// half of a split parse, whose line numbers are the document's.
     base: usize,
@@ -211,17 +214,17 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn new(lines: &'a [Line<'a>]) -> Self {
+    fn new(lines: Vec<Line<'a>>) -> Self {
         Self::with_base(lines, 0)
     }
 
     /// A parser of `lines`, which start at line index `base` of a document.
-    fn with_base(lines: &'a [Line<'a>], base: usize) -> Self {
+    fn with_base(lines: Vec<Line<'a>>, base: usize) -> Self {
         Parser {
-            lines,
             base,
             to: base + lines.len(),
-            last_line: base as u32 + lines::last_line(lines),
+            last_line: base as u32 + lines::last_line(&lines),
+            lines,
             stack: vec![Container {
                 directive: None,
                 first: 0,
@@ -244,7 +247,7 @@ impl<'a> Parser<'a> {
     /// Lines `start..=end` (1-based, document numbering) joined with `\n`.
     fn joined(&self, start: u32, end: u32) -> Text {
         let base = self.base as u32;
-        lines::slice_joined_text(self.lines, start - base, end - base)
+        lines::slice_joined_text(&self.lines, start - base, end - base)
     }
 
     /// Adds a finished node to the innermost open container or section.
@@ -283,9 +286,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// [`Parser::run`] with the lines from index `cut` on parsed elsewhere
-    /// (`tail`); see [`parse_in_halves`].
-    fn run_in_halves(mut self, cut: usize, tail: impl FnOnce() -> Fragment) -> Option<Document> {
+    /// [`Parser::run`] with the lines from index `cut` (byte `cut_byte` of
+    /// `src`) on parsed elsewhere (`tail`); see [`parse_in_halves`]. The
+    /// parser holds only the lines before the cut; should it have to go on
+    /// alone, it splits the rest of `src` then.
+    fn run_in_halves(
+        mut self,
+        src: &'a str,
+        cut_byte: usize,
+        cut: usize,
+        tail: impl FnOnce() -> Fragment,
+    ) -> Option<Document> {
         let end = self.to;
         self.to = cut;
         let (meta, frontmatter, body_start) = self.frontmatter();
@@ -324,6 +335,7 @@ impl<'a> Parser<'a> {
             );
         } else {
             // Inside a directive at the cut: parse on alone.
+            self.lines.extend(lines::split_from(src, cut_byte));
             self.advance(stop);
         }
         Some(self.into_document(meta, frontmatter))
@@ -403,7 +415,7 @@ impl<'a> Parser<'a> {
             return (Map::new(), None, 0);
         }
         let Some(close) = (1..self.to).find(|&i| is_frontmatter_fence(self.text(i))) else {
-            let rest = lines::slice_joined(self.lines, 2, self.last_line);
+            let rest = lines::slice_joined(&self.lines, 2, self.last_line);
             if looks_like_yaml_mapping(&rest) {
                 self.issue(
                     "unclosed-frontmatter",
@@ -417,7 +429,7 @@ impl<'a> Parser<'a> {
         let raw = if close == 1 {
             String::new()
         } else {
-            lines::slice_joined(self.lines, 2, close as u32)
+            lines::slice_joined(&self.lines, 2, close as u32)
         };
         let meta = match yaml_to_json_value(&raw) {
             Ok(Value::Object(m)) => m,
@@ -1445,6 +1457,7 @@ mod tests {
         fn a_split_parse_is_the_sequential_parse(
             front in proptest::prelude::any::<bool>(),
             blocks in proptest::collection::vec(split_block(), 1..60),
+            trailing_newline in proptest::prelude::any::<bool>(),
         ) {
             let mut src = String::new();
             if front {
@@ -1453,6 +1466,9 @@ mod tests {
             for b in &blocks {
                 src.push_str(b);
                 src.push('\n');
+            }
+            if !trailing_newline {
+                src.pop();
             }
             if let Some(doc) = parse_in_halves(&src) {
                 proptest::prop_assert_eq!(doc, parse_sequential(&src));

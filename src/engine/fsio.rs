@@ -93,7 +93,12 @@ pub struct StagedFile {
     tmp: PathBuf,
     path: PathBuf,
     committed: bool,
+    /// The size of the file the commit replaces, if one exists.
+    replaced_len: Option<u64>,
 }
+
+/// Replaced files at least this big are freed on a helper thread.
+const BACKGROUND_RELEASE_BYTES: u64 = 1 << 20;
 
 impl StagedFile {
     /// Writes and fsyncs `bytes` to a fresh temp file beside `path`.
@@ -107,10 +112,11 @@ impl StagedFile {
             std::process::id(),
             uuid::Uuid::new_v4().simple()
         );
-        let staged = StagedFile {
+        let mut staged = StagedFile {
             tmp: parent_dir(path).join(tmp_name),
             path: path.to_path_buf(),
             committed: false,
+            replaced_len: None,
         };
         let mut f = OpenOptions::new()
             .write(true)
@@ -119,6 +125,7 @@ impl StagedFile {
         if let Ok(meta) = std::fs::metadata(path) {
             // Keep the document's permissions across the replace.
             let _ = f.set_permissions(meta.permissions());
+            staged.replaced_len = Some(meta.len());
         }
         f.write_all(bytes)?;
         f.sync_all()?;
@@ -127,10 +134,32 @@ impl StagedFile {
 
     /// Renames the temp file over the target and makes the rename durable.
     pub fn commit(mut self) -> io::Result<()> {
+        // Renaming over a file frees it, which for a 3 MB document costs
+        // ~2 ms of page-cache and block release inside the rename. Holding
+        // it open moves that work to the last close, done on a helper
+        // thread while this one syncs the directory and reports.
+        let replaced = self
+            .replaced_len
+            .filter(|&len| cfg!(unix) && len >= BACKGROUND_RELEASE_BYTES)
+            .and_then(|_| File::open(&self.path).ok());
         std::fs::rename(&self.tmp, &self.path)?;
         self.committed = true;
+        if let Some(replaced) = replaced {
+            release_in_background(replaced);
+        }
         sync_dir(&parent_dir(&self.path))
     }
+}
+
+/// Closes `file` on a detached helper thread (here, if none can start).
+/// A process that exits meanwhile still completes the close: the kernel
+/// finishes it while tearing the thread down.
+fn release_in_background(file: File) {
+    let spawned = std::thread::Builder::new()
+        .name("noma-release".into())
+        .spawn(move || drop(file));
+    // If no thread could start, the closure was dropped and the file closed.
+    drop(spawned);
 }
 
 impl Drop for StagedFile {
@@ -196,6 +225,22 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         std::fs::write(dir.path().join(".d.noma.noma-tmp-1-x"), "junk").unwrap();
         assert_eq!(remove_stale_temps(&p), 1);
+    }
+
+    #[test]
+    fn replacing_a_big_file_keeps_only_the_new_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.noma");
+        let old = vec![b'o'; BACKGROUND_RELEASE_BYTES as usize + 1];
+        std::fs::write(&p, &old).unwrap();
+        let staged = StagedFile::write(&p, b"new").unwrap();
+        assert_eq!(staged.replaced_len, Some(old.len() as u64));
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Again over the now small file: no helper, same result.
+        atomic_write(&p, &old).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), old);
     }
 
     #[test]

@@ -441,9 +441,28 @@ fn plan_with(
         advisories: Vec<Diagnostic>,
         elapsed: f64,
     }
+    /// The sha256 of `state`, hashed on first need and given to the step
+    /// that produced it (`pending`), whose `post` waits for it.
+    fn settle(
+        state: &str,
+        state_sha: &mut Option<String>,
+        steps: &mut [Step],
+        pending: &mut Option<usize>,
+    ) -> String {
+        let sha = state_sha
+            .get_or_insert_with(|| sha256_hex(state.as_bytes()))
+            .clone();
+        if let Some(step) = pending.take().and_then(|i| steps.get_mut(i)) {
+            step.post.clone_from(&sha);
+        }
+        sha
+    }
     let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
     let mut state = std::borrow::Cow::Borrowed(source);
-    let mut state_sha = pre_sha256.clone();
+    let mut state_sha = Some(pre_sha256.clone());
+    // The last applied step, while the text it produced is not hashed yet:
+    // the last change's text is hashed once its write has started.
+    let mut pending: Option<usize> = None;
     // The tree of `state` (with what its splice replaced), once built.
     let mut state_tree = None;
     // The text before the last change while its tree is not built yet:
@@ -470,24 +489,25 @@ fn plan_with(
         match apply(&state, std::slice::from_ref(op)) {
             Ok(next) => {
                 let elapsed = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+                let pre = settle(&state, &mut state_sha, &mut steps, &mut pending);
                 if next == state {
                     steps.push(Step {
-                        pre: state_sha.clone(),
-                        post: state_sha.clone(),
+                        post: pre.clone(),
+                        pre,
                         result: PatchResult::Noop,
                         advisories,
                         elapsed,
                     });
                 } else {
-                    // Hashed while the pre-validation helper still runs.
-                    let next_sha = sha256_hex(next.as_bytes());
                     steps.push(Step {
-                        pre: std::mem::replace(&mut state_sha, next_sha.clone()),
-                        post: next_sha,
+                        pre,
+                        post: String::new(),
                         result: PatchResult::Applied,
                         advisories,
                         elapsed,
                     });
+                    pending = Some(steps.len() - 1);
+                    state_sha = None;
                     unspliced = Some(std::mem::replace(&mut state, std::borrow::Cow::Owned(next)));
                 }
             }
@@ -557,6 +577,8 @@ fn plan_with(
             Some(stage) if changed => Some(Joined::ready(stage(&state))),
             _ => None,
         };
+        // Hashed while the write runs and the pre-validation helper may.
+        settle(&state, &mut state_sha, &mut steps, &mut pending);
         if let Some(before) = unspliced.take() {
             state_tree = Some(splice(&before, &state));
         }

@@ -1,34 +1,72 @@
 //! Document integrity: `duplicate-id`, `broken-reference`, and the profile
 //! declaration check (`unknown-profile`).
 
-use super::{profiles, Ctx, FastSet};
+use super::{profiles, rule_diagnostic, Ctx, FastMap, FastSet};
+use crate::diag::Diagnostic;
 use crate::doc::inline::wikilinks;
-use crate::doc::Node;
+use crate::doc::{Document, Node};
 use std::borrow::Cow;
 
 /// Registers a node's id and aliases; a repeated canonical id is an error.
 pub(crate) fn register_ids<'d>(cx: &mut Ctx<'d>, node: &'d Node) {
-    if let Some(id) = node.id.as_deref() {
-        // One hash per id: the entry either registers it or finds the first owner.
-        let first_line = match cx.ids.entry(id) {
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(node);
-                None
-            }
-            std::collections::hash_map::Entry::Occupied(first) => Some(first.get().span.start),
-        };
-        if let Some(first_line) = first_line {
-            cx.emit_at(
-                "duplicate-id",
-                format!(
-                    "duplicate block id \"{id}\" (first used on line {first_line}); give one of them a different id="
-                ),
-                node,
-            );
-        }
+    if let Some(duplicate) = register(&mut cx.ids, &mut cx.aliases, node) {
+        cx.out.push(duplicate);
     }
+}
+
+/// Maps a node's id and aliases to it unless an earlier node holds them;
+/// a repeated canonical id yields its `duplicate-id` finding.
+fn register<'d>(
+    ids: &mut FastMap<&'d str, &'d Node>,
+    aliases: &mut FastMap<&'d str, &'d Node>,
+    node: &'d Node,
+) -> Option<Diagnostic> {
     for alias in &node.aliases {
-        cx.aliases.entry(alias.as_str()).or_insert(node);
+        aliases.entry(alias.as_str()).or_insert(node);
+    }
+    let id = node.id.as_deref()?;
+    // One hash per id: the entry either registers it or finds the first owner.
+    let first_line = match ids.entry(id) {
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            slot.insert(node);
+            return None;
+        }
+        std::collections::hash_map::Entry::Occupied(first) => first.get().span.start,
+    };
+    Some(rule_diagnostic(
+        "duplicate-id",
+        format!(
+            "duplicate block id \"{id}\" (first used on line {first_line}); give one of them a different id="
+        ),
+        Some(node.span.start),
+        Some(id),
+    ))
+}
+
+/// Every id and alias of `doc` mapped to its first node, and the
+/// `duplicate-id` findings, in document order: what the walk registers,
+/// computed on its own so that another thread can run the rest of the walk.
+pub(crate) struct Registry<'d> {
+    pub ids: FastMap<&'d str, &'d Node>,
+    pub aliases: FastMap<&'d str, &'d Node>,
+    pub duplicates: Vec<Diagnostic>,
+}
+
+impl<'d> Registry<'d> {
+    /// Registers every node of `doc` in pre-order, as the walk meets them.
+    pub(crate) fn of(doc: &'d Document, ids_capacity: usize) -> Registry<'d> {
+        let mut registry = Registry {
+            ids: FastMap::default(),
+            aliases: FastMap::default(),
+            duplicates: Vec::new(),
+        };
+        registry.ids.reserve(ids_capacity);
+        for node in crate::doc::ast::walk_nodes(&doc.children) {
+            if let Some(d) = register(&mut registry.ids, &mut registry.aliases, node) {
+                registry.duplicates.push(d);
+            }
+        }
+        registry
     }
 }
 
