@@ -140,12 +140,7 @@ fn drop_later(text: String, doc: Arc<Document>) {
     if text.len() < DEFERRED_DROP_BYTES || Arc::strong_count(&doc) > 1 {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("noma-drop".into())
-        .spawn(move || drop((text, doc)));
-    // Without a thread (resource limits) the entry was moved into the
-    // failed closure and is freed here, as it would have been anyway.
-    drop(spawned);
+    crate::drop_on_helper("noma-drop", (text, doc));
 }
 
 #[cfg(test)]

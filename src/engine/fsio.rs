@@ -145,21 +145,10 @@ impl StagedFile {
         std::fs::rename(&self.tmp, &self.path)?;
         self.committed = true;
         if let Some(replaced) = replaced {
-            release_in_background(replaced);
+            crate::drop_on_helper("noma-release", replaced);
         }
         sync_dir(&parent_dir(&self.path))
     }
-}
-
-/// Closes `file` on a detached helper thread (here, if none can start).
-/// A process that exits meanwhile still completes the close: the kernel
-/// finishes it while tearing the thread down.
-fn release_in_background(file: File) {
-    let spawned = std::thread::Builder::new()
-        .name("noma-release".into())
-        .spawn(move || drop(file));
-    // If no thread could start, the closure was dropped and the file closed.
-    drop(spawned);
 }
 
 impl Drop for StagedFile {

@@ -346,36 +346,9 @@ fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Valid
     // unused capacity).
     let ids_capacity = (doc.end_line as usize / 5).min(1 << 20);
     integrity::check_profiles_declared(&mut cx);
-    // Registration reads nothing the other rules write and they never read
-    // the id maps before the walk ends, so the two can run side by side.
-    // Its `duplicate-id` findings are appended after the walk's instead of
-    // among them, which the sort below makes the same order.
-    let registry = parallel
-        .then(|| {
-            std::thread::scope(|scope| {
-                let helper = std::thread::Builder::new()
-                    .name("noma-ids".into())
-                    .spawn_scoped(scope, || integrity::Registry::of(doc, ids_capacity))
-                    .ok()?;
-                walk_with::<false>(&mut cx, &doc.children, Scope::ROOT);
-                Some(
-                    helper
-                        .join()
-                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                )
-            })
-        })
-        .flatten();
-    match registry {
-        Some(registry) => {
-            cx.ids = registry.ids;
-            cx.aliases = registry.aliases;
-            cx.out.extend(registry.duplicates);
-        }
-        None => {
-            cx.ids.reserve(ids_capacity);
-            walk(&mut cx, &doc.children, Scope::ROOT);
-        }
+    if !(parallel && walk_beside_registry(&mut cx, ids_capacity)) {
+        cx.ids.reserve(ids_capacity);
+        walk(&mut cx, &doc.children, Scope::ROOT);
     }
     integrity::check_references(&mut cx);
     blocks::check_claims(&mut cx);
@@ -385,6 +358,36 @@ fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Valid
     let mut rules = std::mem::take(&mut cx.out);
     sort_rules(&mut rules);
     Validation { issues, rules }
+}
+
+/// The walk with ids registered on a helper thread meanwhile; `false`
+/// (nothing done) when no thread can be had.
+///
+/// Registration reads nothing the other rules write and they never read
+/// the id maps before the walk ends, so the two can run side by side. Its
+/// `duplicate-id` findings are appended after the walk's instead of among
+/// them, which the sort in [`validate_report`] makes the same order.
+fn walk_beside_registry(cx: &mut Ctx<'_>, ids_capacity: usize) -> bool {
+    let doc = cx.doc;
+    let registry = std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("noma-ids".into())
+            .spawn_scoped(scope, || integrity::Registry::of(doc, ids_capacity))
+            .ok()?;
+        walk_with::<false>(cx, &doc.children, Scope::ROOT);
+        Some(
+            helper
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        )
+    });
+    let Some(registry) = registry else {
+        return false;
+    };
+    cx.ids = registry.ids;
+    cx.aliases = registry.aliases;
+    cx.out.extend(registry.duplicates);
+    true
 }
 
 /// Output order of rule findings. Stable: equal keys keep emission order
