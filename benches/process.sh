@@ -29,6 +29,15 @@ median_ms() {
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
 }
 
+# Machine speed: a fixed awk loop (pure arithmetic, no I/O, ~20 ms at full
+# speed), timed before and after the noma commands. This VM has phases in
+# which every process runs about half as fast; when the calibration is slow,
+# so is everything else in the run, and the figures say nothing about noma.
+calibrate() {
+  median_ms awk 'BEGIN { for (i = 0; i < 600000; i++) s += i * 7 }'
+}
+echo "cpu calibration       : $(calibrate) ms (awk loop, before)"
+
 "$bin" synth --sections 10000 >"$work/big.noma"
 size=$(wc -c <"$work/big.noma")
 echo "document: $size bytes, 10,000 sections"
@@ -55,3 +64,4 @@ PY
 records=$(wc -l <"$work/small.noma.patches")
 ms=$(median_ms "$bin" replay "$work/small.noma")
 echo "noma replay           : $ms ms for $records records ($(awk -v r="$records" -v m="$ms" 'BEGIN{printf "%d", r/(m/1000)}') records/s)"
+echo "cpu calibration       : $(calibrate) ms (awk loop, after)"

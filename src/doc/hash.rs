@@ -72,13 +72,9 @@ impl<'a> SliceHasher<'a> {
             return sha256_hex(b"");
         }
         if self.lf_only {
-            let end_byte = last.start + last.text.len();
-            return sha256_hex(
-                self.src
-                    .as_bytes()
-                    .get(first.start..end_byte)
-                    .unwrap_or_default(),
-            );
+            let from = first.start_in(self.src);
+            let end_byte = last.start_in(self.src) + last.text.len();
+            return sha256_hex(self.src.as_bytes().get(from..end_byte).unwrap_or_default());
         }
         let mut h = Sha256::new();
         for (k, line) in self.lines[s..e].iter().enumerate() {
