@@ -30,13 +30,23 @@ median_ms() {
 }
 
 # Machine speed: a fixed awk loop (pure arithmetic, no I/O, ~20 ms at full
-# speed), timed before and after the noma commands. This VM has phases in
-# which every process runs about half as fast; when the calibration is slow,
-# so is everything else in the run, and the figures say nothing about noma.
+# speed), timed on each CPU before and after the noma commands. This VM has
+# phases in which every process runs about half as fast, sometimes on one of
+# its two vCPUs only; when the calibration is slow, so is everything else in
+# the run, and the figures say nothing about noma.
 calibrate() {
-  median_ms awk 'BEGIN { for (i = 0; i < 600000; i++) s += i * 7 }'
+  local loop=(awk 'BEGIN { for (i = 0; i < 600000; i++) s += i * 7 }')
+  if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    local out="" cpu
+    for cpu in $(seq 0 $(($(nproc) - 1))); do
+      out+="cpu$cpu $(median_ms taskset -c "$cpu" "${loop[@]}") ms  "
+    done
+    echo "${out%  }"
+  else
+    echo "$(median_ms "${loop[@]}") ms"
+  fi
 }
-echo "cpu calibration       : $(calibrate) ms (awk loop, before)"
+echo "cpu calibration       : $(calibrate) (awk loop, before)"
 
 "$bin" synth --sections 10000 >"$work/big.noma"
 size=$(wc -c <"$work/big.noma")
@@ -64,4 +74,4 @@ PY
 records=$(wc -l <"$work/small.noma.patches")
 ms=$(median_ms "$bin" replay "$work/small.noma")
 echo "noma replay           : $ms ms for $records records ($(awk -v r="$records" -v m="$ms" 'BEGIN{printf "%d", r/(m/1000)}') records/s)"
-echo "cpu calibration       : $(calibrate) ms (awk loop, after)"
+echo "cpu calibration       : $(calibrate) (awk loop, after)"
