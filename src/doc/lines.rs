@@ -68,7 +68,8 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
 
 /// The lines of `src[..cut]` as [`split`] gives them for the whole of
 /// `src`, where `cut` starts a line (0, or just past a terminator): the
-/// empty artifact after the terminator at `cut` is not one of them.
+/// empty artifact after the terminator at `cut` is not one of them, so
+/// these followed by `split(&src[cut..])` are `split(src)`.
 pub fn split_before(src: &str, cut: usize) -> Vec<Line<'_>> {
     if cut == 0 {
         return Vec::new();
@@ -76,12 +77,6 @@ pub fn split_before(src: &str, cut: usize) -> Vec<Line<'_>> {
     let mut lines = split(&src[..cut]);
     lines.pop();
     lines
-}
-
-/// The lines of `src[from..]`, where `from` starts a line:
-/// `split_before(src, from)` followed by these is `split(src)`.
-pub fn split_from(src: &str, from: usize) -> Vec<Line<'_>> {
-    split(&src[from..])
 }
 
 /// The document's last line number (§6.3): the number of physical lines,
@@ -171,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn split_before_and_from_a_line_start_make_the_whole_split() {
+    fn split_before_a_line_start_and_the_rest_make_the_whole_split() {
         for src in [
             "",
             "a",
@@ -189,7 +184,7 @@ mod tests {
                 assert!(joined
                     .iter()
                     .all(|l| l.start_in(src) + l.text.len() < cut.max(1)));
-                joined.extend(split_from(src, cut));
+                joined.extend(split(&src[cut..]));
                 let at = |v: &[Line<'_>]| -> Vec<(usize, String)> {
                     v.iter()
                         .map(|l| (l.start_in(src), l.text.to_owned()))

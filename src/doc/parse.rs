@@ -335,7 +335,7 @@ impl<'a> Parser<'a> {
             );
         } else {
             // Inside a directive at the cut: parse on alone.
-            self.lines.extend(lines::split_from(src, cut_byte));
+            self.lines.extend(lines::split(&src[cut_byte..]));
             self.advance(stop);
         }
         Some(self.into_document(meta, frontmatter))
