@@ -24,6 +24,7 @@ pub mod patch;
 pub mod synth;
 #[cfg(test)]
 mod testutil;
+mod threads;
 pub mod transcript;
 pub mod validate;
 pub mod verify;
@@ -35,8 +36,6 @@ pub mod verify;
 /// thread down. Without a thread (resource limits) the value, moved into
 /// the failed closure, is dropped here.
 pub(crate) fn drop_on_helper<T: Send + 'static>(name: &str, value: T) {
-    let spawned = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || drop(value));
+    let spawned = threads::spawn(name, move || drop(value));
     drop(spawned);
 }

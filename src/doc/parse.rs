@@ -118,10 +118,10 @@ fn parse_in_halves(src: &str) -> Option<Document> {
     let (head, tail) = src.split_at(cut);
     let cut_line = memchr::memchr_iter(b'\n', head.as_bytes()).count();
     std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
-            .name("noma-parse".into())
-            .spawn_scoped(scope, move || parse_fragment(tail, cut_line))
-            .ok()?;
+        let helper = crate::threads::spawn_scoped(scope, "noma-parse", move || {
+            parse_fragment(tail, cut_line)
+        })
+        .ok()?;
         // This thread splits only the head into lines (the helper splits
         // the tail), but numbers lines and ends input as the whole does.
         let mut parser = Parser::new(lines::split_before(src, cut));

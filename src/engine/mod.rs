@@ -221,10 +221,7 @@ impl<'scope, T> Joined<'scope, T> {
         F: FnOnce() -> T + Send + Clone + 'scope,
         T: Send + 'scope,
     {
-        match std::thread::Builder::new()
-            .name(name.into())
-            .spawn_scoped(scope, job.clone())
-        {
+        match crate::threads::spawn_scoped(scope, name, job.clone()) {
             Ok(handle) => Joined::pending(handle),
             Err(_) => Joined::ready(job()),
         }

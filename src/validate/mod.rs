@@ -370,10 +370,10 @@ fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Valid
 fn walk_beside_registry(cx: &mut Ctx<'_>, ids_capacity: usize) -> bool {
     let doc = cx.doc;
     let registry = std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
-            .name("noma-ids".into())
-            .spawn_scoped(scope, || integrity::Registry::of(doc, ids_capacity))
-            .ok()?;
+        let helper = crate::threads::spawn_scoped(scope, "noma-ids", || {
+            integrity::Registry::of(doc, ids_capacity)
+        })
+        .ok()?;
         walk_with::<false>(cx, &doc.children, Scope::ROOT);
         Some(
             helper
