@@ -28,14 +28,3 @@ mod threads;
 pub mod transcript;
 pub mod validate;
 pub mod verify;
-
-/// Drops `value` on a detached helper thread named `name`, for work the
-/// caller need not wait for (freeing a big tree, the last close of a big
-/// replaced file). A process that exits meanwhile is fine: the OS reclaims
-/// memory at once and the kernel completes a close while tearing the
-/// thread down. Without a thread (resource limits) the value, moved into
-/// the failed closure, is dropped here.
-pub(crate) fn drop_on_helper<T: Send + 'static>(name: &str, value: T) {
-    let spawned = threads::spawn(name, move || drop(value));
-    drop(spawned);
-}

@@ -35,10 +35,7 @@ where
     let caller = current_cpu();
     let handle = Builder::new()
         .name(name.into())
-        .spawn_scoped(scope, move || {
-            step_off(caller);
-            job()
-        })?;
+        .spawn_scoped(scope, stepping_off(caller, job))?;
     let_helper_start(caller);
     Ok(handle)
 }
@@ -51,12 +48,30 @@ where
     T: Send + 'static,
 {
     let caller = current_cpu();
-    let handle = Builder::new().name(name.into()).spawn(move || {
-        step_off(caller);
-        job()
-    })?;
+    let handle = Builder::new()
+        .name(name.into())
+        .spawn(stepping_off(caller, job))?;
     let_helper_start(caller);
     Ok(handle)
+}
+
+/// Drops `value` on a detached helper thread named `name`, for work the
+/// caller need not wait for (freeing a big tree, the last close of a big
+/// replaced file). A process that exits meanwhile is fine: the OS reclaims
+/// memory at once and the kernel completes a close while tearing the
+/// thread down. Without a thread (resource limits) the value, moved into
+/// the failed closure, is dropped here.
+pub(crate) fn drop_on_helper<T: Send + 'static>(name: &str, value: T) {
+    let spawned = spawn(name, move || drop(value));
+    drop(spawned);
+}
+
+/// `job`, run once the helper has stepped off `caller`'s CPU.
+fn stepping_off<T>(caller: Option<usize>, job: impl FnOnce() -> T) -> impl FnOnce() -> T {
+    move || {
+        step_off(caller);
+        job()
+    }
 }
 
 /// Gives a just-spawned helper the CPU for the instant it needs to step
@@ -80,20 +95,29 @@ fn current_cpu() -> Option<usize> {
     None
 }
 
+/// The calling thread's affinity mask, if the OS gives it.
+#[cfg(target_os = "linux")]
+fn affinity_mask() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array, valid when zeroed, and
+    // sched_getaffinity writes at most the `size` bytes it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        (libc::sched_getaffinity(0, size, &mut set) == 0).then_some(set)
+    }
+}
+
 /// Moves the calling thread off `cpu` (when it may run elsewhere), then
 /// gives it back the affinity it had.
 #[cfg(target_os = "linux")]
 fn step_off(cpu: Option<usize>) {
-    let Some(cpu) = cpu else { return };
+    let (Some(cpu), Some(allowed)) = (cpu, affinity_mask()) else {
+        return;
+    };
     let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: cpu_set_t is a plain bit array, valid when zeroed; the
-    // affinity calls read or write exactly `size` bytes of it, and the CPU_*
-    // helpers are given indices below the set's capacity (checked first).
+    // SAFETY: the CPU_* helpers are given an index below the set's capacity
+    // (checked first), and the affinity calls read exactly `size` bytes.
     unsafe {
-        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
-            return;
-        }
         if cpu >= 8 * size || !libc::CPU_ISSET(cpu, &allowed) || libc::CPU_COUNT(&allowed) < 2 {
             return;
         }
@@ -158,19 +182,14 @@ mod tests {
     fn affinity() -> Option<Vec<usize>> {
         #[cfg(target_os = "linux")]
         {
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: as in `step_off`.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                if libc::sched_getaffinity(0, size, &mut set) != 0 {
-                    return None;
-                }
-                Some(
-                    (0..8 * size)
-                        .filter(|&c| libc::CPU_ISSET(c, &set))
-                        .collect(),
-                )
-            }
+            let set = affinity_mask()?;
+            let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: every index is below the set's capacity.
+            Some(
+                (0..capacity)
+                    .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+                    .collect(),
+            )
         }
         #[cfg(not(target_os = "linux"))]
         None

@@ -140,7 +140,7 @@ fn drop_later(text: String, doc: Arc<Document>) {
     if text.len() < DEFERRED_DROP_BYTES || Arc::strong_count(&doc) > 1 {
         return;
     }
-    crate::drop_on_helper("noma-drop", (text, doc));
+    crate::threads::drop_on_helper("noma-drop", (text, doc));
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ impl StagedFile {
         std::fs::rename(&self.tmp, &self.path)?;
         self.committed = true;
         if let Some(replaced) = replaced {
-            crate::drop_on_helper("noma-release", replaced);
+            crate::threads::drop_on_helper("noma-release", replaced);
         }
         sync_dir(&parent_dir(&self.path))
     }
