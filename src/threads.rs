@@ -32,12 +32,9 @@ where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    let caller = current_cpu();
-    let handle = Builder::new()
-        .name(name.into())
-        .spawn_scoped(scope, stepping_off(caller, job))?;
-    let_helper_start(caller);
-    Ok(handle)
+    placed(name, |builder, caller| {
+        builder.spawn_scoped(scope, stepping_off(caller, job))
+    })
 }
 
 /// [`Builder::spawn`] for a helper named `name`, placed like
@@ -47,10 +44,19 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    placed(name, |builder, caller| {
+        builder.spawn(stepping_off(caller, job))
+    })
+}
+
+/// Starts a helper named `name` through `start` (given the caller's CPU,
+/// which the helper's job must step off), then lets it run.
+fn placed<H>(
+    name: &str,
+    start: impl FnOnce(Builder, Option<usize>) -> io::Result<H>,
+) -> io::Result<H> {
     let caller = current_cpu();
-    let handle = Builder::new()
-        .name(name.into())
-        .spawn(stepping_off(caller, job))?;
+    let handle = start(Builder::new().name(name.into()), caller)?;
     let_helper_start(caller);
     Ok(handle)
 }
