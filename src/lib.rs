@@ -15,6 +15,7 @@ pub mod config;
 pub mod diag;
 pub mod doc;
 pub mod engine;
+pub mod fsio;
 pub mod git;
 pub mod guard;
 pub mod hooks;

@@ -311,16 +311,25 @@ fn malformed_transcript_lines_are_named_by_line() {
         .code(1)
         .stdout(predicates::str::contains("line 1"));
 
-    // A torn final line is repaired (never committed) and reported.
-    std::fs::write(f.transcript(), format!("{good}{{\"protocol_ver")).unwrap();
+    // A torn final line is reported, never repaired by the verifier;
+    // `noma repair` moves it aside.
+    let torn = format!("{good}{{\"protocol_ver");
+    std::fs::write(f.transcript(), &torn).unwrap();
     noma()
         .arg("replay")
         .arg(&f.doc)
         .arg("--base")
         .arg(&base)
         .assert()
+        .code(1)
+        .stdout(predicates::str::contains("torn").and(predicates::str::contains("line 2")));
+    assert_eq!(std::fs::read_to_string(f.transcript()).unwrap(), torn);
+    noma()
+        .arg("repair")
+        .arg(&f.doc)
+        .assert()
         .success()
-        .stdout(predicates::str::contains("torn"));
+        .stdout(predicates::str::contains(".torn"));
     assert_eq!(std::fs::read_to_string(f.transcript()).unwrap(), good);
 }
 
@@ -331,13 +340,23 @@ fn unrecorded_edit_is_refused_unless_forced_and_lag_rolls_forward() {
     let f = Fixture::new(DOC);
     f.patch(set("c1", "confidence", json!(0.9)), &[]);
     let patched = f.text();
-    // Simulate a crash between the transcript commit and the rename.
+    // A crash between the transcript commit and the rename leaves the
+    // document at its pre-state and the writer's intent marker behind.
+    let records = std::fs::read(f.transcript()).unwrap();
+    let marker = json!({
+        "transcript_len": 0,
+        "append_len": records.len(),
+        "append_sha256": sha256_hex(&records),
+        "doc_pre_sha256": sha256_hex(DOC.as_bytes()),
+        "doc_post_sha256": sha256_hex(patched.as_bytes()),
+    });
+    std::fs::write(f.path(".d.noma.patches.noma-intent"), marker.to_string()).unwrap();
     std::fs::write(&f.doc, DOC).unwrap();
     let (code, out) = f.patch(set("c2", "confidence", json!(0.1)), &[]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["recovery"]["rolled_forward"], 1);
     assert!(f.text().contains("confidence=0.9") && f.text().contains("confidence=0.1"));
-    let _ = patched;
+    assert!(!f.path(".d.noma.patches.noma-intent").exists());
 
     // An edit no record explains.
     std::fs::write(&f.doc, f.text().replace("body one.", "body edited.")).unwrap();

@@ -22,6 +22,7 @@ pub mod patch;
 pub mod reconcile;
 pub mod record;
 pub mod render;
+pub mod repair;
 pub mod replay;
 pub mod schema;
 pub mod verify;
@@ -55,8 +56,10 @@ enum Command {
     Verify(verify::Args),
     /// Apply patch ops and append transcript records.
     Patch(patch::Args),
-    /// Replay a transcript and check it reproduces the document.
+    /// Replay a transcript and check it reproduces the document (read-only).
     Replay(replay::Args),
+    /// Finish or undo an interrupted write; move a torn transcript tail aside.
+    Repair(repair::Args),
     /// List addressable blocks with their spans and baseHash values.
     Blocks(blocks::Args),
     /// Print JSON Schemas of the wire shapes.
@@ -116,6 +119,7 @@ pub fn main() -> i32 {
         Command::Verify(a) => verify::run(a),
         Command::Patch(a) => patch::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Repair(a) => repair::run(a),
         Command::Blocks(a) => blocks::run(a),
         Command::Schema(a) => schema::run(a),
         Command::Init(a) => init::run(a),

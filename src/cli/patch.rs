@@ -92,7 +92,12 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
             (s, "stdin".into())
         }
         (None, Some(p)) => (
-            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            crate::fsio::read_regular(p)
+                .and_then(|b| {
+                    String::from_utf8(b)
+                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                })
+                .map_err(|e| format!("{}: {e}", p.display()))?,
             p.display().to_string(),
         ),
         (None, None) => return Err("give --op JSON or --ops FILE".into()),
@@ -219,7 +224,9 @@ pub fn run(args: Args) -> i32 {
                     r.post_sha
                 ));
                 for d in r.diagnostics.iter().flatten() {
-                    let engine_code = !d.code.contains('-');
+                    // The count of standing diagnostics is for the record, not the screen.
+                    let engine_code =
+                        !d.code.contains('-') && d.code != engine::UNCHANGED_DIAGNOSTICS;
                     if engine_code
                         || r.patch_result == PatchResult::Rejected
                             && d.severity == crate::diag::Severity::Error

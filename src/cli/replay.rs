@@ -9,9 +9,10 @@ use crate::engine;
 
 /// Arguments of `noma replay`.
 ///
-/// Runs crash recovery first (truncating a torn append, rolling a lagging
-/// document forward), then replays every applied record from the base and
-/// checks the hash chain, each op's hashes, and the document on disk.
+/// Read-only: replays every applied record from the base and checks the
+/// hash chain, each op's hashes, and the document on disk. Nothing is
+/// repaired here; an interrupted write that is due is reported (the next
+/// `noma patch`, or `noma repair`, completes it).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The .noma document.
@@ -30,7 +31,7 @@ pub struct Args {
 
 /// Runs `noma replay`.
 pub fn run(args: Args) -> i32 {
-    let (recovery, report) = match engine::replay_file(
+    let (notes, report) = match engine::replay_file(
         &args.file,
         args.transcript.as_deref(),
         args.base.as_deref(),
@@ -53,14 +54,14 @@ pub fn run(args: Args) -> i32 {
     };
     match args.format {
         Format::Json => {
-            let c = super::print_json(&json!({ "recovery": recovery, "replay": report }));
+            let c = super::print_json(&json!({ "pending": notes, "replay": report }));
             if c != super::EXIT_OK {
                 return c;
             }
         }
         Format::Human => {
-            for m in &recovery.messages {
-                println!("recovery: {m}");
+            for m in &notes {
+                println!("pending: {m}");
             }
             let rate = if report.elapsed_ms > 0.0 {
                 format!(

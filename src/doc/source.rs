@@ -77,24 +77,21 @@ pub fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<&'a str, SourceError> {
     })
 }
 
-/// Reads a file and checks it is document text.
+/// Reads a file and checks it is document text. Only regular files under
+/// the size cap are read ([`crate::fsio::read_regular`]).
 pub fn read_file(path: &Path) -> Result<String, SourceError> {
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+    let bytes = crate::fsio::read_regular(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SourceError::Missing {
+            path: shown.clone(),
+        },
+        std::io::ErrorKind::IsADirectory => SourceError::Directory {
             path: shown.clone(),
         },
         _ => SourceError::Io {
             path: shown.clone(),
             source: e,
         },
-    })?;
-    if meta.is_dir() {
-        return Err(SourceError::Directory { path: shown });
-    }
-    let bytes = std::fs::read(path).map_err(|e| SourceError::Io {
-        path: shown.clone(),
-        source: e,
     })?;
     decode_owned(path, bytes)
 }

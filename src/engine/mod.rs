@@ -3,7 +3,12 @@
 //!
 //! # Policy (§3.2, §3.4)
 //!
-//! In order: a book manifest (`*.noma.yml`) rejects every op with
+//! A request whose ops are not all objects of the v1.0 catalogue with the
+//! right field types is refused before anything is recorded
+//! ([`check_request`]): such a request was never attempted, and a record
+//! whose `op` is not an op would make the transcript unreadable.
+//!
+//! Then, in order: a book manifest (`*.noma.yml`) rejects every op with
 //! `unsupported_op`; an `expected_sha` that is not the document's 8-char
 //! `pre_sha` rejects every op with `sha_mismatch`; strict mode with
 //! pre-validation errors rejects every op with `pre_validation_blocked`;
@@ -17,46 +22,47 @@
 //! the summary derivable from the array. A capability descriptor
 //! (Annex A) only ever adds advisory warnings.
 //!
+//! # What a record's diagnostics hold
+//!
+//! A record carries what the request changed, not the document's whole
+//! standing report: the pre-validation diagnostics the request resolved
+//! (phase `pre`), the post-validation diagnostics it introduced (phase
+//! `post`), the engine's own diagnostics, and for each phase one
+//! `unchanged_diagnostics` entry that counts the diagnostics present both
+//! before and after, with the worst severity among them, so that
+//! `pre_validation` and `post_validation` stay derivable from the array
+//! (§4.2). A patch on a document with 20,000 standing warnings thus adds a
+//! few hundred bytes per record, not megabytes.
+//!
 //! # Durability and recovery
 //!
 //! Writers of one document are serialised by an exclusive advisory lock
 //! (`flock`) on its transcript file, held for the whole
 //! read-modify-write. The transcript is never renamed, so all processes
-//! lock the same file. Under the lock a request:
+//! lock the same file. Under the lock a request ([`commit_request`]):
 //!
-//! 1. runs recovery (below);
-//! 2. reads the document and computes every record in memory, while a
-//!    helper thread writes the new document to a temp file in the same
-//!    directory and fsyncs it ([`fsio::StagedFile`]);
-//! 3. appends all records of the request with ONE `write(2)` on the
-//!    O_APPEND transcript, then fsyncs it — this is the commit point;
-//! 4. renames the temp file over the document and fsyncs the directory.
+//! 1. runs recovery ([`recover`]);
+//! 2. computes every record in memory and writes the new document to a
+//!    temp file beside it (fsynced);
+//! 3. writes the *intent marker* ([`crate::fsio::Intent`]): the
+//!    transcript's length, the length and sha256 of the bytes about to be
+//!    appended, and the document's sha256 before and after (fsynced);
+//! 4. appends all records with ONE `write(2)` and fsyncs — the commit point;
+//! 5. renames the temp file over the document and fsyncs the directory;
+//! 6. removes the marker.
 //!
 //! Records come first, so a crash can only leave the document behind the
-//! transcript, never ahead of it. Each record carries an `op_list`
-//! extension (`{id, index, len}`) so a reader can tell a complete request
-//! from a torn one.
-//!
-//! Recovery rule, run under the lock at the start of every `noma patch`
-//! and by `noma replay`:
-//!
-//! - (a) Torn tail. Bytes after the last `\n`, and a trailing request
-//!   with fewer records than its `op_list.len`, were never committed (the
-//!   document rename only happens after the whole append is durable): they
-//!   are truncated away and reported.
-//! - (b) Roll forward. If the document's sha256 is not the last record's
-//!   `post_sha256` but equals the `pre_sha256` of the last request's first
-//!   record, and that request is complete and was accepted (applied/noop),
-//!   the process died between steps 3 and 4: its ops are re-applied
-//!   deterministically, every intermediate hash is checked against the
-//!   records, and the document is written ("rolled forward N records").
-//! - (c) Anything else is an edit no record explains. `noma patch`
-//!   refuses with exit 1 (unless `--force`, which patches on top and lets
-//!   the transcript show the break); `noma replay` reports it.
-//!
-//! So after a `kill -9` at any instant the pair (document, transcript) is
-//! the old state, the new state, or detected and repaired on the next run.
-//! Temp files left by a killed writer are removed under the lock.
+//! transcript, never ahead of it; and the marker is the only evidence of
+//! an interrupted write recovery accepts. With a marker present, recovery
+//! (run by the next writer or `noma repair`) cuts a partial append back to
+//! the recorded length, rolls a committed request forward when the
+//! document is still at the request's pre-state (re-applying its ops and
+//! checking every hash), and clears the marker. Without a marker nothing is
+//! ever cut or re-applied: complete lines are history, bytes after the last
+//! newline are reported (`noma repair` moves them aside), and a document
+//! that is not the last record's result is an edit no record explains —
+//! even when it equals an earlier state, as after `git checkout -- doc`.
+//! Verifiers (`noma replay`, the hooks) never change either file.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -66,13 +72,14 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, Phase, Severity, Summary};
 use crate::doc::hash::sha256_hex;
+use crate::fsio::{Intent, LockedTranscript, StagedFile};
 use crate::patch::{PatchError, PatchErrorCode};
-use crate::transcript::{self, Actor, OpList, PatchResult, Record};
+use crate::transcript::{self, Actor, PatchResult, Record};
 
 pub mod capability;
-pub mod fsio;
 pub mod recover;
 
+pub use crate::fsio;
 pub use recover::{Recovery, RecoveryError};
 
 /// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
@@ -110,6 +117,8 @@ pub struct Options {
     pub parent_op_id: Option<String>,
     /// Transcript path (default `<doc>.patches`).
     pub transcript: Option<PathBuf>,
+    /// `doc_uri` of the records (default: the document's `file://` URI).
+    pub doc_uri: Option<String>,
     /// Where the result goes.
     pub write: WriteMode,
     /// Patch even when recovery finds an unrecorded edit.
@@ -129,6 +138,7 @@ impl Options {
             base_sha256: None,
             parent_op_id: None,
             transcript: None,
+            doc_uri: None,
             write: WriteMode::DryRun,
             force: false,
             validate: crate::validate::Options::default(),
@@ -176,6 +186,54 @@ pub struct Plan {
     pub new_text: String,
     /// Every op was applied or noop.
     pub accepted: bool,
+    /// The full post-validation of the result (phase `post`); records carry
+    /// only what changed.
+    pub post_diagnostics: Vec<Diagnostic>,
+}
+
+/// An op that is not an op of the v1.0 catalogue (not a JSON object, an
+/// unknown `op`, a missing field or a field of the wrong type).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("op {index} of the request is not a v1.0 patch op: {message}; nothing was recorded")]
+pub struct InvalidOp {
+    /// 0-based position of the op in the request.
+    pub index: usize,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl InvalidOp {
+    /// The §3.5 code of the refusal.
+    pub fn code(&self) -> PatchErrorCode {
+        PatchErrorCode::UnsupportedOp
+    }
+}
+
+/// Checks that every op of a request is an op of the catalogue with the
+/// right field types. A request that fails is refused whole and writes
+/// nothing: it was never attempted.
+pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
+    for (index, op) in ops.iter().enumerate() {
+        if !op.is_object() {
+            return Err(InvalidOp {
+                index,
+                message: format!("expected a JSON object, got {}", json_kind(op)),
+            });
+        }
+        crate::patch::Op::parse(op).map_err(|message| InvalidOp { index, message })?;
+    }
+    Ok(())
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn tag(mut diags: Vec<Diagnostic>, phase: Phase) -> Vec<Diagnostic> {
@@ -191,123 +249,92 @@ fn engine_diag(severity: Severity, code: &str, message: String) -> Diagnostic {
     d
 }
 
-/// Documents at least this long get helper threads (pre-validation, the
-/// staged write); for smaller ones a thread costs more than the work it hides.
-const HELPER_THREAD_BYTES: usize = 64 * 1024;
+/// The code of the per-phase summary of diagnostics a request left as they were.
+pub const UNCHANGED_DIAGNOSTICS: &str = "unchanged_diagnostics";
 
-/// A value computed on a scoped helper thread, joined on first use.
-struct Joined<'scope, T> {
-    handle: std::cell::Cell<Option<std::thread::ScopedJoinHandle<'scope, T>>>,
-    value: std::cell::OnceCell<T>,
-}
-
-impl<'scope, T> Joined<'scope, T> {
-    fn ready(value: T) -> Self {
-        Joined {
-            handle: std::cell::Cell::new(None),
-            value: std::cell::OnceCell::from(value),
+/// What a request changed in the validator's report (see the module doc):
+/// `(pre, post)`, each tagged with its phase and ending with the
+/// `unchanged_diagnostics` summary when anything stood unchanged.
+fn changed_diagnostics(
+    pre: &[Diagnostic],
+    post: &[Diagnostic],
+) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    use std::collections::HashMap;
+    // Positions move with any edit above them: identity is the rest.
+    type Key<'a> = (Severity, &'a str, &'a str, Option<&'a str>);
+    fn key(d: &Diagnostic) -> Key<'_> {
+        (d.severity, &d.code, &d.message, d.node_id.as_deref())
+    }
+    let mut after: HashMap<Key<'_>, usize> = HashMap::new();
+    for d in post {
+        *after.entry(key(d)).or_default() += 1;
+    }
+    let mut resolved = Vec::new();
+    let mut unchanged: Vec<&Diagnostic> = Vec::new();
+    for d in pre {
+        match after.get_mut(&key(d)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                unchanged.push(d);
+            }
+            _ => resolved.push(d.clone()),
         }
     }
-    fn pending(handle: std::thread::ScopedJoinHandle<'scope, T>) -> Self {
-        Joined {
-            handle: std::cell::Cell::new(Some(handle)),
-            value: std::cell::OnceCell::new(),
+    let mut before: HashMap<Key<'_>, usize> = HashMap::new();
+    for d in &unchanged {
+        *before.entry(key(d)).or_default() += 1;
+    }
+    let mut introduced = Vec::new();
+    for d in post {
+        match before.get_mut(&key(d)) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => introduced.push(d.clone()),
         }
     }
-    /// `job` on a scoped helper thread named `name`, or on this thread at
-    /// once when no thread can be had.
-    fn spawn<'env, F>(scope: &'scope std::thread::Scope<'scope, 'env>, name: &str, job: F) -> Self
-    where
-        F: FnOnce() -> T + Send + Clone + 'scope,
-        T: Send + 'scope,
-    {
-        match crate::threads::spawn_scoped(scope, name, job.clone()) {
-            Ok(handle) => Joined::pending(handle),
-            Err(_) => Joined::ready(job()),
-        }
-    }
-    fn get(&self) -> &T {
-        self.value.get_or_init(|| {
-            let handle = self.handle.take().expect("a pending value has its handle");
-            // The helper only runs the validator; should it ever panic, the
-            // panic continues here as if the work had run on this thread.
-            handle
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        })
-    }
-    fn into_inner(self) -> T {
-        self.get();
-        self.value
-            .into_inner()
-            .expect("get() leaves the value in place")
-    }
-}
-
-/// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
-///
-/// Pre-validation needs only the source tree, so it runs on a second
-/// thread while the ops are applied and the result is parsed and
-/// post-validated here: on a big document that hides most of its cost.
-pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
-    plan_staged(source, ctx, ops, opts, apply, None).0
-}
-
-/// Writes an accepted result somewhere durable, not yet in place.
-type Stage<'a> = dyn Fn(&str) -> std::io::Result<fsio::StagedFile> + Sync + 'a;
-
-/// [`plan`], and when the list is accepted and changes the text, `stage`
-/// called with the new text while the last splice and post-validation run
-/// (on a helper thread for big documents): the document's temp file is
-/// written and fsynced meanwhile, leaving only the rename after the
-/// transcript commit.
-fn plan_staged(
-    source: &str,
-    ctx: &Context,
-    ops: &[Value],
-    opts: &Options,
-    apply: ApplyFn,
-    stage: Option<&Stage<'_>>,
-) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
-    std::thread::scope(|scope| {
-        let tree = (!ctx.book_manifest).then(|| crate::doc::parse_shared(source));
-        let validate = &opts.validate;
-        let pre_validate = move |tree: &crate::doc::Document| {
-            let report = crate::validate::validate_report(tree, validate);
-            let diags = tag(report.diagnostics(validate), Phase::Pre);
-            PreValidation { report, diags }
-        };
-        let pre_validation = match tree {
-            // Book manifests are not validated (every op is rejected).
-            None => Joined::ready(PreValidation {
-                report: Default::default(),
-                diags: Vec::new(),
-            }),
-            // Validating a small document costs less than starting a thread.
-            Some(tree) if source.len() < HELPER_THREAD_BYTES => Joined::ready(pre_validate(&tree)),
-            Some(tree) => Joined::spawn(scope, "noma-prevalidate", move || pre_validate(&tree)),
-        };
-        plan_with(source, ctx, ops, opts, apply, &pre_validation, stage)
-    })
+    let summary = |phase: Phase| {
+        let worst = unchanged.iter().map(|d| d.severity).max()?;
+        let count = |s: Severity| unchanged.iter().filter(|d| d.severity == s).count();
+        let mut d = Diagnostic::new(
+            worst,
+            UNCHANGED_DIAGNOSTICS,
+            format!(
+                "{} diagnostic(s) stand before and after this request and are not repeated \
+                 ({} error, {} warning, {} info; `noma check` lists them)",
+                unchanged.len(),
+                count(Severity::Error),
+                count(Severity::Warning),
+                count(Severity::Info)
+            ),
+        );
+        d.phase = Some(phase);
+        Some(d)
+    };
+    let mut pre_part = tag(resolved, Phase::Pre);
+    pre_part.extend(summary(Phase::Pre));
+    let mut post_part = tag(introduced, Phase::Post);
+    post_part.extend(summary(Phase::Post));
+    (pre_part, post_part)
 }
 
 /// The pre-validation of a request: the report, kept to re-validate a
-/// spliced tree from, and its diagnostics (phase `pre`), which every
-/// record carries.
+/// spliced tree from, and its diagnostics (phase `pre`).
+#[derive(Default)]
 struct PreValidation {
     report: crate::validate::Validation,
     diags: Vec<Diagnostic>,
 }
 
-fn plan_with(
-    source: &str,
-    ctx: &Context,
-    ops: &[Value],
-    opts: &Options,
-    apply: ApplyFn,
-    pre_validation: &Joined<'_, PreValidation>,
-    stage: Option<&Stage<'_>>,
-) -> (Plan, Option<std::io::Result<fsio::StagedFile>>) {
+/// One applied-or-noop step of an accepted list.
+struct Step {
+    pre: String,
+    post: String,
+    result: PatchResult,
+    advisories: Vec<Diagnostic>,
+    elapsed_ms: u64,
+}
+
+/// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
+pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
     let pre_sha256 = match &ctx.source_sha256 {
         Some(known) => {
             debug_assert_eq!(*known, sha256_hex(source.as_bytes()));
@@ -315,7 +342,16 @@ fn plan_with(
         }
         None => sha256_hex(source.as_bytes()),
     };
-    let list_id = transcript::new_uuid();
+    // Book manifests are not validated (every op is rejected). The tree is
+    // dropped before any splice so that the splice can edit it in place.
+    let pre_validation = if ctx.book_manifest {
+        PreValidation::default()
+    } else {
+        let tree = crate::doc::parse_shared(source);
+        let report = crate::validate::validate_report(&tree, &opts.validate);
+        let diags = tag(report.diagnostics(&opts.validate), Phase::Pre);
+        PreValidation { report, diags }
+    };
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
         if !base.eq_ignore_ascii_case(&pre_sha256) {
@@ -330,154 +366,72 @@ fn plan_with(
             ));
         }
     }
-    let make = |index: usize,
-                op: &Value,
-                pre: &str,
-                post: &str,
-                result: PatchResult,
-                extra: Vec<Diagnostic>,
-                post_diags: &[Diagnostic],
-                elapsed: Option<f64>| {
-        let mut diags = pre_validation.get().diags.clone();
-        diags.extend(shared.iter().cloned());
-        diags.extend(extra);
-        diags.extend(post_diags.iter().cloned());
-        Record {
-            protocol_version: transcript::PROTOCOL_VERSION.into(),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            op_id: transcript::new_uuid(),
-            ts: transcript::now_ts(),
-            actor: opts.actor.clone(),
-            doc_uri: ctx.doc_uri.clone(),
-            pre_sha256: pre.to_string(),
-            post_sha256: post.to_string(),
-            pre_sha: transcript::short_sha(pre),
-            post_sha: transcript::short_sha(post),
-            op: op.clone(),
-            patch_result: result,
-            pre_validation: transcript::summary_for(&diags, Phase::Pre),
-            post_validation: transcript::summary_for(&diags, Phase::Post),
-            reason: opts.reason.clone(),
-            parent_op_id: opts.parent_op_id.clone(),
-            base_sha256: opts.base_sha256.clone(),
-            diagnostics: Some(diags),
-            elapsed_ms: elapsed,
-            prev_entry_sha256: None,
-            signature: None,
-            op_list: Some(OpList {
-                id: list_id.clone(),
-                index,
-                len: ops.len(),
-            }),
-        }
+    let records = RecordMaker {
+        ctx,
+        opts,
+        shared: &shared,
     };
-    // Rejected lists: post state == pre state, so post-validation is the pre result.
-    let post_of_pre = || tag(pre_validation.get().diags.clone(), Phase::Post);
-    let reject_all = |code: PatchErrorCode, message: &str| Plan {
-        records: ops
+    let rejected = |records_diags: (Vec<Diagnostic>, Vec<Diagnostic>), list: Vec<Record>| Plan {
+        records: list,
+        new_text: source.to_string(),
+        accepted: false,
+        post_diagnostics: tag(records_diags.1, Phase::Post),
+    };
+    let reject_all = |code: PatchErrorCode, message: &str| {
+        let (pre_part, post_part) =
+            changed_diagnostics(&pre_validation.diags, &pre_validation.diags);
+        let list = ops
             .iter()
-            .enumerate()
-            .map(|(i, op)| {
+            .map(|op| {
                 let d = engine_diag(Severity::Error, code.as_str(), message.to_string());
-                make(
-                    i,
+                records.make(
                     op,
                     &pre_sha256,
                     &pre_sha256,
                     PatchResult::Rejected,
+                    &pre_part,
                     vec![d],
-                    &post_of_pre(),
+                    &post_part,
                     None,
                 )
             })
-            .collect(),
-        new_text: source.to_string(),
-        accepted: false,
+            .collect();
+        rejected((Vec::new(), pre_validation.diags.clone()), list)
     };
 
     if ctx.book_manifest {
-        return (
-            reject_all(
-                PatchErrorCode::UnsupportedOp,
-                "book manifests (.noma.yml) are not patch targets in v1.0",
-            ),
-            None,
+        return reject_all(
+            PatchErrorCode::UnsupportedOp,
+            "book manifests (.noma.yml) are not patch targets in v1.0",
         );
     }
     if let Some(expected) = &opts.expected_sha {
         let want = expected.to_ascii_lowercase();
-        let ok = want.len() >= 8 && pre_sha256.starts_with(&want);
-        if !ok {
-            return (
-                reject_all(
-                    PatchErrorCode::ShaMismatch,
-                    &format!(
-                        "expected_sha {expected} does not match the document's pre_sha {}",
-                        transcript::short_sha(&pre_sha256)
-                    ),
+        if !(want.len() >= 8 && pre_sha256.starts_with(&want)) {
+            return reject_all(
+                PatchErrorCode::ShaMismatch,
+                &format!(
+                    "expected_sha {expected} does not match the document's pre_sha {}",
+                    transcript::short_sha(&pre_sha256)
                 ),
-                None,
             );
         }
     }
-    if opts.strict && Summary::of(&pre_validation.get().diags) == Summary::Error {
-        return (
-            reject_all(
-                PatchErrorCode::PreValidationBlocked,
-                "strict mode: pre-validation found errors; no op was applied",
-            ),
-            None,
+    if opts.strict && Summary::of(&pre_validation.diags) == Summary::Error {
+        return reject_all(
+            PatchErrorCode::PreValidationBlocked,
+            "strict mode: pre-validation found errors; no op was applied",
         );
     }
 
     // Apply one op at a time to get exact intermediate states.
-    struct Step {
-        pre: String,
-        post: String,
-        result: PatchResult,
-        advisories: Vec<Diagnostic>,
-        elapsed: f64,
-    }
-    /// The sha256 of `state`, hashed on first need and given to the step
-    /// that produced it (`pending`), whose `post` waits for it.
-    fn settle(
-        state: &str,
-        state_sha: &mut Option<String>,
-        steps: &mut [Step],
-        pending: &mut Option<usize>,
-    ) -> String {
-        let sha = state_sha
-            .get_or_insert_with(|| sha256_hex(state.as_bytes()))
-            .clone();
-        if let Some(step) = pending.take().and_then(|i| steps.get_mut(i)) {
-            step.post.clone_from(&sha);
-        }
-        sha
-    }
     let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
     let mut state = std::borrow::Cow::Borrowed(source);
-    let mut state_sha = Some(pre_sha256.clone());
-    // The last applied step, while the text it produced is not hashed yet:
-    // the last change's text is hashed once its write has started.
-    let mut pending: Option<usize> = None;
-    // The tree of `state` (with what its splice replaced), once built.
+    let mut state_sha = pre_sha256.clone();
+    // The tree of the last state and what its splice replaced, when the
+    // last op changed the text.
     let mut state_tree = None;
-    // The text before the last change while its tree is not built yet:
-    // only the next op or post-validation need it, and the last change's
-    // write is started first.
-    let mut unspliced: Option<std::borrow::Cow<'_, str>> = None;
-    // The pre-validation helper still reads the source tree; waiting for it
-    // once the splice is planned lets the splice edit the tree in place
-    // instead of copying 20 MB.
-    let splice = |before: &str, after: &str| {
-        crate::doc::parse_shared_edited(before, after, || {
-            pre_validation.get();
-        })
-    };
     for (k, op) in ops.iter().enumerate() {
-        if let Some(before) = unspliced.take() {
-            state_tree = Some(splice(&before, &state));
-        }
         let advisories = match &ctx.capability {
             Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
             None => Vec::new(),
@@ -485,51 +439,52 @@ fn plan_with(
         let started = Instant::now();
         match apply(&state, std::slice::from_ref(op)) {
             Ok(next) => {
-                let elapsed = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
-                let pre = settle(&state, &mut state_sha, &mut steps, &mut pending);
-                if next == state {
+                let elapsed_ms = started.elapsed().as_millis() as u64;
+                if next == *state {
                     steps.push(Step {
-                        post: pre.clone(),
-                        pre,
+                        pre: state_sha.clone(),
+                        post: state_sha.clone(),
                         result: PatchResult::Noop,
                         advisories,
-                        elapsed,
+                        elapsed_ms,
                     });
-                } else {
-                    steps.push(Step {
-                        pre,
-                        post: String::new(),
-                        result: PatchResult::Applied,
-                        advisories,
-                        elapsed,
-                    });
-                    pending = Some(steps.len() - 1);
-                    state_sha = None;
-                    unspliced = Some(std::mem::replace(&mut state, std::borrow::Cow::Owned(next)));
+                    continue;
                 }
+                let next_sha = sha256_hex(next.as_bytes());
+                steps.push(Step {
+                    pre: std::mem::replace(&mut state_sha, next_sha.clone()),
+                    post: next_sha,
+                    result: PatchResult::Applied,
+                    advisories,
+                    elapsed_ms,
+                });
+                // The next op and post-validation read this state's tree:
+                // splice it from the previous one instead of parsing it all.
+                state_tree = Some(crate::doc::parse_shared_edited(&state, &next, || ()));
+                state = std::borrow::Cow::Owned(next);
             }
             Err(err) => {
-                let post_of_pre = post_of_pre();
-                let mut records = Vec::with_capacity(k + 1);
-                for (i, (op, step)) in ops.iter().zip(steps).enumerate() {
-                    let d = engine_diag(
+                let (pre_part, post_part) =
+                    changed_diagnostics(&pre_validation.diags, &pre_validation.diags);
+                let mut list = Vec::with_capacity(k + 1);
+                for (op, step) in ops.iter().zip(steps) {
+                    let mut extra = step.advisories;
+                    extra.push(engine_diag(
                         Severity::Error,
                         PatchErrorCode::OpListAborted.as_str(),
                         format!(
                             "rolled back: op {k} of this list failed ({})",
                             err.code.as_str()
                         ),
-                    );
-                    let mut extra = step.advisories;
-                    extra.push(d);
-                    records.push(make(
-                        i,
+                    ));
+                    list.push(records.make(
                         op,
                         &pre_sha256,
                         &pre_sha256,
                         PatchResult::Rejected,
+                        &pre_part,
                         extra,
-                        &post_of_pre,
+                        &post_part,
                         None,
                     ));
                 }
@@ -539,24 +494,17 @@ fn plan_with(
                     err.code.as_str(),
                     err.message.clone(),
                 ));
-                records.push(make(
-                    k,
+                list.push(records.make(
                     op,
                     &pre_sha256,
                     &pre_sha256,
                     PatchResult::Rejected,
+                    &pre_part,
                     extra,
-                    &post_of_pre,
+                    &post_part,
                     None,
                 ));
-                return (
-                    Plan {
-                        records,
-                        new_text: source.to_string(),
-                        accepted: false,
-                    },
-                    None,
-                );
+                return rejected((Vec::new(), pre_validation.diags.clone()), list);
             }
         }
     }
@@ -564,70 +512,111 @@ fn plan_with(
         .iter()
         .filter(|s| s.result == PatchResult::Applied)
         .count();
-    let changed = applied > 0;
-    let (post_diags, staged) = std::thread::scope(|scope| {
-        // The document's temp file is written and fsynced meanwhile.
-        let staged = match stage {
-            Some(stage) if changed && state.len() >= HELPER_THREAD_BYTES => {
-                Some(Joined::spawn(scope, "noma-stage", || stage(&state)))
+    let post_diags = match &state_tree {
+        Some((tree, replaced)) => {
+            // A single change is re-validated from the pre-validation when
+            // it allows; otherwise the tree is validated in full.
+            let revalidated = replaced
+                .as_ref()
+                .filter(|_| applied == 1)
+                .and_then(|replaced| {
+                    crate::validate::revalidate(
+                        &pre_validation.report,
+                        tree,
+                        replaced,
+                        &opts.validate,
+                    )
+                });
+            match revalidated {
+                Some(report) => report.into_diagnostics(&opts.validate),
+                None => crate::validate::validate(tree, &opts.validate),
             }
-            Some(stage) if changed => Some(Joined::ready(stage(&state))),
-            _ => None,
-        };
-        // Hashed while the write runs and the pre-validation helper may.
-        settle(&state, &mut state_sha, &mut steps, &mut pending);
-        if let Some(before) = unspliced.take() {
-            state_tree = Some(splice(&before, &state));
         }
-        let post_diags = match &state_tree {
-            Some((tree, replaced)) => {
-                // A single change is re-validated from the pre-validation
-                // when it allows; otherwise the tree is validated in full.
-                let revalidated = replaced
-                    .as_ref()
-                    .filter(|_| applied == 1)
-                    .and_then(|replaced| {
-                        let pre = &pre_validation.get().report;
-                        crate::validate::revalidate(pre, tree, replaced, &opts.validate)
-                    });
-                match revalidated {
-                    Some(report) => report.into_diagnostics(&opts.validate),
-                    None => crate::validate::validate(tree, &opts.validate),
-                }
-            }
-            // No op changed the text: it is the pre-validated source.
-            None => pre_validation.get().diags.clone(),
-        };
-        (post_diags, staged.map(Joined::into_inner))
-    });
+        // No op changed the text: it is the pre-validated source.
+        None => pre_validation.diags.clone(),
+    };
     let post_diags = tag(post_diags, Phase::Post);
-    let records = ops
+    let (pre_part, post_part) = changed_diagnostics(&pre_validation.diags, &post_diags);
+    let list = ops
         .iter()
         .zip(steps)
-        .enumerate()
-        .map(|(i, (op, s))| {
-            make(
-                i,
+        .map(|(op, s)| {
+            records.make(
                 op,
                 &s.pre,
                 &s.post,
                 s.result,
+                &pre_part,
                 s.advisories,
-                &post_diags,
-                Some(s.elapsed),
+                &post_part,
+                Some(s.elapsed_ms),
             )
         })
         .collect();
-    let plan = Plan {
-        records,
+    Plan {
+        records: list,
         new_text: state.into_owned(),
         accepted: true,
-    };
-    (plan, staged)
+        post_diagnostics: post_diags,
+    }
+}
+
+/// Builds the records of one request: the fields every record of the
+/// request shares, and the per-op ones.
+struct RecordMaker<'a> {
+    ctx: &'a Context,
+    opts: &'a Options,
+    /// Engine diagnostics of the whole request (`base_sha_drift`).
+    shared: &'a [Diagnostic],
+}
+
+impl RecordMaker<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn make(
+        &self,
+        op: &Value,
+        pre: &str,
+        post: &str,
+        result: PatchResult,
+        pre_part: &[Diagnostic],
+        extra: Vec<Diagnostic>,
+        post_part: &[Diagnostic],
+        elapsed_ms: Option<u64>,
+    ) -> Record {
+        let mut diags = pre_part.to_vec();
+        diags.extend(self.shared.iter().cloned());
+        diags.extend(extra);
+        diags.extend(post_part.iter().cloned());
+        Record {
+            protocol_version: transcript::PROTOCOL_VERSION.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            op_id: transcript::new_uuid(),
+            ts: transcript::now_ts(),
+            actor: self.opts.actor.clone(),
+            doc_uri: self.ctx.doc_uri.clone(),
+            pre_sha256: pre.to_string(),
+            post_sha256: post.to_string(),
+            pre_sha: transcript::short_sha(pre),
+            post_sha: transcript::short_sha(post),
+            op: op.clone(),
+            patch_result: result,
+            pre_validation: transcript::summary_for(&diags, Phase::Pre),
+            post_validation: transcript::summary_for(&diags, Phase::Post),
+            reason: self.opts.reason.clone(),
+            parent_op_id: self.opts.parent_op_id.clone(),
+            base_sha256: self.opts.base_sha256.clone(),
+            diagnostics: Some(diags),
+            elapsed_ms,
+            prev_entry_sha256: None,
+            signature: None,
+        }
+    }
 }
 
 /// Fills `prev_entry_sha256` along the batch and serialises it to JSONL.
-/// `prev` is the sha256 of the transcript's current last line, if any.
+/// `prev` is the sha256 of the transcript's current last line, if any; the
+/// first line of a transcript has none (the chain rule of
+/// [`transcript::replay`]).
 pub fn chain_and_serialise(records: &mut [Record], mut prev: Option<String>) -> Vec<u8> {
     let mut out = Vec::new();
     for r in records.iter_mut() {
@@ -645,9 +634,19 @@ pub enum EngineError {
     /// The document could not be read as text.
     #[error(transparent)]
     Source(#[from] crate::doc::source::SourceError),
+    /// An op is not an op of the catalogue; nothing was recorded.
+    #[error(transparent)]
+    InvalidOp(#[from] InvalidOp),
     /// File-system failure.
-    #[error("{0}")]
-    Io(String),
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
     /// Malformed capability descriptor.
     #[error("{0}")]
     Capability(String),
@@ -663,8 +662,15 @@ impl EngineError {
     }
 }
 
-fn io_err(what: &str, path: &Path, e: std::io::Error) -> EngineError {
-    EngineError::Io(format!("{}: {what}: {e}", path.display()))
+fn io_err<'a>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> EngineError + 'a {
+    move |source| EngineError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    }
 }
 
 /// What a patch request did.
@@ -677,6 +683,9 @@ pub struct Outcome {
     /// The document after the request.
     #[serde(skip)]
     pub new_text: String,
+    /// The full post-validation of the result.
+    #[serde(skip)]
+    pub post_diagnostics: Vec<Diagnostic>,
     /// The document bytes changed and were written (InPlace/Out).
     pub wrote_document: bool,
     /// The transcript appended to, if any.
@@ -696,6 +705,7 @@ pub fn patch_file(
     opts: &Options,
     apply: ApplyFn,
 ) -> Result<Outcome, EngineError> {
+    check_request(ops)?;
     let book_manifest = is_book_manifest(doc_path);
     let capability = if book_manifest {
         None
@@ -705,7 +715,10 @@ pub fn patch_file(
             .map(|(_, f)| f)
     };
     let mut ctx = Context {
-        doc_uri: transcript::doc_uri(doc_path),
+        doc_uri: opts
+            .doc_uri
+            .clone()
+            .unwrap_or_else(|| transcript::doc_uri(doc_path)),
         book_manifest,
         capability,
         source_sha256: None,
@@ -717,13 +730,14 @@ pub fn patch_file(
             let mut wrote = false;
             if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
                 fsio::atomic_write(out, plan.new_text.as_bytes())
-                    .map_err(|e| io_err("cannot write", out, e))?;
+                    .map_err(io_err("cannot write", out))?;
                 wrote = true;
             }
             Ok(Outcome {
                 records: plan.records,
                 accepted: plan.accepted,
                 new_text: plan.new_text,
+                post_diagnostics: plan.post_diagnostics,
                 wrote_document: wrote,
                 transcript: None,
                 recovery: None,
@@ -741,8 +755,8 @@ pub fn patch_file(
             if !tpath.exists() {
                 crate::doc::source::read_file(doc_path)?;
             }
-            let mut locked = fsio::LockedTranscript::open(&tpath)
-                .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
+            let mut locked =
+                LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
             let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
                 Ok(recovery) => recovery,
                 Err(e) => {
@@ -759,37 +773,35 @@ pub fn patch_file(
                 }
                 None => crate::doc::source::read_file(doc_path)?,
             };
-            let stage = |text: &str| fsio::StagedFile::write(doc_path, text.as_bytes());
-            let (mut plan, staged) = plan_staged(&source, &ctx, ops, opts, apply, Some(&stage));
-            // A staged temp file is removed if anything below fails.
-            let staged = staged
-                .transpose()
-                .map_err(|e| io_err("cannot write", doc_path, e))?;
-            let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
-            locked
-                .append(&bytes)
-                .map_err(|e| io_err("cannot append to transcript", &tpath, e))?;
+            let mut plan = plan(&source, &ctx, ops, opts, apply);
             let changed = plan.accepted && plan.new_text != source;
-            if changed {
-                if let Some(ms) = std::env::var(PAUSE_ENV)
-                    .ok()
-                    .and_then(|v| v.parse::<u64>().ok())
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(ms));
-                }
-                let staged = match staged {
-                    Some(staged) => Ok(staged),
-                    None => fsio::StagedFile::write(doc_path, plan.new_text.as_bytes()),
-                };
-                staged
-                    .and_then(fsio::StagedFile::commit)
-                    .map_err(|e| io_err("cannot write", doc_path, e))?;
-            }
+            let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
+            let pre = plan
+                .records
+                .first()
+                .map(|r| r.pre_sha256.clone())
+                .unwrap_or_default();
+            let post = plan
+                .records
+                .last()
+                .map(|r| r.post_sha256.clone())
+                .unwrap_or_default();
+            let staged = if changed {
+                Some(
+                    StagedFile::write(doc_path, plan.new_text.as_bytes())
+                        .map_err(io_err("cannot write", doc_path))?,
+                )
+            } else {
+                None
+            };
+            commit_request(&mut locked, &bytes, &pre, &post, staged)
+                .map_err(io_err("cannot commit the request", &tpath))?;
             drop(locked);
             Ok(Outcome {
                 records: plan.records,
                 accepted: plan.accepted,
                 new_text: plan.new_text,
+                post_diagnostics: plan.post_diagnostics,
                 wrote_document: changed,
                 transcript: Some(tpath),
                 recovery: Some(recovery),
@@ -798,46 +810,101 @@ pub fn patch_file(
     }
 }
 
-/// Runs recovery and then replays the transcript of `doc_path`.
-pub fn replay_file(
+/// Appends a request's records under the write protocol (module doc, steps
+/// 3–6): intent marker, one append (the commit point), the staged
+/// document's rename, marker removed. `doc_pre_sha256`/`doc_post_sha256`
+/// are the document's hashes before and after the request (equal when it
+/// does not change the document, as for `noma record`).
+pub fn commit_request(
+    locked: &mut LockedTranscript,
+    records: &[u8],
+    doc_pre_sha256: &str,
+    doc_post_sha256: &str,
+    staged: Option<StagedFile>,
+) -> std::io::Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let tpath = locked.path().to_path_buf();
+    let intent = Intent {
+        transcript_len: locked.byte_len()?,
+        append_len: records.len() as u64,
+        append_sha256: sha256_hex(records),
+        doc_pre_sha256: doc_pre_sha256.to_string(),
+        doc_post_sha256: doc_post_sha256.to_string(),
+    };
+    intent.write(&tpath)?;
+    locked.append(records)?;
+    if let Some(staged) = staged {
+        if let Some(ms) = std::env::var(PAUSE_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        staged.commit()?;
+    }
+    // Done either way: a marker left behind by a failure here is cleared by
+    // the next writer, which finds the document at the request's result.
+    let _ = Intent::clear(&tpath);
+    Ok(())
+}
+
+/// `noma repair`: runs [`recover::repair`] on `doc_path` and its transcript
+/// under the writers' lock.
+pub fn repair_file(
     doc_path: &Path,
     transcript_path: Option<&Path>,
-    base: Option<&Path>,
     apply: ApplyFn,
-) -> Result<(Recovery, transcript::replay::Report), EngineError> {
+) -> Result<Recovery, EngineError> {
     crate::doc::source::read_file(doc_path)?;
     let tpath = transcript_path
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc_path));
     if !tpath.exists() {
-        return Err(EngineError::Io(format!(
-            "{}: no such transcript",
-            tpath.display()
-        )));
+        return Err(EngineError::Io {
+            path: tpath,
+            what: "cannot repair",
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such transcript"),
+        });
+    }
+    let mut locked =
+        LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    Ok(recover::repair(doc_path, &mut locked, apply)?)
+}
+
+/// Replays the transcript of `doc_path` without changing any file: a
+/// verifier reports what a writer would repair (the notes) and never
+/// repairs it.
+pub fn replay_file(
+    doc_path: &Path,
+    transcript_path: Option<&Path>,
+    base: Option<&Path>,
+    apply: ApplyFn,
+) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
+    crate::doc::source::read_file(doc_path)?;
+    let tpath = transcript_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    if !tpath.exists() {
+        return Err(EngineError::Io {
+            path: tpath,
+            what: "cannot replay",
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such transcript"),
+        });
     }
     let base_text = match base {
         Some(b) => Some(crate::doc::source::read_file(b)?),
         None => None,
     };
-    let mut locked = fsio::LockedTranscript::open(&tpath)
-        .map_err(|e| io_err("cannot open transcript", &tpath, e))?;
-    // Replay reports an unrecorded edit rather than refusing: force = true.
-    let recovery = match recover::recover(doc_path, &mut locked, apply, true) {
-        Ok(r) => r,
-        // A bad record is exactly what replay reports (with its line): go on without repairs.
-        Err(RecoveryError::Transcript { err, .. }) => Recovery {
-            messages: vec![format!("recovery skipped: {err}")],
-            ..Recovery::default()
-        },
-        Err(e) => return Err(e.into()),
-    };
-    let bytes = locked
-        .read_all()
-        .map_err(|e| io_err("cannot read", &tpath, e))?;
+    let mut locked =
+        LockedTranscript::open_shared(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    let notes = recover::inspect(doc_path, &tpath);
+    let bytes = locked.read_all().map_err(io_err("cannot read", &tpath))?;
     let doc = crate::doc::source::read_file(doc_path)?;
     drop(locked);
     let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
-    Ok((recovery, report))
+    Ok((notes, report))
 }
 
 #[cfg(test)]
@@ -1009,30 +1076,56 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn big_documents_are_pre_validated_on_a_helper_thread_with_the_same_result() {
-        // Over the threshold, with a pre-validation error (an unclosed
-        // directive at the end): the threaded path must report it exactly
-        // like the inline one, tagged `pre`, and strict mode must block.
-        let mut src = crate::synth::document(300);
-        src.push_str("\n::claim{id=\"open\"}\nnever closed\n");
-        assert!(src.len() >= HELPER_THREAD_BYTES);
-        let inline = tag(validate_parsed(&src), Phase::Pre);
-        assert_eq!(Summary::of(&inline), Summary::Error);
-        let mut o = Options::new(actor());
-        let p = plan_noop(&src, &o);
-        let pre: Vec<&Diagnostic> = p.records[0]
-            .diagnostics
-            .iter()
-            .flatten()
-            .filter(|d| d.phase == Some(Phase::Pre))
-            .collect();
-        assert_eq!(pre.len(), inline.len());
-        assert!(pre.iter().zip(&inline).all(|(a, b)| **a == *b));
+    fn records_carry_what_changed_and_a_count_of_the_rest() {
+        // 300 standing warnings (claims without evidence) plus one the op
+        // fixes: the record lists the resolved one and counts the rest.
+        let mut src = String::new();
+        for i in 0..300 {
+            src.push_str(&format!("::claim{{id=\"c{i}\"}}\nText {i}.\n::\n\n"));
+        }
+        let p = plan(
+            &src,
+            &Context::default(),
+            &[json!({"op":"delete_block","id":"c7"})],
+            &Options::new(actor()),
+            APPLY,
+        );
         assert!(p.accepted);
-        o.strict = true;
-        let p = plan_noop(&src, &o);
-        assert!(codes(&p.records[0])
+        let r = &p.records[0];
+        let diags = r.diagnostics.as_ref().unwrap();
+        let pre_all = tag(validate_parsed(&src), Phase::Pre);
+        assert!(pre_all.len() >= 300, "{}", pre_all.len());
+        assert!(diags.len() < 10, "{diags:?}");
+        let unchanged: Vec<_> = diags
             .iter()
-            .any(|c| c == "pre_validation_blocked"));
+            .filter(|d| d.code == UNCHANGED_DIAGNOSTICS)
+            .collect();
+        assert_eq!(unchanged.len(), 2);
+        assert!(unchanged[0]
+            .message
+            .starts_with(&format!("{} ", pre_all.len() - 1)));
+        // The summaries stay derivable from the array (§4.2).
+        assert_eq!(r.pre_validation, Summary::of(&pre_all));
+        assert_eq!(r.post_validation, Summary::of(&p.post_diagnostics));
+        assert_eq!(p.post_diagnostics.len(), pre_all.len() - 1);
+        assert!(r.to_line().len() < 4096, "{}", r.to_line().len());
+    }
+
+    #[test]
+    fn a_request_of_non_ops_is_refused_before_anything_is_recorded() {
+        for bad in [
+            json!("delete_block"),
+            json!(3),
+            json!([]),
+            json!(null),
+            json!(true),
+        ] {
+            let e = check_request(&[json!({"op":"delete_block","id":"a"}), bad]).unwrap_err();
+            assert_eq!(e.index, 1);
+            assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
+        }
+        assert!(check_request(&[json!({"op":"explode","id":"a"})]).is_err());
+        assert!(check_request(&[json!({"op":"replace_body","id":"a"})]).is_err());
+        assert!(check_request(&[json!({"op":"delete_block","id":"a"})]).is_ok());
     }
 }

@@ -1,27 +1,30 @@
 //! Crash recovery (the rule is documented on [`crate::engine`]). Runs with
 //! the transcript lock held, so nothing else is writing either file.
+//!
+//! Writers ([`recover`], [`repair`]) act only on the evidence of an
+//! interrupted write — the intent marker ([`Intent`]) — and otherwise only
+//! report; [`inspect`] is the read-only view verifiers print.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::fsio::{self, LockedTranscript};
 use super::ApplyFn;
 use crate::doc::hash::sha256_hex;
-use crate::transcript::{self, PatchResult, ReadError, Record};
+use crate::fsio::{self, Intent, LockedTranscript};
+use crate::transcript::{self, PatchResult, ReadError};
 
 /// What recovery found and did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Recovery {
-    /// Bytes cut from the transcript end (torn line and/or torn request).
+    /// Bytes cut from the transcript end (a partial append of an interrupted
+    /// request, or with `noma repair` a torn line moved aside).
     pub truncated_bytes: u64,
-    /// Complete lines removed because their request was torn.
-    pub truncated_records: usize,
     /// Applied records whose ops were re-applied to the document.
     pub rolled_forward: usize,
     /// Temp files of killed writers that were deleted.
     pub stale_temps_removed: usize,
-    /// An unrecorded edit tolerated because of `--force` (or reported by replay).
+    /// An unrecorded edit tolerated because of `--force`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unrecorded_edit: Option<UnrecordedEdit>,
     /// Human-readable lines describing each repair.
@@ -31,8 +34,8 @@ pub struct Recovery {
     #[serde(skip)]
     pub last_line_sha256: Option<String>,
     /// The document as recovery read it under the lock, when it found it
-    /// to be the last record's result and left it alone: the patch that
-    /// follows starts from it instead of reading and hashing it again.
+    /// to be the last record's result: the patch that follows starts from
+    /// it instead of reading and hashing it again.
     #[serde(skip)]
     pub document: Option<CheckedDocument>,
 }
@@ -72,22 +75,43 @@ pub enum RecoveryError {
     /// File-system failure.
     #[error("{0}")]
     Io(String),
-    /// A complete transcript line that recovery needs is not a valid record.
-    #[error("transcript {path}: {err}")]
+    /// The transcript's last line, which a writer chains to, is not a
+    /// valid record.
+    #[error(
+        "transcript {path}: {err}; a writer needs its last record: restore the transcript \
+         from version control (`git checkout -- {path}`), then patch again"
+    )]
     Transcript {
         /// Transcript path.
         path: String,
         /// The parse error (with its line).
         err: ReadError,
     },
-    /// The document differs from what the transcript says (rule c).
+    /// Bytes after the last newline that no interrupted write of noma's
+    /// explains (a hand edit, a foreign writer).
+    #[error(
+        "transcript {path}: {bytes} byte(s) after the last newline (line {line}) are not a \
+         complete record and no interrupted noma write explains them; run `noma repair {doc}` \
+         to move them aside"
+    )]
+    TornTail {
+        /// Transcript path.
+        path: String,
+        /// The document path.
+        doc: String,
+        /// Number of torn bytes.
+        bytes: usize,
+        /// The line they start.
+        line: usize,
+    },
+    /// The document differs from what the transcript says.
     #[error(
         "unrecorded edit: the document's sha256 is {} but the transcript's last record (line {}, op_id {}) leaves it at {}; \
-         inspect the change (noma replay), then re-run with --force to patch on top of it",
+         inspect the change (`noma replay`), record it (`noma record`), or re-run with --force to patch on top of it",
         .0.document_sha256, .0.line, .0.op_id, .0.expected_sha256
     )]
     UnrecordedEdit(UnrecordedEdit),
-    /// Rolling a lagging request forward did not reproduce its hashes.
+    /// Rolling an interrupted request forward did not reproduce its hashes.
     #[error("cannot roll forward record at line {line} (op_id {op_id}): {message}")]
     RollForward {
         /// Line of the record.
@@ -95,6 +119,14 @@ pub enum RecoveryError {
         /// Its op_id.
         op_id: String,
         /// What went wrong.
+        message: String,
+    },
+    /// The intent marker does not fit the transcript (a foreign writer).
+    #[error("transcript {path}: {message}")]
+    Inconsistent {
+        /// Transcript path.
+        path: String,
+        /// What does not fit.
         message: String,
     },
 }
@@ -107,127 +139,100 @@ impl RecoveryError {
     }
 }
 
-/// The records of the transcript's last request, newest first, and the
-/// index of its first line. Records without `op_list` are requests of one.
-fn last_request(lines: &[transcript::RawLine<'_>]) -> Result<(Vec<Record>, usize), ReadError> {
-    let Some(last) = lines.last() else {
-        return Ok((Vec::new(), 0));
-    };
-    let rec = transcript::parse_record(last.number, last.raw)?;
-    let Some(list) = rec.op_list.clone() else {
-        return Ok((vec![rec], lines.len() - 1));
-    };
-    let mut tail = vec![rec];
-    let mut i = lines.len() - 1;
-    while i > 0 && tail.len() < list.len {
-        let l = lines[i - 1];
-        let r = transcript::parse_record(l.number, l.raw)?;
-        if r.op_list.as_ref().map(|o| &o.id) != Some(&list.id) {
-            break;
-        }
-        tail.push(r);
-        i -= 1;
-    }
-    Ok((tail, i))
-}
-
-/// Whether `tail` (the last request, newest record first) holds every
-/// record of its op-list, in order.
-fn request_is_complete(tail: &[Record]) -> bool {
-    match tail.first().and_then(|r| r.op_list.as_ref()) {
-        Some(list) => {
-            tail.len() == list.len
-                && tail
-                    .iter()
-                    .rev()
-                    .enumerate()
-                    .all(|(k, r)| r.op_list.as_ref().is_some_and(|o| o.index == k))
-        }
-        None => true,
-    }
-}
-
-/// Reads the document and hashes it.
-fn read_checked(doc: &Path) -> std::io::Result<CheckedDocument> {
-    let bytes = std::fs::read(doc)?;
+/// Reads the document and hashes it (regular files only, size-capped).
+fn read_checked(doc: &Path) -> Result<CheckedDocument, RecoveryError> {
+    let bytes = fsio::read_regular(doc)
+        .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
     let sha256 = sha256_hex(&bytes);
     Ok(CheckedDocument { bytes, sha256 })
 }
 
-/// What the fast path learnt when nothing needs repair.
-struct CleanTail {
-    last_line_sha256: String,
-    document: CheckedDocument,
+/// The end of a transcript: its last complete line and any bytes after it.
+struct Tail {
+    /// Offset and bytes (with `\n`) of the last complete line.
+    last: Option<(u64, Vec<u8>)>,
+    /// Offset and bytes after the last newline.
+    torn: Option<(u64, Vec<u8>)>,
 }
 
-/// The common case, read from the transcript's end only: its last request
-/// is whole and the document is that request's result. Recovery then has
-/// nothing to do, and its cost follows the last request instead of the
-/// transcript's history. `None` means "look at the whole file": a torn or
-/// unreadable tail, a lagging document, or an empty transcript (the full
-/// path also reports line numbers, which a tail cannot know).
-fn clean_tail(doc: &Path, t: &mut LockedTranscript) -> std::io::Result<Option<CleanTail>> {
+/// Reads the transcript's end only, widening the window until it holds
+/// the whole last line: recovery's cost follows the last record, not the
+/// transcript's history.
+fn read_tail(t: &mut LockedTranscript) -> std::io::Result<Tail> {
     let mut window: u64 = 64 * 1024;
     loop {
         let (start, bytes) = t.read_tail(window)?;
-        // Unless the window starts the file or a line, its first line is partial.
-        let skip = if start == 0 {
-            0
-        } else {
-            match memchr::memchr(b'\n', &bytes) {
-                Some(at) => at + 1,
-                None => {
-                    window = window.saturating_mul(4);
-                    continue;
-                }
+        let widen = start > 0;
+        let Some(nl) = memchr::memrchr(b'\n', &bytes) else {
+            if widen {
+                window = window.saturating_mul(4);
+                continue;
             }
+            let torn = (!bytes.is_empty()).then_some((0, bytes));
+            return Ok(Tail { last: None, torn });
         };
-        let (lines, torn) = transcript::split_lines(&bytes[skip..]);
-        if torn.is_some() || lines.is_empty() {
-            return Ok(None);
-        }
-        let Ok((tail, first)) = last_request(&lines) else {
-            return Ok(None);
+        let line_start = match memchr::memrchr(b'\n', &bytes[..nl]) {
+            Some(p) => p + 1,
+            None if widen => {
+                window = window.saturating_mul(4);
+                continue;
+            }
+            None => 0,
         };
-        // `first == 0` with more file before the window: the request may
-        // reach further back (or begin exactly here); widen and look again.
-        if first == 0 && start > 0 {
-            window = window.saturating_mul(4);
-            continue;
-        }
-        let (Some(last_line), Some(last)) = (lines.last(), tail.first()) else {
-            return Ok(None);
-        };
-        if !request_is_complete(&tail) {
-            return Ok(None);
-        }
-        // An unreadable document is the full path's to report.
-        let Ok(document) = read_checked(doc) else {
-            return Ok(None);
-        };
-        if document.sha256 != last.post_sha256 {
-            return Ok(None);
-        }
-        return Ok(Some(CleanTail {
-            last_line_sha256: sha256_hex(last_line.raw),
-            document,
-        }));
+        let torn =
+            (nl + 1 < bytes.len()).then(|| (start + nl as u64 + 1, bytes[nl + 1..].to_vec()));
+        let last = Some((start + line_start as u64, bytes[line_start..=nl].to_vec()));
+        return Ok(Tail { last, torn });
     }
 }
 
-/// Applies the recovery rule to `doc` and its locked transcript.
+/// The 1-based line number of the line starting at `offset`: counted only
+/// on the paths that report one.
+fn line_at(t: &mut LockedTranscript, offset: u64) -> usize {
+    match t.read_all() {
+        Ok(bytes) => {
+            let end = (offset as usize).min(bytes.len());
+            memchr::memchr_iter(b'\n', &bytes[..end]).count() + 1
+        }
+        Err(_) => 0,
+    }
+}
+
+/// Applies the recovery rule to `doc` and its locked transcript, as a
+/// writer about to append: finishes an interrupted write (the marker's
+/// evidence), then requires a clean end and a document that is the last
+/// record's result (or `force`).
 pub fn recover(
     doc: &Path,
     t: &mut LockedTranscript,
     apply: ApplyFn,
     force: bool,
 ) -> Result<Recovery, RecoveryError> {
-    let tpath = t.path().display().to_string();
-    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{tpath}: {what}: {e}"));
-    let bad = |err: ReadError| RecoveryError::Transcript {
-        path: tpath.clone(),
-        err,
-    };
+    run(doc, t, apply, force, false)
+}
+
+/// `noma repair`: [`recover`], and bytes after the last newline that no
+/// marker explains are moved aside to `<transcript>.torn` (appended, so
+/// nothing is lost) instead of refused. An unrecorded edit is still an
+/// error: it is a person's change, for `noma record` to explain.
+pub fn repair(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    apply: ApplyFn,
+) -> Result<Recovery, RecoveryError> {
+    run(doc, t, apply, false, true)
+}
+
+fn run(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    apply: ApplyFn,
+    force: bool,
+    move_torn_aside: bool,
+) -> Result<Recovery, RecoveryError> {
+    let tpath = t.path().to_path_buf();
+    let shown = tpath.display().to_string();
+    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{shown}: {what}: {e}"));
     let mut out = Recovery {
         stale_temps_removed: fsio::remove_stale_temps(doc),
         ..Recovery::default()
@@ -238,110 +243,65 @@ pub fn recover(
             out.stale_temps_removed
         ));
     }
-    if let Some(clean) = clean_tail(doc, t).map_err(|e| io("cannot read", e))? {
-        out.last_line_sha256 = Some(clean.last_line_sha256);
-        out.document = Some(clean.document);
-        return Ok(out);
-    }
-    let bytes = t.read_all().map_err(|e| io("cannot read", e))?;
-    let (mut lines, torn) = transcript::split_lines(&bytes);
-    let mut keep = bytes.len() - torn.map_or(0, <[u8]>::len);
-    if keep < bytes.len() {
-        out.messages.push(format!(
-            "truncated a torn final line ({} bytes without a newline; never committed)",
-            bytes.len() - keep
-        ));
+    if let Some(intent) =
+        Intent::read(&tpath).map_err(|e| io("cannot read the intent marker", e))?
+    {
+        finish_interrupted(doc, t, &intent, apply, force, &mut out)?;
     }
 
-    // Parse from the end only: recovery needs the last request, not history.
-    let (mut tail, first) = last_request(&lines).map_err(bad)?;
-    if !request_is_complete(&tail) {
-        // A torn request: its append never completed, so it never committed.
-        keep = lines[first].offset;
-        out.truncated_records = lines.len() - first;
-        out.messages.push(format!(
-            "truncated {} record(s) of an incomplete op-list (lines {}..={}; never committed)",
-            out.truncated_records,
-            lines[first].number,
-            lines.len()
+    let tail = read_tail(t).map_err(|e| io("cannot read", e))?;
+    if let Some((offset, torn)) = tail.torn {
+        let line = line_at(t, offset);
+        if !move_torn_aside {
+            return Err(RecoveryError::TornTail {
+                path: shown,
+                doc: doc.display().to_string(),
+                bytes: torn.len(),
+                line,
+            });
+        }
+        let aside = tpath.with_file_name(format!(
+            "{}.torn",
+            tpath
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
         ));
-        lines.truncate(first);
-        tail = last_request(&lines).map_err(bad)?.0;
+        append_aside(&aside, &torn).map_err(|e| io("cannot save the torn bytes", e))?;
+        t.truncate(offset).map_err(|e| io("cannot truncate", e))?;
+        out.truncated_bytes += torn.len() as u64;
+        out.messages.push(format!(
+            "moved {} byte(s) after the last newline (line {line}) to {}",
+            torn.len(),
+            aside.display()
+        ));
     }
-    if keep < bytes.len() {
-        t.truncate(keep as u64)
-            .map_err(|e| io("cannot truncate", e))?;
-        out.truncated_bytes = (bytes.len() - keep) as u64;
-    }
-    let Some(last_line) = lines.last().copied() else {
+    let Some((offset, raw)) = tail.last else {
         return Ok(out);
     };
-    out.last_line_sha256 = Some(sha256_hex(last_line.raw));
-    tail.reverse(); // oldest first
-    let Some(last) = tail.last() else {
-        return Ok(out);
+    out.last_line_sha256 = Some(sha256_hex(&raw));
+    let last = match transcript::parse_record(0, &raw) {
+        Ok(r) => r,
+        Err(_) => {
+            let line = line_at(t, offset);
+            let err = transcript::parse_record(line, &raw)
+                .err()
+                .unwrap_or(ReadError::Malformed {
+                    line,
+                    message: "unreadable".into(),
+                });
+            return Err(RecoveryError::Transcript { path: shown, err });
+        }
     };
-
-    let document = read_checked(doc)
-        .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
+    let document = read_checked(doc)?;
     if document.sha256 == last.post_sha256 {
         out.document = Some(document);
         return Ok(out);
     }
-    let CheckedDocument {
-        bytes: doc_bytes,
-        sha256: doc_sha,
-    } = document;
-    let complete = last
-        .op_list
-        .as_ref()
-        .map_or(tail.len() == 1, |o| tail.len() == o.len);
-    let accepted = tail.iter().all(|r| r.patch_result != PatchResult::Rejected);
-    let first_line = last_line.number + 1 - tail.len();
-    if complete && accepted && tail.first().is_some_and(|r| r.pre_sha256 == doc_sha) {
-        let mut state = String::from_utf8(doc_bytes)
-            .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
-        let mut n = 0;
-        for (k, r) in tail.iter().enumerate() {
-            let fail = |message: String| RecoveryError::RollForward {
-                line: first_line + k,
-                op_id: r.op_id.clone(),
-                message,
-            };
-            if r.patch_result != PatchResult::Applied {
-                continue;
-            }
-            let next = apply(&state, std::slice::from_ref(&r.op)).map_err(|e| {
-                fail(format!(
-                    "re-applying the op failed: {} {}",
-                    e.code.as_str(),
-                    e.message
-                ))
-            })?;
-            let got = sha256_hex(next.as_bytes());
-            if got != r.post_sha256 {
-                return Err(fail(format!(
-                    "re-applying the op gives sha256 {got}, the record says {}",
-                    r.post_sha256
-                )));
-            }
-            let _ = crate::doc::parse_shared_edited(&state, &next, || ());
-            state = next;
-            n += 1;
-        }
-        fsio::atomic_write(doc, state.as_bytes())
-            .map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
-        out.rolled_forward = n;
-        out.messages.push(format!(
-            "rolled forward {n} record(s) (lines {first_line}..={}): the document lagged its transcript",
-            last_line.number
-        ));
-        return Ok(out);
-    }
     let edit = UnrecordedEdit {
-        document_sha256: doc_sha,
+        document_sha256: document.sha256,
         expected_sha256: last.post_sha256.clone(),
-        line: last_line.number,
+        line: line_at(t, offset),
         op_id: last.op_id.clone(),
     };
     if !force {
@@ -355,6 +315,230 @@ pub fn recover(
     ));
     out.unrecorded_edit = Some(edit);
     Ok(out)
+}
+
+fn append_aside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(bytes)?;
+    f.write_all(b"\n")?;
+    f.sync_all()
+}
+
+/// What an intent marker says happened, given the transcript's length and
+/// the bytes after the marker's recorded length.
+#[derive(Debug, PartialEq, Eq)]
+enum Interrupted {
+    /// Nothing was appended.
+    NothingWritten,
+    /// The append is partial (or not the marker's bytes): never committed.
+    PartialAppend,
+    /// The append is whole: the request committed.
+    Committed,
+    /// The transcript does not fit the marker.
+    Inconsistent(String),
+}
+
+fn classify(intent: &Intent, len: u64, appended: &[u8]) -> Interrupted {
+    let end = intent.transcript_len.saturating_add(intent.append_len);
+    if len == intent.transcript_len {
+        Interrupted::NothingWritten
+    } else if len < intent.transcript_len {
+        Interrupted::Inconsistent(format!(
+            "the transcript ({len} bytes) is shorter than before the interrupted write ({} bytes)",
+            intent.transcript_len
+        ))
+    } else if len < end || (len == end && sha256_hex(appended) != intent.append_sha256) {
+        Interrupted::PartialAppend
+    } else if len == end {
+        Interrupted::Committed
+    } else {
+        Interrupted::Inconsistent(format!(
+            "the transcript grew past an interrupted write ({len} bytes, the write ends at {end}); \
+             restore it from version control"
+        ))
+    }
+}
+
+/// Completes or undoes the request an intent marker describes.
+fn finish_interrupted(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    intent: &Intent,
+    apply: ApplyFn,
+    force: bool,
+    out: &mut Recovery,
+) -> Result<(), RecoveryError> {
+    let tpath = t.path().to_path_buf();
+    let shown = tpath.display().to_string();
+    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{shown}: {what}: {e}"));
+    let len = t.byte_len().map_err(|e| io("cannot read", e))?;
+    let appended = if len > intent.transcript_len {
+        t.read_from(intent.transcript_len)
+            .map_err(|e| io("cannot read", e))?
+    } else {
+        Vec::new()
+    };
+    let clear = || Intent::clear(&tpath).map_err(|e| io("cannot remove the intent marker", e));
+    match classify(intent, len, &appended) {
+        Interrupted::NothingWritten => {
+            out.messages.push(
+                "cleared the intent marker of an interrupted request that wrote nothing".into(),
+            );
+            clear()
+        }
+        Interrupted::PartialAppend => {
+            t.truncate(intent.transcript_len)
+                .map_err(|e| io("cannot truncate", e))?;
+            out.truncated_bytes += len - intent.transcript_len;
+            out.messages.push(format!(
+                "removed the partial append of an interrupted request ({} bytes; never committed, the document was not touched)",
+                len - intent.transcript_len
+            ));
+            clear()
+        }
+        Interrupted::Inconsistent(message) => Err(RecoveryError::Inconsistent {
+            path: shown,
+            message,
+        }),
+        Interrupted::Committed => {
+            let document = read_checked(doc)?;
+            if document.sha256 == intent.doc_post_sha256 {
+                // The rename happened; only the marker's removal was lost.
+                return clear();
+            }
+            if document.sha256 != intent.doc_pre_sha256 {
+                if force {
+                    // The next step reports the edit; the marker is spent.
+                    return clear();
+                }
+                let first_line = line_at(t, intent.transcript_len);
+                let records = split_records(&appended, first_line).map_err(|err| {
+                    RecoveryError::Transcript {
+                        path: shown.clone(),
+                        err,
+                    }
+                })?;
+                let last = records.last();
+                return Err(RecoveryError::UnrecordedEdit(UnrecordedEdit {
+                    document_sha256: document.sha256,
+                    expected_sha256: intent.doc_post_sha256.clone(),
+                    line: last.map_or(first_line, |(l, _)| *l),
+                    op_id: last.map(|(_, r)| r.op_id.clone()).unwrap_or_default(),
+                }));
+            }
+            let first_line = line_at(t, intent.transcript_len);
+            let n = roll_forward(doc, document, &appended, first_line, apply, &shown)?;
+            out.rolled_forward = n;
+            out.messages.push(format!(
+                "rolled forward {n} record(s) from line {first_line}: an interrupted request had committed its records but not its document"
+            ));
+            clear()
+        }
+    }
+}
+
+/// The records of an appended request with their file line numbers.
+fn split_records(
+    appended: &[u8],
+    first_line: usize,
+) -> Result<Vec<(usize, transcript::Record)>, ReadError> {
+    let (lines, _) = transcript::split_lines(appended);
+    lines
+        .iter()
+        .map(|l| {
+            let line = first_line + l.number - 1;
+            transcript::parse_record(line, l.raw).map(|r| (line, r))
+        })
+        .collect()
+}
+
+/// Re-applies the applied records of a committed request to the document
+/// at the request's pre-state, checking every hash, and writes the result.
+fn roll_forward(
+    doc: &Path,
+    document: CheckedDocument,
+    appended: &[u8],
+    first_line: usize,
+    apply: ApplyFn,
+    shown: &str,
+) -> Result<usize, RecoveryError> {
+    let records = split_records(appended, first_line).map_err(|err| RecoveryError::Transcript {
+        path: shown.to_string(),
+        err,
+    })?;
+    let mut state = String::from_utf8(document.bytes)
+        .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
+    let mut n = 0;
+    for (line, r) in &records {
+        if r.patch_result != PatchResult::Applied {
+            continue;
+        }
+        let fail = |message: String| RecoveryError::RollForward {
+            line: *line,
+            op_id: r.op_id.clone(),
+            message,
+        };
+        let next = apply(&state, std::slice::from_ref(&r.op)).map_err(|e| {
+            fail(format!(
+                "re-applying the op failed: {} {}",
+                e.code.as_str(),
+                e.message
+            ))
+        })?;
+        let got = sha256_hex(next.as_bytes());
+        if got != r.post_sha256 {
+            return Err(fail(format!(
+                "re-applying the op gives sha256 {got}, the record says {}",
+                r.post_sha256
+            )));
+        }
+        state = next;
+        n += 1;
+    }
+    fsio::atomic_write(doc, state.as_bytes())
+        .map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
+    Ok(n)
+}
+
+/// Read-only: what a writer would repair, in words (an interrupted write
+/// pending behind an intent marker). Verifiers print these and change nothing.
+pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
+    let intent = match Intent::read(transcript_path) {
+        Ok(Some(i)) => i,
+        Ok(None) => return Vec::new(),
+        Err(e) => return vec![format!("{e}")],
+    };
+    let bytes = match fsio::read_regular(transcript_path) {
+        Ok(b) => b,
+        Err(e) => return vec![format!("{}: cannot read: {e}", transcript_path.display())],
+    };
+    let start = (intent.transcript_len as usize).min(bytes.len());
+    let due = match classify(&intent, bytes.len() as u64, &bytes[start..]) {
+        Interrupted::NothingWritten => "clear its marker (it wrote nothing)".to_string(),
+        Interrupted::PartialAppend => format!(
+            "remove its partial append ({} bytes, never committed)",
+            bytes.len() - start
+        ),
+        Interrupted::Committed => {
+            let doc_sha = fsio::read_regular(doc)
+                .map(|b| sha256_hex(&b))
+                .unwrap_or_default();
+            if doc_sha == intent.doc_pre_sha256 && doc_sha != intent.doc_post_sha256 {
+                "roll the document forward to the request's committed records".to_string()
+            } else {
+                "clear its marker (the request completed)".to_string()
+            }
+        }
+        Interrupted::Inconsistent(m) => format!("refuse: {m}"),
+    };
+    vec![format!(
+        "an interrupted write is pending; the next writer (`noma patch`, or `noma repair {}`) will {due}",
+        doc.display()
+    )]
 }
 
 #[cfg(test)]
@@ -372,7 +556,7 @@ mod tests {
         (dir, d, t)
     }
 
-    fn batch(src: &str, texts: &[&str]) -> (String, Vec<u8>) {
+    fn batch(src: &str, texts: &[&str], prev: Option<String>) -> (String, Vec<u8>) {
         let ops: Vec<_> = texts
             .iter()
             .map(|t| json!({"op":"append","text":t}))
@@ -386,104 +570,107 @@ mod tests {
         );
         (
             p.new_text.clone(),
-            chain_and_serialise(&mut p.records, None),
+            chain_and_serialise(&mut p.records, prev),
         )
     }
 
-    #[test]
-    fn the_tail_fast_path_agrees_with_the_whole_file_and_defers_the_rest() {
-        // Two requests: a 150-op list (over 64 KiB of records, so the tail
-        // window has to widen) and a one-op request after it.
-        let (_d, doc, tp) = setup("x");
-        let texts: Vec<String> = (0..150).map(|i| format!("<{i}>")).collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let (mid, first) = batch("x", &refs);
-        assert!(first.len() > 64 * 1024, "{} bytes", first.len());
-        std::fs::write(&tp, &first).unwrap();
-        std::fs::write(&doc, &mid).unwrap();
-        let last_line = |bytes: &[u8]| {
-            let body = &bytes[..bytes.len() - 1];
-            let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            sha256_hex(&bytes[at..])
-        };
-        let mut t = LockedTranscript::open(&tp).unwrap();
-        let clean = clean_tail(&doc, &mut t)
-            .unwrap()
-            .expect("clean after one big request");
-        assert_eq!(clean.last_line_sha256, last_line(&first));
-        assert_eq!(clean.document.bytes, mid.as_bytes());
-        assert_eq!(clean.document.sha256, sha256_hex(mid.as_bytes()));
-        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
-        assert!(r.is_clean());
-        assert_eq!(
-            r.last_line_sha256.as_deref(),
-            Some(last_line(&first).as_str())
-        );
-        drop(t);
-
-        let mut p = plan(
-            &mid,
-            &Context::default(),
-            &[json!({"op":"append","text":"z"})],
-            &Options::new(actor()),
-            fake_apply,
-        );
-        let second = chain_and_serialise(&mut p.records, Some(last_line(&first)));
-        let mut all = first.clone();
-        all.extend_from_slice(&second);
-        std::fs::write(&tp, &all).unwrap();
-        std::fs::write(&doc, &p.new_text).unwrap();
-        let mut t = LockedTranscript::open(&tp).unwrap();
-        let clean = clean_tail(&doc, &mut t)
-            .unwrap()
-            .expect("clean after a small request");
-        assert_eq!(clean.last_line_sha256, last_line(&all));
-
-        // A lagging document, a torn tail and an empty transcript all go to
-        // the whole-file path.
-        std::fs::write(&doc, &mid).unwrap();
-        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
-        std::fs::write(&doc, &p.new_text).unwrap();
-        let mut torn = all.clone();
-        torn.extend_from_slice(b"{\"protocol_version\":");
-        std::fs::write(&tp, &torn).unwrap();
-        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
-        std::fs::write(&tp, b"").unwrap();
-        assert!(clean_tail(&doc, &mut t).unwrap().is_none());
+    fn intent_for(before: &[u8], append: &[u8], pre: &str, post: &str) -> Intent {
+        Intent {
+            transcript_len: before.len() as u64,
+            append_len: append.len() as u64,
+            append_sha256: sha256_hex(append),
+            doc_pre_sha256: sha256_hex(pre.as_bytes()),
+            doc_post_sha256: sha256_hex(post.as_bytes()),
+        }
     }
 
     #[test]
-    fn rolls_forward_a_lagging_document() {
+    fn a_long_last_line_is_found_past_the_first_window() {
+        // One 150-op request: over 64 KiB of records, so the window widens.
         let (_d, doc, tp) = setup("x");
-        let (new, bytes) = batch("x", &["a", "b"]);
-        std::fs::write(&tp, &bytes).unwrap();
+        let texts: Vec<String> = (0..150)
+            .map(|i| format!("<{i}>{}", "y".repeat(500)))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (mid, first) = batch("x", &refs, None);
+        assert!(first.len() > 64 * 1024, "{} bytes", first.len());
+        std::fs::write(&tp, &first).unwrap();
+        std::fs::write(&doc, &mid).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
+        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        assert!(r.is_clean());
+        let body = &first[..first.len() - 1];
+        let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        assert_eq!(r.last_line_sha256, Some(sha256_hex(&first[at..])));
+        assert_eq!(r.document.unwrap().bytes, mid.as_bytes());
+    }
+
+    #[test]
+    fn rolls_forward_only_with_an_intent_marker() {
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a", "b"], None);
+        std::fs::write(&tp, &bytes).unwrap();
+        // Without a marker the lagging document is an edit like any other.
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        assert!(matches!(e, RecoveryError::UnrecordedEdit(_)), "{e}");
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x");
+        // With the marker of the interrupted request it is rolled forward.
+        intent_for(b"", &bytes, "x", &new).write(&tp).unwrap();
         let r = recover(&doc, &mut t, fake_apply, false).unwrap();
         assert_eq!(r.rolled_forward, 2);
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), new);
-        // Second run: consistent, nothing to do.
+        assert_eq!(Intent::read(&tp).unwrap(), None);
         assert!(recover(&doc, &mut t, fake_apply, false).unwrap().is_clean());
     }
 
     #[test]
-    fn truncates_torn_line_and_torn_request() {
+    fn a_partial_append_is_cut_only_back_to_the_marker() {
         let (_d, doc, tp) = setup("x");
-        let (_, bytes) = batch("x", &["a", "b", "c"]);
-        // Keep the first complete line plus half of the second.
-        let first_nl = bytes.iter().position(|&b| b == b'\n').unwrap();
-        std::fs::write(&tp, &bytes[..first_nl + 10]).unwrap();
+        let (mid, first) = batch("x", &["a"], None);
+        let prev = {
+            let (lines, _) = transcript::split_lines(&first);
+            Some(sha256_hex(lines[0].raw))
+        };
+        let (new, second) = batch(&mid, &["b", "c"], prev);
+        std::fs::write(&doc, &mid).unwrap();
+        // The second request died inside its append: a line and a half.
+        let nl = second.iter().position(|&b| b == b'\n').unwrap();
+        let mut torn = first.clone();
+        torn.extend_from_slice(&second[..nl + 10]);
+        std::fs::write(&tp, &torn).unwrap();
+        intent_for(&first, &second, &mid, &new).write(&tp).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
         let r = recover(&doc, &mut t, fake_apply, false).unwrap();
-        assert_eq!(r.truncated_records, 1);
-        assert_eq!(r.truncated_bytes as usize, first_nl + 10);
-        assert_eq!(std::fs::read(&tp).unwrap().len(), 0);
-        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x");
+        assert_eq!(r.truncated_bytes as usize, nl + 10);
+        assert_eq!(std::fs::read(&tp).unwrap(), first);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), mid);
+        assert_eq!(Intent::read(&tp).unwrap(), None);
+    }
+
+    #[test]
+    fn a_torn_tail_without_a_marker_is_refused_by_writers_and_moved_aside_by_repair() {
+        let (dir, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a"], None);
+        let mut with_junk = bytes.clone();
+        with_junk.extend_from_slice(b"{\"protocol_version\":");
+        std::fs::write(&tp, &with_junk).unwrap();
+        std::fs::write(&doc, &new).unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        assert!(e.to_string().contains("noma repair"), "{e}");
+        assert_eq!(std::fs::read(&tp).unwrap(), with_junk);
+        let r = repair(&doc, &mut t, fake_apply).unwrap();
+        assert_eq!(r.truncated_bytes, 20);
+        assert_eq!(std::fs::read(&tp).unwrap(), bytes);
+        let aside = std::fs::read(dir.path().join("d.noma.patches.torn")).unwrap();
+        assert_eq!(aside, b"{\"protocol_version\":\n");
     }
 
     #[test]
     fn refuses_unrecorded_edit_unless_forced() {
         let (_d, doc, tp) = setup("x");
-        let (new, bytes) = batch("x", &["a"]);
+        let (new, bytes) = batch("x", &["a"], None);
         std::fs::write(&tp, &bytes).unwrap();
         std::fs::write(&doc, format!("{new}edited")).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
@@ -492,5 +679,25 @@ mod tests {
         assert!(e.to_string().contains("line 1"), "{e}");
         let r = recover(&doc, &mut t, fake_apply, true).unwrap();
         assert!(r.unrecorded_edit.is_some());
+    }
+
+    #[test]
+    fn classify_covers_every_marker_state() {
+        let i = Intent {
+            transcript_len: 10,
+            append_len: 3,
+            append_sha256: sha256_hex(b"abc"),
+            doc_pre_sha256: String::new(),
+            doc_post_sha256: String::new(),
+        };
+        assert_eq!(classify(&i, 10, b""), Interrupted::NothingWritten);
+        assert_eq!(classify(&i, 12, b"ab"), Interrupted::PartialAppend);
+        assert_eq!(classify(&i, 13, b"abd"), Interrupted::PartialAppend);
+        assert_eq!(classify(&i, 13, b"abc"), Interrupted::Committed);
+        assert!(matches!(classify(&i, 9, b""), Interrupted::Inconsistent(_)));
+        assert!(matches!(
+            classify(&i, 14, b"abcd"),
+            Interrupted::Inconsistent(_)
+        ));
     }
 }

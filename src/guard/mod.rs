@@ -371,7 +371,7 @@ impl<'a> Guard<'a> {
                     "the last line has no newline (an interrupted append)".into(),
                 )
                 .fix(format!(
-                    "run `noma replay \"{path}\"` to repair the transcript, then stage it again"
+                    "run `noma repair \"{path}\"` to move the torn bytes aside, then stage the transcript again"
                 )),
             );
             return Ok(out);
@@ -448,9 +448,16 @@ impl<'a> Guard<'a> {
             }
             return Ok(out);
         };
-        let rep = replay::replay(tail, Some(&base), staged_doc, crate::engine::APPLY);
+        let after = prev_last
+            .as_deref()
+            .map(|prev_line_sha256| replay::Continuation {
+                prev_line_sha256,
+                lines_before: offset,
+            });
+        let rep = replay::replay_after(after, tail, Some(&base), staged_doc, crate::engine::APPLY);
         if let Some(d) = rep.divergence {
-            let line = (d.line > 0).then_some(offset + d.line);
+            // Lines are the file's: replay_after counts the committed ones.
+            let line = (d.line > 0).then_some(d.line);
             if d.op_id.is_none() && d.expected_sha256.is_some() {
                 // The replayed final state is not the staged document.
                 let blocks: Vec<String> = d

@@ -73,8 +73,9 @@ pub fn record_file(
         .map_err(|e| RecordError::Check(format!("{}: {e}", tpath.display())))?;
     if parsed.torn_tail.is_some() {
         return Err(RecordError::Check(format!(
-            "{}: the last line is torn; run `noma replay` to repair it first",
-            tpath.display()
+            "{}: the last line is torn; run `noma repair {}` first",
+            tpath.display(),
+            doc_path.display()
         )));
     }
     let applied: Vec<&Record> = parsed
@@ -101,6 +102,16 @@ pub fn record_file(
     };
     let mut locked = fsio::LockedTranscript::open(&tpath)
         .map_err(|e| usage(format!("{}: cannot open: {e}", tpath.display())))?;
+    if fsio::Intent::read(&tpath)
+        .map_err(|e| usage(e.to_string()))?
+        .is_some()
+    {
+        return Err(RecordError::Check(format!(
+            "an interrupted write of {} is pending; run `noma repair {}` first",
+            tpath.display(),
+            doc_path.display()
+        )));
+    }
     // Under the lock: nobody may have patched since we looked.
     let now = locked
         .read_all()
@@ -120,8 +131,9 @@ pub fn record_file(
     }
     let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
     let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
-    locked
-        .append(&bytes)
+    // The document already holds the edit: the request changes no bytes
+    // of it, so the marker's pre- and post-state are the same.
+    engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None)
         .map_err(|e| usage(format!("{}: cannot append: {e}", tpath.display())))?;
     Ok(Outcome::Recorded {
         ops,

@@ -128,6 +128,7 @@ impl Workspace {
 fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
     let mut tail: Vec<OsString> = Vec::new();
     let mut cur = path.to_path_buf();
+    let mut retries = 0;
     loop {
         match cur.canonicalize() {
             Ok(mut base) => {
@@ -137,11 +138,20 @@ fn resolve_existing_prefix(path: &Path) -> io::Result<PathBuf> {
                 return Ok(base);
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                if std::fs::symlink_metadata(&cur).is_ok() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotFound,
-                        "dangling symbolic link",
-                    ));
+                match std::fs::symlink_metadata(&cur) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::NotFound,
+                            "dangling symbolic link",
+                        ));
+                    }
+                    // Created between the two calls (a concurrent writer's
+                    // first transcript append): resolve it again.
+                    Ok(_) if retries < 8 => {
+                        retries += 1;
+                        continue;
+                    }
+                    _ => {}
                 }
                 let Some(name) = cur.file_name().map(|n| n.to_os_string()) else {
                     return Err(e);

@@ -351,7 +351,7 @@ fn run_patch(
     tool: &str,
     ops: &[Value],
     meta: PatchMeta,
-) -> Result<Vec<Record>, ToolError> {
+) -> Result<engine::Outcome, ToolError> {
     let path = ctx.doc_path(file, tool)?;
     // The engine appends to <doc>.patches and reads <doc>.capabilities.yml:
     // neither may lead outside the root.
@@ -385,8 +385,14 @@ fn run_patch(
                     eprintln!("noma mcp: {}: recovery: {m}", ctx.shown(&path));
                 }
             }
-            Ok(outcome.records)
+            Ok(outcome)
         }
+        // A request that is not made of catalogue ops is refused whole and
+        // writes nothing (the engine checks before it records).
+        Err(EngineError::InvalidOp(e)) => Err(ToolError::System {
+            error: e.to_string(),
+            code: Some(e.code().as_str().to_string()),
+        }),
         Err(e @ EngineError::Recovery(_)) if e.is_check_failure() => {
             Err(ToolError::system(format!(
                 "{e}. The document has edits its transcript does not explain; a person should \
@@ -422,22 +428,17 @@ fn rejection(records: &[Record]) -> ToolError {
     ToolError::user("invalid_content", "the patch was rejected")
 }
 
-/// §4.3 diagnostics of the post-apply state (the `phase` tag dropped).
-fn post_diagnostics(records: &[Record]) -> Vec<Diagnostic> {
-    records
-        .last()
-        .and_then(|r| r.diagnostics.as_ref())
-        .map(|ds| {
-            ds.iter()
-                .filter(|d| d.phase == Some(Phase::Post))
-                .cloned()
-                .map(|mut d| {
-                    d.phase = None;
-                    d
-                })
-                .collect()
+/// §4.3 diagnostics of the post-apply state (the `phase` tag dropped): the
+/// whole report, not only what the records carry.
+fn post_diagnostics(outcome: engine::Outcome) -> Vec<Diagnostic> {
+    outcome
+        .post_diagnostics
+        .into_iter()
+        .map(|mut d| {
+            d.phase = None;
+            d
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 fn accepted(records: &[Record]) -> bool {
@@ -449,7 +450,8 @@ fn accepted(records: &[Record]) -> bool {
 
 /// `patch_block` (§B.6).
 pub fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
-    let records = run_patch(ctx, &args.file, "patch_block", &[args.op], args.meta)?;
+    let mut outcome = run_patch(ctx, &args.file, "patch_block", &[args.op], args.meta)?;
+    let records = std::mem::take(&mut outcome.records);
     if !accepted(&records) {
         // Single op: op_index is always 0 and not part of the §B.6 shape.
         return Err(match rejection(&records) {
@@ -458,7 +460,7 @@ pub fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
         });
     }
     let post_validation = records.last().map(|r| r.post_validation);
-    let diagnostics = post_diagnostics(&records);
+    let diagnostics = post_diagnostics(outcome);
     Ok(json!({
         "ok": true,
         "post_validation": post_validation,
@@ -475,12 +477,13 @@ pub fn patch_block_list(ctx: &Context, args: PatchBlockListArgs) -> ToolResult {
             "ops is empty: give at least one op",
         ));
     }
-    let records = run_patch(ctx, &args.file, "patch_block_list", &args.ops, args.meta)?;
+    let mut outcome = run_patch(ctx, &args.file, "patch_block_list", &args.ops, args.meta)?;
+    let records = std::mem::take(&mut outcome.records);
     if !accepted(&records) {
         return Err(rejection(&records));
     }
     let post_validation = records.last().map(|r| r.post_validation);
-    let diagnostics = post_diagnostics(&records);
+    let diagnostics = post_diagnostics(outcome);
     Ok(json!({
         "ok": true,
         "post_validation": post_validation,

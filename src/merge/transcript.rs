@@ -29,9 +29,8 @@
 //! Determinism (the document and transcript merge drivers compute this
 //! independently and must agree): a reconciled record's `op_id` is a UUID
 //! (v4 layout) made from sha256 of `noma-reconcile`, the original `op_id`
-//! and the sha256 of our final document; its `ts` is the original's; its
-//! `op_list` id is derived from our final sha256 and their first new
-//! record's `op_id`; `elapsed_ms` is omitted. Everything else is computed
+//! and the sha256 of our final document; its `ts` is the original's;
+//! `elapsed_ms` is omitted. Everything else is computed
 //! from the inputs.
 
 use std::collections::{HashMap, HashSet};
@@ -40,7 +39,7 @@ use serde_json::Value;
 
 use crate::doc::hash::{block_hashes, sha256_hex, slice_hash};
 use crate::patch::op_target;
-use crate::transcript::{self, parse_record, short_sha, split_lines, OpList, PatchResult, Record};
+use crate::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
 
 /// One version of a document and its transcript (`None` = file absent).
 #[derive(Debug, Clone, Copy, Default)]
@@ -184,11 +183,6 @@ pub fn reconcile(
         }
     }
     let our_sha = sha256_hex(our_doc.as_bytes());
-    let list_id = derived_uuid(&[
-        "noma-reconcile-list",
-        &our_sha,
-        tnew.first().map_or("", |r| r.op_id.as_str()),
-    ]);
     let mut state = our_doc;
     let mut blocked: HashMap<String, String> = HashMap::new(); // block -> their conflicting op
     let mut conflicts = Vec::new();
@@ -198,7 +192,7 @@ pub fn reconcile(
     for rec in &tnew {
         if rec.patch_result != PatchResult::Applied {
             let mut r = rec.clone();
-            mark(&mut r, &our_sha, &list_id);
+            mark(&mut r, &our_sha);
             rebased.push((rec.op_id.clone(), r.op_id.clone()));
             out.push(r);
             continue;
@@ -262,17 +256,10 @@ pub fn reconcile(
         r.ts = rec.ts.clone();
         r.base_sha256 = None;
         r.elapsed_ms = None;
-        mark(&mut r, &our_sha, &list_id);
+        mark(&mut r, &our_sha);
         rebased.push((rec.op_id.clone(), r.op_id.clone()));
         state = plan.new_text;
         out.push(r);
-    }
-    let n = out.len();
-    for (i, r) in out.iter_mut().enumerate() {
-        if let Some(l) = r.op_list.as_mut() {
-            l.index = i;
-            l.len = n;
-        }
     }
     let prev = olines.last().map(|l| sha256_hex(l.raw));
     let tail = crate::engine::chain_and_serialise(&mut out, prev);
@@ -289,7 +276,7 @@ pub fn reconcile(
 }
 
 /// Rewrites a copied record's identity: derived op_id, parent link, reason.
-fn mark(r: &mut Record, our_sha: &str, list_id: &str) {
+fn mark(r: &mut Record, our_sha: &str) {
     let original = r.op_id.clone();
     r.op_id = derived_uuid(&["noma-reconcile", &original, our_sha]);
     r.parent_op_id = Some(original.clone());
@@ -300,11 +287,6 @@ fn mark(r: &mut Record, our_sha: &str, list_id: &str) {
     r.reason = Some(match r.reason.take() {
         Some(old) => format!("{why}; original reason: {old}"),
         None => why,
-    });
-    r.op_list = Some(OpList {
-        id: list_id.to_string(),
-        index: 0,
-        len: 0,
     });
     r.prev_entry_sha256 = None;
 }

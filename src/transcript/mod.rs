@@ -90,19 +90,6 @@ impl PatchResult {
     }
 }
 
-/// Implementation extension (allowed by §5.6): which op-list a record
-/// belongs to. Recovery uses it to find the records of the last request and
-/// to tell a complete batch from a torn one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct OpList {
-    /// UUID v4 shared by every record of one patch request.
-    pub id: String,
-    /// 0-based position of this op in the list.
-    pub index: usize,
-    /// Number of ops in the list.
-    pub len: usize,
-}
-
 /// One v1.0 transcript record (§5.2 required + §5.3 optional fields).
 /// Unknown fields are ignored on read, as §5.6 requires.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -150,18 +137,34 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<DiagnosticSchema>>")]
     pub diagnostics: Option<Vec<Diagnostic>>,
-    /// Wall-clock milliseconds spent on this op.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_ms: Option<f64>,
+    /// Wall-clock milliseconds spent on this op, whole (clients such as the
+    /// reference's Python SDK read it as an integer). Fractional values
+    /// written by older versions are rounded on read.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole_millis"
+    )]
+    pub elapsed_ms: Option<u64>,
     /// sha256 of the previous transcript line, raw bytes including `\n`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_entry_sha256: Option<String>,
     /// Reserved: always `null` in v1.0.
     #[serde(default)]
     pub signature: Option<Value>,
-    /// Extension: the op-list this record belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op_list: Option<OpList>,
+}
+
+/// Reads `elapsed_ms` as any non-negative JSON number, rounded to whole
+/// milliseconds.
+fn whole_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v: Option<f64> = Option::deserialize(d)?;
+    match v {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some(ms.round() as u64)),
+        Some(ms) => Err(serde::de::Error::custom(format!(
+            "elapsed_ms {ms} is not a non-negative number"
+        ))),
+        None => Ok(None),
+    }
 }
 
 /// Schema-only mirror of [`Summary`] (which lives outside this module).
@@ -587,7 +590,6 @@ mod tests {
             elapsed_ms: None,
             prev_entry_sha256: None,
             signature: None,
-            op_list: None,
         }
     }
 
@@ -601,6 +603,19 @@ mod tests {
         v["future_field"] = serde_json::json!({"x": 1});
         let back = parse_record(1, serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn elapsed_ms_is_written_whole_and_read_from_any_number() {
+        let mut r = sample();
+        r.elapsed_ms = Some(3);
+        assert!(r.to_line().contains("\"elapsed_ms\":3,"));
+        let mut v: Value = serde_json::from_str(&r.to_line()).unwrap();
+        v["elapsed_ms"] = serde_json::json!(0.014);
+        let back = parse_record(1, v.to_string().as_bytes()).unwrap();
+        assert_eq!(back.elapsed_ms, Some(0));
+        v["elapsed_ms"] = serde_json::json!(-1);
+        assert!(parse_record(1, v.to_string().as_bytes()).is_err());
     }
 
     #[test]

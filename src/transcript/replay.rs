@@ -1,12 +1,15 @@
 //! Replay (§5.5): re-apply every applied record's op from a base and check
 //! that the transcript, its hash chain and the document on disk agree.
 //!
-//! Checks, in file order: each line is a valid v1.0 record; each record's
-//! `prev_entry_sha256` (when present) is the sha256 of the previous raw
-//! line; each applied record's `pre_sha256` is the current replay state and
-//! re-applying its op yields its `post_sha256`; finally the last applied
-//! record's `post_sha256` is the document on disk. The first failure stops
-//! the replay and is named by line and op_id.
+//! Checks, in file order: no torn final line; each line is a valid v1.0
+//! record; the chain rules of [`Chain`] (first line unchained, every later
+//! line chained to the one before, unique `op_id`s); every record's
+//! `pre_sha256` is the current replay state (the base's, when `--base` is
+//! given, otherwise the first record's); an applied record changes the
+//! document and re-applying its op yields its `post_sha256`; finally the
+//! state the records leave is the document on disk. The first failure
+//! stops the replay and is named by line and op_id. Replay reads; it never
+//! changes a file.
 
 use std::time::Instant;
 
@@ -137,6 +140,30 @@ pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
 /// sha is the first applied record's pre_sha256) and checks the result
 /// against `document`, the text on disk.
 pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn) -> Report {
+    replay_after(None, transcript, base, document, apply)
+}
+
+/// Where a replayed slice of a transcript starts in its file: what the
+/// hooks replay is the part a commit appends to the committed transcript.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Continuation<'a> {
+    /// sha256 of the raw line before the slice (the chain's anchor).
+    pub prev_line_sha256: &'a str,
+    /// Number of lines before the slice.
+    pub lines_before: usize,
+}
+
+/// [`replay`] of the lines a transcript gained after its first
+/// `after.lines_before` lines (`None`: the whole file). The slice's first
+/// record must chain onto `after.prev_line_sha256`, and line numbers in
+/// the report are the file's.
+pub fn replay_after(
+    after: Option<Continuation<'_>>,
+    transcript: &[u8],
+    base: Option<&str>,
+    document: &str,
+    apply: ApplyFn,
+) -> Report {
     let started = Instant::now();
     let mut report = Report {
         ok: false,
@@ -149,7 +176,7 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: Appl
         divergence: None,
         elapsed_ms: 0.0,
     };
-    let result = run(transcript, base, document, apply, &mut report);
+    let result = run(after, transcript, base, document, apply, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
     report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -157,6 +184,7 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: Appl
 }
 
 fn run(
+    after: Option<Continuation<'_>>,
     transcript: &[u8],
     base: Option<&str>,
     document: &str,
@@ -173,47 +201,91 @@ fn run(
             blocks: Vec::new(),
         })
     };
-    let (lines, torn) = split_lines(transcript);
+    let with_shas = |mut d: Box<Divergence>, expected: &str, actual: &str| {
+        d.expected_sha256 = Some(expected.to_string());
+        d.actual_sha256 = Some(actual.to_string());
+        d
+    };
+    let (mut lines, torn) = split_lines(transcript);
+    let lines_before = after.map_or(0, |a| a.lines_before);
+    for l in &mut lines {
+        l.number += lines_before;
+    }
     if let Some(t) = torn {
         return Err(div(
-            lines.len() + 1,
+            lines_before + lines.len() + 1,
             None,
-            format!("torn final line ({} bytes without a newline)", t.len()),
+            format!(
+                "torn final line ({} bytes without a newline): not a record; a writer \
+                 (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it",
+                t.len()
+            ),
         ));
     }
     let doc_sha = sha256_hex(document.as_bytes());
-    // State is materialised lazily: the base is chosen at the first applied record.
-    let mut state: Option<(String, String)> = None; // (text, sha256)
-    let mut prev_line_sha: Option<String> = None;
+    let base_sha = base.map(|b| sha256_hex(b.as_bytes()));
+    // The sha256 of the state the next record must start from: the base's
+    // when one is given, otherwise the first record's pre-state.
+    let mut state_sha: Option<String> = base_sha.clone();
+    // The state's text, materialised at the first applied record.
+    let mut text: Option<String> = base.map(str::to_string);
+    let mut chain = Chain {
+        prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
+        ..Chain::default()
+    };
     for l in &lines {
         let rec = parse_record(l.number, l.raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
-        let line_sha = sha256_hex(l.raw);
-        if let (Some(claimed), Some(actual)) = (&rec.prev_entry_sha256, &prev_line_sha) {
-            if claimed != actual {
-                let mut d = div(
-                    l.number,
-                    Some(&rec.op_id),
-                    format!("prev_entry_sha256 does not match line {} (the chain is broken: a line was changed, removed or inserted)", l.number - 1),
-                );
-                d.expected_sha256 = Some(claimed.clone());
-                d.actual_sha256 = Some(actual.clone());
-                return Err(d);
-            }
+        chain
+            .check(l.number, l.raw, &rec)
+            .map_err(|m| div(l.number, Some(&rec.op_id), m))?;
+        let expected = state_sha.get_or_insert_with(|| rec.pre_sha256.clone());
+        if *expected != rec.pre_sha256 {
+            let first = l.number == lines_before + 1;
+            let what = match (first, base.is_some()) {
+                (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
+                _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
+            };
+            return Err(with_shas(
+                div(l.number, Some(&rec.op_id), what.into()),
+                &rec.pre_sha256,
+                expected,
+            ));
         }
-        prev_line_sha = Some(line_sha);
         match rec.patch_result {
             PatchResult::Rejected => report.rejected += 1,
-            PatchResult::Noop => report.noop += 1,
+            PatchResult::Noop => {
+                // A noop's op is checked when the state's text is known: it
+                // must apply and change nothing.
+                if let Some(current) = text.as_deref() {
+                    let same = apply(current, std::slice::from_ref(&rec.op))
+                        .is_ok_and(|next| next == current);
+                    if !same {
+                        return Err(div(
+                            l.number,
+                            Some(&rec.op_id),
+                            format!(
+                                "the {} op of this noop record does not leave the document unchanged",
+                                rec.op_name()
+                            ),
+                        ));
+                    }
+                }
+                report.noop += 1;
+            }
             PatchResult::Applied => {
-                if state.is_none() {
-                    let (text, source) = match base {
-                        Some(b) => (b.to_string(), BaseSource::Given),
-                        None if doc_sha == rec.pre_sha256 => {
-                            (document.to_string(), BaseSource::Document)
-                        }
-                        None => {
-                            let mut d = div(
+                if rec.pre_sha256 == rec.post_sha256 {
+                    return Err(div(
+                        l.number,
+                        Some(&rec.op_id),
+                        "an applied record must change the document (pre_sha256 equals post_sha256)"
+                            .into(),
+                    ));
+                }
+                if text.is_none() {
+                    if doc_sha != rec.pre_sha256 {
+                        return Err(with_shas(
+                            div(
                                 l.number,
                                 Some(&rec.op_id),
                                 format!(
@@ -222,30 +294,16 @@ fn run(
                                     short_sha(&rec.pre_sha256),
                                     short_sha(&doc_sha)
                                 ),
-                            );
-                            d.expected_sha256 = Some(rec.pre_sha256.clone());
-                            d.actual_sha256 = Some(doc_sha.clone());
-                            return Err(d);
-                        }
-                    };
-                    report.base = Some(source);
-                    let sha = sha256_hex(text.as_bytes());
-                    state = Some((text, sha));
+                            ),
+                            &rec.pre_sha256,
+                            &doc_sha,
+                        ));
+                    }
+                    report.base = Some(BaseSource::Document);
+                    text = Some(document.to_string());
                 }
-                let Some((text, sha)) = state.as_mut() else {
-                    continue;
-                };
-                if *sha != rec.pre_sha256 {
-                    let mut d = div(
-                        l.number,
-                        Some(&rec.op_id),
-                        "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)".into(),
-                    );
-                    d.expected_sha256 = Some(rec.pre_sha256.clone());
-                    d.actual_sha256 = Some(sha.clone());
-                    return Err(d);
-                }
-                let next = apply(text, std::slice::from_ref(&rec.op)).map_err(|e| {
+                let current = text.as_deref().unwrap_or_default();
+                let next = apply(current, std::slice::from_ref(&rec.op)).map_err(|e| {
                     div(
                         l.number,
                         Some(&rec.op_id),
@@ -259,45 +317,109 @@ fn run(
                 })?;
                 let next_sha = sha256_hex(next.as_bytes());
                 if next_sha != rec.post_sha256 {
-                    let mut d = div(
-                        l.number,
-                        Some(&rec.op_id),
-                        format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
+                    let mut d = with_shas(
+                        div(
+                            l.number,
+                            Some(&rec.op_id),
+                            format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
+                        ),
+                        &rec.post_sha256,
+                        &next_sha,
                     );
-                    d.expected_sha256 = Some(rec.post_sha256.clone());
-                    d.actual_sha256 = Some(next_sha);
-                    d.blocks = diff_blocks(text, &next);
+                    d.blocks = diff_blocks(current, &next);
                     return Err(d);
                 }
                 // The next op reads this state's tree: splice it from the
                 // current one (a 3 MB document then costs milliseconds per
                 // record, not a full parse).
-                let _ = crate::doc::parse_shared_edited(text, &next, || ());
-                *text = next;
-                *sha = next_sha;
+                let _ = crate::doc::parse_shared_edited(current, &next, || ());
+                text = Some(next);
+                state_sha = Some(next_sha);
                 report.applied += 1;
             }
         }
     }
-    let Some((text, sha)) = state else {
+    if base.is_some() && report.base.is_none() {
+        report.base = Some(BaseSource::Given);
+    }
+    let Some(final_sha) = state_sha else {
+        // No record and no base: nothing to compare the document with.
         report.base = Some(BaseSource::NotNeeded);
         report.final_sha256 = Some(doc_sha);
         return Ok(());
     };
-    report.final_sha256 = Some(sha.clone());
-    if sha != doc_sha {
+    if report.applied == 0 && base.is_none() {
+        report.base = Some(BaseSource::NotNeeded);
+    }
+    report.final_sha256 = Some(final_sha.clone());
+    if final_sha != doc_sha {
         let last = lines.last().map_or(0, |l| l.number);
-        let mut d = div(
-            last,
-            None,
-            "the replayed final state is not the document on disk (it was edited after the last record)".into(),
-        );
-        d.expected_sha256 = Some(sha);
-        d.actual_sha256 = Some(doc_sha);
-        d.blocks = diff_blocks(&text, document);
+        let message = if report.applied == 0 {
+            "the document is not the state the transcript's records leave (no applied record explains the difference)"
+        } else {
+            "the replayed final state is not the document on disk (it was edited after the last record)"
+        };
+        let mut d = with_shas(div(last, None, message.into()), &final_sha, &doc_sha);
+        if let Some(t) = text.as_deref() {
+            d.blocks = diff_blocks(t, document);
+        }
         return Err(d);
     }
     Ok(())
+}
+
+/// The chain rules every transcript line obeys (§5.3 `prev_entry_sha256`,
+/// §5.2 `op_id`):
+///
+/// - the first line carries no `prev_entry_sha256` (absent or `null`): a
+///   transcript starts with its first record, so a first line that chains
+///   to something means records before it were removed;
+/// - every later line carries one, equal to the sha256 of the previous raw
+///   line (including its `\n`);
+/// - every `op_id` is unique in the file.
+///
+/// Together with replay (each record starts from the state the one before
+/// left) this leaves only the last line's non-semantic fields (`ts`,
+/// `reason`, messages) without tamper evidence inside the file; the hooks
+/// anchor committed lines through git.
+#[derive(Debug, Default)]
+pub struct Chain {
+    prev_line_sha256: Option<String>,
+    op_ids: std::collections::HashMap<String, usize>,
+}
+
+impl Chain {
+    /// Checks line `number` (raw bytes with `\n`) and its parsed record
+    /// against the lines before it; the message says what is wrong.
+    pub fn check(&mut self, number: usize, raw: &[u8], rec: &super::Record) -> Result<(), String> {
+        match (&rec.prev_entry_sha256, &self.prev_line_sha256) {
+            (Some(_), None) => {
+                return Err(format!(
+                    "line {number} is the transcript's first but carries prev_entry_sha256: the records before it were removed"
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "line {number} has no prev_entry_sha256: every record after the first chains to the line before it (a line was inserted or rewritten)"
+                ))
+            }
+            (Some(claimed), Some(actual)) if claimed != actual => {
+                return Err(format!(
+                    "prev_entry_sha256 does not match line {} (the chain is broken: a line was changed, removed or inserted)",
+                    number - 1
+                ))
+            }
+            _ => {}
+        }
+        if let Some(first) = self.op_ids.insert(rec.op_id.clone(), number) {
+            return Err(format!(
+                "op_id {} repeats line {first} (op_ids are unique per record, §5.2)",
+                rec.op_id
+            ));
+        }
+        self.prev_line_sha256 = Some(sha256_hex(raw));
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -365,5 +487,128 @@ mod tests {
             .unwrap();
         assert_eq!(d.line, 2);
         assert!(d.message.contains("torn"));
+    }
+
+    /// Every line of `bytes` with `f` applied to the parsed record of line
+    /// `at` (0-based), re-serialised; the rest verbatim.
+    fn edit_line(bytes: &[u8], at: usize, f: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+        let lines = split_lines(bytes).0;
+        let mut out = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if i == at {
+                let mut v: serde_json::Value = serde_json::from_slice(l.raw).unwrap();
+                f(&mut v);
+                out.extend_from_slice(format!("{v}\n").as_bytes());
+            } else {
+                out.extend_from_slice(l.raw);
+            }
+        }
+        out
+    }
+
+    /// A transcript with a leading rejected request, then two applied ones.
+    fn with_leading_rejected() -> (String, Vec<u8>) {
+        let mut p = plan(
+            "x",
+            &Context::default(),
+            &[json!({"op":"fail"})],
+            &Options::new(actor()),
+            fake_apply,
+        );
+        let mut bytes = chain_and_serialise(&mut p.records, None);
+        let (text, rest) = transcript_for("x", &[&["a"], &["b"]]);
+        let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
+        let rest = edit_line(&rest, 0, |v| v["prev_entry_sha256"] = json!(prev));
+        // Re-chain the second line onto the edited first.
+        let first = split_lines(&rest).0[0].raw.to_vec();
+        let rest = edit_line(&rest, 1, |v| {
+            v["prev_entry_sha256"] = json!(sha256_hex(&first))
+        });
+        bytes.extend(rest);
+        (text, bytes)
+    }
+
+    #[test]
+    fn every_tamper_kind_is_named_with_its_line() {
+        let (text, bytes) = with_leading_rejected();
+        assert!(replay(&bytes, Some("x"), &text, fake_apply).ok);
+        let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
+        let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+            ("drop first", lines[1..].concat(), 1),
+            (
+                "duplicate first",
+                [lines[0], lines[0], lines[1], lines[2]].concat(),
+                2,
+            ),
+            (
+                "missing prev",
+                edit_line(&bytes, 2, |v| {
+                    v.as_object_mut().unwrap().remove("prev_entry_sha256");
+                }),
+                3,
+            ),
+            (
+                "duplicate op_id",
+                {
+                    let id = serde_json::from_slice::<serde_json::Value>(lines[1]).unwrap()
+                        ["op_id"]
+                        .clone();
+                    edit_line(&bytes, 2, |v| v["op_id"] = id.clone())
+                },
+                3,
+            ),
+            (
+                "edited last patch_result",
+                edit_line(&bytes, 2, |v| v["patch_result"] = json!("noop")),
+                3,
+            ),
+        ];
+        for (what, tampered, line) in cases {
+            let r = replay(&tampered, Some("x"), &text, fake_apply);
+            let d = r
+                .divergence
+                .unwrap_or_else(|| panic!("{what}: replay said ok"));
+            assert_eq!(d.line, line, "{what}: {}", d.message);
+        }
+        // Without --base the leading rejected record anchors the start.
+        assert!(!replay(&lines[1..].concat(), None, &text, fake_apply).ok);
+    }
+
+    #[test]
+    fn the_base_is_always_checked() {
+        // Only a rejected record: --base must still be the document.
+        let mut p = plan(
+            "x",
+            &Context::default(),
+            &[json!({"op":"fail"})],
+            &Options::new(actor()),
+            fake_apply,
+        );
+        let bytes = chain_and_serialise(&mut p.records, None);
+        assert!(replay(&bytes, Some("x"), "x", fake_apply).ok);
+        assert!(replay(&bytes, None, "x", fake_apply).ok);
+        let r = replay(&bytes, Some("x"), "edited", fake_apply);
+        assert!(!r.ok);
+        assert!(!replay(&bytes, None, "edited", fake_apply).ok);
+        // An empty transcript: the document must be the base.
+        assert!(replay(b"", Some("x"), "x", fake_apply).ok);
+        assert!(!replay(b"", Some("x"), "edited", fake_apply).ok);
+        // A base that is not the first record's pre-state.
+        let (text, bytes) = transcript_for("x", &[&["a"]]);
+        let d = replay(&bytes, Some("y"), &text, fake_apply)
+            .divergence
+            .unwrap();
+        assert_eq!(d.line, 1);
+    }
+
+    #[test]
+    fn an_applied_record_must_change_the_document() {
+        let (text, bytes) = transcript_for("x", &[&["a"]]);
+        // Claim a change that is none: pre == post, result "applied".
+        let forged = edit_line(&bytes, 0, |v| {
+            v["post_sha256"] = v["pre_sha256"].clone();
+            v["post_sha"] = v["pre_sha"].clone();
+        });
+        assert!(!replay(&forged, Some("x"), &text, fake_apply).ok);
     }
 }
