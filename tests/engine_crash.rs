@@ -75,6 +75,8 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        // The kill moment (not a synchronisation): anywhere in the patch's
+        // life, from before it opens the files to after it exits.
         std::thread::sleep(Duration::from_micros(rng.below(14_000)));
         let _ = child.kill(); // SIGKILL on Unix
         let status = child.wait().unwrap();
