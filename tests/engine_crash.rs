@@ -1,11 +1,18 @@
 //! Crash safety: `noma patch --inplace` processes are SIGKILLed at random
 //! moments; after every kill `noma replay` must verify the pair (repairing
 //! a torn append or a lagging document), and at the end no applied record
-//! may be lost or duplicated.
+//! may be lost, duplicated or invented, and the document must be what its
+//! transcript replays to.
+//!
+//! The kill timing comes from a seed: `NOMA_TEST_SEED` when set (to rerun a
+//! failure), else the clock. The seed is printed first and in every
+//! assertion message. Where the kills land varies with the seed and the
+//! machine's load, so only what holds for every seed is asserted.
 
 #![cfg(unix)]
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -41,16 +48,13 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
     std::fs::write(&doc, &text).unwrap();
     std::fs::write(&base, &text).unwrap();
 
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
+    let seed = seed();
+    // Straight to the stderr handle, so the seed shows even when the
+    // harness captures output and the run hangs.
+    let _ = writeln!(std::io::stderr(), "engine_crash: NOMA_TEST_SEED={seed}");
     let mut rng = Rng(seed);
     let mut kills = 0;
     let mut completed: HashSet<u64> = HashSet::new();
-    let mut repairs = 0;
-    let mut rolled = 0;
     let started = Instant::now();
     let mut i: u64 = 0;
     while kills < KILLS {
@@ -71,6 +75,8 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        // The kill moment (not a synchronisation): anywhere in the patch's
+        // life, from before it opens the files to after it exits.
         std::thread::sleep(Duration::from_micros(rng.below(14_000)));
         let _ = child.kill(); // SIGKILL on Unix
         let status = child.wait().unwrap();
@@ -98,20 +104,15 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
             .args(["--format", "json"])
             .output()
             .unwrap();
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        // Whatever recovery had to do (its messages are not asserted: they
+        // belong to the engine), the pair must replay afterwards.
         assert_eq!(
             out.status.code(),
             Some(0),
-            "replay after patch {i} (seed {seed}): {report}\n{}",
+            "replay after patch {i} (seed {seed}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        if !report["recovery"]["messages"]
-            .as_array()
-            .is_none_or(Vec::is_empty)
-        {
-            repairs += 1;
-        }
-        rolled += report["recovery"]["rolled_forward"].as_u64().unwrap_or(0);
     }
 
     // Every line is a complete record; applied op_ids and values are unique.
@@ -128,8 +129,14 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
             "duplicate op_id"
         );
         let v = r["op"]["value"].as_u64().unwrap();
-        assert!(values.insert(v), "patch {v} recorded twice");
-        last_per_block.insert(r["op"]["id"].as_str().unwrap().to_string(), v);
+        assert!(
+            (1..=i).contains(&v),
+            "record of a patch never run: {v} (seed {seed})"
+        );
+        assert!(values.insert(v), "patch {v} recorded twice (seed {seed})");
+        let id = r["op"]["id"].as_str().unwrap();
+        assert_eq!(id, format!("c{}", v % BLOCKS as u64), "patch {v}: {r}");
+        last_per_block.insert(id.to_string(), v);
     }
     for c in &completed {
         assert!(
@@ -142,17 +149,40 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
     for (id, v) in &last_per_block {
         assert!(
             final_text.contains(&format!("::claim{{id=\"{id}\" n={v}}}")),
-            "{id} should be n={v}:\n{final_text}"
+            "{id} should be n={v} (seed {seed}):\n{final_text}"
         );
     }
+    // Blocks no record touched still hold their initial value.
+    for b in 0..BLOCKS {
+        let id = format!("c{b}");
+        if !last_per_block.contains_key(&id) {
+            assert!(
+                final_text.contains(&format!("::claim{{id=\"{id}\" n=0}}")),
+                "{id} should be untouched (seed {seed}):\n{final_text}"
+            );
+        }
+    }
     eprintln!(
-        "{kills} kills, {} completed, {} records, {repairs} repairs reported ({rolled} records rolled forward), {:?} (seed {seed})",
+        "{kills} kills, {} completed, {} records, {:?} (seed {seed})",
         completed.len(),
         op_ids.len(),
         started.elapsed()
     );
-    assert!(
-        rolled > 0,
-        "no kill landed inside the commit window (seed {seed})"
-    );
+}
+
+/// `NOMA_TEST_SEED` when set, else one from the clock (never 0, which
+/// xorshift cannot leave).
+fn seed() -> u64 {
+    if let Ok(s) = std::env::var("NOMA_TEST_SEED") {
+        return s
+            .trim()
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("NOMA_TEST_SEED={s:?}: {e}"))
+            .max(1);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1
 }

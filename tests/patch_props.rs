@@ -94,38 +94,3 @@ proptest! {
         prop_assert!(noma::doc::parse(&out).find(&id).is_some());
     }
 }
-
-/// One op on a ~3 MB, 10,000-section document (run with `--release --ignored`).
-#[test]
-#[ignore]
-fn large_document_single_op_is_fast() {
-    let mut src = String::new();
-    for i in 0..10_000 {
-        src.push_str(&format!("## Section {i}\n\n::claim{{id=\"c{i}\" n={i}}}\n"));
-        src.push_str(&"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(4));
-        src.push_str("\n::\n\n");
-    }
-    let t = std::time::Instant::now();
-    let op = json!({"op": "update_attribute", "id": "c9999", "key": "n", "value": 1});
-    let out = noma::patch::apply_one(&src, &op).unwrap();
-    let took = t.elapsed();
-    eprintln!("{} bytes, one op in {:?}", src.len(), took);
-    assert!(out.len() >= src.len() - 8);
-}
-
-#[test]
-#[ignore]
-fn large_document_parse_time() {
-    let mut src = String::new();
-    for i in 0..10_000 {
-        src.push_str(&format!("## Section {i}\n\n::claim{{id=\"c{i}\" n={i}}}\n"));
-        src.push_str(&"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(4));
-        src.push_str("\n::\n\n");
-    }
-    let t = std::time::Instant::now();
-    let d = noma::doc::parse(&src);
-    eprintln!("parse {:?}", t.elapsed());
-    let t = std::time::Instant::now();
-    let _ = d.find("c9999");
-    eprintln!("find {:?}", t.elapsed());
-}

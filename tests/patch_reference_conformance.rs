@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod common;
+
 fn ops_of(patch: &Value) -> Vec<Value> {
     match patch {
         Value::Array(items) => items.clone(),
@@ -84,11 +86,10 @@ fn run_corpus(root: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn reference_patch_fixtures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma/conformance");
-    if !root.is_dir() {
-        eprintln!("skipping: {} not found", root.display());
+    let Some(reference) = common::shared_reference("reference_patch_fixtures") else {
         return;
-    }
+    };
+    let root = reference.join("noma/conformance");
     let (passed, failures) = run_corpus(&root);
     assert!(
         failures.is_empty(),

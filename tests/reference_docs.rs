@@ -1,24 +1,13 @@
 //! Every `.noma` document shipped with the reference implementation parses
 //! without a panic, and `noma check` finishes on each (exit 0 or 1, never a
-//! crash). Skipped with a notice when `../shared` is absent.
+//! crash). Skipped visibly when `../shared` is absent (never in CI).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
 
-fn reference_root() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        eprintln!(
-            "notice: {} is absent; reference documents not checked",
-            root.display()
-        );
-        None
-    }
-}
+mod common;
 
 fn noma_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -36,7 +25,11 @@ fn noma_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn reference_docs_and_examples_parse_and_check() {
-    let Some(root) = reference_root() else { return };
+    let Some(reference) = common::shared_reference("reference_docs_and_examples_parse_and_check")
+    else {
+        return;
+    };
+    let root = reference.join("noma");
     let mut files = Vec::new();
     noma_files(&root.join("docs"), &mut files);
     noma_files(&root.join("examples"), &mut files);

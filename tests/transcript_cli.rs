@@ -489,13 +489,14 @@ fn blocks_and_schemas() {
     let _: &Path = f.doc.as_path();
 }
 
+mod common;
+
 #[test]
 fn conformance_replay_chain_fixture() {
-    let dir = Path::new("../shared/reference/noma/conformance/patch/replay-chain");
-    if !dir.exists() {
-        eprintln!("skipped: {} not present", dir.display());
+    let Some(reference) = common::shared_reference("conformance_replay_chain_fixture") else {
         return;
-    }
+    };
+    let dir = reference.join("noma/conformance/patch/replay-chain");
     let input = std::fs::read_to_string(dir.join("input.noma")).unwrap();
     let expected = std::fs::read_to_string(dir.join("expected.post.noma")).unwrap();
     let f = Fixture::new(&input);

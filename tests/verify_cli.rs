@@ -9,15 +9,11 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+mod common;
+
 /// The normative corpus, when the shared reference checkout is present.
-fn reference_corpus() -> Option<PathBuf> {
-    let p = manifest_dir().join("../shared/reference/noma/conformance");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("notice: {} not found; skipping", p.display());
-        None
-    }
+fn reference_corpus(test: &str) -> Option<PathBuf> {
+    common::shared_reference(test).map(|r| r.join("noma/conformance"))
 }
 
 fn noma() -> Command {
@@ -70,7 +66,7 @@ fn fixture_lines(stdout: &str) -> Vec<(&str, &str)> {
 
 #[test]
 fn reference_corpus_passes_completely() {
-    let Some(corpus) = reference_corpus() else {
+    let Some(corpus) = reference_corpus("reference_corpus_passes_completely") else {
         return;
     };
     let run = verify(&corpus);
@@ -94,7 +90,7 @@ fn reference_corpus_passes_completely() {
 
 #[test]
 fn reference_output_is_byte_identical_across_runs() {
-    let Some(corpus) = reference_corpus() else {
+    let Some(corpus) = reference_corpus("reference_output_is_byte_identical_across_runs") else {
         return;
     };
     let a = verify(&corpus);
@@ -232,12 +228,11 @@ fn render_to_noma_and_json() {
 /// The roundtrip property and render idempotence over every example document.
 #[test]
 fn roundtrip_property_on_reference_documents() {
-    let root = manifest_dir().join("../shared/reference/noma");
-    if !root.is_dir() {
-        eprintln!("notice: {} not found; skipping", root.display());
+    let Some(reference) = common::shared_reference("roundtrip_property_on_reference_documents")
+    else {
         return;
-    }
-    let mut stack = vec![root];
+    };
+    let mut stack = vec![reference.join("noma")];
     let mut checked = 0;
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {

@@ -3,11 +3,34 @@
 //! isolated from the machine's git configuration and environment.
 #![allow(dead_code)] // each test crate uses a different subset
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The binary under test.
 pub const NOMA: &str = env!("CARGO_BIN_EXE_noma");
+
+/// `../shared/reference` (the reference implementation's checkout beside
+/// this repository), which a user's clone does not have. Absent, `test` is
+/// skipped with a visible `SKIP` line, except in CI (`CI` set), where the
+/// data must be present so that these tests cannot pass vacuously.
+pub fn shared_reference(test: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: {} not found; CI must provide the reference data",
+        dir.display()
+    );
+    // Straight to the stderr handle: the test harness captures eprintln!.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP {test}: ../shared/reference not found"
+    );
+    None
+}
 
 /// Runs `program` in `dir` with an environment isolated from the machine's
 /// git configuration: HOME is `dir`, a committer identity comes from the
