@@ -313,9 +313,9 @@ impl Intent {
         sync_dir(&parent_dir(&path))
     }
 
-    /// The marker, if one exists. An unreadable marker is an error: it can
-    /// only come from a crash inside [`Intent::write`] (before the append,
-    /// so nothing else was written) or from a hand edit.
+    /// The marker, if one exists. A marker that does not parse is an
+    /// `InvalidData` error: it comes from a crash inside [`Intent::write`]
+    /// (before the append, so nothing else was written).
     pub fn read(transcript: &Path) -> io::Result<Option<Intent>> {
         let path = intent_path(transcript);
         let bytes = match std::fs::read(&path) {

@@ -1,8 +1,9 @@
 //! Crash safety: `noma patch --inplace` processes are SIGKILLed at random
-//! moments; after every kill `noma replay` must verify the pair (repairing
-//! a torn append or a lagging document), and at the end no applied record
-//! may be lost, duplicated or invented, and the document must be what its
-//! transcript replays to.
+//! moments; after every kill `noma repair` (the explicit writer, which
+//! finishes or undoes an interrupted request from its intent marker) must
+//! leave a pair that the read-only `noma replay` verifies, and at the end
+//! no applied record may be lost, duplicated or invented, and the document
+//! must be what its transcript replays to.
 //!
 //! The kill timing comes from a seed: `NOMA_TEST_SEED` when set (to rerun a
 //! failure), else the clock. The seed is printed first and in every
@@ -96,6 +97,13 @@ fn sigkill_at_random_moments_never_loses_or_duplicates_a_record() {
             assert_eq!(std::fs::read_to_string(&doc).unwrap(), text);
             continue;
         }
+        let repaired = Command::new(&bin).arg("repair").arg(&doc).output().unwrap();
+        assert_eq!(
+            repaired.status.code(),
+            Some(0),
+            "repair after patch {i} (seed {seed}): {}",
+            String::from_utf8_lossy(&repaired.stderr)
+        );
         let out = Command::new(&bin)
             .arg("replay")
             .arg(&doc)

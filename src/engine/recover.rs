@@ -243,10 +243,20 @@ fn run(
             out.stale_temps_removed
         ));
     }
-    if let Some(intent) =
-        Intent::read(&tpath).map_err(|e| io("cannot read the intent marker", e))?
-    {
-        finish_interrupted(doc, t, &intent, apply, force, &mut out)?;
+    match Intent::read(&tpath) {
+        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, apply, force, &mut out)?,
+        Ok(None) => {}
+        // The marker is made durable before the append starts, so a marker
+        // that is not whole means its writer died writing it: nothing
+        // else of that request was written.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Intent::clear(&tpath).map_err(|e| io("cannot remove the intent marker", e))?;
+            out.messages.push(
+                "removed an incomplete intent marker (its writer died before appending anything)"
+                    .into(),
+            );
+        }
+        Err(e) => return Err(io("cannot read the intent marker", e)),
     }
 
     let tail = read_tail(t).map_err(|e| io("cannot read", e))?;
@@ -510,6 +520,12 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
     let intent = match Intent::read(transcript_path) {
         Ok(Some(i)) => i,
         Ok(None) => return Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return vec![format!(
+                "an incomplete intent marker is pending ({e}); its writer died before appending anything, and the next writer (`noma patch`, or `noma repair {}`) removes it",
+                doc.display()
+            )]
+        }
         Err(e) => return vec![format!("{e}")],
     };
     let bytes = match fsio::read_regular(transcript_path) {
@@ -679,6 +695,23 @@ mod tests {
         assert!(e.to_string().contains("line 1"), "{e}");
         let r = recover(&doc, &mut t, fake_apply, true).unwrap();
         assert!(r.unrecorded_edit.is_some());
+    }
+
+    #[test]
+    fn an_incomplete_marker_is_removed_and_nothing_else_changes() {
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a"], None);
+        std::fs::write(&tp, &bytes).unwrap();
+        std::fs::write(&doc, &new).unwrap();
+        // A writer died inside Intent::write: the file exists, half written.
+        std::fs::write(fsio::intent_path(&tp), b"{\"transcript_len\":").unwrap();
+        assert!(!inspect(&doc, &tp).is_empty());
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        assert_eq!(r.messages.len(), 1, "{:?}", r.messages);
+        assert_eq!(Intent::read(&tp).unwrap(), None);
+        assert_eq!(std::fs::read(&tp).unwrap(), bytes);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), new);
     }
 
     #[test]
