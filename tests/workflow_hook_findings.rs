@@ -159,6 +159,24 @@ fn a_deleted_document_cannot_leave_its_transcript_behind() {
 }
 
 #[test]
+fn a_transcript_moved_without_its_document_is_told_to_move_it() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+    r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+    let (ok, out) = commit(&r, "move the transcript only");
+    assert!(!ok, "{out}");
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "transcript-orphaned", "{f:?}");
+    assert_eq!(f[0]["fix"], "git mv \"plan.noma\" \"moved.noma\"", "{f:?}");
+    run_hint(&r, f[0]["fix"].as_str().unwrap());
+    let (ok, out) = commit(&r, "move both");
+    assert!(ok, "{out}");
+}
+
+#[test]
 fn a_transcript_staged_without_its_document_is_told_to_git_add_it() {
     let r = repo();
     // New document and transcript, only the transcript staged.

@@ -114,8 +114,15 @@ fn init_installs_through_husky_and_both_hooks_run() {
     assert!(st.contains("layout: husky v9"), "{st}");
     assert!(st.contains("pre-commit: husky"), "{st}");
 
-    // Idempotent.
+    // Idempotent, and no advice about scripts noma did not write there.
     assert!(r.noma(&["init", "--no-mcp"]).status.success());
+    let o = r.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !text(&o).contains("keep them out of commits"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(r.read(".husky/pre-commit"), team);
 
     r.write("plan.noma", "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");

@@ -85,7 +85,9 @@ pub fn run(args: Args) -> i32 {
             if code == EXIT_OK {
                 code = eol_install(&layout);
             }
-            if code == EXIT_OK && layout.hooks_dir_in_work_tree() {
+            // husky's directory holds husky's files, not our scripts.
+            let husky = hooks::husky::detect(&layout.hooks_dir).is_some();
+            if code == EXIT_OK && layout.hooks_dir_in_work_tree() && !husky {
                 println!(
                     "note: the hooks dir is inside the work tree; the scripts name this \
                      machine's noma binary, so keep them out of commits"

@@ -226,7 +226,15 @@ impl<'a> Guard<'a> {
             return Ok(None); // both gone (or neither there): nothing to check
         }
         let at_head = self.repo.head_blob(head_path)?.is_some();
-        let f = if at_head {
+        let f = if head_path != doc && at_head {
+            Finding::error(
+                "transcript-orphaned",
+                &tpath,
+                None,
+                format!("the transcript moved but its document {head_path} did not move along"),
+            )
+            .fix(format!("git mv \"{head_path}\" \"{doc}\""))
+        } else if at_head {
             Finding::error(
                 "transcript-orphaned",
                 &tpath,
