@@ -271,3 +271,30 @@ fn the_hints_for_missing_and_torn_transcripts_work() {
     let (ok, out) = commit(&r, "repaired");
     assert!(ok, "{out}");
 }
+
+#[test]
+fn a_hand_edit_between_two_records_gets_a_fix_that_works() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    // A hand edit, then a patch forced on top of it.
+    r.write("plan.noma", &r.read("plan.noma").replace("beta", "by hand"));
+    let op = serde_json::json!({
+        "op": "replace_block",
+        "id": "a",
+        "content": "::note{id=\"a\"}\ntwo\n::",
+    })
+    .to_string();
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--force", "--op", &op]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.ok(&["add", "-A"]);
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "unrecorded-edit", "{f:?}");
+    let fix = f[0]["fix"].as_str().unwrap();
+    assert!(!fix.contains("restore it or record"), "{fix}");
+    run_hint(&r, fix.split(", then").next().unwrap());
+    patch(&r, "plan.noma", "a", "two");
+    let (ok, out) = add_commit(&r, "redone");
+    assert!(ok, "{out}");
+}

@@ -587,8 +587,10 @@ impl<'a> Guard<'a> {
                 };
                 let mut f = Finding::error(code, tpath, line, d.message);
                 if unexplained {
+                    // `noma record` only appends: it cannot explain an edit
+                    // that sits between two records.
                     f = f.fix(format!(
-                        "the document was edited before this record; restore it or record the edit with `noma record \"{path}\"`"
+                        "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)"
                     ));
                 }
                 out.push(f);
