@@ -6,6 +6,12 @@
 //! touched, so a hook costs what the change costs, not what the repository
 //! holds.
 //!
+//! A document staged as a symlink (or whose transcript is) is refused
+//! (`symlinked-document`): git stores the link's target path, not the
+//! bytes a transcript hashes, so following it in the hook would pass what
+//! clones and the merge driver never see. A document missing from the
+//! index must not leave its transcript there (`transcript-orphaned`).
+//!
 //! Per staged document the checks are, in order: the blob is text; the
 //! validator passes (errors block, warnings block under `strict`); and when
 //! it has a transcript (`<doc>.patches`) or the policy requires one:
