@@ -90,6 +90,20 @@ impl Diagnostic {
     }
 }
 
+/// The one human form of a diagnostic, used by `noma check` and the git
+/// hooks alike: `SEVERITY [code] path:line:col: message` (without a
+/// position: `SEVERITY [code] path: message`).
+pub fn human_line(file: &str, d: &Diagnostic) -> String {
+    let sev = d.severity.as_str().to_ascii_uppercase();
+    match d.pos {
+        Some(p) => format!(
+            "{sev} [{}] {file}:{}:{}: {}",
+            d.code, p.line, p.column, d.message
+        ),
+        None => format!("{sev} [{}] {file}: {}", d.code, d.message),
+    }
+}
+
 /// The three-valued validation summary of a transcript record (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

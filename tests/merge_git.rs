@@ -260,7 +260,10 @@ fn uninstall_removes_the_driver_registration() {
     assert!(r.read(".gitattributes").contains("*.noma merge=noma"));
     let o = r.noma(&["hooks", "uninstall"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!r.path().join(".gitattributes").exists());
+    // The line-ending rules stay: committed transcripts still need them.
+    let attrs = r.read(".gitattributes");
+    assert!(!attrs.contains("merge=noma"), "{attrs}");
+    assert!(attrs.contains("*.noma -text"), "{attrs}");
     let o = r.git(&["config", "--get", "merge.noma.driver"]);
     assert!(!o.status.success());
 }

@@ -105,14 +105,5 @@ pub fn run(args: Args) -> i32 {
     exit
 }
 
-/// `ERROR [code] path:line:col: message`
-pub fn human_line(file: &str, d: &Diagnostic) -> String {
-    let sev = d.severity.as_str().to_ascii_uppercase();
-    match d.pos {
-        Some(p) => format!(
-            "{sev} [{}] {file}:{}:{}: {}",
-            d.code, p.line, p.column, d.message
-        ),
-        None => format!("{sev} [{}] {file}: {}", d.code, d.message),
-    }
-}
+/// `ERROR [code] path:line:col: message`, shared with the git hooks.
+pub use crate::diag::human_line;

@@ -82,7 +82,12 @@ pub fn run(args: Args) -> i32 {
             if code == EXIT_OK {
                 code = driver_install(&layout, &noma);
             }
-            if code == EXIT_OK && layout.hooks_dir_in_work_tree() {
+            if code == EXIT_OK {
+                code = eol_install(&layout);
+            }
+            // husky's directory holds husky's files, not our scripts.
+            let husky = hooks::husky::detect(&layout.hooks_dir).is_some();
+            if code == EXIT_OK && layout.hooks_dir_in_work_tree() && !husky {
                 println!(
                     "note: the hooks dir is inside the work tree; the scripts name this \
                      machine's noma binary, so keep them out of commits"
@@ -107,7 +112,17 @@ pub fn run(args: Args) -> i32 {
                     };
                     print_line(r.hook.as_str(), &what, r.note.as_deref());
                 }
-                driver_uninstall(&layout)
+                let code = driver_uninstall(&layout);
+                // Kept on purpose: without them a CRLF checkout breaks the
+                // transcripts already committed.
+                if layout.work_tree.is_some() {
+                    print_line(
+                        "line endings",
+                        "the .gitattributes rules stay (committed transcripts need them)",
+                        None,
+                    );
+                }
+                code
             }
             Err(e) => {
                 eprintln!("noma hooks: {e}");
@@ -127,11 +142,13 @@ pub fn run(args: Args) -> i32 {
                 Format::Json => {
                     let mut v = status_json(&layout, &statuses);
                     v["merge_driver"] = driver_status_json(&layout);
+                    v["line_endings"] = eol_status_json(&layout);
                     super::print_json(&v)
                 }
                 Format::Human => {
                     print_status(&layout, &statuses);
                     print_driver_status(&layout);
+                    print_eol_status(&layout);
                     EXIT_OK
                 }
             }
@@ -171,6 +188,26 @@ pub(crate) fn print_install(result: Result<Vec<InstallReport>, HooksError>, who:
                     ),
                     Installed::Updated => "updated".to_string(),
                     Installed::Unchanged => "already installed; nothing to do".to_string(),
+                    Installed::ViaHusky {
+                        script,
+                        created,
+                        added,
+                    } => match (created, added) {
+                        (true, _) => format!(
+                            "husky layout: created {} running `noma hook {}` (commit it)",
+                            script.display(),
+                            r.hook
+                        ),
+                        (false, true) => format!(
+                            "husky layout: appended `noma hook {}` to {} (commit it)",
+                            r.hook,
+                            script.display()
+                        ),
+                        (false, false) => format!(
+                            "husky layout: {} already runs noma; nothing to do",
+                            script.display()
+                        ),
+                    },
                 };
                 print_line(r.hook.as_str(), &what, r.note.as_deref());
             }
@@ -216,6 +253,10 @@ fn print_status(layout: &Layout, statuses: &[HookStatus]) {
     if layout.is_bare() {
         println!("note: bare repository: pre-commit hooks do not run without a work tree");
     }
+    match hooks::husky::detect(&layout.hooks_dir) {
+        Some(h) => println!("layout: {}", h.describe()),
+        None => println!("layout: plain git hooks"),
+    }
     for s in statuses {
         let mut details = Vec::new();
         match &s.state {
@@ -248,6 +289,16 @@ fn print_status(layout: &Layout, statuses: &[HookStatus]) {
                     details.push(format!("leftover {}", file_name(c)));
                 }
             }
+            State::Husky { script, runs_noma } => {
+                details.push(if *runs_noma {
+                    format!("{} runs noma", script.display())
+                } else {
+                    format!(
+                        "{} does not run noma; `noma hooks install` adds it",
+                        script.display()
+                    )
+                });
+            }
         }
         if let Some(b) = &s.backup {
             details.push(format!("backup {}", file_name(b)));
@@ -279,6 +330,11 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
                 ),
                 State::Foreign { manager } => (None, None, None, None, manager.map(|m| m.as_str())),
                 State::Absent => (None, None, None, None, None),
+                State::Husky { .. } => (None, None, None, None, Some("husky")),
+            };
+            let husky_script = match &s.state {
+                State::Husky { script, .. } => Some(path(script)),
+                _ => None,
             };
             json!({
                 "name": s.hook.as_str(),
@@ -291,6 +347,7 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
                 "manager": manager,
                 "chained": s.chained.as_deref().map(path),
                 "backup": s.backup.as_deref().map(path),
+                "husky_script": husky_script,
             })
         })
         .collect();
@@ -302,6 +359,10 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
         "work_tree": layout.work_tree.as_deref().map(path),
         "bare": layout.is_bare(),
         "linked_worktree": layout.linked_worktree,
+        "layout": match hooks::husky::detect(&layout.hooks_dir) {
+            Some(h) => format!("husky-v{}", h.version),
+            None => "git".to_string(),
+        },
         "hooks": hooks,
     })
 }
@@ -391,5 +452,74 @@ fn print_driver_status(layout: &Layout) {
             println!("merge driver: {state} ({attrs})");
         }
         Err(e) => println!("merge driver: unknown ({e})"),
+    }
+}
+
+/// Adds the line-ending rules to `.gitattributes` (see
+/// [`hooks::attributes`]); shared with `noma init`.
+pub(crate) fn eol_install(layout: &Layout) -> i32 {
+    let Some(wt) = &layout.work_tree else {
+        return EXIT_OK;
+    };
+    match hooks::attributes::ensure_eol_rules(&layout.git_dir, wt) {
+        Ok(c) => {
+            let what = if c.added.is_empty() {
+                if c.notes.is_empty() {
+                    ".gitattributes keeps documents and transcripts byte-exact; nothing to do"
+                        .to_string()
+                } else {
+                    "NOT byte-exact".to_string()
+                }
+            } else {
+                format!(
+                    ".gitattributes gained `{}` (byte-exact checkout; commit it to share)",
+                    c.added.join("`, `")
+                )
+            };
+            let note = (!c.notes.is_empty()).then(|| c.notes.join("; "));
+            print_line("line endings", &what, note.as_deref());
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("noma: line endings: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn eol_status_json(layout: &Layout) -> serde_json::Value {
+    let Some(wt) = &layout.work_tree else {
+        return serde_json::Value::Null;
+    };
+    match hooks::attributes::eol_status(&layout.git_dir, wt) {
+        Ok(s) => json!({
+            "byte_exact": s.ok(),
+            "*.noma": s.byte_exact[0],
+            "*.noma.patches": s.byte_exact[1],
+        }),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+fn print_eol_status(layout: &Layout) {
+    let Some(wt) = &layout.work_tree else { return };
+    match hooks::attributes::eol_status(&layout.git_dir, wt) {
+        Ok(s) if s.ok() => println!(
+            "line endings: byte-exact (.gitattributes unsets text for *.noma, *.noma.patches)"
+        ),
+        Ok(s) => {
+            let missing: Vec<&str> = hooks::attributes::EOL_LINES
+                .iter()
+                .zip(s.byte_exact)
+                .filter(|(_, ok)| !ok)
+                .map(|(l, _)| *l)
+                .collect();
+            println!(
+                "line endings: NOT byte-exact: `{}` missing or overridden in .gitattributes \
+                 (core.autocrlf may rewrite documents on checkout); run `noma hooks install`",
+                missing.join("`, `")
+            );
+        }
+        Err(e) => println!("line endings: unknown ({e})"),
     }
 }

@@ -1,5 +1,6 @@
 //! `noma init`: set up the repository containing the current directory
-//! (policy file, `.gitignore` entry for the cache, git hooks, `.mcp.json`). Idempotent;
+//! (policy file, `.gitignore` entry for the cache, `.gitattributes` rules
+//! keeping documents byte-exact, git hooks, `.mcp.json`). Idempotent;
 //! never overwrites existing files. See [`crate::hooks::init`].
 //!
 //! Exit codes: 0 done, 1 the hooks were refused or `.mcp.json` could not be
@@ -76,6 +77,9 @@ pub fn run(args: Args) -> i32 {
             Change::Unchanged => format!(".gitignore: already ignores {CACHE_IGNORE}"),
         }
     );
+    // Not tied to the hooks: without these rules a CRLF checkout breaks
+    // every transcript, hooks or not.
+    let eol_code = super::hooks::eol_install(&layout);
     let mcp_code = print_mcp(report.mcp);
     let hooks_code = match report.hooks {
         None => {
@@ -96,7 +100,7 @@ pub fn run(args: Args) -> i32 {
             code.max(super::hooks::driver_install(&layout, &noma))
         }
     };
-    hooks_code.max(mcp_code)
+    hooks_code.max(mcp_code).max(eol_code)
 }
 
 /// Prints the `.mcp.json` outcome; exit 1 when the file was left untouched.

@@ -6,6 +6,12 @@
 //! touched, so a hook costs what the change costs, not what the repository
 //! holds.
 //!
+//! A document staged as a symlink (or whose transcript is) is refused
+//! (`symlinked-document`): git stores the link's target path, not the
+//! bytes a transcript hashes, so following it in the hook would pass what
+//! clones and the merge driver never see. A document missing from the
+//! index must not leave its transcript there (`transcript-orphaned`).
+//!
 //! Per staged document the checks are, in order: the blob is text; the
 //! validator passes (errors block, warnings block under `strict`); and when
 //! it has a transcript (`<doc>.patches`) or the policy requires one:
@@ -34,7 +40,7 @@ use crate::cache::BlockCache;
 use crate::config::Policy;
 use crate::diag::Severity;
 use crate::doc::hash::sha256_hex;
-use crate::git::repo::{ChangeKind, GitError, Repo, Staged};
+use crate::git::repo::{GitError, Repo, Staged};
 use crate::transcript::{self, replay, split_lines, PatchResult, Record};
 
 pub mod record;
@@ -56,6 +62,10 @@ pub struct Finding {
     /// 1-based line in that file, when one applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// 1-based column on that line (validator findings; 1 when only the
+    /// line is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
     /// How to fix it.
@@ -71,6 +81,7 @@ impl Finding {
             code: code.to_string(),
             path: path.to_string(),
             line,
+            column: None,
             message,
             fix: None,
         }
@@ -81,24 +92,20 @@ impl Finding {
         self
     }
 
-    /// The one-line human form: `ERROR [code] path:line: message (fix: hint)`.
+    /// The one-line human form, `noma check`'s ([`crate::diag::human_line`]):
+    /// `ERROR [code] path:line:col: message (fix: hint)`.
     pub fn to_line(&self) -> String {
-        let sev = match self.severity {
-            Severity::Error => "ERROR",
-            Severity::Warning => "WARN",
-            Severity::Info => "INFO",
-        };
-        let sev = if self.blocking { "ERROR" } else { sev };
-        let at = match self.line {
-            Some(l) => format!("{}:{l}", self.path),
-            None => self.path.clone(),
-        };
-        let fix = self
-            .fix
-            .as_ref()
-            .map(|f| format!(" (fix: {f})"))
-            .unwrap_or_default();
-        format!("{sev} [{}] {at}: {}{fix}", self.code, self.message)
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut d = crate::diag::Diagnostic::new(self.severity, &self.code, &self.message);
+        d.pos = self.line.map(|l| crate::diag::Pos {
+            line: clamp(l),
+            column: clamp(self.column.unwrap_or(1)),
+        });
+        let mut out = crate::diag::human_line(&self.path, &d);
+        if let Some(f) = &self.fix {
+            out.push_str(&format!(" (fix: {f})"));
+        }
+        out
     }
 }
 
@@ -167,16 +174,43 @@ impl<'a> Guard<'a> {
                 }
                 continue;
             }
-            if ch.kind == ChangeKind::Deleted || !self.policy.is_checked(&ch.path) {
+            if !self.policy.is_checked(&ch.path) {
                 continue;
             }
+            // A deleted document is kept in the list: its transcript must go too.
             let head = ch.old_path.clone().unwrap_or_else(|| ch.path.clone());
             docs.insert(ch.path.clone(), head);
         }
+        // Symlinked documents are refused; the index tells (one read, only
+        // when there is something to check).
+        let index = if docs.is_empty() {
+            None
+        } else {
+            Some(self.repo.git2().index()?)
+        };
         for (doc, head_path) in &docs {
             let Some(bytes) = self.repo.staged_blob(&staged, doc)? else {
-                continue; // deleted document: nothing to check
+                report
+                    .findings
+                    .extend(self.orphan(&staged, doc, head_path)?);
+                continue;
             };
+            let is_link = |p: &str| {
+                index
+                    .as_ref()
+                    .and_then(|i| i.get_path(std::path::Path::new(p), 0))
+                    .is_some_and(|e| e.mode & 0o170000 == 0o120000)
+            };
+            if is_link(doc) {
+                report.findings.push(symlink_finding(doc, &bytes));
+                continue;
+            }
+            let tpath = transcript_path(doc);
+            if is_link(&tpath) {
+                let target = self.repo.staged_blob(&staged, &tpath)?.unwrap_or_default();
+                report.findings.push(symlink_finding(&tpath, &target));
+                continue;
+            }
             report.documents += 1;
             let (findings, had_transcript) = self.check_doc(&staged, doc, head_path, &bytes)?;
             report.transcripts += usize::from(had_transcript);
@@ -184,6 +218,48 @@ impl<'a> Guard<'a> {
         }
         report.blocked = report.findings.iter().any(|f| f.blocking);
         Ok(report)
+    }
+
+    /// A document missing from the index: its transcript must not stay.
+    fn orphan(
+        &self,
+        staged: &Staged,
+        doc: &str,
+        head_path: &str,
+    ) -> Result<Option<Finding>, GitError> {
+        let tpath = transcript_path(doc);
+        if self.repo.staged_blob(staged, &tpath)?.is_none() {
+            return Ok(None); // both gone (or neither there): nothing to check
+        }
+        let at_head = self.repo.head_blob(head_path)?.is_some();
+        let f = if head_path != doc && at_head {
+            Finding::error(
+                "transcript-orphaned",
+                &tpath,
+                None,
+                format!("the transcript moved but its document {head_path} did not move along"),
+            )
+            .fix(format!("git mv \"{head_path}\" \"{doc}\""))
+        } else if at_head {
+            Finding::error(
+                "transcript-orphaned",
+                &tpath,
+                None,
+                format!("{doc} is deleted but its transcript stays"),
+            )
+            .fix(format!(
+                "delete it too: git rm \"{tpath}\" (or keep the document: git restore --staged --worktree --source=HEAD \"{doc}\")"
+            ))
+        } else {
+            Finding::error(
+                "transcript-orphaned",
+                &tpath,
+                None,
+                format!("the transcript is staged without its document {doc}"),
+            )
+            .fix(format!("git add \"{doc}\""))
+        };
+        Ok(Some(f))
     }
 
     fn check_doc(
@@ -199,7 +275,7 @@ impl<'a> Guard<'a> {
             Err(e) => {
                 out.push(
                     Finding::error("not-text", path, None, format!("staged content: {e}"))
-                        .fix("stage the UTF-8 text of the document"),
+                        .fix(format!("save it as UTF-8 text, then git add \"{path}\"")),
                 );
                 return Ok((out, false));
             }
@@ -231,7 +307,9 @@ impl<'a> Guard<'a> {
                         None,
                         format!("the policy requires a transcript ({tpath}) for this document"),
                     )
-                    .fix(format!("noma record \"{path}\" and stage {tpath}")),
+                    // An empty transcript is a valid start: the next
+                    // `noma patch --inplace` appends to it.
+                    .fix(format!("touch \"{tpath}\" && git add \"{tpath}\"")),
                 );
             }
             return Ok((out, false));
@@ -266,6 +344,7 @@ impl<'a> Guard<'a> {
                 code: d.code,
                 path: path.to_string(),
                 line: d.pos.map(|p| p.line as usize),
+                column: d.pos.map(|p| p.column as usize),
                 message: d.message,
                 fix: None,
             });
@@ -371,7 +450,7 @@ impl<'a> Guard<'a> {
                     "the last line has no newline (an interrupted append)".into(),
                 )
                 .fix(format!(
-                    "run `noma repair \"{path}\"` to move the torn bytes aside, then stage the transcript again"
+                    "noma repair \"{path}\" && git add \"{tpath}\" (the torn bytes are moved to \"{tpath}.torn\")"
                 )),
             );
             return Ok(out);
@@ -391,18 +470,35 @@ impl<'a> Guard<'a> {
                 }
             }
         }
-        if let (Some((line, first)), Some(last)) = (records.first(), &prev_last) {
-            if first.prev_entry_sha256.as_ref().is_some_and(|c| c != last) {
-                out.push(Finding::error(
-                    "transcript-tampered",
-                    tpath,
-                    Some(*line),
-                    format!(
-                        "prev_entry_sha256 does not chain onto line {offset} of the committed transcript"
-                    ),
-                ));
-                return Ok(out);
+        // The whole chain of new records, checked here rather than left to
+        // replay, which counts lines from the first new record: findings
+        // name lines of the file.
+        let mut prev_sha = prev_last.clone();
+        for ((line, rec), l) in records.iter().zip(&lines) {
+            if let (Some(claimed), Some(actual)) = (&rec.prev_entry_sha256, &prev_sha) {
+                if claimed != actual {
+                    let what = if *line == offset + 1 {
+                        format!("line {offset} of the committed transcript")
+                    } else {
+                        format!("line {}", line - 1)
+                    };
+                    out.push(
+                        Finding::error(
+                            "transcript-tampered",
+                            tpath,
+                            Some(*line),
+                            format!(
+                                "prev_entry_sha256 does not chain onto {what} (a line was changed, removed or inserted)"
+                            ),
+                        )
+                        .fix(format!(
+                            "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace`"
+                        )),
+                    );
+                    return Ok(out);
+                }
             }
+            prev_sha = Some(sha256_hex(l.raw));
         }
         let applied: Vec<&(usize, Record)> = records
             .iter()
@@ -443,7 +539,9 @@ impl<'a> Guard<'a> {
                         None,
                         "the document differs from the state its transcript ends at".into(),
                     )
-                    .fix(format!("noma record \"{path}\"")),
+                    .fix(format!(
+                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+                    )),
                 );
             }
             return Ok(out);
@@ -458,7 +556,20 @@ impl<'a> Guard<'a> {
         if let Some(d) = rep.divergence {
             // Lines are the file's: replay_after counts the committed ones.
             let line = (d.line > 0).then_some(d.line);
-            if d.op_id.is_none() && d.expected_sha256.is_some() {
+            if d.op_id.is_none() && d.expected_sha256.is_some() && prev_doc == Some(staged_doc) {
+                // New records, yet the document in the index is unchanged:
+                // the edit they made was not staged (`noma record` would
+                // find nothing to record).
+                out.push(
+                    Finding::error(
+                        "unrecorded-edit",
+                        path,
+                        None,
+                        format!("{tpath} has new records but the document's change is not staged"),
+                    )
+                    .fix(format!("git add \"{path}\"")),
+                );
+            } else if d.op_id.is_none() && d.expected_sha256.is_some() {
                 // The replayed final state is not the staged document.
                 let blocks: Vec<String> = d
                     .blocks
@@ -476,7 +587,9 @@ impl<'a> Guard<'a> {
                             describe(&blocks)
                         ),
                     )
-                    .fix(format!("noma record \"{path}\", then stage {tpath}")),
+                    .fix(format!(
+                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+                    )),
                 );
             } else {
                 let unexplained = d.message.contains("pre_sha256 is not the replayed state");
@@ -487,8 +600,10 @@ impl<'a> Guard<'a> {
                 };
                 let mut f = Finding::error(code, tpath, line, d.message);
                 if unexplained {
+                    // `noma record` only appends: it cannot explain an edit
+                    // that sits between two records.
                     f = f.fix(format!(
-                        "the document was edited before this record; restore it or record the edit with `noma record \"{path}\"`"
+                        "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)"
                     ));
                 }
                 out.push(f);
@@ -524,7 +639,9 @@ impl<'a> Guard<'a> {
             line,
             format!("changed outside its transcript: {}", describe(&blocks)),
         )
-        .fix(format!("noma record \"{path}\", then stage {tpath}"))
+        .fix(format!(
+            "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+        ))
     }
 }
 
@@ -597,6 +714,26 @@ fn block_changes(
         }
     }
     (out, line)
+}
+
+/// A document or transcript staged as a symlink. Refused rather than
+/// followed: git stores a link as its target path, so the hooks, the
+/// merge driver and every clone would see a path where the bytes the
+/// transcript hashes should be (and on Windows checkouts without symlink
+/// support the link becomes a small text file).
+fn symlink_finding(path: &str, target: &[u8]) -> Finding {
+    let target = String::from_utf8_lossy(target);
+    Finding::error(
+        "symlinked-document",
+        path,
+        None,
+        format!(
+            "staged as a symlink to {target}; noma documents and transcripts must be regular files"
+        ),
+    )
+    .fix(format!(
+        "commit the file itself: git rm --cached \"{path}\", then commit {target} (or copy it over the link and git add \"{path}\")"
+    ))
 }
 
 /// Names the first line where `staged` stops repeating `committed`.
@@ -688,7 +825,10 @@ mod tests {
     #[test]
     fn finding_line_format() {
         let f = Finding::error("x-y", "d.noma", Some(3), "bad".into()).fix("do it");
-        assert_eq!(f.to_line(), "ERROR [x-y] d.noma:3: bad (fix: do it)");
+        assert_eq!(f.to_line(), "ERROR [x-y] d.noma:3:1: bad (fix: do it)");
+        let mut w = Finding::error("w", "d.noma", None, "meh".into());
+        w.severity = Severity::Warning;
+        assert_eq!(w.to_line(), "WARNING [w] d.noma: meh");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!    exists);
 //! 2. `.noma/cache/` in the root `.gitignore` (appended once; the file is
 //!    created if absent);
-//! 3. the git hooks ([`super::install`]), unless asked not to;
+//! 3. the git hooks ([`super::install`]), unless asked not to; the CLI
+//!    also adds the line-ending rules ([`super::attributes`]) to
+//!    `.gitattributes`, hooks or not;
 //! 4. `.mcp.json` registering `noma mcp` for MCP clients ([`register_mcp`]):
 //!    merged into an existing file, other servers untouched; an existing
 //!    `noma` entry is never rewritten; a file that is not a JSON object is

@@ -16,8 +16,13 @@
 //!   hook with its exit status and noma does not run. It keeps its mode, so a
 //!   non-executable hook stays as inert as git left it. Caveat: it now runs
 //!   as `$0 = …/<hook>.noma-chained`, which breaks scripts that derive the
-//!   hook name from `$0`; husky's are such scripts, so a husky hook is refused
-//!   (use the snippet below instead, or `--force`).
+//!   hook name from `$0`; husky's are such scripts, so a husky hook found
+//!   outside husky's own layout is refused (use the snippet below instead,
+//!   or `--force`).
+//! - husky's own layout (`core.hooksPath` = `.husky/_` with the dispatcher
+//!   `h`, or v4-8's `.husky` with `_/husky.sh`) is recognised and installed
+//!   *through*: `noma hook <name>` is appended to the team's `.husky/<name>`
+//!   and nothing is renamed, see [`husky`].
 //! - with `--force` a foreign hook is moved to `<hook>.noma-backup` and
 //!   replaced (not run).
 //! - `uninstall` removes our script and renames the backup, else the chained
@@ -58,13 +63,17 @@
 //!       run: noma hook pre-merge-commit
 //! ```
 //!
-//! [husky](https://typicode.github.io/husky/) v9 (one line per hook file):
+//! [husky](https://typicode.github.io/husky/): `noma hooks install` (and
+//! `noma init`) recognise its layout and append these lines themselves
+//! ([`husky`]); by hand it is the same, one line per hook file:
 //!
 //! ```sh
-//! echo "noma hook pre-commit" > .husky/pre-commit
-//! echo "noma hook pre-merge-commit" > .husky/pre-merge-commit
+//! echo "noma hook pre-commit" >> .husky/pre-commit
+//! echo "noma hook pre-merge-commit" >> .husky/pre-merge-commit
 //! ```
 
+pub mod attributes;
+pub mod husky;
 pub mod init;
 
 use std::fs;
@@ -225,7 +234,8 @@ impl Manager {
 
     fn sniff(script: &[u8]) -> Option<Manager> {
         let text = String::from_utf8_lossy(script).to_ascii_lowercase();
-        if text.contains("husky") {
+        // husky 9's stubs do not name husky: `. "$(dirname "$0")/h"`.
+        if text.contains("husky") || text.contains("dirname \"$0\")/h\"") {
             Some(Manager::Husky)
         } else if text.contains("lefthook") {
             Some(Manager::Lefthook)
@@ -256,6 +266,14 @@ pub enum State {
         /// The hook manager that wrote it, if recognisable.
         manager: Option<Manager>,
     },
+    /// husky's layout: the hook runs the team's script, which runs noma
+    /// when `runs_noma`.
+    Husky {
+        /// The team's script (`.husky/<hook>`).
+        script: PathBuf,
+        /// The script runs `noma hook <hook>`.
+        runs_noma: bool,
+    },
 }
 
 /// The state of one hook.
@@ -274,9 +292,17 @@ pub struct HookStatus {
 }
 
 impl HookStatus {
-    /// One word: `not-installed`, `installed`, `chained` or `foreign`.
+    /// One word: `not-installed`, `installed`, `chained`, `foreign` or
+    /// `husky` (installed through husky's script).
     pub fn label(&self) -> &'static str {
         match (&self.state, &self.chained) {
+            (
+                State::Husky {
+                    runs_noma: true, ..
+                },
+                _,
+            ) => "husky",
+            (State::Husky { .. }, _) => "not-installed",
             (State::Absent, _) => "not-installed",
             (State::Ours { .. }, Some(_)) => "chained",
             (State::Ours { .. }, None) => "installed",
@@ -285,7 +311,7 @@ impl HookStatus {
     }
 }
 
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     path.with_file_name(name)
@@ -310,6 +336,21 @@ pub fn inspect(hooks_dir: &Path, hook: HookName, noma: &Path) -> Result<HookStat
     let present = |p: PathBuf| exists(&p).then_some(p);
     let chained = present(sibling(&path, CHAINED_SUFFIX));
     let backup = present(sibling(&path, BACKUP_SUFFIX));
+    if let Some(h) = husky::detect(hooks_dir) {
+        let script = h.script(hook);
+        let runs_noma = match fs::read(&script) {
+            Ok(b) => husky::runs_noma(&String::from_utf8_lossy(&b), hook),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io_err(&script)(e)),
+        };
+        return Ok(HookStatus {
+            hook,
+            path,
+            state: State::Husky { script, runs_noma },
+            chained,
+            backup,
+        });
+    }
     let state = match fs::symlink_metadata(&path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => State::Absent,
         Err(e) => return Err(io_err(&path)(e)),
@@ -406,6 +447,15 @@ pub enum Installed {
     Updated,
     /// Our script was already there, identical.
     Unchanged,
+    /// husky's layout: the team's script runs noma (see [`husky`]).
+    ViaHusky {
+        /// The team's script.
+        script: PathBuf,
+        /// It was created.
+        created: bool,
+        /// Our line was added (false: it already ran noma).
+        added: bool,
+    },
 }
 
 /// The outcome for one hook.
@@ -426,6 +476,24 @@ pub struct InstallReport {
 /// with respect to conflicts: if any hook would need a forbidden overwrite,
 /// nothing is changed and [`HooksError::Conflict`] lists why.
 pub fn install(hooks_dir: &Path, opts: &InstallOptions) -> Result<Vec<InstallReport>, HooksError> {
+    if let Some(h) = husky::detect(hooks_dir) {
+        return HookName::ALL
+            .iter()
+            .map(|&hook| {
+                let r = husky::install(&h, hook)?;
+                Ok(InstallReport {
+                    hook,
+                    path: hooks_dir.join(hook.as_str()),
+                    outcome: Installed::ViaHusky {
+                        script: r.script,
+                        created: r.created,
+                        added: r.added,
+                    },
+                    note: (!r.notes.is_empty()).then(|| r.notes.join("; ")),
+                })
+            })
+            .collect();
+    }
     let statuses = status(hooks_dir, &opts.noma)?;
     let mut conflicts = Vec::new();
     for s in &statuses {
@@ -469,6 +537,8 @@ pub fn install(hooks_dir: &Path, opts: &InstallOptions) -> Result<Vec<InstallRep
                 executable: true,
                 ..
             } => Installed::Unchanged,
+            // Not reached: install() takes the husky path before.
+            State::Husky { .. } => Installed::Unchanged,
             State::Ours { .. } => {
                 write_script(&s.path, &script)?;
                 Installed::Updated
@@ -600,6 +670,23 @@ pub struct UninstallReport {
 /// Removes our hooks from `hooks_dir` and restores what was there before.
 pub fn uninstall(hooks_dir: &Path) -> Result<Vec<UninstallReport>, HooksError> {
     let mut reports = Vec::new();
+    if let Some(h) = husky::detect(hooks_dir) {
+        for hook in HookName::ALL {
+            let removed = husky::uninstall(&h, hook)?;
+            reports.push(UninstallReport {
+                hook,
+                path: hooks_dir.join(hook.as_str()),
+                outcome: if removed {
+                    Removed::Removed { restored: None }
+                } else {
+                    Removed::NotInstalled
+                },
+                note: removed
+                    .then(|| format!("removed noma's line from {}", h.script(hook).display())),
+            });
+        }
+        return Ok(reports);
+    }
     // `noma` only matters for `current`, which uninstall ignores.
     for s in status(hooks_dir, Path::new(""))? {
         // The backup is what sat at the hook path just before our script;
@@ -626,6 +713,8 @@ pub fn uninstall(hooks_dir: &Path) -> Result<Vec<UninstallReport>, HooksError> {
                 Removed::RestoredLeftover { from }
             }
             (State::Absent, None) => Removed::NotInstalled,
+            // Not reached: uninstall() takes the husky path before.
+            (State::Husky { .. }, _) => Removed::NotInstalled,
             (State::Foreign { .. }, kept) => {
                 if let Some(k) = kept {
                     note = Some(format!(

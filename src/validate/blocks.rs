@@ -39,6 +39,28 @@ fn first_str<'a>(attrs: &'a Attrs, keys: &[&'static str]) -> Option<(&'static st
     })
 }
 
+/// The id prefix of the `::conflict` blocks the merge driver writes
+/// (`src/merge/blocks.rs`: `merge-conflict-<n>-<slug>`).
+pub const CONFLICT_ID_PREFIX: &str = "merge-conflict-";
+
+/// The `unresolved-conflict` message for a directive the merge driver
+/// wrote, `None` for any other directive. The driver's shape is
+/// `::conflict{id="merge-conflict-…" block="…" ours="…" theirs="…"}` holding
+/// ours then theirs in two fenced blocks.
+fn unresolved_conflict(name: &str, attrs: &Attrs, id: Option<&str>) -> Option<String> {
+    if name != "conflict" || !id.is_some_and(|i| i.starts_with(CONFLICT_ID_PREFIX)) {
+        return None;
+    }
+    let block = attrs.get_str("block").unwrap_or("(unknown)");
+    let ours = attrs.get_str("ours").unwrap_or("ours");
+    let theirs = attrs.get_str("theirs").unwrap_or("theirs");
+    Some(format!(
+        "unresolved merge conflict on block `{block}`: keep the first fenced version \
+         (ours, {ours}) or the second (theirs, {theirs}) in place of this ::conflict \
+         block, then delete the block"
+    ))
+}
+
 /// Runs every rule that needs only the block itself, and registers the block
 /// with the whole-document checks.
 pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool) {
@@ -55,6 +77,12 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
     let name = name.as_str();
     let id = node.id.as_deref();
     let line = node.span.start;
+
+    // Checked even under `noverify`: committing an unresolved merge loses
+    // one side's version silently.
+    if let Some(message) = unresolved_conflict(name, attrs, id) {
+        cx.emit_at("unresolved-conflict", message, node);
+    }
 
     if !quiet && !cx.profiles.allows(name) {
         let profile = cx.profiles.label();

@@ -24,7 +24,10 @@
 //!   directives are references too (§4.4 lists them without restriction).
 //! - A `::plot` may name a `::dataset` defined later in the document, or
 //!   name it by alias; evidence may name its claim by alias.
-//! - Rules outside the §4.4 table (memory-profile, confidence, citation
+//! - `unresolved-conflict` (error, not in §4.4): a `::conflict` block left
+//!   by noma's merge driver ([`crate::merge`]) must not be committed; like
+//!   `duplicate-id` it ignores `noverify`.
+//! - Other rules outside the §4.4 table (memory-profile, confidence, citation
 //!   source and change-request checks of newer reference versions) are not
 //!   emitted.
 
@@ -122,6 +125,7 @@ const RULES: &[(&str, Severity)] = &[
     ("figure-missing-alt", Severity::Warning),
     ("dataset-src-missing", Severity::Warning),
     ("escape-hatch-untrusted", Severity::Warning),
+    ("unresolved-conflict", Severity::Error),
     ("unknown-ignore-rule", Severity::Info),
 ];
 

@@ -745,3 +745,44 @@ fn revalidation_refuses_a_changed_id_and_a_moved_line() {
     // A longer body: lines after it move, refused.
     assert!(revalidated(src, &src.replace("Body.\n", "Body.\nMore.\n"), &opts).is_none());
 }
+
+#[test]
+fn merge_driver_conflict_blocks_are_errors_naming_block_and_sides() {
+    let base = "# Plan\n\n::note{id=\"a\"}\nbase\n::\n\n::decision{id=\"d\" status=\"open\"}\n::::note{id=\"inner\"}\nx\n::::\n::\n";
+    let ours = base.replace("base", "ours").replace("\nx\n", "\nmine\n");
+    let theirs = base.replace("base", "theirs").replace("\nx\n", "\nyours\n");
+    let labels = crate::merge::Labels {
+        ours: "HEAD".into(),
+        theirs: "feature".into(),
+    };
+    let m = crate::merge::merge_documents(base, &ours, &theirs, &labels);
+    assert_eq!(m.conflicts.len(), 2, "{}", m.text);
+    let d = run(&m.text, &opts());
+    let found: Vec<&Diagnostic> = d
+        .iter()
+        .filter(|d| d.code == "unresolved-conflict")
+        .collect();
+    assert_eq!(found.len(), 2, "{d:?}\n{}", m.text);
+    for (diag, block) in found.iter().zip(["a", "inner"]) {
+        assert_eq!(diag.severity, Severity::Error);
+        assert!(
+            diag.message.contains(&format!("block `{block}`")),
+            "{diag:?}"
+        );
+        assert!(
+            diag.message.contains("HEAD") && diag.message.contains("feature"),
+            "{diag:?}"
+        );
+        let line = diag.pos.unwrap().line as usize;
+        assert!(
+            m.text.lines().nth(line - 1).unwrap().contains("conflict{"),
+            "{diag:?}"
+        );
+    }
+    // noverify does not hide it; a user's own ::conflict directive is not one.
+    let hidden = "::conflict{id=\"merge-conflict-1-a\" block=\"a\" noverify}\nx\n::\n";
+    assert_eq!(codes(hidden), ["unresolved-conflict"]);
+    assert!(codes("::conflict{id=\"c\"}\nx\n::\n").is_empty());
+    // Resolved: no finding.
+    assert!(codes(&ours).is_empty(), "{:?}", codes(&ours));
+}

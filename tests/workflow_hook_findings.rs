@@ -1,0 +1,303 @@
+//! Issue 18: what the pre-commit hook reports, in the workflows teams use:
+//! leftover merge-conflict blocks, one diagnostic format, file line numbers,
+//! orphaned transcripts, symlinked documents, and hints that are commands
+//! that work (each test runs the hint it was given).
+
+mod common;
+use common::{text, Repo};
+
+fn repo() -> Repo {
+    let r = Repo::init();
+    let o = r.noma(&["init", "--no-mcp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r
+}
+
+fn commit(r: &Repo, msg: &str) -> (bool, String) {
+    let o = r.git(&["commit", "-q", "-m", msg]);
+    (o.status.success(), text(&o))
+}
+
+fn add_commit(r: &Repo, msg: &str) -> (bool, String) {
+    r.ok(&["add", "-A"]);
+    commit(r, msg)
+}
+
+fn doc(a: &str) -> String {
+    format!(
+        "# Plan\n\n::note{{id=\"a\"}}\n{a}\n::\n\nSome prose.\n\n::note{{id=\"b\"}}\nbeta\n::\n"
+    )
+}
+
+fn patch(r: &Repo, path: &str, id: &str, body: &str) {
+    let op = serde_json::json!({
+        "op": "replace_block",
+        "id": id,
+        "content": format!("::note{{id=\"{id}\"}}\n{body}\n::"),
+    })
+    .to_string();
+    let o = r.noma(&["patch", path, "--inplace", "--op", &op]);
+    assert!(o.status.success(), "patch: {}", text(&o));
+}
+
+/// The hook's findings as JSON.
+fn findings(r: &Repo) -> Vec<serde_json::Value> {
+    let o = r.noma(&["hook", "pre-commit", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["findings"].as_array().unwrap().clone()
+}
+
+/// Runs a hint's command with sh, asserting it works.
+fn run_hint(r: &Repo, cmd: &str) {
+    // As a user would, with `noma` on PATH.
+    let bin = std::path::Path::new(common::NOMA).parent().unwrap();
+    let path = format!(
+        "PATH={}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = r.cmd("env", &[&path, "sh", "-c", cmd]);
+    assert!(o.status.success(), "hint `{cmd}` failed: {}", text(&o));
+}
+
+#[test]
+fn a_leftover_conflict_block_from_the_merge_driver_is_blocked() {
+    let r = repo();
+    r.write("plan.noma", &doc("base"));
+    assert!(add_commit(&r, "base").0);
+    r.ok(&["checkout", "-q", "-b", "side"]);
+    r.write("plan.noma", &doc("theirs"));
+    assert!(add_commit(&r, "side").0);
+    r.ok(&["checkout", "-q", "main"]);
+    r.write("plan.noma", &doc("ours"));
+    assert!(add_commit(&r, "main").0);
+    let o = r.git(&["merge", "-q", "side", "-m", "merge"]);
+    assert!(!o.status.success(), "same-block edits conflict");
+    let merged = r.read("plan.noma");
+    assert!(merged.contains("::conflict{"), "{merged}");
+    // Marked as resolved without resolving it: the hook blocks.
+    let (ok, out) = add_commit(&r, "merge");
+    assert!(!ok, "{out}");
+    let line = 1 + merged
+        .lines()
+        .position(|l| l.contains(":conflict{"))
+        .unwrap_or_else(|| panic!("{merged}"));
+    assert!(
+        out.contains(&format!(
+            "ERROR [unresolved-conflict] plan.noma:{line}:1: unresolved merge conflict on block `a`"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("(ours, HEAD)") && out.contains("(theirs, "),
+        "{out}"
+    );
+    r.write("plan.noma", &doc("ours and theirs"));
+    let (ok, out) = add_commit(&r, "merge");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn hook_lines_use_the_check_format() {
+    let r = repo();
+    r.write("plan.noma", "# Plan\n\n::risk{id=\"r\"}\nFloods.\n::\n");
+    r.ok(&["add", "-A"]);
+    let check = text(&r.noma(&["check", "plan.noma"]));
+    let want = "WARNING [risk-without-owner] plan.noma:3:1: ";
+    assert!(check.contains(want), "{check}");
+    let (ok, out) = commit(&r, "warned");
+    assert!(ok, "{out}");
+    assert!(out.contains(want), "{out}");
+}
+
+#[test]
+fn a_broken_chain_names_the_files_line() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "one").0);
+    patch(&r, "plan.noma", "a", "two");
+    patch(&r, "plan.noma", "b", "three");
+    // Break line 3's link to line 2 (the second new record).
+    let t = r.read("plan.noma.patches");
+    let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3);
+    let mut rec: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    assert!(rec["prev_entry_sha256"].is_string(), "{rec}");
+    rec["prev_entry_sha256"] = "0".repeat(64).into();
+    lines[2] = rec.to_string();
+    r.write("plan.noma.patches", &(lines.join("\n") + "\n"));
+    let (ok, out) = add_commit(&r, "tampered");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[transcript-tampered] plan.noma.patches:3:1: prev_entry_sha256 does not chain onto line 2 "),
+        "{out}"
+    );
+    let f = findings(&r);
+    let fix = f[0]["fix"].as_str().unwrap();
+    let cmd = fix.split(", then").next().unwrap();
+    run_hint(&r, cmd);
+    patch(&r, "plan.noma", "a", "two");
+    let (ok, out) = add_commit(&r, "redone");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_deleted_document_cannot_leave_its_transcript_behind() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+    r.ok(&["rm", "-q", "plan.noma"]);
+    let (ok, out) = commit(&r, "delete doc only");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("ERROR [transcript-orphaned] plan.noma.patches: plan.noma is deleted"),
+        "{out}"
+    );
+    let f = findings(&r);
+    let fix = f[0]["fix"].as_str().unwrap();
+    assert!(fix.contains("git rm \"plan.noma.patches\""), "{fix}");
+    run_hint(&r, "git rm -q \"plan.noma.patches\"");
+    let (ok, out) = commit(&r, "delete both");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_transcript_moved_without_its_document_is_told_to_move_it() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+    r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+    let (ok, out) = commit(&r, "move the transcript only");
+    assert!(!ok, "{out}");
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "transcript-orphaned", "{f:?}");
+    assert_eq!(f[0]["fix"], "git mv \"plan.noma\" \"moved.noma\"", "{f:?}");
+    run_hint(&r, f[0]["fix"].as_str().unwrap());
+    let (ok, out) = commit(&r, "move both");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_transcript_staged_without_its_document_is_told_to_git_add_it() {
+    let r = repo();
+    // New document and transcript, only the transcript staged.
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    r.write("new.noma", &doc("alpha"));
+    patch(&r, "new.noma", "a", "one");
+    r.ok(&["add", "new.noma.patches"]);
+    let (ok, out) = commit(&r, "transcript only");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[transcript-orphaned] new.noma.patches"),
+        "{out}"
+    );
+    let f = findings(&r);
+    assert_eq!(f[0]["fix"], "git add \"new.noma\"", "{f:?}");
+    run_hint(&r, f[0]["fix"].as_str().unwrap());
+    // The base is not in history: a warning, not a block.
+    let (ok, out) = commit(&r, "both");
+    assert!(ok, "{out}");
+
+    // A committed document patched, only the transcript staged.
+    patch(&r, "plan.noma", "a", "one");
+    r.ok(&["add", "plan.noma.patches"]);
+    let (ok, out) = commit(&r, "transcript only");
+    assert!(!ok, "{out}");
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "unrecorded-edit", "{f:?}");
+    assert_eq!(f[0]["fix"], "git add \"plan.noma\"", "{f:?}");
+    run_hint(&r, f[0]["fix"].as_str().unwrap());
+    let (ok, out) = commit(&r, "both");
+    assert!(ok, "{out}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_document_is_refused() {
+    let r = repo();
+    r.write("real.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    // The link's text would validate fine; its target is what matters.
+    std::os::unix::fs::symlink("real.noma", r.path().join("link.noma")).unwrap();
+    let (ok, out) = add_commit(&r, "link");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("ERROR [symlinked-document] link.noma: staged as a symlink to real.noma"),
+        "{out}"
+    );
+    let f = findings(&r);
+    let fix = f[0]["fix"].as_str().unwrap();
+    assert!(fix.contains("git rm --cached \"link.noma\""), "{fix}");
+    run_hint(&r, "git rm -q --cached \"link.noma\"");
+    r.write("notes.txt", "the link stays local\n");
+    r.ok(&["add", "notes.txt"]);
+    let (ok, out) = commit(&r, "no link");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn the_hints_for_missing_and_torn_transcripts_work() {
+    let r = repo();
+    r.write(".noma/config.yml", "require_transcript: [\"**/*.noma\"]\n");
+    r.write("plan.noma", &doc("alpha"));
+    r.ok(&["add", "-A"]);
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "transcript-missing", "{f:?}");
+    run_hint(&r, f[0]["fix"].as_str().unwrap());
+    let (ok, out) = commit(&r, "base with an empty transcript");
+    assert!(ok, "{out}");
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+
+    // An interrupted append: half a record without its newline.
+    patch(&r, "plan.noma", "a", "two");
+    let t = r.read("plan.noma.patches");
+    let whole = t.len() - t.lines().last().unwrap().len() - 1;
+    r.write("plan.noma.patches", &t[..whole + 10]);
+    r.write("plan.noma", &doc("one"));
+    r.ok(&["add", "-A"]);
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "transcript-torn", "{f:?}");
+    let fix = f[0]["fix"].as_str().unwrap();
+    // The command, without the note on where the torn bytes go.
+    run_hint(&r, fix.split(" (").next().unwrap());
+    assert!(r.read("plan.noma.patches.torn").starts_with("{"));
+    r.write("notes.txt", "something to commit\n");
+    r.ok(&["add", "notes.txt"]);
+    let (ok, out) = commit(&r, "repaired");
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_hand_edit_between_two_records_gets_a_fix_that_works() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    // A hand edit, then a patch forced on top of it.
+    r.write("plan.noma", &r.read("plan.noma").replace("beta", "by hand"));
+    let op = serde_json::json!({
+        "op": "replace_block",
+        "id": "a",
+        "content": "::note{id=\"a\"}\ntwo\n::",
+    })
+    .to_string();
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--force", "--op", &op]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.ok(&["add", "-A"]);
+    let f = findings(&r);
+    assert_eq!(f[0]["code"], "unrecorded-edit", "{f:?}");
+    let fix = f[0]["fix"].as_str().unwrap();
+    assert!(!fix.contains("restore it or record"), "{fix}");
+    run_hint(&r, fix.split(", then").next().unwrap());
+    patch(&r, "plan.noma", "a", "two");
+    let (ok, out) = add_commit(&r, "redone");
+    assert!(ok, "{out}");
+}
