@@ -104,6 +104,52 @@ pub fn human_line(file: &str, d: &Diagnostic) -> String {
     }
 }
 
+/// How many diagnostics of each severity a report holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeverityCounts {
+    /// `error` diagnostics.
+    pub error: usize,
+    /// `warning` diagnostics.
+    pub warning: usize,
+    /// `info` diagnostics.
+    pub info: usize,
+}
+
+impl SeverityCounts {
+    /// Counts one diagnostic of `severity`.
+    pub fn add(&mut self, severity: Severity) {
+        match severity {
+            Severity::Error => self.error += 1,
+            Severity::Warning => self.warning += 1,
+            Severity::Info => self.info += 1,
+        }
+    }
+    /// The counts of `diags`.
+    pub fn of<'a>(diags: impl IntoIterator<Item = &'a Diagnostic>) -> Self {
+        let mut c = SeverityCounts::default();
+        for d in diags {
+            c.add(d.severity);
+        }
+        c
+    }
+    /// All diagnostics counted.
+    pub fn total(&self) -> usize {
+        self.error + self.warning + self.info
+    }
+    /// The highest severity counted, if any.
+    pub fn worst(&self) -> Option<Severity> {
+        if self.error > 0 {
+            Some(Severity::Error)
+        } else if self.warning > 0 {
+            Some(Severity::Warning)
+        } else if self.info > 0 {
+            Some(Severity::Info)
+        } else {
+            None
+        }
+    }
+}
+
 /// The three-valued validation summary of a transcript record (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

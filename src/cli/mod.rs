@@ -146,15 +146,20 @@ pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
     })
 }
 
-/// Prints JSON to stdout (pretty), returning the exit code on failure.
+/// Prints JSON to stdout (pretty), returning the exit code on failure. The
+/// JSON is streamed: a report of millions of diagnostics is never held as
+/// one string.
 pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
-    match serde_json::to_string_pretty(value) {
-        Ok(s) => {
-            println!("{s}");
-            EXIT_OK
-        }
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("noma: cannot serialise output: {e}");
+            eprintln!("noma: cannot write output: {e}");
             EXIT_USAGE
         }
     }

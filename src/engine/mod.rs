@@ -70,7 +70,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::diag::{Diagnostic, Phase, Severity, Summary};
+use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::hash::sha256_hex;
 use crate::fsio::{Intent, LockedTranscript, StagedFile};
 use crate::patch::{PatchError, PatchErrorCode};
@@ -291,37 +291,58 @@ fn changed_diagnostics(
             _ => introduced.push(d.clone()),
         }
     }
-    let summary = |phase: Phase| {
-        let worst = unchanged.iter().map(|d| d.severity).max()?;
-        let count = |s: Severity| unchanged.iter().filter(|d| d.severity == s).count();
-        let mut d = Diagnostic::new(
-            worst,
-            UNCHANGED_DIAGNOSTICS,
-            format!(
-                "{} diagnostic(s) stand before and after this request and are not repeated \
-                 ({} error, {} warning, {} info; `noma check` lists them)",
-                unchanged.len(),
-                count(Severity::Error),
-                count(Severity::Warning),
-                count(Severity::Info)
-            ),
-        );
-        d.phase = Some(phase);
-        Some(d)
-    };
+    let standing = crate::diag::SeverityCounts::of(unchanged.iter().copied());
     let mut pre_part = tag(resolved, Phase::Pre);
-    pre_part.extend(summary(Phase::Pre));
+    pre_part.extend(unchanged_summary(standing, Phase::Pre));
     let mut post_part = tag(introduced, Phase::Post);
-    post_part.extend(summary(Phase::Post));
+    post_part.extend(unchanged_summary(standing, Phase::Post));
     (pre_part, post_part)
 }
 
+/// The `unchanged_diagnostics` entry of one phase: the count of what stood
+/// unchanged, at its worst severity (so the phase's summary stays
+/// derivable); `None` when nothing did.
+fn unchanged_summary(standing: crate::diag::SeverityCounts, phase: Phase) -> Option<Diagnostic> {
+    let mut d = Diagnostic::new(
+        standing.worst()?,
+        UNCHANGED_DIAGNOSTICS,
+        format!(
+            "{} diagnostic(s) stand before and after this request and are not repeated \
+             ({} error, {} warning, {} info; `noma check` lists them)",
+            standing.total(),
+            standing.error,
+            standing.warning,
+            standing.info
+        ),
+    );
+    d.phase = Some(phase);
+    Some(d)
+}
+
+/// The diagnostic parts of records whose request changed nothing: every
+/// pre-validation diagnostic stands, counted once per phase.
+fn standing_parts(standing: crate::diag::SeverityCounts) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    (
+        unchanged_summary(standing, Phase::Pre).into_iter().collect(),
+        unchanged_summary(standing, Phase::Post).into_iter().collect(),
+    )
+}
+
 /// The pre-validation of a request: the report, kept to re-validate a
-/// spliced tree from, and its diagnostics (phase `pre`).
+/// spliced tree from, and its severity counts. Its diagnostics are built
+/// only once, when the post-validation is known: on a big document the
+/// list is hundreds of megabytes.
 #[derive(Default)]
 struct PreValidation {
     report: crate::validate::Validation,
-    diags: Vec<Diagnostic>,
+    counts: crate::diag::SeverityCounts,
+}
+
+impl PreValidation {
+    /// The report's diagnostics tagged with `phase`, consuming it.
+    fn into_diagnostics(self, opts: &Options, phase: Phase) -> Vec<Diagnostic> {
+        tag(self.report.into_diagnostics(&opts.validate), phase)
+    }
 }
 
 /// One applied-or-noop step of an accepted list.
@@ -349,8 +370,8 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     } else {
         let tree = crate::doc::parse_shared(source);
         let report = crate::validate::validate_report(&tree, &opts.validate);
-        let diags = tag(report.diagnostics(&opts.validate), Phase::Pre);
-        PreValidation { report, diags }
+        let counts = report.counts(&opts.validate);
+        PreValidation { report, counts }
     };
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
@@ -371,15 +392,16 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
         opts,
         shared: &shared,
     };
-    let rejected = |records_diags: (Vec<Diagnostic>, Vec<Diagnostic>), list: Vec<Record>| Plan {
+    // A rejected list leaves the text as it was: every pre-validation
+    // diagnostic stands, and the post-validation is the pre-validation.
+    let (standing_pre, standing_post) = standing_parts(pre_validation.counts);
+    let rejected = |list: Vec<Record>, pre_validation: PreValidation| Plan {
         records: list,
         new_text: source.to_string(),
         accepted: false,
-        post_diagnostics: tag(records_diags.1, Phase::Post),
+        post_diagnostics: pre_validation.into_diagnostics(opts, Phase::Post),
     };
-    let reject_all = |code: PatchErrorCode, message: &str| {
-        let (pre_part, post_part) =
-            changed_diagnostics(&pre_validation.diags, &pre_validation.diags);
+    let reject_all = |code: PatchErrorCode, message: &str, pre_validation: PreValidation| {
         let list = ops
             .iter()
             .map(|op| {
@@ -389,20 +411,21 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                     &pre_sha256,
                     &pre_sha256,
                     PatchResult::Rejected,
-                    &pre_part,
+                    &standing_pre,
                     vec![d],
-                    &post_part,
+                    &standing_post,
                     None,
                 )
             })
             .collect();
-        rejected((Vec::new(), pre_validation.diags.clone()), list)
+        rejected(list, pre_validation)
     };
 
     if ctx.book_manifest {
         return reject_all(
             PatchErrorCode::UnsupportedOp,
             "book manifests (.noma.yml) are not patch targets in v1.0",
+            pre_validation,
         );
     }
     if let Some(expected) = &opts.expected_sha {
@@ -414,13 +437,15 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                     "expected_sha {expected} does not match the document's pre_sha {}",
                     transcript::short_sha(&pre_sha256)
                 ),
+                pre_validation,
             );
         }
     }
-    if opts.strict && Summary::of(&pre_validation.diags) == Summary::Error {
+    if opts.strict && pre_validation.counts.error > 0 {
         return reject_all(
             PatchErrorCode::PreValidationBlocked,
             "strict mode: pre-validation found errors; no op was applied",
+            pre_validation,
         );
     }
 
@@ -464,8 +489,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 state = std::borrow::Cow::Owned(next);
             }
             Err(err) => {
-                let (pre_part, post_part) =
-                    changed_diagnostics(&pre_validation.diags, &pre_validation.diags);
+                let (pre_part, post_part) = (&standing_pre, &standing_post);
                 let mut list = Vec::with_capacity(k + 1);
                 for (op, step) in ops.iter().zip(steps) {
                     let mut extra = step.advisories;
@@ -482,9 +506,9 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                         &pre_sha256,
                         &pre_sha256,
                         PatchResult::Rejected,
-                        &pre_part,
+                        pre_part,
                         extra,
-                        &post_part,
+                        post_part,
                         None,
                     ));
                 }
@@ -499,12 +523,12 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                     &pre_sha256,
                     &pre_sha256,
                     PatchResult::Rejected,
-                    &pre_part,
+                    pre_part,
                     extra,
-                    &post_part,
+                    post_part,
                     None,
                 ));
-                return rejected((Vec::new(), pre_validation.diags.clone()), list);
+                return rejected(list, pre_validation);
             }
         }
     }
@@ -512,7 +536,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
         .iter()
         .filter(|s| s.result == PatchResult::Applied)
         .count();
-    let post_diags = match &state_tree {
+    let (post_diags, (pre_part, post_part)) = match state_tree {
         Some((tree, replaced)) => {
             // A single change is re-validated from the pre-validation when
             // it allows; otherwise the tree is validated in full.
@@ -522,21 +546,27 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 .and_then(|replaced| {
                     crate::validate::revalidate(
                         &pre_validation.report,
-                        tree,
+                        &tree,
                         replaced,
                         &opts.validate,
                     )
                 });
-            match revalidated {
+            let post = match revalidated {
                 Some(report) => report.into_diagnostics(&opts.validate),
-                None => crate::validate::validate(tree, &opts.validate),
-            }
+                None => crate::validate::validate(&tree, &opts.validate),
+            };
+            drop(tree);
+            let post = tag(post, Phase::Post);
+            let pre = pre_validation.into_diagnostics(opts, Phase::Pre);
+            let parts = changed_diagnostics(&pre, &post);
+            (post, parts)
         }
         // No op changed the text: it is the pre-validated source.
-        None => pre_validation.diags.clone(),
+        None => {
+            let parts = standing_parts(pre_validation.counts);
+            (pre_validation.into_diagnostics(opts, Phase::Post), parts)
+        }
     };
-    let post_diags = tag(post_diags, Phase::Post);
-    let (pre_part, post_part) = changed_diagnostics(&pre_validation.diags, &post_diags);
     let list = ops
         .iter()
         .zip(steps)
@@ -910,6 +940,7 @@ pub fn replay_file(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::diag::Summary;
     use crate::transcript::ActorKind;
     use serde_json::json;
 

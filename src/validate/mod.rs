@@ -313,6 +313,23 @@ impl Validation {
         all.extend(self.rules);
         apply_ignore_rules(all, &opts.ignore_rules)
     }
+
+    /// The severity counts of [`Validation::diagnostics`], without building
+    /// the list (a big document's report is hundreds of megabytes).
+    pub fn counts(&self, opts: &Options) -> crate::diag::SeverityCounts {
+        let ignored = |d: &&Diagnostic| opts.ignore_rules.iter().any(|r| *r == d.code);
+        let mut counts = crate::diag::SeverityCounts::of(
+            self.issues.iter().chain(&self.rules).filter(|d| !ignored(d)),
+        );
+        // The notes on unknown ignore rules, as apply_ignore_rules adds them.
+        if !opts.ignore_rules.is_empty() {
+            let notes = apply_ignore_rules(Vec::new(), &opts.ignore_rules);
+            for d in &notes {
+                counts.add(d.severity);
+            }
+        }
+        counts
+    }
 }
 
 /// Documents of at least this many lines register their ids on a helper
