@@ -653,3 +653,37 @@ fn every_record_kind_validates_against_the_published_transcript_schema() {
     old["op_list"] = json!({"id": "x", "index": 0, "len": 1});
     assert!(!validator.is_valid(&old));
 }
+
+#[test]
+fn doc_uri_is_the_repository_relative_path_over_the_cli_and_mcp() {
+    let repo = git_repo(DOC);
+    std::fs::create_dir_all(repo.path().join("docs")).unwrap();
+    std::fs::write(repo.path().join("docs/b.noma"), DOC).unwrap();
+    let o = Command::new(NOMA)
+        .args([
+            "patch",
+            "b.noma",
+            "--inplace",
+            "--op",
+            &set("c1", "n", json!(1)).to_string(),
+        ])
+        .current_dir(repo.path().join("docs"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let mut m = Mcp::start(repo.path());
+    let (e, b) = m.call(
+        "patch_block",
+        json!({"file":"a.noma","op":set("c1","n",json!(1))}),
+    );
+    assert!(!e, "{b}");
+    m.stop();
+    for (t, want) in [
+        ("docs/b.noma.patches", "docs/b.noma"),
+        ("a.noma.patches", "a.noma"),
+    ] {
+        let line = std::fs::read_to_string(repo.path().join(t)).unwrap();
+        let r: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        assert_eq!(r["doc_uri"], want, "{t}");
+    }
+}

@@ -156,6 +156,16 @@ pub fn run(args: Args) -> i32 {
     opts.parent_op_id = args.meta.parent_op_id.clone();
     opts.transcript = args.meta.transcript.clone();
     opts.force = args.force;
+    let dir = args
+        .file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let root = crate::git::blob::worktree_root(dir);
+    opts.doc_uri = Some(crate::transcript::portable_doc_uri(
+        root.as_deref(),
+        &args.file,
+    ));
     opts.validate.base_dir = args.file.parent().map(PathBuf::from);
     opts.write = match (&args.out, args.inplace) {
         (Some(p), _) => WriteMode::Out(p.clone()),

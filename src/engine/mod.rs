@@ -323,8 +323,12 @@ fn unchanged_summary(standing: crate::diag::SeverityCounts, phase: Phase) -> Opt
 /// pre-validation diagnostic stands, counted once per phase.
 fn standing_parts(standing: crate::diag::SeverityCounts) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
     (
-        unchanged_summary(standing, Phase::Pre).into_iter().collect(),
-        unchanged_summary(standing, Phase::Post).into_iter().collect(),
+        unchanged_summary(standing, Phase::Pre)
+            .into_iter()
+            .collect(),
+        unchanged_summary(standing, Phase::Post)
+            .into_iter()
+            .collect(),
     )
 }
 

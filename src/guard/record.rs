@@ -97,7 +97,16 @@ pub fn record_file(
     let mut opts = Options::new(actor);
     opts.reason = reason;
     let ctx = Context {
-        doc_uri: transcript::doc_uri(doc_path),
+        doc_uri: transcript::portable_doc_uri(
+            crate::git::blob::worktree_root(
+                doc_path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+            .as_deref(),
+            doc_path,
+        ),
         ..Context::default()
     };
     let mut locked = fsio::LockedTranscript::open(&tpath)

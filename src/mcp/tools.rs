@@ -377,6 +377,10 @@ fn run_patch(
     opts.base_sha256 = meta.base_sha256;
     opts.parent_op_id = meta.parent_op_id;
     opts.write = WriteMode::InPlace;
+    opts.doc_uri = Some(transcript::portable_doc_uri(
+        Some(ctx.workspace.root()),
+        &path,
+    ));
     opts.validate = validate_options(&path);
     match engine::patch_file(&path, ops, &opts, engine::APPLY) {
         Ok(outcome) => {

@@ -354,6 +354,25 @@ pub fn doc_uri(path: &Path) -> String {
     format!("file://{}", percent_encode(&bytes, PATH_ESCAPE))
 }
 
+/// The `doc_uri` of a record: inside a repository whose work-tree root is
+/// `root`, the document's path relative to it with `/` separators (the
+/// same in every clone, and no home directory leaks into shared history;
+/// §5.2 asks only for a string); elsewhere its `file://` URI.
+pub fn portable_doc_uri(root: Option<&Path>, path: &Path) -> String {
+    let abs = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
+    match root.as_deref().and_then(|r| abs.strip_prefix(r).ok()) {
+        Some(rel) if !rel.as_os_str().is_empty() => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        _ => doc_uri(path),
+    }
+}
+
 /// Why a transcript line is not a valid v1.0 record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
@@ -668,6 +687,18 @@ mod tests {
         assert_eq!(lines[1].offset, 2);
         assert_eq!(torn, Some(&b"c"[..]));
         assert_eq!(split_lines(b"a\n").1, None);
+    }
+
+    #[test]
+    fn doc_uri_is_repository_relative_inside_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+        let doc = dir.path().join("docs/a.noma");
+        std::fs::write(&doc, "x").unwrap();
+        assert_eq!(portable_doc_uri(Some(dir.path()), &doc), "docs/a.noma");
+        assert!(portable_doc_uri(None, &doc).starts_with("file:///"));
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert!(portable_doc_uri(Some(elsewhere.path()), &doc).starts_with("file:///"));
     }
 
     #[test]

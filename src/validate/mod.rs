@@ -319,7 +319,10 @@ impl Validation {
     pub fn counts(&self, opts: &Options) -> crate::diag::SeverityCounts {
         let ignored = |d: &&Diagnostic| opts.ignore_rules.iter().any(|r| *r == d.code);
         let mut counts = crate::diag::SeverityCounts::of(
-            self.issues.iter().chain(&self.rules).filter(|d| !ignored(d)),
+            self.issues
+                .iter()
+                .chain(&self.rules)
+                .filter(|d| !ignored(d)),
         );
         // The notes on unknown ignore rules, as apply_ignore_rules adds them.
         if !opts.ignore_rules.is_empty() {
