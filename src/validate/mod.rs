@@ -317,7 +317,7 @@ impl Validation {
     /// The severity counts of [`Validation::diagnostics`], without building
     /// the list (a big document's report is hundreds of megabytes).
     pub fn counts(&self, opts: &Options) -> crate::diag::SeverityCounts {
-        let ignored = |d: &&Diagnostic| opts.ignore_rules.iter().any(|r| *r == d.code);
+        let ignored = |d: &&Diagnostic| opts.ignore_rules.contains(&d.code);
         let mut counts = crate::diag::SeverityCounts::of(
             self.issues
                 .iter()
