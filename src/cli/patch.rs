@@ -235,8 +235,10 @@ pub fn run(args: Args) -> i32 {
                 ));
                 for d in r.diagnostics.iter().flatten() {
                     // The count of standing diagnostics is for the record, not the screen.
-                    let engine_code =
-                        !d.code.contains('-') && d.code != engine::UNCHANGED_DIAGNOSTICS;
+                    if d.code == engine::UNCHANGED_DIAGNOSTICS {
+                        continue;
+                    }
+                    let engine_code = !d.code.contains('-');
                     if engine_code
                         || r.patch_result == PatchResult::Rejected
                             && d.severity == crate::diag::Severity::Error

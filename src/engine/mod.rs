@@ -299,6 +299,43 @@ fn changed_diagnostics(
     (pre_part, post_part)
 }
 
+/// [`changed_diagnostics`] of a single re-validated change, from its delta
+/// alone: what it removed is resolved, what it added is introduced (a
+/// finding in both, as for a claim whose attribute changed, stands), and
+/// the rest of the pre-validation's `standing` counts stand.
+fn delta_parts(
+    delta: crate::validate::Delta,
+    standing: crate::diag::SeverityCounts,
+    opts: &crate::validate::Options,
+) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let kept = |d: &Diagnostic| !opts.ignore_rules.contains(&d.code);
+    let mut added: Vec<Diagnostic> = delta.added.into_iter().filter(kept).collect();
+    let mut resolved = Vec::new();
+    for gone in delta.gone.into_iter().filter(kept) {
+        let same = |d: &Diagnostic| {
+            (d.severity, &d.code, &d.message, &d.node_id)
+                == (gone.severity, &gone.code, &gone.message, &gone.node_id)
+        };
+        match added.iter().position(same) {
+            Some(at) => {
+                added.remove(at);
+            }
+            None => resolved.push(gone),
+        }
+    }
+    let gone = crate::diag::SeverityCounts::of(&resolved);
+    let unchanged = crate::diag::SeverityCounts {
+        error: standing.error.saturating_sub(gone.error),
+        warning: standing.warning.saturating_sub(gone.warning),
+        info: standing.info.saturating_sub(gone.info),
+    };
+    let mut pre_part = tag(resolved, Phase::Pre);
+    pre_part.extend(unchanged_summary(unchanged, Phase::Pre));
+    let mut post_part = tag(added, Phase::Post);
+    post_part.extend(unchanged_summary(unchanged, Phase::Post));
+    (pre_part, post_part)
+}
+
 /// The `unchanged_diagnostics` entry of one phase: the count of what stood
 /// unchanged, at its worst severity (so the phase's summary stays
 /// derivable); `None` when nothing did.
@@ -543,27 +580,42 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     let (post_diags, (pre_part, post_part)) = match state_tree {
         Some((tree, replaced)) => {
             // A single change is re-validated from the pre-validation when
-            // it allows; otherwise the tree is validated in full.
-            let revalidated = replaced
+            // it allows (one report in memory, the change's delta beside
+            // it); otherwise the tree is validated in full and the two
+            // lists compared.
+            let delta = replaced
                 .as_ref()
                 .filter(|_| applied == 1)
                 .and_then(|replaced| {
-                    crate::validate::revalidate(
+                    crate::validate::revalidate_delta(
                         &pre_validation.report,
                         &tree,
                         replaced,
                         &opts.validate,
                     )
                 });
-            let post = match revalidated {
-                Some(report) => report.into_diagnostics(&opts.validate),
-                None => crate::validate::validate(&tree, &opts.validate),
-            };
-            drop(tree);
-            let post = tag(post, Phase::Post);
-            let pre = pre_validation.into_diagnostics(opts, Phase::Pre);
-            let parts = changed_diagnostics(&pre, &post);
-            (post, parts)
+            match delta {
+                Some(delta) => {
+                    let standing = pre_validation.counts;
+                    let post = pre_validation
+                        .report
+                        .apply(&delta, &tree, &opts.validate)
+                        .into_diagnostics(&opts.validate);
+                    drop(tree);
+                    let parts = delta_parts(delta, standing, &opts.validate);
+                    (tag(post, Phase::Post), parts)
+                }
+                None => {
+                    let post = tag(
+                        crate::validate::validate(&tree, &opts.validate),
+                        Phase::Post,
+                    );
+                    drop(tree);
+                    let pre = pre_validation.into_diagnostics(opts, Phase::Pre);
+                    let parts = changed_diagnostics(&pre, &post);
+                    (post, parts)
+                }
+            }
         }
         // No op changed the text: it is the pre-validated source.
         None => {
@@ -1144,6 +1196,47 @@ pub(crate) mod tests {
         assert_eq!(r.post_validation, Summary::of(&p.post_diagnostics));
         assert_eq!(p.post_diagnostics.len(), pre_all.len() - 1);
         assert!(r.to_line().len() < 4096, "{}", r.to_line().len());
+    }
+
+    #[test]
+    fn a_re_validated_change_records_what_a_full_comparison_would() {
+        // Single ops take the delta path; the record must hold exactly what
+        // comparing the full pre and post reports gives.
+        let src =
+            "# A\n\n::claim{id=\"ca\"}\nA.\n::\n\n::claim{id=\"cb\" confidence=2}\nB.\n::\n\n\
+                   ::evidence{id=\"ev\" for=\"ca\"}\nE.\n::\n";
+        let ops = [
+            json!({"op":"update_attribute","id":"ca","key":"n","value":1}),
+            json!({"op":"update_attribute","id":"cb","key":"confidence","value":0.5}),
+            json!({"op":"replace_body","id":"ev","content":"F."}),
+            json!({"op":"update_attribute","id":"cb","key":"confidence","value":7}),
+        ];
+        for op in ops {
+            let p = plan(
+                src,
+                &Context::default(),
+                std::slice::from_ref(&op),
+                &Options::new(actor()),
+                APPLY,
+            );
+            assert!(p.accepted, "{op}");
+            let pre = tag(validate_parsed(src), Phase::Pre);
+            let post = tag(validate_parsed(&p.new_text), Phase::Post);
+            let (pre_part, post_part) = changed_diagnostics(&pre, &post);
+            let mut want = pre_part;
+            want.extend(post_part);
+            let got = p.records[0].diagnostics.clone().unwrap();
+            let strip = |v: Vec<Diagnostic>| -> Vec<Diagnostic> {
+                v.into_iter()
+                    .map(|mut d| {
+                        d.pos = None;
+                        d
+                    })
+                    .collect()
+            };
+            assert_eq!(strip(got), strip(want), "{op}");
+            assert_eq!(p.post_diagnostics, post, "{op}");
+        }
     }
 
     #[test]

@@ -440,6 +440,29 @@ pub fn revalidate(
     replaced: &crate::doc::reparse::Replaced,
     opts: &Options,
 ) -> Option<Validation> {
+    let delta = revalidate_delta(pre, doc, replaced, opts)?;
+    Some(pre.clone().apply(&delta, doc, opts))
+}
+
+/// What one spliced change did to a report: the rule findings it removed
+/// and the ones it added (before `--ignore-rule`). Keeping only this, not a
+/// second report, is what lets a patch on a document with millions of
+/// diagnostics hold one report at a time.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Delta {
+    /// Findings of the replaced nodes, gone from the report.
+    pub gone: Vec<Diagnostic>,
+    /// Findings of the new nodes.
+    pub added: Vec<Diagnostic>,
+}
+
+/// The [`Delta`] behind [`revalidate`], under the same conditions.
+pub fn revalidate_delta(
+    pre: &Validation,
+    doc: &Document,
+    replaced: &crate::doc::reparse::Replaced,
+    opts: &Options,
+) -> Option<Delta> {
     if replaced.delta != 0 {
         return None;
     }
@@ -460,23 +483,38 @@ pub fn revalidate(
             .filter(|d| d.code != "duplicate-id")
             .collect()
     };
-    let mut rules = pre.rules.clone();
-    for gone in local(old) {
-        let at = rules.iter().position(|d| *d == gone)?;
-        rules.remove(at);
-    }
-    rules.extend(local(new));
-    sort_rules(&mut rules);
-    let result = Validation {
-        issues: pre.issues.clone(),
-        rules,
+    let delta = Delta {
+        gone: local(old),
+        added: local(new),
     };
-    debug_assert_eq!(
-        result,
-        validate_report(doc, opts),
-        "revalidate differs from a full validation"
-    );
-    Some(result)
+    // Every finding that goes must be in the report (otherwise the walk
+    // and the report disagree, and only a full validation is safe).
+    let mut left = pre.rules.iter().collect::<Vec<_>>();
+    for gone in &delta.gone {
+        let at = left.iter().position(|d| *d == gone)?;
+        left.swap_remove(at);
+    }
+    Some(delta)
+}
+
+impl Validation {
+    /// The report after a change whose [`Delta`] this is, consuming the old
+    /// one. Debug builds check it against a full validation of `doc`.
+    pub fn apply(mut self, delta: &Delta, doc: &Document, opts: &Options) -> Validation {
+        for gone in &delta.gone {
+            if let Some(at) = self.rules.iter().position(|d| d == gone) {
+                self.rules.remove(at);
+            }
+        }
+        self.rules.extend(delta.added.iter().cloned());
+        sort_rules(&mut self.rules);
+        debug_assert_eq!(
+            self,
+            validate_report(doc, opts),
+            "revalidate differs from a full validation"
+        );
+        self
+    }
 }
 
 /// What the whole-document rules read from some nodes (see [`revalidate`]).
