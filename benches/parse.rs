@@ -1,8 +1,6 @@
 //! Parse + validate throughput on a ~3 MB, 10,000-section document.
-//! Target (issue 2): at least 100 MB/s on one core, so `parse` and
-//! `parse+validate` use the sequential parser and a single-threaded
-//! validation; `parse (2 threads)` is the split parse `noma::doc::parse`
-//! uses for big documents.
+//! Target (issue 2): at least 100 MB/s on one core (parsing and
+//! validation run on the calling thread only).
 //!
 //! `cpu-calibration` times a fixed integer loop (no memory traffic) before
 //! and after the document benches. This VM has phases in which every
@@ -40,20 +38,14 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(src.len() as u64));
     group.sample_size(30);
     group.bench_function("parse", |b| {
-        b.iter_with_large_drop(|| noma::doc::parse::parse_sequential(black_box(&src)))
-    });
-    group.bench_function("parse (2 threads)", |b| {
         b.iter_with_large_drop(|| noma::doc::parse(black_box(&src)))
     });
     group.bench_function("parse+validate", |b| {
-        let opts = noma::validate::Options {
-            single_thread: true,
-            ..Default::default()
-        };
-        // The tree is returned so that freeing it is not timed: the CLI
-        // never frees it either (it exits right after checking).
+        let opts = noma::validate::Options::default();
+        // The tree is returned so that freeing it is not timed: the target
+        // is the throughput of reading and checking.
         b.iter_with_large_drop(|| {
-            let doc = noma::doc::parse::parse_sequential(black_box(&src));
+            let doc = noma::doc::parse(black_box(&src));
             let diags = noma::validate::validate(&doc, &opts);
             (doc, diags)
         })

@@ -56,8 +56,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| noma::patch::apply_ops(black_box(&src), std::slice::from_ref(op)))
         });
     }
-    // The whole pure pipeline of `noma patch` (no I/O): parse, pre-validate
-    // (helper thread), apply, splice, post-validate (re-validated from the
+    // The whole pure pipeline of `noma patch` (no I/O): parse, pre-validate,
+    // apply, splice, post-validate (re-validated from the
     // pre-validation when the edit allows), build the records.
     let ctx = noma::engine::Context {
         doc_uri: "file:///bench.noma".into(),
@@ -72,8 +72,7 @@ fn bench(c: &mut Criterion) {
     let (_, op) = &ops[0];
     // From a cold memo, as in a fresh `noma patch`: each run would otherwise
     // miss the memo (it holds the last run's result) and free the old tree
-    // on a helper thread while the timed pipeline runs, three threads on
-    // however many cores. The setup frees it, untimed.
+    // inside the timed pipeline. The setup frees it, untimed.
     group.bench_function("engine plan (update_attribute)", |b| {
         b.iter_batched(
             noma::doc::clear_shared_parse,

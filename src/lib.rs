@@ -25,7 +25,6 @@ pub mod patch;
 pub mod synth;
 #[cfg(test)]
 mod testutil;
-mod threads;
 pub mod transcript;
 pub mod validate;
 pub mod verify;

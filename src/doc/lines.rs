@@ -66,19 +66,6 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
     out
 }
 
-/// The lines of `src[..cut]` as [`split`] gives them for the whole of
-/// `src`, where `cut` starts a line (0, or just past a terminator): the
-/// empty artifact after the terminator at `cut` is not one of them, so
-/// these followed by `split(&src[cut..])` are `split(src)`.
-pub fn split_before(src: &str, cut: usize) -> Vec<Line<'_>> {
-    if cut == 0 {
-        return Vec::new();
-    }
-    let mut lines = split(&src[..cut]);
-    lines.pop();
-    lines
-}
-
 /// The document's last line number (§6.3): the number of physical lines,
 /// not counting the empty artifact after a trailing newline.
 pub fn last_line(lines: &[Line<'_>]) -> u32 {
@@ -163,36 +150,6 @@ mod tests {
         assert_eq!(last_line(&lines), 2);
         assert_eq!(last_line(&split("a\nb")), 2);
         assert_eq!(last_line(&split("")), 1);
-    }
-
-    #[test]
-    fn split_before_a_line_start_and_the_rest_make_the_whole_split() {
-        for src in [
-            "",
-            "a",
-            "a\n",
-            "a\nb",
-            "a\r\nb\r\n",
-            "a\rb\n\nc",
-            "\n\n",
-            "x\ny\r\nz\r",
-        ] {
-            let whole = split(src);
-            let starts = std::iter::once(0).chain(whole.iter().skip(1).map(|l| l.start_in(src)));
-            for cut in starts {
-                let mut joined = split_before(src, cut);
-                assert!(joined
-                    .iter()
-                    .all(|l| l.start_in(src) + l.text.len() < cut.max(1)));
-                joined.extend(split(&src[cut..]));
-                let at = |v: &[Line<'_>]| -> Vec<(usize, String)> {
-                    v.iter()
-                        .map(|l| (l.start_in(src), l.text.to_owned()))
-                        .collect()
-                };
-                assert_eq!(at(&joined), at(&whole), "{src:?} cut at {cut}");
-            }
-        }
     }
 
     #[test]

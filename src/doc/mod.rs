@@ -27,17 +27,13 @@ thread_local! {
     static LAST_PARSE: RefCell<Option<(String, Arc<Document>)>> = const { RefCell::new(None) };
 }
 
-/// Texts at least this long have trees big enough that freeing one costs
-/// milliseconds; [`parse_shared`] frees those off the caller's thread.
-const DEFERRED_DROP_BYTES: usize = 256 * 1024;
-
 /// [`parse()`] with a one-entry memo per thread, keyed by the exact text.
 ///
 /// A patch request validates the document and then applies an op to the
 /// same bytes; on a 3 MB document each parse is tens of milliseconds, so
 /// the pipeline shares one tree. The memo compares the whole text (no
 /// hashing, no false hits) and holds one tree per thread at most. The tree
-/// is shared (`Arc`) so that another thread may validate it meanwhile.
+/// is shared (`Arc`) so that callers may keep it while the memo does too.
 pub fn parse_shared(text: &str) -> Arc<Document> {
     // The parser ignores a BOM, so texts with and without one share a tree.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -48,12 +44,8 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
             }
         }
         let doc = Arc::new(parse(text));
-        let old = slot
-            .borrow_mut()
-            .replace((text.to_string(), Arc::clone(&doc)));
-        if let Some((old_text, old_doc)) = old {
-            drop_later(old_text, old_doc);
-        }
+        // The replaced entry, if any, is freed here.
+        *slot.borrow_mut() = Some((text.to_string(), Arc::clone(&doc)));
         doc
     })
 }
@@ -108,18 +100,17 @@ pub fn parse_shared_edited(
     spliced.unwrap_or_else(|| (parse_shared(after), None))
 }
 
-/// Leaks this thread's memo entry instead of freeing it. For a process
-/// about to exit: glibc's `exit` runs thread-local destructors, and freeing
-/// a big document's tree node by node there costs milliseconds the OS
-/// reclaims for free anyway.
+/// Leaks this thread's memo entry instead of freeing it. Only for `main`'s
+/// one exit path (`std::process::exit` right after): glibc's `exit` runs
+/// thread-local destructors, and freeing a big document's tree node by
+/// node there costs milliseconds the OS reclaims for free anyway.
 pub fn leak_shared_parse() {
     std::mem::forget(take_shared_parse());
 }
 
-/// Empties this thread's memo and frees its tree here and now. For a
-/// benchmark that times the pipeline from a cold memo (without a helper
-/// thread still freeing the last tree meanwhile), or a long-lived process
-/// giving the memory back.
+/// Empties this thread's memo and frees its tree. For a benchmark that
+/// times the pipeline from a cold memo, or a long-lived process giving the
+/// memory back.
 pub fn clear_shared_parse() {
     drop(take_shared_parse());
 }
@@ -130,17 +121,6 @@ fn take_shared_parse() -> Option<(String, Arc<Document>)> {
         .try_with(|slot| slot.try_borrow_mut().ok()?.take())
         .ok()
         .flatten()
-}
-
-/// Frees a replaced memo entry. A big tree is freed node by node, which
-/// costs milliseconds the caller need not wait for: it goes to a helper
-/// thread (a short-lived process may exit before that thread is done,
-/// which is fine: the OS reclaims the memory at once).
-fn drop_later(text: String, doc: Arc<Document>) {
-    if text.len() < DEFERRED_DROP_BYTES || Arc::strong_count(&doc) > 1 {
-        return;
-    }
-    crate::threads::drop_on_helper("noma-drop", (text, doc));
 }
 
 #[cfg(test)]
@@ -163,29 +143,21 @@ mod tests {
     }
 
     #[test]
-    fn shared_parse_memo_hits_misses_and_frees_big_trees_elsewhere() {
-        // Big enough that replacing it hands the old tree to a helper thread.
-        let big = |tag: &str| {
-            let mut s = String::new();
-            while s.len() < DEFERRED_DROP_BYTES + 1 {
-                s.push_str(&format!(
-                    "::claim{{id=\"{tag}-{}\"}}\nText.\n::\n\n",
-                    s.len()
-                ));
-            }
-            s
-        };
-        let (a, b) = (big("a"), big("b"));
-        let first = parse_shared(&a);
-        assert!(
-            Arc::ptr_eq(&first, &parse_shared(&a)),
-            "same text: memo hit"
+    fn shared_parse_memo_hits_misses_and_frees_the_replaced_tree() {
+        let (a, b) = (
+            "::claim{id=\"a\"}\nText.\n::\n",
+            "::claim{id=\"b\"}\nText.\n::\n",
         );
+        let first = parse_shared(a);
+        assert!(Arc::ptr_eq(&first, &parse_shared(a)), "same text: memo hit");
+        let first_weak = Arc::downgrade(&first);
         drop(first);
-        let second = parse_shared(&b);
-        assert_eq!(second.children[0].id.as_deref(), Some("b-0"));
-        assert!(Arc::ptr_eq(&second, &parse_shared(&b)));
+        let second = parse_shared(b);
+        assert_eq!(second.children[0].id.as_deref(), Some("b"));
+        assert!(Arc::ptr_eq(&second, &parse_shared(b)));
+        // Replacing the entry freed the old tree (no one else held it).
+        assert!(first_weak.upgrade().is_none(), "the replaced tree is freed");
         // The replaced tree is gone from the memo: `a` parses afresh.
-        assert_eq!(parse_shared(&a).children[0].id.as_deref(), Some("a-0"));
+        assert_eq!(parse_shared(a).children[0].id.as_deref(), Some("a"));
     }
 }

@@ -26,42 +26,19 @@ use super::slug::{heading_slug, is_js_space};
 /// The reference implementation uses the same cap; real documents use 2–4.
 pub const MAX_FENCE_COLONS: u32 = 64;
 
-/// Documents at least this long are parsed in two halves on two threads.
-const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
-
 /// Parses a document. Never fails: problems become [`ParseIssue`]s.
-///
-/// A big document is parsed in two halves at once (`parse_in_halves`);
-/// the tree is exactly the one [`parse_sequential`] builds.
 pub fn parse(src: &str) -> Document {
-    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-    if src.len() >= PARALLEL_PARSE_BYTES {
-        if let Some(doc) = parse_in_halves(src) {
-            debug_assert!(
-                doc == parse_sequential(src),
-                "split parse differs from the sequential one"
-            );
-            return doc;
-        }
-    }
-    parse_sequential(src)
-}
-
-/// Parses a document on the calling thread only.
-pub fn parse_sequential(src: &str) -> Document {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     Parser::new(lines::split(src)).run()
 }
 
-/// Body lines parsed on their own: the second half of a split parse, or
-/// the edited lines of a splice ([`super::reparse`]).
+/// Body lines parsed on their own: the edited lines of a splice
+/// ([`super::reparse`]).
 pub(super) struct Fragment {
     /// Top-level nodes.
     pub nodes: Vec<Node>,
     /// Parse issues.
     pub issues: Vec<ParseIssue>,
-    /// The implicit slugs the fragment's headings took.
-    implicit_ids: FastSet<Text>,
 }
 
 /// Parses `src` as a document of its own without frontmatter, whose first
@@ -74,66 +51,7 @@ pub(super) fn parse_fragment(src: &str, base: usize) -> Fragment {
     Fragment {
         nodes,
         issues: parser.issues,
-        implicit_ids: parser.implicit_ids,
     }
-}
-
-/// Where to cut `src` for a split parse: the start of the first heading
-/// line after the middle.
-fn split_point(src: &str) -> Option<usize> {
-    let bytes = src.as_bytes();
-    let finder = memchr::memmem::Finder::new(b"\n#");
-    let mut from = bytes.len() / 2;
-    while let Some(off) = finder.find(&bytes[from..]) {
-        let at = from + off + 1;
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
-        if match_heading(&src[at..end]).is_some() {
-            return Some(at);
-        }
-        from = at;
-    }
-    None
-}
-
-/// Parses `src` as two halves on two threads, cut at a heading line after
-/// the middle; `None` when this cannot give the sequential tree.
-///
-/// The parser reads forwards with a stack of open containers, so the
-/// second half parses alone exactly as in context when, at the cut, that
-/// stack holds only the root and no block runs across the cut. A heading
-/// line ends every paragraph, list, quote and table, so only a code fence
-/// (reported unclosed when its scan stops at the cut) or an open directive
-/// can: the first case returns `None`; in the second the first half's
-/// parser simply goes on through the second half and the helper's result
-/// is dropped. The remaining context is mended when the halves are joined:
-/// sections still open at the cut are closed by the second half's
-/// top-level headings exactly as the sequential parser would close them,
-/// implicit slugs are re-suffixed if the halves share one, and a
-/// report-once issue is kept once.
-fn parse_in_halves(src: &str) -> Option<Document> {
-    if memchr::memchr(b'\r', src.as_bytes()).is_some() {
-        return None;
-    }
-    let cut = split_point(src)?;
-    let (head, tail) = src.split_at(cut);
-    let cut_line = memchr::memchr_iter(b'\n', head.as_bytes()).count();
-    std::thread::scope(|scope| {
-        let helper = crate::threads::spawn_scoped(scope, "noma-parse", move || {
-            parse_fragment(tail, cut_line)
-        })
-        .ok()?;
-        // This thread splits only the head into lines (the helper splits
-        // the tail), but numbers lines and ends input as the whole does.
-        let mut parser = Parser::new(lines::split_before(src, cut));
-        let tail_lines = memchr::memchr_iter(b'\n', tail.as_bytes()).count() + 1;
-        parser.to = cut_line + tail_lines;
-        parser.last_line = (parser.to - usize::from(tail.ends_with('\n'))) as u32;
-        parser.run_in_halves(src, cut, cut_line, || {
-            helper
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        })
-    })
 }
 
 struct OpenSection {
@@ -195,8 +113,8 @@ impl Container {
 
 struct Parser<'a> {
     lines: Vec<Line<'a>>,
-    /// Index (in the whole document) of `lines[0]`: 0 except for the second
-    /// half of a split parse, whose line numbers are the document's.
+    /// Index (in the whole document) of `lines[0]`: 0 except for a
+    /// fragment of a splice, whose line numbers are the document's.
     base: usize,
     /// Lines to parse: `base + lines.len()` including the trailing-newline artifact.
     to: usize,
@@ -283,83 +201,6 @@ impl<'a> Parser<'a> {
             children,
             end_line: self.last_line,
             issues: self.issues,
-        }
-    }
-
-    /// [`Parser::run`] with the lines from index `cut` (byte `cut_byte` of
-    /// `src`) on parsed elsewhere (`tail`); see [`parse_in_halves`]. The
-    /// parser holds only the lines before the cut; should it have to go on
-    /// alone, it splits the rest of `src` then.
-    fn run_in_halves(
-        mut self,
-        src: &'a str,
-        cut_byte: usize,
-        cut: usize,
-        tail: impl FnOnce() -> Fragment,
-    ) -> Option<Document> {
-        let end = self.to;
-        self.to = cut;
-        let (meta, frontmatter, body_start) = self.frontmatter();
-        if body_start > cut || (frontmatter.is_none() && is_frontmatter_fence(self.text(0))) {
-            // Frontmatter reaching the cut, or a `---` line 1 whose reading
-            // depends on lines after it.
-            return None;
-        }
-        let stop = self.advance(body_start);
-        if self.issues.iter().any(|i| i.code == "unclosed-code-fence") {
-            return None;
-        }
-        self.to = end;
-        if self.stack.len() == 1 {
-            let mut tail = tail();
-            if tail
-                .implicit_ids
-                .iter()
-                .any(|id| self.implicit_ids.contains(id))
-            {
-                self.resuffix_implicit_ids(&mut tail.nodes);
-            }
-            for node in tail.nodes {
-                if let (NodeKind::Section { level, .. }, Some(root)) =
-                    (&node.kind, self.stack.first_mut())
-                {
-                    root.close_sections(&mut self.scratch, *level, node.span.start - 1);
-                }
-                self.scratch.push(node);
-            }
-            let reported = self.depth_reported;
-            self.issues.extend(
-                tail.issues
-                    .into_iter()
-                    .filter(|i| !(reported && i.code == "nesting-too-deep")),
-            );
-        } else {
-            // Inside a directive at the cut: parse on alone.
-            self.lines.extend(lines::split(&src[cut_byte..]));
-            self.advance(stop);
-        }
-        Some(self.into_document(meta, frontmatter))
-    }
-
-    /// Gives the implicit-id sections of `nodes` (parsed after everything
-    /// this parser has seen) the slugs they get in document order here.
-    fn resuffix_implicit_ids(&mut self, nodes: &mut [Node]) {
-        let mut stack: Vec<&mut Node> = nodes.iter_mut().rev().collect();
-        while let Some(n) = stack.pop() {
-            let slug = match &n.kind {
-                NodeKind::Section {
-                    title,
-                    explicit_id: false,
-                    ..
-                } => Some(heading_slug(title)),
-                _ => None,
-            };
-            if let Some(slug) = slug {
-                n.id = Some(self.suffixed_slug(slug));
-            }
-            if let Some(children) = n.children_mut() {
-                stack.extend(children.iter_mut().rev());
-            }
         }
     }
 
@@ -1423,77 +1264,5 @@ mod tests {
     fn implicit_suffixing_ignores_explicit_ids_and_empty_slugs_become_section() {
         let d = parse("## Intro {id=\"intro\"}\n## Intro\n## !!!\n## ???\n");
         assert_eq!(ids(&d), ["intro", "intro", "section", "section-2"]);
-    }
-
-    /// Blocks for split-parse tests: headings that collide across the cut,
-    /// fences and directives that span it, and report-once issues.
-    fn split_block() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::strategy::Strategy;
-        proptest::sample::select(vec![
-            "# Top",
-            "## Notes",
-            "### Notes",
-            "## Notes {id=\"fixed\"}",
-            "## Notes-2",
-            "Prose line.\nSecond line.",
-            "::claim{id=\"c1\"}\nBody.\n::",
-            "::note\n## Notes\nInside.\n::",
-            "::note\n",
-            "::\n",
-            "```\n# not a heading\n",
-            "```\n",
-            "- a\n- b",
-            "| a | b |\n| --- | --- |\n| 1 | 2 |",
-            "> quote",
-            ":::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::::deep",
-            "",
-        ])
-        .prop_map(str::to_string)
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-        #[test]
-        fn a_split_parse_is_the_sequential_parse(
-            front in proptest::prelude::any::<bool>(),
-            blocks in proptest::collection::vec(split_block(), 1..60),
-            trailing_newline in proptest::prelude::any::<bool>(),
-        ) {
-            let mut src = String::new();
-            if front {
-                src.push_str("---\ntitle: T\naliases: [home]\n---\n");
-            }
-            for b in &blocks {
-                src.push_str(b);
-                src.push('\n');
-            }
-            if !trailing_newline {
-                src.pop();
-            }
-            if let Some(doc) = parse_in_halves(&src) {
-                proptest::prop_assert_eq!(doc, parse_sequential(&src));
-            }
-        }
-    }
-
-    #[test]
-    fn big_documents_take_the_split_path() {
-        let mut src = String::from("---\ntitle: T\n---\n\n# Top\n\n");
-        for i in 0..8000 {
-            src.push_str(&format!(
-                "## Notes\n\nText {i}.\n\n::claim{{id=\"c{i}\"}}\nBody.\n::\n\n"
-            ));
-        }
-        assert!(src.len() >= PARALLEL_PARSE_BYTES);
-        let split = parse_in_halves(&src).expect("a top-level heading after the middle");
-        let seq = parse_sequential(&src);
-        assert_eq!(split, seq);
-        // Colliding slugs across the cut were re-suffixed in document order.
-        let top = &seq.children[0];
-        assert_eq!(
-            top.children().last().unwrap().id.as_deref(),
-            Some("notes-8000")
-        );
-        assert_eq!(parse(&src), seq);
     }
 }

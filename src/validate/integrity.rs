@@ -4,7 +4,7 @@
 use super::{profiles, rule_diagnostic, Ctx, FastMap, FastSet};
 use crate::diag::Diagnostic;
 use crate::doc::inline::wikilinks;
-use crate::doc::{Document, Node};
+use crate::doc::Node;
 use std::borrow::Cow;
 
 /// Registers a node's id and aliases; a repeated canonical id is an error.
@@ -41,33 +41,6 @@ fn register<'d>(
         Some(node.span.start),
         Some(id),
     ))
-}
-
-/// Every id and alias of `doc` mapped to its first node, and the
-/// `duplicate-id` findings, in document order: what the walk registers,
-/// computed on its own so that another thread can run the rest of the walk.
-pub(crate) struct Registry<'d> {
-    pub ids: FastMap<&'d str, &'d Node>,
-    pub aliases: FastMap<&'d str, &'d Node>,
-    pub duplicates: Vec<Diagnostic>,
-}
-
-impl<'d> Registry<'d> {
-    /// Registers every node of `doc` in pre-order, as the walk meets them.
-    pub(crate) fn of(doc: &'d Document, ids_capacity: usize) -> Registry<'d> {
-        let mut registry = Registry {
-            ids: FastMap::default(),
-            aliases: FastMap::default(),
-            duplicates: Vec::new(),
-        };
-        registry.ids.reserve(ids_capacity);
-        for node in crate::doc::ast::walk_nodes(&doc.children) {
-            if let Some(d) = register(&mut registry.ids, &mut registry.aliases, node) {
-                registry.duplicates.push(d);
-            }
-        }
-        registry
-    }
 }
 
 /// Queues every `[[wikilink]]` in `text` (outside inline code spans) as a

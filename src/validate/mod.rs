@@ -66,9 +66,6 @@ pub struct Options {
     /// Citation window override in days (`--stale-days`); a citation's own
     /// `stale_after_days=` still wins, as in the reference.
     pub stale_citation_days: Option<f64>,
-    /// Validate on the calling thread only. By default a big document's
-    /// ids are registered on a helper thread meanwhile (same result).
-    pub single_thread: bool,
 }
 
 impl Default for Options {
@@ -80,7 +77,6 @@ impl Default for Options {
             require_evidence_for_claims: true,
             now: None,
             stale_citation_days: None,
-            single_thread: false,
         }
     }
 }
@@ -335,20 +331,8 @@ impl Validation {
     }
 }
 
-/// Documents of at least this many lines register their ids on a helper
-/// thread while the rest of the walk runs (a thread costs ~0.1 ms; the
-/// registration of a 10,000-section document ~2 ms).
-const PARALLEL_WALK_LINES: u32 = 5_000;
-
 /// [`validate`], keeping the result's parts for [`revalidate`].
 pub fn validate_report(doc: &Document, opts: &Options) -> Validation {
-    let parallel = !opts.single_thread && doc.end_line >= PARALLEL_WALK_LINES;
-    validate_report_with(doc, opts, parallel)
-}
-
-/// [`validate_report`], registering ids on a helper thread if `parallel`
-/// (the result is the same either way).
-fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Validation {
     let issues: Vec<Diagnostic> = doc
         .issues
         .iter()
@@ -370,10 +354,8 @@ fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Valid
     // unused capacity).
     let ids_capacity = (doc.end_line as usize / 5).min(1 << 20);
     integrity::check_profiles_declared(&mut cx);
-    if !(parallel && walk_beside_registry(&mut cx, ids_capacity)) {
-        cx.ids.reserve(ids_capacity);
-        walk(&mut cx, &doc.children, Scope::ROOT);
-    }
+    cx.ids.reserve(ids_capacity);
+    walk(&mut cx, &doc.children, Scope::ROOT);
     integrity::check_references(&mut cx);
     blocks::check_claims(&mut cx);
     blocks::check_plots(&mut cx);
@@ -382,36 +364,6 @@ fn validate_report_with(doc: &Document, opts: &Options, parallel: bool) -> Valid
     let mut rules = std::mem::take(&mut cx.out);
     sort_rules(&mut rules);
     Validation { issues, rules }
-}
-
-/// The walk with ids registered on a helper thread meanwhile; `false`
-/// (nothing done) when no thread can be had.
-///
-/// Registration reads nothing the other rules write and they never read
-/// the id maps before the walk ends, so the two can run side by side. Its
-/// `duplicate-id` findings are appended after the walk's instead of among
-/// them, which the sort in [`validate_report`] makes the same order.
-fn walk_beside_registry(cx: &mut Ctx<'_>, ids_capacity: usize) -> bool {
-    let doc = cx.doc;
-    let registry = std::thread::scope(|scope| {
-        let helper = crate::threads::spawn_scoped(scope, "noma-ids", || {
-            integrity::Registry::of(doc, ids_capacity)
-        })
-        .ok()?;
-        walk_with::<false>(cx, &doc.children, Scope::ROOT);
-        Some(
-            helper
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-        )
-    });
-    let Some(registry) = registry else {
-        return false;
-    };
-    cx.ids = registry.ids;
-    cx.aliases = registry.aliases;
-    cx.out.extend(registry.duplicates);
-    true
 }
 
 /// Output order of rule findings. Stable: equal keys keep emission order
@@ -639,12 +591,6 @@ fn section_scope_at<'d>(doc: &'d Document, path: &[usize]) -> Option<Scope<'d>> 
 /// The single pre-order walk over `nodes` (in `scope`) and everything
 /// below them: ids, content references, per-block rules.
 fn walk<'d>(cx: &mut Ctx<'d>, nodes: &'d [Node], scope: Scope<'d>) {
-    walk_with::<true>(cx, nodes, scope);
-}
-
-/// [`walk`], registering ids and aliases only if `REGISTER` (otherwise an
-/// [`integrity::Registry`] does it).
-fn walk_with<'d, const REGISTER: bool>(cx: &mut Ctx<'d>, nodes: &'d [Node], scope: Scope<'d>) {
     let mut stack: Vec<(std::slice::Iter<'d, Node>, Scope<'d>)> = vec![(nodes.iter(), scope)];
     while let Some((iter, scope)) = stack.last_mut() {
         let scope = *scope;
@@ -652,9 +598,7 @@ fn walk_with<'d, const REGISTER: bool>(cx: &mut Ctx<'d>, nodes: &'d [Node], scop
             stack.pop();
             continue;
         };
-        if REGISTER {
-            integrity::register_ids(cx, node);
-        }
+        integrity::register_ids(cx, node);
         let owner_id = node.id.as_deref().or(scope.owner_id);
         match &node.kind {
             NodeKind::Section {

@@ -663,21 +663,6 @@ fn revalidation_case() -> impl proptest::strategy::Strategy<Value = (String, usi
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
 
-    /// Registering ids on a helper thread changes nothing: the same
-    /// findings (duplicate ids included) in the same order, and the same
-    /// resolved references, claims and plots.
-    #[test]
-    fn parallel_registration_matches_the_single_walk((src, _, _) in revalidation_case()) {
-        let doc = parse(&src);
-        for opts in [opts(), Options { ignore_rules: vec!["duplicate-id".into()], ..opts() }] {
-            proptest::prop_assert_eq!(
-                validate_report_with(&doc, &opts, true),
-                validate_report_with(&doc, &opts, false),
-                "{}", src
-            );
-        }
-    }
-
     /// Whenever the shortcut answers, it answers what a full validation does.
     #[test]
     fn revalidation_matches_full_validation((src, line, pick) in revalidation_case()) {
