@@ -141,7 +141,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    crate::engine::fsio::atomic_write(path, bytes)
+    crate::fsio::atomic_write(path, bytes)
 }
 
 /// The lock file serialising read-modify-writes of the local store.

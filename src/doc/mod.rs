@@ -56,15 +56,9 @@ pub fn parse_shared(text: &str) -> Arc<Document> {
 /// edit may reach outside its lines, `after` is parsed in full. Either way
 /// the tree is exactly [`parse()`]`(after)` and becomes the memo's entry;
 /// a splice also says what it replaced.
-///
-/// `release` is called once the splice is planned (which only reads the
-/// tree) and before the tree is taken for editing: a caller whose helper
-/// thread still reads the tree waits for it there, so that the planning
-/// overlaps the helper and the tree is then edited in place, not copied.
 pub fn parse_shared_edited(
     before: &str,
     after: &str,
-    release: impl FnOnce(),
 ) -> (Arc<Document>, Option<reparse::Replaced>) {
     let before = before.strip_prefix('\u{feff}').unwrap_or(before);
     let after_key = after.strip_prefix('\u{feff}').unwrap_or(after);
@@ -78,7 +72,6 @@ pub fn parse_shared_edited(
             return None;
         }
         let splice = reparse::plan(before, old, after_key)?;
-        release();
         let (old_text, old) = slot.take()?;
         // A tree no one else holds is edited in place; a shared one (a
         // validator may still be reading it) is copied first.

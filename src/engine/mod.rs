@@ -72,14 +72,13 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::hash::sha256_hex;
-use crate::fsio::{Intent, LockedTranscript, StagedFile};
+use crate::fsio::{self, Intent, LockedTranscript, StagedFile};
 use crate::patch::{PatchError, PatchErrorCode};
 use crate::transcript::{self, Actor, PatchResult, Record};
 
 pub mod capability;
 pub mod recover;
 
-pub use crate::fsio;
 pub use recover::{Recovery, RecoveryError};
 
 /// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
@@ -526,7 +525,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
                 });
                 // The next op and post-validation read this state's tree:
                 // splice it from the previous one instead of parsing it all.
-                state_tree = Some(crate::doc::parse_shared_edited(&state, &next, || ()));
+                state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
                 state = std::borrow::Cow::Owned(next);
             }
             Err(err) => {

@@ -25,7 +25,8 @@ use serde_json::{json, Value};
 use crate::doc::ast::{Document, Node, NodeKind};
 use crate::doc::hash::sha256_hex;
 use crate::doc::lines;
-use crate::engine::{self, fsio, Context, Options};
+use crate::engine::{self, Context, Options};
+use crate::fsio;
 use crate::git::repo::Repo;
 use crate::transcript::{self, Actor, PatchResult, Record};
 

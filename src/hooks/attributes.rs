@@ -150,7 +150,7 @@ pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, H
         text.push_str(nl);
         change.added.push(l.to_string());
     }
-    crate::engine::fsio::atomic_write(&path, text.as_bytes())
+    crate::fsio::atomic_write(&path, text.as_bytes())
         .map_err(|source| HooksError::Io { path, source })?;
     Ok(change)
 }

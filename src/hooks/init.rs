@@ -237,7 +237,7 @@ pub fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpConfigEr
     let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(root_obj))
         .map_err(|e| io_err(io::Error::other(e)))?;
     text.push('\n');
-    crate::engine::fsio::atomic_write(&path, text.as_bytes()).map_err(io_err)?;
+    crate::fsio::atomic_write(&path, text.as_bytes()).map_err(io_err)?;
     Ok(report(change))
 }
 

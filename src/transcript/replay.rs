@@ -332,7 +332,7 @@ fn run(
                 // The next op reads this state's tree: splice it from the
                 // current one (a 3 MB document then costs milliseconds per
                 // record, not a full parse).
-                let _ = crate::doc::parse_shared_edited(current, &next, || ());
+                let _ = crate::doc::parse_shared_edited(current, &next);
                 text = Some(next);
                 state_sha = Some(next_sha);
                 report.applied += 1;
