@@ -227,3 +227,123 @@ pub fn check(
         appends,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    /// Applies `ops` from `start`, appending to transcript `t`.
+    fn extend(start: &str, t: &[u8], ops: &[Value]) -> (String, Vec<u8>) {
+        let opts = crate::engine::Options::new(crate::transcript::Actor {
+            kind: crate::transcript::ActorKind::Agent,
+            name: "t".into(),
+            model: None,
+            version: None,
+        });
+        let mut p =
+            crate::engine::plan(start, &Default::default(), ops, &opts, crate::engine::APPLY);
+        assert!(p.accepted);
+        let (lines, _) = split_lines(t);
+        let prev = lines.last().map(|l| sha256_hex(l.raw));
+        let mut out = t.to_vec();
+        out.extend(crate::engine::chain_and_serialise(&mut p.records, prev));
+        (p.new_text, out)
+    }
+
+    fn body(id: &str, c: &str) -> Value {
+        json!({"op": "replace_body", "id": id, "content": c})
+    }
+
+    fn find(sha: &str) -> Option<String> {
+        (sha256_hex(BASE.as_bytes()) == sha).then(|| BASE.to_string())
+    }
+
+    /// (ours doc, ours transcript, theirs doc, theirs transcript).
+    fn forked() -> (String, Vec<u8>, String, Vec<u8>) {
+        let (od, ot) = extend(BASE, b"", &[body("a", "A1")]);
+        let (td, tt) = extend(BASE, b"", &[body("b", "B1")]);
+        (od, ot, td, tt)
+    }
+
+    #[test]
+    fn appends_and_merges_succeed_both_parents() {
+        let (od, ot, td, tt) = forked();
+        let (d2, t2) = extend(&od, &ot, &[body("b", "B2")]);
+        let known = [od.clone(), td.clone(), BASE.to_string()];
+        let mut find_ours = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
+        // Both directions of a merge succeed both parents.
+        for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
+            let r =
+                super::super::transcript::reconcile_transcripts(a, b, Some(ad), &mut find).unwrap();
+            assert!(r.conflicts.is_empty());
+            let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(s.appends);
+            let s = check(b, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(!s.appends, "{s:?}");
+            assert_ne!(&r.doc, bd);
+        }
+    }
+
+    #[test]
+    fn an_edited_removed_or_reordered_record_is_refused() {
+        let (od, ot) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        // Edited: the first line's op changed (the chain is then broken too).
+        let edited = String::from_utf8(ot.clone())
+            .unwrap()
+            .replacen("A1", "AX", 1);
+        let e = check(&ot, edited.as_bytes(), &od, &mut find).unwrap_err();
+        assert_eq!(e.kind, "rewritten", "{e}");
+        // Removed: the last record dropped.
+        let (lines, _) = split_lines(&ot);
+        let first = lines[0].raw.to_vec();
+        let e = check(&ot, &first, &od, &mut find).unwrap_err();
+        assert_eq!((e.kind, e.line), ("removed", 2), "{e}");
+        // Reordered.
+        let mut swapped = lines[1].raw.to_vec();
+        swapped.extend_from_slice(lines[0].raw);
+        let e = check(&ot, &swapped, &od, &mut find).unwrap_err();
+        assert_eq!(e.kind, "rewritten", "{e}");
+    }
+
+    #[test]
+    fn a_textual_union_of_forks_and_a_forged_copy_are_refused() {
+        let (_, ot, td, tt) = forked();
+        let mut union = ot.clone();
+        union.extend_from_slice(&tt);
+        let both = BASE.replace("alpha", "A1").replace("beta", "B1");
+        assert!(check(&ot, &union, &both, &mut find).is_err());
+        // A "copy" of their record whose hashes do not replay.
+        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
+        let forged = String::from_utf8(r.transcript.clone())
+            .unwrap()
+            .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
+        let e = check(&tt, forged.as_bytes(), &r.doc, &mut find).unwrap_err();
+        assert!(matches!(e.kind, "replay" | "unreadable"), "{e}");
+        // The same op applied twice (its copy next to the original).
+        let mut twice = r.transcript.clone();
+        let (tl, _) = split_lines(&tt);
+        twice.extend_from_slice(tl[0].raw);
+        let e = check(&ot, &twice, &r.doc, &mut find).unwrap_err();
+        assert_eq!(e.kind, "duplicated", "{e}");
+    }
+
+    #[test]
+    fn copies_name_the_first_original() {
+        let (_, ot, _, tt) = forked();
+        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
+        let recs = records(&r.transcript).unwrap();
+        let theirs = records(&tt).unwrap();
+        assert!(is_copy(&recs[1]));
+        assert_eq!(origin(&recs[1]), theirs[0].op_id);
+        assert!(!is_copy(&recs[0]));
+    }
+}
