@@ -292,3 +292,31 @@ fn g_same_block_still_conflicts() {
     assert!(!o.status.success(), "rebase must conflict: {}", text(&o));
     r.ok(&["rebase", "--abort"]);
 }
+
+/// A merge concluded by hand on one branch with the bytes the same merge
+/// writes on the other branch (an append to the merged parent, not to
+/// HEAD) passes the hooks; a textual union of the two transcripts does not.
+#[test]
+fn merge_resolved_with_a_successor_of_both_parents_passes_the_hook() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "probe"]);
+    merge_clean(&r, "feat");
+    let (doc, tr) = (r.read("plan.noma"), r.read("plan.noma.patches"));
+    r.ok(&["checkout", "-q", "feat"]);
+    r.ok(&["merge", "-q", "--no-commit", "-s", "ours", "main"]);
+    let feat_t = r.ok(&["show", "feat:plan.noma.patches"]);
+    let main_t = r.ok(&["show", "main:plan.noma.patches"]);
+    r.write("plan.noma", &doc);
+    r.write("plan.noma.patches", &format!("{feat_t}{main_t}"));
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(!o.status.success(), "a union must be refused: {}", text(&o));
+    r.write("plan.noma.patches", &tr);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-edit"]);
+    assert_sound(&r, &["A1", "B1"]);
+}
