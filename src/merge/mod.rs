@@ -14,20 +14,20 @@
 //!
 //! # Design
 //!
-//! Both drivers compute the same reconciliation ([`transcript::reconcile`])
-//! from the same six inputs: base/ours/theirs of the document and of the
-//! transcript. A driver gets its own three versions from git's files and
-//! reads the sibling's three from the object database at HEAD, at the merged
-//! commit (`MERGE_HEAD`, else the `GITHEAD_<oid>` that is not HEAD) and at
-//! their merge base — after checking that its own path holds exactly the
-//! bytes git handed over at those three commits, so a rebase, cherry-pick or
-//! virtual merge base never mixes versions. The reconciliation is a pure
-//! function of those bytes (derived op ids, original timestamps), so the
-//! document driver writes exactly what the transcript driver's result
-//! replays to. When git does not hand a file over (only one side changed
-//! it), git's own choice is what the reconciliation computes too: their
-//! rejected-only records leave our document, our rejected-only records
-//! leave theirs (their ops re-applied to the unchanged base give their bytes).
+//! Both drivers compute the same reconciliation
+//! ([`transcript::reconcile_transcripts`]): ours is kept as a byte prefix
+//! and their records whose op we lack are re-applied onto our final state
+//! (see [`succession`] for op identity). Neither driver reads the merge's
+//! commits: during a rebase or cherry-pick git names none. Instead the
+//! versions are found by sha256 in the path's history ([`history_starts`]):
+//! the transcript driver looks up the document state its common prefix
+//! ends at; the document driver looks up the transcripts that end at ours
+//! and at their document. The result is a pure function of those bytes
+//! (op ids derived from the original and the state a copy starts from,
+//! original timestamps), so both drivers agree, and a merge, a rebase and
+//! a cherry-pick of the same records write the same bytes. When git does
+//! not hand a file over (only one side changed it), git's own choice is
+//! what the reconciliation computes too.
 //!
 //! Without transcripts (or when they do not explain the documents) the
 //! document falls back to [`blocks::merge_documents`]; a transcript that

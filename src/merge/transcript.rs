@@ -1,16 +1,17 @@
 //! Transcript reconciliation: rebases the records one side appended onto the
 //! other side's final state, so a forked transcript becomes linear again.
 //!
-//! Given the base, ours and theirs versions of a document and of its
-//! transcript, the merged transcript is: the longest common line prefix of
-//! the two transcripts, our new records verbatim, then each of their new
-//! records rebased onto our final state:
+//! The merged transcript is ours verbatim, then each of their records after
+//! the longest common line prefix whose op ours lacks, rebased onto our
+//! final state:
 //!
-//! - an *applied* record is re-applied with [`crate::engine::plan`] and
-//!   written as a new record whose `parent_op_id` is the original `op_id`
-//!   and whose `reason` says it was reconciled;
-//! - a *rejected* or *noop* record (audit only, replay skips it) is carried
-//!   over the same way with its hashes unchanged, so nothing is dropped.
+//! - an *applied* or *noop* record is re-applied with
+//!   [`crate::engine::plan`] and written as a new record whose
+//!   `parent_op_id` is the original (first) `op_id` and whose `reason`
+//!   says it was reconciled;
+//! - a *rejected* record (audit only) is carried over the same way, its
+//!   pre/post hashes set to the state it lands on (replay requires every
+//!   record to start from the replayed state), so nothing is dropped.
 //!
 //! Conflicts: each op "touches" its target block ([`op_target`]) plus the
 //! innermost blocks whose source changed when it ran (an ancestor that only
@@ -27,11 +28,12 @@
 //! conflict; the original value stays in the original record.
 //!
 //! Determinism (the document and transcript merge drivers compute this
-//! independently and must agree): a reconciled record's `op_id` is a UUID
-//! (v4 layout) made from sha256 of `noma-reconcile`, the original `op_id`
-//! and the sha256 of our final document; its `ts` is the original's;
-//! `elapsed_ms` is omitted. Everything else is computed
-//! from the inputs.
+//! independently and must agree): a reconciled record's `op_id` is
+//! [`super::succession::copy_id`] of its origin and its own `pre_sha256`,
+//! so rebasing records one commit at a time gives the bytes merging them
+//! at once gives; its `ts` is the original's; `elapsed_ms` is omitted.
+//! Their records whose origin ours already holds (copies either way) are
+//! skipped and never conflict. Everything else is computed from the inputs.
 
 use std::collections::{HashMap, HashSet};
 
