@@ -74,11 +74,15 @@ fn clean_branch_reports_rebasable_and_write_rebases_onto_base() {
         doc.contains("from main") && doc.contains("from feature"),
         "{doc}"
     );
-    // The written transcript is main's plus one rebased record, replaying
-    // from the base document to the written bytes.
+    // The written transcript is the branch's (committed lines untouched,
+    // so the pre-commit hook accepts it) plus main's record re-applied,
+    // replaying from the base document to the written bytes.
+    let head_t = r.ok(&["show", "HEAD:plan.noma.patches"]);
     let main_t = r.ok(&["show", "main:plan.noma.patches"]);
     let t = r.read("plan.noma.patches");
-    assert!(t.starts_with(&main_t));
+    assert!(t.starts_with(&head_t));
+    assert_eq!(t.lines().count(), head_t.lines().count() + 1);
+    assert!(!t.contains(main_t.trim_end()));
     let last: serde_json::Value = serde_json::from_str(t.lines().last().unwrap()).unwrap();
     assert!(last["reason"].as_str().unwrap().contains("reconciled"));
     r.write("base.txt", DOC);

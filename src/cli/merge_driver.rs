@@ -37,40 +37,44 @@ pub fn run(args: Args) -> i32 {
         }
     };
     let path = args.path.clone().unwrap_or_default();
-    let repo = Repo::from_env().ok();
-    let given = [
-        Some(base.as_slice()),
-        Some(ours.as_slice()),
-        Some(theirs.as_slice()),
-    ];
+    let repo = Repo::from_env().ok().filter(|_| !path.is_empty());
     let mine = Versions {
         base: Some(base.clone()),
         ours: Some(ours.clone()),
         theirs: Some(theirs.clone()),
     };
-    let sibling_of = |sib: &str| {
-        repo.as_ref()
-            .filter(|_| !path.is_empty())
-            .and_then(|r| merge::sibling_versions(r, &path, given, sib))
-    };
+    // Versions are found by sha256 in history, never from the merge's
+    // commits: a rebase or cherry-pick names none (see crate::merge).
     let result = if let Some(doc) = path.strip_suffix(".patches") {
-        let sib = sibling_of(doc);
-        merge::merge_transcript(&mine, sib.as_ref().map(|(v, _)| v))
+        let head_doc = repo
+            .as_ref()
+            .and_then(|r| r.head_blob(doc).ok().flatten())
+            .into_iter()
+            .collect();
+        let mut find = merge::doc_finder(repo.as_ref(), doc, head_doc);
+        merge::merge_transcript(&mine, &mut find)
     } else {
         let tpath = format!("{path}.patches");
-        let sib = sibling_of(&tpath);
+        let transcripts = repo.as_ref().and_then(|r| {
+            let ot =
+                merge::find_transcript_for(r, &tpath, &ours, r.head_blob(&tpath).ok().flatten())?;
+            let tt = merge::find_transcript_for(r, &tpath, &theirs, None)?;
+            Some((ot, tt))
+        });
         let labels = Labels {
             ours: "HEAD".into(),
-            theirs: sib
-                .as_ref()
-                .map(|(_, n)| n.clone())
-                .unwrap_or_else(|| "theirs".into()),
+            theirs: "theirs".into(),
         };
-        let tv = sib
-            .as_ref()
-            .map(|(v, _)| v)
-            .filter(|v| v.ours.is_some() || v.theirs.is_some());
-        merge::merge_document(&mine, tv, &labels)
+        let known = vec![base.clone(), ours.clone(), theirs.clone()];
+        let mut find = merge::doc_finder(repo.as_ref(), &path, known);
+        merge::merge_document(
+            &mine,
+            transcripts
+                .as_ref()
+                .map(|(o, t)| (o.as_slice(), t.as_slice())),
+            &mut find,
+            &labels,
+        )
     };
     if let Err(e) = std::fs::write(&args.ours, &result.content) {
         eprintln!("noma merge-driver: {}: {e}", args.ours.display());

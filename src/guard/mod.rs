@@ -26,10 +26,13 @@
 //! 3. a document that differs from what its transcript explains is an
 //!    unrecorded edit, reported with the blocks that differ.
 //!
-//! During a merge, when both parents appended records to one transcript
-//! after their merge base and the merged transcript is not linear (one
-//! parent's transcript followed by records that replay on top of it), the
-//! fork is reported with the first record of each side: both claim the same
+//! During a merge, a merged transcript that is not linear on either parent
+//! (one parent's transcript followed by records that replay on top of it)
+//! is accepted when it is a successor of both parents under
+//! [`crate::merge::succession`] (every op of both kept exactly once, the
+//! whole replaying to the staged document). Otherwise, when both parents
+//! appended records to one transcript after their merge base, the fork is
+//! reported with the first record of each side: both claim the same
 //! prior state. Forks are never merged silently.
 
 use std::collections::{BTreeMap, HashMap};
@@ -396,6 +399,11 @@ impl<'a> Guard<'a> {
                 if linear_on(&their_t, &their_doc)? {
                     ref_t = their_t;
                     ref_doc = their_doc;
+                } else if self.succeeds_both(path, [&ref_t, &their_t], staged_t, staged_doc) {
+                    // Not an append to either parent, but every op of both
+                    // kept once and the whole replays (e.g. a merge resolved
+                    // with `noma reconcile`): see crate::merge::succession.
+                    return Ok(());
                 } else if forked {
                     out.push(fork_finding(
                         tpath,
@@ -415,6 +423,28 @@ impl<'a> Guard<'a> {
             staged_doc,
         )?);
         Ok(())
+    }
+
+    /// Whether the staged transcript is a successor of both parents'
+    /// transcripts under [`crate::merge::succession`] (the one rule the
+    /// merge driver and `noma reconcile` use too).
+    fn succeeds_both(
+        &self,
+        path: &str,
+        parents: [&Option<Vec<u8>>; 2],
+        staged_t: &[u8],
+        staged_doc: &str,
+    ) -> bool {
+        let mut find = crate::merge::doc_finder(Some(self.repo), path, Vec::new());
+        parents.iter().all(|p| {
+            crate::merge::succession::check(
+                p.as_deref().unwrap_or_default(),
+                staged_t,
+                staged_doc,
+                &mut find,
+            )
+            .is_ok()
+        })
     }
 
     /// Checks that `staged_t` extends `prev_t` and that the new records

@@ -1,22 +1,22 @@
 //! `noma reconcile`: the per-document checks a CI bot runs on a branch
-//! against its base, and the rebase `--write` performs.
+//! against its base, and what `--write` brings onto the branch.
 //!
 //! For every `.noma` document whose text or transcript changed between the
 //! merge base of HEAD and the base revision and HEAD: the HEAD document is
-//! valid; the merge base's transcript is a byte prefix of HEAD's
-//! (append-only); the new records replay from the merge base's document to
-//! HEAD's exact bytes; and the branch's new records still re-apply on top of
-//! the base revision's newer records ([`super::reconcile`] with ours = the
-//! base revision, theirs = HEAD). With `write`, the rebased document and
-//! transcript are written to the work tree (the same bytes the merge driver
-//! would produce when merging HEAD into the base).
+//! valid; HEAD's transcript is a successor of the merge base's
+//! ([`super::succession`]: an append, or what merging the base into the
+//! branch wrote) and replays to HEAD's exact bytes; and the base
+//! revision's newer records re-apply onto the branch without conflict
+//! ([`super::transcript::reconcile_transcripts`] with ours = HEAD). With
+//! `write`, that result is written to the work tree: the branch's
+//! transcript stays a byte prefix, so the commit passes the pre-commit
+//! hook, and it is the same bytes `git merge <base>` on the branch writes.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::{reconcile, Side};
 use crate::diag::Severity;
 use crate::git::repo::Repo;
 use crate::transcript::replay;
@@ -177,21 +177,32 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
         let (mb_t, head_t, base_t) = (get(mb, &tpath), get(head, &tpath), get(base_tip, &tpath));
         let prefix = mb_t.clone().unwrap_or_default();
         let head_tb = head_t.clone().unwrap_or_default();
-        // 2. Append-only.
-        if !head_tb.starts_with(&prefix) {
+        let mut find = super::doc_finder(
+            Some(&repo),
+            &path,
+            [&mb_doc, &base_doc]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect(),
+        );
+        // 2. A successor of the merge base's transcript (append-only, or
+        // what merging or rebasing produce: see `succession`).
+        let succ = (!head_tb.starts_with(&prefix))
+            .then(|| super::succession::check(&prefix, &head_tb, head_doc, &mut find));
+        if let Some(Err(v)) = &succ {
             rep.append_only = false;
             rep.replays = false;
-            let (a, _) = crate::transcript::split_lines(&prefix);
-            let (b, _) = crate::transcript::split_lines(&head_tb);
-            let line = a.iter().zip(&b).take_while(|(x, y)| x.raw == y.raw).count() + 1;
-            let mut f = finding(
-                "error",
-                "transcript-rewritten",
-                &tpath,
-                format!("line {line} of the merge base's transcript was rewritten or removed; transcripts are append-only"),
-            );
-            f.line = Some(line);
+            let code = if v.kind == "replay" || v.kind == "base-unknown" {
+                "replay-diverged"
+            } else {
+                "transcript-rewritten"
+            };
+            let mut f = finding("error", code, &tpath, v.message.clone());
+            f.line = Some(v.line);
             rep.findings.push(f);
+        } else if succ.is_some() {
+            // Checked (and replayed) by the succession rule.
         } else if head_t.is_some() {
             // 3. Replay of the branch's records to HEAD's bytes.
             let tail = head_tb.get(prefix.len()..).unwrap_or_default();
@@ -244,26 +255,21 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
                 rebase: "ok",
             })
             .collect();
-        // 4. Does the branch rebase onto the base's newer records?
+        // 4. Do the base's newer records re-apply onto the branch? The
+        // branch's transcript stays a byte prefix (what `git merge` of the
+        // base into the branch writes), so `--write` output passes the
+        // pre-commit hook and later merges into the base cleanly.
         if rep.append_only && head_t.is_some() {
-            let res = reconcile(
-                Side {
-                    doc: text(&mb_doc),
-                    transcript: mb_t.as_deref(),
-                },
-                Side {
-                    doc: text(&base_doc),
-                    transcript: base_t.as_deref(),
-                },
-                Side {
-                    doc: Some(head_doc),
-                    transcript: head_t.as_deref(),
-                },
+            let res = super::transcript::reconcile_transcripts(
+                &head_tb,
+                base_t.as_deref().unwrap_or_default(),
+                Some(head_doc),
+                &mut find,
             );
             match res {
                 Ok(r) => {
-                    rep.branch_records = r.theirs_new;
-                    rep.base_records = r.ours_new;
+                    rep.branch_records = r.ours_new;
+                    rep.base_records = r.theirs_new;
                     for c in &r.conflicts {
                         rep.rebases = false;
                         let mut f = finding("error", "rebase-conflict", &path, c.describe());
@@ -273,7 +279,7 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
                             b.rebase = "conflict";
                         }
                     }
-                    if write && r.ours_new > 0 && r.conflicts.is_empty() {
+                    if write && r.transcript != head_tb && r.conflicts.is_empty() {
                         if let Some(wd) = &workdir {
                             std::fs::write(wd.join(&path), r.doc.as_bytes())
                                 .and_then(|_| std::fs::write(wd.join(&tpath), &r.transcript))
@@ -288,7 +294,7 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
                         "error",
                         "not-reconcilable",
                         &path,
-                        format!("the branch's records cannot be rebased onto {base_rev}: {e}"),
+                        format!("{base_rev}'s records cannot be re-applied onto the branch: {e}"),
                     ));
                 }
             }

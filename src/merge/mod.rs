@@ -14,20 +14,20 @@
 //!
 //! # Design
 //!
-//! Both drivers compute the same reconciliation ([`transcript::reconcile`])
-//! from the same six inputs: base/ours/theirs of the document and of the
-//! transcript. A driver gets its own three versions from git's files and
-//! reads the sibling's three from the object database at HEAD, at the merged
-//! commit (`MERGE_HEAD`, else the `GITHEAD_<oid>` that is not HEAD) and at
-//! their merge base — after checking that its own path holds exactly the
-//! bytes git handed over at those three commits, so a rebase, cherry-pick or
-//! virtual merge base never mixes versions. The reconciliation is a pure
-//! function of those bytes (derived op ids, original timestamps), so the
-//! document driver writes exactly what the transcript driver's result
-//! replays to. When git does not hand a file over (only one side changed
-//! it), git's own choice is what the reconciliation computes too: their
-//! rejected-only records leave our document, our rejected-only records
-//! leave theirs (their ops re-applied to the unchanged base give their bytes).
+//! Both drivers compute the same reconciliation
+//! ([`transcript::reconcile_transcripts`]): ours is kept as a byte prefix
+//! and their records whose op we lack are re-applied onto our final state
+//! (see [`succession`] for op identity). Neither driver reads the merge's
+//! commits: during a rebase or cherry-pick git names none. Instead the
+//! versions are found by sha256 in the path's history ([`history_starts`]):
+//! the transcript driver looks up the document state its common prefix
+//! ends at; the document driver looks up the transcripts that end at ours
+//! and at their document. The result is a pure function of those bytes
+//! (op ids derived from the original and the state a copy starts from,
+//! original timestamps), so both drivers agree, and a merge, a rebase and
+//! a cherry-pick of the same records write the same bytes. When git does
+//! not hand a file over (only one side changed it), git's own choice is
+//! what the reconciliation computes too.
 //!
 //! Without transcripts (or when they do not explain the documents) the
 //! document falls back to [`blocks::merge_documents`]; a transcript that
@@ -35,11 +35,13 @@
 
 pub mod blocks;
 pub mod ci;
+pub mod succession;
 pub mod transcript;
 
 pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};
 pub use transcript::{reconcile, OpConflict, Reconciled, Side, Unreconcilable};
 
+use crate::doc::hash::sha256_hex;
 use crate::git::repo::Repo;
 
 /// The result of merging one file.
@@ -67,67 +69,103 @@ pub struct Versions {
     pub theirs: Option<Vec<u8>>,
 }
 
-/// The commits of the merge in progress: (ours, theirs, base, theirs' name).
-pub fn merge_commits(repo: &Repo) -> Option<(git2::Oid, git2::Oid, git2::Oid, String)> {
-    let head = repo.head_commit()?;
-    let from_file = std::fs::read_to_string(repo.git_dir().join("MERGE_HEAD"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .next()
-                .and_then(|l| git2::Oid::from_str(l.trim()).ok())
-        })
-        .map(|id| (id, String::new()));
-    let (theirs, name) = from_file.or_else(|| {
-        let mut heads: Vec<(git2::Oid, String)> = std::env::vars_os()
-            .filter_map(|(k, v)| {
-                let hex = k.to_str()?.strip_prefix("GITHEAD_")?;
-                let id = repo.resolve(hex).ok()?;
-                (id != head).then(|| (id, v.to_string_lossy().into_owned()))
-            })
-            .collect();
-        heads.sort();
-        // An octopus merge has several: no single "theirs" to read from.
-        (heads.len() == 1).then(|| heads.pop()).flatten()
-    })?;
-    let base = repo.merge_base(head, theirs)?;
-    let name = if name.is_empty() {
-        theirs.to_string().chars().take(12).collect()
-    } else {
-        name
-    };
-    Some((head, theirs, base, name))
-}
-
-/// The versions of `sibling` at the merge's commits, provided `path` holds
-/// exactly `given` (base, ours, theirs; `None` = absent) at those commits.
-pub fn sibling_versions(
-    repo: &Repo,
-    path: &str,
-    given: [Option<&[u8]>; 3],
-    sibling: &str,
-) -> Option<(Versions, String)> {
-    let (ours, theirs, base, name) = merge_commits(repo)?;
-    let commits = [base, ours, theirs];
-    for (c, g) in commits.iter().zip(given) {
-        let at = repo.blob_at(*c, path).ok()?;
-        if at.as_deref().unwrap_or_default() != g.unwrap_or_default() {
-            return None;
+/// Where to start walking history for document and transcript versions:
+/// HEAD, the commits git names during a merge, rebase or cherry-pick, and
+/// every ref. During a rebase or cherry-pick git writes no `MERGE_HEAD` and
+/// sets no `GITHEAD_*` before drivers run, but the commit being replayed is
+/// still reachable from its branch (or `ORIG_HEAD`).
+pub fn history_starts(repo: &Repo) -> Vec<git2::Oid> {
+    let mut out: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
+    for name in [
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+        "REBASE_HEAD",
+        "ORIG_HEAD",
+        "AUTO_MERGE",
+    ] {
+        if let Ok(id) = repo.resolve(name) {
+            out.push(id);
         }
     }
-    let get = |c: git2::Oid| repo.blob_at(c, sibling).ok().flatten();
-    Some((
-        Versions {
-            base: get(base),
-            ours: get(ours),
-            theirs: get(theirs),
-        },
-        name,
-    ))
+    for (k, _) in std::env::vars_os() {
+        if let Some(hex) = k.to_str().and_then(|k| k.strip_prefix("GITHEAD_")) {
+            if let Ok(id) = repo.resolve(hex) {
+                out.push(id);
+            }
+        }
+    }
+    if let Ok(refs) = repo.git2().references() {
+        for r in refs.flatten() {
+            if let Ok(c) = r.peel_to_commit() {
+                out.push(c.id());
+            }
+        }
+    }
+    // A ref that is not a commit (AUTO_MERGE is a tree) is simply skipped.
+    let g = repo.git2();
+    out.retain(|id| g.find_commit(*id).is_ok());
+    out.sort();
+    out.dedup();
+    out
 }
 
-fn side<'a>(doc: Option<&'a str>, transcript: Option<&'a [u8]>) -> Side<'a> {
-    Side { doc, transcript }
+/// The version of `path` in the repository's history whose sha256 is
+/// `sha` (bounded by [`crate::guard::HISTORY_LIMIT`] commits).
+pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
+    let starts = history_starts(repo);
+    repo.find_in_history(&starts, &[path], crate::guard::HISTORY_LIMIT, |b| {
+        sha256_hex(b) == sha
+    })
+    .ok()
+    .flatten()
+}
+
+/// The state a transcript ends at: its last applied record's post_sha256.
+pub fn final_state(t: &[u8]) -> Option<String> {
+    let (lines, _) = crate::transcript::split_lines(t);
+    lines.iter().rev().find_map(|l| {
+        crate::transcript::parse_record(l.number, l.raw)
+            .ok()
+            .filter(|r| r.patch_result == crate::transcript::PatchResult::Applied)
+            .map(|r| r.post_sha256)
+    })
+}
+
+/// A version of the transcript at `tpath` that ends at the document state
+/// `doc`: `preferred` when it does, else the newest in history that does.
+pub fn find_transcript_for(
+    repo: &Repo,
+    tpath: &str,
+    doc: &[u8],
+    preferred: Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let sha = sha256_hex(doc);
+    if let Some(p) = preferred.filter(|p| final_state(p).as_deref() == Some(sha.as_str())) {
+        return Some(p);
+    }
+    let starts = history_starts(repo);
+    repo.find_in_history(&starts, &[tpath], crate::guard::HISTORY_LIMIT, |b| {
+        final_state(b).as_deref() == Some(sha.as_str())
+    })
+    .ok()
+    .flatten()
+}
+
+/// A document finder for the reconciliation: the given versions first,
+/// then the path's history in `repo`.
+pub fn doc_finder<'a>(
+    repo: Option<&'a Repo>,
+    path: &'a str,
+    known: Vec<Vec<u8>>,
+) -> impl FnMut(&str) -> Option<String> + 'a {
+    move |sha: &str| {
+        known
+            .iter()
+            .find(|d| sha256_hex(d) == sha)
+            .cloned()
+            .or_else(|| repo.and_then(|r| find_version(r, path, sha)))
+            .and_then(|b| String::from_utf8(b).ok())
+    }
 }
 
 fn text(b: Option<&[u8]>) -> Option<&str> {
@@ -136,7 +174,15 @@ fn text(b: Option<&[u8]>) -> Option<&str> {
 
 /// Merges the document `doc` given its three versions and, when known, its
 /// transcript's three versions.
-pub fn merge_document(doc: &Versions, transcript: Option<&Versions>, labels: &Labels) -> FileMerge {
+///
+/// `transcripts` are (ours, theirs) transcripts ending at the two documents;
+/// `find_doc` returns a document version by sha256.
+pub fn merge_document(
+    doc: &Versions,
+    transcripts: Option<(&[u8], &[u8])>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+    labels: &Labels,
+) -> FileMerge {
     let (b, o, t) = (
         text(doc.base.as_deref()),
         text(doc.ours.as_deref()),
@@ -152,12 +198,8 @@ pub fn merge_document(doc: &Versions, transcript: Option<&Versions>, labels: &La
     };
     let b = b.unwrap_or("");
     let mut messages = Vec::new();
-    if let Some(tv) = transcript.filter(|tv| tv.ours != tv.theirs) {
-        match reconcile(
-            side(Some(b), tv.base.as_deref()),
-            side(Some(o), tv.ours.as_deref()),
-            side(Some(t), tv.theirs.as_deref()),
-        ) {
+    if let Some((ot, tt)) = transcripts.filter(|(o, t)| o != t) {
+        match reconcile_checked(ot, tt, o, t, find_doc) {
             Ok(r) if r.conflicts.is_empty() => {
                 return FileMerge {
                     content: r.doc.into_bytes(),
@@ -206,25 +248,45 @@ pub fn merge_document(doc: &Versions, transcript: Option<&Versions>, labels: &La
     }
 }
 
-/// Merges a transcript given its three versions and its document's three.
-pub fn merge_transcript(tr: &Versions, doc: Option<&Versions>) -> FileMerge {
+/// Reconciles two transcripts whose documents must be `o` and `t`.
+fn reconcile_checked(
+    ot: &[u8],
+    tt: &[u8],
+    o: &str,
+    t: &str,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<Reconciled, Unreconcilable> {
+    let r = transcript::reconcile_transcripts(ot, tt, Some(o), find_doc)?;
+    if r.ours_doc != o {
+        return Err(Unreconcilable(
+            "our document is not what our transcript replays to".into(),
+        ));
+    }
+    if r.theirs_doc != t {
+        return Err(Unreconcilable(
+            "their document is not what their transcript replays to".into(),
+        ));
+    }
+    Ok(r)
+}
+
+/// Merges a transcript given its versions; `find_doc` returns a version of
+/// its document by sha256. The result keeps ours as a byte prefix.
+pub fn merge_transcript(
+    tr: &Versions,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> FileMerge {
     let keep_ours = |messages: Vec<String>| FileMerge {
         content: tr.ours.clone().unwrap_or_default(),
         clean: false,
         method: "unreconciled",
         messages,
     };
-    let Some(doc) = doc else {
-        return keep_ours(vec![
-            "the document's versions at the merged commits are unknown; transcript left as ours"
-                .into(),
-        ]);
-    };
-    match reconcile(
-        side(text(doc.base.as_deref()), tr.base.as_deref()),
-        side(text(doc.ours.as_deref()), tr.ours.as_deref()),
-        side(text(doc.theirs.as_deref()), tr.theirs.as_deref()),
-    ) {
+    let (ot, tt) = (
+        tr.ours.as_deref().unwrap_or_default(),
+        tr.theirs.as_deref().unwrap_or_default(),
+    );
+    match transcript::reconcile_transcripts(ot, tt, None, find_doc) {
         Ok(r) => FileMerge {
             clean: r.conflicts.is_empty(),
             messages: r

@@ -1,16 +1,17 @@
 //! Transcript reconciliation: rebases the records one side appended onto the
 //! other side's final state, so a forked transcript becomes linear again.
 //!
-//! Given the base, ours and theirs versions of a document and of its
-//! transcript, the merged transcript is: the longest common line prefix of
-//! the two transcripts, our new records verbatim, then each of their new
-//! records rebased onto our final state:
+//! The merged transcript is ours verbatim, then each of their records after
+//! the longest common line prefix whose op ours lacks, rebased onto our
+//! final state:
 //!
-//! - an *applied* record is re-applied with [`crate::engine::plan`] and
-//!   written as a new record whose `parent_op_id` is the original `op_id`
-//!   and whose `reason` says it was reconciled;
-//! - a *rejected* or *noop* record (audit only, replay skips it) is carried
-//!   over the same way with its hashes unchanged, so nothing is dropped.
+//! - an *applied* or *noop* record is re-applied with
+//!   [`crate::engine::plan`] and written as a new record whose
+//!   `parent_op_id` is the original (first) `op_id` and whose `reason`
+//!   says it was reconciled;
+//! - a *rejected* record (audit only) is carried over the same way, its
+//!   pre/post hashes set to the state it lands on (replay requires every
+//!   record to start from the replayed state), so nothing is dropped.
 //!
 //! Conflicts: each op "touches" its target block ([`op_target`]) plus the
 //! innermost blocks whose source changed when it ran (an ancestor that only
@@ -27,16 +28,18 @@
 //! conflict; the original value stays in the original record.
 //!
 //! Determinism (the document and transcript merge drivers compute this
-//! independently and must agree): a reconciled record's `op_id` is a UUID
-//! (v4 layout) made from sha256 of `noma-reconcile`, the original `op_id`
-//! and the sha256 of our final document; its `ts` is the original's;
-//! `elapsed_ms` is omitted. Everything else is computed
-//! from the inputs.
+//! independently and must agree): a reconciled record's `op_id` is
+//! [`super::succession::copy_id`] of its origin and its own `pre_sha256`,
+//! so rebasing records one commit at a time gives the bytes merging them
+//! at once gives; its `ts` is the original's; `elapsed_ms` is omitted.
+//! Their records whose origin ours already holds (copies either way) are
+//! skipped and never conflict. Everything else is computed from the inputs.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::succession::{copy_id, origin};
 use crate::doc::hash::{block_hashes, sha256_hex, slice_hash};
 use crate::patch::op_target;
 use crate::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
@@ -91,6 +94,10 @@ pub struct Reconciled {
     pub rebased: Vec<(String, String)>,
     /// Ops of theirs that were not re-applied.
     pub conflicts: Vec<OpConflict>,
+    /// What our transcript replays to.
+    pub ours_doc: String,
+    /// What their transcript replays to.
+    pub theirs_doc: String,
     /// Records of ours after the common prefix.
     pub ours_new: usize,
     /// Records of theirs after the common prefix.
@@ -109,15 +116,56 @@ struct Step {
     touched: Vec<String>,
 }
 
-/// Rebases `theirs`' new records onto `ours` (see the module docs).
+/// Rebases `theirs`' new records onto `ours` (see the module docs), with
+/// the document versions taken from the three sides only; the documents
+/// given for ours and theirs must be what their transcripts replay to.
 pub fn reconcile(
     base: Side<'_>,
     ours: Side<'_>,
     theirs: Side<'_>,
 ) -> Result<Reconciled, Unreconcilable> {
+    let docs = [base.doc, ours.doc, theirs.doc];
+    let mut find = |sha: &str| {
+        docs.iter()
+            .flatten()
+            .find(|d| sha256_hex(d.as_bytes()) == sha)
+            .map(|d| d.to_string())
+    };
+    let r = reconcile_transcripts(
+        ours.transcript.unwrap_or_default(),
+        theirs.transcript.unwrap_or_default(),
+        ours.doc.or(base.doc),
+        &mut find,
+    )?;
+    if ours.doc.is_some_and(|d| d != r.ours_doc) {
+        return Err(Unreconcilable(
+            "our document is not what our transcript replays to".into(),
+        ));
+    }
+    if theirs.doc.is_some_and(|d| d != r.theirs_doc) {
+        return Err(Unreconcilable(
+            "their document is not what their transcript replays to".into(),
+        ));
+    }
+    Ok(r)
+}
+
+/// Rebases the records of `theirs` that `ours` lacks onto our final state.
+///
+/// The result keeps `ours` as a byte prefix. Their records after the two
+/// transcripts' longest common line prefix are carried over unless their
+/// op is already in ours ([`origin`]: a copy of ours, or the original of
+/// one of our copies). `find_doc` returns the document version with a
+/// given sha256 (the state the common prefix ends at is needed to replay
+/// both sides); `fallback_doc` is used when no record was ever applied.
+/// When ours is a line prefix of theirs, the result is theirs verbatim.
+pub fn reconcile_transcripts(
+    ot: &[u8],
+    tt: &[u8],
+    fallback_doc: Option<&str>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<Reconciled, Unreconcilable> {
     let err = |m: String| Unreconcilable(m);
-    let ot = ours.transcript.unwrap_or_default();
-    let tt = theirs.transcript.unwrap_or_default();
     let (olines, otorn) = split_lines(ot);
     let (tlines, ttorn) = split_lines(tt);
     if otorn.is_some() || ttorn.is_some() {
@@ -146,77 +194,101 @@ pub fn reconcile(
         .map(|r| r.post_sha256.clone())
         .or_else(|| onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
         .or_else(|| tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
-    let base_doc = match (start_sha, base.doc) {
-        (None, _) => ours
-            .doc
-            .or(base.doc)
+    let base_doc = match start_sha {
+        None => fallback_doc
+            .map(str::to_string)
             .ok_or_else(|| err("no document version to start from".into()))?,
-        (Some(sha), Some(d)) if sha256_hex(d.as_bytes()) == sha => d,
-        (Some(sha), _) => {
-            return Err(err(format!(
-                "the base document is not the state the common transcript ends at ({})",
+        Some(sha) => find_doc(&sha).ok_or_else(|| {
+            err(format!(
+                "the document state the common transcript ends at ({}) was not found in the repository",
                 short_sha(&sha)
-            )))
-        }
+            ))
+        })?,
     };
-    let (our_doc, our_steps) = replay_side(base_doc, &onew, "ours")?;
-    if let Some(d) = ours.doc {
-        if d != our_doc {
-            return Err(err(
-                "our document is not what our transcript replays to".into()
-            ));
-        }
+    let (our_doc, our_steps) = replay_side(&base_doc, &onew, "ours")?;
+    let (their_doc, their_steps) = replay_side(&base_doc, &tnew, "theirs")?;
+    let ours_all: HashSet<&str> = prefix.iter().chain(&onew).map(origin).collect();
+    let theirs_new: HashSet<&str> = tnew.iter().map(origin).collect();
+    let unique: Vec<&Record> = tnew
+        .iter()
+        .filter(|r| !ours_all.contains(origin(r)))
+        .collect();
+    let whole = |t: &[u8], doc: String, theirs_new: usize, ours_new: usize| Reconciled {
+        transcript: t.to_vec(),
+        doc: doc.clone(),
+        ours_doc: our_doc.clone(),
+        theirs_doc: their_doc.clone(),
+        rebased: Vec::new(),
+        conflicts: Vec::new(),
+        ours_new,
+        theirs_new,
+    };
+    if onew.is_empty() {
+        // Ours is where theirs started: theirs as it is (a fast-forward).
+        return Ok(whole(tt, their_doc.clone(), tnew.len(), 0));
     }
-    let (their_doc, their_steps) = replay_side(base_doc, &tnew, "theirs")?;
-    if let Some(d) = theirs.doc {
-        if d != their_doc {
-            return Err(err(
-                "their document is not what their transcript replays to".into(),
-            ));
-        }
+    if unique.is_empty() {
+        return Ok(whole(ot, our_doc.clone(), 0, onew.len()));
     }
-    // Block -> our op that last touched it.
+    // Block -> our op that last touched it; ops both sides hold (a copy on
+    // one side) are not a reason to conflict.
     let mut ours_touched: HashMap<String, String> = HashMap::new();
+    let our_origin: HashMap<&str, &str> =
+        onew.iter().map(|r| (r.op_id.as_str(), origin(r))).collect();
     for s in &our_steps {
+        if our_origin
+            .get(s.op_id.as_str())
+            .is_some_and(|o| theirs_new.contains(o))
+        {
+            continue;
+        }
         for b in &s.touched {
             ours_touched.insert(b.clone(), s.op_id.clone());
         }
     }
-    let our_sha = sha256_hex(our_doc.as_bytes());
-    let mut state = our_doc;
+    let mut state = our_doc.clone();
     let mut blocked: HashMap<String, String> = HashMap::new(); // block -> their conflicting op
     let mut conflicts = Vec::new();
     let mut out: Vec<Record> = Vec::new();
     let mut rebased = Vec::new();
-    let mut steps = their_steps.iter();
-    for rec in &tnew {
-        if rec.patch_result != PatchResult::Applied {
+    let steps: HashMap<&str, &Step> = their_steps.iter().map(|s| (s.op_id.as_str(), s)).collect();
+    for rec in unique {
+        let state_sha = sha256_hex(state.as_bytes());
+        if rec.patch_result == PatchResult::Rejected {
+            // Audit only: carried over, starting (and ending) where it lands.
             let mut r = rec.clone();
-            mark(&mut r, &our_sha);
+            r.pre_sha256 = state_sha.clone();
+            r.post_sha256 = state_sha.clone();
+            r.pre_sha = short_sha(&state_sha).to_string();
+            r.post_sha = r.pre_sha.clone();
+            mark(&mut r, origin(rec));
             rebased.push((rec.op_id.clone(), r.op_id.clone()));
             out.push(r);
             continue;
         }
-        let Some(step) = steps.next() else { break };
-        let clash = step.touched.iter().find_map(|b| {
-            if let Some(o) = ours_touched.get(b) {
-                return Some(OpConflict {
+        let step = steps.get(rec.op_id.as_str());
+        let clash = step.and_then(|step| {
+            step.touched.iter().find_map(|b| {
+                if let Some(o) = ours_touched.get(b) {
+                    return Some(OpConflict {
+                        block: b.clone(),
+                        ours_op_id: Some(o.clone()),
+                        theirs_op_id: rec.op_id.clone(),
+                        message: format!("both changed it (their op is {})", rec.op_name()),
+                    });
+                }
+                blocked.get(b).map(|t| OpConflict {
                     block: b.clone(),
-                    ours_op_id: Some(o.clone()),
+                    ours_op_id: None,
                     theirs_op_id: rec.op_id.clone(),
-                    message: format!("both changed it (their op is {})", rec.op_name()),
-                });
-            }
-            blocked.get(b).map(|t| OpConflict {
-                block: b.clone(),
-                ours_op_id: None,
-                theirs_op_id: rec.op_id.clone(),
-                message: format!("depends on their conflicting op {t}"),
+                    message: format!("depends on their conflicting op {t}"),
+                })
             })
         });
+        let touched = step.map(|s| s.touched.clone()).unwrap_or_default();
         if let Some(c) = clash {
             conflicts.push(c);
-            for b in &step.touched {
+            for b in &touched {
                 blocked
                     .entry(b.clone())
                     .or_insert_with(|| rec.op_id.clone());
@@ -245,18 +317,17 @@ pub fn reconcile(
                 theirs_op_id: rec.op_id.clone(),
                 message: format!("no longer applies on our state ({})", rec.op_name()),
             });
-            for b in &step.touched {
+            for b in &touched {
                 blocked
                     .entry(b.clone())
                     .or_insert_with(|| rec.op_id.clone());
             }
             continue;
         };
-        r.op_id = rec.op_id.clone();
         r.ts = rec.ts.clone();
         r.base_sha256 = None;
         r.elapsed_ms = None;
-        mark(&mut r, &our_sha);
+        mark(&mut r, origin(rec));
         rebased.push((rec.op_id.clone(), r.op_id.clone()));
         state = plan.new_text;
         out.push(r);
@@ -268,6 +339,8 @@ pub fn reconcile(
     Ok(Reconciled {
         transcript: merged,
         doc: state,
+        ours_doc: our_doc,
+        theirs_doc: their_doc,
         rebased,
         conflicts,
         ours_new: onew.len(),
@@ -275,16 +348,26 @@ pub fn reconcile(
     })
 }
 
-/// Rewrites a copied record's identity: derived op_id, parent link, reason.
-fn mark(r: &mut Record, our_sha: &str) {
-    let original = r.op_id.clone();
-    r.op_id = derived_uuid(&["noma-reconcile", &original, our_sha]);
+/// Makes `r` a reconciled copy of the op `origin`: derived op_id (from the
+/// origin and the state it now starts from), parent link, reason.
+fn mark(r: &mut Record, origin: &str) {
+    let original = origin.to_string();
+    r.op_id = copy_id(&original, &r.pre_sha256);
     r.parent_op_id = Some(original.clone());
     let why = format!(
         "reconciled: op {original} from the merged branch, rebased onto {}",
-        short_sha(our_sha)
+        short_sha(&r.pre_sha256)
     );
-    r.reason = Some(match r.reason.take() {
+    // A copy of a copy keeps the first original's reason only once.
+    let old = r
+        .reason
+        .take()
+        .map(|old| match old.split_once("; original reason: ") {
+            Some((head, rest)) if head.starts_with("reconciled: ") => rest.to_string(),
+            _ if old.starts_with("reconciled: ") => String::new(),
+            _ => old,
+        });
+    r.reason = Some(match old.filter(|o| !o.is_empty()) {
         Some(old) => format!("{why}; original reason: {old}"),
         None => why,
     });

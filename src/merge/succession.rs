@@ -1,0 +1,349 @@
+//! The succession rule: when one transcript is a legitimate successor of
+//! another (documented for users in `.noma/branches.noma`).
+//!
+//! Git moves a transcript between branches in ways that are not plain
+//! appends: the merge driver rebases one side's records onto the other's
+//! final state as *reconciled copies*, a branch updated from main carries
+//! copies of main's records, a fast-forward or a rebase replaces one
+//! side's tail by the other's. All of these keep every op exactly once, so
+//! the rule is stated on ops, not on bytes:
+//!
+//! `new` succeeds `old` when
+//!
+//! 1. `new` replays: it chains line to line, its op ids are unique and
+//!    every record starts from the replayed state, from the state where
+//!    the two transcripts' longest common line prefix ends to `new`'s
+//!    document (the caller provides document versions by sha256);
+//! 2. every record of `old` after that common prefix is still in `new`
+//!    after it, as the same op: a record with the same *origin*, the same
+//!    `patch_result` and the same op (its `baseHash` may be recomputed),
+//!    but never the same `op_id` on different bytes (that is a committed
+//!    line edited or moved);
+//! 3. no origin occurs twice among `new`'s records (an op applied twice is
+//!    what a textual union of two forks looks like).
+//!
+//! The *origin* of a record is its own `op_id`, or for a reconciled copy
+//! the `op_id` of the record it copies. A copy is recognised by its id:
+//! [`copy_id`] derives it from the origin and the copy's `pre_sha256`, and
+//! its `parent_op_id` is the origin (a copy of a copy names the first
+//! original, so identity survives any number of merges). A `parent_op_id`
+//! an actor set by hand is a causal link, not a copy, and is not followed.
+//! Copies written before this rule are recognised by their `reason`.
+//!
+//! When `old` is a byte prefix of `new` (the everyday append) only 1 and 3
+//! have anything to check.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::doc::hash::sha256_hex;
+use crate::transcript::replay::{self, Continuation};
+use crate::transcript::{parse_record, split_lines, Record};
+
+/// The op id of a reconciled copy of the record `origin`, re-applied onto
+/// the state whose sha256 is `pre_sha256` (a UUID, v4 layout). Deriving it
+/// from the state rather than from the merge makes a merge, a rebase and a
+/// cherry-pick of the same records write the same bytes.
+pub fn copy_id(origin: &str, pre_sha256: &str) -> String {
+    super::transcript::derived_uuid(&["noma-reconcile", origin, pre_sha256])
+}
+
+/// Whether `r` is a reconciled copy of the record its `parent_op_id` names.
+pub fn is_copy(r: &Record) -> bool {
+    let Some(p) = r.parent_op_id.as_deref() else {
+        return false;
+    };
+    r.op_id == copy_id(p, &r.pre_sha256)
+        || r.reason.as_deref().is_some_and(|why| {
+            why.starts_with(&format!("reconciled: op {p} from the merged branch"))
+        })
+}
+
+/// The op a record stands for: its own id, or the original's for a copy.
+pub fn origin(r: &Record) -> &str {
+    match r.parent_op_id.as_deref() {
+        Some(p) if is_copy(r) => p,
+        _ => &r.op_id,
+    }
+}
+
+/// Why a transcript is not a successor of another.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Violation {
+    /// `rewritten`, `removed`, `duplicated`, `replay`, `base-unknown` or
+    /// `unreadable`.
+    pub kind: &'static str,
+    /// 1-based line concerned (of `old` for rewritten/removed, else of `new`).
+    pub line: usize,
+    /// What is wrong, for humans.
+    pub message: String,
+}
+
+/// How `new` succeeds `old`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Succession {
+    /// Lines the two transcripts share from the start.
+    pub common_lines: usize,
+    /// `old` is a byte prefix of `new` (a plain append).
+    pub appends: bool,
+}
+
+fn violation(kind: &'static str, line: usize, message: String) -> Violation {
+    Violation {
+        kind,
+        line,
+        message,
+    }
+}
+
+/// The op without its `baseHash`, which a rebase may recompute.
+fn op_key(op: &Value) -> Value {
+    let mut op = op.clone();
+    if let Some(o) = op.as_object_mut() {
+        o.remove("baseHash");
+    }
+    op
+}
+
+/// Parses every line of a transcript (a torn last line is an error).
+pub fn records(t: &[u8]) -> Result<Vec<Record>, Violation> {
+    let (lines, torn) = split_lines(t);
+    if torn.is_some() {
+        return Err(violation(
+            "unreadable",
+            lines.len() + 1,
+            "the transcript ends in a torn line".into(),
+        ));
+    }
+    lines
+        .iter()
+        .map(|l| {
+            parse_record(l.number, l.raw)
+                .map_err(|e| violation("unreadable", l.number, e.to_string()))
+        })
+        .collect()
+}
+
+/// Checks that `new` (whose document is `new_doc`) succeeds `old` under
+/// the rule in the module docs. `find_doc` returns the document version
+/// with a given sha256 (from the repository's history, say).
+pub fn check(
+    old: &[u8],
+    new: &[u8],
+    new_doc: &str,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<Succession, Violation> {
+    let (olines, _) = split_lines(old);
+    let (nlines, _) = split_lines(new);
+    let appends = new.starts_with(old);
+    let common = if appends {
+        olines.len()
+    } else {
+        olines
+            .iter()
+            .zip(&nlines)
+            .take_while(|(a, b)| a.raw == b.raw)
+            .count()
+    };
+    let orecs = records(old)?;
+    let nrecs = records(new)?;
+    // 3. Every op at most once.
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in nrecs.iter().enumerate() {
+        if let Some(first) = seen.insert(origin(r), i + 1) {
+            return Err(violation(
+                "duplicated",
+                i + 1,
+                format!(
+                    "line {} repeats op {} already recorded at line {first} (two forks joined line by line?)",
+                    i + 1,
+                    origin(r)
+                ),
+            ));
+        }
+    }
+    // 2. Every old record after the common prefix is still there.
+    let tail = nrecs.get(common..).unwrap_or_default();
+    let by_origin: HashMap<&str, &Record> = tail.iter().map(|r| (origin(r), r)).collect();
+    let ids: HashSet<&str> = tail.iter().map(|r| r.op_id.as_str()).collect();
+    for (i, r) in orecs.iter().enumerate().skip(common) {
+        let line = i + 1;
+        if ids.contains(r.op_id.as_str()) {
+            return Err(violation(
+                "rewritten",
+                line,
+                format!("committed transcript line {line} (op {}) was rewritten or moved; transcripts are append-only", r.op_id),
+            ));
+        }
+        let kept = by_origin
+            .get(origin(r))
+            .is_some_and(|n| n.patch_result == r.patch_result && op_key(&n.op) == op_key(&r.op));
+        if !kept {
+            return Err(violation(
+                "removed",
+                line,
+                format!("committed transcript line {line} (op {}) was removed or changed; a successor keeps every op (copies included)", r.op_id),
+            ));
+        }
+    }
+    // 1. The new part replays from where the common prefix ends.
+    let applied = |r: &&Record| r.patch_result == crate::transcript::PatchResult::Applied;
+    let start = nrecs
+        .get(..common)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .find(applied)
+        .map(|r| r.post_sha256.clone())
+        .or_else(|| tail.iter().find(applied).map(|r| r.pre_sha256.clone()));
+    let base = match &start {
+        Some(sha) if sha256_hex(new_doc.as_bytes()) == *sha => Some(new_doc.to_string()),
+        Some(sha) => Some(find_doc(sha).ok_or_else(|| {
+            violation(
+                "base-unknown",
+                common + 1,
+                format!("cannot replay: no known version of the document has sha256 {sha}"),
+            )
+        })?),
+        None => None,
+    };
+    let anchor = nlines
+        .get(..common)
+        .and_then(|l| l.last())
+        .map(|l| sha256_hex(l.raw));
+    let after = anchor.as_deref().map(|prev_line_sha256| Continuation {
+        prev_line_sha256,
+        lines_before: common,
+    });
+    let rest = nlines.get(common).map_or(&[][..], |l| &new[l.offset..]);
+    let rep = replay::replay_after(after, rest, base.as_deref(), new_doc, crate::engine::APPLY);
+    if let Some(d) = rep.divergence {
+        return Err(violation("replay", d.line, d.message));
+    }
+    Ok(Succession {
+        common_lines: common,
+        appends,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+    /// Applies `ops` from `start`, appending to transcript `t`.
+    fn extend(start: &str, t: &[u8], ops: &[Value]) -> (String, Vec<u8>) {
+        let opts = crate::engine::Options::new(crate::transcript::Actor {
+            kind: crate::transcript::ActorKind::Agent,
+            name: "t".into(),
+            model: None,
+            version: None,
+        });
+        let mut p =
+            crate::engine::plan(start, &Default::default(), ops, &opts, crate::engine::APPLY);
+        assert!(p.accepted);
+        let (lines, _) = split_lines(t);
+        let prev = lines.last().map(|l| sha256_hex(l.raw));
+        let mut out = t.to_vec();
+        out.extend(crate::engine::chain_and_serialise(&mut p.records, prev));
+        (p.new_text, out)
+    }
+
+    fn body(id: &str, c: &str) -> Value {
+        json!({"op": "replace_body", "id": id, "content": c})
+    }
+
+    fn find(sha: &str) -> Option<String> {
+        (sha256_hex(BASE.as_bytes()) == sha).then(|| BASE.to_string())
+    }
+
+    /// (ours doc, ours transcript, theirs doc, theirs transcript).
+    fn forked() -> (String, Vec<u8>, String, Vec<u8>) {
+        let (od, ot) = extend(BASE, b"", &[body("a", "A1")]);
+        let (td, tt) = extend(BASE, b"", &[body("b", "B1")]);
+        (od, ot, td, tt)
+    }
+
+    #[test]
+    fn appends_and_merges_succeed_both_parents() {
+        let (od, ot, td, tt) = forked();
+        let (d2, t2) = extend(&od, &ot, &[body("b", "B2")]);
+        let known = [od.clone(), td.clone(), BASE.to_string()];
+        let mut find_ours = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
+        // Both directions of a merge succeed both parents.
+        for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
+            let r =
+                super::super::transcript::reconcile_transcripts(a, b, Some(ad), &mut find).unwrap();
+            assert!(r.conflicts.is_empty());
+            let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(s.appends);
+            let s = check(b, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(!s.appends, "{s:?}");
+            assert_ne!(&r.doc, bd);
+        }
+    }
+
+    #[test]
+    fn an_edited_removed_or_reordered_record_is_refused() {
+        let (od, ot) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        // Edited: the first line's op changed (the chain is then broken too).
+        let edited = String::from_utf8(ot.clone())
+            .unwrap()
+            .replacen("A1", "AX", 1);
+        let e = check(&ot, edited.as_bytes(), &od, &mut find).unwrap_err();
+        assert_eq!(e.kind, "rewritten", "{e}");
+        // Removed: the last record dropped.
+        let (lines, _) = split_lines(&ot);
+        let first = lines[0].raw.to_vec();
+        let e = check(&ot, &first, &od, &mut find).unwrap_err();
+        assert_eq!((e.kind, e.line), ("removed", 2), "{e}");
+        // Reordered.
+        let mut swapped = lines[1].raw.to_vec();
+        swapped.extend_from_slice(lines[0].raw);
+        let e = check(&ot, &swapped, &od, &mut find).unwrap_err();
+        assert_eq!(e.kind, "rewritten", "{e}");
+    }
+
+    #[test]
+    fn a_textual_union_of_forks_and_a_forged_copy_are_refused() {
+        let (_, ot, td, tt) = forked();
+        let mut union = ot.clone();
+        union.extend_from_slice(&tt);
+        let both = BASE.replace("alpha", "A1").replace("beta", "B1");
+        assert!(check(&ot, &union, &both, &mut find).is_err());
+        // A "copy" of their record whose hashes do not replay.
+        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
+        let forged = String::from_utf8(r.transcript.clone())
+            .unwrap()
+            .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
+        let e = check(&tt, forged.as_bytes(), &r.doc, &mut find).unwrap_err();
+        assert!(matches!(e.kind, "replay" | "unreadable"), "{e}");
+        // The same op applied twice (its copy next to the original).
+        let mut twice = r.transcript.clone();
+        let (tl, _) = split_lines(&tt);
+        twice.extend_from_slice(tl[0].raw);
+        let e = check(&ot, &twice, &r.doc, &mut find).unwrap_err();
+        assert_eq!(e.kind, "duplicated", "{e}");
+    }
+
+    #[test]
+    fn copies_name_the_first_original() {
+        let (_, ot, _, tt) = forked();
+        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
+        let recs = records(&r.transcript).unwrap();
+        let theirs = records(&tt).unwrap();
+        assert!(is_copy(&recs[1]));
+        assert_eq!(origin(&recs[1]), theirs[0].op_id);
+        assert!(!is_copy(&recs[0]));
+    }
+}

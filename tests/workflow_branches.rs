@@ -1,0 +1,322 @@
+//! Issue 18: the ways branches meet with the real `git` CLI — updating a
+//! branch from main and merging it back, fast-forwards, rebase,
+//! `pull --rebase`, cherry-pick and `noma reconcile --write` — with the
+//! hooks and merge driver installed and agents patching through
+//! `noma patch --inplace`. Every scenario ends with a clean work tree,
+//! `noma replay` passing from the document's first committed content, and
+//! every commit having gone through the hooks.
+
+mod common;
+use common::{text, Repo};
+
+const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n\n::note{id=\"d\"}\ndelta\n::\n\n::note{id=\"e\"}\nepsilon\n::\n\n::note{id=\"f\"}\nzeta\n::\n\n::note{id=\"g\"}\neta\n::\n";
+
+/// A repository with hooks and driver installed and `plan.noma` committed
+/// on main (its first content is kept untracked in `.git/base.noma`).
+fn setup() -> Repo {
+    let r = Repo::init();
+    let o = r.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.write("plan.noma", DOC);
+    r.write(".git/base.noma", DOC);
+    commit(&r, "base");
+    r
+}
+
+/// Commits everything through the hooks (never `--no-verify`).
+fn commit(r: &Repo, msg: &str) {
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "-m", msg]);
+}
+
+/// One agent edit of block `id` through `noma patch --inplace`, committed.
+fn patch_commit(r: &Repo, id: &str, body: &str) {
+    let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--op",
+        &op,
+        "--actor-kind",
+        "agent",
+        "--actor-name",
+        "bot",
+    ]);
+    assert!(o.status.success(), "patch failed: {}", text(&o));
+    commit(r, &format!("patch {id}"));
+}
+
+/// `git merge` that must be clean (the merge commit passes the hooks).
+fn merge_clean(r: &Repo, rev: &str) {
+    let o = r.git(&["merge", "--no-edit", rev]);
+    assert!(
+        o.status.success(),
+        "merge {rev} must be clean: {}",
+        text(&o)
+    );
+}
+
+/// The end state every scenario must reach: nothing left uncommitted, the
+/// transcript replays from the first committed content, and the document
+/// holds every body in `want`.
+fn assert_sound(r: &Repo, want: &[&str]) {
+    assert!(
+        r.git(&["diff", "--quiet", "HEAD"]).status.success(),
+        "work tree not clean: {}",
+        r.ok(&["status", "--short"])
+    );
+    let o = r.noma(&["replay", "plan.noma", "--base", ".git/base.noma"]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let doc = r.read("plan.noma");
+    for w in want {
+        assert!(doc.contains(&format!("\n{w}\n")), "{w} missing:\n{doc}");
+    }
+    let o = r.noma(&["check", "plan.noma"]);
+    assert!(o.status.success(), "check: {}", text(&o));
+}
+
+/// Op ids in a revision's transcript.
+fn op_ids(r: &Repo, rev: &str) -> Vec<String> {
+    r.ok(&["show", &format!("{rev}:plan.noma.patches")])
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["op_id"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// (a) + (f): a branch updated from main twice while main moves on, then
+/// merged back; `noma reconcile` is happy with the updated branch.
+#[test]
+fn a_update_branch_from_main_twice_then_merge_back() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "d", "D1");
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    patch_commit(&r, "e", "E1");
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+    // (f) the updated branch passes `noma reconcile` against main.
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(o.status.success(), "reconcile: {}", text(&o));
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "f", "F1");
+    let main_before = op_ids(&r, "HEAD");
+    merge_clean(&r, "feat");
+    // Main's committed lines are kept: its transcript only grew.
+    assert_eq!(op_ids(&r, "HEAD")[..main_before.len()], main_before[..]);
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1", "F1"]);
+    // Merging main into the branch once more is clean too.
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1", "F1"]);
+}
+
+/// The same, but main has not moved when the branch is merged back: git
+/// takes the branch's transcript (its copies of main's records replace
+/// main's tail) and the pre-merge-commit hook must accept it.
+#[test]
+fn a_update_then_merge_back_without_main_moving() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    r.ok(&["checkout", "-q", "main"]);
+    let o = r.git(&["merge", "--no-ff", "--no-edit", "feat"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_sound(&r, &["A1", "B1", "C1"]);
+}
+
+/// (b): the update ends in a fast-forward of main; a second branch forked
+/// from the old main is merged after it.
+#[test]
+fn b_fast_forward_then_branch_from_old_main() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["branch", "other"]);
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "-q", "--ff-only", "feat"]);
+    r.ok(&["checkout", "-q", "other"]);
+    patch_commit(&r, "d", "D1");
+    r.ok(&["checkout", "-q", "main"]);
+    merge_clean(&r, "other");
+    assert_sound(&r, &["A1", "B1", "C1", "D1"]);
+    // And the other way round: the old-main branch takes the new main.
+    r.ok(&["checkout", "-q", "-b", "other2", "main~1"]);
+    r.ok(&["checkout", "-q", "other"]);
+    patch_commit(&r, "e", "E1");
+    merge_clean(&r, "main");
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+}
+
+/// A branch with three patch commits and a main with two more.
+fn three_on_branch_two_on_main() -> Repo {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    patch_commit(&r, "d", "D1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "e", "E1");
+    r
+}
+
+/// (c): `git rebase main`, then merging the rebased branch; and the same
+/// records merged instead of rebased give the same bytes.
+#[test]
+fn c_rebase_onto_main() {
+    let r = three_on_branch_two_on_main();
+    r.ok(&["branch", "feat-merged", "main"]);
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.git(&["rebase", "main"]);
+    assert!(o.status.success(), "rebase must be clean: {}", text(&o));
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+    r.ok(&["checkout", "-q", "feat-merged"]);
+    merge_clean(&r, "feat@{1}");
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+    assert_eq!(
+        r.ok(&["show", "feat:plan.noma.patches"]),
+        r.ok(&["show", "feat-merged:plan.noma.patches"]),
+        "a merge and a rebase of the same records write the same transcript"
+    );
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "-q", "--ff-only", "feat"]);
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+}
+
+/// (c): `git pull --rebase` from a bare remote that gained two commits.
+#[test]
+fn c_pull_rebase_from_remote() {
+    let r = setup();
+    let remote = r.path().join(".git").join("remote.git");
+    let remote = remote.to_str().unwrap();
+    r.ok(&["init", "-q", "--bare", remote]);
+    r.ok(&["remote", "add", "origin", remote]);
+    r.ok(&["push", "-q", "origin", "main"]);
+    // Someone else pushes two patch commits.
+    r.ok(&["checkout", "-q", "-b", "elsewhere"]);
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "e", "E1");
+    r.ok(&["push", "-q", "origin", "elsewhere:main"]);
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["branch", "-D", "elsewhere"]);
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    patch_commit(&r, "d", "D1");
+    let o = r.git(&["pull", "--rebase", "origin", "main"]);
+    assert!(
+        o.status.success(),
+        "pull --rebase must be clean: {}",
+        text(&o)
+    );
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+    r.ok(&["push", "-q", "origin", "main"]);
+}
+
+/// (d): `git cherry-pick` of one patch commit.
+#[test]
+fn d_cherry_pick_one_patch_commit() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    let o = r.git(&["cherry-pick", "feat~1"]);
+    assert!(
+        o.status.success(),
+        "cherry-pick must be clean: {}",
+        text(&o)
+    );
+    assert_sound(&r, &["A1", "B1"]);
+    // The rest of the branch merges after the picked commit.
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "B1", "C1"]);
+}
+
+/// (e): `noma reconcile --write` on the branch, committed through the
+/// hooks, then merged into main without a conflict.
+#[test]
+fn e_reconcile_write_commit_and_merge() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.noma(&["reconcile", "--base", "main", "--write"]);
+    assert!(o.status.success(), "reconcile --write: {}", text(&o));
+    commit(&r, "reconcile with main");
+    assert_sound(&r, &["A1", "B1"]);
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(o.status.success(), "reconcile after --write: {}", text(&o));
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C1");
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "B1", "C1"]);
+}
+
+/// (g): both sides editing the same block still conflict.
+#[test]
+fn g_same_block_still_conflicts() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B from feat");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "b", "B from main");
+    let o = r.git(&["merge", "--no-edit", "feat"]);
+    assert!(!o.status.success(), "must conflict: {}", text(&o));
+    assert!(text(&o).contains("\"b\""), "{}", text(&o));
+    r.ok(&["merge", "--abort"]);
+    // Rebasing the same change conflicts as well.
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.git(&["rebase", "main"]);
+    assert!(!o.status.success(), "rebase must conflict: {}", text(&o));
+    r.ok(&["rebase", "--abort"]);
+}
+
+/// A merge concluded by hand on one branch with the bytes the same merge
+/// writes on the other branch (an append to the merged parent, not to
+/// HEAD) passes the hooks; a textual union of the two transcripts does not.
+#[test]
+fn merge_resolved_with_a_successor_of_both_parents_passes_the_hook() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "probe"]);
+    merge_clean(&r, "feat");
+    let (doc, tr) = (r.read("plan.noma"), r.read("plan.noma.patches"));
+    r.ok(&["checkout", "-q", "feat"]);
+    r.ok(&["merge", "-q", "--no-commit", "-s", "ours", "main"]);
+    let feat_t = r.ok(&["show", "feat:plan.noma.patches"]);
+    let main_t = r.ok(&["show", "main:plan.noma.patches"]);
+    r.write("plan.noma", &doc);
+    r.write("plan.noma.patches", &format!("{feat_t}{main_t}"));
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(!o.status.success(), "a union must be refused: {}", text(&o));
+    r.write("plan.noma.patches", &tr);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-edit"]);
+    assert_sound(&r, &["A1", "B1"]);
+}
