@@ -935,13 +935,13 @@ pub fn commit_request(
     Ok(())
 }
 
-/// `noma repair`: runs [`recover::repair`] on `doc_path` and its transcript
-/// under the writers' lock.
-pub fn repair_file(
+/// Checks that the document reads as text and that its transcript (the
+/// given path, or the conventional one) exists; returns the transcript path.
+fn existing_transcript(
     doc_path: &Path,
     transcript_path: Option<&Path>,
-    apply: ApplyFn,
-) -> Result<Recovery, EngineError> {
+    what: &'static str,
+) -> Result<PathBuf, EngineError> {
     crate::doc::source::read_file(doc_path)?;
     let tpath = transcript_path
         .map(Path::to_path_buf)
@@ -949,10 +949,21 @@ pub fn repair_file(
     if !tpath.exists() {
         return Err(EngineError::Io {
             path: tpath,
-            what: "cannot repair",
+            what,
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such transcript"),
         });
     }
+    Ok(tpath)
+}
+
+/// `noma repair`: runs [`recover::repair`] on `doc_path` and its transcript
+/// under the writers' lock.
+pub fn repair_file(
+    doc_path: &Path,
+    transcript_path: Option<&Path>,
+    apply: ApplyFn,
+) -> Result<Recovery, EngineError> {
+    let tpath = existing_transcript(doc_path, transcript_path, "cannot repair")?;
     let mut locked =
         LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
     Ok(recover::repair(doc_path, &mut locked, apply)?)
@@ -967,17 +978,7 @@ pub fn replay_file(
     base: Option<&Path>,
     apply: ApplyFn,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
-    crate::doc::source::read_file(doc_path)?;
-    let tpath = transcript_path
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| default_transcript_path(doc_path));
-    if !tpath.exists() {
-        return Err(EngineError::Io {
-            path: tpath,
-            what: "cannot replay",
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such transcript"),
-        });
-    }
+    let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
     let base_text = match base {
         Some(b) => Some(crate::doc::source::read_file(b)?),
         None => None,

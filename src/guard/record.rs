@@ -65,7 +65,7 @@ pub fn record_file(
     let usage = |e: String| RecordError::Usage(e);
     let text = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
     let tpath = engine::default_transcript_path(doc_path);
-    let t_bytes = match std::fs::read(&tpath) {
+    let t_bytes = match fsio::read_regular(&tpath) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),

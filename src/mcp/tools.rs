@@ -501,7 +501,7 @@ pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "transcript_read")?;
     let tpath = ctx.derived(&engine::default_transcript_path(&doc))?;
     let shown = ctx.shown(&tpath);
-    let bytes = match std::fs::read(&tpath) {
+    let bytes = match crate::fsio::read_regular(&tpath) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(json!({

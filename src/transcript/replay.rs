@@ -506,8 +506,8 @@ mod tests {
         out
     }
 
-    /// A transcript with a leading rejected request, then two applied ones.
-    fn with_leading_rejected() -> (String, Vec<u8>) {
+    /// The one line of a rejected request on "x", as a transcript's first.
+    fn rejected_request() -> Vec<u8> {
         let mut p = plan(
             "x",
             &Context::default(),
@@ -515,7 +515,12 @@ mod tests {
             &Options::new(actor()),
             fake_apply,
         );
-        let mut bytes = chain_and_serialise(&mut p.records, None);
+        chain_and_serialise(&mut p.records, None)
+    }
+
+    /// A transcript with a leading rejected request, then two applied ones.
+    fn with_leading_rejected() -> (String, Vec<u8>) {
+        let mut bytes = rejected_request();
         let (text, rest) = transcript_for("x", &[&["a"], &["b"]]);
         let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
         let rest = edit_line(&rest, 0, |v| v["prev_entry_sha256"] = json!(prev));
@@ -577,14 +582,7 @@ mod tests {
     #[test]
     fn the_base_is_always_checked() {
         // Only a rejected record: --base must still be the document.
-        let mut p = plan(
-            "x",
-            &Context::default(),
-            &[json!({"op":"fail"})],
-            &Options::new(actor()),
-            fake_apply,
-        );
-        let bytes = chain_and_serialise(&mut p.records, None);
+        let bytes = rejected_request();
         assert!(replay(&bytes, Some("x"), "x", fake_apply).ok);
         assert!(replay(&bytes, None, "x", fake_apply).ok);
         let r = replay(&bytes, Some("x"), "edited", fake_apply);
