@@ -517,7 +517,9 @@ fn mcp_never_rolls_a_restored_document_forward() {
         "patch_block",
         json!({"file":"a.noma","op":set("c1","m",json!(3))}),
     );
-    assert!(is_error, "{body}");
+    // A coded refusal (normal content), not an infrastructure fault.
+    assert!(!is_error, "{body}");
+    assert_eq!(body["code"], "unrecorded_edit", "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("unrecorded edit"),
         "{body}"

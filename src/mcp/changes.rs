@@ -23,16 +23,20 @@ own text is unchanged and whose changes all lie in changed children is not repea
 has id, type/name, change (added | modified | removed | renamed | moved), new `lines`, the new \
 source and its sha256 (send it as `baseHash` when patching that block), the old sha256 (and old \
 source with include_old_source), and the parent id. Unchanged blocks never appear; blocks already \
-marked reconciled at the same hash are listed in `skipped` by id only. Narrow with `files` and \
+reconciled at the same hash (by mark_reconciled, or in the committed snapshot_state baseline) are \
+listed in `skipped` by id only. Narrow with `files` and \
 `exclude_patterns`; `bypass_cache` recomputes everything and ignores reconciliation marks.";
 
 pub(super) const MARK_RECONCILED: &str = "Record the current block hashes of `files` as \
 reconciled (a local, git-ignored store), so later get_changed_blocks calls list those blocks in \
 `skipped` until they change again. Call it at the end of a reconciliation pass.";
 
-pub(super) const CLEAR_CACHE: &str = "Delete the local reconciliation marks, so the next \
-get_changed_blocks reports every changed block again. The per-block hash cache itself is kept \
-(it is content-addressed and never stale).";
+pub(super) const CLEAR_CACHE: &str = "Delete the local reconciliation marks that \
+mark_reconciled wrote. It does not touch the committed baseline .noma/reconciliation_state.json \
+that snapshot_state wrote: blocks recorded there at their current hash stay in `skipped`. To see \
+every changed block again, call get_changed_blocks with bypass_cache=true (it ignores both the \
+marks and the baseline). The per-block hash cache itself is kept (it is content-addressed and \
+never stale).";
 
 pub(super) const SNAPSHOT_STATE: &str = "Write the committable baseline \
 .noma/reconciliation_state.json: the HEAD commit and each document's sha256 and block hashes. \
@@ -223,5 +227,49 @@ mod tests {
             d.join(".noma/reconciliation_state.json").is_file(),
             "{snap}"
         );
+    }
+
+    #[test]
+    fn clear_cache_keeps_the_snapshot_baseline_as_documented() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let doc = "# T\n\n::claim{id=\"c1\"}\nOne.\n::\n";
+        std::fs::write(d.join("a.noma"), doc).expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        git(d, &["checkout", "-q", "-b", "work"]);
+        std::fs::write(d.join("a.noma"), doc.replace("One.", "One, edited.")).expect("write");
+        let ctx = Context::open(d).expect("context");
+        let args = |bypass_cache| ChangedBlocksArgs {
+            base_branch: "main".into(),
+            files: vec![],
+            exclude_patterns: vec![],
+            include_old_source: false,
+            bypass_cache,
+        };
+        mark_reconciled(
+            &ctx,
+            MarkArgs {
+                files: vec!["a.noma".into()],
+                base_branch: None,
+            },
+        )
+        .expect("mark");
+        snapshot_state(&ctx, NoArgs {}).expect("snapshot");
+        assert_eq!(
+            clear_cache(&ctx, NoArgs {}).expect("clear")["cleared"],
+            true
+        );
+        // The committed baseline still skips the block, as the description
+        // says; bypass_cache brings it back.
+        let r = get_changed_blocks(&ctx, args(false)).expect("blocks");
+        assert_eq!(r["docs"][0]["skipped"][0], "c1", "{r}");
+        let r = get_changed_blocks(&ctx, args(true)).expect("blocks");
+        assert_eq!(r["docs"][0]["blocks"][0]["id"], "c1", "{r}");
+        for needle in ["snapshot_state", "bypass_cache", "stay in `skipped`"] {
+            assert!(CLEAR_CACHE.contains(needle), "{needle}: {CLEAR_CACHE}");
+        }
+        assert!(!CLEAR_CACHE.contains("reports every changed block again"));
     }
 }

@@ -18,7 +18,7 @@ use super::registry::{tool, Registry, ToolError, ToolResult};
 use super::Context;
 use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::{AttrValue, NodeKind};
-use crate::engine::{self, capability, EngineError, Options, WriteMode};
+use crate::engine::{self, capability, EngineError, Options, RecoveryError, WriteMode};
 use crate::transcript::{self, Actor, ActorKind, Record};
 
 /// Every tool this server offers.
@@ -79,7 +79,13 @@ append a transcript record to <file>.patches (also when the op is rejected). On 
 {ok: true, post_validation, transcript_entry, diagnostics}. A refused op returns {ok: false, \
 error, code} with a §3.5 code (target_missing, sha_mismatch, id_conflict, invalid_content, ...): \
 fix the op and retry. Get ids and block hashes from read_doc first; put a block's `hash` in the \
-op's `baseHash` to guard against concurrent edits. For several ops that must succeed together use \
+op's `baseHash` (or in the `base_hash` argument) to guard against concurrent edits. An op whose \
+`content` exceeds 1000000 bytes is refused with invalid_content and nothing is written. \
+Preconditions are checked in this order: `expected_sha` and `baseHash` against the document on \
+disk (stale: sha_mismatch); then, if the document holds an edit its transcript does not explain \
+(someone changed the file by hand), the call is refused with code unrecorded_edit and nothing is \
+written or recorded: agents cannot override this; ask a person to review the edit and run `noma \
+record <file>`, then read_doc again and retry. For several ops that must succeed together use \
 patch_block_list.";
 
 const PATCH_BLOCK_LIST: &str =
@@ -87,7 +93,8 @@ const PATCH_BLOCK_LIST: &str =
 every op applies (one transcript record each, the document written once) or none does (every op \
 recorded as rejected, the document untouched). Returns {ok: true, post_validation, \
 transcript_entries, diagnostics} or {ok: false, error, code, op_index} where op_index is the op \
-that failed. Same op shapes and preconditions as patch_block.";
+that failed. Same op shapes, content cap and preconditions (in the same order: sha_mismatch \
+before unrecorded_edit) as patch_block.";
 
 const TRANSCRIPT_READ: &str =
     "Read the patch transcript of a .noma document (<file>.patches): the \
@@ -158,6 +165,11 @@ pub struct PatchBlockArgs {
     /// The patch op (one of the 25 of the v1.0 catalog).
     #[schemars(schema_with = "op_schema")]
     pub op: Value,
+    /// The target block's `hash` (read_doc), used as the op's `baseHash`
+    /// when the op has none: the patch is rejected with sha_mismatch if
+    /// that block changed since.
+    #[serde(default)]
+    pub base_hash: Option<String>,
     /// Preconditions and metadata.
     #[serde(flatten)]
     pub meta: PatchMeta,
@@ -190,6 +202,12 @@ pub struct TranscriptReadArgs {
     #[serde(default)]
     pub after_op_id: Option<String>,
 }
+
+/// Largest `content` (in bytes, UTF-8) one op may carry, as the reference
+/// implementation: a request with a larger one is refused whole with
+/// `invalid_content` before the engine runs, so nothing is written or
+/// recorded.
+pub const MAX_CONTENT_BYTES: usize = 1_000_000;
 
 /// Default and ceiling of `transcript_read.limit`.
 const TRANSCRIPT_LIMIT: (u32, u32) = (20, 500);
@@ -353,6 +371,7 @@ fn run_patch(
     meta: PatchMeta,
 ) -> Result<engine::Outcome, ToolError> {
     let path = ctx.doc_path(file, tool)?;
+    check_content(ops)?;
     // The engine appends to <doc>.patches and reads <doc>.capabilities.yml:
     // neither may lead outside the root.
     ctx.derived(&engine::default_transcript_path(&path))?;
@@ -397,6 +416,27 @@ fn run_patch(
             error: e.to_string(),
             code: Some(e.code().as_str().to_string()),
         }),
+        Err(EngineError::Recovery(RecoveryError::UnrecordedEdit(edit))) => {
+            // §3.4 order: the caller's own preconditions, checked against
+            // the document on disk, come before the refusal.
+            if let Some(stale) = stale_precondition(&path, ops, &opts) {
+                return Err(stale);
+            }
+            let shown = ctx.shown(&path);
+            Err(ToolError::user(
+                "unrecorded_edit",
+                format!(
+                    "unrecorded edit: {shown} (sha256 {}) is not the state its transcript's last \
+                     record (line {}, op_id {}) leaves ({}): someone edited it outside noma. \
+                     Nothing was written or recorded. A person should review the change and run \
+                     `noma record {shown}` to record it; then read_doc again and retry",
+                    transcript::short_sha(&edit.document_sha256),
+                    edit.line,
+                    edit.op_id,
+                    transcript::short_sha(&edit.expected_sha256),
+                ),
+            ))
+        }
         Err(e @ EngineError::Recovery(_)) if e.is_check_failure() => {
             Err(ToolError::system(format!(
                 "{e}. The document has edits its transcript does not explain; a person should \
@@ -404,6 +444,51 @@ fn run_patch(
             )))
         }
         Err(e) => Err(ToolError::system(e)),
+    }
+}
+
+/// Refuses a request whose ops carry a `content` above [`MAX_CONTENT_BYTES`].
+fn check_content(ops: &[Value]) -> Result<(), ToolError> {
+    for (i, op) in ops.iter().enumerate() {
+        let len = op
+            .get("content")
+            .and_then(Value::as_str)
+            .map_or(0, str::len);
+        if len > MAX_CONTENT_BYTES {
+            let mut extra = Map::new();
+            extra.insert("op_index".into(), json!(i));
+            return Err(ToolError::User {
+                code: "invalid_content".into(),
+                error: format!(
+                    "content is {len} bytes; at most {MAX_CONTENT_BYTES} bytes are accepted per op"
+                ),
+                extra,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The `sha_mismatch` a request's `expected_sha` or `baseHash` earns
+/// against the document as it is on disk (a dry run: nothing is read
+/// under the lock, written or recorded), if any.
+fn stale_precondition(path: &Path, ops: &[Value], opts: &Options) -> Option<ToolError> {
+    let mut dry = opts.clone();
+    dry.write = WriteMode::DryRun;
+    let outcome = engine::patch_file(path, ops, &dry, engine::APPLY).ok()?;
+    if accepted(&outcome.records) {
+        return None;
+    }
+    let e = rejection(&outcome.records);
+    matches!(&e, ToolError::User { code, .. } if code == "sha_mismatch").then_some(e)
+}
+
+/// A `patch_block` refusal: a single op's `op_index` (always 0) is not part
+/// of the §B.6 shape.
+fn single(e: ToolError) -> ToolError {
+    match e {
+        ToolError::User { code, error, .. } => ToolError::user(code, error),
+        other => other,
     }
 }
 
@@ -454,14 +539,15 @@ fn accepted(records: &[Record]) -> bool {
 
 /// `patch_block` (§B.6).
 pub fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
-    let mut outcome = run_patch(ctx, &args.file, "patch_block", &[args.op], args.meta)?;
+    let mut op = args.op;
+    if let (Some(hash), Some(fields)) = (args.base_hash, op.as_object_mut()) {
+        fields.entry("baseHash").or_insert(Value::String(hash));
+    }
+    let mut outcome =
+        run_patch(ctx, &args.file, "patch_block", &[op], args.meta).map_err(single)?;
     let records = std::mem::take(&mut outcome.records);
     if !accepted(&records) {
-        // Single op: op_index is always 0 and not part of the §B.6 shape.
-        return Err(match rejection(&records) {
-            ToolError::User { code, error, .. } => ToolError::user(code, error),
-            other => other,
-        });
+        return Err(single(rejection(&records)));
     }
     let post_validation = records.last().map(|r| r.post_validation);
     let diagnostics = post_diagnostics(outcome);

@@ -1,0 +1,305 @@
+//! `noma mcp` result envelopes for the patch tools' preconditions (issue
+//! 19, points 6 and 7), over real stdio: the §3.4 precondition order when
+//! the document carries an unrecorded edit, the `base_hash` argument, the
+//! content cap, and `clear_cache`'s documented reach.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{json, Value};
+
+const NOMA: &str = env!("CARGO_BIN_EXE_noma");
+
+const DOC: &str = "---\ntitle: Plan\n---\n# Intro {id=\"intro\"}\n\nHello.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n";
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::write(dir.path().join("a.noma"), DOC).unwrap();
+    dir
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(root: &Path) -> Server {
+        let mut child = Command::new(NOMA)
+            .arg("mcp")
+            .current_dir(root)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let stdin = child.stdin.take();
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, v: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(v.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server EOF");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// (isError, parsed body)
+    fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
+        let text = result["content"][0]["text"].as_str().unwrap();
+        (
+            result["isError"] == json!(true),
+            serde_json::from_str(text).unwrap(),
+        )
+    }
+
+    /// A result that is not `isError`.
+    fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let (is_error, body) = self.call(tool, args);
+        assert!(!is_error, "{tool}: {body}");
+        body
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+fn block_hash(read: &Value, id: &str) -> String {
+    read["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("{id}: {read}"))["hash"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn transcript_len(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("a.noma.patches"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn raise(c1_hash: Option<&str>) -> Value {
+    let mut op = json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.9});
+    if let Some(h) = c1_hash {
+        op["baseHash"] = json!(h);
+    }
+    op
+}
+
+#[test]
+fn stale_preconditions_are_answered_before_the_unrecorded_edit() {
+    let dir = repo();
+    let mut s = Server::start(dir.path());
+    let read = s.ok("read_doc", json!({"file": "a.noma"}));
+    let old_c1 = block_hash(&read, "c1");
+    s.ok("patch_block", json!({"file": "a.noma", "op": raise(None)}));
+    assert_eq!(transcript_len(dir.path()), 1);
+
+    // A hand edit the transcript does not explain.
+    let edited = std::fs::read_to_string(dir.path().join("a.noma"))
+        .unwrap()
+        .replace("Hello.", "Hello, by hand.");
+    std::fs::write(dir.path().join("a.noma"), &edited).unwrap();
+    let read = s.ok("read_doc", json!({"file": "a.noma"}));
+    let disk_sha = read["sha256"].as_str().unwrap().to_string();
+
+    // Stale expected_sha, stale op baseHash, stale base_hash argument:
+    // sha_mismatch, as normal content.
+    for args in [
+        json!({"file": "a.noma", "expected_sha": "00000000", "op": raise(None)}),
+        json!({"file": "a.noma", "op": raise(Some(&old_c1))}),
+        json!({"file": "a.noma", "base_hash": old_c1, "op": raise(None)}),
+    ] {
+        let (is_error, body) = s.call("patch_block", args.clone());
+        assert!(!is_error, "{args}: {body}");
+        assert_eq!(body["ok"], false, "{body}");
+        assert_eq!(body["code"], "sha_mismatch", "{args}: {body}");
+        let (is_error, body) = s.call(
+            "patch_block_list",
+            json!({"file": "a.noma", "expected_sha": args.get("expected_sha"),
+                   "ops": [args["op"]]}),
+        );
+        if args.get("base_hash").is_none() {
+            assert!(!is_error, "{body}");
+            assert_eq!(body["code"], "sha_mismatch", "{body}");
+        }
+    }
+
+    // Fresh preconditions: the unrecorded edit itself, coded, pointing at
+    // `noma record`, never at a CLI flag.
+    let (is_error, body) = s.call(
+        "patch_block",
+        json!({"file": "a.noma", "expected_sha": &disk_sha[..8], "op": raise(None)}),
+    );
+    assert!(!is_error, "{body}");
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["code"], "unrecorded_edit", "{body}");
+    let msg = body["error"].as_str().unwrap();
+    assert!(msg.contains("noma record a.noma"), "{msg}");
+    assert!(!msg.contains("--force"), "{msg}");
+    let (_, body) = s.call(
+        "patch_block_list",
+        json!({"file": "a.noma", "ops": [raise(None)]}),
+    );
+    assert_eq!(body["code"], "unrecorded_edit", "{body}");
+
+    // Nothing was written.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.noma")).unwrap(),
+        edited
+    );
+    assert_eq!(transcript_len(dir.path()), 1);
+
+    // The policy is in the tool description.
+    let list = s.request("tools/list", json!({}));
+    let pb = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "patch_block")
+        .unwrap()
+        .clone();
+    let desc = pb["description"].as_str().unwrap();
+    assert!(desc.contains("unrecorded_edit"), "{desc}");
+    assert!(pb["inputSchema"]["properties"].get("base_hash").is_some());
+    s.finish();
+}
+
+#[test]
+fn base_hash_argument_guards_the_op() {
+    let dir = repo();
+    let mut s = Server::start(dir.path());
+    let old_c1 = block_hash(&s.ok("read_doc", json!({"file": "a.noma"})), "c1");
+    s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "base_hash": old_c1, "op": raise(None)}),
+    );
+    let after = std::fs::read_to_string(dir.path().join("a.noma")).unwrap();
+    assert!(after.contains("confidence=0.9"), "{after}");
+
+    // The same hash is now stale: rejected (and recorded), file unchanged.
+    let body = s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "base_hash": old_c1,
+               "op": {"op": "replace_body", "id": "c1", "content": "Changed.\n"}}),
+    );
+    assert_eq!(body["code"], "sha_mismatch", "{body}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.noma")).unwrap(),
+        after
+    );
+    assert_eq!(transcript_len(dir.path()), 2);
+
+    // The op's own baseHash wins over the argument.
+    let fresh = block_hash(&s.ok("read_doc", json!({"file": "a.noma"})), "c1");
+    let body = s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "base_hash": old_c1,
+               "op": {"op": "replace_body", "id": "c1", "content": "Changed.\n",
+                      "baseHash": fresh}}),
+    );
+    assert_eq!(body["ok"], true, "{body}");
+    s.finish();
+}
+
+#[test]
+fn content_over_the_cap_is_invalid_content_and_writes_nothing() {
+    let dir = repo();
+    let mut s = Server::start(dir.path());
+    let big = "x".repeat(1_000_001);
+    for (tool, args) in [
+        (
+            "patch_block",
+            json!({"file": "a.noma", "op": {"op": "replace_body", "id": "c1", "content": big}}),
+        ),
+        (
+            "patch_block",
+            json!({"file": "a.noma", "op": {"op": "replace_block", "id": "c1",
+                   "content": format!("::claim{{id=\"c1\"}}\n{big}\n::")}}),
+        ),
+        (
+            "patch_block",
+            json!({"file": "a.noma", "op": {"op": "add_block", "parent": "intro",
+                   "content": format!("::claim{{id=\"c2\"}}\n{big}\n::")}}),
+        ),
+        (
+            "patch_block_list",
+            json!({"file": "a.noma", "ops": [raise(None),
+                   {"op": "replace_body", "id": "c1", "content": big}]}),
+        ),
+    ] {
+        let (is_error, body) = s.call(tool, args);
+        assert!(!is_error, "{body:.300}");
+        assert_eq!(body["ok"], false);
+        assert_eq!(body["code"], "invalid_content", "{body:.300}");
+        assert!(
+            body["error"].as_str().unwrap().contains("1000000"),
+            "{body:.300}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.noma")).unwrap(),
+        DOC
+    );
+    assert!(!dir.path().join("a.noma.patches").exists());
+
+    // At the cap it applies.
+    let body = s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "op": {"op": "replace_body", "id": "c1",
+               "content": format!("{}\n", "y".repeat(999_999))}}),
+    );
+    assert_eq!(body["ok"], true, "{body:.300}");
+    s.finish();
+}
