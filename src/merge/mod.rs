@@ -1,7 +1,7 @@
 //! Merging `.noma` documents and transcripts across branches: the git merge
 //! driver (`noma merge-driver`) and the rebase behind `noma reconcile`.
 //!
-//! # What git provides (git 2.47, `ort`; checked by tests/merge_git.rs)
+//! # What git provides (git 2.47, `ort`; checked by tests/it/merge_git.rs)
 //!
 //! Git runs the driver once per conflicting path as
 //! `noma merge-driver %O %A %B %L %P`: three temporary files (base, ours =

@@ -3,8 +3,7 @@
 //! hand (no npm): the files husky 9 writes, `core.hooksPath=.husky/_`.
 #![cfg(unix)]
 
-mod common;
-use common::{text, Repo, NOMA};
+use crate::common::{text, Repo, NOMA};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

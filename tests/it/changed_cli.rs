@@ -7,9 +7,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-mod common;
-
-use common::{git_at as git, run_at as cmd, text as all, NOMA};
+use crate::common::{git_at as git, run_at as cmd, text as all, NOMA};
 
 fn noma(dir: &Path, args: &[&str]) -> Output {
     cmd(dir, NOMA, args)

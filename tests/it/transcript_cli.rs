@@ -489,7 +489,7 @@ fn blocks_and_schemas() {
     let _: &Path = f.doc.as_path();
 }
 
-mod common;
+use crate::common;
 
 #[test]
 fn conformance_replay_chain_fixture() {

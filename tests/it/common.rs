@@ -1,7 +1,7 @@
 //! Shared by the integration tests that drive the real binary and the
 //! `git` CLI in temporary repositories: a repository with its own HOME,
 //! isolated from the machine's git configuration and environment.
-#![allow(dead_code)] // each test crate uses a different subset
+#![allow(dead_code)] // not every helper is used by some test module
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 const TIMEOUT: Duration = Duration::from_secs(60);

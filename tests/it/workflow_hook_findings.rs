@@ -3,8 +3,8 @@
 //! orphaned transcripts, symlinked documents, and hints that are commands
 //! that work (each test runs the hint it was given).
 
-mod common;
-use common::{text, Repo};
+use crate::common;
+use crate::common::{text, Repo};
 
 fn repo() -> Repo {
     let r = Repo::init();

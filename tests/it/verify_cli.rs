@@ -9,7 +9,7 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-mod common;
+use crate::common;
 
 /// The normative corpus, when the shared reference checkout is present.
 fn reference_corpus(test: &str) -> Option<PathBuf> {

@@ -6,8 +6,7 @@
 //! `noma replay` passing from the document's first committed content, and
 //! every commit having gone through the hooks.
 
-mod common;
-use common::{text, Repo};
+use crate::common::{text, Repo};
 
 const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n\n::note{id=\"d\"}\ndelta\n::\n\n::note{id=\"e\"}\nepsilon\n::\n\n::note{id=\"f\"}\nzeta\n::\n\n::note{id=\"g\"}\neta\n::\n";
 

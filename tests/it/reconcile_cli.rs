@@ -2,13 +2,21 @@
 //! per-block reports, `--write` rebasing, and the output formats (SARIF
 //! validated against the official 2.1.0 schema in tests/fixtures).
 
-mod common;
-use common::{text, Repo, NOMA};
+use crate::common::{text, Repo, NOMA};
 
 use std::path::Path;
 use std::process::Command;
 
-impl Repo {
+/// This file's helpers on [`Repo`], a trait because inherent methods
+/// would clash with other test modules' in the one test crate.
+trait ReconcileRepo {
+    fn new() -> Self;
+    fn commit_all(&self, msg: &str);
+    fn patch_body(&self, id: &str, body: &str);
+    fn json(&self) -> (Option<i32>, serde_json::Value);
+}
+
+impl ReconcileRepo for Repo {
     fn new() -> Repo {
         let r = Repo::init();
         r.write("plan.noma", DOC);

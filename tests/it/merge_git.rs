@@ -3,10 +3,19 @@
 //! document through transcripts (or by hand), and `git merge` runs
 //! `noma merge-driver` for the document and its transcript.
 
-mod common;
-use common::{text, Repo};
+use crate::common::{text, Repo};
 
-impl Repo {
+/// This file's helpers on [`Repo`], a trait because inherent methods
+/// would clash with other test modules' in the one test crate.
+trait MergeRepo {
+    fn new() -> Self;
+    fn commit_all(&self, msg: &str);
+    fn patch(&self, doc: &str, op: &str);
+    fn branch_patch(&self, from: &str, name: &str, ops: &[String]);
+    fn op_ids(&self, rev: &str) -> Vec<String>;
+}
+
+impl MergeRepo for Repo {
     fn new() -> Repo {
         let r = Repo::init();
         let o = r.noma(&["hooks", "install"]);

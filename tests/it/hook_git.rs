@@ -2,13 +2,20 @@
 //! `git` CLI. Hooks are installed by hand (scripts that exec the test
 //! binary), so these tests do not depend on `noma hooks install`.
 
-mod common;
-use common::{text, Repo, NOMA};
+use crate::common::{text, Repo, NOMA};
 
 use std::path::PathBuf;
 use std::process::Command;
 
-impl Repo {
+/// This file's helpers on [`Repo`], a trait because inherent methods
+/// would clash with other test modules' in the one test crate.
+trait HookRepo {
+    fn new() -> Self;
+    fn commit(&self, msg: &str) -> (bool, String);
+    fn patch(&self, doc: &str, op: &str);
+}
+
+impl HookRepo for Repo {
     fn new() -> Repo {
         let r = Repo::init();
         for hook in ["pre-commit", "pre-merge-commit"] {

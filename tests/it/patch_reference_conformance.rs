@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 fn ops_of(patch: &Value) -> Vec<Value> {
     match patch {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 
-mod common;
+use crate::common;
 
 fn noma_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -3,8 +3,7 @@
 //! Real `git` and the real binary; the hooks are the ones `noma init`
 //! installs.
 
-mod common;
-use common::{text, Repo};
+use crate::common::{text, Repo};
 
 use std::fs;
 

@@ -1,0 +1,31 @@
+//! The integration tests, linked into one binary (`it`): one module per
+//! former test crate, sharing `common`.
+
+mod common;
+
+mod bad_input;
+mod cache_cli;
+mod changed_cli;
+mod e2e_init;
+mod engine_concurrency;
+mod engine_crash;
+mod hook_git;
+mod hooks_cli;
+mod init_cli;
+mod integrity;
+mod mcp_stdio;
+mod merge_git;
+mod merge_props;
+mod patch_props;
+mod patch_reference_conformance;
+mod readme;
+mod reconcile_cli;
+mod reference_docs;
+mod tamper_props;
+mod transcript_cli;
+mod transcript_props;
+mod verify_cli;
+mod workflow_branches;
+mod workflow_hook_findings;
+mod workflow_husky;
+mod workflow_line_endings;
