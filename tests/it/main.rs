@@ -13,6 +13,7 @@ mod hook_git;
 mod hooks_cli;
 mod init_cli;
 mod integrity;
+mod mcp_envelopes;
 mod mcp_stdio;
 mod merge_git;
 mod merge_props;
