@@ -155,18 +155,26 @@ mod tests {
     use super::*;
     use crate::testutil::git;
 
-    #[test]
-    fn changed_blocks_through_the_tools_and_containment() {
+    /// A repository whose `main` commits `doc` as `a.noma`, checked out on a
+    /// branch `work` with `edited` in the working tree.
+    fn branch_with_edit(doc: &str, edited: &str) -> (tempfile::TempDir, Context) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let d = tmp.path();
         git(d, &["init", "-q", "-b", "main"]);
-        let doc = "# T\n\n::claim{id=\"c1\"}\nOne.\n::\n\n::claim{id=\"c2\"}\nTwo.\n::\n";
         std::fs::write(d.join("a.noma"), doc).expect("write");
         git(d, &["add", "-A"]);
         git(d, &["commit", "-q", "-m", "one"]);
         git(d, &["checkout", "-q", "-b", "work"]);
-        std::fs::write(d.join("a.noma"), doc.replace("Two.", "Two, edited.")).expect("write");
+        std::fs::write(d.join("a.noma"), edited).expect("write");
         let ctx = Context::open(d).expect("context");
+        (tmp, ctx)
+    }
+
+    #[test]
+    fn changed_blocks_through_the_tools_and_containment() {
+        let doc = "# T\n\n::claim{id=\"c1\"}\nOne.\n::\n\n::claim{id=\"c2\"}\nTwo.\n::\n";
+        let (tmp, ctx) = branch_with_edit(doc, &doc.replace("Two.", "Two, edited."));
+        let d = tmp.path();
 
         let docs = list_changed_docs(
             &ctx,
@@ -231,16 +239,8 @@ mod tests {
 
     #[test]
     fn clear_cache_keeps_the_snapshot_baseline_as_documented() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let d = tmp.path();
-        git(d, &["init", "-q", "-b", "main"]);
         let doc = "# T\n\n::claim{id=\"c1\"}\nOne.\n::\n";
-        std::fs::write(d.join("a.noma"), doc).expect("write");
-        git(d, &["add", "-A"]);
-        git(d, &["commit", "-q", "-m", "one"]);
-        git(d, &["checkout", "-q", "-b", "work"]);
-        std::fs::write(d.join("a.noma"), doc.replace("One.", "One, edited.")).expect("write");
-        let ctx = Context::open(d).expect("context");
+        let (_tmp, ctx) = branch_with_edit(doc, &doc.replace("One.", "One, edited."));
         let args = |bypass_cache| ChangedBlocksArgs {
             base_branch: "main".into(),
             files: vec![],

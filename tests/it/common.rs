@@ -143,3 +143,142 @@ impl Repo {
         std::fs::read_to_string(self.path().join(rel)).unwrap()
     }
 }
+
+/// A minimal `noma mcp` stdio client: one request at a time
+/// ([`McpClient::call`]) or many in flight ([`McpClient::call_async`] then
+/// [`McpClient::recv`]).
+pub struct McpClient {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl McpClient {
+    /// Starts `noma mcp` in `root` and completes the initialize handshake.
+    pub fn start(root: &Path) -> McpClient {
+        use std::process::Stdio;
+        let mut child = Command::new(NOMA)
+            .arg("mcp")
+            .current_dir(root)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut m = McpClient {
+            child,
+            stdin,
+            out,
+            next_id: 0,
+        };
+        let init = m.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
+        m.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    /// Writes one JSON-RPC line.
+    pub fn send(&mut self, v: &serde_json::Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Reads the next line the server writes.
+    pub fn recv(&mut self) -> serde_json::Value {
+        use std::io::BufRead;
+        let mut line = String::new();
+        assert!(self.out.read_line(&mut line).unwrap() > 0, "server EOF");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its response (other lines are skipped).
+    pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let id = serde_json::json!(self.next_id);
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let v = self.recv();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Sends a `tools/call` with `id` without waiting for its answer.
+    pub fn call_async(&mut self, id: u64, tool: &str, args: serde_json::Value) {
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}),
+        );
+    }
+
+    /// Calls a tool and waits: (isError, parsed body).
+    pub fn call(&mut self, tool: &str, args: serde_json::Value) -> (bool, serde_json::Value) {
+        let r = self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": args}),
+        );
+        tool_body(&r)
+    }
+
+    /// A tool result that is not `isError`.
+    pub fn ok(&mut self, tool: &str, args: serde_json::Value) -> serde_json::Value {
+        let (is_error, body) = self.call(tool, args);
+        assert!(!is_error, "{tool}: {body}");
+        body
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    pub fn stop(mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+
+    /// [`McpClient::stop`], asserting a clean exit.
+    pub fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+/// (isError, parsed text body) of a `tools/call` response.
+pub fn tool_body(r: &serde_json::Value) -> (bool, serde_json::Value) {
+    let result = r
+        .get("result")
+        .unwrap_or_else(|| panic!("not a tool result: {r}"));
+    let text = result["content"][0]["text"].as_str().unwrap();
+    (
+        result["isError"] == serde_json::json!(true),
+        serde_json::from_str(text).unwrap(),
+    )
+}
+
+/// A temporary git repository (no commit) holding `doc` as `a.noma`, for
+/// the MCP server's root.
+pub fn mcp_repo(doc: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::write(dir.path().join("a.noma"), doc).unwrap();
+    dir
+}

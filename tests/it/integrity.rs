@@ -3,9 +3,8 @@
 //! line, malformed requests write nothing, a restored document is never
 //! rolled forward, records stay small, and unreadable inputs fail at once.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -376,87 +375,7 @@ fn files_over_the_size_cap_are_refused_with_the_knob_named() {
     assert!(text(&o).contains("NOMA_MAX_FILE_BYTES"), "{}", text(&o));
 }
 
-/// A minimal MCP stdio client that can keep many calls in flight.
-struct Mcp {
-    child: Child,
-    stdin: std::process::ChildStdin,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Mcp {
-    fn start(root: &Path) -> Mcp {
-        let mut child = Command::new(NOMA)
-            .arg("mcp")
-            .current_dir(root)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let mut m = Mcp { child, stdin, out };
-        m.send(
-            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"integrity","version":"1"}}}),
-        );
-        let init = m.recv();
-        assert_eq!(init["id"], 0, "{init}");
-        m.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        m
-    }
-    fn send(&mut self, v: &Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-    fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        let n = self.out.read_line(&mut line).unwrap();
-        assert!(n > 0, "the server closed its output");
-        serde_json::from_str(&line).unwrap()
-    }
-    fn call_async(&mut self, id: u64, tool: &str, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-            "params":{"name":tool,"arguments":args}}));
-    }
-    /// Calls one tool and waits: (isError, body).
-    fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
-        self.call_async(1, tool, args);
-        let r = self.recv();
-        body(&r)
-    }
-    fn stop(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
-fn body(r: &Value) -> (bool, Value) {
-    let result = r
-        .get("result")
-        .unwrap_or_else(|| panic!("not a tool result: {r}"));
-    let text = result["content"][0]["text"].as_str().unwrap();
-    (
-        result["isError"] == json!(true),
-        serde_json::from_str(text).unwrap(),
-    )
-}
-
-fn git_repo(doc: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let ok = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(dir.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    std::fs::write(dir.path().join("a.noma"), doc).unwrap();
-    dir
-}
+use crate::common::{mcp_repo as git_repo, tool_body as body, McpClient as Mcp};
 
 #[test]
 fn mcp_refuses_non_object_ops_without_locking_the_document() {

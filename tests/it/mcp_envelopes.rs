@@ -3,112 +3,16 @@
 //! the document carries an unrecorded edit, the `base_hash` argument, the
 //! content cap, and `clear_cache`'s documented reach.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
 
-const NOMA: &str = env!("CARGO_BIN_EXE_noma");
+use crate::common::{mcp_repo, McpClient};
 
 const DOC: &str = "---\ntitle: Plan\n---\n# Intro {id=\"intro\"}\n\nHello.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n";
 
 fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let ok = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(dir.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    std::fs::write(dir.path().join("a.noma"), DOC).unwrap();
-    dir
-}
-
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(root: &Path) -> Server {
-        let mut child = Command::new(NOMA)
-            .arg("mcp")
-            .current_dir(root)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let stdin = child.stdin.take();
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        let init = s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "test", "version": "1"}}),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        s
-    }
-
-    fn send(&mut self, v: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(v.to_string().as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server EOF");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-
-    /// (isError, parsed body)
-    fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
-        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let result = r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
-        let text = result["content"][0]["text"].as_str().unwrap();
-        (
-            result["isError"] == json!(true),
-            serde_json::from_str(text).unwrap(),
-        )
-    }
-
-    /// A result that is not `isError`.
-    fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let (is_error, body) = self.call(tool, args);
-        assert!(!is_error, "{tool}: {body}");
-        body
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin.take());
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status:?}");
-    }
+    mcp_repo(DOC)
 }
 
 fn block_hash(read: &Value, id: &str) -> String {
@@ -140,7 +44,7 @@ fn raise(c1_hash: Option<&str>) -> Value {
 #[test]
 fn stale_preconditions_are_answered_before_the_unrecorded_edit() {
     let dir = repo();
-    let mut s = Server::start(dir.path());
+    let mut s = McpClient::start(dir.path());
     let read = s.ok("read_doc", json!({"file": "a.noma"}));
     let old_c1 = block_hash(&read, "c1");
     s.ok("patch_block", json!({"file": "a.noma", "op": raise(None)}));
@@ -219,7 +123,7 @@ fn stale_preconditions_are_answered_before_the_unrecorded_edit() {
 #[test]
 fn base_hash_argument_guards_the_op() {
     let dir = repo();
-    let mut s = Server::start(dir.path());
+    let mut s = McpClient::start(dir.path());
     let old_c1 = block_hash(&s.ok("read_doc", json!({"file": "a.noma"})), "c1");
     s.ok(
         "patch_block",
@@ -256,7 +160,7 @@ fn base_hash_argument_guards_the_op() {
 #[test]
 fn content_over_the_cap_is_invalid_content_and_writes_nothing() {
     let dir = repo();
-    let mut s = Server::start(dir.path());
+    let mut s = McpClient::start(dir.path());
     let big = "x".repeat(1_000_001);
     for (tool, args) in [
         (
