@@ -9,10 +9,12 @@ use crate::transcript::{Actor, ActorKind};
 /// Arguments of `noma record`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Rebuilds the transcript's last state, diffs it against the file at block level \
-and appends the ops that reproduce the file exactly (actor kind \"human\"). The document is not \
-rewritten. Exit 0 recorded or nothing to record, 1 the edit cannot be expressed as block ops, \
-2 could not run."
+    after_help = "Rebuilds the transcript's last state, diffs it against the file and appends \
+the ops that reproduce the file exactly (actor kind \"human\"): v1.0 block ops where they reach, \
+the extension op x-noma/replace_lines for the rest (prose, lists, frontmatter; policy \
+record_text_edits). A transcript with no applied record starts with a genesis record from the \
+empty document. The document is not rewritten. Exit 0 recorded or nothing to record, 1 the edit \
+cannot be recorded, 2 could not run."
 )]
 pub struct Args {
     /// The edited .noma document.
@@ -51,14 +53,27 @@ pub fn run(args: Args) -> i32 {
                 Outcome::NothingToRecord => {
                     println!("{shown}: nothing to record (the file is the transcript's last state)")
                 }
-                Outcome::Recorded { ops, transcript } => {
-                    let names: Vec<&str> = ops
+                Outcome::Recorded {
+                    ops,
+                    transcript,
+                    genesis,
+                } => {
+                    let mut names: Vec<&str> = ops
                         .iter()
                         .filter_map(|o| o.get("op").and_then(|v| v.as_str()))
                         .collect();
+                    if genesis {
+                        println!(
+                            "{shown}: started {transcript} with a genesis record (from the empty document)"
+                        );
+                        names.remove(0);
+                        if names.is_empty() {
+                            return super::EXIT_OK;
+                        }
+                    }
                     println!(
                         "{shown}: recorded {} op(s) in {transcript}: {}",
-                        ops.len(),
+                        names.len(),
                         names.join(", ")
                     );
                 }

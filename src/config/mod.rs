@@ -10,6 +10,11 @@
 //! strict: false
 //! # Validator rule codes the hooks ignore.
 //! ignore_rules: []
+//! # `noma record` may record hand edits that no v1.0 op expresses (prose,
+//! # lists, frontmatter, a new document's genesis) with the extension op
+//! # x-noma/replace_lines. false: v1.0 ops only, and the hooks refuse
+//! # transcripts that carry the extension op.
+//! record_text_edits: true
 //! ```
 //!
 //! An absent file means the defaults above. A malformed file is an error
@@ -37,6 +42,8 @@ pub struct PolicyFile {
     pub strict: bool,
     /// Validator rule codes to ignore.
     pub ignore_rules: Vec<String>,
+    /// Whether the extension op `x-noma/replace_lines` may be recorded.
+    pub record_text_edits: bool,
 }
 
 impl Default for PolicyFile {
@@ -47,6 +54,7 @@ impl Default for PolicyFile {
             require_transcript: Vec::new(),
             strict: false,
             ignore_rules: Vec::new(),
+            record_text_edits: true,
         }
     }
 }

@@ -8,6 +8,10 @@ use sha2::{Digest, Sha256};
 use super::ast::{Document, NodeKind};
 use super::lines;
 
+/// sha256 of no bytes: the `pre_sha256` of a transcript's genesis record,
+/// which starts from the empty document (see `noma record`).
+pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
@@ -151,6 +155,7 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+        assert_eq!(sha256_hex(b""), EMPTY_SHA256);
     }
 
     /// The zero-copy hasher equals sha256 of the joined slice for every

@@ -208,9 +208,11 @@ impl InvalidOp {
     }
 }
 
-/// Checks that every op of a request is an op of the catalogue with the
-/// right field types. A request that fails is refused whole and writes
-/// nothing: it was never attempted.
+/// Checks that every op of a request is an op of the v1.0 catalogue with
+/// the right field types. A request that fails is refused whole and writes
+/// nothing: it was never attempted. The extension op
+/// [`crate::patch::REPLACE_LINES`] is refused here too: it records hand
+/// edits and is written only by `noma record`, which plans directly.
 pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
     for (index, op) in ops.iter().enumerate() {
         if !op.is_object() {
@@ -218,6 +220,16 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
                 index,
                 message: format!("expected a JSON object, got {}", json_kind(op)),
             });
+        }
+        if let Some(name) = crate::patch::op_name(op) {
+            if !crate::patch::is_catalogue_op(name) {
+                let message = if name == crate::patch::REPLACE_LINES {
+                    format!("`{name}` records hand edits and is written only by `noma record`")
+                } else {
+                    format!("unknown op `{name}`; not in the v1.0 op catalog")
+                };
+                return Err(InvalidOp { index, message });
+            }
         }
         crate::patch::Op::parse(op).map_err(|message| InvalidOp { index, message })?;
     }
@@ -1253,6 +1265,10 @@ pub(crate) mod tests {
             assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
         }
         assert!(check_request(&[json!({"op":"explode","id":"a"})]).is_err());
+        let lines = json!({"op": crate::patch::REPLACE_LINES, "line": 1, "old": "", "new": "x\n"});
+        assert!(crate::patch::apply_one("", &lines).is_ok());
+        let e = check_request(&[lines]).unwrap_err();
+        assert!(e.message.contains("noma record"), "{e}");
         assert!(check_request(&[json!({"op":"replace_body","id":"a"})]).is_err());
         assert!(check_request(&[json!({"op":"delete_block","id":"a"})]).is_ok());
     }

@@ -310,9 +310,11 @@ impl<'a> Guard<'a> {
                         None,
                         format!("the policy requires a transcript ({tpath}) for this document"),
                     )
-                    // An empty transcript is a valid start: the next
-                    // `noma patch --inplace` appends to it.
-                    .fix(format!("touch \"{tpath}\" && git add \"{tpath}\"")),
+                    // A genesis record makes the transcript replay from
+                    // its own content, with or without a committed base.
+                    .fix(format!(
+                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\" (starts the transcript with a genesis record)"
+                    )),
                 );
             }
             return Ok((out, false));
@@ -530,6 +532,29 @@ impl<'a> Guard<'a> {
             }
             prev_sha = Some(sha256_hex(l.raw));
         }
+        if !self.policy.file.record_text_edits {
+            let ext = records
+                .iter()
+                .find(|(_, r)| crate::patch::op_name(&r.op) == Some(crate::patch::REPLACE_LINES));
+            if let Some((line, _)) = ext {
+                out.push(
+                    Finding::error(
+                        "transcript-extension-op",
+                        tpath,
+                        Some(*line),
+                        format!(
+                            "a new record uses the extension op {}, which {} forbids (record_text_edits: false)",
+                            crate::patch::REPLACE_LINES,
+                            crate::config::CONFIG_PATH
+                        ),
+                    )
+                    .fix(format!(
+                        "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)"
+                    )),
+                );
+                return Ok(out);
+            }
+        }
         let applied: Vec<&(usize, Record)> = records
             .iter()
             .filter(|(_, r)| r.patch_result == PatchResult::Applied)
@@ -560,6 +585,12 @@ impl<'a> Guard<'a> {
             );
             w.severity = Severity::Warning;
             w.blocking = self.policy.file.strict;
+            if prev_t.is_none() {
+                // A new transcript that starts at a never-committed state.
+                w = w.fix(format!(
+                    "start a new document's transcript with `noma record \"{path}\"` (a genesis record from the empty document) before its first `noma patch`; for this one: mv \"{tpath}\" \"{tpath}.old\" && noma record \"{path}\" && git add \"{tpath}\""
+                ));
+            }
             out.push(w);
             if last.as_deref() != Some(sha256_hex(staged_doc.as_bytes()).as_str()) {
                 out.push(
@@ -650,6 +681,10 @@ impl<'a> Guard<'a> {
         sha: &str,
         head_doc: Option<&str>,
     ) -> Result<Option<String>, GitError> {
+        if sha == crate::doc::hash::EMPTY_SHA256 {
+            // A genesis record: the transcript starts from no bytes.
+            return Ok(Some(String::new()));
+        }
         if let Some(d) = head_doc {
             // A sha256 comparison needs no parse: hash the bytes directly.
             if sha256_hex(d.as_bytes()) == sha {

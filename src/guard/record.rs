@@ -1,5 +1,5 @@
-//! `noma record`: turn a hand edit into block-level ops and append them to
-//! the transcript as `actor.kind = "human"` records.
+//! `noma record`: turn a hand edit into ops and append them to the
+//! transcript as `actor.kind = "human"` records.
 //!
 //! The previous state is the transcript's last applied `post_sha256`. The
 //! transcript stores ops, not texts, so that state is rebuilt: from HEAD's
@@ -8,11 +8,24 @@
 //! first such version in the path's git history, then by re-applying the
 //! remaining records (every intermediate hash checked).
 //!
-//! The edit is expressed by rounds of block ops (delete_block, replace_block
-//! on the innermost changed directives, update_heading, add_block), each
-//! round re-diffing the result against the file, so coarser replacements
-//! happen only when finer ones do not suffice. The ops must reproduce the
-//! file byte for byte; otherwise the lines no block op can reach are named.
+//! The edit is expressed first by rounds of v1.0 block ops (delete_block,
+//! replace_block on the innermost changed directives, update_heading,
+//! add_block), each round re-diffing the result against the file, so
+//! coarser replacements happen only when finer ones do not suffice. What
+//! no v1.0 op reaches (prose in a section, paragraphs, list items, tables
+//! and cards outside addressable directives, frontmatter, layout) is then
+//! recorded as line hunks with the extension op
+//! [`crate::patch::REPLACE_LINES`], unless the policy's
+//! `record_text_edits: false` forbids it; then those lines are named.
+//!
+//! **Genesis.** A transcript with no applied record starts with one
+//! record from the empty document (`pre_sha256` = sha256 of no bytes) to
+//! the document, one `x-noma/replace_lines` op: the transcript then
+//! replays from its own content (§5.5) without any committed base, which
+//! is what a new document under `require_transcript` needs. When the file
+//! differs from its committed version, the genesis record reaches the
+//! committed version and the edit since is recorded after it.
+//!
 //! Records are planned by the engine against the previous state and
 //! appended under the transcript lock in one write; the document itself is
 //! not rewritten (it already holds the result).
@@ -22,12 +35,14 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::config::Policy;
 use crate::doc::ast::{Document, Node, NodeKind};
 use crate::doc::hash::sha256_hex;
 use crate::doc::lines;
 use crate::engine::{self, Context, Options};
 use crate::fsio;
 use crate::git::repo::Repo;
+use crate::patch::REPLACE_LINES;
 use crate::transcript::{self, Actor, PatchResult, Record};
 
 /// What `record` did.
@@ -42,6 +57,8 @@ pub enum Outcome {
         ops: Vec<Value>,
         /// The transcript written to.
         transcript: String,
+        /// The records start the transcript from the empty document.
+        genesis: bool,
     },
 }
 
@@ -89,25 +106,49 @@ pub fn record_file(
     if applied.last().is_some_and(|r| r.post_sha256 == doc_sha) {
         return Ok(Outcome::NothingToRecord);
     }
-    let prev = previous_state(doc_path, &applied)?;
+    let place = Place::discover(doc_path)?;
+    let policy = Policy::load(&place.root).map_err(|e| usage(e.to_string()))?;
+    let text_edits = policy.file.record_text_edits;
+    // No applied record: start the transcript with a genesis record, to
+    // the committed version first when the file has changed since. A
+    // policy without text edits starts from the committed version instead
+    // (found again in history by replay and the hooks).
+    let head = if applied.is_empty() {
+        place.head_text()?
+    } else {
+        None
+    };
+    let (prev, genesis) = match (applied.is_empty(), text_edits, head) {
+        (false, ..) => (place.previous_state(&applied)?, None),
+        (true, true, head) => (
+            String::new(),
+            Some(head.filter(|h| *h != text).unwrap_or_else(|| text.clone())),
+        ),
+        (true, false, Some(head)) if head != text => (head, None),
+        (true, false, _) => {
+            return Err(RecordError::Check(format!(
+                "starting a transcript with a genesis record needs {REPLACE_LINES}, which {} forbids (record_text_edits: false); an empty transcript is a valid start instead: touch \"{}\"",
+                crate::config::CONFIG_PATH,
+                tpath.display()
+            )))
+        }
+    };
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
-    let ops = edit_ops(&prev, &text).map_err(RecordError::Check)?;
+    let mut ops = Vec::new();
+    let mut from = prev.as_str();
+    if let Some(start) = &genesis {
+        ops.push(json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": start}));
+        from = start;
+    }
+    ops.extend(edit_ops(from, &text, text_edits).map_err(RecordError::Check)?);
+    let genesis = genesis.is_some();
 
     let mut opts = Options::new(actor);
-    opts.reason = reason;
+    opts.reason = reason.or_else(|| genesis.then(|| "start of the transcript".to_string()));
     let ctx = Context {
-        doc_uri: transcript::portable_doc_uri(
-            crate::git::blob::worktree_root(
-                doc_path
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new(".")),
-            )
-            .as_deref(),
-            doc_path,
-        ),
+        doc_uri: transcript::portable_doc_uri(Some(&place.root), doc_path),
         ..Context::default()
     };
     let mut locked = fsio::LockedTranscript::open(&tpath)
@@ -148,87 +189,107 @@ pub fn record_file(
     Ok(Outcome::Recorded {
         ops,
         transcript: tpath.display().to_string(),
+        genesis,
     })
 }
 
-/// Rebuilds the text at the transcript's last applied state.
-fn previous_state(doc_path: &Path, applied: &[&Record]) -> Result<String, RecordError> {
-    let abs = std::fs::canonicalize(doc_path)
-        .map_err(|e| RecordError::Usage(format!("{}: {e}", doc_path.display())))?;
-    let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/")))
-        .map_err(|e| RecordError::Usage(format!("{}: {e}", doc_path.display())))?;
-    let rel = repo_relative(&repo, &abs)?;
-    let head = repo
-        .head_blob(&rel)
-        .map_err(|e| RecordError::Usage(e.to_string()))?
-        .and_then(|b| String::from_utf8(b).ok());
-    let Some(first) = applied.first() else {
-        // No applied record: the previous state is the committed document.
-        return head.ok_or_else(|| {
-            RecordError::Check(format!(
-                "{rel}: no previous state: the document is not committed and its transcript has no applied record"
-            ))
-        });
-    };
-    // sha256 -> index of the next record to re-apply from that state.
-    let mut resume: HashMap<&str, usize> = HashMap::new();
-    resume.insert(first.pre_sha256.as_str(), 0);
-    for (i, r) in applied.iter().enumerate() {
-        resume.insert(r.post_sha256.as_str(), i + 1);
+/// Where the document lives in its repository.
+struct Place {
+    repo: Repo,
+    /// The work tree's root (canonical).
+    root: std::path::PathBuf,
+    /// The document's path relative to `root`, with `/` separators.
+    rel: String,
+}
+
+impl Place {
+    fn discover(doc_path: &Path) -> Result<Place, RecordError> {
+        let usage = |e: String| RecordError::Usage(format!("{}: {e}", doc_path.display()));
+        let abs = std::fs::canonicalize(doc_path).map_err(|e| usage(e.to_string()))?;
+        let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/")))
+            .map_err(|e| usage(e.to_string()))?;
+        let root = repo
+            .workdir()
+            .and_then(|w| std::fs::canonicalize(w).ok())
+            .ok_or_else(|| usage("bare repository: no working tree".into()))?;
+        let rel = abs
+            .strip_prefix(&root)
+            .map_err(|_| usage("outside the repository".into()))?;
+        let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+        let rel = parts
+            .map(|p| p.join("/"))
+            .ok_or_else(|| usage("path is not valid UTF-8".into()))?;
+        Ok(Place { repo, root, rel })
     }
-    let mut start = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
-    if start.is_none() {
-        let starts: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
-        start = repo
-            .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
-                std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())
-            })
+
+    /// The document as committed at HEAD, if it is and is text.
+    fn head_text(&self) -> Result<Option<String>, RecordError> {
+        Ok(self
+            .repo
+            .head_blob(&self.rel)
             .map_err(|e| RecordError::Usage(e.to_string()))?
-            .and_then(|b| String::from_utf8(b).ok());
+            .and_then(|b| String::from_utf8(b).ok()))
     }
-    let Some(mut text) = start else {
-        return Err(RecordError::Check(format!(
-            "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {} (the first applied record's pre_sha256) or any later recorded state",
-            first.pre_sha256
-        )));
-    };
-    let from = resume
-        .get(sha256_hex(text.as_bytes()).as_str())
-        .copied()
-        .unwrap_or(0);
-    for r in applied.iter().skip(from) {
-        let next = engine::APPLY(&text, std::slice::from_ref(&r.op)).map_err(|e| {
-            RecordError::Check(format!(
-                "re-applying record {} failed: {} ({})",
-                r.op_id,
-                e.code.as_str(),
-                e.message
-            ))
-        })?;
-        if sha256_hex(next.as_bytes()) != r.post_sha256 {
-            return Err(RecordError::Check(format!(
-                "re-applying record {} does not reproduce its post_sha256; run noma replay",
-                r.op_id
-            )));
-        }
-        text = next;
-    }
-    Ok(text)
-}
 
-fn repo_relative(repo: &Repo, abs: &Path) -> Result<String, RecordError> {
-    let doc_path = abs;
-    let root = repo
-        .workdir()
-        .and_then(|w| std::fs::canonicalize(w).ok())
-        .ok_or_else(|| RecordError::Usage("bare repository: no working tree".into()))?;
-    let rel = abs.strip_prefix(&root).map_err(|_| {
-        RecordError::Usage(format!("{}: outside the repository", doc_path.display()))
-    })?;
-    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
-    parts.map(|p| p.join("/")).ok_or_else(|| {
-        RecordError::Usage(format!("{}: path is not valid UTF-8", doc_path.display()))
-    })
+    /// Rebuilds the text at the transcript's last applied state.
+    fn previous_state(&self, applied: &[&Record]) -> Result<String, RecordError> {
+        let (repo, rel) = (&self.repo, &self.rel);
+        let head = self.head_text()?;
+        let Some(first) = applied.first() else {
+            return Err(RecordError::Check(format!(
+                "{rel}: the transcript has no applied record"
+            )));
+        };
+        // sha256 -> index of the next record to re-apply from that state.
+        let mut resume: HashMap<&str, usize> = HashMap::new();
+        resume.insert(first.pre_sha256.as_str(), 0);
+        for (i, r) in applied.iter().enumerate() {
+            resume.insert(r.post_sha256.as_str(), i + 1);
+        }
+        // A genesis record starts from the empty document: no lookup.
+        let mut start = if first.pre_sha256 == crate::doc::hash::EMPTY_SHA256 {
+            Some(String::new())
+        } else {
+            head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()))
+        };
+        if start.is_none() {
+            let starts: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
+            start = repo
+                .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
+                    std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())
+                })
+                .map_err(|e| RecordError::Usage(e.to_string()))?
+                .and_then(|b| String::from_utf8(b).ok());
+        }
+        let Some(mut text) = start else {
+            return Err(RecordError::Check(format!(
+                "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {} (the first applied record's pre_sha256) or any later recorded state",
+                first.pre_sha256
+            )));
+        };
+        let from = resume
+            .get(sha256_hex(text.as_bytes()).as_str())
+            .copied()
+            .unwrap_or(0);
+        for r in applied.iter().skip(from) {
+            let next = engine::APPLY(&text, std::slice::from_ref(&r.op)).map_err(|e| {
+                RecordError::Check(format!(
+                    "re-applying record {} failed: {} ({})",
+                    r.op_id,
+                    e.code.as_str(),
+                    e.message
+                ))
+            })?;
+            if sha256_hex(next.as_bytes()) != r.post_sha256 {
+                return Err(RecordError::Check(format!(
+                    "re-applying record {} does not reproduce its post_sha256; run noma replay",
+                    r.op_id
+                )));
+            }
+            text = next;
+        }
+        Ok(text)
+    }
 }
 
 /// An addressable node as the differ sees it.
@@ -276,15 +337,74 @@ fn blocks_of(src: &str, doc: &Document) -> (Vec<String>, HashMap<String, Block>)
     (order, map)
 }
 
-/// Block ops that turn `old` into exactly `new`, or an explanation of
-/// which lines cannot be expressed as block ops.
-pub fn edit_ops(old: &str, new: &str) -> Result<Vec<Value>, String> {
+/// Ops that turn `old` into exactly `new`: v1.0 block ops first, then
+/// (when `text_edits`) `x-noma/replace_lines` hunks for the rest; without
+/// `text_edits`, an explanation of which lines no block op reaches.
+pub fn edit_ops(old: &str, new: &str, text_edits: bool) -> Result<Vec<Value>, String> {
+    let (mut ops, cur) = block_ops(old, new);
+    if cur == new {
+        return Ok(ops);
+    }
+    if !text_edits {
+        return Err(format!(
+            "{} ({} has record_text_edits: false, so only v1.0 block ops may record it)",
+            unexpressible(&cur, new),
+            crate::config::CONFIG_PATH
+        ));
+    }
+    ops.extend(line_hunks(&cur, new));
+    Ok(ops)
+}
+
+/// The `x-noma/replace_lines` ops, top to bottom, that turn `cur` into
+/// `new`: one per run of changed lines of a line diff. Each op's `line`
+/// counts in the text the previous ops left, so they apply in order.
+fn line_hunks(cur: &str, new: &str) -> Vec<Value> {
+    let a: Vec<&str> = cur.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut ops = Vec::new();
+    let mut push = |old: std::ops::Range<usize>, newr: std::ops::Range<usize>| {
+        ops.push(json!({
+            "op": REPLACE_LINES,
+            "line": newr.start + 1,
+            "old": a[old].concat(),
+            "new": b[newr].concat(),
+        }));
+    };
+    // Positions are counted from the ops' lengths: a Delete's `new_index`
+    // is not always the position in `new` (similar 2.7, Myers).
+    let (mut oi, mut ni) = (0, 0);
+    let mut hunk: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b) {
+        let (ol, nl) = (op.old_range().len(), op.new_range().len());
+        let (o, n) = (oi..oi + ol, ni..ni + nl);
+        (oi, ni) = (o.end, n.end);
+        if let similar::DiffOp::Equal { .. } = op {
+            if let Some((o, n)) = hunk.take() {
+                push(o, n);
+            }
+            continue;
+        }
+        hunk = Some(match hunk.take() {
+            Some((ho, hn)) => (ho.start..o.end, hn.start..n.end),
+            None => (o, n),
+        });
+    }
+    if let Some((o, n)) = hunk {
+        push(o, n);
+    }
+    ops
+}
+
+/// Rounds of v1.0 block ops from `old` towards `new`: the ops and the
+/// text they reach (equal to `new` when block ops suffice).
+fn block_ops(old: &str, new: &str) -> (Vec<Value>, String) {
     let mut cur = old.to_string();
     let mut ops: Vec<Value> = Vec::new();
     let (new_order, nb) = blocks_of(new, &crate::doc::parse(new));
     for _round in 0..32 {
         if cur == new {
-            return Ok(ops);
+            break;
         }
         let (cur_order, cb) = blocks_of(&cur, &crate::doc::parse(&cur));
         let differs = |id: &str| match (cb.get(id), nb.get(id)) {
@@ -372,29 +492,18 @@ pub fn edit_ops(old: &str, new: &str) -> Result<Vec<Value>, String> {
         }
         let before = cur.clone();
         for op in round {
-            match crate::patch::apply_one(&cur, &op) {
-                Ok(next) => {
-                    cur = next;
-                    ops.push(op);
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "the edit cannot be expressed as block ops: {} failed ({}: {})",
-                        crate::patch::op_name(&op).unwrap_or("op"),
-                        e.code.as_str(),
-                        e.message
-                    ))
-                }
-            }
+            // An op the engine refuses is left to the line hunks.
+            let Ok(next) = crate::patch::apply_one(&cur, &op) else {
+                return (ops, cur);
+            };
+            cur = next;
+            ops.push(op);
         }
         if cur == before {
             break;
         }
     }
-    if cur == new {
-        return Ok(ops);
-    }
-    Err(unexpressible(&cur, new))
+    (ops, cur)
 }
 
 /// Names the line range where `got` (best effort) and `want` still differ.
@@ -412,7 +521,7 @@ fn unexpressible(got: &str, want: &str) -> String {
     let first = prefix + 1;
     let last = b.len().saturating_sub(suffix).max(first);
     format!(
-        "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout); undo that part or edit it through a directive"
+        "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout)"
     )
 }
 
@@ -421,7 +530,7 @@ mod tests {
     use super::*;
 
     fn roundtrip(old: &str, new: &str) -> Vec<Value> {
-        let ops = edit_ops(old, new).unwrap();
+        let ops = edit_ops(old, new, true).unwrap();
         assert_eq!(crate::patch::apply_ops(old, &ops).unwrap(), new);
         ops
     }
@@ -440,9 +549,42 @@ mod tests {
     }
 
     #[test]
-    fn prose_outside_directives_is_refused_with_lines() {
+    fn prose_outside_directives_is_refused_with_lines_when_text_edits_are_off() {
         let old = "# Plan\n\nsome prose\n";
-        let err = edit_ops(old, "# Plan\n\nother prose\n").unwrap_err();
+        let err = edit_ops(old, "# Plan\n\nother prose\n", false).unwrap_err();
         assert!(err.contains("lines 3-3"), "{err}");
+        assert!(err.contains("record_text_edits: false"), "{err}");
+    }
+
+    #[test]
+    fn hand_edits_outside_blocks_become_line_hunks_after_block_ops() {
+        let old =
+            "---\ntitle: A\n---\n# Plan\n\nsome prose\n\n- one\n\n::note{id=\"a\"}\nalpha\n::\n";
+        let new = "---\ntitle: B\n---\n# Plan\n\nother prose\n\nA new paragraph.\n\n- one\n- two\n\n::note{id=\"a\"}\nALPHA\n::\n";
+        let ops = roundtrip(old, new);
+        let names: Vec<&str> = ops.iter().filter_map(|o| o["op"].as_str()).collect();
+        assert_eq!(names[0], "replace_block", "{ops:?}");
+        assert!(names[1..].iter().all(|n| *n == REPLACE_LINES), "{ops:?}");
+        // One hunk per run of changed lines, each carrying the old text.
+        assert_eq!(ops[1]["old"], "title: A\n");
+        assert_eq!(ops[1]["line"], 2);
+        assert!(ops.len() >= 4, "{ops:?}");
+    }
+
+    #[test]
+    fn line_hunks_apply_in_order_for_random_edits() {
+        use proptest::prelude::*;
+        let line = prop_oneof![
+            Just("a\n"),
+            Just("b\n"),
+            Just("\n"),
+            Just("c\r\n"),
+            Just("d")
+        ];
+        let text = proptest::collection::vec(line, 0..12).prop_map(|v| v.concat());
+        proptest!(|(old in text.clone(), new in text)| {
+            let ops = line_hunks(&old, &new);
+            prop_assert_eq!(crate::patch::apply_ops(&old, &ops).unwrap(), new);
+        });
     }
 }

@@ -294,6 +294,9 @@ pub fn policy_template() -> String {
             }
             "strict" => "Treat validator warnings as errors in the hooks.",
             "ignore_rules" => "Validator rule codes the hooks ignore.",
+            "record_text_edits" => {
+                "`noma record` may record hand edits no v1.0 op expresses (prose, lists,\n# frontmatter, a new document's genesis) with the extension op\n# x-noma/replace_lines; false allows v1.0 ops only."
+            }
             _ => "",
         };
         out.push('\n');
@@ -371,8 +374,14 @@ mod tests {
         assert!(text.contains("include: [\"**/*.noma\"]\n"));
         // Every field is documented.
         let fields = serde_json::to_value(PolicyFile::default()).unwrap();
-        let comments = text.lines().filter(|l| l.starts_with("# ")).count();
-        assert_eq!(comments, 2 + fields.as_object().unwrap().len());
+        let lines: Vec<&str> = text.lines().collect();
+        for key in fields.as_object().unwrap().keys() {
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with(&format!("{key}: ")))
+                .unwrap();
+            assert!(lines[at - 1].starts_with("# "), "{key} undocumented");
+        }
     }
 
     #[test]

@@ -647,8 +647,10 @@ pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
             e.replace(&doc.parent().unwrap_or(&doc).display().to_string(), "."),
         )
     })?;
+    let extension_ops = extension_ops(ctx);
     let Some((_, file)) = loaded else {
         return Ok(json!({
+            "extension_ops": extension_ops,
             "sidecar": shown,
             "exists": false,
             "descriptor": null,
@@ -671,6 +673,7 @@ pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
         .collect();
     let rename = d.ids.as_ref().and_then(|i| i.rename).unwrap_or(false);
     Ok(json!({
+        "extension_ops": extension_ops,
         "sidecar": shown,
         "exists": true,
         "descriptor": file,
@@ -680,6 +683,25 @@ pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
         "note": "v1.0: advisory only. Ops not granted here still apply but are flagged with \
     capability_not_granted warnings in the transcript.",
     }))
+}
+
+/// The one extension op, as `describe_capabilities` lists it: agents'
+/// requests refuse it; `noma record` writes it for hand edits when the
+/// repository's policy allows (`record_text_edits`).
+fn extension_ops(ctx: &Context) -> Value {
+    let policy = crate::config::Policy::load(ctx.workspace.root());
+    let (allowed, error) = match &policy {
+        Ok(p) => (json!(p.file.record_text_edits), Value::Null),
+        Err(e) => (Value::Null, json!(e.to_string())),
+    };
+    json!([{
+        "op": crate::patch::REPLACE_LINES,
+        "fields": {"line": "1-based line where `old` starts", "old": "the replaced whole lines", "new": "the new whole lines"},
+        "accepted_in_patch_requests": false,
+        "written_by": "noma record (actor kind human): hand edits no v1.0 op expresses, and a transcript's genesis record",
+        "allowed_by_policy": allowed,
+        "policy_error": error,
+    }])
 }
 
 #[cfg(test)]

@@ -159,6 +159,10 @@ pub fn doc_finder<'a>(
     known: Vec<Vec<u8>>,
 ) -> impl FnMut(&str) -> Option<String> + 'a {
     move |sha: &str| {
+        if sha == crate::doc::hash::EMPTY_SHA256 {
+            // A genesis record's state: the empty document.
+            return Some(String::new());
+        }
         known
             .iter()
             .find(|d| sha256_hex(d) == sha)

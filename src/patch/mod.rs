@@ -1,4 +1,5 @@
-//! The 25 source-preserving patch ops (§3.1 core, §1.5 extended).
+//! The 25 source-preserving patch ops (§3.1 core, §1.5 extended), and the
+//! one extension op `noma record` writes ([`REPLACE_LINES`], see `lines.rs`).
 //!
 //! Every op re-parses the current text, locates its block by canonical id,
 //! and splices only the lines it changes; every other byte (BOM, CRLF line
@@ -12,6 +13,7 @@ mod body;
 mod core;
 mod dataset;
 mod dataset_json;
+mod lines;
 mod move_block;
 mod notes;
 mod op;
@@ -23,7 +25,8 @@ use serde_json::Value;
 
 use crate::doc::{self, Document, Node};
 
-pub use op::{op_name, op_target, Column, NoteKind, Op, OP_NAMES};
+pub use lines::REPLACE_LINES;
+pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OP_NAMES};
 
 /// The §3.5 PatchError codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +162,10 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
         Ok(op) => op,
         Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg),
     };
+    if let Op::ReplaceLines { line, old, new } = &op {
+        // Works on the file's bytes (BOM included), never on the parse.
+        return lines::replace_lines(source, *line, old, new);
+    }
     let (bom, body) = match source.strip_prefix('\u{feff}') {
         Some(rest) => (true, rest),
         None => (false, source),
@@ -248,6 +255,11 @@ fn dispatch(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             parent,
             position,
         } => move_block::move_block(ctx, id, parent, *position),
+        // Handled in `apply_value` on the whole source, before any parse.
+        Op::ReplaceLines { .. } => fail(
+            PatchErrorCode::UnsupportedOp,
+            "x-noma/replace_lines applies to the whole source",
+        ),
     }
 }
 

@@ -40,6 +40,12 @@ pub const OP_NAMES: [&str; 25] = [
     "move_block",
 ];
 
+/// Whether `name` is one of the v1.0 catalogue's ops (agents may send
+/// only these; the extension op is written by `noma record` alone).
+pub fn is_catalogue_op(name: &str) -> bool {
+    OP_NAMES.contains(&name)
+}
+
 /// A row/column/position index as sent: any JSON number. Range and
 /// integrality are checked by the op (`invalid_content`).
 pub type Index = f64;
@@ -191,6 +197,12 @@ pub enum Op {
         id: String,
         parent: String,
         position: Option<Index>,
+    },
+    /// The extension op [`super::REPLACE_LINES`] (not in the v1.0 catalogue).
+    ReplaceLines {
+        line: Index,
+        old: String,
+        new: String,
     },
 }
 
@@ -423,6 +435,11 @@ impl Op {
                 id: id()?,
                 parent: f.str("parent")?,
                 position: f.opt_index("position")?,
+            },
+            super::lines::REPLACE_LINES => Op::ReplaceLines {
+                line: f.index("line")?,
+                old: f.str("old")?,
+                new: f.str("new")?,
             },
             other => return Err(format!("unknown op `{other}`; not in the v1.0 op catalog")),
         })

@@ -5,7 +5,8 @@
 //! record; the chain rules of [`Chain`] (first line unchained, every later
 //! line chained to the one before, unique `op_id`s); every record's
 //! `pre_sha256` is the current replay state (the base's, when `--base` is
-//! given, otherwise the first record's); an applied record changes the
+//! given; the empty document's for a genesis record; otherwise the first
+//! record's, which must then be the document itself); an applied record changes the
 //! document and re-applying its op yields its `post_sha256`; finally the
 //! state the records leave is the document on disk. The first failure
 //! stops the replay and is named by line and op_id. Replay reads; it never
@@ -16,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{parse_record, short_sha, split_lines, PatchResult};
-use crate::doc::hash::{block_hashes, sha256_hex};
+use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
 use crate::engine::ApplyFn;
 
 /// Where the replay started from.
@@ -29,6 +30,9 @@ pub enum BaseSource {
     Document,
     /// No applied records: nothing to replay.
     NotNeeded,
+    /// The empty document: the first applied record is a genesis record
+    /// (`pre_sha256` is sha256 of no bytes, see `noma record`).
+    Genesis,
 }
 
 /// A block whose source hash differs between expected and actual text.
@@ -282,6 +286,10 @@ fn run(
                             .into(),
                     ));
                 }
+                if text.is_none() && rec.pre_sha256 == EMPTY_SHA256 {
+                    report.base = Some(BaseSource::Genesis);
+                    text = Some(String::new());
+                }
                 if text.is_none() {
                     if doc_sha != rec.pre_sha256 {
                         return Err(with_shas(
@@ -458,6 +466,17 @@ mod tests {
         let r = replay(&bytes, None, &text, fake_apply);
         assert!(!r.ok);
         assert!(r.divergence.unwrap().message.contains(&sha256_hex(b"x")));
+    }
+
+    #[test]
+    fn a_genesis_transcript_replays_from_the_empty_document() {
+        let (text, bytes) = transcript_for("", &[&["# New\n"], &["more\n"]]);
+        let r = replay(&bytes, None, &text, fake_apply);
+        assert!(r.ok, "{:?}", r.divergence);
+        assert_eq!(r.base, Some(BaseSource::Genesis));
+        // The final state is still checked against the document.
+        let r = replay(&bytes, None, "# New\nother\n", fake_apply);
+        assert!(!r.ok);
     }
 
     #[test]

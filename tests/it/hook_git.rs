@@ -149,8 +149,9 @@ fn patched_then_hand_edited_then_recorded() {
 }
 
 #[test]
-fn record_refuses_prose_changes_with_lines() {
+fn record_refuses_prose_changes_with_lines_when_the_policy_forbids_text_edits() {
     let r = Repo::new();
+    r.write(".noma/config.yml", "record_text_edits: false\n");
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
     assert!(r.commit("base").0);

@@ -30,3 +30,4 @@ mod workflow_branches;
 mod workflow_hook_findings;
 mod workflow_husky;
 mod workflow_line_endings;
+mod workflow_record;

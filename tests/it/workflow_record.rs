@@ -1,0 +1,188 @@
+//! Issue 18 (i) and (j): `noma record` makes every hand edit committable —
+//! v1.0 ops where they reach, the extension op `x-noma/replace_lines` for
+//! prose, lists, cards in an id-less grid and frontmatter — and one
+//! command (`noma record`, a genesis record) starts the transcript of a new
+//! or existing document under `require_transcript`. Real `git`, hooks
+//! installed, every commit through the hooks.
+
+use crate::common::{text, Repo};
+
+const DOC: &str = "---\ntitle: Plan\nowner: ana\n---\n# Plan\n\nThe plan has one sentence.\n\n- first item\n- second item\n\n## Overview {id=\"ov\"}\n\nOverview prose.\n\n::grid\n:::card{title=\"One\"}\nCard one.\n:::\n:::card{title=\"Two\"}\nCard two.\n:::\n::\n\n::note{id=\"n1\"}\nA note.\n::\n";
+
+/// Hooks installed; `plan.noma` committed with a transcript that one
+/// agent patch started (so its base is a committed version).
+fn setup(policy: &str) -> Repo {
+    let r = Repo::init();
+    let o = r.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.write(".noma/config.yml", policy);
+    r.write("plan.noma", DOC);
+    commit(&r, "base");
+    let op = r#"{"op":"replace_body","id":"n1","content":"An agent's note."}"#;
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", op]);
+    assert!(o.status.success(), "{}", text(&o));
+    commit(&r, "agent patch");
+    r
+}
+
+fn commit(r: &Repo, msg: &str) {
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "-m", msg]);
+    assert!(o.status.success(), "commit {msg:?} refused: {}", text(&o));
+}
+
+/// The ops the last `noma record --format json` wrote.
+fn record(r: &Repo, doc: &str) -> Vec<serde_json::Value> {
+    let o = r.noma(&["record", doc, "--format", "json"]);
+    assert!(o.status.success(), "record: {}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["ops"].as_array().cloned().unwrap_or_default()
+}
+
+fn names(ops: &[serde_json::Value]) -> Vec<String> {
+    ops.iter()
+        .map(|o| o["op"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn every_kind_of_hand_edit_is_recorded_and_committable() {
+    let r = setup("");
+    let edits: [(&str, &str, &str); 7] = [
+        ("heading rename", "# Plan\n", "# The Plan\n"),
+        (
+            "heading with its explicit id",
+            "## Overview {id=\"ov\"}",
+            "## Summary {id=\"ov\"}",
+        ),
+        (
+            "prose sentence",
+            "The plan has one sentence.",
+            "The plan has a better sentence.",
+        ),
+        (
+            "new paragraph",
+            "Overview prose.\n",
+            "Overview prose.\n\nA paragraph a human added.\n",
+        ),
+        (
+            "new list item",
+            "- second item\n",
+            "- second item\n- third item\n",
+        ),
+        ("card in an id-less grid", "Card two.", "Card two, edited."),
+        ("frontmatter field", "owner: ana", "owner: bo"),
+    ];
+    for (what, from, to) in edits {
+        let before = r.read("plan.noma");
+        assert!(before.contains(from), "{what}: fixture lacks {from:?}");
+        r.write("plan.noma", &before.replacen(from, to, 1));
+        // Unrecorded, the hook refuses and names the command that works.
+        r.ok(&["add", "-A"]);
+        let o = r.git(&["commit", "-q", "-m", what]);
+        assert!(!o.status.success(), "{what}: unrecorded edit committed");
+        assert!(text(&o).contains("noma record"), "{what}: {}", text(&o));
+        let ops = record(&r, "plan.noma");
+        assert!(!ops.is_empty(), "{what}: nothing recorded");
+        if what == "heading with its explicit id" {
+            assert_eq!(names(&ops), ["update_heading"], "{what}");
+        }
+        commit(&r, what);
+    }
+    // The whole transcript replays from the first committed content.
+    r.write(".git/base.noma", DOC);
+    let o = r.noma(&["replay", "plan.noma", "--base", ".git/base.noma"]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    // Hand edits are attributed to a human.
+    let t = r.read("plan.noma.patches");
+    let humans = t
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"human\""))
+        .count();
+    assert!(humans >= 7, "{t}");
+    assert!(t.contains("x-noma/replace_lines"));
+}
+
+#[test]
+fn text_edits_can_be_forbidden_by_policy() {
+    let r = setup("record_text_edits: false\n");
+    let doc = r.read("plan.noma");
+    r.write("plan.noma", &doc.replace("Overview prose.", "Other prose."));
+    let o = r.noma(&["record", "plan.noma"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("record_text_edits: false"),
+        "{}",
+        text(&o)
+    );
+    // A block edit is still recorded with v1.0 ops.
+    r.write(
+        "plan.noma",
+        &doc.replace("An agent's note.", "A human's note."),
+    );
+    assert_eq!(names(&record(&r, "plan.noma")), ["replace_block"]);
+    commit(&r, "block edit");
+    // A transcript carrying the extension op (written before the policy
+    // changed, or by hand) is refused by the hook.
+    r.write(".noma/config.yml", "");
+    commit(&r, "allow text edits");
+    let doc = r.read("plan.noma");
+    r.write("plan.noma", &doc.replace("Overview prose.", "Other prose."));
+    record(&r, "plan.noma");
+    r.write(".noma/config.yml", "record_text_edits: false\n");
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "-m", "sneak"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("transcript-extension-op"), "{}", text(&o));
+}
+
+#[test]
+fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
+    let r = setup("");
+    r.write(
+        ".noma/config.yml",
+        "require_transcript: [\"**/*.noma\"]\nstrict: true\n",
+    );
+    commit(&r, "policy");
+    // An existing document without a transcript (the policy came later).
+    r.write("old.noma", "# Old\n\nOld prose.\n");
+    let o = r.git(&["add", "-A"]);
+    assert!(o.status.success());
+    let o = r.git(&["commit", "-q", "--no-verify", "-m", "before the policy"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A new document: refused, and the hint names the one command.
+    r.write("new.noma", "# New\n\n::note{id=\"x\"}\nfirst\n::\n");
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "-m", "new doc"]);
+    assert!(!o.status.success(), "a new document without transcript");
+    assert!(
+        text(&o).contains("noma record \"new.noma\""),
+        "{}",
+        text(&o)
+    );
+    let o = r.noma(&["record", "new.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("genesis"), "{}", text(&o));
+    commit(&r, "new doc with genesis");
+    // Agents patch it, even under strict: the base (empty) is known.
+    let op = r#"{"op":"replace_body","id":"x","content":"second"}"#;
+    let o = r.noma(&["patch", "new.noma", "--inplace", "--op", op]);
+    assert!(o.status.success(), "{}", text(&o));
+    commit(&r, "agent edits the new doc");
+    // The existing document, touched now, needs its transcript too.
+    r.write("old.noma", "# Old\n\nNewer prose.\n");
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "-m", "old doc edit"]);
+    assert!(!o.status.success());
+    let o = r.noma(&["record", "old.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    commit(&r, "old doc adopted");
+    // Both replay from their transcripts alone: no --base.
+    for doc in ["new.noma", "old.noma"] {
+        let o = r.noma(&["replay", doc]);
+        assert!(o.status.success(), "replay {doc}: {}", text(&o));
+    }
+    // Recording again with nothing changed is a no-op.
+    let o = r.noma(&["record", "new.noma"]);
+    assert!(text(&o).contains("nothing to record"), "{}", text(&o));
+}
