@@ -14,8 +14,14 @@
 //!
 //! Documents: a document added since the base is `added` and its top-level
 //! blocks are listed as `added` (their children are part of them); a deleted
-//! one is `removed` with its top-level blocks `removed`. A renamed file is a
-//! removed plus an added document (block identity is per document).
+//! one is `removed` with its top-level blocks `removed`. A document moved
+//! since the base (`git mv`, or any move git's rename detection pairs: a
+//! tracked old path gone, a tracked new path at least 50% similar) is one
+//! `renamed` document: `path` is the new path, `old_path` the path at the
+//! merge base, and `blocks` are only the blocks that differ between the
+//! two versions (none for a pure move). Renames are detected between
+//! tracked paths only (an untracked copy is an addition until it is
+//! added), and with `files` only when both paths are named.
 //!
 //! Reconciliation ([`state`]): [`mark_reconciled`] records the currently
 //! changed block versions of some documents; later queries list those, while
@@ -127,6 +133,8 @@ pub enum DocChange {
     Modified,
     /// Gone since the base.
     Removed,
+    /// Moved since the base (`old_path` says from where), maybe edited.
+    Renamed,
 }
 
 /// Block counts of one document (skipped blocks are not counted here).
@@ -163,6 +171,9 @@ impl Counts {
 pub struct DocBlocks {
     /// Repository-relative path.
     pub path: String,
+    /// The path at the merge base, for a renamed document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
     /// How the document differs.
     pub change: DocChange,
     /// sha256 of the working-tree bytes (absent when removed).
@@ -205,6 +216,9 @@ pub struct ChangedBlocks {
 pub struct ChangedDoc {
     /// Repository-relative path.
     pub path: String,
+    /// The path at the merge base, for a renamed document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
     /// How the document differs.
     pub change: DocChange,
     /// Block counts.
@@ -284,6 +298,7 @@ pub fn list_changed_docs(
             .into_iter()
             .map(|d| ChangedDoc {
                 path: d.path,
+                old_path: d.old_path,
                 change: d.change,
                 counts: d.counts,
                 outside_blocks_changed: d.outside_blocks_changed,
@@ -338,6 +353,7 @@ pub fn changed_blocks(
             }
             DocBlocks {
                 path: d.path,
+                old_path: d.old_path,
                 change: d.change,
                 sha256: d.sha256,
                 old_sha256: d.old_sha256,
@@ -489,6 +505,7 @@ pub fn snapshot_state(repo: &Repo) -> Result<Snapshot, ChangesError> {
 /// One diffed document before reconciliation filtering.
 struct RawDoc {
     path: String,
+    old_path: Option<String>,
     change: DocChange,
     sha256: Option<String>,
     old_sha256: Option<String>,
@@ -616,24 +633,29 @@ fn compute(
         selected.push(rel);
     }
 
-    // (path, old blob, present in the working tree) per changed document.
-    let changed: Vec<(String, Option<Oid>, bool)> = repo
+    // Per changed document: its path, its path at the merge base when
+    // renamed, its old blob, and whether it is in the working tree.
+    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = repo
         .worktree_changes(mb, "*.noma", &selected)
         .map_err(|e| ChangesError::Git(git_error(e)))?
         .into_iter()
         .map(|c| {
             let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
-            (c.path, c.old_id, has_new)
+            (c.path, c.old_path, c.old_id, has_new)
         })
         .collect();
 
     let mut docs = Vec::new();
     let mut excluded = Vec::new();
-    for (path, old_id, has_new) in &changed {
-        let (path, old_id, has_new) = (path.as_str(), *old_id, *has_new);
+    for (path, old_path, old_id, has_new) in &changed {
+        let (path, old_path, old_id, has_new) =
+            (path.as_str(), old_path.as_deref(), *old_id, *has_new);
         if !path.ends_with(".noma") {
             continue;
         }
+        // A document renamed from (or to) something that is not a
+        // document is an addition (or is not ours).
+        let old_path = old_path.filter(|p| p.ends_with(".noma"));
         if !excludes.is_empty() && excludes.is_match(path) {
             excluded.push(path.to_string());
             continue;
@@ -657,13 +679,13 @@ fn compute(
         } else {
             None
         };
-        if old_bytes == new_bytes {
+        if old_bytes == new_bytes && old_path.is_none() {
             continue;
         }
         docs.push(diff_one(
             cache,
             q.bypass_cache,
-            path,
+            (path, old_path),
             old_id,
             old_bytes,
             new_bytes,
@@ -682,22 +704,30 @@ fn compute(
     ))
 }
 
-/// Diffs one document's two versions (either may be absent).
+/// Diffs one document's two versions (either may be absent); `paths` are
+/// its path and, when renamed, its path at the merge base.
 fn diff_one(
     cache: &BlockCache,
     bypass: bool,
-    path: &str,
+    paths: (&str, Option<&str>),
     old_id: Option<Oid>,
     old: Option<Vec<u8>>,
     new: Option<Vec<u8>>,
 ) -> RawDoc {
-    let change = match (&old, &new) {
-        (None, _) => DocChange::Added,
-        (_, None) => DocChange::Removed,
-        _ => DocChange::Modified,
+    let (mut path, old_path) = paths;
+    let (change, old_path) = match (&old, &new) {
+        (None, _) => (DocChange::Added, None),
+        (_, None) => {
+            // Moved, then deleted from the working tree: the old document is gone.
+            path = old_path.unwrap_or(path);
+            (DocChange::Removed, None)
+        }
+        _ if old_path.is_some() => (DocChange::Renamed, old_path),
+        _ => (DocChange::Modified, None),
     };
     let mut doc = RawDoc {
         path: path.to_string(),
+        old_path: old_path.map(str::to_string),
         change,
         sha256: new.as_deref().map(sha256_hex),
         old_sha256: old.as_deref().map(sha256_hex),
@@ -754,9 +784,12 @@ mod tests {
             "gone.noma",
             "sub dir/staged.noma",
             "notes.txt",
+            "moved.noma",
         ] {
             std::fs::write(d.join(f), format!("# {f}\n")).unwrap();
         }
+        let long: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(d.join("moved-edited.noma"), &long).unwrap();
         std::fs::write(d.join(".gitignore"), "ignored.noma\n").unwrap();
         git(d, &["add", "-A"]);
         git(d, &["commit", "-q", "-m", "base"]);
@@ -768,16 +801,19 @@ mod tests {
         std::fs::write(d.join("new.noma"), "# new\n").unwrap();
         std::fs::write(d.join("ignored.noma"), "# ignored\n").unwrap();
         std::fs::write(d.join("notes.txt"), "changed\n").unwrap();
+        git(d, &["mv", "moved.noma", "sub dir/moved.noma"]);
+        git(d, &["mv", "moved-edited.noma", "edited-move.noma"]);
+        std::fs::write(d.join("edited-move.noma"), long.replace("line 3", "LINE 3")).unwrap();
         let repo = Repo::discover(d).unwrap();
-        let tuples =
-            |list: Vec<crate::git::repo::StagedChange>| -> Vec<(String, Option<Oid>, bool)> {
-                list.into_iter()
-                    .map(|c| {
-                        let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
-                        (c.path, c.old_id, has_new)
-                    })
-                    .collect()
-            };
+        type Tuple = (String, Option<String>, Option<Oid>, bool);
+        let tuples = |list: Vec<crate::git::repo::StagedChange>| -> Vec<Tuple> {
+            list.into_iter()
+                .map(|c| {
+                    let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
+                    (c.path, c.old_path, c.old_id, has_new)
+                })
+                .collect()
+        };
         for selected in [
             vec![],
             vec!["edit.noma".to_string(), "new.noma".to_string()],
@@ -798,10 +834,18 @@ mod tests {
             );
             assert_eq!(cli, lib, "{selected:?}");
             if selected.is_empty() {
-                let paths: Vec<&str> = cli.iter().map(|c| c.0.as_str()).collect();
+                let paths: Vec<(&str, Option<&str>)> =
+                    cli.iter().map(|c| (c.0.as_str(), c.1.as_deref())).collect();
                 assert_eq!(
                     paths,
-                    ["edit.noma", "gone.noma", "new.noma", "sub dir/staged.noma"]
+                    [
+                        ("edit.noma", None),
+                        ("edited-move.noma", Some("moved-edited.noma")),
+                        ("gone.noma", None),
+                        ("new.noma", None),
+                        ("sub dir/moved.noma", Some("moved.noma")),
+                        ("sub dir/staged.noma", None),
+                    ]
                 );
             }
         }

@@ -4,6 +4,10 @@
 //!
 //! Paths given on the command line are repository-relative (the same as the
 //! library and MCP tools), whatever the current directory.
+//!
+//! A moved document (see [`crate::changes`]) is one `renamed` entry: JSON
+//! `"change": "renamed"` with `"old_path"`; human `NEW (renamed from OLD:
+//! counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`.
 
 use super::Format;
 use crate::changes::{self, ChangesError, Query};
@@ -162,6 +166,7 @@ fn summarise(r: changes::ChangedBlocks) -> changes::ChangedDocs {
             .into_iter()
             .map(|d| changes::ChangedDoc {
                 path: d.path,
+                old_path: d.old_path,
                 change: d.change,
                 counts: d.counts,
                 outside_blocks_changed: d.outside_blocks_changed,
@@ -227,18 +232,20 @@ fn human_docs(d: &changes::ChangedDocs) -> String {
         out.push_str(&format!(
             "{}\t{}\t{}\n",
             doc.path,
-            changes_name(doc.change),
+            changes_name(doc.change, doc.old_path.as_deref()),
             counts_text(&doc.counts)
         ));
     }
     out
 }
 
-fn changes_name(c: changes::DocChange) -> &'static str {
-    match c {
-        changes::DocChange::Added => "added",
-        changes::DocChange::Modified => "modified",
-        changes::DocChange::Removed => "removed",
+fn changes_name(c: changes::DocChange, old_path: Option<&str>) -> String {
+    match (c, old_path) {
+        (changes::DocChange::Added, _) => "added".into(),
+        (changes::DocChange::Modified, _) => "modified".into(),
+        (changes::DocChange::Removed, _) => "removed".into(),
+        (changes::DocChange::Renamed, Some(old)) => format!("renamed from {old}"),
+        (changes::DocChange::Renamed, None) => "renamed".into(),
     }
 }
 
@@ -255,7 +262,7 @@ fn human_blocks(r: &changes::ChangedBlocks) -> String {
         out.push_str(&format!(
             "{} ({}: {})\n",
             doc.path,
-            changes_name(doc.change),
+            changes_name(doc.change, doc.old_path.as_deref()),
             counts_text(&doc.counts)
         ));
         if let Some(e) = &doc.error {

@@ -984,14 +984,21 @@ pub fn repair_file(
 /// Replays the transcript of `doc_path` without changing any file: a
 /// verifier reports what a writer would repair (the notes) and never
 /// repairs it.
+///
+/// The base is the file `base` when given; otherwise `find_base` is asked
+/// with the transcript's bytes and the document's text, and returns the
+/// base text when it knows one (a shell looks it up, e.g. in the
+/// document's git history; the engine reads no repository). None leaves
+/// the choice to [`transcript::replay::replay`]: the document itself.
 pub fn replay_file(
     doc_path: &Path,
     transcript_path: Option<&Path>,
     base: Option<&Path>,
+    find_base: &mut dyn FnMut(&[u8], &str) -> Option<String>,
     apply: ApplyFn,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
     let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
-    let base_text = match base {
+    let given = match base {
         Some(b) => Some(crate::doc::source::read_file(b)?),
         None => None,
     };
@@ -1001,6 +1008,7 @@ pub fn replay_file(
     let bytes = locked.read_all().map_err(io_err("cannot read", &tpath))?;
     let doc = crate::doc::source::read_file(doc_path)?;
     drop(locked);
+    let base_text = given.or_else(|| find_base(&bytes, &doc));
     let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
     Ok((notes, report))
 }

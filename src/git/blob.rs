@@ -15,6 +15,8 @@ pub struct RevFile {
     pub oid: String,
     /// `REV:path` with the path relative to the repository root.
     pub spec: String,
+    /// The path relative to the repository root, `/`-separated.
+    pub path: String,
     /// The blob's bytes.
     pub bytes: Vec<u8>,
 }
@@ -122,6 +124,7 @@ pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, Blob
     Ok(RevFile {
         oid: blob.id().to_string(),
         spec,
+        path: rel_shown,
         bytes: blob.content().to_vec(),
     })
 }

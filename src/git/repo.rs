@@ -120,6 +120,20 @@ impl Repo {
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
+    /// Opens the repository around `start` the way git would from there:
+    /// GIT_DIR and friends honoured, otherwise discovered upwards from
+    /// `start` (the opener of [`crate::git::blob`]'s `REV:path` reads).
+    pub fn open_from(start: &Path) -> Result<Repo, GitError> {
+        tune_libgit2();
+        Repository::open_ext(
+            start,
+            git2::RepositoryOpenFlags::FROM_ENV,
+            &[] as &[&std::ffi::OsStr],
+        )
+        .map(|repo| Repo { repo })
+        .map_err(|e| GitError::NotARepo(e.message().to_string()))
+    }
+
     /// Discovers the repository containing `path` (ignores the environment).
     pub fn discover(path: &Path) -> Result<Repo, GitError> {
         tune_libgit2();
@@ -137,6 +151,18 @@ impl Repo {
     /// The working tree root (None for a bare repository).
     pub fn workdir(&self) -> Option<PathBuf> {
         self.repo.workdir().map(Path::to_path_buf)
+    }
+
+    /// The repository-relative, `/`-separated path of an existing file
+    /// `path` in the working tree (both sides canonical, so symlinked temp
+    /// directories compare equal); None outside the working tree, in a bare
+    /// repository, or for a path name that is not UTF-8.
+    pub fn relative_path(&self, path: &Path) -> Option<String> {
+        let root = std::fs::canonicalize(self.repo.workdir()?).ok()?;
+        let abs = std::fs::canonicalize(path).ok()?;
+        let rel = abs.strip_prefix(&root).ok()?;
+        let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+        parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
     }
 
     /// The git directory (`.git`, or the worktree's private directory).
@@ -249,8 +275,12 @@ impl Repo {
 
     /// Paths matching `pathspecs` whose working-tree content differs from
     /// `commit` (through the index's stat data, like `git status`), plus
-    /// untracked, not ignored files as additions. No rename detection.
-    /// None when the `git` CLI cannot run; the caller then asks libgit2.
+    /// untracked, not ignored files as additions. Renames are detected
+    /// between tracked paths (`git mv`, edited or not: git's `-M`, 50%
+    /// similarity) when both the old and the new path match `pathspecs`; an
+    /// untracked file is never the new side of a rename (git does not pair
+    /// it either until it is added). None when the `git` CLI cannot run; the
+    /// caller then asks libgit2.
     ///
     /// Why the CLI: this is one `lstat` per tracked file, which git spreads
     /// over threads (`core.preloadIndex`) and libgit2 does on one.
@@ -277,14 +307,7 @@ impl Repo {
             out.status.success().then_some(out.stdout)
         };
         let commit = commit.to_string();
-        let tracked = git(&[
-            "diff-index",
-            "--raw",
-            "-z",
-            "--no-renames",
-            "--no-abbrev",
-            &commit,
-        ])?;
+        let tracked = git(&["diff-index", "--raw", "-z", "-M", "--no-abbrev", &commit])?;
         let untracked = git(&["ls-files", "-z", "--others", "--exclude-standard"])?;
         let mut out = match parse_raw_diff(&tracked) {
             Ok(v) => v,
@@ -325,8 +348,11 @@ impl Repo {
     }
 
     /// Paths whose working-tree content differs from `commit`, plus
-    /// untracked, not ignored files as additions; `exact` paths when given,
-    /// else every path matching `glob`. Asks the `git` CLI (see
+    /// untracked, not ignored files as additions, with renames between
+    /// tracked paths as [`ChangeKind::Renamed`] (`old_path` set, `old_id`
+    /// the blob at `commit`); `exact` paths when given (a rename is then
+    /// seen only when both of its paths are given), else every path
+    /// matching `glob`. Asks the `git` CLI (see
     /// [`Repo::worktree_changes_by_cli`]), libgit2 when git cannot run.
     pub fn worktree_changes(
         &self,
@@ -365,9 +391,14 @@ impl Repo {
             }
             opts.disable_pathspec_match(true);
         }
-        let diff = self
+        let mut diff = self
             .repo
             .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+        // Pairs tracked paths only, like `git diff-index -M`: untracked
+        // files are not offered as rename targets.
+        let mut find = DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find))?;
         changes_of(&diff)
     }
 

@@ -3,6 +3,11 @@
 //! over [`crate::changes`]; every `files` entry is contained in the
 //! repository root first (a path escape is a system error, like in the
 //! Annex B tools).
+//!
+//! A document moved since the base (`git mv`, edited or not) is one entry
+//! with `change: "renamed"`, `path` the new path and `old_path` the old
+//! one, listing only the blocks that differ between the two versions (none
+//! for a pure move); see [`crate::changes`].
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -14,8 +19,9 @@ use crate::git::repo::Repo;
 
 pub(super) const LIST_CHANGED_DOCS: &str = "List the .noma documents that differ between the \
 merge base with `base_branch` and the working tree (committed, staged and unstaged changes), each \
-with counts of added / modified / removed blocks. Cheap: use it first to see which documents a \
-branch touched, then get_changed_blocks for the blocks themselves.";
+with counts of added / modified / removed blocks. A moved document is one entry with change \
+`renamed` and `old_path`. Cheap: use it first to see which documents a branch touched, then \
+get_changed_blocks for the blocks themselves.";
 
 pub(super) const GET_CHANGED_BLOCKS: &str = "Return ONLY the blocks that changed since the merge \
 base with `base_branch`: per document, the smallest changed addressable blocks (a section whose \
@@ -24,7 +30,8 @@ has id, type/name, change (added | modified | removed | renamed | moved), new `l
 source and its sha256 (send it as `baseHash` when patching that block), the old sha256 (and old \
 source with include_old_source), and the parent id. Unchanged blocks never appear; blocks already \
 reconciled at the same hash (by mark_reconciled, or in the committed snapshot_state baseline) are \
-listed in `skipped` by id only. Narrow with `files` and \
+listed in `skipped` by id only. A document moved since the base (git mv) has change `renamed`, \
+`old_path`, and only the blocks that differ between its old and new versions. Narrow with `files` and \
 `exclude_patterns`; `bypass_cache` recomputes everything and ignores reconciliation marks.";
 
 pub(super) const MARK_RECONCILED: &str = "Record the current block hashes of `files` as \
