@@ -6,6 +6,7 @@ mod common;
 mod bad_input;
 mod cache_cli;
 mod changed_cli;
+mod converge_props;
 mod e2e_init;
 mod engine_concurrency;
 mod engine_crash;
