@@ -206,12 +206,21 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
         } else if head_t.is_some() {
             // 3. Replay of the branch's records to HEAD's bytes.
             let tail = head_tb.get(prefix.len()..).unwrap_or_default();
+            // The tail's first record chains onto the prefix's last line.
             let (lines, _) = crate::transcript::split_lines(&prefix);
-            let offset = lines.len();
-            let r = replay::replay(tail, text(&mb_doc), head_doc, crate::engine::APPLY);
+            let prev_last = lines.last().map(|l| crate::doc::hash::sha256_hex(l.raw));
+            let after = prev_last
+                .as_deref()
+                .map(|prev_line_sha256| replay::Continuation {
+                    prev_line_sha256,
+                    lines_before: lines.len(),
+                });
+            let r =
+                replay::replay_after(after, tail, text(&mb_doc), head_doc, crate::engine::APPLY);
             if let Some(d) = r.divergence {
                 rep.replays = false;
-                let line = (d.line > 0).then_some(d.line + offset);
+                // Lines are the file's: replay_after counts the prefix's.
+                let line = (d.line > 0).then_some(d.line);
                 if d.blocks.is_empty() {
                     let mut f = finding("error", "replay-diverged", &tpath, d.message.clone());
                     f.line = line;
