@@ -36,7 +36,8 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use git2::{ObjectType, Oid};
+use crate::git::repo::GitError;
+use crate::git::Oid;
 use serde::Serialize;
 
 use crate::cache::{BlockCache, DocInfo};
@@ -104,7 +105,7 @@ pub enum ChangesError {
     },
     /// A git failure (object database, index, working tree scan).
     #[error("git: {0}")]
-    Git(#[from] git2::Error),
+    Git(#[from] GitError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -589,13 +590,6 @@ fn info(cache: &BlockCache, bypass: bool, blob: Option<Oid>, text: &str) -> Arc<
     }
 }
 
-fn git_error(e: crate::git::repo::GitError) -> git2::Error {
-    match e {
-        crate::git::repo::GitError::Git(g) => g,
-        other => git2::Error::from_str(&other.to_string()),
-    }
-}
-
 /// The shared core: validate, diff the trees, diff each changed document.
 fn compute(
     repo: &Repo,
@@ -603,30 +597,22 @@ fn compute(
     cache: &BlockCache,
 ) -> Result<(PathBuf, Oid, Raw), ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
-    let git = repo.git2();
     let base = repo
         .resolve(&q.base)
         .map_err(|e| ChangesError::UnknownBase {
             rev: q.base.clone(),
-            msg: match e {
-                crate::git::repo::GitError::Git(g) => g.message().to_string(),
-                other => other.to_string(),
-            },
+            msg: e.detail(),
         })?;
     let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
     let mb = repo
         .merge_base(base, head)
         .ok_or_else(|| ChangesError::NoMergeBase(q.base.clone()))?;
-    let base_tree = git.find_commit(mb)?.tree()?;
     let excludes = exclude_set(&q.exclude_patterns)?;
 
     let mut selected = Vec::with_capacity(q.files.len());
     for f in &q.files {
         let rel = relative_path(&root, f)?;
-        let in_base = matches!(
-            base_tree.get_path(Path::new(&rel)),
-            Ok(e) if e.kind() == Some(ObjectType::Blob)
-        );
+        let in_base = repo.blob_id_at(mb, &rel)?.is_some();
         if !in_base && !root.join(&rel).is_file() {
             return Err(ChangesError::UnknownFile(f.clone()));
         }
@@ -636,8 +622,7 @@ fn compute(
     // Per changed document: its path, its path at the merge base when
     // renamed, its old blob, and whether it is in the working tree.
     let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = repo
-        .worktree_changes(mb, "*.noma", &selected)
-        .map_err(|e| ChangesError::Git(git_error(e)))?
+        .worktree_changes(mb, "*.noma", &selected)?
         .into_iter()
         .map(|c| {
             let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
@@ -661,7 +646,7 @@ fn compute(
             continue;
         }
         let old_bytes = match old_id {
-            Some(id) => Some(git.find_blob(id)?.content().to_vec()),
+            Some(id) => Some(repo.blob(id)?),
             None => None,
         };
         let new_bytes = if has_new {

@@ -1,6 +1,14 @@
-//! Git plumbing (git2): the only place that talks to repositories. Callers
-//! get bytes and paths; they never see git2 types beyond this boundary.
+//! Git plumbing (git2): the only place that talks to repositories and the
+//! only module that names the `git2` crate. Callers get bytes, paths,
+//! plain-data listings and object ids ([`Oid`], a 20-byte value); the
+//! repository handle, its objects and its errors stay behind this
+//! boundary ([`repo::GitError`] wraps the latter).
 
 pub mod blob;
+pub mod config;
 pub mod layout;
 pub mod repo;
+
+/// A git object id (commit or blob): a plain value callers may hold,
+/// compare and print.
+pub use git2::Oid;

@@ -26,6 +26,16 @@ pub enum GitError {
     Git(#[from] git2::Error),
 }
 
+impl GitError {
+    /// The failure without the `git: ` prefix of its display.
+    pub fn detail(&self) -> String {
+        match self {
+            GitError::Git(g) => g.message().to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// How a staged path differs from HEAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -142,12 +152,6 @@ impl Repo {
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
-    /// The underlying libgit2 handle, for diff shapes this module does not
-    /// offer (`noma changed` diffs a tree against the working tree).
-    pub fn git2(&self) -> &Repository {
-        &self.repo
-    }
-
     /// The working tree root (None for a bare repository).
     pub fn workdir(&self) -> Option<PathBuf> {
         self.repo.workdir().map(Path::to_path_buf)
@@ -204,6 +208,83 @@ impl Repo {
     /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
     pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
         Ok(self.repo.revparse_single(rev)?.peel_to_commit()?.id())
+    }
+
+    /// Where to start walking history for versions of a path: HEAD, the
+    /// commits git names during a merge, rebase or cherry-pick
+    /// (`MERGE_HEAD`, `CHERRY_PICK_HEAD`, `REBASE_HEAD`, `ORIG_HEAD`,
+    /// `GITHEAD_*`), and every ref. During a rebase or cherry-pick git
+    /// writes no `MERGE_HEAD` and sets no `GITHEAD_*` before drivers run,
+    /// but the commit being replayed is still reachable from its branch
+    /// (or `ORIG_HEAD`). Sorted, without duplicates, commits only.
+    pub fn history_starts(&self) -> Vec<Oid> {
+        let mut out: Vec<Oid> = self.head_commit().into_iter().collect();
+        for name in [
+            "MERGE_HEAD",
+            "CHERRY_PICK_HEAD",
+            "REBASE_HEAD",
+            "ORIG_HEAD",
+            "AUTO_MERGE",
+        ] {
+            if let Ok(id) = self.resolve(name) {
+                out.push(id);
+            }
+        }
+        for (k, _) in std::env::vars_os() {
+            if let Some(hex) = k.to_str().and_then(|k| k.strip_prefix("GITHEAD_")) {
+                if let Ok(id) = self.resolve(hex) {
+                    out.push(id);
+                }
+            }
+        }
+        if let Ok(refs) = self.repo.references() {
+            for r in refs.flatten() {
+                if let Ok(c) = r.peel_to_commit() {
+                    out.push(c.id());
+                }
+            }
+        }
+        // A ref that is not a commit (AUTO_MERGE is a tree) is skipped.
+        out.retain(|id| self.repo.find_commit(*id).is_ok());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Which of `paths` the index holds as symbolic links (one read of the
+    /// index).
+    pub fn staged_symlinks(&self, paths: &[&str]) -> Result<HashSet<String>, GitError> {
+        let index = self.repo.index()?;
+        Ok(paths
+            .iter()
+            .filter(|p| {
+                index
+                    .get_path(Path::new(p), 0)
+                    .is_some_and(|e| e.mode & 0o170000 == 0o120000)
+            })
+            .map(|p| p.to_string())
+            .collect())
+    }
+
+    /// The `.noma` documents whose document or transcript differs between
+    /// commits `from` and `to`, as document paths (a transcript names its
+    /// document), sorted.
+    pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
+        let tree = |id: Oid| self.repo.find_commit(id).and_then(|c| c.tree());
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), None)?;
+        let mut docs = std::collections::BTreeSet::new();
+        for d in diff.deltas() {
+            let Some(p) = d.new_file().path().and_then(Path::to_str) else {
+                continue;
+            };
+            let p = p.strip_suffix(".patches").unwrap_or(p);
+            if p.ends_with(".noma") {
+                docs.insert(p.to_string());
+            }
+        }
+        Ok(docs.into_iter().collect())
     }
 
     /// The best common ancestor of two commits, if any.

@@ -44,6 +44,7 @@ use crate::config::Policy;
 use crate::diag::Severity;
 use crate::doc::hash::sha256_hex;
 use crate::git::repo::{GitError, Repo, Staged};
+use crate::git::Oid;
 use crate::transcript::{self, replay, split_lines, PatchResult, Record};
 
 pub mod record;
@@ -133,7 +134,7 @@ pub struct Guard<'a> {
     policy: &'a Policy,
     cache: &'a BlockCache,
     /// (HEAD, MERGE_HEAD) during a merge.
-    merge: Option<(git2::Oid, git2::Oid)>,
+    merge: Option<(Oid, Oid)>,
 }
 
 /// The path of a document's transcript.
@@ -186,10 +187,16 @@ impl<'a> Guard<'a> {
         }
         // Symlinked documents are refused; the index tells (one read, only
         // when there is something to check).
-        let index = if docs.is_empty() {
-            None
+        let links = if docs.is_empty() {
+            Default::default()
         } else {
-            Some(self.repo.git2().index()?)
+            let mut paths: Vec<String> = Vec::with_capacity(docs.len() * 2);
+            for doc in docs.keys() {
+                paths.push(doc.clone());
+                paths.push(transcript_path(doc));
+            }
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            self.repo.staged_symlinks(&paths)?
         };
         for (doc, head_path) in &docs {
             let Some(bytes) = self.repo.staged_blob(&staged, doc)? else {
@@ -198,12 +205,7 @@ impl<'a> Guard<'a> {
                     .extend(self.orphan(&staged, doc, head_path)?);
                 continue;
             };
-            let is_link = |p: &str| {
-                index
-                    .as_ref()
-                    .and_then(|i| i.get_path(std::path::Path::new(p), 0))
-                    .is_some_and(|e| e.mode & 0o170000 == 0o120000)
-            };
+            let is_link = |p: &str| links.contains(p);
             if is_link(doc) {
                 report.findings.push(symlink_finding(doc, &bytes));
                 continue;
@@ -713,7 +715,7 @@ impl<'a> Guard<'a> {
 /// Searches the history reachable from HEAD (and MERGE_HEAD) for a version
 /// of `path` whose sha256 is `sha`.
 pub fn find_in_history(repo: &Repo, path: &str, sha: &str) -> Result<Option<String>, GitError> {
-    let starts: Vec<git2::Oid> = [repo.head_commit(), repo.merge_head()]
+    let starts: Vec<Oid> = [repo.head_commit(), repo.merge_head()]
         .into_iter()
         .flatten()
         .collect();

@@ -253,7 +253,7 @@ impl Place {
             head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()))
         };
         if start.is_none() {
-            let starts: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
+            let starts: Vec<crate::git::Oid> = repo.head_commit().into_iter().collect();
             start = repo
                 .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
                     std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())

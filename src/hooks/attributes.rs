@@ -88,23 +88,14 @@ pub fn eol_status(git_dir: &Path, work_tree: &Path) -> Result<EolStatus, HooksEr
     for (i, want) in EOL_LINES.iter().enumerate() {
         status.lines[i] = text.lines().any(|l| l.trim() == *want);
     }
-    let git_err = |e: git2::Error| HooksError::Io {
-        path: attrs_path(work_tree),
-        source: io::Error::other(e.message().to_string()),
-    };
-    // Opened by git dir: GIT_DIR / GIT_WORK_TREE layouts have no `.git`
-    // in the work tree.
-    let repo = git2::Repository::open(git_dir).map_err(git_err)?;
-    repo.set_workdir(work_tree, false).map_err(git_err)?;
-    for (i, probe) in PROBES.iter().enumerate() {
-        let v = repo
-            .get_attr_bytes(
-                Path::new(probe),
-                "text",
-                git2::AttrCheckFlags::FILE_THEN_INDEX,
-            )
-            .map_err(git_err)?;
-        status.byte_exact[i] = git2::AttrValue::from_bytes(v) == git2::AttrValue::False;
+    let unset = crate::git::config::text_unset(git_dir, work_tree, &PROBES).map_err(|e| {
+        HooksError::Io {
+            path: attrs_path(work_tree),
+            source: io::Error::other(e.detail()),
+        }
+    })?;
+    for (i, u) in unset.into_iter().enumerate() {
+        status.byte_exact[i] = u;
     }
     Ok(status)
 }
@@ -161,7 +152,12 @@ mod tests {
 
     fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        git2::Repository::init(dir.path()).unwrap();
+        let o = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success());
         dir
     }
 

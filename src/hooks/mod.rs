@@ -76,6 +76,7 @@ pub mod attributes;
 pub mod husky;
 pub mod init;
 
+use crate::git;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -777,10 +778,10 @@ pub struct DriverChange {
     pub notes: Vec<String>,
 }
 
-fn config_err(path: &Path) -> impl FnOnce(git2::Error) -> HooksError + '_ {
+fn config_err(path: &Path) -> impl FnOnce(crate::git::repo::GitError) -> HooksError + '_ {
     move |e| HooksError::Io {
         path: path.to_path_buf(),
-        source: io::Error::other(e.message().to_string()),
+        source: io::Error::other(e.detail()),
     }
 }
 
@@ -804,10 +805,7 @@ pub fn merge_driver_status(
     work_tree: &Path,
 ) -> Result<DriverStatus, HooksError> {
     let cfg_path = common_dir.join("config");
-    let driver = match git2::Config::open(&cfg_path) {
-        Ok(c) => c.get_string("merge.noma.driver").ok(),
-        Err(_) => None,
-    };
+    let driver = git::config::get(&cfg_path, "merge.noma.driver");
     let ours = driver
         .as_deref()
         .is_some_and(|d| d.contains(" merge-driver %O %A %B"));
@@ -861,11 +859,14 @@ pub fn install_merge_driver(
                 status.driver.clone().unwrap_or_default()
             ));
         }
-        let mut cfg = git2::Config::open(&cfg_path).map_err(config_err(&cfg_path))?;
-        cfg.set_str("merge.noma.driver", &want)
-            .map_err(config_err(&cfg_path))?;
-        cfg.set_str("merge.noma.name", DRIVER_DESCRIPTION)
-            .map_err(config_err(&cfg_path))?;
+        git::config::set(
+            &cfg_path,
+            &[
+                ("merge.noma.driver", want.as_str()),
+                ("merge.noma.name", DRIVER_DESCRIPTION),
+            ],
+        )
+        .map_err(config_err(&cfg_path))?;
         change.config = true;
     }
     let mut missing: Vec<&str> = Vec::new();
@@ -915,12 +916,9 @@ pub fn uninstall_merge_driver(
     let status = merge_driver_status(common_dir, work_tree)?;
     if status.ours {
         let cfg_path = common_dir.join("config");
-        let mut cfg = git2::Config::open(&cfg_path).map_err(config_err(&cfg_path))?;
-        cfg.remove("merge.noma.driver")
-            .map_err(config_err(&cfg_path))?;
-        if cfg.get_string("merge.noma.name").ok().as_deref() == Some(DRIVER_DESCRIPTION) {
-            cfg.remove("merge.noma.name")
-                .map_err(config_err(&cfg_path))?;
+        git::config::remove(&cfg_path, "merge.noma.driver").map_err(config_err(&cfg_path))?;
+        if git::config::get(&cfg_path, "merge.noma.name").as_deref() == Some(DRIVER_DESCRIPTION) {
+            git::config::remove(&cfg_path, "merge.noma.name").map_err(config_err(&cfg_path))?;
         }
         change.config = true;
     }

@@ -509,6 +509,58 @@ mod tests {
         merge_documents(BASE, o, t, &Labels::default())
     }
 
+    fn validate_text(text: &str) -> Vec<crate::diag::Diagnostic> {
+        crate::validate::validate(
+            &crate::doc::parse(text),
+            &crate::validate::Options::default(),
+        )
+    }
+
+    fn codes(text: &str) -> Vec<String> {
+        validate_text(text).into_iter().map(|d| d.code).collect()
+    }
+
+    #[test]
+    fn merge_driver_conflict_blocks_are_errors_naming_block_and_sides() {
+        let base = "# Plan\n\n::note{id=\"a\"}\nbase\n::\n\n::decision{id=\"d\" status=\"open\"}\n::::note{id=\"inner\"}\nx\n::::\n::\n";
+        let ours = base.replace("base", "ours").replace("\nx\n", "\nmine\n");
+        let theirs = base.replace("base", "theirs").replace("\nx\n", "\nyours\n");
+        let labels = Labels {
+            ours: "HEAD".into(),
+            theirs: "feature".into(),
+        };
+        let m = merge_documents(base, &ours, &theirs, &labels);
+        assert_eq!(m.conflicts.len(), 2, "{}", m.text);
+        let d = validate_text(&m.text);
+        let found: Vec<&crate::diag::Diagnostic> = d
+            .iter()
+            .filter(|d| d.code == "unresolved-conflict")
+            .collect();
+        assert_eq!(found.len(), 2, "{d:?}\n{}", m.text);
+        for (diag, block) in found.iter().zip(["a", "inner"]) {
+            assert_eq!(diag.severity, crate::diag::Severity::Error);
+            assert!(
+                diag.message.contains(&format!("block `{block}`")),
+                "{diag:?}"
+            );
+            assert!(
+                diag.message.contains("HEAD") && diag.message.contains("feature"),
+                "{diag:?}"
+            );
+            let line = diag.pos.unwrap().line as usize;
+            assert!(
+                m.text.lines().nth(line - 1).unwrap().contains("conflict{"),
+                "{diag:?}"
+            );
+        }
+        // noverify does not hide it; a user's own ::conflict directive is not one.
+        let hidden = "::conflict{id=\"merge-conflict-1-a\" block=\"a\" noverify}\nx\n::\n";
+        assert_eq!(codes(hidden), ["unresolved-conflict"]);
+        assert!(codes("::conflict{id=\"c\"}\nx\n::\n").is_empty());
+        // Resolved: no finding.
+        assert!(codes(&ours).is_empty(), "{:?}", codes(&ours));
+    }
+
     fn clean_parse(text: &str) {
         let d = crate::doc::parse(text);
         assert!(d.issues.is_empty(), "{:?}\n{text}", d.issues);

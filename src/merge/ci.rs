@@ -103,7 +103,6 @@ fn text(b: &Option<Vec<u8>>) -> Option<&str> {
 /// `base_rev`; with `write`, writes the rebased files into the work tree.
 pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<DocReport>, String> {
     let repo = Repo::discover(start).map_err(|e| e.to_string())?;
-    let g = git2::Repository::discover(start).map_err(|e| e.message().to_string())?;
     let head = repo.head_commit().ok_or("HEAD has no commit")?;
     let base_tip = repo
         .resolve(base_rev)
@@ -111,28 +110,11 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
     let mb = repo
         .merge_base(head, base_tip)
         .ok_or_else(|| format!("HEAD and {base_rev} have no merge base"))?;
-    let tree = |id: git2::Oid| {
-        g.find_commit(id)
-            .and_then(|c| c.tree())
-            .map_err(|e| e.message().to_string())
-    };
-    let diff = g
-        .diff_tree_to_tree(Some(&tree(mb)?), Some(&tree(head)?), None)
-        .map_err(|e| e.message().to_string())?;
-    let mut docs = BTreeSet::new();
-    for d in diff.deltas() {
-        let Some(p) = d.new_file().path().and_then(Path::to_str) else {
-            continue;
-        };
-        let p = p.strip_suffix(".patches").unwrap_or(p);
-        if p.ends_with(".noma") {
-            docs.insert(p.to_string());
-        }
-    }
+    let docs = repo.changed_documents(mb, head).map_err(|e| e.detail())?;
     let workdir = repo.workdir();
     let mut out = Vec::new();
     for path in docs {
-        let get = |c: git2::Oid, p: &str| repo.blob_at(c, p).ok().flatten();
+        let get = |c: crate::git::Oid, p: &str| repo.blob_at(c, p).ok().flatten();
         let tpath = format!("{path}.patches");
         let Some(head_doc_b) = get(head, &path) else {
             continue; // deleted on the branch

@@ -19,7 +19,7 @@
 //! and their records whose op we lack are re-applied onto our final state
 //! (see [`succession`] for op identity). Neither driver reads the merge's
 //! commits: during a rebase or cherry-pick git names none. Instead the
-//! versions are found by sha256 in the path's history ([`history_starts`]):
+//! versions are found by sha256 in the path's history ([`Repo::history_starts`]):
 //! the transcript driver looks up the document state its common prefix
 //! ends at; the document driver looks up the transcripts that end at ours
 //! and at their document. The result is a pure function of those bytes
@@ -69,50 +69,10 @@ pub struct Versions {
     pub theirs: Option<Vec<u8>>,
 }
 
-/// Where to start walking history for document and transcript versions:
-/// HEAD, the commits git names during a merge, rebase or cherry-pick, and
-/// every ref. During a rebase or cherry-pick git writes no `MERGE_HEAD` and
-/// sets no `GITHEAD_*` before drivers run, but the commit being replayed is
-/// still reachable from its branch (or `ORIG_HEAD`).
-pub fn history_starts(repo: &Repo) -> Vec<git2::Oid> {
-    let mut out: Vec<git2::Oid> = repo.head_commit().into_iter().collect();
-    for name in [
-        "MERGE_HEAD",
-        "CHERRY_PICK_HEAD",
-        "REBASE_HEAD",
-        "ORIG_HEAD",
-        "AUTO_MERGE",
-    ] {
-        if let Ok(id) = repo.resolve(name) {
-            out.push(id);
-        }
-    }
-    for (k, _) in std::env::vars_os() {
-        if let Some(hex) = k.to_str().and_then(|k| k.strip_prefix("GITHEAD_")) {
-            if let Ok(id) = repo.resolve(hex) {
-                out.push(id);
-            }
-        }
-    }
-    if let Ok(refs) = repo.git2().references() {
-        for r in refs.flatten() {
-            if let Ok(c) = r.peel_to_commit() {
-                out.push(c.id());
-            }
-        }
-    }
-    // A ref that is not a commit (AUTO_MERGE is a tree) is simply skipped.
-    let g = repo.git2();
-    out.retain(|id| g.find_commit(*id).is_ok());
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// The version of `path` in the repository's history whose sha256 is
 /// `sha` (bounded by [`crate::guard::HISTORY_LIMIT`] commits).
 pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
-    let starts = history_starts(repo);
+    let starts = repo.history_starts();
     repo.find_in_history(&starts, &[path], crate::guard::HISTORY_LIMIT, |b| {
         sha256_hex(b) == sha
     })
@@ -143,7 +103,7 @@ pub fn find_transcript_for(
     if let Some(p) = preferred.filter(|p| final_state(p).as_deref() == Some(sha.as_str())) {
         return Some(p);
     }
-    let starts = history_starts(repo);
+    let starts = repo.history_starts();
     repo.find_in_history(&starts, &[tpath], crate::guard::HISTORY_LIMIT, |b| {
         final_state(b).as_deref() == Some(sha.as_str())
     })

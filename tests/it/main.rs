@@ -15,6 +15,7 @@ mod hook_git;
 mod hooks_cli;
 mod init_cli;
 mod integrity;
+mod layering;
 mod mcp_envelopes;
 mod mcp_stdio;
 mod merge_git;
