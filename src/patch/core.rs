@@ -9,7 +9,7 @@
 
 use super::source::{self, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::{self, Node, NodeKind};
+use crate::doc::{self, Document, Node, NodeKind};
 
 /// The schema's id pattern `^[A-Za-z_][A-Za-z0-9_./:-]*$`.
 pub(crate) fn is_valid_id(id: &str) -> bool {
@@ -126,6 +126,39 @@ pub(crate) fn child_insertion(
         parent.span.end as usize
     };
     (at, fragment)
+}
+
+/// The chain of blocks from the top level down to `target` (inclusive);
+/// empty when `target` is not in `doc`.
+pub(crate) fn path_to<'d>(doc: &'d Document, target: &Node) -> Vec<&'d Node> {
+    fn go<'d>(list: &'d [Node], target: &Node, path: &mut Vec<&'d Node>) -> bool {
+        for n in list {
+            path.push(n);
+            if std::ptr::eq(n, target) || go(n.children(), target, path) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+    let mut path = Vec::new();
+    go(&doc.children, target, &mut path);
+    path
+}
+
+/// The fence depth a directive written as a child of `container` needs
+/// (§1.5: nesting depth is preserved): one more than the innermost directive
+/// that is `container` or encloses it, 2 at the top level (a section does
+/// not add a fence, but a section inside a `::` block is inside its fence).
+pub(crate) fn child_fence_depth(doc: &Document, container: &Node) -> usize {
+    path_to(doc, container)
+        .iter()
+        .rev()
+        .find_map(|n| match n.kind {
+            NodeKind::Directive { colons, .. } => Some(colons as usize + 1),
+            _ => None,
+        })
+        .unwrap_or(2)
 }
 
 /// Resolves `parent` to a block that can hold children (a section or a
@@ -347,6 +380,19 @@ fn retarget_attrs(line: &str, from: &str, to: &str) -> Option<String> {
         cur = out;
     }
     changed.then_some(cur)
+}
+
+/// Test helper: the validator's error codes for `src`, sorted.
+#[cfg(test)]
+pub(crate) fn error_codes(src: &str) -> Vec<String> {
+    let opts = crate::validate::Options::default();
+    let mut codes: Vec<String> = crate::validate::validate(&doc::parse(src), &opts)
+        .into_iter()
+        .filter(|d| d.severity == crate::diag::Severity::Error)
+        .map(|d| d.code)
+        .collect();
+    codes.sort();
+    codes
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! (parent depth + 1 under a directive, 2 under a section or the root).
 //! Code fences inside the moved block are never touched.
 
-use super::core::{child_insertion, delete_span, require_parent};
+use super::core::{child_fence_depth, child_insertion, delete_span, require_parent};
 use super::source::{self, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
@@ -33,10 +33,9 @@ pub(crate) fn move_block(
         );
     }
     let from_depth = *colons as usize;
-    let to_depth = match &dest.kind {
-        NodeKind::Directive { colons, .. } => *colons as usize + 1,
-        _ => 2,
-    };
+    // Under a section inside a `::` block the moved block needs that
+    // block's depth + 1, not 2 (the reference writes 2 and breaks out).
+    let to_depth = child_fence_depth(&ctx.doc, dest);
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
@@ -200,10 +199,7 @@ mod tests {
         {
             return fail(E::InvalidContent, "inside");
         }
-        let to_depth = match &dest.kind {
-            NodeKind::Directive { colons, .. } => *colons as usize + 1,
-            _ => 2,
-        };
+        let to_depth = child_fence_depth(&ctx.doc, dest);
         let (start, end) = (node.span.start as usize, node.span.end as usize);
         let mut lines = LineBuf::new(src);
         let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
@@ -276,5 +272,22 @@ mod tests {
             }
         }
         assert!(fast_paths >= 300, "{fast_paths}");
+    }
+
+    #[test]
+    fn moving_into_a_section_inside_a_block_fences_one_deeper() {
+        let src = "::grid{id=\"g\"}\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
+        let ctx = Ctx {
+            src,
+            doc: std::sync::Arc::new(doc::parse(src)),
+            prefix: "",
+        };
+        let out = move_block(&ctx, "n", "inner", None).unwrap();
+        assert_eq!(
+            out,
+            "::grid{id=\"g\"}\n## Inner\n\ntext\n\n:::note{id=\"n\"}\nN\n:::\n::\n"
+        );
+        assert!(crate::patch::core::error_codes(&out).is_empty());
+        assert_eq!(slow(src, "n", "inner", None).unwrap(), out);
     }
 }
