@@ -10,12 +10,16 @@ use crate::doc::NodeKind;
 /// than its one paragraph), keeping the opener and closer lines.
 pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let node = ctx.require(id, E::TargetMissing, "block")?;
-    let NodeKind::Directive { children, .. } = &node.kind else {
+    let NodeKind::Directive {
+        children, closed, ..
+    } = &node.kind
+    else {
         return fail(
             E::InvalidContent,
             format!("block \"{id}\" does not have replaceable body text"),
         );
     };
+    let closed = *closed;
     if !(children.is_empty() || node.body().is_some()) {
         return fail(
             E::InvalidContent,
@@ -24,11 +28,17 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
     }
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
-    lines.splice(
-        start,
-        end.saturating_sub(start + 1),
-        source::fragment_lines(content),
-    );
+    let body = source::fragment_lines(content);
+    // The block with its new body must still be one closed block: a body
+    // that opens a code fence (or a directive) it does not close would
+    // swallow the closing fence and the rest of the document.
+    if closed {
+        let mut whole = vec![lines.get(start - 1).to_string()];
+        whole.extend(body.iter().cloned());
+        whole.push(lines.get(end - 1).to_string());
+        super::core::parse_fragment(&whole.join("\n"))?;
+    }
+    lines.splice(start, end.saturating_sub(start + 1), body);
     Ok(lines.finish_with(ctx.prefix))
 }
 
@@ -216,6 +226,29 @@ mod tests {
         assert_eq!(ids, ["intro", "overview", "overview-2"], "{out}");
         // A title that stops being a heading is refused.
         let op = json!({"op": "update_heading", "id": "intro", "title": ""});
+        assert_eq!(
+            apply_one(src, &op).unwrap_err().code,
+            crate::patch::PatchErrorCode::InvalidContent
+        );
+    }
+
+    #[test]
+    fn a_body_that_opens_a_fence_is_refused() {
+        use crate::patch::apply_one;
+        use serde_json::json;
+        let src = "::claim{id=\"c\"}\nx\n::\n\n## After\n";
+        let op = json!({"op": "replace_body", "id": "c", "content": "```\ncode"});
+        assert_eq!(
+            apply_one(src, &op).unwrap_err().code,
+            crate::patch::PatchErrorCode::InvalidContent
+        );
+        let op = json!({"op": "replace_body", "id": "c", "content": "```\ncode\n```"});
+        assert_eq!(
+            apply_one(src, &op).unwrap(),
+            "::claim{id=\"c\"}\n```\ncode\n```\n::\n\n## After\n"
+        );
+        let op = json!({"op": "add_block", "parent": "after",
+                        "content": "::claim{id=\"d\"}\n```\n"});
         assert_eq!(
             apply_one(src, &op).unwrap_err().code,
             crate::patch::PatchErrorCode::InvalidContent

@@ -25,9 +25,25 @@ pub(crate) fn is_valid_key(key: &str) -> bool {
         && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
 }
 
-/// `content` must parse to exactly one top-level directive; returns it.
+/// `content` must parse to exactly one top-level directive that its own
+/// closing fence ends (a code fence left open inside would swallow that
+/// fence and, once spliced in, the rest of the document); returns it.
 pub(crate) fn parse_fragment(content: &str) -> OpResult<Node> {
     let mut parsed = doc::parse(content);
+    if let Some(issue) = parsed.issues.iter().find(|i| {
+        matches!(
+            i.code,
+            "unclosed-code-fence" | "unclosed-directive" | "stray-directive-close"
+        )
+    }) {
+        return fail(
+            E::InvalidContent,
+            format!(
+                "fragment is not a closed block ({}: {})",
+                issue.code, issue.message
+            ),
+        );
+    }
     match parsed.children.len() {
         0 => return fail(E::InvalidContent, "fragment parsed to no blocks"),
         1 => {}

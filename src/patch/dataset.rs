@@ -294,12 +294,23 @@ fn split_delimited(line: &str, delim: char) -> Vec<String> {
     cells
 }
 
+/// Whether a row line starting with `cell` would be read as block syntax
+/// rather than as a row: a code fence (which would swallow the rest of the
+/// document), a directive fence, or a heading.
+fn starts_block_syntax(cell: &str) -> bool {
+    ["```", "~~~", "::", "#"]
+        .iter()
+        .any(|p| cell.starts_with(p))
+}
+
 fn serialize_delimited(cells: &[String], delim: char) -> String {
     let parts: Vec<String> = cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let edge_ws = c.starts_with(char::is_whitespace) || c.ends_with(char::is_whitespace);
-            if !c.contains(delim) && !c.contains('"') && !edge_ws {
+            let syntax = i == 0 && starts_block_syntax(c);
+            if !c.contains(delim) && !c.contains('"') && !edge_ws && !syntax {
                 c.clone()
             } else {
                 format!("\"{}\"", c.replace('"', "\"\""))
@@ -1151,5 +1162,21 @@ mod tests {
         );
         assert!(out.contains("  - [y, '']\n"), "{out}");
         assert!(!out.contains("null"), "{out}");
+    }
+
+    #[test]
+    fn a_first_cell_that_looks_like_a_fence_is_quoted() {
+        let csv = "::dataset{id=\"d\" format=csv}\na,b\nx,1\n::\n\n## After\n";
+        for value in ["```", "~~~js", "::", "# h"] {
+            let out = patch(
+                csv,
+                serde_json::json!({"op": "update_dataset_cell", "id": "d", "row": 0,
+                    "column": 0, "value": value}),
+            );
+            assert!(out.contains(&format!("\n\"{value}\",1\n")), "{out}");
+            let doc = crate::doc::parse(&out);
+            assert!(doc.issues.is_empty(), "{out}");
+            assert!(doc.find("after").is_some(), "{out}");
+        }
     }
 }

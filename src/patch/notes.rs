@@ -294,4 +294,23 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn note_text_that_opens_a_fence_is_refused() {
+        let src = "::claim{id=\"c\"}\nx\n::\n\n## After\n";
+        for content in ["```\ncode", "~~~\nx", "```js"] {
+            let op = json!({"op": "add_comment", "id": "n1", "target": "c", "content": content});
+            let err = apply_one(src, &op).unwrap_err();
+            assert_eq!(
+                err.code,
+                crate::patch::PatchErrorCode::InvalidContent,
+                "{content}"
+            );
+        }
+        // A closed fence is fine.
+        let op = json!({"op": "add_footnote", "id": "n1", "target": "c",
+                        "content": "```\ncode\n```"});
+        let out = apply_one(src, &op).unwrap();
+        assert!(error_codes(&out).is_empty(), "{out}");
+    }
 }
