@@ -200,22 +200,49 @@ pub(crate) fn require_parent<'c>(
     position: Option<f64>,
 ) -> OpResult<(&'c Node, usize)> {
     let node = require_container(ctx, parent)?;
-    let len = node.children().len();
-    let pos = match position {
-        None => len,
-        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => p as usize,
-        Some(p) => {
-            return fail(
-                E::ParentMissing,
-                format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
-            )
-        }
-    };
+    let kids: Vec<&Node> = node.children().iter().collect();
+    let pos = child_position(&kids, parent, position)?;
     Ok((node, pos))
 }
 
+/// The index a new child block takes among `kids` (default: last).
+///
+/// A section owns everything up to the next heading of its level, so a
+/// block written after a section child's heading becomes that section's
+/// child, not `parent`'s (the reference appends there anyway). The
+/// positions that keep it a direct child are `0..=k`, `k` being the index
+/// of the first section child (or the count): no position means `k`, and
+/// a position past `k` is `parent_missing`, like one past the end.
+pub(crate) fn child_position(
+    kids: &[&Node],
+    parent: &str,
+    position: Option<f64>,
+) -> OpResult<usize> {
+    let len = kids.len();
+    let k = kids
+        .iter()
+        .position(|c| matches!(c.kind, NodeKind::Section { .. }))
+        .unwrap_or(len);
+    match position {
+        None => Ok(k),
+        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= k as f64 => Ok(p as usize),
+        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => fail(
+            E::ParentMissing,
+            format!(
+                "position {p} of parent \"{parent}\" is inside its section \"{}\"; a block stays a child of \"{parent}\" only at 0..={k}",
+                kids[k].id.as_deref().unwrap_or("?")
+            ),
+        ),
+        Some(p) => fail(
+            E::ParentMissing,
+            format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
+        ),
+    }
+}
+
 /// §3.1.2 add_block. Content is inserted verbatim (no fence-depth rewrite),
-/// exactly as the reference and its conformance fixture do.
+/// exactly as the reference and its conformance fixture do; positions after
+/// a section child are refused (see [`child_position`]).
 pub(crate) fn add_block(
     ctx: &Ctx<'_>,
     parent: &str,
