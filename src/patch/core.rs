@@ -109,11 +109,44 @@ fn check_content_id(ctx: &Ctx<'_>, fragment: &Node, except: Option<&str>) -> OpR
     Ok(())
 }
 
+/// Content is spliced in verbatim, so its fences must be deep enough for
+/// where it goes: a `::` block inside a `::` parent is not its child, and
+/// its closing fence closes the parent instead, re-parenting the siblings
+/// after it (the reference accepts it). Refused with `invalid_content`,
+/// unless the document already nests at equal depth somewhere (then the
+/// parse is already off, and the reference's own fixture `patch/add_block`
+/// expects the verbatim insert).
+fn check_fragment_depth(ctx: &Ctx<'_>, fragment: &Node, need: usize, place: &str) -> OpResult<()> {
+    let NodeKind::Directive { colons, .. } = fragment.kind else {
+        return Ok(());
+    };
+    let already = ctx
+        .doc
+        .issues
+        .iter()
+        .any(|i| i.code == "directive-depth-mismatch");
+    if (colons as usize) < need && !already {
+        return fail(
+            E::InvalidContent,
+            format!(
+                "content is fenced with {colons} colons; a block inside \"{place}\" needs at least {need}"
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// §3.1.1 replace_block.
 pub(crate) fn replace_block(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let fragment = parse_fragment(content)?;
     let node = require_directive(ctx, id)?;
     check_content_id(ctx, &fragment, Some(id))?;
+    let path = path_to(&ctx.doc, node);
+    let need = match path.len().checked_sub(2).map(|i| path[i]) {
+        Some(container) => child_fence_depth(&ctx.doc, container),
+        None => 2,
+    };
+    check_fragment_depth(ctx, &fragment, need, id)?;
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(start - 1, end - start + 1, source::fragment_lines(content));
@@ -252,6 +285,7 @@ pub(crate) fn add_block(
     let fragment = parse_fragment(content)?;
     let (node, pos) = require_parent(ctx, parent, position)?;
     check_content_id(ctx, &fragment, None)?;
+    check_fragment_depth(ctx, &fragment, child_fence_depth(&ctx.doc, node), parent)?;
     let (at, new) = child_insertion(node, pos, source::fragment_lines(content));
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(at, 0, new);
@@ -464,5 +498,41 @@ mod tests {
         assert!(!is_valid_id("a b"));
         assert!(is_valid_key("resolved_by"));
         assert!(!is_valid_key("a=b"));
+    }
+
+    #[test]
+    fn content_fenced_too_shallow_is_refused() {
+        use crate::patch::{apply_one, PatchErrorCode};
+        use serde_json::json;
+        let src = "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n:::card{id=\"b\"}\nB\n:::\n::\n";
+        let shallow = "::card{id=\"n\"}\nN\n::";
+        for op in [
+            json!({"op": "add_block", "parent": "g", "position": 0, "content": shallow}),
+            json!({"op": "replace_block", "id": "a", "content": shallow}),
+        ] {
+            assert_eq!(
+                apply_one(src, &op).unwrap_err().code,
+                PatchErrorCode::InvalidContent,
+                "{op}"
+            );
+        }
+        let deep = ":::card{id=\"n\"}\nN\n:::";
+        for op in [
+            json!({"op": "add_block", "parent": "g", "position": 0, "content": deep}),
+            json!({"op": "replace_block", "id": "a", "content": deep}),
+        ] {
+            let out = apply_one(src, &op).unwrap();
+            assert!(error_codes(&out).is_empty(), "{out}");
+            let doc = doc::parse(&out);
+            let kids: Vec<_> = doc
+                .find("g")
+                .unwrap()
+                .children()
+                .iter()
+                .map(|c| c.id.as_deref())
+                .collect();
+            assert_eq!(kids.first(), Some(&Some("n")), "{out}");
+            assert_eq!(kids.last(), Some(&Some("b")), "{out}");
+        }
     }
 }
