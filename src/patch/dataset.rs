@@ -5,7 +5,9 @@
 //! `schema:` entry) change; comments and unrelated lines keep their bytes.
 //! Values are coerced by the column's schema type like the reference
 //! (`number` → number, `boolean` → boolean, untyped → number/boolean when it
-//! looks like one). `format=json` bodies (pretty-printed record arrays, row
+//! looks like one); CSV/TSV cells have no types and are written as given
+//! (the reference coerces `1`/`0`/`yes` and writes `true`/`false`), with a
+//! first cell that would read as a fence or heading quoted. `format=json` bodies (pretty-printed record arrays, row
 //! arrays, or `{columns, rows}` objects) are edited by `dataset_json`, which
 //! shares the table-level edits below.
 

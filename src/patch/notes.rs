@@ -3,7 +3,10 @@
 //!
 //! New blocks go right after a directive target (at the target's fence
 //! depth, with a blank line before) or at the top of a section target
-//! (after the heading and one blank line, with a blank line after).
+//! (after the heading and one blank line, with a blank line after), fenced
+//! one deeper than the innermost enclosing directive (§1.5; the reference
+//! writes depth 2 there, which closes an enclosing `::` block). Note text
+//! that would leave a code fence open is `invalid_content`.
 
 use super::core::{child_fence_depth, is_valid_id, parse_fragment, rewrite_open_line};
 use super::op::{NoteKind, Op};
