@@ -9,7 +9,7 @@
 
 use super::source::{self, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::{self, Node, NodeKind};
+use crate::doc::{self, Document, Node, NodeKind};
 
 /// The schema's id pattern `^[A-Za-z_][A-Za-z0-9_./:-]*$`.
 pub(crate) fn is_valid_id(id: &str) -> bool {
@@ -25,9 +25,25 @@ pub(crate) fn is_valid_key(key: &str) -> bool {
         && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
 }
 
-/// `content` must parse to exactly one top-level directive; returns it.
+/// `content` must parse to exactly one top-level directive that its own
+/// closing fence ends (a code fence left open inside would swallow that
+/// fence and, once spliced in, the rest of the document); returns it.
 pub(crate) fn parse_fragment(content: &str) -> OpResult<Node> {
     let mut parsed = doc::parse(content);
+    if let Some(issue) = parsed.issues.iter().find(|i| {
+        matches!(
+            i.code,
+            "unclosed-code-fence" | "unclosed-directive" | "stray-directive-close"
+        )
+    }) {
+        return fail(
+            E::InvalidContent,
+            format!(
+                "fragment is not a closed block ({}: {})",
+                issue.code, issue.message
+            ),
+        );
+    }
     match parsed.children.len() {
         0 => return fail(E::InvalidContent, "fragment parsed to no blocks"),
         1 => {}
@@ -93,11 +109,44 @@ fn check_content_id(ctx: &Ctx<'_>, fragment: &Node, except: Option<&str>) -> OpR
     Ok(())
 }
 
+/// Content is spliced in verbatim, so its fences must be deep enough for
+/// where it goes: a `::` block inside a `::` parent is not its child, and
+/// its closing fence closes the parent instead, re-parenting the siblings
+/// after it (the reference accepts it). Refused with `invalid_content`,
+/// unless the document already nests at equal depth somewhere (then the
+/// parse is already off, and the reference's own fixture `patch/add_block`
+/// expects the verbatim insert).
+fn check_fragment_depth(ctx: &Ctx<'_>, fragment: &Node, need: usize, place: &str) -> OpResult<()> {
+    let NodeKind::Directive { colons, .. } = fragment.kind else {
+        return Ok(());
+    };
+    let already = ctx
+        .doc
+        .issues
+        .iter()
+        .any(|i| i.code == "directive-depth-mismatch");
+    if (colons as usize) < need && !already {
+        return fail(
+            E::InvalidContent,
+            format!(
+                "content is fenced with {colons} colons; a block inside \"{place}\" needs at least {need}"
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// §3.1.1 replace_block.
 pub(crate) fn replace_block(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let fragment = parse_fragment(content)?;
     let node = require_directive(ctx, id)?;
     check_content_id(ctx, &fragment, Some(id))?;
+    let path = path_to(&ctx.doc, node);
+    let need = match path.len().checked_sub(2).map(|i| path[i]) {
+        Some(container) => child_fence_depth(&ctx.doc, container),
+        None => 2,
+    };
+    check_fragment_depth(ctx, &fragment, need, id)?;
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(start - 1, end - start + 1, source::fragment_lines(content));
@@ -128,6 +177,39 @@ pub(crate) fn child_insertion(
     (at, fragment)
 }
 
+/// The chain of blocks from the top level down to `target` (inclusive);
+/// empty when `target` is not in `doc`.
+pub(crate) fn path_to<'d>(doc: &'d Document, target: &Node) -> Vec<&'d Node> {
+    fn go<'d>(list: &'d [Node], target: &Node, path: &mut Vec<&'d Node>) -> bool {
+        for n in list {
+            path.push(n);
+            if std::ptr::eq(n, target) || go(n.children(), target, path) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+    let mut path = Vec::new();
+    go(&doc.children, target, &mut path);
+    path
+}
+
+/// The fence depth a directive written as a child of `container` needs
+/// (§1.5: nesting depth is preserved): one more than the innermost directive
+/// that is `container` or encloses it, 2 at the top level (a section does
+/// not add a fence, but a section inside a `::` block is inside its fence).
+pub(crate) fn child_fence_depth(doc: &Document, container: &Node) -> usize {
+    path_to(doc, container)
+        .iter()
+        .rev()
+        .find_map(|n| match n.kind {
+            NodeKind::Directive { colons, .. } => Some(colons as usize + 1),
+            _ => None,
+        })
+        .unwrap_or(2)
+}
+
 /// Resolves `parent` to a block that can hold children (a section or a
 /// directive); anything else is `parent_missing`.
 pub(crate) fn require_container<'c>(ctx: &'c Ctx<'_>, parent: &str) -> OpResult<&'c Node> {
@@ -151,22 +233,49 @@ pub(crate) fn require_parent<'c>(
     position: Option<f64>,
 ) -> OpResult<(&'c Node, usize)> {
     let node = require_container(ctx, parent)?;
-    let len = node.children().len();
-    let pos = match position {
-        None => len,
-        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => p as usize,
-        Some(p) => {
-            return fail(
-                E::ParentMissing,
-                format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
-            )
-        }
-    };
+    let kids: Vec<&Node> = node.children().iter().collect();
+    let pos = child_position(&kids, parent, position)?;
     Ok((node, pos))
 }
 
+/// The index a new child block takes among `kids` (default: last).
+///
+/// A section owns everything up to the next heading of its level, so a
+/// block written after a section child's heading becomes that section's
+/// child, not `parent`'s (the reference appends there anyway). The
+/// positions that keep it a direct child are `0..=k`, `k` being the index
+/// of the first section child (or the count): no position means `k`, and
+/// a position past `k` is `parent_missing`, like one past the end.
+pub(crate) fn child_position(
+    kids: &[&Node],
+    parent: &str,
+    position: Option<f64>,
+) -> OpResult<usize> {
+    let len = kids.len();
+    let k = kids
+        .iter()
+        .position(|c| matches!(c.kind, NodeKind::Section { .. }))
+        .unwrap_or(len);
+    match position {
+        None => Ok(k),
+        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= k as f64 => Ok(p as usize),
+        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => fail(
+            E::ParentMissing,
+            format!(
+                "position {p} of parent \"{parent}\" is inside its section \"{}\"; a block stays a child of \"{parent}\" only at 0..={k}",
+                kids[k].id.as_deref().unwrap_or("?")
+            ),
+        ),
+        Some(p) => fail(
+            E::ParentMissing,
+            format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
+        ),
+    }
+}
+
 /// §3.1.2 add_block. Content is inserted verbatim (no fence-depth rewrite),
-/// exactly as the reference and its conformance fixture do.
+/// exactly as the reference and its conformance fixture do; positions after
+/// a section child are refused (see [`child_position`]).
 pub(crate) fn add_block(
     ctx: &Ctx<'_>,
     parent: &str,
@@ -176,6 +285,7 @@ pub(crate) fn add_block(
     let fragment = parse_fragment(content)?;
     let (node, pos) = require_parent(ctx, parent, position)?;
     check_content_id(ctx, &fragment, None)?;
+    check_fragment_depth(ctx, &fragment, child_fence_depth(&ctx.doc, node), parent)?;
     let (at, new) = child_insertion(node, pos, source::fragment_lines(content));
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(at, 0, new);
@@ -349,6 +459,19 @@ fn retarget_attrs(line: &str, from: &str, to: &str) -> Option<String> {
     changed.then_some(cur)
 }
 
+/// Test helper: the validator's error codes for `src`, sorted.
+#[cfg(test)]
+pub(crate) fn error_codes(src: &str) -> Vec<String> {
+    let opts = crate::validate::Options::default();
+    let mut codes: Vec<String> = crate::validate::validate(&doc::parse(src), &opts)
+        .into_iter()
+        .filter(|d| d.severity == crate::diag::Severity::Error)
+        .map(|d| d.code)
+        .collect();
+    codes.sort();
+    codes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,5 +498,41 @@ mod tests {
         assert!(!is_valid_id("a b"));
         assert!(is_valid_key("resolved_by"));
         assert!(!is_valid_key("a=b"));
+    }
+
+    #[test]
+    fn content_fenced_too_shallow_is_refused() {
+        use crate::patch::{apply_one, PatchErrorCode};
+        use serde_json::json;
+        let src = "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n:::card{id=\"b\"}\nB\n:::\n::\n";
+        let shallow = "::card{id=\"n\"}\nN\n::";
+        for op in [
+            json!({"op": "add_block", "parent": "g", "position": 0, "content": shallow}),
+            json!({"op": "replace_block", "id": "a", "content": shallow}),
+        ] {
+            assert_eq!(
+                apply_one(src, &op).unwrap_err().code,
+                PatchErrorCode::InvalidContent,
+                "{op}"
+            );
+        }
+        let deep = ":::card{id=\"n\"}\nN\n:::";
+        for op in [
+            json!({"op": "add_block", "parent": "g", "position": 0, "content": deep}),
+            json!({"op": "replace_block", "id": "a", "content": deep}),
+        ] {
+            let out = apply_one(src, &op).unwrap();
+            assert!(error_codes(&out).is_empty(), "{out}");
+            let doc = doc::parse(&out);
+            let kids: Vec<_> = doc
+                .find("g")
+                .unwrap()
+                .children()
+                .iter()
+                .map(|c| c.id.as_deref())
+                .collect();
+            assert_eq!(kids.first(), Some(&Some("n")), "{out}");
+            assert_eq!(kids.last(), Some(&Some("b")), "{out}");
+        }
     }
 }

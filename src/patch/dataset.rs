@@ -5,7 +5,9 @@
 //! `schema:` entry) change; comments and unrelated lines keep their bytes.
 //! Values are coerced by the column's schema type like the reference
 //! (`number` → number, `boolean` → boolean, untyped → number/boolean when it
-//! looks like one). `format=json` bodies (pretty-printed record arrays, row
+//! looks like one); CSV/TSV cells have no types and are written as given
+//! (the reference coerces `1`/`0`/`yes` and writes `true`/`false`), with a
+//! first cell that would read as a fence or heading quoted. `format=json` bodies (pretty-printed record arrays, row
 //! arrays, or `{columns, rows}` objects) are edited by `dataset_json`, which
 //! shares the table-level edits below.
 
@@ -30,6 +32,10 @@ pub(super) struct Data {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
     schema: Option<Map<String, Value>>,
+    /// CSV/TSV: cells are text with no types to coerce to, so a patched
+    /// value is written as given (the reference coerces `1`/`0`/`yes` to
+    /// booleans and writes `true`/`false`, changing the data).
+    text_cells: bool,
     lines: Vec<RowLine>,
     // YAML only:
     rows_line: usize,
@@ -46,6 +52,7 @@ impl Data {
             columns,
             rows,
             schema: None,
+            text_cells: false,
             lines: Vec::new(),
             rows_line: 0,
             rows_key_indent: String::new(),
@@ -63,6 +70,16 @@ impl Data {
     fn schema_of(&self, column: usize) -> Option<&Value> {
         let name = self.columns.get(column)?;
         self.schema.as_ref()?.get(name)
+    }
+    /// `value` as stored in column `column`: coerced by its schema type
+    /// (untyped: number/boolean when it looks like one), or kept as text in
+    /// a CSV/TSV body.
+    fn coerce_in(&self, value: &str, column: usize) -> Value {
+        if self.text_cells {
+            Value::String(value.to_string())
+        } else {
+            coerce(value, self.schema_of(column))
+        }
     }
     fn schema_line(&self, key: &str) -> Option<&(String, usize, String)> {
         // A later duplicate key wins, like a Map.set.
@@ -279,12 +296,23 @@ fn split_delimited(line: &str, delim: char) -> Vec<String> {
     cells
 }
 
+/// Whether a row line starting with `cell` would be read as block syntax
+/// rather than as a row: a code fence (which would swallow the rest of the
+/// document), a directive fence, or a heading.
+fn starts_block_syntax(cell: &str) -> bool {
+    ["```", "~~~", "::", "#"]
+        .iter()
+        .any(|p| cell.starts_with(p))
+}
+
 fn serialize_delimited(cells: &[String], delim: char) -> String {
     let parts: Vec<String> = cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let edge_ws = c.starts_with(char::is_whitespace) || c.ends_with(char::is_whitespace);
-            if !c.contains(delim) && !c.contains('"') && !edge_ws {
+            let syntax = i == 0 && starts_block_syntax(c);
+            if !c.contains(delim) && !c.contains('"') && !edge_ws && !syntax {
                 c.clone()
             } else {
                 format!("\"{}\"", c.replace('"', "\"\""))
@@ -320,6 +348,7 @@ fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Dat
             .map(|r| r.into_iter().map(Value::String).collect())
             .collect(),
         schema: None,
+        text_cells: true,
         lines: src,
         rows_line: 0,
         rows_key_indent: String::new(),
@@ -524,6 +553,7 @@ fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
         columns,
         rows,
         schema,
+        text_cells: false,
         lines: src,
         rows_line,
         rows_key_indent,
@@ -690,7 +720,7 @@ pub(super) fn update_cell(
         );
     }
     pad(d, n);
-    let v = coerce(value, d.schema_of(c));
+    let v = d.coerce_in(value, c);
     if let Some(cell) = d.rows.get_mut(r).and_then(|cells| cells.get_mut(c)) {
         *cell = v;
     }
@@ -716,7 +746,7 @@ pub(super) fn insert_row(d: &mut Data, row: f64, cells: &[String]) -> OpResult<u
     let values: Vec<Value> = raw
         .iter()
         .enumerate()
-        .map(|(i, c)| coerce(c, d.schema_of(i)))
+        .map(|(i, c)| d.coerce_in(c, i))
         .collect();
     d.rows.insert(r, values);
     Ok(r)
@@ -774,7 +804,18 @@ pub(super) fn insert_column(
     let mut raw = cells.to_vec();
     raw.resize(d.rows.len(), String::new());
     let schema_value = Value::String(infer_type(&raw).into());
-    let values: Vec<Value> = raw.iter().map(|v| coerce(v, Some(&schema_value))).collect();
+    // A blank cell coerced to `null` is written as `''`, like the reference
+    // (`values[i] ?? ""`); CSV/TSV cells stay text.
+    let values: Vec<Value> = raw
+        .iter()
+        .map(|v| match d.text_cells {
+            true => Value::String(v.clone()),
+            false => match coerce(v, Some(&schema_value)) {
+                Value::Null => Value::String(String::new()),
+                other => other,
+            },
+        })
+        .collect();
     let value_texts: Vec<String> = values.iter().map(scalar_text).collect();
     let schema_type = infer_type(&value_texts);
     pad_columns(d, n);
@@ -1075,5 +1116,69 @@ mod tests {
         );
         assert_eq!(match_row_line("  - [a, [b]]"), Some(("  ", "[a, [b]]", "")));
         assert_eq!(match_row_line("  - a"), None);
+    }
+
+    fn patch(src: &str, op: serde_json::Value) -> String {
+        crate::patch::apply_one(src, &op).unwrap()
+    }
+
+    #[test]
+    fn delimited_cells_stay_text() {
+        let csv = "::dataset{id=\"d\" format=csv}\na,b\nx,1\ny,0\nz,yes\n::\n";
+        let out = patch(
+            csv,
+            serde_json::json!({"op": "insert_dataset_column", "id": "d", "column": 2,
+                "header": "c", "cells": ["1", "0", "yes"]}),
+        );
+        assert_eq!(
+            out,
+            "::dataset{id=\"d\" format=csv}\na,b,c\nx,1,1\ny,0,0\nz,yes,yes\n::\n"
+        );
+        let out = patch(
+            csv,
+            serde_json::json!({"op": "update_dataset_cell", "id": "d", "row": 1,
+                "column": "b", "value": "no"}),
+        );
+        assert_eq!(
+            out,
+            "::dataset{id=\"d\" format=csv}\na,b\nx,1\ny,no\nz,yes\n::\n"
+        );
+        let tsv = "::dataset{id=\"d\" format=tsv}\na\tb\nx\t1\n::\n";
+        let out = patch(
+            tsv,
+            serde_json::json!({"op": "insert_dataset_row", "id": "d", "row": 1, "cells": ["y", "1"]}),
+        );
+        assert_eq!(
+            out,
+            "::dataset{id=\"d\" format=tsv}\na\tb\nx\t1\ny\t1\n::\n"
+        );
+    }
+
+    #[test]
+    fn short_column_cells_pad_with_empty_strings() {
+        let yaml = "::dataset{id=\"d\"}\nschema:\n  a: string\nrows:\n  - [x]\n  - [y]\n::\n";
+        let out = patch(
+            yaml,
+            serde_json::json!({"op": "insert_dataset_column", "id": "d", "column": 1,
+                "header": "n", "cells": ["3"]}),
+        );
+        assert!(out.contains("  - [y, '']\n"), "{out}");
+        assert!(!out.contains("null"), "{out}");
+    }
+
+    #[test]
+    fn a_first_cell_that_looks_like_a_fence_is_quoted() {
+        let csv = "::dataset{id=\"d\" format=csv}\na,b\nx,1\n::\n\n## After\n";
+        for value in ["```", "~~~js", "::", "# h"] {
+            let out = patch(
+                csv,
+                serde_json::json!({"op": "update_dataset_cell", "id": "d", "row": 0,
+                    "column": 0, "value": value}),
+            );
+            assert!(out.contains(&format!("\n\"{value}\",1\n")), "{out}");
+            let doc = crate::doc::parse(&out);
+            assert!(doc.issues.is_empty(), "{out}");
+            assert!(doc.find("after").is_some(), "{out}");
+        }
     }
 }

@@ -1,9 +1,12 @@
 //! move_block (§1.5): cut a directive (with its subtree) and insert it as a
 //! child of another block, rewriting its fence depth to the destination's
 //! (parent depth + 1 under a directive, 2 under a section or the root).
-//! Code fences inside the moved block are never touched.
+//! Code fences inside the moved block are never touched. Like add_block,
+//! it never lands after a section child of the destination (which would
+//! make it that section's child): the default position is just before the
+//! first section child, and a later position is `parent_missing`.
 
-use super::core::{child_insertion, delete_span, require_parent};
+use super::core::{child_fence_depth, child_insertion, delete_span, require_parent};
 use super::source::{self, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
@@ -33,10 +36,9 @@ pub(crate) fn move_block(
         );
     }
     let from_depth = *colons as usize;
-    let to_depth = match &dest.kind {
-        NodeKind::Directive { colons, .. } => *colons as usize + 1,
-        _ => 2,
-    };
+    // Under a section inside a `::` block the moved block needs that
+    // block's depth + 1, not 2 (the reference writes 2 and breaks out).
+    let to_depth = child_fence_depth(&ctx.doc, dest);
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
@@ -133,17 +135,7 @@ fn insertion_after_cut(
         .iter()
         .filter(|c| !std::ptr::eq(*c, node))
         .collect();
-    let len = kids.len();
-    let pos = match position {
-        None => len,
-        Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= len as f64 => p as usize,
-        Some(p) => {
-            return fail(
-                E::ParentMissing,
-                format!("position {p} is out of range for parent \"{parent}\" (0..={len})"),
-            )
-        }
-    };
+    let pos = super::core::child_position(&kids, parent, position)?;
     // 1-based line in the original → 1-based line after the cut.
     let shift = |l: usize| {
         if l < start {
@@ -200,10 +192,7 @@ mod tests {
         {
             return fail(E::InvalidContent, "inside");
         }
-        let to_depth = match &dest.kind {
-            NodeKind::Directive { colons, .. } => *colons as usize + 1,
-            _ => 2,
-        };
+        let to_depth = child_fence_depth(&ctx.doc, dest);
         let (start, end) = (node.span.start as usize, node.span.end as usize);
         let mut lines = LineBuf::new(src);
         let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
@@ -276,5 +265,53 @@ mod tests {
             }
         }
         assert!(fast_paths >= 300, "{fast_paths}");
+    }
+
+    #[test]
+    fn moving_into_a_section_inside_a_block_fences_one_deeper() {
+        let src = "::grid{id=\"g\"}\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
+        let ctx = Ctx {
+            src,
+            doc: std::sync::Arc::new(doc::parse(src)),
+            prefix: "",
+        };
+        let out = move_block(&ctx, "n", "inner", None).unwrap();
+        assert_eq!(
+            out,
+            "::grid{id=\"g\"}\n## Inner\n\ntext\n\n:::note{id=\"n\"}\nN\n:::\n::\n"
+        );
+        assert!(crate::patch::core::error_codes(&out).is_empty());
+        assert_eq!(slow(src, "n", "inner", None).unwrap(), out);
+    }
+
+    #[test]
+    fn never_lands_under_a_trailing_heading() {
+        let src = "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
+        let ctx = Ctx {
+            src,
+            doc: std::sync::Arc::new(doc::parse(src)),
+            prefix: "",
+        };
+        let out = move_block(&ctx, "n", "g", None).unwrap();
+        let parsed = doc::parse(&out);
+        let g = parsed.find("g").unwrap();
+        let kids: Vec<_> = g.children().iter().map(|c| c.id.as_deref()).collect();
+        assert_eq!(kids, [Some("a"), Some("n"), Some("inner")], "{out}");
+        assert_eq!(slow(src, "n", "g", None).unwrap(), out);
+        let err = move_block(&ctx, "n", "g", Some(2.0)).unwrap_err();
+        assert_eq!(err.code, E::ParentMissing);
+        // add_block follows the same rule.
+        let op = serde_json::json!({"op": "add_block", "parent": "g",
+                                    "content": ":::note{id=\"m\"}\nM\n:::"});
+        let out = crate::patch::apply_one(src, &op).unwrap();
+        let parsed = doc::parse(&out);
+        let kids: Vec<_> = parsed
+            .find("g")
+            .unwrap()
+            .children()
+            .iter()
+            .map(|c| c.id.as_deref())
+            .collect();
+        assert_eq!(kids, [Some("a"), Some("m"), Some("inner")], "{out}");
     }
 }

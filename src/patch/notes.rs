@@ -3,9 +3,12 @@
 //!
 //! New blocks go right after a directive target (at the target's fence
 //! depth, with a blank line before) or at the top of a section target
-//! (after the heading and one blank line, with a blank line after).
+//! (after the heading and one blank line, with a blank line after), fenced
+//! one deeper than the innermost enclosing directive (§1.5; the reference
+//! writes depth 2 there, which closes an enclosing `::` block). Note text
+//! that would leave a code fence open is `invalid_content`.
 
-use super::core::{is_valid_id, parse_fragment, rewrite_open_line};
+use super::core::{child_fence_depth, is_valid_id, parse_fragment, rewrite_open_line};
 use super::op::{NoteKind, Op};
 use super::source::{self, serialize_attr, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
@@ -201,9 +204,12 @@ pub(crate) fn add_note_like(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
     if !is_valid_id(id) {
         return fail(E::InvalidContent, format!("\"{id}\" is not a valid id"));
     }
+    // A directive target gets a sibling at its own depth; a section target
+    // gets a first child, which inside a `::` block needs that block's
+    // depth + 1 (the reference writes depth 2 there and closes the block).
     let depth = match &target.kind {
         NodeKind::Directive { colons, .. } => *colons as usize,
-        _ => 2,
+        _ => child_fence_depth(&ctx.doc, target),
     };
     let mut fragment = source::normalize_fence_depth(&serialize(&block)?, 2, depth);
     let mut lines = LineBuf::new(ctx.src);
@@ -257,4 +263,57 @@ pub(crate) fn resolve_comment(
         }
         Some(next)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::patch::apply_one;
+    use crate::patch::core::error_codes;
+    use serde_json::json;
+
+    const IN_BLOCK: &str = "::grid{id=\"g\"}\n## Inner\n\ntext\n::\n\n## After\n";
+
+    #[test]
+    fn notes_on_a_section_inside_a_block_are_fenced_one_deeper() {
+        let ops = [
+            json!({"op": "add_comment", "id": "n1", "target": "inner", "content": "hi"}),
+            json!({"op": "add_footnote", "id": "n1", "target": "inner", "content": "hi"}),
+            json!({"op": "add_endnote", "id": "n1", "target": "inner", "content": "hi"}),
+            json!({"op": "add_change_request", "id": "n1", "target": "inner",
+                   "action": "insert", "text": "x"}),
+        ];
+        for op in ops {
+            let out = apply_one(IN_BLOCK, &op).unwrap();
+            assert!(out.contains("\n:::"), "{op}: {out}");
+            assert!(error_codes(&out).is_empty(), "{op}: {out}");
+            let doc = crate::doc::parse(&out);
+            let g = doc.find("g").unwrap();
+            let inner = &g.children()[0];
+            assert_eq!(inner.id.as_deref(), Some("inner"));
+            assert_eq!(inner.children()[0].id.as_deref(), Some("n1"), "{out}");
+            assert_eq!(
+                doc.find("after").unwrap().span.start as usize,
+                out.lines().count()
+            );
+        }
+    }
+
+    #[test]
+    fn note_text_that_opens_a_fence_is_refused() {
+        let src = "::claim{id=\"c\"}\nx\n::\n\n## After\n";
+        for content in ["```\ncode", "~~~\nx", "```js"] {
+            let op = json!({"op": "add_comment", "id": "n1", "target": "c", "content": content});
+            let err = apply_one(src, &op).unwrap_err();
+            assert_eq!(
+                err.code,
+                crate::patch::PatchErrorCode::InvalidContent,
+                "{content}"
+            );
+        }
+        // A closed fence is fine.
+        let op = json!({"op": "add_footnote", "id": "n1", "target": "c",
+                        "content": "```\ncode\n```"});
+        let out = apply_one(src, &op).unwrap();
+        assert!(error_codes(&out).is_empty(), "{out}");
+    }
 }

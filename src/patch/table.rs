@@ -103,13 +103,21 @@ fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table
     })
 }
 
+/// Escapes the pipes a row splitter would take as separators: those outside
+/// code spans. A backtick opens a span only when another one closes it in
+/// the same cell, so the pipes after an unmatched backtick are escaped too
+/// (the reference leaves them bare, and the row gains a column).
 fn escape_cell(cell: &str) -> String {
+    let ticks = cell.bytes().filter(|&b| b == b'`').count();
+    // With an odd count the last backtick is unmatched.
+    let mut openers_left = ticks - ticks % 2;
     let mut out = String::with_capacity(cell.len());
     let mut in_code = false;
     let mut prev = None;
     for c in cell.chars() {
-        if c == '`' {
+        if c == '`' && (in_code || openers_left > 0) {
             in_code = !in_code;
+            openers_left = openers_left.saturating_sub(1);
         } else if c == '|' && !in_code && prev != Some('\\') {
             out.push_str("\\|");
             prev = Some(c);
@@ -121,9 +129,22 @@ fn escape_cell(cell: &str) -> String {
     out
 }
 
-fn pipe_row(cells: &[String], indent: &str) -> String {
+/// One source row. The row must split back into the same cells: a cell
+/// with an unmatched backtick turns the rest of the row into code for the
+/// splitter, so it can only be the last one (`invalid_content` otherwise).
+fn pipe_row(cells: &[String], indent: &str) -> OpResult<String> {
     let escaped: Vec<String> = cells.iter().map(|c| escape_cell(c)).collect();
-    format!("{indent}| {} |", escaped.join(" | "))
+    let row = format!("{indent}| {} |", escaped.join(" | "));
+    let back = split_pipe_row(&row);
+    let same =
+        back.len() == escaped.len() && back.iter().zip(&escaped).all(|(a, b)| *a == b.trim());
+    if !same {
+        return fail(
+            E::InvalidContent,
+            "a table cell with an unmatched backtick must be the row's last cell",
+        );
+    }
+    Ok(row)
 }
 
 fn column_index(t: &Table, column: &Column) -> OpResult<usize> {
@@ -222,7 +243,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             t.pad(n);
             t.rows[r][c] = value.clone();
             let src = &t.lines[t.line_offset(r)];
-            lines.set(src.index, pipe_row(&t.rows[r], &src.indent));
+            lines.set(src.index, pipe_row(&t.rows[r], &src.indent)?);
         }
         Op::UpdateTableHeaderCell { column, value, .. } => {
             if t.header.is_none() {
@@ -244,7 +265,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             if let Some(h) = &mut t.header {
                 h[c] = value.clone();
                 let src = &t.lines[0];
-                lines.set(src.index, pipe_row(h, &src.indent));
+                lines.set(src.index, pipe_row(h, &src.indent)?);
             }
         }
         Op::InsertTableRow { row, cells, .. } => {
@@ -271,7 +292,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
                     None => node.span.end as usize - 1,
                 },
             };
-            let new_line = pipe_row(&cells, indent);
+            let new_line = pipe_row(&cells, indent)?;
             lines.splice(at, 0, vec![new_line]);
         }
         Op::DeleteTableRow { row, .. } => {
@@ -326,7 +347,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
                 let v = cells.get(i).cloned().unwrap_or_default();
                 r.insert(c.min(r.len()), v);
             }
-            rewrite_all(&mut lines, &t);
+            rewrite_all(&mut lines, &t)?;
         }
         Op::DeleteTableColumn { column, .. } => {
             let n = t.column_count();
@@ -347,17 +368,18 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             for r in &mut t.rows {
                 r.remove(c);
             }
-            rewrite_all(&mut lines, &t);
+            rewrite_all(&mut lines, &t)?;
         }
         _ => {}
     }
     Ok(lines.finish_with(ctx.prefix))
 }
 
-fn rewrite_all(lines: &mut LineBuf<'_>, t: &Table) {
+fn rewrite_all(lines: &mut LineBuf<'_>, t: &Table) -> OpResult<()> {
     for (src, row) in t.lines.iter().zip(t.all_rows()) {
-        lines.set(src.index, pipe_row(row, &src.indent));
+        lines.set(src.index, pipe_row(row, &src.indent)?);
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -367,6 +389,37 @@ mod tests {
     #[test]
     fn escapes_pipes_outside_code() {
         assert_eq!(escape_cell("a|b `x|y` c\\|d"), "a\\|b `x|y` c\\|d");
-        assert_eq!(pipe_row(&["A".into(), "B".into()], "  "), "  | A | B |");
+        assert_eq!(
+            pipe_row(&["A".into(), "B".into()], "  ").unwrap(),
+            "  | A | B |"
+        );
+        assert_eq!(escape_cell("`x | y"), "`x \\| y");
+        assert_eq!(escape_cell("`a|b` `c|d"), "`a|b` `c\\|d");
+    }
+
+    #[test]
+    fn an_unmatched_backtick_keeps_the_row_shape() {
+        use crate::patch::apply_one;
+        use serde_json::json;
+        let src = "::table{id=\"t\"}\n| a | b |\n| c | d |\n::\n";
+        let op = json!({"op": "update_table_cell", "id": "t", "row": 0, "column": 1,
+                        "value": "`x | y"});
+        let out = apply_one(src, &op).unwrap();
+        assert_eq!(out, "::table{id=\"t\"}\n| a | `x \\| y |\n| c | d |\n::\n");
+        // The next update still addresses two columns, and the cell is kept.
+        let op = json!({"op": "update_table_cell", "id": "t", "row": 0, "column": 0,
+                        "value": "z"});
+        let again = apply_one(&out, &op).unwrap();
+        assert_eq!(
+            again,
+            "::table{id=\"t\"}\n| z | `x \\| y |\n| c | d |\n::\n"
+        );
+        // Before the last cell it cannot be written without merging cells.
+        let op = json!({"op": "update_table_cell", "id": "t", "row": 1, "column": 0,
+                        "value": "`x | y"});
+        assert_eq!(
+            apply_one(src, &op).unwrap_err().code,
+            crate::patch::PatchErrorCode::InvalidContent
+        );
     }
 }
