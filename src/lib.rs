@@ -22,9 +22,9 @@
 //! - [`git`]: repository plumbing (the only module that names `git2`).
 //! - [`cache`]: the content-addressed SQLite cache of block tables.
 //! - [`config`]: the repository policy (`.noma/config.yml`).
-//! - [`guard`]: the hooks' checks of staged documents and transcripts, and
-//!   `noma record`.
-//! - [`hooks`]: installing hooks, the merge driver and line-ending rules.
+//! - [`staged`]: what the hooks check — staged documents and transcripts.
+//! - [`record`]: `noma record`, hand edits turned into human records.
+//! - [`install`]: installing hooks, the merge driver and line-ending rules.
 //! - [`changes`]: blocks changed since a base branch (`noma changed`).
 //! - [`merge`]: the merge driver, the succession rule, `noma reconcile`.
 //! - [`mcp`]: the MCP server over stdio.
@@ -47,10 +47,11 @@ pub mod changes;
 pub mod cli;
 pub mod config;
 pub mod git;
-pub mod guard;
-pub mod hooks;
+pub mod install;
 pub mod mcp;
 pub mod merge;
+pub mod record;
+pub mod staged;
 pub mod verify;
 
 #[cfg(test)]

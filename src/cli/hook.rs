@@ -4,7 +4,7 @@ use super::Format;
 use crate::cache::BlockCache;
 use crate::config::Policy;
 use crate::git::repo::Repo;
-use crate::guard::{Guard, Report};
+use crate::staged::{Guard, Report};
 
 /// Which hook to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,5 +1,5 @@
 //! `noma hooks install | uninstall | status`: manage the git hooks that run
-//! `noma hook <name>`. See [`crate::hooks`] for what happens to existing
+//! `noma hook <name>`. See [`crate::install`] for what happens to existing
 //! hooks.
 //!
 //! Exit codes: 0 done, 1 refused (an existing hook or kept file is in the
@@ -12,7 +12,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use crate::git::layout::Layout;
-use crate::hooks::{self, HookStatus, HooksError, InstallReport, Installed, Removed, State};
+use crate::install::{self, HookStatus, HooksError, InstallReport, Installed, Removed, State};
 
 use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
@@ -71,9 +71,9 @@ pub fn run(args: Args) -> i32 {
                 Err(code) => return code,
             };
             println!("hooks dir: {}", layout.hooks_dir.display());
-            let result = hooks::install(
+            let result = install::install(
                 &layout.hooks_dir,
-                &hooks::InstallOptions {
+                &install::InstallOptions {
                     force,
                     noma: noma.clone(),
                 },
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> i32 {
                 code = eol_install(&layout);
             }
             // husky's directory holds husky's files, not our scripts.
-            let husky = hooks::husky::detect(&layout.hooks_dir).is_some();
+            let husky = install::husky::detect(&layout.hooks_dir).is_some();
             if code == EXIT_OK && layout.hooks_dir_in_work_tree() && !husky {
                 println!(
                     "note: the hooks dir is inside the work tree; the scripts name this \
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> i32 {
             }
             code
         }
-        Action::Uninstall => match hooks::uninstall(&layout.hooks_dir) {
+        Action::Uninstall => match install::uninstall(&layout.hooks_dir) {
             Ok(reports) => {
                 println!("hooks dir: {}", layout.hooks_dir.display());
                 for r in reports {
@@ -130,8 +130,8 @@ pub fn run(args: Args) -> i32 {
             }
         },
         Action::Status { format } => {
-            let noma = hooks::current_noma().unwrap_or_default();
-            let statuses = match hooks::status(&layout.hooks_dir, &noma) {
+            let noma = install::current_noma().unwrap_or_default();
+            let statuses = match install::status(&layout.hooks_dir, &noma) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("noma hooks: {e}");
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> i32 {
 fn resolve_noma(given: Option<PathBuf>) -> Result<PathBuf, i32> {
     let p = match given {
         Some(p) => p,
-        None => hooks::current_noma().map_err(|e| {
+        None => install::current_noma().map_err(|e| {
             eprintln!("noma hooks: cannot locate this binary ({e}); pass --noma-path");
             EXIT_USAGE
         })?,
@@ -253,7 +253,7 @@ fn print_status(layout: &Layout, statuses: &[HookStatus]) {
     if layout.is_bare() {
         println!("note: bare repository: pre-commit hooks do not run without a work tree");
     }
-    match hooks::husky::detect(&layout.hooks_dir) {
+    match install::husky::detect(&layout.hooks_dir) {
         Some(h) => println!("layout: {}", h.describe()),
         None => println!("layout: plain git hooks"),
     }
@@ -359,7 +359,7 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
         "work_tree": layout.work_tree.as_deref().map(path),
         "bare": layout.is_bare(),
         "linked_worktree": layout.linked_worktree,
-        "layout": match hooks::husky::detect(&layout.hooks_dir) {
+        "layout": match install::husky::detect(&layout.hooks_dir) {
             Some(h) => format!("husky-v{}", h.version),
             None => "git".to_string(),
         },
@@ -367,12 +367,12 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> serde_json::Value {
     })
 }
 
-/// Registers the merge driver after the hooks (see [`hooks::install_merge_driver`]).
+/// Registers the merge driver after the hooks (see [`install::install_merge_driver`]).
 pub(crate) fn driver_install(layout: &Layout, noma: &Path) -> i32 {
     let Some(wt) = &layout.work_tree else {
         return EXIT_OK;
     };
-    match hooks::install_merge_driver(&layout.common_dir, wt, noma) {
+    match install::install_merge_driver(&layout.common_dir, wt, noma) {
         Ok(c) => {
             let what = match (c.config, c.attributes.is_empty()) {
                 (false, true) => "already registered; nothing to do".to_string(),
@@ -397,7 +397,7 @@ fn driver_uninstall(layout: &Layout) -> i32 {
     let Some(wt) = &layout.work_tree else {
         return EXIT_OK;
     };
-    match hooks::uninstall_merge_driver(&layout.common_dir, wt) {
+    match install::uninstall_merge_driver(&layout.common_dir, wt) {
         Ok(c) => {
             let what = if c.config || !c.attributes.is_empty() {
                 "removed"
@@ -418,7 +418,7 @@ fn driver_status_json(layout: &Layout) -> serde_json::Value {
     let Some(wt) = &layout.work_tree else {
         return serde_json::Value::Null;
     };
-    match hooks::merge_driver_status(&layout.common_dir, wt) {
+    match install::merge_driver_status(&layout.common_dir, wt) {
         Ok(s) => json!({
             "driver": s.driver,
             "ours": s.ours,
@@ -431,14 +431,14 @@ fn driver_status_json(layout: &Layout) -> serde_json::Value {
 
 fn print_driver_status(layout: &Layout) {
     let Some(wt) = &layout.work_tree else { return };
-    match hooks::merge_driver_status(&layout.common_dir, wt) {
+    match install::merge_driver_status(&layout.common_dir, wt) {
         Ok(s) => {
             let state = match (&s.driver, s.ours) {
                 (None, _) => "not registered",
                 (Some(_), true) => "installed",
                 (Some(_), false) => "foreign",
             };
-            let routed: Vec<&str> = hooks::ATTRIBUTE_LINES
+            let routed: Vec<&str> = install::ATTRIBUTE_LINES
                 .iter()
                 .zip(s.attributes)
                 .filter(|(_, on)| *on)
@@ -456,12 +456,12 @@ fn print_driver_status(layout: &Layout) {
 }
 
 /// Adds the line-ending rules to `.gitattributes` (see
-/// [`hooks::attributes`]); shared with `noma init`.
+/// [`install::attributes`]); shared with `noma init`.
 pub(crate) fn eol_install(layout: &Layout) -> i32 {
     let Some(wt) = &layout.work_tree else {
         return EXIT_OK;
     };
-    match hooks::attributes::ensure_eol_rules(&layout.git_dir, wt) {
+    match install::attributes::ensure_eol_rules(&layout.git_dir, wt) {
         Ok(c) => {
             let what = if c.added.is_empty() {
                 if c.notes.is_empty() {
@@ -491,7 +491,7 @@ fn eol_status_json(layout: &Layout) -> serde_json::Value {
     let Some(wt) = &layout.work_tree else {
         return serde_json::Value::Null;
     };
-    match hooks::attributes::eol_status(&layout.git_dir, wt) {
+    match install::attributes::eol_status(&layout.git_dir, wt) {
         Ok(s) => json!({
             "byte_exact": s.ok(),
             "*.noma": s.byte_exact[0],
@@ -503,12 +503,12 @@ fn eol_status_json(layout: &Layout) -> serde_json::Value {
 
 fn print_eol_status(layout: &Layout) {
     let Some(wt) = &layout.work_tree else { return };
-    match hooks::attributes::eol_status(&layout.git_dir, wt) {
+    match install::attributes::eol_status(&layout.git_dir, wt) {
         Ok(s) if s.ok() => println!(
             "line endings: byte-exact (.gitattributes unsets text for *.noma, *.noma.patches)"
         ),
         Ok(s) => {
-            let missing: Vec<&str> = hooks::attributes::EOL_LINES
+            let missing: Vec<&str> = install::attributes::EOL_LINES
                 .iter()
                 .zip(s.byte_exact)
                 .filter(|(_, ok)| !ok)

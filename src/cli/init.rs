@@ -1,7 +1,7 @@
 //! `noma init`: set up the repository containing the current directory
 //! (policy file, `.gitignore` entry for the cache, `.gitattributes` rules
 //! keeping documents byte-exact, git hooks, `.mcp.json`). Idempotent;
-//! never overwrites existing files. See [`crate::hooks::init`].
+//! never overwrites existing files. See [`crate::install::init`].
 //!
 //! Exit codes: 0 done, 1 the hooks were refused or `.mcp.json` could not be
 //! parsed (left untouched; the other steps are done),
@@ -9,7 +9,7 @@
 
 use crate::config::CONFIG_PATH;
 use crate::git::layout::Layout;
-use crate::hooks::init::{self, Change, InitOptions, CACHE_IGNORE};
+use crate::install::init::{self, Change, InitOptions, CACHE_IGNORE};
 
 use super::{EXIT_OK, EXIT_USAGE};
 
@@ -40,7 +40,7 @@ pub fn run(args: Args) -> i32 {
     let noma = if args.no_hooks {
         std::path::PathBuf::new()
     } else {
-        match crate::hooks::current_noma() {
+        match crate::install::current_noma() {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("noma init: cannot locate this binary ({e})");

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use crate::merge::ci::{self, DocReport, Finding};
+use crate::merge::reconcile::{self, DocReport, Finding};
 
 /// Output formats of `noma reconcile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -43,7 +43,7 @@ pub struct Args {
 /// Runs `noma reconcile`.
 pub fn run(args: Args) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let reports = match ci::check_branch(&cwd, &args.base, args.write) {
+    let reports = match reconcile::check_branch(&cwd, &args.base, args.write) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("noma reconcile: {e}");

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::Format;
-use crate::guard::record::{record_file, Outcome, RecordError};
+use crate::record::{record_file, Outcome, RecordError};
 use crate::transcript::{Actor, ActorKind};
 
 /// Arguments of `noma record`.

@@ -13,7 +13,7 @@
 //!    sha256 is that `pre_sha256`: the usual case of a transcript started
 //!    after the document was first committed. The history searched is the
 //!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
-//!    bounded by [`crate::guard::HISTORY_LIMIT`] commits, under the
+//!    bounded by [`crate::git::HISTORY_LIMIT`] commits, under the
 //!    document's current repository-relative path.
 //!
 //! Outside a repository, or when no version has that sha256, replay
@@ -191,7 +191,7 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
                     .find_in_history(
                         &[c],
                         &[dfile.path.as_str()],
-                        crate::guard::HISTORY_LIMIT,
+                        crate::git::HISTORY_LIMIT,
                         |b| sha256_hex(b) == sha,
                     )
                     .map_err(|e| e.to_string())?

@@ -12,3 +12,7 @@ pub mod repo;
 /// A git object id (commit or blob): a plain value callers may hold,
 /// compare and print.
 pub use git2::Oid;
+
+/// Commits visited at most when searching a path's history for a version
+/// by sha256 (a base for replay, a state for the merge driver).
+pub const HISTORY_LIMIT: usize = 20_000;

@@ -165,8 +165,8 @@ fn notes(root: &Path, cache: &BlockCache) -> Vec<String> {
         Err(_) => out
             .push("this directory is not a git repository, so no noma hooks check commits.".into()),
         Ok(layout) => {
-            let noma = crate::hooks::current_noma().unwrap_or_else(|_| PathBuf::from("noma"));
-            match crate::hooks::status(&layout.hooks_dir, &noma) {
+            let noma = crate::install::current_noma().unwrap_or_else(|_| PathBuf::from("noma"));
+            match crate::install::status(&layout.hooks_dir, &noma) {
                 Ok(hooks) => {
                     let missing: Vec<String> = hooks
                         .iter()

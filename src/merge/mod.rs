@@ -34,7 +34,7 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
-pub mod ci;
+pub mod reconcile;
 pub mod succession;
 pub mod transcript;
 
@@ -70,10 +70,10 @@ pub struct Versions {
 }
 
 /// The version of `path` in the repository's history whose sha256 is
-/// `sha` (bounded by [`crate::guard::HISTORY_LIMIT`] commits).
+/// `sha` (bounded by [`crate::git::HISTORY_LIMIT`] commits).
 pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
     let starts = repo.history_starts();
-    repo.find_in_history(&starts, &[path], crate::guard::HISTORY_LIMIT, |b| {
+    repo.find_in_history(&starts, &[path], crate::git::HISTORY_LIMIT, |b| {
         sha256_hex(b) == sha
     })
     .ok()
@@ -104,7 +104,7 @@ pub fn find_transcript_for(
         return Some(p);
     }
     let starts = repo.history_starts();
-    repo.find_in_history(&starts, &[tpath], crate::guard::HISTORY_LIMIT, |b| {
+    repo.find_in_history(&starts, &[tpath], crate::git::HISTORY_LIMIT, |b| {
         final_state(b).as_deref() == Some(sha.as_str())
     })
     .ok()

@@ -19,8 +19,9 @@ const ENGINE: [&str; 7] = [
 
 /// The shells over the engine. (`synth`, the document generator of the
 /// benches and tests, depends on `doc` alone: either side may use it.)
-const SHELLS: [&str; 10] = [
-    "git", "cache", "guard", "hooks", "changes", "merge", "mcp", "cli", "config", "verify",
+const SHELLS: [&str; 11] = [
+    "git", "cache", "staged", "record", "install", "changes", "merge", "mcp", "cli", "config",
+    "verify",
 ];
 
 fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {

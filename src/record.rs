@@ -255,7 +255,7 @@ impl Place {
         if start.is_none() {
             let starts: Vec<crate::git::Oid> = repo.head_commit().into_iter().collect();
             start = repo
-                .find_in_history(&starts, &[rel.as_str()], super::HISTORY_LIMIT, |b| {
+                .find_in_history(&starts, &[rel.as_str()], crate::git::HISTORY_LIMIT, |b| {
                     std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())
                 })
                 .map_err(|e| RecordError::Usage(e.to_string()))?

@@ -47,11 +47,6 @@ use crate::git::repo::{GitError, Repo, Staged};
 use crate::git::Oid;
 use crate::transcript::{self, replay, split_lines, PatchResult, Record};
 
-pub mod record;
-
-/// Commits visited at most when searching a path's history for a base.
-pub const HISTORY_LIMIT: usize = 20_000;
-
 /// One problem found by a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -722,7 +717,7 @@ pub fn find_in_history(repo: &Repo, path: &str, sha: &str) -> Result<Option<Stri
     if starts.is_empty() {
         return Ok(None);
     }
-    let found = repo.find_in_history(&starts, &[path], HISTORY_LIMIT, |b| {
+    let found = repo.find_in_history(&starts, &[path], crate::git::HISTORY_LIMIT, |b| {
         std::str::from_utf8(b).is_ok() && sha256_hex(b) == sha
     })?;
     Ok(found.and_then(|b| String::from_utf8(b).ok()))
