@@ -196,22 +196,39 @@ pub fn parse(text: &str) -> Result<CapabilityFile, String> {
     Ok(file)
 }
 
-/// Loads the sidecar of `doc` when it exists. `Err` names the file and the problem.
-pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, String> {
+/// Why a capability descriptor cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CapabilityError {
+    /// The sidecar exists but cannot be read.
+    #[error("{}: cannot read capability descriptor: {source}", path.display())]
+    Io {
+        /// The sidecar.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The sidecar is not a valid Annex A descriptor.
+    #[error("{}: malformed capability descriptor: {message}", path.display())]
+    Malformed {
+        /// The sidecar.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Loads the sidecar of `doc` when it exists.
+pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, CapabilityError> {
     let path = sidecar_path(doc);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "{}: cannot read capability descriptor: {e}",
-                path.display()
-            ))
-        }
+        Err(source) => return Err(CapabilityError::Io { path, source }),
     };
-    parse(&text)
-        .map(|f| Some((path.clone(), f)))
-        .map_err(|e| format!("{}: malformed capability descriptor: {e}", path.display()))
+    match parse(&text) {
+        Ok(f) => Ok(Some((path, f))),
+        Err(message) => Err(CapabilityError::Malformed { path, message }),
+    }
 }
 
 /// The field naming the block an op targets (same rule as `baseHash`, §3.4).

@@ -744,9 +744,9 @@ pub enum EngineError {
         /// The error.
         source: std::io::Error,
     },
-    /// Malformed capability descriptor.
-    #[error("{0}")]
-    Capability(String),
+    /// Unreadable or malformed capability descriptor.
+    #[error(transparent)]
+    Capability(#[from] capability::CapabilityError),
     /// Recovery failed or found an unrecorded edit.
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
@@ -807,9 +807,7 @@ pub fn patch_file(
     let capability = if book_manifest {
         None
     } else {
-        capability::load(doc_path)
-            .map_err(EngineError::Capability)?
-            .map(|(_, f)| f)
+        capability::load(doc_path)?.map(|(_, f)| f)
     };
     let mut ctx = Context {
         doc_uri: opts

@@ -644,7 +644,8 @@ pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
     let loaded = capability::load(&doc).map_err(|e| {
         ToolError::user(
             "invalid_descriptor",
-            e.replace(&doc.parent().unwrap_or(&doc).display().to_string(), "."),
+            e.to_string()
+                .replace(&doc.parent().unwrap_or(&doc).display().to_string(), "."),
         )
     })?;
     let extension_ops = extension_ops(ctx);

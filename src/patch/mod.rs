@@ -69,7 +69,8 @@ impl PatchErrorCode {
 }
 
 /// A rejected op.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("op {op_index}: {}: {message}", code.as_str())]
 pub struct PatchError {
     /// §3.5 code.
     pub code: PatchErrorCode,
