@@ -305,12 +305,12 @@ impl<'a> Guard<'a> {
                         "transcript-missing",
                         path,
                         None,
-                        format!("the policy requires a transcript ({tpath}) for this document"),
+                        format!("the policy requires a transcript ({tpath}) for this document; `noma record` starts one with a genesis record"),
                     )
                     // A genesis record makes the transcript replay from
                     // its own content, with or without a committed base.
                     .fix(format!(
-                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\" (starts the transcript with a genesis record)"
+                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
                     )),
                 );
             }
@@ -457,217 +457,138 @@ impl<'a> Guard<'a> {
         staged_doc: &str,
     ) -> Result<Vec<Finding>, GitError> {
         let [path, head_path, tpath] = paths;
-        let mut out = Vec::new();
-        let prev = prev_t.unwrap_or_default();
-        if !staged_t.starts_with(prev) {
-            out.push(tamper_finding(tpath, prev, staged_t));
-            return Ok(out);
-        }
-        let Some(tail) = staged_t.get(prev.len()..) else {
-            return Ok(out);
+        let tail = match new_records(path, tpath, prev_t.unwrap_or_default(), staged_t) {
+            Ok(t) => t,
+            Err(f) => return Ok(vec![*f]),
         };
-        let (prev_lines, _) = split_lines(prev);
-        let offset = prev_lines.len();
-        let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));
-        let (lines, torn) = split_lines(tail);
-        if torn.is_some() {
-            out.push(
-                Finding::error(
-                    "transcript-torn",
-                    tpath,
-                    Some(offset + lines.len() + 1),
-                    "the last line has no newline (an interrupted append)".into(),
-                )
-                .fix(format!(
-                    "noma repair \"{path}\" && git add \"{tpath}\" (the torn bytes are moved to \"{tpath}.torn\")"
-                )),
-            );
-            return Ok(out);
+        if let Some(f) = self.extension_op_finding(path, tpath, &tail.records) {
+            return Ok(vec![f]);
         }
-        let mut records: Vec<(usize, Record)> = Vec::with_capacity(lines.len());
-        for l in &lines {
-            match transcript::parse_record(offset + l.number, l.raw) {
-                Ok(r) => records.push((offset + l.number, r)),
-                Err(e) => {
-                    out.push(Finding::error(
-                        "transcript-invalid",
-                        tpath,
-                        Some(e.line()),
-                        e.to_string(),
-                    ));
-                    return Ok(out);
-                }
-            }
-        }
-        // The whole chain of new records, checked here rather than left to
-        // replay, which counts lines from the first new record: findings
-        // name lines of the file.
-        let mut prev_sha = prev_last.clone();
-        for ((line, rec), l) in records.iter().zip(&lines) {
-            if let (Some(claimed), Some(actual)) = (&rec.prev_entry_sha256, &prev_sha) {
-                if claimed != actual {
-                    let what = if *line == offset + 1 {
-                        format!("line {offset} of the committed transcript")
-                    } else {
-                        format!("line {}", line - 1)
-                    };
-                    out.push(
-                        Finding::error(
-                            "transcript-tampered",
-                            tpath,
-                            Some(*line),
-                            format!(
-                                "prev_entry_sha256 does not chain onto {what} (a line was changed, removed or inserted)"
-                            ),
-                        )
-                        .fix(format!(
-                            "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace`"
-                        )),
-                    );
-                    return Ok(out);
-                }
-            }
-            prev_sha = Some(sha256_hex(l.raw));
-        }
-        if !self.policy.file.record_text_edits {
-            let ext = records
-                .iter()
-                .find(|(_, r)| crate::patch::op_name(&r.op) == Some(crate::patch::REPLACE_LINES));
-            if let Some((line, _)) = ext {
-                out.push(
-                    Finding::error(
-                        "transcript-extension-op",
-                        tpath,
-                        Some(*line),
-                        format!(
-                            "a new record uses the extension op {}, which {} forbids (record_text_edits: false)",
-                            crate::patch::REPLACE_LINES,
-                            crate::config::CONFIG_PATH
-                        ),
-                    )
-                    .fix(format!(
-                        "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)"
-                    )),
-                );
-                return Ok(out);
-            }
-        }
-        let applied: Vec<&(usize, Record)> = records
+        let applied: Vec<&(usize, Record)> = tail
+            .records
             .iter()
             .filter(|(_, r)| r.patch_result == PatchResult::Applied)
             .collect();
-        let Some((first_line, first)) = applied.first() else {
+        let (Some((first_line, first)), Some((_, last))) = (applied.first(), applied.last()) else {
             // No new applied record: the document must be what it was.
-            if let Some(before) = prev_doc {
-                if before != staged_doc {
-                    out.push(self.unrecorded(path, before, staged_doc, tpath));
+            return Ok(match prev_doc {
+                Some(before) if before != staged_doc => {
+                    vec![self.unrecorded(path, before, staged_doc, tpath)]
                 }
-            }
-            return Ok(out);
+                _ => Vec::new(),
+            });
         };
         let base: Option<String> = match prev_doc {
             Some(d) if prev_t.is_some() => Some(d.to_string()),
             _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
         };
         let Some(base) = base else {
-            let last = applied.last().map(|(_, r)| r.post_sha256.clone());
-            let mut w = Finding::error(
-                "transcript-base-unknown",
-                tpath,
-                Some(*first_line),
-                format!(
-                    "cannot replay: no version of {path} in its history has sha256 {} (the first applied record's pre_sha256); only the final hash was checked",
-                    first.pre_sha256
-                ),
-            );
-            w.severity = Severity::Warning;
-            w.blocking = self.policy.file.strict;
-            if prev_t.is_none() {
-                // A new transcript that starts at a never-committed state.
-                w = w.fix(format!(
-                    "start a new document's transcript with `noma record \"{path}\"` (a genesis record from the empty document) before its first `noma patch`; for this one: mv \"{tpath}\" \"{tpath}.old\" && noma record \"{path}\" && git add \"{tpath}\""
-                ));
-            }
-            out.push(w);
-            if last.as_deref() != Some(sha256_hex(staged_doc.as_bytes()).as_str()) {
-                out.push(
-                    Finding::error(
-                        "unrecorded-edit",
-                        path,
-                        None,
-                        "the document differs from the state its transcript ends at".into(),
-                    )
-                    .fix(format!(
-                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
-                    )),
-                );
-            }
-            return Ok(out);
+            return Ok(self.base_unknown(
+                [path, tpath],
+                (*first_line, &first.pre_sha256),
+                &last.post_sha256,
+                prev_t.is_none(),
+                staged_doc,
+            ));
         };
-        let after = prev_last
+        let after = tail
+            .prev_last
             .as_deref()
             .map(|prev_line_sha256| replay::Continuation {
                 prev_line_sha256,
-                lines_before: offset,
+                lines_before: tail.offset,
             });
-        let rep = replay::replay_after(after, tail, Some(&base), staged_doc, crate::engine::APPLY);
-        if let Some(d) = rep.divergence {
-            // Lines are the file's: replay_after counts the committed ones.
-            let line = (d.line > 0).then_some(d.line);
-            if d.op_id.is_none() && d.expected_sha256.is_some() && prev_doc == Some(staged_doc) {
-                // New records, yet the document in the index is unchanged:
-                // the edit they made was not staged (`noma record` would
-                // find nothing to record).
-                out.push(
-                    Finding::error(
-                        "unrecorded-edit",
-                        path,
-                        None,
-                        format!("{tpath} has new records but the document's change is not staged"),
-                    )
-                    .fix(format!("git add \"{path}\"")),
-                );
-            } else if d.op_id.is_none() && d.expected_sha256.is_some() {
-                // The replayed final state is not the staged document.
-                let blocks: Vec<String> = d
-                    .blocks
-                    .iter()
-                    .map(|b| format!("{} ({})", b.id, b.change))
-                    .collect();
-                out.push(
-                    Finding::error(
-                        "unrecorded-edit",
-                        path,
-                        None,
-                        format!(
-                            "changed outside its transcript (after {tpath} line {}): {}",
-                            line.unwrap_or(0),
-                            describe(&blocks)
-                        ),
-                    )
-                    .fix(format!(
-                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
-                    )),
-                );
-            } else {
-                let unexplained = d.message.contains("pre_sha256 is not the replayed state");
-                let code = if unexplained {
-                    "unrecorded-edit"
-                } else {
-                    "transcript-replay"
-                };
-                let mut f = Finding::error(code, tpath, line, d.message);
-                if unexplained {
-                    // `noma record` only appends: it cannot explain an edit
-                    // that sits between two records.
-                    f = f.fix(format!(
-                        "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)"
-                    ));
-                }
-                out.push(f);
-            }
+        let rep = replay::replay_after(
+            after,
+            tail.bytes,
+            Some(&base),
+            staged_doc,
+            crate::engine::APPLY,
+        );
+        Ok(rep
+            .divergence
+            .map(|d| divergence_finding([path, tpath], d, prev_doc == Some(staged_doc)))
+            .into_iter()
+            .collect())
+    }
+
+    /// With `record_text_edits: false`, a new record carrying the
+    /// extension op blocks the commit.
+    fn extension_op_finding(
+        &self,
+        path: &str,
+        tpath: &str,
+        records: &[(usize, Record)],
+    ) -> Option<Finding> {
+        if self.policy.file.record_text_edits {
+            return None;
         }
-        Ok(out)
+        let (line, _) = records
+            .iter()
+            .find(|(_, r)| crate::patch::op_name(&r.op) == Some(crate::patch::REPLACE_LINES))?;
+        Some(
+            Finding::error(
+                "transcript-extension-op",
+                tpath,
+                Some(*line),
+                format!(
+                    "a new record uses the extension op {}, which {} forbids (record_text_edits: false)",
+                    crate::patch::REPLACE_LINES,
+                    crate::config::CONFIG_PATH
+                ),
+            )
+            .fix(format!(
+                "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)"
+            )),
+        )
+    }
+
+    /// No version of the document has the first new record's pre_sha256:
+    /// a warning (an error under `strict`), and only the final hash is
+    /// compared with the staged document.
+    fn base_unknown(
+        &self,
+        [path, tpath]: [&str; 2],
+        (first_line, first_pre): (usize, &str),
+        last_post: &str,
+        new_transcript: bool,
+        staged_doc: &str,
+    ) -> Vec<Finding> {
+        let mut w = Finding::error(
+            "transcript-base-unknown",
+            tpath,
+            Some(first_line),
+            format!(
+                "cannot replay: no version of {path} in its history has sha256 {first_pre} (the first applied record's pre_sha256); only the final hash was checked"
+            ),
+        );
+        w.severity = Severity::Warning;
+        w.blocking = self.policy.file.strict;
+        if new_transcript {
+            // A new transcript that starts at a never-committed state: start
+            // it over with a genesis record (the old one is kept aside).
+            w.message.push_str(&format!(
+                "; start a new document's transcript with `noma record \"{path}\"` before its first patch"
+            ));
+            w = w.fix(format!(
+                "mv \"{tpath}\" \"{tpath}.old\" && noma record \"{path}\" && git add \"{tpath}\""
+            ));
+        }
+        let mut out = vec![w];
+        if last_post != sha256_hex(staged_doc.as_bytes()) {
+            out.push(
+                Finding::error(
+                    "unrecorded-edit",
+                    path,
+                    None,
+                    "the document differs from the state its transcript ends at".into(),
+                )
+                .fix(format!(
+                    "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+                )),
+            );
+        }
+        out
     }
 
     /// The text whose sha256 is `sha`: the HEAD document, else the first
@@ -705,6 +626,139 @@ impl<'a> Guard<'a> {
             "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
         ))
     }
+}
+
+/// The records a staged transcript adds to the committed one.
+struct NewRecords<'t> {
+    /// The added bytes.
+    bytes: &'t [u8],
+    /// Lines of the committed transcript before them.
+    offset: usize,
+    /// sha256 of the committed transcript's last line.
+    prev_last: Option<String>,
+    /// The added records with their line numbers in the file.
+    records: Vec<(usize, Record)>,
+}
+
+/// Reads the records `staged_t` appends to `prev`, or the one finding that
+/// stops the check: a rewritten committed line, a torn last line, an
+/// unreadable record, a broken chain. Lines are the file's (the chain is
+/// checked here rather than left to replay, which counts from the first
+/// new record).
+fn new_records<'t>(
+    path: &str,
+    tpath: &str,
+    prev: &[u8],
+    staged_t: &'t [u8],
+) -> Result<NewRecords<'t>, Box<Finding>> {
+    let Some(bytes) = staged_t.strip_prefix(prev) else {
+        return Err(Box::new(tamper_finding(tpath, prev, staged_t)));
+    };
+    let (prev_lines, _) = split_lines(prev);
+    let offset = prev_lines.len();
+    let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));
+    let (lines, torn) = split_lines(bytes);
+    if torn.is_some() {
+        return Err(Box::new(Finding::error(
+            "transcript-torn",
+            tpath,
+            Some(offset + lines.len() + 1),
+            "the last line has no newline (an interrupted append)".into(),
+        )
+        .fix(format!(
+            "noma repair \"{path}\" && git add \"{tpath}\" (the torn bytes are moved to \"{tpath}.torn\")"
+        ))));
+    }
+    let mut records: Vec<(usize, Record)> = Vec::with_capacity(lines.len());
+    let mut prev_sha = prev_last.clone();
+    for l in &lines {
+        let line = offset + l.number;
+        let rec = transcript::parse_record(line, l.raw).map_err(|e| {
+            Box::new(Finding::error(
+                "transcript-invalid",
+                tpath,
+                Some(e.line()),
+                e.to_string(),
+            ))
+        })?;
+        if let (Some(claimed), Some(actual)) = (&rec.prev_entry_sha256, &prev_sha) {
+            if claimed != actual {
+                let what = if line == offset + 1 {
+                    format!("line {offset} of the committed transcript")
+                } else {
+                    format!("line {}", line - 1)
+                };
+                return Err(Box::new(Finding::error(
+                    "transcript-tampered",
+                    tpath,
+                    Some(line),
+                    format!(
+                        "prev_entry_sha256 does not chain onto {what} (a line was changed, removed or inserted)"
+                    ),
+                )
+                .fix(format!(
+                    "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace`"
+                ))));
+            }
+        }
+        prev_sha = Some(sha256_hex(l.raw));
+        records.push((line, rec));
+    }
+    Ok(NewRecords {
+        bytes,
+        offset,
+        prev_last,
+        records,
+    })
+}
+
+/// The finding for a replay of new records that diverged.
+/// `unstaged`: the document in the index is unchanged from HEAD.
+fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged: bool) -> Finding {
+    // Lines are the file's: replay_after counts the committed ones.
+    let line = (d.line > 0).then_some(d.line);
+    let final_state = d.op_id.is_none() && d.expected_sha256.is_some();
+    if final_state && unstaged {
+        // New records, yet the document in the index is unchanged: the
+        // edit they made was not staged (`noma record` would find nothing
+        // to record).
+        return Finding::error(
+            "unrecorded-edit",
+            path,
+            None,
+            format!("{tpath} has new records but the document's change is not staged"),
+        )
+        .fix(format!("git add \"{path}\""));
+    }
+    if final_state {
+        // The replayed final state is not the staged document.
+        let blocks: Vec<String> = d
+            .blocks
+            .iter()
+            .map(|b| format!("{} ({})", b.id, b.change))
+            .collect();
+        return Finding::error(
+            "unrecorded-edit",
+            path,
+            None,
+            format!(
+                "changed outside its transcript (after {tpath} line {}): {}",
+                line.unwrap_or(0),
+                describe(&blocks)
+            ),
+        )
+        .fix(format!(
+            "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+        ));
+    }
+    if d.message.contains("pre_sha256 is not the replayed state") {
+        // `noma record` only appends: it cannot explain an edit that sits
+        // between two records.
+        return Finding::error("unrecorded-edit", tpath, line, d.message).fix(format!(
+            "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)"
+        ));
+    }
+    Finding::error("transcript-replay", tpath, line, d.message)
 }
 
 /// Searches the history reachable from HEAD (and MERGE_HEAD) for a version

@@ -186,3 +186,35 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
     let o = r.noma(&["record", "new.noma"]);
     assert!(text(&o).contains("nothing to record"), "{}", text(&o));
 }
+
+#[test]
+fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
+    let r = setup("strict: true\n");
+    r.write("new.noma", "# New\n\n::note{id=\"x\"}\nfirst\n::\n");
+    let op = r#"{"op":"replace_body","id":"x","content":"second"}"#;
+    let o = r.noma(&["patch", "new.noma", "--inplace", "--op", op]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "-m", "new doc"]);
+    assert!(!o.status.success(), "strict: the base is unknown");
+    let out = text(&o);
+    assert!(out.contains("transcript-base-unknown"), "{out}");
+    let fix = out
+        .split("(fix: ")
+        .nth(1)
+        .and_then(|f| f.lines().next())
+        .and_then(|f| f.strip_suffix(')'))
+        .expect("a fix");
+    // As a user would, with `noma` on PATH.
+    let bin = std::path::Path::new(crate::common::NOMA).parent().unwrap();
+    let path = format!(
+        "PATH={}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = r.cmd("env", &[&path, "sh", "-c", fix]);
+    assert!(o.status.success(), "hint `{fix}` failed: {}", text(&o));
+    commit(&r, "new doc with genesis");
+    let o = r.noma(&["replay", "new.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
