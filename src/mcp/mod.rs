@@ -5,6 +5,11 @@
 //!   parse-error (`-32700`) and invalid-params (`-32602`) answers rmcp's own
 //!   stdio transport does not give; stdout carries protocol lines only,
 //!   every log line goes to stderr.
+//!
+//! Tool arguments that do not match a tool's input schema are answered per
+//! the negotiated revision: a JSON-RPC `-32602` before 2025-11-25, an
+//! `isError: true` tool result from 2025-11-25 on (SEP-1303;
+//! [`validation_is_a_tool_error`]).
 //! - [`registry`]: tools as typed handlers with derived input schemas.
 //! - [`tools`]: the tools themselves.
 //! - [`paths`]: workspace containment of every path argument.
@@ -26,7 +31,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -75,9 +81,24 @@ impl NomaServer {
         }
     }
 
-    /// Runs a tool by name on the blocking pool. `Err` is a JSON-RPC error
+    /// Runs a tool by name on the blocking pool, as a client that negotiated
+    /// a revision before 2025-11-25 sees it: `Err` is a JSON-RPC `-32602`
     /// (unknown tool, arguments not matching the schema).
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, McpError> {
+        self.call_for(name, args, None).await
+    }
+
+    /// [`NomaServer::call`] under the negotiated protocol `version`. From
+    /// 2025-11-25 on (SEP-1303), arguments that do not match the tool's
+    /// input schema are a tool execution error (`isError: true`, body
+    /// `{ok: false, error}`) the model can read and correct, not a JSON-RPC
+    /// error; an unknown tool stays `-32602` in every revision.
+    pub async fn call_for(
+        &self,
+        name: &str,
+        args: Value,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<ToolResult, McpError> {
         let Some(spec) = self.registry.get(name).cloned() else {
             return Err(McpError::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the available tools"),
@@ -87,6 +108,9 @@ impl NomaServer {
         let ctx = self.ctx.clone();
         match tokio::task::spawn_blocking(move || spec.call(&ctx, args)).await {
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(InvalidArgs(msg))) if validation_is_a_tool_error(version) => {
+                Ok(Err(ToolError::system(msg)))
+            }
             Ok(Err(InvalidArgs(msg))) => Err(McpError::invalid_params(msg, None)),
             // A panicking tool is a bug; the session survives it.
             Err(e) => Ok(Err(ToolError::system(format!(
@@ -94,6 +118,13 @@ impl NomaServer {
             )))),
         }
     }
+}
+
+/// True when the negotiated revision answers input validation failures as
+/// tool results (`isError: true`) rather than JSON-RPC `-32602`: 2025-11-25
+/// and later (SEP-1303). Revision strings are dates, so they order as text.
+pub fn validation_is_a_tool_error(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| *v >= ProtocolVersion::V_2025_11_25)
 }
 
 /// Turns a tool outcome into the MCP result (§B.7 two-tier envelope).
@@ -132,10 +163,11 @@ impl ServerHandler for NomaServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let result = self.call(&request.name, args).await?;
+        let version = context.protocol_version();
+        let result = self.call_for(&request.name, args, version.as_ref()).await?;
         Ok(to_call_result(&result).into())
     }
 }

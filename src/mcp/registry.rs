@@ -12,8 +12,10 @@
 //! - `Err(ToolError::System(..))`: `{ok: false, error}` with `isError:
 //!   true`: infrastructure faults, path escapes, book manifests.
 //!
-//! Arguments that do not match the args type are a JSON-RPC `-32602`
-//! (invalid params) naming the offending field.
+//! Arguments that do not match the args type are [`InvalidArgs`] naming the
+//! offending field: a JSON-RPC `-32602` (invalid params), or an `isError`
+//! result when the client negotiated 2025-11-25 or later (see
+//! [`super::validation_is_a_tool_error`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

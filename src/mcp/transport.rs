@@ -14,8 +14,13 @@
 //! Threads: one reads stdin (blocking reads, bounded lines), one writes
 //! stdout. Every outgoing message, rmcp's or ours, goes through the writer
 //! as ONE line, so stdout carries whole JSON-RPC lines and nothing else.
-//! A line longer than [`MAX_LINE`] is skipped without being buffered and
-//! answered with `-32600`; the id cannot be known without reading it.
+//! A line longer than [`MAX_LINE`] is not buffered: its bytes stream through
+//! an [`IdScanner`] that picks out the top-level `"id"` member wherever it
+//! sits (the TypeScript SDK writes `id` after `params`), and the line is
+//! answered with `-32600` carrying that id, so the client's pending request
+//! ends at once instead of at its timeout. Only when the id cannot be read
+//! (not an object, no `id`, an id that is not a string or number, or the
+//! line is not well-formed up to it) is the answer's id `null`.
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc as std_mpsc;
@@ -159,16 +164,161 @@ fn shape_error(line: &[u8], err: &serde_json::Error) -> Inbound {
     }
 }
 
+/// A line longer than the limit: how long it was and the request id read
+/// from it, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oversized {
+    /// Bytes seen (without the newline).
+    pub len: usize,
+    /// The top-level `"id"` member (a string or a number), when readable.
+    pub id: Option<Value>,
+}
+
+/// Streams the bytes of one JSON-RPC line and keeps the value of its
+/// top-level `"id"` member, without buffering the line: it tracks nesting
+/// depth and strings only, and captures at most [`IdScanner::MAX_ID`] bytes
+/// of the id's value. Escapes inside the key are not decoded (`"\u0069d"`
+/// is not taken for `"id"`); a duplicate `id` key keeps the first.
+#[derive(Debug, Default)]
+pub struct IdScanner {
+    started: bool,
+    dead: bool,
+    depth: usize,
+    in_str: bool,
+    esc: bool,
+    expect_key: bool,
+    key: Option<Vec<u8>>,
+    last_key_is_id: bool,
+    value: Option<Vec<u8>>,
+    id: Option<Value>,
+}
+
+impl IdScanner {
+    /// Longest id value kept (bytes of its JSON text).
+    pub const MAX_ID: usize = 1024;
+
+    /// A scanner at the start of a line.
+    pub fn new() -> IdScanner {
+        IdScanner::default()
+    }
+
+    /// Feeds the next bytes of the line.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.dead || self.id.is_some() {
+                return;
+            }
+            self.step(b);
+        }
+    }
+
+    /// The id, once found.
+    pub fn id(&self) -> Option<Value> {
+        self.id.clone()
+    }
+
+    fn step(&mut self, b: u8) {
+        if !self.started {
+            // Leading whitespace (and a BOM) before the object.
+            if b.is_ascii_whitespace() || matches!(b, 0xEF | 0xBB | 0xBF) {
+                return;
+            }
+            self.started = true;
+            if b != b'{' {
+                self.dead = true;
+                return;
+            }
+            self.depth = 1;
+            self.expect_key = true;
+            return;
+        }
+        if let Some(v) = self.value.as_mut() {
+            if v.len() >= Self::MAX_ID {
+                self.dead = true;
+                return;
+            }
+        }
+        if self.in_str {
+            self.capture(b);
+            if self.esc {
+                self.esc = false;
+            } else if b == b'\\' {
+                self.esc = true;
+            } else if b == b'"' {
+                self.in_str = false;
+                if let Some(key) = self.key.take() {
+                    self.last_key_is_id = key == b"id";
+                }
+            } else if let Some(key) = self.key.as_mut() {
+                // Three bytes are enough to tell `id` from anything else.
+                if key.len() < 3 {
+                    key.push(b);
+                }
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_str = true;
+                if self.depth == 1 && self.expect_key {
+                    self.key = Some(Vec::new());
+                    self.expect_key = false;
+                } else {
+                    self.capture(b);
+                }
+            }
+            b':' if self.depth == 1 => {
+                if self.last_key_is_id {
+                    self.value = Some(Vec::new());
+                }
+                self.last_key_is_id = false;
+            }
+            b',' | b'}' if self.depth == 1 => {
+                if let Some(v) = self.value.take() {
+                    // Only a string or a number is an id; the first `id` wins.
+                    match serde_json::from_slice::<Value>(&v) {
+                        Ok(id @ (Value::String(_) | Value::Number(_))) => self.id = Some(id),
+                        _ => self.dead = true,
+                    }
+                    return;
+                }
+                if b == b'}' {
+                    self.depth = 0;
+                    self.dead = true;
+                } else {
+                    self.expect_key = true;
+                }
+            }
+            b'{' | b'[' => {
+                self.capture(b);
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                self.capture(b);
+                self.depth = self.depth.saturating_sub(1);
+            }
+            _ => self.capture(b),
+        }
+    }
+
+    /// Appends to the id's value text while it is being read.
+    fn capture(&mut self, b: u8) {
+        if let Some(v) = self.value.as_mut() {
+            v.push(b);
+        }
+    }
+}
+
 /// Reads newline-terminated lines of at most `max` bytes from `input` and
-/// hands each to `sink` (oversized lines as `Err(len_seen)`), until EOF, a
-/// read error, or `sink` returns false.
+/// hands each to `sink` (oversized lines as `Err`, with the id read from
+/// them), until EOF, a read error, or `sink` returns false.
 pub fn read_lines<R: BufRead>(
     mut input: R,
     max: usize,
-    mut sink: impl FnMut(Result<&[u8], usize>) -> bool,
+    mut sink: impl FnMut(Result<&[u8], Oversized>) -> bool,
 ) -> io::Result<()> {
     let mut line: Vec<u8> = Vec::new();
-    let mut discarding: Option<usize> = None;
+    let mut discarding: Option<(usize, IdScanner)> = None;
     loop {
         let (used, done) = {
             let buf = match input.fill_buf() {
@@ -186,10 +336,14 @@ pub fn read_lines<R: BufRead>(
             let nl = memchr::memchr(b'\n', buf);
             let take = nl.map_or(buf.len(), |i| i + 1);
             let chunk = &buf[..nl.unwrap_or(buf.len())];
-            if let Some(seen) = discarding.as_mut() {
+            if let Some((seen, scanner)) = discarding.as_mut() {
                 *seen = seen.saturating_add(chunk.len());
+                scanner.feed(chunk);
             } else if line.len().saturating_add(chunk.len()) > max {
-                discarding = Some(line.len() + chunk.len());
+                let mut scanner = IdScanner::new();
+                scanner.feed(&line);
+                scanner.feed(chunk);
+                discarding = Some((line.len() + chunk.len(), scanner));
                 line = Vec::new();
             } else {
                 line.extend_from_slice(chunk);
@@ -199,7 +353,10 @@ pub fn read_lines<R: BufRead>(
         input.consume(used);
         if done {
             let go_on = match discarding.take() {
-                Some(seen) => sink(Err(seen)),
+                Some((len, scanner)) => sink(Err(Oversized {
+                    len,
+                    id: scanner.id(),
+                })),
                 None => sink(Ok(&line)),
             };
             if !go_on {
@@ -285,12 +442,12 @@ where
                     Inbound::Reply(v) => send_value(&replies, &v),
                     Inbound::Skip => true,
                 },
-                Err(len) => {
+                Err(Oversized { len, id }) => {
                     eprintln!("noma mcp: dropped a request line of {len} bytes (limit {MAX_LINE})");
                     send_value(
                         &replies,
                         &error_response(
-                            Value::Null,
+                            id.unwrap_or(Value::Null),
                             code::INVALID_REQUEST,
                             format!("Invalid Request: line longer than {MAX_LINE} bytes"),
                         ),
@@ -411,9 +568,75 @@ mod tests {
             got,
             vec![
                 Ok(b"abc".to_vec()),
-                Err(10),
+                Err(Oversized { len: 10, id: None }),
                 Ok(b"xy\r".to_vec()),
                 Ok(b"tail".to_vec())
+            ]
+        );
+    }
+
+    fn scan(line: &[u8]) -> Option<Value> {
+        let whole = {
+            let mut s = IdScanner::new();
+            s.feed(line);
+            s.id()
+        };
+        // Byte-at-a-time feeding (the reader's chunks split anywhere) agrees.
+        let mut s = IdScanner::new();
+        for b in line {
+            s.feed(std::slice::from_ref(b));
+        }
+        assert_eq!(s.id(), whole, "{}", String::from_utf8_lossy(line));
+        whole
+    }
+
+    #[test]
+    fn id_scanner_finds_the_top_level_id_anywhere() {
+        let cases: &[(&[u8], Option<Value>)] = &[
+            // The TypeScript SDK's order: id after params.
+            (
+                br#"{"method":"tools/call","params":{"name":"x","arguments":{"id":"inner","s":"}{\"id\":1"}},"jsonrpc":"2.0","id":42}"#,
+                Some(json!(42)),
+            ),
+            (br#"{"jsonrpc":"2.0","id":"req-\"7\"","method":"x"}"#, Some(json!("req-\"7\""))),
+            (b"\xEF\xBB\xBF  { \"id\" : -3.5 , \"method\":\"x\"}", Some(json!(-3.5))),
+            (br#"{"params":[{"id":1}],"id":2,"id":3}"#, Some(json!(2))),
+            (br#"{"method":"id","idx":1,"xid":2}"#, None),
+            (br#"{"id":null,"method":"x"}"#, None),
+            (br#"{"id":{"a":1}}"#, None),
+            (br#"{"\u0069d":5}"#, None),
+            (br#"[{"id":1}]"#, None),
+            (br#"{"method":"x","params":{}}"#, None),
+            // Unterminated: the id is known once its value ends.
+            (br#"{"id":17,"params":{"content":"xxxxxxxx"#, Some(json!(17))),
+            (br#"{"params":{"content":"xx"#, None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(&scan(line), want, "{}", String::from_utf8_lossy(line));
+        }
+        let long_id = format!(r#"{{"id":"{}"}}"#, "a".repeat(IdScanner::MAX_ID + 1));
+        assert_eq!(scan(long_id.as_bytes()), None);
+    }
+
+    #[test]
+    fn an_oversized_line_carries_its_id() {
+        let big = "x".repeat(100);
+        let input = format!(
+            "{{\"method\":\"tools/call\",\"params\":{{\"content\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":9}}\n{{\"id\":\"s\",\"p\":\"{big}\"}}\n{{\"p\":\"{big}\"}}\nok\n"
+        );
+        let mut got = Vec::new();
+        read_lines(io::BufReader::with_capacity(7, input.as_bytes()), 50, |l| {
+            got.push(l.map(<[u8]>::to_vec).map_err(|o| o.id));
+            true
+        })
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Err(Some(json!(9))),
+                Err(Some(json!("s"))),
+                Err(None),
+                Ok(b"ok".to_vec())
             ]
         );
     }

@@ -63,6 +63,11 @@ impl Server {
     }
 
     fn start_with(root: &Path, env: &[(&str, &str)]) -> Server {
+        Server::start_negotiating(root, env, "2025-06-18")
+    }
+
+    /// Starts the server and initialises with protocol revision `version`.
+    fn start_negotiating(root: &Path, env: &[(&str, &str)], version: &str) -> Server {
         let mut cmd = Command::new(NOMA);
         cmd.arg("mcp")
             .current_dir(root)
@@ -100,10 +105,11 @@ impl Server {
         };
         let init = s.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": version, "capabilities": {},
                    "clientInfo": {"name": "test", "version": "1"}}),
         );
         assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
         s.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
         s.pending.insert("init".into(), init);
         s
@@ -669,11 +675,22 @@ fn huge_lines_are_answered_and_the_session_goes_on() {
     let r = s.wait_for(&id);
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("\"c1\""), "{text}");
-    // Over the 16 MiB limit: dropped unread, answered -32600 with a null id.
+    // Over the 16 MiB limit: dropped without being buffered, answered
+    // -32600 with the request's id, read wherever it sits (the TypeScript
+    // SDK writes it after `params`), so the client is not left waiting.
+    let pad = "y".repeat(17 * 1024 * 1024);
     let big = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}",
-        "y".repeat(17 * 1024 * 1024)
+        "{{\"method\":\"tools/call\",\"params\":{{\"name\":\"read_doc\",\"arguments\":{{\"file\":\"a.noma\",\"pad\":\"{pad}\",\"id\":7}}}},\"jsonrpc\":\"2.0\",\"id\":\"late-id\"}}"
     );
+    s.send_line(&big);
+    let r = s.wait_for(&json!("late-id"));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1234,\"method\":\"ping\",\"pad\":\"{pad}\"}}");
+    s.send_line(&big);
+    let r = s.wait_for(&json!(1234));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    // No readable id (a notification, here): the answer's id is null.
+    let big = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"pad\":\"{pad}\"}}");
     s.send_line(&big);
     let r = s.wait_for(&Value::Null);
     assert_eq!(r["error"]["code"], -32600, "{r}");
@@ -801,5 +818,44 @@ fn changed_block_tools_answer_only_the_changed_blocks() {
         ),
         -32602
     );
+    s.finish();
+}
+
+#[test]
+fn input_validation_is_a_tool_error_from_2025_11_25() {
+    let repo = Repo::new();
+    // 2025-06-18: JSON-RPC -32602 (protocol_errors_escapes_and_manifests);
+    // 2025-11-25 (SEP-1303): an isError result naming the field, so a model
+    // can read it and retry. An unknown tool stays -32602.
+    let mut s = Server::start_negotiating(repo.path(), &[], "2025-11-25");
+    for (tool, args, field) in [
+        ("read_doc", json!({}), "file"),
+        ("patch_block", json!({"file": "a.noma"}), "op"),
+        ("patch_block", json!({"file": 5, "op": {}}), "string"),
+        (
+            "transcript_read",
+            json!({"file": "a.noma", "limit": "x"}),
+            "expected u32",
+        ),
+    ] {
+        let (is_error, body) = s.call(tool, args.clone());
+        assert!(is_error, "{tool} {args}: {body}");
+        assert_eq!(body["ok"], false, "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(tool) && error.contains(field), "{error}");
+    }
+    assert_eq!(
+        s.rpc_error("tools/call", json!({"name": "nope", "arguments": {}})),
+        -32602
+    );
+    // tools/call itself malformed (no params): still a protocol error.
+    s.next_id += 1;
+    let id = json!(s.next_id);
+    s.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"}).to_string());
+    assert_eq!(s.wait_for(&id)["error"]["code"], -32602);
+    // Nothing was written, and valid calls still work.
+    assert_eq!(repo.read("a.noma"), DOC);
+    assert!(!repo.path().join("a.noma.patches").exists());
+    s.ok("read_doc", json!({"file": "a.noma"}));
     s.finish();
 }
