@@ -53,8 +53,13 @@ pub const DB_FILE: &str = "blocks.sqlite3";
 const LOCK_FILE: &str = "blocks.lock";
 /// How long a process waits for another's write lock before skipping.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Rows written by another noma version are kept apart from ours.
-const ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/1");
+/// Rows written by another noma version are kept apart from ours. The
+/// `blocks/N` tag names the meaning of the block table: bump it whenever
+/// spans or hashes change for the same bytes, so tables computed by an
+/// older build (same package version) are recomputed, never served.
+/// `blocks/2`: sections end at their last child, headings inside
+/// directives do not fold, CRLF lines hash with their `\r` (issue 19).
+const ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/2");
 /// Documents remembered in-process (besides SQLite) before the memo resets.
 const MEMO_MAX: usize = 64;
 
@@ -841,6 +846,43 @@ mod tests {
         assert_eq!(*b.doc_info("# Other\n"), expected("# Other\n"));
         assert_eq!(b.counters(), (2, 1));
         assert_eq!(b.stats().entries, 2);
+    }
+
+    /// A row stored under an older `blocks/N` tag (spans of a previous
+    /// parser, for the same package version) is never served: the table is
+    /// recomputed under the current tag.
+    #[test]
+    fn rows_of_an_older_block_table_are_not_served() {
+        assert!(ENGINE.ends_with(" blocks/2"), "{ENGINE}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = "# A\n\npara\n\n\n# B\n";
+        let mut stale = expected(t);
+        stale.blocks[0].lines = [1, 5];
+        stale.blocks[0].sha256 = sha256_hex(b"# A\n\npara\n\n");
+        drop(BlockCache::open(dir.path()));
+        {
+            let old_engine = ENGINE.replace(" blocks/2", " blocks/1");
+            let c = Connection::open(db(dir.path())).expect("open");
+            let key = blake3::hash(t.as_bytes());
+            c.execute(
+                "INSERT INTO docs(key, engine, sha256, nblocks, nbytes, blocks) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    &key.as_bytes()[..],
+                    old_engine,
+                    codec::hex_to_bytes(&stale.sha256).expect("hex"),
+                    stale.blocks.len() as i64,
+                    t.len() as i64,
+                    codec::encode(&stale.blocks).expect("encode"),
+                ],
+            )
+            .expect("insert");
+        }
+        let cache = BlockCache::open(dir.path());
+        cache.set_memo(false);
+        let got = cache.doc_info(t);
+        assert_eq!(*got, expected(t));
+        assert_eq!(got.blocks[0].lines, [1, 3]);
+        assert_eq!(cache.counters(), (0, 1));
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! Hashes: the document sha256 (§5.4, raw bytes, no normalisation) and the
 //! per-block source hash that `baseHash` preconditions compare against:
 //! sha256 of the block's lines `startLine..=endLine` joined with `\n`, with
-//! no trailing newline.
+//! no trailing newline, each line as it is in the file: a line ended by
+//! `\r\n` keeps its `\r` (as the reference, which splits the raw source on
+//! `\n`, so a `baseHash` it computed on a CRLF document is accepted here).
+//! A lone `\r` ends a line and is not hashed (the reference's hash of such
+//! a document does not follow its own line numbers; no client can rely on
+//! it). A leading U+FEFF is not part of line 1.
 
 use sha2::{Digest, Sha256};
 
@@ -46,8 +51,9 @@ pub fn slice_hash(src: &str, start: u32, end: u32) -> String {
 /// Hashes line ranges of one source without building the joined slice:
 /// with `\n` terminators only, lines `start..=end` joined with `\n` are a
 /// contiguous substring of the source; otherwise the lines are fed to the
-/// hasher one by one with `\n` between them. Either way nothing is copied,
-/// which matters because every line is hashed once per enclosing block.
+/// hasher one by one (each with the `\r` of a `\r\n` end) with `\n`
+/// between them. Either way nothing is copied, which matters because every
+/// line is hashed once per enclosing block.
 struct SliceHasher<'a> {
     src: &'a str,
     lines: Vec<lines::Line<'a>>,
@@ -81,11 +87,14 @@ impl<'a> SliceHasher<'a> {
             return sha256_hex(self.src.as_bytes().get(from..end_byte).unwrap_or_default());
         }
         let mut h = Sha256::new();
+        let bytes = self.src.as_bytes();
         for (k, line) in self.lines[s..e].iter().enumerate() {
             if k > 0 {
                 h.update(b"\n");
             }
-            h.update(line.text.as_bytes());
+            let end = line.start_in(self.src) + line.text.len();
+            let crlf = bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n');
+            h.update(&bytes[end - line.text.len()..end + usize::from(crlf)]);
         }
         hex(&h.finalize())
     }
@@ -158,9 +167,50 @@ mod tests {
         assert_eq!(sha256_hex(b""), EMPTY_SHA256);
     }
 
-    /// The zero-copy hasher equals sha256 of the joined slice for every
-    /// range, whatever the line terminators (LF, CRLF, CR, mixed, BOM,
-    /// trailing newline or not), including out-of-range spans.
+    /// Lines `start..=end` as the file has them (a CRLF line keeps its
+    /// `\r`, a lone CR is a terminator), joined with `\n`: the definition
+    /// the zero-copy hasher must agree with.
+    fn joined_as_in_file(body: &str, start: u32, end: u32) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for piece in body.split('\n') {
+            let (rest, cr) = match piece.strip_suffix('\r') {
+                Some(r) => (r, true),
+                None => (piece, false),
+            };
+            let mut parts: Vec<String> = rest.split('\r').map(str::to_string).collect();
+            if cr {
+                parts.last_mut().expect("split yields one").push('\r');
+            }
+            lines.extend(parts);
+        }
+        let s = (start.max(1) - 1) as usize;
+        let e = (end as usize).min(lines.len());
+        if s >= e {
+            return String::new();
+        }
+        lines[s..e].join("\n")
+    }
+
+    /// CRLF lines are hashed with their `\r`, as the reference does (it
+    /// splits the raw source on `\n`): the hash of a CRLF block is sha256
+    /// of its bytes without the final line end.
+    #[test]
+    fn crlf_lines_keep_their_cr() {
+        let src = "# T\r\n\r\n::claim{id=\"c\"}\r\nx\r\n::\r\n";
+        let doc = parse(src);
+        let blocks = block_hashes(src, &doc);
+        let c = blocks.iter().find(|b| b.id == "c").expect("claim");
+        assert_eq!(c.lines, [3, 5]);
+        assert_eq!(c.sha256, sha256_hex(b"::claim{id=\"c\"}\r\nx\r\n::\r"));
+        assert_eq!(
+            blocks[0].sha256,
+            sha256_hex(src.trim_end_matches('\n').as_bytes())
+        );
+    }
+
+    /// The zero-copy hasher equals sha256 of the lines as in the file for
+    /// every range, whatever the line terminators (LF, CRLF, CR, mixed,
+    /// BOM, trailing newline or not), including out-of-range spans.
     #[test]
     fn slice_hash_equals_hash_of_joined_lines() {
         for src in [
@@ -176,7 +226,7 @@ mod tests {
             let all = lines::split(body);
             for start in 0..=all.len() as u32 + 1 {
                 for end in 0..=all.len() as u32 + 2 {
-                    let want = sha256_hex(lines::slice_joined(&all, start, end).as_bytes());
+                    let want = sha256_hex(joined_as_in_file(body, start, end).as_bytes());
                     assert_eq!(slice_hash(src, start, end), want, "{src:?} {start}..={end}");
                 }
             }

@@ -8,9 +8,19 @@
 //! - duplicate heading slugs get `-2`, `-3`, … in document order (§6.5);
 //! - directive names may be namespaced (`::finance::position`);
 //! - list items take indented continuation lines (§6.3 list spans);
-//! - `aliases=` on a directive registers aliases (§2.2);
-//! - section spans follow §6.3: up to the line before the next heading of the
-//!   same or a shallower level in the same container, else the container's end.
+//! - `aliases=` on a directive registers aliases (§2.2).
+//!
+//! Where the protocol is silent or ambiguous we agree with the reference
+//! (issue 19), so that block hashes and `baseHash` preconditions match:
+//! - an implicit section ends on the last line of its last child (its heading
+//!   line when it has none): blank lines before the next heading are outside
+//!   it. §6.3's wording ("the line before the next heading") would include
+//!   them; the reference's spans are what agents send hashes of;
+//! - not (yet) followed: inside a directive (a `:::tab`) the reference does
+//!   not fold a heading's following blocks into its section (the section
+//!   spans its heading line); here sections fold inside directives too, which
+//!   the patch ops' structure rules (notes and moves into such a section)
+//!   are built on.
 
 use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use serde_json::{Map, Value};
@@ -88,16 +98,29 @@ fn take_children(scratch: &mut Vec<Node>, first: usize) -> Vec<Node> {
     scratch.drain(first.min(scratch.len())..).collect()
 }
 
+/// The last line of a section that starts on `start` and holds `children`:
+/// the latest end among them, else the heading line.
+pub(super) fn section_end(start: u32, children: &[Node]) -> u32 {
+    children
+        .iter()
+        .map(|c| c.span.end)
+        .max()
+        .unwrap_or(start)
+        .max(start)
+}
+
 impl Container {
-    /// Closes every open section whose level is `>= level` with `end` as last line.
-    fn close_sections(&mut self, scratch: &mut Vec<Node>, level: u8, end: u32) {
+    /// Closes every open section whose level is `>= level`. A section ends
+    /// where its last child ends, or on its heading line without children.
+    fn close_sections(&mut self, scratch: &mut Vec<Node>, level: u8) {
         while self.sections.last().is_some_and(|s| s.level >= level) {
             let s = self.sections.pop().expect("checked non-empty");
             let children = take_children(scratch, s.first);
+            let end = section_end(s.start, &children);
             let node = Node {
                 id: s.id,
                 aliases: s.aliases.into_boxed_slice(),
-                span: Span::new(s.start, end.max(s.start)),
+                span: Span::new(s.start, end),
                 kind: NodeKind::Section {
                     level: s.level,
                     title: s.title,
@@ -240,7 +263,7 @@ impl<'a> Parser<'a> {
             self.close_directive(eof, false);
         }
         if let Some(root) = self.stack.last_mut() {
-            root.close_sections(&mut self.scratch, 1, eof);
+            root.close_sections(&mut self.scratch, 1);
         }
         take_children(&mut self.scratch, 0)
     }
@@ -507,7 +530,7 @@ impl<'a> Parser<'a> {
         let Some(top) = stack.last_mut() else {
             return;
         };
-        top.close_sections(scratch, h.level, line - 1);
+        top.close_sections(scratch, h.level);
         // After closing: the closed sections are now nodes on the scratch.
         let first = scratch.len();
         top.sections.push(OpenSection {
@@ -553,9 +576,8 @@ impl<'a> Parser<'a> {
             .directive
             .take()
             .expect("non-root container has a directive");
-        // Sections inside end on the line before the closing fence.
-        let inner_end = if closed { end.saturating_sub(1) } else { end };
-        c.close_sections(&mut self.scratch, 1, inner_end.max(d.start));
+        // Sections inside end with their last child, before the closing fence.
+        c.close_sections(&mut self.scratch, 1);
         let children = take_children(&mut self.scratch, c.first);
         let id = d.attrs.get_str("id").map(Text::from);
         let aliases = d
@@ -1083,13 +1105,41 @@ mod tests {
         assert!(d.issues.is_empty());
     }
 
+    /// A section ends on its last child's last line, as in the reference:
+    /// the blank lines before the next heading (or the end) are outside it.
     #[test]
-    fn section_ends_before_next_heading_of_same_level() {
-        let d = parse("# A\ntext\n\n## B\nx\n\n# C\ny\n");
+    fn section_ends_at_its_last_non_blank_line() {
+        let d = parse("# A\ntext\n\n## B\nx\n\n# C\ny\n\n\n");
         let a = &d.children[0];
-        assert_eq!(a.span, Span::new(1, 6));
-        assert_eq!(a.children()[1].span, Span::new(4, 6));
+        assert_eq!(a.span, Span::new(1, 5));
+        assert_eq!(a.children()[1].span, Span::new(4, 5));
         assert_eq!(d.children[1].span, Span::new(7, 8));
+        // Without children: the heading line alone.
+        let d = parse("# A\n\n\n## B\n\n# C\n");
+        assert_eq!(d.children[0].span, Span::new(1, 4));
+        assert_eq!(d.children[0].children()[0].span, Span::new(4, 4));
+        assert_eq!(d.children[1].span, Span::new(6, 6));
+        // An unclosed directive runs to the end, and its section with it.
+        let d = parse("# A\n\n::note{id=\"n\"}\nx\n");
+        assert_eq!(d.children[0].span, Span::new(1, 4));
+    }
+
+    /// Inside a directive a heading's section holds the blocks after it up
+    /// to the closing fence and ends at its last child.
+    #[test]
+    fn sections_inside_directives_end_at_their_last_child() {
+        let src = "# Top\n\n::tabs\n:::tab{title=\"a\"}\n### Inner\n\nText.\n\n::::claim{id=\"c\"}\nx\n::::\n\n:::\n::\n\nAfter.\n";
+        let d = parse(src);
+        assert!(d.issues.is_empty(), "{:?}", d.issues);
+        let top = &d.children[0];
+        assert_eq!(top.span, Span::new(1, 16));
+        let tab = &top.children()[0].children()[0];
+        assert_eq!(tab.span, Span::new(4, 13));
+        let inner = &tab.children()[0];
+        assert_eq!(inner.id.as_deref(), Some("inner"));
+        assert_eq!(inner.span, Span::new(5, 11));
+        assert_eq!(inner.children().len(), 2);
+        assert_eq!(ids(&d), ["top", "inner", "c"]);
     }
 
     #[test]

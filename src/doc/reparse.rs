@@ -22,6 +22,10 @@
 //! - neither the run nor the fragment holds a section: headings decide
 //!   where sections around them end, and implicit slugs are suffixed in
 //!   document order, so a heading anywhere in the edit re-parses in full;
+//! - no section precedes the run among its siblings: a
+//!   section ends at its last child, so lines after it (up to the next
+//!   heading) are its children in a full parse, not its siblings; sections
+//!   on the path get their ends recomputed from their new children;
 //! - the fragment starts after a line that ends every block (a blank line,
 //!   its container's heading or opening fence, or the last line of a
 //!   closed directive or code block) or with a blank line, and ends before
@@ -42,7 +46,7 @@ use std::ops::Range;
 use super::ast::{Document, Node, NodeKind, Span};
 use super::parse::{
     is_blank, is_frontmatter_fence, is_table_row, is_table_separator, match_directive_close,
-    match_directive_open, match_heading, parse_fragment,
+    match_directive_open, match_heading, parse_fragment, section_end,
 };
 
 /// How to turn the old tree into the new one.
@@ -197,6 +201,25 @@ fn shifted(line: u32, delta: i64) -> u32 {
     u32::try_from(i64::from(line) + delta).unwrap_or(line)
 }
 
+/// Recomputes, bottom-up, the end of every section on `path` (child
+/// indices from `kids` down): a section ends where its last child ends, which
+/// a shift by the edit's line delta does not give when the edit changed the
+/// trailing blank lines of its last child's run.
+fn fix_section_ends(kids: &mut [Node], path: &[usize]) {
+    let Some((&at, rest)) = path.split_first() else {
+        return;
+    };
+    let Some(node) = kids.get_mut(at) else {
+        return;
+    };
+    if let Some(children) = node.children_mut() {
+        fix_section_ends(children, rest);
+    }
+    if let NodeKind::Section { children, .. } = &node.kind {
+        node.span.end = section_end(node.span.start, children);
+    }
+}
+
 /// Moves every span in `nodes` and their subtrees by `delta` lines.
 fn shift_all(nodes: &mut [Node], delta: i64) {
     let mut stack: Vec<&mut Node> = nodes.iter_mut().collect();
@@ -272,6 +295,12 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
     let fs = run.first().map_or(a, |n| n.span.start.min(a));
     let fe = run.last().map_or(b, |n| n.span.end.max(b));
     if fs < 2 || holds_a_section(run) {
+        return None;
+    }
+    let after_section = lo
+        .checked_sub(1)
+        .is_some_and(|p| matches!(kids[p].kind, NodeKind::Section { .. }));
+    if after_section {
         return None;
     }
     if is_frontmatter_fence(line_at(old_src, 0)) {
@@ -364,6 +393,7 @@ impl Splice {
         shift_all(&mut kids[self.run.end..], delta);
         let run = self.run.start..self.run.start + self.nodes.len();
         let old_nodes = kids.splice(self.run, self.nodes).collect();
+        fix_section_ends(&mut doc.children, &self.path);
         doc.end_line = shifted(doc.end_line, delta);
         Some(Replaced {
             path: self.path,
@@ -463,6 +493,24 @@ mod tests {
         for (i, new) in refused.iter().enumerate() {
             assert!(spliced(DOC, new).is_none(), "spliced edit {i}");
         }
+    }
+
+    /// Sections end at their last child: removing the last child splices
+    /// and moves the section's end back to the child before; text added in
+    /// the blank lines after a section's last child belongs to the section,
+    /// so it is parsed in full instead of spliced in as a sibling.
+    #[test]
+    fn section_ends_follow_their_last_child() {
+        let old = "# Top\n\nIntro.\n\n## A\n\nOne.\n\nTwo.\n\n\n## B\n\nEnd.\n";
+        let new = old.replace("Two.\n", "");
+        let got = spliced(old, &new).expect("a splice");
+        assert_eq!(got, parse(&new));
+        assert_eq!(got.children[0].children()[1].span, Span::new(5, 7));
+        let new = old.replace("Two.\n\n\n", "Two.\n\nThree.\n\n");
+        assert!(spliced(old, &new).is_none());
+        let full = parse(&new);
+        let a = &full.children[0].children()[1];
+        assert_eq!((a.children().len(), a.span), (3, Span::new(5, 11)));
     }
 
     #[test]

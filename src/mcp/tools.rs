@@ -289,7 +289,11 @@ fn validate_options(path: &Path) -> crate::validate::Options {
     }
 }
 
-/// `read_doc` (§B.3).
+/// `read_doc` (§B.3): every block in document order, as the reference's
+/// server lists them: the frontmatter first (when it holds any text), then
+/// each node pre-order, a list followed by its `list_item` entries (a list's
+/// `childCount` is its item count). Blocks with an id carry their source
+/// hash, the `base_hash` to send back.
 pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "read_doc")?;
     let src = read_source(&path)?;
@@ -297,6 +301,10 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let info = ctx.cache.doc_info(&src);
     let mut hashes = info.blocks.iter().peekable();
     let mut blocks = Vec::new();
+    let plain = |kind: &str, lines: [u32; 2]| json!({"type": kind, "childCount": 0, "lines": lines, "patchable": false});
+    if let Some(fm) = doc.frontmatter.as_ref().filter(|fm| !fm.raw.is_empty()) {
+        blocks.push(plain("frontmatter", [fm.span.start, fm.span.end]));
+    }
     for node in doc.walk() {
         let mut b = Map::new();
         if let Some(id) = &node.id {
@@ -322,7 +330,14 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
         if !node.aliases.is_empty() {
             b.insert("aliases".into(), json!(node.aliases));
         }
-        b.insert("childCount".into(), json!(node.children().len()));
+        let items = match &node.kind {
+            NodeKind::List { items, .. } => items.as_slice(),
+            _ => &[],
+        };
+        b.insert(
+            "childCount".into(),
+            json!(node.children().len() + items.len()),
+        );
         b.insert("lines".into(), json!([node.span.start, node.span.end]));
         let patchable = node.id.as_deref().is_some_and(|id| !id.is_empty());
         b.insert("patchable".into(), json!(patchable));
@@ -340,6 +355,9 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
             b.insert("hash".into(), json!(hash));
         }
         blocks.push(Value::Object(b));
+        for item in items {
+            blocks.push(plain("list_item", [item.span.start, item.span.end]));
+        }
     }
     Ok(json!({ "blocks": blocks, "sha256": info.sha256 }))
 }

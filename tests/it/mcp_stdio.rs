@@ -319,7 +319,12 @@ fn read_list_validate() {
     let doc = s.ok("read_doc", json!({"file": "a.noma"}));
     assert_eq!(doc["sha256"], sha256_hex(DOC));
     let blocks = doc["blocks"].as_array().unwrap();
-    let intro = &blocks[0];
+    // As the reference's server: the frontmatter first, without an id.
+    assert_eq!(
+        blocks[0],
+        json!({"type": "frontmatter", "childCount": 0, "lines": [1, 3], "patchable": false})
+    );
+    let intro = &blocks[1];
     assert_eq!(intro["id"], "intro");
     assert_eq!(intro["type"], "section");
     assert_eq!(intro["level"], 1);
