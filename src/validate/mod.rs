@@ -109,6 +109,7 @@ const RULES: &[(&str, Severity)] = &[
     ("computed-chain-too-deep", Severity::Warning),
     ("state-change-missing-block", Severity::Warning),
     ("state-change-missing-from-to", Severity::Warning),
+    ("citation-missing-source", Severity::Warning),
     ("stale-citation", Severity::Warning),
     ("diagram-missing-kind", Severity::Warning),
     ("diagram-missing-source", Severity::Warning),
