@@ -18,8 +18,8 @@ use crate::transcript::{Actor, ActorKind, PatchResult};
     after_help = "Output: --inplace writes the document and appends one record per op to \
 <file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
 and its transcript alone; neither = dry run that prints the new document. Exit 0 applied, \
-1 rejected (or an unrecorded edit was found; an op that is not a catalogue op with the right \
-fields is refused unrecorded, with `error.code` in JSON), 2 could not run."
+1 rejected (or an unrecorded edit was found), 2 could not run (an op that is not a catalogue op \
+with the right fields is refused unrecorded: exit 2, with `error.code` in JSON)."
 )]
 pub struct Args {
     /// The .noma document to patch.
@@ -188,8 +188,8 @@ pub fn run(args: Args) -> i32 {
     };
     let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
         Ok(o) => o,
-        // Refused before anything was recorded, but with its §3.5 code, so
-        // a JSON client gets `error.code` like any other rejection (exit 1).
+        // Refused before anything was recorded (exit 2, "could not run"),
+        // but with its §3.5 code, so a JSON client gets `error.code`.
         Err(engine::EngineError::InvalidOp(e)) => {
             eprintln!("noma patch: {e}");
             if args.format == Format::Json {
@@ -198,7 +198,7 @@ pub fn run(args: Args) -> i32 {
                     return c;
                 }
             }
-            return super::EXIT_FAIL;
+            return super::EXIT_USAGE;
         }
         Err(e) => {
             eprintln!("noma patch: {e}");
