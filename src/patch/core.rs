@@ -366,7 +366,9 @@ const REF_ATTRS: [&str; 5] = ["for", "parent", "dataset", "block", "ref"];
 /// then a taken `to` is `id_conflict` (whatever `from`'s kind), then a
 /// target that is neither a directive nor a section is `target_missing`,
 /// and a `to` outside the published `BlockId` pattern
-/// (`patch-op.schema.json`) is `invalid_content` (the reference writes it).
+/// (`patch-op.schema.json`) is `invalid_content`: §2 and §3 give no id
+/// grammar, but the reference's own wire schema makes such an op invalid
+/// (its engine writes it anyway, e.g. `{id="Bad Id!"}`).
 ///
 /// A section is renamed as the reference does it, by giving its heading an
 /// explicit `{id="to"}` (replacing an `id=` already there). §3.1.5 words

@@ -8,7 +8,11 @@
 //! the op modules' docs): core ops on non-directive targets (rename_id on a
 //! section excepted, as the reference) and aliases in id fields are
 //! `target_missing`, `add_block.position` out of range is `parent_missing`,
-//! `update_attribute` with `null` removes the attribute.
+//! `update_attribute` with `null` removes the attribute. In a CRLF document
+//! every line an op writes or rewrites ends in `\r\n` (§5.4: line endings
+//! are preserved as found); the reference splits on `\n`, so its inserted
+//! lines end in `\n` and the lines it rewrites through a `\s*$` pattern
+//! (heading ids, directive open lines) lose their `\r`.
 
 mod body;
 mod core;
