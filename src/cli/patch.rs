@@ -18,7 +18,8 @@ use crate::transcript::{Actor, ActorKind, PatchResult};
     after_help = "Output: --inplace writes the document and appends one record per op to \
 <file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
 and its transcript alone; neither = dry run that prints the new document. Exit 0 applied, \
-1 rejected (or an unrecorded edit was found), 2 could not run."
+1 rejected (or an unrecorded edit was found), 2 could not run (an op that is not a catalogue op \
+with the right fields is refused unrecorded: exit 2, with `error.code` in JSON)."
 )]
 pub struct Args {
     /// The .noma document to patch.
@@ -130,6 +131,19 @@ fn default_actor_name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The JSON answer to a request refused before recording.
+fn refusal_json(e: &engine::InvalidOp) -> Value {
+    json!({
+        "accepted": false,
+        "records": [],
+        "error": {
+            "code": e.code().as_str(),
+            "message": e.to_string(),
+            "op_index": e.index,
+        },
+    })
+}
+
 /// Runs `noma patch`.
 pub fn run(args: Args) -> i32 {
     let ops = match read_ops(&args) {
@@ -174,6 +188,18 @@ pub fn run(args: Args) -> i32 {
     };
     let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
         Ok(o) => o,
+        // Refused before anything was recorded (exit 2, "could not run"),
+        // but with its §3.5 code, so a JSON client gets `error.code`.
+        Err(engine::EngineError::InvalidOp(e)) => {
+            eprintln!("noma patch: {e}");
+            if args.format == Format::Json {
+                let c = super::print_json(&refusal_json(&e));
+                if c != super::EXIT_OK {
+                    return c;
+                }
+            }
+            return super::EXIT_USAGE;
+        }
         Err(e) => {
             eprintln!("noma patch: {e}");
             return if e.is_check_failure() {
@@ -265,4 +291,25 @@ pub fn run(args: Args) -> i32 {
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_request_carries_its_code() {
+        let unknown = engine::check_request(&[json!({"op": "explode", "id": "a"})]).unwrap_err();
+        let v = refusal_json(&unknown);
+        assert_eq!(v["error"]["code"], "unsupported_op");
+        assert_eq!(v["accepted"], false);
+        let missing = engine::check_request(&[
+            json!({"op": "delete_block", "id": "a"}),
+            json!({"op": "rename_id", "from": "a"}),
+        ])
+        .unwrap_err();
+        let v = refusal_json(&missing);
+        assert_eq!(v["error"]["code"], "invalid_content");
+        assert_eq!(v["error"]["op_index"], 1);
+    }
 }

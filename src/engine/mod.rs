@@ -6,7 +6,9 @@
 //! A request whose ops are not all objects of the v1.0 catalogue with the
 //! right field types is refused before anything is recorded
 //! ([`check_request`]): such a request was never attempted, and a record
-//! whose `op` is not an op would make the transcript unreadable.
+//! whose `op` is not an op would make the transcript unreadable. The
+//! refusal still carries a §3.5 code ([`InvalidOp::code`]): `unsupported_op`
+//! for an unknown op, `invalid_content` for a missing or mistyped field.
 //!
 //! Then, in order: a book manifest (`*.noma.yml`) rejects every op with
 //! `unsupported_op`; an `expected_sha` that is not the document's 8-char
@@ -199,12 +201,22 @@ pub struct InvalidOp {
     pub index: usize,
     /// What is wrong with it.
     pub message: String,
+    /// Whether the op names an op of the catalogue (then only a field is
+    /// wrong).
+    pub known_op: bool,
 }
 
 impl InvalidOp {
-    /// The §3.5 code of the refusal.
+    /// The §3.5 code of the refusal: `unsupported_op` when the op is not
+    /// in the catalogue (§3.1); a catalogue op with a missing or mistyped
+    /// field is `invalid_content`, as the reference answers (§3.5 names
+    /// no code for it).
     pub fn code(&self) -> PatchErrorCode {
-        PatchErrorCode::UnsupportedOp
+        if self.known_op {
+            PatchErrorCode::InvalidContent
+        } else {
+            PatchErrorCode::UnsupportedOp
+        }
     }
 }
 
@@ -219,6 +231,7 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
             return Err(InvalidOp {
                 index,
                 message: format!("expected a JSON object, got {}", json_kind(op)),
+                known_op: false,
             });
         }
         if let Some(name) = crate::patch::op_name(op) {
@@ -228,10 +241,19 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
                 } else {
                     format!("unknown op `{name}`; not in the v1.0 op catalog")
                 };
-                return Err(InvalidOp { index, message });
+                return Err(InvalidOp {
+                    index,
+                    message,
+                    known_op: false,
+                });
             }
         }
-        crate::patch::Op::parse(op).map_err(|message| InvalidOp { index, message })?;
+        let known_op = crate::patch::op_name(op).is_some();
+        crate::patch::Op::parse(op).map_err(|message| InvalidOp {
+            index,
+            message,
+            known_op,
+        })?;
     }
     Ok(())
 }
@@ -1275,7 +1297,17 @@ pub(crate) mod tests {
         assert!(crate::patch::apply_one("", &lines).is_ok());
         let e = check_request(&[lines]).unwrap_err();
         assert!(e.message.contains("noma record"), "{e}");
-        assert!(check_request(&[json!({"op":"replace_body","id":"a"})]).is_err());
+        let e = check_request(&[json!({"op":"explode","id":"a"})]).unwrap_err();
+        assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
+        let e = check_request(&[json!({"id":"a"})]).unwrap_err();
+        assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
+        for bad in [
+            json!({"op":"replace_body","id":"a"}),
+            json!({"op":"rename_id","from":"a","to":3}),
+        ] {
+            let e = check_request(&[bad]).unwrap_err();
+            assert_eq!(e.code(), PatchErrorCode::InvalidContent, "{e}");
+        }
         assert!(check_request(&[json!({"op":"delete_block","id":"a"})]).is_ok());
     }
 }

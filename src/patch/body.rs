@@ -61,7 +61,7 @@ pub(crate) fn update_heading(ctx: &Ctx<'_>, id: &str, title: &str) -> OpResult<S
         lines.set(idx, next);
     }
     let out = lines.finish_with(ctx.prefix);
-    keep_section_ids(ctx, id, out)
+    keep_section_ids(ctx, id, None, out)
 }
 
 /// The section ids of `doc` in document order, with their heading lines.
@@ -78,9 +78,18 @@ fn section_ids(doc: &crate::doc::Document) -> Vec<(&str, usize)> {
 /// renamed). The reference pins only the edited heading and so produces a
 /// duplicate id; here every other section whose id would change is pinned
 /// to its old id too, and a title that would still change an id (or stop
-/// being a heading) is `invalid_content`.
-fn keep_section_ids(ctx: &Ctx<'_>, id: &str, out: String) -> OpResult<String> {
-    let before = section_ids(&ctx.doc);
+/// being a heading) is `invalid_content`. With `renamed`, section `id` is
+/// expected to carry that new id (rename_id).
+pub(crate) fn keep_section_ids(
+    ctx: &Ctx<'_>,
+    id: &str,
+    renamed: Option<&str>,
+    out: String,
+) -> OpResult<String> {
+    let before: Vec<(&str, usize)> = section_ids(&ctx.doc)
+        .into_iter()
+        .map(|(s, l)| (if s == id { renamed.unwrap_or(s) } else { s }, l))
+        .collect();
     let body = out.strip_prefix(ctx.prefix).unwrap_or(&out);
     let parsed = crate::doc::parse(body);
     let after = section_ids(&parsed);
@@ -101,7 +110,7 @@ fn keep_section_ids(ctx: &Ctx<'_>, id: &str, out: String) -> OpResult<String> {
     }
     let mut lines = LineBuf::new(body);
     for (line, old) in &shifted {
-        if *old == id {
+        if *old == id || Some(*old) == renamed {
             continue;
         }
         if let Some(next) = pin_heading_id(lines.get(line - 1), old) {
@@ -122,6 +131,26 @@ fn keep_section_ids(ctx: &Ctx<'_>, id: &str, out: String) -> OpResult<String> {
         );
     }
     Ok(pinned)
+}
+
+/// Sets a heading's explicit id: rewrites an `id=` token of its `{...}`
+/// block, or adds one (appending a block when there is none).
+pub(crate) fn set_heading_id(line: &str, id: &str) -> Option<String> {
+    let h = source::split_heading_line(line)?;
+    if let Some(a) = h.attrs {
+        if let Some(t) = attr_tokens(a)
+            .into_iter()
+            .find(|t| &a[t.start..t.key_end] == "id")
+        {
+            let off = a.as_ptr() as usize - line.as_ptr() as usize;
+            return Some(format!(
+                "{}id=\"{id}\"{}",
+                &line[..off + t.start],
+                &line[off + t.end..]
+            ));
+        }
+    }
+    pin_heading_id(line, id)
 }
 
 /// Adds `id="…"` to a heading line's `{...}` block (or appends one).

@@ -1162,7 +1162,7 @@ mod tests {
             serde_json::json!({"op": "insert_dataset_column", "id": "d", "column": 1,
                 "header": "n", "cells": ["3"]}),
         );
-        assert!(out.contains("  - [y, '']\n"), "{out}");
+        assert!(out.contains("  - ['y', '']\n"), "{out}"); // `y` is a YAML 1.1 boolean
         assert!(!out.contains("null"), "{out}");
     }
 

@@ -5,9 +5,14 @@
 //! and splices only the lines it changes; every other byte (BOM, CRLF line
 //! endings, trailing newline) is kept. Behaviour follows the reference
 //! implementation's `patchSource`, except where the protocol is stricter (see
-//! the op modules' docs): core ops on non-directive targets and aliases in id
-//! fields are `target_missing`, `add_block.position` out of range is
-//! `parent_missing`, `update_attribute` with `null` removes the attribute.
+//! the op modules' docs): core ops on non-directive targets (rename_id on a
+//! section excepted, as the reference) and aliases in id fields are
+//! `target_missing`, `add_block.position` out of range is `parent_missing`,
+//! `update_attribute` with `null` removes the attribute. In a CRLF document
+//! every line an op writes or rewrites ends in `\r\n` (§5.4: line endings
+//! are preserved as found); the reference splits on `\n`, so its inserted
+//! lines end in `\n` and the lines it rewrites through a `\s*$` pattern
+//! (heading ids, directive open lines) lose their `\r`.
 
 mod body;
 mod core;
@@ -161,6 +166,11 @@ fn apply_indexed(source: &str, op: &Value, op_index: usize) -> Result<String, Pa
 fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     let op = match Op::parse(value) {
         Ok(op) => op,
+        // A catalogue op with a bad field is `invalid_content` (as the
+        // reference); an unknown or missing `op` is `unsupported_op` (§3.1).
+        Err(msg) if op_name(value).is_some_and(|n| is_catalogue_op(n) || n == REPLACE_LINES) => {
+            return fail(PatchErrorCode::InvalidContent, msg)
+        }
         Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg),
     };
     if let Op::ReplaceLines { line, old, new } = &op {

@@ -104,6 +104,30 @@ fn resolves_as_non_string(s: &str) -> bool {
     ) {
         return true;
     }
+    // YAML 1.1 booleans and base-60 numbers: YAML 1.2 reads them as
+    // strings, but 1.1 readers (and js-yaml's compatible dump, which the
+    // reference uses) do not, so they are quoted too.
+    if matches!(
+        s,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+    ) || is_base60(s)
+    {
+        return true;
+    }
     let lower = s.to_ascii_lowercase();
     let unsigned = lower.trim_start_matches(['-', '+']);
     if matches!(unsigned, ".inf" | ".nan") {
@@ -138,6 +162,17 @@ fn resolves_as_non_string(s: &str) -> bool {
             .bytes()
             .next()
             .is_some_and(|c| c.is_ascii_digit() || c == b'.')
+}
+
+/// `[-+]?[0-9_]+(:[0-9_]+)+(\.[0-9_]*)?` (YAML 1.1 sexagesimal).
+fn is_base60(s: &str) -> bool {
+    let t = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit() || c == b'_');
+    let mut parts = int.split(':');
+    parts.clone().count() >= 2
+        && parts.all(digits)
+        && frac.bytes().all(|c| c.is_ascii_digit() || c == b'_')
 }
 
 fn plain_ok(s: &str) -> bool {
@@ -199,6 +234,15 @@ mod tests {
             "['14', '', null, 'a, b']"
         );
         assert_eq!(flow_row(&[json!("true"), json!("it's")]), "['true', it's]");
+        // YAML 1.1 booleans and sexagesimals are quoted; look-alikes are not.
+        assert_eq!(
+            flow_row(&[json!("yes"), json!("Off"), json!("n"), json!("1:30")]),
+            "['yes', 'Off', 'n', '1:30']"
+        );
+        assert_eq!(
+            flow_row(&[json!("yess"), json!("oN"), json!("1:x"), json!("12")]),
+            "[yess, oN, 1:x, '12']"
+        );
     }
 
     #[test]

@@ -260,8 +260,24 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
     }
 }
 
-/// `stale-citation`: `accessed=` older than the window.
+/// `citation-missing-source`: none of `url=`, `source=`, `doi=` (a rule
+/// the reference validator has beyond the §4.4 table, which does not close
+/// the list: §4.3 has readers tolerate unknown codes); `stale-citation`:
+/// `accessed=` older than the window.
 fn check_citation(cx: &mut Ctx<'_>, node: &Node, attrs: &Attrs) {
+    if !["url", "source", "doi"]
+        .iter()
+        .any(|k| truthy(attrs.get(k)))
+    {
+        cx.emit_at(
+            "citation-missing-source",
+            format!(
+                "citation {} has no url=, source= or doi= attribute; say where it comes from",
+                label(node)
+            ),
+            node,
+        );
+    }
     let accessed = attrs.get("accessed");
     if !truthy(accessed) {
         return;

@@ -27,9 +27,21 @@
 //! - `unresolved-conflict` (error, not in §4.4): a `::conflict` block left
 //!   by noma's merge driver ([`crate::merge`]) must not be committed; like
 //!   `duplicate-id` it ignores `noverify`.
-//! - Other rules outside the §4.4 table (memory-profile, confidence, citation
-//!   source and change-request checks of newer reference versions) are not
-//!   emitted.
+//! - Structural parse issues are errors: `unclosed-directive`,
+//!   `stray-directive-close` and `directive-depth-mismatch` (and the code
+//!   fence and frontmatter ones). The reference reads a same-depth opener
+//!   inside a directive and a closer with nothing open as paragraph text and
+//!   ends an unclosed directive at the end of the file, all without a
+//!   diagnostic; its own fixture `patch/add_block` relies on that (a
+//!   `::risk` inside `::section{id="risks"}`). The tree is the same in both;
+//!   noma reports it because §6.1 calls such input malformed (recovered
+//!   spans are not normative, so patches on it are unsafe) and because the
+//!   pre-commit hook must block a dropped or duplicated fence line.
+//! - `citation-missing-source` (warning, not in §4.4, which §4.3 lets
+//!   readers extend) is emitted as the reference does: a `::citation` with
+//!   none of `url=`, `source=`, `doi=`. Other rules outside the table
+//!   (memory-profile, confidence and change-request checks of newer
+//!   reference versions) are not emitted.
 
 pub mod blocks;
 pub mod computed;
@@ -109,6 +121,7 @@ const RULES: &[(&str, Severity)] = &[
     ("computed-chain-too-deep", Severity::Warning),
     ("state-change-missing-block", Severity::Warning),
     ("state-change-missing-from-to", Severity::Warning),
+    ("citation-missing-source", Severity::Warning),
     ("stale-citation", Severity::Warning),
     ("diagram-missing-kind", Severity::Warning),
     ("diagram-missing-source", Severity::Warning),

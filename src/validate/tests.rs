@@ -241,10 +241,11 @@ fn computed_cycles_and_long_chains_do_not_recurse() {
 #[test]
 fn state_change_citation_diagram_plotly_figure() {
     let src = "::state_change{from=a}\n::\n\n\
-::citation{id=old accessed=2020-01-01}\n::\n\n\
-::citation{id=fresh accessed=2025-12-01}\n::\n\n\
-::citation{id=window accessed=2025-06-01 stale_after_days=30}\n::\n\n\
-::citation{id=junk accessed=\"last week\"}\n::\n\n\
+::citation{id=old accessed=2020-01-01 url=u}\n::\n\n\
+::citation{id=fresh accessed=2025-12-01 source=s}\n::\n\n\
+::citation{id=window accessed=2025-06-01 stale_after_days=30 doi=d}\n::\n\n\
+::citation{id=junk accessed=\"last week\" url=u}\n::\n\n\
+::citation{id=nowhere url=\"\" doi=false}\n::\n\n\
 ::diagram\n::\n\n\
 ::diagram{kind=mermaid}\ngraph TD\n::\n\n\
 ::plotly\n::\n\n\
@@ -259,6 +260,7 @@ fn state_change_citation_diagram_plotly_figure() {
             "state-change-missing-from-to",
             "stale-citation",
             "stale-citation",
+            "citation-missing-source",
             "diagram-missing-kind",
             "diagram-missing-source",
             "plotly-missing-spec",
@@ -266,13 +268,13 @@ fn state_change_citation_diagram_plotly_figure() {
             "figure-missing-alt",
         ]
     );
-    let fm = "---\nstale_citation_days: 10\n---\n::citation{accessed=2025-12-01}\n::\n";
+    let fm = "---\nstale_citation_days: 10\n---\n::citation{accessed=2025-12-01 url=u}\n::\n";
     assert_eq!(codes(fm), ["stale-citation"]);
     let cli = Options {
         stale_citation_days: Some(5000.0),
         ..opts()
     };
-    assert!(run("::citation{accessed=2020-01-01}\n::\n", &cli).is_empty());
+    assert!(run("::citation{accessed=2020-01-01 url=u}\n::\n", &cli).is_empty());
 }
 
 #[test]

@@ -94,3 +94,559 @@ proptest! {
         prop_assert!(noma::doc::parse(&out).find(&id).is_some());
     }
 }
+
+// ---------------------------------------------------------------------------
+// Structure and locality over random documents and random ops.
+//
+// Documents: top-level headings (levels 1–3, titles drawn from a small set so
+// that slugs collide and take `-2` suffixes), paragraphs with `[[id]]` links
+// to claims that exist, claims (some with nested `:::evidence`), `::card`
+// containers with `:::note` children, `::table{header}` and CSV/YAML
+// `::dataset` blocks; LF or CRLF. Every generated document is valid (no
+// validator error), which the test checks before anything else.
+//
+// Ops: every op kind of the catalogue aimed at a real id, with parameters
+// valid by construction (rejections are allowed, but at least half of all
+// cases must be accepted, so the property is never vacuous).
+//
+// Property, for every accepted op:
+// 1. no validator error and no parse issue the document did not have, with
+//    one exception: `delete_block` may leave a `broken-reference` (§3.1.3:
+//    deletion is non-cascading);
+// 2. every byte outside the op's target block is unchanged, except
+//    - `rename_id`: lines where the references to `from` are retargeted
+//      (the line equals the original once `to` is mapped back to `from`),
+//    - `rename_id` on a section and `update_heading`: a heading whose
+//      `-n` id would shift is pinned (the line gains ` {id="<its id>"}`),
+//    - `delete_block`: one blank line after the block goes with it,
+//    - `move_block`: excluded from the byte check (it writes at two places
+//      by design); it is held to the structure property only.
+// ---------------------------------------------------------------------------
+
+use noma::doc::{Node, NodeKind};
+
+#[derive(Debug, Clone)]
+enum Top {
+    Heading(u8, u8),
+    Para(u8),
+    Claim(u8, bool),
+    Card(u8),
+    Table(u8),
+    Csv(u8),
+    Yaml(u8),
+}
+
+const TITLES: [&str; 4] = ["Overview", "Plan", "Risks", "Open questions"];
+
+fn top_strategy() -> impl Strategy<Value = Vec<Top>> {
+    let top = prop_oneof![
+        3 => (1u8..4, 0u8..4).prop_map(|(l, t)| Top::Heading(l, t)),
+        2 => (0u8..9).prop_map(Top::Para),
+        3 => (0u8..9, any::<bool>()).prop_map(|(n, e)| Top::Claim(n, e)),
+        2 => (0u8..3).prop_map(Top::Card),
+        1 => (1u8..4).prop_map(Top::Table),
+        1 => (1u8..4).prop_map(Top::Csv),
+        1 => (1u8..4).prop_map(Top::Yaml),
+    ];
+    prop::collection::vec(top, 1..10)
+}
+
+fn build_doc(tops: &[Top], crlf: bool) -> String {
+    let claims: Vec<String> = tops
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| matches!(t, Top::Claim(..)))
+        .map(|(k, _)| format!("c{k}"))
+        .collect();
+    let mut lines: Vec<String> = Vec::new();
+    for (k, t) in tops.iter().enumerate() {
+        match t {
+            Top::Heading(level, title) => {
+                lines.push(format!(
+                    "{} {}",
+                    "#".repeat(*level as usize),
+                    TITLES[*title as usize]
+                ));
+            }
+            Top::Para(n) => {
+                let link = claims
+                    .get(*n as usize % claims.len().max(1))
+                    .map(|c| format!(" See [[{c}]]."))
+                    .unwrap_or_default();
+                lines.push(format!("Paragraph {n}.{link}"));
+            }
+            Top::Claim(n, evidence) => {
+                lines.push(format!("::claim{{id=\"c{k}\" n={n}}}"));
+                lines.push(format!("Claim {n}."));
+                if *evidence {
+                    lines.push(String::new());
+                    lines.push(format!(":::evidence{{id=\"e{k}\" for=\"c{k}\"}}"));
+                    lines.push(format!("Evidence {n}."));
+                    lines.push(":::".into());
+                }
+                lines.push("::".into());
+            }
+            Top::Card(notes) => {
+                lines.push(format!("::card{{id=\"g{k}\"}}"));
+                if *notes == 2 {
+                    // A heading section inside a directive (§1.5 depth).
+                    lines.push(format!("### Inside {k}"));
+                    lines.push(String::new());
+                }
+                for j in 0..*notes {
+                    if j > 0 {
+                        lines.push(String::new());
+                    }
+                    lines.push(format!(":::note{{id=\"g{k}n{j}\"}}"));
+                    lines.push(format!("Note {j}."));
+                    lines.push(":::".into());
+                }
+                lines.push("::".into());
+            }
+            Top::Table(rows) => {
+                lines.push(format!("::table{{id=\"t{k}\" header}}"));
+                lines.push("| Name | Score |".into());
+                for r in 0..*rows {
+                    lines.push(format!("| r{r} | {r} |"));
+                }
+                lines.push("::".into());
+            }
+            Top::Csv(rows) => {
+                lines.push(format!("::dataset{{id=\"d{k}\" format=\"csv\"}}"));
+                lines.push("name,score".into());
+                for r in 0..*rows {
+                    lines.push(format!("r{r},{r}"));
+                }
+                lines.push("::".into());
+            }
+            Top::Yaml(rows) => {
+                lines.push(format!("::dataset{{id=\"y{k}\"}}"));
+                lines.push("schema:".into());
+                lines.push("  name: string".into());
+                lines.push("  ok: string".into());
+                lines.push("rows:".into());
+                for r in 0..*rows {
+                    lines.push(format!("  - [r{r}, x]"));
+                }
+                lines.push("::".into());
+            }
+        }
+        lines.push(String::new());
+    }
+    let eol = if crlf { "\r\n" } else { "\n" };
+    lines.iter().map(|l| format!("{l}{eol}")).collect()
+}
+
+/// Error diagnostics and parse issues, as sortable `code` strings.
+fn errors(src: &str) -> Vec<String> {
+    let doc = noma::doc::parse(src);
+    let mut out: Vec<String> = noma::validate::validate(&doc, &noma::validate::Options::default())
+        .into_iter()
+        .filter(|d| d.severity == noma::diag::Severity::Error)
+        .map(|d| d.code)
+        .chain(doc.issues.iter().map(|i| format!("issue:{}", i.code)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `after` has an error `before` did not (as multisets).
+fn new_errors(before: &[String], after: &[String], allow: &[&str]) -> Vec<String> {
+    let mut left = before.to_vec();
+    let mut out = Vec::new();
+    for e in after {
+        if let Some(i) = left.iter().position(|b| b == e) {
+            left.remove(i);
+        } else if !allow.contains(&e.as_str()) {
+            out.push(e.clone());
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+struct Pick {
+    kind: u8,
+    a: prop::sample::Index,
+    b: prop::sample::Index,
+    n: u8,
+    text: String,
+}
+
+fn pick_strategy() -> impl Strategy<Value = Pick> {
+    (
+        0u8..24,
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+        0u8..6,
+        prop_oneof![
+            "[a-zA-Z][a-zA-Z ]{0,11}",
+            Just("yes".to_string()),
+            Just("1".to_string()),
+            Just("a, b".to_string()),
+            Just("p|q".to_string()),
+            Just("`x | y".to_string()),
+            Just("```".to_string()),
+            Just("::".to_string()),
+            Just("# Heading".to_string()),
+        ],
+    )
+        .prop_map(|(kind, a, b, n, text)| Pick {
+            kind,
+            a,
+            b,
+            n,
+            text,
+        })
+}
+
+struct Info<'d> {
+    node: &'d Node,
+    id: String,
+}
+
+fn blocks(doc: &noma::doc::Document) -> Vec<Info<'_>> {
+    doc.walk()
+        .filter_map(|n| {
+            n.id.as_ref().map(|id| Info {
+                node: n,
+                id: id.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn directive_name(n: &Node) -> Option<&str> {
+    match &n.kind {
+        NodeKind::Directive { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// The fence depth of `target`, or for a section that of the innermost
+/// directive around it (1 at the top level): a child needs one more.
+fn colons(doc: &noma::doc::Document, target: &Node) -> usize {
+    match target.kind {
+        NodeKind::Directive { colons, .. } => colons as usize,
+        _ => doc
+            .walk()
+            .filter_map(|n| match n.kind {
+                NodeKind::Directive { colons, .. }
+                    if n.span.start < target.span.start && target.span.end <= n.span.end =>
+                {
+                    Some(colons as usize)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(1),
+    }
+}
+
+/// The op for `p` on `src`, and the id whose span is the op's target.
+fn make_op(src: &str, p: &Pick) -> Option<(serde_json::Value, String)> {
+    let doc = noma::doc::parse(src);
+    let all = blocks(&doc);
+    let by =
+        |f: &dyn Fn(&Info<'_>) -> bool| -> Vec<&Info<'_>> { all.iter().filter(|b| f(b)).collect() };
+    let one = |v: Vec<&Info<'_>>, i: &prop::sample::Index| -> Option<String> {
+        (!v.is_empty()).then(|| v[i.index(v.len())].id.clone())
+    };
+    let directives = by(&|b| directive_name(b.node).is_some());
+    let sections = by(&|b| matches!(b.node.kind, NodeKind::Section { .. }));
+    let named = |name: &str| by(&|b| directive_name(b.node) == Some(name));
+    let containers = by(&|b| {
+        matches!(b.node.kind, NodeKind::Section { .. }) || directive_name(b.node) == Some("card")
+    });
+    let t = &p.text;
+    let n = p.n as usize;
+    Some(match p.kind {
+        0 => {
+            let id = one(directives, &p.a)?;
+            (
+                json!({"op": "update_attribute", "id": id, "key": "note", "value": t}),
+                id,
+            )
+        }
+        1 => {
+            let id = one(named("claim"), &p.a)?;
+            (json!({"op": "remove_attribute", "id": id, "key": "n"}), id)
+        }
+        2 => {
+            let id = one(named("note"), &p.a).or_else(|| one(named("claim"), &p.a))?;
+            (json!({"op": "replace_body", "id": id, "content": t}), id)
+        }
+        3 => {
+            let id = one(sections, &p.a)?;
+            (
+                json!({"op": "update_heading", "id": id, "title": TITLES[n % 4]}),
+                id,
+            )
+        }
+        4 | 5 => {
+            let v = if p.kind == 4 { directives } else { sections };
+            let id = one(v, &p.a)?;
+            (
+                json!({"op": "rename_id", "from": id, "to": "renamed-x"}),
+                id,
+            )
+        }
+        6 => {
+            let id = one(directives, &p.a)?;
+            (json!({"op": "delete_block", "id": id}), id)
+        }
+        7 => {
+            let parent = containers[p
+                .a
+                .index(containers.len().max(1))
+                .min(containers.len().checked_sub(1)?)];
+            let depth = colons(&doc, parent.node) + 1;
+            let fence = ":".repeat(depth.max(2));
+            let kids = parent.node.children().len();
+            let content = format!("{fence}aside{{id=\"new-x\"}}\n{t}\n{fence}");
+            let mut op = json!({"op": "add_block", "parent": parent.id, "content": content});
+            if n.is_multiple_of(2) {
+                op["position"] = json!(p.b.index(kids + 1));
+            }
+            (op, parent.id.clone())
+        }
+        8..=10 => {
+            let v: Vec<&Info<'_>> = all.iter().collect();
+            let target = one(v, &p.a)?;
+            let name = ["add_comment", "add_footnote", "add_endnote"][(p.kind - 8) as usize];
+            (
+                json!({"op": name, "id": "note-x", "target": target, "content": t}),
+                target,
+            )
+        }
+        11 => {
+            let v: Vec<&Info<'_>> = all.iter().collect();
+            let target = one(v, &p.a)?;
+            let op = json!({"op": "add_change_request", "id": "cr-x", "target": target,
+                            "action": "replace", "text": t});
+            (op, target)
+        }
+        12..=14 => {
+            let id = one(named("table"), &p.a)?;
+            let op = match p.kind {
+                12 => {
+                    json!({"op": "update_table_cell", "id": id, "row": 0, "column": n % 2, "value": t})
+                }
+                13 => json!({"op": "insert_table_row", "id": id, "row": 0, "cells": [t, "9"]}),
+                _ => json!({"op": "delete_table_row", "id": id, "row": 0}),
+            };
+            (op, id)
+        }
+        15..=17 => {
+            let mut v = named("dataset");
+            if v.is_empty() {
+                return None;
+            }
+            let id = v.remove(p.a.index(v.len())).id.clone();
+            let op = match p.kind {
+                15 => {
+                    json!({"op": "update_dataset_cell", "id": id, "row": 0, "column": n % 2, "value": t})
+                }
+                16 => json!({"op": "insert_dataset_row", "id": id, "row": 0, "cells": [t, t]}),
+                _ => json!({"op": "delete_dataset_row", "id": id, "row": 0}),
+            };
+            (op, id)
+        }
+        18 | 19 => {
+            let id = one(directives.clone(), &p.a)?;
+            let parent = one(containers, &p.b)?;
+            (json!({"op": "move_block", "id": id, "parent": parent}), id)
+        }
+        20 => {
+            let id = one(named("claim"), &p.a)?;
+            let content = format!("::claim{{id=\"{id}\" n=1}}\n{t}\n::");
+            (
+                json!({"op": "replace_block", "id": id, "content": content}),
+                id,
+            )
+        }
+        21 => {
+            let id = one(named("table"), &p.a)?;
+            let op = json!({"op": "insert_table_column", "id": id, "column": n % 3, "cells": [t]});
+            (op, id)
+        }
+        22 => {
+            let id = one(named("dataset"), &p.a)?;
+            let op = json!({"op": "insert_dataset_column", "id": id, "column": n % 3,
+                            "header": "extra", "cells": [t]});
+            (op, id)
+        }
+        _ => {
+            let id = one(named("table"), &p.a)?;
+            (
+                json!({"op": "update_table_header_cell", "id": id, "column": n % 2, "value": t}),
+                id,
+            )
+        }
+    })
+}
+
+/// `line` (no EOL) with ` {id="…"}` appended, as a pinned heading reads.
+fn is_pin_of(orig: &str, new: &str) -> bool {
+    new.strip_prefix(orig.trim_end())
+        .and_then(|rest| rest.strip_prefix(" {id=\""))
+        .is_some_and(|rest| rest.ends_with("\"}") && !rest.contains(' '))
+}
+
+fn check_locality(
+    src: &str,
+    out: &str,
+    op: &serde_json::Value,
+    target: &Node,
+) -> Result<(), String> {
+    let name = op["op"].as_str().unwrap_or("");
+    let a: Vec<&str> = src.split_inclusive('\n').collect();
+    let b: Vec<&str> = out.split_inclusive('\n').collect();
+    let (start, end) = (target.span.start as usize, target.span.end as usize);
+    if name == "rename_id" || name == "update_heading" {
+        if a.len() != b.len() {
+            return Err("line count changed".into());
+        }
+        let (from, to) = (
+            op["from"].as_str().unwrap_or(""),
+            op["to"].as_str().unwrap_or("\u{0}"),
+        );
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let line = i + 1;
+            if x == y || line == start {
+                continue;
+            }
+            if name == "rename_id" && y.replace(to, from) == *x {
+                continue;
+            }
+            if is_pin_of(
+                x.trim_end_matches(['\r', '\n']),
+                y.trim_end_matches(['\r', '\n']),
+            ) {
+                continue;
+            }
+            return Err(format!("line {line} changed: {x:?} -> {y:?}"));
+        }
+        return Ok(());
+    }
+    // Lines before the target, and after it, are kept.
+    let head: String = a[..start - 1].concat();
+    let tail: String = a[end.min(a.len())..].concat();
+    if !out.starts_with(&head) {
+        return Err("bytes before the target changed".into());
+    }
+    if name == "delete_block" {
+        let rest = &out[head.len()..];
+        let blank_dropped = tail
+            .split_once('\n')
+            .filter(|(l, _)| l.trim_end_matches('\r').is_empty());
+        if rest == tail || blank_dropped.is_some_and(|(_, r)| rest == r) {
+            return Ok(());
+        }
+        return Err("bytes after the deleted block changed".into());
+    }
+    if !out.ends_with(&tail) {
+        return Err("bytes after the target changed".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn accepted_ops_keep_structure_and_touch_only_their_target() {
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    // The checks themselves catch what they should.
+    let src = "::x{id=\"b\"}\nb\n::\n\nc\n";
+    let doc = noma::doc::parse(src);
+    let b = doc.find("b").unwrap();
+    let op = json!({"op": "replace_body", "id": "b", "content": "z"});
+    assert!(check_locality(src, "::x{id=\"b\"}\nz\n::\n\nc\n", &op, b).is_ok());
+    assert!(check_locality(src, "::x{id=\"b\"}\nz\n::\n\nC\n", &op, b).is_err());
+    let op = json!({"op": "rename_id", "from": "b", "to": "q"});
+    assert!(check_locality(src, "::x{id=\"q\"}\nb\n::\n\nc\n", &op, b).is_ok());
+    assert!(check_locality(src, "::x{id=\"q\"}\nb\n::\n\nd\n", &op, b).is_err());
+    assert_eq!(
+        new_errors(&[], &errors("::x\n"), &[]),
+        ["issue:unclosed-directive", "unclosed-directive"]
+    );
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    // Reproducible: the seed is printed, and NOMA_PATCH_PROPS_SEED replays it.
+    let seed = std::env::var("NOMA_PATCH_PROPS_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!(
+        "accepted_ops_keep_structure_and_touch_only_their_target: NOMA_PATCH_PROPS_SEED={seed}"
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let accepted = std::cell::Cell::new(0u32);
+    let tried = std::cell::Cell::new(0u32);
+    let result = runner.run(
+        &(top_strategy(), any::<bool>(), pick_strategy()),
+        |(tops, crlf, pick)| {
+            let src = build_doc(&tops, crlf);
+            let before = errors(&src);
+            prop_assert!(
+                before.is_empty(),
+                "generated document is not valid: {:?}\n{}",
+                before,
+                src
+            );
+            let Some((op, target)) = make_op(&src, &pick) else {
+                return Ok(());
+            };
+            tried.set(tried.get() + 1);
+            let out = match noma::patch::apply_one(&src, &op) {
+                Ok(out) => out,
+                Err(_) => return Ok(()),
+            };
+            accepted.set(accepted.get() + 1);
+            let name = op["op"].as_str().unwrap_or("");
+            let allow: &[&str] = if name == "delete_block" {
+                &["broken-reference"]
+            } else {
+                &[]
+            };
+            let introduced = new_errors(&before, &errors(&out), allow);
+            prop_assert!(
+                introduced.is_empty(),
+                "{op} introduced {:?}\n--- before\n{}--- after\n{}",
+                introduced,
+                src,
+                out
+            );
+            if name != "move_block" {
+                let doc = noma::doc::parse(&src);
+                let node = doc
+                    .find(&target)
+                    .ok_or_else(|| TestCaseError::fail("target vanished"))?;
+                if let Err(e) = check_locality(&src, &out, &op, node) {
+                    return Err(TestCaseError::fail(format!(
+                        "{op}: {e}\n--- before\n{src}--- after\n{out}"
+                    )));
+                }
+            }
+            Ok(())
+        },
+    );
+    if let Err(e) = result {
+        panic!("{e} (NOMA_PATCH_PROPS_SEED={seed})");
+    }
+    let (ok, all) = (accepted.get(), tried.get());
+    eprintln!("{ok} of {all} generated ops accepted over {cases} cases");
+    assert!(
+        all >= cases / 2 && ok * 2 >= all,
+        "vacuous: {ok} of {all} ops accepted over {cases} cases"
+    );
+}
