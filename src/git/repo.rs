@@ -67,6 +67,9 @@ pub struct StagedChange {
     /// The blob on the old side (None for additions).
     #[serde(skip)]
     pub old_id: Option<Oid>,
+    /// The new side is a symbolic link (mode 120000).
+    #[serde(skip)]
+    pub new_link: bool,
 }
 
 /// The staged changes against HEAD, plus what is needed to read staged
@@ -79,6 +82,8 @@ pub struct Staged {
     /// Staged blob per changed path (None: removed from the index); for a
     /// rename the old path maps to None.
     ids: HashMap<String, Option<Oid>>,
+    /// Changed paths staged as symbolic links.
+    links: HashSet<String>,
     /// HEAD when the snapshot was taken.
     head: Option<Oid>,
 }
@@ -251,19 +256,34 @@ impl Repo {
         out
     }
 
-    /// Which of `paths` the index holds as symbolic links (one read of the
-    /// index).
-    pub fn staged_symlinks(&self, paths: &[&str]) -> Result<HashSet<String>, GitError> {
-        let index = self.repo.index()?;
-        Ok(paths
-            .iter()
-            .filter(|p| {
-                index
-                    .get_path(Path::new(p), 0)
-                    .is_some_and(|e| e.mode & 0o170000 == 0o120000)
-            })
-            .map(|p| p.to_string())
-            .collect())
+    /// Which of `paths` are staged as symbolic links, as seen by `staged`:
+    /// a changed path by its staged mode, any other by its mode at HEAD
+    /// (which the index then holds unchanged). Never reads the whole
+    /// index, so the cost is that of the paths asked about.
+    pub fn staged_symlinks(
+        &self,
+        staged: &Staged,
+        paths: &[&str],
+    ) -> Result<HashSet<String>, GitError> {
+        let head_tree = match staged.head {
+            Some(id) => Some(self.repo.find_commit(id)?.tree()?),
+            None => None,
+        };
+        let mut out = HashSet::new();
+        for p in paths {
+            let link = if staged.ids.contains_key(*p) {
+                staged.links.contains(*p)
+            } else {
+                head_tree
+                    .as_ref()
+                    .and_then(|t| t.get_path(Path::new(p)).ok())
+                    .is_some_and(|e| e.filemode() == 0o120000)
+            };
+            if link {
+                out.insert(p.to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// The `.noma` documents whose document or transcript differs between
@@ -315,13 +335,22 @@ impl Repo {
             None => self.staged_by_libgit2(None)?,
         };
         let mut ids = HashMap::new();
+        let mut links = HashSet::new();
         for ch in &changes {
             if let Some(old) = &ch.old_path {
                 ids.insert(old.clone(), None);
             }
             ids.insert(ch.path.clone(), ch.new_id);
+            if ch.new_link {
+                links.insert(ch.path.clone());
+            }
         }
-        Ok(Staged { changes, ids, head })
+        Ok(Staged {
+            changes,
+            ids,
+            links,
+            head,
+        })
     }
 
     /// The staged content of `path` as seen by `staged`: the changed blob,
@@ -405,6 +434,7 @@ impl Repo {
                 old_path: None,
                 new_id: Some(Oid::zero()),
                 old_id: None,
+                new_link: false,
             });
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -577,6 +607,7 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
         let old = delta.old_file().path_bytes().map(utf8).transpose()?;
         let new_id = Some(delta.new_file().id());
         let old_id = Some(delta.old_file().id()).filter(|id| !id.is_zero());
+        let new_link = delta.new_file().mode() == git2::FileMode::Link;
         let (kind, path, old_path, new_id) = match delta.status() {
             Delta::Added | Delta::Copied | Delta::Untracked => {
                 (ChangeKind::Added, new, None, new_id)
@@ -593,6 +624,7 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
                 old_path,
                 new_id,
                 old_id,
+                new_link,
             });
         }
     }
@@ -618,9 +650,10 @@ fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
         let meta = std::str::from_utf8(meta).map_err(|_| bad("header is not text"))?;
         let meta = meta.strip_prefix(':').ok_or_else(|| bad(meta))?;
         let parts: Vec<&str> = meta.split(' ').collect();
-        let [_, _, old_hex, new_hex, status] = parts[..] else {
+        let [_, new_mode, old_hex, new_hex, status] = parts[..] else {
             return Err(bad(meta));
         };
+        let new_link = new_mode == "120000";
         let new_id = Oid::from_str(new_hex).map_err(|_| bad(meta))?;
         let old_id =
             Some(Oid::from_str(old_hex).map_err(|_| bad(meta))?).filter(|id| !id.is_zero());
@@ -653,6 +686,7 @@ fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
             old_path,
             new_id,
             old_id,
+            new_link,
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -191,7 +191,7 @@ impl<'a> Guard<'a> {
                 paths.push(transcript_path(doc));
             }
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            self.repo.staged_symlinks(&paths)?
+            self.repo.staged_symlinks(&staged, &paths)?
         };
         for (doc, head_path) in &docs {
             let Some(bytes) = self.repo.staged_blob(&staged, doc)? else {
