@@ -17,7 +17,6 @@
 mod body;
 mod core;
 mod dataset;
-mod dataset_json;
 mod lines;
 mod move_block;
 mod notes;

@@ -2,6 +2,7 @@
 //! state changes, citations, diagrams, plots, Plotly, figures, datasets and
 //! escape hatches.
 
+use super::label;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -18,14 +19,6 @@ pub const DEFAULT_STALE_DAYS: f64 = 365.0;
 /// Dataset files larger than this are checked for existence only; their
 /// columns are not read.
 const MAX_DATASET_BYTES: u64 = 16 * 1024 * 1024;
-
-/// `"id"` for messages, or `(no id)`.
-pub(crate) fn label(node: &Node) -> String {
-    match node.id.as_deref() {
-        Some(id) => format!("\"{id}\""),
-        None => format!("(no id, line {})", node.span.start),
-    }
-}
 
 fn body_is_blank(body: Option<&str>) -> bool {
     body.is_none_or(|b| b.trim_matches(is_js_space).is_empty())

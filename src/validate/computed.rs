@@ -3,7 +3,7 @@
 //! `::computed_table`, which the reference treats the same way): a formula
 //! that parses, whose names resolve, in a dependency chain at most two deep.
 
-use super::blocks::label;
+use super::label;
 use super::util::{attr_number, display};
 use super::{formula, noverify, Ctx, FastMap, FastSet};
 use crate::doc::slug::is_js_space;

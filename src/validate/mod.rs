@@ -661,5 +661,13 @@ fn walk<'d>(cx: &mut Ctx<'d>, nodes: &'d [Node], scope: Scope<'d>) {
     }
 }
 
+/// `"id"` for messages, or `(no id)`.
+pub(crate) fn label(node: &Node) -> String {
+    match node.id.as_deref() {
+        Some(id) => format!("\"{id}\""),
+        None => format!("(no id, line {})", node.span.start),
+    }
+}
+
 #[cfg(test)]
 mod tests;

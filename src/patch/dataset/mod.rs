@@ -11,6 +11,8 @@
 //! arrays, or `{columns, rows}` objects) are edited by `dataset_json`, which
 //! shares the table-level edits below.
 
+mod json;
+
 use serde_json::{Map, Value};
 
 use super::op::{Column, Op};
@@ -883,7 +885,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
     };
     let mut lines = LineBuf::new(ctx.src);
     if format == Format::Json {
-        super::dataset_json::apply(&mut lines, node, op)?;
+        json::apply(&mut lines, node, op)?;
         return Ok(lines.finish_with(ctx.prefix));
     }
     let mut d = match format {

@@ -18,12 +18,12 @@
 use memchr::memmem;
 use serde_json::{Map, Value};
 
-use super::dataset::{self, Data};
-use super::op::Op;
-use super::source::{self, LineBuf};
-use super::{fail, OpResult, PatchErrorCode as E};
+use super::{self as dataset, Data};
 use crate::doc::slug::is_js_space;
 use crate::doc::Node;
+use crate::patch::op::Op;
+use crate::patch::source::{self, LineBuf};
+use crate::patch::{fail, OpResult, PatchErrorCode as E};
 
 /// Byte budget per body byte for scanning candidate record blocks and
 /// property keys, so crafted bodies cannot make an edit quadratic.
