@@ -56,6 +56,28 @@ pub(crate) fn as_index(v: f64) -> Option<usize> {
     (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= usize::MAX as f64).then_some(v as usize)
 }
 
+/// The position where a new column goes among `n` (0..=n): a label or a
+/// non-integer is `invalid_content`, as is a position past the end.
+/// `what` is `table` or `dataset`, for the messages.
+pub(crate) fn insert_column_index(column: &Column, n: usize, what: &str) -> OpResult<usize> {
+    let Some(c) = (match column {
+        Column::Index(v) => as_index(*v),
+        Column::Label(_) => None,
+    }) else {
+        return fail(
+            E::InvalidContent,
+            format!("{what} column must be a non-negative integer"),
+        );
+    };
+    if c > n {
+        return fail(
+            E::InvalidContent,
+            format!("{what} column {c} is out of range"),
+        );
+    }
+    Ok(c)
+}
+
 fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table> {
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut parsed = Vec::new();
@@ -309,21 +331,7 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             ..
         } => {
             let n = t.column_count();
-            let Some(c) = (match column {
-                Column::Index(v) => as_index(*v),
-                Column::Label(_) => None,
-            }) else {
-                return fail(
-                    E::InvalidContent,
-                    "table column must be a non-negative integer",
-                );
-            };
-            if c > n {
-                return fail(
-                    E::InvalidContent,
-                    format!("table column {c} is out of range"),
-                );
-            }
+            let c = insert_column_index(column, n, "table")?;
             if t.header.is_none() && header.is_some() {
                 return fail(
                     E::InvalidContent,

@@ -770,21 +770,7 @@ pub(super) fn insert_column(
     cells: &[String],
 ) -> OpResult<(usize, &'static str)> {
     let n = d.column_count();
-    let Some(c) = (match column {
-        Column::Index(v) => as_index(*v),
-        Column::Label(_) => None,
-    }) else {
-        return fail(
-            E::InvalidContent,
-            "dataset column must be a non-negative integer",
-        );
-    };
-    if c > n {
-        return fail(
-            E::InvalidContent,
-            format!("dataset column {c} is out of range"),
-        );
-    }
+    let c = super::table::insert_column_index(column, n, "dataset")?;
     if source::has_newline(header) || source::js_trim(header).is_empty() {
         return fail(
             E::InvalidContent,
