@@ -1005,19 +1005,23 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
     Ok(lines.finish_with(ctx.prefix))
 }
 
-/// `rows: []` → `rows:` (keeping a trailing comment) before the first row.
-fn rows_line_as_block(line: &str) -> OpResult<String> {
-    let Some(indent_len) = key_prefix(line, "rows") else {
-        return fail(
-            E::InvalidContent,
-            "source-preserving insert_dataset_row requires a block YAML rows array",
-        );
-    };
+/// A YAML `rows` key line split after its colon: (`  rows:`, the trimmed
+/// rest). `None` when the line is not the `rows` key.
+fn split_rows_line(line: &str) -> Option<(&str, &str)> {
+    let indent_len = key_prefix(line, "rows")?;
     let colon = line[indent_len..]
         .find(':')
         .map_or(line.len(), |p| indent_len + p + 1);
-    let prefix = &line[..colon];
-    let rest = source::js_trim(&line[colon..]);
+    Some((&line[..colon], source::js_trim(&line[colon..])))
+}
+
+/// `rows: []` → `rows:` (keeping a trailing comment) before the first row.
+fn rows_line_as_block(line: &str) -> OpResult<String> {
+    const NEEDS_BLOCK: &str =
+        "source-preserving insert_dataset_row requires a block YAML rows array";
+    let Some((prefix, rest)) = split_rows_line(line) else {
+        return fail(E::InvalidContent, NEEDS_BLOCK);
+    };
     if let Some(after) = rest.strip_prefix("[]") {
         let comment = source::js_trim(after);
         if comment.is_empty() {
@@ -1030,35 +1034,19 @@ fn rows_line_as_block(line: &str) -> OpResult<String> {
     if line.contains("[]") || rest.is_empty() || rest.starts_with('#') {
         return Ok(line.to_string());
     }
-    fail(
-        E::InvalidContent,
-        "source-preserving insert_dataset_row requires a block YAML rows array",
-    )
+    fail(E::InvalidContent, NEEDS_BLOCK)
 }
 
 /// `rows:` → `rows: []` (keeping a trailing comment) after the last row.
 fn rows_line_as_empty(line: &str) -> OpResult<String> {
-    let Some(indent_len) = key_prefix(line, "rows") else {
-        return fail(
+    match split_rows_line(line) {
+        Some((prefix, "")) => Ok(format!("{prefix} []")),
+        Some((prefix, rest)) if rest.starts_with('#') => Ok(format!("{prefix} [] {rest}")),
+        _ => fail(
             E::InvalidContent,
             "source-preserving delete_dataset_row could not rewrite YAML rows as empty",
-        );
-    };
-    let colon = line[indent_len..]
-        .find(':')
-        .map_or(line.len(), |p| indent_len + p + 1);
-    let prefix = &line[..colon];
-    let rest = source::js_trim(&line[colon..]);
-    if rest.is_empty() {
-        return Ok(format!("{prefix} []"));
+        ),
     }
-    if rest.starts_with('#') {
-        return Ok(format!("{prefix} [] {rest}"));
-    }
-    fail(
-        E::InvalidContent,
-        "source-preserving delete_dataset_row could not rewrite YAML rows as empty",
-    )
 }
 
 #[cfg(test)]
