@@ -25,18 +25,9 @@ struct Repo {
 
 impl Repo {
     fn new() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let ok = Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(dir.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        std::fs::write(dir.path().join("a.noma"), DOC).unwrap();
-        Repo { dir }
+        Repo {
+            dir: crate::common::mcp_repo(DOC),
+        }
     }
     fn path(&self) -> &Path {
         self.dir.path()
