@@ -9,9 +9,10 @@
 //! the records before it leave (from `--base`); applied records reproduce
 //! their `post_sha256`; the final state is the document. Nothing after the
 //! last line vouches for it, so an edit of the last line that keeps it a
-//! valid record with the same op, hashes, result, op_id and chain link (a
-//! changed `ts`, `reason` or message; the op of a rejected record, which
-//! produced nothing to check it against) satisfies the rule, and so does
+//! valid record with the same op, hashes, result and chain link (a changed
+//! `ts`, `reason` or message; another `op_id` that stays unique; the op of a
+//! rejected record, which produced nothing to check it against) satisfies
+//! the rule, and so does
 //! dropping trailing records that changed nothing (the document is still
 //! the state the rest leave); any other mutation breaks it. Both are what
 //! the hooks anchor through git: a committed line may never change.
@@ -109,14 +110,13 @@ fn apply(bytes: &[u8], m: &Mutation) -> (Vec<u8>, Option<usize>) {
     }
 }
 
-/// The semantic fields of a record line, or `None` when it is no record.
-/// A rejected record's op produced nothing, so nothing can check it: it is
-/// not among them.
+/// The fields of a last record line that replay can check, or `None` when
+/// it is no record. A rejected record's op produced nothing, so nothing can
+/// check it; the `op_id` is only checked for uniqueness (`unique_op_ids`).
 fn semantic(line: &[u8]) -> Option<Value> {
     let r = parse_record(1, line).ok()?;
     let op = (r.patch_result != PatchResult::Rejected).then_some(r.op);
     Some(json!([
-        r.op_id,
         r.pre_sha256,
         r.post_sha256,
         op,
@@ -148,6 +148,16 @@ fn satisfies_rule(original: &[u8], mutated: &[u8], touched: Option<usize>) -> bo
         && b[last].ends_with(b"\n")
         && semantic(&b[last]).is_some()
         && semantic(&a[last]) == semantic(&b[last])
+        && unique_op_ids(&b)
+}
+
+/// Whether no two record lines share an `op_id`.
+fn unique_op_ids(lines: &[Vec<u8>]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    lines
+        .iter()
+        .filter_map(|l| parse_record(1, l).ok())
+        .all(|r| seen.insert(r.op_id))
 }
 
 fn build(dir: &Path, reqs: &[(usize, u8)]) {
