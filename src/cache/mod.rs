@@ -25,7 +25,9 @@
 //! version is deleted and recreated (under an exclusive lock file, so
 //! concurrent processes rebuild once). When the directory cannot be written
 //! the cache falls back to a process-local in-memory database. Either way
-//! ONE notice line goes to stderr and the command goes on. A zero-length
+//! the handle records ONE notice and hands it to the shell's notice sink
+//! ([`BlockCache::with_notice_sink`]; the CLI prints it on stderr), and the
+//! command goes on. A zero-length
 //! file is treated as a new, empty cache (SQLite creates files that way).
 //!
 //! Size: no cap. An entry is ~50 bytes per block (a 3 MB, 30,000-block
@@ -122,7 +124,6 @@ pub struct Stats {
 
 /// Handle on a repository's cache (`<root>/.noma/cache/`). `Sync`: one
 /// handle may be shared by threads (lookups are serialised on it).
-#[derive(Debug)]
 pub struct BlockCache {
     /// The cache directory, when file-backed was attempted.
     dir: Option<PathBuf>,
@@ -130,10 +131,25 @@ pub struct BlockCache {
     backing: Mutex<Backing>,
     memo: Mutex<foldhash::HashMap<[u8; 32], Arc<DocInfo>>>,
     notice: Mutex<Option<String>>,
+    /// Where a notice goes when it is recorded (the library never prints).
+    notice_sink: Option<NoticeSink>,
     recovered: AtomicBool,
     memo_on: AtomicBool,
     hits: AtomicU64,
     misses: AtomicU64,
+}
+
+/// Receives a handle's notice line (a rebuilt or bypassed cache).
+pub type NoticeSink = Box<dyn Fn(&str) + Send + Sync>;
+
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("dir", &self.dir)
+            .field("backing", &self.backing())
+            .field("notice", &self.notice())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why the file could not be used.
@@ -146,7 +162,7 @@ enum OpenError {
 
 impl BlockCache {
     /// Opens (or creates) the cache under `root`. Never fails: a broken cache
-    /// is rebuilt or bypassed with a notice on stderr.
+    /// is rebuilt or bypassed, and the handle records a notice saying so.
     pub fn open(root: &Path) -> BlockCache {
         let dir = root.join(".noma").join("cache");
         let path = dir.join(DB_FILE);
@@ -191,6 +207,7 @@ impl BlockCache {
             backing: Mutex::new(backing),
             memo: Mutex::default(),
             notice: Mutex::new(None),
+            notice_sink: None,
             recovered: AtomicBool::new(false),
             memo_on: AtomicBool::new(true),
             hits: AtomicU64::new(0),
@@ -210,6 +227,7 @@ impl BlockCache {
             backing: Mutex::new(Backing::Disabled),
             memo: Mutex::default(),
             notice: Mutex::new(None),
+            notice_sink: None,
             recovered: AtomicBool::new(false),
             memo_on: AtomicBool::new(true),
             hits: AtomicU64::new(0),
@@ -363,7 +381,17 @@ impl BlockCache {
         *self.backing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The notice printed for this handle (rebuild or fallback), if any.
+    /// Sends this handle's notice, the one already recorded and any later
+    /// one, to `sink` (the shell decides where it goes: stderr, a log).
+    pub fn with_notice_sink(mut self, sink: NoticeSink) -> BlockCache {
+        if let Some(n) = self.notice() {
+            sink(&n);
+        }
+        self.notice_sink = Some(sink);
+        self
+    }
+
+    /// The notice recorded for this handle (rebuild or fallback), if any.
     pub fn notice(&self) -> Option<String> {
         self.notice
             .lock()
@@ -537,11 +565,14 @@ impl BlockCache {
         self.set_notice(msg);
     }
 
-    /// Prints the handle's notice line; at most one per handle.
+    /// Records the handle's notice and hands it to the sink; at most one
+    /// per handle.
     fn set_notice(&self, msg: String) {
         let mut n = self.notice.lock().unwrap_or_else(|e| e.into_inner());
         if n.is_none() {
-            eprintln!("noma: note: block cache {msg}");
+            if let Some(sink) = &self.notice_sink {
+                sink(&msg);
+            }
             *n = Some(msg);
         }
     }
@@ -931,6 +962,24 @@ mod tests {
         assert_eq!(cache.stats().entries, 1);
         // The next handle finds a healthy file.
         assert_eq!(BlockCache::open(dir.path()).notice(), None);
+    }
+
+    /// The library prints nothing: a notice goes to the shell's sink, once,
+    /// including one recorded while the handle was opening.
+    #[test]
+    fn the_notice_goes_to_the_sink_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(BlockCache::open(dir.path()).doc_info(&text()));
+        std::fs::write(db(dir.path()), b"not a database at all").expect("damage");
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink_seen = Arc::clone(&seen);
+        let cache = BlockCache::open(dir.path()).with_notice_sink(Box::new(move |m| {
+            sink_seen.lock().expect("lock").push(m.to_string())
+        }));
+        drop(cache.doc_info(&text()));
+        let seen = seen.lock().expect("lock").clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(Some(&seen[0]), cache.notice().as_ref());
     }
 
     #[test]

@@ -40,9 +40,16 @@ pub fn cache_root(cwd: &Path) -> Option<PathBuf> {
 /// there is none, see the module docs).
 pub fn open_for_cwd() -> BlockCache {
     match std::env::current_dir().ok().as_deref().and_then(cache_root) {
-        Some(root) => BlockCache::open(&root),
+        Some(root) => open(&root),
         None => BlockCache::disabled(),
     }
+}
+
+/// The cache under `root`, its notice (a rebuilt or bypassed cache) printed
+/// on stderr as one `noma: note:` line.
+pub fn open(root: &Path) -> BlockCache {
+    BlockCache::open(root)
+        .with_notice_sink(Box::new(|msg| eprintln!("noma: note: block cache {msg}")))
 }
 
 /// Runs `noma cache`.

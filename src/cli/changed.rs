@@ -102,7 +102,7 @@ pub fn run(args: Args) -> i32 {
     let cache = if args.bypass_cache {
         crate::cache::BlockCache::disabled()
     } else {
-        crate::cache::BlockCache::open(&root)
+        super::cache::open(&root)
     };
     let code = if args.mark_reconciled {
         match changes::mark_reconciled(&repo, &base, &args.files, &cache) {

@@ -1,7 +1,6 @@
 //! `noma hook <name>`: the checks the installed git hooks run.
 
 use super::Format;
-use crate::cache::BlockCache;
 use crate::config::Policy;
 use crate::git::repo::Repo;
 use crate::staged::{Guard, Report};
@@ -51,7 +50,7 @@ pub fn run(args: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     };
-    let cache = BlockCache::open(&root);
+    let cache = super::cache::open(&root);
     // Fork detection turns itself on whenever a merge is in progress.
     let guard = Guard::new(&repo, &policy, &cache);
     let report = match guard.check_index(hook) {

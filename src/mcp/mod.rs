@@ -55,10 +55,9 @@ impl Context {
     /// Opens the context for the repository rooted at `root`.
     pub fn open(root: &Path) -> std::io::Result<Context> {
         let workspace = Workspace::new(root)?;
-        let cache = BlockCache::open(workspace.root());
-        if let Some(n) = cache.notice() {
-            eprintln!("noma mcp: {n}");
-        }
+        // The server's log is its stderr (stdout is the protocol).
+        let cache = BlockCache::open(workspace.root())
+            .with_notice_sink(Box::new(|msg| eprintln!("noma mcp: block cache {msg}")));
         Ok(Context { workspace, cache })
     }
 }
