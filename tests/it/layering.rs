@@ -1,7 +1,9 @@
 //! The architecture's one-way data flow, checked on the source: the engine
 //! (bytes → document → validate | patch | hash → records) never imports a
-//! shell, and only `src/git/` names the `git2` crate. A new import that
-//! breaks either rule fails here with the file and line.
+//! shell, only `src/git/` names the `git2` crate, no two top-level modules
+//! and no two sibling files import each other, and no function outgrows
+//! what a reader holds in mind (120 lines). A change that breaks a rule
+//! fails here with the file and line.
 
 use std::path::{Path, PathBuf};
 
@@ -116,4 +118,256 @@ fn the_checks_see_a_violation() {
     assert_eq!(shells_named("use crate::{doc, git::repo::Repo};"), ["git"]);
     assert!(shells_named("use crate::doc::parse;").is_empty());
     assert!(shells_named("let cache_hit = crate::doc::x();").is_empty());
+}
+
+/// A path as the project names it (`src/…`).
+fn shown(p: &Path) -> String {
+    p.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+/// The code of a file before its test module (`#[cfg(test)]`), comment
+/// lines skipped; nothing for a file that is all tests (`tests.rs`).
+fn non_test_code(path: &Path) -> Vec<(usize, String)> {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return Vec::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        if !line.trim_start().starts_with("//") {
+            out.push((i + 1, line.to_string()));
+        }
+    }
+    out
+}
+
+/// The names a line reaches through `prefix` (`crate::` or `super::`),
+/// grouped imports included: `crate::{doc, git::Oid}` names doc and git.
+fn names_after(line: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(prefix) {
+        rest = &rest[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = group.split('}').next().unwrap_or("");
+            for part in inner.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                out.push(name);
+            }
+        } else {
+            out.push(
+                rest.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect(),
+            );
+        }
+    }
+    out.retain(|n| !n.is_empty());
+    out
+}
+
+/// The module name of a file or directory entry under a module directory.
+fn module_name(p: &Path) -> Option<String> {
+    let name = p.file_name()?.to_str()?;
+    if p.is_dir() {
+        return Some(name.to_string());
+    }
+    let stem = name.strip_suffix(".rs")?;
+    (!matches!(stem, "mod" | "lib" | "main")).then(|| stem.to_string())
+}
+
+/// Pairs that name each other, given each node's named set.
+fn mutual(edges: &std::collections::BTreeMap<String, Vec<(String, String)>>) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (a, named) in edges {
+        for (b, at) in named {
+            if a < b {
+                if let Some((_, back)) = edges.get(b).and_then(|v| v.iter().find(|(n, _)| n == a)) {
+                    bad.push(format!("{a} ⇄ {b}: {at} and {back}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_two_top_level_modules_import_each_other() {
+    let mut edges = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(src())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let modules: Vec<String> = entries.iter().filter_map(|p| module_name(p)).collect();
+    for (entry, m) in entries.iter().filter_map(|p| Some((p, module_name(p)?))) {
+        let mut files = Vec::new();
+        rust_files(entry, &mut files);
+        let named = edges.entry(m.clone()).or_default();
+        for f in files {
+            for (n, line) in non_test_code(&f) {
+                for other in names_after(&line, "crate::") {
+                    if other != m
+                        && modules.contains(&other)
+                        && !named.iter().any(|(o, _)| *o == other)
+                    {
+                        named.push((other, format!("{}:{n}", shown(&f))));
+                    }
+                }
+            }
+        }
+    }
+    let bad = mutual(&edges);
+    assert!(
+        bad.is_empty(),
+        "modules importing each other:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn no_two_sibling_files_import_each_other() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut edges = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
+    for f in &files {
+        let Some(me) = module_name(f) else { continue };
+        let dir = f.parent().unwrap();
+        let siblings: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| module_name(&e.unwrap().path()))
+            .filter(|n| *n != me)
+            .collect();
+        let rel = dir.strip_prefix(src()).unwrap();
+        let crate_path = format!(
+            "crate::{}::",
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("::")
+        );
+        let key = shown(&dir.join(&me));
+        let named = edges.entry(key).or_default();
+        for (n, line) in non_test_code(f) {
+            let mut found = names_after(&line, "super::");
+            if !rel.as_os_str().is_empty() {
+                found.extend(names_after(&line, &crate_path));
+            }
+            for other in found.into_iter().filter(|o| siblings.contains(o)) {
+                let other = shown(&dir.join(&other));
+                if !named.iter().any(|(o, _)| *o == other) {
+                    named.push((other, format!("{}:{n}", shown(f))));
+                }
+            }
+        }
+    }
+    let bad = mutual(&edges);
+    assert!(
+        bad.is_empty(),
+        "sibling files importing each other:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// Every function of `src/` outside test code and its length in lines,
+/// signature to closing brace (the code is rustfmt-formatted, so a body
+/// ends at the first `}` line at the signature's indentation).
+fn function_lengths(path: &Path) -> Vec<(usize, String, usize)> {
+    let lines = non_test_code(path);
+    let mut out = Vec::new();
+    for (k, (n, line)) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let mut rest = t;
+        if let Some(r) = rest.strip_prefix("pub") {
+            rest = match r.strip_prefix('(') {
+                Some(r) => r.split_once(") ").map_or("", |(_, r)| r),
+                None => r.trim_start(),
+            };
+        }
+        for q in ["const ", "async ", "unsafe "] {
+            rest = rest.strip_prefix(q).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let indent = &line[..line.len() - t.len()];
+        let close = format!("{indent}}}");
+        let mut len = None;
+        for (j, (m, l)) in lines.iter().enumerate().skip(k) {
+            let end = l.trim_end();
+            if j == k && end.ends_with('}') || end == close {
+                len = Some(m - n + 1);
+                break;
+            }
+            if end.ends_with(';') && !lines[k..j].iter().any(|(_, l)| l.trim_end().ends_with('{')) {
+                break; // a declaration without a body
+            }
+        }
+        if let Some(len) = len {
+            out.push((*n, name, len));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut seen = 0;
+    let mut bad = Vec::new();
+    for f in &files {
+        for (n, name, len) in function_lengths(f) {
+            seen += 1;
+            if len > 120 {
+                bad.push(format!("{}:{n}: fn {name} is {len} lines", shown(f)));
+            }
+        }
+    }
+    assert!(
+        seen > 500,
+        "only {seen} functions found: the scan is broken"
+    );
+    assert!(
+        bad.is_empty(),
+        "functions over 120 lines (split them):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_structure_checks_see_a_violation() {
+    assert_eq!(
+        names_after("use crate::{doc, git::Oid};", "crate::"),
+        ["doc", "git"]
+    );
+    assert_eq!(names_after("use super::core::{a, b};", "super::"), ["core"]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.rs");
+    let long: String = (0..130).map(|i| format!("    let a{i} = {i};\n")).collect();
+    std::fs::write(
+        &f,
+        format!("pub(crate) fn long(\n    x: u8,\n) {{\n{long}}}\n\nfn short() -> u8 {{ 1 }}\n\ntrait T {{\n    fn decl(&self);\n}}\n"),
+    )
+    .unwrap();
+    let found = function_lengths(&f);
+    assert_eq!(
+        found,
+        [(1, "long".to_string(), 134), (136, "short".to_string(), 1)],
+        "{found:?}"
+    );
 }
