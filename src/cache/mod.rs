@@ -346,8 +346,8 @@ impl BlockCache {
     }
 
     /// Deletes every entry (all noma versions) and shrinks the file.
-    /// Returns how many documents were removed, or why it could not.
-    pub fn clear(&self) -> Result<u64, String> {
+    /// Returns how many documents were removed, or SQLite's reason why not.
+    pub fn clear(&self) -> Result<u64, rusqlite::Error> {
         self.memo_lock().clear();
         let mut guard = self.conn_lock();
         let Some(conn) = guard.as_mut() else {
@@ -360,7 +360,7 @@ impl BlockCache {
             tx.commit()?;
             Ok(n as u64)
         };
-        let n = run(conn).map_err(|e| e.to_string())?;
+        let n = run(conn)?;
         // Shrinking is best effort: VACUUM needs every other reader gone.
         let _ = conn.execute_batch("VACUUM");
         let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));

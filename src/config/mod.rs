@@ -81,12 +81,38 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The YAML is malformed or has unknown keys / wrong types.
-    #[error("{path}: invalid policy: {message}")]
+    #[error("{path}: invalid policy: {source}")]
     Invalid {
         /// The file.
         path: String,
         /// What is wrong.
-        message: String,
+        source: PolicyError,
+    },
+}
+
+/// Why a policy text is not a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// Malformed YAML, an unknown key or a wrong type.
+    #[error("{0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+    /// A glob that does not compile.
+    #[error("{what}: bad glob {glob:?}: {source}")]
+    Glob {
+        /// The list it is in (`include`, `exclude`, `require_transcript`).
+        what: &'static str,
+        /// The glob as written.
+        glob: String,
+        /// Why it does not compile.
+        source: globset::Error,
+    },
+    /// A list of globs that does not build into one matcher.
+    #[error("{what}: {source}")]
+    GlobSet {
+        /// The list.
+        what: &'static str,
+        /// Why.
+        source: globset::Error,
     },
 }
 
@@ -96,14 +122,14 @@ impl Policy {
         let path = root.join(CONFIG_PATH);
         let shown = path.display().to_string();
         match std::fs::read_to_string(&path) {
-            Ok(text) => Policy::from_yaml(&text).map_err(|message| ConfigError::Invalid {
+            Ok(text) => Policy::from_yaml(&text).map_err(|source| ConfigError::Invalid {
                 path: shown,
-                message,
+                source,
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Policy::compile(PolicyFile::default()).map_err(|message| ConfigError::Invalid {
+                Policy::compile(PolicyFile::default()).map_err(|source| ConfigError::Invalid {
                     path: shown,
-                    message,
+                    source,
                 })
             }
             Err(source) => Err(ConfigError::Io {
@@ -114,22 +140,27 @@ impl Policy {
     }
 
     /// Parses policy YAML (an empty text gives the defaults).
-    pub fn from_yaml(text: &str) -> Result<Policy, String> {
+    pub fn from_yaml(text: &str) -> Result<Policy, PolicyError> {
         let file: PolicyFile = if text.trim().is_empty() {
             PolicyFile::default()
         } else {
-            serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?
+            serde_yaml_ng::from_str(text)?
         };
         Policy::compile(file)
     }
 
-    fn compile(file: PolicyFile) -> Result<Policy, String> {
-        let set = |globs: &[String], what: &str| -> Result<GlobSet, String> {
+    fn compile(file: PolicyFile) -> Result<Policy, PolicyError> {
+        let set = |globs: &[String], what: &'static str| -> Result<GlobSet, PolicyError> {
             let mut b = GlobSetBuilder::new();
             for g in globs {
-                b.add(Glob::new(g).map_err(|e| format!("{what}: bad glob {g:?}: {e}"))?);
+                b.add(Glob::new(g).map_err(|source| PolicyError::Glob {
+                    what,
+                    glob: g.clone(),
+                    source,
+                })?);
             }
-            b.build().map_err(|e| format!("{what}: {e}"))
+            b.build()
+                .map_err(|source| PolicyError::GlobSet { what, source })
         };
         Ok(Policy {
             include: set(&file.include, "include")?,
