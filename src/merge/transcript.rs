@@ -464,21 +464,6 @@ fn mark(r: &mut Record, origin: &str) {
     r.prev_entry_sha256 = None;
 }
 
-/// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
-pub fn derived_uuid(parts: &[&str]) -> String {
-    let digest = sha256_hex(parts.join("\n").as_bytes());
-    let mut bytes = [0u8; 16];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = digest
-            .get(i * 2..i * 2 + 2)
-            .and_then(|h| u8::from_str_radix(h, 16).ok())
-            .unwrap_or(0);
-    }
-    uuid::Builder::from_random_bytes(bytes)
-        .into_uuid()
-        .to_string()
-}
-
 /// `op` with its `baseHash` (if any) recomputed against `state`.
 fn rebase_hash(state: &str, op: &Value) -> Value {
     let Some(old) = op.get("baseHash").and_then(Value::as_str) else {
@@ -604,7 +589,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+    use super::super::succession::{check, is_copy, records};
+    use super::super::test_support::{self as fx, BASE};
 
     fn side(ops: &[Value]) -> (String, Vec<u8>) {
         let opts = crate::engine::Options::new(crate::transcript::Actor {
@@ -620,14 +606,6 @@ mod tests {
             p.new_text,
             crate::engine::chain_and_serialise(&mut p.records, None),
         )
-    }
-
-    #[test]
-    fn derived_ids_are_deterministic_uuids() {
-        let a = derived_uuid(&["x", "y"]);
-        assert_eq!(a, derived_uuid(&["x", "y"]));
-        assert_ne!(a, derived_uuid(&["x", "z"]));
-        assert!(uuid::Uuid::parse_str(&a).is_ok());
     }
 
     #[test]
@@ -713,5 +691,65 @@ mod tests {
             },
         );
         assert!(r.is_err());
+    }
+
+    // Reconciliation's output is a successor of both parents (the
+    // succession rule, checked on what this module writes).
+
+    #[test]
+    fn appends_and_merges_succeed_both_parents() {
+        let (od, ot, td, tt) = fx::forked();
+        let (d2, t2) = fx::extend(&od, &ot, &[fx::body("b", "B2")]);
+        let known = [od.clone(), td.clone(), BASE.to_string()];
+        let mut find_ours = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
+        // Both directions of a merge succeed both parents.
+        for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
+            let r = reconcile_transcripts(a, b, Some(ad), &mut fx::find).unwrap();
+            assert!(r.conflicts.is_empty());
+            let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(s.appends);
+            let s = check(b, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(!s.appends, "{s:?}");
+            assert_ne!(&r.doc, bd);
+        }
+    }
+
+    #[test]
+    fn a_textual_union_of_forks_and_a_forged_copy_are_refused() {
+        let (_, ot, td, tt) = fx::forked();
+        let mut union = ot.clone();
+        union.extend_from_slice(&tt);
+        let both = BASE.replace("alpha", "A1").replace("beta", "B1");
+        assert!(check(&ot, &union, &both, &mut fx::find).is_err());
+        // A "copy" of their record whose hashes do not replay.
+        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let forged = String::from_utf8(r.transcript.clone())
+            .unwrap()
+            .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
+        let e = check(&tt, forged.as_bytes(), &r.doc, &mut fx::find).unwrap_err();
+        assert!(matches!(e.kind, "replay" | "unreadable"), "{e}");
+        // The same op applied twice (its copy next to the original).
+        let mut twice = r.transcript.clone();
+        let (tl, _) = split_lines(&tt);
+        twice.extend_from_slice(tl[0].raw);
+        let e = check(&ot, &twice, &r.doc, &mut fx::find).unwrap_err();
+        assert_eq!(e.kind, "duplicated", "{e}");
+    }
+
+    #[test]
+    fn copies_name_the_first_original() {
+        let (_, ot, _, tt) = fx::forked();
+        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let recs = records(&r.transcript).unwrap();
+        let theirs = records(&tt).unwrap();
+        assert!(is_copy(&recs[1]));
+        assert_eq!(origin(&recs[1]), theirs[0].op_id);
+        assert!(!is_copy(&recs[0]));
     }
 }
