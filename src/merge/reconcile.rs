@@ -11,6 +11,9 @@
 //! `write`, that result is written to the work tree: the branch's
 //! transcript stays a byte prefix, so the commit passes the pre-commit
 //! hook, and it is the same bytes `git merge <base>` on the branch writes.
+//! What stops the whole check (no repository, an unknown base, a failed
+//! write) is a [`ReconcileError`]; everything about a document is a
+//! [`Finding`] in its report.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::diag::Severity;
-use crate::git::repo::Repo;
+use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use crate::transcript::replay;
 
@@ -100,20 +103,61 @@ fn text(b: &Option<Vec<u8>>) -> Option<&str> {
     b.as_deref().and_then(|b| std::str::from_utf8(b).ok())
 }
 
+/// Why `noma reconcile` could not check the branch at all (problems of a
+/// document are [`Finding`]s instead).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// No repository at or above the start directory.
+    #[error("{0}")]
+    NoRepository(GitError),
+    /// HEAD has no commit yet.
+    #[error("HEAD has no commit")]
+    UnbornHead,
+    /// The base revision does not name a commit.
+    #[error("{rev}: {source}")]
+    UnknownBase {
+        /// The revision as given.
+        rev: String,
+        /// git's reason.
+        source: GitError,
+    },
+    /// HEAD and the base revision share no history.
+    #[error("HEAD and {0} have no merge base")]
+    NoMergeBase(String),
+    /// The documents changed on the branch could not be listed.
+    #[error("{}", .0.detail())]
+    ChangedDocuments(GitError),
+    /// `--write` could not write a document or its transcript.
+    #[error("{path}: {source}")]
+    Write {
+        /// The document's repository-relative path.
+        path: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
 /// Checks every document touched on HEAD since its merge base with
 /// `base_rev`; with `write`, writes the rebased files into the work tree.
-pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<DocReport>, String> {
-    let repo = Repo::discover(start).map_err(|e| e.to_string())?;
-    let head = repo.head_commit().ok_or("HEAD has no commit")?;
+pub fn check_branch(
+    start: &Path,
+    base_rev: &str,
+    write: bool,
+) -> Result<Vec<DocReport>, ReconcileError> {
+    let repo = Repo::discover(start).map_err(ReconcileError::NoRepository)?;
+    let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
     let base_tip = repo
         .resolve(base_rev)
-        .map_err(|e| format!("{base_rev}: {e}"))?;
+        .map_err(|source| ReconcileError::UnknownBase {
+            rev: base_rev.to_string(),
+            source,
+        })?;
     let merge_base = repo
         .merge_base(head, base_tip)
-        .ok_or_else(|| format!("HEAD and {base_rev} have no merge base"))?;
+        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string()))?;
     let docs = repo
         .changed_documents(merge_base, head)
-        .map_err(|e| e.detail())?;
+        .map_err(ReconcileError::ChangedDocuments)?;
     let branch = Branch {
         repo: &repo,
         head,
@@ -177,7 +221,7 @@ impl Branch<'_> {
 
     /// The report for one document changed on the branch, `None` when the
     /// branch deleted it; `Err` only when `--write` could not write.
-    fn check_document(&self, path: &str) -> Result<Option<DocReport>, String> {
+    fn check_document(&self, path: &str) -> Result<Option<DocReport>, ReconcileError> {
         let tpath = format!("{path}.patches");
         let Some(head_doc_b) = self.blob(self.head, path) else {
             return Ok(None); // deleted on the branch
@@ -229,7 +273,7 @@ impl Branch<'_> {
         files: &DocFiles,
         head_doc: &str,
         find: &mut dyn FnMut(&str) -> Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ReconcileError> {
         let res = super::transcript::reconcile_transcripts(
             files.head_transcript(),
             files.base_t.as_deref().unwrap_or_default(),
@@ -268,7 +312,10 @@ impl Branch<'_> {
                 let path = &rep.path;
                 std::fs::write(wd.join(path), r.doc.as_bytes())
                     .and_then(|_| std::fs::write(wd.join(&files.tpath), &r.transcript))
-                    .map_err(|e| format!("{path}: {e}"))?;
+                    .map_err(|source| ReconcileError::Write {
+                        path: path.clone(),
+                        source,
+                    })?;
                 rep.written = true;
             }
         }
@@ -446,4 +493,33 @@ fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
         .copied()
         .filter(|i| !ancestors.contains(i))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::git;
+
+    #[test]
+    fn repository_level_failures_keep_their_messages() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnbornHead), "{e:?}");
+        assert_eq!(e.to_string(), "HEAD has no commit");
+        std::fs::write(d.join("a.noma"), "# A\n").expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let e = check_branch(d, "nope", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnknownBase { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("nope: "), "{e}");
+        // A second root commit shares no history with main.
+        git(d, &["checkout", "-q", "--orphan", "other"]);
+        git(d, &["commit", "-q", "-m", "two"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert_eq!(e.to_string(), "HEAD and main have no merge base");
+        git(d, &["checkout", "-q", "main"]);
+        assert!(check_branch(d, "main", false).expect("reports").is_empty());
+    }
 }
