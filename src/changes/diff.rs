@@ -317,76 +317,79 @@ fn mark_up(flags: &mut [bool], parent: &[Option<usize>], i: usize) {
 pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
     let o = Prepared::new(old);
     let n = Prepared::new(new);
-    let (no, nn) = (old.blocks.len(), new.blocks.len());
-    // old index → new index and back.
-    let mut o2n: Vec<Option<usize>> = vec![None; no];
-    let mut n2o: Vec<Option<usize>> = vec![None; nn];
-
-    // 1. By id, k-th occurrence to k-th occurrence.
-    let mut by_id: FastMap<&str, VecDeque<usize>> = FastMap::default();
-    for (i, b) in old.blocks.iter().enumerate() {
-        by_id.entry(b.id.as_str()).or_default().push_back(i);
+    let mut m = Matching::new(old.blocks.len(), new.blocks.len());
+    m.by_id(old.blocks, new.blocks);
+    // Aliases are only parsed when both sides have leftovers.
+    if m.both_unmatched() {
+        m.by_alias(&o, &n);
     }
-    for (j, b) in new.blocks.iter().enumerate() {
-        if let Some(i) = by_id.get_mut(b.id.as_str()).and_then(VecDeque::pop_front) {
-            o2n[i] = Some(j);
-            n2o[j] = Some(i);
+    if m.both_unmatched() {
+        m.by_body(&o, &n);
+    }
+    let reported = Reported::select(&o, &n, &m);
+    let mut changes = new_side_changes(&o, &n, &m, &reported.new);
+    changes.extend(removed_changes(&o, &m, &reported.old));
+    DocDiff {
+        changes,
+        outside_blocks_changed: o.outside() != n.outside(),
+    }
+}
+
+/// The pairing of old blocks with new ones that rules 1–3 build, kept in
+/// both directions because the later rules look it up from either side.
+struct Matching {
+    /// Old block index → new block index.
+    o2n: Vec<Option<usize>>,
+    /// New block index → old block index.
+    n2o: Vec<Option<usize>>,
+}
+
+impl Matching {
+    fn new(old_len: usize, new_len: usize) -> Matching {
+        Matching {
+            o2n: vec![None; old_len],
+            n2o: vec![None; new_len],
         }
     }
 
-    let unmatched = |o2n: &[Option<usize>], n2o: &[Option<usize>]| {
-        o2n.iter().any(Option::is_none) && n2o.iter().any(Option::is_none)
-    };
+    fn pair(&mut self, i: usize, j: usize) {
+        self.o2n[i] = Some(j);
+        self.n2o[j] = Some(i);
+    }
 
-    // 2. Through aliases (only parsed when both sides have leftovers).
-    if unmatched(&o2n, &n2o) {
-        let mut old_left: FastMap<&str, VecDeque<usize>> = FastMap::default();
-        for (i, b) in old.blocks.iter().enumerate() {
-            if o2n[i].is_none() {
-                old_left.entry(b.id.as_str()).or_default().push_back(i);
-            }
+    /// Whether both sides still have unmatched blocks, the only case in
+    /// which a later (costlier) rule can pair anything.
+    fn both_unmatched(&self) -> bool {
+        self.o2n.iter().any(Option::is_none) && self.n2o.iter().any(Option::is_none)
+    }
+
+    /// Rule 1: by id, the k-th occurrence to the k-th occurrence.
+    fn by_id(&mut self, old: &[BlockHash], new: &[BlockHash]) {
+        let mut by_id: FastMap<&str, VecDeque<usize>> = FastMap::default();
+        for (i, b) in old.iter().enumerate() {
+            by_id.entry(b.id.as_str()).or_default().push_back(i);
         }
-        let n_alias = n.aliases();
-        for (j, al) in n_alias.iter().enumerate() {
-            if n2o[j].is_some() {
-                continue;
-            }
-            for a in al {
-                if let Some(i) = old_left.get_mut(a.as_str()).and_then(VecDeque::pop_front) {
-                    o2n[i] = Some(j);
-                    n2o[j] = Some(i);
-                    break;
-                }
-            }
-        }
-        if unmatched(&o2n, &n2o) {
-            let mut new_left: FastMap<&str, VecDeque<usize>> = FastMap::default();
-            for (j, b) in new.blocks.iter().enumerate() {
-                if n2o[j].is_none() {
-                    new_left.entry(b.id.as_str()).or_default().push_back(j);
-                }
-            }
-            for (i, al) in o.aliases().iter().enumerate() {
-                if o2n[i].is_some() {
-                    continue;
-                }
-                for a in al {
-                    if let Some(j) = new_left.get_mut(a.as_str()).and_then(VecDeque::pop_front) {
-                        o2n[i] = Some(j);
-                        n2o[j] = Some(i);
-                        break;
-                    }
-                }
+        for (j, b) in new.iter().enumerate() {
+            if let Some(i) = by_id.get_mut(b.id.as_str()).and_then(VecDeque::pop_front) {
+                self.pair(i, j);
             }
         }
     }
 
-    // 3. Same kind, name and body: renamed.
-    if unmatched(&o2n, &n2o) {
+    /// Rule 2: new aliases naming old ids, then old aliases naming new ids.
+    fn by_alias(&mut self, o: &Prepared<'_>, n: &Prepared<'_>) {
+        pair_through_aliases(n.aliases(), &mut self.n2o, o.side.blocks, &mut self.o2n);
+        if self.both_unmatched() {
+            pair_through_aliases(o.aliases(), &mut self.o2n, n.side.blocks, &mut self.n2o);
+        }
+    }
+
+    /// Rule 3: same kind, directive name and body, in document order.
+    fn by_body(&mut self, o: &Prepared<'_>, n: &Prepared<'_>) {
         type Key<'k> = (&'k str, Option<&'k str>, String);
         let mut old_left: FastMap<Key<'_>, VecDeque<usize>> = FastMap::default();
-        for (i, b) in old.blocks.iter().enumerate() {
-            if o2n[i].is_none() {
+        for (i, b) in o.side.blocks.iter().enumerate() {
+            if self.o2n[i].is_none() {
                 if let Some(body) = o.body(i) {
                     old_left
                         .entry((b.kind, b.name.as_deref(), body))
@@ -395,102 +398,168 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
                 }
             }
         }
-        if !old_left.is_empty() {
-            for (j, b) in new.blocks.iter().enumerate() {
-                if n2o[j].is_some() {
-                    continue;
-                }
-                let Some(body) = n.body(j) else { continue };
-                if let Some(i) = old_left
-                    .get_mut(&(b.kind, b.name.as_deref(), body))
-                    .and_then(VecDeque::pop_front)
-                {
-                    o2n[i] = Some(j);
-                    n2o[j] = Some(i);
-                }
+        if old_left.is_empty() {
+            return;
+        }
+        for (j, b) in n.side.blocks.iter().enumerate() {
+            if self.n2o[j].is_some() {
+                continue;
+            }
+            let Some(body) = n.body(j) else { continue };
+            if let Some(i) = old_left
+                .get_mut(&(b.kind, b.name.as_deref(), body))
+                .and_then(VecDeque::pop_front)
+            {
+                self.pair(i, j);
             }
         }
     }
 
-    let mut reported_new = vec![false; nn];
-    let mut reported_old = vec![false; no];
-    let mut inside_new = vec![false; nn];
-    let mut inside_old = vec![false; no];
-    let mut candidates: Vec<(usize, usize)> = Vec::new();
-
-    // 4./5. for matched and added blocks, in new order.
-    for (j, nb) in new.blocks.iter().enumerate() {
-        let Some(i) = n2o[j] else {
-            // Added; reported at the outermost added block only.
-            let parent_added = n.parent[j].is_some_and(|p| n2o[p].is_none());
-            if !parent_added {
-                reported_new[j] = true;
-            }
-            continue;
-        };
-        let Some(ob) = o.block(i) else { continue };
-        let parent_same = match (o.parent[i], n.parent[j]) {
+    /// Whether old block `i` and new block `j` have the same parent, the
+    /// parents compared through the matching (so a renamed parent does not
+    /// move its children).
+    fn same_parent(&self, o: &Prepared<'_>, n: &Prepared<'_>, i: usize, j: usize) -> bool {
+        match (o.parent[i], n.parent[j]) {
             (None, None) => true,
-            (Some(op), Some(np)) => o2n[op] == Some(np),
+            (Some(op), Some(np)) => self.o2n[op] == Some(np),
             _ => false,
-        };
-        if ob.id != nb.id || !parent_same {
-            reported_new[j] = true;
-            reported_old[i] = true;
-        } else if ob.sha256 != nb.sha256 {
-            candidates.push((i, j));
         }
     }
-    for (i, p) in o.parent.iter().enumerate() {
-        if o2n[i].is_none() && !p.is_some_and(|p| o2n[p].is_none()) {
-            reported_old[i] = true;
-        }
-    }
-    for j in (0..nn).filter(|&j| reported_new[j]) {
-        mark_up(&mut inside_new, &n.parent, j);
-    }
-    for i in (0..no).filter(|&i| reported_old[i]) {
-        mark_up(&mut inside_old, &o.parent, i);
-    }
+}
 
-    // 6. Hash-changed matched blocks, innermost first.
-    for &(i, j) in candidates.iter().rev() {
-        let own_changed = o.own(i) != n.own(j);
-        let inside = inside_new[j] || inside_old[i];
-        // Not explained by a reported change inside: report it unless the
-        // difference is only blank lines (e.g. a separator before a new
-        // sibling section moved into this block's span).
-        if own_changed || (!inside && o.full(i) != n.full(j)) {
-            reported_new[j] = true;
-            reported_old[i] = true;
-            mark_up(&mut inside_new, &n.parent, j);
-            mark_up(&mut inside_old, &o.parent, i);
+/// One direction of rule 2: pairs every unmatched block of the `from` side
+/// with the first unmatched block of the `to` side whose id one of its
+/// aliases names. `from_map` and `to_map` are the matching seen from each
+/// side, so the same code serves both directions.
+fn pair_through_aliases(
+    from_aliases: &[Vec<String>],
+    from_map: &mut [Option<usize>],
+    to_blocks: &[BlockHash],
+    to_map: &mut [Option<usize>],
+) {
+    let mut to_left: FastMap<&str, VecDeque<usize>> = FastMap::default();
+    for (t, b) in to_blocks.iter().enumerate() {
+        if to_map[t].is_none() {
+            to_left.entry(b.id.as_str()).or_default().push_back(t);
         }
     }
-
-    let mut changes = Vec::new();
-    for (j, nb) in new.blocks.iter().enumerate() {
-        if !reported_new[j] {
+    for (f, aliases) in from_aliases.iter().enumerate() {
+        if from_map[f].is_some() {
             continue;
         }
-        let old_i = n2o[j];
+        for a in aliases {
+            if let Some(t) = to_left.get_mut(a.as_str()).and_then(VecDeque::pop_front) {
+                from_map[f] = Some(t);
+                to_map[t] = Some(f);
+                break;
+            }
+        }
+    }
+}
+
+/// Which blocks each side reports (rules 4–6), and which contain a
+/// reported block: rule 6 needs the latter to tell an edit explained by a
+/// reported child from one that must be reported itself.
+struct Reported {
+    new: Vec<bool>,
+    old: Vec<bool>,
+    inside_new: Vec<bool>,
+    inside_old: Vec<bool>,
+}
+
+impl Reported {
+    fn select(o: &Prepared<'_>, n: &Prepared<'_>, m: &Matching) -> Reported {
+        let (no, nn) = (o.side.blocks.len(), n.side.blocks.len());
+        let mut r = Reported {
+            new: vec![false; nn],
+            old: vec![false; no],
+            inside_new: vec![false; nn],
+            inside_old: vec![false; no],
+        };
+        let candidates = r.structural(o, n, m);
+        r.content(o, n, &candidates);
+        r
+    }
+
+    /// Rules 4 and 5 (renamed, moved, added, removed), in new order then
+    /// old order. Returns rule 6's candidates: the other matched blocks
+    /// whose hash changed, as (old, new) indices in new order.
+    fn structural(
+        &mut self,
+        o: &Prepared<'_>,
+        n: &Prepared<'_>,
+        m: &Matching,
+    ) -> Vec<(usize, usize)> {
+        let mut candidates = Vec::new();
+        for (j, nb) in n.side.blocks.iter().enumerate() {
+            let Some(i) = m.n2o[j] else {
+                // Added; reported at the outermost added block only.
+                let parent_added = n.parent[j].is_some_and(|p| m.n2o[p].is_none());
+                if !parent_added {
+                    self.new[j] = true;
+                }
+                continue;
+            };
+            let Some(ob) = o.block(i) else { continue };
+            if ob.id != nb.id || !m.same_parent(o, n, i, j) {
+                self.new[j] = true;
+                self.old[i] = true;
+            } else if ob.sha256 != nb.sha256 {
+                candidates.push((i, j));
+            }
+        }
+        for (i, p) in o.parent.iter().enumerate() {
+            if m.o2n[i].is_none() && !p.is_some_and(|p| m.o2n[p].is_none()) {
+                self.old[i] = true;
+            }
+        }
+        for j in (0..self.new.len()).filter(|&j| self.new[j]) {
+            mark_up(&mut self.inside_new, &n.parent, j);
+        }
+        for i in (0..self.old.len()).filter(|&i| self.old[i]) {
+            mark_up(&mut self.inside_old, &o.parent, i);
+        }
+        candidates
+    }
+
+    /// Rule 6: the hash-changed matched blocks, innermost first.
+    fn content(&mut self, o: &Prepared<'_>, n: &Prepared<'_>, candidates: &[(usize, usize)]) {
+        for &(i, j) in candidates.iter().rev() {
+            let own_changed = o.own(i) != n.own(j);
+            let inside = self.inside_new[j] || self.inside_old[i];
+            // Not explained by a reported change inside: report it unless the
+            // difference is only blank lines (e.g. a separator before a new
+            // sibling section moved into this block's span).
+            if own_changed || (!inside && o.full(i) != n.full(j)) {
+                self.new[j] = true;
+                self.old[i] = true;
+                mark_up(&mut self.inside_new, &n.parent, j);
+                mark_up(&mut self.inside_old, &o.parent, i);
+            }
+        }
+    }
+}
+
+/// The reported blocks that exist now (added, renamed, moved, modified),
+/// in new-document order.
+fn new_side_changes(
+    o: &Prepared<'_>,
+    n: &Prepared<'_>,
+    m: &Matching,
+    reported: &[bool],
+) -> Vec<BlockChange> {
+    let mut changes = Vec::new();
+    for (j, nb) in n.side.blocks.iter().enumerate() {
+        if !reported[j] {
+            continue;
+        }
+        let old_i = m.n2o[j];
         let ob = old_i.and_then(|i| o.block(i));
         let change = match ob {
             None => Change::Added,
             Some(ob) if ob.id != nb.id => Change::Renamed,
-            Some(_) => {
-                let i = old_i.unwrap_or_default();
-                let parent_same = match (o.parent[i], n.parent[j]) {
-                    (None, None) => true,
-                    (Some(op), Some(np)) => o2n[op] == Some(np),
-                    _ => false,
-                };
-                if parent_same {
-                    Change::Modified
-                } else {
-                    Change::Moved
-                }
-            }
+            Some(_) if m.same_parent(o, n, old_i.unwrap_or_default(), j) => Change::Modified,
+            Some(_) => Change::Moved,
         };
         changes.push(BlockChange {
             id: nb.id.clone(),
@@ -514,8 +583,14 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
             },
         });
     }
-    for (i, ob) in old.blocks.iter().enumerate() {
-        if !reported_old[i] || o2n[i].is_some() {
+    changes
+}
+
+/// The reported blocks that are gone, in old-document order.
+fn removed_changes(o: &Prepared<'_>, m: &Matching, reported: &[bool]) -> Vec<BlockChange> {
+    let mut changes = Vec::new();
+    for (i, ob) in o.side.blocks.iter().enumerate() {
+        if !reported[i] || m.o2n[i].is_some() {
             continue;
         }
         changes.push(BlockChange {
@@ -534,10 +609,7 @@ pub fn diff_blocks(old: Side<'_>, new: Side<'_>) -> DocDiff {
             old_parent: None,
         });
     }
-    DocDiff {
-        changes,
-        outside_blocks_changed: o.outside() != n.outside(),
-    }
+    changes
 }
 
 #[cfg(test)]

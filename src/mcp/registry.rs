@@ -1,10 +1,12 @@
 //! The tool registry: name, description, input schema and a typed handler
 //! per tool.
 //!
-//! Adding a tool = an args struct deriving `Deserialize + JsonSchema`, a
-//! function `fn(&Context, Args) -> ToolResult`, and one [`tool`] line in
-//! [`super::tools::registry`]. The registry derives the JSON input schema
-//! from the args type and turns the three outcomes into MCP results:
+//! A tool is an args struct deriving `Deserialize + JsonSchema` and a
+//! function `fn(&Context, Args) -> ToolResult`, registered with [`tool`]
+//! and [`Registry::with`]. This file knows no tool: the list the server
+//! offers is built where the tools live. The registry derives the JSON
+//! input schema from the args type and turns the three outcomes into MCP
+//! results:
 //!
 //! - `Ok(value)`: `value` JSON-encoded as the text content;
 //! - `Err(ToolError::User { .. })`: `{ok: false, error, code}` as normal

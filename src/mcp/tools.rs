@@ -6,6 +6,11 @@
 //! Every `file` argument goes through [`Context::doc_path`]: containment in
 //! the repository root ([`super::paths`]) and the book-manifest refusal
 //! (§B.7: `isError: true`).
+//!
+//! Adding a tool = an args struct deriving `Deserialize + JsonSchema`, a
+//! function `fn(&Context, Args) -> ToolResult`, and one [`tool`] line in
+//! [`registry`] (see [`super::registry`] for how its outcomes become MCP
+//! results).
 
 use std::path::{Path, PathBuf};
 

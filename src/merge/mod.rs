@@ -36,6 +36,8 @@
 pub mod blocks;
 pub mod reconcile;
 pub mod succession;
+#[cfg(test)]
+mod test_support;
 pub mod transcript;
 
 pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};

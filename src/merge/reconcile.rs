@@ -11,14 +11,18 @@
 //! `write`, that result is written to the work tree: the branch's
 //! transcript stays a byte prefix, so the commit passes the pre-commit
 //! hook, and it is the same bytes `git merge <base>` on the branch writes.
+//! What stops the whole check (no repository, an unknown base, a failed
+//! write) is a [`ReconcileError`]; everything about a document is a
+//! [`Finding`] in its report.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::diag::Severity;
-use crate::git::repo::Repo;
+use crate::git::repo::{GitError, Repo};
+use crate::git::Oid;
 use crate::transcript::replay;
 
 /// One problem (or notable fact) about a document.
@@ -99,28 +103,231 @@ fn text(b: &Option<Vec<u8>>) -> Option<&str> {
     b.as_deref().and_then(|b| std::str::from_utf8(b).ok())
 }
 
+/// Why `noma reconcile` could not check the branch at all (problems of a
+/// document are [`Finding`]s instead).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// No repository at or above the start directory.
+    #[error("{0}")]
+    NoRepository(GitError),
+    /// HEAD has no commit yet.
+    #[error("HEAD has no commit")]
+    UnbornHead,
+    /// The base revision does not name a commit.
+    #[error("{rev}: {source}")]
+    UnknownBase {
+        /// The revision as given.
+        rev: String,
+        /// git's reason.
+        source: GitError,
+    },
+    /// HEAD and the base revision share no history.
+    #[error("HEAD and {0} have no merge base")]
+    NoMergeBase(String),
+    /// The documents changed on the branch could not be listed.
+    #[error("{}", .0.detail())]
+    ChangedDocuments(GitError),
+    /// `--write` could not write a document or its transcript.
+    #[error("{path}: {source}")]
+    Write {
+        /// The document's repository-relative path.
+        path: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
 /// Checks every document touched on HEAD since its merge base with
 /// `base_rev`; with `write`, writes the rebased files into the work tree.
-pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<DocReport>, String> {
-    let repo = Repo::discover(start).map_err(|e| e.to_string())?;
-    let head = repo.head_commit().ok_or("HEAD has no commit")?;
+pub fn check_branch(
+    start: &Path,
+    base_rev: &str,
+    write: bool,
+) -> Result<Vec<DocReport>, ReconcileError> {
+    let repo = Repo::discover(start).map_err(ReconcileError::NoRepository)?;
+    let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
     let base_tip = repo
         .resolve(base_rev)
-        .map_err(|e| format!("{base_rev}: {e}"))?;
-    let mb = repo
+        .map_err(|source| ReconcileError::UnknownBase {
+            rev: base_rev.to_string(),
+            source,
+        })?;
+    let merge_base = repo
         .merge_base(head, base_tip)
-        .ok_or_else(|| format!("HEAD and {base_rev} have no merge base"))?;
-    let docs = repo.changed_documents(mb, head).map_err(|e| e.detail())?;
-    let workdir = repo.workdir();
+        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string()))?;
+    let docs = repo
+        .changed_documents(merge_base, head)
+        .map_err(ReconcileError::ChangedDocuments)?;
+    let branch = Branch {
+        repo: &repo,
+        head,
+        base_tip,
+        merge_base,
+        base_rev,
+        write,
+        workdir: repo.workdir(),
+    };
     let mut out = Vec::new();
     for path in docs {
-        let get = |c: crate::git::Oid, p: &str| repo.blob_at(c, p).ok().flatten();
+        if let Some(rep) = branch.check_document(&path)? {
+            out.push(rep);
+        }
+    }
+    Ok(out)
+}
+
+/// What every document's check shares: the repository, the three
+/// revisions compared and what `--write` may do.
+struct Branch<'r> {
+    repo: &'r Repo,
+    head: Oid,
+    base_tip: Oid,
+    merge_base: Oid,
+    /// The base revision as the user named it (for messages).
+    base_rev: &'r str,
+    write: bool,
+    workdir: Option<PathBuf>,
+}
+
+/// One document's transcript and its other versions, as read from the
+/// three revisions (`None` = absent there).
+struct DocFiles {
+    /// The transcript's repository-relative path.
+    tpath: String,
+    mb_doc: Option<Vec<u8>>,
+    base_doc: Option<Vec<u8>>,
+    mb_t: Option<Vec<u8>>,
+    head_t: Option<Vec<u8>>,
+    base_t: Option<Vec<u8>>,
+}
+
+impl DocFiles {
+    /// The merge base's transcript (empty when absent): the part of HEAD's
+    /// transcript that is history, not the branch's.
+    fn prefix(&self) -> &[u8] {
+        self.mb_t.as_deref().unwrap_or_default()
+    }
+
+    /// HEAD's transcript (empty when absent).
+    fn head_transcript(&self) -> &[u8] {
+        self.head_t.as_deref().unwrap_or_default()
+    }
+}
+
+impl Branch<'_> {
+    fn blob(&self, commit: Oid, path: &str) -> Option<Vec<u8>> {
+        self.repo.blob_at(commit, path).ok().flatten()
+    }
+
+    /// The report for one document changed on the branch, `None` when the
+    /// branch deleted it; `Err` only when `--write` could not write.
+    fn check_document(&self, path: &str) -> Result<Option<DocReport>, ReconcileError> {
         let tpath = format!("{path}.patches");
-        let Some(head_doc_b) = get(head, &path) else {
-            continue; // deleted on the branch
+        let Some(head_doc_b) = self.blob(self.head, path) else {
+            return Ok(None); // deleted on the branch
         };
-        let mut rep = DocReport {
-            path: path.clone(),
+        let mut rep = DocReport::unchecked(path);
+        let Some(head_doc) = std::str::from_utf8(&head_doc_b).ok() else {
+            rep.valid = false;
+            rep.findings
+                .push(finding("error", "not-text", path, "not UTF-8 text".into()));
+            return Ok(Some(rep));
+        };
+        // 1. Validity.
+        check_validity(&mut rep, head_doc);
+        let files = DocFiles {
+            mb_doc: self.blob(self.merge_base, path),
+            base_doc: self.blob(self.base_tip, path),
+            mb_t: self.blob(self.merge_base, &tpath),
+            head_t: self.blob(self.head, &tpath),
+            base_t: self.blob(self.base_tip, &tpath),
+            tpath,
+        };
+        let mut find = super::doc_finder(
+            Some(self.repo),
+            path,
+            [&files.mb_doc, &files.base_doc]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect(),
+        );
+        // 2./3. HEAD's transcript continues the merge base's and replays.
+        check_history(&mut rep, &files, head_doc, &mut find);
+        // Blocks the branch changed.
+        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
+        // 4. Do the base's newer records re-apply onto the branch?
+        if rep.append_only && files.head_t.is_some() {
+            self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
+        }
+        Ok(Some(rep))
+    }
+
+    /// Step 4: re-applies the base revision's newer records onto the
+    /// branch. The branch's transcript stays a byte prefix (what `git
+    /// merge` of the base into the branch writes), so `--write` output
+    /// passes the pre-commit hook and later merges into the base cleanly.
+    fn check_rebase(
+        &self,
+        rep: &mut DocReport,
+        files: &DocFiles,
+        head_doc: &str,
+        find: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<(), ReconcileError> {
+        let res = super::transcript::reconcile_transcripts(
+            files.head_transcript(),
+            files.base_t.as_deref().unwrap_or_default(),
+            Some(head_doc),
+            find,
+        );
+        let r = match res {
+            Ok(r) => r,
+            Err(e) => {
+                rep.rebases = false;
+                rep.findings.push(finding(
+                    "error",
+                    "not-reconcilable",
+                    &rep.path,
+                    format!(
+                        "{}'s records cannot be re-applied onto the branch: {e}",
+                        self.base_rev
+                    ),
+                ));
+                return Ok(());
+            }
+        };
+        rep.branch_records = r.ours_new;
+        rep.base_records = r.theirs_new;
+        for c in &r.conflicts {
+            rep.rebases = false;
+            let mut f = finding("error", "rebase-conflict", &rep.path, c.describe());
+            f.block = Some(c.block.clone());
+            rep.findings.push(f);
+            for b in rep.blocks.iter_mut().filter(|b| b.id == c.block) {
+                b.rebase = "conflict";
+            }
+        }
+        if self.write && r.transcript != files.head_transcript() && r.conflicts.is_empty() {
+            if let Some(wd) = &self.workdir {
+                let path = &rep.path;
+                std::fs::write(wd.join(path), r.doc.as_bytes())
+                    .and_then(|_| std::fs::write(wd.join(&files.tpath), &r.transcript))
+                    .map_err(|source| ReconcileError::Write {
+                        path: path.clone(),
+                        source,
+                    })?;
+                rep.written = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DocReport {
+    /// A report for `path` before any check ran: everything holds.
+    fn unchecked(path: &str) -> DocReport {
+        DocReport {
+            path: path.to_string(),
             valid: true,
             append_only: true,
             replays: true,
@@ -130,169 +337,136 @@ pub fn check_branch(start: &Path, base_rev: &str, write: bool) -> Result<Vec<Doc
             written: false,
             blocks: Vec::new(),
             findings: Vec::new(),
-        };
-        let Some(head_doc) = std::str::from_utf8(&head_doc_b).ok() else {
-            rep.valid = false;
-            rep.findings
-                .push(finding("error", "not-text", &path, "not UTF-8 text".into()));
-            out.push(rep);
-            continue;
-        };
-        // 1. Validity.
-        for d in crate::validate::validate(&crate::doc::parse(head_doc), &Default::default()) {
-            let level = match d.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Info => continue,
-            };
-            rep.valid &= level != "error";
-            rep.findings.push(Finding {
-                level,
-                code: d.code,
-                path: path.clone(),
-                line: d.pos.map(|p| p.line as usize),
-                block: d.node_id,
-                message: d.message,
-            });
         }
-        let (mb_doc, base_doc) = (get(mb, &path), get(base_tip, &path));
-        let (mb_t, head_t, base_t) = (get(mb, &tpath), get(head, &tpath), get(base_tip, &tpath));
-        let prefix = mb_t.clone().unwrap_or_default();
-        let head_tb = head_t.clone().unwrap_or_default();
-        let mut find = super::doc_finder(
-            Some(&repo),
-            &path,
-            [&mb_doc, &base_doc]
-                .into_iter()
-                .flatten()
-                .cloned()
-                .collect(),
-        );
-        // 2. A successor of the merge base's transcript (append-only, or
-        // what merging or rebasing produce: see `succession`).
-        let succ = (!head_tb.starts_with(&prefix))
-            .then(|| super::succession::check(&prefix, &head_tb, head_doc, &mut find));
-        if let Some(Err(v)) = &succ {
-            rep.append_only = false;
-            rep.replays = false;
-            let code = if v.kind == "replay" || v.kind == "base-unknown" {
-                "replay-diverged"
-            } else {
-                "transcript-rewritten"
-            };
-            let mut f = finding("error", code, &tpath, v.message.clone());
-            f.line = Some(v.line);
-            rep.findings.push(f);
-        } else if succ.is_some() {
-            // Checked (and replayed) by the succession rule.
-        } else if head_t.is_some() {
-            // 3. Replay of the branch's records to HEAD's bytes.
-            let tail = head_tb.get(prefix.len()..).unwrap_or_default();
-            // The tail's first record chains onto the prefix's last line.
-            let (lines, _) = crate::transcript::split_lines(&prefix);
-            let prev_last = lines.last().map(|l| crate::doc::hash::sha256_hex(l.raw));
-            let after = prev_last
-                .as_deref()
-                .map(|prev_line_sha256| replay::Continuation {
-                    prev_line_sha256,
-                    lines_before: lines.len(),
-                });
-            let r =
-                replay::replay_after(after, tail, text(&mb_doc), head_doc, crate::engine::APPLY);
-            if let Some(d) = r.divergence {
-                rep.replays = false;
-                // Lines are the file's: replay_after counts the prefix's.
-                let line = (d.line > 0).then_some(d.line);
-                if d.blocks.is_empty() {
-                    let mut f = finding("error", "replay-diverged", &tpath, d.message.clone());
-                    f.line = line;
-                    rep.findings.push(f);
-                }
-                let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
-                let keep = innermost(&ids, head_doc);
-                for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
-                    let mut f = finding(
-                        "error",
-                        "replay-diverged",
-                        &path,
-                        format!("{} (block {} {})", d.message, b.id, b.change),
-                    );
-                    f.block = Some(b.id.clone());
-                    rep.findings.push(f);
-                }
-            }
-        } else if mb_doc.as_deref() != Some(head_doc_b.as_slice()) && mb_t.is_none() {
-            rep.findings.push(finding(
-                "note",
-                "no-transcript",
-                &path,
-                "changed without a transcript; only the block-level merge applies".into(),
-            ));
-        }
-        // Blocks the branch changed.
-        let diffs = replay::diff_blocks(text(&mb_doc).unwrap_or(""), head_doc);
-        let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
-        let keep = innermost(&ids, head_doc);
-        rep.blocks = diffs
-            .iter()
-            .filter(|b| keep.contains(b.id.as_str()))
-            .map(|b| BlockStatus {
-                id: b.id.clone(),
-                change: match b.change {
-                    "missing" => "removed",
-                    "extra" => "added",
-                    _ => "changed",
-                },
-                rebase: "ok",
-            })
-            .collect();
-        // 4. Do the base's newer records re-apply onto the branch? The
-        // branch's transcript stays a byte prefix (what `git merge` of the
-        // base into the branch writes), so `--write` output passes the
-        // pre-commit hook and later merges into the base cleanly.
-        if rep.append_only && head_t.is_some() {
-            let res = super::transcript::reconcile_transcripts(
-                &head_tb,
-                base_t.as_deref().unwrap_or_default(),
-                Some(head_doc),
-                &mut find,
-            );
-            match res {
-                Ok(r) => {
-                    rep.branch_records = r.ours_new;
-                    rep.base_records = r.theirs_new;
-                    for c in &r.conflicts {
-                        rep.rebases = false;
-                        let mut f = finding("error", "rebase-conflict", &path, c.describe());
-                        f.block = Some(c.block.clone());
-                        rep.findings.push(f);
-                        for b in rep.blocks.iter_mut().filter(|b| b.id == c.block) {
-                            b.rebase = "conflict";
-                        }
-                    }
-                    if write && r.transcript != head_tb && r.conflicts.is_empty() {
-                        if let Some(wd) = &workdir {
-                            std::fs::write(wd.join(&path), r.doc.as_bytes())
-                                .and_then(|_| std::fs::write(wd.join(&tpath), &r.transcript))
-                                .map_err(|e| format!("{path}: {e}"))?;
-                            rep.written = true;
-                        }
-                    }
-                }
-                Err(e) => {
-                    rep.rebases = false;
-                    rep.findings.push(finding(
-                        "error",
-                        "not-reconcilable",
-                        &path,
-                        format!("{base_rev}'s records cannot be re-applied onto the branch: {e}"),
-                    ));
-                }
-            }
-        }
-        out.push(rep);
     }
-    Ok(out)
+}
+
+/// Step 1: HEAD's document validates; its errors and warnings become
+/// findings.
+fn check_validity(rep: &mut DocReport, head_doc: &str) {
+    for d in crate::validate::validate(&crate::doc::parse(head_doc), &Default::default()) {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => continue,
+        };
+        rep.valid &= level != "error";
+        rep.findings.push(Finding {
+            level,
+            code: d.code,
+            path: rep.path.clone(),
+            line: d.pos.map(|p| p.line as usize),
+            block: d.node_id,
+            message: d.message,
+        });
+    }
+}
+
+/// Steps 2 and 3: HEAD's transcript is a successor of the merge base's
+/// (append-only, or what merging or rebasing produce: see `succession`),
+/// or its appended records replay to HEAD's bytes; a document changed
+/// without any transcript gets a note.
+fn check_history(
+    rep: &mut DocReport,
+    files: &DocFiles,
+    head_doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) {
+    let (prefix, head_tb) = (files.prefix(), files.head_transcript());
+    let succ = (!head_tb.starts_with(prefix))
+        .then(|| super::succession::check(prefix, head_tb, head_doc, find));
+    if let Some(Err(v)) = &succ {
+        rep.append_only = false;
+        rep.replays = false;
+        let code = if v.kind == "replay" || v.kind == "base-unknown" {
+            "replay-diverged"
+        } else {
+            "transcript-rewritten"
+        };
+        let mut f = finding("error", code, &files.tpath, v.message.clone());
+        f.line = Some(v.line);
+        rep.findings.push(f);
+    } else if succ.is_some() {
+        // Checked (and replayed) by the succession rule.
+    } else if files.head_t.is_some() {
+        check_appended_records(rep, files, head_doc);
+    } else if files.mb_doc.as_deref() != Some(head_doc.as_bytes()) && files.mb_t.is_none() {
+        rep.findings.push(finding(
+            "note",
+            "no-transcript",
+            &rep.path,
+            "changed without a transcript; only the block-level merge applies".into(),
+        ));
+    }
+}
+
+/// Step 3: the records the branch appended replay, from the merge base's
+/// document, to HEAD's exact bytes; a divergence is reported at the
+/// innermost blocks it names (or at the transcript line when it names none).
+fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str) {
+    let prefix = files.prefix();
+    let tail = files
+        .head_transcript()
+        .get(prefix.len()..)
+        .unwrap_or_default();
+    // The tail's first record chains onto the prefix's last line.
+    let (lines, _) = crate::transcript::split_lines(prefix);
+    let prev_last = lines.last().map(|l| crate::doc::hash::sha256_hex(l.raw));
+    let after = prev_last
+        .as_deref()
+        .map(|prev_line_sha256| replay::Continuation {
+            prev_line_sha256,
+            lines_before: lines.len(),
+        });
+    let r = replay::replay_after(
+        after,
+        tail,
+        text(&files.mb_doc),
+        head_doc,
+        crate::engine::APPLY,
+    );
+    let Some(d) = r.divergence else { return };
+    rep.replays = false;
+    // Lines are the file's: replay_after counts the prefix's.
+    let line = (d.line > 0).then_some(d.line);
+    if d.blocks.is_empty() {
+        let mut f = finding("error", "replay-diverged", &files.tpath, d.message.clone());
+        f.line = line;
+        rep.findings.push(f);
+    }
+    let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
+    let keep = innermost(&ids, head_doc);
+    for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
+        let mut f = finding(
+            "error",
+            "replay-diverged",
+            &rep.path,
+            format!("{} (block {} {})", d.message, b.id, b.change),
+        );
+        f.block = Some(b.id.clone());
+        rep.findings.push(f);
+    }
+}
+
+/// The innermost blocks the branch changed since the merge base, each
+/// `ok` until a rebase conflict names it.
+fn branch_blocks(mb_doc: Option<&str>, head_doc: &str) -> Vec<BlockStatus> {
+    let diffs = replay::diff_blocks(mb_doc.unwrap_or(""), head_doc);
+    let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
+    let keep = innermost(&ids, head_doc);
+    diffs
+        .iter()
+        .filter(|b| keep.contains(b.id.as_str()))
+        .map(|b| BlockStatus {
+            id: b.id.clone(),
+            change: match b.change {
+                "missing" => "removed",
+                "extra" => "added",
+                _ => "changed",
+            },
+            rebase: "ok",
+        })
+        .collect()
 }
 
 /// The ids of `ids` that are not an ancestor (in `doc`) of another id of
@@ -319,4 +493,33 @@ fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
         .copied()
         .filter(|i| !ancestors.contains(i))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::git;
+
+    #[test]
+    fn repository_level_failures_keep_their_messages() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnbornHead), "{e:?}");
+        assert_eq!(e.to_string(), "HEAD has no commit");
+        std::fs::write(d.join("a.noma"), "# A\n").expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let e = check_branch(d, "nope", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnknownBase { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("nope: "), "{e}");
+        // A second root commit shares no history with main.
+        git(d, &["checkout", "-q", "--orphan", "other"]);
+        git(d, &["commit", "-q", "-m", "two"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert_eq!(e.to_string(), "HEAD and main have no merge base");
+        git(d, &["checkout", "-q", "main"]);
+        assert!(check_branch(d, "main", false).expect("reports").is_empty());
+    }
 }

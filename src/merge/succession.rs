@@ -46,7 +46,22 @@ use crate::transcript::{parse_record, split_lines, Record};
 /// from the state rather than from the merge makes a merge, a rebase and a
 /// cherry-pick of the same records write the same bytes.
 pub fn copy_id(origin: &str, pre_sha256: &str) -> String {
-    super::transcript::derived_uuid(&["noma-reconcile", origin, pre_sha256])
+    derived_uuid(&["noma-reconcile", origin, pre_sha256])
+}
+
+/// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
+pub fn derived_uuid(parts: &[&str]) -> String {
+    let digest = sha256_hex(parts.join("\n").as_bytes());
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = digest
+            .get(i * 2..i * 2 + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+    }
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 /// Whether `r` is a reconciled copy of the record its `parent_op_id` names.
@@ -230,67 +245,15 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{body, extend, find, BASE};
     use super::*;
-    use serde_json::json;
-
-    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
-
-    /// Applies `ops` from `start`, appending to transcript `t`.
-    fn extend(start: &str, t: &[u8], ops: &[Value]) -> (String, Vec<u8>) {
-        let opts = crate::engine::Options::new(crate::transcript::Actor {
-            kind: crate::transcript::ActorKind::Agent,
-            name: "t".into(),
-            model: None,
-            version: None,
-        });
-        let mut p =
-            crate::engine::plan(start, &Default::default(), ops, &opts, crate::engine::APPLY);
-        assert!(p.accepted);
-        let (lines, _) = split_lines(t);
-        let prev = lines.last().map(|l| sha256_hex(l.raw));
-        let mut out = t.to_vec();
-        out.extend(crate::engine::chain_and_serialise(&mut p.records, prev));
-        (p.new_text, out)
-    }
-
-    fn body(id: &str, c: &str) -> Value {
-        json!({"op": "replace_body", "id": id, "content": c})
-    }
-
-    fn find(sha: &str) -> Option<String> {
-        (sha256_hex(BASE.as_bytes()) == sha).then(|| BASE.to_string())
-    }
-
-    /// (ours doc, ours transcript, theirs doc, theirs transcript).
-    fn forked() -> (String, Vec<u8>, String, Vec<u8>) {
-        let (od, ot) = extend(BASE, b"", &[body("a", "A1")]);
-        let (td, tt) = extend(BASE, b"", &[body("b", "B1")]);
-        (od, ot, td, tt)
-    }
 
     #[test]
-    fn appends_and_merges_succeed_both_parents() {
-        let (od, ot, td, tt) = forked();
-        let (d2, t2) = extend(&od, &ot, &[body("b", "B2")]);
-        let known = [od.clone(), td.clone(), BASE.to_string()];
-        let mut find_ours = |sha: &str| {
-            known
-                .iter()
-                .find(|d| sha256_hex(d.as_bytes()) == sha)
-                .cloned()
-        };
-        assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
-        // Both directions of a merge succeed both parents.
-        for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
-            let r =
-                super::super::transcript::reconcile_transcripts(a, b, Some(ad), &mut find).unwrap();
-            assert!(r.conflicts.is_empty());
-            let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
-            assert!(s.appends);
-            let s = check(b, &r.transcript, &r.doc, &mut find_ours).unwrap();
-            assert!(!s.appends, "{s:?}");
-            assert_ne!(&r.doc, bd);
-        }
+    fn derived_ids_are_deterministic_uuids() {
+        let a = derived_uuid(&["x", "y"]);
+        assert_eq!(a, derived_uuid(&["x", "y"]));
+        assert_ne!(a, derived_uuid(&["x", "z"]));
+        assert!(uuid::Uuid::parse_str(&a).is_ok());
     }
 
     #[test]
@@ -312,38 +275,5 @@ mod tests {
         swapped.extend_from_slice(lines[0].raw);
         let e = check(&ot, &swapped, &od, &mut find).unwrap_err();
         assert_eq!(e.kind, "rewritten", "{e}");
-    }
-
-    #[test]
-    fn a_textual_union_of_forks_and_a_forged_copy_are_refused() {
-        let (_, ot, td, tt) = forked();
-        let mut union = ot.clone();
-        union.extend_from_slice(&tt);
-        let both = BASE.replace("alpha", "A1").replace("beta", "B1");
-        assert!(check(&ot, &union, &both, &mut find).is_err());
-        // A "copy" of their record whose hashes do not replay.
-        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
-        let forged = String::from_utf8(r.transcript.clone())
-            .unwrap()
-            .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
-        let e = check(&tt, forged.as_bytes(), &r.doc, &mut find).unwrap_err();
-        assert!(matches!(e.kind, "replay" | "unreadable"), "{e}");
-        // The same op applied twice (its copy next to the original).
-        let mut twice = r.transcript.clone();
-        let (tl, _) = split_lines(&tt);
-        twice.extend_from_slice(tl[0].raw);
-        let e = check(&ot, &twice, &r.doc, &mut find).unwrap_err();
-        assert_eq!(e.kind, "duplicated", "{e}");
-    }
-
-    #[test]
-    fn copies_name_the_first_original() {
-        let (_, ot, _, tt) = forked();
-        let r = super::super::transcript::reconcile_transcripts(&ot, &tt, None, &mut find).unwrap();
-        let recs = records(&r.transcript).unwrap();
-        let theirs = records(&tt).unwrap();
-        assert!(is_copy(&recs[1]));
-        assert_eq!(origin(&recs[1]), theirs[0].op_id);
-        assert!(!is_copy(&recs[0]));
     }
 }

@@ -165,51 +165,13 @@ pub fn reconcile_transcripts(
     fallback_doc: Option<&str>,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Reconciled, Unreconcilable> {
-    let err = |m: String| Unreconcilable(m);
-    let (olines, otorn) = split_lines(ot);
-    let (tlines, ttorn) = split_lines(tt);
-    if otorn.is_some() || ttorn.is_some() {
-        return Err(err("a transcript ends in a torn line".into()));
-    }
-    let common = olines
-        .iter()
-        .zip(&tlines)
-        .take_while(|(a, b)| a.raw == b.raw)
-        .count();
-    let read = |lines: &[transcript::RawLine<'_>]| -> Result<Vec<Record>, Unreconcilable> {
-        lines
-            .iter()
-            .map(|l| parse_record(l.number, l.raw).map_err(|e| err(e.to_string())))
-            .collect()
-    };
-    let prefix = read(olines.get(..common).unwrap_or_default())?;
-    let onew = read(olines.get(common..).unwrap_or_default())?;
-    let tnew = read(tlines.get(common..).unwrap_or_default())?;
-    let applied = |r: &&Record| r.patch_result == PatchResult::Applied;
-    // The state the common prefix ends at.
-    let start_sha = prefix
-        .iter()
-        .rev()
-        .find(applied)
-        .map(|r| r.post_sha256.clone())
-        .or_else(|| onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
-        .or_else(|| tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
-    let base_doc = match start_sha {
-        None => fallback_doc
-            .map(str::to_string)
-            .ok_or_else(|| err("no document version to start from".into()))?,
-        Some(sha) => find_doc(&sha).ok_or_else(|| {
-            err(format!(
-                "the document state the common transcript ends at ({}) was not found in the repository",
-                short_sha(&sha)
-            ))
-        })?,
-    };
-    let (our_doc, our_steps) = replay_side(&base_doc, &onew, "ours")?;
-    let (their_doc, their_steps) = replay_side(&base_doc, &tnew, "theirs")?;
-    let ours_all: HashSet<&str> = prefix.iter().chain(&onew).map(origin).collect();
-    let theirs_new: HashSet<&str> = tnew.iter().map(origin).collect();
-    let unique: Vec<&Record> = tnew
+    let fork = Fork::read(ot, tt)?;
+    let base_doc = fork.start_doc(fallback_doc, find_doc)?;
+    let (our_doc, our_steps) = replay_side(&base_doc, &fork.onew, "ours")?;
+    let (their_doc, their_steps) = replay_side(&base_doc, &fork.tnew, "theirs")?;
+    let ours_all: HashSet<&str> = fork.prefix.iter().chain(&fork.onew).map(origin).collect();
+    let unique: Vec<&Record> = fork
+        .tnew
         .iter()
         .filter(|r| !ours_all.contains(origin(r)))
         .collect();
@@ -223,19 +185,123 @@ pub fn reconcile_transcripts(
         ours_new,
         theirs_new,
     };
-    if onew.is_empty() {
+    if fork.onew.is_empty() {
         // Ours is where theirs started: theirs as it is (a fast-forward).
-        return Ok(whole(tt, their_doc.clone(), tnew.len(), 0));
+        return Ok(whole(tt, their_doc.clone(), fork.tnew.len(), 0));
     }
     if unique.is_empty() {
-        return Ok(whole(ot, our_doc.clone(), 0, onew.len()));
+        return Ok(whole(ot, our_doc.clone(), 0, fork.onew.len()));
     }
-    // Block -> our op that last touched it; ops both sides hold (a copy on
-    // one side) are not a reason to conflict.
-    let mut ours_touched: HashMap<String, String> = HashMap::new();
+    let mut rebase = Rebase {
+        state: our_doc.clone(),
+        ours_touched: our_touches(&fork.onew, &our_steps, &fork.tnew),
+        blocked: HashMap::new(),
+        steps: their_steps.iter().map(|s| (s.op_id.as_str(), s)).collect(),
+        conflicts: Vec::new(),
+        out: Vec::new(),
+        rebased: Vec::new(),
+    };
+    for rec in unique {
+        rebase.carry(rec);
+    }
+    let tail = crate::engine::chain_and_serialise(&mut rebase.out, fork.our_last_line);
+    let mut merged = ot.to_vec();
+    merged.extend_from_slice(&tail);
+    Ok(Reconciled {
+        transcript: merged,
+        doc: rebase.state,
+        ours_doc: our_doc,
+        theirs_doc: their_doc,
+        rebased: rebase.rebased,
+        conflicts: rebase.conflicts,
+        ours_new: fork.onew.len(),
+        theirs_new: fork.tnew.len(),
+    })
+}
+
+/// The two transcripts parsed and split at their longest common line
+/// prefix.
+struct Fork {
+    /// The records both transcripts share.
+    prefix: Vec<Record>,
+    /// Our records after the prefix.
+    onew: Vec<Record>,
+    /// Their records after the prefix.
+    tnew: Vec<Record>,
+    /// sha256 of our last line, which the first carried-over record
+    /// chains onto.
+    our_last_line: Option<String>,
+}
+
+impl Fork {
+    fn read(ot: &[u8], tt: &[u8]) -> Result<Fork, Unreconcilable> {
+        let err = |m: String| Unreconcilable(m);
+        let (olines, otorn) = split_lines(ot);
+        let (tlines, ttorn) = split_lines(tt);
+        if otorn.is_some() || ttorn.is_some() {
+            return Err(err("a transcript ends in a torn line".into()));
+        }
+        let common = olines
+            .iter()
+            .zip(&tlines)
+            .take_while(|(a, b)| a.raw == b.raw)
+            .count();
+        let read = |lines: &[transcript::RawLine<'_>]| -> Result<Vec<Record>, Unreconcilable> {
+            lines
+                .iter()
+                .map(|l| parse_record(l.number, l.raw).map_err(|e| err(e.to_string())))
+                .collect()
+        };
+        let prefix = read(olines.get(..common).unwrap_or_default())?;
+        let onew = read(olines.get(common..).unwrap_or_default())?;
+        let tnew = read(tlines.get(common..).unwrap_or_default())?;
+        Ok(Fork {
+            prefix,
+            onew,
+            tnew,
+            our_last_line: olines.last().map(|l| sha256_hex(l.raw)),
+        })
+    }
+
+    /// The document the common prefix ends at, which both sides replay
+    /// from: found by the sha256 the records name, else `fallback_doc`
+    /// when no record was ever applied.
+    fn start_doc(
+        &self,
+        fallback_doc: Option<&str>,
+        find_doc: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<String, Unreconcilable> {
+        let applied = |r: &&Record| r.patch_result == PatchResult::Applied;
+        let start_sha = self
+            .prefix
+            .iter()
+            .rev()
+            .find(applied)
+            .map(|r| r.post_sha256.clone())
+            .or_else(|| self.onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
+            .or_else(|| self.tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
+        match start_sha {
+            None => fallback_doc
+                .map(str::to_string)
+                .ok_or_else(|| Unreconcilable("no document version to start from".into())),
+            Some(sha) => find_doc(&sha).ok_or_else(|| {
+                Unreconcilable(format!(
+                    "the document state the common transcript ends at ({}) was not found in the repository",
+                    short_sha(&sha)
+                ))
+            }),
+        }
+    }
+}
+
+/// Block → our op that last touched it. Ops both sides hold (a copy on
+/// one side) are left out: they are no reason to conflict.
+fn our_touches(onew: &[Record], our_steps: &[Step], tnew: &[Record]) -> HashMap<String, String> {
+    let theirs_new: HashSet<&str> = tnew.iter().map(origin).collect();
     let our_origin: HashMap<&str, &str> =
         onew.iter().map(|r| (r.op_id.as_str(), origin(r))).collect();
-    for s in &our_steps {
+    let mut ours_touched: HashMap<String, String> = HashMap::new();
+    for s in our_steps {
         if our_origin
             .get(s.op_id.as_str())
             .is_some_and(|o| theirs_new.contains(o))
@@ -246,106 +312,130 @@ pub fn reconcile_transcripts(
             ours_touched.insert(b.clone(), s.op_id.clone());
         }
     }
-    let mut state = our_doc.clone();
-    let mut blocked: HashMap<String, String> = HashMap::new(); // block -> their conflicting op
-    let mut conflicts = Vec::new();
-    let mut out: Vec<Record> = Vec::new();
-    let mut rebased = Vec::new();
-    let steps: HashMap<&str, &Step> = their_steps.iter().map(|s| (s.op_id.as_str(), s)).collect();
-    for rec in unique {
-        let state_sha = sha256_hex(state.as_bytes());
+    ours_touched
+}
+
+/// Their unique records being carried, one at a time, onto our state.
+struct Rebase<'s> {
+    /// Our document with the records carried so far applied.
+    state: String,
+    /// Block → our op that last touched it.
+    ours_touched: HashMap<String, String>,
+    /// Block → their op that first conflicted on it (their later ops
+    /// touching it depend on that one).
+    blocked: HashMap<String, String>,
+    /// Their applied ops by op id, with what each touched.
+    steps: HashMap<&'s str, &'s Step>,
+    conflicts: Vec<OpConflict>,
+    /// The reconciled records, not yet chained.
+    out: Vec<Record>,
+    /// (original op_id, reconciled op_id) per carried record.
+    rebased: Vec<(String, String)>,
+}
+
+impl Rebase<'_> {
+    /// Carries one record of theirs over, or records why it cannot be.
+    fn carry(&mut self, rec: &Record) {
         if rec.patch_result == PatchResult::Rejected {
-            // Audit only: carried over, starting (and ending) where it lands.
-            let mut r = rec.clone();
-            r.pre_sha256 = state_sha.clone();
-            r.post_sha256 = state_sha.clone();
-            r.pre_sha = short_sha(&state_sha).to_string();
-            r.post_sha = r.pre_sha.clone();
-            mark(&mut r, origin(rec));
-            rebased.push((rec.op_id.clone(), r.op_id.clone()));
-            out.push(r);
-            continue;
+            self.carry_rejected(rec);
+            return;
         }
-        let step = steps.get(rec.op_id.as_str());
-        let clash = step.and_then(|step| {
-            step.touched.iter().find_map(|b| {
-                if let Some(o) = ours_touched.get(b) {
-                    return Some(OpConflict {
-                        block: b.clone(),
-                        ours_op_id: Some(o.clone()),
-                        theirs_op_id: rec.op_id.clone(),
-                        message: format!("both changed it (their op is {})", rec.op_name()),
-                    });
-                }
-                blocked.get(b).map(|t| OpConflict {
-                    block: b.clone(),
-                    ours_op_id: None,
-                    theirs_op_id: rec.op_id.clone(),
-                    message: format!("depends on their conflicting op {t}"),
-                })
-            })
-        });
-        let touched = step.map(|s| s.touched.clone()).unwrap_or_default();
-        if let Some(c) = clash {
-            conflicts.push(c);
-            for b in &touched {
-                blocked
-                    .entry(b.clone())
-                    .or_insert_with(|| rec.op_id.clone());
-            }
-            continue;
+        let touched = self
+            .steps
+            .get(rec.op_id.as_str())
+            .map(|s| s.touched.clone())
+            .unwrap_or_default();
+        if let Some(c) = self.clash(rec, &touched) {
+            self.conflicts.push(c);
+            self.block(rec, &touched);
+            return;
         }
-        let op = rebase_hash(&state, &rec.op);
-        let ctx = crate::engine::Context {
-            doc_uri: rec.doc_uri.clone(),
-            ..Default::default()
-        };
-        let mut opts = crate::engine::Options::new(rec.actor.clone());
-        opts.reason = rec.reason.clone();
-        let plan = crate::engine::plan(
-            &state,
-            &ctx,
-            std::slice::from_ref(&op),
-            &opts,
-            crate::engine::APPLY,
-        );
-        let Some(mut r) = plan.records.into_iter().next().filter(|_| plan.accepted) else {
+        let Some((mut r, next_state)) = reapply(&self.state, rec) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
-            conflicts.push(OpConflict {
+            self.conflicts.push(OpConflict {
                 block,
                 ours_op_id: None,
                 theirs_op_id: rec.op_id.clone(),
                 message: format!("no longer applies on our state ({})", rec.op_name()),
             });
-            for b in &touched {
-                blocked
-                    .entry(b.clone())
-                    .or_insert_with(|| rec.op_id.clone());
-            }
-            continue;
+            self.block(rec, &touched);
+            return;
         };
         r.ts = rec.ts.clone();
         r.base_sha256 = None;
         r.elapsed_ms = None;
         mark(&mut r, origin(rec));
-        rebased.push((rec.op_id.clone(), r.op_id.clone()));
-        state = plan.new_text;
-        out.push(r);
+        self.rebased.push((rec.op_id.clone(), r.op_id.clone()));
+        self.state = next_state;
+        self.out.push(r);
     }
-    let prev = olines.last().map(|l| sha256_hex(l.raw));
-    let tail = crate::engine::chain_and_serialise(&mut out, prev);
-    let mut merged = ot.to_vec();
-    merged.extend_from_slice(&tail);
-    Ok(Reconciled {
-        transcript: merged,
-        doc: state,
-        ours_doc: our_doc,
-        theirs_doc: their_doc,
-        rebased,
-        conflicts,
-        ours_new: onew.len(),
-        theirs_new: tnew.len(),
-    })
+
+    /// A rejected record is audit only: carried over, starting (and
+    /// ending) where it lands.
+    fn carry_rejected(&mut self, rec: &Record) {
+        let state_sha = sha256_hex(self.state.as_bytes());
+        let mut r = rec.clone();
+        r.pre_sha256 = state_sha.clone();
+        r.post_sha256 = state_sha.clone();
+        r.pre_sha = short_sha(&state_sha).to_string();
+        r.post_sha = r.pre_sha.clone();
+        mark(&mut r, origin(rec));
+        self.rebased.push((rec.op_id.clone(), r.op_id.clone()));
+        self.out.push(r);
+    }
+
+    /// The conflict on the first block `touched` that one of our ops, or
+    /// one of their already-conflicting ops, touched.
+    fn clash(&self, rec: &Record, touched: &[String]) -> Option<OpConflict> {
+        touched.iter().find_map(|b| {
+            if let Some(o) = self.ours_touched.get(b) {
+                return Some(OpConflict {
+                    block: b.clone(),
+                    ours_op_id: Some(o.clone()),
+                    theirs_op_id: rec.op_id.clone(),
+                    message: format!("both changed it (their op is {})", rec.op_name()),
+                });
+            }
+            self.blocked.get(b).map(|t| OpConflict {
+                block: b.clone(),
+                ours_op_id: None,
+                theirs_op_id: rec.op_id.clone(),
+                message: format!("depends on their conflicting op {t}"),
+            })
+        })
+    }
+
+    /// Marks the blocks a conflicting op of theirs touched, so their later
+    /// ops on them conflict too.
+    fn block(&mut self, rec: &Record, touched: &[String]) {
+        for b in touched {
+            self.blocked
+                .entry(b.clone())
+                .or_insert_with(|| rec.op_id.clone());
+        }
+    }
+}
+
+/// Re-applies the op of `rec` onto `state` (its `baseHash` recomputed
+/// there) as the same actor with the same reason: the new record and the
+/// text after it, or `None` when the op no longer applies.
+fn reapply(state: &str, rec: &Record) -> Option<(Record, String)> {
+    let op = rebase_hash(state, &rec.op);
+    let ctx = crate::engine::Context {
+        doc_uri: rec.doc_uri.clone(),
+        ..Default::default()
+    };
+    let mut opts = crate::engine::Options::new(rec.actor.clone());
+    opts.reason = rec.reason.clone();
+    let plan = crate::engine::plan(
+        state,
+        &ctx,
+        std::slice::from_ref(&op),
+        &opts,
+        crate::engine::APPLY,
+    );
+    let r = plan.records.into_iter().next().filter(|_| plan.accepted)?;
+    Some((r, plan.new_text))
 }
 
 /// Makes `r` a reconciled copy of the op `origin`: derived op_id (from the
@@ -372,21 +462,6 @@ fn mark(r: &mut Record, origin: &str) {
         None => why,
     });
     r.prev_entry_sha256 = None;
-}
-
-/// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
-pub fn derived_uuid(parts: &[&str]) -> String {
-    let digest = sha256_hex(parts.join("\n").as_bytes());
-    let mut bytes = [0u8; 16];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = digest
-            .get(i * 2..i * 2 + 2)
-            .and_then(|h| u8::from_str_radix(h, 16).ok())
-            .unwrap_or(0);
-    }
-    uuid::Builder::from_random_bytes(bytes)
-        .into_uuid()
-        .to_string()
 }
 
 /// `op` with its `baseHash` (if any) recomputed against `state`.
@@ -514,7 +589,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+    use super::super::succession::{check, is_copy, records};
+    use super::super::test_support::{self as fx, BASE};
 
     fn side(ops: &[Value]) -> (String, Vec<u8>) {
         let opts = crate::engine::Options::new(crate::transcript::Actor {
@@ -530,14 +606,6 @@ mod tests {
             p.new_text,
             crate::engine::chain_and_serialise(&mut p.records, None),
         )
-    }
-
-    #[test]
-    fn derived_ids_are_deterministic_uuids() {
-        let a = derived_uuid(&["x", "y"]);
-        assert_eq!(a, derived_uuid(&["x", "y"]));
-        assert_ne!(a, derived_uuid(&["x", "z"]));
-        assert!(uuid::Uuid::parse_str(&a).is_ok());
     }
 
     #[test]
@@ -623,5 +691,65 @@ mod tests {
             },
         );
         assert!(r.is_err());
+    }
+
+    // Reconciliation's output is a successor of both parents (the
+    // succession rule, checked on what this module writes).
+
+    #[test]
+    fn appends_and_merges_succeed_both_parents() {
+        let (od, ot, td, tt) = fx::forked();
+        let (d2, t2) = fx::extend(&od, &ot, &[fx::body("b", "B2")]);
+        let known = [od.clone(), td.clone(), BASE.to_string()];
+        let mut find_ours = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
+        // Both directions of a merge succeed both parents.
+        for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
+            let r = reconcile_transcripts(a, b, Some(ad), &mut fx::find).unwrap();
+            assert!(r.conflicts.is_empty());
+            let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(s.appends);
+            let s = check(b, &r.transcript, &r.doc, &mut find_ours).unwrap();
+            assert!(!s.appends, "{s:?}");
+            assert_ne!(&r.doc, bd);
+        }
+    }
+
+    #[test]
+    fn a_textual_union_of_forks_and_a_forged_copy_are_refused() {
+        let (_, ot, td, tt) = fx::forked();
+        let mut union = ot.clone();
+        union.extend_from_slice(&tt);
+        let both = BASE.replace("alpha", "A1").replace("beta", "B1");
+        assert!(check(&ot, &union, &both, &mut fx::find).is_err());
+        // A "copy" of their record whose hashes do not replay.
+        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let forged = String::from_utf8(r.transcript.clone())
+            .unwrap()
+            .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
+        let e = check(&tt, forged.as_bytes(), &r.doc, &mut fx::find).unwrap_err();
+        assert!(matches!(e.kind, "replay" | "unreadable"), "{e}");
+        // The same op applied twice (its copy next to the original).
+        let mut twice = r.transcript.clone();
+        let (tl, _) = split_lines(&tt);
+        twice.extend_from_slice(tl[0].raw);
+        let e = check(&ot, &twice, &r.doc, &mut fx::find).unwrap_err();
+        assert_eq!(e.kind, "duplicated", "{e}");
+    }
+
+    #[test]
+    fn copies_name_the_first_original() {
+        let (_, ot, _, tt) = fx::forked();
+        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let recs = records(&r.transcript).unwrap();
+        let theirs = records(&tt).unwrap();
+        assert!(is_copy(&recs[1]));
+        assert_eq!(origin(&recs[1]), theirs[0].op_id);
+        assert!(!is_copy(&recs[0]));
     }
 }
