@@ -20,7 +20,7 @@ use super::source::{self, LineBuf};
 use super::table::as_index;
 use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::Node;
+use crate::doc::{number_to_json, Node};
 
 pub(super) struct RowLine {
     index: usize,
@@ -158,7 +158,7 @@ fn coerce(value: &str, schema: Option<&Value>) -> Value {
             if source::js_trim(value).is_empty() {
                 return Value::Null;
             }
-            finite_number(value).map_or_else(|| Value::String(value.into()), yaml::num)
+            finite_number(value).map_or_else(|| Value::String(value.into()), number_to_json)
         }
         Some("boolean") => {
             if source::js_trim(value).is_empty() {
@@ -180,7 +180,7 @@ fn coerce(value: &str, schema: Option<&Value>) -> Value {
                 .unwrap_or(t)
                 .starts_with(|c: char| c.is_ascii_digit());
             match finite_number(t) {
-                Some(n) if numeric_start => yaml::num(n),
+                Some(n) if numeric_start => number_to_json(n),
                 _ => Value::String(value.into()),
             }
         }
@@ -1244,6 +1244,28 @@ mod tests {
         );
         assert!(out.contains("  - ['y', '']\n"), "{out}"); // `y` is a YAML 1.1 boolean
         assert!(!out.contains("null"), "{out}");
+    }
+
+    #[test]
+    fn deep_and_big_yaml_cells_survive_a_row_rewrite() {
+        // Rows load through doc::yaml (values nested up to the parser's 128
+        // levels convert in full; integers above i64::MAX stay exact). The
+        // row is written back whole: a cell nested 100 deep is kept (the
+        // old 64-level limit wrote it as `null`), and 2^64-1 is printed as
+        // JavaScript prints that number, as before.
+        let deep = format!("{}x{}", "[".repeat(100), "]".repeat(100));
+        let src = format!(
+            "::dataset{{id=\"d\"}}\nschema:\n  a: string\n  b: string\nrows:\n  - [p, {deep}, 18446744073709551615]\n::\n"
+        );
+        let out = patch(
+            &src,
+            serde_json::json!({"op": "update_dataset_cell", "id": "d", "row": 0,
+                "column": "a", "value": "q"}),
+        );
+        assert_eq!(
+            out,
+            format!("::dataset{{id=\"d\"}}\nschema:\n  a: string\n  b: string\nrows:\n  - [q, {deep}, 18446744073709552000]\n::\n")
+        );
     }
 
     #[test]
