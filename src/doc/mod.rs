@@ -15,6 +15,7 @@ pub mod render;
 pub mod reparse;
 pub mod slug;
 pub mod source;
+pub mod yaml;
 
 pub use ast::*;
 pub use parse::parse;

@@ -711,83 +711,9 @@ fn attach_frontmatter_aliases(children: &mut [Node], meta: &Map<String, Value>) 
     root.aliases = aliases.into_boxed_slice();
 }
 
-/// Parses YAML text into JSON (`null` for an empty document).
-pub fn yaml_to_json_value(raw: &str) -> Result<Value, String> {
-    if raw.trim().is_empty() {
-        return Ok(Value::Null);
-    }
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(raw).map_err(|e| e.to_string())?;
-    Ok(yaml_to_json(value, 0))
-}
-
-/// `^[\w"'][\w\s"'.-]*:(?:\s|$)` on the first non-blank, non-comment line.
-fn looks_like_yaml_mapping(raw: &str) -> bool {
-    let Some(first) = raw
-        .split('\n')
-        .find(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
-    else {
-        return false;
-    };
-    let b = first.as_bytes();
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    if !b
-        .first()
-        .is_some_and(|&c| word(c) || c == b'"' || c == b'\'')
-    {
-        return false;
-    }
-    // The key part may contain word chars, whitespace, quotes, dots and dashes.
-    for (k, &c) in b.iter().enumerate().skip(1) {
-        if c == b':' {
-            return b.get(k + 1).is_none_or(|n| n.is_ascii_whitespace());
-        }
-        if !(word(c) || c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'.' | b'-')) {
-            return false;
-        }
-    }
-    false
-}
-
-fn yaml_to_json(v: serde_yaml_ng::Value, depth: usize) -> Value {
-    use serde_yaml_ng::Value as Y;
-    if depth > 128 {
-        return Value::Null;
-    }
-    match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                n.as_f64().map_or(Value::Null, number_to_json)
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(seq) => Value::Array(
-            seq.into_iter()
-                .map(|x| yaml_to_json(x, depth + 1))
-                .collect(),
-        ),
-        Y::Mapping(m) => {
-            let mut out = Map::new();
-            for (k, v) in m {
-                let key = match k {
-                    Y::String(s) => s,
-                    other => match yaml_to_json(other, depth + 1) {
-                        Value::String(s) => s,
-                        j => j.to_string(),
-                    },
-                };
-                out.insert(key, yaml_to_json(v, depth + 1));
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(t) => yaml_to_json(t.value, depth + 1),
-    }
-}
+// The frontmatter's YAML reading lives in `yaml.rs` (shared with the
+// dataset ops); imported here rather than at the top of the file.
+use super::yaml::{looks_like_yaml_mapping, yaml_to_json_value};
 
 // ---------------------------------------------------------------------------
 // Line matchers. Each documents the reference regex it reproduces.

@@ -1,6 +1,10 @@
 //! replace_body, update_heading and remove_attribute (§1.5).
+//!
+//! Imports `core` (one way) for the directive helpers; the heading-id
+//! helpers it shares with rename_id live in `heading_id`.
 
-use super::core::{check_key, require_directive, rewrite_open_line};
+use super::core::{check_key, parse_fragment, require_directive, rewrite_open_line};
+use super::heading_id::keep_section_ids;
 use super::source::{self, attr_tokens, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::slug::slugify;
@@ -36,7 +40,7 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
         let mut whole = vec![lines.get(start - 1).to_string()];
         whole.extend(body.iter().cloned());
         whole.push(lines.get(end - 1).to_string());
-        super::core::parse_fragment(&whole.join("\n"))?;
+        parse_fragment(&whole.join("\n"))?;
     }
     lines.splice(start, end.saturating_sub(start + 1), body);
     Ok(lines.finish_with(ctx.prefix))
@@ -62,118 +66,6 @@ pub(crate) fn update_heading(ctx: &Ctx<'_>, id: &str, title: &str) -> OpResult<S
     }
     let out = lines.finish_with(ctx.prefix);
     keep_section_ids(ctx, id, None, out)
-}
-
-/// The section ids of `doc` in document order, with their heading lines.
-fn section_ids(doc: &crate::doc::Document) -> Vec<(&str, usize)> {
-    doc.walk()
-        .filter(|n| matches!(n.kind, NodeKind::Section { .. }))
-        .map(|n| (n.id.as_deref().unwrap_or(""), n.span.start as usize))
-        .collect()
-}
-
-/// Heading-derived ids are numbered in document order (§6.5), so a title
-/// change can shift the `-n` suffix of later headings with the same slug
-/// (`overview-3` becoming `overview-2` once `overview-2` is pinned and
-/// renamed). The reference pins only the edited heading and so produces a
-/// duplicate id; here every other section whose id would change is pinned
-/// to its old id too, and a title that would still change an id (or stop
-/// being a heading) is `invalid_content`. With `renamed`, section `id` is
-/// expected to carry that new id (rename_id).
-pub(crate) fn keep_section_ids(
-    ctx: &Ctx<'_>,
-    id: &str,
-    renamed: Option<&str>,
-    out: String,
-) -> OpResult<String> {
-    let before: Vec<(&str, usize)> = section_ids(&ctx.doc)
-        .into_iter()
-        .map(|(s, l)| (if s == id { renamed.unwrap_or(s) } else { s }, l))
-        .collect();
-    let body = out.strip_prefix(ctx.prefix).unwrap_or(&out);
-    let parsed = crate::doc::parse(body);
-    let after = section_ids(&parsed);
-    if after.len() != before.len() {
-        return fail(
-            E::InvalidContent,
-            format!("the new title would not leave \"{id}\" a section heading"),
-        );
-    }
-    let shifted: Vec<(usize, &str)> = before
-        .iter()
-        .zip(&after)
-        .filter(|((old, _), (new, _))| old != new)
-        .map(|((old, _), (_, line))| (*line, *old))
-        .collect();
-    if shifted.is_empty() {
-        return Ok(out);
-    }
-    let mut lines = LineBuf::new(body);
-    for (line, old) in &shifted {
-        if *old == id || Some(*old) == renamed {
-            continue;
-        }
-        if let Some(next) = pin_heading_id(lines.get(line - 1), old) {
-            lines.set(line - 1, next);
-        }
-    }
-    let pinned = lines.finish_with(ctx.prefix);
-    let body = pinned.strip_prefix(ctx.prefix).unwrap_or(&pinned);
-    let check = crate::doc::parse(body);
-    let same = section_ids(&check)
-        .iter()
-        .map(|s| s.0)
-        .eq(before.iter().map(|s| s.0));
-    if !same {
-        return fail(
-            E::InvalidContent,
-            format!("the new title for \"{id}\" would change section ids"),
-        );
-    }
-    Ok(pinned)
-}
-
-/// Sets a heading's explicit id: rewrites an `id=` token of its `{...}`
-/// block, or adds one (appending a block when there is none).
-pub(crate) fn set_heading_id(line: &str, id: &str) -> Option<String> {
-    let h = source::split_heading_line(line)?;
-    if let Some(a) = h.attrs {
-        if let Some(t) = attr_tokens(a)
-            .into_iter()
-            .find(|t| &a[t.start..t.key_end] == "id")
-        {
-            let off = a.as_ptr() as usize - line.as_ptr() as usize;
-            return Some(format!(
-                "{}id=\"{id}\"{}",
-                &line[..off + t.start],
-                &line[off + t.end..]
-            ));
-        }
-    }
-    pin_heading_id(line, id)
-}
-
-/// Adds `id="…"` to a heading line's `{...}` block (or appends one).
-fn pin_heading_id(line: &str, id: &str) -> Option<String> {
-    let h = source::split_heading_line(line)?;
-    let pin = format!("id=\"{id}\"");
-    Some(match h.attrs {
-        None => format!(
-            "{} {{{pin}}}",
-            line.trim_end_matches(crate::doc::slug::is_js_space)
-        ),
-        Some(a) => {
-            let open = a.as_ptr() as usize - line.as_ptr() as usize - 1;
-            let close = open + 1 + a.len();
-            let inner = source::js_trim(a);
-            let sep = if inner.is_empty() { "" } else { " " };
-            format!(
-                "{}{{{inner}{sep}{pin}}}{}",
-                &line[..open],
-                &line[close + 1..]
-            )
-        }
-    })
 }
 
 fn rewrite_heading_title(line: &str, title: &str, stable_id: &str) -> Option<String> {
@@ -248,7 +140,7 @@ mod tests {
         let src = "# Intro\n\n# Overview\n\n# Overview\n";
         let op = json!({"op": "update_heading", "id": "intro", "title": "Overview"});
         let out = apply_one(src, &op).unwrap();
-        let ids: Vec<_> = section_ids(&crate::doc::parse(&out))
+        let ids: Vec<_> = crate::patch::heading_id::section_ids(&crate::doc::parse(&out))
             .into_iter()
             .map(|s| s.0.to_string())
             .collect();

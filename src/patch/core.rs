@@ -14,6 +14,7 @@
 //! `{id="…"}` on the heading), which writes nothing a §2.1 parser reads
 //! differently; see [`rename_id`].
 
+use super::heading_id::{keep_section_ids, set_heading_id};
 use super::source::{self, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
@@ -398,7 +399,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     let mut lines = LineBuf::new(ctx.src);
     let idx = node.span.start as usize - 1;
     let open = if section {
-        super::body::set_heading_id(lines.get(idx), to)
+        set_heading_id(lines.get(idx), to)
     } else {
         source::set_open_line_attr(lines.get(idx), "id", &AttrVal::Str(to.to_string()))
     };
@@ -435,7 +436,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     }
     let out = lines.finish_with(ctx.prefix);
     if section {
-        super::body::keep_section_ids(ctx, from, Some(to), out)
+        keep_section_ids(ctx, from, Some(to), out)
     } else {
         Ok(out)
     }

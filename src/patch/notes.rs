@@ -71,15 +71,7 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             } else {
                 "endnote"
             };
-            if source::js_trim(content).is_empty() {
-                return fail(
-                    E::InvalidContent,
-                    format!("{what} content must not be empty"),
-                );
-            }
-            if label.as_deref().is_some_and(source::has_newline) {
-                return fail(E::InvalidContent, "note label must be a single-line string");
-            }
+            check_note(what, content, label.as_deref())?;
             let mut attrs: Attrs = vec![("id", id.clone()), ("for", target.clone())];
             push_truthy(&mut attrs, "label", label);
             Ok((
@@ -103,42 +95,7 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             author,
             date,
         } => {
-            for v in [from, to, text, author, date].into_iter().flatten() {
-                if source::has_newline(v) {
-                    return fail(
-                        E::InvalidContent,
-                        "change_request attributes must be single-line strings",
-                    );
-                }
-            }
-            let set = |v: &Option<String>| v.as_ref().is_some_and(|s| !s.is_empty());
-            match action.as_str() {
-                "replace" if !(set(from) && set(to)) => {
-                    return fail(
-                        E::InvalidContent,
-                        "replace change_request requires from and to",
-                    )
-                }
-                "insert" if !(set(to) || set(text)) => {
-                    return fail(
-                        E::InvalidContent,
-                        "insert change_request requires to or text",
-                    )
-                }
-                "delete" if !(set(from) || set(text)) => {
-                    return fail(
-                        E::InvalidContent,
-                        "delete change_request requires from or text",
-                    )
-                }
-                "replace" | "insert" | "delete" => {}
-                _ => {
-                    return fail(
-                        E::InvalidContent,
-                        "change_request action must be insert, delete, or replace",
-                    )
-                }
-            }
+            check_change_request(action, from, to, text, [author, date])?;
             let mut attrs: Attrs = vec![
                 ("id", id.clone()),
                 ("target", target.clone()),
@@ -164,6 +121,69 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
         }
         _ => fail(E::UnsupportedOp, "not an add-note op"),
     }
+}
+
+/// A footnote/endnote needs text, and its label must fit on the open line.
+fn check_note(what: &str, content: &str, label: Option<&str>) -> OpResult<()> {
+    if source::js_trim(content).is_empty() {
+        return fail(
+            E::InvalidContent,
+            format!("{what} content must not be empty"),
+        );
+    }
+    if label.is_some_and(source::has_newline) {
+        return fail(E::InvalidContent, "note label must be a single-line string");
+    }
+    Ok(())
+}
+
+/// A change request's attributes must be single-line, and its action must
+/// be one of the three with the fields that action needs (`plain`: the
+/// attributes with no role in the action, author and date).
+fn check_change_request(
+    action: &str,
+    from: &Option<String>,
+    to: &Option<String>,
+    text: &Option<String>,
+    plain: [&Option<String>; 2],
+) -> OpResult<()> {
+    for v in [from, to, text].into_iter().chain(plain).flatten() {
+        if source::has_newline(v) {
+            return fail(
+                E::InvalidContent,
+                "change_request attributes must be single-line strings",
+            );
+        }
+    }
+    let set = |v: &Option<String>| v.as_ref().is_some_and(|s| !s.is_empty());
+    match action {
+        "replace" if !(set(from) && set(to)) => {
+            return fail(
+                E::InvalidContent,
+                "replace change_request requires from and to",
+            )
+        }
+        "insert" if !(set(to) || set(text)) => {
+            return fail(
+                E::InvalidContent,
+                "insert change_request requires to or text",
+            )
+        }
+        "delete" if !(set(from) || set(text)) => {
+            return fail(
+                E::InvalidContent,
+                "delete change_request requires from or text",
+            )
+        }
+        "replace" | "insert" | "delete" => {}
+        _ => {
+            return fail(
+                E::InvalidContent,
+                "change_request action must be insert, delete, or replace",
+            )
+        }
+    }
+    Ok(())
 }
 
 /// Serializes the block at depth 2 and checks it parses back to one directive.

@@ -295,20 +295,42 @@ impl Op {
             Some(_) => return Err("field `op` must be a string".into()),
             None => return Err("missing required field `op`".into()),
         };
-        let id = || f.str("id");
-        Ok(match name {
+        let families = [
+            Fields::block_op,
+            Fields::annotation_op,
+            Fields::table_op,
+            Fields::dataset_op,
+        ];
+        for family in families {
+            if let Some(op) = family(&f, name)? {
+                return Ok(op);
+            }
+        }
+        Err(format!("unknown op `{name}`; not in the v1.0 op catalog"))
+    }
+}
+
+/// One family of ops each: `Ok(None)` when `name` is not in the family, so
+/// [`Op::parse`] tries the next.
+impl Fields<'_> {
+    /// The block ops: the five §3.1 core ops, replace_body, update_heading,
+    /// remove_attribute, move_block and the extension op.
+    fn block_op(&self, name: &str) -> Result<Option<Op>, String> {
+        Ok(Some(match name {
             "replace_block" => Op::ReplaceBlock {
-                id: id()?,
-                content: f.str("content")?,
+                id: self.str("id")?,
+                content: self.str("content")?,
             },
             "add_block" => Op::AddBlock {
-                parent: f.str("parent")?,
-                content: f.str("content")?,
-                position: f.opt_index("position")?,
+                parent: self.str("parent")?,
+                content: self.str("content")?,
+                position: self.opt_index("position")?,
             },
-            "delete_block" => Op::DeleteBlock { id: id()? },
+            "delete_block" => Op::DeleteBlock {
+                id: self.str("id")?,
+            },
             "update_attribute" => {
-                let value = match map.get("value") {
+                let value = match self.0.get("value") {
                     None => return Err("missing required field `value`".into()),
                     Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(AttrVal::Str(s.clone())),
@@ -319,40 +341,58 @@ impl Op {
                     }
                 };
                 Op::UpdateAttribute {
-                    id: id()?,
-                    key: f.str("key")?,
+                    id: self.str("id")?,
+                    key: self.str("key")?,
                     value,
                 }
             }
             "rename_id" => Op::RenameId {
-                from: f.str("from")?,
-                to: f.str("to")?,
+                from: self.str("from")?,
+                to: self.str("to")?,
             },
             "replace_body" => Op::ReplaceBody {
-                id: id()?,
-                content: f.str("content")?,
+                id: self.str("id")?,
+                content: self.str("content")?,
             },
             "update_heading" => Op::UpdateHeading {
-                id: id()?,
-                title: f.str("title")?,
-            },
-            "add_comment" => Op::AddComment {
-                id: id()?,
-                target: f.str("target")?,
-                content: f.str("content")?,
-                author: f.opt_str("author")?,
-                initials: f.opt_str("initials")?,
-                date: f.opt_str("date")?,
-                reply_to: f.opt_str("reply_to")?,
-            },
-            "resolve_comment" => Op::ResolveComment {
-                id: id()?,
-                resolved_by: f.opt_str("resolved_by")?,
-                resolved_at: f.opt_str("resolved_at")?,
+                id: self.str("id")?,
+                title: self.str("title")?,
             },
             "remove_attribute" => Op::RemoveAttribute {
-                id: id()?,
-                key: f.str("key")?,
+                id: self.str("id")?,
+                key: self.str("key")?,
+            },
+            "move_block" => Op::MoveBlock {
+                id: self.str("id")?,
+                parent: self.str("parent")?,
+                position: self.opt_index("position")?,
+            },
+            super::lines::REPLACE_LINES => Op::ReplaceLines {
+                line: self.index("line")?,
+                old: self.str("old")?,
+                new: self.str("new")?,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The ops that add or resolve annotation blocks: comments, notes and
+    /// change requests.
+    fn annotation_op(&self, name: &str) -> Result<Option<Op>, String> {
+        Ok(Some(match name {
+            "add_comment" => Op::AddComment {
+                id: self.str("id")?,
+                target: self.str("target")?,
+                content: self.str("content")?,
+                author: self.opt_str("author")?,
+                initials: self.opt_str("initials")?,
+                date: self.opt_str("date")?,
+                reply_to: self.opt_str("reply_to")?,
+            },
+            "resolve_comment" => Op::ResolveComment {
+                id: self.str("id")?,
+                resolved_by: self.opt_str("resolved_by")?,
+                resolved_at: self.opt_str("resolved_at")?,
             },
             "add_footnote" | "add_endnote" => Op::AddNote {
                 kind: if name == "add_footnote" {
@@ -360,89 +400,93 @@ impl Op {
                 } else {
                     NoteKind::Endnote
                 },
-                id: id()?,
-                target: f.str("target")?,
-                content: f.str("content")?,
-                label: f.opt_str("label")?,
+                id: self.str("id")?,
+                target: self.str("target")?,
+                content: self.str("content")?,
+                label: self.opt_str("label")?,
             },
             "add_change_request" => Op::AddChangeRequest {
-                id: id()?,
-                target: f.str("target")?,
-                action: f.str("action")?,
-                from: f.opt_str("from")?,
-                to: f.opt_str("to")?,
-                text: f.opt_str("text")?,
-                content: f.opt_str("content")?,
-                author: f.opt_str("author")?,
-                date: f.opt_str("date")?,
+                id: self.str("id")?,
+                target: self.str("target")?,
+                action: self.str("action")?,
+                from: self.opt_str("from")?,
+                to: self.opt_str("to")?,
+                text: self.opt_str("text")?,
+                content: self.opt_str("content")?,
+                author: self.opt_str("author")?,
+                date: self.opt_str("date")?,
             },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The six Markdown table ops.
+    fn table_op(&self, name: &str) -> Result<Option<Op>, String> {
+        Ok(Some(match name {
             "update_table_cell" => Op::UpdateTableCell {
-                id: id()?,
-                row: f.index("row")?,
-                column: f.column("column")?,
-                value: f.str("value")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
+                column: self.column("column")?,
+                value: self.str("value")?,
             },
             "update_table_header_cell" => Op::UpdateTableHeaderCell {
-                id: id()?,
-                column: f.column("column")?,
-                value: f.str("value")?,
+                id: self.str("id")?,
+                column: self.column("column")?,
+                value: self.str("value")?,
             },
             "insert_table_row" => Op::InsertTableRow {
-                id: id()?,
-                row: f.index("row")?,
-                cells: f.cells("cells")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
+                cells: self.cells("cells")?,
             },
             "delete_table_row" => Op::DeleteTableRow {
-                id: id()?,
-                row: f.index("row")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
             },
             "insert_table_column" => Op::InsertTableColumn {
-                id: id()?,
-                column: f.column("column")?,
-                header: f.opt_str("header")?,
-                cells: f.cells("cells")?,
+                id: self.str("id")?,
+                column: self.column("column")?,
+                header: self.opt_str("header")?,
+                cells: self.cells("cells")?,
             },
             "delete_table_column" => Op::DeleteTableColumn {
-                id: id()?,
-                column: f.column("column")?,
+                id: self.str("id")?,
+                column: self.column("column")?,
             },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The five `::dataset` ops.
+    fn dataset_op(&self, name: &str) -> Result<Option<Op>, String> {
+        Ok(Some(match name {
             "update_dataset_cell" => Op::UpdateDatasetCell {
-                id: id()?,
-                row: f.index("row")?,
-                column: f.column("column")?,
-                value: f.str("value")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
+                column: self.column("column")?,
+                value: self.str("value")?,
             },
             "insert_dataset_row" => Op::InsertDatasetRow {
-                id: id()?,
-                row: f.index("row")?,
-                cells: f.cells("cells")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
+                cells: self.cells("cells")?,
             },
             "delete_dataset_row" => Op::DeleteDatasetRow {
-                id: id()?,
-                row: f.index("row")?,
+                id: self.str("id")?,
+                row: self.index("row")?,
             },
             "insert_dataset_column" => Op::InsertDatasetColumn {
-                id: id()?,
-                column: f.column("column")?,
-                header: f.str("header")?,
-                cells: f.cells("cells")?,
+                id: self.str("id")?,
+                column: self.column("column")?,
+                header: self.str("header")?,
+                cells: self.cells("cells")?,
             },
             "delete_dataset_column" => Op::DeleteDatasetColumn {
-                id: id()?,
-                column: f.column("column")?,
+                id: self.str("id")?,
+                column: self.column("column")?,
             },
-            "move_block" => Op::MoveBlock {
-                id: id()?,
-                parent: f.str("parent")?,
-                position: f.opt_index("position")?,
-            },
-            super::lines::REPLACE_LINES => Op::ReplaceLines {
-                line: f.index("line")?,
-                old: f.str("old")?,
-                new: f.str("new")?,
-            },
-            other => return Err(format!("unknown op `{other}`; not in the v1.0 op catalog")),
-        })
+            _ => return Ok(None),
+        }))
     }
 }
 

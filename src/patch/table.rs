@@ -243,144 +243,203 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
     match op {
         Op::UpdateTableCell {
             row, column, value, ..
-        } => {
-            let Some(r) = as_index(*row) else {
-                return fail(
-                    E::InvalidContent,
-                    "table row must be a non-negative integer",
-                );
-            };
-            single_line(value, "table cell value")?;
-            if r >= t.rows.len() {
-                return fail(E::InvalidContent, format!("table row {r} is out of range"));
-            }
-            let c = column_index(&t, column)?;
-            let n = t.column_count();
-            if c >= n {
-                return fail(
-                    E::InvalidContent,
-                    format!("table column {} is out of range", column_label(column)),
-                );
-            }
-            t.pad(n);
-            t.rows[r][c] = value.clone();
-            let src = &t.lines[t.line_offset(r)];
-            lines.set(src.index, pipe_row(&t.rows[r], &src.indent)?);
-        }
+        } => t.update_cell(&mut lines, *row, column, value)?,
         Op::UpdateTableHeaderCell { column, value, .. } => {
-            if t.header.is_none() {
-                return fail(
-                    E::InvalidContent,
-                    "table header cell update requires header=true",
-                );
-            }
-            single_line(value, "table header cell value")?;
-            let c = column_index(&t, column)?;
-            let n = t.column_count();
-            if c >= n {
-                return fail(
-                    E::InvalidContent,
-                    format!("table column {} is out of range", column_label(column)),
-                );
-            }
-            t.pad(n);
-            if let Some(h) = &mut t.header {
-                h[c] = value.clone();
-                let src = &t.lines[0];
-                lines.set(src.index, pipe_row(h, &src.indent)?);
-            }
+            t.update_header_cell(&mut lines, column, value)?
         }
         Op::InsertTableRow { row, cells, .. } => {
-            let r = row_index(*row, t.rows.len(), true)?;
-            for c in cells {
-                single_line(c, "table row cells")?;
-            }
-            let mut cells = cells.clone();
-            let n = t.column_count();
-            if cells.len() < n {
-                cells.resize(n, String::new());
-            }
-            let off = t.line_offset(r);
-            let reference = t
-                .lines
-                .get(off)
-                .or_else(|| t.lines.get(off.saturating_sub(1)))
-                .or(t.lines.first());
-            let indent = reference.map_or("", |l| l.indent.as_str());
-            let at = match t.lines.get(off) {
-                Some(l) => l.index,
-                None => match t.lines.get(off.saturating_sub(1)) {
-                    Some(p) => p.index + 1,
-                    None => node.span.end as usize - 1,
-                },
-            };
-            let new_line = pipe_row(&cells, indent)?;
-            lines.splice(at, 0, vec![new_line]);
+            t.insert_row(&mut lines, *row, cells, node.span.end as usize - 1)?
         }
-        Op::DeleteTableRow { row, .. } => {
-            let r = row_index(*row, t.rows.len(), false)?;
-            let Some(src) = t.lines.get(t.line_offset(r)) else {
-                return fail(E::InvalidContent, format!("table row {r} is out of range"));
-            };
-            lines.splice(src.index, 1, Vec::new());
-        }
+        Op::DeleteTableRow { row, .. } => t.delete_row(&mut lines, *row)?,
         Op::InsertTableColumn {
             column,
             header,
             cells,
             ..
-        } => {
-            let n = t.column_count();
-            let c = insert_column_index(column, n, "table")?;
-            if t.header.is_none() && header.is_some() {
-                return fail(
-                    E::InvalidContent,
-                    "table column header requires header=true",
-                );
-            }
-            if let Some(h) = header {
-                single_line(h, "table column header")?;
-            }
-            if cells.len() > t.rows.len() {
-                return fail(E::InvalidContent, "table column cells exceed row count");
-            }
-            for v in cells {
-                single_line(v, "table column cells")?;
-            }
-            t.pad(n);
-            if let Some(h) = &mut t.header {
-                h.insert(c.min(h.len()), header.clone().unwrap_or_default());
-            }
-            for (i, r) in t.rows.iter_mut().enumerate() {
-                let v = cells.get(i).cloned().unwrap_or_default();
-                r.insert(c.min(r.len()), v);
-            }
-            rewrite_all(&mut lines, &t)?;
-        }
-        Op::DeleteTableColumn { column, .. } => {
-            let n = t.column_count();
-            if n <= 1 {
-                return fail(E::InvalidContent, "cannot delete the last table column");
-            }
-            let c = column_index(&t, column)?;
-            if c >= n {
-                return fail(
-                    E::InvalidContent,
-                    format!("table column {} is out of range", column_label(column)),
-                );
-            }
-            t.pad(n);
-            if let Some(h) = &mut t.header {
-                h.remove(c);
-            }
-            for r in &mut t.rows {
-                r.remove(c);
-            }
-            rewrite_all(&mut lines, &t)?;
-        }
+        } => t.insert_column(&mut lines, column, header.as_deref(), cells)?,
+        Op::DeleteTableColumn { column, .. } => t.delete_column(&mut lines, column)?,
         _ => {}
     }
     Ok(lines.finish_with(ctx.prefix))
+}
+
+/// The six edits: each changes the table and rewrites the source lines it
+/// touches.
+impl Table {
+    /// `update_table_cell`: sets one body cell (padding rows to the column
+    /// count) and rewrites its row.
+    fn update_cell(
+        &mut self,
+        lines: &mut LineBuf<'_>,
+        row: f64,
+        column: &Column,
+        value: &str,
+    ) -> OpResult<()> {
+        let Some(r) = as_index(row) else {
+            return fail(
+                E::InvalidContent,
+                "table row must be a non-negative integer",
+            );
+        };
+        single_line(value, "table cell value")?;
+        if r >= self.rows.len() {
+            return fail(E::InvalidContent, format!("table row {r} is out of range"));
+        }
+        let c = column_index(self, column)?;
+        let n = self.column_count();
+        if c >= n {
+            return fail(
+                E::InvalidContent,
+                format!("table column {} is out of range", column_label(column)),
+            );
+        }
+        self.pad(n);
+        self.rows[r][c] = value.to_string();
+        let src = &self.lines[self.line_offset(r)];
+        lines.set(src.index, pipe_row(&self.rows[r], &src.indent)?);
+        Ok(())
+    }
+
+    /// `update_table_header_cell`: sets one header cell and rewrites the
+    /// header row.
+    fn update_header_cell(
+        &mut self,
+        lines: &mut LineBuf<'_>,
+        column: &Column,
+        value: &str,
+    ) -> OpResult<()> {
+        if self.header.is_none() {
+            return fail(
+                E::InvalidContent,
+                "table header cell update requires header=true",
+            );
+        }
+        single_line(value, "table header cell value")?;
+        let c = column_index(self, column)?;
+        let n = self.column_count();
+        if c >= n {
+            return fail(
+                E::InvalidContent,
+                format!("table column {} is out of range", column_label(column)),
+            );
+        }
+        self.pad(n);
+        if let Some(h) = &mut self.header {
+            h[c] = value.to_string();
+            let src = &self.lines[0];
+            lines.set(src.index, pipe_row(h, &src.indent)?);
+        }
+        Ok(())
+    }
+
+    /// `insert_table_row`: writes a new padded row line before row `row`
+    /// (after the last row, or before the closing fence at `fence_line`,
+    /// when there is none).
+    fn insert_row(
+        &mut self,
+        lines: &mut LineBuf<'_>,
+        row: f64,
+        cells: &[String],
+        fence_line: usize,
+    ) -> OpResult<()> {
+        let r = row_index(row, self.rows.len(), true)?;
+        for c in cells {
+            single_line(c, "table row cells")?;
+        }
+        let mut cells = cells.to_vec();
+        let n = self.column_count();
+        if cells.len() < n {
+            cells.resize(n, String::new());
+        }
+        let off = self.line_offset(r);
+        let reference = self
+            .lines
+            .get(off)
+            .or_else(|| self.lines.get(off.saturating_sub(1)))
+            .or(self.lines.first());
+        let indent = reference.map_or("", |l| l.indent.as_str());
+        let at = match self.lines.get(off) {
+            Some(l) => l.index,
+            None => match self.lines.get(off.saturating_sub(1)) {
+                Some(p) => p.index + 1,
+                None => fence_line,
+            },
+        };
+        let new_line = pipe_row(&cells, indent)?;
+        lines.splice(at, 0, vec![new_line]);
+        Ok(())
+    }
+
+    /// `delete_table_row`: removes one row's line.
+    fn delete_row(&mut self, lines: &mut LineBuf<'_>, row: f64) -> OpResult<()> {
+        let r = row_index(row, self.rows.len(), false)?;
+        let Some(src) = self.lines.get(self.line_offset(r)) else {
+            return fail(E::InvalidContent, format!("table row {r} is out of range"));
+        };
+        lines.splice(src.index, 1, Vec::new());
+        Ok(())
+    }
+
+    /// `insert_table_column`: inserts the header (when given) and the cells
+    /// (blank past `cells`), then rewrites every row.
+    fn insert_column(
+        &mut self,
+        lines: &mut LineBuf<'_>,
+        column: &Column,
+        header: Option<&str>,
+        cells: &[String],
+    ) -> OpResult<()> {
+        let n = self.column_count();
+        let c = insert_column_index(column, n, "table")?;
+        if self.header.is_none() && header.is_some() {
+            return fail(
+                E::InvalidContent,
+                "table column header requires header=true",
+            );
+        }
+        if let Some(h) = header {
+            single_line(h, "table column header")?;
+        }
+        if cells.len() > self.rows.len() {
+            return fail(E::InvalidContent, "table column cells exceed row count");
+        }
+        for v in cells {
+            single_line(v, "table column cells")?;
+        }
+        self.pad(n);
+        if let Some(h) = &mut self.header {
+            h.insert(c.min(h.len()), header.unwrap_or_default().to_string());
+        }
+        for (i, r) in self.rows.iter_mut().enumerate() {
+            let v = cells.get(i).cloned().unwrap_or_default();
+            r.insert(c.min(r.len()), v);
+        }
+        rewrite_all(lines, self)
+    }
+
+    /// `delete_table_column`: removes one column (header included), then
+    /// rewrites every row.
+    fn delete_column(&mut self, lines: &mut LineBuf<'_>, column: &Column) -> OpResult<()> {
+        let n = self.column_count();
+        if n <= 1 {
+            return fail(E::InvalidContent, "cannot delete the last table column");
+        }
+        let c = column_index(self, column)?;
+        if c >= n {
+            return fail(
+                E::InvalidContent,
+                format!("table column {} is out of range", column_label(column)),
+            );
+        }
+        self.pad(n);
+        if let Some(h) = &mut self.header {
+            h.remove(c);
+        }
+        for r in &mut self.rows {
+            r.remove(c);
+        }
+        rewrite_all(lines, self)
+    }
 }
 
 fn rewrite_all(lines: &mut LineBuf<'_>, t: &Table) -> OpResult<()> {

@@ -1,58 +1,16 @@
 //! The two YAML facilities the dataset ops need: loading a body into JSON
-//! values (order kept), and writing one row as a js-yaml style flow
-//! sequence (`[legal, 3.4, '14']`).
+//! values (order kept; the conversion is `doc::yaml`'s, shared with
+//! frontmatter), and writing one row as a js-yaml style flow sequence
+//! (`[legal, 3.4, '14']`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::source::js_num;
 
-/// Loads YAML text; `None` when it is not valid YAML.
+/// Loads YAML text through the crate's one converter
+/// ([`crate::doc::yaml`]); `None` when it is not valid YAML.
 pub fn load(text: &str) -> Option<Value> {
-    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
-    Some(convert(v, 0))
-}
-
-fn convert(v: serde_yaml_ng::Value, depth: usize) -> Value {
-    use serde_yaml_ng::Value as Y;
-    if depth > 64 {
-        return Value::Null;
-    }
-    match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else {
-                num(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => {
-            Value::Array(items.into_iter().map(|x| convert(x, depth + 1)).collect())
-        }
-        Y::Mapping(m) => {
-            let mut out = Map::new();
-            for (k, v) in m {
-                let key = match convert(k, depth + 1) {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                out.insert(key, convert(v, depth + 1));
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(t) => convert(t.value, depth + 1),
-    }
-}
-
-/// A JSON number for `n` (integral values become integers).
-pub fn num(n: f64) -> Value {
-    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-    }
+    crate::doc::yaml::yaml_to_json_value(text).ok()
 }
 
 /// A number value as JavaScript prints it.
@@ -243,6 +201,17 @@ mod tests {
             flow_row(&[json!("yess"), json!("oN"), json!("1:x"), json!("12")]),
             "[yess, oN, 1:x, '12']"
         );
+    }
+
+    #[test]
+    fn loads_like_frontmatter() {
+        // One converter (doc::yaml): blank text is null, u64 stays exact,
+        // and nesting past the old 64-level limit is kept.
+        assert_eq!(load(""), Some(Value::Null));
+        assert_eq!(load("[18446744073709551615]"), Some(json!([u64::MAX])));
+        let deep = format!("{}x{}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(flow_row(&[load(&deep).unwrap()]), format!("[{deep}]"));
+        assert_eq!(load("a: [1"), None);
     }
 
     #[test]

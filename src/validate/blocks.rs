@@ -69,7 +69,6 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
     };
     let name = name.as_str();
     let id = node.id.as_deref();
-    let line = node.span.start;
 
     // Checked even under `noverify`: committing an unresolved merge loses
     // one side's version silently.
@@ -86,7 +85,26 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
         );
     }
 
-    // References carried by attributes.
+    attribute_references(cx, node, name, attrs, quiet);
+    register_for_document(cx, node, name, attrs, body, quiet);
+    if quiet {
+        return;
+    }
+    check_block_rules(cx, node, name, attrs, body, children.is_empty());
+}
+
+/// The references carried by attributes (`for=`, `block=`, `target=`, …),
+/// queued for the whole-document check; evidence and state_change blocks
+/// missing theirs are reported here.
+fn attribute_references<'d>(
+    cx: &mut Ctx<'d>,
+    node: &'d Node,
+    name: &str,
+    attrs: &'d Attrs,
+    quiet: bool,
+) {
+    let id = node.id.as_deref();
+    let line = node.span.start;
     let attr_ref = |cx: &mut Ctx<'d>, attr: &'static str, target: &'d str| {
         if !quiet {
             cx.reference(target, line, id, Some(attr));
@@ -110,32 +128,7 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
         }
         "state_change" => {
             if !quiet {
-                match attrs.get_str("block") {
-                    Some(target) => attr_ref(cx, "block", target),
-                    None => cx.emit_at(
-                        "state-change-missing-block",
-                        format!(
-                            "state_change {} has no block= attribute naming the changed block",
-                            label(node)
-                        ),
-                        node,
-                    ),
-                }
-                let missing: Vec<&str> = ["from", "to"]
-                    .into_iter()
-                    .filter(|k| !attrs.has(k))
-                    .collect();
-                if !missing.is_empty() {
-                    cx.emit_at(
-                        "state-change-missing-from-to",
-                        format!(
-                            "state_change {} is missing {}; it needs both from= and to=",
-                            label(node),
-                            missing.join(" and ")
-                        ),
-                        node,
-                    );
-                }
+                check_state_change(cx, node, attrs);
             }
         }
         "comment" => {
@@ -169,7 +162,50 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
             }
         }
     }
+}
 
+/// `state-change-missing-block` and `state-change-missing-from-to`; a
+/// `block=` is registered as a reference.
+fn check_state_change<'d>(cx: &mut Ctx<'d>, node: &'d Node, attrs: &'d Attrs) {
+    match attrs.get_str("block") {
+        Some(target) => cx.reference(target, node.span.start, node.id.as_deref(), Some("block")),
+        None => cx.emit_at(
+            "state-change-missing-block",
+            format!(
+                "state_change {} has no block= attribute naming the changed block",
+                label(node)
+            ),
+            node,
+        ),
+    }
+    let missing: Vec<&str> = ["from", "to"]
+        .into_iter()
+        .filter(|k| !attrs.has(k))
+        .collect();
+    if !missing.is_empty() {
+        cx.emit_at(
+            "state-change-missing-from-to",
+            format!(
+                "state_change {} is missing {}; it needs both from= and to=",
+                label(node),
+                missing.join(" and ")
+            ),
+            node,
+        );
+    }
+}
+
+/// Records the blocks the whole-document checks need (claims, plots,
+/// controls, computed blocks); controls are checked here too.
+fn register_for_document<'d>(
+    cx: &mut Ctx<'d>,
+    node: &'d Node,
+    name: &str,
+    attrs: &'d Attrs,
+    body: Option<&'d str>,
+    quiet: bool,
+) {
+    let id = node.id.as_deref();
     match name {
         "claim" if id.is_some() => cx.claims.push(node),
         "plot" => cx.plots.push(node),
@@ -190,10 +226,19 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
         }
         _ => {}
     }
-    if quiet {
-        return;
-    }
+}
 
+/// The rules of one directive kind that need only the block itself
+/// (owners, statuses, scopes, escape hatches, diagrams, Plotly, figures,
+/// datasets, citations); not run under `noverify`.
+fn check_block_rules(
+    cx: &mut Ctx<'_>,
+    node: &Node,
+    name: &str,
+    attrs: &Attrs,
+    body: Option<&str>,
+    childless: bool,
+) {
     match name {
         "risk" if !truthy(attrs.get("owner")) => cx.emit_at(
             "risk-without-owner",
@@ -205,7 +250,7 @@ pub(crate) fn check_directive<'d>(cx: &mut Ctx<'d>, node: &'d Node, quiet: bool)
             format!("{name} {} has no status= attribute (e.g. status=proposed|accepted)", label(node)),
             node,
         ),
-        "agent_task" | "todo" if !truthy(attrs.get("scope")) && body_is_blank(body) && children.is_empty() => {
+        "agent_task" | "todo" if !truthy(attrs.get("scope")) && body_is_blank(body) && childless => {
             cx.emit_at(
                 "agent-task-without-scope",
                 format!("{name} {} has neither scope= nor a body describing the task", label(node)),

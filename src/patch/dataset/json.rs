@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::{self as dataset, Data};
 use crate::doc::slug::is_js_space;
 use crate::doc::Node;
-use crate::patch::op::Op;
+use crate::patch::op::{Column, Op};
 use crate::patch::source::{self, LineBuf};
 use crate::patch::{fail, OpResult, PatchErrorCode as E};
 
@@ -163,6 +163,90 @@ struct RecordRows {
     rows_end: usize,
 }
 
+/// The record-array ops that touch one record: each edits the table, then
+/// rewrites only that record's lines.
+impl RecordRows {
+    /// `update_dataset_cell`: rewrites the one property line holding the cell.
+    fn update_cell(
+        &self,
+        lines: &mut LineBuf<'_>,
+        d: &mut Data,
+        row: f64,
+        column: &Column,
+        value: &str,
+    ) -> OpResult<()> {
+        let (r, c) = dataset::update_cell(d, row, column, value)?;
+        let Some(sr) = self.rows.get(r) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset row {r} is out of range"),
+            );
+        };
+        let Some(key) = d.columns.get(c) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset column {c} is out of range"),
+            );
+        };
+        let Some(at) = sr.line_of(key) else {
+            return fail(
+                E::InvalidContent,
+                format!(
+                    "source-preserving update_dataset_cell could not map JSON property \"{key}\""
+                ),
+            );
+        };
+        let cell = d.rows.get(r).and_then(|cells| cells.get(c));
+        let next = rewrite_property_line(lines.get(at), key, cell.unwrap_or(&Value::Null))?;
+        lines.set(at, next);
+        Ok(())
+    }
+
+    /// `insert_dataset_row`: writes the new record in its neighbour's layout,
+    /// keeping the commas right.
+    fn insert_row(
+        &self,
+        lines: &mut LineBuf<'_>,
+        d: &mut Data,
+        row: f64,
+        cells: &[String],
+    ) -> OpResult<()> {
+        let n = self.rows.len();
+        let r = dataset::insert_row(d, row, cells)?;
+        let at = match (self.rows.get(r), self.rows.get(r.saturating_sub(1))) {
+            (Some(x), _) => x.start,
+            (None, Some(p)) => p.end + 1,
+            (None, None) => self.rows_end,
+        };
+        if r >= n {
+            if let Some(last) = self.rows.last() {
+                let fixed = ensure_comma(lines.get(last.end));
+                lines.set(last.end, fixed);
+            }
+        }
+        let reference = self
+            .rows
+            .get(r)
+            .or_else(|| self.rows.get(r.saturating_sub(1)))
+            .or(self.rows.first());
+        let Some(reference) = reference else {
+            return fail(
+                E::InvalidContent,
+                "source-preserving dataset row edits require mappable JSON record rows",
+            );
+        };
+        let trailing = if r < n { "," } else { "" };
+        let values = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+        lines.splice(
+            at,
+            0,
+            serialize_record(&d.columns, values, reference, trailing),
+        );
+        Ok(())
+    }
+}
+
+/// The record-array ops: maps every record to its lines, then edits.
 fn records(lines: &mut LineBuf<'_>, scope: Scope, d: &mut Data, op: &Op) -> OpResult<()> {
     let src = record_rows(lines, scope, &d.columns)?;
     if src.rows.len() != d.rows.len() {
@@ -175,62 +259,8 @@ fn records(lines: &mut LineBuf<'_>, scope: Scope, d: &mut Data, op: &Op) -> OpRe
     match op {
         Op::UpdateDatasetCell {
             row, column, value, ..
-        } => {
-            let (r, c) = dataset::update_cell(d, *row, column, value)?;
-            let Some(sr) = src.rows.get(r) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            };
-            let Some(key) = d.columns.get(c) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset column {c} is out of range"),
-                );
-            };
-            let Some(at) = sr.line_of(key) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("source-preserving update_dataset_cell could not map JSON property \"{key}\""),
-                );
-            };
-            let cell = d.rows.get(r).and_then(|cells| cells.get(c));
-            let next = rewrite_property_line(lines.get(at), key, cell.unwrap_or(&Value::Null))?;
-            lines.set(at, next);
-        }
-        Op::InsertDatasetRow { row, cells, .. } => {
-            let r = dataset::insert_row(d, *row, cells)?;
-            let at = match (src.rows.get(r), src.rows.get(r.saturating_sub(1))) {
-                (Some(x), _) => x.start,
-                (None, Some(p)) => p.end + 1,
-                (None, None) => src.rows_end,
-            };
-            if r >= n {
-                if let Some(last) = src.rows.last() {
-                    let fixed = ensure_comma(lines.get(last.end));
-                    lines.set(last.end, fixed);
-                }
-            }
-            let reference = src
-                .rows
-                .get(r)
-                .or_else(|| src.rows.get(r.saturating_sub(1)))
-                .or(src.rows.first());
-            let Some(reference) = reference else {
-                return fail(
-                    E::InvalidContent,
-                    "source-preserving dataset row edits require mappable JSON record rows",
-                );
-            };
-            let trailing = if r < n { "," } else { "" };
-            let values = d.rows.get(r).map_or(&[][..], Vec::as_slice);
-            lines.splice(
-                at,
-                0,
-                serialize_record(&d.columns, values, reference, trailing),
-            );
-        }
+        } => src.update_cell(lines, d, *row, column, value)?,
+        Op::InsertDatasetRow { row, cells, .. } => src.insert_row(lines, d, *row, cells)?,
         Op::DeleteDatasetRow { row, .. } => {
             let deleting_last = d.rows.len().checked_sub(1).map(|l| l as f64) == Some(*row);
             let r = dataset::delete_row(d, *row)?;
@@ -396,36 +426,8 @@ fn record_rows(lines: &LineBuf<'_>, scope: Scope, columns: &[String]) -> OpResul
             continue;
         }
         spend(text.len().saturating_mul(keys.len()))?;
-        let mut props: Vec<(String, usize)> = Vec::new();
-        for (offset, l) in block.iter().enumerate() {
-            for (column, key) in columns.iter().zip(&keys) {
-                if has_property(l, key) {
-                    match props.iter_mut().find(|(k, _)| k == column) {
-                        Some(slot) => slot.1 = i + offset,
-                        None => props.push((column.clone(), i + offset)),
-                    }
-                }
-            }
-        }
-        let indent = source::indent_of(line).to_string();
-        let prop_indent = block
-            .get(1..block.len().saturating_sub(1))
-            .unwrap_or(&[])
-            .iter()
-            .find(|l| has_any_property(l))
-            .map_or_else(
-                || format!("{indent}  "),
-                |l| source::indent_of(l).to_string(),
-            );
-        if !props.is_empty() {
-            out.push(RecordRow {
-                props,
-                start: i,
-                end: block_end,
-                indent,
-                prop_indent,
-                multiline: block.len() > 1,
-            });
+        if let Some(row) = record_row(&block, i, columns, &keys) {
+            out.push(row);
         }
         i = block_end + 1;
     }
@@ -438,6 +440,49 @@ fn record_rows(lines: &LineBuf<'_>, scope: Scope, columns: &[String]) -> OpResul
     Ok(RecordRows {
         rows: out,
         rows_end,
+    })
+}
+
+/// One record's source mapping: the line of each column's `"key":` (the
+/// last, when a key repeats), its indents and layout; `None` when no column
+/// appears in it. `block` is its lines, the first at index `start`.
+fn record_row(
+    block: &[&str],
+    start: usize,
+    columns: &[String],
+    keys: &[String],
+) -> Option<RecordRow> {
+    let mut props: Vec<(String, usize)> = Vec::new();
+    for (offset, l) in block.iter().enumerate() {
+        for (column, key) in columns.iter().zip(keys) {
+            if has_property(l, key) {
+                match props.iter_mut().find(|(k, _)| k == column) {
+                    Some(slot) => slot.1 = start + offset,
+                    None => props.push((column.clone(), start + offset)),
+                }
+            }
+        }
+    }
+    if props.is_empty() {
+        return None;
+    }
+    let indent = source::indent_of(block[0]).to_string();
+    let prop_indent = block
+        .get(1..block.len().saturating_sub(1))
+        .unwrap_or(&[])
+        .iter()
+        .find(|l| has_any_property(l))
+        .map_or_else(
+            || format!("{indent}  "),
+            |l| source::indent_of(l).to_string(),
+        );
+    Some(RecordRow {
+        props,
+        start,
+        end: start + block.len() - 1,
+        indent,
+        prop_indent,
+        multiline: block.len() > 1,
     })
 }
 
@@ -580,6 +625,7 @@ struct RowLine {
     trailing: &'static str,
 }
 
+/// The row-array ops: maps every row to its line, then edits.
 fn arrays(
     lines: &mut LineBuf<'_>,
     scope: Scope,
@@ -587,8 +633,8 @@ fn arrays(
     shape: Shape,
     op: &Op,
 ) -> OpResult<()> {
-    let b = array_bounds(lines, scope, shape == Shape::Object)?;
-    let src = array_rows(lines, &b);
+    let bounds = array_bounds(lines, scope, shape == Shape::Object)?;
+    let src = array_rows(lines, &bounds);
     if src.len() != d.rows.len() {
         return fail(
             E::InvalidContent,
@@ -597,76 +643,18 @@ fn arrays(
     }
     let row_indent = src
         .first()
-        .map_or_else(|| b.row_indent.clone(), |l| l.indent.clone());
-    let n = src.len();
+        .map_or_else(|| bounds.row_indent.clone(), |l| l.indent.clone());
+    let rows = ArrayRows {
+        bounds,
+        src,
+        row_indent,
+    };
     match op {
         Op::UpdateDatasetCell {
             row, column, value, ..
-        } => {
-            let (r, _) = dataset::update_cell(d, *row, column, value)?;
-            let Some(sl) = src.get(r) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            };
-            let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
-            lines.set(
-                sl.index,
-                format!("{}{}{}", sl.indent, js_json_array(cells), sl.trailing),
-            );
-        }
-        Op::InsertDatasetRow { row, cells, .. } => {
-            let r = dataset::insert_row(d, *row, cells)?;
-            let literal = js_json_array(d.rows.get(r).map_or(&[][..], Vec::as_slice));
-            if let Some(e) = &b.inline_empty {
-                lines.splice(
-                    e.index,
-                    1,
-                    vec![
-                        format!("{}{}[", e.indent, e.prefix),
-                        format!("{row_indent}{literal}"),
-                        format!("{}]{}", e.indent, e.trailing),
-                    ],
-                );
-                return Ok(());
-            }
-            let at = match (src.get(r), src.get(r.saturating_sub(1))) {
-                (Some(x), _) => x.index,
-                (None, Some(p)) => p.index + 1,
-                (None, None) => b.rows_end,
-            };
-            if r >= n {
-                if let Some(last) = src.last() {
-                    let fixed = ensure_comma(lines.get(last.index));
-                    lines.set(last.index, fixed);
-                }
-            }
-            let trailing = if r < n { "," } else { "" };
-            lines.splice(at, 0, vec![format!("{row_indent}{literal}{trailing}")]);
-        }
-        Op::DeleteDatasetRow { row, .. } => {
-            let deleting_last = d.rows.len().checked_sub(1).map(|l| l as f64) == Some(*row);
-            let r = dataset::delete_row(d, *row)?;
-            let Some(sl) = src.get(r) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            };
-            lines.splice(sl.index, 1, Vec::new());
-            if deleting_last && n > 1 {
-                if let Some(prev) = r.checked_sub(1).and_then(|p| src.get(p)) {
-                    let at = if prev.index > sl.index {
-                        prev.index - 1
-                    } else {
-                        prev.index
-                    };
-                    let fixed = remove_comma(lines.get(at)).to_string();
-                    lines.set(at, fixed);
-                }
-            }
-        }
+        } => rows.update_cell(lines, d, *row, column, value),
+        Op::InsertDatasetRow { row, cells, .. } => rows.insert_row(lines, d, *row, cells),
+        Op::DeleteDatasetRow { row, .. } => rows.delete_row(lines, d, *row),
         Op::InsertDatasetColumn { .. } | Op::DeleteDatasetColumn { .. } => {
             if shape != Shape::Object {
                 return fail(
@@ -674,47 +662,156 @@ fn arrays(
                     "source-preserving dataset column edits require JSON columns in the dataset body",
                 );
             }
-            match op {
-                Op::InsertDatasetColumn {
-                    column,
-                    header,
-                    cells,
-                    ..
-                } => {
-                    dataset::insert_column(d, column, header, cells)?;
-                }
-                Op::DeleteDatasetColumn { column, .. } => {
-                    dataset::delete_column(d, column)?;
-                }
-                _ => {}
-            }
-            let Some(cl) = &b.columns_line else {
-                return fail(
-                    E::InvalidContent,
-                    "source-preserving dataset column edits require a one-line JSON columns array",
-                );
-            };
-            let names: Vec<Value> = d.columns.iter().cloned().map(Value::String).collect();
-            lines.set(
-                cl.index,
-                format!(
-                    "{}{}{}{}",
-                    cl.indent,
-                    cl.prefix,
-                    js_json_array(&names),
-                    cl.trailing
-                ),
+            rows.edit_columns(lines, d, op)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A row array as found in the source: its bounds, each row's line, and
+/// the indent a new row gets.
+struct ArrayRows {
+    bounds: ArrayBounds,
+    src: Vec<RowLine>,
+    row_indent: String,
+}
+
+/// The dataset ops on a row array: each edits the table, then rewrites
+/// only the row lines (and the columns line) that change.
+impl ArrayRows {
+    /// `update_dataset_cell`: rewrites the row's line.
+    fn update_cell(
+        &self,
+        lines: &mut LineBuf<'_>,
+        d: &mut Data,
+        row: f64,
+        column: &Column,
+        value: &str,
+    ) -> OpResult<()> {
+        let (r, _) = dataset::update_cell(d, row, column, value)?;
+        let Some(sl) = self.src.get(r) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset row {r} is out of range"),
             );
-            for (sl, row) in src.iter().zip(&d.rows) {
-                lines.set(
-                    sl.index,
-                    format!("{}{}{}", sl.indent, js_json_array(row), sl.trailing),
-                );
+        };
+        let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+        lines.set(
+            sl.index,
+            format!("{}{}{}", sl.indent, js_json_array(cells), sl.trailing),
+        );
+        Ok(())
+    }
+
+    /// `insert_dataset_row`: writes the new row line (opening an inline
+    /// `"rows": []` into a block first), keeping the commas right.
+    fn insert_row(
+        &self,
+        lines: &mut LineBuf<'_>,
+        d: &mut Data,
+        row: f64,
+        cells: &[String],
+    ) -> OpResult<()> {
+        let (src, row_indent, n) = (&self.src, &self.row_indent, self.src.len());
+        let r = dataset::insert_row(d, row, cells)?;
+        let literal = js_json_array(d.rows.get(r).map_or(&[][..], Vec::as_slice));
+        if let Some(e) = &self.bounds.inline_empty {
+            lines.splice(
+                e.index,
+                1,
+                vec![
+                    format!("{}{}[", e.indent, e.prefix),
+                    format!("{row_indent}{literal}"),
+                    format!("{}]{}", e.indent, e.trailing),
+                ],
+            );
+            return Ok(());
+        }
+        let at = match (src.get(r), src.get(r.saturating_sub(1))) {
+            (Some(x), _) => x.index,
+            (None, Some(p)) => p.index + 1,
+            (None, None) => self.bounds.rows_end,
+        };
+        if r >= n {
+            if let Some(last) = src.last() {
+                let fixed = ensure_comma(lines.get(last.index));
+                lines.set(last.index, fixed);
             }
         }
-        _ => {}
+        let trailing = if r < n { "," } else { "" };
+        lines.splice(at, 0, vec![format!("{row_indent}{literal}{trailing}")]);
+        Ok(())
     }
-    Ok(())
+
+    /// `delete_dataset_row`: removes the row's line (and the comma a new
+    /// last row no longer needs).
+    fn delete_row(&self, lines: &mut LineBuf<'_>, d: &mut Data, row: f64) -> OpResult<()> {
+        let (src, n) = (&self.src, self.src.len());
+        let deleting_last = d.rows.len().checked_sub(1).map(|l| l as f64) == Some(row);
+        let r = dataset::delete_row(d, row)?;
+        let Some(sl) = src.get(r) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset row {r} is out of range"),
+            );
+        };
+        lines.splice(sl.index, 1, Vec::new());
+        if deleting_last && n > 1 {
+            if let Some(prev) = r.checked_sub(1).and_then(|p| src.get(p)) {
+                let at = if prev.index > sl.index {
+                    prev.index - 1
+                } else {
+                    prev.index
+                };
+                let fixed = remove_comma(lines.get(at)).to_string();
+                lines.set(at, fixed);
+            }
+        }
+        Ok(())
+    }
+
+    /// `insert_dataset_column` / `delete_dataset_column` on a
+    /// `{columns, rows}` object: rewrites the columns line and every row.
+    fn edit_columns(&self, lines: &mut LineBuf<'_>, d: &mut Data, op: &Op) -> OpResult<()> {
+        match op {
+            Op::InsertDatasetColumn {
+                column,
+                header,
+                cells,
+                ..
+            } => {
+                dataset::insert_column(d, column, header, cells)?;
+            }
+            Op::DeleteDatasetColumn { column, .. } => {
+                dataset::delete_column(d, column)?;
+            }
+            _ => {}
+        }
+        let Some(cl) = &self.bounds.columns_line else {
+            return fail(
+                E::InvalidContent,
+                "source-preserving dataset column edits require a one-line JSON columns array",
+            );
+        };
+        let names: Vec<Value> = d.columns.iter().cloned().map(Value::String).collect();
+        lines.set(
+            cl.index,
+            format!(
+                "{}{}{}{}",
+                cl.indent,
+                cl.prefix,
+                js_json_array(&names),
+                cl.trailing
+            ),
+        );
+        for (sl, row) in self.src.iter().zip(&d.rows) {
+            lines.set(
+                sl.index,
+                format!("{}{}{}", sl.indent, js_json_array(row), sl.trailing),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Finds the rows array: a line that is exactly `[` (row arrays) or

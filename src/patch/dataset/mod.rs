@@ -20,7 +20,7 @@ use super::source::{self, LineBuf};
 use super::table::as_index;
 use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::Node;
+use crate::doc::{number_to_json, Node};
 
 pub(super) struct RowLine {
     index: usize,
@@ -158,7 +158,7 @@ fn coerce(value: &str, schema: Option<&Value>) -> Value {
             if source::js_trim(value).is_empty() {
                 return Value::Null;
             }
-            finite_number(value).map_or_else(|| Value::String(value.into()), yaml::num)
+            finite_number(value).map_or_else(|| Value::String(value.into()), number_to_json)
         }
         Some("boolean") => {
             if source::js_trim(value).is_empty() {
@@ -180,7 +180,7 @@ fn coerce(value: &str, schema: Option<&Value>) -> Value {
                 .unwrap_or(t)
                 .starts_with(|c: char| c.is_ascii_digit());
             match finite_number(t) {
-                Some(n) if numeric_start => yaml::num(n),
+                Some(n) if numeric_start => number_to_json(n),
                 _ => Value::String(value.into()),
             }
         }
@@ -419,6 +419,8 @@ fn property_key(line: &str) -> Option<&str> {
         .then(|| &rest[..n])
 }
 
+/// Reads a YAML body whose `rows:` are inline flow arrays, and maps each
+/// row (and each `schema:` entry) to its source line.
 fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let body_end = end.saturating_sub(1).max(start);
@@ -442,94 +444,21 @@ fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
             format!("dataset \"{id}\" has no rows array"),
         );
     };
-    let mut src = Vec::new();
-    let mut rows = Vec::new();
-    let mut inside = false;
-    let mut rows_indent = 0usize;
-    let mut rows_line = None;
-    let mut rows_key_indent = String::new();
-    for i in start..body_end {
-        let line = lines.get(i);
-        let t = source::js_trim(line);
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let indent = source::indent_of(line);
-        if !inside {
-            if key_prefix(line, "rows").is_some() {
-                inside = true;
-                rows_indent = indent.len();
-                rows_line = Some(i);
-                rows_key_indent = indent.to_string();
-            }
-            continue;
-        }
-        if indent.len() <= rows_indent && !t.starts_with('-') {
-            break;
-        }
-        let Some((row_indent, array, trailing)) = match_row_line(line) else {
-            if t.starts_with('-') {
-                return fail(
-                    E::InvalidContent,
-                    "source-preserving dataset row edits require inline YAML row arrays",
-                );
-            }
-            continue;
-        };
-        let Some(Value::Array(cells)) = yaml::load(array) else {
-            return fail(
-                E::InvalidContent,
-                "source-preserving dataset row edits require inline YAML row arrays",
-            );
-        };
-        src.push(RowLine {
-            index: i,
-            indent: row_indent.to_string(),
-            trailing: trailing.to_string(),
-        });
-        rows.push(cells);
-    }
-    if rows.len() != all_rows.iter().filter(|r| r.is_array()).count() {
+    let body_lines = start..body_end;
+    let found = yaml_row_lines(lines, body_lines.clone())?;
+    if found.rows.len() != all_rows.iter().filter(|r| r.is_array()).count() {
         return fail(
             E::InvalidContent,
             "source-preserving dataset row edits could not map every YAML row",
         );
     }
-    let Some(rows_line) = rows_line else {
+    let Some(rows_line) = found.rows_line else {
         return fail(
             E::InvalidContent,
             "source-preserving dataset row edits could not locate YAML rows",
         );
     };
-    // The schema block's property lines.
-    let mut schema_line = None;
-    let mut schema_indent = 0usize;
-    let mut schema_key_indent = String::new();
-    let mut schema_lines = Vec::new();
-    for i in start..body_end {
-        let line = lines.get(i);
-        let t = source::js_trim(line);
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let indent = source::indent_of(line);
-        if schema_line.is_none() {
-            if key_prefix(line, "schema").is_some() {
-                schema_line = Some(i);
-                schema_indent = indent.len();
-                schema_key_indent = indent.to_string();
-            }
-            continue;
-        }
-        if indent.len() <= schema_indent && property_key(t).is_some() {
-            break;
-        }
-        if let Some(k) = property_key(line) {
-            if indent.len() > schema_indent {
-                schema_lines.push((k.to_string(), i, indent.to_string()));
-            }
-        }
-    }
+    let schema_src = yaml_schema_lines(lines, body_lines);
     let schema = match record.get("schema") {
         Some(Value::Object(m)) => Some(m.clone()),
         _ => None,
@@ -553,16 +482,130 @@ fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
     };
     Ok(Data {
         columns,
-        rows,
+        rows: found.rows,
         schema,
         text_cells: false,
-        lines: src,
+        lines: found.lines,
         rows_line,
-        rows_key_indent,
-        schema_line,
-        schema_key_indent,
-        schema_lines,
+        rows_key_indent: found.key_indent,
+        schema_line: schema_src.key_line,
+        schema_key_indent: schema_src.key_indent,
+        schema_lines: schema_src.entries,
     })
+}
+
+/// The `rows:` block of a YAML body as found in the source.
+struct YamlRows {
+    /// The `rows:` key line, if any.
+    rows_line: Option<usize>,
+    /// The indentation of the `rows:` key.
+    key_indent: String,
+    /// Each row's cells, parsed from its line.
+    rows: Vec<Vec<Value>>,
+    /// Each row's line.
+    lines: Vec<RowLine>,
+}
+
+/// Finds the `rows:` key among `body` and reads the `- [..]` lines under
+/// it; a block-style row (`- a`) is `invalid_content`, since it cannot be
+/// rewritten as one line.
+fn yaml_row_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> OpResult<YamlRows> {
+    let mut found = YamlRows {
+        rows_line: None,
+        key_indent: String::new(),
+        rows: Vec::new(),
+        lines: Vec::new(),
+    };
+    let mut inside = false;
+    let mut rows_indent = 0usize;
+    for i in body {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let indent = source::indent_of(line);
+        if !inside {
+            if key_prefix(line, "rows").is_some() {
+                inside = true;
+                rows_indent = indent.len();
+                found.rows_line = Some(i);
+                found.key_indent = indent.to_string();
+            }
+            continue;
+        }
+        if indent.len() <= rows_indent && !t.starts_with('-') {
+            break;
+        }
+        let Some((row_indent, array, trailing)) = match_row_line(line) else {
+            if t.starts_with('-') {
+                return fail(
+                    E::InvalidContent,
+                    "source-preserving dataset row edits require inline YAML row arrays",
+                );
+            }
+            continue;
+        };
+        let Some(Value::Array(cells)) = yaml::load(array) else {
+            return fail(
+                E::InvalidContent,
+                "source-preserving dataset row edits require inline YAML row arrays",
+            );
+        };
+        found.lines.push(RowLine {
+            index: i,
+            indent: row_indent.to_string(),
+            trailing: trailing.to_string(),
+        });
+        found.rows.push(cells);
+    }
+    Ok(found)
+}
+
+/// The `schema:` block of a YAML body as found in the source.
+struct YamlSchema {
+    /// The `schema:` key line, if any.
+    key_line: Option<usize>,
+    /// The indentation of the `schema:` key.
+    key_indent: String,
+    /// Each property line under it: (key, line, indentation).
+    entries: Vec<(String, usize, String)>,
+}
+
+/// Finds the `schema:` key among `body` and its property lines, so column
+/// ops can add or remove one entry.
+fn yaml_schema_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> YamlSchema {
+    let mut found = YamlSchema {
+        key_line: None,
+        key_indent: String::new(),
+        entries: Vec::new(),
+    };
+    let mut schema_indent = 0usize;
+    for i in body {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let indent = source::indent_of(line);
+        if found.key_line.is_none() {
+            if key_prefix(line, "schema").is_some() {
+                found.key_line = Some(i);
+                schema_indent = indent.len();
+                found.key_indent = indent.to_string();
+            }
+            continue;
+        }
+        if indent.len() <= schema_indent && property_key(t).is_some() {
+            break;
+        }
+        if let Some(k) = property_key(line) {
+            if indent.len() > schema_indent {
+                found.entries.push((k.to_string(), i, indent.to_string()));
+            }
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------
@@ -874,135 +917,196 @@ pub(crate) fn apply(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         json::apply(&mut lines, node, op)?;
         return Ok(lines.finish_with(ctx.prefix));
     }
-    let mut d = match format {
+    let data = match format {
         Format::Delimited(delim) => read_delimited(&lines, node, delim)?,
         Format::Yaml | Format::Json => read_yaml(&lines, node)?,
     };
-    let end = node.span.end as usize;
+    let mut edit = SourceEdit {
+        lines,
+        d: data,
+        format,
+    };
     match op {
         Op::UpdateDatasetCell {
             row, column, value, ..
-        } => {
-            let (r, _) = update_cell(&mut d, *row, column, value)?;
-            let Some(src) = d.lines.get(line_of(format, r)) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            };
-            let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
-            let text = row_text(format, cells)?;
-            lines.set(src.index, format!("{}{}{}", src.indent, text, src.trailing));
-        }
+        } => edit.update_dataset_cell(*row, column, value)?,
         Op::InsertDatasetRow { row, cells, .. } => {
-            let r = insert_row(&mut d, *row, cells)?;
-            let values = d.rows.get(r).map_or(&[][..], Vec::as_slice);
-            let text = row_text(format, values)?;
-            let off = line_of(format, r);
-            let (indent, at) = match format {
-                Format::Delimited(_) => {
-                    let reference = d
-                        .lines
-                        .get(off)
-                        .or_else(|| d.lines.get(r))
-                        .or(d.lines.first());
-                    let indent = reference.map_or(String::new(), |l| l.indent.clone());
-                    let at = match d.lines.get(off) {
-                        Some(l) => l.index,
-                        None => match d.lines.get(r).or(d.lines.first()) {
-                            Some(p) => p.index + 1,
-                            None => end.saturating_sub(1),
-                        },
-                    };
-                    (indent, at)
-                }
-                Format::Yaml | Format::Json => {
-                    let reference = d
-                        .lines
-                        .get(r)
-                        .or_else(|| d.lines.get(r.saturating_sub(1)))
-                        .or(d.lines.first());
-                    let indent = reference
-                        .map_or_else(|| format!("{}  ", d.rows_key_indent), |l| l.indent.clone());
-                    let at = match (d.lines.get(r), d.lines.get(r.saturating_sub(1))) {
-                        (Some(l), _) => l.index,
-                        (None, Some(p)) => p.index + 1,
-                        (None, None) => d.rows_line + 1,
-                    };
-                    (indent, at)
-                }
-            };
-            if format == Format::Yaml && d.lines.is_empty() {
-                let rewritten = rows_line_as_block(lines.get(d.rows_line))?;
-                lines.set(d.rows_line, rewritten);
-            }
-            lines.splice(at, 0, vec![format!("{indent}{text}")]);
+            edit.insert_dataset_row(*row, cells, node.span.end as usize)?
         }
-        Op::DeleteDatasetRow { row, .. } => {
-            let deleting_last = d.rows.len() == 1;
-            let r = delete_row(&mut d, *row)?;
-            let Some(src) = d.lines.get(line_of(format, r)) else {
-                return fail(
-                    E::InvalidContent,
-                    format!("dataset row {r} is out of range"),
-                );
-            };
-            let index = src.index;
-            if format == Format::Yaml && deleting_last {
-                let rewritten = rows_line_as_empty(lines.get(d.rows_line))?;
-                lines.set(d.rows_line, rewritten);
-            }
-            lines.splice(index, 1, Vec::new());
-        }
+        Op::DeleteDatasetRow { row, .. } => edit.delete_dataset_row(*row)?,
         Op::InsertDatasetColumn {
             column,
             header,
             cells,
             ..
-        } => {
-            let (c, schema_type) = insert_column(&mut d, column, header, cells)?;
-            rewrite_all(&mut lines, &d, format)?;
-            if format == Format::Yaml {
-                let Some(schema_line) = d.schema_line else {
-                    return fail(
-                        E::InvalidContent,
-                        "source-preserving insert_dataset_column requires a YAML schema block",
-                    );
-                };
-                let indent = d
-                    .schema_lines
-                    .first()
-                    .map_or_else(|| format!("{}  ", d.schema_key_indent), |l| l.2.clone());
-                let at = match d.columns.get(c).and_then(|k| d.schema_line(k)) {
-                    Some(l) => l.1,
-                    None => match c
-                        .checked_sub(1)
-                        .and_then(|p| d.columns.get(p))
-                        .and_then(|k| d.schema_line(k))
-                    {
-                        Some(l) => l.1 + 1,
-                        None => schema_line + 1,
-                    },
-                };
-                lines.splice(at, 0, vec![format!("{indent}{header}: {schema_type}")]);
-            }
-        }
-        Op::DeleteDatasetColumn { column, .. } => {
-            let header = delete_column(&mut d, column)?;
-            rewrite_all(&mut lines, &d, format)?;
-            if format == Format::Yaml {
-                let Some(l) = d.schema_line(&header) else {
-                    return fail(
-                        E::InvalidContent,
-                        format!("source-preserving delete_dataset_column could not map YAML schema column \"{header}\""),
-                    );
-                };
-                lines.splice(l.1, 1, Vec::new());
-            }
-        }
+        } => edit.insert_dataset_column(column, header, cells)?,
+        Op::DeleteDatasetColumn { column, .. } => edit.delete_dataset_column(column)?,
         _ => {}
     }
-    Ok(lines.finish_with(ctx.prefix))
+    Ok(edit.lines.finish_with(ctx.prefix))
+}
+
+/// A YAML or CSV/TSV dataset being edited: the table read from the body,
+/// the source lines, and the body shape (which decides how rows are
+/// written and where they sit).
+struct SourceEdit<'s> {
+    lines: LineBuf<'s>,
+    d: Data,
+    format: Format,
+}
+
+/// The five ops on the source: each edits the table, then writes only the
+/// lines that change.
+impl SourceEdit<'_> {
+    /// Rewrites the one row line holding the updated cell.
+    fn update_dataset_cell(&mut self, row: f64, column: &Column, value: &str) -> OpResult<()> {
+        let (d, format) = (&mut self.d, self.format);
+        let (r, _) = update_cell(d, row, column, value)?;
+        let Some(src) = d.lines.get(line_of(format, r)) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset row {r} is out of range"),
+            );
+        };
+        let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+        let text = row_text(format, cells)?;
+        self.lines
+            .set(src.index, format!("{}{}{}", src.indent, text, src.trailing));
+        Ok(())
+    }
+
+    /// Writes the new row line (turning YAML `rows: []` into a block first).
+    /// `end` is the line after the dataset's closing fence.
+    fn insert_dataset_row(&mut self, row: f64, cells: &[String], end: usize) -> OpResult<()> {
+        let r = insert_row(&mut self.d, row, cells)?;
+        let (d, format) = (&self.d, self.format);
+        let values = d.rows.get(r).map_or(&[][..], Vec::as_slice);
+        let text = row_text(format, values)?;
+        let (indent, at) = new_row_position(d, format, r, end);
+        if format == Format::Yaml && d.lines.is_empty() {
+            let rewritten = rows_line_as_block(self.lines.get(d.rows_line))?;
+            self.lines.set(d.rows_line, rewritten);
+        }
+        self.lines.splice(at, 0, vec![format!("{indent}{text}")]);
+        Ok(())
+    }
+
+    /// Removes the row's line (a YAML `rows:` left empty becomes `rows: []`).
+    fn delete_dataset_row(&mut self, row: f64) -> OpResult<()> {
+        let deleting_last = self.d.rows.len() == 1;
+        let r = delete_row(&mut self.d, row)?;
+        let (d, format) = (&self.d, self.format);
+        let Some(src) = d.lines.get(line_of(format, r)) else {
+            return fail(
+                E::InvalidContent,
+                format!("dataset row {r} is out of range"),
+            );
+        };
+        let index = src.index;
+        if format == Format::Yaml && deleting_last {
+            let rewritten = rows_line_as_empty(self.lines.get(d.rows_line))?;
+            self.lines.set(d.rows_line, rewritten);
+        }
+        self.lines.splice(index, 1, Vec::new());
+        Ok(())
+    }
+
+    /// Rewrites every row and, for YAML, adds the column's `schema:` entry.
+    fn insert_dataset_column(
+        &mut self,
+        column: &Column,
+        header: &str,
+        cells: &[String],
+    ) -> OpResult<()> {
+        let (c, schema_type) = insert_column(&mut self.d, column, header, cells)?;
+        rewrite_all(&mut self.lines, &self.d, self.format)?;
+        if self.format != Format::Yaml {
+            return Ok(());
+        }
+        let d = &self.d;
+        let Some(schema_line) = d.schema_line else {
+            return fail(
+                E::InvalidContent,
+                "source-preserving insert_dataset_column requires a YAML schema block",
+            );
+        };
+        let indent = d
+            .schema_lines
+            .first()
+            .map_or_else(|| format!("{}  ", d.schema_key_indent), |l| l.2.clone());
+        let at = match d.columns.get(c).and_then(|k| d.schema_line(k)) {
+            Some(l) => l.1,
+            None => match c
+                .checked_sub(1)
+                .and_then(|p| d.columns.get(p))
+                .and_then(|k| d.schema_line(k))
+            {
+                Some(l) => l.1 + 1,
+                None => schema_line + 1,
+            },
+        };
+        self.lines
+            .splice(at, 0, vec![format!("{indent}{header}: {schema_type}")]);
+        Ok(())
+    }
+
+    /// Rewrites every row and, for YAML, removes the column's `schema:` entry.
+    fn delete_dataset_column(&mut self, column: &Column) -> OpResult<()> {
+        let header = delete_column(&mut self.d, column)?;
+        rewrite_all(&mut self.lines, &self.d, self.format)?;
+        if self.format == Format::Yaml {
+            let Some(l) = self.d.schema_line(&header) else {
+                return fail(
+                    E::InvalidContent,
+                    format!("source-preserving delete_dataset_column could not map YAML schema column \"{header}\""),
+                );
+            };
+            self.lines.splice(l.1, 1, Vec::new());
+        }
+        Ok(())
+    }
+}
+
+/// Where a new row `r` goes: (its indent, the line index to insert at).
+/// It takes the indent of a neighbouring row (YAML with no rows: two
+/// spaces under `rows:`), and goes before the row now at `r`, else after
+/// the one before, else (CSV/TSV) before the closing fence, `end` being
+/// the line after it, or (YAML) right under `rows:`.
+fn new_row_position(d: &Data, format: Format, r: usize, end: usize) -> (String, usize) {
+    match format {
+        Format::Delimited(_) => {
+            let off = line_of(format, r);
+            let reference = d
+                .lines
+                .get(off)
+                .or_else(|| d.lines.get(r))
+                .or(d.lines.first());
+            let indent = reference.map_or(String::new(), |l| l.indent.clone());
+            let at = match d.lines.get(off) {
+                Some(l) => l.index,
+                None => match d.lines.get(r).or(d.lines.first()) {
+                    Some(p) => p.index + 1,
+                    None => end.saturating_sub(1),
+                },
+            };
+            (indent, at)
+        }
+        Format::Yaml | Format::Json => {
+            let reference = d
+                .lines
+                .get(r)
+                .or_else(|| d.lines.get(r.saturating_sub(1)))
+                .or(d.lines.first());
+            let indent =
+                reference.map_or_else(|| format!("{}  ", d.rows_key_indent), |l| l.indent.clone());
+            let at = match (d.lines.get(r), d.lines.get(r.saturating_sub(1))) {
+                (Some(l), _) => l.index,
+                (None, Some(p)) => p.index + 1,
+                (None, None) => d.rows_line + 1,
+            };
+            (indent, at)
+        }
+    }
 }
 
 /// A YAML `rows` key line split after its colon: (`  rows:`, the trimmed
@@ -1140,6 +1244,28 @@ mod tests {
         );
         assert!(out.contains("  - ['y', '']\n"), "{out}"); // `y` is a YAML 1.1 boolean
         assert!(!out.contains("null"), "{out}");
+    }
+
+    #[test]
+    fn deep_and_big_yaml_cells_survive_a_row_rewrite() {
+        // Rows load through doc::yaml (values nested up to the parser's 128
+        // levels convert in full; integers above i64::MAX stay exact). The
+        // row is written back whole: a cell nested 100 deep is kept (the
+        // old 64-level limit wrote it as `null`), and 2^64-1 is printed as
+        // JavaScript prints that number, as before.
+        let deep = format!("{}x{}", "[".repeat(100), "]".repeat(100));
+        let src = format!(
+            "::dataset{{id=\"d\"}}\nschema:\n  a: string\n  b: string\nrows:\n  - [p, {deep}, 18446744073709551615]\n::\n"
+        );
+        let out = patch(
+            &src,
+            serde_json::json!({"op": "update_dataset_cell", "id": "d", "row": 0,
+                "column": "a", "value": "q"}),
+        );
+        assert_eq!(
+            out,
+            format!("::dataset{{id=\"d\"}}\nschema:\n  a: string\n  b: string\nrows:\n  - [q, {deep}, 18446744073709552000]\n::\n")
+        );
     }
 
     #[test]
