@@ -912,32 +912,3 @@ mod tests {
         assert_eq!(js_num(-2.5), "-2.5");
     }
 }
-
-#[cfg(test)]
-mod timing {
-    /// `cargo test --release --lib patch::source::timing -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn linebuf_vs_parse() {
-        let src = crate::synth::document(10_000);
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            let doc = crate::doc::parse(&src);
-            let parse = t.elapsed();
-            let t = std::time::Instant::now();
-            let found = doc.find("claim-5000").is_some();
-            let find = t.elapsed();
-            let t = std::time::Instant::now();
-            let mut b = super::LineBuf::new(&src);
-            let build = t.elapsed();
-            b.set(100_000, "x".into());
-            let t = std::time::Instant::now();
-            let out = b.finish();
-            let finish = t.elapsed();
-            let t = std::time::Instant::now();
-            drop(doc);
-            let drop_doc = t.elapsed();
-            eprintln!("parse {parse:?} find {find:?} ({found}) linebuf {build:?} finish {finish:?} drop {drop_doc:?} {}", out.len());
-        }
-    }
-}
