@@ -61,7 +61,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// older build (same package version) are recomputed, never served.
 /// `blocks/2`: sections end at their last child, headings inside
 /// directives do not fold, CRLF lines hash with their `\r` (issue 19).
-const ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/2");
+/// `blocks/3`: a heading inside a directive is a section of its own line,
+/// without children (issue 19, as in the reference engine).
+const ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3");
 /// Documents remembered in-process (besides SQLite) before the memo resets.
 const MEMO_MAX: usize = 64;
 
@@ -884,7 +886,7 @@ mod tests {
     /// recomputed under the current tag.
     #[test]
     fn rows_of_an_older_block_table_are_not_served() {
-        assert!(ENGINE.ends_with(" blocks/2"), "{ENGINE}");
+        assert!(ENGINE.ends_with(" blocks/3"), "{ENGINE}");
         let dir = tempfile::tempdir().expect("tempdir");
         let t = "# A\n\npara\n\n\n# B\n";
         let mut stale = expected(t);
@@ -892,7 +894,7 @@ mod tests {
         stale.blocks[0].sha256 = sha256_hex(b"# A\n\npara\n\n");
         drop(BlockCache::open(dir.path()));
         {
-            let old_engine = ENGINE.replace(" blocks/2", " blocks/1");
+            let old_engine = ENGINE.replace(" blocks/3", " blocks/2");
             let c = Connection::open(db(dir.path())).expect("open");
             let key = blake3::hash(t.as_bytes());
             c.execute(

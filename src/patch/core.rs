@@ -242,28 +242,35 @@ pub(crate) fn require_parent<'c>(
 ) -> OpResult<(&'c Node, usize)> {
     let node = require_container(ctx, parent)?;
     let kids: Vec<&Node> = node.children().iter().collect();
-    let pos = child_position(&kids, parent, position)?;
+    let pos = child_position(node, &kids, parent, position)?;
     Ok((node, pos))
 }
 
-/// The index a new child block takes among `kids` (default: last).
+/// The index a new child block takes among `kids` of `dest` (default:
+/// last).
 ///
-/// A section owns everything up to the next heading of its level, so a
-/// block written after a section child's heading becomes that section's
-/// child, not `parent`'s (the reference appends there anyway). The
-/// positions that keep it a direct child are `0..=k`, `k` being the index
-/// of the first section child (or the count): no position means `k`, and
-/// a position past `k` is `parent_missing`, like one past the end.
+/// Outside directives a section owns everything up to the next heading of
+/// its level, so a block written after a section child's heading becomes
+/// that section's child, not `parent`'s (the reference appends there
+/// anyway). The positions that keep it a direct child are `0..=k`, `k`
+/// being the index of the first section child (or the count): no position
+/// means `k`, and a position past `k` is `parent_missing`, like one past
+/// the end. Inside a directive a heading is a section of its own line
+/// (`doc::parse`), so there every position keeps the block a direct child.
 pub(crate) fn child_position(
+    dest: &Node,
     kids: &[&Node],
     parent: &str,
     position: Option<f64>,
 ) -> OpResult<usize> {
     let len = kids.len();
-    let k = kids
-        .iter()
-        .position(|c| matches!(c.kind, NodeKind::Section { .. }))
-        .unwrap_or(len);
+    let k = if matches!(dest.kind, NodeKind::Directive { .. }) {
+        len
+    } else {
+        kids.iter()
+            .position(|c| matches!(c.kind, NodeKind::Section { .. }))
+            .unwrap_or(len)
+    };
     match position {
         None => Ok(k),
         Some(p) if p.fract() == 0.0 && p >= 0.0 && p <= k as f64 => Ok(p as usize),

@@ -135,7 +135,7 @@ fn insertion_after_cut(
         .iter()
         .filter(|c| !std::ptr::eq(*c, node))
         .collect();
-    let pos = super::core::child_position(&kids, parent, position)?;
+    let pos = super::core::child_position(dest, &kids, parent, position)?;
     // 1-based line in the original → 1-based line after the cut.
     let shift = |l: usize| {
         if l < start {
@@ -267,6 +267,9 @@ mod tests {
         assert!(fast_paths >= 300, "{fast_paths}");
     }
 
+    /// Inside a directive a section is its heading line: a block moved
+    /// into it lands right under the heading (the reference's place), one
+    /// colon deeper than the directive, and stays the directive's child.
     #[test]
     fn moving_into_a_section_inside_a_block_fences_one_deeper() {
         let src = "::grid{id=\"g\"}\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
@@ -278,14 +281,26 @@ mod tests {
         let out = move_block(&ctx, "n", "inner", None).unwrap();
         assert_eq!(
             out,
-            "::grid{id=\"g\"}\n## Inner\n\ntext\n\n:::note{id=\"n\"}\nN\n:::\n::\n"
+            "::grid{id=\"g\"}\n## Inner\n:::note{id=\"n\"}\nN\n:::\n\ntext\n::\n"
         );
         assert!(crate::patch::core::error_codes(&out).is_empty());
         assert_eq!(slow(src, "n", "inner", None).unwrap(), out);
     }
 
+    fn child_ids<'d>(d: &'d doc::Document, id: &str) -> Vec<Option<&'d str>> {
+        d.find(id)
+            .unwrap()
+            .children()
+            .iter()
+            .map(|c| c.id.as_deref())
+            .collect()
+    }
+
+    /// A heading inside a directive owns nothing, so a block appended to
+    /// the directive lands after everything in it, as in the reference, and
+    /// every position keeps it the directive's child.
     #[test]
-    fn never_lands_under_a_trailing_heading() {
+    fn appends_after_a_heading_inside_a_block() {
         let src = "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
         let ctx = Ctx {
             src,
@@ -293,25 +308,21 @@ mod tests {
             prefix: "",
         };
         let out = move_block(&ctx, "n", "g", None).unwrap();
-        let parsed = doc::parse(&out);
-        let g = parsed.find("g").unwrap();
-        let kids: Vec<_> = g.children().iter().map(|c| c.id.as_deref()).collect();
-        assert_eq!(kids, [Some("a"), Some("n"), Some("inner")], "{out}");
+        assert_eq!(
+            out,
+            "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n## Inner\n\ntext\n\n:::note{id=\"n\"}\nN\n:::\n::\n"
+        );
+        let kids = [Some("a"), Some("inner"), None, Some("n")];
+        assert_eq!(child_ids(&doc::parse(&out), "g"), kids, "{out}");
         assert_eq!(slow(src, "n", "g", None).unwrap(), out);
-        let err = move_block(&ctx, "n", "g", Some(2.0)).unwrap_err();
-        assert_eq!(err.code, E::ParentMissing);
+        let out = move_block(&ctx, "n", "g", Some(2.0)).unwrap();
+        let kids = [Some("a"), Some("inner"), Some("n"), None];
+        assert_eq!(child_ids(&doc::parse(&out), "g"), kids, "{out}");
         // add_block follows the same rule.
         let op = serde_json::json!({"op": "add_block", "parent": "g",
                                     "content": ":::note{id=\"m\"}\nM\n:::"});
         let out = crate::patch::apply_one(src, &op).unwrap();
-        let parsed = doc::parse(&out);
-        let kids: Vec<_> = parsed
-            .find("g")
-            .unwrap()
-            .children()
-            .iter()
-            .map(|c| c.id.as_deref())
-            .collect();
-        assert_eq!(kids, [Some("a"), Some("m"), Some("inner")], "{out}");
+        let kids = [Some("a"), Some("inner"), None, Some("m")];
+        assert_eq!(child_ids(&doc::parse(&out), "g"), kids, "{out}");
     }
 }

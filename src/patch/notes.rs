@@ -306,11 +306,12 @@ mod tests {
             let out = apply_one(IN_BLOCK, &op).unwrap();
             assert!(out.contains("\n:::"), "{op}: {out}");
             assert!(error_codes(&out).is_empty(), "{op}: {out}");
+            // Inside a directive a section is its heading line: the note
+            // follows it as the directive's child, as in the reference.
             let doc = crate::doc::parse(&out);
             let g = doc.find("g").unwrap();
-            let inner = &g.children()[0];
-            assert_eq!(inner.id.as_deref(), Some("inner"));
-            assert_eq!(inner.children()[0].id.as_deref(), Some("n1"), "{out}");
+            assert_eq!(g.children()[0].id.as_deref(), Some("inner"));
+            assert_eq!(g.children()[1].id.as_deref(), Some("n1"), "{out}");
             assert_eq!(
                 doc.find("after").unwrap().span.start as usize,
                 out.lines().count()
