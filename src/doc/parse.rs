@@ -42,8 +42,8 @@ pub fn parse(src: &str) -> Document {
     Parser::new(lines::split(src)).run()
 }
 
-/// Body lines parsed on their own: the edited lines of a splice
-/// ([`super::reparse`]).
+/// Body lines parsed on their own: the edited lines of a splice, which
+/// the incremental re-parse builds on this module.
 pub(super) struct Fragment {
     /// Top-level nodes.
     pub nodes: Vec<Node>,
