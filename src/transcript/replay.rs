@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{parse_record, short_sha, split_lines, PatchResult};
+use super::{parse_record, short_sha, split_lines, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
 use crate::engine::ApplyFn;
 
@@ -195,21 +195,6 @@ fn run(
     apply: ApplyFn,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
-    let div = |line: usize, op_id: Option<&str>, message: String| {
-        Box::new(Divergence {
-            line,
-            op_id: op_id.map(str::to_string),
-            message,
-            expected_sha256: None,
-            actual_sha256: None,
-            blocks: Vec::new(),
-        })
-    };
-    let with_shas = |mut d: Box<Divergence>, expected: &str, actual: &str| {
-        d.expected_sha256 = Some(expected.to_string());
-        d.actual_sha256 = Some(actual.to_string());
-        d
-    };
     let (mut lines, torn) = split_lines(transcript);
     let lines_before = after.map_or(0, |a| a.lines_before);
     for l in &mut lines {
@@ -226,13 +211,15 @@ fn run(
             ),
         ));
     }
-    let doc_sha = sha256_hex(document.as_bytes());
-    let base_sha = base.map(|b| sha256_hex(b.as_bytes()));
-    // The sha256 of the state the next record must start from: the base's
-    // when one is given, otherwise the first record's pre-state.
-    let mut state_sha: Option<String> = base_sha.clone();
-    // The state's text, materialised at the first applied record.
-    let mut text: Option<String> = base.map(str::to_string);
+    let mut state = State {
+        base,
+        document,
+        apply,
+        doc_sha: sha256_hex(document.as_bytes()),
+        lines_before,
+        sha: base.map(|b| sha256_hex(b.as_bytes())),
+        text: base.map(str::to_string),
+    };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
         ..Chain::default()
@@ -243,137 +230,217 @@ fn run(
         chain
             .check(l.number, l.raw, &rec)
             .map_err(|m| div(l.number, Some(&rec.op_id), m))?;
-        let expected = state_sha.get_or_insert_with(|| rec.pre_sha256.clone());
-        if *expected != rec.pre_sha256 {
-            let first = l.number == lines_before + 1;
-            let what = match (first, base.is_some()) {
-                (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
-                _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
-            };
-            return Err(with_shas(
-                div(l.number, Some(&rec.op_id), what.into()),
-                &rec.pre_sha256,
-                expected,
-            ));
-        }
+        state.check_start(l.number, &rec)?;
         match rec.patch_result {
             PatchResult::Rejected => report.rejected += 1,
             PatchResult::Noop => {
-                // A noop's op is checked when the state's text is known: it
-                // must apply and change nothing.
-                if let Some(current) = text.as_deref() {
-                    let same = apply(current, std::slice::from_ref(&rec.op))
-                        .is_ok_and(|next| next == current);
-                    if !same {
-                        return Err(div(
-                            l.number,
-                            Some(&rec.op_id),
-                            format!(
-                                "the {} op of this noop record does not leave the document unchanged",
-                                rec.op_name()
-                            ),
-                        ));
-                    }
-                }
+                state.check_noop(l.number, &rec)?;
                 report.noop += 1;
             }
             PatchResult::Applied => {
-                if rec.pre_sha256 == rec.post_sha256 {
-                    return Err(div(
-                        l.number,
-                        Some(&rec.op_id),
-                        "an applied record must change the document (pre_sha256 equals post_sha256)"
-                            .into(),
-                    ));
-                }
-                if text.is_none() && rec.pre_sha256 == EMPTY_SHA256 {
-                    report.base = Some(BaseSource::Genesis);
-                    text = Some(String::new());
-                }
-                if text.is_none() {
-                    if doc_sha != rec.pre_sha256 {
-                        return Err(with_shas(
-                            div(
-                                l.number,
-                                Some(&rec.op_id),
-                                format!(
-                                    "no base: the first applied record starts from sha256 {} ({}), but the document is at {}; pass --base PATH with that content",
-                                    rec.pre_sha256,
-                                    short_sha(&rec.pre_sha256),
-                                    short_sha(&doc_sha)
-                                ),
-                            ),
-                            &rec.pre_sha256,
-                            &doc_sha,
-                        ));
-                    }
-                    report.base = Some(BaseSource::Document);
-                    text = Some(document.to_string());
-                }
-                let current = text.as_deref().unwrap_or_default();
-                let next = apply(current, std::slice::from_ref(&rec.op)).map_err(|e| {
-                    div(
-                        l.number,
-                        Some(&rec.op_id),
-                        format!(
-                            "re-applying the {} op failed: {} ({})",
-                            rec.op_name(),
-                            e.code.as_str(),
-                            e.message
-                        ),
-                    )
-                })?;
-                let next_sha = sha256_hex(next.as_bytes());
-                if next_sha != rec.post_sha256 {
-                    let mut d = with_shas(
-                        div(
-                            l.number,
-                            Some(&rec.op_id),
-                            format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
-                        ),
-                        &rec.post_sha256,
-                        &next_sha,
-                    );
-                    d.blocks = diff_blocks(current, &next);
-                    return Err(d);
-                }
-                // The next op reads this state's tree: splice it from the
-                // current one (a 3 MB document then costs milliseconds per
-                // record, not a full parse).
-                let _ = crate::doc::parse_shared_edited(current, &next);
-                text = Some(next);
-                state_sha = Some(next_sha);
+                state.reapply(l.number, &rec, report)?;
                 report.applied += 1;
             }
         }
     }
-    if base.is_some() && report.base.is_none() {
-        report.base = Some(BaseSource::Given);
-    }
-    let Some(final_sha) = state_sha else {
-        // No record and no base: nothing to compare the document with.
-        report.base = Some(BaseSource::NotNeeded);
-        report.final_sha256 = Some(doc_sha);
-        return Ok(());
-    };
-    if report.applied == 0 && base.is_none() {
-        report.base = Some(BaseSource::NotNeeded);
-    }
-    report.final_sha256 = Some(final_sha.clone());
-    if final_sha != doc_sha {
-        let last = lines.last().map_or(0, |l| l.number);
-        let message = if report.applied == 0 {
-            "the document is not the state the transcript's records leave (no applied record explains the difference)"
-        } else {
-            "the replayed final state is not the document on disk (it was edited after the last record)"
-        };
-        let mut d = with_shas(div(last, None, message.into()), &final_sha, &doc_sha);
-        if let Some(t) = text.as_deref() {
-            d.blocks = diff_blocks(t, document);
+    state.finish(lines.last().map_or(0, |l| l.number), report)
+}
+
+/// A divergence on `line` (of the record `op_id`), without hashes or blocks.
+fn div(line: usize, op_id: Option<&str>, message: String) -> Box<Divergence> {
+    Box::new(Divergence {
+        line,
+        op_id: op_id.map(str::to_string),
+        message,
+        expected_sha256: None,
+        actual_sha256: None,
+        blocks: Vec::new(),
+    })
+}
+
+/// `d` with the sha256 the transcript promises and the one replay observed.
+fn with_shas(mut d: Box<Divergence>, expected: &str, actual: &str) -> Box<Divergence> {
+    d.expected_sha256 = Some(expected.to_string());
+    d.actual_sha256 = Some(actual.to_string());
+    d
+}
+
+/// The replayed state, record by record, and what it is checked against.
+struct State<'a> {
+    /// `--base`, when given.
+    base: Option<&'a str>,
+    /// The document on disk.
+    document: &'a str,
+    apply: ApplyFn,
+    /// sha256 of `document`.
+    doc_sha: String,
+    /// Lines of the file before the replayed slice.
+    lines_before: usize,
+    /// The sha256 of the state the next record must start from: the base's
+    /// when one is given, otherwise the first record's pre-state.
+    sha: Option<String>,
+    /// The state's text, materialised at the first applied record.
+    text: Option<String>,
+}
+
+impl State<'_> {
+    /// Every record starts from the replayed state (the first one fixes it
+    /// when there is no base).
+    fn check_start(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+        let expected = self.sha.get_or_insert_with(|| rec.pre_sha256.clone());
+        if *expected == rec.pre_sha256 {
+            return Ok(());
         }
-        return Err(d);
+        let first = line == self.lines_before + 1;
+        let what = match (first, self.base.is_some()) {
+            (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
+            _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
+        };
+        Err(with_shas(
+            div(line, Some(&rec.op_id), what.into()),
+            &rec.pre_sha256,
+            expected,
+        ))
     }
-    Ok(())
+
+    /// A noop's op is checked when the state's text is known: it must
+    /// apply and change nothing.
+    fn check_noop(&self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+        if let Some(current) = self.text.as_deref() {
+            let same = (self.apply)(current, std::slice::from_ref(&rec.op))
+                .is_ok_and(|next| next == current);
+            if !same {
+                return Err(div(
+                    line,
+                    Some(&rec.op_id),
+                    format!(
+                        "the {} op of this noop record does not leave the document unchanged",
+                        rec.op_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The state's text before the first applied record `rec`: the base,
+    /// the empty document of a genesis record, or the document itself when
+    /// it is the record's pre-state.
+    fn materialise(
+        &mut self,
+        line: usize,
+        rec: &Record,
+        report: &mut Report,
+    ) -> Result<(), Box<Divergence>> {
+        if self.text.is_none() && rec.pre_sha256 == EMPTY_SHA256 {
+            report.base = Some(BaseSource::Genesis);
+            self.text = Some(String::new());
+        }
+        if self.text.is_none() {
+            if self.doc_sha != rec.pre_sha256 {
+                return Err(with_shas(
+                    div(
+                        line,
+                        Some(&rec.op_id),
+                        format!(
+                            "no base: the first applied record starts from sha256 {} ({}), but the document is at {}; pass --base PATH with that content",
+                            rec.pre_sha256,
+                            short_sha(&rec.pre_sha256),
+                            short_sha(&self.doc_sha)
+                        ),
+                    ),
+                    &rec.pre_sha256,
+                    &self.doc_sha,
+                ));
+            }
+            report.base = Some(BaseSource::Document);
+            self.text = Some(self.document.to_string());
+        }
+        Ok(())
+    }
+
+    /// Re-applies an applied record's op: it must change the document and
+    /// reproduce the record's `post_sha256`, which becomes the state.
+    fn reapply(
+        &mut self,
+        line: usize,
+        rec: &Record,
+        report: &mut Report,
+    ) -> Result<(), Box<Divergence>> {
+        if rec.pre_sha256 == rec.post_sha256 {
+            return Err(div(
+                line,
+                Some(&rec.op_id),
+                "an applied record must change the document (pre_sha256 equals post_sha256)".into(),
+            ));
+        }
+        self.materialise(line, rec, report)?;
+        let current = self.text.as_deref().unwrap_or_default();
+        let next = (self.apply)(current, std::slice::from_ref(&rec.op)).map_err(|e| {
+            div(
+                line,
+                Some(&rec.op_id),
+                format!(
+                    "re-applying the {} op failed: {} ({})",
+                    rec.op_name(),
+                    e.code.as_str(),
+                    e.message
+                ),
+            )
+        })?;
+        let next_sha = sha256_hex(next.as_bytes());
+        if next_sha != rec.post_sha256 {
+            let mut d = with_shas(
+                div(
+                    line,
+                    Some(&rec.op_id),
+                    format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
+                ),
+                &rec.post_sha256,
+                &next_sha,
+            );
+            d.blocks = diff_blocks(current, &next);
+            return Err(d);
+        }
+        // The next op reads this state's tree: splice it from the
+        // current one (a 3 MB document then costs milliseconds per
+        // record, not a full parse).
+        let _ = crate::doc::parse_shared_edited(current, &next);
+        self.text = Some(next);
+        self.sha = Some(next_sha);
+        Ok(())
+    }
+
+    /// After the last record (on file line `last`): the state the records
+    /// leave must be the document on disk.
+    fn finish(self, last: usize, report: &mut Report) -> Result<(), Box<Divergence>> {
+        if self.base.is_some() && report.base.is_none() {
+            report.base = Some(BaseSource::Given);
+        }
+        let Some(final_sha) = self.sha else {
+            // No record and no base: nothing to compare the document with.
+            report.base = Some(BaseSource::NotNeeded);
+            report.final_sha256 = Some(self.doc_sha);
+            return Ok(());
+        };
+        if report.applied == 0 && self.base.is_none() {
+            report.base = Some(BaseSource::NotNeeded);
+        }
+        report.final_sha256 = Some(final_sha.clone());
+        if final_sha != self.doc_sha {
+            let message = if report.applied == 0 {
+                "the document is not the state the transcript's records leave (no applied record explains the difference)"
+            } else {
+                "the replayed final state is not the document on disk (it was edited after the last record)"
+            };
+            let mut d = with_shas(div(last, None, message.into()), &final_sha, &self.doc_sha);
+            if let Some(t) = self.text.as_deref() {
+                d.blocks = diff_blocks(t, self.document);
+            }
+            return Err(d);
+        }
+        Ok(())
+    }
 }
 
 /// The chain rules every transcript line obeys (§5.3 `prev_entry_sha256`,
