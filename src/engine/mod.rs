@@ -84,8 +84,7 @@ pub mod recover;
 
 pub use recover::{Recovery, RecoveryError};
 
-/// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
-pub type ApplyFn = fn(&str, &[Value]) -> Result<String, PatchError>;
+pub use crate::transcript::replay::ApplyFn;
 
 /// The production op applier.
 pub const APPLY: ApplyFn = crate::patch::apply_ops;
@@ -1150,6 +1149,9 @@ pub fn replay_file(
     let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
     Ok((notes, report))
 }
+
+#[cfg(test)]
+mod replay_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {
