@@ -948,7 +948,7 @@ pub fn patch_file(
     } else {
         capability::load(doc_path)?.map(|(_, f)| f)
     };
-    let mut ctx = Context {
+    let ctx = Context {
         doc_uri: opts
             .doc_uri
             .clone()
@@ -958,90 +958,109 @@ pub fn patch_file(
         source_sha256: None,
     };
     match &opts.write {
-        WriteMode::DryRun | WriteMode::Out(_) => {
-            let source = crate::doc::source::read_file(doc_path)?;
-            let plan = plan(&source, &ctx, ops, opts, apply);
-            let mut wrote = false;
-            if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
-                fsio::atomic_write(out, plan.new_text.as_bytes())
-                    .map_err(io_err("cannot write", out))?;
-                wrote = true;
-            }
-            Ok(Outcome {
-                records: plan.records,
-                accepted: plan.accepted,
-                new_text: plan.new_text,
-                post_diagnostics: plan.post_diagnostics,
-                wrote_document: wrote,
-                transcript: None,
-                recovery: None,
-            })
-        }
-        WriteMode::InPlace => {
-            let tpath = opts
-                .transcript
-                .clone()
-                .unwrap_or_else(|| default_transcript_path(doc_path));
-            // An unreadable document must not leave a new, empty transcript
-            // behind: check it before opening creates one. With a transcript
-            // in place the read under the lock reports the same errors, so
-            // the common case reads the document once.
-            if !tpath.exists() {
-                crate::doc::source::read_file(doc_path)?;
-            }
-            let mut locked =
-                LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
-            let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
-                Ok(recovery) => recovery,
-                Err(e) => {
-                    // A document that is not text explains itself better
-                    // than "an edit no record explains".
-                    crate::doc::source::read_file(doc_path)?;
-                    return Err(e.into());
-                }
-            };
-            let source = match recovery.document.take() {
-                Some(read) => {
-                    ctx.source_sha256 = Some(read.sha256);
-                    crate::doc::source::decode_owned(doc_path, read.bytes)?
-                }
-                None => crate::doc::source::read_file(doc_path)?,
-            };
-            let mut plan = plan(&source, &ctx, ops, opts, apply);
-            let changed = plan.accepted && plan.new_text != source;
-            let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
-            let pre = plan
-                .records
-                .first()
-                .map(|r| r.pre_sha256.clone())
-                .unwrap_or_default();
-            let post = plan
-                .records
-                .last()
-                .map(|r| r.post_sha256.clone())
-                .unwrap_or_default();
-            let staged = if changed {
-                Some(
-                    StagedFile::write(doc_path, plan.new_text.as_bytes())
-                        .map_err(io_err("cannot write", doc_path))?,
-                )
-            } else {
-                None
-            };
-            commit_request(&mut locked, &bytes, &pre, &post, staged)
-                .map_err(io_err("cannot commit the request", &tpath))?;
-            drop(locked);
-            Ok(Outcome {
-                records: plan.records,
-                accepted: plan.accepted,
-                new_text: plan.new_text,
-                post_diagnostics: plan.post_diagnostics,
-                wrote_document: changed,
-                transcript: Some(tpath),
-                recovery: Some(recovery),
-            })
-        }
+        WriteMode::DryRun | WriteMode::Out(_) => patch_copy(doc_path, &ctx, ops, opts, apply),
+        WriteMode::InPlace => patch_in_place(doc_path, ctx, ops, opts, apply),
     }
+}
+
+/// [`patch_file`] without the transcript: a dry run, or the new text
+/// written to another file.
+fn patch_copy(
+    doc_path: &Path,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Result<Outcome, EngineError> {
+    let source = crate::doc::source::read_file(doc_path)?;
+    let plan = plan(&source, ctx, ops, opts, apply);
+    let mut wrote = false;
+    if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
+        fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(io_err("cannot write", out))?;
+        wrote = true;
+    }
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: wrote,
+        transcript: None,
+        recovery: None,
+    })
+}
+
+/// [`patch_file`] in place: under the transcript's lock, recovery, then the
+/// request committed by the write protocol (module doc).
+fn patch_in_place(
+    doc_path: &Path,
+    mut ctx: Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Result<Outcome, EngineError> {
+    let tpath = opts
+        .transcript
+        .clone()
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    // An unreadable document must not leave a new, empty transcript
+    // behind: check it before opening creates one. With a transcript
+    // in place the read under the lock reports the same errors, so
+    // the common case reads the document once.
+    if !tpath.exists() {
+        crate::doc::source::read_file(doc_path)?;
+    }
+    let mut locked =
+        LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
+        Ok(recovery) => recovery,
+        Err(e) => {
+            // A document that is not text explains itself better
+            // than "an edit no record explains".
+            crate::doc::source::read_file(doc_path)?;
+            return Err(e.into());
+        }
+    };
+    let source = match recovery.document.take() {
+        Some(read) => {
+            ctx.source_sha256 = Some(read.sha256);
+            crate::doc::source::decode_owned(doc_path, read.bytes)?
+        }
+        None => crate::doc::source::read_file(doc_path)?,
+    };
+    let mut plan = plan(&source, &ctx, ops, opts, apply);
+    let changed = plan.accepted && plan.new_text != source;
+    let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
+    let pre = plan
+        .records
+        .first()
+        .map(|r| r.pre_sha256.clone())
+        .unwrap_or_default();
+    let post = plan
+        .records
+        .last()
+        .map(|r| r.post_sha256.clone())
+        .unwrap_or_default();
+    let staged = if changed {
+        Some(
+            StagedFile::write(doc_path, plan.new_text.as_bytes())
+                .map_err(io_err("cannot write", doc_path))?,
+        )
+    } else {
+        None
+    };
+    commit_request(&mut locked, &bytes, &pre, &post, staged)
+        .map_err(io_err("cannot commit the request", &tpath))?;
+    drop(locked);
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: changed,
+        transcript: Some(tpath),
+        recovery: Some(recovery),
+    })
 }
 
 /// Appends a request's records under the write protocol (module doc, steps
