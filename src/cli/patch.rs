@@ -153,6 +153,31 @@ pub fn run(args: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     };
+    let opts = options(&args);
+    let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
+        Ok(o) => o,
+        Err(e) => return failed(&e, args.format),
+    };
+    let code = if outcome.accepted {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAIL
+    };
+    let dry = opts.write == WriteMode::DryRun;
+    match args.format {
+        Format::Json => {
+            let c = print_json(&outcome, dry);
+            if c != super::EXIT_OK {
+                return c;
+            }
+        }
+        Format::Human => print_human(&outcome, dry),
+    }
+    code
+}
+
+/// The engine options the command line asks for.
+fn options(args: &Args) -> Options {
     let mut opts = Options::new(Actor {
         kind: args.meta.actor_kind,
         name: args
@@ -186,111 +211,109 @@ pub fn run(args: Args) -> i32 {
         (None, true) => WriteMode::InPlace,
         (None, false) => WriteMode::DryRun,
     };
-    let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
-        Ok(o) => o,
+    opts
+}
+
+/// Reports a request the engine could not carry out; returns the exit code.
+fn failed(e: &engine::EngineError, format: Format) -> i32 {
+    eprintln!("noma patch: {e}");
+    match e {
         // Refused before anything was recorded (exit 2, "could not run"),
         // but with its §3.5 code, so a JSON client gets `error.code`.
-        Err(engine::EngineError::InvalidOp(e)) => {
-            eprintln!("noma patch: {e}");
-            if args.format == Format::Json {
-                let c = super::print_json(&refusal_json(&e));
+        engine::EngineError::InvalidOp(invalid) => {
+            if format == Format::Json {
+                let c = super::print_json(&refusal_json(invalid));
                 if c != super::EXIT_OK {
                     return c;
                 }
             }
-            return super::EXIT_USAGE;
+            super::EXIT_USAGE
         }
-        Err(e) => {
-            eprintln!("noma patch: {e}");
-            return if e.is_check_failure() {
-                super::EXIT_FAIL
-            } else {
-                super::EXIT_USAGE
-            };
-        }
-    };
-    let code = if outcome.accepted {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FAIL
-    };
-    let dry = opts.write == WriteMode::DryRun;
-    match args.format {
-        Format::Json => {
-            let mut out = json!({ "accepted": outcome.accepted, "records": outcome.records });
-            if let Some(r) = &outcome.recovery {
-                out["recovery"] = serde_json::to_value(r).unwrap_or(Value::Null);
-            }
-            if let Some(t) = &outcome.transcript {
-                out["transcript"] = json!(t.display().to_string());
-            }
-            if dry {
-                out["document"] = json!(outcome.new_text);
-            }
-            let c = super::print_json(&out);
-            if c != super::EXIT_OK {
-                return c;
-            }
-        }
-        Format::Human => {
-            if let Some(r) = &outcome.recovery {
-                for m in &r.messages {
-                    eprintln!("noma patch: recovery: {m}");
-                }
-            }
-            // A dry run prints the document on stdout, so the summary goes to stderr.
-            let say = |line: String| {
-                if dry {
-                    eprintln!("{line}");
-                } else {
-                    println!("{line}");
-                }
-            };
-            for r in &outcome.records {
-                let target = ["id", "from", "parent", "target"]
-                    .iter()
-                    .find_map(|k| r.op.get(*k).and_then(Value::as_str))
-                    .unwrap_or("");
-                say(format!(
-                    "{:<8} {} {}  {} -> {}",
-                    r.patch_result.as_str(),
-                    r.op_name(),
-                    target,
-                    r.pre_sha,
-                    r.post_sha
-                ));
-                for d in r.diagnostics.iter().flatten() {
-                    // The count of standing diagnostics is for the record, not the screen.
-                    if d.code == engine::UNCHANGED_DIAGNOSTICS {
-                        continue;
-                    }
-                    let engine_code = !d.code.contains('-');
-                    if engine_code
-                        || r.patch_result == PatchResult::Rejected
-                            && d.severity == crate::diag::Severity::Error
-                    {
-                        say(format!(
-                            "    {}: {} {}",
-                            d.severity.as_str(),
-                            d.code,
-                            d.message
-                        ));
-                    }
-                }
-            }
-            if let Some(first) = outcome.records.first() {
-                say(format!(
-                    "pre_validation: {}, post_validation: {}",
-                    first.pre_validation.as_str(),
-                    first.post_validation.as_str()
-                ));
-            }
-            if dry {
-                print!("{}", outcome.new_text);
-            }
+        _ if e.is_check_failure() => super::EXIT_FAIL,
+        _ => super::EXIT_USAGE,
+    }
+}
+
+/// Prints the outcome as JSON (with the new document on a dry run);
+/// returns the printer's exit code.
+fn print_json(outcome: &engine::Outcome, dry: bool) -> i32 {
+    let mut out = json!({ "accepted": outcome.accepted, "records": outcome.records });
+    if let Some(r) = &outcome.recovery {
+        out["recovery"] = serde_json::to_value(r).unwrap_or(Value::Null);
+    }
+    if let Some(t) = &outcome.transcript {
+        out["transcript"] = json!(t.display().to_string());
+    }
+    if dry {
+        out["document"] = json!(outcome.new_text);
+    }
+    super::print_json(&out)
+}
+
+/// Prints the outcome for people: one line per record with the
+/// diagnostics worth reading, then the validation summary; a dry run
+/// prints the new document on stdout and the rest on stderr.
+fn print_human(outcome: &engine::Outcome, dry: bool) {
+    if let Some(r) = &outcome.recovery {
+        for m in &r.messages {
+            eprintln!("noma patch: recovery: {m}");
         }
     }
-    code
+    // A dry run prints the document on stdout, so the summary goes to stderr.
+    let say = |line: String| {
+        if dry {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    for r in &outcome.records {
+        say_record(r, &say);
+    }
+    if let Some(first) = outcome.records.first() {
+        say(format!(
+            "pre_validation: {}, post_validation: {}",
+            first.pre_validation.as_str(),
+            first.post_validation.as_str()
+        ));
+    }
+    if dry {
+        print!("{}", outcome.new_text);
+    }
+}
+
+/// One record's line and the diagnostics a person needs from it: the
+/// engine's own, and the errors of a rejected op.
+fn say_record(r: &crate::transcript::Record, say: &impl Fn(String)) {
+    let target = ["id", "from", "parent", "target"]
+        .iter()
+        .find_map(|k| r.op.get(*k).and_then(Value::as_str))
+        .unwrap_or("");
+    say(format!(
+        "{:<8} {} {}  {} -> {}",
+        r.patch_result.as_str(),
+        r.op_name(),
+        target,
+        r.pre_sha,
+        r.post_sha
+    ));
+    for d in r.diagnostics.iter().flatten() {
+        // The count of standing diagnostics is for the record, not the screen.
+        if d.code == engine::UNCHANGED_DIAGNOSTICS {
+            continue;
+        }
+        let engine_code = !d.code.contains('-');
+        if engine_code
+            || r.patch_result == PatchResult::Rejected && d.severity == crate::diag::Severity::Error
+        {
+            say(format!(
+                "    {}: {} {}",
+                d.severity.as_str(),
+                d.code,
+                d.message
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -42,8 +42,8 @@ pub fn parse(src: &str) -> Document {
     Parser::new(lines::split(src)).run()
 }
 
-/// Body lines parsed on their own: the edited lines of a splice
-/// ([`super::reparse`]).
+/// Body lines parsed on their own: the edited lines of a splice, which
+/// the incremental re-parse builds on this module.
 pub(super) struct Fragment {
     /// Top-level nodes.
     pub nodes: Vec<Node>,
@@ -324,165 +324,192 @@ impl<'a> Parser<'a> {
         if is_blank(line) {
             return i + 1;
         }
-        let parent_colons = self
-            .stack
-            .last()
-            .and_then(|c| c.directive.as_ref())
-            .map(|d| d.colons);
-
         if let Some(open) = match_directive_open(line) {
-            let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
-            if nested_ok && open.colons <= MAX_FENCE_COLONS {
-                let start = i as u32 + 1;
-                self.stack.push(Container {
-                    directive: Some(OpenDirective {
-                        name: Text::from(open.name),
-                        attrs: open.attrs.map(parse_attrs).unwrap_or_default(),
-                        colons: open.colons,
-                        start,
-                    }),
-                    first: self.scratch.len(),
-                    sections: Vec::new(),
-                });
-                return i + 1;
-            }
-            if !nested_ok {
-                self.issue(
-                    "directive-depth-mismatch",
-                    i,
-                    format!(
-                        "`{}` opens a directive with {} colons inside a parent with {}; children need strictly more colons",
-                        line.trim(),
-                        open.colons,
-                        parent_colons.unwrap_or(0)
-                    ),
-                );
-            } else if !self.depth_reported {
-                self.depth_reported = true;
-                self.issue(
-                    "nesting-too-deep",
-                    i,
-                    format!(
-                        "directive fences wider than {MAX_FENCE_COLONS} colons are read as text"
-                    ),
-                );
-            }
-            self.push_paragraph(Text::from(line), i, i);
-            return i + 1;
+            return self.directive_open(i, line, open);
         }
-
         if let Some(colons) = match_directive_close(line) {
-            if let Some(depth) = self
-                .stack
-                .iter()
-                .rposition(|c| c.directive.as_ref().is_some_and(|d| d.colons == colons))
-            {
-                // Inner directives that never closed end just before this line.
-                while self.stack.len() > depth + 1 {
-                    let d = self
-                        .stack
-                        .last()
-                        .and_then(|c| c.directive.as_ref())
-                        .expect("non-root");
-                    let (start, name) = (d.start, d.name.clone());
-                    self.issue(
-                        "unclosed-directive",
-                        start as usize - 1,
-                        format!("directive `::{name}` opened on line {start} is never closed (its parent closes on line {})", i + 1),
-                    );
-                    self.close_directive(i as u32, false);
-                }
-                self.close_directive(i as u32 + 1, true);
-                return i + 1;
-            }
-            if self.stack.len() > 1 || colons == 2 {
-                self.issue(
-                    "stray-directive-close",
-                    i,
-                    format!("`{}` closes no open directive", line.trim()),
-                );
-            }
-            self.push_paragraph(Text::from(line), i, i);
-            return i + 1;
+            return self.directive_close(i, line, colons);
         }
-
         if let Some(h) = match_heading(line) {
             self.open_section(h, i);
             return i + 1;
         }
-
         if let Some(fence) = match_fence_open(line) {
-            let mut end = i + 1;
-            while end < self.to && !is_fence_close(self.text(end), fence) {
-                end += 1;
-            }
-            let closed = end < self.to;
-            let content = if end > i + 1 {
-                self.joined(i as u32 + 2, end as u32)
-            } else {
-                Text::default()
-            };
-            if !closed {
-                self.issue(
-                    "unclosed-code-fence",
-                    i,
-                    format!("code fence opened on line {} is never closed", i + 1),
-                );
-            }
-            let end_line = if closed {
-                end as u32 + 1
-            } else {
-                self.last_line.max(i as u32 + 1)
-            };
-            self.emit(Node {
-                id: None,
-                aliases: Box::default(),
-                span: Span::new(i as u32 + 1, end_line),
-                kind: NodeKind::Code {
-                    lang: (!fence.lang.is_empty()).then(|| Text::from(fence.lang)),
-                    content,
-                    closed,
-                },
-            });
-            return if closed { end + 1 } else { end };
+            return self.code_block(i, fence);
         }
-
         if is_table_row(line) && i + 1 < self.to && is_table_separator(self.text(i + 1)) {
             if let Some(next) = self.table(i) {
                 return next;
             }
         }
-
         if is_thematic_break(line) {
             self.emit(leaf(i, i, NodeKind::ThematicBreak));
             return i + 1;
         }
-
         if match_quote(line).is_some() {
-            let mut buf: Vec<&str> = Vec::new();
-            let mut j = i;
-            while j < self.to {
-                match match_quote(self.text(j)) {
-                    Some(q) => buf.push(q),
-                    None => break,
-                }
-                j += 1;
-            }
-            self.emit(leaf(
-                i,
-                j - 1,
-                NodeKind::Quote {
-                    content: buf.join("\n").into(),
-                },
-            ));
-            return j;
+            return self.quote(i);
         }
-
         if let Some((ordered, _)) = match_list_item(line) {
             return self.list(i, ordered);
         }
+        self.paragraph(i)
+    }
 
-        // Paragraph: prose up to a blank line or any other block start.
+    /// An opening fence on line `i`: opens a directive when it nests
+    /// (more colons than its parent's) and is not too wide; otherwise
+    /// reports why and reads the line as text.
+    #[inline]
+    fn directive_open(&mut self, i: usize, line: &'a str, open: DirectiveOpen<'a>) -> usize {
+        let parent_colons = self
+            .stack
+            .last()
+            .and_then(|c| c.directive.as_ref())
+            .map(|d| d.colons);
+        let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
+        if nested_ok && open.colons <= MAX_FENCE_COLONS {
+            let start = i as u32 + 1;
+            self.stack.push(Container {
+                directive: Some(OpenDirective {
+                    name: Text::from(open.name),
+                    attrs: open.attrs.map(parse_attrs).unwrap_or_default(),
+                    colons: open.colons,
+                    start,
+                }),
+                first: self.scratch.len(),
+                sections: Vec::new(),
+            });
+            return i + 1;
+        }
+        if !nested_ok {
+            self.issue(
+                "directive-depth-mismatch",
+                i,
+                format!(
+                    "`{}` opens a directive with {} colons inside a parent with {}; children need strictly more colons",
+                    line.trim(),
+                    open.colons,
+                    parent_colons.unwrap_or(0)
+                ),
+            );
+        } else if !self.depth_reported {
+            self.depth_reported = true;
+            self.issue(
+                "nesting-too-deep",
+                i,
+                format!("directive fences wider than {MAX_FENCE_COLONS} colons are read as text"),
+            );
+        }
+        self.push_paragraph(Text::from(line), i, i);
+        i + 1
+    }
+
+    /// A closing fence of `colons` colons on line `i`: closes the innermost
+    /// open directive of that width (and, unclosed, those inside it), or
+    /// reads the line as text when none is open.
+    #[inline]
+    fn directive_close(&mut self, i: usize, line: &'a str, colons: u32) -> usize {
+        if let Some(depth) = self
+            .stack
+            .iter()
+            .rposition(|c| c.directive.as_ref().is_some_and(|d| d.colons == colons))
+        {
+            // Inner directives that never closed end just before this line.
+            while self.stack.len() > depth + 1 {
+                let d = self
+                    .stack
+                    .last()
+                    .and_then(|c| c.directive.as_ref())
+                    .expect("non-root");
+                let (start, name) = (d.start, d.name.clone());
+                self.issue(
+                    "unclosed-directive",
+                    start as usize - 1,
+                    format!("directive `::{name}` opened on line {start} is never closed (its parent closes on line {})", i + 1),
+                );
+                self.close_directive(i as u32, false);
+            }
+            self.close_directive(i as u32 + 1, true);
+            return i + 1;
+        }
+        if self.stack.len() > 1 || colons == 2 {
+            self.issue(
+                "stray-directive-close",
+                i,
+                format!("`{}` closes no open directive", line.trim()),
+            );
+        }
+        self.push_paragraph(Text::from(line), i, i);
+        i + 1
+    }
+
+    /// A code block whose fence opens on line `i`, up to its closing fence
+    /// or, unclosed, the end of the input.
+    #[inline]
+    fn code_block(&mut self, i: usize, fence: Fence<'a>) -> usize {
+        let mut end = i + 1;
+        while end < self.to && !is_fence_close(self.text(end), fence) {
+            end += 1;
+        }
+        let closed = end < self.to;
+        let content = if end > i + 1 {
+            self.joined(i as u32 + 2, end as u32)
+        } else {
+            Text::default()
+        };
+        if !closed {
+            self.issue(
+                "unclosed-code-fence",
+                i,
+                format!("code fence opened on line {} is never closed", i + 1),
+            );
+        }
+        let end_line = if closed {
+            end as u32 + 1
+        } else {
+            self.last_line.max(i as u32 + 1)
+        };
+        self.emit(Node {
+            id: None,
+            aliases: Box::default(),
+            span: Span::new(i as u32 + 1, end_line),
+            kind: NodeKind::Code {
+                lang: (!fence.lang.is_empty()).then(|| Text::from(fence.lang)),
+                content,
+                closed,
+            },
+        });
+        if closed {
+            end + 1
+        } else {
+            end
+        }
+    }
+
+    /// A block quote: the run of `>` lines from line `i`.
+    #[inline]
+    fn quote(&mut self, i: usize) -> usize {
+        let mut buf: Vec<&str> = Vec::new();
+        let mut j = i;
+        while j < self.to {
+            match match_quote(self.text(j)) {
+                Some(q) => buf.push(q),
+                None => break,
+            }
+            j += 1;
+        }
+        self.emit(leaf(
+            i,
+            j - 1,
+            NodeKind::Quote {
+                content: buf.join("\n").into(),
+            },
+        ));
+        j
+    }
+
+    /// Paragraph: prose from line `i` up to a blank line or any other block start.
+    #[inline]
+    fn paragraph(&mut self, i: usize) -> usize {
         let mut j = i;
         while j < self.to {
             let cur = self.text(j);

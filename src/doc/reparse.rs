@@ -245,6 +245,39 @@ fn shift_all(nodes: &mut [Node], delta: i64) {
 /// Plans the splice that turns `old` (the tree of `old_src`) into the tree
 /// of `new_src`, or `None` when the edit must be re-parsed in full.
 pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
+    let (old_src, new_src) = splice_inputs(old_src, old, new_src)?;
+    let edit = line_edit(old_src.as_bytes(), new_src.as_bytes())?;
+    let a = edit.first;
+    // Last changed old line; `a - 1` for a pure insertion before line `a`.
+    let b = a.checked_add(edit.old_lines)? - 1;
+    let delta = i64::from(edit.new_lines) - i64::from(edit.old_lines);
+    let container = Container::of(old, a, b);
+    let run = container.run(old_src, old, a, b)?;
+    let nodes = run.fragment(new_src, old, &container, &edit, b, delta)?;
+    let too_wide_or_closing = nodes.iter().any(|n| match &n.kind {
+        NodeKind::Directive { colons: c, .. } => container.colons.is_some_and(|p| *c <= p),
+        NodeKind::Paragraph { content } => match_directive_close(content).is_some(),
+        _ => false,
+    });
+    if too_wide_or_closing {
+        return None;
+    }
+    Some(Splice {
+        path: container.path,
+        run: run.lo..run.hi,
+        nodes,
+        delta,
+    })
+}
+
+/// The two texts without a byte-order mark, when a splice may apply at
+/// all: both or neither start with one, the old tree is Tier 1 and
+/// neither text has CR line ends.
+fn splice_inputs<'s>(
+    old_src: &'s str,
+    old: &Document,
+    new_src: &'s str,
+) -> Option<(&'s str, &'s str)> {
     const BOM: char = '\u{feff}';
     let (old_src, new_src) = match (old_src.strip_prefix(BOM), new_src.strip_prefix(BOM)) {
         (Some(o), Some(n)) => (o, n),
@@ -257,119 +290,156 @@ pub fn plan(old_src: &str, old: &Document, new_src: &str) -> Option<Splice> {
     {
         return None;
     }
-    let edit = line_edit(old_src.as_bytes(), new_src.as_bytes())?;
-    let a = edit.first;
-    // Last changed old line; `a - 1` for a pure insertion before line `a`.
-    let b = a.checked_add(edit.old_lines)? - 1;
-    let delta = i64::from(edit.new_lines) - i64::from(edit.old_lines);
+    Some((old_src, new_src))
+}
 
-    // Down to the innermost container whose interior holds the whole edit.
-    let mut path = Vec::new();
-    let mut kids: &[Node] = &old.children;
-    let mut header: Option<u32> = None;
-    let mut colons: Option<u32> = None;
-    loop {
-        let at = kids.partition_point(|c| c.span.end < b);
-        let Some(c) = kids.get(at) else { break };
-        let inside = c.span.start < a
-            && match &c.kind {
-                NodeKind::Section { .. } => b <= c.span.end,
-                NodeKind::Directive { closed: true, .. } => b < c.span.end,
-                _ => false,
-            };
-        if !inside {
-            break;
-        }
-        if let NodeKind::Directive { colons: n, .. } = c.kind {
-            colons = Some(n);
-        }
-        header = Some(c.span.start);
-        path.push(at);
-        kids = c.children();
-    }
+/// The innermost container (section or closed directive) whose interior
+/// holds the whole edit of old lines `a..=b`, or the root.
+struct Container<'d> {
+    /// Child indices from the root down to it.
+    path: Vec<usize>,
+    /// Its children.
+    kids: &'d [Node],
+    /// Its heading or opening-fence line (`None` for the root).
+    header: Option<u32>,
+    /// The colons of the innermost directive on the path.
+    colons: Option<u32>,
+}
 
-    // The run: the container's children that share a line with the edit.
-    let lo = kids.partition_point(|c| c.span.end < a);
-    let hi = kids.partition_point(|c| c.span.start <= b).max(lo);
-    let run = &kids[lo..hi];
-    let fs = run.first().map_or(a, |n| n.span.start.min(a));
-    let fe = run.last().map_or(b, |n| n.span.end.max(b));
-    if fs < 2 || holds_a_section(run) {
-        return None;
-    }
-    let after_section = lo
-        .checked_sub(1)
-        .is_some_and(|p| matches!(kids[p].kind, NodeKind::Section { .. }));
-    if after_section {
-        return None;
-    }
-    if is_frontmatter_fence(line_at(old_src, 0)) {
-        match &old.frontmatter {
-            Some(fm) if fs > fm.span.end => {}
-            _ => return None,
+impl<'d> Container<'d> {
+    /// Walks down from the root of `old` to the container of lines `a..=b`.
+    fn of(old: &'d Document, a: u32, b: u32) -> Self {
+        let mut path = Vec::new();
+        let mut kids: &[Node] = &old.children;
+        let mut header: Option<u32> = None;
+        let mut colons: Option<u32> = None;
+        loop {
+            let at = kids.partition_point(|c| c.span.end < b);
+            let Some(c) = kids.get(at) else { break };
+            let inside = c.span.start < a
+                && match &c.kind {
+                    NodeKind::Section { .. } => b <= c.span.end,
+                    NodeKind::Directive { closed: true, .. } => b < c.span.end,
+                    _ => false,
+                };
+            if !inside {
+                break;
+            }
+            if let NodeKind::Directive { colons: n, .. } = c.kind {
+                colons = Some(n);
+            }
+            header = Some(c.span.start);
+            path.push(at);
+            kids = c.children();
+        }
+        Container {
+            path,
+            kids,
+            header,
+            colons,
         }
     }
 
-    // The fragment's bytes in the new text.
-    let new = new_src.as_bytes();
-    let frag_start = lines_back(new, edit.start, a - fs);
-    let frag_end = lines_forward(new, edit.new_end, fe - b)?;
-    let frag_lines = i64::from(fe) - i64::from(fs) + 1 + delta;
-
-    // Edges: no block may run across either one.
-    let before = line_at(new_src, lines_back(new, frag_start, 1));
-    let edge_before = is_blank(before)
-        || (frag_lines > 0 && is_blank(line_at(new_src, frag_start)))
-        || header == Some(fs - 1)
-        || old
-            .frontmatter
-            .as_ref()
-            .is_some_and(|fm| fm.span.end == fs - 1)
-        || (lo > 0 && kids[lo - 1].span.end == fs - 1 && ends_every_block(&kids[lo - 1]));
-    if !edge_before {
-        return None;
-    }
-    let mut nodes = Vec::new();
-    if frag_lines > 0 {
-        // Parsed with the document's line numbers: line `fs` is index `fs - 1`.
-        let fragment = parse_fragment(&new_src[frag_start..frag_end], fs as usize - 1);
-        if !fragment.issues.is_empty() {
+    /// The run: the children that share a line with the edit, when no
+    /// section is in it or precedes it and it stays clear of line 1 and
+    /// the frontmatter.
+    fn run(&self, old_src: &str, old: &Document, a: u32, b: u32) -> Option<Run> {
+        let kids = self.kids;
+        let lo = kids.partition_point(|c| c.span.end < a);
+        let hi = kids.partition_point(|c| c.span.start <= b).max(lo);
+        let run = &kids[lo..hi];
+        let fs = run.first().map_or(a, |n| n.span.start.min(a));
+        let fe = run.last().map_or(b, |n| n.span.end.max(b));
+        if fs < 2 || holds_a_section(run) {
             return None;
         }
-        nodes = fragment.nodes;
-    }
-    if holds_a_section(&nodes) {
-        return None;
-    }
-    let last_is_closed = nodes.last().is_some_and(|n| {
-        i64::from(n.span.end) == i64::from(fs) - 1 + frag_lines && ends_every_block(n)
-    });
-    let last_is_blank = frag_lines > 0 && is_blank(line_at(new_src, lines_back(new, frag_end, 1)));
-    let edge_after = frag_lines <= 0
-        || frag_end >= new.len()
-        || last_is_closed
-        || last_is_blank
-        || ends_preceding_block(line_at(new_src, frag_end));
-    if !edge_after {
-        return None;
-    }
-    for n in &nodes {
-        match &n.kind {
-            NodeKind::Directive { colons: c, .. } if colons.is_some_and(|p| *c <= p) => {
-                return None
-            }
-            NodeKind::Paragraph { content } if match_directive_close(content).is_some() => {
-                return None
-            }
-            _ => {}
+        let after_section = lo
+            .checked_sub(1)
+            .is_some_and(|p| matches!(kids[p].kind, NodeKind::Section { .. }));
+        if after_section {
+            return None;
         }
+        if is_frontmatter_fence(line_at(old_src, 0)) {
+            match &old.frontmatter {
+                Some(fm) if fs > fm.span.end => {}
+                _ => return None,
+            }
+        }
+        Some(Run { lo, hi, fs, fe })
     }
-    Some(Splice {
-        path,
-        run: lo..hi,
-        nodes,
-        delta,
-    })
+}
+
+/// The children a splice replaces, and the old lines they cover with the edit.
+struct Run {
+    /// The run's index range among the container's children.
+    lo: usize,
+    hi: usize,
+    /// First and last old line of the run and the edit together.
+    fs: u32,
+    fe: u32,
+}
+
+impl Run {
+    /// The fragment's nodes: its lines of `new_src` parsed on their own,
+    /// when no block can run across either of its edges and the parse is
+    /// clean and holds no section.
+    fn fragment(
+        &self,
+        new_src: &str,
+        old: &Document,
+        container: &Container<'_>,
+        edit: &LineEdit,
+        b: u32,
+        delta: i64,
+    ) -> Option<Vec<Node>> {
+        let (kids, lo, fs, fe) = (container.kids, self.lo, self.fs, self.fe);
+        let a = edit.first;
+        // The fragment's bytes in the new text.
+        let new = new_src.as_bytes();
+        let frag_start = lines_back(new, edit.start, a - fs);
+        let frag_end = lines_forward(new, edit.new_end, fe - b)?;
+        let frag_lines = i64::from(fe) - i64::from(fs) + 1 + delta;
+
+        // Edges: no block may run across either one.
+        let before = line_at(new_src, lines_back(new, frag_start, 1));
+        let edge_before = is_blank(before)
+            || (frag_lines > 0 && is_blank(line_at(new_src, frag_start)))
+            || container.header == Some(fs - 1)
+            || old
+                .frontmatter
+                .as_ref()
+                .is_some_and(|fm| fm.span.end == fs - 1)
+            || (lo > 0 && kids[lo - 1].span.end == fs - 1 && ends_every_block(&kids[lo - 1]));
+        if !edge_before {
+            return None;
+        }
+        let mut nodes = Vec::new();
+        if frag_lines > 0 {
+            // Parsed with the document's line numbers: line `fs` is index `fs - 1`.
+            let fragment = parse_fragment(&new_src[frag_start..frag_end], fs as usize - 1);
+            if !fragment.issues.is_empty() {
+                return None;
+            }
+            nodes = fragment.nodes;
+        }
+        if holds_a_section(&nodes) {
+            return None;
+        }
+        let last_is_closed = nodes.last().is_some_and(|n| {
+            i64::from(n.span.end) == i64::from(fs) - 1 + frag_lines && ends_every_block(n)
+        });
+        let last_is_blank =
+            frag_lines > 0 && is_blank(line_at(new_src, lines_back(new, frag_end, 1)));
+        let edge_after = frag_lines <= 0
+            || frag_end >= new.len()
+            || last_is_closed
+            || last_is_blank
+            || ends_preceding_block(line_at(new_src, frag_end));
+        if !edge_after {
+            return None;
+        }
+        Some(nodes)
+    }
 }
 
 impl Splice {

@@ -74,6 +74,7 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::hash::sha256_hex;
+use crate::doc::reparse::Replaced;
 use crate::fsio::{self, Intent, LockedTranscript, StagedFile};
 use crate::patch::{PatchError, PatchErrorCode};
 use crate::transcript::{self, Actor, PatchResult, Record};
@@ -83,8 +84,7 @@ pub mod recover;
 
 pub use recover::{Recovery, RecoveryError};
 
-/// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
-pub type ApplyFn = fn(&str, &[Value]) -> Result<String, PatchError>;
+pub use crate::transcript::replay::ApplyFn;
 
 /// The production op applier.
 pub const APPLY: ApplyFn = crate::patch::apply_ops;
@@ -413,6 +413,15 @@ struct PreValidation {
 }
 
 impl PreValidation {
+    /// Validates `source`. Its tree is dropped on return, before any
+    /// splice, so that the splice can edit it in place.
+    fn of(source: &str, opts: &Options) -> Self {
+        let tree = crate::doc::parse_shared(source);
+        let report = crate::validate::validate_report(&tree, &opts.validate);
+        let counts = report.counts(&opts.validate);
+        PreValidation { report, counts }
+    }
+
     /// The report's diagnostics tagged with `phase`, consuming it.
     fn into_diagnostics(self, opts: &Options, phase: Phase) -> Vec<Diagnostic> {
         tag(self.report.into_diagnostics(&opts.validate), phase)
@@ -430,253 +439,361 @@ struct Step {
 
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
 pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
-    let pre_sha256 = match &ctx.source_sha256 {
+    let pre_sha256 = source_sha256(source, ctx);
+    // Book manifests are not validated (every op is rejected).
+    let pre_validation = if ctx.book_manifest {
+        PreValidation::default()
+    } else {
+        PreValidation::of(source, opts)
+    };
+    let shared = drift_warning(opts, &pre_sha256);
+    let planner = Planner {
+        source,
+        ops,
+        opts,
+        records: RecordMaker {
+            ctx,
+            opts,
+            shared: &shared,
+        },
+        pre_sha256,
+        standing: standing_parts(pre_validation.counts),
+    };
+    if let Some((code, message)) = planner.refusal(ctx, &pre_validation) {
+        return planner.reject_all(code, &message, pre_validation);
+    }
+    match planner.apply_each(apply, ctx.capability.as_ref()) {
+        Ok(applied) => planner.accept(applied, pre_validation),
+        Err(failure) => planner.abort(failure, pre_validation),
+    }
+}
+
+/// The source's sha256: the one the caller already computed, else hashed here.
+fn source_sha256(source: &str, ctx: &Context) -> String {
+    match &ctx.source_sha256 {
         Some(known) => {
             debug_assert_eq!(*known, sha256_hex(source.as_bytes()));
             known.clone()
         }
         None => sha256_hex(source.as_bytes()),
-    };
-    // Book manifests are not validated (every op is rejected). The tree is
-    // dropped before any splice so that the splice can edit it in place.
-    let pre_validation = if ctx.book_manifest {
-        PreValidation::default()
-    } else {
-        let tree = crate::doc::parse_shared(source);
-        let report = crate::validate::validate_report(&tree, &opts.validate);
-        let counts = report.counts(&opts.validate);
-        PreValidation { report, counts }
-    };
+    }
+}
+
+/// The `base_sha_drift` warning every record carries when the caller
+/// prepared the patch against another state (§3.4); empty otherwise.
+fn drift_warning(opts: &Options, pre_sha256: &str) -> Vec<Diagnostic> {
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
-        if !base.eq_ignore_ascii_case(&pre_sha256) {
+        if !base.eq_ignore_ascii_case(pre_sha256) {
             shared.push(engine_diag(
                 Severity::Warning,
                 "base_sha_drift",
                 format!(
                     "the document changed since the caller read it: base_sha256 {} but pre_sha256 {}",
                     transcript::short_sha(base),
-                    transcript::short_sha(&pre_sha256)
+                    transcript::short_sha(pre_sha256)
                 ),
             ));
         }
     }
-    let records = RecordMaker {
-        ctx,
-        opts,
-        shared: &shared,
-    };
-    // A rejected list leaves the text as it was: every pre-validation
-    // diagnostic stands, and the post-validation is the pre-validation.
-    let (standing_pre, standing_post) = standing_parts(pre_validation.counts);
-    let rejected = |list: Vec<Record>, pre_validation: PreValidation| Plan {
-        records: list,
-        new_text: source.to_string(),
-        accepted: false,
-        post_diagnostics: pre_validation.into_diagnostics(opts, Phase::Post),
-    };
-    let reject_all = |code: PatchErrorCode, message: &str, pre_validation: PreValidation| {
-        let list = ops
+    shared
+}
+
+/// The states an accepted list went through.
+struct Applied<'a> {
+    /// One step per op.
+    steps: Vec<Step>,
+    /// The document after the last op.
+    text: std::borrow::Cow<'a, str>,
+    /// The tree of `text` and what its splice replaced, when an op changed
+    /// the text.
+    tree: Option<(std::sync::Arc<crate::doc::Document>, Option<Replaced>)>,
+}
+
+/// An op of the list failed: the list is rolled back.
+struct Failure {
+    /// 0-based position of the failed op.
+    index: usize,
+    /// The steps of the ops before it.
+    steps: Vec<Step>,
+    /// The capability advisories of the failed op.
+    advisories: Vec<Diagnostic>,
+    /// Why it failed.
+    error: PatchError,
+}
+
+/// One request being planned: what its three outcomes (refused whole,
+/// rolled back, accepted) all need.
+struct Planner<'a> {
+    source: &'a str,
+    ops: &'a [Value],
+    opts: &'a Options,
+    records: RecordMaker<'a>,
+    pre_sha256: String,
+    /// The `(pre, post)` diagnostic parts of a request that leaves the text
+    /// as it was: every pre-validation diagnostic stands.
+    standing: (Vec<Diagnostic>, Vec<Diagnostic>),
+}
+
+impl<'a> Planner<'a> {
+    /// Why the whole request is rejected before any op is tried, in the
+    /// module doc's order (book manifest, `expected_sha`, strict mode).
+    fn refusal(
+        &self,
+        ctx: &Context,
+        pre_validation: &PreValidation,
+    ) -> Option<(PatchErrorCode, String)> {
+        if ctx.book_manifest {
+            return Some((
+                PatchErrorCode::UnsupportedOp,
+                "book manifests (.noma.yml) are not patch targets in v1.0".into(),
+            ));
+        }
+        if let Some(expected) = &self.opts.expected_sha {
+            let want = expected.to_ascii_lowercase();
+            if !(want.len() >= 8 && self.pre_sha256.starts_with(&want)) {
+                return Some((
+                    PatchErrorCode::ShaMismatch,
+                    format!(
+                        "expected_sha {expected} does not match the document's pre_sha {}",
+                        transcript::short_sha(&self.pre_sha256)
+                    ),
+                ));
+            }
+        }
+        if self.opts.strict && pre_validation.counts.error > 0 {
+            return Some((
+                PatchErrorCode::PreValidationBlocked,
+                "strict mode: pre-validation found errors; no op was applied".into(),
+            ));
+        }
+        None
+    }
+
+    /// A rejected record of `op` with the engine diagnostics `extra`: the
+    /// document stays at its pre-state.
+    fn rejected_record(&self, op: &Value, extra: Vec<Diagnostic>) -> Record {
+        self.records.make(
+            op,
+            &self.pre_sha256,
+            &self.pre_sha256,
+            PatchResult::Rejected,
+            &self.standing.0,
+            extra,
+            &self.standing.1,
+            None,
+        )
+    }
+
+    /// The plan of a rejected list: the text is the source, and the
+    /// post-validation is the pre-validation.
+    fn rejected(&self, records: Vec<Record>, pre_validation: PreValidation) -> Plan {
+        Plan {
+            records,
+            new_text: self.source.to_string(),
+            accepted: false,
+            post_diagnostics: pre_validation.into_diagnostics(self.opts, Phase::Post),
+        }
+    }
+
+    /// Every op rejected with the same `code` and `message` (a refusal).
+    fn reject_all(
+        &self,
+        code: PatchErrorCode,
+        message: &str,
+        pre_validation: PreValidation,
+    ) -> Plan {
+        let list = self
+            .ops
             .iter()
             .map(|op| {
                 let d = engine_diag(Severity::Error, code.as_str(), message.to_string());
-                records.make(
-                    op,
-                    &pre_sha256,
-                    &pre_sha256,
-                    PatchResult::Rejected,
-                    &standing_pre,
-                    vec![d],
-                    &standing_post,
-                    None,
-                )
+                self.rejected_record(op, vec![d])
             })
             .collect();
-        rejected(list, pre_validation)
-    };
-
-    if ctx.book_manifest {
-        return reject_all(
-            PatchErrorCode::UnsupportedOp,
-            "book manifests (.noma.yml) are not patch targets in v1.0",
-            pre_validation,
-        );
-    }
-    if let Some(expected) = &opts.expected_sha {
-        let want = expected.to_ascii_lowercase();
-        if !(want.len() >= 8 && pre_sha256.starts_with(&want)) {
-            return reject_all(
-                PatchErrorCode::ShaMismatch,
-                &format!(
-                    "expected_sha {expected} does not match the document's pre_sha {}",
-                    transcript::short_sha(&pre_sha256)
-                ),
-                pre_validation,
-            );
-        }
-    }
-    if opts.strict && pre_validation.counts.error > 0 {
-        return reject_all(
-            PatchErrorCode::PreValidationBlocked,
-            "strict mode: pre-validation found errors; no op was applied",
-            pre_validation,
-        );
+        self.rejected(list, pre_validation)
     }
 
-    // Apply one op at a time to get exact intermediate states.
-    let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
-    let mut state = std::borrow::Cow::Borrowed(source);
-    let mut state_sha = pre_sha256.clone();
-    // The tree of the last state and what its splice replaced, when the
-    // last op changed the text.
-    let mut state_tree = None;
-    for (k, op) in ops.iter().enumerate() {
-        let advisories = match &ctx.capability {
-            Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
-            None => Vec::new(),
-        };
-        let started = Instant::now();
-        match apply(&state, std::slice::from_ref(op)) {
-            Ok(next) => {
-                let elapsed_ms = started.elapsed().as_millis() as u64;
-                if next == *state {
-                    steps.push(Step {
-                        pre: state_sha.clone(),
-                        post: state_sha.clone(),
-                        result: PatchResult::Noop,
+    /// Applies the ops one at a time, so each step has its exact
+    /// intermediate hashes; stops at the first op that fails.
+    fn apply_each(
+        &self,
+        apply: ApplyFn,
+        capability: Option<&capability::CapabilityFile>,
+    ) -> Result<Applied<'a>, Failure> {
+        let mut steps: Vec<Step> = Vec::with_capacity(self.ops.len());
+        let mut state = std::borrow::Cow::Borrowed(self.source);
+        let mut state_sha = self.pre_sha256.clone();
+        // The tree of the last state and what its splice replaced, when the
+        // last op changed the text.
+        let mut state_tree = None;
+        for (index, op) in self.ops.iter().enumerate() {
+            let advisories = match capability {
+                Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
+                None => Vec::new(),
+            };
+            let started = Instant::now();
+            let next = match apply(&state, std::slice::from_ref(op)) {
+                Ok(next) => next,
+                Err(error) => {
+                    return Err(Failure {
+                        index,
+                        steps,
                         advisories,
-                        elapsed_ms,
-                    });
-                    continue;
+                        error,
+                    })
                 }
-                let next_sha = sha256_hex(next.as_bytes());
+            };
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            if next == *state {
                 steps.push(Step {
-                    pre: std::mem::replace(&mut state_sha, next_sha.clone()),
-                    post: next_sha,
-                    result: PatchResult::Applied,
+                    pre: state_sha.clone(),
+                    post: state_sha.clone(),
+                    result: PatchResult::Noop,
                     advisories,
                     elapsed_ms,
                 });
-                // The next op and post-validation read this state's tree:
-                // splice it from the previous one instead of parsing it all.
-                state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
-                state = std::borrow::Cow::Owned(next);
+                continue;
             }
-            Err(err) => {
-                let (pre_part, post_part) = (&standing_pre, &standing_post);
-                let mut list = Vec::with_capacity(k + 1);
-                for (op, step) in ops.iter().zip(steps) {
-                    let mut extra = step.advisories;
-                    extra.push(engine_diag(
-                        Severity::Error,
-                        PatchErrorCode::OpListAborted.as_str(),
-                        format!(
-                            "rolled back: op {k} of this list failed ({})",
-                            err.code.as_str()
-                        ),
-                    ));
-                    list.push(records.make(
-                        op,
-                        &pre_sha256,
-                        &pre_sha256,
-                        PatchResult::Rejected,
-                        pre_part,
-                        extra,
-                        post_part,
-                        None,
-                    ));
-                }
-                let mut extra = advisories;
-                extra.push(engine_diag(
-                    Severity::Error,
-                    err.code.as_str(),
-                    err.message.clone(),
-                ));
-                list.push(records.make(
+            let next_sha = sha256_hex(next.as_bytes());
+            steps.push(Step {
+                pre: std::mem::replace(&mut state_sha, next_sha.clone()),
+                post: next_sha,
+                result: PatchResult::Applied,
+                advisories,
+                elapsed_ms,
+            });
+            // The next op and post-validation read this state's tree:
+            // splice it from the previous one instead of parsing it all.
+            state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
+            state = std::borrow::Cow::Owned(next);
+        }
+        Ok(Applied {
+            steps,
+            text: state,
+            tree: state_tree,
+        })
+    }
+
+    /// The plan of a list whose op failed: that op is rejected with its own
+    /// code, the ops before it with `op_list_aborted`, later ops are not
+    /// attempted.
+    fn abort(&self, failure: Failure, pre_validation: PreValidation) -> Plan {
+        let Failure {
+            index: k,
+            steps,
+            advisories,
+            error: err,
+        } = failure;
+        let mut list = Vec::with_capacity(k + 1);
+        for (op, step) in self.ops.iter().zip(steps) {
+            let mut extra = step.advisories;
+            extra.push(engine_diag(
+                Severity::Error,
+                PatchErrorCode::OpListAborted.as_str(),
+                format!(
+                    "rolled back: op {k} of this list failed ({})",
+                    err.code.as_str()
+                ),
+            ));
+            list.push(self.rejected_record(op, extra));
+        }
+        let mut extra = advisories;
+        extra.push(engine_diag(
+            Severity::Error,
+            err.code.as_str(),
+            err.message.clone(),
+        ));
+        list.push(self.rejected_record(&self.ops[k], extra));
+        self.rejected(list, pre_validation)
+    }
+
+    /// The plan of an accepted list: one record per step, carrying what
+    /// the list changed in the validator's report.
+    fn accept(&self, applied: Applied<'_>, pre_validation: PreValidation) -> Plan {
+        let changed = applied
+            .steps
+            .iter()
+            .filter(|s| s.result == PatchResult::Applied)
+            .count();
+        let (post_diagnostics, (pre_part, post_part)) =
+            post_validate(applied.tree, changed, pre_validation, self.opts);
+        let list = self
+            .ops
+            .iter()
+            .zip(applied.steps)
+            .map(|(op, s)| {
+                self.records.make(
                     op,
-                    &pre_sha256,
-                    &pre_sha256,
-                    PatchResult::Rejected,
-                    pre_part,
-                    extra,
-                    post_part,
-                    None,
-                ));
-                return rejected(list, pre_validation);
-            }
+                    &s.pre,
+                    &s.post,
+                    s.result,
+                    &pre_part,
+                    s.advisories,
+                    &post_part,
+                    Some(s.elapsed_ms),
+                )
+            })
+            .collect();
+        Plan {
+            records: list,
+            new_text: applied.text.into_owned(),
+            accepted: true,
+            post_diagnostics,
         }
     }
-    let applied = steps
-        .iter()
-        .filter(|s| s.result == PatchResult::Applied)
-        .count();
-    let (post_diags, (pre_part, post_part)) = match state_tree {
-        Some((tree, replaced)) => {
-            // A single change is re-validated from the pre-validation when
-            // it allows (one report in memory, the change's delta beside
-            // it); otherwise the tree is validated in full and the two
-            // lists compared.
-            let delta = replaced
-                .as_ref()
-                .filter(|_| applied == 1)
-                .and_then(|replaced| {
-                    crate::validate::revalidate_delta(
-                        &pre_validation.report,
-                        &tree,
-                        replaced,
-                        &opts.validate,
-                    )
-                });
-            match delta {
-                Some(delta) => {
-                    let standing = pre_validation.counts;
-                    let post = pre_validation
-                        .report
-                        .apply(&delta, &tree, &opts.validate)
-                        .into_diagnostics(&opts.validate);
-                    drop(tree);
-                    let parts = delta_parts(delta, standing, &opts.validate);
-                    (tag(post, Phase::Post), parts)
-                }
-                None => {
-                    let post = tag(
-                        crate::validate::validate(&tree, &opts.validate),
-                        Phase::Post,
-                    );
-                    drop(tree);
-                    let pre = pre_validation.into_diagnostics(opts, Phase::Pre);
-                    let parts = changed_diagnostics(&pre, &post);
-                    (post, parts)
-                }
-            }
-        }
+}
+
+/// The post-validation of an accepted list (phase `post`) and the
+/// `(pre, post)` diagnostic parts of its records. `tree` is the final
+/// state's tree when an op changed the text; `changed` counts the ops that
+/// did.
+fn post_validate(
+    tree: Option<(std::sync::Arc<crate::doc::Document>, Option<Replaced>)>,
+    changed: usize,
+    pre_validation: PreValidation,
+    opts: &Options,
+) -> (Vec<Diagnostic>, (Vec<Diagnostic>, Vec<Diagnostic>)) {
+    let Some((tree, replaced)) = tree else {
         // No op changed the text: it is the pre-validated source.
-        None => {
-            let parts = standing_parts(pre_validation.counts);
-            (pre_validation.into_diagnostics(opts, Phase::Post), parts)
-        }
+        let parts = standing_parts(pre_validation.counts);
+        return (pre_validation.into_diagnostics(opts, Phase::Post), parts);
     };
-    let list = ops
-        .iter()
-        .zip(steps)
-        .map(|(op, s)| {
-            records.make(
-                op,
-                &s.pre,
-                &s.post,
-                s.result,
-                &pre_part,
-                s.advisories,
-                &post_part,
-                Some(s.elapsed_ms),
+    // A single change is re-validated from the pre-validation when it
+    // allows (one report in memory, the change's delta beside it);
+    // otherwise the tree is validated in full and the two lists compared.
+    let delta = replaced
+        .as_ref()
+        .filter(|_| changed == 1)
+        .and_then(|replaced| {
+            crate::validate::revalidate_delta(
+                &pre_validation.report,
+                &tree,
+                replaced,
+                &opts.validate,
             )
-        })
-        .collect();
-    Plan {
-        records: list,
-        new_text: state.into_owned(),
-        accepted: true,
-        post_diagnostics: post_diags,
+        });
+    match delta {
+        Some(delta) => {
+            let standing = pre_validation.counts;
+            let post = pre_validation
+                .report
+                .apply(&delta, &tree, &opts.validate)
+                .into_diagnostics(&opts.validate);
+            drop(tree);
+            let parts = delta_parts(delta, standing, &opts.validate);
+            (tag(post, Phase::Post), parts)
+        }
+        None => {
+            let post = tag(
+                crate::validate::validate(&tree, &opts.validate),
+                Phase::Post,
+            );
+            drop(tree);
+            let pre = pre_validation.into_diagnostics(opts, Phase::Pre);
+            let parts = changed_diagnostics(&pre, &post);
+            (post, parts)
+        }
     }
 }
 
@@ -831,7 +948,7 @@ pub fn patch_file(
     } else {
         capability::load(doc_path)?.map(|(_, f)| f)
     };
-    let mut ctx = Context {
+    let ctx = Context {
         doc_uri: opts
             .doc_uri
             .clone()
@@ -841,90 +958,109 @@ pub fn patch_file(
         source_sha256: None,
     };
     match &opts.write {
-        WriteMode::DryRun | WriteMode::Out(_) => {
-            let source = crate::doc::source::read_file(doc_path)?;
-            let plan = plan(&source, &ctx, ops, opts, apply);
-            let mut wrote = false;
-            if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
-                fsio::atomic_write(out, plan.new_text.as_bytes())
-                    .map_err(io_err("cannot write", out))?;
-                wrote = true;
-            }
-            Ok(Outcome {
-                records: plan.records,
-                accepted: plan.accepted,
-                new_text: plan.new_text,
-                post_diagnostics: plan.post_diagnostics,
-                wrote_document: wrote,
-                transcript: None,
-                recovery: None,
-            })
-        }
-        WriteMode::InPlace => {
-            let tpath = opts
-                .transcript
-                .clone()
-                .unwrap_or_else(|| default_transcript_path(doc_path));
-            // An unreadable document must not leave a new, empty transcript
-            // behind: check it before opening creates one. With a transcript
-            // in place the read under the lock reports the same errors, so
-            // the common case reads the document once.
-            if !tpath.exists() {
-                crate::doc::source::read_file(doc_path)?;
-            }
-            let mut locked =
-                LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
-            let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
-                Ok(recovery) => recovery,
-                Err(e) => {
-                    // A document that is not text explains itself better
-                    // than "an edit no record explains".
-                    crate::doc::source::read_file(doc_path)?;
-                    return Err(e.into());
-                }
-            };
-            let source = match recovery.document.take() {
-                Some(read) => {
-                    ctx.source_sha256 = Some(read.sha256);
-                    crate::doc::source::decode_owned(doc_path, read.bytes)?
-                }
-                None => crate::doc::source::read_file(doc_path)?,
-            };
-            let mut plan = plan(&source, &ctx, ops, opts, apply);
-            let changed = plan.accepted && plan.new_text != source;
-            let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
-            let pre = plan
-                .records
-                .first()
-                .map(|r| r.pre_sha256.clone())
-                .unwrap_or_default();
-            let post = plan
-                .records
-                .last()
-                .map(|r| r.post_sha256.clone())
-                .unwrap_or_default();
-            let staged = if changed {
-                Some(
-                    StagedFile::write(doc_path, plan.new_text.as_bytes())
-                        .map_err(io_err("cannot write", doc_path))?,
-                )
-            } else {
-                None
-            };
-            commit_request(&mut locked, &bytes, &pre, &post, staged)
-                .map_err(io_err("cannot commit the request", &tpath))?;
-            drop(locked);
-            Ok(Outcome {
-                records: plan.records,
-                accepted: plan.accepted,
-                new_text: plan.new_text,
-                post_diagnostics: plan.post_diagnostics,
-                wrote_document: changed,
-                transcript: Some(tpath),
-                recovery: Some(recovery),
-            })
-        }
+        WriteMode::DryRun | WriteMode::Out(_) => patch_copy(doc_path, &ctx, ops, opts, apply),
+        WriteMode::InPlace => patch_in_place(doc_path, ctx, ops, opts, apply),
     }
+}
+
+/// [`patch_file`] without the transcript: a dry run, or the new text
+/// written to another file.
+fn patch_copy(
+    doc_path: &Path,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Result<Outcome, EngineError> {
+    let source = crate::doc::source::read_file(doc_path)?;
+    let plan = plan(&source, ctx, ops, opts, apply);
+    let mut wrote = false;
+    if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
+        fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(io_err("cannot write", out))?;
+        wrote = true;
+    }
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: wrote,
+        transcript: None,
+        recovery: None,
+    })
+}
+
+/// [`patch_file`] in place: under the transcript's lock, recovery, then the
+/// request committed by the write protocol (module doc).
+fn patch_in_place(
+    doc_path: &Path,
+    mut ctx: Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Result<Outcome, EngineError> {
+    let tpath = opts
+        .transcript
+        .clone()
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    // An unreadable document must not leave a new, empty transcript
+    // behind: check it before opening creates one. With a transcript
+    // in place the read under the lock reports the same errors, so
+    // the common case reads the document once.
+    if !tpath.exists() {
+        crate::doc::source::read_file(doc_path)?;
+    }
+    let mut locked =
+        LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
+        Ok(recovery) => recovery,
+        Err(e) => {
+            // A document that is not text explains itself better
+            // than "an edit no record explains".
+            crate::doc::source::read_file(doc_path)?;
+            return Err(e.into());
+        }
+    };
+    let source = match recovery.document.take() {
+        Some(read) => {
+            ctx.source_sha256 = Some(read.sha256);
+            crate::doc::source::decode_owned(doc_path, read.bytes)?
+        }
+        None => crate::doc::source::read_file(doc_path)?,
+    };
+    let mut plan = plan(&source, &ctx, ops, opts, apply);
+    let changed = plan.accepted && plan.new_text != source;
+    let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
+    let pre = plan
+        .records
+        .first()
+        .map(|r| r.pre_sha256.clone())
+        .unwrap_or_default();
+    let post = plan
+        .records
+        .last()
+        .map(|r| r.post_sha256.clone())
+        .unwrap_or_default();
+    let staged = if changed {
+        Some(
+            StagedFile::write(doc_path, plan.new_text.as_bytes())
+                .map_err(io_err("cannot write", doc_path))?,
+        )
+    } else {
+        None
+    };
+    commit_request(&mut locked, &bytes, &pre, &post, staged)
+        .map_err(io_err("cannot commit the request", &tpath))?;
+    drop(locked);
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: changed,
+        transcript: Some(tpath),
+        recovery: Some(recovery),
+    })
 }
 
 /// Appends a request's records under the write protocol (module doc, steps
@@ -1032,6 +1168,9 @@ pub fn replay_file(
     let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
     Ok((notes, report))
 }
+
+#[cfg(test)]
+mod replay_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {

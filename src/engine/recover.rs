@@ -243,21 +243,7 @@ fn run(
             out.stale_temps_removed
         ));
     }
-    match Intent::read(&tpath) {
-        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, apply, force, &mut out)?,
-        Ok(None) => {}
-        // The marker is made durable before the append starts, so a marker
-        // that is not whole means its writer died writing it: nothing
-        // else of that request was written.
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            Intent::clear(&tpath).map_err(|e| io("cannot remove the intent marker", e))?;
-            out.messages.push(
-                "removed an incomplete intent marker (its writer died before appending anything)"
-                    .into(),
-            );
-        }
-        Err(e) => return Err(io("cannot read the intent marker", e)),
-    }
+    settle_intent(doc, t, apply, force, &mut out)?;
 
     let tail = read_tail(t).map_err(|e| io("cannot read", e))?;
     if let Some((offset, torn)) = tail.torn {
@@ -325,6 +311,37 @@ fn run(
     ));
     out.unrecorded_edit = Some(edit);
     Ok(out)
+}
+
+/// Acts on the intent marker, if there is one: finishes the interrupted
+/// request it records, or removes a marker whose writer died writing it.
+fn settle_intent(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    apply: ApplyFn,
+    force: bool,
+    out: &mut Recovery,
+) -> Result<(), RecoveryError> {
+    let tpath = t.path().to_path_buf();
+    let io = |what: &str, e: std::io::Error| {
+        RecoveryError::Io(format!("{}: {what}: {e}", tpath.display()))
+    };
+    match Intent::read(&tpath) {
+        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, apply, force, out)?,
+        Ok(None) => {}
+        // The marker is made durable before the append starts, so a marker
+        // that is not whole means its writer died writing it: nothing
+        // else of that request was written.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Intent::clear(&tpath).map_err(|e| io("cannot remove the intent marker", e))?;
+            out.messages.push(
+                "removed an incomplete intent marker (its writer died before appending anything)"
+                    .into(),
+            );
+        }
+        Err(e) => return Err(io("cannot read the intent marker", e)),
+    }
+    Ok(())
 }
 
 fn append_aside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

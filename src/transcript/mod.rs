@@ -2,7 +2,8 @@
 //! line-numbered reader, and the small helpers every writer needs (UUID,
 //! timestamp, `file://` URI, display hashes).
 //!
-//! Writers live in [`crate::engine`]; verification lives in [`replay`].
+//! Writers live in the patch engine (`src/engine/`, which depends on this
+//! module, never the reverse); verification lives in [`replay`].
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Summary};
 use crate::doc::hash::sha256_hex;
 
+pub mod capability;
 pub mod replay;
 pub mod schema;
 

@@ -16,9 +16,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{parse_record, short_sha, split_lines, PatchResult};
+use super::{parse_record, short_sha, split_lines, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
-use crate::engine::ApplyFn;
+use crate::patch::PatchError;
+
+/// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
+/// Replay takes it to re-apply each record's op, and the engine's writers
+/// use the same type, so tests can run both with a stand-in.
+pub type ApplyFn = fn(&str, &[serde_json::Value]) -> Result<String, PatchError>;
 
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -195,21 +200,6 @@ fn run(
     apply: ApplyFn,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
-    let div = |line: usize, op_id: Option<&str>, message: String| {
-        Box::new(Divergence {
-            line,
-            op_id: op_id.map(str::to_string),
-            message,
-            expected_sha256: None,
-            actual_sha256: None,
-            blocks: Vec::new(),
-        })
-    };
-    let with_shas = |mut d: Box<Divergence>, expected: &str, actual: &str| {
-        d.expected_sha256 = Some(expected.to_string());
-        d.actual_sha256 = Some(actual.to_string());
-        d
-    };
     let (mut lines, torn) = split_lines(transcript);
     let lines_before = after.map_or(0, |a| a.lines_before);
     for l in &mut lines {
@@ -226,13 +216,15 @@ fn run(
             ),
         ));
     }
-    let doc_sha = sha256_hex(document.as_bytes());
-    let base_sha = base.map(|b| sha256_hex(b.as_bytes()));
-    // The sha256 of the state the next record must start from: the base's
-    // when one is given, otherwise the first record's pre-state.
-    let mut state_sha: Option<String> = base_sha.clone();
-    // The state's text, materialised at the first applied record.
-    let mut text: Option<String> = base.map(str::to_string);
+    let mut state = State {
+        base,
+        document,
+        apply,
+        doc_sha: sha256_hex(document.as_bytes()),
+        lines_before,
+        sha: base.map(|b| sha256_hex(b.as_bytes())),
+        text: base.map(str::to_string),
+    };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
         ..Chain::default()
@@ -243,137 +235,217 @@ fn run(
         chain
             .check(l.number, l.raw, &rec)
             .map_err(|m| div(l.number, Some(&rec.op_id), m))?;
-        let expected = state_sha.get_or_insert_with(|| rec.pre_sha256.clone());
-        if *expected != rec.pre_sha256 {
-            let first = l.number == lines_before + 1;
-            let what = match (first, base.is_some()) {
-                (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
-                _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
-            };
-            return Err(with_shas(
-                div(l.number, Some(&rec.op_id), what.into()),
-                &rec.pre_sha256,
-                expected,
-            ));
-        }
+        state.check_start(l.number, &rec)?;
         match rec.patch_result {
             PatchResult::Rejected => report.rejected += 1,
             PatchResult::Noop => {
-                // A noop's op is checked when the state's text is known: it
-                // must apply and change nothing.
-                if let Some(current) = text.as_deref() {
-                    let same = apply(current, std::slice::from_ref(&rec.op))
-                        .is_ok_and(|next| next == current);
-                    if !same {
-                        return Err(div(
-                            l.number,
-                            Some(&rec.op_id),
-                            format!(
-                                "the {} op of this noop record does not leave the document unchanged",
-                                rec.op_name()
-                            ),
-                        ));
-                    }
-                }
+                state.check_noop(l.number, &rec)?;
                 report.noop += 1;
             }
             PatchResult::Applied => {
-                if rec.pre_sha256 == rec.post_sha256 {
-                    return Err(div(
-                        l.number,
-                        Some(&rec.op_id),
-                        "an applied record must change the document (pre_sha256 equals post_sha256)"
-                            .into(),
-                    ));
-                }
-                if text.is_none() && rec.pre_sha256 == EMPTY_SHA256 {
-                    report.base = Some(BaseSource::Genesis);
-                    text = Some(String::new());
-                }
-                if text.is_none() {
-                    if doc_sha != rec.pre_sha256 {
-                        return Err(with_shas(
-                            div(
-                                l.number,
-                                Some(&rec.op_id),
-                                format!(
-                                    "no base: the first applied record starts from sha256 {} ({}), but the document is at {}; pass --base PATH with that content",
-                                    rec.pre_sha256,
-                                    short_sha(&rec.pre_sha256),
-                                    short_sha(&doc_sha)
-                                ),
-                            ),
-                            &rec.pre_sha256,
-                            &doc_sha,
-                        ));
-                    }
-                    report.base = Some(BaseSource::Document);
-                    text = Some(document.to_string());
-                }
-                let current = text.as_deref().unwrap_or_default();
-                let next = apply(current, std::slice::from_ref(&rec.op)).map_err(|e| {
-                    div(
-                        l.number,
-                        Some(&rec.op_id),
-                        format!(
-                            "re-applying the {} op failed: {} ({})",
-                            rec.op_name(),
-                            e.code.as_str(),
-                            e.message
-                        ),
-                    )
-                })?;
-                let next_sha = sha256_hex(next.as_bytes());
-                if next_sha != rec.post_sha256 {
-                    let mut d = with_shas(
-                        div(
-                            l.number,
-                            Some(&rec.op_id),
-                            format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
-                        ),
-                        &rec.post_sha256,
-                        &next_sha,
-                    );
-                    d.blocks = diff_blocks(current, &next);
-                    return Err(d);
-                }
-                // The next op reads this state's tree: splice it from the
-                // current one (a 3 MB document then costs milliseconds per
-                // record, not a full parse).
-                let _ = crate::doc::parse_shared_edited(current, &next);
-                text = Some(next);
-                state_sha = Some(next_sha);
+                state.reapply(l.number, &rec, report)?;
                 report.applied += 1;
             }
         }
     }
-    if base.is_some() && report.base.is_none() {
-        report.base = Some(BaseSource::Given);
-    }
-    let Some(final_sha) = state_sha else {
-        // No record and no base: nothing to compare the document with.
-        report.base = Some(BaseSource::NotNeeded);
-        report.final_sha256 = Some(doc_sha);
-        return Ok(());
-    };
-    if report.applied == 0 && base.is_none() {
-        report.base = Some(BaseSource::NotNeeded);
-    }
-    report.final_sha256 = Some(final_sha.clone());
-    if final_sha != doc_sha {
-        let last = lines.last().map_or(0, |l| l.number);
-        let message = if report.applied == 0 {
-            "the document is not the state the transcript's records leave (no applied record explains the difference)"
-        } else {
-            "the replayed final state is not the document on disk (it was edited after the last record)"
-        };
-        let mut d = with_shas(div(last, None, message.into()), &final_sha, &doc_sha);
-        if let Some(t) = text.as_deref() {
-            d.blocks = diff_blocks(t, document);
+    state.finish(lines.last().map_or(0, |l| l.number), report)
+}
+
+/// A divergence on `line` (of the record `op_id`), without hashes or blocks.
+fn div(line: usize, op_id: Option<&str>, message: String) -> Box<Divergence> {
+    Box::new(Divergence {
+        line,
+        op_id: op_id.map(str::to_string),
+        message,
+        expected_sha256: None,
+        actual_sha256: None,
+        blocks: Vec::new(),
+    })
+}
+
+/// `d` with the sha256 the transcript promises and the one replay observed.
+fn with_shas(mut d: Box<Divergence>, expected: &str, actual: &str) -> Box<Divergence> {
+    d.expected_sha256 = Some(expected.to_string());
+    d.actual_sha256 = Some(actual.to_string());
+    d
+}
+
+/// The replayed state, record by record, and what it is checked against.
+struct State<'a> {
+    /// `--base`, when given.
+    base: Option<&'a str>,
+    /// The document on disk.
+    document: &'a str,
+    apply: ApplyFn,
+    /// sha256 of `document`.
+    doc_sha: String,
+    /// Lines of the file before the replayed slice.
+    lines_before: usize,
+    /// The sha256 of the state the next record must start from: the base's
+    /// when one is given, otherwise the first record's pre-state.
+    sha: Option<String>,
+    /// The state's text, materialised at the first applied record.
+    text: Option<String>,
+}
+
+impl State<'_> {
+    /// Every record starts from the replayed state (the first one fixes it
+    /// when there is no base).
+    fn check_start(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+        let expected = self.sha.get_or_insert_with(|| rec.pre_sha256.clone());
+        if *expected == rec.pre_sha256 {
+            return Ok(());
         }
-        return Err(d);
+        let first = line == self.lines_before + 1;
+        let what = match (first, self.base.is_some()) {
+            (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
+            _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
+        };
+        Err(with_shas(
+            div(line, Some(&rec.op_id), what.into()),
+            &rec.pre_sha256,
+            expected,
+        ))
     }
-    Ok(())
+
+    /// A noop's op is checked when the state's text is known: it must
+    /// apply and change nothing.
+    fn check_noop(&self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+        if let Some(current) = self.text.as_deref() {
+            let same = (self.apply)(current, std::slice::from_ref(&rec.op))
+                .is_ok_and(|next| next == current);
+            if !same {
+                return Err(div(
+                    line,
+                    Some(&rec.op_id),
+                    format!(
+                        "the {} op of this noop record does not leave the document unchanged",
+                        rec.op_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The state's text before the first applied record `rec`: the base,
+    /// the empty document of a genesis record, or the document itself when
+    /// it is the record's pre-state.
+    fn materialise(
+        &mut self,
+        line: usize,
+        rec: &Record,
+        report: &mut Report,
+    ) -> Result<(), Box<Divergence>> {
+        if self.text.is_none() && rec.pre_sha256 == EMPTY_SHA256 {
+            report.base = Some(BaseSource::Genesis);
+            self.text = Some(String::new());
+        }
+        if self.text.is_none() {
+            if self.doc_sha != rec.pre_sha256 {
+                return Err(with_shas(
+                    div(
+                        line,
+                        Some(&rec.op_id),
+                        format!(
+                            "no base: the first applied record starts from sha256 {} ({}), but the document is at {}; pass --base PATH with that content",
+                            rec.pre_sha256,
+                            short_sha(&rec.pre_sha256),
+                            short_sha(&self.doc_sha)
+                        ),
+                    ),
+                    &rec.pre_sha256,
+                    &self.doc_sha,
+                ));
+            }
+            report.base = Some(BaseSource::Document);
+            self.text = Some(self.document.to_string());
+        }
+        Ok(())
+    }
+
+    /// Re-applies an applied record's op: it must change the document and
+    /// reproduce the record's `post_sha256`, which becomes the state.
+    fn reapply(
+        &mut self,
+        line: usize,
+        rec: &Record,
+        report: &mut Report,
+    ) -> Result<(), Box<Divergence>> {
+        if rec.pre_sha256 == rec.post_sha256 {
+            return Err(div(
+                line,
+                Some(&rec.op_id),
+                "an applied record must change the document (pre_sha256 equals post_sha256)".into(),
+            ));
+        }
+        self.materialise(line, rec, report)?;
+        let current = self.text.as_deref().unwrap_or_default();
+        let next = (self.apply)(current, std::slice::from_ref(&rec.op)).map_err(|e| {
+            div(
+                line,
+                Some(&rec.op_id),
+                format!(
+                    "re-applying the {} op failed: {} ({})",
+                    rec.op_name(),
+                    e.code.as_str(),
+                    e.message
+                ),
+            )
+        })?;
+        let next_sha = sha256_hex(next.as_bytes());
+        if next_sha != rec.post_sha256 {
+            let mut d = with_shas(
+                div(
+                    line,
+                    Some(&rec.op_id),
+                    format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
+                ),
+                &rec.post_sha256,
+                &next_sha,
+            );
+            d.blocks = diff_blocks(current, &next);
+            return Err(d);
+        }
+        // The next op reads this state's tree: splice it from the
+        // current one (a 3 MB document then costs milliseconds per
+        // record, not a full parse).
+        let _ = crate::doc::parse_shared_edited(current, &next);
+        self.text = Some(next);
+        self.sha = Some(next_sha);
+        Ok(())
+    }
+
+    /// After the last record (on file line `last`): the state the records
+    /// leave must be the document on disk.
+    fn finish(self, last: usize, report: &mut Report) -> Result<(), Box<Divergence>> {
+        if self.base.is_some() && report.base.is_none() {
+            report.base = Some(BaseSource::Given);
+        }
+        let Some(final_sha) = self.sha else {
+            // No record and no base: nothing to compare the document with.
+            report.base = Some(BaseSource::NotNeeded);
+            report.final_sha256 = Some(self.doc_sha);
+            return Ok(());
+        };
+        if report.applied == 0 && self.base.is_none() {
+            report.base = Some(BaseSource::NotNeeded);
+        }
+        report.final_sha256 = Some(final_sha.clone());
+        if final_sha != self.doc_sha {
+            let message = if report.applied == 0 {
+                "the document is not the state the transcript's records leave (no applied record explains the difference)"
+            } else {
+                "the replayed final state is not the document on disk (it was edited after the last record)"
+            };
+            let mut d = with_shas(div(last, None, message.into()), &final_sha, &self.doc_sha);
+            if let Some(t) = self.text.as_deref() {
+                d.blocks = diff_blocks(t, self.document);
+            }
+            return Err(d);
+        }
+        Ok(())
+    }
 }
 
 /// The chain rules every transcript line obeys (§5.3 `prev_entry_sha256`,
@@ -427,205 +499,5 @@ impl Chain {
         }
         self.prev_line_sha256 = Some(sha256_hex(raw));
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::tests::{actor, fake_apply};
-    use crate::engine::{chain_and_serialise, plan, Context, Options};
-    use serde_json::json;
-
-    fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
-        let mut text = src.to_string();
-        let mut bytes = Vec::new();
-        for b in batches {
-            let ops: Vec<_> = b.iter().map(|t| json!({"op":"append","text":t})).collect();
-            let mut p = plan(
-                &text,
-                &Context::default(),
-                &ops,
-                &Options::new(actor()),
-                fake_apply,
-            );
-            let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
-            bytes.extend(chain_and_serialise(&mut p.records, prev));
-            text = p.new_text;
-        }
-        (text, bytes)
-    }
-
-    #[test]
-    fn verifies_a_good_chain() {
-        let (text, bytes) = transcript_for("x", &[&["a", "b"], &["c"]]);
-        let r = replay(&bytes, Some("x"), &text, fake_apply);
-        assert!(r.ok, "{:?}", r.divergence);
-        assert_eq!((r.records, r.applied), (3, 3));
-        // Without a base, the document itself is not the first pre-state.
-        let r = replay(&bytes, None, &text, fake_apply);
-        assert!(!r.ok);
-        assert!(r.divergence.unwrap().message.contains(&sha256_hex(b"x")));
-    }
-
-    #[test]
-    fn a_genesis_transcript_replays_from_the_empty_document() {
-        let (text, bytes) = transcript_for("", &[&["# New\n"], &["more\n"]]);
-        let r = replay(&bytes, None, &text, fake_apply);
-        assert!(r.ok, "{:?}", r.divergence);
-        assert_eq!(r.base, Some(BaseSource::Genesis));
-        // The final state is still checked against the document.
-        let r = replay(&bytes, None, "# New\nother\n", fake_apply);
-        assert!(!r.ok);
-    }
-
-    #[test]
-    fn names_broken_chain_and_final_mismatch() {
-        let (text, bytes) = transcript_for("x", &[&["a"], &["b"], &["c"]]);
-        let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
-        let dropped: Vec<u8> = [lines[0], lines[2]].concat();
-        let r = replay(&dropped, Some("x"), &text, fake_apply);
-        let d = r.divergence.unwrap();
-        assert_eq!(d.line, 2);
-        assert!(d.message.contains("chain"), "{}", d.message);
-        let r = replay(&bytes, Some("x"), "::n{id=\"z\"}\n::\n", fake_apply);
-        let d = r.divergence.unwrap();
-        assert!(d.message.contains("document on disk"));
-        assert_eq!(d.blocks[0].id, "z");
-        assert_eq!(d.blocks[0].change, "extra");
-    }
-
-    #[test]
-    fn torn_and_malformed_lines_are_named() {
-        let r = replay(b"{bad\n", None, "", fake_apply);
-        assert_eq!(r.divergence.unwrap().line, 1);
-        let (text, mut bytes) = transcript_for("x", &[&["a"]]);
-        bytes.extend_from_slice(b"{\"protocol");
-        let d = replay(&bytes, Some("x"), &text, fake_apply)
-            .divergence
-            .unwrap();
-        assert_eq!(d.line, 2);
-        assert!(d.message.contains("torn"));
-    }
-
-    /// Every line of `bytes` with `f` applied to the parsed record of line
-    /// `at` (0-based), re-serialised; the rest verbatim.
-    fn edit_line(bytes: &[u8], at: usize, f: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
-        let lines = split_lines(bytes).0;
-        let mut out = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if i == at {
-                let mut v: serde_json::Value = serde_json::from_slice(l.raw).unwrap();
-                f(&mut v);
-                out.extend_from_slice(format!("{v}\n").as_bytes());
-            } else {
-                out.extend_from_slice(l.raw);
-            }
-        }
-        out
-    }
-
-    /// The one line of a rejected request on "x", as a transcript's first.
-    fn rejected_request() -> Vec<u8> {
-        let mut p = plan(
-            "x",
-            &Context::default(),
-            &[json!({"op":"fail"})],
-            &Options::new(actor()),
-            fake_apply,
-        );
-        chain_and_serialise(&mut p.records, None)
-    }
-
-    /// A transcript with a leading rejected request, then two applied ones.
-    fn with_leading_rejected() -> (String, Vec<u8>) {
-        let mut bytes = rejected_request();
-        let (text, rest) = transcript_for("x", &[&["a"], &["b"]]);
-        let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
-        let rest = edit_line(&rest, 0, |v| v["prev_entry_sha256"] = json!(prev));
-        // Re-chain the second line onto the edited first.
-        let first = split_lines(&rest).0[0].raw.to_vec();
-        let rest = edit_line(&rest, 1, |v| {
-            v["prev_entry_sha256"] = json!(sha256_hex(&first))
-        });
-        bytes.extend(rest);
-        (text, bytes)
-    }
-
-    #[test]
-    fn every_tamper_kind_is_named_with_its_line() {
-        let (text, bytes) = with_leading_rejected();
-        assert!(replay(&bytes, Some("x"), &text, fake_apply).ok);
-        let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
-        let cases: Vec<(&str, Vec<u8>, usize)> = vec![
-            ("drop first", lines[1..].concat(), 1),
-            (
-                "duplicate first",
-                [lines[0], lines[0], lines[1], lines[2]].concat(),
-                2,
-            ),
-            (
-                "missing prev",
-                edit_line(&bytes, 2, |v| {
-                    v.as_object_mut().unwrap().remove("prev_entry_sha256");
-                }),
-                3,
-            ),
-            (
-                "duplicate op_id",
-                {
-                    let id = serde_json::from_slice::<serde_json::Value>(lines[1]).unwrap()
-                        ["op_id"]
-                        .clone();
-                    edit_line(&bytes, 2, |v| v["op_id"] = id.clone())
-                },
-                3,
-            ),
-            (
-                "edited last patch_result",
-                edit_line(&bytes, 2, |v| v["patch_result"] = json!("noop")),
-                3,
-            ),
-        ];
-        for (what, tampered, line) in cases {
-            let r = replay(&tampered, Some("x"), &text, fake_apply);
-            let d = r
-                .divergence
-                .unwrap_or_else(|| panic!("{what}: replay said ok"));
-            assert_eq!(d.line, line, "{what}: {}", d.message);
-        }
-        // Without --base the leading rejected record anchors the start.
-        assert!(!replay(&lines[1..].concat(), None, &text, fake_apply).ok);
-    }
-
-    #[test]
-    fn the_base_is_always_checked() {
-        // Only a rejected record: --base must still be the document.
-        let bytes = rejected_request();
-        assert!(replay(&bytes, Some("x"), "x", fake_apply).ok);
-        assert!(replay(&bytes, None, "x", fake_apply).ok);
-        let r = replay(&bytes, Some("x"), "edited", fake_apply);
-        assert!(!r.ok);
-        assert!(!replay(&bytes, None, "edited", fake_apply).ok);
-        // An empty transcript: the document must be the base.
-        assert!(replay(b"", Some("x"), "x", fake_apply).ok);
-        assert!(!replay(b"", Some("x"), "edited", fake_apply).ok);
-        // A base that is not the first record's pre-state.
-        let (text, bytes) = transcript_for("x", &[&["a"]]);
-        let d = replay(&bytes, Some("y"), &text, fake_apply)
-            .divergence
-            .unwrap();
-        assert_eq!(d.line, 1);
-    }
-
-    #[test]
-    fn an_applied_record_must_change_the_document() {
-        let (text, bytes) = transcript_for("x", &[&["a"]]);
-        // Claim a change that is none: pre == post, result "applied".
-        let forged = edit_line(&bytes, 0, |v| {
-            v["post_sha256"] = v["pre_sha256"].clone();
-            v["post_sha"] = v["pre_sha"].clone();
-        });
-        assert!(!replay(&forged, Some("x"), &text, fake_apply).ok);
     }
 }
