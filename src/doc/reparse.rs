@@ -316,9 +316,11 @@ impl<'d> Container<'d> {
         loop {
             let at = kids.partition_point(|c| c.span.end < b);
             let Some(c) = kids.get(at) else { break };
+            // Inside a directive a section is its heading line and holds
+            // nothing (`parse`): lines after it belong to the directive.
             let inside = c.span.start < a
                 && match &c.kind {
-                    NodeKind::Section { .. } => b <= c.span.end,
+                    NodeKind::Section { .. } => colons.is_none() && b <= c.span.end,
                     NodeKind::Directive { closed: true, .. } => b < c.span.end,
                     _ => false,
                 };
@@ -581,6 +583,22 @@ mod tests {
         let full = parse(&new);
         let a = &full.children[0].children()[1];
         assert_eq!((a.children().len(), a.span), (3, Span::new(5, 11)));
+    }
+
+    /// Inside a directive a heading holds nothing: lines inserted after
+    /// it are spliced into the directive, as a full parse places them.
+    #[test]
+    fn an_insertion_after_a_heading_inside_a_directive_joins_the_directive() {
+        let old = "# Top\n\n::note{id=\"s\"}\n## Inside\nText.\n::\n\nEnd.\n";
+        let new = old.replace("## Inside\n", "## Inside\nMore.\n\n");
+        let full = parse(&new);
+        // A splice (or a refusal, then the full parse) equals the full parse.
+        if let Some(got) = spliced(old, &new) {
+            assert_eq!(got, full);
+        }
+        let note = full.find("s").expect("note");
+        assert_eq!(note.children().len(), 3, "{:?}", note.children());
+        assert!(note.children()[0].children().is_empty());
     }
 
     #[test]
