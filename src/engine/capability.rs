@@ -33,14 +33,22 @@ pub fn sidecar_path(doc: &Path) -> PathBuf {
     doc.with_file_name(name)
 }
 
+/// Why a descriptor text is not an Annex A descriptor.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptorError {
+    /// Malformed YAML, or a field of the wrong shape.
+    #[error("{0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+    /// A `nomaAgent.version` this build does not know.
+    #[error("nomaAgent.version is {0}; only version 1 is understood")]
+    Version(u64),
+}
+
 /// Parses and shape-checks descriptor YAML.
-pub fn parse(text: &str) -> Result<CapabilityFile, String> {
-    let file: CapabilityFile = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse(text: &str) -> Result<CapabilityFile, DescriptorError> {
+    let file: CapabilityFile = serde_yaml_ng::from_str(text)?;
     if file.noma_agent.version != 1 {
-        return Err(format!(
-            "nomaAgent.version is {}; only version 1 is understood",
-            file.noma_agent.version
-        ));
+        return Err(DescriptorError::Version(file.noma_agent.version));
     }
     Ok(file)
 }
@@ -57,12 +65,12 @@ pub enum CapabilityError {
         source: std::io::Error,
     },
     /// The sidecar is not a valid Annex A descriptor.
-    #[error("{}: malformed capability descriptor: {message}", path.display())]
+    #[error("{}: malformed capability descriptor: {source}", path.display())]
     Malformed {
         /// The sidecar.
         path: PathBuf,
         /// What is wrong.
-        message: String,
+        source: DescriptorError,
     },
 }
 
@@ -76,7 +84,7 @@ pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, CapabilityE
     };
     match parse(&text) {
         Ok(f) => Ok(Some((path, f))),
-        Err(message) => Err(CapabilityError::Malformed { path, message }),
+        Err(source) => Err(CapabilityError::Malformed { path, source }),
     }
 }
 
@@ -196,9 +204,10 @@ mod tests {
             .as_ref()
             .unwrap()
             .contains(&OpName::ReplaceBlock));
-        assert!(parse("nomaAgent:\n  version: 2\n")
-            .unwrap_err()
-            .contains("version"));
+        assert!(matches!(
+            parse("nomaAgent:\n  version: 2\n"),
+            Err(DescriptorError::Version(2))
+        ));
         assert!(parse("nomaAgent:\n  version: 1\n  blocks:\n    c: {ops: [explode]}\n").is_err());
         assert!(parse("nomaAgent:\n  version: 1\n  extra: 1\n").is_err());
         assert!(parse("other: 1\n").is_err());

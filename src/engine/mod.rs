@@ -249,9 +249,9 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
             }
         }
         let known_op = crate::patch::op_name(op).is_some();
-        crate::patch::Op::parse(op).map_err(|message| InvalidOp {
+        crate::patch::Op::parse(op).map_err(|e| InvalidOp {
             index,
-            message,
+            message: e.to_string(),
             known_op,
         })?;
     }

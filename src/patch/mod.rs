@@ -31,7 +31,7 @@ use serde_json::Value;
 use crate::doc::{self, Document, Node};
 
 pub use lines::REPLACE_LINES;
-pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OP_NAMES};
+pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OpShapeError, OP_NAMES};
 
 /// The §3.5 PatchError codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,9 +169,9 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
         // A catalogue op with a bad field is `invalid_content` (as the
         // reference); an unknown or missing `op` is `unsupported_op` (§3.1).
         Err(msg) if op_name(value).is_some_and(|n| is_catalogue_op(n) || n == REPLACE_LINES) => {
-            return fail(PatchErrorCode::InvalidContent, msg)
+            return fail(PatchErrorCode::InvalidContent, msg.to_string())
         }
-        Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg),
+        Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg.to_string()),
     };
     if let Op::ReplaceLines { line, old, new } = &op {
         // Works on the file's bytes (BOM included), never on the parse.

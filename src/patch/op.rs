@@ -223,52 +223,84 @@ pub fn op_target(op: &Value) -> Option<&str> {
     op.get(field).and_then(Value::as_str)
 }
 
+/// Why a JSON value is not an op of the catalogue (its fields' shapes; what
+/// an op does to a document is checked when it is applied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpShapeError {
+    /// The op is not a JSON object.
+    #[error("an op must be a JSON object")]
+    NotAnObject,
+    /// A required field is absent.
+    #[error("missing required field `{0}`")]
+    Missing(String),
+    /// A field has the wrong JSON type.
+    #[error("field `{field}` must {expected}")]
+    WrongType {
+        /// The field.
+        field: String,
+        /// What it must be, as a predicate ("be a string").
+        expected: &'static str,
+    },
+    /// The `op` names no op of the catalogue.
+    #[error("unknown op `{0}`; not in the v1.0 op catalog")]
+    Unknown(String),
+}
+
+impl OpShapeError {
+    fn wrong(field: &str, expected: &'static str) -> OpShapeError {
+        OpShapeError::WrongType {
+            field: field.to_string(),
+            expected,
+        }
+    }
+}
+
 struct Fields<'a>(&'a serde_json::Map<String, Value>);
 
 impl Fields<'_> {
-    fn str(&self, key: &str) -> Result<String, String> {
+    fn str(&self, key: &str) -> Result<String, OpShapeError> {
         match self.0.get(key) {
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(format!("field `{key}` must be a string")),
-            None => Err(format!("missing required field `{key}`")),
+            Some(_) => Err(OpShapeError::wrong(key, "be a string")),
+            None => Err(OpShapeError::Missing(key.to_string())),
         }
     }
-    fn opt_str(&self, key: &str) -> Result<Option<String>, String> {
+    fn opt_str(&self, key: &str) -> Result<Option<String>, OpShapeError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("field `{key}` must be a string")),
+            Some(_) => Err(OpShapeError::wrong(key, "be a string")),
         }
     }
-    fn index(&self, key: &str) -> Result<Index, String> {
+    fn index(&self, key: &str) -> Result<Index, OpShapeError> {
         match self.0.get(key) {
             Some(Value::Number(n)) => Ok(n.as_f64().unwrap_or(f64::NAN)),
-            Some(_) => Err(format!("field `{key}` must be a number")),
-            None => Err(format!("missing required field `{key}`")),
+            Some(_) => Err(OpShapeError::wrong(key, "be a number")),
+            None => Err(OpShapeError::Missing(key.to_string())),
         }
     }
-    fn opt_index(&self, key: &str) -> Result<Option<Index>, String> {
+    fn opt_index(&self, key: &str) -> Result<Option<Index>, OpShapeError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => Ok(Some(n.as_f64().unwrap_or(f64::NAN))),
-            Some(_) => Err(format!("field `{key}` must be a number")),
+            Some(_) => Err(OpShapeError::wrong(key, "be a number")),
         }
     }
-    fn column(&self, key: &str) -> Result<Column, String> {
+    fn column(&self, key: &str) -> Result<Column, OpShapeError> {
         match self.0.get(key) {
             Some(Value::Number(n)) => Ok(Column::Index(n.as_f64().unwrap_or(f64::NAN))),
             Some(Value::String(s)) => Ok(Column::Label(s.clone())),
-            Some(_) => Err(format!("field `{key}` must be a number or a string")),
-            None => Err(format!("missing required field `{key}`")),
+            Some(_) => Err(OpShapeError::wrong(key, "be a number or a string")),
+            None => Err(OpShapeError::Missing(key.to_string())),
         }
     }
     /// `cells`: an array of scalars, stringified like JavaScript's `String(x)`.
-    fn cells(&self, key: &str) -> Result<Vec<String>, String> {
+    fn cells(&self, key: &str) -> Result<Vec<String>, OpShapeError> {
         let Some(v) = self.0.get(key) else {
-            return Err(format!("missing required field `{key}`"));
+            return Err(OpShapeError::Missing(key.to_string()));
         };
         let Value::Array(items) = v else {
-            return Err(format!("field `{key}` must be an array"));
+            return Err(OpShapeError::wrong(key, "be an array"));
         };
         items
             .iter()
@@ -277,7 +309,7 @@ impl Fields<'_> {
                 Value::Number(n) => Ok(super::source::js_num(n.as_f64().unwrap_or(f64::NAN))),
                 Value::Bool(b) => Ok(b.to_string()),
                 Value::Null => Ok("null".to_string()),
-                _ => Err(format!("field `{key}` must hold strings")),
+                _ => Err(OpShapeError::wrong(key, "hold strings")),
             })
             .collect()
     }
@@ -285,15 +317,15 @@ impl Fields<'_> {
 
 impl Op {
     /// Parses one op object. `Err` carries the `unsupported_op` message.
-    pub fn parse(v: &Value) -> Result<Op, String> {
+    pub fn parse(v: &Value) -> Result<Op, OpShapeError> {
         let Value::Object(map) = v else {
-            return Err("an op must be a JSON object".into());
+            return Err(OpShapeError::NotAnObject);
         };
         let f = Fields(map);
         let name = match map.get("op") {
             Some(Value::String(s)) => s.as_str(),
-            Some(_) => return Err("field `op` must be a string".into()),
-            None => return Err("missing required field `op`".into()),
+            Some(_) => return Err(OpShapeError::wrong("op", "be a string")),
+            None => return Err(OpShapeError::Missing("op".into())),
         };
         let families = [
             Fields::block_op,
@@ -306,7 +338,7 @@ impl Op {
                 return Ok(op);
             }
         }
-        Err(format!("unknown op `{name}`; not in the v1.0 op catalog"))
+        Err(OpShapeError::Unknown(name.to_string()))
     }
 }
 
@@ -315,7 +347,7 @@ impl Op {
 impl Fields<'_> {
     /// The block ops: the five §3.1 core ops, replace_body, update_heading,
     /// remove_attribute, move_block and the extension op.
-    fn block_op(&self, name: &str) -> Result<Option<Op>, String> {
+    fn block_op(&self, name: &str) -> Result<Option<Op>, OpShapeError> {
         Ok(Some(match name {
             "replace_block" => Op::ReplaceBlock {
                 id: self.str("id")?,
@@ -331,13 +363,16 @@ impl Fields<'_> {
             },
             "update_attribute" => {
                 let value = match self.0.get("value") {
-                    None => return Err("missing required field `value`".into()),
+                    None => return Err(OpShapeError::Missing("value".into())),
                     Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(AttrVal::Str(s.clone())),
                     Some(Value::Bool(b)) => Some(AttrVal::Bool(*b)),
                     Some(Value::Number(n)) => Some(AttrVal::Num(n.as_f64().unwrap_or(f64::NAN))),
                     Some(_) => {
-                        return Err("field `value` must be a string, number, boolean or null".into())
+                        return Err(OpShapeError::wrong(
+                            "value",
+                            "be a string, number, boolean or null",
+                        ))
                     }
                 };
                 Op::UpdateAttribute {
@@ -378,7 +413,7 @@ impl Fields<'_> {
 
     /// The ops that add or resolve annotation blocks: comments, notes and
     /// change requests.
-    fn annotation_op(&self, name: &str) -> Result<Option<Op>, String> {
+    fn annotation_op(&self, name: &str) -> Result<Option<Op>, OpShapeError> {
         Ok(Some(match name {
             "add_comment" => Op::AddComment {
                 id: self.str("id")?,
@@ -421,7 +456,7 @@ impl Fields<'_> {
     }
 
     /// The six Markdown table ops.
-    fn table_op(&self, name: &str) -> Result<Option<Op>, String> {
+    fn table_op(&self, name: &str) -> Result<Option<Op>, OpShapeError> {
         Ok(Some(match name {
             "update_table_cell" => Op::UpdateTableCell {
                 id: self.str("id")?,
@@ -458,7 +493,7 @@ impl Fields<'_> {
     }
 
     /// The five `::dataset` ops.
-    fn dataset_op(&self, name: &str) -> Result<Option<Op>, String> {
+    fn dataset_op(&self, name: &str) -> Result<Option<Op>, OpShapeError> {
         Ok(Some(match name {
             "update_dataset_cell" => Op::UpdateDatasetCell {
                 id: self.str("id")?,

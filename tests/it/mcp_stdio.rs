@@ -458,6 +458,40 @@ fn patch_block_success_and_user_errors_are_recorded() {
     s.finish();
 }
 
+/// `x-noma/replace_lines` is what `noma record` writes for hand edits,
+/// never an agent's op: over a live server `patch_block` refuses it whole
+/// (alone or in a list) with `unsupported_op` and writes nothing, while
+/// `describe_capabilities` names it as not accepted in patch requests.
+#[test]
+fn the_hand_edit_extension_op_is_refused_to_agents() {
+    let repo = Repo::new();
+    let mut s = Server::start(repo.path());
+    let lines = json!({"op": "x-noma/replace_lines", "line": 6,
+                       "old": "Hello.\n", "new": "Bye.\n"});
+    let requests = [
+        (
+            "patch_block",
+            json!({"file": "a.noma", "op": lines.clone()}),
+        ),
+        (
+            "patch_block_list",
+            json!({"file": "a.noma", "ops": [{"op": "delete_block", "id": "e1"}, lines]}),
+        ),
+    ];
+    for (tool, args) in requests {
+        let (is_error, body) = s.call(tool, args);
+        assert!(is_error, "{body}");
+        assert_eq!(body["code"], "unsupported_op", "{body}");
+        assert_eq!(repo.read("a.noma"), DOC);
+        assert!(!repo.path().join("a.noma.patches").exists());
+    }
+    let caps = s.ok("describe_capabilities", json!({"file": "a.noma"}));
+    let ext = &caps["extension_ops"][0];
+    assert_eq!(ext["op"], "x-noma/replace_lines", "{caps}");
+    assert_eq!(ext["accepted_in_patch_requests"], false, "{caps}");
+    s.finish();
+}
+
 #[test]
 fn patch_block_list_is_atomic_and_transcript_read_pages() {
     let repo = Repo::new();
