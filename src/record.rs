@@ -363,7 +363,14 @@ fn line_hunks(cur: &str, new: &str) -> Vec<Value> {
     let a: Vec<&str> = cur.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     let mut ops = Vec::new();
-    let mut push = |old: std::ops::Range<usize>, newr: std::ops::Range<usize>| {
+    let mut push = |mut old: std::ops::Range<usize>, mut newr: std::ops::Range<usize>| {
+        // A pure insertion takes one unchanged neighbour line along, so
+        // its `old` is text a merge can find again (`patch::relocate`).
+        if old.is_empty() && old.start > 0 {
+            (old.start, newr.start) = (old.start - 1, newr.start - 1);
+        } else if old.is_empty() && old.end < a.len() {
+            (old.end, newr.end) = (old.end + 1, newr.end + 1);
+        }
         ops.push(json!({
             "op": REPLACE_LINES,
             "line": newr.start + 1,
@@ -585,6 +592,9 @@ mod tests {
         proptest!(|(old in text.clone(), new in text)| {
             let ops = line_hunks(&old, &new);
             prop_assert_eq!(crate::patch::apply_ops(&old, &ops).unwrap(), new);
+            // Every hunk of a non-empty text carries `old` lines a merge
+            // can find again (an insertion takes a neighbour along).
+            prop_assert!(old.is_empty() || ops.iter().all(|o| o["old"] != ""), "{:?}", ops);
         });
     }
 }

@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use super::succession::{copy_id, origin};
 use crate::doc::hash::{block_hashes, sha256_hex, slice_hash};
-use crate::patch::op_target;
+use crate::patch::{op_name, op_target, relocate, REPLACE_LINES};
 use crate::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
 
 /// One version of a document and its transcript (`None` = file absent).
@@ -420,7 +420,16 @@ impl Rebase<'_> {
 /// there) as the same actor with the same reason: the new record and the
 /// text after it, or `None` when the op no longer applies.
 fn reapply(state: &str, rec: &Record) -> Option<(Record, String)> {
-    let op = rebase_hash(state, &rec.op);
+    let mut op = rebase_hash(state, &rec.op);
+    if op_name(&op) == Some(REPLACE_LINES) {
+        // A hand edit's lines may have moved on our side: it applies where
+        // its `old` text now stands, and conflicts when that text changed.
+        let line = op.get("line").and_then(Value::as_u64)? as usize;
+        let old = op.get("old").and_then(Value::as_str)?;
+        if !old.is_empty() {
+            op["line"] = relocate(state, line, old)?.into();
+        }
+    }
     let ctx = crate::engine::Context {
         doc_uri: rec.doc_uri.clone(),
         ..Default::default()
@@ -569,9 +578,19 @@ pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
             }
         }
     }
+    // A hand edit of prose (`x-noma/replace_lines`) is not an edit of the
+    // section around it: two of them in one section conflict only when
+    // their lines do (`reapply` finds the lines or fails).
+    let lines_op = op_name(op) == Some(REPLACE_LINES);
+    let section = |id: &str| {
+        a.iter()
+            .chain(&b)
+            .any(|h| h.id == id && h.kind == "section")
+    };
     let mut out: Vec<String> = changed
         .into_iter()
         .filter(|id| !ancestors.contains(id))
+        .filter(|id| !(lines_op && section(id)))
         .map(str::to_string)
         .collect();
     if let Some(t) = op_target(op) {
@@ -661,6 +680,52 @@ mod tests {
             crate::engine::APPLY,
         );
         assert!(rep.ok, "{:?}", rep.divergence);
+    }
+
+    /// Hand edits (`x-noma/replace_lines`) in one section merge when their
+    /// lines differ, wherever the other side moved them; the same lines
+    /// edited on both sides conflict.
+    #[test]
+    fn hand_edits_of_one_section_merge_unless_their_lines_overlap() {
+        let base = "# T\n\nOne.\n\nTwo.\n\nThree.\n";
+        let lines = |line: u64, old: &str, new: &str| json!({"op": REPLACE_LINES, "line": line, "old": old, "new": new});
+        let merge = |ours: Value, theirs: Value| {
+            let (od, ot) = fx::extend(base, b"", &[ours]);
+            let (td, tt) = fx::extend(base, b"", &[theirs]);
+            let r = reconcile(
+                Side {
+                    doc: Some(base),
+                    transcript: None,
+                },
+                Side {
+                    doc: Some(&od),
+                    transcript: Some(&ot),
+                },
+                Side {
+                    doc: Some(&td),
+                    transcript: Some(&tt),
+                },
+            )
+            .unwrap();
+            let rep = crate::transcript::replay::replay(
+                &r.transcript,
+                Some(base),
+                &r.doc,
+                crate::engine::APPLY,
+            );
+            assert!(rep.ok, "{:?}", rep.divergence);
+            r
+        };
+        // Ours adds two lines above theirs: their hunk moves down to them.
+        let r = merge(
+            lines(3, "One.\n", "One.\n\nZero.\n"),
+            lines(7, "Three.\n", "Three, edited.\n"),
+        );
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert_eq!(r.doc, "# T\n\nOne.\n\nZero.\n\nTwo.\n\nThree, edited.\n");
+        let r = merge(lines(3, "One.\n", "Uno.\n"), lines(3, "One.\n", "Eins.\n"));
+        assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
+        assert_eq!(r.doc, "# T\n\nUno.\n\nTwo.\n\nThree.\n");
     }
 
     fn parse_transcript_ids(t: &[u8]) -> Vec<String> {

@@ -66,6 +66,27 @@ pub(crate) fn replace_lines(source: &str, line: f64, old: &str, new: &str) -> Op
     Ok(out)
 }
 
+/// Where a hunk recorded on one branch stands after another branch moved
+/// lines around it: the 1-based line nearest to `line` at which `source`
+/// holds exactly `old`, as whole lines (the offset search of `patch(1)`).
+/// `None` when `old` is empty (an insertion has no text to find) or is no
+/// longer in `source` (the other side changed those lines: a conflict).
+pub fn relocate(source: &str, line: usize, old: &str) -> Option<usize> {
+    if old.is_empty() {
+        return None;
+    }
+    let starts =
+        std::iter::once(0).chain(memchr::memchr_iter(b'\n', source.as_bytes()).map(|i| i + 1));
+    starts
+        .enumerate()
+        .filter(|&(_, at)| {
+            let rest = &source[at..];
+            rest.starts_with(old) && (old.ends_with('\n') || rest.len() == old.len())
+        })
+        .map(|(i, _)| i + 1)
+        .min_by_key(|&found| found.abs_diff(line))
+}
+
 /// Byte offset where 1-based `line` starts; `None` past the end. The line
 /// after a final newline starts at the end of the text.
 fn line_start(source: &str, line: usize) -> Option<usize> {
@@ -100,6 +121,19 @@ mod tests {
         assert_eq!(replace_lines("", 1.0, "", src).unwrap(), src);
         // A last line without newline may be replaced by one without.
         assert_eq!(replace_lines("a\nb", 2.0, "b", "c").unwrap(), "a\nc");
+    }
+
+    #[test]
+    fn relocation_finds_the_nearest_copy_of_the_old_lines() {
+        let src = "a\nx\nb\nx\nc\n";
+        assert_eq!(relocate(src, 2, "x\n"), Some(2));
+        assert_eq!(relocate(src, 5, "x\n"), Some(4));
+        assert_eq!(relocate(src, 9, "b\nx\n"), Some(3));
+        // Whole lines only, the last one possibly without a newline.
+        assert_eq!(relocate("ax\n", 1, "a"), None);
+        assert_eq!(relocate("a\nlast", 1, "last"), Some(2));
+        assert_eq!(relocate(src, 2, "y\n"), None);
+        assert_eq!(relocate(src, 2, ""), None);
     }
 
     #[test]

@@ -218,3 +218,126 @@ fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
     let o = r.noma(&["replay", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// A hand edit of `from` → `to` in `plan.noma`, recorded and committed.
+fn hand_edit(r: &Repo, from: &str, to: &str, msg: &str) {
+    let before = r.read("plan.noma");
+    assert!(before.contains(from), "{msg}: no {from:?} in:\n{before}");
+    r.write("plan.noma", &before.replacen(from, to, 1));
+    let o = r.noma(&["record", "plan.noma", "--actor-name", "ana"]);
+    assert!(o.status.success(), "{msg}: record: {}", text(&o));
+    commit(r, msg);
+}
+
+/// One agent op on `plan.noma`, committed.
+fn agent_edit(r: &Repo, id: &str, body: &str) {
+    let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", &op]);
+    assert!(o.status.success(), "patch {id}: {}", text(&o));
+    commit(r, &format!("agent {id}"));
+}
+
+/// Clean tree, the whole history replays from the empty document (the
+/// genesis record), and the document checks.
+fn assert_replays(r: &Repo, want: &[&str]) {
+    assert!(
+        r.git(&["diff", "--quiet", "HEAD"]).status.success(),
+        "work tree not clean: {}",
+        r.ok(&["status", "--short"])
+    );
+    let o = r.noma(&["replay", "plan.noma"]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let doc = r.read("plan.noma");
+    for w in want {
+        assert!(doc.contains(w), "{w:?} missing:\n{doc}");
+    }
+    let o = r.noma(&["check", "plan.noma"]);
+    assert!(o.status.success(), "check: {}", text(&o));
+}
+
+/// Hand edits recorded on two branches (genesis record included) travel
+/// through `git rebase`, `git cherry-pick` and a `core.autocrlf=true` clone
+/// beside agent patches: every commit passes the hooks, the transcript
+/// merge driver keeps the records, and the history replays from nothing.
+#[test]
+fn recorded_hand_edits_travel_through_rebase_cherry_pick_and_autocrlf() {
+    let r = Repo::init();
+    let o = r.noma(&["init"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc = "# Plan\n\nFirst paragraph, by hand.\n\n::note{id=\"a\"}\nalpha\n::\n\nMiddle paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nLast paragraph.\n";
+    r.write("plan.noma", doc);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "genesis: {}", text(&o));
+    commit(&r, "plan, with its genesis record");
+
+    // Two branches: each mixes a recorded hand edit with an agent patch.
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    hand_edit(&r, "First paragraph", "The first paragraph", "feat: prose");
+    agent_edit(&r, "b", "BETA");
+    r.ok(&["checkout", "-q", "main"]);
+    agent_edit(&r, "a", "ALPHA");
+    hand_edit(
+        &r,
+        "Last paragraph.",
+        "Last paragraph, edited.",
+        "main: prose",
+    );
+
+    // A side branch whose one hand edit is cherry-picked onto main.
+    r.ok(&["checkout", "-q", "-b", "side", "main~2"]);
+    hand_edit(
+        &r,
+        "Middle paragraph.",
+        "Middle paragraph, picked.",
+        "side: prose",
+    );
+    r.ok(&["checkout", "-q", "main"]);
+    let o = r.git(&["cherry-pick", "side"]);
+    assert!(
+        o.status.success(),
+        "cherry-pick must be clean: {}",
+        text(&o)
+    );
+    assert_replays(
+        &r,
+        &[
+            "ALPHA",
+            "Last paragraph, edited.",
+            "Middle paragraph, picked.",
+        ],
+    );
+
+    // The feature branch rebased onto main, then fast-forwarded into it.
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.git(&["rebase", "main"]);
+    assert!(o.status.success(), "rebase must be clean: {}", text(&o));
+    let all = [
+        "The first paragraph",
+        "ALPHA",
+        "BETA",
+        "Middle paragraph, picked.",
+        "Last paragraph, edited.",
+    ];
+    assert_replays(&r, &all);
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "-q", "--ff-only", "feat"]);
+    assert_replays(&r, &all);
+
+    // A Windows-style checkout records a hand edit too, byte-exact.
+    let c = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let src = r.path().to_str().unwrap().to_string();
+    c.ok(&["clone", "-q", "-c", "core.autocrlf=true", &src, "."]);
+    c.ok(&["config", "user.name", "Tester"]);
+    c.ok(&["config", "user.email", "t@example.com"]);
+    c.ok(&["config", "commit.gpgsign", "false"]);
+    let o = c.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    hand_edit(&c, "by hand.", "by hand, on Windows.", "clone: prose");
+    assert_replays(&c, &["on Windows."]);
+    let t = c.read("plan.noma.patches");
+    assert!(!t.contains('\r'), "the transcript stays LF");
+    assert!(!c.read("plan.noma").contains('\r'), "the document stays LF");
+}
