@@ -644,21 +644,7 @@ mod tests {
             json!({"op": "update_attribute", "id": "a", "key": "k", "value": "v"}),
             json!({"op": "replace_body", "id": "b", "content": "B"}),
         ]);
-        let r = reconcile(
-            Side {
-                doc: Some(BASE),
-                transcript: None,
-            },
-            Side {
-                doc: Some(&od),
-                transcript: Some(&ot),
-            },
-            Side {
-                doc: Some(&td),
-                transcript: Some(&tt),
-            },
-        )
-        .unwrap();
+        let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
         let ours_id = parse_transcript_ids(&ot);
         let theirs_ids = parse_transcript_ids(&tt);
         assert_eq!(r.conflicts.len(), 2, "{:?}", r.conflicts);
@@ -692,21 +678,7 @@ mod tests {
         let merge = |ours: Value, theirs: Value| {
             let (od, ot) = fx::extend(base, b"", &[ours]);
             let (td, tt) = fx::extend(base, b"", &[theirs]);
-            let r = reconcile(
-                Side {
-                    doc: Some(base),
-                    transcript: None,
-                },
-                Side {
-                    doc: Some(&od),
-                    transcript: Some(&ot),
-                },
-                Side {
-                    doc: Some(&td),
-                    transcript: Some(&tt),
-                },
-            )
-            .unwrap();
+            let r = reconcile_forks(base, (&od, &ot), (&td, &tt)).unwrap();
             let rep = crate::transcript::replay::replay(
                 &r.transcript,
                 Some(base),
@@ -728,6 +700,28 @@ mod tests {
         assert_eq!(r.doc, "# T\n\nUno.\n\nTwo.\n\nThree.\n");
     }
 
+    /// `reconcile` of two forks of `base` that had no transcript.
+    fn reconcile_forks(
+        base: &str,
+        (od, ot): (&str, &[u8]),
+        (td, tt): (&str, &[u8]),
+    ) -> Result<Reconciled, Unreconcilable> {
+        reconcile(
+            Side {
+                doc: Some(base),
+                transcript: None,
+            },
+            Side {
+                doc: Some(od),
+                transcript: Some(ot),
+            },
+            Side {
+                doc: Some(td),
+                transcript: Some(tt),
+            },
+        )
+    }
+
     fn parse_transcript_ids(t: &[u8]) -> Vec<String> {
         crate::transcript::parse_transcript(t)
             .unwrap()
@@ -741,20 +735,7 @@ mod tests {
     fn documents_the_transcripts_do_not_explain_are_refused() {
         let (_, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "x"})]);
         let (td, tt) = side(&[json!({"op": "replace_body", "id": "b", "content": "y"})]);
-        let r = reconcile(
-            Side {
-                doc: Some(BASE),
-                transcript: None,
-            },
-            Side {
-                doc: Some("hand edited"),
-                transcript: Some(&ot),
-            },
-            Side {
-                doc: Some(&td),
-                transcript: Some(&tt),
-            },
-        );
+        let r = reconcile_forks(BASE, ("hand edited", &ot), (&td, &tt));
         assert!(r.is_err());
     }
 

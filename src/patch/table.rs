@@ -285,6 +285,16 @@ impl Table {
         if r >= self.rows.len() {
             return fail(E::InvalidContent, format!("table row {r} is out of range"));
         }
+        let c = self.existing_column(column)?;
+        self.rows[r][c] = value.to_string();
+        let src = &self.lines[self.line_offset(r)];
+        lines.set(src.index, pipe_row(&self.rows[r], &src.indent)?);
+        Ok(())
+    }
+
+    /// The index of an existing column, every row padded to the column
+    /// count so the cell can be set; out of range is `invalid_content`.
+    fn existing_column(&mut self, column: &Column) -> OpResult<usize> {
         let c = column_index(self, column)?;
         let n = self.column_count();
         if c >= n {
@@ -294,10 +304,7 @@ impl Table {
             );
         }
         self.pad(n);
-        self.rows[r][c] = value.to_string();
-        let src = &self.lines[self.line_offset(r)];
-        lines.set(src.index, pipe_row(&self.rows[r], &src.indent)?);
-        Ok(())
+        Ok(c)
     }
 
     /// `update_table_header_cell`: sets one header cell and rewrites the
@@ -315,15 +322,7 @@ impl Table {
             );
         }
         single_line(value, "table header cell value")?;
-        let c = column_index(self, column)?;
-        let n = self.column_count();
-        if c >= n {
-            return fail(
-                E::InvalidContent,
-                format!("table column {} is out of range", column_label(column)),
-            );
-        }
-        self.pad(n);
+        let c = self.existing_column(column)?;
         if let Some(h) = &mut self.header {
             h[c] = value.to_string();
             let src = &self.lines[0];

@@ -18,7 +18,7 @@
 use memchr::memmem;
 use serde_json::{Map, Value};
 
-use super::{self as dataset, Data};
+use super::{self as dataset, source_row, Data};
 use crate::doc::slug::is_js_space;
 use crate::doc::Node;
 use crate::patch::op::{Column, Op};
@@ -176,12 +176,7 @@ impl RecordRows {
         value: &str,
     ) -> OpResult<()> {
         let (r, c) = dataset::update_cell(d, row, column, value)?;
-        let Some(sr) = self.rows.get(r) else {
-            return fail(
-                E::InvalidContent,
-                format!("dataset row {r} is out of range"),
-            );
-        };
+        let sr = source_row(&self.rows, r)?;
         let Some(key) = d.columns.get(c) else {
             return fail(
                 E::InvalidContent,
@@ -689,12 +684,7 @@ impl ArrayRows {
         value: &str,
     ) -> OpResult<()> {
         let (r, _) = dataset::update_cell(d, row, column, value)?;
-        let Some(sl) = self.src.get(r) else {
-            return fail(
-                E::InvalidContent,
-                format!("dataset row {r} is out of range"),
-            );
-        };
+        let sl = source_row(&self.src, r)?;
         let cells = d.rows.get(r).map_or(&[][..], Vec::as_slice);
         lines.set(
             sl.index,

@@ -1153,6 +1153,18 @@ fn rows_line_as_empty(line: &str) -> OpResult<String> {
     }
 }
 
+/// The source lines of table row `r`, or the out-of-range refusal every
+/// row op gives.
+fn source_row<T>(rows: &[T], r: usize) -> OpResult<&T> {
+    match rows.get(r) {
+        Some(row) => Ok(row),
+        None => fail(
+            E::InvalidContent,
+            format!("dataset row {r} is out of range"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
