@@ -8,26 +8,17 @@
 # Our side is $NOMA, or target/debug/noma (under $CARGO_TARGET_DIR when set),
 # built first when missing.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+# shellcheck source=tests/differential/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 ref="${NOMA_REF:-}"
 if [[ -z "$ref" || ! -f "$ref/dist/patch.js" || ! -d "$ref/node_modules/js-yaml" ]]; then
   echo "skipped: no reference (set NOMA_REF to a built reference checkout: npm ci --ignore-scripts && npx tsc)"
   exit 0
 fi
-if ! command -v node >/dev/null 2>&1; then
-  echo "skipped: no node"
-  exit 0
-fi
+require_tools node
 
-noma="${NOMA:-}"
-if [[ -z "$noma" ]]; then
-  noma="${CARGO_TARGET_DIR:-$root/target}/debug/noma"
-  if [[ ! -x "$noma" ]]; then
-    (cd "$root" && cargo build --quiet)
-  fi
-fi
+noma="$(our_noma)"
 
 shared="${NOMA_SHARED:-$root/../shared}"
 exec node "$here/driver.mjs" --ref "$ref" --noma "$noma" --root "$root" --shared "$shared" "$@"

@@ -22,31 +22,18 @@
 # Our side is $NOMA, or target/debug/noma (under $CARGO_TARGET_DIR when set),
 # built first when missing. Exits non-zero when a test fails.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+# shellcheck source=tests/differential/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 python="${PYTHON:-python3}"
 
-if ! command -v "$python" >/dev/null 2>&1; then
-  echo "skipped: no $python"
-  exit 0
-fi
+require_tools "$python"
 if ! sdk="$("$python" -c 'import noma_agent_sdk, pytest, pytest_asyncio; print(noma_agent_sdk.__file__)' 2>/dev/null)"; then
   echo "skipped: the Python agent SDK is not installed in $python (pip install \"<reference>/packages/agent-sdk-py[test]\")"
   exit 0
 fi
-if ! command -v git >/dev/null 2>&1; then
-  echo "skipped: no git"
-  exit 0
-fi
+require_tools git
 
-noma="${NOMA:-}"
-if [[ -z "$noma" ]]; then
-  noma="${CARGO_TARGET_DIR:-$root/target}/debug/noma"
-  if [[ ! -x "$noma" ]]; then
-    (cd "$root" && cargo build --quiet)
-  fi
-fi
-noma="$(cd "$(dirname "$noma")" && pwd)/$(basename "$noma")"
+noma="$(our_noma)"
 export NOMA="$noma"
 echo "SDK: $sdk"
 echo "server: $noma mcp"

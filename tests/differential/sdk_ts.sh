@@ -22,18 +22,13 @@
 # built first when missing. Prints the suite's counts; exits with the
 # suite's status, or 0 with "skipped: ..." when something is unavailable.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+# shellcheck source=tests/differential/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 keep=0
 [[ "${1:-}" == "--keep" ]] && keep=1
 
-for tool in node npm git; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "skipped: no $tool"
-    exit 0
-  fi
-done
+require_tools node npm git
 ref="${NOMA_REF:-}"
 if [[ -z "$ref" || ! -d "$ref" ]]; then
   echo "skipped: no reference (set NOMA_REF to a reference checkout or git repository)"
@@ -44,14 +39,7 @@ if [[ ! -d "$ref/packages/agent-sdk/test" ]] && ! git -C "$ref" cat-file -e HEAD
   exit 0
 fi
 
-noma="${NOMA:-}"
-if [[ -z "$noma" ]]; then
-  noma="${CARGO_TARGET_DIR:-$root/target}/debug/noma"
-  if [[ ! -x "$noma" ]]; then
-    (cd "$root" && cargo build --quiet)
-  fi
-fi
-noma="$(cd "$(dirname "$noma")" && pwd)/$(basename "$noma")"
+noma="$(our_noma)"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/noma-sdk-ts.XXXXXX")"
 if [[ $keep == 0 ]]; then

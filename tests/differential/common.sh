@@ -1,0 +1,31 @@
+# Shared by the optional differential and SDK scripts (sourced, not run):
+# where the project is, and which `noma` binary is our side.
+#
+#   require_tools TOOL...   prints "skipped: no TOOL" and exits 0 when one is missing
+#   our_noma                prints the absolute path of $NOMA, or of
+#                           target/debug/noma (under $CARGO_TARGET_DIR when
+#                           set), built first when missing
+
+here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "skipped: no $tool"
+      exit 0
+    fi
+  done
+}
+
+our_noma() {
+  local noma="${NOMA:-}"
+  if [[ -z "$noma" ]]; then
+    noma="${CARGO_TARGET_DIR:-$root/target}/debug/noma"
+    if [[ ! -x "$noma" ]]; then
+      (cd "$root" && cargo build --quiet)
+    fi
+  fi
+  echo "$(cd "$(dirname "$noma")" && pwd)/$(basename "$noma")"
+}
