@@ -1,4 +1,5 @@
-//! Inline helpers: pipe-row splitting and `[[wikilink]]` extraction.
+//! Inline helpers: pipe-row and CSV/TSV-row splitting and `[[wikilink]]`
+//! extraction (one splitter each, shared by the validator and the patch ops).
 
 /// Splits a pipe-table row into trimmed cells. Pipes inside backtick code
 /// spans and escaped `\|` stay inside the cell (the escape is kept verbatim).
@@ -59,6 +60,60 @@ pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// Splits one CSV/TSV row: a cell that starts with `"` is quoted (`""`
+/// escapes a quote, its content is kept verbatim); other cells are trimmed.
+pub fn split_delimited_row(line: &str, delim: char) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut buf = String::new();
+    let (mut in_quotes, mut quoted, mut after_close) = (false, false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_quotes {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    buf.push('"');
+                    chars.next();
+                } else {
+                    in_quotes = false;
+                    quoted = true;
+                    after_close = true;
+                }
+            } else {
+                buf.push(c);
+            }
+            continue;
+        }
+        if c == delim {
+            cells.push(finish_cell(&mut buf, quoted));
+            quoted = false;
+            after_close = false;
+            continue;
+        }
+        if c == '"' && !quoted && buf.trim_matches(crate::doc::slug::is_js_space).is_empty() {
+            buf.clear();
+            in_quotes = true;
+            continue;
+        }
+        if after_close && crate::doc::slug::is_js_space(c) {
+            continue;
+        }
+        after_close = false;
+        buf.push(c);
+    }
+    cells.push(finish_cell(&mut buf, quoted));
+    cells
+}
+
+fn finish_cell(buf: &mut String, quoted: bool) -> String {
+    let cell = if quoted {
+        buf.clone()
+    } else {
+        buf.trim_matches(crate::doc::slug::is_js_space).to_string()
+    };
+    buf.clear();
+    cell
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +138,19 @@ mod tests {
             .map(|(_, t)| t)
             .collect();
         assert_eq!(found, ["a-b", "x", "c.d/e:f"]);
+    }
+
+    #[test]
+    fn splits_csv_rows_like_the_reference() {
+        assert_eq!(
+            split_delimited_row(" a , \"b,c\" ,d", ','),
+            ["a", "b,c", "d"]
+        );
+        assert_eq!(
+            split_delimited_row("\"x \"\"q\"\"\",y", ','),
+            ["x \"q\"", "y"]
+        );
+        assert_eq!(split_delimited_row("a\tb", '\t'), ["a", "b"]);
+        assert_eq!(split_delimited_row("", ','), [""]);
     }
 }

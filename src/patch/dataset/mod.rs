@@ -20,6 +20,7 @@ use super::source::{self, LineBuf};
 use super::table::as_index;
 use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
+use crate::doc::inline::split_delimited_row;
 use crate::doc::{number_to_json, Node};
 
 pub(super) struct RowLine {
@@ -250,54 +251,6 @@ fn format_of(node: &Node) -> Result<Format, String> {
 // Delimited rows
 // ---------------------------------------------------------------------------
 
-fn split_delimited(line: &str, delim: char) -> Vec<String> {
-    let mut cells = Vec::new();
-    let mut buf = String::new();
-    let (mut in_quotes, mut quoted, mut after_close) = (false, false, false);
-    let mut chars = line.chars().peekable();
-    let finish = |buf: &str, quoted: bool| {
-        if quoted {
-            buf.to_string()
-        } else {
-            source::js_trim(buf).to_string()
-        }
-    };
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            if c == '"' && chars.peek() == Some(&'"') {
-                buf.push('"');
-                chars.next();
-            } else if c == '"' {
-                in_quotes = false;
-                quoted = true;
-                after_close = true;
-            } else {
-                buf.push(c);
-            }
-            continue;
-        }
-        if c == delim {
-            cells.push(finish(&buf, quoted));
-            buf.clear();
-            quoted = false;
-            after_close = false;
-            continue;
-        }
-        if c == '"' && source::js_trim(&buf).is_empty() && !quoted {
-            buf.clear();
-            in_quotes = true;
-            continue;
-        }
-        if after_close && crate::doc::slug::is_js_space(c) {
-            continue;
-        }
-        after_close = false;
-        buf.push(c);
-    }
-    cells.push(finish(&buf, quoted));
-    cells
-}
-
 /// Whether a row line starting with `cell` would be read as block syntax
 /// rather than as a row: a code fence (which would swallow the rest of the
 /// document), a directive fence, or a heading.
@@ -338,7 +291,7 @@ fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Dat
             indent: source::indent_of(line).to_string(),
             trailing: String::new(),
         });
-        rows.push(split_delimited(source::js_trim(line), delim));
+        rows.push(split_delimited_row(source::js_trim(line), delim));
     }
     let mut it = rows.into_iter();
     let Some(columns) = it.next() else {
@@ -1172,7 +1125,7 @@ mod tests {
     #[test]
     fn delimited_round_trip() {
         assert_eq!(
-            split_delimited(r#"a, "b, c" ,"say ""hi""""#, ','),
+            split_delimited_row(r#"a, "b, c" ,"say ""hi""""#, ','),
             ["a", "b, c", "say \"hi\""]
         );
         assert_eq!(
