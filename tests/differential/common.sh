@@ -5,6 +5,10 @@
 #   our_noma                prints the absolute path of $NOMA, or of
 #                           target/debug/noma (under $CARGO_TARGET_DIR when
 #                           set), built first when missing
+#   write_mcp_stub OUT NOMA ROOT
+#                           writes an ES-module server stub at OUT that runs
+#                           `NOMA mcp --root ROOT` (the SDKs pass the server a
+#                           filtered environment, so the paths are baked in)
 
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -28,4 +32,16 @@ our_noma() {
     fi
   fi
   echo "$(cd "$(dirname "$noma")" && pwd)/$(basename "$noma")"
+}
+
+write_mcp_stub() {
+  node -e '
+const [out, noma, root] = process.argv.slice(1);
+require("fs").writeFileSync(out,
+`import { spawn } from "node:child_process";
+const child = spawn(${JSON.stringify(noma)}, ["mcp", "--root", ${JSON.stringify(root)}], { stdio: "inherit" });
+for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(s, () => child.kill(s));
+child.on("error", (e) => { console.error("noma-mcp stub: " + e.message); process.exit(127); });
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+`);' "$1" "$2" "$3"
 }

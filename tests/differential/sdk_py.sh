@@ -62,16 +62,7 @@ else
   fi
   git -C "$copy" init -q
   mkdir -p "$copy/packages/mcp-server/dist"
-  # The SDK passes the server a filtered environment: paths are baked in.
-  node -e '
-const [out, noma, root] = process.argv.slice(1);
-require("fs").writeFileSync(out,
-`import { spawn } from "node:child_process";
-const child = spawn(${JSON.stringify(noma)}, ["mcp", "--root", ${JSON.stringify(root)}], { stdio: "inherit" });
-for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(s, () => child.kill(s));
-child.on("error", (e) => { console.error("noma-mcp stub: " + e.message); process.exit(127); });
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-`);' "$copy/packages/mcp-server/dist/index.mjs" "$noma" "$copy"
+  write_mcp_stub "$copy/packages/mcp-server/dist/index.mjs" "$noma" "$copy"
   # The tests run `node <dist/index.js>`; an ES module stub needs .mjs or a
   # package.json with "type": "module".
   printf '{ "type": "module" }\n' >"$copy/packages/mcp-server/package.json"

@@ -77,16 +77,7 @@ cat >"$stub/package.json" <<'EOF'
 { "name": "@ferax564/noma-mcp-server", "version": "0.0.0-noma", "type": "module",
   "bin": { "noma-mcp-server": "noma-mcp.mjs" } }
 EOF
-# The SDK passes the server a filtered environment, so the paths are baked in.
-node -e '
-const [out, noma, root] = process.argv.slice(1);
-require("fs").writeFileSync(out,
-`import { spawn } from "node:child_process";
-const child = spawn(${JSON.stringify(noma)}, ["mcp", "--root", ${JSON.stringify(root)}], { stdio: "inherit" });
-for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(s, () => child.kill(s));
-child.on("error", (e) => { console.error("noma-mcp stub: " + e.message); process.exit(127); });
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-`);' "$stub/noma-mcp.mjs" "$noma" "$copy"
+write_mcp_stub "$stub/noma-mcp.mjs" "$noma" "$copy"
 
 mkdir -p "$copy/.sdk-tmp"
 echo "reference $ref_commit, server: $noma mcp --root $copy"

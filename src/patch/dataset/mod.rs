@@ -471,13 +471,7 @@ fn yaml_row_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> OpResult
     };
     let mut inside = false;
     let mut rows_indent = 0usize;
-    for i in body {
-        let line = lines.get(i);
-        let t = source::js_trim(line);
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let indent = source::indent_of(line);
+    for (i, line, t, indent) in yaml_content_lines(lines, body) {
         if !inside {
             if key_prefix(line, "rows").is_some() {
                 inside = true;
@@ -515,6 +509,19 @@ fn yaml_row_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> OpResult
     Ok(found)
 }
 
+/// The lines of a YAML body that hold content, blank and comment lines
+/// skipped: (index, line, trimmed line, indentation).
+fn yaml_content_lines<'l>(
+    lines: &'l LineBuf<'_>,
+    body: std::ops::Range<usize>,
+) -> impl Iterator<Item = (usize, &'l str, &'l str, &'l str)> {
+    body.filter_map(move |i| {
+        let line = lines.get(i);
+        let t = source::js_trim(line);
+        (!t.is_empty() && !t.starts_with('#')).then(|| (i, line, t, source::indent_of(line)))
+    })
+}
+
 /// The `schema:` block of a YAML body as found in the source.
 struct YamlSchema {
     /// The `schema:` key line, if any.
@@ -534,13 +541,7 @@ fn yaml_schema_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> YamlS
         entries: Vec::new(),
     };
     let mut schema_indent = 0usize;
-    for i in body {
-        let line = lines.get(i);
-        let t = source::js_trim(line);
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let indent = source::indent_of(line);
+    for (i, line, t, indent) in yaml_content_lines(lines, body) {
         if found.key_line.is_none() {
             if key_prefix(line, "schema").is_some() {
                 found.key_line = Some(i);
