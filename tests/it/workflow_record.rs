@@ -341,3 +341,103 @@ fn recorded_hand_edits_travel_through_rebase_cherry_pick_and_autocrlf() {
     assert!(!t.contains('\r'), "the transcript stays LF");
     assert!(!c.read("plan.noma").contains('\r'), "the document stays LF");
 }
+
+/// Recorded hand edits beside agent patches through `git pull --rebase`
+/// from a remote that gained a hand edit, and in a linked worktree (the
+/// hooks and the merge driver are the main checkout's), which rebases on
+/// the updated main and then merges into it with a merge commit.
+#[test]
+fn recorded_hand_edits_travel_through_pull_rebase_and_a_worktree() {
+    let r = Repo::init();
+    let o = r.noma(&["init"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc = "# Plan\n\nFirst paragraph.\n\n::note{id=\"a\"}\nalpha\n::\n\nSecond paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nThird paragraph.\n\n::note{id=\"c\"}\ngamma\n::\n\nFourth paragraph.\n";
+    r.write("plan.noma", doc);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "genesis: {}", text(&o));
+    commit(&r, "plan, with its genesis record");
+    let remote = r.path().join(".git").join("remote.git");
+    let remote = remote.to_str().unwrap();
+    r.ok(&["init", "-q", "--bare", remote]);
+    r.ok(&["remote", "add", "origin", remote]);
+    r.ok(&["push", "-q", "origin", "main"]);
+
+    // A linked worktree on its own branch: a hand edit and an agent patch.
+    let w = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let wt = w.path().to_str().unwrap().to_string();
+    r.ok(&["worktree", "add", "-q", "-b", "wt", &wt, "main"]);
+    hand_edit(
+        &w,
+        "Fourth paragraph.",
+        "Fourth paragraph, from the worktree.",
+        "wt: prose",
+    );
+    agent_edit(&w, "c", "GAMMA");
+
+    // Someone else pushes a hand edit and an agent patch to the remote.
+    r.ok(&["checkout", "-q", "-b", "elsewhere"]);
+    hand_edit(
+        &r,
+        "First paragraph.",
+        "First paragraph, pushed.",
+        "elsewhere: prose",
+    );
+    agent_edit(&r, "a", "ALPHA");
+    r.ok(&["push", "-q", "origin", "elsewhere:main"]);
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["branch", "-q", "-D", "elsewhere"]);
+
+    // Meanwhile main gained a local hand edit; pull --rebase replays it on top.
+    hand_edit(
+        &r,
+        "Second paragraph.",
+        "Second paragraph, local.",
+        "main: prose",
+    );
+    let o = r.git(&["pull", "--rebase", "origin", "main"]);
+    assert!(
+        o.status.success(),
+        "pull --rebase must be clean: {}",
+        text(&o)
+    );
+    let main_has = [
+        "First paragraph, pushed.",
+        "ALPHA",
+        "Second paragraph, local.",
+    ];
+    assert_replays(&r, &main_has);
+
+    // The worktree's branch rebases onto the new main, then merges into it.
+    let o = w.git(&["rebase", "main"]);
+    assert!(
+        o.status.success(),
+        "worktree rebase must be clean: {}",
+        text(&o)
+    );
+    let all = [
+        "First paragraph, pushed.",
+        "ALPHA",
+        "Second paragraph, local.",
+        "GAMMA",
+        "Fourth paragraph, from the worktree.",
+    ];
+    assert_replays(&w, &all);
+    hand_edit(
+        &r,
+        "Third paragraph.",
+        "Third paragraph, after the rebase.",
+        "main: more prose",
+    );
+    let o = r.git(&["merge", "-q", "--no-ff", "--no-edit", "wt"]);
+    assert!(
+        o.status.success(),
+        "merge of the worktree branch must be clean: {}",
+        text(&o)
+    );
+    let mut merged = all.to_vec();
+    merged.push("Third paragraph, after the rebase.");
+    assert_replays(&r, &merged);
+}
