@@ -73,6 +73,20 @@ pub enum RecordError {
     Check(String),
 }
 
+/// A hand edit that only text ops could record, under a policy with
+/// `record_text_edits: false` ([`edit_ops`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout) ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
+    config = crate::config::CONFIG_PATH
+)]
+pub struct TextEditsOff {
+    /// First changed line (1-based) of the edited file.
+    pub first: usize,
+    /// Last changed line (1-based) of the edited file.
+    pub last: usize,
+}
+
 /// Records the hand edit of `doc_path`.
 pub fn record_file(
     doc_path: &Path,
@@ -142,7 +156,7 @@ pub fn record_file(
         ops.push(json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": start}));
         from = start;
     }
-    ops.extend(edit_ops(from, &text, text_edits).map_err(RecordError::Check)?);
+    ops.extend(edit_ops(from, &text, text_edits).map_err(|e| RecordError::Check(e.to_string()))?);
     let genesis = genesis.is_some();
 
     let mut opts = Options::new(actor);
@@ -340,17 +354,13 @@ fn blocks_of(src: &str, doc: &Document) -> (Vec<String>, HashMap<String, Block>)
 /// Ops that turn `old` into exactly `new`: v1.0 block ops first, then
 /// (when `text_edits`) `x-noma/replace_lines` hunks for the rest; without
 /// `text_edits`, an explanation of which lines no block op reaches.
-pub fn edit_ops(old: &str, new: &str, text_edits: bool) -> Result<Vec<Value>, String> {
+pub fn edit_ops(old: &str, new: &str, text_edits: bool) -> Result<Vec<Value>, TextEditsOff> {
     let (mut ops, cur) = block_ops(old, new);
     if cur == new {
         return Ok(ops);
     }
     if !text_edits {
-        return Err(format!(
-            "{} ({} has record_text_edits: false, so only v1.0 block ops may record it)",
-            unexpressible(&cur, new),
-            crate::config::CONFIG_PATH
-        ));
+        return Err(unexpressible(&cur, new));
     }
     ops.extend(line_hunks(&cur, new));
     Ok(ops)
@@ -514,7 +524,7 @@ fn block_ops(old: &str, new: &str) -> (Vec<Value>, String) {
 }
 
 /// Names the line range where `got` (best effort) and `want` still differ.
-fn unexpressible(got: &str, want: &str) -> String {
+fn unexpressible(got: &str, want: &str) -> TextEditsOff {
     let a: Vec<&str> = got.split('\n').collect();
     let b: Vec<&str> = want.split('\n').collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -527,9 +537,7 @@ fn unexpressible(got: &str, want: &str) -> String {
         .min(a.len().min(b.len()) - prefix);
     let first = prefix + 1;
     let last = b.len().saturating_sub(suffix).max(first);
-    format!(
-        "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout)"
-    )
+    TextEditsOff { first, last }
 }
 
 #[cfg(test)]
@@ -559,6 +567,8 @@ mod tests {
     fn prose_outside_directives_is_refused_with_lines_when_text_edits_are_off() {
         let old = "# Plan\n\nsome prose\n";
         let err = edit_ops(old, "# Plan\n\nother prose\n", false).unwrap_err();
+        assert_eq!((err.first, err.last), (3, 3));
+        let err = err.to_string();
         assert!(err.contains("lines 3-3"), "{err}");
         assert!(err.contains("record_text_edits: false"), "{err}");
     }

@@ -75,25 +75,46 @@ impl Store {
     }
 }
 
-/// Reads a JSON state file: Ok(None) when absent; Err(notice) when it
-/// cannot be read or decoded (callers treat that as empty).
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, String> {
+/// A state file that is present but cannot be used; callers treat it as
+/// empty and pass this on as a notice.
+#[derive(Debug, thiserror::Error)]
+pub enum StateFileError {
+    /// Reading failed.
+    #[error("{}: cannot read ({source}); ignoring it", path.display())]
+    Read {
+        /// The state file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a state file.
+    #[error("{}: not a valid state file ({source}); ignoring it", path.display())]
+    Decode {
+        /// The state file.
+        path: std::path::PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+}
+
+/// Reads a JSON state file: Ok(None) when absent.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateFileError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "{}: cannot read ({e}); ignoring it",
-                path.display()
-            ))
+        Err(source) => {
+            return Err(StateFileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
         }
     };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        format!(
-            "{}: not a valid state file ({e}); ignoring it",
-            path.display()
-        )
-    })
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|source| StateFileError::Decode {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// Loads the local store; a notice is pushed when it had to be ignored.
@@ -109,7 +130,7 @@ pub fn load_store(root: &Path, notices: &mut Vec<String>) -> Store {
         }
         Ok(None) => Store::default(),
         Err(n) => {
-            notices.push(n);
+            notices.push(n.to_string());
             Store::default()
         }
     }
@@ -128,7 +149,7 @@ pub fn load_snapshot(root: &Path, notices: &mut Vec<String>) -> Option<SnapshotF
         }
         Ok(None) => None,
         Err(n) => {
-            notices.push(n);
+            notices.push(n.to_string());
             None
         }
     }

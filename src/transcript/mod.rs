@@ -216,54 +216,68 @@ struct PosSchema {
     column: u32,
 }
 
+/// A record whose fields parse but break a §5.2 value rule
+/// ([`Record::check_shape`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// `protocol_version` is not `"1.0"`.
+    #[error("protocol_version is {0:?}, expected \"1.0\"")]
+    ProtocolVersion(String),
+    /// A hash field is not 64 lowercase hex characters.
+    #[error("{0} is not 64 lowercase hex characters")]
+    NotSha256(&'static str),
+    /// A display alias is not the first 8 characters of its full hash.
+    #[error("{0} is not the first 8 characters of {1}")]
+    DisplayAlias(&'static str, &'static str),
+    /// `op_id` is not a UUID.
+    #[error("op_id {0:?} is not a UUID")]
+    OpIdNotUuid(String),
+    /// `op` is not a JSON object.
+    #[error("op is not a JSON object")]
+    OpNotObject,
+    /// A rejected or noop record whose hashes differ.
+    #[error("a {0} record must have post_sha256 equal to pre_sha256")]
+    UnappliedChangedHash(&'static str),
+    /// `signature` is set (reserved, null in v1.0).
+    #[error("signature must be null in v1.0")]
+    Signature,
+}
+
 impl Record {
     /// Checks the value constraints serde cannot express: version literal,
     /// hash formats, display aliases, UUID, rejected/noop hash equality.
-    pub fn check_shape(&self) -> Result<(), String> {
+    pub fn check_shape(&self) -> Result<(), ShapeError> {
         if self.protocol_version != PROTOCOL_VERSION {
-            return Err(format!(
-                "protocol_version is {:?}, expected \"1.0\"",
-                self.protocol_version
-            ));
+            return Err(ShapeError::ProtocolVersion(self.protocol_version.clone()));
         }
-        for (name, v) in [
-            ("pre_sha256", &self.pre_sha256),
-            ("post_sha256", &self.post_sha256),
-        ] {
-            if !is_sha256_hex(v) {
-                return Err(format!("{name} is not 64 lowercase hex characters"));
-            }
-        }
-        if let Some(b) = &self.base_sha256 {
-            if !is_sha256_hex(b) {
-                return Err("base_sha256 is not 64 lowercase hex characters".into());
-            }
-        }
-        if let Some(p) = &self.prev_entry_sha256 {
-            if !is_sha256_hex(p) {
-                return Err("prev_entry_sha256 is not 64 lowercase hex characters".into());
+        let hashes = [
+            ("pre_sha256", Some(&self.pre_sha256)),
+            ("post_sha256", Some(&self.post_sha256)),
+            ("base_sha256", self.base_sha256.as_ref()),
+            ("prev_entry_sha256", self.prev_entry_sha256.as_ref()),
+        ];
+        for (field, v) in hashes {
+            if v.is_some_and(|v| !is_sha256_hex(v)) {
+                return Err(ShapeError::NotSha256(field));
             }
         }
         if self.pre_sha != short_sha(&self.pre_sha256) {
-            return Err("pre_sha is not the first 8 characters of pre_sha256".into());
+            return Err(ShapeError::DisplayAlias("pre_sha", "pre_sha256"));
         }
         if self.post_sha != short_sha(&self.post_sha256) {
-            return Err("post_sha is not the first 8 characters of post_sha256".into());
+            return Err(ShapeError::DisplayAlias("post_sha", "post_sha256"));
         }
         if uuid::Uuid::parse_str(&self.op_id).is_err() {
-            return Err(format!("op_id {:?} is not a UUID", self.op_id));
+            return Err(ShapeError::OpIdNotUuid(self.op_id.clone()));
         }
         if !self.op.is_object() {
-            return Err("op is not a JSON object".into());
+            return Err(ShapeError::OpNotObject);
         }
         if self.patch_result != PatchResult::Applied && self.pre_sha256 != self.post_sha256 {
-            return Err(format!(
-                "a {} record must have post_sha256 equal to pre_sha256",
-                self.patch_result.as_str()
-            ));
+            return Err(ShapeError::UnappliedChangedHash(self.patch_result.as_str()));
         }
         if matches!(&self.signature, Some(v) if !v.is_null()) {
-            return Err("signature must be null in v1.0".into());
+            return Err(ShapeError::Signature);
         }
         Ok(())
     }
@@ -467,9 +481,10 @@ pub fn parse_record(line: usize, raw: &[u8]) -> Result<Record, ReadError> {
             found: format!("protocol_version {:?}", record.protocol_version),
         });
     }
-    record
-        .check_shape()
-        .map_err(|message| ReadError::Invalid { line, message })?;
+    record.check_shape().map_err(|e| ReadError::Invalid {
+        line,
+        message: e.to_string(),
+    })?;
     Ok(record)
 }
 
@@ -679,6 +694,27 @@ mod tests {
         r.post_sha = short_sha(&r.post_sha256);
         // A noop whose hashes differ violates §5.4.
         assert!(parse_record(1, r.to_line().as_bytes()).is_err());
+    }
+
+    #[test]
+    fn shape_errors_name_the_rule_each_record_breaks() {
+        assert_eq!(sample().check_shape(), Ok(()));
+        let mut r = sample();
+        r.pre_sha = "deadbeef".into();
+        assert_eq!(
+            r.check_shape(),
+            Err(ShapeError::DisplayAlias("pre_sha", "pre_sha256"))
+        );
+        let mut r = sample();
+        r.base_sha256 = Some("ABC".into());
+        assert_eq!(r.check_shape(), Err(ShapeError::NotSha256("base_sha256")));
+        let mut r = sample();
+        r.op_id = "not-a-uuid".into();
+        let err = r.check_shape().unwrap_err();
+        assert_eq!(err.to_string(), "op_id \"not-a-uuid\" is not a UUID");
+        let mut r = sample();
+        r.signature = Some(serde_json::json!("sig"));
+        assert_eq!(r.check_shape(), Err(ShapeError::Signature));
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn run(
         report.records += 1;
         chain
             .check(l.number, l.raw, &rec)
-            .map_err(|m| div(l.number, Some(&rec.op_id), m))?;
+            .map_err(|e| div(l.number, Some(&rec.op_id), e.to_string()))?;
         state.check_start(l.number, &rec)?;
         match rec.patch_result {
             PatchResult::Rejected => report.rejected += 1,
@@ -468,34 +468,61 @@ pub struct Chain {
     op_ids: std::collections::HashMap<String, usize>,
 }
 
+/// A transcript line that breaks the chain rules ([`Chain::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The first line carries `prev_entry_sha256`.
+    #[error("line {line} is the transcript's first but carries prev_entry_sha256: the records before it were removed")]
+    FirstLineChains {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A later line carries no `prev_entry_sha256`.
+    #[error("line {line} has no prev_entry_sha256: every record after the first chains to the line before it (a line was inserted or rewritten)")]
+    Unchained {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// `prev_entry_sha256` is not the sha256 of the line before.
+    #[error("prev_entry_sha256 does not match line {previous} (the chain is broken: a line was changed, removed or inserted)")]
+    Broken {
+        /// 1-based number of the line it should match.
+        previous: usize,
+    },
+    /// An `op_id` seen on an earlier line.
+    #[error("op_id {op_id} repeats line {first} (op_ids are unique per record, §5.2)")]
+    RepeatedOpId {
+        /// The repeated id.
+        op_id: String,
+        /// 1-based line where it first appeared.
+        first: usize,
+    },
+}
+
 impl Chain {
     /// Checks line `number` (raw bytes with `\n`) and its parsed record
-    /// against the lines before it; the message says what is wrong.
-    pub fn check(&mut self, number: usize, raw: &[u8], rec: &super::Record) -> Result<(), String> {
+    /// against the lines before it.
+    pub fn check(
+        &mut self,
+        number: usize,
+        raw: &[u8],
+        rec: &super::Record,
+    ) -> Result<(), ChainError> {
         match (&rec.prev_entry_sha256, &self.prev_line_sha256) {
-            (Some(_), None) => {
-                return Err(format!(
-                    "line {number} is the transcript's first but carries prev_entry_sha256: the records before it were removed"
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(format!(
-                    "line {number} has no prev_entry_sha256: every record after the first chains to the line before it (a line was inserted or rewritten)"
-                ))
-            }
+            (Some(_), None) => return Err(ChainError::FirstLineChains { line: number }),
+            (None, Some(_)) => return Err(ChainError::Unchained { line: number }),
             (Some(claimed), Some(actual)) if claimed != actual => {
-                return Err(format!(
-                    "prev_entry_sha256 does not match line {} (the chain is broken: a line was changed, removed or inserted)",
-                    number - 1
-                ))
+                return Err(ChainError::Broken {
+                    previous: number - 1,
+                })
             }
             _ => {}
         }
         if let Some(first) = self.op_ids.insert(rec.op_id.clone(), number) {
-            return Err(format!(
-                "op_id {} repeats line {first} (op_ids are unique per record, §5.2)",
-                rec.op_id
-            ));
+            return Err(ChainError::RepeatedOpId {
+                op_id: rec.op_id.clone(),
+                first,
+            });
         }
         self.prev_line_sha256 = Some(sha256_hex(raw));
         Ok(())
