@@ -24,6 +24,7 @@ mod merge_props;
 mod patch_props;
 mod patch_reference_conformance;
 mod readme;
+mod readme_walkthrough;
 mod reconcile_cli;
 mod reference_docs;
 mod tamper_props;
