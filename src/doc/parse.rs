@@ -95,7 +95,7 @@ struct Container {
 /// Takes the children of a closing container off the scratch stack into a
 /// vector of exactly their number (no growth slack is kept in the tree).
 fn take_children(scratch: &mut Vec<Node>, first: usize) -> Vec<Node> {
-    scratch.drain(first.min(scratch.len())..).collect()
+    scratch.split_off(first.min(scratch.len()))
 }
 
 /// The last line of a section that starts on `start` and holds `children`:
