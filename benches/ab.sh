@@ -26,6 +26,13 @@ median() { sort -n | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)]/1000}'
 calibrate() { ms awk 'BEGIN{for(i=0;i<300000;i++)s+=i}' | median_one; }
 median_one() { awk '{printf "%.1f", $1/1000}'; }
 
+# One checked run of each command first: `ms` ignores exit codes, and a
+# failing command would be timed as if it were the work.
+for bin in "$a" "$b"; do
+  "$bin" check "$doc" >/dev/null 2>&1 &&
+    "$bin" patch "$doc" --op "$op" --out "$work/out.noma" >/dev/null 2>&1 ||
+    { echo "$bin fails on the benchmark; not timing it" >&2; exit 1; }
+done
 echo "document: $(wc -c <"$doc") bytes; A=$a B=$b"
 for round in $(seq "$rounds"); do
   before=$(calibrate)
