@@ -79,6 +79,18 @@ fn codes(r: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `noma replay DOC --base BASE` exits 1 with a report that satisfies `report`.
+fn replay_diverges(doc: &Path, base: &Path, report: impl predicates::Predicate<str>) {
+    noma()
+        .arg("replay")
+        .arg(doc)
+        .arg("--base")
+        .arg(base)
+        .assert()
+        .code(1)
+        .stdout(report);
+}
+
 const REQUIRED: [&str; 14] = [
     "protocol_version",
     "tool_version",
@@ -279,50 +291,30 @@ fn malformed_transcript_lines_are_named_by_line() {
     std::fs::write(&base, DOC).unwrap();
 
     std::fs::write(f.transcript(), format!("{good}{{oops\n")).unwrap();
-    noma()
-        .arg("replay")
-        .arg(&f.doc)
-        .arg("--base")
-        .arg(&base)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("line 2"));
+    replay_diverges(&f.doc, &base, predicates::str::contains("line 2"));
 
     let mut v: Value = serde_json::from_str(good.trim_end()).unwrap();
     v.as_object_mut().unwrap().remove("op_id");
     std::fs::write(f.transcript(), format!("{good}{v}\n")).unwrap();
-    noma()
-        .arg("replay")
-        .arg(&f.doc)
-        .arg("--base")
-        .arg(&base)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("line 2").and(predicates::str::contains("op_id")));
+    replay_diverges(
+        &f.doc,
+        &base,
+        predicates::str::contains("line 2").and(predicates::str::contains("op_id")),
+    );
 
     // A Phase 0 record is not a v1.0 record.
     std::fs::write(f.transcript(), format!("{{\"v\":1}}\n{good}")).unwrap();
-    noma()
-        .arg("replay")
-        .arg(&f.doc)
-        .arg("--base")
-        .arg(&base)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("line 1"));
+    replay_diverges(&f.doc, &base, predicates::str::contains("line 1"));
 
     // A torn final line is reported, never repaired by the verifier;
     // `noma repair` moves it aside.
     let torn = format!("{good}{{\"protocol_ver");
     std::fs::write(f.transcript(), &torn).unwrap();
-    noma()
-        .arg("replay")
-        .arg(&f.doc)
-        .arg("--base")
-        .arg(&base)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("torn").and(predicates::str::contains("line 2")));
+    replay_diverges(
+        &f.doc,
+        &base,
+        predicates::str::contains("torn").and(predicates::str::contains("line 2")),
+    );
     assert_eq!(std::fs::read_to_string(f.transcript()).unwrap(), torn);
     noma()
         .arg("repair")
@@ -371,14 +363,7 @@ fn unrecorded_edit_is_refused_unless_forced_and_lag_rolls_forward() {
     assert_eq!(f.records().len(), 2);
     let base = f.path("base.noma");
     std::fs::write(&base, DOC).unwrap();
-    noma()
-        .arg("replay")
-        .arg(&f.doc)
-        .arg("--base")
-        .arg(&base)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("block c1 changed"));
+    replay_diverges(&f.doc, &base, predicates::str::contains("block c1 changed"));
     let (code, _) = f.patch(set("c2", "confidence", json!(0.2)), &["--force"]);
     assert_eq!(code, 0);
 }
