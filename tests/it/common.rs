@@ -142,6 +142,28 @@ impl Repo {
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path().join(rel)).unwrap()
     }
+
+    /// `git add -A`, then `git commit -q -m MSG` through any installed
+    /// hooks; asserts that both succeed.
+    pub fn commit_all(&self, msg: &str) {
+        self.ok(&["add", "-A"]);
+        let o = self.git(&["commit", "-q", "-m", msg]);
+        assert!(o.status.success(), "commit {msg:?} refused: {}", text(&o));
+    }
+
+    /// `git commit -q -m MSG` of what is staged: whether the hooks let it
+    /// through, and what was printed.
+    pub fn try_commit(&self, msg: &str) -> (bool, String) {
+        let o = self.git(&["commit", "-q", "-m", msg]);
+        (o.status.success(), text(&o))
+    }
+
+    /// `noma patch DOC --inplace --op OP` as the agent `bot`; asserts it ran.
+    pub fn agent_patch(&self, doc: &str, op: &str) {
+        let args = ["patch", doc, "--inplace", "--op", op];
+        let o = self.noma(&[&args[..], &["--actor-kind", "agent", "--actor-name", "bot"]].concat());
+        assert!(o.status.success(), "patch {op}: {}", text(&o));
+    }
 }
 
 /// A minimal `noma mcp` stdio client: one request at a time

@@ -11,8 +11,6 @@ use std::process::Command;
 /// would clash with other test modules' in the one test crate.
 trait HookRepo {
     fn new() -> Self;
-    fn commit(&self, msg: &str) -> (bool, String);
-    fn patch(&self, doc: &str, op: &str);
 }
 
 impl HookRepo for Repo {
@@ -29,27 +27,6 @@ impl HookRepo for Repo {
             }
         }
         r
-    }
-
-    /// Commits with the hook; returns (success, output).
-    fn commit(&self, msg: &str) -> (bool, String) {
-        let o = self.git(&["commit", "-q", "-m", msg]);
-        (o.status.success(), text(&o))
-    }
-
-    fn patch(&self, doc: &str, op: &str) {
-        let o = self.noma(&[
-            "patch",
-            doc,
-            "--inplace",
-            "--op",
-            op,
-            "--actor-kind",
-            "agent",
-            "--actor-name",
-            "bot",
-        ]);
-        assert!(o.status.success(), "patch failed: {}", text(&o));
     }
 }
 
@@ -78,14 +55,14 @@ fn valid_passes_invalid_is_blocked_with_file_line_rule() {
     let r = Repo::new();
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("valid");
+    let (ok, out) = r.try_commit("valid");
     assert!(ok, "{out}");
     r.write(
         "plan.noma",
         &format!("{}\n::note{{id=\"a\"}}\ndup\n::\n", doc()),
     );
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("invalid");
+    let (ok, out) = r.try_commit("invalid");
     assert!(!ok, "must be blocked: {out}");
     assert!(out.contains("ERROR [duplicate-id] plan.noma:"), "{out}");
     assert!(out.contains("commit blocked"), "{out}");
@@ -102,7 +79,7 @@ fn binary_staged_document_is_blocked() {
     let r = Repo::new();
     std::fs::write(r.path().join("bin.noma"), b"# x\n\0\xff").unwrap();
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("bin");
+    let (ok, out) = r.try_commit("bin");
     assert!(!ok);
     assert!(out.contains("[not-text] bin.noma"), "{out}");
 }
@@ -112,10 +89,10 @@ fn patched_then_hand_edited_then_recorded() {
     let r = Repo::new();
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("base").0);
-    r.patch("plan.noma", &replace_op("a", "ALPHA"));
+    assert!(r.try_commit("base").0);
+    r.agent_patch("plan.noma", &replace_op("a", "ALPHA"));
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("patched");
+    let (ok, out) = r.try_commit("patched");
     assert!(ok, "{out}");
 
     // A hand edit is blocked, naming the block.
@@ -124,7 +101,7 @@ fn patched_then_hand_edited_then_recorded() {
         &r.read("plan.noma").replace("beta", "BETA by hand"),
     );
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("hand");
+    let (ok, out) = r.try_commit("hand");
     assert!(!ok, "{out}");
     assert!(out.contains("[unrecorded-edit] plan.noma"), "{out}");
     assert!(out.contains("b (changed"), "{out}");
@@ -138,7 +115,7 @@ fn patched_then_hand_edited_then_recorded() {
     assert_eq!(last["actor"]["kind"], "human");
     assert_eq!(last["reason"], "typo");
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("recorded");
+    let (ok, out) = r.try_commit("recorded");
     assert!(ok, "{out}");
     // Nothing left to record.
     let o = r.noma(&["record", "plan.noma"]);
@@ -154,7 +131,7 @@ fn record_refuses_prose_changes_with_lines_when_the_policy_forbids_text_edits() 
     r.write(".noma/config.yml", "record_text_edits: false\n");
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("base").0);
+    assert!(r.try_commit("base").0);
     r.write(
         "plan.noma",
         &doc().replace("Paragraph 2.", "Paragraph two."),
@@ -169,17 +146,17 @@ fn tampered_transcript_line_is_blocked_with_its_number() {
     let r = Repo::new();
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("base").0);
-    r.patch("plan.noma", &replace_op("a", "one"));
-    r.patch("plan.noma", &replace_op("a", "two"));
+    assert!(r.try_commit("base").0);
+    r.agent_patch("plan.noma", &replace_op("a", "one"));
+    r.agent_patch("plan.noma", &replace_op("a", "two"));
     r.ok(&["add", "-A"]);
-    assert!(r.commit("patched").0);
+    assert!(r.try_commit("patched").0);
     let t = r.read("plan.noma.patches");
     let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
     lines[0] = lines[0].replace("\"bot\"", "\"mallory\"");
     r.write("plan.noma.patches", &(lines.join("\n") + "\n"));
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("tamper");
+    let (ok, out) = r.try_commit("tamper");
     assert!(!ok);
     assert!(
         out.contains("[transcript-tampered] plan.noma.patches:1:"),
@@ -188,7 +165,7 @@ fn tampered_transcript_line_is_blocked_with_its_number() {
     // Removing the transcript while the document stays is tampering too.
     r.ok(&["reset", "-q", "--hard"]);
     r.ok(&["rm", "-q", "--cached", "plan.noma.patches"]);
-    let (ok, out) = r.commit("drop");
+    let (ok, out) = r.try_commit("drop");
     assert!(!ok);
     assert!(out.contains("[transcript-removed]"), "{out}");
 }
@@ -200,11 +177,11 @@ fn partially_staged_files_are_judged_by_the_index() {
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
     r.write("plan.noma", &bad); // working tree invalid, index valid
-    let (ok, out) = r.commit("staged valid");
+    let (ok, out) = r.try_commit("staged valid");
     assert!(ok, "{out}");
     r.ok(&["add", "-A"]); // index invalid
     r.write("plan.noma", &doc()); // working tree fixed, not staged
-    let (ok, out) = r.commit("staged invalid");
+    let (ok, out) = r.try_commit("staged invalid");
     assert!(!ok, "{out}");
     assert!(out.contains("duplicate-id"), "{out}");
 }
@@ -215,22 +192,22 @@ fn rename_delete_spaces_and_unicode() {
     let p = "my docs/é plan ü.noma";
     r.write(p, &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("base").0);
-    r.patch(p, &replace_op("b", "patched"));
+    assert!(r.try_commit("base").0);
+    r.agent_patch(p, &replace_op("b", "patched"));
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("patched");
+    let (ok, out) = r.try_commit("patched");
     assert!(ok, "{out}");
     // Moving the document without its transcript is blocked.
     r.ok(&["mv", p, "moved ✓.noma"]);
-    let (ok, out) = r.commit("move doc only");
+    let (ok, out) = r.try_commit("move doc only");
     assert!(!ok, "{out}");
     assert!(out.contains("did not move along"), "{out}");
     r.ok(&["mv", &format!("{p}.patches"), "moved ✓.noma.patches"]);
-    let (ok, out) = r.commit("move both");
+    let (ok, out) = r.try_commit("move both");
     assert!(ok, "{out}");
     // Deleting document and transcript together has nothing to check.
     r.ok(&["rm", "-q", "moved ✓.noma", "moved ✓.noma.patches"]);
-    let (ok, out) = r.commit("delete");
+    let (ok, out) = r.try_commit("delete");
     assert!(ok, "{out}");
 }
 
@@ -240,18 +217,18 @@ fn merge_of_two_patched_branches_reports_the_fork_then_linear_passes() {
     r.write(".gitattributes", "*.patches merge=union\n");
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("base").0);
-    r.patch("plan.noma", &replace_op("a", "first"));
+    assert!(r.try_commit("base").0);
+    r.agent_patch("plan.noma", &replace_op("a", "first"));
     r.ok(&["add", "-A"]);
-    assert!(r.commit("shared patch").0);
+    assert!(r.try_commit("shared patch").0);
     r.ok(&["checkout", "-q", "-b", "side"]);
-    r.patch("plan.noma", &replace_op("b", "theirs"));
+    r.agent_patch("plan.noma", &replace_op("b", "theirs"));
     r.ok(&["add", "-A"]);
-    assert!(r.commit("side patch").0);
+    assert!(r.try_commit("side patch").0);
     r.ok(&["checkout", "-q", "main"]);
-    r.patch("plan.noma", &replace_op("a", "ours"));
+    r.agent_patch("plan.noma", &replace_op("a", "ours"));
     r.ok(&["add", "-A"]);
-    assert!(r.commit("main patch").0);
+    assert!(r.try_commit("main patch").0);
 
     let o = r.git(&["merge", "--no-ff", "-m", "merge side", "side"]);
     let out = text(&o);
@@ -265,9 +242,9 @@ fn merge_of_two_patched_branches_reports_the_fork_then_linear_passes() {
 
     // Reconcile: keep ours, re-apply their op on top, commit the merge.
     r.ok(&["checkout", "HEAD", "--", "plan.noma", "plan.noma.patches"]);
-    r.patch("plan.noma", &replace_op("b", "theirs"));
+    r.agent_patch("plan.noma", &replace_op("b", "theirs"));
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.commit("merge side (reconciled)");
+    let (ok, out) = r.try_commit("merge side (reconciled)");
     assert!(ok, "{out}");
 }
 
@@ -290,12 +267,12 @@ fn new_transcript_replays_from_a_base_found_in_history() {
     let r = Repo::new();
     r.write("plan.noma", &doc());
     r.ok(&["add", "-A"]);
-    assert!(r.commit("v1").0);
-    r.patch("plan.noma", &replace_op("a", "patched"));
+    assert!(r.try_commit("v1").0);
+    r.agent_patch("plan.noma", &replace_op("a", "patched"));
     // Commit the patched document first, its transcript later: the base
     // (v1) is then only in history, not at HEAD.
     r.ok(&["add", "plan.noma"]);
-    assert!(r.commit("doc only").0);
+    assert!(r.try_commit("doc only").0);
     r.ok(&["add", "plan.noma.patches"]);
     let o = r.noma(&["hook", "pre-commit", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

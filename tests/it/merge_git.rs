@@ -9,8 +9,6 @@ use crate::common::{text, Repo};
 /// would clash with other test modules' in the one test crate.
 trait MergeRepo {
     fn new() -> Self;
-    fn commit_all(&self, msg: &str);
-    fn patch(&self, doc: &str, op: &str);
     fn branch_patch(&self, from: &str, name: &str, ops: &[String]);
     fn op_ids(&self, rev: &str) -> Vec<String>;
 }
@@ -28,31 +26,11 @@ impl MergeRepo for Repo {
         r
     }
 
-    fn commit_all(&self, msg: &str) {
-        self.ok(&["add", "-A"]);
-        self.ok(&["commit", "-q", "-m", msg]);
-    }
-
-    fn patch(&self, doc: &str, op: &str) {
-        let o = self.noma(&[
-            "patch",
-            doc,
-            "--inplace",
-            "--op",
-            op,
-            "--actor-kind",
-            "agent",
-            "--actor-name",
-            "bot",
-        ]);
-        assert!(o.status.success(), "patch failed: {}", text(&o));
-    }
-
     /// Patches on a new branch `name` from `from` and commits.
     fn branch_patch(&self, from: &str, name: &str, ops: &[String]) {
         self.ok(&["checkout", "-q", "-b", name, from]);
         for op in ops {
-            self.patch("plan.noma", op);
+            self.agent_patch("plan.noma", op);
         }
         self.commit_all(name);
     }

@@ -11,7 +11,6 @@ use std::process::Command;
 /// would clash with other test modules' in the one test crate.
 trait ReconcileRepo {
     fn new() -> Self;
-    fn commit_all(&self, msg: &str);
     fn patch_body(&self, id: &str, body: &str);
     fn json(&self) -> (Option<i32>, serde_json::Value);
 }
@@ -22,11 +21,6 @@ impl ReconcileRepo for Repo {
         r.write("plan.noma", DOC);
         r.commit_all("base");
         r
-    }
-
-    fn commit_all(&self, msg: &str) {
-        self.ok(&["add", "-A"]);
-        self.ok(&["commit", "-q", "-m", msg]);
     }
 
     fn patch_body(&self, id: &str, body: &str) {

@@ -18,32 +18,15 @@ fn setup() -> Repo {
     assert!(o.status.success(), "{}", text(&o));
     r.write("plan.noma", DOC);
     r.write(".git/base.noma", DOC);
-    commit(&r, "base");
+    r.commit_all("base");
     r
-}
-
-/// Commits everything through the hooks (never `--no-verify`).
-fn commit(r: &Repo, msg: &str) {
-    r.ok(&["add", "-A"]);
-    r.ok(&["commit", "-q", "-m", msg]);
 }
 
 /// One agent edit of block `id` through `noma patch --inplace`, committed.
 fn patch_commit(r: &Repo, id: &str, body: &str) {
     let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
-    let o = r.noma(&[
-        "patch",
-        "plan.noma",
-        "--inplace",
-        "--op",
-        &op,
-        "--actor-kind",
-        "agent",
-        "--actor-name",
-        "bot",
-    ]);
-    assert!(o.status.success(), "patch failed: {}", text(&o));
-    commit(r, &format!("patch {id}"));
+    r.agent_patch("plan.noma", &op);
+    r.commit_all(&format!("patch {id}"));
 }
 
 /// `git merge` that must be clean (the merge commit passes the hooks).
@@ -263,7 +246,7 @@ fn e_reconcile_write_commit_and_merge() {
     r.ok(&["checkout", "-q", "feat"]);
     let o = r.noma(&["reconcile", "--base", "main", "--write"]);
     assert!(o.status.success(), "reconcile --write: {}", text(&o));
-    commit(&r, "reconcile with main");
+    r.commit_all("reconcile with main");
     assert_sound(&r, &["A1", "B1"]);
     let o = r.noma(&["reconcile", "--base", "main"]);
     assert!(o.status.success(), "reconcile after --write: {}", text(&o));

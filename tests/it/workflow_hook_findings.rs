@@ -13,14 +13,9 @@ fn repo() -> Repo {
     r
 }
 
-fn commit(r: &Repo, msg: &str) -> (bool, String) {
-    let o = r.git(&["commit", "-q", "-m", msg]);
-    (o.status.success(), text(&o))
-}
-
 fn add_commit(r: &Repo, msg: &str) -> (bool, String) {
     r.ok(&["add", "-A"]);
-    commit(r, msg)
+    r.try_commit(msg)
 }
 
 fn doc(a: &str) -> String {
@@ -105,7 +100,7 @@ fn hook_lines_use_the_check_format() {
     let check = text(&r.noma(&["check", "plan.noma"]));
     let want = "WARNING [risk-without-owner] plan.noma:3:1: ";
     assert!(check.contains(want), "{check}");
-    let (ok, out) = commit(&r, "warned");
+    let (ok, out) = r.try_commit("warned");
     assert!(ok, "{out}");
     assert!(out.contains(want), "{out}");
 }
@@ -151,7 +146,7 @@ fn a_deleted_document_cannot_leave_its_transcript_behind() {
     patch(&r, "plan.noma", "a", "one");
     assert!(add_commit(&r, "patched").0);
     r.ok(&["rm", "-q", "plan.noma"]);
-    let (ok, out) = commit(&r, "delete doc only");
+    let (ok, out) = r.try_commit("delete doc only");
     assert!(!ok, "{out}");
     assert!(
         out.contains("ERROR [transcript-orphaned] plan.noma.patches: plan.noma is deleted"),
@@ -161,7 +156,7 @@ fn a_deleted_document_cannot_leave_its_transcript_behind() {
     let fix = f[0]["fix"].as_str().unwrap();
     assert!(fix.contains("git rm \"plan.noma.patches\""), "{fix}");
     run_hint(&r, "git rm -q \"plan.noma.patches\"");
-    let (ok, out) = commit(&r, "delete both");
+    let (ok, out) = r.try_commit("delete both");
     assert!(ok, "{out}");
 }
 
@@ -173,13 +168,13 @@ fn a_transcript_moved_without_its_document_is_told_to_move_it() {
     patch(&r, "plan.noma", "a", "one");
     assert!(add_commit(&r, "patched").0);
     r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
-    let (ok, out) = commit(&r, "move the transcript only");
+    let (ok, out) = r.try_commit("move the transcript only");
     assert!(!ok, "{out}");
     let f = findings(&r);
     assert_eq!(f[0]["code"], "transcript-orphaned", "{f:?}");
     assert_eq!(f[0]["fix"], "git mv \"plan.noma\" \"moved.noma\"", "{f:?}");
     run_hint(&r, f[0]["fix"].as_str().unwrap());
-    let (ok, out) = commit(&r, "move both");
+    let (ok, out) = r.try_commit("move both");
     assert!(ok, "{out}");
 }
 
@@ -192,7 +187,7 @@ fn a_transcript_staged_without_its_document_is_told_to_git_add_it() {
     r.write("new.noma", &doc("alpha"));
     patch(&r, "new.noma", "a", "one");
     r.ok(&["add", "new.noma.patches"]);
-    let (ok, out) = commit(&r, "transcript only");
+    let (ok, out) = r.try_commit("transcript only");
     assert!(!ok, "{out}");
     assert!(
         out.contains("[transcript-orphaned] new.noma.patches"),
@@ -202,19 +197,19 @@ fn a_transcript_staged_without_its_document_is_told_to_git_add_it() {
     assert_eq!(f[0]["fix"], "git add \"new.noma\"", "{f:?}");
     run_hint(&r, f[0]["fix"].as_str().unwrap());
     // The base is not in history: a warning, not a block.
-    let (ok, out) = commit(&r, "both");
+    let (ok, out) = r.try_commit("both");
     assert!(ok, "{out}");
 
     // A committed document patched, only the transcript staged.
     patch(&r, "plan.noma", "a", "one");
     r.ok(&["add", "plan.noma.patches"]);
-    let (ok, out) = commit(&r, "transcript only");
+    let (ok, out) = r.try_commit("transcript only");
     assert!(!ok, "{out}");
     let f = findings(&r);
     assert_eq!(f[0]["code"], "unrecorded-edit", "{f:?}");
     assert_eq!(f[0]["fix"], "git add \"plan.noma\"", "{f:?}");
     run_hint(&r, f[0]["fix"].as_str().unwrap());
-    let (ok, out) = commit(&r, "both");
+    let (ok, out) = r.try_commit("both");
     assert!(ok, "{out}");
 }
 
@@ -238,7 +233,7 @@ fn a_symlinked_document_is_refused() {
     run_hint(&r, "git rm -q --cached \"link.noma\"");
     r.write("notes.txt", "the link stays local\n");
     r.ok(&["add", "notes.txt"]);
-    let (ok, out) = commit(&r, "no link");
+    let (ok, out) = r.try_commit("no link");
     assert!(ok, "{out}");
 }
 
@@ -251,7 +246,7 @@ fn the_hints_for_missing_and_torn_transcripts_work() {
     let f = findings(&r);
     assert_eq!(f[0]["code"], "transcript-missing", "{f:?}");
     run_hint(&r, f[0]["fix"].as_str().unwrap());
-    let (ok, out) = commit(&r, "base with an empty transcript");
+    let (ok, out) = r.try_commit("base with an empty transcript");
     assert!(ok, "{out}");
     patch(&r, "plan.noma", "a", "one");
     assert!(add_commit(&r, "patched").0);
@@ -271,7 +266,7 @@ fn the_hints_for_missing_and_torn_transcripts_work() {
     assert!(r.read("plan.noma.patches.torn").starts_with("{"));
     r.write("notes.txt", "something to commit\n");
     r.ok(&["add", "notes.txt"]);
-    let (ok, out) = commit(&r, "repaired");
+    let (ok, out) = r.try_commit("repaired");
     assert!(ok, "{out}");
 }
 

@@ -25,12 +25,6 @@ fn patch(r: &Repo, op: &str) {
     assert!(o.status.success(), "patch: {}", text(&o));
 }
 
-fn commit(r: &Repo, msg: &str) {
-    r.ok(&["add", "-A"]);
-    let o = r.git(&["commit", "-q", "-m", msg]);
-    assert!(o.status.success(), "commit {msg}: {}", text(&o));
-}
-
 /// A clone of `origin` made with `git clone -c core.autocrlf=<mode>`.
 fn clone(origin: &Repo, autocrlf: &str) -> Repo {
     let r = Repo {
@@ -60,9 +54,9 @@ fn autocrlf_checkouts_keep_documents_and_transcripts_byte_exact() {
     origin.write("plan.noma", &doc());
     // A plain text file: shows that this git does convert on checkout.
     origin.write("notes.txt", "one\ntwo\n");
-    commit(&origin, "base");
+    origin.commit_all("base");
     patch(&origin, &replace_op("a", "ALPHA"));
-    commit(&origin, "patched");
+    origin.commit_all("patched");
     let st = origin.noma(&["hooks", "status"]);
     assert!(
         text(&st).contains("line endings: byte-exact"),
@@ -90,7 +84,7 @@ fn autocrlf_checkouts_keep_documents_and_transcripts_byte_exact() {
             text(&o)
         );
         patch(&c, &replace_op("b", &format!("BETA {mode}")));
-        commit(&c, &format!("patched in a {mode} clone"));
+        c.commit_all(&format!("patched in a {mode} clone"));
         let o = c.noma(&["hook", "pre-commit"]);
         assert!(o.status.success(), "{}", text(&o));
         // The committed bytes are the working tree's, which the transcript hashed.

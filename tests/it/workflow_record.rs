@@ -17,18 +17,12 @@ fn setup(policy: &str) -> Repo {
     assert!(o.status.success(), "{}", text(&o));
     r.write(".noma/config.yml", policy);
     r.write("plan.noma", DOC);
-    commit(&r, "base");
+    r.commit_all("base");
     let op = r#"{"op":"replace_body","id":"n1","content":"An agent's note."}"#;
     let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", op]);
     assert!(o.status.success(), "{}", text(&o));
-    commit(&r, "agent patch");
+    r.commit_all("agent patch");
     r
-}
-
-fn commit(r: &Repo, msg: &str) {
-    r.ok(&["add", "-A"]);
-    let o = r.git(&["commit", "-q", "-m", msg]);
-    assert!(o.status.success(), "commit {msg:?} refused: {}", text(&o));
 }
 
 /// The ops the last `noma record --format json` wrote.
@@ -87,7 +81,7 @@ fn every_kind_of_hand_edit_is_recorded_and_committable() {
         if what == "heading with its explicit id" {
             assert_eq!(names(&ops), ["update_heading"], "{what}");
         }
-        commit(&r, what);
+        r.commit_all(what);
     }
     // The whole transcript replays from the first committed content.
     r.write(".git/base.noma", DOC);
@@ -121,11 +115,11 @@ fn text_edits_can_be_forbidden_by_policy() {
         &doc.replace("An agent's note.", "A human's note."),
     );
     assert_eq!(names(&record(&r, "plan.noma")), ["replace_block"]);
-    commit(&r, "block edit");
+    r.commit_all("block edit");
     // A transcript carrying the extension op (written before the policy
     // changed, or by hand) is refused by the hook.
     r.write(".noma/config.yml", "");
-    commit(&r, "allow text edits");
+    r.commit_all("allow text edits");
     let doc = r.read("plan.noma");
     r.write("plan.noma", &doc.replace("Overview prose.", "Other prose."));
     record(&r, "plan.noma");
@@ -143,7 +137,7 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
         ".noma/config.yml",
         "require_transcript: [\"**/*.noma\"]\nstrict: true\n",
     );
-    commit(&r, "policy");
+    r.commit_all("policy");
     // An existing document without a transcript (the policy came later).
     r.write("old.noma", "# Old\n\nOld prose.\n");
     let o = r.git(&["add", "-A"]);
@@ -163,12 +157,12 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
     let o = r.noma(&["record", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("genesis"), "{}", text(&o));
-    commit(&r, "new doc with genesis");
+    r.commit_all("new doc with genesis");
     // Agents patch it, even under strict: the base (empty) is known.
     let op = r#"{"op":"replace_body","id":"x","content":"second"}"#;
     let o = r.noma(&["patch", "new.noma", "--inplace", "--op", op]);
     assert!(o.status.success(), "{}", text(&o));
-    commit(&r, "agent edits the new doc");
+    r.commit_all("agent edits the new doc");
     // The existing document, touched now, needs its transcript too.
     r.write("old.noma", "# Old\n\nNewer prose.\n");
     r.ok(&["add", "-A"]);
@@ -176,7 +170,7 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
     assert!(!o.status.success());
     let o = r.noma(&["record", "old.noma"]);
     assert!(o.status.success(), "{}", text(&o));
-    commit(&r, "old doc adopted");
+    r.commit_all("old doc adopted");
     // Both replay from their transcripts alone: no --base.
     for doc in ["new.noma", "old.noma"] {
         let o = r.noma(&["replay", doc]);
@@ -214,7 +208,7 @@ fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
     );
     let o = r.cmd("env", &[&path, "sh", "-c", fix]);
     assert!(o.status.success(), "hint `{fix}` failed: {}", text(&o));
-    commit(&r, "new doc with genesis");
+    r.commit_all("new doc with genesis");
     let o = r.noma(&["replay", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
 }
@@ -226,7 +220,7 @@ fn hand_edit(r: &Repo, from: &str, to: &str, msg: &str) {
     r.write("plan.noma", &before.replacen(from, to, 1));
     let o = r.noma(&["record", "plan.noma", "--actor-name", "ana"]);
     assert!(o.status.success(), "{msg}: record: {}", text(&o));
-    commit(r, msg);
+    r.commit_all(msg);
 }
 
 /// One agent op on `plan.noma`, committed.
@@ -234,7 +228,7 @@ fn agent_edit(r: &Repo, id: &str, body: &str) {
     let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
     let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", &op]);
     assert!(o.status.success(), "patch {id}: {}", text(&o));
-    commit(r, &format!("agent {id}"));
+    r.commit_all(&format!("agent {id}"));
 }
 
 /// Clean tree, the whole history replays from the empty document (the
@@ -264,7 +258,7 @@ fn with_genesis_record(doc: &str) -> Repo {
     r.write("plan.noma", doc);
     let o = r.noma(&["record", "plan.noma"]);
     assert!(o.status.success(), "genesis: {}", text(&o));
-    commit(&r, "plan, with its genesis record");
+    r.commit_all("plan, with its genesis record");
     r
 }
 

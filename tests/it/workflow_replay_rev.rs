@@ -10,25 +10,10 @@ use crate::common::{run_at, text, Repo, NOMA};
 const DOC: &str =
     "# Plan\n\n::claim{id=\"speed\"}\nFast.\n::\n\n::claim{id=\"cost\"}\nCheap.\n::\n";
 
+/// An agent's `replace_body` of block `id` in `plan.noma`.
 fn patch(r: &Repo, id: &str, body: &str) {
     let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
-    let o = r.noma(&[
-        "patch",
-        "plan.noma",
-        "--inplace",
-        "--op",
-        &op,
-        "--actor-kind",
-        "agent",
-        "--actor-name",
-        "bot",
-    ]);
-    assert!(o.status.success(), "patch {id}: {}", text(&o));
-}
-
-fn commit_all(r: &Repo, msg: &str) {
-    r.ok(&["add", "-A"]);
-    r.ok(&["commit", "-q", "-m", msg]);
+    r.agent_patch("plan.noma", &op);
 }
 
 /// `plan.noma` committed twice by hand, then a transcript started by
@@ -37,11 +22,11 @@ fn commit_all(r: &Repo, msg: &str) {
 fn adopted() -> Repo {
     let r = Repo::init();
     r.write("plan.noma", DOC);
-    commit_all(&r, "plan");
+    r.commit_all("plan");
     r.write("plan.noma", &DOC.replace("Cheap.", "Cheap enough."));
-    commit_all(&r, "hand edit");
+    r.commit_all("hand edit");
     patch(&r, "speed", "Faster.");
-    commit_all(&r, "agent 1");
+    r.commit_all("agent 1");
     r
 }
 
@@ -91,7 +76,7 @@ fn adoption_case_replays_without_base() {
 fn a_new_transcript_finds_its_base_at_head_and_base_wins() {
     let r = Repo::init();
     r.write("plan.noma", DOC);
-    commit_all(&r, "plan");
+    r.commit_all("plan");
     patch(&r, "speed", "Faster.");
     // The transcript is new and so is its first state: git finds it at HEAD.
     let o = r.noma(&["replay", "plan.noma", "--format", "json"]);
@@ -133,7 +118,7 @@ fn without_git_or_history_the_error_names_base() {
     for f in ["plan.noma", "plan.noma.patches"] {
         std::fs::copy(r.path().join(f), fresh.path().join(f)).unwrap();
     }
-    commit_all(&fresh, "copied");
+    fresh.commit_all("copied");
     let o = fresh.noma(&["replay", "plan.noma", "--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v = json(&o);
@@ -145,9 +130,9 @@ fn without_git_or_history_the_error_names_base() {
 fn rev_replays_committed_versions_only() {
     let r = adopted();
     patch(&r, "cost", "Cheaper.");
-    commit_all(&r, "agent 2");
+    r.commit_all("agent 2");
     patch(&r, "speed", "Fastest.");
-    commit_all(&r, "agent 3");
+    r.commit_all("agent 3");
     // The working tree is broken on purpose: --rev must not read it.
     r.write("plan.noma", "# scribbled over\n");
     r.write("plan.noma.patches", "not a transcript\n");
@@ -191,7 +176,7 @@ fn rev_detects_a_committed_divergence() {
         "plan.noma",
         &r.read("plan.noma").replace("Faster.", "Slow."),
     );
-    commit_all(&r, "unrecorded");
+    r.commit_all("unrecorded");
     let o = r.noma(&["replay", "--rev", "HEAD", "plan.noma"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("DIVERGED"), "{}", text(&o));
