@@ -166,6 +166,93 @@ impl Repo {
     }
 }
 
+/// A temp dir with a private HOME, holding any number of repositories.
+/// Every child runs with a clean git environment (no `GIT_*` variable, no
+/// system config, no repository above the dir), so neither the user's
+/// config nor an enclosing hook leaks in.
+pub struct Sandbox {
+    tmp: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// An empty sandbox.
+    pub fn new() -> Sandbox {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        Sandbox { tmp }
+    }
+
+    /// The sandbox directory.
+    pub fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// `program` in `dir` with the sandbox's environment.
+    pub fn cmd(&self, program: &str, dir: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(dir);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GIT_") {
+                c.env_remove(k);
+            }
+        }
+        let home = self.root().join("home");
+        c.env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CEILING_DIRECTORIES", self.root());
+        c
+    }
+
+    /// Runs git in `dir`.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> Output {
+        self.cmd("git", dir).args(args).output().unwrap()
+    }
+
+    /// Runs git in `dir`, asserting success; returns its stdout.
+    pub fn git_ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.git(dir, args);
+        assert!(out.status.success(), "git {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The binary under test in `dir`, not yet run.
+    pub fn noma_cmd(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut c = self.cmd(NOMA, dir);
+        c.args(args);
+        c
+    }
+
+    /// Runs the binary under test in `dir`.
+    pub fn noma(&self, dir: &Path, args: &[&str]) -> Output {
+        self.noma_cmd(dir, args).output().unwrap()
+    }
+
+    /// Runs the binary under test in `dir`, asserting success; returns its stdout.
+    pub fn noma_ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.noma(dir, args);
+        assert!(out.status.success(), "noma {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `git init` of `name` in the sandbox, with identity, default branch
+    /// `main` and no signing set in the repository.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git_ok(&dir, &["-c", "init.defaultBranch=main", "init", "-q"]);
+        for (k, v) in [
+            ("user.name", "Test"),
+            ("user.email", "test@example.com"),
+            ("init.defaultBranch", "main"),
+            ("commit.gpgsign", "false"),
+        ] {
+            self.git_ok(&dir, &["config", k, v]);
+        }
+        dir
+    }
+}
+
 /// A minimal `noma mcp` stdio client: one request at a time
 /// ([`McpClient::call`]) or many in flight ([`McpClient::call_async`] then
 /// [`McpClient::recv`]).

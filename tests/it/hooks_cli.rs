@@ -14,30 +14,34 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// A temp dir with a private HOME; every child runs with a clean git
-/// environment so neither the user's config nor an enclosing hook leaks in.
-struct Sandbox {
-    tmp: tempfile::TempDir,
+use crate::common::Sandbox;
+
+/// A [`Sandbox`] with a fake `noma` that logs its arguments and succeeds:
+/// most tests install the hooks with `--noma-path` pointing at it.
+fn sandbox() -> Sandbox {
+    let s = Sandbox::new();
+    write_exec(
+        &s.fake(),
+        &format!(
+            "#!/bin/sh\necho \"fake-noma $*\" >> '{}'\n",
+            s.log_path().display()
+        ),
+    );
+    s
 }
 
-impl Sandbox {
-    fn new() -> Sandbox {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::create_dir_all(tmp.path().join("home")).unwrap();
-        let s = Sandbox { tmp };
-        // The fake binary: logs its arguments, succeeds.
-        let log = s.log_path();
-        write_exec(
-            &s.fake(),
-            &format!("#!/bin/sh\necho \"fake-noma $*\" >> '{}'\n", log.display()),
-        );
-        s
-    }
+/// This file's helpers on [`Sandbox`], a trait because inherent methods
+/// cannot be added outside `common`.
+trait FakeNoma {
+    fn fake(&self) -> PathBuf;
+    fn log_path(&self) -> PathBuf;
+    fn log(&self) -> String;
+    fn commit(&self, dir: &Path, file: &str) -> Output;
+    fn install_fake(&self, dir: &Path, extra: &[&str]) -> String;
+    fn status_json(&self, dir: &Path) -> Value;
+}
 
-    fn root(&self) -> &Path {
-        self.tmp.path()
-    }
-
+impl FakeNoma for Sandbox {
     fn fake(&self) -> PathBuf {
         self.root().join("fakebin/noma")
     }
@@ -48,69 +52,6 @@ impl Sandbox {
 
     fn log(&self) -> String {
         fs::read_to_string(self.log_path()).unwrap_or_default()
-    }
-
-    fn cmd(&self, program: &str, dir: &Path) -> Command {
-        let mut c = Command::new(program);
-        c.current_dir(dir);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        let home = self.root().join("home");
-        c.env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CEILING_DIRECTORIES", self.root());
-        c
-    }
-
-    fn git(&self, dir: &Path, args: &[&str]) -> Output {
-        self.cmd("git", dir).args(args).output().unwrap()
-    }
-
-    fn git_ok(&self, dir: &Path, args: &[&str]) -> String {
-        let out = self.git(dir, args);
-        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
-
-    fn noma_cmd(&self, dir: &Path, args: &[&str]) -> Command {
-        let mut c = self.cmd(env!("CARGO_BIN_EXE_noma"), dir);
-        c.args(args);
-        c
-    }
-
-    fn noma(&self, dir: &Path, args: &[&str]) -> Output {
-        self.noma_cmd(dir, args).output().unwrap()
-    }
-
-    fn noma_ok(&self, dir: &Path, args: &[&str]) -> String {
-        let out = self.noma(dir, args);
-        assert!(
-            out.status.success(),
-            "noma {args:?}: {}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
-        text(&out.stdout)
-    }
-
-    /// `git init` with identity and default branch set in the repository.
-    fn repo(&self, name: &str) -> PathBuf {
-        let dir = self.root().join(name);
-        fs::create_dir_all(&dir).unwrap();
-        self.git_ok(&dir, &["-c", "init.defaultBranch=main", "init", "-q"]);
-        for (k, v) in [
-            ("user.name", "Test"),
-            ("user.email", "test@example.com"),
-            ("init.defaultBranch", "main"),
-            ("commit.gpgsign", "false"),
-        ] {
-            self.git_ok(&dir, &["config", k, v]);
-        }
-        dir
     }
 
     fn commit(&self, dir: &Path, file: &str) -> Output {
@@ -158,7 +99,7 @@ fn git_hooks_dir(s: &Sandbox, dir: &Path) -> PathBuf {
 
 #[test]
 fn install_status_and_idempotent_reinstall() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     let out = s.noma_ok(&repo, &["hooks", "install"]);
     assert!(out.contains("pre-commit: installed\n"), "{out}");
@@ -209,7 +150,7 @@ fn install_status_and_idempotent_reinstall() {
 
 #[test]
 fn hooks_run_on_commit_and_merge() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     s.install_fake(&repo, &[]);
     let out = s.commit(&repo, "a.txt");
@@ -230,7 +171,7 @@ fn hooks_run_on_commit_and_merge() {
 
 #[test]
 fn falls_back_to_noma_on_path_and_fails_clearly_without_it() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     let gone = s.root().join("gone/noma");
     s.noma_ok(
@@ -269,7 +210,7 @@ fn falls_back_to_noma_on_path_and_fails_clearly_without_it() {
 
 #[test]
 fn foreign_hook_is_chained_runs_first_and_its_failure_blocks() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     let hook = repo.join(".git/hooks/pre-commit");
     let foreign = format!(
@@ -315,7 +256,7 @@ fn foreign_hook_is_chained_runs_first_and_its_failure_blocks() {
 
 #[test]
 fn force_replaces_with_backup_and_uninstall_restores() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     let hook = repo.join(".git/hooks/pre-commit");
     let foreign = format!("#!/bin/sh\necho foreign >> '{}'\n", s.log_path().display());
@@ -347,7 +288,7 @@ fn force_replaces_with_backup_and_uninstall_restores() {
 
 #[test]
 fn conflicting_leftover_refuses_without_changes() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     let hooks = repo.join(".git/hooks");
     write_exec(&hooks.join("pre-commit"), "#!/bin/sh\n");
@@ -372,7 +313,7 @@ fn conflicting_leftover_refuses_without_changes() {
 
 #[test]
 fn relative_and_absolute_core_hooks_path() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("r");
     s.git_ok(&repo, &["config", "core.hooksPath", ".githooks"]);
     let sub = repo.join("deep/sub");
@@ -408,7 +349,7 @@ fn relative_and_absolute_core_hooks_path() {
 
 #[test]
 fn linked_worktree_installs_into_the_common_dir() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let repo = s.repo("main");
     assert!(s.commit(&repo, "a.txt").status.success());
     s.git_ok(&repo, &["worktree", "add", "-q", "-b", "feature", "../wt"]);
@@ -437,7 +378,7 @@ fn linked_worktree_installs_into_the_common_dir() {
 
 #[test]
 fn bare_repository_and_git_dir_layout() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let bare = s.root().join("store.git");
     fs::create_dir_all(&bare).unwrap();
     s.git_ok(
@@ -502,7 +443,7 @@ fn bare_repository_and_git_dir_layout() {
 
 #[test]
 fn outside_a_repository_is_a_usage_error() {
-    let s = Sandbox::new();
+    let s = sandbox();
     let dir = s.root().join("plain");
     fs::create_dir_all(&dir).unwrap();
     for args in [

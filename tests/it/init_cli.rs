@@ -4,80 +4,10 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use noma::config::{Policy, PolicyFile};
 
-/// A temp dir with a private HOME and a clean git environment for children.
-struct Sandbox {
-    tmp: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::create_dir_all(tmp.path().join("home")).unwrap();
-        Sandbox { tmp }
-    }
-
-    fn cmd(&self, program: &str, dir: &Path) -> Command {
-        let mut c = Command::new(program);
-        c.current_dir(dir);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        let home = self.tmp.path().join("home");
-        c.env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CEILING_DIRECTORIES", self.tmp.path());
-        c
-    }
-
-    fn git_ok(&self, dir: &Path, args: &[&str]) -> String {
-        let out = self.cmd("git", dir).args(args).output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
-
-    fn noma(&self, dir: &Path, args: &[&str]) -> Output {
-        self.cmd(env!("CARGO_BIN_EXE_noma"), dir)
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn noma_ok(&self, dir: &Path, args: &[&str]) -> String {
-        let out = self.noma(dir, args);
-        assert!(
-            out.status.success(),
-            "noma {args:?}: {}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
-        text(&out.stdout)
-    }
-
-    fn repo(&self, name: &str) -> PathBuf {
-        let dir = self.tmp.path().join(name);
-        fs::create_dir_all(&dir).unwrap();
-        self.git_ok(&dir, &["-c", "init.defaultBranch=main", "init", "-q"]);
-        for (k, v) in [
-            ("user.name", "Test"),
-            ("user.email", "test@example.com"),
-            ("init.defaultBranch", "main"),
-        ] {
-            self.git_ok(&dir, &["config", k, v]);
-        }
-        dir
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::common::Sandbox;
 
 #[test]
 fn init_twice_is_idempotent() {
@@ -188,14 +118,14 @@ fn init_reports_refused_hooks_after_the_other_steps() {
 #[test]
 fn init_outside_a_repository_or_in_a_bare_one_fails() {
     let s = Sandbox::new();
-    let plain = s.tmp.path().join("plain");
+    let plain = s.root().join("plain");
     fs::create_dir_all(&plain).unwrap();
     let out = s.noma(&plain, &["init"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("git init"));
     assert!(!plain.join(".noma").exists());
 
-    let bare = s.tmp.path().join("b.git");
+    let bare = s.root().join("b.git");
     fs::create_dir_all(&bare).unwrap();
     s.git_ok(&bare, &["init", "-q", "--bare"]);
     let out = s.noma(&bare, &["init"]);
@@ -300,4 +230,8 @@ fn init_registers_the_mcp_server_and_merges_mcp_json() {
     let out = with_path(&repo, &own_path, &["init", "--no-hooks", "--no-mcp"]);
     assert!(out.status.success());
     assert!(!repo.join(".mcp.json").exists());
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }
