@@ -419,11 +419,10 @@ fn run_fixture_dir(dir: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn reference_conformance_fixtures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma/conformance");
-    if !root.is_dir() {
-        eprintln!("skipping: {} is absent", root.display());
+    let Some(shared) = crate::testutil::shared_reference("reference_conformance_fixtures") else {
         return;
-    }
+    };
+    let root = shared.join("noma/conformance");
     let mut all = Vec::new();
     let mut n = 0;
     for sub in ["valid", "invalid"] {
