@@ -375,7 +375,7 @@ fn files_over_the_size_cap_are_refused_with_the_knob_named() {
     assert!(text(&o).contains("NOMA_MAX_FILE_BYTES"), "{}", text(&o));
 }
 
-use crate::common::{mcp_repo as git_repo, tool_body as body, McpClient as Mcp};
+use crate::common::{self, mcp_repo as git_repo, tool_body as body, McpClient as Mcp};
 
 #[test]
 fn mcp_refuses_non_object_ops_without_locking_the_document() {
@@ -510,25 +510,14 @@ fn a_thousand_concurrent_mcp_patches_all_succeed_and_replay() {
     assert_eq!(final_doc.matches("=").count() as u64, 8 + CLIENTS * CALLS);
 }
 
-/// `../shared/reference/noma/schemas`, or `None` (with a visible skip line)
-/// outside CI when a user's clone has no `../shared` beside it.
-fn shared_schemas() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/noma/schemas");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: CI must have ../shared beside the checkout",
-        dir.display()
-    );
-    eprintln!("SKIP: {} not found", dir.display());
-    None
-}
-
 #[test]
 fn every_record_kind_validates_against_the_published_transcript_schema() {
-    let Some(dir) = shared_schemas() else { return };
+    let Some(reference) = common::shared_reference(
+        "every_record_kind_validates_against_the_published_transcript_schema",
+    ) else {
+        return;
+    };
+    let dir = reference.join("noma/schemas");
     let read = |name: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
     };
