@@ -32,6 +32,7 @@ mod transcript_cli;
 mod transcript_props;
 mod verify_cli;
 mod workflow_branches;
+mod workflow_changed;
 mod workflow_hook_findings;
 mod workflow_husky;
 mod workflow_line_endings;

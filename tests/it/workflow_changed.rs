@@ -1,0 +1,95 @@
+//! "What changed since main", as a branch is kept up to date: `noma
+//! changed --base main` and the MCP tool `get_changed_blocks` report only
+//! the branch's own blocks after `git merge main` (GitHub's "Update
+//! branch"), after `git rebase main`, and in a linked worktree. Real `git`,
+//! hooks installed, every commit through them.
+
+use serde_json::{json, Value};
+
+use crate::common::{text, McpClient, Repo};
+
+const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n";
+
+/// One agent edit of block `id` in `plan.noma`, committed.
+fn edit(r: &Repo, id: &str, body: &str) {
+    let op = json!({"op": "replace_body", "id": id, "content": body}).to_string();
+    r.agent_patch("plan.noma", &op);
+    r.commit_all(&format!("edit {id}"));
+}
+
+/// `(id, change)` of every changed block, from a changed-blocks answer.
+fn blocks(answer: &Value) -> Vec<(String, String)> {
+    let docs = answer["docs"].as_array().cloned().unwrap_or_default();
+    docs.iter()
+        .flat_map(|d| d["blocks"].as_array().cloned().unwrap_or_default())
+        .map(|b| {
+            let s = |k: &str| b[k].as_str().unwrap_or("").to_string();
+            (s("id"), s("change"))
+        })
+        .collect()
+}
+
+/// The CLI's and the MCP tool's answers agree; returns the blocks.
+fn changed_since_main(r: &Repo) -> Vec<(String, String)> {
+    let o = r.noma(&["changed", "--base", "main", "--format", "json"]);
+    assert!(o.status.success(), "noma changed: {}", text(&o));
+    let cli: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut mcp = McpClient::start(r.path());
+    let over_mcp = mcp.ok("get_changed_blocks", json!({"base_branch": "main"}));
+    mcp.finish();
+    assert_eq!(blocks(&over_mcp), blocks(&cli), "{over_mcp:#}");
+    blocks(&cli)
+}
+
+fn modified(id: &str) -> Vec<(String, String)> {
+    vec![(id.to_string(), "modified".to_string())]
+}
+
+#[test]
+fn changed_blocks_follow_the_branch_through_merge_from_main_rebase_and_a_worktree() {
+    let r = Repo::init();
+    let o = r.noma(&["init"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.write("plan.noma", DOC);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.commit_all("plan");
+
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    edit(&r, "b", "BETA");
+    r.ok(&["checkout", "-q", "main"]);
+    edit(&r, "a", "ALPHA");
+    r.ok(&["checkout", "-q", "feat"]);
+    assert_eq!(changed_since_main(&r), modified("b"), "before updating");
+
+    // "Update branch": main merged into the branch; main's edit of `a` is
+    // now on both sides and not the branch's change.
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(o.status.success(), "merge main: {}", text(&o));
+    assert_eq!(
+        changed_since_main(&r),
+        modified("b"),
+        "after git merge main"
+    );
+
+    // The same branch rebased instead.
+    r.ok(&["reset", "-q", "--hard", "HEAD~1"]);
+    let o = r.git(&["rebase", "main"]);
+    assert!(o.status.success(), "rebase main: {}", text(&o));
+    assert_eq!(
+        changed_since_main(&r),
+        modified("b"),
+        "after git rebase main"
+    );
+
+    // A linked worktree on its own branch answers for its own checkout.
+    let w = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let wt = w.path().to_str().unwrap().to_string();
+    r.ok(&["worktree", "add", "-q", "-b", "wt", &wt, "main"]);
+    edit(&w, "c", "GAMMA");
+    assert_eq!(changed_since_main(&w), modified("c"), "in the worktree");
+    assert_eq!(changed_since_main(&r), modified("b"), "the main checkout");
+}
