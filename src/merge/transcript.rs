@@ -659,13 +659,7 @@ mod tests {
         // The independent op on b was still re-applied.
         assert_eq!(r.rebased.len(), 1);
         assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
-        let rep = crate::transcript::replay::replay(
-            &r.transcript,
-            Some(BASE),
-            &r.doc,
-            crate::engine::APPLY,
-        );
-        assert!(rep.ok, "{:?}", rep.divergence);
+        assert_replays_from(BASE, &r);
     }
 
     /// Hand edits (`x-noma/replace_lines`) in one section merge when their
@@ -679,13 +673,7 @@ mod tests {
             let (od, ot) = fx::extend(base, b"", &[ours]);
             let (td, tt) = fx::extend(base, b"", &[theirs]);
             let r = reconcile_forks(base, (&od, &ot), (&td, &tt)).unwrap();
-            let rep = crate::transcript::replay::replay(
-                &r.transcript,
-                Some(base),
-                &r.doc,
-                crate::engine::APPLY,
-            );
-            assert!(rep.ok, "{:?}", rep.divergence);
+            assert_replays_from(base, &r);
             r
         };
         // Ours adds two lines above theirs: their hunk moves down to them.
@@ -701,6 +689,17 @@ mod tests {
     }
 
     /// `reconcile` of two forks of `base` that had no transcript.
+    /// The merged transcript replays from `base` to the merged document.
+    fn assert_replays_from(base: &str, r: &Reconciled) {
+        let rep = crate::transcript::replay::replay(
+            &r.transcript,
+            Some(base),
+            &r.doc,
+            crate::engine::APPLY,
+        );
+        assert!(rep.ok, "{:?}", rep.divergence);
+    }
+
     fn reconcile_forks(
         base: &str,
         (od, ot): (&str, &[u8]),

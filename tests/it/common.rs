@@ -13,7 +13,9 @@ pub const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 /// `../shared/reference` (the reference implementation's checkout beside
 /// this repository), which a user's clone does not have. Absent, `test` is
 /// skipped with a visible `SKIP` line, except in CI (`CI` set), where the
-/// data must be present so that these tests cannot pass vacuously.
+/// data must be present so that these tests cannot pass vacuously. The
+/// unit tests inside the library have the same rule in `src/testutil.rs`
+/// (a test-only copy: sharing it would make it public library API).
 pub fn shared_reference(test: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference");
     if dir.is_dir() {
@@ -141,6 +143,19 @@ impl Repo {
     /// Reads a file of the work tree.
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path().join(rel)).unwrap()
+    }
+
+    /// A repository after `noma init`, with `plan.noma` (`doc`) committed
+    /// together with the genesis record that starts its transcript.
+    pub fn with_genesis_record(doc: &str) -> Repo {
+        let r = Repo::init();
+        let o = r.noma(&["init"]);
+        assert!(o.status.success(), "{}", text(&o));
+        r.write("plan.noma", doc);
+        let o = r.noma(&["record", "plan.noma"]);
+        assert!(o.status.success(), "genesis: {}", text(&o));
+        r.commit_all("plan, with its genesis record");
+        r
     }
 
     /// `git add -A`, then `git commit -q -m MSG` through any installed

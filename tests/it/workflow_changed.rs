@@ -47,13 +47,7 @@ fn modified(id: &str) -> Vec<(String, String)> {
 
 #[test]
 fn changed_blocks_follow_the_branch_through_merge_from_main_rebase_and_a_worktree() {
-    let r = Repo::init();
-    let o = r.noma(&["init"]);
-    assert!(o.status.success(), "{}", text(&o));
-    r.write("plan.noma", DOC);
-    let o = r.noma(&["record", "plan.noma"]);
-    assert!(o.status.success(), "{}", text(&o));
-    r.commit_all("plan");
+    let r = Repo::with_genesis_record(DOC);
 
     r.ok(&["checkout", "-q", "-b", "feat"]);
     edit(&r, "b", "BETA");

@@ -249,26 +249,13 @@ fn assert_replays(r: &Repo, want: &[&str]) {
     assert!(o.status.success(), "check: {}", text(&o));
 }
 
-/// `noma init`, then `plan.noma` committed with the genesis record that
-/// starts its transcript.
-fn with_genesis_record(doc: &str) -> Repo {
-    let r = Repo::init();
-    let o = r.noma(&["init"]);
-    assert!(o.status.success(), "{}", text(&o));
-    r.write("plan.noma", doc);
-    let o = r.noma(&["record", "plan.noma"]);
-    assert!(o.status.success(), "genesis: {}", text(&o));
-    r.commit_all("plan, with its genesis record");
-    r
-}
-
 /// Hand edits recorded on two branches (genesis record included) travel
 /// through `git rebase`, `git cherry-pick` and a `core.autocrlf=true` clone
 /// beside agent patches: every commit passes the hooks, the transcript
 /// merge driver keeps the records, and the history replays from nothing.
 #[test]
 fn recorded_hand_edits_travel_through_rebase_cherry_pick_and_autocrlf() {
-    let r = with_genesis_record("# Plan\n\nFirst paragraph, by hand.\n\n::note{id=\"a\"}\nalpha\n::\n\nMiddle paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nLast paragraph.\n");
+    let r = Repo::with_genesis_record("# Plan\n\nFirst paragraph, by hand.\n\n::note{id=\"a\"}\nalpha\n::\n\nMiddle paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nLast paragraph.\n");
 
     // Two branches: each mixes a recorded hand edit with an agent patch.
     r.ok(&["checkout", "-q", "-b", "feat"]);
@@ -348,7 +335,7 @@ fn recorded_hand_edits_travel_through_rebase_cherry_pick_and_autocrlf() {
 /// the updated main and then merges into it with a merge commit.
 #[test]
 fn recorded_hand_edits_travel_through_pull_rebase_and_a_worktree() {
-    let r = with_genesis_record("# Plan\n\nFirst paragraph.\n\n::note{id=\"a\"}\nalpha\n::\n\nSecond paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nThird paragraph.\n\n::note{id=\"c\"}\ngamma\n::\n\nFourth paragraph.\n");
+    let r = Repo::with_genesis_record("# Plan\n\nFirst paragraph.\n\n::note{id=\"a\"}\nalpha\n::\n\nSecond paragraph.\n\n::note{id=\"b\"}\nbeta\n::\n\nThird paragraph.\n\n::note{id=\"c\"}\ngamma\n::\n\nFourth paragraph.\n");
     let remote = r.path().join(".git").join("remote.git");
     let remote = remote.to_str().unwrap();
     r.ok(&["init", "-q", "--bare", remote]);
