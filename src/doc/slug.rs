@@ -24,9 +24,11 @@ pub fn slugify(input: &str) -> Text {
     collapse(&kept)
 }
 
-/// The same rules in one pass for ASCII input (the common case).
+/// The same rules in one pass for ASCII input (the common case). Built as
+/// a `String` first: `Text::push` re-checks its inline/heap form per char,
+/// which made slugs 6% of a big document's `check`.
 fn slugify_ascii(input: &[u8]) -> Text {
-    let mut out = Text::with_capacity(input.len());
+    let mut out = String::with_capacity(input.len());
     let mut pending_dash = false;
     for &b in input {
         let c = b.to_ascii_lowercase();
@@ -41,7 +43,7 @@ fn slugify_ascii(input: &[u8]) -> Text {
         }
         // Every other character is dropped without separating words.
     }
-    out
+    Text::from(out.as_str())
 }
 
 /// The auto id of a heading: its slug, or `section` when the slug is empty.
