@@ -55,26 +55,26 @@ pub fn run(args: Args) -> i32 {
         merge::merge_transcript(&mine, &mut find)
     } else {
         let tpath = format!("{path}.patches");
-        let transcripts = repo.as_ref().and_then(|r| {
-            let ot =
-                merge::find_transcript_for(r, &tpath, &ours, r.head_blob(&tpath).ok().flatten())?;
-            let tt = merge::find_transcript_for(r, &tpath, &theirs, None)?;
-            Some((ot, tt))
-        });
+        let transcripts = match repo.as_ref() {
+            Some(r) => Versions {
+                base: merge::find_transcript_for(r, &tpath, &base, None),
+                ours: merge::find_transcript_for(
+                    r,
+                    &tpath,
+                    &ours,
+                    r.head_blob(&tpath).ok().flatten(),
+                ),
+                theirs: merge::find_transcript_for(r, &tpath, &theirs, None),
+            },
+            None => Versions::default(),
+        };
         let labels = Labels {
             ours: "HEAD".into(),
             theirs: "theirs".into(),
         };
         let known = vec![base.clone(), ours.clone(), theirs.clone()];
         let mut find = merge::doc_finder(repo.as_ref(), &path, known);
-        merge::merge_document(
-            &mine,
-            transcripts
-                .as_ref()
-                .map(|(o, t)| (o.as_slice(), t.as_slice())),
-            &mut find,
-            &labels,
-        )
+        merge::merge_document(&mine, &transcripts, &mut find, &labels)
     };
     if let Err(e) = std::fs::write(&args.ours, &result.content) {
         eprintln!("noma merge-driver: {}: {e}", args.ours.display());
@@ -82,6 +82,16 @@ pub fn run(args: Args) -> i32 {
     }
     for m in &result.messages {
         eprintln!("noma merge-driver: {path}: {m}");
+    }
+    if let Some(doc) = path
+        .strip_suffix(".patches")
+        .filter(|_| result.resolved_by_recording)
+    {
+        // The document merges on its own (block by block); recording it
+        // makes the pair agree again (the hook's fix for an unrecorded edit).
+        eprintln!(
+            "noma merge-driver: {path}: fix: once {doc:?} is merged: noma record {doc:?} && git add {doc:?} {path:?}"
+        );
     }
     if result.clean {
         super::EXIT_OK

@@ -17,7 +17,10 @@
 //! Both drivers compute the same reconciliation
 //! ([`transcript::reconcile_transcripts`]): ours is kept as a byte prefix
 //! and their records whose op we lack are re-applied onto our final state
-//! (see [`succession`] for op identity). Neither driver reads the merge's
+//! (see [`succession`] for op identity), unless the merge base holds the
+//! record too: then our side removed it (a cherry-pick of a later commit,
+//! `rebase -i` dropping one) and it stays removed. A base record only
+//! theirs removed (`git revert`) is not reconcilable. Neither driver reads the merge's
 //! commits: during a rebase or cherry-pick git names none. Instead the
 //! versions are found by sha256 in the path's history ([`Repo::history_starts`]):
 //! the transcript driver looks up the document state its common prefix
@@ -58,6 +61,10 @@ pub struct FileMerge {
     pub method: &'static str,
     /// One line per conflict or notable event.
     pub messages: Vec<String>,
+    /// Recording the merged document (`noma record`) resolves the
+    /// conflict: the transcript was kept as ours because theirs removed
+    /// records (a revert) that an append cannot remove.
+    pub resolved_by_recording: bool,
 }
 
 /// The three versions of a file at the commits of a merge.
@@ -139,13 +146,15 @@ fn text(b: Option<&[u8]>) -> Option<&str> {
 }
 
 /// Merges the document `doc` given its three versions and, when known, its
-/// transcript's three versions.
+/// transcript's versions.
 ///
-/// `transcripts` are (ours, theirs) transcripts ending at the two documents;
-/// `find_doc` returns a document version by sha256.
+/// `transcripts` holds the transcripts ending at the three documents (ours
+/// and theirs are needed to reconcile; base, when found, tells a record
+/// one side removed from one the other side added); `find_doc` returns a
+/// document version by sha256.
 pub fn merge_document(
     doc: &Versions,
-    transcripts: Option<(&[u8], &[u8])>,
+    transcripts: &Versions,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
     labels: &Labels,
 ) -> FileMerge {
@@ -160,12 +169,18 @@ pub fn merge_document(
             clean: false,
             method: "blocks",
             messages: vec!["a version is missing or not UTF-8 text; kept ours".into()],
+            resolved_by_recording: false,
         };
     };
     let b = b.unwrap_or("");
     let mut messages = Vec::new();
-    if let Some((ot, tt)) = transcripts.filter(|(o, t)| o != t) {
-        match reconcile_checked(ot, tt, o, t, find_doc) {
+    let (bt, ot, tt) = (
+        transcripts.base.as_deref(),
+        transcripts.ours.as_deref(),
+        transcripts.theirs.as_deref(),
+    );
+    if let Some((ot, tt)) = ot.zip(tt).filter(|(o, t)| o != t) {
+        match reconcile_checked([bt, Some(ot), Some(tt)], o, t, find_doc) {
             Ok(r) if r.conflicts.is_empty() => {
                 return FileMerge {
                     content: r.doc.into_bytes(),
@@ -176,6 +191,7 @@ pub fn merge_document(
                         r.rebased.len(),
                         labels.theirs
                     )],
+                    resolved_by_recording: false,
                 };
             }
             Ok(r) => {
@@ -195,6 +211,7 @@ pub fn merge_document(
                     clean: false,
                     method: "reconciled",
                     messages,
+                    resolved_by_recording: false,
                 };
             }
             Err(e) => messages.push(format!("transcripts not reconciled ({e}); merging blocks")),
@@ -211,26 +228,28 @@ pub fn merge_document(
         content: m.text.into_bytes(),
         method: "blocks",
         messages,
+        resolved_by_recording: false,
     }
 }
 
-/// Reconciles two transcripts whose documents must be `o` and `t`.
+/// Reconciles two transcripts (given as base, ours, theirs) whose
+/// documents must be `o` and `t`.
 fn reconcile_checked(
-    ot: &[u8],
-    tt: &[u8],
+    [bt, ot, tt]: [Option<&[u8]>; 3],
     o: &str,
     t: &str,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Reconciled, Unreconcilable> {
-    let r = transcript::reconcile_transcripts(ot, tt, Some(o), find_doc)?;
+    let (ot, tt) = (ot.unwrap_or_default(), tt.unwrap_or_default());
+    let r = transcript::reconcile_transcripts(ot, tt, bt, Some(o), find_doc)?;
     if r.ours_doc != o {
-        return Err(Unreconcilable(
-            "our document is not what our transcript replays to".into(),
+        return Err(Unreconcilable::new(
+            "our document is not what our transcript replays to",
         ));
     }
     if r.theirs_doc != t {
-        return Err(Unreconcilable(
-            "their document is not what their transcript replays to".into(),
+        return Err(Unreconcilable::new(
+            "their document is not what their transcript replays to",
         ));
     }
     Ok(r)
@@ -242,17 +261,18 @@ pub fn merge_transcript(
     tr: &Versions,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> FileMerge {
-    let keep_ours = |messages: Vec<String>| FileMerge {
+    let keep_ours = |messages: Vec<String>, resolved_by_recording| FileMerge {
         content: tr.ours.clone().unwrap_or_default(),
         clean: false,
         method: "unreconciled",
         messages,
+        resolved_by_recording,
     };
     let (ot, tt) = (
         tr.ours.as_deref().unwrap_or_default(),
         tr.theirs.as_deref().unwrap_or_default(),
     );
-    match transcript::reconcile_transcripts(ot, tt, None, find_doc) {
+    match transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find_doc) {
         Ok(r) => FileMerge {
             clean: r.conflicts.is_empty(),
             messages: r
@@ -262,9 +282,13 @@ pub fn merge_transcript(
                 .collect(),
             content: r.transcript,
             method: "reconciled",
+            resolved_by_recording: false,
         },
-        Err(e) => keep_ours(vec![format!(
-            "transcripts not reconciled ({e}); transcript left as ours"
-        )]),
+        Err(e) => keep_ours(
+            vec![format!(
+                "transcripts not reconciled ({e}); transcript left as ours"
+            )],
+            e.removes_base_records,
+        ),
     }
 }

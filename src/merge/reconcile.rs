@@ -277,6 +277,7 @@ impl Branch<'_> {
         let res = super::transcript::reconcile_transcripts(
             files.head_transcript(),
             files.base_t.as_deref().unwrap_or_default(),
+            files.mb_t.as_deref(),
             Some(head_doc),
             find,
         );

@@ -107,8 +107,24 @@ pub struct Reconciled {
 /// Why a reconciliation cannot even be attempted (the caller falls back to
 /// a plain block merge, or reports).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unreconcilable(pub String);
+#[error("{message}")]
+pub struct Unreconcilable {
+    /// What is in the way.
+    pub message: String,
+    /// Their side removed records the merge base holds (a `git revert`):
+    /// the merged document is right, and recording it fixes the transcript.
+    pub removes_base_records: bool,
+}
+
+impl Unreconcilable {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Unreconcilable {
+        Unreconcilable {
+            message: message.into(),
+            removes_base_records: false,
+        }
+    }
+}
 
 /// One replayed applied op: the record and what it touched.
 struct Step {
@@ -134,17 +150,18 @@ pub fn reconcile(
     let r = reconcile_transcripts(
         ours.transcript.unwrap_or_default(),
         theirs.transcript.unwrap_or_default(),
+        base.transcript,
         ours.doc.or(base.doc),
         &mut find,
     )?;
     if ours.doc.is_some_and(|d| d != r.ours_doc) {
-        return Err(Unreconcilable(
-            "our document is not what our transcript replays to".into(),
+        return Err(Unreconcilable::new(
+            "our document is not what our transcript replays to",
         ));
     }
     if theirs.doc.is_some_and(|d| d != r.theirs_doc) {
-        return Err(Unreconcilable(
-            "their document is not what their transcript replays to".into(),
+        return Err(Unreconcilable::new(
+            "their document is not what their transcript replays to",
         ));
     }
     Ok(r)
@@ -155,26 +172,58 @@ pub fn reconcile(
 /// The result keeps `ours` as a byte prefix. Their records after the two
 /// transcripts' longest common line prefix are carried over unless their
 /// op is already in ours ([`origin`]: a copy of ours, or the original of
-/// one of our copies). `find_doc` returns the document version with a
+/// one of our copies) or in `base_t`, the transcript at the merge base:
+/// a base record ours lacks was removed on our side (a cherry-pick of a
+/// later commit, a commit dropped by `rebase -i`) and stays removed. A base
+/// record ours holds and theirs lacks was removed on their side (a `git
+/// revert`); an append-only transcript cannot express that, so it is
+/// [`Unreconcilable`]. `find_doc` returns the document version with a
 /// given sha256 (the state the common prefix ends at is needed to replay
 /// both sides); `fallback_doc` is used when no record was ever applied.
 /// When ours is a line prefix of theirs, the result is theirs verbatim.
 pub fn reconcile_transcripts(
     ot: &[u8],
     tt: &[u8],
+    base_t: Option<&[u8]>,
     fallback_doc: Option<&str>,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Reconciled, Unreconcilable> {
     let fork = Fork::read(ot, tt)?;
+    let base_records = match base_t {
+        Some(b) => super::succession::records(b).map_err(|v| {
+            Unreconcilable::new(format!("the merge base's transcript cannot be read ({v})"))
+        })?,
+        None => Vec::new(),
+    };
+    let ours_all: HashSet<&str> = fork.prefix.iter().chain(&fork.onew).map(origin).collect();
+    let theirs_all: HashSet<&str> = fork.prefix.iter().chain(&fork.tnew).map(origin).collect();
+    let in_base: HashSet<&str> = base_records.iter().map(origin).collect();
+    let removed_by_them = in_base
+        .iter()
+        .filter(|o| ours_all.contains(*o) && !theirs_all.contains(*o))
+        .count();
+    if removed_by_them > 0 {
+        return Err(Unreconcilable {
+            message: format!(
+                "their side removes {removed_by_them} recorded op(s) that the merge base has \
+                 (a revert), which an append-only transcript cannot express"
+            ),
+            removes_base_records: true,
+        });
+    }
     let base_doc = fork.start_doc(fallback_doc, find_doc)?;
     let (our_doc, our_steps) = replay_side(&base_doc, &fork.onew, "ours")?;
     let (their_doc, their_steps) = replay_side(&base_doc, &fork.tnew, "theirs")?;
-    let ours_all: HashSet<&str> = fork.prefix.iter().chain(&fork.onew).map(origin).collect();
     let unique: Vec<&Record> = fork
         .tnew
         .iter()
-        .filter(|r| !ours_all.contains(origin(r)))
+        .filter(|r| !ours_all.contains(origin(r)) && !in_base.contains(origin(r)))
         .collect();
+    // Base records ours lacks: theirs verbatim would bring them back.
+    let removed_by_us = fork
+        .tnew
+        .iter()
+        .any(|r| in_base.contains(origin(r)) && !ours_all.contains(origin(r)));
     let whole = |t: &[u8], doc: String, theirs_new: usize, ours_new: usize| Reconciled {
         transcript: t.to_vec(),
         doc: doc.clone(),
@@ -185,7 +234,7 @@ pub fn reconcile_transcripts(
         ours_new,
         theirs_new,
     };
-    if fork.onew.is_empty() {
+    if fork.onew.is_empty() && !removed_by_us {
         // Ours is where theirs started: theirs as it is (a fast-forward).
         return Ok(whole(tt, their_doc.clone(), fork.tnew.len(), 0));
     }
@@ -235,7 +284,7 @@ struct Fork {
 
 impl Fork {
     fn read(ot: &[u8], tt: &[u8]) -> Result<Fork, Unreconcilable> {
-        let err = |m: String| Unreconcilable(m);
+        let err = |m: String| Unreconcilable::new(m);
         let (olines, otorn) = split_lines(ot);
         let (tlines, ttorn) = split_lines(tt);
         if otorn.is_some() || ttorn.is_some() {
@@ -283,9 +332,9 @@ impl Fork {
         match start_sha {
             None => fallback_doc
                 .map(str::to_string)
-                .ok_or_else(|| Unreconcilable("no document version to start from".into())),
+                .ok_or_else(|| Unreconcilable::new("no document version to start from")),
             Some(sha) => find_doc(&sha).ok_or_else(|| {
-                Unreconcilable(format!(
+                Unreconcilable::new(format!(
                     "the document state the common transcript ends at ({}) was not found in the repository",
                     short_sha(&sha)
                 ))
@@ -513,20 +562,20 @@ fn replay_side(
         .filter(|r| r.patch_result == PatchResult::Applied)
     {
         if r.pre_sha256 != sha {
-            return Err(Unreconcilable(format!(
+            return Err(Unreconcilable::new(format!(
                 "{side}: record {} does not start from the replayed state",
                 r.op_id
             )));
         }
         let next = crate::patch::apply_one(&text, &r.op).map_err(|e| {
-            Unreconcilable(format!(
+            Unreconcilable::new(format!(
                 "{side}: record {} does not replay: {}",
                 r.op_id, e.message
             ))
         })?;
         let next_sha = sha256_hex(next.as_bytes());
         if next_sha != r.post_sha256 {
-            return Err(Unreconcilable(format!(
+            return Err(Unreconcilable::new(format!(
                 "{side}: record {} does not reproduce its post_sha256",
                 r.op_id
             )));
@@ -755,7 +804,7 @@ mod tests {
         assert!(check(&ot, &t2, &d2, &mut find_ours).unwrap().appends);
         // Both directions of a merge succeed both parents.
         for (a, ad, b, bd) in [(&ot, &od, &tt, &td), (&tt, &td, &ot, &od)] {
-            let r = reconcile_transcripts(a, b, Some(ad), &mut fx::find).unwrap();
+            let r = reconcile_transcripts(a, b, None, Some(ad), &mut fx::find).unwrap();
             assert!(r.conflicts.is_empty());
             let s = check(a, &r.transcript, &r.doc, &mut find_ours).unwrap();
             assert!(s.appends);
@@ -773,7 +822,7 @@ mod tests {
         let both = BASE.replace("alpha", "A1").replace("beta", "B1");
         assert!(check(&ot, &union, &both, &mut fx::find).is_err());
         // A "copy" of their record whose hashes do not replay.
-        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let r = reconcile_transcripts(&ot, &tt, None, None, &mut fx::find).unwrap();
         let forged = String::from_utf8(r.transcript.clone())
             .unwrap()
             .replace(&sha256_hex(r.doc.as_bytes()), &sha256_hex(td.as_bytes()));
@@ -788,9 +837,45 @@ mod tests {
     }
 
     #[test]
+    fn a_base_record_one_side_lacks_stays_removed() {
+        // Cherry-pick of B2 (whose parent holds B1) onto A1: only B2 comes.
+        let (bd, bt) = fx::extend(BASE, b"", &[fx::body("b", "B1")]);
+        let (_, tt) = fx::extend(&bd, &bt, &[fx::body("b", "B2")]);
+        let (od, ot) = fx::extend(BASE, b"", &[fx::body("a", "A1")]);
+        let mut find = |sha: &str| {
+            fx::find(sha).or_else(|| (sha256_hex(bd.as_bytes()) == sha).then(|| bd.clone()))
+        };
+        let r = reconcile_transcripts(&ot, &tt, Some(&bt), Some(&od), &mut find).unwrap();
+        assert_eq!(r.rebased.len(), 1, "{:?}", r.rebased);
+        assert_eq!(r.rebased[0].0, records(&tt).unwrap()[1].op_id);
+        assert_eq!(r.doc, BASE.replace("alpha", "A1").replace("beta", "B2"));
+        // Without the base, B1 came back too (the two-way union).
+        let r = reconcile_transcripts(&ot, &tt, None, Some(&od), &mut find).unwrap();
+        assert_eq!(r.rebased.len(), 2);
+        // Ours a prefix of theirs is no fast-forward when theirs holds a
+        // record the base had and ours dropped (rebase -i drop).
+        let (_, t3) = fx::extend(&bd, &bt, &[fx::body("a", "A1")]);
+        let r = reconcile_transcripts(b"", &t3, Some(&bt), Some(BASE), &mut find).unwrap();
+        assert_eq!(r.doc, BASE.replace("alpha", "A1"));
+    }
+
+    #[test]
+    fn a_base_record_their_side_removed_is_unreconcilable() {
+        // `git revert` of B1 while ours went on: ours keeps it, theirs not.
+        let (d1, t1) = fx::extend(BASE, b"", &[fx::body("a", "A1")]);
+        let (d2, bt) = fx::extend(&d1, &t1, &[fx::body("b", "B1")]);
+        let (_, ot) = fx::extend(&d2, &bt, &[fx::body("a", "A2")]);
+        let e = reconcile_transcripts(&ot, &t1, Some(&bt), None, &mut fx::find).unwrap_err();
+        assert!(e.removes_base_records, "{e}");
+        // A torn base is refused rather than guessed at.
+        let e = reconcile_transcripts(&ot, &t1, Some(b"{\"op"), None, &mut fx::find).unwrap_err();
+        assert!(e.message.contains("merge base"), "{e}");
+    }
+
+    #[test]
     fn copies_name_the_first_original() {
         let (_, ot, _, tt) = fx::forked();
-        let r = reconcile_transcripts(&ot, &tt, None, &mut fx::find).unwrap();
+        let r = reconcile_transcripts(&ot, &tt, None, None, &mut fx::find).unwrap();
         let recs = records(&r.transcript).unwrap();
         let theirs = records(&tt).unwrap();
         assert!(is_copy(&recs[1]));

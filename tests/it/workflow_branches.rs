@@ -1,6 +1,7 @@
 //! Issue 18: the ways branches meet with the real `git` CLI — updating a
 //! branch from main and merging it back, fast-forwards, rebase,
-//! `pull --rebase`, cherry-pick and `noma reconcile --write` — with the
+//! `pull --rebase`, cherry-pick, `noma reconcile --write` and undoing
+//! history (revert, `rebase -i` drop, picking a later commit) — with the
 //! hooks and merge driver installed and agents patching through
 //! `noma patch --inplace`. Every scenario ends with a clean work tree,
 //! `noma replay` passing from the document's first committed content, and
@@ -301,4 +302,127 @@ fn merge_resolved_with_a_successor_of_both_parents_passes_the_hook() {
     r.ok(&["add", "-A"]);
     r.ok(&["commit", "-q", "--no-edit"]);
     assert_sound(&r, &["A1", "B1"]);
+}
+
+/// Asserts `body` is nowhere in the document (an undone edit stays undone).
+fn assert_absent(r: &Repo, body: &str) {
+    let doc = r.read("plan.noma");
+    assert!(
+        !doc.contains(&format!("\n{body}\n")),
+        "{body} is back:\n{doc}"
+    );
+}
+
+/// (h) Undoing history: the merge driver reconciles three-way, so a record
+/// the merge base holds and one side lacks stays removed. Cherry-picking
+/// a later commit brings only its own record, not its parent's.
+#[test]
+fn h_cherry_pick_of_a_later_commit_brings_only_its_record() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "a", "A1");
+    let o = r.git(&["cherry-pick", "feat"]);
+    assert!(
+        o.status.success(),
+        "cherry-pick must be clean: {}",
+        text(&o)
+    );
+    assert_sound(&r, &["A1", "beta", "C1"]);
+    assert_absent(&r, "B1");
+    // The skipped commit still merges in later.
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "B1", "C1"]);
+}
+
+/// (h) `git rebase -i` dropping a patch commit: later picks must not bring
+/// the dropped record back.
+#[test]
+fn h_rebase_dropping_a_patch_commit_keeps_it_dropped() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    let o = r.git(&[
+        "-c",
+        "sequence.editor=sed -i 2s/^pick/drop/",
+        "rebase",
+        "-i",
+        "HEAD~3",
+    ]);
+    assert!(o.status.success(), "rebase -i must be clean: {}", text(&o));
+    assert_eq!(
+        op_ids(&r, "HEAD").len(),
+        2,
+        "{}",
+        r.ok(&["log", "--oneline"])
+    );
+    assert_sound(&r, &["A1", "beta", "C1"]);
+    assert_absent(&r, "B1");
+}
+
+/// (h) `git revert` of the last patch commit is git's own business (the
+/// driver is not called) and of an earlier one stops with the transcript
+/// conflicted, the document merged, and a fix that completes the revert.
+#[test]
+fn h_revert_of_a_patch_commit_is_completed_by_recording_it() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    patch_commit(&r, "d", "D1");
+    let o = r.git(&["revert", "--no-edit", "HEAD"]);
+    assert!(o.status.success(), "revert of HEAD: {}", text(&o));
+    assert_sound(&r, &["A1", "B1", "C1", "delta"]);
+    // An earlier commit (`patch b`, with `patch c` after it): undone in
+    // the document, never silently dropped.
+    let o = r.git(&["revert", "--no-edit", ":/patch b"]);
+    assert!(!o.status.success(), "must stop: {}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("removes 1 recorded op"), "{out}");
+    assert!(out.contains("noma record \"plan.noma\""), "{out}");
+    assert_absent(&r, "B1");
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "record: {}", text(&o));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    let o = r.git(&["revert", "--continue", "--no-edit"]);
+    assert!(o.status.success(), "revert --continue: {}", text(&o));
+    assert_sound(&r, &["A1", "beta", "C1", "delta"]);
+    assert_absent(&r, "B1");
+}
+
+/// (h) Main reverts its last patch commit (git shortens the transcript);
+/// a branch made before the revert is updated from main: the revert is
+/// not undone by the branch's copy of the record, and after recording it
+/// the branch merges back cleanly.
+#[test]
+fn h_updating_a_branch_from_a_main_that_reverted_keeps_the_revert() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["revert", "--no-edit", "HEAD"]);
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "must stop: {}", text(&o));
+    assert!(
+        text(&o).contains("noma record \"plan.noma\""),
+        "{}",
+        text(&o)
+    );
+    assert_absent(&r, "B1");
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "record: {}", text(&o));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(o.status.success(), "merge commit: {}", text(&o));
+    assert_sound(&r, &["A1", "beta", "C1"]);
+    r.ok(&["checkout", "-q", "main"]);
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "beta", "C1"]);
+    assert_absent(&r, "B1");
 }
