@@ -721,12 +721,17 @@ fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged:
     if final_state && unstaged {
         // New records, yet the document in the index is unchanged: the
         // edit they made was not staged (`noma record` would find nothing
-        // to record).
+        // to record), or it was discarded (`git restore`) and its records
+        // must go too. The hook reads only the index, so it names both.
         return Finding::error(
             "unrecorded-edit",
             path,
             None,
-            format!("{tpath} has new records but the document's change is not staged"),
+            format!(
+                "{tpath} has new records but the staged document lacks their change; \
+                 if you discarded that change on purpose, drop the records too: \
+                 git restore --staged --worktree --source=HEAD \"{tpath}\""
+            ),
         )
         .fix(format!("git add \"{path}\""));
     }

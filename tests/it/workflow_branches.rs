@@ -426,3 +426,24 @@ fn h_updating_a_branch_from_a_main_that_reverted_keeps_the_revert() {
     assert_sound(&r, &["A1", "beta", "C1"]);
     assert_absent(&r, "B1");
 }
+
+/// (i) `git stash` of an agent's uncommitted patch, new patch commits
+/// pulled in, `git stash pop`: the driver reconciles the stashed record
+/// onto them and the result commits through the hooks.
+#[test]
+fn i_stash_pop_over_new_patch_commits() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "other"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    let op = serde_json::json!({"op": "replace_body", "id": "b", "content": "B1"}).to_string();
+    r.agent_patch("plan.noma", &op);
+    r.ok(&["stash", "-q"]);
+    r.ok(&["merge", "-q", "--ff-only", "other"]);
+    patch_commit(&r, "d", "D1");
+    let o = r.git(&["stash", "pop"]);
+    assert!(o.status.success(), "stash pop must be clean: {}", text(&o));
+    r.commit_all("the stashed patch");
+    assert_sound(&r, &["A1", "B1", "C1", "D1"]);
+}

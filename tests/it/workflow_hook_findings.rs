@@ -296,3 +296,32 @@ fn a_hand_edit_between_two_records_gets_a_fix_that_works() {
     let (ok, out) = add_commit(&r, "redone");
     assert!(ok, "{out}");
 }
+
+/// A person discards an agent's uncommitted edit (`git restore` of the
+/// document) but stages its transcript: the message names the command
+/// that drops the records as well, and it works.
+#[test]
+fn a_discarded_agent_edit_is_told_how_to_drop_its_records() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "first patch").0);
+    patch(&r, "plan.noma", "a", "two");
+    r.ok(&["restore", "plan.noma"]);
+    let (ok, out) = add_commit(&r, "discarded");
+    assert!(!ok, "{out}");
+    let f = findings(&r);
+    let message = f[0]["message"].as_str().unwrap();
+    let drop = message
+        .split_once("drop the records too: ")
+        .map(|(_, cmd)| cmd)
+        .unwrap_or_else(|| panic!("no command in: {message}"));
+    run_hint(&r, drop);
+    let (ok, out) = add_commit(&r, "nothing left to commit");
+    assert!(!ok && out.contains("nothing to commit"), "{out}");
+    assert_eq!(
+        r.ok(&["status", "--porcelain"]),
+        "",
+        "both files back at HEAD"
+    );
+}
