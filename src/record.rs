@@ -165,34 +165,21 @@ pub fn record_file(
         doc_uri: transcript::portable_doc_uri(Some(&place.root), doc_path),
         ..Context::default()
     };
-    let mut locked = fsio::LockedTranscript::open(&tpath)
-        .map_err(|e| usage(format!("{}: cannot open: {e}", tpath.display())))?;
-    if fsio::Intent::read(&tpath)
-        .map_err(|e| usage(e.to_string()))?
-        .is_some()
-    {
-        return Err(RecordError::Check(format!(
-            "an interrupted write of {} is pending; run `noma repair {}` first",
-            tpath.display(),
-            doc_path.display()
-        )));
-    }
-    // Under the lock: nobody may have patched since we looked.
-    let now = locked
-        .read_all()
-        .map_err(|e| usage(format!("{}: {e}", tpath.display())))?;
-    let again = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
-    if now != t_bytes || again != text {
-        return Err(RecordError::Check(
-            "the document or its transcript changed while recording; run noma record again".into(),
-        ));
-    }
+    let mut locked = lock_unchanged(doc_path, &tpath, &t_bytes, &text)?;
     let mut plan = engine::plan(&prev, &ctx, &ops, &opts, engine::APPLY);
     if !plan.accepted || plan.new_text != text {
         return Err(RecordError::Check(
             "the engine did not reproduce the file with the computed ops; nothing was recorded"
                 .into(),
         ));
+    }
+    if let Some(why) = introduced_errors(&plan.records) {
+        // Hooks do not run during a rebase, so this is the last guard
+        // before, say, an unresolved `::conflict` block enters history as
+        // an edit.
+        return Err(RecordError::Check(format!(
+            "the edit introduces {why}; fix the document and record again (nothing was recorded)"
+        )));
     }
     let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
     let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
@@ -205,6 +192,63 @@ pub fn record_file(
         transcript: tpath.display().to_string(),
         genesis,
     })
+}
+
+/// Locks the transcript for the append and checks, under the lock, that
+/// neither file changed since they were read (nobody patched meanwhile)
+/// and no interrupted write is pending.
+fn lock_unchanged(
+    doc_path: &Path,
+    tpath: &Path,
+    t_bytes: &[u8],
+    text: &str,
+) -> Result<fsio::LockedTranscript, RecordError> {
+    let usage = |e: String| RecordError::Usage(e);
+    let mut locked = fsio::LockedTranscript::open(tpath)
+        .map_err(|e| usage(format!("{}: cannot open: {e}", tpath.display())))?;
+    if fsio::Intent::read(tpath)
+        .map_err(|e| usage(e.to_string()))?
+        .is_some()
+    {
+        return Err(RecordError::Check(format!(
+            "an interrupted write of {} is pending; run `noma repair {}` first",
+            tpath.display(),
+            doc_path.display()
+        )));
+    }
+    let now = locked
+        .read_all()
+        .map_err(|e| usage(format!("{}: {e}", tpath.display())))?;
+    let again = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
+    if now != t_bytes || again != text {
+        return Err(RecordError::Check(
+            "the document or its transcript changed while recording; run noma record again".into(),
+        ));
+    }
+    Ok(locked)
+}
+
+/// The validation errors the records say their ops introduced, as one
+/// line (`None` when there are none).
+fn introduced_errors(records: &[Record]) -> Option<String> {
+    let errors: Vec<String> = records
+        .iter()
+        .flat_map(|r| r.diagnostics.iter().flatten())
+        .filter(|d| {
+            d.phase == Some(crate::diag::Phase::Post)
+                && d.severity == crate::diag::Severity::Error
+                && d.code != engine::UNCHANGED_DIAGNOSTICS
+        })
+        .map(|d| match d.pos {
+            Some(p) => format!("[{}] line {}: {}", d.code, p.line, d.message),
+            None => format!("[{}] {}", d.code, d.message),
+        })
+        .collect();
+    let first = errors.first()?;
+    Some(format!(
+        "{} validation error(s), first {first}",
+        errors.len()
+    ))
 }
 
 /// Where the document lives in its repository.

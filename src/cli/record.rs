@@ -13,7 +13,8 @@ use crate::transcript::{Actor, ActorKind};
 the ops that reproduce the file exactly (actor kind \"human\"): v1.0 block ops where they reach, \
 the extension op x-noma/replace_lines for the rest (prose, lists, frontmatter; policy \
 record_text_edits). A transcript with no applied record starts with a genesis record from the \
-empty document. The document is not rewritten. Exit 0 recorded or nothing to record, 1 the edit \
+empty document. An edit that introduces validation errors (an unresolved ::conflict block, say) \
+is not recorded. The document is not rewritten. Exit 0 recorded or nothing to record, 1 the edit \
 cannot be recorded, 2 could not run."
 )]
 pub struct Args {

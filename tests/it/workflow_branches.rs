@@ -447,3 +447,38 @@ fn i_stash_pop_over_new_patch_commits() {
     r.commit_all("the stashed patch");
     assert_sound(&r, &["A1", "B1", "C1", "D1"]);
 }
+
+/// (g) A rebase that conflicts on one block, resolved by hand: git runs no
+/// hooks during a rebase, so `noma record` refuses to record the
+/// unresolved `::conflict` block; once resolved it records the choice and
+/// `git rebase --continue` finishes with a transcript that replays.
+#[test]
+fn g_rebase_conflict_resolved_and_recorded() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B from feat");
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "b", "B from main");
+    r.ok(&["checkout", "-q", "feat"]);
+    let o = r.git(&["rebase", "main"]);
+    assert!(!o.status.success(), "rebase must conflict: {}", text(&o));
+    let o = r.noma(&["record", "plan.noma"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("[unresolved-conflict]"), "{}", text(&o));
+    assert!(text(&o).contains("nothing was recorded"), "{}", text(&o));
+    // Keep the branch's version of the block.
+    let resolved = r
+        .ok(&["show", "main:plan.noma"])
+        .replace("B from main", "B from feat");
+    r.write("plan.noma", &resolved);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "record: {}", text(&o));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    let o = r.git(&["-c", "core.editor=true", "rebase", "--continue"]);
+    assert!(o.status.success(), "rebase --continue: {}", text(&o));
+    assert_sound(&r, &["alpha", "B from feat", "C1"]);
+    r.ok(&["checkout", "-q", "main"]);
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["alpha", "B from feat", "C1"]);
+}
