@@ -55,9 +55,9 @@ pub fn run(args: Args) -> i32 {
         merge::merge_transcript(&mine, &mut find)
     } else {
         let tpath = format!("{path}.patches");
-        let transcripts = match repo.as_ref() {
+        let mut transcripts = match repo.as_ref() {
             Some(r) => Versions {
-                base: merge::find_transcript_for(r, &tpath, &base, None),
+                base: None,
                 ours: merge::find_transcript_for(
                     r,
                     &tpath,
@@ -68,6 +68,12 @@ pub fn run(args: Args) -> i32 {
             },
             None => Versions::default(),
         };
+        let base_sha = crate::doc::hash::sha256_hex(&base);
+        transcripts.base = [&transcripts.ours, &transcripts.theirs]
+            .into_iter()
+            .flatten()
+            .find_map(|t| merge::prefix_ending_at(t, &base_sha))
+            .map(<[u8]>::to_vec);
         let labels = Labels {
             ours: "HEAD".into(),
             theirs: "theirs".into(),

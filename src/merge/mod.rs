@@ -25,7 +25,8 @@
 //! versions are found by sha256 in the path's history ([`Repo::history_starts`]):
 //! the transcript driver looks up the document state its common prefix
 //! ends at; the document driver looks up the transcripts that end at ours
-//! and at their document. The result is a pure function of those bytes
+//! and at their document, and takes the base's as the prefix of one of
+//! them that ends at the base document ([`prefix_ending_at`]). The result is a pure function of those bytes
 //! (op ids derived from the original and the state a copy starts from,
 //! original timestamps), so both drivers agree, and a merge, a rebase and
 //! a cherry-pick of the same records write the same bytes. When git does
@@ -118,6 +119,31 @@ pub fn find_transcript_for(
     })
     .ok()
     .flatten()
+}
+
+/// The part of transcript `t` that ends at the document state `sha`: up
+/// to its last applied record whose `post_sha256` is `sha`, or empty when
+/// its first applied record starts there. Git hands the document driver no
+/// transcript of the merge base; the base's is such a prefix of a side's
+/// (of ours after a revert, of theirs after a cherry-pick or a dropped
+/// commit), found without walking history.
+pub fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
+    let (lines, _) = crate::transcript::split_lines(t);
+    let applied: Vec<(usize, crate::transcript::Record)> = lines
+        .iter()
+        .filter_map(|l| {
+            let r = crate::transcript::parse_record(l.number, l.raw).ok()?;
+            (r.patch_result == crate::transcript::PatchResult::Applied)
+                .then_some((l.offset + l.raw.len(), r))
+        })
+        .collect();
+    if let Some((end, _)) = applied.iter().rev().find(|(_, r)| r.post_sha256 == sha) {
+        return t.get(..*end);
+    }
+    applied
+        .first()
+        .filter(|(_, r)| r.pre_sha256 == sha)
+        .map(|_| &t[..0])
 }
 
 /// A document finder for the reconciliation: the given versions first,
@@ -290,5 +316,24 @@ pub fn merge_transcript(
             )],
             e.removes_base_records,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{body, extend, BASE};
+    use super::*;
+
+    #[test]
+    fn the_prefix_ending_at_a_state_is_the_base_transcript() {
+        let (d1, t1) = extend(BASE, b"", &[body("a", "A1")]);
+        let (d2, t2) = extend(&d1, &t1, &[body("b", "B1")]);
+        let (_, t3) = extend(&d2, &t2, &[body("a", "A2")]);
+        let sha = |d: &str| sha256_hex(d.as_bytes());
+        assert_eq!(prefix_ending_at(&t3, &sha(&d2)), Some(t2.as_slice()));
+        assert_eq!(prefix_ending_at(&t3, &sha(&d1)), Some(t1.as_slice()));
+        assert_eq!(prefix_ending_at(&t3, &sha(BASE)), Some(&b""[..]));
+        assert_eq!(prefix_ending_at(&t3, &sha("elsewhere")), None);
+        assert_eq!(prefix_ending_at(b"", &sha(BASE)), None);
     }
 }
