@@ -14,7 +14,8 @@
 //!    after the document was first committed. The history searched is the
 //!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
 //!    bounded by [`crate::git::HISTORY_LIMIT`] commits, under the
-//!    document's current repository-relative path.
+//!    document's current repository-relative path and, when the document
+//!    was moved since, the path its first applied record names.
 //!
 //! Outside a repository, or when no version has that sha256, replay
 //! reports the divergence as before and the hint names `--base`. The
@@ -114,6 +115,23 @@ struct RevRead {
 /// state or it is the empty document's (a genesis record, which replay
 /// starts from the empty text). None too when the records cannot be read
 /// up to the first applied one (replay reports that line).
+/// The repository paths to search for the base: the document's current
+/// one, then the path its first applied record names (`doc_uri`), where
+/// the base lived when the transcript started; they differ once the
+/// document was moved (`git mv`).
+fn base_paths(transcript_bytes: &[u8], current: &str) -> Vec<String> {
+    let (lines, _) = transcript::split_lines(transcript_bytes);
+    let recorded = lines
+        .iter()
+        .filter_map(|l| transcript::parse_record(l.number, l.raw).ok())
+        .find(|r| r.patch_result == PatchResult::Applied)
+        .map(|r| r.doc_uri)
+        .filter(|u| u != current && !u.contains(':') && !u.starts_with('/'));
+    std::iter::once(current.to_string())
+        .chain(recorded)
+        .collect()
+}
+
 fn wanted_base(transcript_bytes: &[u8], doc: &str) -> Option<String> {
     let (lines, _) = transcript::split_lines(transcript_bytes);
     for l in &lines {
@@ -132,7 +150,11 @@ fn wanted_base(transcript_bytes: &[u8], doc: &str) -> Option<String> {
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
 /// from its git history, and what was searched (Err: why nothing was).
-fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<String, String>) {
+fn find_in_worktree_history(
+    doc: &Path,
+    transcript_bytes: &[u8],
+    sha: &str,
+) -> (Option<String>, Result<String, String>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -150,11 +172,16 @@ fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<St
             )),
         );
     };
-    let mut find = crate::merge::doc_finder(Some(&repo), &rel, Vec::new());
-    let found = find(sha);
+    let paths = base_paths(transcript_bytes, &rel);
+    let found = paths
+        .iter()
+        .find_map(|p| crate::merge::doc_finder(Some(&repo), p, Vec::new())(sha));
     (
         found,
-        Ok(format!("the git history of {rel} (HEAD and every ref)")),
+        Ok(format!(
+            "the git history of {} (HEAD and every ref)",
+            paths.join(" and ")
+        )),
     )
 }
 
@@ -183,17 +210,16 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
     let repo = Repo::open_from(&cwd).map_err(|e| e.to_string())?;
     // A tree-ish that is no commit has no history to search.
     let commit = repo.resolve(rev).ok();
+    let paths = base_paths(&tfile.bytes, &dfile.path);
+    let path_refs: Vec<&str> = paths.iter().map(String::as_str).collect();
     let lookup = match wanted_base(&tfile.bytes, &doc) {
         None => None,
         Some(sha) => {
             let found = match commit {
                 Some(c) => repo
-                    .find_in_history(
-                        &[c],
-                        &[dfile.path.as_str()],
-                        crate::git::HISTORY_LIMIT,
-                        |b| sha256_hex(b) == sha,
-                    )
+                    .find_in_history(&[c], &path_refs, crate::git::HISTORY_LIMIT, |b| {
+                        sha256_hex(b) == sha
+                    })
                     .map_err(|e| e.to_string())?
                     .and_then(|b| String::from_utf8(b).ok()),
                 None => None,
@@ -207,7 +233,7 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
         let searched = match commit {
             Some(_) => Ok(format!(
                 "the git history of {} reachable from {rev}",
-                dfile.path
+                paths.join(" and ")
             )),
             None => Err(format!("{rev} is not a commit")),
         };
@@ -236,7 +262,7 @@ pub fn run(args: Args) -> i32 {
             let mut lookup: Option<Lookup> = None;
             let mut find = |t: &[u8], doc: &str| -> Option<String> {
                 let sha = wanted_base(t, doc)?;
-                let (found, searched) = find_in_worktree_history(&args.file, &sha);
+                let (found, searched) = find_in_worktree_history(&args.file, t, &sha);
                 lookup = Some(Lookup::new(sha, found.is_some(), searched));
                 found
             };

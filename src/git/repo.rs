@@ -513,6 +513,18 @@ impl Repo {
         changes_of(&diff)
     }
 
+    /// The paths of the index's stage-0 entries that end with `suffix`
+    /// (a scan of the whole index: for rare diagnostics only).
+    pub fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
+        let index = self.repo.index()?;
+        Ok(index
+            .iter()
+            .filter(|e| (e.flags >> 12) & 0x3 == 0)
+            .filter_map(|e| String::from_utf8(e.path).ok())
+            .filter(|p| p.ends_with(suffix))
+            .collect())
+    }
+
     /// The staged (stage 0) content of `path` in the index, if present.
     pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index()?;

@@ -250,6 +250,19 @@ impl<'a> Guard<'a> {
             .fix(format!(
                 "delete it too: git rm \"{tpath}\" (or keep the document: git restore --staged --worktree --source=HEAD \"{doc}\")"
             ))
+        } else if let Some(moved) = self.moved_copy_of(staged, &tpath)? {
+            // A merge across a rename git did not detect for the transcript
+            // (its records are long unique lines) leaves the other branch's
+            // copy at the old path.
+            Finding::error(
+                "transcript-orphaned",
+                &tpath,
+                None,
+                format!(
+                    "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is an old copy (a merge across the move leaves it): record what it added with `noma record` on the moved document, then remove it"
+                ),
+            )
+            .fix(format!("git rm -q -f \"{tpath}\""))
         } else {
             Finding::error(
                 "transcript-orphaned",
@@ -260,6 +273,33 @@ impl<'a> Guard<'a> {
             .fix(format!("git add \"{doc}\""))
         };
         Ok(Some(f))
+    }
+
+    /// Another staged transcript whose first line is the first line of
+    /// the one at `tpath`: the same history under a new path.
+    fn moved_copy_of(&self, staged: &Staged, tpath: &str) -> Result<Option<String>, GitError> {
+        let first_line = |b: &[u8]| {
+            b.split_inclusive(|&c| c == b'\n')
+                .next()
+                .map(<[u8]>::to_vec)
+        };
+        let Some(ours) = self
+            .repo
+            .staged_blob(staged, tpath)?
+            .and_then(|b| first_line(&b))
+        else {
+            return Ok(None);
+        };
+        for other in self.repo.index_paths_ending_with(".noma.patches")? {
+            if other == tpath {
+                continue;
+            }
+            let first = self.repo.index_blob(&other)?.and_then(|b| first_line(&b));
+            if first.as_deref() == Some(ours.as_slice()) {
+                return Ok(Some(other));
+            }
+        }
+        Ok(None)
     }
 
     fn check_doc(

@@ -482,3 +482,69 @@ fn g_rebase_conflict_resolved_and_recorded() {
     merge_clean(&r, "feat");
     assert_sound(&r, &["alpha", "B from feat", "C1"]);
 }
+
+/// (j) `git mv` of a document and its transcript into a folder while a
+/// branch patches it at the old path. Git's rename detection misses the
+/// transcript (its lines are long and unique), so the merge leaves the
+/// branch's transcript at the old path; the hook names it as an old copy
+/// of the moved one, the fixes it prints resolve the merge, and `noma
+/// replay` finds the base committed before the move (under the path the
+/// first record names).
+#[test]
+fn j_moving_a_document_while_a_branch_patches_it() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    std::fs::create_dir(r.path().join("docs")).unwrap();
+    r.ok(&["mv", "plan.noma", "docs/plan.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "docs/plan.noma.patches"]);
+    r.commit_all("move");
+    let o = r.noma(&["replay", "docs/plan.noma"]);
+    assert!(o.status.success(), "replay after the move: {}", text(&o));
+    let op = serde_json::json!({"op": "replace_body", "id": "b", "content": "B1"}).to_string();
+    r.agent_patch("docs/plan.noma", &op);
+    r.commit_all("patch b");
+    let o = r.git(&["merge", "--no-edit", "feat"]);
+    assert!(
+        !o.status.success(),
+        "git leaves a modify/delete: {}",
+        text(&o)
+    );
+    r.ok(&["add", "-A"]);
+    let o = r.noma(&["hook", "pre-commit", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let orphan = findings
+        .iter()
+        .find(|f| f["code"] == "transcript-orphaned")
+        .unwrap_or_else(|| panic!("{findings:?}"));
+    assert!(
+        orphan["message"]
+            .as_str()
+            .unwrap()
+            .contains("docs/plan.noma.patches"),
+        "{orphan}"
+    );
+    // Each printed fix, run as a user would (`noma` on PATH).
+    let bin = std::path::Path::new(crate::common::NOMA).parent().unwrap();
+    let path = format!("PATH={}:{}", bin.display(), std::env::var("PATH").unwrap());
+    for f in findings {
+        let fix = f["fix"].as_str().unwrap();
+        let o = r.cmd("env", &[&path, "sh", "-c", fix]);
+        assert!(o.status.success(), "fix `{fix}`: {}", text(&o));
+    }
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(o.status.success(), "merge commit: {}", text(&o));
+    let o = r.noma(&["replay", "docs/plan.noma"]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let doc = r.read("docs/plan.noma");
+    assert!(
+        ["A1", "B1", "C1"]
+            .iter()
+            .all(|w| doc.contains(&format!("\n{w}\n"))),
+        "{doc}"
+    );
+    assert!(!r.path().join("plan.noma.patches").exists());
+}
