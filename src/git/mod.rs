@@ -4,6 +4,7 @@
 //! repository handle, its objects and its errors stay behind this
 //! boundary ([`repo::GitError`] wraps the latter).
 
+pub mod amend;
 pub mod blob;
 pub mod config;
 pub mod layout;

@@ -188,6 +188,11 @@ impl Repo {
             .map(|c| c.id())
     }
 
+    /// The first parent of `commit`, if it has one.
+    pub fn first_parent(&self, commit: Oid) -> Option<Oid> {
+        self.repo.find_commit(commit).ok()?.parent_id(0).ok()
+    }
+
     /// The commit being merged, during a merge: `MERGE_HEAD`, or while
     /// `git merge` runs the pre-merge-commit hook (MERGE_HEAD is written
     /// only after it) the `GITHEAD_<oid>` variable git exports for each
@@ -326,7 +331,12 @@ impl Repo {
     /// index's cache-tree. The hook runs inside git, so the `git` CLI is
     /// there; when it cannot run, libgit2 answers instead.
     pub fn staged(&self) -> Result<Staged, GitError> {
-        let head = self.head_commit();
+        self.staged_against(self.head_commit())
+    }
+
+    /// [`Repo::staged`] against `head` instead of HEAD (HEAD's parent for
+    /// `git commit --amend`; `None`: every entry is new).
+    pub fn staged_against(&self, head: Option<Oid>) -> Result<Staged, GitError> {
         let changes = match head {
             Some(id) => match self.staged_by_cli(id) {
                 Some(changes) => changes?,

@@ -17,7 +17,8 @@
 //! it has a transcript (`<doc>.patches`) or the policy requires one:
 //!
 //! 1. append-only: the reference transcript (HEAD's; during a merge the
-//!    parent's that the merged transcript extends) is a byte prefix of the
+//!    parent's that the merged transcript extends; for `git commit
+//!    --amend` HEAD's parent's, see [`crate::git::amend`]) is a byte prefix of the
 //!    staged one, otherwise the first rewritten or removed line is named;
 //! 2. the new records chain onto the reference's last line and replay from
 //!    the reference document (or, for a transcript new in this commit, from
@@ -130,6 +131,11 @@ pub struct Guard<'a> {
     cache: &'a BlockCache,
     /// (HEAD, MERGE_HEAD) during a merge.
     merge: Option<(Oid, Oid)>,
+    /// The commit the new one will follow, which staged transcripts must
+    /// extend: HEAD, or HEAD's parent for `git commit --amend` (HEAD is
+    /// being replaced, so its records may be rewritten). `None` before
+    /// the first commit.
+    reference: Option<Oid>,
 }
 
 /// The path of a document's transcript.
@@ -142,12 +148,28 @@ impl<'a> Guard<'a> {
     /// is in progress (pre-merge-commit, or a commit concluding a
     /// conflicted merge).
     pub fn new(repo: &'a Repo, policy: &'a Policy, cache: &'a BlockCache) -> Self {
-        let merge = repo.head_commit().zip(repo.merge_head());
+        let head = repo.head_commit();
+        let merge = head.zip(repo.merge_head());
+        let reference = match head {
+            Some(h) if merge.is_none() && crate::git::amend::amend_in_progress() => {
+                repo.first_parent(h)
+            }
+            _ => head,
+        };
         Guard {
             repo,
             policy,
             cache,
             merge,
+            reference,
+        }
+    }
+
+    /// `path` in the reference commit (see `reference`).
+    fn reference_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        match self.reference {
+            Some(c) => self.repo.blob_at(c, path),
+            None => Ok(None),
         }
     }
 
@@ -159,7 +181,7 @@ impl<'a> Guard<'a> {
         };
         // doc path -> its path at HEAD (differs for renames).
         let mut docs: BTreeMap<String, String> = BTreeMap::new();
-        let staged = self.repo.staged()?;
+        let staged = self.repo.staged_against(self.reference)?;
         for ch in &staged.changes {
             if let Some(doc) = ch.path.strip_suffix(".patches") {
                 if self.policy.is_checked(doc) {
@@ -231,7 +253,7 @@ impl<'a> Guard<'a> {
         if self.repo.staged_blob(staged, &tpath)?.is_none() {
             return Ok(None); // both gone (or neither there): nothing to check
         }
-        let at_head = self.repo.head_blob(head_path)?.is_some();
+        let at_head = self.reference_blob(head_path)?.is_some();
         let f = if head_path != doc && at_head {
             Finding::error(
                 "transcript-orphaned",
@@ -324,7 +346,7 @@ impl<'a> Guard<'a> {
         let tpath = transcript_path(path);
         let head_tpath = transcript_path(head_path);
         let staged_t = self.repo.staged_blob(staged, &tpath)?;
-        let head_t = self.repo.head_blob(&head_tpath)?;
+        let head_t = self.reference_blob(&head_tpath)?;
         let Some(staged_t) = staged_t else {
             if head_t.is_some() {
                 let (msg, fix) = if head_path != path {
@@ -364,8 +386,7 @@ impl<'a> Guard<'a> {
 
     fn head_text(&self, path: &str) -> Result<Option<String>, GitError> {
         Ok(self
-            .repo
-            .head_blob(path)?
+            .reference_blob(path)?
             .and_then(|b| String::from_utf8(b).ok()))
     }
 

@@ -548,3 +548,37 @@ fn j_moving_a_document_while_a_branch_patches_it() {
     );
     assert!(!r.path().join("plan.noma.patches").exists());
 }
+
+/// (k) `git commit --amend` replaces HEAD, so the installed hook judges
+/// the transcript against HEAD's parent: an amend may rewrite or drop the
+/// last commit's records. A plain commit that drops them is still refused.
+#[test]
+fn k_amending_the_last_patch_commit_may_rewrite_its_records() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "b", "B1");
+    // Redo the last patch differently, in place of the committed one.
+    r.ok(&["checkout", "HEAD~1", "--", "plan.noma", "plan.noma.patches"]);
+    let op = serde_json::json!({"op": "replace_body", "id": "b", "content": "B2"}).to_string();
+    r.agent_patch("plan.noma", &op);
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "--amend", "--no-edit"]);
+    assert!(o.status.success(), "amend: {}", text(&o));
+    assert_eq!(op_ids(&r, "HEAD").len(), 2);
+    assert_sound(&r, &["A1", "B2"]);
+    assert_absent(&r, "B1");
+    // Drop the last patch altogether (the commit keeps another change).
+    r.ok(&["checkout", "HEAD~1", "--", "plan.noma", "plan.noma.patches"]);
+    r.write("notes.txt", "kept\n");
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "--amen", "--no-edit"]);
+    assert!(o.status.success(), "amend dropping the patch: {}", text(&o));
+    assert_eq!(op_ids(&r, "HEAD").len(), 1);
+    assert_sound(&r, &["A1", "beta"]);
+    // Without --amend the same drop removes a committed record.
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "HEAD~1", "--", "plan.noma", "plan.noma.patches"]);
+    let (ok, out) = r.try_commit("drop a committed record");
+    assert!(!ok, "{out}");
+    assert!(out.contains("[transcript-tampered]"), "{out}");
+}
