@@ -582,3 +582,32 @@ fn k_amending_the_last_patch_commit_may_rewrite_its_records() {
     assert!(!ok, "{out}");
     assert!(out.contains("[transcript-tampered]"), "{out}");
 }
+
+/// (h) `git rebase -i` reordering patch commits: each pick brings only its
+/// own record (before the three-way rule, the first pick also brought the
+/// records of the commits it was moved before).
+#[test]
+fn h_rebase_reordering_patch_commits() {
+    let r = setup();
+    patch_commit(&r, "g", "G1");
+    patch_commit(&r, "a", "A1");
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    let o = r.git(&[
+        "-c",
+        "sequence.editor=sed -i -e '1{h;d}' -e 3G",
+        "rebase",
+        "-i",
+        "HEAD~3",
+    ]);
+    assert!(o.status.success(), "rebase -i must be clean: {}", text(&o));
+    let log = r.ok(&["log", "--format=%s", "-3"]);
+    assert_eq!(log, "patch a\npatch c\npatch b\n");
+    assert_eq!(
+        op_ids(&r, "HEAD~2").len(),
+        2,
+        "the first pick holds G1 and B1 only"
+    );
+    assert_eq!(op_ids(&r, "HEAD").len(), 4);
+    assert_sound(&r, &["G1", "A1", "B1", "C1"]);
+}
