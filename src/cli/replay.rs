@@ -110,11 +110,6 @@ struct RevRead {
     transcript: String,
 }
 
-/// The sha256 of the base replay needs from outside, if any: the first
-/// applied record's `pre_sha256`, unless the document itself is at that
-/// state or it is the empty document's (a genesis record, which replay
-/// starts from the empty text). None too when the records cannot be read
-/// up to the first applied one (replay reports that line).
 /// The repository paths to search for the base: the document's current
 /// one, then the path its first applied record names (`doc_uri`), where
 /// the base lived when the transcript started; they differ once the
@@ -132,6 +127,11 @@ fn base_paths(transcript_bytes: &[u8], current: &str) -> Vec<String> {
         .collect()
 }
 
+/// The sha256 of the base replay needs from outside, if any: the first
+/// applied record's `pre_sha256`, unless the document itself is at that
+/// state or it is the empty document's (a genesis record, which replay
+/// starts from the empty text). None too when the records cannot be read
+/// up to the first applied one (replay reports that line).
 fn wanted_base(transcript_bytes: &[u8], doc: &str) -> Option<String> {
     let (lines, _) = transcript::split_lines(transcript_bytes);
     for l in &lines {
