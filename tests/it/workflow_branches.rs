@@ -611,3 +611,37 @@ fn h_rebase_reordering_patch_commits() {
     assert_eq!(op_ids(&r, "HEAD").len(), 4);
     assert_sound(&r, &["G1", "A1", "B1", "C1"]);
 }
+
+/// (h) `git pull --rebase` after the remote reverted the commit that
+/// created the transcript: git deletes the file on one side and calls no
+/// driver (modify/delete); the README's steps (keep the left transcript,
+/// `noma record`, continue) finish the rebase with a transcript that
+/// replays and the revert kept.
+#[test]
+fn h_pull_rebase_after_the_remote_reverted_the_transcripts_first_commit() {
+    let r = setup();
+    let remote = r.path().join(".git").join("remote.git");
+    let remote = remote.to_str().unwrap();
+    r.ok(&["init", "-q", "--bare", remote]);
+    r.ok(&["remote", "add", "origin", remote]);
+    patch_commit(&r, "a", "A1");
+    r.ok(&["push", "-q", "origin", "main"]);
+    r.ok(&["checkout", "-q", "-b", "mine"]);
+    patch_commit(&r, "b", "B1");
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["revert", "--no-edit", "HEAD"]);
+    r.ok(&["push", "-q", "origin", "main"]);
+    r.ok(&["checkout", "-q", "mine"]);
+    let o = r.git(&["pull", "--rebase", "origin", "main"]);
+    assert!(!o.status.success(), "git stops: {}", text(&o));
+    assert!(text(&o).contains("modify/delete"), "{}", text(&o));
+    r.ok(&["add", "plan.noma.patches"]);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "record: {}", text(&o));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    let o = r.git(&["-c", "core.editor=true", "rebase", "--continue"]);
+    assert!(o.status.success(), "rebase --continue: {}", text(&o));
+    assert_sound(&r, &["alpha", "B1", "C1"]);
+    assert_absent(&r, "A1");
+}
