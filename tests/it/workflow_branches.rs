@@ -30,6 +30,14 @@ fn patch_commit(r: &Repo, id: &str, body: &str) {
     r.commit_all(&format!("patch {id}"));
 }
 
+/// A bare repository inside `.git` as the remote `origin`.
+fn add_remote(r: &Repo) {
+    let remote = r.path().join(".git").join("remote.git");
+    let remote = remote.to_str().unwrap();
+    r.ok(&["init", "-q", "--bare", remote]);
+    r.ok(&["remote", "add", "origin", remote]);
+}
+
 /// `git merge` that must be clean (the merge commit passes the hooks).
 fn merge_clean(r: &Repo, rev: &str) {
     let o = r.git(&["merge", "--no-edit", rev]);
@@ -189,10 +197,7 @@ fn c_rebase_onto_main() {
 #[test]
 fn c_pull_rebase_from_remote() {
     let r = setup();
-    let remote = r.path().join(".git").join("remote.git");
-    let remote = remote.to_str().unwrap();
-    r.ok(&["init", "-q", "--bare", remote]);
-    r.ok(&["remote", "add", "origin", remote]);
+    add_remote(&r);
     r.ok(&["push", "-q", "origin", "main"]);
     // Someone else pushes two patch commits.
     r.ok(&["checkout", "-q", "-b", "elsewhere"]);
@@ -620,10 +625,7 @@ fn h_rebase_reordering_patch_commits() {
 #[test]
 fn h_pull_rebase_after_the_remote_reverted_the_transcripts_first_commit() {
     let r = setup();
-    let remote = r.path().join(".git").join("remote.git");
-    let remote = remote.to_str().unwrap();
-    r.ok(&["init", "-q", "--bare", remote]);
-    r.ok(&["remote", "add", "origin", remote]);
+    add_remote(&r);
     patch_commit(&r, "a", "A1");
     r.ok(&["push", "-q", "origin", "main"]);
     r.ok(&["checkout", "-q", "-b", "mine"]);
