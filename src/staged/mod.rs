@@ -129,13 +129,15 @@ pub struct Guard<'a> {
     repo: &'a Repo,
     policy: &'a Policy,
     cache: &'a BlockCache,
+    /// HEAD when the guard was made.
+    head: Option<Oid>,
     /// (HEAD, MERGE_HEAD) during a merge.
     merge: Option<(Oid, Oid)>,
     /// The commit the new one will follow, which staged transcripts must
     /// extend: HEAD, or HEAD's parent for `git commit --amend` (HEAD is
-    /// being replaced, so its records may be rewritten). `None` before
-    /// the first commit.
-    reference: Option<Oid>,
+    /// being replaced, so its records may be rewritten), settled by
+    /// [`Guard::check_index`]. `None` before the first commit.
+    reference: std::cell::Cell<Option<Oid>>,
 }
 
 /// The path of a document's transcript.
@@ -149,25 +151,36 @@ impl<'a> Guard<'a> {
     /// conflicted merge).
     pub fn new(repo: &'a Repo, policy: &'a Policy, cache: &'a BlockCache) -> Self {
         let head = repo.head_commit();
-        let merge = head.zip(repo.merge_head());
-        let reference = match head {
-            Some(h) if merge.is_none() && crate::git::amend::amend_in_progress() => {
-                repo.first_parent(h)
-            }
-            _ => head,
-        };
         Guard {
             repo,
             policy,
             cache,
-            merge,
-            reference,
+            head,
+            merge: head.zip(repo.merge_head()),
+            reference: std::cell::Cell::new(head),
         }
+    }
+
+    /// The staged changes against the reference commit. Whether git is
+    /// amending is asked only when a transcript changed against HEAD (the
+    /// only case it decides), so other commits inspect no process.
+    fn staged_against_reference(&self) -> Result<Staged, GitError> {
+        self.reference.set(self.head);
+        let staged = self.repo.staged_against(self.head)?;
+        let transcript_changed = staged.changes.iter().any(|c| c.path.ends_with(".patches"));
+        let Some(head) = self.head else {
+            return Ok(staged);
+        };
+        if self.merge.is_some() || !transcript_changed || !crate::git::amend::amend_in_progress() {
+            return Ok(staged);
+        }
+        self.reference.set(self.repo.first_parent(head));
+        self.repo.staged_against(self.reference.get())
     }
 
     /// `path` in the reference commit (see `reference`).
     fn reference_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
-        match self.reference {
+        match self.reference.get() {
             Some(c) => self.repo.blob_at(c, path),
             None => Ok(None),
         }
@@ -181,7 +194,7 @@ impl<'a> Guard<'a> {
         };
         // doc path -> its path at HEAD (differs for renames).
         let mut docs: BTreeMap<String, String> = BTreeMap::new();
-        let staged = self.repo.staged_against(self.reference)?;
+        let staged = self.staged_against_reference()?;
         for ch in &staged.changes {
             if let Some(doc) = ch.path.strip_suffix(".patches") {
                 if self.policy.is_checked(doc) {
