@@ -376,6 +376,20 @@ impl Repo {
         }
     }
 
+    /// The bytes of the regular file at repository path `path` in the
+    /// working tree; None for a bare repository, a missing file, a symlink
+    /// or a path git ignores (`.gitignore`, `info/exclude`).
+    pub fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
+        let file = self.repo.workdir()?.join(path);
+        if !std::fs::symlink_metadata(&file).ok()?.is_file() {
+            return None;
+        }
+        if self.repo.is_path_ignored(path).unwrap_or(true) {
+            return None;
+        }
+        std::fs::read(file).ok()
+    }
+
     /// `git diff-index --cached -M HEAD`; None when git cannot be run.
     fn staged_by_cli(&self, head: Oid) -> Option<Result<Vec<StagedChange>, GitError>> {
         let out = Command::new("git")

@@ -1,10 +1,14 @@
 //! Guard checks run by the git hooks: staged documents, transcripts replaying
 //! to the committed bytes, fork detection on merges, `noma record`.
 //!
-//! Everything is read from the index and the object database (never the
-//! working tree), and only the staged `.noma` documents and transcripts are
-//! touched, so a hook costs what the change costs, not what the repository
-//! holds.
+//! Everything is judged from the index and the object database, and only
+//! the staged `.noma` documents and transcripts are touched, so a hook
+//! costs what the change costs, not what the repository holds. The working
+//! tree is read for one thing: when a staged document has no transcript
+//! staged, or an unrecorded edit, the transcript file beside it may hold
+//! the records, left out by `git commit -a` (new files) or `git commit
+//! <doc>`; that is reported as `transcript-unstaged` with `git add` as the
+//! fix (a gitignored transcript is never consulted).
 //!
 //! A document staged as a symlink (or whose transcript is) is refused
 //! (`symlinked-document`): git stores the link's target path, not the
@@ -360,7 +364,17 @@ impl<'a> Guard<'a> {
         let head_tpath = transcript_path(head_path);
         let staged_t = self.repo.staged_blob(staged, &tpath)?;
         let head_t = self.reference_blob(&head_tpath)?;
+        let head_doc = self.head_text(head_path)?;
+        let paths = [path, head_path, tpath.as_str()];
         let Some(staged_t) = staged_t else {
+            if head_t.is_none() {
+                // `git commit -a` and `git commit <doc>` leave a new
+                // transcript behind: its records would miss the commit.
+                if let Some(f) = self.unstaged_transcript(paths, None, head_doc, None, text)? {
+                    out.push(f);
+                    return Ok((out, false));
+                }
+            }
             if head_t.is_some() {
                 let (msg, fix) = if head_path != path {
                     (
@@ -391,10 +405,70 @@ impl<'a> Guard<'a> {
             }
             return Ok((out, false));
         };
-        let head_doc = self.head_text(head_path)?;
-        let paths = [path, head_path, tpath.as_str()];
-        self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut out)?;
+        let mut found = Vec::new();
+        self.check_transcript(
+            paths,
+            head_t.clone(),
+            head_doc.clone(),
+            &staged_t,
+            text,
+            &mut found,
+        )?;
+        let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
+        if found.iter().any(unrecorded) {
+            // The records may be in the working tree's transcript, unstaged
+            // (`git commit <doc>`): then `git add` is the whole fix.
+            if let Some(f) =
+                self.unstaged_transcript(paths, head_t, head_doc, Some(&staged_t), text)?
+            {
+                found.retain(|f| !unrecorded(f));
+                found.push(f);
+            }
+        }
+        out.extend(found);
         Ok((out, true))
+    }
+
+    /// The finding for a working-tree transcript that differs from the
+    /// staged one (`staged_t`, None when absent) and explains the staged
+    /// document on its own: the edit is recorded, only `git add` is missing.
+    /// This is the one read of the working tree, and only a check that
+    /// would otherwise pass a bare document or report an unrecorded edit
+    /// makes it.
+    fn unstaged_transcript(
+        &self,
+        paths: [&str; 3],
+        head_t: Option<Vec<u8>>,
+        head_doc: Option<String>,
+        staged_t: Option<&[u8]>,
+        staged_doc: &str,
+    ) -> Result<Option<Finding>, GitError> {
+        let [path, _, tpath] = paths;
+        let Some(work_t) = self.repo.worktree_file(tpath) else {
+            return Ok(None);
+        };
+        if staged_t == Some(work_t.as_slice()) {
+            return Ok(None);
+        }
+        let mut found = Vec::new();
+        self.check_transcript(paths, head_t, head_doc, &work_t, staged_doc, &mut found)?;
+        if found.iter().any(|f| f.blocking) {
+            return Ok(None);
+        }
+        let what = if staged_t.is_some() {
+            "its new records are not staged"
+        } else {
+            "it is untracked (`git commit -a` leaves new files out)"
+        };
+        Ok(Some(
+            Finding::error(
+                "transcript-unstaged",
+                tpath,
+                None,
+                format!("records the staged change of {path}, but {what}"),
+            )
+            .fix(format!("git add \"{tpath}\"")),
+        ))
     }
 
     fn head_text(&self, path: &str) -> Result<Option<String>, GitError> {

@@ -325,3 +325,55 @@ fn a_discarded_agent_edit_is_told_how_to_drop_its_records() {
         "both files back at HEAD"
     );
 }
+
+/// `git ARGS` through the hooks: whether it succeeded, and what it printed.
+fn git_try(r: &Repo, args: &[&str]) -> (bool, String) {
+    let o = r.git(args);
+    (o.status.success(), text(&o))
+}
+
+/// The `(fix: …)` command of the hook line with `code`.
+fn fix_of(out: &str, code: &str) -> String {
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("[{code}]")))
+        .unwrap_or_else(|| panic!("no [{code}] in:\n{out}"));
+    let start = line.rfind("(fix: ").expect("a fix") + "(fix: ".len();
+    line[start..line.len() - 1].to_string()
+}
+
+#[cfg(unix)]
+/// `git commit -a` leaves a new transcript out and `git commit <doc>`
+/// leaves new records out: the agent's edit would land without them. The
+/// hook says which file to add, and the commit then passes. A transcript
+/// the team gitignores is their choice and is never read.
+#[test]
+fn a_commit_that_leaves_the_transcript_out_is_told_to_add_it() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    r.write(".gitignore", "scratch.noma.patches\n");
+    r.write("scratch.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+
+    patch(&r, "plan.noma", "a", "one");
+    let (ok, out) = git_try(&r, &["commit", "-q", "-a", "-m", "agent"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("it is untracked"), "{out}");
+    run_hint(&r, &fix_of(&out, "transcript-unstaged"));
+    let (ok, out) = git_try(&r, &["commit", "-q", "-a", "-m", "agent"]);
+    assert!(ok, "{out}");
+    assert_eq!(r.ok(&["status", "--porcelain"]), "");
+
+    patch(&r, "plan.noma", "b", "two");
+    let (ok, out) = git_try(&r, &["commit", "-q", "-m", "doc only", "plan.noma"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("its new records are not staged"), "{out}");
+    run_hint(&r, &fix_of(&out, "transcript-unstaged"));
+    let (ok, out) = git_try(&r, &["commit", "-q", "-a", "-m", "both"]);
+    assert!(ok, "{out}");
+    assert_eq!(r.ok(&["status", "--porcelain"]), "");
+
+    patch(&r, "scratch.noma", "a", "one");
+    let (ok, out) = git_try(&r, &["commit", "-q", "-a", "-m", "ignored transcript"]);
+    assert!(ok, "{out}");
+}
