@@ -598,7 +598,7 @@ fn compute(
 ) -> Result<(PathBuf, Oid, Raw), ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
     let base = repo
-        .resolve(&q.base)
+        .resolve_base(&q.base)
         .map_err(|e| ChangesError::UnknownBase {
             rev: q.base.clone(),
             msg: e.detail(),

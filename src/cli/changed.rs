@@ -16,7 +16,9 @@ use crate::git::repo::Repo;
 /// Arguments of `noma changed`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Branch (or revision) to compare with: its merge base with HEAD.
+    /// Branch (or revision) to compare with: its merge base with HEAD. A
+    /// name with no local branch falls back to the one remote's
+    /// `<remote>/<name>` (as `git checkout` does).
     #[arg(long, value_name = "BRANCH", required_unless_present_any = ["snapshot", "clear"])]
     pub base: Option<String>,
     /// Only these repository-relative .noma documents.

@@ -29,7 +29,9 @@ pub enum ReconcileFormat {
 /// Arguments of `noma reconcile`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The revision the branch will merge into (e.g. `main`, `origin/main`).
+    /// The revision the branch will merge into (e.g. `main`, `origin/main`;
+    /// a name with no local branch falls back to the one remote's
+    /// `<remote>/<name>`).
     #[arg(long, value_name = "REV")]
     pub base: String,
     /// Output format.

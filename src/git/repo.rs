@@ -220,6 +220,29 @@ impl Repo {
         Ok(self.repo.revparse_single(rev)?.peel_to_commit()?.id())
     }
 
+    /// Resolves the base branch of a comparison the way `git checkout`
+    /// finds a branch: `rev` itself, else, when no local revision has that
+    /// name, the remote-tracking branch `<remote>/<rev>` of the one remote
+    /// that has it. CI checkouts and PR bots often have `origin/main` but
+    /// no local `main`.
+    pub fn resolve_base(&self, rev: &str) -> Result<Oid, GitError> {
+        let not_found = match self.resolve(rev) {
+            Ok(id) => return Ok(id),
+            Err(e) => e,
+        };
+        let mut found = None;
+        for remote in self.repo.remotes()?.iter().flatten() {
+            let name = format!("refs/remotes/{remote}/{rev}");
+            if let Ok(id) = self.repo.refname_to_id(&name) {
+                if found.is_some() {
+                    return Err(not_found);
+                }
+                found = Some(self.repo.find_commit(id)?.id());
+            }
+        }
+        found.ok_or(not_found)
+    }
+
     /// Where to start walking history for versions of a path: HEAD, the
     /// commits git names during a merge, rebase or cherry-pick
     /// (`MERGE_HEAD`, `CHERRY_PICK_HEAD`, `REBASE_HEAD`, `ORIG_HEAD`,

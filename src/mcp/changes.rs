@@ -52,14 +52,16 @@ Call it at the end of a successful reconciliation pass, then commit the file.";
 /// Arguments of `list_changed_docs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BaseArgs {
-    /// Branch or revision to compare with (its merge base with HEAD is the old side), e.g. `main`.
+    /// Branch or revision to compare with (its merge base with HEAD is the old side), e.g. `main`
+    /// (without a local `main`, the one remote's `origin/main`).
     pub base_branch: String,
 }
 
 /// Arguments of `get_changed_blocks`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChangedBlocksArgs {
-    /// Branch or revision to compare with, e.g. `main`.
+    /// Branch or revision to compare with, e.g. `main` (without a local
+    /// `main`, the one remote's `origin/main`).
     pub base_branch: String,
     /// Only these documents (paths relative to the repository root).
     #[serde(default)]

@@ -147,7 +147,7 @@ pub fn check_branch(
     let repo = Repo::discover(start).map_err(ReconcileError::NoRepository)?;
     let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
     let base_tip = repo
-        .resolve(base_rev)
+        .resolve_base(base_rev)
         .map_err(|source| ReconcileError::UnknownBase {
             rev: base_rev.to_string(),
             source,

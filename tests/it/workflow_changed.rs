@@ -87,3 +87,35 @@ fn changed_blocks_follow_the_branch_through_merge_from_main_rebase_and_a_worktre
     assert_eq!(changed_since_main(&w), modified("c"), "in the worktree");
     assert_eq!(changed_since_main(&r), modified("b"), "the main checkout");
 }
+
+/// A CI checkout or a PR bot's clone often has `origin/main` and no local
+/// `main`: `--base main` (and the MCP `base_branch: "main"`) then means
+/// the remote's, as `git checkout main` would. Two remotes with a `main`
+/// are ambiguous and refused.
+#[test]
+fn a_base_with_no_local_branch_is_the_remote_tracking_one() {
+    let r = Repo::with_genesis_record(DOC);
+    let remotes = tempfile::tempdir().unwrap();
+    for name in ["origin", "upstream"] {
+        let url = remotes.path().join(name);
+        r.ok(&["init", "-q", "--bare", url.to_str().unwrap()]);
+        r.ok(&["remote", "add", name, url.to_str().unwrap()]);
+    }
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    edit(&r, "b", "BETA");
+    r.ok(&["checkout", "-q", "main"]);
+    edit(&r, "a", "ALPHA");
+    r.ok(&["push", "-q", "origin", "main"]);
+    r.ok(&["checkout", "-q", "feat"]);
+    r.ok(&["branch", "-q", "-D", "main"]);
+
+    assert_eq!(changed_since_main(&r), modified("b"), "origin/main as main");
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(o.status.success(), "reconcile: {}", text(&o));
+
+    r.ok(&["push", "-q", "upstream", "origin/main:refs/heads/main"]);
+    r.ok(&["fetch", "-q", "upstream"]);
+    let o = r.noma(&["changed", "--base", "main"]);
+    assert!(!o.status.success(), "two remotes' main: {}", text(&o));
+    assert!(text(&o).contains("main: not a revision"), "{}", text(&o));
+}
