@@ -395,11 +395,19 @@ impl Rebase<'_> {
             .map(|s| s.touched.clone())
             .unwrap_or_default();
         if let Some(c) = self.clash(rec, &touched) {
-            self.conflicts.push(c);
-            self.block(rec, &touched);
+            // Both sides made the same change (one branch took the other's
+            // version of a block): their op changes nothing on our state,
+            // so it is kept, as git keeps an identical change, not a clash.
+            match reapply(&self.state, rec).filter(|(_, next)| *next == self.state) {
+                Some((r, next_state)) => self.keep(rec, r, next_state),
+                None => {
+                    self.conflicts.push(c);
+                    self.block(rec, &touched);
+                }
+            }
             return;
         }
-        let Some((mut r, next_state)) = reapply(&self.state, rec) else {
+        let Some((r, next_state)) = reapply(&self.state, rec) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
             self.conflicts.push(OpConflict {
                 block,
@@ -410,6 +418,11 @@ impl Rebase<'_> {
             self.block(rec, &touched);
             return;
         };
+        self.keep(rec, r, next_state);
+    }
+
+    /// Keeps `r`, the re-application of their `rec` that leads to `next_state`.
+    fn keep(&mut self, rec: &Record, mut r: Record, next_state: String) {
         r.ts = rec.ts.clone();
         r.base_sha256 = None;
         r.elapsed_ms = None;
@@ -709,6 +722,24 @@ mod tests {
         assert_eq!(r.rebased.len(), 1);
         assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
         assert_replays_from(BASE, &r);
+    }
+
+    /// The same change made on both sides (one branch took the other's
+    /// version of a block) is kept, not a clash; a different change to
+    /// that block still is.
+    #[test]
+    fn the_same_change_on_both_sides_is_not_a_conflict() {
+        let (od, ot) = side(&[fx::body("a", "same")]);
+        let (td, tt) = side(&[fx::body("a", "same"), fx::body("b", "B")]);
+        let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert_eq!(r.rebased.len(), 2, "both of theirs kept once");
+        assert_eq!(r.doc, BASE.replace("alpha", "same").replace("beta", "B"));
+        assert_replays_from(BASE, &r);
+        let (td, tt) = side(&[fx::body("a", "same"), fx::body("a", "other")]);
+        let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
+        assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
+        assert_eq!(r.conflicts[0].block, "a");
     }
 
     /// Hand edits (`x-noma/replace_lines`) in one section merge when their
