@@ -800,7 +800,7 @@ fn new_records<'t>(
     staged_t: &'t [u8],
 ) -> Result<NewRecords<'t>, Box<Finding>> {
     let Some(bytes) = staged_t.strip_prefix(prev) else {
-        return Err(Box::new(tamper_finding(tpath, prev, staged_t)));
+        return Err(Box::new(tamper_finding(path, tpath, prev, staged_t)));
     };
     let (prev_lines, _) = split_lines(prev);
     let offset = prev_lines.len();
@@ -1006,7 +1006,7 @@ fn symlink_finding(path: &str, target: &[u8]) -> Finding {
 }
 
 /// Names the first line where `staged` stops repeating `committed`.
-fn tamper_finding(tpath: &str, committed: &[u8], staged: &[u8]) -> Finding {
+fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> Finding {
     let (a, _) = split_lines(committed);
     let (b, _) = split_lines(staged);
     let mut line = a.len() + 1;
@@ -1030,12 +1030,26 @@ fn tamper_finding(tpath: &str, committed: &[u8], staged: &[u8]) -> Finding {
         // Every complete line matches: the committed torn tail was changed.
         what = "was rewritten";
     }
-    Finding::error(
-        "transcript-tampered",
-        tpath,
-        Some(line),
-        format!("committed transcript line {line} {what}; transcripts are append-only"),
-    )
+    // Keeping the staged document (an older version, or another branch's,
+    // checked out with its transcript) is an edit like any other: the
+    // committed transcript comes back and the change is recorded on top.
+    let keep = format!(
+        "git restore --staged --worktree --source=HEAD \"{tpath}\" && noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+    );
+    let message = format!("committed transcript line {line} {what}; transcripts are append-only");
+    let finding =
+        |message: String| Finding::error("transcript-tampered", tpath, Some(line), message);
+    if what == "was removed" && b.len() < a.len() {
+        // No line of its own: an older transcript, as `git checkout REV --
+        // <doc> <transcript>` leaves when undoing edits. Nothing is lost.
+        return finding(format!(
+            "{message}; to keep the staged document, record its change on top of the committed transcript"
+        ))
+        .fix(keep);
+    }
+    finding(format!(
+        "{message}; if the staged document is what you want (taken from another branch or commit), record its change instead: {keep}"
+    ))
     .fix(format!(
         "restore the committed lines (git show HEAD:\"{tpath}\") and append new records only"
     ))
@@ -1083,10 +1097,10 @@ mod tests {
 
     #[test]
     fn tamper_names_rewritten_and_removed_lines() {
-        let f = tamper_finding("t", b"a\nb\nc\n", b"a\nX\nc\nd\n");
+        let f = tamper_finding("d", "t", b"a\nb\nc\n", b"a\nX\nc\nd\n");
         assert_eq!(f.line, Some(2));
         assert!(f.message.contains("rewritten"));
-        let f = tamper_finding("t", b"a\nb\nc\n", b"a\nb\n");
+        let f = tamper_finding("d", "t", b"a\nb\nc\n", b"a\nb\n");
         assert_eq!(f.line, Some(3));
         assert!(f.message.contains("removed"));
     }

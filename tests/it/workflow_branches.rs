@@ -647,3 +647,66 @@ fn h_pull_rebase_after_the_remote_reverted_the_transcripts_first_commit() {
     assert_sound(&r, &["alpha", "B1", "C1"]);
     assert_absent(&r, "A1");
 }
+
+/// Runs a command the hook printed with sh, `noma` on PATH.
+fn run_printed(r: &Repo, cmd: &str) {
+    let bin = std::path::Path::new(crate::common::NOMA).parent().unwrap();
+    let path = format!(
+        "PATH={}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = r.cmd("env", &[&path, "sh", "-c", cmd]);
+    assert!(o.status.success(), "`{cmd}` failed: {}", text(&o));
+}
+
+/// (l) Taking a document with its transcript from another branch or an
+/// older commit (`git checkout REV -- doc doc.patches`) would rewrite the
+/// committed transcript: the hook refuses it and prints the command that
+/// keeps the checked-out document as a recorded change instead. Merging
+/// afterwards is clean: the block both sides now hold alike is no clash.
+#[test]
+fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C1");
+    r.ok(&["checkout", "-q", "feat"]);
+
+    // The branch takes main's version.
+    r.ok(&["checkout", "main", "--", "plan.noma", "plan.noma.patches"]);
+    let (ok, out) = r.try_commit("take main's plan");
+    assert!(!ok, "{out}");
+    let keep = out
+        .split_once("record its change instead: ")
+        .and_then(|(_, rest)| rest.split_once(" (fix: "))
+        .map(|(cmd, _)| cmd)
+        .unwrap_or_else(|| panic!("no command in: {out}"));
+    run_printed(&r, keep);
+    let (ok, out) = r.try_commit("take main's plan");
+    assert!(ok, "{out}");
+    assert_sound(&r, &["A1", "beta", "C1"]);
+    r.ok(&["checkout", "-q", "main"]);
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "beta", "C1"]);
+
+    // Main undoes its last patch by checking out the older version.
+    patch_commit(&r, "d", "D1");
+    r.ok(&["checkout", "HEAD~1", "--", "plan.noma", "plan.noma.patches"]);
+    let (ok, out) = r.try_commit("undo D1");
+    assert!(!ok, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("[transcript-tampered]"))
+        .unwrap();
+    let fix = line.rsplit_once("(fix: ").unwrap().1.trim_end_matches(')');
+    run_printed(&r, fix);
+    let (ok, out) = r.try_commit("undo D1");
+    assert!(ok, "{out}");
+    assert_sound(&r, &["A1", "beta", "C1", "delta"]);
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    assert_sound(&r, &["A1", "beta", "C1", "delta"]);
+}
