@@ -78,8 +78,8 @@ pub enum ChangesError {
         msg: String,
     },
     /// HEAD and the base share no history.
-    #[error("{0}: no common ancestor with HEAD")]
-    NoMergeBase(String),
+    #[error("{0}: no common ancestor with HEAD{1}")]
+    NoMergeBase(String, &'static str),
     /// HEAD has no commit yet.
     #[error("HEAD has no commit yet; commit something first")]
     UnbornHead,
@@ -606,7 +606,7 @@ fn compute(
     let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
     let mb = repo
         .merge_base(base, head)
-        .ok_or_else(|| ChangesError::NoMergeBase(q.base.clone()))?;
+        .ok_or_else(|| ChangesError::NoMergeBase(q.base.clone(), repo.shallow_note()))?;
     let excludes = exclude_set(&q.exclude_patterns)?;
 
     let mut selected = Vec::with_capacity(q.files.len());

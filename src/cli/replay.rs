@@ -179,8 +179,9 @@ fn find_in_worktree_history(
     (
         found,
         Ok(format!(
-            "the git history of {} (HEAD and every ref)",
-            paths.join(" and ")
+            "the git history of {} (HEAD and every ref){}",
+            paths.join(" and "),
+            repo.shallow_note()
         )),
     )
 }

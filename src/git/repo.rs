@@ -123,6 +123,9 @@ fn tune_libgit2() {
     });
 }
 
+/// See [`Repo::shallow_note`]. CI checkouts are shallow by default.
+pub const SHALLOW_NOTE: &str = "; this clone is shallow, so older history may be missing: fetch it (`git fetch --unshallow`; in GitHub Actions, actions/checkout with `fetch-depth: 0`)";
+
 impl Repo {
     /// Opens the repository the way git itself would for the current
     /// process: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and friends are
@@ -218,6 +221,17 @@ impl Repo {
     /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
     pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
         Ok(self.repo.revparse_single(rev)?.peel_to_commit()?.id())
+    }
+
+    /// `"; " + SHALLOW_NOTE` in a shallow clone, else `""`: appended to a
+    /// message about history that was not found, since there it usually
+    /// means the history was never fetched.
+    pub fn shallow_note(&self) -> &'static str {
+        if self.repo.is_shallow() {
+            SHALLOW_NOTE
+        } else {
+            ""
+        }
     }
 
     /// Resolves the base branch of a comparison the way `git checkout`

@@ -122,8 +122,8 @@ pub enum ReconcileError {
         source: GitError,
     },
     /// HEAD and the base revision share no history.
-    #[error("HEAD and {0} have no merge base")]
-    NoMergeBase(String),
+    #[error("HEAD and {0} have no merge base{1}")]
+    NoMergeBase(String, &'static str),
     /// The documents changed on the branch could not be listed.
     #[error("{}", .0.detail())]
     ChangedDocuments(GitError),
@@ -154,7 +154,7 @@ pub fn check_branch(
         })?;
     let merge_base = repo
         .merge_base(head, base_tip)
-        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string()))?;
+        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note()))?;
     let docs = repo
         .changed_documents(merge_base, head)
         .map_err(ReconcileError::ChangedDocuments)?;

@@ -707,7 +707,8 @@ impl<'a> Guard<'a> {
             tpath,
             Some(first_line),
             format!(
-                "cannot replay: no version of {path} in its history has sha256 {first_pre} (the first applied record's pre_sha256); only the final hash was checked"
+                "cannot replay: no version of {path} in its history has sha256 {first_pre} (the first applied record's pre_sha256); only the final hash was checked{}",
+                self.repo.shallow_note()
             ),
         );
         w.severity = Severity::Warning;

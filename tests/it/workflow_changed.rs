@@ -119,3 +119,47 @@ fn a_base_with_no_local_branch_is_the_remote_tracking_one() {
     assert!(!o.status.success(), "two remotes' main: {}", text(&o));
     assert!(text(&o).contains("main: not a revision"), "{}", text(&o));
 }
+
+/// A CI checkout is shallow by default: the merge base is missing, and
+/// both `noma changed` and `noma reconcile` say that the clone is shallow
+/// and how to fetch the history, instead of only "no merge base".
+#[test]
+fn a_shallow_clone_is_named_as_the_reason_for_a_missing_merge_base() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    edit(&r, "b", "BETA");
+    r.ok(&["checkout", "-q", "main"]);
+    edit(&r, "a", "ALPHA");
+    let ci = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let url = format!("file://{}", r.path().display());
+    let dest = ci.path().to_str().unwrap();
+    ci.ok(&[
+        "clone", "-q", "--depth", "1", "--branch", "feat", &url, dest,
+    ]);
+    ci.ok(&[
+        "fetch",
+        "-q",
+        "--depth",
+        "1",
+        "origin",
+        "main:refs/remotes/origin/main",
+    ]);
+    for args in [
+        &["changed", "--base", "main"][..],
+        &["reconcile", "--base", "origin/main"][..],
+    ] {
+        let o = ci.noma(args);
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("git fetch --unshallow"),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    ci.ok(&["fetch", "-q", "--unshallow"]);
+    let o = ci.noma(&["changed", "--base", "main"]);
+    assert!(o.status.success(), "after fetching: {}", text(&o));
+}
