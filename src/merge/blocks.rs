@@ -7,7 +7,13 @@
 //! the first child: the heading or opener, frontmatter at the top level),
 //! its children (each with the blank "lead" lines before it) and its
 //! *footer* (lines after the last child: a directive's closing fence).
-//! Children are matched by canonical id (anonymous nodes by their text).
+//! Children with an id are matched by canonical id. Anonymous ones
+//! (paragraphs, lists, tables) are matched by aligning each side's
+//! sequence of children with the base's (a line diff over the blocks): an
+//! unchanged paragraph matches wherever blocks were inserted or removed
+//! around it, and an edited one matches the base paragraph the diff pairs
+//! it with, so one side's insertion never turns the other side's edit
+//! into a conflict.
 //! Per child: a side equal to the base loses to the other; equal sides
 //! agree; when both changed it and both versions are containers, the merge
 //! recurses into it; otherwise it is a conflict.
@@ -225,17 +231,25 @@ impl Merger<'_> {
         fence: u32,
         depth: usize,
     ) {
-        let index = |c: &Container<'_, '_>| -> HashMap<String, usize> {
-            c.items
-                .iter()
+        // Keys: the base's own; each side's aligned with the base (with
+        // ours when there is no base, as for a block both sides added).
+        let bk: Vec<String> = b.map(own_keys).unwrap_or_default();
+        let ok = match b {
+            Some(b) => aligned_keys(b, &bk, o, "ours"),
+            None => own_keys(o),
+        };
+        let tk = match b {
+            Some(b) => aligned_keys(b, &bk, t, "theirs"),
+            None => aligned_keys(o, &ok, t, "theirs"),
+        };
+        let index = |keys: &[String]| -> HashMap<String, usize> {
+            keys.iter()
                 .enumerate()
-                .map(|(i, it)| (it.key.clone(), i))
+                .map(|(i, k)| (k.clone(), i))
                 .collect()
         };
-        let empty = HashMap::new();
-        let bi = b.map(index);
-        let bi = bi.as_ref().unwrap_or(&empty);
-        let (oi, ti) = (index(o), index(t));
+        let bi = index(&bk);
+        let (oi, ti) = (index(&ok), index(&tk));
         let b_item = |k: &str| bi.get(k).and_then(|&i| b.and_then(|c| c.items.get(i)));
         // Slots in output order: Some(ours index) or a theirs-only item.
         enum Slot {
@@ -247,13 +261,13 @@ impl Merger<'_> {
         // them) go after their nearest preceding surviving neighbour.
         let mut last_pos: Option<usize> = None;
         for (j, it) in t.items.iter().enumerate() {
-            if let Some(&oidx) = oi.get(&it.key) {
+            if let Some(&oidx) = oi.get(&tk[j]) {
                 last_pos = slots
                     .iter()
                     .position(|s| matches!(s, Slot::Ours(i) if *i == oidx));
                 continue;
             }
-            let keep = match b_item(&it.key) {
+            let keep = match b_item(&tk[j]) {
                 None => true,               // added by them
                 Some(bit) => !bit.same(it), // deleted by us, changed by them
             };
@@ -267,8 +281,8 @@ impl Merger<'_> {
             match slot {
                 Slot::Ours(i) => {
                     let Some(oit) = o.items.get(i) else { continue };
-                    let bit = b_item(&oit.key);
-                    match ti.get(&oit.key).and_then(|&j| t.items.get(j)) {
+                    let bit = b_item(&ok[i]);
+                    match ti.get(&ok[i]).and_then(|&j| t.items.get(j)) {
                         Some(tit) => self.merge_item(bit, oit, tit, fence, depth),
                         None => match bit {
                             // Added by us only.
@@ -287,7 +301,7 @@ impl Merger<'_> {
                 }
                 Slot::Theirs(j) => {
                     let Some(tit) = t.items.get(j) else { continue };
-                    match b_item(&tit.key) {
+                    match b_item(&tk[j]) {
                         None => self.emit(tit),
                         Some(_) => self.conflict_items(
                             tit,
@@ -456,7 +470,7 @@ fn container<'v, 'a>(
     let mut items = Vec::with_capacity(children.len());
     let mut cursor = head_end;
     let mut seen: HashSet<String> = HashSet::new();
-    let (mut anchor, mut anon) = (String::new(), 0usize);
+    let mut anon = 0usize;
     for (i, c) in children.iter().enumerate() {
         let s = rel(c.span.start)?;
         let e = rel(c.span.end)? + 1;
@@ -464,19 +478,13 @@ fn container<'v, 'a>(
             return None;
         }
         let body = lines.get(s..e)?;
-        // Anonymous nodes are keyed by position after the last id'd
-        // sibling, so an edited paragraph still matches its base version
-        // (an insertion shifts the keys: edits after it then conflict
-        // rather than duplicate).
+        // Anonymous nodes get their rank; a side's are re-keyed by
+        // aligning it with the base ([`aligned_keys`]).
         let mut key = match &c.id {
-            Some(id) => {
-                anchor = id.to_string();
-                anon = 0;
-                format!("id:{id}")
-            }
+            Some(id) => format!("id:{id}"),
             None => {
                 anon += 1;
-                format!("anon:{anchor}:{anon}")
+                format!("anon:{anon}")
             }
         };
         if !seen.insert(key.clone()) {
@@ -497,6 +505,63 @@ fn container<'v, 'a>(
         items,
         footer: lines.get(cursor..)?,
     })
+}
+
+/// The keys a container's children carry on their own.
+fn own_keys(c: &Container<'_, '_>) -> Vec<String> {
+    c.items.iter().map(|it| it.key.clone()).collect()
+}
+
+/// Keys for `side`'s children, matched against `reference`'s (whose keys
+/// are `ref_keys`): children with an id keep theirs; an anonymous child
+/// takes the key of the reference child the diff of the two sequences
+/// aligns it with (equal, or paired in order within a changed run), and a
+/// fresh key (`new:{tag}:n`) when it has none.
+fn aligned_keys(
+    reference: &Container<'_, '_>,
+    ref_keys: &[String],
+    side: &Container<'_, '_>,
+    tag: &str,
+) -> Vec<String> {
+    let token = |it: &Item<'_, '_>| match it.node.id {
+        Some(_) => it.key.clone(),
+        None => format!("text:{}", it.body.join("\n")),
+    };
+    let old: Vec<String> = reference.items.iter().map(token).collect();
+    let new: Vec<String> = side.items.iter().map(token).collect();
+    let mut keys = own_keys(side);
+    let anonymous = |c: &Container<'_, '_>, i: usize| c.items[i].node.id.is_none();
+    // The anonymous children of one changed run (between equal runs), on
+    // each side, paired in order when the run ends.
+    let (mut removed, mut inserted) = (Vec::new(), Vec::new());
+    let mut fresh = 0usize;
+    let mut flush = |removed: &mut Vec<usize>, inserted: &mut Vec<usize>, keys: &mut [String]| {
+        for (n, &j) in inserted.iter().enumerate() {
+            keys[j] = match removed.get(n) {
+                Some(&i) => ref_keys[i].clone(),
+                None => {
+                    fresh += 1;
+                    format!("new:{tag}:{fresh}")
+                }
+            };
+        }
+        removed.clear();
+        inserted.clear();
+    };
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new) {
+        let (o, n) = (op.old_range(), op.new_range());
+        if let similar::DiffOp::Equal { .. } = op {
+            flush(&mut removed, &mut inserted, &mut keys);
+            for (i, j) in o.zip(n) {
+                keys[j] = ref_keys[i].clone();
+            }
+            continue;
+        }
+        removed.extend(o.filter(|&i| anonymous(reference, i)));
+        inserted.extend(n.filter(|&j| anonymous(side, j)));
+    }
+    flush(&mut removed, &mut inserted, &mut keys);
+    keys
 }
 
 #[cfg(test)]
@@ -576,6 +641,33 @@ mod tests {
             m.text,
             "# T\n\n::note{id=\"b\"}\nBETA\n::\n\n::note{id=\"c\"}\ngamma\n::\n"
         );
+    }
+
+    /// Paragraphs are matched by aligning the sides with the base: a block
+    /// or paragraph inserted on one side never turns the other side's
+    /// edit of a later paragraph into a conflict; the same paragraph
+    /// edited differently on both sides still is one.
+    #[test]
+    fn prose_edits_merge_around_insertions_on_the_other_side() {
+        let base = "# T\n\nOne.\n\nTwo.\n\n::note{id=\"a\"}\nalpha\n::\n\nThree.\n";
+        let ours = base.replace("Two.", "Two, edited.");
+        let with_block = base.replace("One.\n", "One.\n\n::note{id=\"x\"}\nx\n::\n");
+        let with_paragraph = base.replace("One.\n", "One.\n\nOne and a half.\n");
+        for theirs in [&with_block, &with_paragraph] {
+            let m = merge_documents(base, &ours, theirs, &Labels::default());
+            assert!(m.conflicts.is_empty(), "{:?}", m.conflicts);
+            assert_eq!(m.text, theirs.replace("Two.", "Two, edited."));
+        }
+        let theirs = with_block.replace("Two.", "Two, theirs.");
+        let m = merge_documents(base, &ours, &theirs, &Labels::default());
+        assert_eq!(m.conflicts.len(), 1, "{:?}", m.conflicts);
+        assert!(m.text.contains("Two, edited.") && m.text.contains("Two, theirs."));
+        // One id added by both sides in different places: that block
+        // conflicts, nothing else does.
+        let ours = base.replace("Two.\n", "Two.\n\n::note{id=\"x\"}\nmine\n::\n");
+        let m = merge_documents(base, &ours, &with_block, &Labels::default());
+        assert_eq!(m.conflicts.len(), 1, "{:?}", m.conflicts);
+        assert_eq!(m.conflicts[0].block, "x");
     }
 
     #[test]
