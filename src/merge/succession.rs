@@ -16,7 +16,7 @@
 //!    document (the caller provides document versions by sha256);
 //! 2. every record of `old` after that common prefix is still in `new`
 //!    after it, as the same op: a record with the same *origin*, the same
-//!    `patch_result` and the same op (its `baseHash` may be recomputed),
+//!    `patch_result` and the same op (its `baseHash`, and an `add_block` `position`, may be recomputed),
 //!    but never the same `op_id` on different bytes (that is a committed
 //!    line edited or moved);
 //! 3. no origin occurs twice among `new`'s records (an op applied twice is
@@ -113,11 +113,16 @@ fn violation(kind: &'static str, line: usize, message: String) -> Violation {
     }
 }
 
-/// The op without its `baseHash`, which a rebase may recompute.
+/// The op without what a rebase may recompute: its `baseHash`, and an
+/// `add_block`'s `position` (see [`super::transcript`]).
 fn op_key(op: &Value) -> Value {
+    let add_block = crate::patch::op_name(op) == Some("add_block");
     let mut op = op.clone();
     if let Some(o) = op.as_object_mut() {
         o.remove("baseHash");
+        if add_block {
+            o.remove("position");
+        }
     }
     op
 }

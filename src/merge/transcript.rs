@@ -18,8 +18,17 @@
 //! changed because a child did is not touched). An op of theirs touching a
 //! block one of our ops touched, or one of their own already-conflicting
 //! ops touched, or one that no longer applies, is a conflict naming the
-//! block and both op ids; it is not re-applied. Adding into the same
-//! container on both sides conflicts too (positions are indices).
+//! block and both op ids; it is not re-applied.
+//!
+//! Insertions are not edits of their container: `add_block` and the note
+//! ops (`add_comment`, …) touch `into:<container>`, which clashes with an
+//! edit or deletion of the container on the other side but not with the
+//! other side's own insertions, so two branches adding blocks to one
+//! section merge (ours first where both inserted at the same place). An
+//! `add_block` `position` is an index, so it is rebased: their block goes
+//! before the sibling it preceded on their side (found by id, or an
+//! anonymous sibling by its exact source), at the end when it was last,
+//! and conflicts when that sibling is gone.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
@@ -130,6 +139,79 @@ impl Unreconcilable {
 struct Step {
     op_id: String,
     touched: Vec<String>,
+    /// For an `add_block` with a `position`: where it went, to rebase the
+    /// position onto another state.
+    anchor: Option<Anchor>,
+}
+
+/// Where an `add_block` went among its parent's children, named so that it
+/// can be found on another state.
+#[derive(Debug, Clone, PartialEq)]
+enum Anchor {
+    /// Before the child with this id.
+    BeforeId(String),
+    /// Before the anonymous child whose source has this hash.
+    BeforeSource(String),
+    /// After the last child.
+    End,
+}
+
+/// The [`Anchor`] of `op` (an `add_block` with a `position`) on `pre`.
+fn insertion_anchor(pre: &str, op: &Value) -> Option<Anchor> {
+    if op_name(op) != Some("add_block") {
+        return None;
+    }
+    let pos = op.get("position")?.as_f64()? as usize;
+    let body = pre.strip_prefix('\u{feff}').unwrap_or(pre);
+    let doc = crate::doc::parse_shared(body);
+    let parent = doc.find(op.get("parent")?.as_str()?)?;
+    Some(match parent.children().get(pos) {
+        None => Anchor::End,
+        Some(c) => match &c.id {
+            Some(id) => Anchor::BeforeId(id.to_string()),
+            None => Anchor::BeforeSource(slice_hash(body, c.span.start, c.span.end)),
+        },
+    })
+}
+
+/// `op` with its `position` rebased onto `state` ([`Anchor`]); `None` when
+/// the sibling it went before is gone. At the end, the position is left
+/// out: the parent's default place (after its last direct child).
+fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
+    let mut op = op.clone();
+    let pos = {
+        let body = state.strip_prefix('\u{feff}').unwrap_or(state);
+        let doc = crate::doc::parse_shared(body);
+        let kids = doc.find(op.get("parent")?.as_str()?)?.children();
+        match anchor {
+            Anchor::End => None,
+            Anchor::BeforeId(id) => Some(kids.iter().position(|c| c.id.as_deref() == Some(id))?),
+            Anchor::BeforeSource(h) => Some(kids.iter().position(|c| {
+                c.id.is_none() && slice_hash(body, c.span.start, c.span.end) == *h
+            })?),
+        }
+    };
+    let fields = op.as_object_mut()?;
+    match pos {
+        Some(p) => fields.insert("position".into(), p.into()),
+        None => fields.remove("position"),
+    };
+    Some(op)
+}
+
+/// The key under which an op inserting into `container` is recorded.
+fn into(container: &str) -> String {
+    format!("into:{container}")
+}
+
+/// The entry of `touched` (a map keyed like [`Step::touched`]) that
+/// `block` clashes with: an insertion into a container clashes with an
+/// edit of the container, an edit with both.
+fn clashing<'m>(touched: &'m HashMap<String, String>, block: &str) -> Option<&'m String> {
+    match block.strip_prefix("into:") {
+        Some(container) => touched.get(container),
+        None => touched.get(block).or_else(|| touched.get(&into(block))),
+    }
 }
 
 /// Rebases `theirs`' new records onto `ours` (see the module docs), with
@@ -398,7 +480,7 @@ impl Rebase<'_> {
             // Both sides made the same change (one branch took the other's
             // version of a block): their op changes nothing on our state,
             // so it is kept, as git keeps an identical change, not a clash.
-            match reapply(&self.state, rec).filter(|(_, next)| *next == self.state) {
+            match reapply(&self.state, rec, None).filter(|(_, next)| *next == self.state) {
                 Some((r, next_state)) => self.keep(rec, r, next_state),
                 None => {
                     self.conflicts.push(c);
@@ -407,7 +489,11 @@ impl Rebase<'_> {
             }
             return;
         }
-        let Some((r, next_state)) = reapply(&self.state, rec) else {
+        let anchor = self
+            .steps
+            .get(rec.op_id.as_str())
+            .and_then(|s| s.anchor.as_ref());
+        let Some((r, next_state)) = reapply(&self.state, rec, anchor) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
             self.conflicts.push(OpConflict {
                 block,
@@ -450,16 +536,30 @@ impl Rebase<'_> {
     /// one of their already-conflicting ops, touched.
     fn clash(&self, rec: &Record, touched: &[String]) -> Option<OpConflict> {
         touched.iter().find_map(|b| {
-            if let Some(o) = self.ours_touched.get(b) {
+            // Conflicts name the container an insertion went into.
+            let (block, message) = match b.strip_prefix("into:") {
+                Some(container) => (
+                    container,
+                    format!(
+                        "our op changed it and their op adds into it ({})",
+                        rec.op_name()
+                    ),
+                ),
+                None => (
+                    b.as_str(),
+                    format!("both changed it (their op is {})", rec.op_name()),
+                ),
+            };
+            if let Some(o) = clashing(&self.ours_touched, b) {
                 return Some(OpConflict {
-                    block: b.clone(),
+                    block: block.to_string(),
                     ours_op_id: Some(o.clone()),
                     theirs_op_id: rec.op_id.clone(),
-                    message: format!("both changed it (their op is {})", rec.op_name()),
+                    message,
                 });
             }
-            self.blocked.get(b).map(|t| OpConflict {
-                block: b.clone(),
+            clashing(&self.blocked, b).map(|t| OpConflict {
+                block: block.to_string(),
                 ours_op_id: None,
                 theirs_op_id: rec.op_id.clone(),
                 message: format!("depends on their conflicting op {t}"),
@@ -481,8 +581,11 @@ impl Rebase<'_> {
 /// Re-applies the op of `rec` onto `state` (its `baseHash` recomputed
 /// there) as the same actor with the same reason: the new record and the
 /// text after it, or `None` when the op no longer applies.
-fn reapply(state: &str, rec: &Record) -> Option<(Record, String)> {
+fn reapply(state: &str, rec: &Record, anchor: Option<&Anchor>) -> Option<(Record, String)> {
     let mut op = rebase_hash(state, &rec.op);
+    if let Some(anchor) = anchor {
+        op = rebase_position(state, &op, anchor)?;
+    }
     if op_name(&op) == Some(REPLACE_LINES) {
         // A hand edit's lines may have moved on our side: it applies where
         // its `old` text now stands, and conflicts when that text changed.
@@ -596,6 +699,7 @@ fn replay_side(
         steps.push(Step {
             op_id: r.op_id.clone(),
             touched: touched_blocks(&text, &next, &r.op),
+            anchor: insertion_anchor(&text, &r.op),
         });
         text = next;
         sha = next_sha;
@@ -657,7 +761,17 @@ pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
         .collect();
     if let Some(t) = op_target(op) {
         if amap.contains_key(t) {
-            out.push(t.to_string());
+            let inserts = matches!(
+                op_name(op),
+                Some(
+                    "add_block"
+                        | "add_comment"
+                        | "add_footnote"
+                        | "add_endnote"
+                        | "add_change_request"
+                )
+            );
+            out.push(if inserts { into(t) } else { t.to_string() });
         }
     }
     out.sort();
@@ -722,6 +836,100 @@ mod tests {
         assert_eq!(r.rebased.len(), 1);
         assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
         assert_replays_from(BASE, &r);
+    }
+
+    fn add(parent: &str, position: Option<u64>, id: &str) -> Value {
+        let mut op = json!({"op": "add_block", "parent": parent, "content": format!("::note{{id=\"{id}\"}}\n{id}\n::")});
+        if let Some(p) = position {
+            op["position"] = p.into();
+        }
+        op
+    }
+
+    /// The ids of the notes in `doc`, in order.
+    fn note_ids(doc: &str) -> Vec<String> {
+        doc.lines()
+            .filter_map(|l| l.strip_prefix("::note{id=\""))
+            .map(|l| l.trim_end_matches("\"}").to_string())
+            .collect()
+    }
+
+    /// Two branches adding blocks to one section merge in either direction,
+    /// each block before the sibling it preceded on its side (ours first
+    /// where both chose the same place), and the merge replays.
+    #[test]
+    fn blocks_added_to_one_section_on_both_sides_merge_at_their_places() {
+        for (ours, theirs, want) in [
+            (Some(1), Some(2), ["a", "x", "b", "y"]),
+            (Some(2), Some(1), ["a", "y", "b", "x"]),
+            (Some(1), Some(1), ["a", "x", "y", "b"]),
+            (None, None, ["a", "b", "x", "y"]),
+            (Some(0), None, ["x", "a", "b", "y"]),
+        ] {
+            let (od, ot) = side(&[add("t", ours, "x")]);
+            let (td, tt) = side(&[add("t", theirs, "y")]);
+            let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
+            assert!(
+                r.conflicts.is_empty(),
+                "{ours:?} {theirs:?}: {:?}",
+                r.conflicts
+            );
+            assert_eq!(note_ids(&r.doc), want, "{ours:?} {theirs:?}");
+            assert_replays_from(BASE, &r);
+            // The hook's rule accepts it as a successor of both sides.
+            let mut find = |sha: &str| {
+                [BASE, od.as_str(), td.as_str()]
+                    .into_iter()
+                    .find(|d| sha256_hex(d.as_bytes()) == sha)
+                    .map(str::to_string)
+            };
+            for parent in [&ot, &tt] {
+                let succ = check(parent, &r.transcript, &r.doc, &mut find);
+                assert!(succ.is_ok(), "{succ:?}");
+            }
+        }
+    }
+
+    /// An insertion still conflicts with the other side's edit or deletion
+    /// of its container, and with the deletion of the sibling it preceded;
+    /// two comments on one block both stay.
+    #[test]
+    fn insertions_conflict_only_with_changes_to_their_place() {
+        let inner = "# T\n\n::decision{id=\"d\"}\n:::note{id=\"a\"}\nalpha\n:::\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+        let run = |o: &[Value], t: &[Value]| {
+            let (od, ot) = fx::extend(inner, b"", o);
+            let (td, tt) = fx::extend(inner, b"", t);
+            let mut find =
+                |sha: &str| (sha256_hex(inner.as_bytes()) == sha).then(|| inner.to_string());
+            reconcile_transcripts(&ot, &tt, None, Some(&od), &mut find).map(|r| (r, td))
+        };
+        let into_d = json!({"op": "add_block", "parent": "d", "position": 1, "content": ":::note{id=\"y\"}\ny\n:::"});
+        let replaced =
+            json!({"op": "replace_block", "id": "d", "content": "::decision{id=\"d\"}\nnew\n::"});
+        let (r, _) = run(&[replaced], std::slice::from_ref(&into_d)).unwrap();
+        assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
+        assert_eq!(r.conflicts[0].block, "d");
+        assert!(
+            r.conflicts[0].message.contains("adds into it"),
+            "{:?}",
+            r.conflicts
+        );
+        let (r, _) = run(
+            &[json!({"op": "delete_block", "id": "b"})],
+            &[add("t", Some(1), "y")],
+        )
+        .unwrap();
+        assert_eq!(
+            r.conflicts.len(),
+            1,
+            "the sibling it preceded is gone: {:?}",
+            r.conflicts
+        );
+        let comment =
+            |id: &str| json!({"op": "add_comment", "id": id, "target": "b", "content": id});
+        let (r, _) = run(&[comment("c1")], &[comment("c2")]).unwrap();
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(r.doc.contains("c1") && r.doc.contains("c2"));
     }
 
     /// The same change made on both sides (one branch took the other's

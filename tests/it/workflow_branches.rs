@@ -710,3 +710,51 @@ fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
     merge_clean(&r, "main");
     assert_sound(&r, &["A1", "beta", "C1", "delta"]);
 }
+
+/// One agent add_block into `plan`, committed.
+fn add_commit(r: &Repo, position: u64, id: &str) {
+    let op = serde_json::json!({
+        "op": "add_block", "parent": "plan", "position": position,
+        "content": format!("::note{{id=\"{id}\"}}\n{id}\n::"),
+    })
+    .to_string();
+    r.agent_patch("plan.noma", &op);
+    r.commit_all(&format!("add {id}"));
+}
+
+/// (m) Two branches each add a block to the same section (two agents
+/// filling one chapter): merging either way and rebasing are clean, both
+/// blocks land where their authors put them, and the result replays.
+#[test]
+fn m_blocks_added_to_one_section_on_two_branches_merge_every_way() {
+    for how in ["merge into main", "update the branch", "rebase"] {
+        let r = setup();
+        r.ok(&["checkout", "-q", "-b", "feat"]);
+        add_commit(&r, 1, "fromfeat");
+        r.ok(&["checkout", "-q", "main"]);
+        add_commit(&r, 4, "frommain");
+        match how {
+            "merge into main" => merge_clean(&r, "feat"),
+            "update the branch" => {
+                r.ok(&["checkout", "-q", "feat"]);
+                merge_clean(&r, "main");
+            }
+            _ => {
+                r.ok(&["checkout", "-q", "feat"]);
+                let o = r.git(&["rebase", "main"]);
+                assert!(o.status.success(), "rebase: {}", text(&o));
+            }
+        }
+        assert_sound(&r, &["fromfeat", "frommain"]);
+        let doc = r.read("plan.noma");
+        let at = |s: &str| doc.find(s).unwrap_or_else(|| panic!("{how}: {s} missing"));
+        assert!(
+            at("alpha") < at("fromfeat") && at("fromfeat") < at("beta"),
+            "{how}:\n{doc}"
+        );
+        assert!(
+            at("delta") < at("frommain") && at("frommain") < at("epsilon"),
+            "{how}:\n{doc}"
+        );
+    }
+}
