@@ -21,10 +21,14 @@
 //! block and both op ids; it is not re-applied.
 //!
 //! Insertions are not edits of their container: `add_block` and the note
-//! ops (`add_comment`, …) touch `into:<container>`, which clashes with an
+//! ops (`add_comment`, …) touch `+<container>`, which clashes with an
 //! edit or deletion of the container on the other side but not with the
 //! other side's own insertions, so two branches adding blocks to one
-//! section merge (ours first where both inserted at the same place). An
+//! section merge (ours first where both inserted at the same place).
+//! Likewise an op that changes one attribute, one table or dataset row or
+//! a table's header touches only that part (`<block>#attr:status`,
+//! `<block>#row:3`), so two branches updating different attributes or rows
+//! of one block merge; an edit of the whole block clashes with any part. An
 //! `add_block` `position` is an index, so it is rebased: their block goes
 //! before the sibling it preceded on their side (found by id, or an
 //! anonymous sibling by its exact source), at the end when it was last,
@@ -199,19 +203,54 @@ fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
     Some(op)
 }
 
-/// The key under which an op inserting into `container` is recorded.
+/// What an op touched, beyond whole blocks (the key strings of
+/// [`Step::touched`]; `+` and `#` never occur in ids): `+<container>` for
+/// an insertion into a container, `<block>#<part>` for an op that changes
+/// one attribute (`attr:<key>`), one table or dataset row (`row:<n>`) or a
+/// table's header row (`header`) of a block and leaves the rest alone.
 fn into(container: &str) -> String {
-    format!("into:{container}")
+    format!("+{container}")
 }
 
-/// The entry of `touched` (a map keyed like [`Step::touched`]) that
-/// `block` clashes with: an insertion into a container clashes with an
-/// edit of the container, an edit with both.
-fn clashing<'m>(touched: &'m HashMap<String, String>, block: &str) -> Option<&'m String> {
-    match block.strip_prefix("into:") {
-        Some(container) => touched.get(container),
-        None => touched.get(block).or_else(|| touched.get(&into(block))),
+/// The part key of an op that changes one part of its target, if it is one.
+fn part_of(op: &Value) -> Option<String> {
+    let part = match op_name(op)? {
+        "update_attribute" | "remove_attribute" => format!("attr:{}", op.get("key")?.as_str()?),
+        "update_table_cell" | "update_dataset_cell" => format!("row:{}", op.get("row")?),
+        "update_table_header_cell" => "header".to_string(),
+        _ => return None,
+    };
+    Some(format!("{}#{part}", op_target(op)?))
+}
+
+/// The block a touched key is about, for messages.
+fn block_of(key: &str) -> &str {
+    let key = key.strip_prefix('+').unwrap_or(key);
+    key.split_once('#').map_or(key, |(block, _)| block)
+}
+
+/// The entry of `touched` (a map keyed like [`Step::touched`]) that `key`
+/// clashes with. An insertion into a container or a change of one part
+/// of a block clashes with an edit of the whole block and with a change
+/// of the same part; an edit of a whole block clashes with everything
+/// about it.
+fn clashing<'m>(touched: &'m HashMap<String, String>, key: &str) -> Option<&'m String> {
+    if let Some(container) = key.strip_prefix('+') {
+        return touched.get(container);
     }
+    if let Some((block, _)) = key.split_once('#') {
+        return touched.get(key).or_else(|| touched.get(block));
+    }
+    touched
+        .get(key)
+        .or_else(|| touched.get(&into(key)))
+        .or_else(|| {
+            let parts = format!("{key}#");
+            touched
+                .iter()
+                .find(|(k, _)| k.starts_with(&parts))
+                .map(|(_, op)| op)
+        })
 }
 
 /// Rebases `theirs`' new records onto `ours` (see the module docs), with
@@ -536,19 +575,15 @@ impl Rebase<'_> {
     /// one of their already-conflicting ops, touched.
     fn clash(&self, rec: &Record, touched: &[String]) -> Option<OpConflict> {
         touched.iter().find_map(|b| {
-            // Conflicts name the container an insertion went into.
-            let (block, message) = match b.strip_prefix("into:") {
-                Some(container) => (
-                    container,
-                    format!(
-                        "our op changed it and their op adds into it ({})",
-                        rec.op_name()
-                    ),
-                ),
-                None => (
-                    b.as_str(),
-                    format!("both changed it (their op is {})", rec.op_name()),
-                ),
+            // Conflicts name the block (the container an insertion went into).
+            let block = block_of(b);
+            let message = if b.starts_with('+') {
+                format!(
+                    "our op changed it and their op adds into it ({})",
+                    rec.op_name()
+                )
+            } else {
+                format!("both changed it (their op is {})", rec.op_name())
             };
             if let Some(o) = clashing(&self.ours_touched, b) {
                 return Some(OpConflict {
@@ -773,6 +808,12 @@ pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
             );
             out.push(if inserts { into(t) } else { t.to_string() });
         }
+        // An op that changes one part of its target touches that part only.
+        if let Some(part) = part_of(op) {
+            for key in out.iter_mut().filter(|k| *k == t) {
+                *key = part.clone();
+            }
+        }
     }
     out.sort();
     out.dedup();
@@ -930,6 +971,47 @@ mod tests {
         let (r, _) = run(&[comment("c1")], &[comment("c2")]).unwrap();
         assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
         assert!(r.doc.contains("c1") && r.doc.contains("c2"));
+    }
+
+    /// Ops that change one attribute or one row of a block touch only
+    /// that part: different parts merge, the same part or a change of the
+    /// whole block still conflicts.
+    #[test]
+    fn different_attributes_and_rows_of_one_block_merge() {
+        let doc = "# T\n\n::note{id=\"a\" status=\"open\"}\nalpha\n::\n\n::table{id=\"tab\"}\n| h | i |\n| 1 | 2 |\n| 3 | 4 |\n::\n";
+        let run = |o: Value, t: Value| {
+            let (od, ot) = fx::extend(doc, b"", &[o]);
+            let (_, tt) = fx::extend(doc, b"", &[t]);
+            let mut find = |sha: &str| (sha256_hex(doc.as_bytes()) == sha).then(|| doc.to_string());
+            reconcile_transcripts(&ot, &tt, None, Some(&od), &mut find).unwrap()
+        };
+        let attr =
+            |k: &str, v: &str| json!({"op": "update_attribute", "id": "a", "key": k, "value": v});
+        let cell = |row: u64, v: &str| json!({"op": "update_table_cell", "id": "tab", "row": row, "column": 0, "value": v});
+        let r = run(attr("status", "done"), attr("owner", "bob"));
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(
+            r.doc.contains("status=\"done\"") && r.doc.contains("owner=\"bob\""),
+            "{}",
+            r.doc
+        );
+        assert_eq!(
+            run(attr("status", "done"), attr("status", "late"))
+                .conflicts
+                .len(),
+            1
+        );
+        let r = run(cell(0, "one"), cell(1, "three"));
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(r.doc.contains("| one | i |\n| three | 2 |"), "{}", r.doc);
+        assert_eq!(run(cell(0, "one"), cell(0, "uno")).conflicts.len(), 1);
+        let insert_row =
+            json!({"op": "insert_table_row", "id": "tab", "row": 0, "cells": ["x", "y"]});
+        let r = run(insert_row, cell(1, "three"));
+        assert_eq!(r.conflicts.len(), 1, "rows moved: {:?}", r.conflicts);
+        assert_eq!(r.conflicts[0].block, "tab");
+        let replaced = json!({"op": "replace_body", "id": "a", "content": "new"});
+        assert_eq!(run(replaced, attr("owner", "bob")).conflicts.len(), 1);
     }
 
     /// The same change made on both sides (one branch took the other's
