@@ -72,9 +72,12 @@ pub fn run(args: Args) -> i32 {
     println!(
         "{}",
         match report.gitignore {
-            Change::Created => format!(".gitignore: created, ignoring {CACHE_IGNORE}"),
-            Change::Updated => format!(".gitignore: added {CACHE_IGNORE}"),
-            Change::Unchanged => format!(".gitignore: already ignores {CACHE_IGNORE}"),
+            Change::Created =>
+                format!(".gitignore: created, ignoring {CACHE_IGNORE} and noma's temporary files"),
+            Change::Updated =>
+                format!(".gitignore: now ignores {CACHE_IGNORE} and noma's temporary files"),
+            Change::Unchanged =>
+                format!(".gitignore: already ignores {CACHE_IGNORE} and noma's temporary files"),
         }
     );
     // Not tied to the hooks: without these rules a CRLF checkout breaks

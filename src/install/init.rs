@@ -2,8 +2,8 @@
 //! never overwrites what the user wrote:
 //! 1. `.noma/config.yml` with the documented defaults, commented (kept if it
 //!    exists);
-//! 2. `.noma/cache/` in the root `.gitignore` (appended once; the file is
-//!    created if absent);
+//! 2. `.noma/cache/` and the names of noma's transient files in the root
+//!    `.gitignore` (each appended once; the file is created if absent);
 //! 3. the git hooks ([`super::install`]), unless asked not to; the CLI
 //!    also adds the line-ending rules ([`super::attributes`]) to
 //!    `.gitattributes`, hooks or not;
@@ -23,6 +23,19 @@ use super::{HooksError, InstallOptions, InstallReport};
 
 /// The `.gitignore` entry for the block cache.
 pub const CACHE_IGNORE: &str = ".noma/cache/";
+
+/// The `.gitignore` entries `noma init` makes sure of, each with its
+/// comment: the block cache, and the files a write leaves beside a
+/// document while it runs or after it was killed ([`crate::fsio`]), which
+/// `git add -A` at that moment would otherwise commit.
+pub const IGNORED: [(&str, &str); 3] = [
+    ("noma block cache (noma init)", CACHE_IGNORE),
+    ("noma: a write in progress (noma init)", ".*.noma-tmp-*"),
+    (
+        "noma: an interrupted write's intent marker (noma init)",
+        ".*.noma-intent",
+    ),
+];
 
 /// Options of [`init`].
 #[derive(Debug, Clone)]
@@ -89,7 +102,15 @@ pub fn init(layout: &Layout, opts: &InitOptions) -> Result<InitReport, InitError
         .clone()
         .ok_or_else(|| InitError::Bare(layout.git_dir.clone()))?;
     let config = write_default_policy(&root)?;
-    let gitignore = ensure_ignored(&root.join(".gitignore"), CACHE_IGNORE)?;
+    let mut gitignore = Change::Unchanged;
+    for (comment, entry) in IGNORED {
+        // Created, then Updated, then Unchanged: the first that happened.
+        match ensure_ignored(&root.join(".gitignore"), entry, comment)? {
+            Change::Unchanged => {}
+            change if gitignore == Change::Unchanged => gitignore = change,
+            _ => {}
+        }
+    }
     let hooks = opts.hooks.then(|| {
         let result = super::install(
             &layout.hooks_dir,
@@ -314,7 +335,7 @@ pub fn policy_template() -> String {
 /// Makes sure `.gitignore` at `path` has a line ignoring `entry` (a
 /// directory pattern such as `.noma/cache/`). Equivalent spellings
 /// (`/.noma/cache`, `.noma/cache`, …) count as present.
-pub fn ensure_ignored(path: &Path, entry: &str) -> Result<Change, InitError> {
+pub fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change, InitError> {
     let existing = match fs::read(path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -334,7 +355,7 @@ pub fn ensure_ignored(path: &Path, entry: &str) -> Result<Change, InitError> {
     {
         add.push('\n');
     }
-    add.push_str("# noma block cache (noma init)\n");
+    add.push_str(&format!("# {comment}\n"));
     add.push_str(entry);
     add.push('\n');
     let mut f = fs::OpenOptions::new()
@@ -473,29 +494,38 @@ mod tests {
     fn gitignore_entry_is_added_once() {
         let tmp = tempfile::tempdir().unwrap();
         let gi = tmp.path().join(".gitignore");
-        assert_eq!(ensure_ignored(&gi, CACHE_IGNORE).unwrap(), Change::Created);
         assert_eq!(
-            ensure_ignored(&gi, CACHE_IGNORE).unwrap(),
+            ensure_ignored(&gi, CACHE_IGNORE, "noma block cache").unwrap(),
+            Change::Created
+        );
+        assert_eq!(
+            ensure_ignored(&gi, CACHE_IGNORE, "noma block cache").unwrap(),
             Change::Unchanged
         );
         let text = fs::read_to_string(&gi).unwrap();
         assert_eq!(text.matches(CACHE_IGNORE).count(), 1);
 
         fs::write(&gi, "target").unwrap();
-        assert_eq!(ensure_ignored(&gi, CACHE_IGNORE).unwrap(), Change::Updated);
+        assert_eq!(
+            ensure_ignored(&gi, CACHE_IGNORE, "noma block cache").unwrap(),
+            Change::Updated
+        );
         let text = fs::read_to_string(&gi).unwrap();
         assert!(text.starts_with("target\n# noma"), "{text:?}");
 
         for same in ["/.noma/cache\r\n", ".noma/cache", "/.noma/cache/  "] {
             fs::write(&gi, same).unwrap();
             assert_eq!(
-                ensure_ignored(&gi, CACHE_IGNORE).unwrap(),
+                ensure_ignored(&gi, CACHE_IGNORE, "noma block cache").unwrap(),
                 Change::Unchanged
             );
         }
         for different in ["# .noma/cache/\n", "!.noma/cache/\n", ".noma/cache/x\n"] {
             fs::write(&gi, different).unwrap();
-            assert_eq!(ensure_ignored(&gi, CACHE_IGNORE).unwrap(), Change::Updated);
+            assert_eq!(
+                ensure_ignored(&gi, CACHE_IGNORE, "noma block cache").unwrap(),
+                Change::Updated
+            );
         }
     }
 }
