@@ -80,6 +80,11 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Asserts that a command succeeded, showing what it printed otherwise.
+pub fn assert_ran(o: &Output) {
+    assert!(o.status.success(), "{}", text(o));
+}
+
 impl Repo {
     /// `git init` with identity and no signing; nothing committed.
     pub fn init() -> Repo {
@@ -129,6 +134,21 @@ impl Repo {
     /// Runs the binary under test.
     pub fn noma(&self, args: &[&str]) -> Output {
         self.cmd(NOMA, args)
+    }
+
+    /// Runs `cmd` with `sh -c` in the work tree as a user would, with
+    /// `noma` on PATH: how tests run the fixes the hooks print.
+    pub fn sh(&self, cmd: &str) -> Output {
+        let bin = Path::new(NOMA).parent().unwrap();
+        let path = format!(
+            "PATH={}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut o = self.cmd("env", &[&path, "sh", "-c", cmd]);
+        // Name the command in the output a failing assertion shows.
+        o.stderr.splice(0..0, format!("$ {cmd}\n").into_bytes());
+        o
     }
 
     /// Writes a file (creating its directory).

@@ -7,7 +7,7 @@
 //! `noma replay` passing from the document's first committed content, and
 //! every commit having gone through the hooks.
 
-use crate::common::{text, Repo};
+use crate::common::{assert_ran, text, Repo};
 
 const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n\n::note{id=\"d\"}\ndelta\n::\n\n::note{id=\"e\"}\nepsilon\n::\n\n::note{id=\"f\"}\nzeta\n::\n\n::note{id=\"g\"}\neta\n::\n";
 
@@ -28,6 +28,17 @@ fn patch_commit(r: &Repo, id: &str, body: &str) {
     let op = serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string();
     r.agent_patch("plan.noma", &op);
     r.commit_all(&format!("patch {id}"));
+}
+
+/// `a` patched on main, then `b` on the branch `feat` and `c` on main;
+/// `feat` checked out.
+fn fork_with_main_ahead(r: &Repo) {
+    patch_commit(r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(r, "c", "C1");
+    r.ok(&["checkout", "-q", "feat"]);
 }
 
 /// A bare repository inside `.git` as the remote `origin`.
@@ -81,12 +92,7 @@ fn op_ids(r: &Repo, rev: &str) -> Vec<String> {
 #[test]
 fn a_update_branch_from_main_twice_then_merge_back() {
     let r = setup();
-    patch_commit(&r, "a", "A1");
-    r.ok(&["checkout", "-q", "-b", "feat"]);
-    patch_commit(&r, "b", "B1");
-    r.ok(&["checkout", "-q", "main"]);
-    patch_commit(&r, "c", "C1");
-    r.ok(&["checkout", "-q", "feat"]);
+    fork_with_main_ahead(&r);
     merge_clean(&r, "main");
     r.ok(&["checkout", "-q", "main"]);
     patch_commit(&r, "d", "D1");
@@ -116,12 +122,7 @@ fn a_update_branch_from_main_twice_then_merge_back() {
 #[test]
 fn a_update_then_merge_back_without_main_moving() {
     let r = setup();
-    patch_commit(&r, "a", "A1");
-    r.ok(&["checkout", "-q", "-b", "feat"]);
-    patch_commit(&r, "b", "B1");
-    r.ok(&["checkout", "-q", "main"]);
-    patch_commit(&r, "c", "C1");
-    r.ok(&["checkout", "-q", "feat"]);
+    fork_with_main_ahead(&r);
     merge_clean(&r, "main");
     r.ok(&["checkout", "-q", "main"]);
     let o = r.git(&["merge", "--no-ff", "--no-edit", "feat"]);
@@ -648,18 +649,6 @@ fn h_pull_rebase_after_the_remote_reverted_the_transcripts_first_commit() {
     assert_absent(&r, "A1");
 }
 
-/// Runs a command the hook printed with sh, `noma` on PATH.
-fn run_printed(r: &Repo, cmd: &str) {
-    let bin = std::path::Path::new(crate::common::NOMA).parent().unwrap();
-    let path = format!(
-        "PATH={}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = r.cmd("env", &[&path, "sh", "-c", cmd]);
-    assert!(o.status.success(), "`{cmd}` failed: {}", text(&o));
-}
-
 /// (l) Taking a document with its transcript from another branch or an
 /// older commit (`git checkout REV -- doc doc.patches`) would rewrite the
 /// committed transcript: the hook refuses it and prints the command that
@@ -668,12 +657,7 @@ fn run_printed(r: &Repo, cmd: &str) {
 #[test]
 fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
     let r = setup();
-    patch_commit(&r, "a", "A1");
-    r.ok(&["checkout", "-q", "-b", "feat"]);
-    patch_commit(&r, "b", "B1");
-    r.ok(&["checkout", "-q", "main"]);
-    patch_commit(&r, "c", "C1");
-    r.ok(&["checkout", "-q", "feat"]);
+    fork_with_main_ahead(&r);
 
     // The branch takes main's version.
     r.ok(&["checkout", "main", "--", "plan.noma", "plan.noma.patches"]);
@@ -684,7 +668,7 @@ fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
         .and_then(|(_, rest)| rest.split_once(" (fix: "))
         .map(|(cmd, _)| cmd)
         .unwrap_or_else(|| panic!("no command in: {out}"));
-    run_printed(&r, keep);
+    assert_ran(&r.sh(keep));
     let (ok, out) = r.try_commit("take main's plan");
     assert!(ok, "{out}");
     assert_sound(&r, &["A1", "beta", "C1"]);
@@ -702,7 +686,7 @@ fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
         .find(|l| l.contains("[transcript-tampered]"))
         .unwrap();
     let fix = line.rsplit_once("(fix: ").unwrap().1.trim_end_matches(')');
-    run_printed(&r, fix);
+    assert_ran(&r.sh(fix));
     let (ok, out) = r.try_commit("undo D1");
     assert!(ok, "{out}");
     assert_sound(&r, &["A1", "beta", "C1", "delta"]);

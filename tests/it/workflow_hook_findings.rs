@@ -44,15 +44,7 @@ fn findings(r: &Repo) -> Vec<serde_json::Value> {
 
 /// Runs a hint's command with sh, asserting it works.
 fn run_hint(r: &Repo, cmd: &str) {
-    // As a user would, with `noma` on PATH.
-    let bin = std::path::Path::new(common::NOMA).parent().unwrap();
-    let path = format!(
-        "PATH={}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = r.cmd("env", &[&path, "sh", "-c", cmd]);
-    assert!(o.status.success(), "hint `{cmd}` failed: {}", text(&o));
+    common::assert_ran(&r.sh(cmd));
 }
 
 #[test]

@@ -199,15 +199,7 @@ fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
         .and_then(|f| f.lines().next())
         .and_then(|f| f.strip_suffix(')'))
         .expect("a fix");
-    // As a user would, with `noma` on PATH.
-    let bin = std::path::Path::new(crate::common::NOMA).parent().unwrap();
-    let path = format!(
-        "PATH={}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = r.cmd("env", &[&path, "sh", "-c", fix]);
-    assert!(o.status.success(), "hint `{fix}` failed: {}", text(&o));
+    crate::common::assert_ran(&r.sh(fix));
     r.commit_all("new doc with genesis");
     let o = r.noma(&["replay", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
