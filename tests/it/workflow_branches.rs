@@ -742,3 +742,34 @@ fn m_blocks_added_to_one_section_on_two_branches_merge_every_way() {
         );
     }
 }
+
+/// (m) Two branches setting different attributes of one block (one agent
+/// marks a task done, another assigns it) merge; the same attribute set
+/// differently on both still stops the merge.
+#[test]
+fn m_different_attributes_of_one_block_merge() {
+    let r = setup();
+    let set = |key: &str, value: &str| {
+        let op =
+            serde_json::json!({"op": "update_attribute", "id": "a", "key": key, "value": value});
+        r.agent_patch("plan.noma", &op.to_string());
+        r.commit_all(&format!("{key}={value}"));
+    };
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    set("owner", "bob");
+    r.ok(&["checkout", "-q", "main"]);
+    set("status", "done");
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["alpha"]);
+    assert!(
+        r.read("plan.noma")
+            .contains("::note{id=\"a\" status=\"done\" owner=\"bob\"}"),
+        "{}",
+        r.read("plan.noma")
+    );
+    r.ok(&["checkout", "-q", "feat"]);
+    set("status", "blocked");
+    r.ok(&["checkout", "-q", "main"]);
+    let o = r.git(&["merge", "--no-edit", "feat"]);
+    assert!(!o.status.success(), "the same attribute: {}", text(&o));
+}
