@@ -31,8 +31,8 @@
 //! of one block merge; an edit of the whole block clashes with any part. An
 //! `add_block` `position` is an index, so it is rebased: their block goes
 //! before the sibling it preceded on their side (found by id, or an
-//! anonymous sibling by its exact source), at the end when it was last,
-//! and conflicts when that sibling is gone.
+//! anonymous sibling by its exact source), else after the one it followed,
+//! at the end when it was last, and conflicts when both are gone.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
@@ -149,15 +149,39 @@ struct Step {
 }
 
 /// Where an `add_block` went among its parent's children, named so that it
-/// can be found on another state.
+/// can be found on another state: the siblings it went between.
 #[derive(Debug, Clone, PartialEq)]
-enum Anchor {
-    /// Before the child with this id.
-    BeforeId(String),
-    /// Before the anonymous child whose source has this hash.
-    BeforeSource(String),
-    /// After the last child.
-    End,
+struct Anchor {
+    /// The sibling it went before; `None` at the end.
+    before: Option<Sibling>,
+    /// The sibling it went after; `None` at the start.
+    after: Option<Sibling>,
+}
+
+/// A child of a container, by id or, anonymous, by its source's hash.
+#[derive(Debug, Clone, PartialEq)]
+enum Sibling {
+    Id(String),
+    Source(String),
+}
+
+impl Sibling {
+    fn of(body: &str, node: &crate::doc::ast::Node) -> Sibling {
+        match &node.id {
+            Some(id) => Sibling::Id(id.to_string()),
+            None => Sibling::Source(slice_hash(body, node.span.start, node.span.end)),
+        }
+    }
+
+    /// Its index among `kids` (children of a container in `body`).
+    fn find(&self, body: &str, kids: &[crate::doc::ast::Node]) -> Option<usize> {
+        kids.iter().position(|c| match self {
+            Sibling::Id(id) => c.id.as_deref() == Some(id),
+            Sibling::Source(h) => {
+                c.id.is_none() && slice_hash(body, c.span.start, c.span.end) == *h
+            }
+        })
+    }
 }
 
 /// The [`Anchor`] of `op` (an `add_block` with a `position`) on `pre`.
@@ -168,31 +192,33 @@ fn insertion_anchor(pre: &str, op: &Value) -> Option<Anchor> {
     let pos = op.get("position")?.as_f64()? as usize;
     let body = pre.strip_prefix('\u{feff}').unwrap_or(pre);
     let doc = crate::doc::parse_shared(body);
-    let parent = doc.find(op.get("parent")?.as_str()?)?;
-    Some(match parent.children().get(pos) {
-        None => Anchor::End,
-        Some(c) => match &c.id {
-            Some(id) => Anchor::BeforeId(id.to_string()),
-            None => Anchor::BeforeSource(slice_hash(body, c.span.start, c.span.end)),
-        },
+    let kids = doc.find(op.get("parent")?.as_str()?)?.children();
+    Some(Anchor {
+        before: kids.get(pos).map(|c| Sibling::of(body, c)),
+        after: pos
+            .checked_sub(1)
+            .and_then(|p| kids.get(p))
+            .map(|c| Sibling::of(body, c)),
     })
 }
 
-/// `op` with its `position` rebased onto `state` ([`Anchor`]); `None` when
-/// the sibling it went before is gone. At the end, the position is left
-/// out: the parent's default place (after its last direct child).
+/// `op` with its `position` rebased onto `state` ([`Anchor`]): before the
+/// sibling it went before, else after the one it went after (the other
+/// side may have edited one of them); `None` when both are gone. At the
+/// end, the position is left out: the parent's default place.
 fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
     let mut op = op.clone();
     let pos = {
         let body = state.strip_prefix('\u{feff}').unwrap_or(state);
         let doc = crate::doc::parse_shared(body);
         let kids = doc.find(op.get("parent")?.as_str()?)?.children();
-        match anchor {
-            Anchor::End => None,
-            Anchor::BeforeId(id) => Some(kids.iter().position(|c| c.id.as_deref() == Some(id))?),
-            Anchor::BeforeSource(h) => Some(kids.iter().position(|c| {
-                c.id.is_none() && slice_hash(body, c.span.start, c.span.end) == *h
-            })?),
+        let before = anchor.before.as_ref().map(|s| s.find(body, kids));
+        let after = anchor.after.as_ref().map(|s| s.find(body, kids));
+        match (before, after) {
+            (None, _) => None,
+            (Some(Some(p)), _) => Some(p),
+            (Some(None), None) => Some(0),
+            (Some(None), Some(a)) => Some(a? + 1),
         }
     };
     let fields = op.as_object_mut()?;
@@ -932,7 +958,7 @@ mod tests {
     }
 
     /// An insertion still conflicts with the other side's edit or deletion
-    /// of its container, and with the deletion of the sibling it preceded;
+    /// of its container, and when both siblings it went between are gone;
     /// two comments on one block both stay.
     #[test]
     fn insertions_conflict_only_with_changes_to_their_place() {
@@ -955,15 +981,28 @@ mod tests {
             "{:?}",
             r.conflicts
         );
+        // Its next sibling deleted: it follows its previous one; both
+        // deleted: a conflict.
         let (r, _) = run(
             &[json!({"op": "delete_block", "id": "b"})],
             &[add("t", Some(1), "y")],
         )
         .unwrap();
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(
+            r.doc.ends_with("::\n::\n\n::note{id=\"y\"}\ny\n::\n"),
+            "{}",
+            r.doc
+        );
+        let both = [
+            json!({"op": "delete_block", "id": "b"}),
+            json!({"op": "delete_block", "id": "d"}),
+        ];
+        let (r, _) = run(&both, &[add("t", Some(1), "y")]).unwrap();
         assert_eq!(
             r.conflicts.len(),
             1,
-            "the sibling it preceded is gone: {:?}",
+            "both neighbours gone: {:?}",
             r.conflicts
         );
         let comment =
@@ -1055,7 +1094,17 @@ mod tests {
         assert_eq!(r.doc, "# T\n\nOne.\n\nZero.\n\nTwo.\n\nThree, edited.\n");
         let r = merge(lines(3, "One.\n", "Uno.\n"), lines(3, "One.\n", "Eins.\n"));
         assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
-        assert_eq!(r.doc, "# T\n\nUno.\n\nTwo.\n\nThree.\n");
+        assert_eq!(r.doc, "# T\n\nUno.\n\nTwo.\n\nThree.\n"); // A block added before a paragraph the other side edited follows
+                                                              // the paragraph before it instead.
+        let r = merge(
+            lines(5, "Two.\n", "Two, edited.\n"),
+            json!({"op": "add_block", "parent": "t", "position": 1, "content": "::note{id=\"y\"}\ny\n::"}),
+        );
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert_eq!(
+            r.doc,
+            "# T\n\nOne.\n\n::note{id=\"y\"}\ny\n::\n\nTwo, edited.\n\nThree.\n"
+        );
     }
 
     /// `reconcile` of two forks of `base` that had no transcript.
