@@ -333,8 +333,9 @@ pub fn policy_template() -> String {
 }
 
 /// Makes sure `.gitignore` at `path` has a line ignoring `entry` (a
-/// directory pattern such as `.noma/cache/`). Equivalent spellings
-/// (`/.noma/cache`, `.noma/cache`, …) count as present.
+/// pattern such as `.noma/cache/`), appending it under `# {comment}`.
+/// Equivalent spellings (`/.noma/cache`, `.noma/cache`, …) count as
+/// present.
 pub fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change, InitError> {
     let existing = match fs::read(path) {
         Ok(b) => Some(b),

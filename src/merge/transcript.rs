@@ -24,15 +24,16 @@
 //! ops (`add_comment`, …) touch `+<container>`, which clashes with an
 //! edit or deletion of the container on the other side but not with the
 //! other side's own insertions, so two branches adding blocks to one
-//! section merge (ours first where both inserted at the same place).
-//! Likewise an op that changes one attribute, one table or dataset row or
-//! a table's header touches only that part (`<block>#attr:status`,
-//! `<block>#row:3`), so two branches updating different attributes or rows
-//! of one block merge; an edit of the whole block clashes with any part. An
+//! section merge (ours first where both inserted at the same place). An
 //! `add_block` `position` is an index, so it is rebased: their block goes
 //! before the sibling it preceded on their side (found by id, or an
 //! anonymous sibling by its exact source), else after the one it followed,
 //! at the end when it was last, and conflicts when both are gone.
+//!
+//! Likewise an op that changes one attribute, one table or dataset row or
+//! a table's header touches only that part (`<block>#attr:status`,
+//! `<block>#row:3`), so two branches updating different attributes or rows
+//! of one block merge; an edit of the whole block clashes with any part.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
@@ -272,9 +273,12 @@ fn clashing<'m>(touched: &'m HashMap<String, String>, key: &str) -> Option<&'m S
         .or_else(|| touched.get(&into(key)))
         .or_else(|| {
             let parts = format!("{key}#");
+            // The first such part, so that messages do not depend on the
+            // map's order.
             touched
                 .iter()
-                .find(|(k, _)| k.starts_with(&parts))
+                .filter(|(k, _)| k.starts_with(&parts))
+                .min_by_key(|(k, _)| k.as_str())
                 .map(|(_, op)| op)
         })
 }

@@ -364,13 +364,12 @@ impl<'a> Guard<'a> {
         let head_tpath = transcript_path(head_path);
         let staged_t = self.repo.staged_blob(staged, &tpath)?;
         let head_t = self.reference_blob(&head_tpath)?;
-        let head_doc = self.head_text(head_path)?;
         let paths = [path, head_path, tpath.as_str()];
         let Some(staged_t) = staged_t else {
             if head_t.is_none() {
                 // `git commit -a` and `git commit <doc>` leave a new
                 // transcript behind: its records would miss the commit.
-                if let Some(f) = self.unstaged_transcript(paths, None, head_doc, None, text)? {
+                if let Some(f) = self.unstaged_transcript(paths, None, text)? {
                     out.push(f);
                     return Ok((out, false));
                 }
@@ -405,22 +404,14 @@ impl<'a> Guard<'a> {
             }
             return Ok((out, false));
         };
+        let head_doc = self.head_text(head_path)?;
         let mut found = Vec::new();
-        self.check_transcript(
-            paths,
-            head_t.clone(),
-            head_doc.clone(),
-            &staged_t,
-            text,
-            &mut found,
-        )?;
+        self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut found)?;
         let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
         if found.iter().any(unrecorded) {
             // The records may be in the working tree's transcript, unstaged
             // (`git commit <doc>`): then `git add` is the whole fix.
-            if let Some(f) =
-                self.unstaged_transcript(paths, head_t, head_doc, Some(&staged_t), text)?
-            {
+            if let Some(f) = self.unstaged_transcript(paths, Some(&staged_t), text)? {
                 found.retain(|f| !unrecorded(f));
                 found.push(f);
             }
@@ -438,18 +429,18 @@ impl<'a> Guard<'a> {
     fn unstaged_transcript(
         &self,
         paths: [&str; 3],
-        head_t: Option<Vec<u8>>,
-        head_doc: Option<String>,
         staged_t: Option<&[u8]>,
         staged_doc: &str,
     ) -> Result<Option<Finding>, GitError> {
-        let [path, _, tpath] = paths;
+        let [path, head_path, tpath] = paths;
         let Some(work_t) = self.repo.worktree_file(tpath) else {
             return Ok(None);
         };
         if staged_t == Some(work_t.as_slice()) {
             return Ok(None);
         }
+        let head_t = self.reference_blob(&transcript_path(head_path))?;
+        let head_doc = self.head_text(head_path)?;
         let mut found = Vec::new();
         self.check_transcript(paths, head_t, head_doc, &work_t, staged_doc, &mut found)?;
         if found.iter().any(|f| f.blocking) {
@@ -1040,7 +1031,7 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
     let message = format!("committed transcript line {line} {what}; transcripts are append-only");
     let finding =
         |message: String| Finding::error("transcript-tampered", tpath, Some(line), message);
-    if what == "was removed" && b.len() < a.len() {
+    if what == "was removed" {
         // No line of its own: an older transcript, as `git checkout REV --
         // <doc> <transcript>` leaves when undoing edits. Nothing is lost.
         return finding(format!(
