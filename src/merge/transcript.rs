@@ -30,10 +30,12 @@
 //! anonymous sibling by its exact source), else after the one it followed,
 //! at the end when it was last, and conflicts when both are gone.
 //!
-//! Likewise an op that changes one attribute, one table or dataset row or
-//! a table's header touches only that part (`<block>#attr:status`,
-//! `<block>#row:3`), so two branches updating different attributes or rows
-//! of one block merge; an edit of the whole block clashes with any part.
+//! Likewise an op that changes one attribute, one table or dataset row, a
+//! table's header or a section's heading touches only that part
+//! (`<block>#attr:status`, `<block>#row:3`, `<section>#heading`), so two
+//! branches updating different attributes or rows of one block, or one
+//! retitling a section the other adds to, merge; an edit of the whole
+//! block clashes with any part.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
@@ -233,8 +235,9 @@ fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
 /// What an op touched, beyond whole blocks (the key strings of
 /// [`Step::touched`]; `+` and `#` never occur in ids): `+<container>` for
 /// an insertion into a container, `<block>#<part>` for an op that changes
-/// one attribute (`attr:<key>`), one table or dataset row (`row:<n>`) or a
-/// table's header row (`header`) of a block and leaves the rest alone.
+/// one attribute (`attr:<key>`), one table or dataset row (`row:<n>`), a
+/// table's header row (`header`) or a section's heading line (`heading`)
+/// of a block and leaves the rest alone.
 fn into(container: &str) -> String {
     format!("+{container}")
 }
@@ -245,6 +248,9 @@ fn part_of(op: &Value) -> Option<String> {
         "update_attribute" | "remove_attribute" => format!("attr:{}", op.get("key")?.as_str()?),
         "update_table_cell" | "update_dataset_cell" => format!("row:{}", op.get("row")?),
         "update_table_header_cell" => "header".to_string(),
+        // It keeps the section's id (writing it out when the slug would
+        // change), so insertions into the section are unaffected.
+        "update_heading" => "heading".to_string(),
         _ => return None,
     };
     Some(format!("{}#{part}", op_target(op)?))
@@ -879,8 +885,11 @@ mod tests {
         let post = BASE.replace("alpha", "A");
         let op = json!({"op": "replace_body", "id": "a", "content": "A"});
         assert_eq!(touched_blocks(BASE, &post, &op), vec!["a".to_string()]);
+        let op = json!({"op": "replace_body", "id": "a", "content": "alpha"});
+        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["a".to_string()]);
+        // An op on one part of its target touches that part.
         let op = json!({"op": "update_heading", "id": "t", "title": "T"});
-        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["t".to_string()]);
+        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["t#heading".to_string()]);
     }
 
     #[test]
@@ -1055,6 +1064,20 @@ mod tests {
         assert_eq!(r.conflicts[0].block, "tab");
         let replaced = json!({"op": "replace_body", "id": "a", "content": "new"});
         assert_eq!(run(replaced, attr("owner", "bob")).conflicts.len(), 1);
+        // A section retitled on one side, added to on the other.
+        let retitled = json!({"op": "update_heading", "id": "t", "title": "Tasks"});
+        let added = json!({"op": "add_block", "parent": "t", "content": "::note{id=\"y\"}\ny\n::"});
+        for (o, t) in [(retitled.clone(), added.clone()), (added, retitled.clone())] {
+            let r = run(o, t);
+            assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+            assert!(
+                r.doc.starts_with("# Tasks {id=\"t\"}") && r.doc.contains("\ny\n"),
+                "{}",
+                r.doc
+            );
+        }
+        let other = json!({"op": "update_heading", "id": "t", "title": "Other"});
+        assert_eq!(run(retitled, other).conflicts.len(), 1);
     }
 
     /// The same change made on both sides (one branch took the other's
