@@ -42,6 +42,7 @@ pub mod reconcile;
 pub mod succession;
 #[cfg(test)]
 mod test_support;
+pub mod touch;
 pub mod transcript;
 
 pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};

@@ -13,29 +13,20 @@
 //!   pre/post hashes set to the state it lands on (replay requires every
 //!   record to start from the replayed state), so nothing is dropped.
 //!
-//! Conflicts: each op "touches" its target block ([`op_target`]) plus the
-//! innermost blocks whose source changed when it ran (an ancestor that only
-//! changed because a child did is not touched). An op of theirs touching a
-//! block one of our ops touched, or one of their own already-conflicting
-//! ops touched, or one that no longer applies, is a conflict naming the
-//! block and both op ids; it is not re-applied.
+//! Conflicts: an op of theirs whose touches ([`super::touch`]: its target
+//! and the innermost blocks it changed, some ops only one part of their
+//! target) clash with a touch of one of our ops, or of one of their own
+//! already-conflicting ops, or that no longer applies, is a conflict naming
+//! the block and both op ids; it is not re-applied. So two branches adding
+//! blocks to one section, or updating different attributes or rows of one
+//! block, or one retitling a section the other adds to, merge; an edit of
+//! the whole block clashes with any part.
 //!
-//! Insertions are not edits of their container: `add_block` and the note
-//! ops (`add_comment`, …) touch `+<container>`, which clashes with an
-//! edit or deletion of the container on the other side but not with the
-//! other side's own insertions, so two branches adding blocks to one
-//! section merge (ours first where both inserted at the same place). An
-//! `add_block` `position` is an index, so it is rebased: their block goes
-//! before the sibling it preceded on their side (found by id, or an
+//! An `add_block` `position` is an index, so it is rebased: their block
+//! goes before the sibling it preceded on their side (found by id, or an
 //! anonymous sibling by its exact source), else after the one it followed,
-//! at the end when it was last, and conflicts when both are gone.
-//!
-//! Likewise an op that changes one attribute, one table or dataset row, a
-//! table's header or a section's heading touches only that part
-//! (`<block>#attr:status`, `<block>#row:3`, `<section>#heading`), so two
-//! branches updating different attributes or rows of one block, or one
-//! retitling a section the other adds to, merge; an edit of the whole
-//! block clashes with any part.
+//! at the end when it was last, and conflicts when both are gone; ours
+//! come first where both sides inserted at the same place.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
@@ -56,7 +47,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::succession::{copy_id, origin};
-use crate::doc::hash::{block_hashes, sha256_hex, slice_hash};
+use super::touch::{touched, Part, Touch, Touches};
+use crate::doc::hash::{sha256_hex, slice_hash};
 use crate::patch::{op_name, op_target, relocate, REPLACE_LINES};
 use crate::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
 
@@ -145,7 +137,7 @@ impl Unreconcilable {
 /// One replayed applied op: the record and what it touched.
 struct Step {
     op_id: String,
-    touched: Vec<String>,
+    touched: Vec<Touch>,
     /// For an `add_block` with a `position`: where it went, to rebase the
     /// position onto another state.
     anchor: Option<Anchor>,
@@ -230,63 +222,6 @@ fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
         None => fields.remove("position"),
     };
     Some(op)
-}
-
-/// What an op touched, beyond whole blocks (the key strings of
-/// [`Step::touched`]; `+` and `#` never occur in ids): `+<container>` for
-/// an insertion into a container, `<block>#<part>` for an op that changes
-/// one attribute (`attr:<key>`), one table or dataset row (`row:<n>`), a
-/// table's header row (`header`) or a section's heading line (`heading`)
-/// of a block and leaves the rest alone.
-fn into(container: &str) -> String {
-    format!("+{container}")
-}
-
-/// The part key of an op that changes one part of its target, if it is one.
-fn part_of(op: &Value) -> Option<String> {
-    let part = match op_name(op)? {
-        "update_attribute" | "remove_attribute" => format!("attr:{}", op.get("key")?.as_str()?),
-        "update_table_cell" | "update_dataset_cell" => format!("row:{}", op.get("row")?),
-        "update_table_header_cell" => "header".to_string(),
-        // It keeps the section's id (writing it out when the slug would
-        // change), so insertions into the section are unaffected.
-        "update_heading" => "heading".to_string(),
-        _ => return None,
-    };
-    Some(format!("{}#{part}", op_target(op)?))
-}
-
-/// The block a touched key is about, for messages.
-fn block_of(key: &str) -> &str {
-    let key = key.strip_prefix('+').unwrap_or(key);
-    key.split_once('#').map_or(key, |(block, _)| block)
-}
-
-/// The entry of `touched` (a map keyed like [`Step::touched`]) that `key`
-/// clashes with. An insertion into a container or a change of one part
-/// of a block clashes with an edit of the whole block and with a change
-/// of the same part; an edit of a whole block clashes with everything
-/// about it.
-fn clashing<'m>(touched: &'m HashMap<String, String>, key: &str) -> Option<&'m String> {
-    if let Some(container) = key.strip_prefix('+') {
-        return touched.get(container);
-    }
-    if let Some((block, _)) = key.split_once('#') {
-        return touched.get(key).or_else(|| touched.get(block));
-    }
-    touched
-        .get(key)
-        .or_else(|| touched.get(&into(key)))
-        .or_else(|| {
-            let parts = format!("{key}#");
-            // The first such part, so that messages do not depend on the
-            // map's order.
-            touched
-                .iter()
-                .filter(|(k, _)| k.starts_with(&parts))
-                .min_by_key(|(k, _)| k.as_str())
-                .map(|(_, op)| op)
-        })
 }
 
 /// Rebases `theirs`' new records onto `ours` (see the module docs), with
@@ -401,7 +336,7 @@ pub fn reconcile_transcripts(
     let mut rebase = Rebase {
         state: our_doc.clone(),
         ours_touched: our_touches(&fork.onew, &our_steps, &fork.tnew),
-        blocked: HashMap::new(),
+        blocked: Touches::default(),
         steps: their_steps.iter().map(|s| (s.op_id.as_str(), s)).collect(),
         conflicts: Vec::new(),
         out: Vec::new(),
@@ -500,13 +435,13 @@ impl Fork {
     }
 }
 
-/// Block → our op that last touched it. Ops both sides hold (a copy on
-/// one side) are left out: they are no reason to conflict.
-fn our_touches(onew: &[Record], our_steps: &[Step], tnew: &[Record]) -> HashMap<String, String> {
+/// What our ops touched. Ops both sides hold (a copy on one side) are left
+/// out: they are no reason to conflict.
+fn our_touches(onew: &[Record], our_steps: &[Step], tnew: &[Record]) -> Touches {
     let theirs_new: HashSet<&str> = tnew.iter().map(origin).collect();
     let our_origin: HashMap<&str, &str> =
         onew.iter().map(|r| (r.op_id.as_str(), origin(r))).collect();
-    let mut ours_touched: HashMap<String, String> = HashMap::new();
+    let mut ours_touched = Touches::default();
     for s in our_steps {
         if our_origin
             .get(s.op_id.as_str())
@@ -514,8 +449,8 @@ fn our_touches(onew: &[Record], our_steps: &[Step], tnew: &[Record]) -> HashMap<
         {
             continue;
         }
-        for b in &s.touched {
-            ours_touched.insert(b.clone(), s.op_id.clone());
+        for t in &s.touched {
+            ours_touched.add(t, &s.op_id);
         }
     }
     ours_touched
@@ -525,11 +460,11 @@ fn our_touches(onew: &[Record], our_steps: &[Step], tnew: &[Record]) -> HashMap<
 struct Rebase<'s> {
     /// Our document with the records carried so far applied.
     state: String,
-    /// Block → our op that last touched it.
-    ours_touched: HashMap<String, String>,
-    /// Block → their op that first conflicted on it (their later ops
-    /// touching it depend on that one).
-    blocked: HashMap<String, String>,
+    /// What our ops touched.
+    ours_touched: Touches,
+    /// What their conflicting ops touched (their later ops touching it
+    /// depend on them).
+    blocked: Touches,
     /// Their applied ops by op id, with what each touched.
     steps: HashMap<&'s str, &'s Step>,
     conflicts: Vec<OpConflict>,
@@ -607,44 +542,39 @@ impl Rebase<'_> {
         self.out.push(r);
     }
 
-    /// The conflict on the first block `touched` that one of our ops, or
-    /// one of their already-conflicting ops, touched.
-    fn clash(&self, rec: &Record, touched: &[String]) -> Option<OpConflict> {
-        touched.iter().find_map(|b| {
-            // Conflicts name the block (the container an insertion went into).
-            let block = block_of(b);
-            let message = if b.starts_with('+') {
-                format!(
-                    "our op changed it and their op adds into it ({})",
-                    rec.op_name()
-                )
-            } else {
-                format!("both changed it (their op is {})", rec.op_name())
-            };
-            if let Some(o) = clashing(&self.ours_touched, b) {
+    /// The conflict on the first touch that clashes with one of our ops
+    /// or one of their already-conflicting ops.
+    fn clash(&self, rec: &Record, touched: &[Touch]) -> Option<OpConflict> {
+        touched.iter().find_map(|t| {
+            if let Some(o) = self.ours_touched.clashing(t) {
+                let message = match t.part {
+                    Part::Into => format!(
+                        "our op changed it and their op adds into it ({})",
+                        rec.op_name()
+                    ),
+                    _ => format!("both changed it (their op is {})", rec.op_name()),
+                };
                 return Some(OpConflict {
-                    block: block.to_string(),
-                    ours_op_id: Some(o.clone()),
+                    block: t.block.clone(),
+                    ours_op_id: Some(o.to_string()),
                     theirs_op_id: rec.op_id.clone(),
                     message,
                 });
             }
-            clashing(&self.blocked, b).map(|t| OpConflict {
-                block: block.to_string(),
+            self.blocked.clashing(t).map(|o| OpConflict {
+                block: t.block.clone(),
                 ours_op_id: None,
                 theirs_op_id: rec.op_id.clone(),
-                message: format!("depends on their conflicting op {t}"),
+                message: format!("depends on their conflicting op {o}"),
             })
         })
     }
 
-    /// Marks the blocks a conflicting op of theirs touched, so their later
-    /// ops on them conflict too.
-    fn block(&mut self, rec: &Record, touched: &[String]) {
-        for b in touched {
-            self.blocked
-                .entry(b.clone())
-                .or_insert_with(|| rec.op_id.clone());
+    /// Marks what a conflicting op of theirs touched, so their later ops
+    /// on it conflict too.
+    fn block(&mut self, rec: &Record, touched: &[Touch]) {
+        for t in touched {
+            self.blocked.add(t, &rec.op_id);
         }
     }
 }
@@ -769,91 +699,13 @@ fn replay_side(
         }
         steps.push(Step {
             op_id: r.op_id.clone(),
-            touched: touched_blocks(&text, &next, &r.op),
+            touched: touched(&text, &next, &r.op),
             anchor: insertion_anchor(&text, &r.op),
         });
         text = next;
         sha = next_sha;
     }
     Ok((text, steps))
-}
-
-/// The op's target plus the innermost blocks whose source differs between
-/// `pre` and `post` (sorted, deduplicated).
-pub fn touched_blocks(pre: &str, post: &str, op: &Value) -> Vec<String> {
-    let a = block_hashes(pre, &crate::doc::parse(pre));
-    let b = block_hashes(post, &crate::doc::parse(post));
-    let amap: HashMap<&str, (&str, Option<&str>)> = a
-        .iter()
-        .map(|h| (h.id.as_str(), (h.sha256.as_str(), h.parent.as_deref())))
-        .collect();
-    let bmap: HashMap<&str, (&str, Option<&str>)> = b
-        .iter()
-        .map(|h| (h.id.as_str(), (h.sha256.as_str(), h.parent.as_deref())))
-        .collect();
-    let mut changed: Vec<&str> = Vec::new();
-    for (id, (sha, _)) in &amap {
-        if bmap.get(id).map(|x| x.0) != Some(*sha) {
-            changed.push(id);
-        }
-    }
-    for id in bmap.keys() {
-        if !amap.contains_key(id) {
-            changed.push(id);
-        }
-    }
-    // Ancestors of a changed block changed because of it: not "touched".
-    let mut ancestors: HashSet<&str> = HashSet::new();
-    let limit = amap.len() + bmap.len();
-    for id in &changed {
-        let mut cur = *id;
-        for _ in 0..limit {
-            let parent = bmap.get(cur).or_else(|| amap.get(cur)).and_then(|x| x.1);
-            match parent {
-                Some(p) if ancestors.insert(p) => cur = p,
-                _ => break,
-            }
-        }
-    }
-    // A hand edit of prose (`x-noma/replace_lines`) is not an edit of the
-    // section around it: two of them in one section conflict only when
-    // their lines do (`reapply` finds the lines or fails).
-    let lines_op = op_name(op) == Some(REPLACE_LINES);
-    let section = |id: &str| {
-        a.iter()
-            .chain(&b)
-            .any(|h| h.id == id && h.kind == "section")
-    };
-    let mut out: Vec<String> = changed
-        .into_iter()
-        .filter(|id| !ancestors.contains(id))
-        .filter(|id| !(lines_op && section(id)))
-        .map(str::to_string)
-        .collect();
-    if let Some(t) = op_target(op) {
-        if amap.contains_key(t) {
-            let inserts = matches!(
-                op_name(op),
-                Some(
-                    "add_block"
-                        | "add_comment"
-                        | "add_footnote"
-                        | "add_endnote"
-                        | "add_change_request"
-                )
-            );
-            out.push(if inserts { into(t) } else { t.to_string() });
-        }
-        // An op that changes one part of its target touches that part only.
-        if let Some(part) = part_of(op) {
-            for key in out.iter_mut().filter(|k| *k == t) {
-                *key = part.clone();
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
 }
 
 #[cfg(test)]
@@ -881,18 +733,6 @@ mod tests {
     }
 
     #[test]
-    fn touched_skips_ancestors_but_keeps_the_target() {
-        let post = BASE.replace("alpha", "A");
-        let op = json!({"op": "replace_body", "id": "a", "content": "A"});
-        assert_eq!(touched_blocks(BASE, &post, &op), vec!["a".to_string()]);
-        let op = json!({"op": "replace_body", "id": "a", "content": "alpha"});
-        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["a".to_string()]);
-        // An op on one part of its target touches that part.
-        let op = json!({"op": "update_heading", "id": "t", "title": "T"});
-        assert_eq!(touched_blocks(BASE, BASE, &op), vec!["t#heading".to_string()]);
-    }
-
-    #[test]
     fn same_block_conflict_names_both_ops_and_independent_ops_still_apply() {
         let (od, ot) = side(&[json!({"op": "replace_body", "id": "a", "content": "ours"})]);
         let (td, tt) = side(&[
@@ -903,19 +743,30 @@ mod tests {
         let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
         let ours_id = parse_transcript_ids(&ot);
         let theirs_ids = parse_transcript_ids(&tt);
-        assert_eq!(r.conflicts.len(), 2, "{:?}", r.conflicts);
+        assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
         assert_eq!(
             r.conflicts[0].ours_op_id.as_deref(),
             Some(ours_id[0].as_str())
         );
         assert_eq!(r.conflicts[0].theirs_op_id, theirs_ids[0]);
-        // Their later op on the same block conflicts with ours as well.
-        assert_eq!(r.conflicts[1].theirs_op_id, theirs_ids[1]);
-        assert_eq!(r.conflicts[1].block, "a");
-        // The independent op on b was still re-applied.
-        assert_eq!(r.rebased.len(), 1);
-        assert!(r.doc.contains("ours") && r.doc.contains("\nB\n"));
+        assert_eq!(r.conflicts[0].block, "a");
+        // Their attribute on that block (another part of it) and their op
+        // on b were still re-applied.
+        assert_eq!(r.rebased.len(), 2);
+        assert!(
+            r.doc.contains("k=\"v\"}\nours\n") && r.doc.contains("\nB\n"),
+            "{}",
+            r.doc
+        );
         assert_replays_from(BASE, &r);
+        // A later op of theirs on the part that conflicted conflicts too.
+        let (td, tt) = side(&[
+            json!({"op": "replace_body", "id": "a", "content": "theirs"}),
+            json!({"op": "replace_body", "id": "a", "content": "theirs, again"}),
+        ]);
+        let r = reconcile_forks(BASE, (&od, &ot), (&td, &tt)).unwrap();
+        assert_eq!(r.conflicts.len(), 2, "{:?}", r.conflicts);
+        assert_eq!(r.conflicts[1].theirs_op_id, parse_transcript_ids(&tt)[1]);
     }
 
     fn add(parent: &str, position: Option<u64>, id: &str) -> Value {
@@ -1062,7 +913,14 @@ mod tests {
         let r = run(insert_row, cell(1, "three"));
         assert_eq!(r.conflicts.len(), 1, "rows moved: {:?}", r.conflicts);
         assert_eq!(r.conflicts[0].block, "tab");
-        let replaced = json!({"op": "replace_body", "id": "a", "content": "new"});
+        // The body rewritten on one side, an attribute set on the other:
+        // they merge; the whole block replaced does not.
+        let body = json!({"op": "replace_body", "id": "a", "content": "new"});
+        let r = run(body, attr("owner", "bob"));
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(r.doc.contains("owner=\"bob\"}\nnew\n"), "{}", r.doc);
+        let replaced =
+            json!({"op": "replace_block", "id": "a", "content": "::note{id=\"a\"}\nnew\n::"});
         assert_eq!(run(replaced, attr("owner", "bob")).conflicts.len(), 1);
         // A section retitled on one side, added to on the other.
         let retitled = json!({"op": "update_heading", "id": "t", "title": "Tasks"});
