@@ -418,13 +418,14 @@ impl Repo {
     /// or a path git ignores (`.gitignore`, `info/exclude`).
     pub fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
         let file = self.repo.workdir()?.join(path);
-        if !std::fs::symlink_metadata(&file).ok()?.is_file() {
+        if std::fs::symlink_metadata(&file).ok()?.is_symlink() {
             return None;
         }
         if self.repo.is_path_ignored(path).unwrap_or(true) {
             return None;
         }
-        std::fs::read(file).ok()
+        // Bounded, and refuses what is not a regular file.
+        crate::fsio::read_regular(&file).ok()
     }
 
     /// `git diff-index --cached -M HEAD`; None when git cannot be run.

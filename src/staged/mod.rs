@@ -1002,26 +1002,26 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
     let (a, _) = split_lines(committed);
     let (b, _) = split_lines(staged);
     let mut line = a.len() + 1;
-    let mut what = "was removed";
+    let mut removed = true;
     for (i, l) in a.iter().enumerate() {
         match b.get(i) {
             Some(m) if m.raw == l.raw => {}
-            Some(_) => {
+            other => {
                 line = i + 1;
-                what = "was rewritten";
-                break;
-            }
-            None => {
-                line = i + 1;
-                what = "was removed";
+                removed = other.is_none();
                 break;
             }
         }
     }
     if line > a.len() {
         // Every complete line matches: the committed torn tail was changed.
-        what = "was rewritten";
+        removed = false;
     }
+    let what = if removed {
+        "was removed"
+    } else {
+        "was rewritten"
+    };
     // Keeping the staged document (an older version, or another branch's,
     // checked out with its transcript) is an edit like any other: the
     // committed transcript comes back and the change is recorded on top.
@@ -1031,7 +1031,7 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
     let message = format!("committed transcript line {line} {what}; transcripts are append-only");
     let finding =
         |message: String| Finding::error("transcript-tampered", tpath, Some(line), message);
-    if what == "was removed" {
+    if removed {
         // No line of its own: an older transcript, as `git checkout REV --
         // <doc> <transcript>` leaves when undoing edits. Nothing is lost.
         return finding(format!(
