@@ -45,6 +45,8 @@ pub fn run(args: Args) -> i32 {
     };
     // Versions are found by sha256 in history, never from the merge's
     // commits: a rebase or cherry-pick names none (see crate::merge).
+    // Printed after the conflicts: how to make the transcript record the result.
+    let mut record_hint = None;
     let result = if let Some(doc) = path.strip_suffix(".patches") {
         let head_doc = repo
             .as_ref()
@@ -80,13 +82,22 @@ pub fn run(args: Args) -> i32 {
         };
         let known = vec![base.clone(), ours.clone(), theirs.clone()];
         let mut find = merge::doc_finder(repo.as_ref(), &path, known);
-        merge::merge_document(&mine, &transcripts, &mut find, &labels)
+        let result = merge::merge_document(&mine, &transcripts, &mut find, &labels);
+        let has_transcript = transcripts.ours.is_some()
+            || transcripts.theirs.is_some()
+            || repo
+                .as_ref()
+                .is_some_and(|r| r.head_blob(&tpath).ok().flatten().is_some());
+        if has_transcript && !(result.clean && result.method == "reconciled") {
+            record_hint = Some(record_fix(&path, &tpath, result.clean));
+        }
+        result
     };
     if let Err(e) = std::fs::write(&args.ours, &result.content) {
         eprintln!("noma merge-driver: {}: {e}", args.ours.display());
         return super::EXIT_USAGE;
     }
-    for m in &result.messages {
+    for m in result.messages.iter().chain(&record_hint) {
         eprintln!("noma merge-driver: {path}: {m}");
     }
     if let Some(doc) = path
@@ -103,5 +114,22 @@ pub fn run(args: Args) -> i32 {
         super::EXIT_OK
     } else {
         super::EXIT_FAIL
+    }
+}
+
+/// What to do when a merged document has a transcript that does not record
+/// the merge (one side edited it without noma, or blocks conflicted):
+/// record it. A rebase or cherry-pick runs no hooks, so the driver is the
+/// only one who can say so before the result is committed.
+fn record_fix(doc: &str, tpath: &str, clean: bool) -> String {
+    let fix = format!("noma record {doc:?} && git add {doc:?} {tpath:?}");
+    if clean {
+        format!(
+            "merged block by block, but its transcript does not record the other side's changes. fix: {fix} before you commit (if git committed already, as a rebase or cherry-pick without conflicts does, running no hooks, commit the record on top)"
+        )
+    } else {
+        format!(
+            "its transcript will not record how you resolve the conflict. fix: once no ::conflict block is left, {fix}, before `git commit` or `git rebase --continue` (a rebase runs no hooks)"
+        )
     }
 }

@@ -187,6 +187,27 @@ fn the_base_is_always_checked() {
         .divergence
         .unwrap();
     assert_eq!(d.line, 1);
+    assert!(d.message.contains("--base"), "{}", d.message);
+    // The same on a continuation (the hook) names the previous commit's
+    // document, not a flag the hook has no use for.
+    let (text, bytes) = transcript_for("x", &[&["a"], &["b"]]);
+    let lines = split_lines(&bytes).0;
+    let after = Continuation {
+        prev_line_sha256: &sha256_hex(lines[0].raw),
+        lines_before: 1,
+    };
+    let rest = &bytes[lines[0].raw.len()..];
+    let good = replay_after(Some(after), rest, Some("xa"), &text, fake_apply);
+    assert!(good.ok, "{:?}", good.divergence);
+    let d = replay_after(Some(after), rest, Some("y"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 2);
+    assert!(
+        d.message.contains("document committed before it"),
+        "{}",
+        d.message
+    );
 }
 
 #[test]

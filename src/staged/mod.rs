@@ -617,6 +617,19 @@ impl<'a> Guard<'a> {
                 _ => Vec::new(),
             });
         };
+        if let (Some(t), Some(d)) = (prev_t, prev_doc) {
+            if sha256_hex(d.as_bytes()) != first.pre_sha256
+                && crate::merge::final_state(t).as_deref() == Some(first.pre_sha256.as_str())
+            {
+                // The previous commit holds a document its transcript does
+                // not end at (a rebase, which runs no hooks, merged it block
+                // by block), and the new records go on from where the
+                // transcript ends (`noma record`, as the merge driver
+                // advised): the whole transcript must replay to the staged
+                // document, from its base in history.
+                return self.verify_tail(paths, None, None, staged_t, staged_doc);
+            }
+        }
         let base: Option<String> = match prev_doc {
             Some(d) if prev_t.is_some() => Some(d.to_string()),
             _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,

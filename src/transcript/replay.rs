@@ -298,7 +298,9 @@ impl State<'_> {
         }
         let first = line == self.lines_before + 1;
         let what = match (first, self.base.is_some()) {
-            (true, true) => "the first record does not start from the base (--base is not the state the transcript begins at)",
+            (true, true) if self.lines_before == 0 => "the first record does not start from the base (--base is not the state the transcript begins at)",
+            // A continuation (the hook): the base is the previous commit's document.
+            (true, true) => "the first new record does not start from the document committed before it (it was made on another version of the document)",
             _ => "pre_sha256 is not the replayed state (an edit happened that no record explains, or the base is wrong)",
         };
         Err(with_shas(

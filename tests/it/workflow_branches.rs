@@ -469,6 +469,12 @@ fn g_rebase_conflict_resolved_and_recorded() {
     r.ok(&["checkout", "-q", "feat"]);
     let o = r.git(&["rebase", "main"]);
     assert!(!o.status.success(), "rebase must conflict: {}", text(&o));
+    // The driver says what to do before `--continue`, which runs no hooks.
+    assert!(
+        text(&o).contains("once no ::conflict block is left, noma record \"plan.noma\""),
+        "{}",
+        text(&o)
+    );
     let o = r.noma(&["record", "plan.noma"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("[unresolved-conflict]"), "{}", text(&o));
@@ -772,4 +778,51 @@ fn m_different_attributes_of_one_block_merge() {
     r.ok(&["checkout", "-q", "main"]);
     let o = r.git(&["merge", "--no-edit", "feat"]);
     assert!(!o.status.success(), "the same attribute: {}", text(&o));
+}
+
+/// (n) A transcript born on a branch (its first agent patch) while main
+/// went on editing the document by hand, without one. Rebasing the branch
+/// or merging main into it merges the document block by block, and the
+/// transcript, present on one side only, does not record main's edit. A
+/// rebase runs no hooks, so the merge driver is the one to print the fix;
+/// a merge is also stopped by the hook. Following the fix leaves a sound
+/// pair either way.
+#[test]
+fn n_a_transcript_born_on_a_branch_over_hand_edits_on_main() {
+    const FIX: &str = "noma record \"plan.noma\" && git add \"plan.noma\" \"plan.noma.patches\"";
+    for how in ["rebase", "merge"] {
+        let r = setup();
+        r.ok(&["checkout", "-q", "-b", "feat"]);
+        patch_commit(&r, "b", "B1");
+        r.ok(&["checkout", "-q", "main"]);
+        r.write("plan.noma", &DOC.replace("alpha", "alpha, by hand"));
+        r.commit_all("hand edit on main");
+        r.ok(&["checkout", "-q", "feat"]);
+        let o = r.git(&[how, "main"]);
+        let out = text(&o);
+        assert!(out.contains("merged block by block"), "{how}: {out}");
+        assert!(out.contains(FIX), "{how}: the driver names the fix: {out}");
+        // The rebase went through with a transcript that does not replay;
+        // the merge was stopped by the pre-merge-commit hook.
+        assert_eq!(o.status.success(), how == "rebase", "{how}: {out}");
+        let o = r.noma(&["replay", "plan.noma", "--base", ".git/base.noma"]);
+        assert!(
+            !o.status.success(),
+            "{how}: replay before the fix: {}",
+            text(&o)
+        );
+        assert!(r.sh(FIX).status.success(), "{how}");
+        // The hook replays the whole transcript then: an edit beyond the
+        // record is still caught.
+        let recorded = r.read("plan.noma");
+        r.write("plan.noma", &recorded.replace("B1", "B1 and more"));
+        r.ok(&["add", "plan.noma"]);
+        let (ok, out) = r.try_commit("unrecorded");
+        assert!(!ok && out.contains("[unrecorded-edit]"), "{how}: {out}");
+        r.write("plan.noma", &recorded);
+        r.ok(&["add", "plan.noma"]);
+        let (ok, out) = r.try_commit("record main's hand edit");
+        assert!(ok, "{how}: {out}");
+        assert_sound(&r, &["alpha, by hand", "B1"]);
+    }
 }
