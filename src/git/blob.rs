@@ -118,14 +118,13 @@ pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, Blob
             })
         }
     }
-    let blob = repo
-        .find_blob(entry.id())
+    let bytes = super::repo::blob_content(&repo, entry.id())
         .map_err(|e| BlobError::Git(e.message().to_string()))?;
     Ok(RevFile {
-        oid: blob.id().to_string(),
+        oid: entry.id().to_string(),
         spec,
         path: rel_shown,
-        bytes: blob.content().to_vec(),
+        bytes,
     })
 }
 

@@ -163,3 +163,53 @@ fn a_shallow_clone_is_named_as_the_reason_for_a_missing_merge_base() {
     let o = ci.noma(&["changed", "--base", "main"]);
     assert!(o.status.success(), "after fetching: {}", text(&o));
 }
+
+/// A blobless partial clone (`git clone --filter=blob:none`, a common CI
+/// and monorepo set-up) holds only the blobs it checked out. libgit2 cannot
+/// fetch the others from the remote, so `noma changed`, `noma reconcile`
+/// and `noma replay`, which read older versions, failed with "object not
+/// found" or found no base. They now get missing blobs through `git`.
+#[test]
+fn a_blobless_partial_clone_reads_older_versions_through_git() {
+    // No genesis record: replay must find the first committed version.
+    let r = Repo::init();
+    assert!(r.noma(&["init"]).status.success());
+    r.write("plan.noma", DOC);
+    r.commit_all("plan");
+    r.ok(&["config", "uploadpack.allowFilter", "true"]);
+    r.ok(&["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    edit(&r, "b", "BETA");
+    edit(&r, "c", "GAMMA");
+    r.ok(&["checkout", "-q", "main"]);
+    edit(&r, "a", "ALPHA");
+    let ci = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let url = format!("file://{}", r.path().display());
+    let dest = ci.path().to_str().unwrap();
+    ci.ok(&[
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--branch",
+        "feat",
+        &url,
+        dest,
+    ]);
+    // The clone is partial: the first version of the document is missing.
+    let old = ci.ok(&["rev-parse", "HEAD~2:plan.noma"]);
+    let missing = ci.ok(&["rev-list", "--objects", "--missing=print", "HEAD"]);
+    assert!(
+        missing.lines().any(|l| l == format!("?{}", old.trim())),
+        "the base version must be missing locally: {missing}"
+    );
+    let o = ci.noma(&["changed", "--base", "HEAD~2"]);
+    assert!(o.status.success(), "changed: {}", text(&o));
+    assert!(text(&o).contains("modified b"), "{}", text(&o));
+    let o = ci.noma(&["reconcile", "--base", "origin/main"]);
+    assert!(o.status.success(), "reconcile: {}", text(&o));
+    let o = ci.noma(&["replay", "plan.noma"]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+}
