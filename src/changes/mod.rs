@@ -104,7 +104,7 @@ pub enum ChangesError {
         msg: String,
     },
     /// A git failure (object database, index, working tree scan).
-    #[error("git: {0}")]
+    #[error("{0}")]
     Git(#[from] GitError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
