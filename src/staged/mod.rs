@@ -414,6 +414,9 @@ impl<'a> Guard<'a> {
             if let Some(f) = self.unstaged_transcript(paths, Some(&staged_t), text)? {
                 found.retain(|f| !unrecorded(f));
                 found.push(f);
+            } else if let Some(f) = self.partly_staged(path, &tpath, &staged_t) {
+                found.retain(|f| !unrecorded(f));
+                found.push(f);
             }
         }
         out.extend(found);
@@ -460,6 +463,25 @@ impl<'a> Guard<'a> {
             )
             .fix(format!("git add \"{tpath}\"")),
         ))
+    }
+
+    /// The finding for a document staged in part (`git add -p`) while its
+    /// transcript is staged whole: the working-tree document is exactly the
+    /// state the staged transcript ends at, so staging the rest is the fix.
+    fn partly_staged(&self, path: &str, tpath: &str, staged_t: &[u8]) -> Option<Finding> {
+        let work = self.repo.worktree_file(path)?;
+        let end = crate::merge::final_state(staged_t)?;
+        (sha256_hex(&work) == end).then(|| {
+            Finding::error(
+                "document-unstaged",
+                path,
+                None,
+                format!(
+                    "the staged document lacks changes that {tpath} records, and the working-tree document has them all (`git add -p` stages part of a file): stage the whole document, or make the edits you want to commit separately, one commit each"
+                ),
+            )
+            .fix(format!("git add \"{path}\""))
+        })
     }
 
     fn head_text(&self, path: &str) -> Result<Option<String>, GitError> {

@@ -369,3 +369,38 @@ fn a_commit_that_leaves_the_transcript_out_is_told_to_add_it() {
     let (ok, out) = git_try(&r, &["commit", "-q", "-a", "-m", "ignored transcript"]);
     assert!(ok, "{out}");
 }
+
+/// `git add -p` staging part of an agent's edits, with the transcript
+/// staged whole: the hook used to call it an unrecorded edit and suggest
+/// `noma record`, which records nothing here. It now says the document is
+/// staged in part and that `git add` of it is the fix; the same when only
+/// the transcript was staged.
+#[test]
+fn a_document_staged_in_part_is_told_to_stage_the_rest() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    patch(&r, "plan.noma", "b", "two");
+    let full = r.read("plan.noma");
+    // What `git add -p` leaves: a's change staged, b's not.
+    r.write("plan.noma", &full.replace("two", "beta"));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    r.write("plan.noma", &full);
+    let (ok, out) = r.try_commit("part");
+    assert!(!ok, "{out}");
+    assert!(out.contains("[document-unstaged]"), "{out}");
+    assert!(!out.contains("noma record"), "{out}");
+    run_hint(&r, &fix_of(&out, "document-unstaged"));
+    let (ok, out) = r.try_commit("whole");
+    assert!(ok, "{out}");
+
+    patch(&r, "plan.noma", "a", "three");
+    r.ok(&["add", "plan.noma.patches"]);
+    let (ok, out) = r.try_commit("transcript only");
+    assert!(!ok, "{out}");
+    run_hint(&r, &fix_of(&out, "document-unstaged"));
+    let (ok, out) = r.try_commit("both");
+    assert!(ok, "{out}");
+    assert_eq!(r.ok(&["status", "--porcelain"]), "");
+}
