@@ -18,7 +18,9 @@
 //!    after it, as the same op: a record with the same *origin*, the same
 //!    `patch_result` and the same op (its `baseHash`, and an `add_block` `position`, may be recomputed),
 //!    but never the same `op_id` on different bytes (that is a committed
-//!    line edited or moved);
+//!    line edited or moved). A genesis record opening `old` may be
+//!    missing when `new` shares no line with `old` and starts at the state
+//!    the genesis writes ([`start_state`]);
 //! 3. no origin occurs twice among `new`'s records (an op applied twice is
 //!    what a textual union of two forks looks like).
 //!
@@ -81,6 +83,25 @@ pub fn origin(r: &Record) -> &str {
         Some(p) if is_copy(r) => p,
         _ => &r.op_id,
     }
+}
+
+/// The state a genesis record writes, when `r` is one: an applied record
+/// from the empty document (what `noma record` starts a transcript with).
+pub fn genesis_state(r: &Record) -> Option<&str> {
+    (r.patch_result == crate::transcript::PatchResult::Applied
+        && r.pre_sha256 == crate::doc::hash::EMPTY_SHA256)
+        .then_some(r.post_sha256.as_str())
+}
+
+/// The document state a transcript's records start from, a genesis record
+/// counting as a start at the state it writes: a transcript that opens
+/// with a genesis writing S and one whose first op applies to S (an
+/// agent's first patch of a committed document) start at the same place.
+pub fn start_state(records: &[Record]) -> Option<&str> {
+    let first = records
+        .iter()
+        .find(|r| r.patch_result == crate::transcript::PatchResult::Applied)?;
+    Some(genesis_state(first).unwrap_or(first.pre_sha256.as_str()))
 }
 
 /// Why a transcript is not a successor of another.
@@ -188,8 +209,14 @@ pub fn check(
     let tail = nrecs.get(common..).unwrap_or_default();
     let by_origin: HashMap<&str, &Record> = tail.iter().map(|r| (origin(r), r)).collect();
     let ids: HashSet<&str> = tail.iter().map(|r| r.op_id.as_str()).collect();
+    // A genesis record that opens `old` is kept when `new`, sharing no
+    // line with it, starts at the state it writes (see [`start_state`]).
+    let new_start = start_state(&nrecs);
     for (i, r) in orecs.iter().enumerate().skip(common) {
         let line = i + 1;
+        if i == 0 && genesis_state(r).is_some() && genesis_state(r) == new_start {
+            continue;
+        }
         if ids.contains(r.op_id.as_str()) {
             return Err(violation(
                 "rewritten",

@@ -46,7 +46,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::succession::{copy_id, origin};
+use super::succession::{copy_id, genesis_state, origin, start_state};
 use super::touch::{touched, Part, Touch, Touches};
 use crate::doc::hash::{sha256_hex, slice_hash};
 use crate::patch::{op_name, op_target, relocate, REPLACE_LINES};
@@ -326,7 +326,7 @@ pub fn reconcile_transcripts(
         ours_new,
         theirs_new,
     };
-    if fork.onew.is_empty() && !removed_by_us {
+    if fork.onew.is_empty() && !removed_by_us && !fork.our_genesis {
         // Ours is where theirs started: theirs as it is (a fast-forward).
         return Ok(whole(tt, their_doc.clone(), fork.tnew.len(), 0));
     }
@@ -372,6 +372,9 @@ struct Fork {
     /// sha256 of our last line, which the first carried-over record
     /// chains onto.
     our_last_line: Option<String>,
+    /// Our transcript opens with a genesis record that theirs lacks or
+    /// holds in another line (moved into `prefix`, see [`Fork::read`]).
+    our_genesis: bool,
 }
 
 impl Fork {
@@ -393,14 +396,34 @@ impl Fork {
                 .map(|l| parse_record(l.number, l.raw).map_err(|e| err(e.to_string())))
                 .collect()
         };
-        let prefix = read(olines.get(..common).unwrap_or_default())?;
-        let onew = read(olines.get(common..).unwrap_or_default())?;
-        let tnew = read(tlines.get(common..).unwrap_or_default())?;
+        let mut prefix = read(olines.get(..common).unwrap_or_default())?;
+        let mut onew = read(olines.get(common..).unwrap_or_default())?;
+        let mut tnew = read(tlines.get(common..).unwrap_or_default())?;
+        // Two transcripts started on two branches, one (or both) by `noma
+        // record` with a genesis record writing the committed document S,
+        // the other by an agent's patch of S: they share no line but start
+        // at the same state. The genesis records count as the common part;
+        // theirs is not re-applied (it would write S a second time).
+        let mut our_genesis = false;
+        if prefix.is_empty()
+            && start_state(&onew).is_some()
+            && start_state(&onew) == start_state(&tnew)
+        {
+            let opens_with_genesis = |v: &[Record]| v.first().and_then(genesis_state).is_some();
+            if opens_with_genesis(&tnew) {
+                prefix.push(tnew.remove(0));
+            }
+            if opens_with_genesis(&onew) {
+                prefix.push(onew.remove(0));
+                our_genesis = true;
+            }
+        }
         Ok(Fork {
             prefix,
             onew,
             tnew,
             our_last_line: olines.last().map(|l| sha256_hex(l.raw)),
+            our_genesis,
         })
     }
 
@@ -1067,6 +1090,58 @@ mod tests {
             assert!(!s.appends, "{s:?}");
             assert_ne!(&r.doc, bd);
         }
+    }
+
+    /// A transcript opened by a genesis record writing BASE and one whose
+    /// first op applies to BASE start at the same state: they merge either
+    /// way (the genesis is not re-applied), and the result succeeds both.
+    #[test]
+    fn a_genesis_start_and_a_patch_start_at_the_same_state_merge() {
+        let genesis = json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": BASE});
+        let (gd, gt) = fx::extend("", b"", &[genesis.clone(), fx::body("a", "A1")]);
+        let (pd, pt) = fx::extend(BASE, b"", &[fx::body("b", "B1")]);
+        let (g2d, g2t) = fx::extend("", b"", &[genesis, fx::body("b", "B1")]);
+        // (The empty document too, as merge::doc_finder knows it.)
+        let known = [
+            gd.clone(),
+            pd.clone(),
+            g2d.clone(),
+            BASE.to_string(),
+            String::new(),
+        ];
+        let mut find = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        for (a, ad, b) in [(&gt, &gd, &pt), (&pt, &pd, &gt), (&gt, &gd, &g2t)] {
+            let r = reconcile_transcripts(a, b, None, Some(ad), &mut find).unwrap();
+            assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+            assert!(r.transcript.starts_with(a));
+            assert_eq!(r.doc, BASE.replace("alpha", "A1").replace("beta", "B1"));
+            for parent in [a, b] {
+                check(parent, &r.transcript, &r.doc, &mut find).unwrap();
+            }
+        }
+        // A lone genesis on our side is kept: their records are carried
+        // onto it instead of taking theirs verbatim.
+        let lone = fx::extend(
+            "",
+            b"",
+            &[json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": BASE})],
+        )
+        .1;
+        let r = reconcile_transcripts(&lone, &pt, None, Some(BASE), &mut find).unwrap();
+        assert!(r.transcript.starts_with(&lone) && r.doc == pd);
+        // A genesis of another state is no common start.
+        let other = fx::extend(
+            "",
+            b"",
+            &[json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": "# Other\n"})],
+        )
+        .1;
+        assert!(reconcile_transcripts(&other, &pt, None, Some("# Other\n"), &mut find).is_err());
     }
 
     #[test]

@@ -826,3 +826,83 @@ fn n_a_transcript_born_on_a_branch_over_hand_edits_on_main() {
         assert_sound(&r, &["alpha, by hand", "B1"]);
     }
 }
+
+/// (o) A transcript started on two branches at once: on main by `noma
+/// record` of a hand edit (its genesis record writes the committed
+/// document first), on `feat` by an agent's first patch (which starts at
+/// the committed document), or by `noma record` on both. They share no
+/// line, so every merge and rebase used to conflict (and called the
+/// genesis record a revert); the genesis now counts as starting where the
+/// other side starts. Every way merges, replays, and merges back.
+#[test]
+fn o_transcripts_started_on_two_branches_by_record_and_by_patch_merge() {
+    let hand_edit = |r: &Repo, from: &str, to: &str| {
+        r.write("plan.noma", &r.read("plan.noma").replace(from, to));
+        let o = r.noma(&["record", "plan.noma"]);
+        assert!(o.status.success(), "record: {}", text(&o));
+        r.commit_all(&format!("hand edit {to}"));
+    };
+    for (how, feat_by_hand) in [
+        ("merge feat into main", false),
+        ("merge main into feat", false),
+        ("rebase feat onto main", false),
+        ("merge feat into main", true),
+        ("rebase feat onto main", true),
+    ] {
+        let r = setup();
+        r.ok(&["checkout", "-q", "-b", "feat"]);
+        if feat_by_hand {
+            hand_edit(&r, "gamma", "gamma, by hand on feat");
+        } else {
+            patch_commit(&r, "b", "B1");
+        }
+        r.ok(&["checkout", "-q", "main"]);
+        hand_edit(&r, "alpha", "alpha, by hand");
+        let o = match how {
+            "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
+            "merge main into feat" => {
+                r.ok(&["checkout", "-q", "feat"]);
+                r.git(&["merge", "--no-edit", "main"])
+            }
+            _ => {
+                r.ok(&["checkout", "-q", "feat"]);
+                r.git(&["rebase", "main"])
+            }
+        };
+        let ctx = format!("{how} (feat by hand: {feat_by_hand})");
+        assert!(o.status.success(), "{ctx}: {}", text(&o));
+        assert!(!text(&o).contains("revert"), "{ctx}: {}", text(&o));
+        let want = if feat_by_hand {
+            ["alpha, by hand", "gamma, by hand on feat"]
+        } else {
+            ["alpha, by hand", "B1"]
+        };
+        let check = |r: &Repo, ctx: &str| {
+            assert!(
+                r.git(&["diff", "--quiet", "HEAD"]).status.success(),
+                "{ctx}"
+            );
+            let o = r.noma(&["replay", "plan.noma"]);
+            assert!(o.status.success(), "{ctx}: replay: {}", text(&o));
+            let doc = r.read("plan.noma");
+            for w in want {
+                assert!(
+                    doc.contains(&format!("\n{w}\n")),
+                    "{ctx}: {w} missing:\n{doc}"
+                );
+            }
+        };
+        check(&r, &ctx);
+        // And back the other way.
+        let other = if r.ok(&["branch", "--show-current"]).trim() == "main" {
+            "feat"
+        } else {
+            "main"
+        };
+        let here = if other == "main" { "feat" } else { "main" };
+        r.ok(&["checkout", "-q", other]);
+        let o = r.git(&["merge", "--no-edit", here]);
+        assert!(o.status.success(), "{ctx}, then back: {}", text(&o));
+        check(&r, &format!("{ctx}, then back"));
+    }
+}
