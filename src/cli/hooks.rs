@@ -71,8 +71,8 @@ pub fn run(args: Args) -> i32 {
                 Err(code) => return code,
             };
             println!("hooks dir: {}", layout.hooks_dir.display());
-            let result = install::install(
-                &layout.hooks_dir,
+            let result = install::install_in(
+                &layout,
                 &install::InstallOptions {
                     force,
                     noma: noma.clone(),
@@ -244,9 +244,14 @@ fn file_name(p: &Path) -> String {
 fn print_status(layout: &Layout, statuses: &[HookStatus]) {
     match &layout.hooks_path_config {
         Some(c) => println!(
-            "hooks dir: {} (core.hooksPath = {})",
+            "hooks dir: {} (core.hooksPath = {}{})",
             layout.hooks_dir.display(),
-            c.display()
+            c.display(),
+            layout
+                .hooks_path_shared
+                .map_or(String::new(), |level| format!(
+                    ", set in the {level} git configuration: shared by every repository"
+                ))
         ),
         None => println!("hooks dir: {}", layout.hooks_dir.display()),
     }

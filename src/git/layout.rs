@@ -28,6 +28,10 @@ pub struct Layout {
     pub linked_worktree: bool,
     /// `core.hooksPath` as configured (after `~` expansion), if set.
     pub hooks_path_config: Option<PathBuf>,
+    /// Where `core.hooksPath` is set when that is outside this repository's
+    /// own configuration (`global`, `xdg`, `system`): its hooks directory
+    /// is then shared by every repository of the user or machine.
+    pub hooks_path_shared: Option<&'static str>,
     /// The directory git runs hooks from.
     pub hooks_dir: PathBuf,
 }
@@ -92,6 +96,15 @@ impl Layout {
                 )))
             }
         };
+        let hooks_path_shared = match config.get_entry("core.hooksPath") {
+            Ok(e) if hooks_path_config.is_some() => match e.level() {
+                git2::ConfigLevel::Global => Some("global"),
+                git2::ConfigLevel::XDG => Some("xdg"),
+                git2::ConfigLevel::System | git2::ConfigLevel::ProgramData => Some("system"),
+                _ => None,
+            },
+            _ => None,
+        };
         if hooks_path_config
             .as_ref()
             .is_some_and(|p| p.as_os_str().is_empty())
@@ -112,6 +125,7 @@ impl Layout {
             common_dir,
             work_tree,
             hooks_path_config,
+            hooks_path_shared,
             hooks_dir,
         })
     }

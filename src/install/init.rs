@@ -112,8 +112,8 @@ pub fn init(layout: &Layout, opts: &InitOptions) -> Result<InitReport, InitError
         }
     }
     let hooks = opts.hooks.then(|| {
-        let result = super::install(
-            &layout.hooks_dir,
+        let result = super::install_in(
+            layout,
             &InstallOptions {
                 force: opts.force,
                 noma: opts.noma.clone(),

@@ -30,6 +30,9 @@
 //!   were. A foreign hook at the hook path is left alone.
 //! - an install that would have to overwrite an existing `.noma-chained` or
 //!   `.noma-backup` file refuses instead, and changes nothing.
+//! - a `core.hooksPath` from the global or system git configuration is a
+//!   directory every repository shares: [`install_in`] refuses it unless
+//!   `--force`, and names the repository-local fix.
 //!
 //! The script runs the absolute path of the binary that installed it (so a
 //! hook works without PATH set up, e.g. from GUIs), falling back to `noma` on
@@ -471,6 +474,31 @@ pub struct InstallReport {
     /// Advice worth printing (a hook manager is in use, a chained hook
     /// found from an earlier install, …).
     pub note: Option<String>,
+}
+
+/// Installs every hook into the directory git runs `layout`'s hooks from.
+/// A `core.hooksPath` set outside the repository (the global or system git
+/// configuration) names a directory every repository shares: noma's hooks
+/// there would run in all of them, so that is refused, changing nothing,
+/// unless `opts.force`. The fix it prints gives the repository its own
+/// hooks directory.
+pub fn install_in(
+    layout: &git::layout::Layout,
+    opts: &InstallOptions,
+) -> Result<Vec<InstallReport>, HooksError> {
+    if let (Some(level), false) = (layout.hooks_path_shared, opts.force) {
+        let own = layout.common_dir.join("hooks");
+        return Err(HooksError::Conflict(vec![format!(
+            "core.hooksPath is set in the {level} git configuration to {}, a hooks directory \
+             every repository shares: noma's hooks there would run in all of them. To install \
+             for this repository only, give it its own hooks directory first (it then runs \
+             its own hooks instead of the shared ones): git config core.hooksPath \"{}\"; or \
+             rerun with --force to install into the shared directory",
+            layout.hooks_dir.display(),
+            own.display()
+        )]));
+    }
+    install(&layout.hooks_dir, opts)
 }
 
 /// Installs every hook into `hooks_dir` (created if missing). All-or-nothing

@@ -456,3 +456,65 @@ fn outside_a_repository_is_a_usage_error() {
         assert!(text(&out.stderr).contains("not in a git repository"));
     }
 }
+
+/// A `core.hooksPath` in the global git configuration names a directory
+/// every repository of the user shares (a global hook manager's): noma's
+/// hooks there would run in all of them. Installing refuses, changes
+/// nothing and names the repository-local fix; `status` says the directory
+/// is shared; `--force` installs there anyway.
+#[test]
+fn a_hooks_path_from_the_global_config_is_not_installed_into_silently() {
+    let s = sandbox();
+    let repo = s.repo("r");
+    let shared = s.root().join("global-hooks");
+    fs::create_dir_all(&shared).unwrap();
+    write_exec(&shared.join("pre-commit"), "#!/bin/sh\nexit 0\n");
+    s.git_ok(
+        &repo,
+        &[
+            "config",
+            "--global",
+            "core.hooksPath",
+            shared.to_str().unwrap(),
+        ],
+    );
+    let fake = s.fake();
+    let install = ["hooks", "install", "--noma-path", fake.to_str().unwrap()];
+    let out = s.noma(&repo, &install);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("global git configuration") && err.contains("every repository shares"),
+        "{err}"
+    );
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&shared), ["pre-commit"], "nothing changed");
+    let st = s.noma_ok(&repo, &["hooks", "status"]);
+    assert!(st.contains("shared by every repository"), "{st}");
+    let out = s.noma(&repo, &["init", "--no-mcp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(names(&shared), ["pre-commit"], "init changed nothing there");
+
+    // The fix it prints: the repository's own hooks directory.
+    let fix = err
+        .split("git config core.hooksPath ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
+    s.git_ok(&repo, &["config", "core.hooksPath", &fix]);
+    s.install_fake(&repo, &[]);
+    assert!(repo.join(".git/hooks/pre-commit").is_file());
+    assert_eq!(names(&shared), ["pre-commit"]);
+    s.git_ok(&repo, &["config", "--unset", "core.hooksPath"]);
+    s.install_fake(&repo, &["--force"]);
+    assert!(shared.join("pre-merge-commit").is_file());
+}
