@@ -2,7 +2,7 @@
 //! its base (validity, append-only transcripts, replay to HEAD's bytes,
 //! whether the branch's records still rebase onto the base's newer ones),
 //! reported per document and per block; `--write` writes the rebased
-//! documents and transcripts. See [`crate::merge::reconcile`].
+//! documents and transcripts. See [`crate::merge::reconcile`](mod@crate::merge::reconcile).
 //!
 //! Formats: `human`, `json`, `github` (workflow-command annotations) and
 //! `sarif` (SARIF 2.1.0). Exit 0 when nothing at error level was found,

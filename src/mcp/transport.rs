@@ -93,11 +93,19 @@ pub fn classify(line: &[u8]) -> Inbound {
     }
     match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
         Ok(msg) => check_typed(msg),
-        Err(e) if e.is_syntax() || e.is_eof() => Inbound::Reply(error_response(
-            Value::Null,
-            code::PARSE_ERROR,
-            format!("Parse error: {e}"),
-        )),
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            // A line that is JSON but for one bad escape (a lone surrogate,
+            // say) still names its id: answering with it lets the client
+            // match the error to its request instead of waiting for a
+            // timeout, as for an oversized line.
+            let mut ids = IdScanner::new();
+            ids.feed(line);
+            Inbound::Reply(error_response(
+                ids.id().unwrap_or(Value::Null),
+                code::PARSE_ERROR,
+                format!("Parse error: {e}"),
+            ))
+        }
         Err(e) => shape_error(line, &e),
     }
 }
@@ -510,6 +518,12 @@ mod tests {
         ] {
             assert_eq!(reply_code(classify(bad)), (Value::Null, -32700), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_parse_error_in_a_request_that_names_its_id_keeps_it() {
+        let line = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"patch_block","arguments":{"content":"\ud800"}}}"#;
+        assert_eq!(reply_code(classify(line)), (Value::from(9), -32700));
     }
 
     #[test]

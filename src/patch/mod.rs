@@ -173,6 +173,16 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
         }
         Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg.to_string()),
     };
+    if let Some(field) = nul_field(value, "op") {
+        // A document with a NUL byte is binary to every reader (the CLI,
+        // the hooks, `read_doc`): the op would lock the document.
+        return fail(
+            PatchErrorCode::InvalidContent,
+            format!(
+                "{field} contains a NUL character (U+0000); .noma documents are text without NUL"
+            ),
+        );
+    }
     if let Op::ReplaceLines { line, old, new } = &op {
         // Works on the file's bytes (BOM included), never on the parse.
         return lines::replace_lines(source, *line, old, new);
@@ -188,6 +198,22 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     };
     check_base_hash(&ctx, value)?;
     dispatch(&ctx, &op)
+}
+
+/// The path of the first string in `v` (field names and array indexes
+/// after `at`) that contains a NUL character.
+fn nul_field(v: &Value, at: &str) -> Option<String> {
+    match v {
+        Value::String(s) => s.contains('\0').then(|| at.to_string()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| nul_field(x, &format!("{at}[{i}]"))),
+        Value::Object(fields) => fields
+            .iter()
+            .find_map(|(k, x)| nul_field(x, &format!("{at}.{k}"))),
+        _ => None,
+    }
 }
 
 /// §3.4 `baseHash`: the target block's source hash must start with it.
@@ -290,6 +316,34 @@ mod tests {
         ];
         let err = apply_ops(DOC, &ops).unwrap_err();
         assert_eq!((err.code, err.op_index), (PatchErrorCode::TargetMissing, 2));
+    }
+
+    /// A NUL anywhere in an op would make the document binary to every
+    /// reader, locking it: refused, whatever the op and field.
+    #[test]
+    fn an_op_carrying_a_nul_character_is_refused() {
+        for (op, field) in [
+            (
+                json!({"op": "replace_body", "id": "c1", "content": "a\u{0}b"}),
+                "op.content",
+            ),
+            (
+                json!({"op": "update_attribute", "id": "c1", "key": "k", "value": "\u{0}"}),
+                "op.value",
+            ),
+            (
+                json!({"op": REPLACE_LINES, "line": 2, "old": "Body.\n", "new": "B\u{0}\n"}),
+                "op.new",
+            ),
+            (
+                json!({"op": "insert_table_row", "id": "c1", "row": 0, "cells": ["x", "\u{0}"]}),
+                "op.cells[1]",
+            ),
+        ] {
+            let e = apply_one(DOC, &op).unwrap_err();
+            assert_eq!(e.code, PatchErrorCode::InvalidContent, "{op}");
+            assert!(e.message.starts_with(field), "{op}: {}", e.message);
+        }
     }
 
     #[test]

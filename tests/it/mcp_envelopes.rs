@@ -207,3 +207,33 @@ fn content_over_the_cap_is_invalid_content_and_writes_nothing() {
     assert_eq!(body["ok"], true, "{body:.300}");
     s.finish();
 }
+
+/// A NUL character in an op's text used to be written into the document,
+/// which every reader then refuses as binary: one malformed request locked
+/// the document for `read_doc`, `patch_block` and the hooks. It is now
+/// `invalid_content` (recorded as rejected), the document keeps its bytes
+/// and the next patch applies.
+#[test]
+fn a_nul_character_in_an_op_is_refused_and_the_document_stays_usable() {
+    let dir = repo();
+    let mut s = McpClient::start(dir.path());
+    let body = s.ok(
+        "patch_block",
+        json!({"file": "a.noma", "op": {"op": "replace_body", "id": "c1", "content": "a\u{0}b\n"}}),
+    );
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["code"], "invalid_content", "{body}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.noma")).unwrap(),
+        DOC
+    );
+    s.ok("read_doc", json!({"file": "a.noma"}));
+    let body = s.ok("patch_block", json!({"file": "a.noma", "op": raise(None)}));
+    assert_eq!(body["ok"], true, "{body}");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
+        .args(["check", "a.noma"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
