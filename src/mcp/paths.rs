@@ -14,6 +14,9 @@
 //!   ancestor resolves inside the root (the missing tail is appended), so a
 //!   caller gets "not found" rather than "escape" for a typo.
 //!
+//! The document tools then take only `.noma` files outside `.git`
+//! ([`super::Context::doc_path`]).
+//!
 //! The returned path is the resolved one: the engine then writes the real
 //! file (its atomic rename replaces the file, not a link to it). Paths the
 //! tools derive from it (the transcript `<doc>.patches`, the capability

@@ -269,6 +269,24 @@ impl Context {
         if engine::is_book_manifest(&path) {
             return Err(manifest());
         }
+        // Only documents: a request naming another file (`.git/config`, a
+        // transcript, a source file) would be parsed as a document and, on
+        // a patch, rewritten, with a `<file>.patches` left beside it.
+        let inside_git = self
+            .workspace
+            .relative(&path)
+            .components()
+            .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"));
+        if inside_git {
+            return Err(ToolError::system(format!(
+                "{file}: inside .git; give a .noma document in the work tree"
+            )));
+        }
+        if path.extension().is_none_or(|e| e != "noma") {
+            return Err(ToolError::system(format!(
+                "{file}: not a .noma document; {tool} reads and patches only .noma files"
+            )));
+        }
         Ok(path)
     }
 

@@ -237,3 +237,55 @@ fn a_nul_character_in_an_op_is_refused_and_the_document_stays_usable() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The document tools take only `.noma` documents outside `.git`. Any file
+/// in the repository used to be parsed as a document, and a patch request
+/// naming `.git/config`, a transcript or a source file left a
+/// `<file>.patches` beside it (and would have rewritten the file had the op
+/// applied). Refused as a system error, nothing written.
+#[test]
+fn the_document_tools_take_only_noma_documents_outside_dot_git() {
+    let dir = repo();
+    std::fs::write(dir.path().join("notes.txt"), "::claim{id=\"n\"}\nx\n::\n").unwrap();
+    let mut s = McpClient::start(dir.path());
+    s.ok("patch_block", json!({"file": "a.noma", "op": raise(None)}));
+    let before: Vec<_> = walk(dir.path());
+    let op = json!({"op": "replace_body", "id": "n", "content": "y\n"});
+    for file in [
+        ".git/config",
+        "notes.txt",
+        "a.noma.patches",
+        ".git/x.noma",
+        ".GIT/x.noma",
+    ] {
+        for (tool, args) in [
+            ("patch_block", json!({"file": file, "op": op})),
+            ("read_doc", json!({"file": file})),
+        ] {
+            let (is_error, body) = s.call(tool, args);
+            assert!(is_error, "{tool} {file}: {body}");
+            assert_eq!(body["ok"], false, "{tool} {file}: {body}");
+        }
+    }
+    assert_eq!(walk(dir.path()), before, "nothing written");
+    s.ok("read_doc", json!({"file": "a.noma"}));
+}
+
+/// Every file under `dir` with its length, sorted.
+fn walk(dir: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path().display().to_string(), m.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -592,8 +592,12 @@ fn protocol_errors_escapes_and_manifests() {
     std::fs::write(outside.path().join("x.noma"), DOC).unwrap();
     let mut s = Server::start(repo.path());
 
-    // Malformed JSON: -32700 with a null id, and the session goes on.
+    // Malformed JSON: -32700 with the id the line names (else null), and
+    // the session goes on.
     s.send_line("{\"jsonrpc\": \"2.0\", \"id\": 5, ");
+    let r = s.wait_for(&json!(5));
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    s.send_line("{\"jsonrpc\": \"2.0\", ");
     let r = s.wait_for(&Value::Null);
     assert_eq!(r["error"]["code"], -32700, "{r}");
     assert_eq!(s.rpc_error("no/such/method", json!({})), -32601);
