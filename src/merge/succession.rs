@@ -16,7 +16,8 @@
 //!    document (the caller provides document versions by sha256);
 //! 2. every record of `old` after that common prefix is still in `new`
 //!    after it, as the same op: a record with the same *origin*, the same
-//!    `patch_result` and the same op (its `baseHash`, and an `add_block` `position`, may be recomputed),
+//!    `patch_result` and the same op (its `baseHash`, and an `add_block` `position`, may be recomputed,
+//!    and a copy may name a block by the id the other side renamed it to),
 //!    but never the same `op_id` on different bytes (that is a committed
 //!    line edited or moved). A genesis record opening `old` may be
 //!    missing when `new` shares no line with `old` and starts at the state
@@ -148,6 +149,19 @@ fn op_key(op: &Value) -> Value {
     op
 }
 
+/// [`op_key`] without the fields that name blocks (`id`, `parent`,
+/// `target`, `reply_to`): a reconciled copy may name a block by the id the
+/// other side renamed it to (see [`super::transcript`]).
+fn untargeted(op: &Value) -> Value {
+    let mut op = op_key(op);
+    if let Some(o) = op.as_object_mut() {
+        for key in ["id", "parent", "target", "reply_to"] {
+            o.remove(key);
+        }
+    }
+    op
+}
+
 /// Parses every line of a transcript (a torn last line is an error).
 pub fn records(t: &[u8]) -> Result<Vec<Record>, Violation> {
     let (lines, torn) = split_lines(t);
@@ -224,9 +238,12 @@ pub fn check(
                 format!("committed transcript line {line} (op {}) was rewritten or moved; transcripts are append-only", r.op_id),
             ));
         }
-        let kept = by_origin
-            .get(origin(r))
-            .is_some_and(|n| n.patch_result == r.patch_result && op_key(&n.op) == op_key(&r.op));
+        let kept = by_origin.get(origin(r)).is_some_and(|n| {
+            n.patch_result == r.patch_result
+                && (op_key(&n.op) == op_key(&r.op)
+                    // A copy follows a block the other side renamed.
+                    || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
+        });
         if !kept {
             return Err(violation(
                 "removed",

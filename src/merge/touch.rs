@@ -39,6 +39,9 @@ pub enum Part {
     Row(String),
     /// A table's header row (`update_table_header_cell`).
     Header,
+    /// Its id (`rename_id`): the other side's ops on the block follow it
+    /// to its new id ([`super::transcript`] retargets them).
+    Id,
 }
 
 impl Part {
@@ -62,6 +65,7 @@ impl Part {
                 None => Part::Whole,
             },
             Some("update_table_header_cell") => Part::Header,
+            Some("rename_id") => Part::Id,
             _ => Part::Whole,
         }
     }
@@ -71,14 +75,17 @@ impl Part {
     /// heading, header or body; one is the body and the other lies inside
     /// it (an insertion, a row, the header); or one is the heading and the
     /// other an attribute (a section's attributes sit on its heading line).
-    /// Two insertions always commute.
+    /// Two insertions always commute. An id overlaps the `id` attribute and
+    /// a section's heading line (which carries a renamed section's id).
     pub fn overlaps(&self, other: &Part) -> bool {
-        use Part::{Attr, Body, Header, Heading, Into, Row, Whole};
+        use Part::{Attr, Body, Header, Heading, Id, Into, Row, Whole};
         match (self, other) {
             (Whole, _) | (_, Whole) => true,
             (Into, Into) => false,
             (Body, Into | Row(_) | Header) | (Into | Row(_) | Header, Body) => true,
             (Attr(_), Heading) | (Heading, Attr(_)) => true,
+            (Id, Heading) | (Heading, Id) => true,
+            (Id, Attr(k)) | (Attr(k), Id) => k == "id",
             (a, b) => a == b,
         }
     }
@@ -138,8 +145,12 @@ pub fn touched(pre: &str, post: &str, op: &Value) -> Vec<Touch> {
             changed.push(id);
         }
     }
+    // The id a `rename_id` gives its target names the same block.
+    let renamed_to = (op_name(op) == Some("rename_id"))
+        .then(|| op.get("to").and_then(Value::as_str))
+        .flatten();
     for id in bmap.keys() {
-        if !amap.contains_key(id) {
+        if !amap.contains_key(id) && Some(*id) != renamed_to {
             changed.push(id);
         }
     }
@@ -254,6 +265,8 @@ mod tests {
             Part::Row("1".into()),
             Part::Row("2".into()),
             Part::Header,
+            Part::Id,
+            Part::Attr("id".into()),
         ];
         for a in &all {
             assert!(a.overlaps(&Part::Whole), "{a:?}");
@@ -268,6 +281,16 @@ mod tests {
         assert!(Part::Attr("k".into()).overlaps(&Part::Heading));
         assert!(Part::Body.overlaps(&Part::Into) && Part::Body.overlaps(&Part::Row("1".into())));
         assert!(!Part::Row("1".into()).overlaps(&Part::Row("2".into())));
+        assert!(!Part::Id.overlaps(&Part::Body) && !Part::Id.overlaps(&Part::Into));
+        assert!(!Part::Id.overlaps(&Part::Attr("k".into())));
+        assert!(Part::Id.overlaps(&Part::Attr("id".into())) && Part::Id.overlaps(&Part::Id));
+    }
+
+    #[test]
+    fn a_rename_touches_the_id_of_its_target_only() {
+        let post = BASE.replace("::note{id=\"a\"}", "::note{id=\"z\"}");
+        let op = json!({"op": "rename_id", "from": "a", "to": "z"});
+        assert_eq!(touched(BASE, &post, &op), vec![touch("a", Part::Id)]);
     }
 
     #[test]

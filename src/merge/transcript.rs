@@ -341,6 +341,17 @@ pub fn reconcile_transcripts(
         conflicts: Vec::new(),
         out: Vec::new(),
         rebased: Vec::new(),
+        renames: fork
+            .onew
+            .iter()
+            .filter(|r| {
+                r.patch_result == PatchResult::Applied && op_name(&r.op) == Some("rename_id")
+            })
+            .filter_map(|r| {
+                let field = |k: &str| r.op.get(k).and_then(Value::as_str).map(str::to_string);
+                field("from").zip(field("to"))
+            })
+            .collect(),
     };
     for rec in unique {
         rebase.carry(rec);
@@ -495,6 +506,9 @@ struct Rebase<'s> {
     out: Vec<Record>,
     /// (original op_id, reconciled op_id) per carried record.
     rebased: Vec<(String, String)>,
+    /// Our `rename_id`s, (from, to) in order: their ops follow a block to
+    /// its new id.
+    renames: Vec<(String, String)>,
 }
 
 impl Rebase<'_> {
@@ -504,16 +518,30 @@ impl Rebase<'_> {
             self.carry_rejected(rec);
             return;
         }
-        let touched = self
+        let mut touched = self
             .steps
             .get(rec.op_id.as_str())
             .map(|s| s.touched.clone())
             .unwrap_or_default();
+        // A block we renamed is touched under its new id too, where our
+        // later ops on it are.
+        let renamed: Vec<Touch> = touched
+            .iter()
+            .filter_map(|t| {
+                let id = self.follow(&t.block);
+                (id != t.block).then(|| Touch {
+                    block: id,
+                    part: t.part.clone(),
+                })
+            })
+            .collect();
+        touched.extend(renamed);
+        let op = self.retarget(&rec.op);
         if let Some(c) = self.clash(rec, &touched) {
             // Both sides made the same change (one branch took the other's
             // version of a block): their op changes nothing on our state,
             // so it is kept, as git keeps an identical change, not a clash.
-            match reapply(&self.state, rec, None).filter(|(_, next)| *next == self.state) {
+            match reapply(&self.state, rec, &op, None).filter(|(_, next)| *next == self.state) {
                 Some((r, next_state)) => self.keep(rec, r, next_state),
                 None => {
                     self.conflicts.push(c);
@@ -526,7 +554,7 @@ impl Rebase<'_> {
             .steps
             .get(rec.op_id.as_str())
             .and_then(|s| s.anchor.as_ref());
-        let Some((r, next_state)) = reapply(&self.state, rec, anchor) else {
+        let Some((r, next_state)) = reapply(&self.state, rec, &op, anchor) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
             self.conflicts.push(OpConflict {
                 block,
@@ -538,6 +566,31 @@ impl Rebase<'_> {
             return;
         };
         self.keep(rec, r, next_state);
+    }
+
+    /// The id a block named `id` has after our renames.
+    fn follow(&self, id: &str) -> String {
+        let mut id = id.to_string();
+        for (from, to) in &self.renames {
+            if id == *from {
+                id = to.clone();
+            }
+        }
+        id
+    }
+
+    /// Their `op` with the blocks it names (`id`, `parent`, `target`,
+    /// `reply_to`) followed through our renames.
+    fn retarget(&self, op: &Value) -> Value {
+        let mut op = op.clone();
+        if let Some(fields) = op.as_object_mut() {
+            for key in ["id", "parent", "target", "reply_to"] {
+                if let Some(Value::String(id)) = fields.get_mut(key) {
+                    *id = self.follow(id);
+                }
+            }
+        }
+        op
     }
 
     /// Keeps `r`, the re-application of their `rec` that leads to `next_state`.
@@ -602,11 +655,17 @@ impl Rebase<'_> {
     }
 }
 
-/// Re-applies the op of `rec` onto `state` (its `baseHash` recomputed
-/// there) as the same actor with the same reason: the new record and the
-/// text after it, or `None` when the op no longer applies.
-fn reapply(state: &str, rec: &Record, anchor: Option<&Anchor>) -> Option<(Record, String)> {
-    let mut op = rebase_hash(state, &rec.op);
+/// Re-applies `op` (the op of `rec`, retargeted) onto `state` (its
+/// `baseHash` recomputed there) as the same actor with the same reason: the
+/// new record and the text after it, or `None` when the op no longer
+/// applies.
+fn reapply(
+    state: &str,
+    rec: &Record,
+    op: &Value,
+    anchor: Option<&Anchor>,
+) -> Option<(Record, String)> {
+    let mut op = rebase_hash(state, op);
     if let Some(anchor) = anchor {
         op = rebase_position(state, &op, anchor)?;
     }
@@ -1142,6 +1201,58 @@ mod tests {
         )
         .1;
         assert!(reconcile_transcripts(&other, &pt, None, Some("# Other\n"), &mut find).is_err());
+    }
+
+    /// Ops on a block the other side renamed follow it to its new id
+    /// (`rename_id` touches only the id); an edit of the renamed block on
+    /// both sides still conflicts. The result succeeds both parents.
+    #[test]
+    fn ops_follow_a_block_the_other_side_renamed() {
+        let rename = |from: &str, to: &str| json!({"op": "rename_id", "from": from, "to": to});
+        let attr = json!({"op": "update_attribute", "id": "a", "key": "k", "value": "v"});
+        let known = [BASE.to_string()];
+        let mut find = |sha: &str| {
+            known
+                .iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .cloned()
+        };
+        let (td, tt) = fx::extend(BASE, b"", &[fx::body("a", "A1"), attr]);
+        for ours in [
+            vec![rename("a", "z")],
+            vec![rename("a", "y"), rename("y", "z")],
+        ] {
+            let (od, ot) = fx::extend(BASE, b"", &ours);
+            for (a, ad, b) in [(&ot, &od, &tt), (&tt, &td, &ot)] {
+                let r = reconcile_transcripts(a, b, None, Some(ad), &mut find).unwrap();
+                assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+                assert!(
+                    r.doc.contains("::note{id=\"z\" k=\"v\"}\nA1\n::"),
+                    "{}",
+                    r.doc
+                );
+                let mut find_all = |sha: &str| {
+                    [BASE, &od, &td, &r.doc]
+                        .iter()
+                        .find(|d| sha256_hex(d.as_bytes()) == sha)
+                        .map(|d| d.to_string())
+                };
+                for parent in [a, b] {
+                    check(parent, &r.transcript, &r.doc, &mut find_all).unwrap();
+                }
+            }
+        }
+        // Our later edit of the renamed block's body clashes with theirs;
+        // their attribute still applies.
+        let (od, ot) = fx::extend(BASE, b"", &[rename("a", "z"), fx::body("z", "Z1")]);
+        let r = reconcile_transcripts(&ot, &tt, None, Some(&od), &mut find).unwrap();
+        assert_eq!(r.conflicts.len(), 1, "{:?}", r.conflicts);
+        assert_eq!(r.conflicts[0].block, "z", "{:?}", r.conflicts);
+        assert!(
+            r.doc.contains("::note{id=\"z\" k=\"v\"}\nZ1\n::"),
+            "{}",
+            r.doc
+        );
     }
 
     #[test]

@@ -906,3 +906,51 @@ fn o_transcripts_started_on_two_branches_by_record_and_by_patch_merge() {
         check(&r, &format!("{ctx}, then back"));
     }
 }
+
+/// (p) One agent renames a block (`rename_id`) while another edits it by
+/// its old id. The edit follows the block to its new id in a merge either
+/// way and in a rebase; an edit of the same part on both sides still
+/// conflicts.
+#[test]
+fn p_an_edit_follows_a_block_renamed_on_the_other_branch() {
+    let op = |r: &Repo, op: serde_json::Value, msg: &str| {
+        r.agent_patch("plan.noma", &op.to_string());
+        r.commit_all(msg);
+    };
+    let rename = serde_json::json!({"op": "rename_id", "from": "b", "to": "b2"});
+    for how in [
+        "merge feat into main",
+        "merge main into feat",
+        "rebase feat onto main",
+    ] {
+        let r = setup();
+        r.ok(&["checkout", "-q", "-b", "feat"]);
+        patch_commit(&r, "b", "B1");
+        r.ok(&["checkout", "-q", "main"]);
+        op(&r, rename.clone(), "rename b");
+        let o = match how {
+            "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
+            "merge main into feat" => {
+                r.ok(&["checkout", "-q", "feat"]);
+                r.git(&["merge", "--no-edit", "main"])
+            }
+            _ => {
+                r.ok(&["checkout", "-q", "feat"]);
+                r.git(&["rebase", "main"])
+            }
+        };
+        assert!(o.status.success(), "{how}: {}", text(&o));
+        assert_sound(&r, &["B1"]);
+        let doc = r.read("plan.noma");
+        assert!(doc.contains("::note{id=\"b2\"}\nB1\n::"), "{how}:\n{doc}");
+        assert!(!doc.contains("id=\"b\"}"), "{how}:\n{doc}");
+    }
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B1");
+    r.ok(&["checkout", "-q", "main"]);
+    op(&r, rename, "rename b");
+    patch_commit(&r, "b2", "B2");
+    let o = r.git(&["merge", "--no-edit", "feat"]);
+    assert!(!o.status.success(), "the same body: {}", text(&o));
+}
