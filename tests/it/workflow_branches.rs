@@ -827,6 +827,23 @@ fn n_a_transcript_born_on_a_branch_over_hand_edits_on_main() {
     }
 }
 
+/// With `main` checked out and `feat` forked from it: "merge feat into
+/// main", "merge main into feat" or "rebase feat onto main".
+fn meet(r: &Repo, how: &str) -> std::process::Output {
+    match how {
+        "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
+        "merge main into feat" => {
+            r.ok(&["checkout", "-q", "feat"]);
+            r.git(&["merge", "--no-edit", "main"])
+        }
+        "rebase feat onto main" => {
+            r.ok(&["checkout", "-q", "feat"]);
+            r.git(&["rebase", "main"])
+        }
+        _ => panic!("no such way: {how}"),
+    }
+}
+
 /// (o) A transcript started on two branches at once: on main by `noma
 /// record` of a hand edit (its genesis record writes the committed
 /// document first), on `feat` by an agent's first patch (which starts at
@@ -858,17 +875,7 @@ fn o_transcripts_started_on_two_branches_by_record_and_by_patch_merge() {
         }
         r.ok(&["checkout", "-q", "main"]);
         hand_edit(&r, "alpha", "alpha, by hand");
-        let o = match how {
-            "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
-            "merge main into feat" => {
-                r.ok(&["checkout", "-q", "feat"]);
-                r.git(&["merge", "--no-edit", "main"])
-            }
-            _ => {
-                r.ok(&["checkout", "-q", "feat"]);
-                r.git(&["rebase", "main"])
-            }
-        };
+        let o = meet(&r, how);
         let ctx = format!("{how} (feat by hand: {feat_by_hand})");
         assert!(o.status.success(), "{ctx}: {}", text(&o));
         assert!(!text(&o).contains("revert"), "{ctx}: {}", text(&o));
@@ -928,17 +935,7 @@ fn p_an_edit_follows_a_block_renamed_on_the_other_branch() {
         patch_commit(&r, "b", "B1");
         r.ok(&["checkout", "-q", "main"]);
         op(&r, rename.clone(), "rename b");
-        let o = match how {
-            "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
-            "merge main into feat" => {
-                r.ok(&["checkout", "-q", "feat"]);
-                r.git(&["merge", "--no-edit", "main"])
-            }
-            _ => {
-                r.ok(&["checkout", "-q", "feat"]);
-                r.git(&["rebase", "main"])
-            }
-        };
+        let o = meet(&r, how);
         assert!(o.status.success(), "{how}: {}", text(&o));
         assert_sound(&r, &["B1"]);
         let doc = r.read("plan.noma");

@@ -120,6 +120,19 @@ fn a_base_with_no_local_branch_is_the_remote_tracking_one() {
     assert!(text(&o).contains("main: not a revision"), "{}", text(&o));
 }
 
+/// A clone of `r` over `file://` (so that `--depth` and `--filter` apply),
+/// made with `args`.
+fn clone_of(r: &Repo, args: &[&str]) -> Repo {
+    let ci = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let url = format!("file://{}", r.path().display());
+    let dest = ci.path().to_str().unwrap();
+    ci.ok(&[&["clone", "-q"][..], args, &[&url, dest]].concat());
+    ci
+}
+
 /// A CI checkout is shallow by default: the merge base is missing, and
 /// both `noma changed` and `noma reconcile` say that the clone is shallow
 /// and how to fetch the history, instead of only "no merge base".
@@ -130,15 +143,7 @@ fn a_shallow_clone_is_named_as_the_reason_for_a_missing_merge_base() {
     edit(&r, "b", "BETA");
     r.ok(&["checkout", "-q", "main"]);
     edit(&r, "a", "ALPHA");
-    let ci = Repo {
-        dir: tempfile::tempdir().unwrap(),
-        home: tempfile::tempdir().unwrap(),
-    };
-    let url = format!("file://{}", r.path().display());
-    let dest = ci.path().to_str().unwrap();
-    ci.ok(&[
-        "clone", "-q", "--depth", "1", "--branch", "feat", &url, dest,
-    ]);
+    let ci = clone_of(&r, &["--depth", "1", "--branch", "feat"]);
     ci.ok(&[
         "fetch",
         "-q",
@@ -183,21 +188,7 @@ fn a_blobless_partial_clone_reads_older_versions_through_git() {
     edit(&r, "c", "GAMMA");
     r.ok(&["checkout", "-q", "main"]);
     edit(&r, "a", "ALPHA");
-    let ci = Repo {
-        dir: tempfile::tempdir().unwrap(),
-        home: tempfile::tempdir().unwrap(),
-    };
-    let url = format!("file://{}", r.path().display());
-    let dest = ci.path().to_str().unwrap();
-    ci.ok(&[
-        "clone",
-        "-q",
-        "--filter=blob:none",
-        "--branch",
-        "feat",
-        &url,
-        dest,
-    ]);
+    let ci = clone_of(&r, &["--filter=blob:none", "--branch", "feat"]);
     // The clone is partial: the first version of the document is missing.
     let old = ci.ok(&["rev-parse", "HEAD~2:plan.noma"]);
     let missing = ci.ok(&["rev-list", "--objects", "--missing=print", "HEAD"]);
