@@ -254,3 +254,33 @@ fn uninstall_removes_the_driver_registration() {
     let o = r.git(&["config", "--get", "merge.noma.driver"]);
     assert!(!o.status.success());
 }
+
+/// The driver (like the hooks) runs the binary that registered it, else
+/// `noma` on PATH: after that binary moved (an upgrade installed
+/// elsewhere, a removed build), merges used to stop with "not found" and
+/// a conflict in every document both branches changed.
+#[test]
+fn the_driver_falls_back_to_noma_on_path_when_its_binary_is_gone() {
+    let r = Repo::init();
+    let gone = tempfile::tempdir().unwrap();
+    let copy = gone.path().join("noma");
+    std::fs::copy(crate::common::NOMA, &copy).unwrap();
+    let o = r.cmd(copy.to_str().unwrap(), &["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(r
+        .ok(&["config", "merge.noma.driver"])
+        .contains(copy.to_str().unwrap()));
+    r.write("plan.noma", &doc());
+    r.commit_all("base");
+    r.branch_patch("main", "A", &[replace_op("a", "ALPHA")]);
+    r.branch_patch("main", "B", &[replace_op("b", "BETA")]);
+    drop(gone);
+    assert!(!copy.exists());
+    let o = r.sh("git merge --no-edit A");
+    assert!(o.status.success(), "merge must be clean: {}", text(&o));
+    let merged = r.read("plan.noma");
+    assert!(
+        merged.contains("ALPHA") && merged.contains("BETA"),
+        "{merged}"
+    );
+}
