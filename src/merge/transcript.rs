@@ -28,6 +28,16 @@
 //! at the end when it was last, and conflicts when both are gone; ours
 //! come first where both sides inserted at the same place.
 //!
+//! A block we renamed (`rename_id`, which touches only the id) is followed:
+//! their ops name it by its new id (`id`, `parent`, `target`, `reply_to`)
+//! and touch it under both ids, so our later ops on it still clash.
+//!
+//! Starts: transcripts that share no line but start at the same document
+//! state, one or both with a genesis record writing it (`noma record` on
+//! one branch, an agent's first patch on the other), count their genesis
+//! records as the common prefix ([`Fork::read`]); a genesis is never
+//! re-applied.
+//!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
 //! is recomputed against the state it is re-applied to (same prefix
 //! length). That only changes anything when our side changed a block
