@@ -35,7 +35,7 @@
 //! Starts: transcripts that share no line but start at the same document
 //! state, one or both with a genesis record writing it (`noma record` on
 //! one branch, an agent's first patch on the other), count their genesis
-//! records as the common prefix ([`Fork::read`]); a genesis is never
+//! records as the common prefix (`Fork::read`); a genesis is never
 //! re-applied.
 //!
 //! `baseHash` rule: a re-applied op keeps its `baseHash` field but its value
