@@ -639,19 +639,6 @@ impl<'a> Guard<'a> {
                 _ => Vec::new(),
             });
         };
-        if let (Some(t), Some(d)) = (prev_t, prev_doc) {
-            if sha256_hex(d.as_bytes()) != first.pre_sha256
-                && crate::merge::final_state(t).as_deref() == Some(first.pre_sha256.as_str())
-            {
-                // The previous commit holds a document its transcript does
-                // not end at (a rebase, which runs no hooks, merged it block
-                // by block), and the new records go on from where the
-                // transcript ends (`noma record`, as the merge driver
-                // advised): the whole transcript must replay to the staged
-                // document, from its base in history.
-                return self.verify_tail(paths, None, None, staged_t, staged_doc);
-            }
-        }
         let base: Option<String> = match prev_doc {
             Some(d) if prev_t.is_some() => Some(d.to_string()),
             _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
@@ -679,6 +666,19 @@ impl<'a> Guard<'a> {
             staged_doc,
             crate::engine::APPLY,
         );
+        let off_the_committed_doc = || {
+            prev_t.and_then(crate::merge::final_state).as_deref() == Some(first.pre_sha256.as_str())
+                && sha256_hex(base.as_bytes()) != first.pre_sha256
+        };
+        if rep.divergence.is_some() && prev_doc.is_some() && off_the_committed_doc() {
+            // The previous commit holds a document its transcript does not
+            // end at (a rebase, which runs no hooks, merged it block by
+            // block), and the new records go on from where the transcript
+            // ends (`noma record`, as the merge driver advised): the whole
+            // transcript must replay to the staged document, from its base
+            // in history. Only this failure pays for the second replay.
+            return self.verify_tail(paths, None, None, staged_t, staged_doc);
+        }
         Ok(rep
             .divergence
             .map(|d| divergence_finding([path, tpath], d, prev_doc == Some(staged_doc)))

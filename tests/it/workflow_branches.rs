@@ -784,27 +784,35 @@ fn m_different_attributes_of_one_block_merge() {
 /// went on editing the document by hand, without one. Rebasing the branch
 /// or merging main into it merges the document block by block, and the
 /// transcript, present on one side only, does not record main's edit. A
-/// rebase runs no hooks, so the merge driver is the one to print the fix;
-/// a merge is also stopped by the hook. Following the fix leaves a sound
+/// rebase or cherry-pick runs no hooks, so the merge driver is the one to
+/// print the fix; a merge is also stopped by the hook. Following the fix leaves a sound
 /// pair either way.
 #[test]
 fn n_a_transcript_born_on_a_branch_over_hand_edits_on_main() {
     const FIX: &str = "noma record \"plan.noma\" && git add \"plan.noma\" \"plan.noma.patches\"";
-    for how in ["rebase", "merge"] {
+    for how in [
+        "rebase feat onto main",
+        "cherry-pick feat onto main",
+        "merge main into feat",
+    ] {
         let r = setup();
         r.ok(&["checkout", "-q", "-b", "feat"]);
         patch_commit(&r, "b", "B1");
         r.ok(&["checkout", "-q", "main"]);
         r.write("plan.noma", &DOC.replace("alpha", "alpha, by hand"));
         r.commit_all("hand edit on main");
-        r.ok(&["checkout", "-q", "feat"]);
-        let o = r.git(&[how, "main"]);
+        let o = meet(&r, how);
         let out = text(&o);
         assert!(out.contains("merged block by block"), "{how}: {out}");
         assert!(out.contains(FIX), "{how}: the driver names the fix: {out}");
-        // The rebase went through with a transcript that does not replay;
-        // the merge was stopped by the pre-merge-commit hook.
-        assert_eq!(o.status.success(), how == "rebase", "{how}: {out}");
+        // The rebase and the cherry-pick went through (no hooks) with a
+        // transcript that does not replay; the merge was stopped by the
+        // pre-merge-commit hook.
+        assert_eq!(
+            o.status.success(),
+            !how.starts_with("merge"),
+            "{how}: {out}"
+        );
         let o = r.noma(&["replay", "plan.noma", "--base", ".git/base.noma"]);
         assert!(
             !o.status.success(),
@@ -828,10 +836,12 @@ fn n_a_transcript_born_on_a_branch_over_hand_edits_on_main() {
 }
 
 /// With `main` checked out and `feat` forked from it: "merge feat into
-/// main", "merge main into feat" or "rebase feat onto main".
+/// main", "merge main into feat", "rebase feat onto main" or "cherry-pick
+/// feat onto main" (its last commit).
 fn meet(r: &Repo, how: &str) -> std::process::Output {
     match how {
         "merge feat into main" => r.git(&["merge", "--no-edit", "feat"]),
+        "cherry-pick feat onto main" => r.git(&["cherry-pick", "feat"]),
         "merge main into feat" => {
             r.ok(&["checkout", "-q", "feat"]);
             r.git(&["merge", "--no-edit", "main"])
@@ -863,6 +873,7 @@ fn o_transcripts_started_on_two_branches_by_record_and_by_patch_merge() {
         ("merge feat into main", false),
         ("merge main into feat", false),
         ("rebase feat onto main", false),
+        ("cherry-pick feat onto main", false),
         ("merge feat into main", true),
         ("rebase feat onto main", true),
     ] {
@@ -929,6 +940,7 @@ fn p_an_edit_follows_a_block_renamed_on_the_other_branch() {
         "merge feat into main",
         "merge main into feat",
         "rebase feat onto main",
+        "cherry-pick feat onto main",
     ] {
         let r = setup();
         r.ok(&["checkout", "-q", "-b", "feat"]);
