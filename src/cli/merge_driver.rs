@@ -57,15 +57,14 @@ pub fn run(args: Args) -> i32 {
         merge::merge_transcript(&mine, &mut find)
     } else {
         let tpath = format!("{path}.patches");
+        let head_t = repo
+            .as_ref()
+            .and_then(|r| r.head_blob(&tpath).ok().flatten());
+        let head_has_transcript = head_t.is_some();
         let mut transcripts = match repo.as_ref() {
             Some(r) => Versions {
                 base: None,
-                ours: merge::find_transcript_for(
-                    r,
-                    &tpath,
-                    &ours,
-                    r.head_blob(&tpath).ok().flatten(),
-                ),
+                ours: merge::find_transcript_for(r, &tpath, &ours, head_t),
                 theirs: merge::find_transcript_for(r, &tpath, &theirs, None),
             },
             None => Versions::default(),
@@ -83,11 +82,8 @@ pub fn run(args: Args) -> i32 {
         let known = vec![base.clone(), ours.clone(), theirs.clone()];
         let mut find = merge::doc_finder(repo.as_ref(), &path, known);
         let result = merge::merge_document(&mine, &transcripts, &mut find, &labels);
-        let has_transcript = transcripts.ours.is_some()
-            || transcripts.theirs.is_some()
-            || repo
-                .as_ref()
-                .is_some_and(|r| r.head_blob(&tpath).ok().flatten().is_some());
+        let has_transcript =
+            head_has_transcript || transcripts.ours.is_some() || transcripts.theirs.is_some();
         if has_transcript && !(result.clean && result.method == "reconciled") {
             record_hint = Some(record_fix(&path, &tpath, result.clean));
         }

@@ -149,13 +149,15 @@ fn op_key(op: &Value) -> Value {
     op
 }
 
-/// [`op_key`] without the fields that name blocks (`id`, `parent`,
-/// `target`, `reply_to`): a reconciled copy may name a block by the id the
-/// other side renamed it to (see [`super::transcript`]).
+/// The op fields that name a block by id: a reconciled copy may name a
+/// block by the id the other side renamed it to (see [`super::transcript`]).
+pub const BLOCK_FIELDS: [&str; 4] = ["id", "parent", "target", "reply_to"];
+
+/// [`op_key`] without the [`BLOCK_FIELDS`].
 fn untargeted(op: &Value) -> Value {
     let mut op = op_key(op);
     if let Some(o) = op.as_object_mut() {
-        for key in ["id", "parent", "target", "reply_to"] {
+        for key in BLOCK_FIELDS {
             o.remove(key);
         }
     }

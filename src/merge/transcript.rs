@@ -589,12 +589,12 @@ impl Rebase<'_> {
         id
     }
 
-    /// Their `op` with the blocks it names (`id`, `parent`, `target`,
-    /// `reply_to`) followed through our renames.
+    /// Their `op` with the blocks it names
+    /// ([`super::succession::BLOCK_FIELDS`]) followed through our renames.
     fn retarget(&self, op: &Value) -> Value {
         let mut op = op.clone();
         if let Some(fields) = op.as_object_mut() {
-            for key in ["id", "parent", "target", "reply_to"] {
+            for key in super::succession::BLOCK_FIELDS {
                 if let Some(Value::String(id)) = fields.get_mut(key) {
                     *id = self.follow(id);
                 }
