@@ -104,6 +104,25 @@ pub fn human_line(file: &str, d: &Diagnostic) -> String {
     }
 }
 
+/// A path as one word of a POSIX shell command that a message tells the
+/// user to paste: `"plan.noma"` as people write it, or `'…'` (with `'`
+/// written `'\''`) when the name holds a character that double quotes
+/// leave live (`$`, `` ` ``, `\`, `"`, `!`) or a control character, so a
+/// hostile file name (`$(…).noma`) is never a command. A leading `-` gets
+/// `./` so no command reads the path as an option.
+pub fn shell_word(path: &str) -> String {
+    let path = if path.starts_with('-') {
+        format!("./{path}")
+    } else {
+        path.to_string()
+    };
+    let live = |c: char| matches!(c, '$' | '`' | '\\' | '"' | '!') || c.is_control();
+    if !path.contains(live) {
+        return format!("\"{path}\"");
+    }
+    format!("'{}'", path.replace('\'', r"'\''"))
+}
+
 /// How many diagnostics of each severity a report holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SeverityCounts {
@@ -178,6 +197,41 @@ impl Summary {
             Summary::Ok => "ok",
             Summary::Warn => "warn",
             Summary::Error => "error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn shell_words_never_run_what_a_file_name_holds() {
+        assert_eq!(shell_word("docs/my plan.noma"), "\"docs/my plan.noma\"");
+        assert_eq!(shell_word("é's.noma"), "\"é's.noma\"");
+        assert_eq!(shell_word("$(touch x).noma"), "'$(touch x).noma'");
+        assert_eq!(shell_word("a'`b`.noma"), r"'a'\''`b`.noma'");
+        assert_eq!(shell_word("a\"b\\c!.noma"), "'a\"b\\c!.noma'");
+        assert_eq!(shell_word("-rf.noma"), "\"./-rf.noma\"");
+        // sh itself agrees: each word comes back as the one argument.
+        for name in [
+            "$(touch x).noma",
+            "a'`b`.noma",
+            "a\"b\\c!\n.noma",
+            "-n.noma",
+            "é's $HOME.noma",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_word(name)))
+                .output()
+                .expect("sh runs");
+            let want = if name.starts_with('-') {
+                format!("./{name}")
+            } else {
+                name.to_string()
+            };
+            assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{name}");
         }
     }
 }

@@ -30,6 +30,7 @@
 //! appended under the transcript lock in one write; the document itself is
 //! not rewritten (it already holds the result).
 
+use crate::diag::shell_word;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -107,7 +108,7 @@ pub fn record_file(
         return Err(RecordError::Check(format!(
             "{}: the last line is torn; run `noma repair {}` first",
             tpath.display(),
-            doc_path.display()
+            shell_word(&doc_path.to_string_lossy())
         )));
     }
     let applied: Vec<&Record> = parsed
@@ -213,7 +214,7 @@ fn lock_unchanged(
         return Err(RecordError::Check(format!(
             "an interrupted write of {} is pending; run `noma repair {}` first",
             tpath.display(),
-            doc_path.display()
+            shell_word(&doc_path.to_string_lossy())
         )));
     }
     let now = locked

@@ -6,6 +6,7 @@
 //! merge is clean, 1 on conflicts (the file then holds the conflicted
 //! content and each conflict is printed on stderr), 2 when it could not run.
 
+use crate::diag::shell_word;
 use std::path::PathBuf;
 
 use crate::git::repo::Repo;
@@ -103,7 +104,9 @@ pub fn run(args: Args) -> i32 {
         // The document merges on its own (block by block); recording it
         // makes the pair agree again (the hook's fix for an unrecorded edit).
         eprintln!(
-            "noma merge-driver: {path}: fix: once {doc:?} is merged: noma record {doc:?} && git add {doc:?} {path:?}"
+            "noma merge-driver: {path}: fix: once {doc} is merged: noma record {doc_sh} && git add {doc_sh} {path_sh}",
+            doc_sh = shell_word(doc),
+            path_sh = shell_word(&path),
         );
     }
     if result.clean {
@@ -118,7 +121,11 @@ pub fn run(args: Args) -> i32 {
 /// record it. A rebase or cherry-pick runs no hooks, so the driver is the
 /// only one who can say so before the result is committed.
 fn record_fix(doc: &str, tpath: &str, clean: bool) -> String {
-    let fix = format!("noma record {doc:?} && git add {doc:?} {tpath:?}");
+    let fix = format!(
+        "noma record {doc_sh} && git add {doc_sh} {tpath_sh}",
+        doc_sh = shell_word(doc),
+        tpath_sh = shell_word(tpath)
+    );
     if clean {
         format!(
             "merged block by block, but its transcript does not record the other side's changes. fix: {fix} before you commit (if git committed already, as a rebase or cherry-pick without conflicts does, running no hooks, commit the record on top)"

@@ -79,7 +79,8 @@ pub enum RecoveryError {
     /// valid record.
     #[error(
         "transcript {path}: {err}; a writer needs its last record: restore the transcript \
-         from version control (`git checkout -- {path}`), then patch again"
+         from version control (`git checkout -- {path_sh}`), then patch again",
+        path_sh = crate::diag::shell_word(.path)
     )]
     Transcript {
         /// Transcript path.
@@ -91,8 +92,9 @@ pub enum RecoveryError {
     /// explains (a hand edit, a foreign writer).
     #[error(
         "transcript {path}: {bytes} byte(s) after the last newline (line {line}) are not a \
-         complete record and no interrupted noma write explains them; run `noma repair {doc}` \
-         to move them aside"
+         complete record and no interrupted noma write explains them; run `noma repair {doc_sh}` \
+         to move them aside",
+        doc_sh = crate::diag::shell_word(.doc)
     )]
     TornTail {
         /// Transcript path.
@@ -540,7 +542,7 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
             return vec![format!(
                 "an incomplete intent marker is pending ({e}); its writer died before appending anything, and the next writer (`noma patch`, or `noma repair {}`) removes it",
-                doc.display()
+                crate::diag::shell_word(&doc.to_string_lossy())
             )]
         }
         Err(e) => return vec![format!("{e}")],
@@ -570,7 +572,7 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
     };
     vec![format!(
         "an interrupted write is pending; the next writer (`noma patch`, or `noma repair {}`) will {due}",
-        doc.display()
+        crate::diag::shell_word(&doc.to_string_lossy())
     )]
 }
 

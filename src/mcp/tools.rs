@@ -470,11 +470,12 @@ fn run_patch(
                     "unrecorded edit: {shown} (sha256 {}) is not the state its transcript's last \
                      record (line {}, op_id {}) leaves ({}): someone edited it outside noma. \
                      Nothing was written or recorded. A person should review the change and run \
-                     `noma record {shown}` to record it; then read_doc again and retry",
+                     `noma record {}` to record it; then read_doc again and retry",
                     transcript::short_sha(&edit.document_sha256),
                     edit.line,
                     edit.op_id,
                     transcript::short_sha(&edit.expected_sha256),
+                    crate::diag::shell_word(&shown),
                 ),
             ))
         }

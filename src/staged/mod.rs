@@ -40,6 +40,7 @@
 //! reported with the first record of each side: both claim the same
 //! prior state. Forks are never merged silently.
 
+use crate::diag::shell_word;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
@@ -278,7 +279,11 @@ impl<'a> Guard<'a> {
                 None,
                 format!("the transcript moved but its document {head_path} did not move along"),
             )
-            .fix(format!("git mv \"{head_path}\" \"{doc}\""))
+            .fix(format!(
+                "git mv {head_path_sh} {doc_sh}",
+                head_path_sh = shell_word(head_path),
+                doc_sh = shell_word(doc)
+            ))
         } else if at_head {
             Finding::error(
                 "transcript-orphaned",
@@ -287,7 +292,9 @@ impl<'a> Guard<'a> {
                 format!("{doc} is deleted but its transcript stays"),
             )
             .fix(format!(
-                "delete it too: git rm \"{tpath}\" (or keep the document: git restore --staged --worktree --source=HEAD \"{doc}\")"
+                "delete it too: git rm {tpath_sh} (or keep the document: git restore --staged --worktree --source=HEAD {doc_sh})",
+                tpath_sh = shell_word(&tpath),
+                doc_sh = shell_word(doc),
             ))
         } else if let Some(moved) = self.moved_copy_of(staged, &tpath)? {
             // A merge across a rename git did not detect for the transcript
@@ -301,7 +308,7 @@ impl<'a> Guard<'a> {
                     "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is an old copy (a merge across the move leaves it): record what it added with `noma record` on the moved document, then remove it"
                 ),
             )
-            .fix(format!("git rm -q -f \"{tpath}\""))
+            .fix(format!("git rm -q -f {tpath_sh}", tpath_sh = shell_word(&tpath)))
         } else {
             Finding::error(
                 "transcript-orphaned",
@@ -309,7 +316,7 @@ impl<'a> Guard<'a> {
                 None,
                 format!("the transcript is staged without its document {doc}"),
             )
-            .fix(format!("git add \"{doc}\""))
+            .fix(format!("git add {doc_sh}", doc_sh = shell_word(doc)))
         };
         Ok(Some(f))
     }
@@ -353,8 +360,12 @@ impl<'a> Guard<'a> {
             Ok(t) => t,
             Err(e) => {
                 out.push(
-                    Finding::error("not-text", path, None, format!("staged content: {e}"))
-                        .fix(format!("save it as UTF-8 text, then git add \"{path}\"")),
+                    Finding::error("not-text", path, None, format!("staged content: {e}")).fix(
+                        format!(
+                            "save it as UTF-8 text, then git add {path_sh}",
+                            path_sh = shell_word(path)
+                        ),
+                    ),
                 );
                 return Ok((out, false));
             }
@@ -378,12 +389,17 @@ impl<'a> Guard<'a> {
                 let (msg, fix) = if head_path != path {
                     (
                         format!("the document moved from {head_path} but its transcript {head_tpath} did not move along"),
-                        format!("git mv \"{head_tpath}\" \"{tpath}\""),
+                        format!("git mv {head_tpath_sh} {tpath_sh}",
+                        head_tpath_sh = shell_word(&head_tpath),
+                        tpath_sh = shell_word(&tpath),
+                    ),
                     )
                 } else {
                     (
                         "the transcript is deleted while the document remains (transcripts are append-only)".to_string(),
-                        format!("git restore --staged --worktree --source=HEAD \"{tpath}\""),
+                        format!("git restore --staged --worktree --source=HEAD {tpath_sh}",
+                        tpath_sh = shell_word(&tpath),
+                    ),
                     )
                 };
                 out.push(Finding::error("transcript-removed", &tpath, None, msg).fix(fix));
@@ -398,7 +414,9 @@ impl<'a> Guard<'a> {
                     // A genesis record makes the transcript replay from
                     // its own content, with or without a committed base.
                     .fix(format!(
-                        "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+                        "noma record {path_sh} && git add {path_sh} {tpath_sh}",
+                        path_sh = shell_word(path),
+                        tpath_sh = shell_word(&tpath),
                     )),
                 );
             }
@@ -461,7 +479,7 @@ impl<'a> Guard<'a> {
                 None,
                 format!("records the staged change of {path}, but {what}"),
             )
-            .fix(format!("git add \"{tpath}\"")),
+            .fix(format!("git add {tpath_sh}", tpath_sh = shell_word(tpath))),
         ))
     }
 
@@ -480,7 +498,7 @@ impl<'a> Guard<'a> {
                     "the staged document lacks changes that {tpath} records, and the working-tree document has them all (`git add -p` stages part of a file): stage the whole document, or make the edits you want to commit separately, one commit each"
                 ),
             )
-            .fix(format!("git add \"{path}\""))
+            .fix(format!("git add {path_sh}", path_sh = shell_word(path)))
         })
     }
 
@@ -712,7 +730,9 @@ impl<'a> Guard<'a> {
                 ),
             )
             .fix(format!(
-                "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)"
+                "git restore --staged --worktree --source=HEAD {path_sh} {tpath_sh}, then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)",
+                path_sh = shell_word(path),
+                tpath_sh = shell_word(tpath),
             )),
         )
     }
@@ -743,10 +763,14 @@ impl<'a> Guard<'a> {
             // A new transcript that starts at a never-committed state: start
             // it over with a genesis record (the old one is kept aside).
             w.message.push_str(&format!(
-                "; start a new document's transcript with `noma record \"{path}\"` before its first patch"
+                "; start a new document's transcript with `noma record {path_sh}` before its first patch",
+                path_sh = shell_word(path),
             ));
             w = w.fix(format!(
-                "mv \"{tpath}\" \"{tpath}.old\" && noma record \"{path}\" && git add \"{tpath}\""
+                "mv {tpath_sh} {old_sh} && noma record {path_sh} && git add {tpath_sh}",
+                tpath_sh = shell_word(tpath),
+                old_sh = shell_word(&format!("{tpath}.old")),
+                path_sh = shell_word(path)
             ));
         }
         let mut out = vec![w];
@@ -759,7 +783,9 @@ impl<'a> Guard<'a> {
                     "the document differs from the state its transcript ends at".into(),
                 )
                 .fix(format!(
-                    "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+                    "noma record {path_sh} && git add {path_sh} {tpath_sh}",
+                    path_sh = shell_word(path),
+                    tpath_sh = shell_word(tpath)
                 )),
             );
         }
@@ -798,7 +824,9 @@ impl<'a> Guard<'a> {
             format!("changed outside its transcript: {}", describe(&blocks)),
         )
         .fix(format!(
-            "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+            "noma record {path_sh} && git add {path_sh} {tpath_sh}",
+            path_sh = shell_word(path),
+            tpath_sh = shell_word(tpath)
         ))
     }
 }
@@ -841,7 +869,9 @@ fn new_records<'t>(
             "the last line has no newline (an interrupted append)".into(),
         )
         .fix(format!(
-            "noma repair \"{path}\" && git add \"{tpath}\" (the torn bytes are moved to \"{tpath}.torn\")"
+            "noma repair {path_sh} && git add {tpath_sh} (the torn bytes are moved to {tpath}.torn)",
+            path_sh = shell_word(path),
+            tpath_sh = shell_word(tpath),
         ))));
     }
     let mut records: Vec<(usize, Record)> = Vec::with_capacity(lines.len());
@@ -872,7 +902,9 @@ fn new_records<'t>(
                     ),
                 )
                 .fix(format!(
-                    "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace`"
+                    "git restore --staged --worktree --source=HEAD {path_sh} {tpath_sh}, then redo the edits with `noma patch --inplace`",
+                    path_sh = shell_word(path),
+                    tpath_sh = shell_word(tpath),
                 ))));
             }
         }
@@ -905,10 +937,11 @@ fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged:
             format!(
                 "{tpath} has new records but the staged document lacks their change; \
                  if you discarded that change on purpose, drop the records too: \
-                 git restore --staged --worktree --source=HEAD \"{tpath}\""
+                 git restore --staged --worktree --source=HEAD {tpath_sh}",
+                tpath_sh = shell_word(tpath)
             ),
         )
-        .fix(format!("git add \"{path}\""));
+        .fix(format!("git add {path_sh}", path_sh = shell_word(path)));
     }
     if final_state {
         // The replayed final state is not the staged document.
@@ -928,14 +961,18 @@ fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged:
             ),
         )
         .fix(format!(
-            "noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+            "noma record {path_sh} && git add {path_sh} {tpath_sh}",
+            path_sh = shell_word(path),
+            tpath_sh = shell_word(tpath)
         ));
     }
     if d.message.contains("pre_sha256 is not the replayed state") {
         // `noma record` only appends: it cannot explain an edit that sits
         // between two records.
         return Finding::error("unrecorded-edit", tpath, line, d.message).fix(format!(
-            "git restore --staged --worktree --source=HEAD \"{path}\" \"{tpath}\", then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)"
+            "git restore --staged --worktree --source=HEAD {path_sh} {tpath_sh}, then redo the edits with `noma patch --inplace` (hand edits: `noma record` before the next patch)",
+            path_sh = shell_word(path),
+            tpath_sh = shell_word(tpath),
         ));
     }
     Finding::error("transcript-replay", tpath, line, d.message)
@@ -1028,7 +1065,8 @@ fn symlink_finding(path: &str, target: &[u8]) -> Finding {
         ),
     )
     .fix(format!(
-        "commit the file itself: git rm --cached \"{path}\", then commit {target} (or copy it over the link and git add \"{path}\")"
+        "commit the file itself: git rm --cached {path_sh}, then commit {target} (or copy it over the link and git add {path_sh})",
+        path_sh = shell_word(path),
     ))
 }
 
@@ -1061,7 +1099,9 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
     // checked out with its transcript) is an edit like any other: the
     // committed transcript comes back and the change is recorded on top.
     let keep = format!(
-        "git restore --staged --worktree --source=HEAD \"{tpath}\" && noma record \"{path}\" && git add \"{path}\" \"{tpath}\""
+        "git restore --staged --worktree --source=HEAD {tpath_sh} && noma record {path_sh} && git add {path_sh} {tpath_sh}",
+        tpath_sh = shell_word(tpath),
+        path_sh = shell_word(path),
     );
     let message = format!("committed transcript line {line} {what}; transcripts are append-only");
     let finding =
@@ -1078,7 +1118,8 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
         "{message}; if the staged document is what you want (taken from another branch or commit), record its change instead: {keep}"
     ))
     .fix(format!(
-        "restore the committed lines (git show HEAD:\"{tpath}\") and append new records only"
+        "restore the committed lines (git show HEAD:{tpath_sh}) and append new records only",
+        tpath_sh = shell_word(tpath),
     ))
 }
 

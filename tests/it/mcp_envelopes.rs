@@ -90,7 +90,7 @@ fn stale_preconditions_are_answered_before_the_unrecorded_edit() {
     assert_eq!(body["ok"], false, "{body}");
     assert_eq!(body["code"], "unrecorded_edit", "{body}");
     let msg = body["error"].as_str().unwrap();
-    assert!(msg.contains("noma record a.noma"), "{msg}");
+    assert!(msg.contains("noma record \"a.noma\""), "{msg}");
     assert!(!msg.contains("--force"), "{msg}");
     let (_, body) = s.call(
         "patch_block_list",

@@ -413,3 +413,36 @@ fn recorded_hand_edits_travel_through_pull_rebase_and_a_worktree() {
     merged.push("Third paragraph, after the rebase.");
     assert_replays(&r, &merged);
 }
+
+/// A file name is data, never a command: the fix the hook prints for a
+/// document whose name holds `$(…)`, a quote and a space runs as printed
+/// and records that document, and nothing in its name is executed.
+#[test]
+fn the_fix_for_a_hostile_file_name_runs_as_printed_and_runs_nothing_else() {
+    let name = "$(touch pwned) it's `touch pwned2`.noma";
+    let r = Repo::init();
+    assert!(r.noma(&["init"]).status.success());
+    r.write(name, "# Plan\n\nFirst prose.\n");
+    let o = r.noma(&["record", name]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.commit_all("doc with genesis");
+    r.write(name, "# Plan\n\nEdited prose.\n");
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("hand edit");
+    assert!(!ok, "an unrecorded edit: {out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("unrecorded-edit"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let fix = line
+        .split_once("(fix: ")
+        .and_then(|(_, f)| f.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    let o = r.sh(fix);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["pwned", "pwned2"] {
+        assert!(!r.path().join(f).exists(), "{fix} ran a command: {f}");
+    }
+    let (ok, out) = r.try_commit("hand edit, recorded");
+    assert!(ok, "{out}");
+}
