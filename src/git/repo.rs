@@ -520,27 +520,18 @@ impl Repo {
         changes_of(&diff)
     }
 
-    /// Paths whose working-tree content differs from `commit`, plus
-    /// untracked, not ignored files as additions, with renames between
-    /// tracked paths as [`ChangeKind::Renamed`] (`old_path` set, `old_id`
-    /// the blob at `commit`); `exact` paths when given (a rename is then
-    /// seen only when both of its paths are given), else every path
-    /// matching `glob`. Asks the `git` CLI (see
+    /// Paths matching `glob` whose working-tree content differs from
+    /// `commit`, plus untracked, not ignored files as additions, with
+    /// renames between tracked paths as [`ChangeKind::Renamed`] (`old_path`
+    /// set, `old_id` the blob at `commit`). Asks the `git` CLI (see
     /// [`Repo::worktree_changes_by_cli`]), libgit2 when git cannot run.
-    pub fn worktree_changes(
-        &self,
-        commit: Oid,
-        glob: &str,
-        exact: &[String],
-    ) -> Result<Vec<StagedChange>, GitError> {
-        let specs: Vec<String> = if exact.is_empty() {
-            vec![glob.to_string()]
-        } else {
-            exact.iter().map(|p| format!(":(literal){p}")).collect()
-        };
-        match self.worktree_changes_by_cli(commit, &specs) {
+    ///
+    /// Always the whole glob: a rename is only seen when both of its paths
+    /// are in the diff, so callers narrow the result, not the pathspec.
+    pub fn worktree_changes(&self, commit: Oid, glob: &str) -> Result<Vec<StagedChange>, GitError> {
+        match self.worktree_changes_by_cli(commit, &[glob.to_string()]) {
             Some(changes) => changes,
-            None => self.worktree_changes_by_libgit2(commit, glob, exact),
+            None => self.worktree_changes_by_libgit2(commit, glob),
         }
     }
 
@@ -549,21 +540,13 @@ impl Repo {
         &self,
         commit: Oid,
         glob: &str,
-        exact: &[String],
     ) -> Result<Vec<StagedChange>, GitError> {
         let tree = self.repo.find_commit(commit)?.tree()?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .include_typechange(true);
-        if exact.is_empty() {
-            opts.pathspec(glob);
-        } else {
-            for p in exact {
-                opts.pathspec(p);
-            }
-            opts.disable_pathspec_match(true);
-        }
+            .include_typechange(true)
+            .pathspec(glob);
         let mut diff = self
             .repo
             .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
