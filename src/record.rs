@@ -102,6 +102,9 @@ pub fn record_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),
     };
+    if let Some(advice) = crate::merge::joined::advice(&doc_path.to_string_lossy(), &t_bytes) {
+        return Err(RecordError::Check(format!("{}: {advice}", tpath.display())));
+    }
     let parsed = transcript::parse_transcript(&t_bytes)
         .map_err(|e| RecordError::Check(format!("{}: {e}", tpath.display())))?;
     if parsed.torn_tail.is_some() {

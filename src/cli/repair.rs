@@ -4,10 +4,14 @@ use std::path::PathBuf;
 
 use super::Format;
 use crate::engine;
+use crate::merge::joined;
 
 /// Arguments of `noma repair`.
 ///
-/// Takes the document's transcript lock and finishes or undoes a request
+/// Takes the document's transcript lock. A transcript whose records two
+/// branches joined line by line (a merge without noma's driver that kept
+/// both sides) is made linear as the merge driver would have merged it.
+/// Then it finishes or undoes a request
 /// that was interrupted (its intent marker is the evidence): a partial
 /// append is cut back, a committed request whose document lags is rolled
 /// forward. Bytes after the transcript's last newline that no marker
@@ -28,6 +32,31 @@ pub struct Args {
 
 /// Runs `noma repair`.
 pub fn run(args: Args) -> i32 {
+    let tpath = args
+        .transcript
+        .clone()
+        .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+    // A transcript two branches' records were joined into is made linear
+    // first: until then the document is no state of it.
+    let unjoined = if tpath.is_file() {
+        match joined::unjoin_file(&args.file, &tpath) {
+            Ok(u) => u,
+            Err(e) => {
+                eprintln!("noma repair: {e}");
+                return match e {
+                    joined::UnjoinError::Unreconcilable { .. } => super::EXIT_FAIL,
+                    _ => super::EXIT_USAGE,
+                };
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(u) = unjoined.as_ref().filter(|u| !u.document_matches) {
+        // The document awaits `noma record`; the checks below would only
+        // call it an unrecorded edit.
+        return report(&args, Some(u), &engine::Recovery::default());
+    }
     let recovery = match engine::repair_file(&args.file, args.transcript.as_deref(), engine::APPLY)
     {
         Ok(r) => r,
@@ -40,16 +69,37 @@ pub fn run(args: Args) -> i32 {
             };
         }
     };
+    report(&args, unjoined.as_ref(), &recovery)
+}
+
+/// What `noma repair` did: `unjoined` is the linearized joined transcript.
+fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::Recovery) -> i32 {
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        #[serde(flatten)]
+        recovery: &'a engine::Recovery,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unjoined: Option<&'a joined::Unjoined>,
+    }
     match args.format {
-        Format::Json => super::print_json(&recovery),
+        Format::Json => super::print_json(&Out { recovery, unjoined }),
         Format::Human => {
-            if recovery.messages.is_empty() {
+            let messages: Vec<&String> = unjoined
+                .map(|u| &u.messages[..])
+                .unwrap_or_default()
+                .iter()
+                .chain(&recovery.messages)
+                .collect();
+            if messages.is_empty() {
                 println!(
                     "nothing to repair: the transcript ends cleanly and explains the document"
                 );
             }
-            for m in &recovery.messages {
+            for m in messages {
                 println!("repaired: {m}");
+            }
+            if let Some(next) = unjoined.and_then(|u| u.next_step.as_ref()) {
+                println!("next: {next}");
             }
             super::EXIT_OK
         }

@@ -292,9 +292,24 @@ pub fn run(args: Args) -> i32 {
     } else {
         super::EXIT_FAIL
     };
+    // A transcript two branches were joined into (a merge without the
+    // driver) diverges where the second begins: say how to repair it.
+    let advice = (!report.ok && args.rev.is_none())
+        .then(|| {
+            let tpath = args
+                .transcript
+                .clone()
+                .unwrap_or_else(|| default_transcript(&args.file));
+            let t = crate::fsio::read_regular(&tpath).ok()?;
+            crate::merge::joined::advice(&args.file.to_string_lossy(), &t)
+        })
+        .flatten();
     match args.format {
         Format::Json => {
             let mut v = json!({ "pending": notes, "replay": report });
+            if let Some(a) = &advice {
+                v["advice"] = json!(a);
+            }
             if let Some(l) = &lookup {
                 v["base_lookup"] = json!(l);
             }
@@ -306,7 +321,12 @@ pub fn run(args: Args) -> i32 {
                 return c;
             }
         }
-        Format::Human => print_human(&notes, &report, lookup.as_ref(), rev.as_ref()),
+        Format::Human => {
+            print_human(&notes, &report, lookup.as_ref(), rev.as_ref());
+            if let Some(a) = &advice {
+                println!("  fix: {a}");
+            }
+        }
     }
     code
 }

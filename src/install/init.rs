@@ -27,13 +27,19 @@ pub const CACHE_IGNORE: &str = ".noma/cache/";
 /// The `.gitignore` entries `noma init` makes sure of, each with its
 /// comment: the block cache, and the files a write leaves beside a
 /// document while it runs or after it was killed ([`crate::fsio`]), which
-/// `git add -A` at that moment would otherwise commit.
-pub const IGNORED: [(&str, &str); 3] = [
+/// `git add -A` at that moment would otherwise commit, and the lines
+/// `noma repair` sets aside beside a transcript (`.torn`, `.joined`, and
+/// the `.old` a hook's fix names) for a person to read, not to commit.
+pub const IGNORED: [(&str, &str); 4] = [
     ("noma block cache (noma init)", CACHE_IGNORE),
     ("noma: a write in progress (noma init)", ".*.noma-tmp-*"),
     (
         "noma: an interrupted write's intent marker (noma init)",
         ".*.noma-intent",
+    ),
+    (
+        "noma: transcript lines set aside by noma repair (noma init)",
+        "*.noma.patches.*",
     ),
 ];
 

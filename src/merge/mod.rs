@@ -38,6 +38,7 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
+pub mod joined;
 pub mod reconcile;
 pub mod succession;
 #[cfg(test)]

@@ -428,6 +428,13 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     );
     let Some(d) = r.divergence else { return };
     rep.replays = false;
+    if let Some(advice) = super::joined::advice(&rep.path, files.head_transcript()) {
+        // Two branches' records kept one after the other: one cause, one fix.
+        let mut f = finding("error", "transcript-joined", &files.tpath, advice);
+        f.line = super::joined::find_join(files.head_transcript()).map(|j| j.second_line);
+        rep.findings.push(f);
+        return;
+    }
     // Lines are the file's: replay_after counts the prefix's.
     let line = (d.line > 0).then_some(d.line);
     if d.blocks.is_empty() {

@@ -758,6 +758,12 @@ fn rebase_hash(state: &str, op: &Value) -> Value {
 
 /// Replays one side's new records from `start`, checking every applied
 /// record, and returns the final text with the blocks each applied op touched.
+/// The document `records` lead to from `start` (their applied ops
+/// re-applied and checked against their hashes).
+pub(super) fn replay_records(start: &str, records: &[Record]) -> Result<String, Unreconcilable> {
+    replay_side(start, records, "the common records").map(|(doc, _)| doc)
+}
+
 fn replay_side(
     start: &str,
     records: &[Record],

@@ -41,6 +41,7 @@
 //! prior state. Forks are never merged silently.
 
 use crate::diag::shell_word;
+use crate::merge::joined;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
@@ -425,6 +426,22 @@ impl<'a> Guard<'a> {
         let head_doc = self.head_text(head_path)?;
         let mut found = Vec::new();
         self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut found)?;
+        if found.iter().any(|f| f.blocking) {
+            // Looked for only when something failed: it reads every line.
+            if let Some(join) = joined::find_join(&staged_t) {
+                // A fork finding (at a merge) keeps its account of both
+                // sides and gains the fix; anything else is this one cause.
+                let fix = joined_finding(path, &tpath, join);
+                match found.iter_mut().find(|f| f.code == "transcript-fork") {
+                    Some(fork) => {
+                        fork.fix = fix.fix;
+                        out.push(fork.clone());
+                    }
+                    None => out.push(fix),
+                }
+                return Ok((out, true));
+            }
+        }
         let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
         if found.iter().any(unrecorded) {
             // The records may be in the working tree's transcript, unstaged
@@ -545,6 +562,18 @@ impl<'a> Guard<'a> {
     ) -> Result<(), GitError> {
         let [path, _, tpath] = paths;
         let (mut ref_t, mut ref_doc) = (head_t, head_doc);
+        if let Some((t, doc)) = self.unjoined(
+            path,
+            ref_t.as_deref(),
+            ref_doc.as_deref(),
+            staged_t,
+            staged_doc,
+        ) {
+            // HEAD holds a joined transcript (a merge made without the
+            // driver); what `noma repair` makes of it stands in for it.
+            ref_t = Some(t);
+            ref_doc = Some(doc);
+        }
         if let Some((head, theirs)) = self.merge {
             let their_t = self.repo.blob_at(theirs, tpath)?;
             let their_doc = self
@@ -601,6 +630,32 @@ impl<'a> Guard<'a> {
             staged_doc,
         )?);
         Ok(())
+    }
+
+    /// When `head_t` is joined ([`joined`]) and the staged transcript
+    /// extends its linear form (what `noma repair` writes), that form and
+    /// the document it replays to. Computed only when the staged transcript
+    /// does not simply extend `head_t`.
+    fn unjoined(
+        &self,
+        path: &str,
+        head_t: Option<&[u8]>,
+        head_doc: Option<&str>,
+        staged_t: &[u8],
+        staged_doc: &str,
+    ) -> Option<(Vec<u8>, String)> {
+        let head_t = head_t.filter(|t| !staged_t.starts_with(t))?;
+        let join = joined::find_join(head_t)?;
+        let known = [head_doc, Some(staged_doc)]
+            .into_iter()
+            .flatten()
+            .map(|d| d.as_bytes().to_vec())
+            .collect();
+        let mut find = crate::merge::doc_finder(Some(self.repo), path, known);
+        let r = joined::unjoin(head_t, join, head_doc, &mut find).ok()?;
+        staged_t
+            .starts_with(&r.transcript)
+            .then_some((r.transcript, r.doc))
     }
 
     /// Whether the staged transcript is a successor of both parents'
@@ -1119,6 +1174,25 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
     ))
     .fix(format!(
         "restore the committed lines (git show HEAD:{tpath_sh}) and append new records only",
+        tpath_sh = shell_word(tpath),
+    ))
+}
+
+/// The finding for a staged transcript whose records two branches joined
+/// line by line ([`joined`]).
+fn joined_finding(path: &str, tpath: &str, join: joined::Join) -> Finding {
+    Finding::error(
+        "transcript-joined",
+        tpath,
+        Some(join.second_line),
+        format!(
+            "the records from line {} on are another branch's, joined after this branch's: a merge without noma's merge driver (a clone where `noma hooks install` never ran, a web conflict editor) kept both sides, and the transcript no longer replays; `noma repair` rebases them as the driver would have",
+            join.second_line
+        ),
+    )
+    .fix(format!(
+        "noma repair {path_sh} && noma record {path_sh} && git add {path_sh} {tpath_sh}",
+        path_sh = shell_word(path),
         tpath_sh = shell_word(tpath),
     ))
 }

@@ -239,6 +239,8 @@ fn merge_of_two_patched_branches_reports_the_fork_then_linear_passes() {
     );
     assert!(out.contains("HEAD has 1 record(s)"), "{out}");
     assert!(out.contains("MERGE_HEAD has 1 record(s)"), "{out}");
+    // merge=union joined the two tails: the fix is one command.
+    assert!(out.contains("(fix: noma repair \"plan.noma\""), "{out}");
 
     // Reconcile: keep ours, re-apply their op on top, commit the merge.
     r.ok(&["checkout", "HEAD", "--", "plan.noma", "plan.noma.patches"]);

@@ -963,3 +963,123 @@ fn p_an_edit_follows_a_block_renamed_on_the_other_branch() {
     let o = r.git(&["merge", "--no-edit", "feat"]);
     assert!(!o.status.success(), "the same body: {}", text(&o));
 }
+
+/// Resolves a conflicted `plan.noma.patches` the way a merge without
+/// noma's driver usually is (GitHub's editor, `git merge-file --union`):
+/// both sides kept, ours first.
+fn keep_both_transcripts(r: &Repo) {
+    let stage = |n: u8| r.git(&["show", &format!(":{n}:plan.noma.patches")]).stdout;
+    let (base, ours, theirs) = (stage(1), stage(2), stage(3));
+    assert!(theirs.starts_with(&base) && ours.starts_with(&base));
+    let both = [ours, theirs[base.len()..].to_vec()].concat();
+    std::fs::write(r.path().join("plan.noma.patches"), both).unwrap();
+}
+
+#[test]
+fn q_a_merge_without_the_driver_that_kept_both_sides_is_repaired() {
+    // A teammate's clone without noma: no driver, no hooks. The documents
+    // merge line by line, the transcripts conflict and both sides are kept.
+    let r = setup();
+    fork_with_main_ahead(&r);
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["config", "--remove-section", "merge.noma"]);
+    let o = r.git(&[
+        "-c",
+        "core.hooksPath=/dev/null",
+        "merge",
+        "--no-edit",
+        "feat",
+    ]);
+    assert!(
+        !o.status.success(),
+        "the transcripts conflict: {}",
+        text(&o)
+    );
+    keep_both_transcripts(&r);
+    r.ok(&["add", "-A"]);
+    r.ok(&["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "m"]);
+    // With noma: replay and record say what happened and what to run.
+    let o = r.noma(&["replay", "plan.noma"]);
+    assert!(
+        !o.status.success(),
+        "{} {}",
+        text(&o),
+        r.read("plan.noma.patches")
+    );
+    assert!(
+        text(&o).contains("fix: its records from line 3 on are another branch's"),
+        "{}",
+        text(&o)
+    );
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(
+        !o.status.success() && text(&o).contains("noma repair \"plan.noma\""),
+        "{}",
+        text(&o)
+    );
+    let o = r.noma(&["reconcile", "--base", "HEAD~1"]);
+    assert!(text(&o).contains("[transcript-joined]"), "{}", text(&o));
+    let o = r.noma(&["repair", "plan.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("1 of them rebased"), "{}", text(&o));
+    assert!(
+        !text(&o).contains("next:"),
+        "git merged the lines as the driver would: {}",
+        text(&o)
+    );
+    assert!(r.path().join("plan.noma.patches.joined").is_file());
+    // Not an append to HEAD's transcript, but HEAD's made linear: the hook
+    // takes it, and the branch goes on.
+    assert!(r.noma(&["hooks", "install"]).status.success());
+    r.ok(&["add", "plan.noma.patches"]);
+    let (ok, out) = r.try_commit("noma repair");
+    assert!(ok, "{out}");
+    assert_sound(&r, &["A1", "B1", "C1"]);
+    patch_commit(&r, "d", "D1");
+    r.ok(&["checkout", "-q", "feat"]);
+    merge_clean(&r, "main");
+    patch_commit(&r, "e", "E1");
+    r.ok(&["checkout", "-q", "main"]);
+    merge_clean(&r, "feat");
+    assert_sound(&r, &["A1", "B1", "C1", "D1", "E1"]);
+
+    // Hooks on, driver missing, and the same block changed on both sides:
+    // the document is resolved by hand, the transcripts by keeping both.
+    // The hook names the one fix, which records the resolution.
+    let r = setup();
+    patch_commit(&r, "a", "A1");
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "c", "C-feat");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "c", "C-main");
+    r.ok(&["config", "--remove-section", "merge.noma"]);
+    assert!(!r.git(&["merge", "--no-edit", "feat"]).status.success());
+    keep_both_transcripts(&r);
+    let doc = r
+        .read(".git/base.noma")
+        .replace("alpha", "A1")
+        .replace("gamma", "C-both");
+    r.write("plan.noma", &doc);
+    r.ok(&["add", "-A"]);
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("[transcript-fork]"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let fix = line
+        .split_once("(fix: ")
+        .and_then(|(_, f)| f.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    let o = r.sh(fix);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("conflict"),
+        "the clash is named: {}",
+        text(&o)
+    );
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_sound(&r, &["A1", "C-both"]);
+}
