@@ -426,3 +426,13 @@ pub fn mcp_repo(doc: &str) -> tempfile::TempDir {
     std::fs::write(dir.path().join("a.noma"), doc).unwrap();
     dir
 }
+
+/// The `(fix: …)` command of the hook line with `code`.
+pub fn fix_of(out: &str, code: &str) -> String {
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("[{code}]")))
+        .unwrap_or_else(|| panic!("no [{code}] in:\n{out}"));
+    let start = line.rfind("(fix: ").expect("a fix") + "(fix: ".len();
+    line[start..line.len() - 1].to_string()
+}

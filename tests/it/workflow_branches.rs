@@ -7,7 +7,7 @@
 //! `noma replay` passing from the document's first committed content, and
 //! every commit having gone through the hooks.
 
-use crate::common::{assert_ran, text, Repo};
+use crate::common::{assert_ran, fix_of, text, Repo};
 
 const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n\n::note{id=\"d\"}\ndelta\n::\n\n::note{id=\"e\"}\nepsilon\n::\n\n::note{id=\"f\"}\nzeta\n::\n\n::note{id=\"g\"}\neta\n::\n";
 
@@ -687,12 +687,7 @@ fn l_checking_out_another_version_of_a_document_is_recorded_then_merges() {
     r.ok(&["checkout", "HEAD~1", "--", "plan.noma", "plan.noma.patches"]);
     let (ok, out) = r.try_commit("undo D1");
     assert!(!ok, "{out}");
-    let line = out
-        .lines()
-        .find(|l| l.contains("[transcript-tampered]"))
-        .unwrap();
-    let fix = line.rsplit_once("(fix: ").unwrap().1.trim_end_matches(')');
-    assert_ran(&r.sh(fix));
+    assert_ran(&r.sh(&fix_of(&out, "transcript-tampered")));
     let (ok, out) = r.try_commit("undo D1");
     assert!(ok, "{out}");
     assert_sound(&r, &["A1", "beta", "C1", "delta"]);
@@ -1064,15 +1059,7 @@ fn q_a_merge_without_the_driver_that_kept_both_sides_is_repaired() {
     let o = r.git(&["commit", "-q", "--no-edit"]);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
-    let line = out
-        .lines()
-        .find(|l| l.contains("[transcript-fork]"))
-        .unwrap_or_else(|| panic!("{out}"));
-    let fix = line
-        .split_once("(fix: ")
-        .and_then(|(_, f)| f.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("{line}"));
-    let o = r.sh(fix);
+    let o = r.sh(&fix_of(&out, "transcript-fork"));
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("conflict"),

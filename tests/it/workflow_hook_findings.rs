@@ -4,7 +4,7 @@
 //! that work (each test runs the hint it was given).
 
 use crate::common;
-use crate::common::{text, Repo};
+use crate::common::{fix_of, text, Repo};
 
 fn repo() -> Repo {
     let r = Repo::init();
@@ -322,16 +322,6 @@ fn a_discarded_agent_edit_is_told_how_to_drop_its_records() {
 fn git_try(r: &Repo, args: &[&str]) -> (bool, String) {
     let o = r.git(args);
     (o.status.success(), text(&o))
-}
-
-/// The `(fix: …)` command of the hook line with `code`.
-fn fix_of(out: &str, code: &str) -> String {
-    let line = out
-        .lines()
-        .find(|l| l.contains(&format!("[{code}]")))
-        .unwrap_or_else(|| panic!("no [{code}] in:\n{out}"));
-    let start = line.rfind("(fix: ").expect("a fix") + "(fix: ".len();
-    line[start..line.len() - 1].to_string()
 }
 
 #[cfg(unix)]

@@ -5,7 +5,7 @@
 //! or existing document under `require_transcript`. Real `git`, hooks
 //! installed, every commit through the hooks.
 
-use crate::common::{text, Repo};
+use crate::common::{fix_of, text, Repo};
 
 const DOC: &str = "---\ntitle: Plan\nowner: ana\n---\n# Plan\n\nThe plan has one sentence.\n\n- first item\n- second item\n\n## Overview {id=\"ov\"}\n\nOverview prose.\n\n::grid\n:::card{title=\"One\"}\nCard one.\n:::\n:::card{title=\"Two\"}\nCard two.\n:::\n::\n\n::note{id=\"n1\"}\nA note.\n::\n";
 
@@ -193,13 +193,7 @@ fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
     assert!(!o.status.success(), "strict: the base is unknown");
     let out = text(&o);
     assert!(out.contains("transcript-base-unknown"), "{out}");
-    let fix = out
-        .split("(fix: ")
-        .nth(1)
-        .and_then(|f| f.lines().next())
-        .and_then(|f| f.strip_suffix(')'))
-        .expect("a fix");
-    crate::common::assert_ran(&r.sh(fix));
+    crate::common::assert_ran(&r.sh(&fix_of(&out, "transcript-base-unknown")));
     r.commit_all("new doc with genesis");
     let o = r.noma(&["replay", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -430,15 +424,8 @@ fn the_fix_for_a_hostile_file_name_runs_as_printed_and_runs_nothing_else() {
     r.ok(&["add", "-A"]);
     let (ok, out) = r.try_commit("hand edit");
     assert!(!ok, "an unrecorded edit: {out}");
-    let line = out
-        .lines()
-        .find(|l| l.contains("unrecorded-edit"))
-        .unwrap_or_else(|| panic!("{out}"));
-    let fix = line
-        .split_once("(fix: ")
-        .and_then(|(_, f)| f.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("{line}"));
-    let o = r.sh(fix);
+    let fix = fix_of(&out, "unrecorded-edit");
+    let o = r.sh(&fix);
     assert!(o.status.success(), "{}", text(&o));
     for f in ["pwned", "pwned2"] {
         assert!(!r.path().join(f).exists(), "{fix} ran a command: {f}");
