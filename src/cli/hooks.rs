@@ -481,7 +481,23 @@ pub(crate) fn eol_install(layout: &Layout) -> i32 {
                     c.added.join("`, `")
                 )
             };
-            let note = (!c.notes.is_empty()).then(|| c.notes.join("; "));
+            let mut notes = c.notes;
+            let in_force =
+                install::attributes::eol_status(&layout.git_dir, wt).is_ok_and(|s| s.ok());
+            if in_force {
+                // The rules are in force: files git converted before they
+                // were get their committed bytes back.
+                match install::attributes::restore_converted(wt) {
+                    Ok(paths) if !paths.is_empty() => notes.push(format!(
+                        "restored the committed bytes of {} checked-out file(s) that core.autocrlf had converted: {}",
+                        paths.len(),
+                        paths.join(", ")
+                    )),
+                    Ok(_) => {}
+                    Err(e) => notes.push(format!("could not check the checked-out files: {e}")),
+                }
+            }
+            let note = (!notes.is_empty()).then(|| notes.join("; "));
             print_line("line endings", &what, note.as_deref());
             EXIT_OK
         }

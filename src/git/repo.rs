@@ -570,6 +570,19 @@ impl Repo {
             .collect())
     }
 
+    /// Re-adds `paths` to the index from the working tree, as `git add`
+    /// would: for files whose content is already staged, this only renews
+    /// the stat data git compares first (a rewritten file of another size
+    /// otherwise shows as modified in `git status` although it is not).
+    pub fn restage(&self, paths: &[String]) -> Result<(), GitError> {
+        let mut index = self.repo.index()?;
+        for p in paths {
+            index.add_path(Path::new(p))?;
+        }
+        index.write()?;
+        Ok(())
+    }
+
     /// The staged (stage 0) content of `path` in the index, if present.
     pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index()?;

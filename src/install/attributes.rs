@@ -146,6 +146,53 @@ pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, H
     Ok(change)
 }
 
+/// Gives checked-out documents and transcripts that git converted before
+/// the rules were in force (a `core.autocrlf=true` clone of a repository
+/// without them) their committed bytes back: a tracked file whose bytes
+/// differ from its staged version only by CRLF line endings is rewritten
+/// with the staged bytes. Anything else that differs is a person's edit
+/// and is left alone. Returns the paths restored. Call it once the rules
+/// are in force: until then git would convert them again at checkout.
+pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
+    let repo_err = |e: crate::git::repo::GitError| HooksError::Io {
+        path: work_tree.to_path_buf(),
+        source: io::Error::other(e.detail()),
+    };
+    let repo = crate::git::repo::Repo::discover(work_tree).map_err(repo_err)?;
+    let mut restored = Vec::new();
+    for suffix in [".noma", ".noma.patches"] {
+        for path in repo.index_paths_ending_with(suffix).map_err(repo_err)? {
+            let file = work_tree.join(&path);
+            let Ok(now) = crate::fsio::read_regular(&file) else {
+                continue;
+            };
+            let Some(staged) = repo.index_blob(&path).map_err(repo_err)? else {
+                continue;
+            };
+            if now != staged && !staged.contains(&b'\r') && crlf_to_lf(&now) == staged {
+                crate::fsio::atomic_write(&file, &staged)
+                    .map_err(|source| HooksError::Io { path: file, source })?;
+                restored.push(path);
+            }
+        }
+    }
+    // The bytes are the staged ones: only the index's stat data is stale.
+    if !restored.is_empty() {
+        repo.restage(&restored).map_err(repo_err)?;
+    }
+    Ok(restored)
+}
+
+fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        if !(b == b'\r' && bytes.get(i + 1) == Some(&b'\n')) {
+            out.push(b);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

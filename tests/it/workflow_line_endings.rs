@@ -133,3 +133,52 @@ fn rules_are_appended_once_after_the_teams_and_reported() {
         serde_json::from_slice(&r.noma(&["hooks", "status", "--format", "json"]).stdout).unwrap();
     assert_eq!(v["line_endings"]["byte_exact"], true, "{v}");
 }
+
+/// A repository whose rules came after a Windows clone was made: the
+/// clone's documents were checked out with CRLF. Installing the hooks
+/// there restores the committed bytes of the files git converted (and
+/// only those), so the first commit does not convert every line, and the
+/// agent's transcript starts from a committed version.
+#[test]
+fn installing_in_a_converted_clone_restores_the_committed_bytes() {
+    let origin = Repo::init();
+    origin.write("plan.noma", &doc());
+    origin.write("notes.noma", "# Notes\n\nSome notes.\n");
+    assert!(origin.noma(&["record", "plan.noma"]).status.success());
+    origin.commit_all("documents, before any rules");
+    let c = clone(&origin, "true");
+    assert_eq!(
+        c.read("notes.noma"),
+        "# Notes\r\n\r\nSome notes.\r\n",
+        "converted"
+    );
+    // A person's edit on top of the conversion is theirs: left alone.
+    c.write("notes.noma", "# Notes\r\n\r\nSome notes, edited.\r\n");
+    let o = c.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("restored the committed bytes of 2 checked-out file(s)"),
+        "{}",
+        text(&o)
+    );
+    for f in ["plan.noma", "plan.noma.patches"] {
+        assert_eq!(
+            fs::read(c.path().join(f)).unwrap(),
+            fs::read(origin.path().join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert!(c.read("notes.noma").contains("edited.\r\n"));
+    let st = c.ok(&["status", "--short"]);
+    assert!(!st.contains("plan.noma"), "{st}");
+    patch(&c, &replace_op("a", "ALPHA"));
+    c.ok(&["add", "plan.noma", "plan.noma.patches", ".gitattributes"]);
+    let (ok, out) = c.try_commit("agent patch in a converted clone");
+    assert!(ok, "{out}");
+    assert!(!out.contains("WARNING"), "{out}");
+    let o = c.git(&["show", "HEAD:plan.noma"]);
+    assert!(!o.stdout.contains(&b'\r'), "committed as LF");
+    // Installing again finds nothing to restore.
+    let o = c.noma(&["hooks", "install"]);
+    assert!(!text(&o).contains("restored"), "{}", text(&o));
+}
