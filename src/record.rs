@@ -154,6 +154,15 @@ pub fn record_file(
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
+    let from = genesis.as_deref().unwrap_or(&prev);
+    if crate::doc::lines::is_crlf_conversion(from.as_bytes(), text.as_bytes()) {
+        // Recording it would commit every line anew, with CRLF.
+        return Err(RecordError::Check(format!(
+            "{}: differs from {} only by CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; `noma hooks install` restores the committed bytes (nothing was recorded)",
+            doc_path.display(),
+            if genesis.is_some() { "its committed version" } else { "the state its transcript ends at" },
+        )));
+    }
     let mut ops = Vec::new();
     let mut from = prev.as_str();
     if let Some(start) = &genesis {

@@ -133,8 +133,37 @@ fn join_into<T: JoinTarget>(lines: &[Line<'_>], start: u32, end: u32) -> T {
     out
 }
 
+/// True when `new` is `old` with its LF line endings turned into CRLF and
+/// nothing else changed: what git's `core.autocrlf=true` checkout makes of
+/// a committed LF file when nothing keeps it byte-exact.
+pub fn is_crlf_conversion(old: &[u8], new: &[u8]) -> bool {
+    if old == new || old.contains(&b'\r') || new.len() <= old.len() {
+        return false;
+    }
+    let mut lf = Vec::with_capacity(old.len());
+    for (i, &b) in new.iter().enumerate() {
+        if !(b == b'\r' && new.get(i + 1) == Some(&b'\n')) {
+            lf.push(b);
+        }
+    }
+    lf == old
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_crlf_conversion_is_told_from_an_edit() {
+        use super::is_crlf_conversion as conv;
+        assert!(conv(b"a\nb\n", b"a\r\nb\r\n"));
+        assert!(!conv(b"a\nb\n", b"a\nb\n"), "unchanged");
+        assert!(!conv(b"a\nb\n", b"a\r\nc\r\n"), "edited too");
+        assert!(!conv(b"a\r\n", b"a\r\n"), "already CRLF");
+        assert!(
+            !conv(b"a\nb\n", b"a\rb\r"),
+            "lone CR is not git's conversion"
+        );
+    }
     use super::*;
 
     #[test]

@@ -169,7 +169,7 @@ pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
             let Some(staged) = repo.index_blob(&path).map_err(repo_err)? else {
                 continue;
             };
-            if now != staged && !staged.contains(&b'\r') && crlf_to_lf(&now) == staged {
+            if crate::doc::lines::is_crlf_conversion(&staged, &now) {
                 crate::fsio::atomic_write(&file, &staged)
                     .map_err(|source| HooksError::Io { path: file, source })?;
                 restored.push(path);
@@ -181,16 +181,6 @@ pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
         repo.restage(&restored).map_err(repo_err)?;
     }
     Ok(restored)
-}
-
-fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for (i, &b) in bytes.iter().enumerate() {
-        if !(b == b'\r' && bytes.get(i + 1) == Some(&b'\n')) {
-            out.push(b);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -152,6 +152,17 @@ fn installing_in_a_converted_clone_restores_the_committed_bytes() {
         "# Notes\r\n\r\nSome notes.\r\n",
         "converted"
     );
+    // Recording the conversion would commit every line anew: refused, and
+    // the message names the command that restores the bytes.
+    let before = c.read("plan.noma.patches");
+    let o = c.noma(&["record", "plan.noma"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("only by CRLF line endings") && text(&o).contains("noma hooks install"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(c.read("plan.noma.patches"), before);
     // A person's edit on top of the conversion is theirs: left alone.
     c.write("notes.noma", "# Notes\r\n\r\nSome notes, edited.\r\n");
     let o = c.noma(&["hooks", "install"]);
