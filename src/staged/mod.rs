@@ -869,6 +869,19 @@ impl<'a> Guard<'a> {
     }
 
     fn unrecorded(&self, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
+        if crate::doc::lines::is_crlf_conversion(before.as_bytes(), after.as_bytes()) {
+            // Not an edit: a checkout converted it before the -text rules.
+            return Finding::error(
+                "line-endings-converted",
+                path,
+                None,
+                "the staged document is the committed one with CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; committing it would change every line".into(),
+            )
+            .fix(format!(
+                "noma hooks install && git restore --staged --worktree --source=HEAD {path_sh}",
+                path_sh = shell_word(path)
+            ));
+        }
         let a = self.cache.doc_info(before);
         let b = self.cache.doc_info(after);
         let (blocks, line) = block_changes(&a.blocks, &b.blocks);

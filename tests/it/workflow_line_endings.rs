@@ -192,4 +192,16 @@ fn installing_in_a_converted_clone_restores_the_committed_bytes() {
     // Installing again finds nothing to restore.
     let o = c.noma(&["hooks", "install"]);
     assert!(!text(&o).contains("restored"), "{}", text(&o));
+    // A conversion staged anyway (an editor saving CRLF, `git add`) is
+    // named as what it is, and the printed fix undoes it.
+    let lf = c.read("plan.noma");
+    c.write("plan.noma", &lf.replace('\n', "\r\n"));
+    c.ok(&["add", "plan.noma"]);
+    let (ok, out) = c.try_commit("converted");
+    assert!(!ok, "{out}");
+    let o = c.sh(&crate::common::fix_of(&out, "line-endings-converted"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(c.read("plan.noma"), lf);
+    let st = c.ok(&["status", "--short"]);
+    assert!(!st.contains("plan.noma"), "{st}");
 }
