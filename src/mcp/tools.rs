@@ -464,11 +464,26 @@ fn run_patch(
                 return Err(stale);
             }
             let shown = ctx.shown(&path);
+            // A merge in progress leaves `::conflict` blocks the transcript
+            // does not record: say so, an agent cannot resolve them.
+            let conflicts = read_source(&path)
+                .map(|text| conflict_blocks(&text))
+                .unwrap_or_default();
+            let why = if conflicts.is_empty() {
+                "someone edited it outside noma".to_string()
+            } else {
+                format!(
+                    "a merge in progress left {} unresolved ::conflict block(s) ({}); a person \
+                     keeps one version of each and deletes the ::conflict block",
+                    conflicts.len(),
+                    conflicts.join(", ")
+                )
+            };
             Err(ToolError::user(
                 "unrecorded_edit",
                 format!(
                     "unrecorded edit: {shown} (sha256 {}) is not the state its transcript's last \
-                     record (line {}, op_id {}) leaves ({}): someone edited it outside noma. \
+                     record (line {}, op_id {}) leaves ({}): {why}. \
                      Nothing was written or recorded. A person should review the change and run \
                      `noma record {}` to record it; then read_doc again and retry",
                     transcript::short_sha(&edit.document_sha256),
@@ -487,6 +502,18 @@ fn run_patch(
         }
         Err(e) => Err(ToolError::system(e)),
     }
+}
+
+/// The ids of the merge driver's `::conflict` blocks in `text`.
+fn conflict_blocks(text: &str) -> Vec<String> {
+    let prefix = crate::validate::blocks::CONFLICT_ID_PREFIX;
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start_matches(':').strip_prefix("conflict{id=\"")?;
+            rest.starts_with(prefix)
+                .then(|| rest.split('"').next().unwrap_or_default().to_string())
+        })
+        .collect()
 }
 
 /// Refuses a request whose ops carry a `content` above [`MAX_CONTENT_BYTES`].

@@ -1070,3 +1070,31 @@ fn q_a_merge_without_the_driver_that_kept_both_sides_is_repaired() {
     assert!(o.status.success(), "{}", text(&o));
     assert_sound(&r, &["A1", "C-both"]);
 }
+
+/// During a merge that stopped on a block conflict, an agent's patch over
+/// MCP is refused (the `::conflict` block is no recorded state) with a
+/// message that says so and names the blocks a person must resolve.
+#[test]
+fn r_an_agent_is_told_a_merge_conflict_awaits_a_person() {
+    let r = setup();
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    patch_commit(&r, "b", "B-feat");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "b", "B-main");
+    assert!(!r.git(&["merge", "--no-edit", "feat"]).status.success());
+    let mut mcp = crate::common::McpClient::start(r.path());
+    let (is_error, body) = mcp.call(
+        "patch_block",
+        serde_json::json!({"file": "plan.noma", "op": {"op": "replace_body", "id": "c", "content": "C1"}}),
+    );
+    mcp.stop();
+    assert!(!is_error, "{body}");
+    assert_eq!(body["code"], "unrecorded_edit", "{body}");
+    let msg = body["error"].as_str().unwrap();
+    assert!(
+        msg.contains(
+            "a merge in progress left 1 unresolved ::conflict block(s) (merge-conflict-1-b)"
+        ),
+        "{msg}"
+    );
+}
