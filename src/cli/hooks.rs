@@ -513,11 +513,19 @@ fn eol_status_json(layout: &Layout) -> serde_json::Value {
         return serde_json::Value::Null;
     };
     match install::attributes::eol_status(&layout.git_dir, wt) {
-        Ok(s) => json!({
-            "byte_exact": s.ok(),
-            "*.noma": s.byte_exact[0],
-            "*.noma.patches": s.byte_exact[1],
-        }),
+        Ok(s) => {
+            let converted: Vec<String> = install::attributes::converted_files(wt)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            json!({
+                "byte_exact": s.ok(),
+                "*.noma": s.byte_exact[0],
+                "*.noma.patches": s.byte_exact[1],
+                "converted": converted,
+            })
+        }
         Err(e) => json!({"error": e.to_string()}),
     }
 }
@@ -525,9 +533,20 @@ fn eol_status_json(layout: &Layout) -> serde_json::Value {
 fn print_eol_status(layout: &Layout) {
     let Some(wt) = &layout.work_tree else { return };
     match install::attributes::eol_status(&layout.git_dir, wt) {
-        Ok(s) if s.ok() => println!(
-            "line endings: byte-exact (.gitattributes unsets text for *.noma, *.noma.patches)"
-        ),
+        Ok(s) if s.ok() => {
+            println!(
+                "line endings: byte-exact (.gitattributes unsets text for *.noma, *.noma.patches)"
+            );
+            let converted = install::attributes::converted_files(wt).unwrap_or_default();
+            if !converted.is_empty() {
+                let paths: Vec<&str> = converted.iter().map(|(p, _)| p.as_str()).collect();
+                println!(
+                    "  but {} checked-out file(s) still hold the CRLF a checkout made before the rules ({}); run `noma hooks install` to restore them",
+                    paths.len(),
+                    paths.join(", ")
+                );
+            }
+        }
         Ok(s) => {
             let missing: Vec<&str> = install::attributes::EOL_LINES
                 .iter()

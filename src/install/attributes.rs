@@ -146,41 +146,62 @@ pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, H
     Ok(change)
 }
 
-/// Gives checked-out documents and transcripts that git converted before
-/// the rules were in force (a `core.autocrlf=true` clone of a repository
-/// without them) their committed bytes back: a tracked file whose bytes
-/// differ from its staged version only by CRLF line endings is rewritten
-/// with the staged bytes. Anything else that differs is a person's edit
-/// and is left alone. Returns the paths restored. Call it once the rules
-/// are in force: until then git would convert them again at checkout.
-pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
-    let repo_err = |e: crate::git::repo::GitError| HooksError::Io {
-        path: work_tree.to_path_buf(),
-        source: io::Error::other(e.detail()),
-    };
-    let repo = crate::git::repo::Repo::discover(work_tree).map_err(repo_err)?;
-    let mut restored = Vec::new();
+/// The tracked documents and transcripts whose checked-out bytes are their
+/// staged version with CRLF line endings and nothing else changed: what a
+/// `core.autocrlf=true` checkout made of them before the rules were in
+/// force. With each, the staged bytes. A file that differs in any other
+/// way holds a person's edit and is not listed.
+pub fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
+    let repo = open(work_tree)?;
+    let mut found = Vec::new();
     for suffix in [".noma", ".noma.patches"] {
-        for path in repo.index_paths_ending_with(suffix).map_err(repo_err)? {
-            let file = work_tree.join(&path);
-            let Ok(now) = crate::fsio::read_regular(&file) else {
+        for path in repo
+            .index_paths_ending_with(suffix)
+            .map_err(repo_err(work_tree))?
+        {
+            let Ok(now) = crate::fsio::read_regular(&work_tree.join(&path)) else {
                 continue;
             };
-            let Some(staged) = repo.index_blob(&path).map_err(repo_err)? else {
+            let Some(staged) = repo.index_blob(&path).map_err(repo_err(work_tree))? else {
                 continue;
             };
             if crate::doc::lines::is_crlf_conversion(&staged, &now) {
-                crate::fsio::atomic_write(&file, &staged)
-                    .map_err(|source| HooksError::Io { path: file, source })?;
-                restored.push(path);
+                found.push((path, staged));
             }
         }
     }
-    // The bytes are the staged ones: only the index's stat data is stale.
+    Ok(found)
+}
+
+/// Gives the [`converted_files`] their staged bytes back and renews their
+/// index stat data (a rewritten file of another size otherwise shows as
+/// modified). Returns the paths restored. Call it once the rules are in
+/// force: until then git would convert them again at checkout.
+pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
+    let mut restored = Vec::new();
+    for (path, staged) in converted_files(work_tree)? {
+        let file = work_tree.join(&path);
+        crate::fsio::atomic_write(&file, &staged)
+            .map_err(|source| HooksError::Io { path: file, source })?;
+        restored.push(path);
+    }
     if !restored.is_empty() {
-        repo.restage(&restored).map_err(repo_err)?;
+        open(work_tree)?
+            .restage(&restored)
+            .map_err(repo_err(work_tree))?;
     }
     Ok(restored)
+}
+
+fn open(work_tree: &Path) -> Result<crate::git::repo::Repo, HooksError> {
+    crate::git::repo::Repo::discover(work_tree).map_err(repo_err(work_tree))
+}
+
+fn repo_err(work_tree: &Path) -> impl Fn(crate::git::repo::GitError) -> HooksError + '_ {
+    move |e| HooksError::Io {
+        path: work_tree.to_path_buf(),
+        source: io::Error::other(e.detail()),
+    }
 }
 
 #[cfg(test)]

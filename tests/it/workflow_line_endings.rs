@@ -165,6 +165,22 @@ fn installing_in_a_converted_clone_restores_the_committed_bytes() {
     assert_eq!(c.read("plan.noma.patches"), before);
     // A person's edit on top of the conversion is theirs: left alone.
     c.write("notes.noma", "# Notes\r\n\r\nSome notes, edited.\r\n");
+    // The rules arrive (as a pull would bring them): the checkout stays
+    // converted, which the status names.
+    c.write(".gitattributes", "*.noma -text\n*.noma.patches -text\n");
+    let st = text(&c.noma(&["hooks", "status"]));
+    assert!(
+        st.contains("but 2 checked-out file(s) still hold the CRLF")
+            && st.contains("plan.noma, plan.noma.patches"),
+        "{st}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&c.noma(&["hooks", "status", "--format", "json"]).stdout).unwrap();
+    assert_eq!(
+        v["line_endings"]["converted"],
+        serde_json::json!(["plan.noma", "plan.noma.patches"]),
+        "{v}"
+    );
     let o = c.noma(&["hooks", "install"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
