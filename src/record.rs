@@ -102,7 +102,8 @@ pub fn record_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),
     };
-    if let Some(advice) = crate::merge::joined::advice(&doc_path.to_string_lossy(), &t_bytes) {
+    if let Some(join) = crate::merge::joined::find_join(&t_bytes) {
+        let advice = crate::merge::joined::advice(&doc_path.to_string_lossy(), join);
         return Err(RecordError::Check(format!("{}: {advice}", tpath.display())));
     }
     let parsed = transcript::parse_transcript(&t_bytes)

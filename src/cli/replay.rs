@@ -301,7 +301,11 @@ pub fn run(args: Args) -> i32 {
                 .clone()
                 .unwrap_or_else(|| default_transcript(&args.file));
             let t = crate::fsio::read_regular(&tpath).ok()?;
-            crate::merge::joined::advice(&args.file.to_string_lossy(), &t)
+            let join = crate::merge::joined::find_join(&t)?;
+            Some(crate::merge::joined::advice(
+                &args.file.to_string_lossy(),
+                join,
+            ))
         })
         .flatten();
     match args.format {

@@ -152,7 +152,13 @@ pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, H
 /// force. With each, the staged bytes. A file that differs in any other
 /// way holds a person's edit and is not listed.
 pub fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
-    let repo = open(work_tree)?;
+    converted_in(&open(work_tree)?, work_tree)
+}
+
+fn converted_in(
+    repo: &crate::git::repo::Repo,
+    work_tree: &Path,
+) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
     let mut found = Vec::new();
     for suffix in [".noma", ".noma.patches"] {
         for path in repo
@@ -178,17 +184,16 @@ pub fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, Hooks
 /// modified). Returns the paths restored. Call it once the rules are in
 /// force: until then git would convert them again at checkout.
 pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
+    let repo = open(work_tree)?;
     let mut restored = Vec::new();
-    for (path, staged) in converted_files(work_tree)? {
+    for (path, staged) in converted_in(&repo, work_tree)? {
         let file = work_tree.join(&path);
         crate::fsio::atomic_write(&file, &staged)
             .map_err(|source| HooksError::Io { path: file, source })?;
         restored.push(path);
     }
     if !restored.is_empty() {
-        open(work_tree)?
-            .restage(&restored)
-            .map_err(repo_err(work_tree))?;
+        repo.restage(&restored).map_err(repo_err(work_tree))?;
     }
     Ok(restored)
 }

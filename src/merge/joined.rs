@@ -110,15 +110,14 @@ pub fn unjoin(
     reconcile_transcripts(first, &second, Some(prefix), fallback_doc, &mut find)
 }
 
-/// The advice for a transcript `t` of the document `doc` that does not
-/// replay because it is joined: None when it is not.
-pub fn advice(doc: &str, t: &[u8]) -> Option<String> {
-    let join = find_join(t)?;
-    Some(format!(
+/// The advice for the joined transcript of the document `doc`, which does
+/// not replay because of `join`.
+pub fn advice(doc: &str, join: Join) -> String {
+    format!(
         "its records from line {} on are another branch's, joined after this branch's (a merge without noma's merge driver kept both sides): run `noma repair {}`, which rebases them as the driver would have",
         join.second_line,
         crate::diag::shell_word(doc)
-    ))
+    )
 }
 
 /// What [`unjoin_file`] did.

@@ -428,10 +428,11 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     );
     let Some(d) = r.divergence else { return };
     rep.replays = false;
-    if let Some(advice) = super::joined::advice(&rep.path, files.head_transcript()) {
+    if let Some(join) = super::joined::find_join(files.head_transcript()) {
         // Two branches' records kept one after the other: one cause, one fix.
+        let advice = super::joined::advice(&rep.path, join);
         let mut f = finding("error", "transcript-joined", &files.tpath, advice);
-        f.line = super::joined::find_join(files.head_transcript()).map(|j| j.second_line);
+        f.line = Some(join.second_line);
         rep.findings.push(f);
         return;
     }
