@@ -1098,3 +1098,64 @@ fn r_an_agent_is_told_a_merge_conflict_awaits_a_person() {
         "{msg}"
     );
 }
+
+/// A transcript repaired by `noma repair` (after a merge without the
+/// driver) meets a branch made before that merge every way branches meet:
+/// merge either way, rebase, cherry-pick, and `pull --rebase` of the
+/// repaired main. Each lands clean, through the hooks, and replays, with
+/// `core.autocrlf=true` (Git for Windows' default) throughout.
+#[test]
+fn q_a_repaired_transcript_meets_older_branches_every_way() {
+    let ways = [
+        "merge feat into main",
+        "merge main into feat",
+        "rebase feat onto main",
+        "cherry-pick feat onto main",
+        "pull --rebase",
+    ];
+    for how in ways {
+        let r = setup();
+        r.ok(&["config", "core.autocrlf", "true"]);
+        add_remote(&r);
+        patch_commit(&r, "a", "A1");
+        r.ok(&["branch", "feat"]);
+        r.ok(&["checkout", "-q", "-b", "side"]);
+        patch_commit(&r, "b", "B1");
+        r.ok(&["checkout", "-q", "main"]);
+        patch_commit(&r, "c", "C1");
+        r.ok(&["push", "-q", "origin", "main"]);
+        // The teammate without the driver merges side, keeping both sides.
+        r.ok(&["config", "--remove-section", "merge.noma"]);
+        let o = r.git(&[
+            "-c",
+            "core.hooksPath=/dev/null",
+            "merge",
+            "--no-edit",
+            "side",
+        ]);
+        assert!(!o.status.success(), "{how}: {}", text(&o));
+        keep_both_transcripts(&r);
+        r.ok(&["add", "-A"]);
+        r.ok(&["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "m"]);
+        assert!(r.noma(&["hooks", "install"]).status.success());
+        assert_ran(&r.noma(&["repair", "plan.noma"]));
+        r.ok(&["add", "plan.noma.patches"]);
+        let (ok, out) = r.try_commit("noma repair");
+        assert!(ok, "{how}: {out}");
+        // `feat` (made before the union) patches another block.
+        r.ok(&["checkout", "-q", "feat"]);
+        patch_commit(&r, "d", "D1");
+        let want: &[&str] = &["A1", "B1", "C1", "D1"];
+        if how == "pull --rebase" {
+            // main's repaired history is pushed; feat pulls it with rebase.
+            r.ok(&["push", "-q", "origin", "main"]);
+            let o = r.git(&["pull", "--rebase", "origin", "main"]);
+            assert!(o.status.success(), "{how}: {}", text(&o));
+        } else {
+            r.ok(&["checkout", "-q", "main"]);
+            let o = meet(&r, how);
+            assert!(o.status.success(), "{how}: {}", text(&o));
+        }
+        assert_sound(&r, want);
+    }
+}
