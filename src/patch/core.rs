@@ -2,19 +2,20 @@
 //! update_attribute, rename_id.
 //!
 //! Where the reference is looser than §3.1 this follows the protocol:
-//! replace_block/delete_block on a section (a non-directive) are
-//! `target_missing` (§3.1.1, §3.1.3 and §3.5 name that case; the reference
-//! deletes the section); replace_block and add_block reject a content id
+//! replace_block on a section (a non-directive) is `target_missing`
+//! (§3.1.1 and §3.5 name that case); replace_block and add_block reject a content id
 //! that is already taken (`id_conflict`); add_block rejects a position
 //! outside `0..=children.len()` (`parent_missing`, which §3.1.2 says in so
 //! many words) instead of clamping it as the reference does.
 //!
-//! rename_id on a section is the one exception: §3.1.5 words it for
-//! directives, but issue 19 asks for the reference's behaviour (an explicit
-//! `{id="…"}` on the heading), which writes nothing a §2.1 parser reads
-//! differently; see [`rename_id`].
+//! rename_id and delete_block on a section are the two exceptions:
+//! §3.1.3 and §3.1.5 word them for directives, but the reference applies
+//! both, and a transcript it wrote must replay here (issue 19).
+//! rename_id gives the heading an explicit `{id="…"}`, which writes nothing
+//! a §2.1 parser reads differently (see [`rename_id`]); delete_block
+//! removes the section's lines (see [`delete_block`]).
 
-use super::heading_id::{keep_section_ids, set_heading_id};
+use super::heading_id::{keep_ids_after_delete, keep_section_ids, set_heading_id};
 use super::source::{self, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
@@ -317,12 +318,32 @@ pub(crate) fn delete_span(lines: &mut LineBuf<'_>, start: usize, end: usize) {
     lines.splice(start - 1, count, Vec::new());
 }
 
-/// §3.1.3 delete_block.
+/// §3.1.3 delete_block. A section is deleted as the reference deletes it:
+/// its heading through the end of its span (its subsections included), so
+/// a transcript the reference wrote replays here. §3.1.3 words the op for
+/// directives, like rename_id; see the module documentation. Later
+/// sections keep their ids ([`keep_ids_after_delete`]).
 pub(crate) fn delete_block(ctx: &Ctx<'_>, id: &str) -> OpResult<String> {
-    let node = require_directive(ctx, id)?;
+    let node = ctx.require(id, E::TargetMissing, "block")?;
+    let section = match node.kind {
+        NodeKind::Section { .. } => true,
+        NodeKind::Directive { .. } => false,
+        _ => {
+            return fail(
+                E::TargetMissing,
+                format!("block \"{id}\" is neither a directive nor a section"),
+            )
+        }
+    };
+    let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
-    delete_span(&mut lines, node.span.start as usize, node.span.end as usize);
-    Ok(lines.finish_with(ctx.prefix))
+    delete_span(&mut lines, start, end);
+    let out = lines.finish_with(ctx.prefix);
+    if section {
+        keep_ids_after_delete(ctx, id, start..=end, out)
+    } else {
+        Ok(out)
+    }
 }
 
 pub(crate) fn check_key(key: &str) -> OpResult<()> {
@@ -584,6 +605,38 @@ mod tests {
             let op = json!({"op": "rename_id", "from": from, "to": to});
             assert_eq!(apply_one(src, &op).unwrap_err().code, code, "{op}");
         }
+    }
+
+    #[test]
+    fn delete_block_on_a_section_removes_it_as_the_reference_does() {
+        use crate::patch::{apply_one, PatchErrorCode};
+        use serde_json::json;
+        let src = "# Risks\n\nSee [[overview-2]].\n\n## Overview\n\nx\n\n### Deep\n\n::note{id=\"n\"}\nN\n::\n\n## Overview\n\ny\n";
+        // The section, its subsection and its blocks go with one blank
+        // line; the second "Overview" keeps `overview-2` (pinned), so the
+        // link still resolves.
+        let out = apply_one(src, &json!({"op": "delete_block", "id": "overview"})).unwrap();
+        assert_eq!(
+            out,
+            "# Risks\n\nSee [[overview-2]].\n\n## Overview {id=\"overview-2\"}\n\ny\n"
+        );
+        let ids: Vec<_> = doc::parse(&out)
+            .walk()
+            .filter_map(|n| n.id.clone())
+            .collect();
+        assert_eq!(ids, ["risks", "overview-2"]);
+        // The last section: nothing after it shifts, nothing is pinned.
+        let out = apply_one(src, &json!({"op": "delete_block", "id": "overview-2"})).unwrap();
+        assert_eq!(
+            out,
+            "# Risks\n\nSee [[overview-2]].\n\n## Overview\n\nx\n\n### Deep\n\n::note{id=\"n\"}\nN\n::\n"
+        );
+        // replace_block stays directive-only (§3.1.1).
+        let op = json!({"op": "replace_block", "id": "deep", "content": "::x{id=\"deep\"}\n::"});
+        assert_eq!(
+            apply_one(src, &op).unwrap_err().code,
+            PatchErrorCode::TargetMissing
+        );
     }
 
     #[test]

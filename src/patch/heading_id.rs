@@ -34,13 +34,48 @@ pub(crate) fn keep_section_ids(
         .into_iter()
         .map(|(s, l)| (if s == id { renamed.unwrap_or(s) } else { s }, l))
         .collect();
+    let edited = |old: &str| old == id || Some(old) == renamed;
+    let what = format!("the new title for \"{id}\"");
+    pin_shifted_ids(ctx, &before, edited, out, &what)
+}
+
+/// delete_block on a section: the sections after the deleted ones keep
+/// their ids. Deleting `## Overview` would otherwise turn the next
+/// `## Overview` (`overview-2`) into `overview`, retargeting every
+/// reference to either; those headings get their old id pinned instead
+/// (the reference renumbers them). `gone` is the deleted span's lines.
+pub(crate) fn keep_ids_after_delete(
+    ctx: &Ctx<'_>,
+    id: &str,
+    gone: std::ops::RangeInclusive<usize>,
+    out: String,
+) -> OpResult<String> {
+    let before: Vec<(&str, usize)> = section_ids(&ctx.doc)
+        .into_iter()
+        .filter(|(_, line)| !gone.contains(line))
+        .collect();
+    let what = format!("deleting \"{id}\"");
+    pin_shifted_ids(ctx, &before, |_| false, out, &what)
+}
+
+/// Pins on each heading of `out` whose section id differs from `before`
+/// (the expected ids in document order) its old id, except where `edited`
+/// says the change is the op's own; `invalid_content` (naming `what`) when
+/// the sections no longer line up or an id still differs after pinning.
+fn pin_shifted_ids(
+    ctx: &Ctx<'_>,
+    before: &[(&str, usize)],
+    edited: impl Fn(&str) -> bool,
+    out: String,
+    what: &str,
+) -> OpResult<String> {
     let body = out.strip_prefix(ctx.prefix).unwrap_or(&out);
     let parsed = crate::doc::parse(body);
     let after = section_ids(&parsed);
     if after.len() != before.len() {
         return fail(
             E::InvalidContent,
-            format!("the new title would not leave \"{id}\" a section heading"),
+            format!("{what} would not leave every other section a heading"),
         );
     }
     let shifted: Vec<(usize, &str)> = before
@@ -54,7 +89,9 @@ pub(crate) fn keep_section_ids(
     }
     let mut lines = LineBuf::new(body);
     for (line, old) in &shifted {
-        if *old == id || Some(*old) == renamed {
+        // The op's own heading is the op's to write; the check below still
+        // holds it to the id expected of it.
+        if edited(old) {
             continue;
         }
         if let Some(next) = pin_heading_id(lines.get(line - 1), old) {
@@ -71,7 +108,7 @@ pub(crate) fn keep_section_ids(
     if !same {
         return fail(
             E::InvalidContent,
-            format!("the new title for \"{id}\" would change section ids"),
+            format!("{what} would change section ids"),
         );
     }
     Ok(pinned)

@@ -116,8 +116,9 @@ proptest! {
 // 2. every byte outside the op's target block is unchanged, except
 //    - `rename_id`: lines where the references to `from` are retargeted
 //      (the line equals the original once `to` is mapped back to `from`),
-//    - `rename_id` on a section and `update_heading`: a heading whose
-//      `-n` id would shift is pinned (the line gains ` {id="<its id>"}`),
+//    - `rename_id` on a section, `update_heading` and `delete_block` on a
+//      section: a heading whose `-n` id would shift is pinned (the line
+//      gains ` {id="<its id>"}`),
 //    - `delete_block`: one blank line after the block goes with it,
 //    - `move_block`: excluded from the byte check (it writes at two places
 //      by design); it is held to the structure property only.
@@ -392,7 +393,13 @@ fn make_op(src: &str, p: &Pick) -> Option<(serde_json::Value, String)> {
             )
         }
         6 => {
-            let id = one(directives, &p.a)?;
+            // Directives and (as the reference does) heading sections.
+            let v = if n.is_multiple_of(3) {
+                sections
+            } else {
+                directives
+            };
+            let id = one(v, &p.a)?;
             (json!({"op": "delete_block", "id": id}), id)
         }
         7 => {
@@ -539,14 +546,75 @@ fn check_locality(
         let rest = &out[head.len()..];
         let blank_dropped = tail
             .split_once('\n')
-            .filter(|(l, _)| l.trim_end_matches('\r').is_empty());
-        if rest == tail || blank_dropped.is_some_and(|(_, r)| rest == r) {
+            .filter(|(l, _)| l.trim_end_matches('\r').is_empty())
+            .map(|(_, r)| r);
+        // A later heading whose `-n` id would shift is pinned instead.
+        let same_or_pinned = |kept: &str| {
+            let (x, y): (Vec<&str>, Vec<&str>) = (
+                kept.split_inclusive('\n').collect(),
+                rest.split_inclusive('\n').collect(),
+            );
+            x.len() == y.len()
+                && x.iter().zip(&y).all(|(x, y)| {
+                    x == y
+                        || is_pin_of(
+                            x.trim_end_matches(['\r', '\n']),
+                            y.trim_end_matches(['\r', '\n']),
+                        )
+                })
+        };
+        if same_or_pinned(&tail) || blank_dropped.is_some_and(same_or_pinned) {
             return Ok(());
         }
         return Err("bytes after the deleted block changed".into());
     }
     if !out.ends_with(&tail) {
         return Err("bytes after the target changed".into());
+    }
+    Ok(())
+}
+
+/// 3. No other block's id changes: after `delete_block` the ids are those
+///    outside the deleted span, after `rename_id` the old ones with `from`
+///    renamed, after `update_heading` the same (heading-slug suffixes of
+///    later sections must not shift). Other ops add or keep ids by design.
+fn check_other_ids(
+    doc: &noma::doc::Document,
+    out: &str,
+    op: &serde_json::Value,
+    target: &Node,
+) -> Result<(), String> {
+    let ids = |d: &noma::doc::Document| -> Vec<(String, u32)> {
+        d.walk()
+            .filter_map(|n| n.id.as_ref().map(|i| (i.to_string(), n.span.start)))
+            .collect()
+    };
+    let before = ids(doc);
+    let expected: Vec<String> = match op["op"].as_str().unwrap_or("") {
+        "delete_block" => before
+            .into_iter()
+            .filter(|(_, line)| !target.span.contains(*line))
+            .map(|(i, _)| i)
+            .collect(),
+        "rename_id" => before
+            .into_iter()
+            .map(|(i, _)| {
+                if i == op["from"] {
+                    op["to"].as_str().unwrap_or("").into()
+                } else {
+                    i
+                }
+            })
+            .collect(),
+        "update_heading" => before.into_iter().map(|(i, _)| i).collect(),
+        _ => return Ok(()),
+    };
+    let after: Vec<String> = ids(&noma::doc::parse(out))
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    if after != expected {
+        return Err(format!("ids changed: expected {expected:?}, got {after:?}"));
     }
     Ok(())
 }
@@ -631,7 +699,9 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
                 let node = doc
                     .find(&target)
                     .ok_or_else(|| TestCaseError::fail("target vanished"))?;
-                if let Err(e) = check_locality(&src, &out, &op, node) {
+                let checked = check_locality(&src, &out, &op, node)
+                    .and_then(|()| check_other_ids(&doc, &out, &op, node));
+                if let Err(e) = checked {
                     return Err(TestCaseError::fail(format!(
                         "{op}: {e}\n--- before\n{src}--- after\n{out}"
                     )));

@@ -14,11 +14,19 @@ const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbe
 /// A repository with hooks and driver installed and `plan.noma` committed
 /// on main (its first content is kept untracked in `.git/base.noma`).
 fn setup() -> Repo {
+    setup_with(DOC, false)
+}
+
+/// [`setup`] with another first document, optionally under
+/// `core.autocrlf=true` (Git for Windows' default).
+fn setup_with(doc: &str, autocrlf: bool) -> Repo {
     let r = Repo::init();
-    let o = r.noma(&["hooks", "install"]);
-    assert!(o.status.success(), "{}", text(&o));
-    r.write("plan.noma", DOC);
-    r.write(".git/base.noma", DOC);
+    if autocrlf {
+        r.ok(&["config", "core.autocrlf", "true"]);
+    }
+    assert_ran(&r.noma(&["hooks", "install"]));
+    r.write("plan.noma", doc);
+    r.write(".git/base.noma", doc);
     r.commit_all("base");
     r
 }
@@ -1158,4 +1166,59 @@ fn q_a_repaired_transcript_meets_older_branches_every_way() {
         }
         assert_sound(&r, want);
     }
+}
+
+const SECTIONS: &str = "# Plan\n\n## Old notes\n\n::note{id=\"old\"}\nstale\n::\n\n## Current\n\n::note{id=\"cur\"}\nfresh\n::\n\n## Current\n\n::note{id=\"later\"}\nlater\n::\n";
+
+/// (s) An agent deletes a heading section (delete_block on a section, as
+/// the reference's tools do) on `feat` while main edits a block elsewhere:
+/// every way the branches meet is clean, under `core.autocrlf=true` too, the
+/// second `## Current` keeps its id `current-2`, and the result replays.
+/// An edit inside the deleted section conflicts instead of being lost.
+#[test]
+fn s_a_section_deleted_on_a_branch_meets_edits_every_way() {
+    let ways = [
+        "merge feat into main",
+        "merge main into feat",
+        "rebase feat onto main",
+        "cherry-pick feat onto main",
+    ];
+    for autocrlf in [false, true] {
+        for how in ways {
+            let r = setup_with(SECTIONS, autocrlf);
+            r.ok(&["checkout", "-q", "-b", "feat"]);
+            r.agent_patch("plan.noma", r#"{"op":"delete_block","id":"current"}"#);
+            r.commit_all("delete the first Current section");
+            r.ok(&["checkout", "-q", "main"]);
+            patch_commit(&r, "later", "LATER");
+            let o = meet(&r, how);
+            assert!(
+                o.status.success(),
+                "{how} (autocrlf {autocrlf}): {}",
+                text(&o)
+            );
+            assert_sound(&r, &["stale", "LATER"]);
+            let doc = r.read("plan.noma");
+            assert!(!doc.contains("fresh"), "{how}:\n{doc}");
+            assert!(
+                doc.contains("## Current {id=\"current-2\"}\n"),
+                "{how}: the later section must keep its id:\n{doc}"
+            );
+        }
+    }
+    // The other branch edited a block inside the deleted section: a
+    // conflict a person resolves, never a silent loss of either change.
+    let r = setup_with(SECTIONS, false);
+    r.ok(&["checkout", "-q", "-b", "feat"]);
+    r.agent_patch("plan.noma", r#"{"op":"delete_block","id":"old-notes"}"#);
+    r.commit_all("delete Old notes");
+    r.ok(&["checkout", "-q", "main"]);
+    patch_commit(&r, "old", "STILL NEEDED");
+    let o = r.git(&["merge", "--no-edit", "feat"]);
+    assert!(!o.status.success(), "must conflict: {}", text(&o));
+    let doc = r.read("plan.noma");
+    assert!(
+        doc.contains("::conflict{") && doc.contains("STILL NEEDED"),
+        "{doc}"
+    );
 }
