@@ -1,4 +1,4 @@
-//! `noma merge-driver %O %A %B %L %P`: the git merge driver for `.noma`
+//! `noma merge-driver %O %A %B %L %P %X %Y`: the git merge driver for `.noma`
 //! documents and their `.patches` transcripts (registered by
 //! `noma hooks install`). See [`crate::merge`] for the design.
 //!
@@ -7,12 +7,13 @@
 //! content and each conflict is printed on stderr), 2 when it could not run.
 
 use crate::diag::shell_word;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::git::repo::Repo;
 use crate::merge::{self, Labels, Versions};
 
-/// Arguments of `noma merge-driver` (what git passes for `%O %A %B %L %P`).
+/// Arguments of `noma merge-driver` (what git passes for `%O %A %B %L %P %X %Y`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The base version (`%O`).
@@ -25,6 +26,36 @@ pub struct Args {
     pub marker_size: Option<String>,
     /// The path being merged, relative to the work-tree root (`%P`).
     pub path: Option<String>,
+    /// Git's label for our side (`%X`, git 2.44+): `HEAD` in a merge, rebase
+    /// or cherry-pick, `Updated upstream` when a stash is applied.
+    pub ours_label: Option<OsString>,
+    /// Git's label for their side (`%Y`, git 2.44+): the merged branch, the
+    /// picked commit (`1a2b3c4 (subject)`) or `Stashed changes`.
+    pub theirs_label: Option<OsString>,
+}
+
+/// The label git gave a side, made fit for a `::conflict` block's attribute
+/// and message: one line of at most 100 characters, brackets as
+/// parentheses (a commit subject's `[[id]]` would be a wikilink in the
+/// message, and a dangling one a `broken-reference`). `None` when git
+/// passed nothing or, before 2.44, the placeholder itself (`%X`).
+fn side_label(raw: Option<&OsString>, placeholder: &str) -> Option<String> {
+    let text = raw?.to_string_lossy();
+    let text = text.trim();
+    if text.is_empty() || text == placeholder {
+        return None;
+    }
+    let one_line: String = text
+        .chars()
+        .map(|c| match c {
+            '[' => '(',
+            ']' => ')',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .take(100)
+        .collect();
+    Some(one_line)
 }
 
 /// Runs `noma merge-driver`.
@@ -76,9 +107,10 @@ pub fn run(args: Args) -> i32 {
             .flatten()
             .find_map(|t| merge::prefix_ending_at(t, &base_sha))
             .map(<[u8]>::to_vec);
+        // Git before 2.44 names neither side; ours is HEAD in every operation.
         let labels = Labels {
-            ours: "HEAD".into(),
-            theirs: "theirs".into(),
+            ours: side_label(args.ours_label.as_ref(), "%X").unwrap_or_else(|| "HEAD".into()),
+            theirs: side_label(args.theirs_label.as_ref(), "%Y").unwrap_or_else(|| "theirs".into()),
         };
         let known = vec![base.clone(), ours.clone(), theirs.clone()];
         let mut find = merge::doc_finder(repo.as_ref(), &path, known);
@@ -134,5 +166,27 @@ fn record_fix(doc: &str, tpath: &str, clean: bool) -> String {
         format!(
             "its transcript will not record how you resolve the conflict. fix: once no ::conflict block is left, {fix}, before `git commit` or `git rebase --continue` (a rebase runs no hooks)"
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::side_label;
+    use std::ffi::OsString;
+
+    #[test]
+    fn side_labels_are_one_short_line_or_none() {
+        let label = |s: &str| side_label(Some(&OsString::from(s)), "%Y");
+        // Git before 2.44 passes the placeholder through; nothing is none.
+        assert_eq!(side_label(None, "%Y"), None);
+        assert_eq!(label("%Y"), None);
+        assert_eq!(label("  "), None);
+        assert_eq!(label("tune").as_deref(), Some("tune"));
+        assert_eq!(
+            label("1a2b3c4 (fix\tthe\nthing)").as_deref(),
+            Some("1a2b3c4 (fix the thing)")
+        );
+        assert_eq!(label(&"x".repeat(300)).map(|l| l.len()), Some(100));
+        assert_eq!(label("see [[plan]]").as_deref(), Some("see ((plan))"));
     }
 }

@@ -72,7 +72,7 @@ enum Command {
     Hook(hook::Args),
     /// Record a hand edit as block-level ops with actor kind "human".
     Record(record::Args),
-    /// Git merge driver for .noma documents and transcripts (%O %A %B %L %P).
+    /// Git merge driver for .noma documents and transcripts (%O %A %B %L %P %X %Y).
     MergeDriver(merge_driver::Args),
     /// CI check of a branch's documents against its base; --write rebases transcripts.
     Reconcile(reconcile::Args),

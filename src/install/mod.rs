@@ -776,14 +776,15 @@ pub const ATTRIBUTE_LINES: [&str; 2] = ["*.noma merge=noma", "*.noma.patches mer
 /// The comment written above the lines we add, so uninstall removes only those.
 pub const ATTRIBUTE_MARKER: &str = "# noma merge driver (added by `noma hooks install`)";
 
-/// The `merge.noma.driver` command for `noma` (`%O %A %B %L %P`). Git runs
+/// The `merge.noma.driver` command for `noma` (`%O %A %B %L %P %X %Y`; git
+/// before 2.44 passes the last two through unexpanded). Git runs
 /// it with the shell; like the hook scripts, it falls back to `noma` on
 /// PATH when the binary that registered it is gone (an upgrade installed
 /// elsewhere, a removed build): without it every merge of a document would
 /// stop with "not found" and a conflict.
 pub fn driver_command(noma: &Path) -> String {
     let quoted = String::from_utf8_lossy(&shell_quote(&path_bytes(noma))).into_owned();
-    format!("n={quoted}; [ -x \"$n\" ] || n=noma; \"$n\" merge-driver %O %A %B %L %P")
+    format!("n={quoted}; [ -x \"$n\" ] || n=noma; \"$n\" merge-driver %O %A %B %L %P %X %Y")
 }
 
 /// Where the merge driver is registered and whether it is ours.

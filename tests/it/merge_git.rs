@@ -284,3 +284,59 @@ fn the_driver_falls_back_to_noma_on_path_when_its_binary_is_gone() {
         "{merged}"
     );
 }
+
+/// A `::conflict` block names the two sides as git labels them (`%X`/`%Y`,
+/// git 2.44+): the merged branch in a merge, the picked commit (hash and
+/// subject) in a cherry-pick, where it used to say "theirs". A subject
+/// with quotes and a wikilink is made safe: the conflicted document parses,
+/// and the only error is the unresolved conflict, never a broken attribute
+/// or a dangling link.
+#[test]
+fn e_conflict_blocks_name_the_sides_as_git_labels_them() {
+    let r = setup_transcripts();
+    r.branch_patch("main", "tune", &[body_op("c", "GAMMA from tune")]);
+    r.branch_patch("main", "other", &[body_op("c", "GAMMA from other")]);
+    let o = r.git(&["merge", "--no-edit", "tune"]);
+    assert!(!o.status.success(), "must conflict: {}", text(&o));
+    let doc = r.read("plan.noma");
+    assert!(doc.contains(r#"ours="HEAD" theirs="tune"}"#), "{doc}");
+    assert!(doc.contains("the second theirs (tune)"), "{doc}");
+    r.ok(&["merge", "--abort"]);
+
+    r.ok(&["checkout", "-q", "tune"]);
+    r.agent_patch("plan.noma", &body_op("c", "GAMMA again"));
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "-m", "say \"hi\" to [[nowhere]]"]);
+    r.ok(&["checkout", "-q", "other"]);
+    let o = r.git(&["cherry-pick", "tune"]);
+    assert!(!o.status.success(), "must conflict: {}", text(&o));
+    let doc = r.read("plan.noma");
+    let open = doc
+        .lines()
+        .find(|l| l.trim_start_matches(':').starts_with("conflict{"))
+        .unwrap_or_else(|| panic!("no conflict block:\n{doc}"));
+    assert!(open.contains("(say 'hi' to ((nowhere)))"), "{open}");
+    let d = noma::doc::parse(&doc);
+    let conflict = d
+        .walk()
+        .find(|n| {
+            n.id.as_deref()
+                .is_some_and(|i| i.starts_with("merge-conflict-"))
+        })
+        .unwrap_or_else(|| panic!("the conflict block does not parse:\n{doc}"));
+    let theirs = conflict
+        .attrs()
+        .and_then(|a| a.get_str("theirs"))
+        .unwrap_or("");
+    assert!(theirs.contains("(say 'hi' to"), "{theirs}");
+    let o = r.noma(&["check", "plan.noma", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = report[0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["unresolved-conflict"], "{doc}");
+}
