@@ -88,6 +88,20 @@ pub(crate) fn require_directive<'c>(ctx: &'c Ctx<'_>, id: &str) -> OpResult<&'c 
     Ok(node)
 }
 
+/// Whether `node` (named `id`) is a heading section rather than a
+/// directive; `target_missing` when it is neither (the ops that take both,
+/// rename_id and delete_block).
+fn is_section(node: &Node, id: &str) -> OpResult<bool> {
+    match node.kind {
+        NodeKind::Section { .. } => Ok(true),
+        NodeKind::Directive { .. } => Ok(false),
+        _ => fail(
+            E::TargetMissing,
+            format!("block \"{id}\" is neither a directive nor a section"),
+        ),
+    }
+}
+
 /// Rewrites the opener of `node` with `f`; `invalid_content` if it is not one.
 pub(crate) fn rewrite_open_line(
     ctx: &Ctx<'_>,
@@ -325,16 +339,7 @@ pub(crate) fn delete_span(lines: &mut LineBuf<'_>, start: usize, end: usize) {
 /// sections keep their ids ([`keep_ids_after_delete`]).
 pub(crate) fn delete_block(ctx: &Ctx<'_>, id: &str) -> OpResult<String> {
     let node = ctx.require(id, E::TargetMissing, "block")?;
-    let section = match node.kind {
-        NodeKind::Section { .. } => true,
-        NodeKind::Directive { .. } => false,
-        _ => {
-            return fail(
-                E::TargetMissing,
-                format!("block \"{id}\" is neither a directive nor a section"),
-            )
-        }
-    };
+    let section = is_section(node, id)?;
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     delete_span(&mut lines, start, end);
@@ -411,16 +416,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     if ctx.id_taken(to) {
         return fail(E::IdConflict, format!("target id \"{to}\" already exists"));
     }
-    let section = match node.kind {
-        NodeKind::Section { .. } => true,
-        NodeKind::Directive { .. } => false,
-        _ => {
-            return fail(
-                E::TargetMissing,
-                format!("block \"{from}\" is neither a directive nor a section"),
-            )
-        }
-    };
+    let section = is_section(node, from)?;
     if !is_valid_id(to) {
         return fail(E::InvalidContent, format!("\"{to}\" is not a valid id"));
     }
@@ -546,6 +542,14 @@ pub(crate) fn error_codes(src: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The canonical ids of `src` in document order.
+    fn ids_of(src: &str) -> Vec<String> {
+        doc::parse(src)
+            .walk()
+            .filter_map(|n| n.id.as_ref().map(|i| i.to_string()))
+            .collect()
+    }
+
     #[test]
     fn retargets_reference_attrs_only() {
         assert_eq!(
@@ -584,11 +588,7 @@ mod tests {
             out,
             "# Risks\n\nSee [[risks]].\n\n## Overview {id=\"o\"}\n\nx\n\n## Overview {id=\"overview-2\"}\n\ny\n"
         );
-        let ids: Vec<_> = doc::parse(&out)
-            .walk()
-            .filter_map(|n| n.id.clone())
-            .collect();
-        assert_eq!(ids, ["risks", "o", "overview-2"]);
+        assert_eq!(ids_of(&out), ["risks", "o", "overview-2"]);
         // An explicit id is rewritten in place, other heading attrs kept.
         let src = "## Plan {id=\"p\" aliases=\"x\"}\n\nz\n";
         assert_eq!(
@@ -620,11 +620,7 @@ mod tests {
             out,
             "# Risks\n\nSee [[overview-2]].\n\n## Overview {id=\"overview-2\"}\n\ny\n"
         );
-        let ids: Vec<_> = doc::parse(&out)
-            .walk()
-            .filter_map(|n| n.id.clone())
-            .collect();
-        assert_eq!(ids, ["risks", "overview-2"]);
+        assert_eq!(ids_of(&out), ["risks", "overview-2"]);
         // The last section: nothing after it shifts, nothing is pinned.
         let out = apply_one(src, &json!({"op": "delete_block", "id": "overview-2"})).unwrap();
         assert_eq!(
