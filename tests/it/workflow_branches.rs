@@ -1172,7 +1172,8 @@ const SECTIONS: &str = "# Plan\n\n## Old notes\n\n::note{id=\"old\"}\nstale\n::\
 
 /// (s) An agent deletes a heading section (delete_block on a section, as
 /// the reference's tools do) on `feat` while main edits a block elsewhere:
-/// every way the branches meet is clean, under `core.autocrlf=true` too, the
+/// every way the branches meet (merge both ways, rebase, cherry-pick,
+/// `pull --rebase`) is clean, under `core.autocrlf=true` too, the
 /// second `## Current` keeps its id `current-2`, and the result replays.
 /// An edit inside the deleted section conflicts instead of being lost.
 #[test]
@@ -1182,6 +1183,7 @@ fn s_a_section_deleted_on_a_branch_meets_edits_every_way() {
         "merge main into feat",
         "rebase feat onto main",
         "cherry-pick feat onto main",
+        "pull --rebase into feat",
     ];
     for autocrlf in [false, true] {
         for how in ways {
@@ -1191,7 +1193,12 @@ fn s_a_section_deleted_on_a_branch_meets_edits_every_way() {
             r.commit_all("delete the first Current section");
             r.ok(&["checkout", "-q", "main"]);
             patch_commit(&r, "later", "LATER");
-            let o = meet(&r, how);
+            let o = if how == "pull --rebase into feat" {
+                r.ok(&["checkout", "-q", "feat"]);
+                r.git(&["pull", "-q", "--rebase", ".", "main"])
+            } else {
+                meet(&r, how)
+            };
             assert!(
                 o.status.success(),
                 "{how} (autocrlf {autocrlf}): {}",
