@@ -4,9 +4,10 @@
 //! # What git provides (git 2.47, `ort`; checked by tests/it/merge_git.rs)
 //!
 //! Git runs the driver once per conflicting path as
-//! `noma merge-driver %O %A %B %L %P %X %Y`: three temporary files (base, ours =
-//! the result file, theirs), the marker size, the path and (git 2.44+) the
-//! labels of the two sides, with the cwd at the work-tree root. `MERGE_HEAD` is *not* written yet while drivers run;
+//! `noma merge-driver %O %A %B %L %P %X %Y`: three temporary files (base,
+//! ours = the result file, theirs), the marker size, the path and (git
+//! 2.44+) the labels of the two sides, with the cwd at the work-tree root.
+//! `MERGE_HEAD` is *not* written yet while drivers run;
 //! the merged commit is announced as an environment variable
 //! `GITHEAD_<oid>=<name>` (ours is HEAD). A path is only handed to the
 //! driver when both sides changed it, and the document and its transcript

@@ -1,8 +1,8 @@
-//! Section heading ids shared by update_heading (`body.rs`) and rename_id
-//! on a section (`core.rs`): pinning an explicit `{id="…"}` on a heading
-//! line, and keeping every other section's heading-derived id stable after
-//! an edit. Its own file so that both ops use it without importing each
-//! other.
+//! Section heading ids shared by update_heading (`body.rs`), and by
+//! rename_id and delete_block on a section (`core.rs`): pinning an explicit
+//! `{id="…"}` on a heading line, and keeping every other section's
+//! heading-derived id stable after an edit. Its own file so that both op
+//! files use it without importing each other.
 
 use super::source::{self, attr_tokens, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
@@ -75,7 +75,7 @@ fn pin_shifted_ids(
     if after.len() != before.len() {
         return fail(
             E::InvalidContent,
-            format!("{what} would not leave every other section a heading"),
+            format!("{what} would change which lines are section headings"),
         );
     }
     let shifted: Vec<(usize, &str)> = before

@@ -121,7 +121,9 @@ proptest! {
 //      gains ` {id="<its id>"}`),
 //    - `delete_block`: one blank line after the block goes with it,
 //    - `move_block`: excluded from the byte check (it writes at two places
-//      by design); it is held to the structure property only.
+//      by design); it is held to the structure property only;
+// 3. no other block's id changes (`delete_block`, `rename_id`,
+//    `update_heading`; see `check_other_ids`).
 // ---------------------------------------------------------------------------
 
 use noma::doc::{Node, NodeKind};
