@@ -70,23 +70,17 @@ fn bench(c: &mut Criterion) {
         version: None,
     });
     let (_, op) = &ops[0];
-    // From a cold memo, as in a fresh `noma patch`: each run would otherwise
-    // miss the memo (it holds the last run's result) and free the old tree
-    // inside the timed pipeline. The setup frees it, untimed.
+    // Each plan parses through a memo of its own, as a fresh `noma patch` does.
     group.bench_function("engine plan (update_attribute)", |b| {
-        b.iter_batched(
-            noma::doc::clear_shared_parse,
-            |()| {
-                noma::engine::plan(
-                    black_box(&src),
-                    &ctx,
-                    std::slice::from_ref(op),
-                    &opts,
-                    noma::engine::APPLY,
-                )
-            },
-            criterion::BatchSize::PerIteration,
-        )
+        b.iter(|| {
+            noma::engine::plan(
+                black_box(&src),
+                &ctx,
+                std::slice::from_ref(op),
+                &opts,
+                noma::engine::APPLY,
+            )
+        })
     });
     // Post-validation of that op's result: derived from the pre-validation
     // (what `noma patch` does) against a full validation of the new tree.

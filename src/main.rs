@@ -14,8 +14,5 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let code = noma::cli::main();
-    // The process exits now: its memoised tree need not be freed.
-    noma::doc::leak_shared_parse();
-    std::process::exit(code);
+    std::process::exit(noma::cli::main());
 }

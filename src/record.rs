@@ -344,7 +344,7 @@ impl Place {
             .copied()
             .unwrap_or(0);
         for r in applied.iter().skip(from) {
-            let next = engine::APPLY(&text, std::slice::from_ref(&r.op)).map_err(|e| {
+            let next = crate::patch::apply_one(&text, &r.op).map_err(|e| {
                 RecordError::Check(format!(
                     "re-applying record {} failed: {} ({})",
                     r.op_id,

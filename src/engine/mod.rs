@@ -75,6 +75,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::hash::sha256_hex;
 use crate::doc::reparse::Replaced;
+use crate::doc::ParseMemo;
 use crate::fsio::{self, Intent, LockedTranscript, StagedFile};
 use crate::patch::{PatchError, PatchErrorCode};
 use crate::transcript::{self, Actor, PatchResult, Record};
@@ -87,7 +88,7 @@ pub use recover::{Recovery, RecoveryError};
 pub use crate::transcript::replay::ApplyFn;
 
 /// The production op applier.
-pub const APPLY: ApplyFn = crate::patch::apply_ops;
+pub const APPLY: ApplyFn = crate::patch::apply_ops_with;
 
 /// Where the result goes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -413,10 +414,11 @@ struct PreValidation {
 }
 
 impl PreValidation {
-    /// Validates `source`. Its tree is dropped on return, before any
+    /// Validates `source`, whose tree stays in `memo` for the first op.
+    /// This function's handle on the tree is dropped on return, before any
     /// splice, so that the splice can edit it in place.
-    fn of(source: &str, opts: &Options) -> Self {
-        let tree = crate::doc::parse_shared(source);
+    fn of(memo: &mut ParseMemo, source: &str, opts: &Options) -> Self {
+        let tree = memo.parse(source);
         let report = crate::validate::validate_report(&tree, &opts.validate);
         let counts = report.counts(&opts.validate);
         PreValidation { report, counts }
@@ -440,11 +442,14 @@ struct Step {
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
 pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
     let pre_sha256 = source_sha256(source, ctx);
+    // Every step parses through one memo: the source is parsed once, and
+    // each op's result is spliced from the tree before it.
+    let mut memo = ParseMemo::new();
     // Book manifests are not validated (every op is rejected).
     let pre_validation = if ctx.book_manifest {
         PreValidation::default()
     } else {
-        PreValidation::of(source, opts)
+        PreValidation::of(&mut memo, source, opts)
     };
     let shared = drift_warning(opts, &pre_sha256);
     let planner = Planner {
@@ -462,7 +467,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     if let Some((code, message)) = planner.refusal(ctx, &pre_validation) {
         return planner.reject_all(code, &message, pre_validation);
     }
-    match planner.apply_each(apply, ctx.capability.as_ref()) {
+    match planner.apply_each(&mut memo, apply, ctx.capability.as_ref()) {
         Ok(applied) => planner.accept(applied, pre_validation),
         Err(failure) => planner.abort(failure, pre_validation),
     }
@@ -618,6 +623,7 @@ impl<'a> Planner<'a> {
     /// intermediate hashes; stops at the first op that fails.
     fn apply_each(
         &self,
+        memo: &mut ParseMemo,
         apply: ApplyFn,
         capability: Option<&capability::CapabilityFile>,
     ) -> Result<Applied<'a>, Failure> {
@@ -629,11 +635,11 @@ impl<'a> Planner<'a> {
         let mut state_tree = None;
         for (index, op) in self.ops.iter().enumerate() {
             let advisories = match capability {
-                Some(cap) => capability::advise(cap, &crate::doc::parse_shared(&state), op),
+                Some(cap) => capability::advise(cap, &memo.parse(&state), op),
                 None => Vec::new(),
             };
             let started = Instant::now();
-            let next = match apply(&state, std::slice::from_ref(op)) {
+            let next = match apply(memo, &state, std::slice::from_ref(op)) {
                 Ok(next) => next,
                 Err(error) => {
                     return Err(Failure {
@@ -665,7 +671,7 @@ impl<'a> Planner<'a> {
             });
             // The next op and post-validation read this state's tree:
             // splice it from the previous one instead of parsing it all.
-            state_tree = Some(crate::doc::parse_shared_edited(&state, &next));
+            state_tree = Some(memo.parse_edited(&state, &next));
             state = std::borrow::Cow::Owned(next);
         }
         Ok(Applied {
@@ -1181,7 +1187,11 @@ pub(crate) mod tests {
 
     /// Test applier: `{"op":"append","text":T}` appends T; `{"op":"same"}`
     /// is a noop; `{"op":"fail"}` fails with target_missing.
-    pub(crate) fn fake_apply(src: &str, ops: &[Value]) -> Result<String, PatchError> {
+    pub(crate) fn fake_apply(
+        _memo: &mut ParseMemo,
+        src: &str,
+        ops: &[Value],
+    ) -> Result<String, PatchError> {
         let mut s = src.to_string();
         for (i, op) in ops.iter().enumerate() {
             match op.get("op").and_then(Value::as_str) {

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::ApplyFn;
 use crate::doc::hash::sha256_hex;
+use crate::doc::ParseMemo;
 use crate::fsio::{self, Intent, LockedTranscript};
 use crate::transcript::{self, PatchResult, ReadError};
 
@@ -502,6 +503,7 @@ fn roll_forward(
     let mut state = String::from_utf8(document.bytes)
         .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
     let mut n = 0;
+    let mut memo = ParseMemo::new();
     for (line, r) in &records {
         if r.patch_result != PatchResult::Applied {
             continue;
@@ -511,7 +513,7 @@ fn roll_forward(
             op_id: r.op_id.clone(),
             message,
         };
-        let next = apply(&state, std::slice::from_ref(&r.op)).map_err(|e| {
+        let next = apply(&mut memo, &state, std::slice::from_ref(&r.op)).map_err(|e| {
             fail(format!(
                 "re-applying the op failed: {} {}",
                 e.code.as_str(),
@@ -525,6 +527,8 @@ fn roll_forward(
                 r.post_sha256
             )));
         }
+        // The next record's op reads this state's tree, spliced from the last.
+        memo.parse_edited(&state, &next);
         state = next;
         n += 1;
     }

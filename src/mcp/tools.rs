@@ -320,7 +320,7 @@ fn validate_options(path: &Path) -> crate::validate::Options {
 pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "read_doc")?;
     let src = read_source(&path)?;
-    let doc = crate::doc::parse_shared(&src);
+    let doc = crate::doc::parse(&src);
     let info = ctx.cache.doc_info(&src);
     let mut hashes = info.blocks.iter().peekable();
     let mut blocks = Vec::new();
@@ -389,7 +389,7 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
 pub fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "list_ids")?;
     let src = read_source(&path)?;
-    let reg = crate::doc::ids::registry(&crate::doc::parse_shared(&src));
+    let reg = crate::doc::ids::registry(&crate::doc::parse(&src));
     Ok(json!({ "ids": reg.ids, "aliases": reg.aliases }))
 }
 
@@ -397,8 +397,7 @@ pub fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
 pub fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "validate_doc")?;
     let src = read_source(&path)?;
-    let diags =
-        crate::validate::validate(&crate::doc::parse_shared(&src), &validate_options(&path));
+    let diags = crate::validate::validate(&crate::doc::parse(&src), &validate_options(&path));
     let ok = !diags.iter().any(|d| d.severity == Severity::Error);
     Ok(json!({ "ok": ok, "diagnostics": diags }))
 }

@@ -196,7 +196,7 @@ fn insertion_anchor(pre: &str, op: &Value) -> Option<Anchor> {
     }
     let pos = op.get("position")?.as_f64()? as usize;
     let body = pre.strip_prefix('\u{feff}').unwrap_or(pre);
-    let doc = crate::doc::parse_shared(body);
+    let doc = crate::doc::parse(body);
     let kids = doc.find(op.get("parent")?.as_str()?)?.children();
     Some(Anchor {
         before: kids.get(pos).map(|c| Sibling::of(body, c)),
@@ -215,7 +215,7 @@ fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
     let mut op = op.clone();
     let pos = {
         let body = state.strip_prefix('\u{feff}').unwrap_or(state);
-        let doc = crate::doc::parse_shared(body);
+        let doc = crate::doc::parse(body);
         let kids = doc.find(op.get("parent")?.as_str()?)?.children();
         let before = anchor.before.as_ref().map(|s| s.find(body, kids));
         let after = anchor.after.as_ref().map(|s| s.find(body, kids));
@@ -740,7 +740,7 @@ fn rebase_hash(state: &str, op: &Value) -> Value {
         return op.clone();
     };
     let body = state.strip_prefix('\u{feff}').unwrap_or(state);
-    let doc = crate::doc::parse_shared(body);
+    let doc = crate::doc::parse(body);
     let Some(node) = doc.find(target) else {
         return op.clone();
     };

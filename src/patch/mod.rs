@@ -28,7 +28,7 @@ mod yaml;
 
 use serde_json::Value;
 
-use crate::doc::{self, Document, Node};
+use crate::doc::{self, Document, Node, ParseMemo};
 
 pub use lines::{relocate, REPLACE_LINES};
 pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OpShapeError, OP_NAMES};
@@ -140,11 +140,22 @@ impl Ctx<'_> {
 /// Applies `ops` in order to `source`, all or nothing; returns the new bytes.
 /// On failure nothing is returned but the first error, with its op index.
 pub fn apply_ops(source: &str, ops: &[Value]) -> Result<String, PatchError> {
+    apply_ops_with(&mut ParseMemo::new(), source, ops)
+}
+
+/// [`apply_ops`], reading each op's input tree through `memo`: a caller
+/// that has parsed `source` (to validate it) or spliced its tree from the
+/// previous state passes that memo, and the op does not parse it again.
+pub fn apply_ops_with(
+    memo: &mut ParseMemo,
+    source: &str,
+    ops: &[Value],
+) -> Result<String, PatchError> {
     // Each op builds its result from the previous text; the input itself is
     // only copied when there is nothing to apply.
     let mut cur: Option<String> = None;
     for (i, op) in ops.iter().enumerate() {
-        let next = apply_indexed(cur.as_deref().unwrap_or(source), op, i)?;
+        let next = apply_indexed(memo, cur.as_deref().unwrap_or(source), op, i)?;
         cur = Some(next);
     }
     Ok(cur.unwrap_or_else(|| source.to_string()))
@@ -152,18 +163,23 @@ pub fn apply_ops(source: &str, ops: &[Value]) -> Result<String, PatchError> {
 
 /// Applies one op (op index 0 in errors).
 pub fn apply_one(source: &str, op: &Value) -> Result<String, PatchError> {
-    apply_indexed(source, op, 0)
+    apply_indexed(&mut ParseMemo::new(), source, op, 0)
 }
 
-fn apply_indexed(source: &str, op: &Value, op_index: usize) -> Result<String, PatchError> {
-    apply_value(source, op).map_err(|e| PatchError {
+fn apply_indexed(
+    memo: &mut ParseMemo,
+    source: &str,
+    op: &Value,
+    op_index: usize,
+) -> Result<String, PatchError> {
+    apply_value(memo, source, op).map_err(|e| PatchError {
         code: e.code,
         message: e.message,
         op_index,
     })
 }
 
-fn apply_value(source: &str, value: &Value) -> OpResult<String> {
+fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<String> {
     let op = match Op::parse(value) {
         Ok(op) => op,
         // A catalogue op with a bad field is `invalid_content` (as the
@@ -193,7 +209,7 @@ fn apply_value(source: &str, value: &Value) -> OpResult<String> {
     };
     let ctx = Ctx {
         src: body,
-        doc: doc::parse_shared(body),
+        doc: memo.parse(body),
         prefix: if bom { "\u{feff}" } else { "" },
     };
     check_base_hash(&ctx, value)?;

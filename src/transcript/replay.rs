@@ -18,12 +18,14 @@ use serde::Serialize;
 
 use super::{parse_record, short_sha, split_lines, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
+use crate::doc::ParseMemo;
 use crate::patch::PatchError;
 
-/// Applies an op-list to a source; [`crate::patch::apply_ops`] in production.
-/// Replay takes it to re-apply each record's op, and the engine's writers
-/// use the same type, so tests can run both with a stand-in.
-pub type ApplyFn = fn(&str, &[serde_json::Value]) -> Result<String, PatchError>;
+/// Applies an op-list to a source, reading the source's tree through the
+/// memo; [`crate::patch::apply_ops_with`] in production. Replay takes it to
+/// re-apply each record's op, and the engine's writers use the same type,
+/// so tests can run both with a stand-in.
+pub type ApplyFn = fn(&mut ParseMemo, &str, &[serde_json::Value]) -> Result<String, PatchError>;
 
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -220,6 +222,7 @@ fn run(
         base,
         document,
         apply,
+        memo: ParseMemo::new(),
         doc_sha: sha256_hex(document.as_bytes()),
         lines_before,
         sha: base.map(|b| sha256_hex(b.as_bytes())),
@@ -277,6 +280,8 @@ struct State<'a> {
     /// The document on disk.
     document: &'a str,
     apply: ApplyFn,
+    /// The tree of the state's text, which the next record's op reads.
+    memo: ParseMemo,
     /// sha256 of `document`.
     doc_sha: String,
     /// Lines of the file before the replayed slice.
@@ -312,9 +317,9 @@ impl State<'_> {
 
     /// A noop's op is checked when the state's text is known: it must
     /// apply and change nothing.
-    fn check_noop(&self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+    fn check_noop(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
         if let Some(current) = self.text.as_deref() {
-            let same = (self.apply)(current, std::slice::from_ref(&rec.op))
+            let same = (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op))
                 .is_ok_and(|next| next == current);
             if !same {
                 return Err(div(
@@ -383,18 +388,19 @@ impl State<'_> {
         }
         self.materialise(line, rec, report)?;
         let current = self.text.as_deref().unwrap_or_default();
-        let next = (self.apply)(current, std::slice::from_ref(&rec.op)).map_err(|e| {
-            div(
-                line,
-                Some(&rec.op_id),
-                format!(
-                    "re-applying the {} op failed: {} ({})",
-                    rec.op_name(),
-                    e.code.as_str(),
-                    e.message
-                ),
-            )
-        })?;
+        let next =
+            (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op)).map_err(|e| {
+                div(
+                    line,
+                    Some(&rec.op_id),
+                    format!(
+                        "re-applying the {} op failed: {} ({})",
+                        rec.op_name(),
+                        e.code.as_str(),
+                        e.message
+                    ),
+                )
+            })?;
         let next_sha = sha256_hex(next.as_bytes());
         if next_sha != rec.post_sha256 {
             let mut d = with_shas(
@@ -409,10 +415,10 @@ impl State<'_> {
             d.blocks = diff_blocks(current, &next);
             return Err(d);
         }
-        // The next op reads this state's tree: splice it from the
-        // current one (a 3 MB document then costs milliseconds per
+        // The next record's op reads this state's tree: splice it from
+        // the current one (a 3 MB document then costs milliseconds per
         // record, not a full parse).
-        let _ = crate::doc::parse_shared_edited(current, &next);
+        self.memo.parse_edited(current, &next);
         self.text = Some(next);
         self.sha = Some(next_sha);
         Ok(())

@@ -140,9 +140,8 @@ const RULES: &[(&str, Severity)] = &[
 
 /// Every code the validator can emit (parse issues, the §4.4 rules and
 /// `unknown-ignore-rule`), in reporting order.
-pub fn rule_codes() -> &'static [&'static str] {
-    static CODES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    CODES.get_or_init(|| RULES.iter().map(|(c, _)| *c).collect())
+pub fn rule_codes() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|(c, _)| *c)
 }
 
 /// The severity the validator gives `code`, if it is one of its codes.

@@ -1,6 +1,7 @@
 //! The architecture's one-way data flow, checked on the source: the engine
 //! (bytes → document → validate | patch | hash → records) never imports a
-//! shell, only `src/git/` names the `git2` crate, no two top-level modules
+//! shell nor keeps state behind its callers (a thread-local or static
+//! cache), only `src/git/` names the `git2` crate, no two top-level modules
 //! and no two sibling files import each other, and no function outgrows
 //! what a reader holds in mind (120 lines). A change that breaks a rule
 //! fails here with the file and line.
@@ -96,6 +97,41 @@ fn engine_modules_import_no_shell() {
     );
 }
 
+/// Whether a line declares state that outlives a call: a thread-local or
+/// a static cell (constants and `&'static` borrows are fine).
+fn declares_hidden_state(line: &str) -> bool {
+    let code = line.trim_start();
+    code.contains("thread_local!")
+        || ["OnceLock", "LazyLock", "OnceCell", "static mut "]
+            .iter()
+            .any(|cell| code.contains(cell))
+        || code.split_whitespace().take(2).any(|word| word == "static")
+}
+
+/// The engine is pure functions over values: a cache that one step fills
+/// for the next (the thread-local parse memo of issue 20) is a value passed
+/// where it is used (`doc::ParseMemo`), never state behind the callers.
+#[test]
+fn engine_modules_keep_no_hidden_state() {
+    let mut bad = Vec::new();
+    for m in ENGINE {
+        let mut files = Vec::new();
+        rust_files(&src().join(m), &mut files);
+        for f in files {
+            for (n, line) in code_lines(&f) {
+                if declares_hidden_state(&line) {
+                    bad.push(format!("{}:{n}: {}", f.display(), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "state outside the values passed through the engine:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn only_the_git_module_names_git2() {
     let mut files = Vec::new();
@@ -118,6 +154,13 @@ fn the_checks_see_a_violation() {
     assert_eq!(shells_named("use crate::{doc, git::repo::Repo};"), ["git"]);
     assert!(shells_named("use crate::doc::parse;").is_empty());
     assert!(shells_named("let cache_hit = crate::doc::x();").is_empty());
+    assert!(declares_hidden_state("thread_local! {"));
+    assert!(declares_hidden_state(
+        "static LAST: OnceLock<Document> = OnceLock::new();"
+    ));
+    assert!(declares_hidden_state("pub(crate) static mut N: u32 = 0;"));
+    assert!(!declares_hidden_state("const MAX: usize = 64;"));
+    assert!(!declares_hidden_state("fn name(&self) -> &'static str {"));
 }
 
 /// A path as the project names it (`src/…`).
