@@ -11,51 +11,43 @@
 use super::ast::{AttrValue, Attrs, Text};
 use super::slug::is_js_space;
 
-/// One `key[=value]` token.
-struct Token<'a> {
-    key: &'a str,
-    value: Option<Text>,
-    quoted: bool,
-}
-
 /// Parses a directive attribute block. `raw` may include the braces.
 pub fn parse_attrs(raw: &str) -> Attrs {
     let inner = raw.strip_prefix('{').unwrap_or(raw);
     let inner = inner.strip_suffix('}').unwrap_or(inner);
     let inner = inner.trim_matches(is_js_space);
-    tokens_to_attrs(tokenize(inner, false).unwrap_or_default())
+    read_attrs(inner, false).map_or_else(Attrs::default, |(attrs, _)| attrs)
 }
 
 /// Parses a heading's `{...}` content strictly: `None` when a stray
 /// character appears or no token has a value (so `# Set {a, b}` keeps its
 /// braces in the title).
 pub fn parse_heading_attrs(inner: &str) -> Option<Attrs> {
-    let tokens = tokenize(inner, true)?;
-    if !tokens.iter().any(|t| t.value.is_some()) {
-        return None;
-    }
-    Some(tokens_to_attrs(tokens))
+    let (attrs, any_value) = read_attrs(inner, true)?;
+    any_value.then_some(attrs)
 }
 
-fn tokens_to_attrs(tokens: Vec<Token<'_>>) -> Attrs {
-    // Sized up front: a growing vector would keep room for four pairs, and
-    // most directives have one or two (20,000 directives of a big document
-    // held 1.9 MB of slack).
-    let mut attrs = Attrs(Vec::with_capacity(tokens.len()));
-    for t in tokens {
-        let value = match t.value {
-            None => AttrValue::Bool(true),
-            Some(v) if t.quoted || t.key == "id" => AttrValue::Str(v),
-            Some(v) => coerce_owned(v),
-        };
-        attrs.set(t.key, value);
-    }
-    attrs
+/// Adds one `key[=value]` token: a flag is `true`, a quoted value (and any
+/// `id`) a string, a bare value coerced. A repeated key keeps its first
+/// place and takes the last value.
+fn add(attrs: &mut Attrs, key: &str, value: Option<Text>, quoted: bool) {
+    let value = match value {
+        None => AttrValue::Bool(true),
+        Some(v) if quoted || key == "id" => AttrValue::Str(v),
+        Some(v) => coerce_owned(v),
+    };
+    attrs.set(key, value);
 }
 
-fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
+/// The attributes of `inner` and whether any token had a value; `None`
+/// when `strict` and a stray character appears.
+fn read_attrs(inner: &str, strict: bool) -> Option<(Attrs, bool)> {
     let b = inner.as_bytes();
-    let mut tokens = Vec::new();
+    // Sized up front: most lists are `key=value` pairs, and a growing vector
+    // would keep room for four (20,000 directives of a big document held
+    // 1.9 MB of slack).
+    let mut attrs = Attrs(Vec::with_capacity(memchr::memchr_iter(b'=', b).count()));
+    let mut any_value = false;
     let mut i = 0usize;
     let at_boundary = |at: usize| at >= b.len() || starts_with_space(&inner[at..]);
     while i < b.len() {
@@ -86,11 +78,7 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
             if strict && !at_boundary(i) {
                 return None;
             }
-            tokens.push(Token {
-                key,
-                value: None,
-                quoted: false,
-            });
+            add(&mut attrs, key, None, false);
             continue;
         }
         let value_start = i + 1;
@@ -100,11 +88,8 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
                     if strict && !at_boundary(next) {
                         return None;
                     }
-                    tokens.push(Token {
-                        key,
-                        value: Some(value),
-                        quoted: true,
-                    });
+                    add(&mut attrs, key, Some(value), true);
+                    any_value = true;
                     i = next;
                     continue;
                 }
@@ -116,21 +101,15 @@ fn tokenize(inner: &str, strict: bool) -> Option<Vec<Token<'_>>> {
                 return None;
             }
             // `key=` with nothing after: a flag; the `=` is skipped next round.
-            tokens.push(Token {
-                key,
-                value: None,
-                quoted: false,
-            });
+            add(&mut attrs, key, None, false);
             continue;
         }
-        tokens.push(Token {
-            key,
-            value: Some(Text::from(&inner[value_start..value_start + bare_len])),
-            quoted: false,
-        });
+        let value = Text::from(&inner[value_start..value_start + bare_len]);
+        add(&mut attrs, key, Some(value), false);
+        any_value = true;
         i = value_start + bare_len;
     }
-    Some(tokens)
+    Some((attrs, any_value))
 }
 
 /// Length of a bare value (`\S+`) at the start of `s`.

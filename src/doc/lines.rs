@@ -34,9 +34,12 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
     if memchr::memchr(b'\r', bytes).is_none() {
         // LF-only text (the common case): one needle is markedly cheaper,
         // and counting first sizes the vector exactly (a growing one would
-        // copy itself and touch half as much memory again).
+        // copy itself and touch half as much memory again). Lines are short:
+        // the portable word-at-a-time search, inlined, finds each end in
+        // fewer steps than the vectorised one, whose per-call dispatch
+        // costs more than a line (2-3% of checking a 3 MB document).
         out = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
-        for at in memchr::memchr_iter(b'\n', bytes) {
+        for at in memchr::arch::all::memchr::One::new(b'\n').iter(bytes) {
             out.push(Line {
                 text: &src[start..at],
             });
@@ -44,7 +47,7 @@ pub fn split(src: &str) -> Vec<Line<'_>> {
         }
     } else {
         out = Vec::with_capacity(bytes.len() / 32 + 1);
-        for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+        for at in memchr::arch::all::memchr::Two::new(b'\n', b'\r').iter(bytes) {
             if at < start {
                 // The `\n` of a `\r\n` pair already consumed.
                 continue;
