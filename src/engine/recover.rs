@@ -5,7 +5,7 @@
 //! interrupted write — the intent marker ([`Intent`]) — and otherwise only
 //! report; [`inspect`] is the read-only view verifiers print.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -74,8 +74,15 @@ pub struct UnrecordedEdit {
 #[derive(Debug, thiserror::Error)]
 pub enum RecoveryError {
     /// File-system failure.
-    #[error("{0}")]
-    Io(String),
+    #[error("{}: {what}: {source}", .path.display())]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The transcript's last line, which a writer chains to, is not a
     /// valid record.
     #[error(
@@ -135,17 +142,24 @@ pub enum RecoveryError {
 }
 
 impl RecoveryError {
+    fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
+        RecoveryError::Io {
+            path: path.to_path_buf(),
+            what,
+            source,
+        }
+    }
+
     /// Exit 1 (the pair is inconsistent or the transcript corrupt) rather
     /// than exit 2 (could not run).
     pub fn is_check_failure(&self) -> bool {
-        !matches!(self, RecoveryError::Io(_))
+        !matches!(self, RecoveryError::Io { .. })
     }
 }
 
 /// Reads the document and hashes it (regular files only, size-capped).
 fn read_checked(doc: &Path) -> Result<CheckedDocument, RecoveryError> {
-    let bytes = fsio::read_regular(doc)
-        .map_err(|e| RecoveryError::Io(format!("{}: cannot read: {e}", doc.display())))?;
+    let bytes = fsio::read_regular(doc).map_err(|e| RecoveryError::io(doc, "cannot read", e))?;
     let sha256 = sha256_hex(&bytes);
     Ok(CheckedDocument { bytes, sha256 })
 }
@@ -235,7 +249,7 @@ fn run(
 ) -> Result<Recovery, RecoveryError> {
     let tpath = t.path().to_path_buf();
     let shown = tpath.display().to_string();
-    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{shown}: {what}: {e}"));
+    let io = |what, e| RecoveryError::io(&tpath, what, e);
     let mut out = Recovery {
         stale_temps_removed: fsio::remove_stale_temps(doc),
         ..Recovery::default()
@@ -326,9 +340,7 @@ fn settle_intent(
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
-    let io = |what: &str, e: std::io::Error| {
-        RecoveryError::Io(format!("{}: {what}: {e}", tpath.display()))
-    };
+    let io = |what, e| RecoveryError::io(&tpath, what, e);
     match Intent::read(&tpath) {
         Ok(Some(intent)) => finish_interrupted(doc, t, &intent, apply, force, out)?,
         Ok(None) => {}
@@ -404,7 +416,7 @@ fn finish_interrupted(
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
     let shown = tpath.display().to_string();
-    let io = |what: &str, e: std::io::Error| RecoveryError::Io(format!("{shown}: {what}: {e}"));
+    let io = |what, e| RecoveryError::io(&tpath, what, e);
     let len = t.byte_len().map_err(|e| io("cannot read", e))?;
     let appended = if len > intent.transcript_len {
         t.read_from(intent.transcript_len)
@@ -500,8 +512,10 @@ fn roll_forward(
         path: shown.to_string(),
         err,
     })?;
-    let mut state = String::from_utf8(document.bytes)
-        .map_err(|e| RecoveryError::Io(format!("{}: not UTF-8: {e}", doc.display())))?;
+    let mut state = String::from_utf8(document.bytes).map_err(|e| {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        RecoveryError::io(doc, "not UTF-8", e)
+    })?;
     let mut n = 0;
     let mut memo = ParseMemo::new();
     for (line, r) in &records {
@@ -533,7 +547,7 @@ fn roll_forward(
         n += 1;
     }
     fsio::atomic_write(doc, state.as_bytes())
-        .map_err(|e| RecoveryError::Io(format!("{}: cannot write: {e}", doc.display())))?;
+        .map_err(|e| RecoveryError::io(doc, "cannot write", e))?;
     Ok(n)
 }
 
@@ -593,6 +607,22 @@ mod tests {
         std::fs::write(&d, doc).unwrap();
         let t = dir.path().join("d.noma.patches");
         (dir, d, t)
+    }
+
+    #[test]
+    fn an_io_failure_keeps_its_cause_and_is_not_a_check_failure() {
+        let (_dir, d, _t) = setup("x");
+        let missing = d.with_file_name("gone.noma");
+        let err = read_checked(&missing).map(|_| ()).unwrap_err();
+        let RecoveryError::Io { path, what, source } = &err else {
+            panic!("not an I/O error: {err}");
+        };
+        assert_eq!((path, *what), (&missing, "cannot read"));
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(err
+            .to_string()
+            .starts_with(&format!("{}: cannot read: ", missing.display())));
+        assert!(!err.is_check_failure(), "exit 2 (could not run), not 1");
     }
 
     fn batch(src: &str, texts: &[&str], prev: Option<String>) -> (String, Vec<u8>) {
