@@ -75,19 +75,28 @@ fn shells_named(line: &str) -> Vec<&'static str> {
     found
 }
 
-#[test]
-fn engine_modules_import_no_shell() {
-    let mut bad = Vec::new();
+/// Every code line of the engine's files: `(file, line number, line)`.
+fn engine_code_lines() -> Vec<(PathBuf, usize, String)> {
+    let mut out = Vec::new();
     for m in ENGINE {
         let mut files = Vec::new();
         rust_files(&src().join(m), &mut files);
         assert!(!files.is_empty(), "src/{m} has no Rust files");
         for f in files {
             for (n, line) in code_lines(&f) {
-                for shell in shells_named(&line) {
-                    bad.push(format!("{}:{n}: imports crate::{shell}", f.display()));
-                }
+                out.push((f.clone(), n, line));
             }
+        }
+    }
+    out
+}
+
+#[test]
+fn engine_modules_import_no_shell() {
+    let mut bad = Vec::new();
+    for (f, n, line) in engine_code_lines() {
+        for shell in shells_named(&line) {
+            bad.push(format!("{}:{n}: imports crate::{shell}", f.display()));
         }
     }
     assert!(
@@ -113,18 +122,11 @@ fn declares_hidden_state(line: &str) -> bool {
 /// where it is used (`doc::ParseMemo`), never state behind the callers.
 #[test]
 fn engine_modules_keep_no_hidden_state() {
-    let mut bad = Vec::new();
-    for m in ENGINE {
-        let mut files = Vec::new();
-        rust_files(&src().join(m), &mut files);
-        for f in files {
-            for (n, line) in code_lines(&f) {
-                if declares_hidden_state(&line) {
-                    bad.push(format!("{}:{n}: {}", f.display(), line.trim()));
-                }
-            }
-        }
-    }
+    let bad: Vec<String> = engine_code_lines()
+        .into_iter()
+        .filter(|(_, _, line)| declares_hidden_state(line))
+        .map(|(f, n, line)| format!("{}:{n}: {}", f.display(), line.trim()))
+        .collect();
     assert!(
         bad.is_empty(),
         "state outside the values passed through the engine:\n{}",
