@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{parse, reparse, Document};
+use super::{parse, reparse, strip_bom, Document};
 
 /// A one-entry memo of [`parse()`], keyed by the exact text.
 ///
@@ -88,10 +88,6 @@ impl ParseMemo {
         self.last = Some((key, Arc::clone(&tree)));
         Some((tree, Some(replaced)))
     }
-}
-
-fn strip_bom(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 #[cfg(test)]

@@ -21,3 +21,8 @@ pub mod yaml;
 pub use ast::*;
 pub use memo::ParseMemo;
 pub use parse::parse;
+
+/// `text` without a leading BOM: the text the parser reads and spans index.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}

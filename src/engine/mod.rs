@@ -441,15 +441,26 @@ struct Step {
 
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
 pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
+    plan_with(&mut ParseMemo::new(), source, ctx, ops, opts, apply)
+}
+
+/// [`plan`] through `memo`: every step parses through it, so the source is
+/// parsed once (not at all when the caller's memo already holds it) and
+/// each op's result is spliced from the tree before it.
+pub fn plan_with(
+    memo: &mut ParseMemo,
+    source: &str,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+    apply: ApplyFn,
+) -> Plan {
     let pre_sha256 = source_sha256(source, ctx);
-    // Every step parses through one memo: the source is parsed once, and
-    // each op's result is spliced from the tree before it.
-    let mut memo = ParseMemo::new();
     // Book manifests are not validated (every op is rejected).
     let pre_validation = if ctx.book_manifest {
         PreValidation::default()
     } else {
-        PreValidation::of(&mut memo, source, opts)
+        PreValidation::of(memo, source, opts)
     };
     let shared = drift_warning(opts, &pre_sha256);
     let planner = Planner {
@@ -467,7 +478,7 @@ pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: A
     if let Some((code, message)) = planner.refusal(ctx, &pre_validation) {
         return planner.reject_all(code, &message, pre_validation);
     }
-    match planner.apply_each(&mut memo, apply, ctx.capability.as_ref()) {
+    match planner.apply_each(memo, apply, ctx.capability.as_ref()) {
         Ok(applied) => planner.accept(applied, pre_validation),
         Err(failure) => planner.abort(failure, pre_validation),
     }

@@ -59,7 +59,8 @@ use serde_json::Value;
 use super::succession::{copy_id, genesis_state, origin, start_state};
 use super::touch::{touched, Part, Touch, Touches};
 use crate::doc::hash::{sha256_hex, slice_hash};
-use crate::patch::{op_name, op_target, relocate, REPLACE_LINES};
+use crate::doc::{strip_bom, Document, ParseMemo};
+use crate::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};
 use crate::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
 
 /// One version of a document and its transcript (`None` = file absent).
@@ -189,14 +190,13 @@ impl Sibling {
     }
 }
 
-/// The [`Anchor`] of `op` (an `add_block` with a `position`) on `pre`.
-fn insertion_anchor(pre: &str, op: &Value) -> Option<Anchor> {
+/// The [`Anchor`] of `op` (an `add_block` with a `position`) on `body`,
+/// whose tree is `doc`.
+fn insertion_anchor(body: &str, doc: &Document, op: &Value) -> Option<Anchor> {
     if op_name(op) != Some("add_block") {
         return None;
     }
     let pos = op.get("position")?.as_f64()? as usize;
-    let body = pre.strip_prefix('\u{feff}').unwrap_or(pre);
-    let doc = crate::doc::parse(body);
     let kids = doc.find(op.get("parent")?.as_str()?)?.children();
     Some(Anchor {
         before: kids.get(pos).map(|c| Sibling::of(body, c)),
@@ -207,15 +207,13 @@ fn insertion_anchor(pre: &str, op: &Value) -> Option<Anchor> {
     })
 }
 
-/// `op` with its `position` rebased onto `state` ([`Anchor`]): before the
-/// sibling it went before, else after the one it went after (the other
-/// side may have edited one of them); `None` when both are gone. At the
-/// end, the position is left out: the parent's default place.
-fn rebase_position(state: &str, op: &Value, anchor: &Anchor) -> Option<Value> {
+/// `op` with its `position` rebased onto `body` (tree `doc`, [`Anchor`]):
+/// before the sibling it went before, else after the one it went after
+/// (the other side may have edited one of them); `None` when both are
+/// gone. At the end, the position is left out: the parent's default place.
+fn rebase_position(body: &str, doc: &Document, op: &Value, anchor: &Anchor) -> Option<Value> {
     let mut op = op.clone();
     let pos = {
-        let body = state.strip_prefix('\u{feff}').unwrap_or(state);
-        let doc = crate::doc::parse(body);
         let kids = doc.find(op.get("parent")?.as_str()?)?.children();
         let before = anchor.before.as_ref().map(|s| s.find(body, kids));
         let after = anchor.after.as_ref().map(|s| s.find(body, kids));
@@ -675,10 +673,15 @@ fn reapply(
     op: &Value,
     anchor: Option<&Anchor>,
 ) -> Option<(Record, String)> {
-    let mut op = rebase_hash(state, op);
+    // `state` is parsed once: for the rebasing here and for the plan.
+    let mut memo = ParseMemo::new();
+    let doc = memo.parse(state);
+    let mut op = rebase_hash(strip_bom(state), &doc, op);
     if let Some(anchor) = anchor {
-        op = rebase_position(state, &op, anchor)?;
+        op = rebase_position(strip_bom(state), &doc, &op, anchor)?;
     }
+    // Released before the plan, whose splice may then edit the tree in place.
+    drop(doc);
     if op_name(&op) == Some(REPLACE_LINES) {
         // A hand edit's lines may have moved on our side: it applies where
         // its `old` text now stands, and conflicts when that text changed.
@@ -694,7 +697,8 @@ fn reapply(
     };
     let mut opts = crate::engine::Options::new(rec.actor.clone());
     opts.reason = rec.reason.clone();
-    let plan = crate::engine::plan(
+    let plan = crate::engine::plan_with(
+        &mut memo,
         state,
         &ctx,
         std::slice::from_ref(&op),
@@ -731,16 +735,14 @@ fn mark(r: &mut Record, origin: &str) {
     r.prev_entry_sha256 = None;
 }
 
-/// `op` with its `baseHash` (if any) recomputed against `state`.
-fn rebase_hash(state: &str, op: &Value) -> Value {
+/// `op` with its `baseHash` (if any) recomputed against `body` (tree `doc`).
+fn rebase_hash(body: &str, doc: &Document, op: &Value) -> Value {
     let Some(old) = op.get("baseHash").and_then(Value::as_str) else {
         return op.clone();
     };
     let Some(target) = op_target(op) else {
         return op.clone();
     };
-    let body = state.strip_prefix('\u{feff}').unwrap_or(state);
-    let doc = crate::doc::parse(body);
     let Some(node) = doc.find(target) else {
         return op.clone();
     };
@@ -772,6 +774,7 @@ fn replay_side(
     let mut text = start.to_string();
     let mut sha = sha256_hex(text.as_bytes());
     let mut steps = Vec::new();
+    let mut memo = ParseMemo::new();
     for r in records
         .iter()
         .filter(|r| r.patch_result == PatchResult::Applied)
@@ -782,7 +785,7 @@ fn replay_side(
                 r.op_id
             )));
         }
-        let next = crate::patch::apply_one(&text, &r.op).map_err(|e| {
+        let next = apply_ops_with(&mut memo, &text, std::slice::from_ref(&r.op)).map_err(|e| {
             Unreconcilable::new(format!(
                 "{side}: record {} does not replay: {}",
                 r.op_id, e.message
@@ -798,7 +801,8 @@ fn replay_side(
         steps.push(Step {
             op_id: r.op_id.clone(),
             touched: touched(&text, &next, &r.op),
-            anchor: insertion_anchor(&text, &r.op),
+            // The op parsed `text` through the memo: this reads its tree.
+            anchor: insertion_anchor(strip_bom(&text), &memo.parse(&text), &r.op),
         });
         text = next;
         sha = next_sha;
