@@ -167,7 +167,7 @@ pub fn record_file(
     let mut ops = Vec::new();
     let mut from = prev.as_str();
     if let Some(start) = &genesis {
-        ops.push(json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": start}));
+        ops.push(crate::patch::genesis_op(start));
         from = start;
     }
     ops.extend(edit_ops(from, &text, text_edits).map_err(|e| RecordError::Check(e.to_string()))?);
@@ -206,6 +206,33 @@ pub fn record_file(
         transcript: tpath.display().to_string(),
         genesis,
     })
+}
+
+/// Whether a patch of `doc_path` should open its transcript `tpath` with a
+/// genesis record ([`engine::Options::genesis`]): the transcript has no
+/// line yet, the document is in a git work tree whose HEAD does not hold
+/// its bytes at its path (a new or copied document, or one edited since
+/// it was committed), and the policy allows the extension op. A
+/// transcript that starts at a committed document needs no genesis: its
+/// first state is found in history by content.
+pub fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
+    if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
+        return false;
+    }
+    let Ok(place) = Place::discover(doc_path) else {
+        return false;
+    };
+    if !Policy::load(&place.root).is_ok_and(|p| p.file.record_text_edits) {
+        return false;
+    }
+    let Ok(bytes) = fsio::read_regular(doc_path) else {
+        return false;
+    };
+    match place.repo.head_blob(&place.rel) {
+        Ok(Some(committed)) => committed != bytes,
+        Ok(None) => true,
+        Err(_) => false,
+    }
 }
 
 /// Locks the transcript for the append and checks, under the lock, that
@@ -325,11 +352,21 @@ impl Place {
             head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()))
         };
         if start.is_none() {
-            let starts: Vec<crate::git::Oid> = repo.head_commit().into_iter().collect();
+            // By content, from every commit a merge, rebase or ref names:
+            // the state may be under the document's old name (a rename)
+            // or on the branch being merged.
+            let starts = repo.history_starts();
             start = repo
-                .find_in_history(&starts, &[rel.as_str()], crate::git::HISTORY_LIMIT, |b| {
-                    std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str())
-                })
+                .find_version(
+                    &starts,
+                    &[rel.as_str()],
+                    ".noma",
+                    crate::git::HISTORY_LIMIT,
+                    |b| {
+                        std::str::from_utf8(b).is_ok()
+                            && resume.contains_key(sha256_hex(b).as_str())
+                    },
+                )
                 .map_err(|e| RecordError::Usage(e.to_string()))?
                 .and_then(|b| String::from_utf8(b).ok());
         }

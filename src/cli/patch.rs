@@ -156,7 +156,7 @@ pub fn run(args: Args) -> i32 {
     let opts = options(&args);
     let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
         Ok(o) => o,
-        Err(e) => return failed(&e, args.format),
+        Err(e) => return failed(&e, &args, &opts),
     };
     let code = if outcome.accepted {
         super::EXIT_OK
@@ -211,12 +211,35 @@ fn options(args: &Args) -> Options {
         (None, true) => WriteMode::InPlace,
         (None, false) => WriteMode::DryRun,
     };
+    if opts.write == WriteMode::InPlace {
+        let tpath = opts
+            .transcript
+            .clone()
+            .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+        opts.genesis = crate::record::first_patch_needs_genesis(&args.file, &tpath);
+    }
     opts
 }
 
 /// Reports a request the engine could not carry out; returns the exit code.
-fn failed(e: &engine::EngineError, format: Format) -> i32 {
-    eprintln!("noma patch: {e}");
+fn failed(e: &engine::EngineError, args: &Args, opts: &Options) -> i32 {
+    let format = args.format;
+    let joined = match e {
+        // A joined transcript (a merge without the driver) ends at neither
+        // branch's document: that is the cause, and `noma repair` the fix.
+        engine::EngineError::Recovery(_) if e.is_check_failure() => {
+            let tpath = opts
+                .transcript
+                .clone()
+                .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+            crate::merge::joined::advice_for_file(&args.file.to_string_lossy(), &tpath)
+        }
+        _ => None,
+    };
+    match joined {
+        Some(advice) => eprintln!("noma patch: {}: {advice}", args.file.display()),
+        None => eprintln!("noma patch: {e}"),
+    }
     match e {
         // Refused before anything was recorded (exit 2, "could not run"),
         // but with its §3.5 code, so a JSON client gets `error.code`.

@@ -13,9 +13,9 @@
 //!    sha256 is that `pre_sha256`: the usual case of a transcript started
 //!    after the document was first committed. The history searched is the
 //!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
-//!    bounded by [`crate::git::HISTORY_LIMIT`] commits, under the
-//!    document's current repository-relative path and, when the document
-//!    was moved since, the path its first applied record names.
+//!    bounded by [`crate::git::HISTORY_LIMIT`] commits, by content: under
+//!    the document's current path first, then under any name (a document
+//!    moved or copied since).
 //!
 //! Outside a repository, or when no version has that sha256, replay
 //! reports the divergence as before and the hint names `--base`. The
@@ -41,7 +41,7 @@ use crate::doc::hash::sha256_hex;
 use crate::engine;
 use crate::git::blob::{self, BlobError};
 use crate::git::repo::Repo;
-use crate::transcript::{self, replay::Report, PatchResult};
+use crate::transcript::{self, replay::Report};
 
 /// Arguments of `noma replay`.
 ///
@@ -110,51 +110,19 @@ struct RevRead {
     transcript: String,
 }
 
-/// The repository paths to search for the base: the document's current
-/// one, then the path its first applied record names (`doc_uri`), where
-/// the base lived when the transcript started; they differ once the
-/// document was moved (`git mv`).
-fn base_paths(transcript_bytes: &[u8], current: &str) -> Vec<String> {
-    let (lines, _) = transcript::split_lines(transcript_bytes);
-    let recorded = lines
-        .iter()
-        .filter_map(|l| transcript::parse_record(l.number, l.raw).ok())
-        .find(|r| r.patch_result == PatchResult::Applied)
-        .map(|r| r.doc_uri)
-        .filter(|u| u != current && !u.contains(':') && !u.starts_with('/'));
-    std::iter::once(current.to_string())
-        .chain(recorded)
-        .collect()
-}
-
 /// The sha256 of the base replay needs from outside, if any: the first
 /// applied record's `pre_sha256`, unless the document itself is at that
 /// state or it is the empty document's (a genesis record, which replay
 /// starts from the empty text). None too when the records cannot be read
 /// up to the first applied one (replay reports that line).
 fn wanted_base(transcript_bytes: &[u8], doc: &str) -> Option<String> {
-    let (lines, _) = transcript::split_lines(transcript_bytes);
-    for l in &lines {
-        let rec = transcript::parse_record(l.number, l.raw).ok()?;
-        if rec.patch_result != PatchResult::Applied {
-            continue;
-        }
-        let pre = rec.pre_sha256;
-        if pre == sha256_hex(doc.as_bytes()) || pre == sha256_hex(b"") {
-            return None;
-        }
-        return Some(pre);
-    }
-    None
+    let pre = transcript::replay::first_applied_pre_sha256(transcript_bytes)?;
+    (pre != sha256_hex(doc.as_bytes()) && pre != sha256_hex(b"")).then_some(pre)
 }
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
 /// from its git history, and what was searched (Err: why nothing was).
-fn find_in_worktree_history(
-    doc: &Path,
-    transcript_bytes: &[u8],
-    sha: &str,
-) -> (Option<String>, Result<String, String>) {
+fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<String, String>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -172,25 +140,14 @@ fn find_in_worktree_history(
             )),
         );
     };
-    let paths = base_paths(transcript_bytes, &rel);
-    let found = paths
-        .iter()
-        .find_map(|p| crate::merge::doc_finder(Some(&repo), p, Vec::new())(sha));
+    let found = crate::merge::doc_finder(Some(&repo), &rel, Vec::new())(sha);
     (
         found,
         Ok(format!(
-            "the git history of {} (HEAD and every ref){}",
-            paths.join(" and "),
+            "the git history reachable from HEAD and every ref (by content, under any name){}",
             repo.shallow_note()
         )),
     )
-}
-
-/// The default transcript path: the document's plus `.patches`.
-fn default_transcript(doc: &Path) -> PathBuf {
-    let mut p = doc.as_os_str().to_owned();
-    p.push(".patches");
-    PathBuf::from(p)
 }
 
 /// Replays the committed document and transcript at `rev`.
@@ -200,7 +157,7 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
     let tpath = args
         .transcript
         .clone()
-        .unwrap_or_else(|| default_transcript(&args.file));
+        .unwrap_or_else(|| engine::default_transcript_path(&args.file));
     let tfile = blob::read_rev_path(&cwd, rev, &tpath).map_err(|e| match e {
         BlobError::NotFound { spec, .. } => format!(
             "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
@@ -211,16 +168,12 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
     let repo = Repo::open_from(&cwd).map_err(|e| e.to_string())?;
     // A tree-ish that is no commit has no history to search.
     let commit = repo.resolve(rev).ok();
-    let paths = base_paths(&tfile.bytes, &dfile.path);
-    let path_refs: Vec<&str> = paths.iter().map(String::as_str).collect();
     let lookup = match wanted_base(&tfile.bytes, &doc) {
         None => None,
         Some(sha) => {
             let found = match commit {
                 Some(c) => repo
-                    .find_in_history(&[c], &path_refs, crate::git::HISTORY_LIMIT, |b| {
-                        sha256_hex(b) == sha
-                    })
+                    .find_document(&[c], &[dfile.path.as_str()], &sha)
                     .map_err(|e| e.to_string())?
                     .and_then(|b| String::from_utf8(b).ok()),
                 None => None,
@@ -233,8 +186,7 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
     let lookup = lookup.map(|(sha256, found)| {
         let searched = match commit {
             Some(_) => Ok(format!(
-                "the git history of {} reachable from {rev}",
-                paths.join(" and ")
+                "the git history reachable from {rev} (by content, under any name)"
             )),
             None => Err(format!("{rev} is not a commit")),
         };
@@ -263,7 +215,7 @@ pub fn run(args: Args) -> i32 {
             let mut lookup: Option<Lookup> = None;
             let mut find = |t: &[u8], doc: &str| -> Option<String> {
                 let sha = wanted_base(t, doc)?;
-                let (found, searched) = find_in_worktree_history(&args.file, t, &sha);
+                let (found, searched) = find_in_worktree_history(&args.file, &sha);
                 lookup = Some(Lookup::new(sha, found.is_some(), searched));
                 found
             };
@@ -299,7 +251,7 @@ pub fn run(args: Args) -> i32 {
             let tpath = args
                 .transcript
                 .clone()
-                .unwrap_or_else(|| default_transcript(&args.file));
+                .unwrap_or_else(|| engine::default_transcript_path(&args.file));
             let t = crate::fsio::read_regular(&tpath).ok()?;
             let join = crate::merge::joined::find_join(&t)?;
             Some(crate::merge::joined::advice(

@@ -127,6 +127,13 @@ pub struct Options {
     pub force: bool,
     /// Validator options for pre- and post-validation.
     pub validate: crate::validate::Options,
+    /// In place, on a transcript with no line yet: write a genesis record
+    /// (the empty document to the document as found, by the tool) before
+    /// the request's records, so the transcript replays from its own
+    /// content. The shell sets it when no commit holds the document's
+    /// bytes at its path (a new or copied document), where a first
+    /// record's `pre_sha256` would name a state no clone can find.
+    pub genesis: bool,
 }
 
 impl Options {
@@ -144,12 +151,26 @@ impl Options {
             write: WriteMode::DryRun,
             force: false,
             validate: crate::validate::Options::default(),
+            genesis: false,
         }
     }
 }
 
 /// The conventional transcript path: the document path plus `.patches` (§5.1).
+///
+/// A symlinked document is the file it points to: its transcript is the
+/// target's, so a patch through the link writes through to the one
+/// transcript the hook checks (it refuses staged links) and the MCP server
+/// uses (it resolves links).
 pub fn default_transcript_path(doc: &Path) -> PathBuf {
+    let target;
+    let doc = match std::fs::symlink_metadata(doc) {
+        Ok(m) if m.file_type().is_symlink() => {
+            target = std::fs::canonicalize(doc).unwrap_or_else(|_| doc.to_path_buf());
+            target.as_path()
+        }
+        _ => doc,
+    };
     let mut name = doc
         .file_name()
         .map(|n| n.to_os_string())
@@ -1047,7 +1068,14 @@ fn patch_in_place(
     };
     let mut plan = plan(&source, &ctx, ops, opts, apply);
     let changed = plan.accepted && plan.new_text != source;
-    let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
+    let mut records = match opts.genesis && recovery.last_line_sha256.is_none() {
+        true => genesis_records(&source, &ctx, opts, apply),
+        false => Vec::new(),
+    };
+    let request = records.len();
+    records.append(&mut plan.records);
+    let bytes = chain_and_serialise(&mut records, recovery.last_line_sha256.clone());
+    plan.records = records.split_off(request);
     let pre = plan
         .records
         .first()
@@ -1078,6 +1106,38 @@ fn patch_in_place(
         transcript: Some(tpath),
         recovery: Some(recovery),
     })
+}
+
+/// The genesis record of a transcript that starts at `source` (none for
+/// an empty document, which needs no start): the tool writes the document
+/// as found, from the empty document.
+fn genesis_records(source: &str, ctx: &Context, opts: &Options, apply: ApplyFn) -> Vec<Record> {
+    if source.is_empty() {
+        return Vec::new();
+    }
+    let mut gopts = Options::new(Actor {
+        kind: crate::transcript::ActorKind::Tool,
+        name: "noma".into(),
+        model: None,
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+    });
+    gopts.reason =
+        Some("start of the transcript: the document as found before its first patch".into());
+    gopts.validate = opts.validate.clone();
+    let ops = [crate::patch::genesis_op(source)];
+    // The tool's start, not an agent's op: a capability descriptor that
+    // limits agents' ops does not apply to it.
+    let mut ctx = ctx.clone();
+    ctx.source_sha256 = None;
+    ctx.capability = None;
+    let g = plan("", &ctx, &ops, &gopts, apply);
+    if g.accepted && g.new_text == source {
+        g.records
+    } else {
+        // Never expected (the op writes exactly `source`); the request
+        // then goes on without a genesis, as before it existed.
+        Vec::new()
+    }
 }
 
 /// Appends a request's records under the write protocol (module doc, steps

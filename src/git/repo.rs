@@ -349,6 +349,25 @@ impl Repo {
         Ok(docs.into_iter().collect())
     }
 
+    /// The `.noma` documents moved between two commits, as git's rename
+    /// detection pairs them (a path gone, a new one at least 50% similar):
+    /// new path -> old path.
+    pub fn moved_documents(&self, from: Oid, to: Oid) -> Result<HashMap<String, String>, GitError> {
+        let tree = |id: Oid| self.repo.find_commit(id).and_then(|c| c.tree());
+        let mut opts = DiffOptions::new();
+        opts.pathspec("*.noma");
+        let mut diff =
+            self.repo
+                .diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), Some(&mut opts))?;
+        let mut find = DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find))?;
+        Ok(changes_of(&diff)?
+            .into_iter()
+            .filter_map(|c| Some((c.path, c.old_path?)))
+            .collect())
+    }
+
     /// The best common ancestor of two commits, if any.
     pub fn merge_base(&self, a: Oid, b: Oid) -> Option<Oid> {
         self.repo.merge_base(a, b).ok()
@@ -631,41 +650,97 @@ impl Repo {
     }
 
     /// Walks the history reachable from `starts` (newest first) and returns
-    /// the first distinct version of any of `paths` for which `matches`
-    /// says yes. Each distinct blob is offered once; at most `max_commits`
-    /// commits are visited so a huge history cannot stall a hook.
-    pub fn find_in_history(
+    /// the first distinct version for which `matches` says yes, looking
+    /// by content, not by path: first at `paths` in every visited commit
+    /// (the cheap, usual case), then at every blob of a path ending with
+    /// `suffix` that a visited commit adds or changes against its first
+    /// parent, which finds a version under a name the file had before a
+    /// rename, in the file it was copied from, or in any other file. Each
+    /// distinct blob is offered once; at most `max_commits` commits are
+    /// visited per pass so a huge history cannot stall a hook.
+    pub fn find_version(
         &self,
         starts: &[Oid],
         paths: &[&str],
+        suffix: &str,
         max_commits: usize,
         mut matches: impl FnMut(&[u8]) -> bool,
     ) -> Result<Option<Vec<u8>>, GitError> {
+        if starts.is_empty() {
+            return Ok(None);
+        }
+        let mut seen: HashSet<Oid> = HashSet::new();
+        let mut offer = |id: Oid| -> Result<Option<Vec<u8>>, GitError> {
+            if id.is_zero() || !seen.insert(id) {
+                return Ok(None);
+            }
+            let bytes = self.blob(id)?;
+            Ok(matches(&bytes).then_some(bytes))
+        };
+        for id in self.walk(starts, max_commits)? {
+            for p in paths {
+                if let Some(blob) = self.blob_id_at(id, p)? {
+                    if let Some(found) = offer(blob)? {
+                        return Ok(Some(found));
+                    }
+                }
+            }
+        }
+        let mut opts = DiffOptions::new();
+        opts.pathspec(format!("*{suffix}"));
+        for id in self.walk(starts, max_commits)? {
+            let commit = self.repo.find_commit(id)?;
+            let parent = match commit.parent_ids().next() {
+                Some(p) => Some(self.repo.find_commit(p)?.tree()?),
+                None => None,
+            };
+            let diff = self.repo.diff_tree_to_tree(
+                parent.as_ref(),
+                Some(&commit.tree()?),
+                Some(&mut opts),
+            )?;
+            for d in diff.deltas() {
+                let named = d
+                    .new_file()
+                    .path_bytes()
+                    .is_some_and(|p| p.ends_with(suffix.as_bytes()));
+                if d.status() == Delta::Deleted || !named {
+                    continue;
+                }
+                if let Some(found) = offer(d.new_file().id())? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The version of a document whose sha256 is `sha`, by
+    /// [`Repo::find_version`] over `.noma` files, bounded by
+    /// [`crate::git::HISTORY_LIMIT`] commits.
+    pub fn find_document(
+        &self,
+        starts: &[Oid],
+        paths: &[&str],
+        sha: &str,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        self.find_version(starts, paths, ".noma", crate::git::HISTORY_LIMIT, |b| {
+            crate::doc::hash::sha256_hex(b) == sha
+        })
+    }
+
+    /// The commits reachable from `starts`, newest first, at most `max`.
+    fn walk(&self, starts: &[Oid], max: usize) -> Result<Vec<Oid>, GitError> {
         let mut walk = self.repo.revwalk()?;
         walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)?;
         for s in starts {
             walk.push(*s)?;
         }
-        let mut seen: HashSet<Oid> = HashSet::new();
-        for (n, id) in walk.enumerate() {
-            if n >= max_commits {
-                break;
-            }
-            let id = id?;
-            for p in paths {
-                let Some(blob) = self.blob_id_at(id, p)? else {
-                    continue;
-                };
-                if !seen.insert(blob) {
-                    continue;
-                }
-                let bytes = self.blob(blob)?;
-                if matches(&bytes) {
-                    return Ok(Some(bytes));
-                }
-            }
+        let mut out = Vec::new();
+        for id in walk.take(max) {
+            out.push(id?);
         }
-        Ok(None)
+        Ok(out)
     }
 }
 
@@ -827,9 +902,25 @@ mod tests {
         assert_eq!(r.head_blob("a b.noma").unwrap().unwrap(), b"changed\n");
         let head = r.head_commit().unwrap();
         let found = r
-            .find_in_history(&[head], &["a b.noma"], 100, |b| b.starts_with(b"line one"))
+            .find_version(&[head], &["a b.noma"], ".noma", 100, |b| {
+                b.starts_with(b"line one")
+            })
             .unwrap();
         assert_eq!(found.as_deref(), Some(body.as_bytes()));
+        // By content: under no path it ever had, the version is still
+        // found (as after a rename or in the file it was copied from).
+        let sha = crate::doc::hash::sha256_hex(body.as_bytes());
+        assert_eq!(
+            r.find_document(&[head], &["elsewhere.noma"], &sha)
+                .unwrap()
+                .as_deref(),
+            Some(body.as_bytes())
+        );
+        assert_eq!(
+            r.find_document(&[head], &[], &crate::doc::hash::sha256_hex(b"never"))
+                .unwrap(),
+            None
+        );
         assert!(r.merge_head().is_none());
         assert!(r.merge_base(head, head).is_some());
         // Both ways of listing agree (the CLI one is what `staged` uses).

@@ -902,6 +902,14 @@ pub fn install_merge_driver(
         .map_err(config_err(&cfg_path))?;
         change.config = true;
     }
+    // `git am` applies a mailed commit textually: once the transcript has
+    // moved, an agent's appended line no longer applies and am stops. With
+    // am.threeWay it falls back to a three-way merge, which runs the
+    // driver. A value the user set is theirs.
+    if git::config::get(&cfg_path, "am.threeWay").is_none() {
+        git::config::set(&cfg_path, &[("am.threeWay", "true")]).map_err(config_err(&cfg_path))?;
+        change.config = true;
+    }
     let mut missing: Vec<&str> = Vec::new();
     for (i, line) in ATTRIBUTE_LINES.iter().enumerate() {
         let pattern = line.split_whitespace().next().unwrap_or_default();

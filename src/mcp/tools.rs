@@ -441,6 +441,8 @@ fn run_patch(
         &path,
     ));
     opts.validate = validate_options(&path);
+    opts.genesis =
+        crate::record::first_patch_needs_genesis(&path, &engine::default_transcript_path(&path));
     match engine::patch_file(&path, ops, &opts, engine::APPLY) {
         Ok(outcome) => {
             if let Some(r) = outcome.recovery.as_ref().filter(|r| !r.messages.is_empty()) {
@@ -463,6 +465,13 @@ fn run_patch(
                 return Err(stale);
             }
             let shown = ctx.shown(&path);
+            let tpath = engine::default_transcript_path(&path);
+            if let Some(advice) = crate::merge::joined::advice_for_file(&shown, &tpath) {
+                return Err(ToolError::user(
+                    "unrecorded_edit",
+                    format!("{shown}: the transcript {advice}; nothing was written or recorded"),
+                ));
+            }
             // A merge in progress leaves `::conflict` blocks the transcript
             // does not record: say so, an agent cannot resolve them.
             let conflicts = read_source(&path)

@@ -120,6 +120,14 @@ pub fn advice(doc: &str, join: Join) -> String {
     )
 }
 
+/// [`advice`] for the transcript file `tpath` of the document `doc`, when
+/// it is joined: the one fix to name wherever a joined transcript stops a
+/// command (a patch refused as an unrecorded edit, a record, a replay).
+pub fn advice_for_file(doc: &str, tpath: &std::path::Path) -> Option<String> {
+    let bytes = crate::fsio::read_regular(tpath).ok()?;
+    find_join(&bytes).map(|j| advice(doc, j))
+}
+
 /// What [`unjoin_file`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Unjoined {

@@ -82,15 +82,13 @@ pub struct Versions {
     pub theirs: Option<Vec<u8>>,
 }
 
-/// The version of `path` in the repository's history whose sha256 is
-/// `sha` (bounded by [`crate::git::HISTORY_LIMIT`] commits).
+/// The version of a document in the repository's history whose sha256 is
+/// `sha`: at `path` first, else under any name (a rename, a copy), by
+/// [`Repo::find_document`].
 pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
-    let starts = repo.history_starts();
-    repo.find_in_history(&starts, &[path], crate::git::HISTORY_LIMIT, |b| {
-        sha256_hex(b) == sha
-    })
-    .ok()
-    .flatten()
+    repo.find_document(&repo.history_starts(), &[path], sha)
+        .ok()
+        .flatten()
 }
 
 /// The state a transcript ends at: its last applied record's post_sha256.
@@ -117,9 +115,13 @@ pub fn find_transcript_for(
         return Some(p);
     }
     let starts = repo.history_starts();
-    repo.find_in_history(&starts, &[tpath], crate::git::HISTORY_LIMIT, |b| {
-        final_state(b).as_deref() == Some(sha.as_str())
-    })
+    repo.find_version(
+        &starts,
+        &[tpath],
+        ".noma.patches",
+        crate::git::HISTORY_LIMIT,
+        |b| final_state(b).as_deref() == Some(sha.as_str()),
+    )
     .ok()
     .flatten()
 }

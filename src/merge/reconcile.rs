@@ -158,7 +158,11 @@ pub fn check_branch(
     let docs = repo
         .changed_documents(merge_base, head)
         .map_err(ReconcileError::ChangedDocuments)?;
+    let moved = repo
+        .moved_documents(merge_base, head)
+        .map_err(ReconcileError::ChangedDocuments)?;
     let branch = Branch {
+        moved,
         repo: &repo,
         head,
         base_tip,
@@ -180,6 +184,8 @@ pub fn check_branch(
 /// revisions compared and what `--write` may do.
 struct Branch<'r> {
     repo: &'r Repo,
+    /// Documents the branch moved: HEAD's path -> the merge base's.
+    moved: std::collections::HashMap<String, String>,
     head: Oid,
     base_tip: Oid,
     merge_base: Oid,
@@ -235,12 +241,21 @@ impl Branch<'_> {
         };
         // 1. Validity.
         check_validity(&mut rep, head_doc);
+        // A document the branch moved is compared with its old path's
+        // versions, at the base too unless the base has it under the new
+        // name already.
+        let old = self.moved.get(path).map_or(path, String::as_str);
+        let old_t = format!("{old}.patches");
+        let at_base = |p: &str, old: &str| {
+            self.blob(self.base_tip, p)
+                .or_else(|| self.blob(self.base_tip, old))
+        };
         let files = DocFiles {
-            mb_doc: self.blob(self.merge_base, path),
-            base_doc: self.blob(self.base_tip, path),
-            mb_t: self.blob(self.merge_base, &tpath),
+            mb_doc: self.blob(self.merge_base, old),
+            base_doc: at_base(path, old),
+            mb_t: self.blob(self.merge_base, &old_t),
             head_t: self.blob(self.head, &tpath),
-            base_t: self.blob(self.base_tip, &tpath),
+            base_t: at_base(&tpath, &old_t),
             tpath,
         };
         let mut find = super::doc_finder(
@@ -391,6 +406,9 @@ fn check_history(
         // Checked (and replayed) by the succession rule.
     } else if files.head_t.is_some() {
         check_appended_records(rep, files, head_doc);
+        if rep.replays && files.mb_t.is_some() {
+            check_whole_replay(rep, files, head_doc, find);
+        }
     } else if files.mb_doc.as_deref() != Some(head_doc.as_bytes()) && files.mb_t.is_none() {
         rep.findings.push(finding(
             "note",
@@ -455,6 +473,35 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
         f.block = Some(b.id.clone());
         rep.findings.push(f);
     }
+}
+
+/// Step 3, for the records before the branch's: "replays" means what `noma
+/// replay` says, so a transcript the base branch holds that does not
+/// replay (its first state found nowhere, a record changed past the hook)
+/// fails here too, even when the branch's own records replay on top of the
+/// merge base's document.
+fn check_whole_replay(
+    rep: &mut DocReport,
+    files: &DocFiles,
+    head_doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) {
+    let t = files.head_transcript();
+    let base = replay::first_applied_pre_sha256(t).and_then(|sha| find(&sha));
+    let r = replay::replay(t, base.as_deref(), head_doc, crate::engine::APPLY);
+    let Some(d) = r.divergence else { return };
+    rep.replays = false;
+    let mut f = finding(
+        "error",
+        "replay-diverged",
+        &files.tpath,
+        format!(
+            "the transcript does not replay from its start (records the branch did not write): {}",
+            d.message
+        ),
+    );
+    f.line = (d.line > 0).then_some(d.line);
+    rep.findings.push(f);
 }
 
 /// The innermost blocks the branch changed since the merge base, each

@@ -25,6 +25,12 @@ use super::{fail, OpResult, PatchErrorCode};
 /// The op's name (namespaced: it is not a v1.0 op).
 pub const REPLACE_LINES: &str = "x-noma/replace_lines";
 
+/// The op of a genesis record: the empty document becomes `text`, so a
+/// transcript that opens with it replays from its own content (§5.5).
+pub fn genesis_op(text: &str) -> serde_json::Value {
+    serde_json::json!({"op": REPLACE_LINES, "line": 1, "old": "", "new": text})
+}
+
 /// Applies the op to the whole `source` (BOM included).
 pub(crate) fn replace_lines(source: &str, line: f64, old: &str, new: &str) -> OpResult<String> {
     if !(line >= 1.0 && line.fract() == 0.0 && line <= usize::MAX as f64) {

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::doc::{self, Document, Node, ParseMemo};
 
-pub use lines::{relocate, REPLACE_LINES};
+pub use lines::{genesis_op, relocate, REPLACE_LINES};
 pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OpShapeError, OP_NAMES};
 
 /// The §3.5 PatchError codes.

@@ -423,6 +423,10 @@ impl<'a> Guard<'a> {
             }
             return Ok((out, false));
         };
+        let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
+        if cut && self.undoes_reverted_commit(paths, &staged_t, text)? {
+            return Ok((out, true));
+        }
         let head_doc = self.head_text(head_path)?;
         let mut found = Vec::new();
         self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut found)?;
@@ -456,6 +460,29 @@ impl<'a> Guard<'a> {
         }
         out.extend(found);
         Ok((out, true))
+    }
+
+    /// `git revert -n` of the commit that made the document and transcript
+    /// what HEAD holds, then `git commit`: the staged pair is byte for byte
+    /// what the reverted commit's parent held, a pair this hook accepted
+    /// then. `git revert` without `-n` writes the same bytes and commits
+    /// without running the hook, so both are treated alike.
+    fn undoes_reverted_commit(
+        &self,
+        [path, _, tpath]: [&str; 3],
+        staged_t: &[u8],
+        staged_doc: &str,
+    ) -> Result<bool, GitError> {
+        let Ok(reverted) = self.repo.resolve("REVERT_HEAD") else {
+            return Ok(false);
+        };
+        let Some(parent) = self.repo.first_parent(reverted) else {
+            return Ok(false);
+        };
+        Ok(
+            self.repo.blob_at(parent, tpath)?.as_deref() == Some(staged_t)
+                && self.repo.blob_at(parent, path)?.as_deref() == Some(staged_doc.as_bytes()),
+        )
     }
 
     /// The finding for a working-tree transcript that differs from the
@@ -560,7 +587,7 @@ impl<'a> Guard<'a> {
         staged_doc: &str,
         out: &mut Vec<Finding>,
     ) -> Result<(), GitError> {
-        let [path, _, tpath] = paths;
+        let [path, head_path, tpath] = paths;
         let (mut ref_t, mut ref_doc) = (head_t, head_doc);
         if let Some((t, doc)) = self.unjoined(
             path,
@@ -575,13 +602,20 @@ impl<'a> Guard<'a> {
             ref_doc = Some(doc);
         }
         if let Some((head, theirs)) = self.merge {
-            let their_t = self.repo.blob_at(theirs, tpath)?;
-            let their_doc = self
-                .repo
-                .blob_at(theirs, path)?
-                .and_then(|b| String::from_utf8(b).ok());
+            // A side or the merge base may hold the files under the name
+            // HEAD has (the other side moved them): the staged path first,
+            // then HEAD's.
+            let head_tpath = transcript_path(head_path);
+            let at = |commit: Oid, p: &str, old: &str| -> Result<Option<Vec<u8>>, GitError> {
+                match self.repo.blob_at(commit, p)? {
+                    Some(b) => Ok(Some(b)),
+                    None => self.repo.blob_at(commit, old),
+                }
+            };
+            let their_t = at(theirs, tpath, &head_tpath)?;
+            let their_doc = at(theirs, path, head_path)?.and_then(|b| String::from_utf8(b).ok());
             let base_t = match self.repo.merge_base(head, theirs) {
-                Some(b) => self.repo.blob_at(b, tpath)?,
+                Some(b) => at(b, tpath, &head_tpath)?,
                 None => None,
             }
             .unwrap_or_default();
@@ -612,12 +646,27 @@ impl<'a> Guard<'a> {
                     // with `noma reconcile`): see crate::merge::succession.
                     return Ok(());
                 } else if forked {
-                    out.push(fork_finding(
+                    let mut f = fork_finding(
                         tpath,
                         &base_t,
                         ref_t.as_deref().unwrap_or_default(),
                         their_t.as_deref().unwrap_or_default(),
-                    ));
+                    );
+                    if [&ref_t, &their_t]
+                        .iter()
+                        .any(|t| t.as_deref() == Some(staged_t))
+                    {
+                        // One side's transcript is staged already (a moved
+                        // transcript git did not pair, resolved by keeping
+                        // one side): recording the merged document on top
+                        // of it is the whole fix.
+                        f = f.fix(format!(
+                            "noma record {path_sh} && git add {path_sh} {tpath_sh}",
+                            path_sh = shell_word(path),
+                            tpath_sh = shell_word(tpath)
+                        ));
+                    }
+                    out.push(f);
                     return Ok(());
                 }
             }
@@ -792,9 +841,11 @@ impl<'a> Guard<'a> {
         )
     }
 
-    /// No version of the document has the first new record's pre_sha256:
-    /// a warning (an error under `strict`), and only the final hash is
-    /// compared with the staged document.
+    /// No version of the document, under any name, has the first new
+    /// record's pre_sha256: the transcript can never replay, so the commit
+    /// is blocked with the fix, except in a shallow clone, where the
+    /// version may lie beyond the cut (a warning there, an error under
+    /// `strict`); only the final hash is compared with the staged document.
     fn base_unknown(
         &self,
         [path, tpath]: [&str; 2],
@@ -808,19 +859,21 @@ impl<'a> Guard<'a> {
             tpath,
             Some(first_line),
             format!(
-                "cannot replay: no version of {path} in its history has sha256 {first_pre} (the first applied record's pre_sha256); only the final hash was checked{}",
+                "cannot replay: no version of any document in the history has sha256 {first_pre} (the first applied record's pre_sha256){}",
                 self.repo.shallow_note()
             ),
         );
-        w.severity = Severity::Warning;
-        w.blocking = self.policy.file.strict;
+        if !self.repo.shallow_note().is_empty() {
+            w.severity = Severity::Warning;
+            w.blocking = self.policy.file.strict;
+        }
         if new_transcript {
-            // A new transcript that starts at a never-committed state: start
+            // A new transcript that starts at a never-committed state (made
+            // by a tool that writes no genesis record, or copied in): start
             // it over with a genesis record (the old one is kept aside).
-            w.message.push_str(&format!(
-                "; start a new document's transcript with `noma record {path_sh}` before its first patch",
-                path_sh = shell_word(path),
-            ));
+            w.message.push_str(
+                "; start it over from the document as it is now (the old transcript is kept aside)",
+            );
             w = w.fix(format!(
                 "mv {tpath_sh} {old_sh} && noma record {path_sh} && git add {tpath_sh}",
                 tpath_sh = shell_word(tpath),
@@ -865,7 +918,14 @@ impl<'a> Guard<'a> {
                 return Ok(Some(d.to_string()));
             }
         }
-        find_in_history(self.repo, path, sha)
+        // By content: the version may have lived under another name
+        // (a rename, a copy) or in a merged branch.
+        let starts: Vec<Oid> = [self.repo.head_commit(), self.repo.merge_head()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let found = self.repo.find_document(&starts, &[path], sha)?;
+        Ok(found.and_then(|b| String::from_utf8(b).ok()))
     }
 
     fn unrecorded(&self, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
@@ -1044,22 +1104,6 @@ fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged:
         ));
     }
     Finding::error("transcript-replay", tpath, line, d.message)
-}
-
-/// Searches the history reachable from HEAD (and MERGE_HEAD) for a version
-/// of `path` whose sha256 is `sha`.
-pub fn find_in_history(repo: &Repo, path: &str, sha: &str) -> Result<Option<String>, GitError> {
-    let starts: Vec<Oid> = [repo.head_commit(), repo.merge_head()]
-        .into_iter()
-        .flatten()
-        .collect();
-    if starts.is_empty() {
-        return Ok(None);
-    }
-    let found = repo.find_in_history(&starts, &[path], crate::git::HISTORY_LIMIT, |b| {
-        std::str::from_utf8(b).is_ok() && sha256_hex(b) == sha
-    })?;
-    Ok(found.and_then(|b| String::from_utf8(b).ok()))
 }
 
 fn describe(blocks: &[String]) -> String {

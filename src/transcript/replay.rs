@@ -154,6 +154,20 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: Appl
     replay_after(None, transcript, base, document, apply)
 }
 
+/// The `pre_sha256` of the first applied record of `transcript`: the state
+/// replay starts from. None when no record up to the first applied one
+/// can be read (replay reports that line) or none is applied.
+pub fn first_applied_pre_sha256(transcript: &[u8]) -> Option<String> {
+    let (lines, _) = crate::transcript::split_lines(transcript);
+    for l in &lines {
+        let rec = crate::transcript::parse_record(l.number, l.raw).ok()?;
+        if rec.patch_result == crate::transcript::PatchResult::Applied {
+            return Some(rec.pre_sha256);
+        }
+    }
+    None
+}
+
 /// Where a replayed slice of a transcript starts in its file: what the
 /// hooks replay is the part a commit appends to the committed transcript.
 #[derive(Debug, Clone, Copy, Default)]

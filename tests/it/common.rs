@@ -410,20 +410,42 @@ pub fn tool_body(r: &serde_json::Value) -> (bool, serde_json::Value) {
     )
 }
 
-/// A temporary git repository (no commit) holding `doc` as `a.noma`, for
+/// A temporary git repository with `doc` committed as `a.noma`, for
 /// the MCP server's root.
 pub fn mcp_repo(doc: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let ok = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(dir.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .unwrap();
-    assert!(ok.success());
     std::fs::write(dir.path().join("a.noma"), doc).unwrap();
+    // Committed, as the documents agents patch are: an uncommitted one's
+    // first patch would open its transcript with a genesis record.
+    for args in [
+        &["init", "-q"][..],
+        &["add", "a.noma"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            "a",
+        ],
+    ] {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
     dir
 }
 
@@ -436,3 +458,6 @@ pub fn fix_of(out: &str, code: &str) -> String {
     let start = line.rfind("(fix: ").expect("a fix") + "(fix: ".len();
     line[start..line.len() - 1].to_string()
 }
+
+/// sha256 of no bytes: a genesis record's `pre_sha256`.
+pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

@@ -1022,6 +1022,16 @@ fn q_a_merge_without_the_driver_that_kept_both_sides_is_repaired() {
     );
     let o = r.noma(&["reconcile", "--base", "HEAD~1"]);
     assert!(text(&o).contains("[transcript-joined]"), "{}", text(&o));
+    // An agent's patch names the same one fix (it named `noma record`,
+    // which then redirected to `noma repair`).
+    let op = serde_json::json!({"op": "replace_body", "id": "d", "content": "D0"}).to_string();
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", &op]);
+    assert!(
+        !o.status.success() && text(&o).contains("noma repair \"plan.noma\""),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("noma record"), "{}", text(&o));
     let o = r.noma(&["repair", "plan.noma"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("1 of them rebased"), "{}", text(&o));

@@ -181,22 +181,36 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
     assert!(text(&o).contains("nothing to record"), "{}", text(&o));
 }
 
+/// An agent's first patch of a document no commit holds opens its
+/// transcript with a genesis record (issue 32; it used to start at a state
+/// no clone could find, which `strict` refused): the commit passes the
+/// hook, and the transcript replays from its own content.
 #[test]
-fn a_transcript_started_by_patch_on_a_new_document_is_restarted_by_the_hint() {
+fn an_agents_first_patch_of_a_new_document_starts_with_a_genesis_record() {
     let r = setup("strict: true\n");
     r.write("new.noma", "# New\n\n::note{id=\"x\"}\nfirst\n::\n");
     let op = r#"{"op":"replace_body","id":"x","content":"second"}"#;
     let o = r.noma(&["patch", "new.noma", "--inplace", "--op", op]);
     assert!(o.status.success(), "{}", text(&o));
-    r.ok(&["add", "-A"]);
-    let o = r.git(&["commit", "-q", "-m", "new doc"]);
-    assert!(!o.status.success(), "strict: the base is unknown");
-    let out = text(&o);
-    assert!(out.contains("transcript-base-unknown"), "{out}");
-    crate::common::assert_ran(&r.sh(&fix_of(&out, "transcript-base-unknown")));
-    r.commit_all("new doc with genesis");
+    let t = r.read("new.noma.patches");
+    let records: Vec<serde_json::Value> = t
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{t}");
+    assert_eq!(records[0]["op"]["op"], "x-noma/replace_lines");
+    assert_eq!(records[0]["actor"]["kind"], "tool");
+    assert_eq!(records[0]["pre_sha256"], crate::common::EMPTY_SHA256);
+    assert_eq!(records[1]["op"]["op"], "replace_body");
+    assert_eq!(records[1]["pre_sha256"], records[0]["post_sha256"]);
+    r.commit_all("new doc, patched by an agent");
     let o = r.noma(&["replay", "new.noma"]);
     assert!(o.status.success(), "{}", text(&o));
+    // The next patch appends only its own record.
+    let op = r#"{"op":"replace_body","id":"x","content":"third"}"#;
+    let o = r.noma(&["patch", "new.noma", "--inplace", "--op", op]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(r.read("new.noma.patches").lines().count(), 3);
 }
 
 /// A hand edit of `from` → `to` in `plan.noma`, recorded and committed.
