@@ -461,3 +461,12 @@ pub fn fix_of(out: &str, code: &str) -> String {
 
 /// sha256 of no bytes: a genesis record's `pre_sha256`.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/// Cases of a property test that builds a git repository per case: 8 (each
+/// runs tens to hundreds of git and noma processes), or `PROPTEST_CASES`.
+pub fn git_proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8)
+}

@@ -335,16 +335,9 @@ fn converges(s: &Scenario) {
     }
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: crate::common::git_proptest_cases(),
         // A case costs about a second; keep a failing run's shrinking short.
         max_shrink_iters: 24,
         ..ProptestConfig::default()

@@ -224,16 +224,9 @@ impl Walk<'_> {
     }
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: crate::common::git_proptest_cases(),
         max_shrink_iters: 16,
         ..ProptestConfig::default()
     })]
