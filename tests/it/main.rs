@@ -21,6 +21,7 @@ mod mcp_read_doc;
 mod mcp_stdio;
 mod merge_git;
 mod merge_props;
+mod patch_placement;
 mod patch_props;
 mod patch_reference_conformance;
 mod readme;
