@@ -24,6 +24,7 @@ mod merge_props;
 mod patch_placement;
 mod patch_props;
 mod patch_reference_conformance;
+mod patch_refusals;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
