@@ -160,3 +160,51 @@ fn a_note_lands_under_every_directive_of_every_example() {
         "{docs} {added} {replaced}"
     );
 }
+
+/// The normative Annex C `patch/add_block` input nests a `::risk` in a
+/// `::section` with equal colons: `noma check` reads the risk as the
+/// section's child and reports no error, only the depth warning (which
+/// `--strict` turns into a failure); a dropped closer is still an error.
+#[test]
+fn the_annex_c_add_block_input_checks_without_errors() {
+    let Some(shared) = common::shared_reference("the_annex_c_add_block_input_checks") else {
+        return;
+    };
+    let input = shared.join("noma/conformance/patch/add_block/input.noma");
+    let input = input.to_str().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(common::NOMA)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["check", "--format", "json", input]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let diags: Vec<(String, String)> = v[0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["severity"].as_str().unwrap().to_string(),
+                d["code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        diags.contains(&("warning".into(), "directive-depth-mismatch".into())),
+        "{diags:?}"
+    );
+    assert!(diags.iter().all(|(s, _)| s != "error"), "{diags:?}");
+    let o = run(&["check", "--strict", input]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    // The same document with the section's closer lost fails.
+    let src = std::fs::read_to_string(input).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lost = dir.path().join("lost.noma");
+    std::fs::write(&lost, src.trim_end().strip_suffix("::").unwrap()).unwrap();
+    let o = run(&["check", lost.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    assert!(common::text(&o).contains("unclosed-directive"));
+}
