@@ -6,7 +6,11 @@
 //! (§3.1.1 and §3.5 name that case); replace_block and add_block reject a content id
 //! that is already taken (`id_conflict`); add_block rejects a position
 //! outside `0..=children.len()` (`parent_missing`, which §3.1.2 says in so
-//! many words) instead of clamping it as the reference does.
+//! many words) instead of clamping it as the reference does; and
+//! replace_block and add_block insert the parsed directive (§3.1.2),
+//! re-fenced to the depth its place needs ([`fence`]), where the reference
+//! splices the text verbatim and a `::` fragment under a `::` parent
+//! closes the parent.
 //!
 //! rename_id and delete_block on a section are the two exceptions:
 //! §3.1.3 and §3.1.5 word them for directives, but the reference applies
