@@ -15,8 +15,9 @@
 //! - [`engine`]: a patch request end to end — plan, records, the durable
 //!   write protocol, recovery.
 //! - leaves both sides use: [`diag`] (diagnostics), [`fsio`] (bounded
-//!   reads, atomic writes, locks, intent markers), [`synth`] (generated
-//!   documents for benches and tests).
+//!   reads, atomic writes, locks, intent markers), [`suggest`] ("did you
+//!   mean" near misses), [`synth`] (generated documents for benches and
+//!   tests).
 //!
 //! **The shells**
 //! - [`git`]: repository plumbing (the only module that names `git2`).
@@ -37,6 +38,7 @@ pub mod doc;
 pub mod engine;
 pub mod fsio;
 pub mod patch;
+pub mod suggest;
 pub mod synth;
 pub mod transcript;
 pub mod validate;

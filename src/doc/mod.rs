@@ -20,7 +20,7 @@ pub mod yaml;
 
 pub use ast::*;
 pub use memo::ParseMemo;
-pub use parse::parse;
+pub use parse::{parse, MAX_FENCE_COLONS};
 
 /// `text` without a leading BOM: the text the parser reads and spans index.
 pub fn strip_bom(text: &str) -> &str {

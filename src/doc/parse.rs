@@ -31,9 +31,10 @@ use super::inline::split_pipe_row;
 use super::lines::{self, Line};
 use super::slug::{heading_slug, is_js_space};
 
-/// Openers with more colons than this are read as text (and reported):
-/// nesting depth is one level per extra colon, so this bounds every walk.
-/// The reference implementation uses the same cap; real documents use 2–4.
+/// Openers with more colons than this, or nested deeper than this many
+/// directives, are read as text (and reported), which bounds every walk.
+/// The reference implementation caps the fence width alike; real documents
+/// use 2–4.
 pub const MAX_FENCE_COLONS: u32 = 64;
 
 /// Parses a document. Never fails: problems become [`ParseIssue`]s.
@@ -356,8 +357,16 @@ impl<'a> Parser<'a> {
     }
 
     /// An opening fence on line `i`: opens a directive when it nests
-    /// (more colons than its parent's) and is not too wide; otherwise
-    /// reports why and reads the line as text.
+    /// (at least as many colons as its parent's) and is not too wide or too
+    /// deep; otherwise reports why and reads the line as text.
+    ///
+    /// An opener with as many colons as its parent is a child, reported as
+    /// `directive-depth-mismatch` (§1 asks children for strictly more
+    /// colons): its closer closes it, and the parent's closer the parent,
+    /// so the tree is the one its author meant (the Annex C fixture
+    /// `patch/add_block` nests a `::risk` in a `::section` so). The
+    /// reference reads such an opener, and the parent's then-unmatched
+    /// closer, as paragraph text. Fewer colons than the parent stay text.
     #[inline]
     fn directive_open(&mut self, i: usize, line: &'a str, open: DirectiveOpen<'a>) -> usize {
         let parent_colons = self
@@ -365,8 +374,23 @@ impl<'a> Parser<'a> {
             .last()
             .and_then(|c| c.directive.as_ref())
             .map(|d| d.colons);
-        let nested_ok = parent_colons.is_none_or(|p| open.colons > p);
-        if nested_ok && open.colons <= MAX_FENCE_COLONS {
+        let nested_ok = parent_colons.is_none_or(|p| open.colons >= p);
+        // Equal-colon children no longer bound the depth by the fence
+        // width, so the open directives are counted too.
+        let too_deep =
+            open.colons > MAX_FENCE_COLONS || self.stack.len() > MAX_FENCE_COLONS as usize;
+        if nested_ok && !too_deep {
+            if parent_colons == Some(open.colons) {
+                self.issue(
+                    "directive-depth-mismatch",
+                    i,
+                    format!(
+                        "`{}` opens a directive with {} colons inside a parent with as many; it is read as the parent's child, but children should have strictly more colons",
+                        line.trim(),
+                        open.colons,
+                    ),
+                );
+            }
             let start = i as u32 + 1;
             self.stack.push(Container {
                 directive: Some(OpenDirective {
@@ -385,7 +409,7 @@ impl<'a> Parser<'a> {
                 "directive-depth-mismatch",
                 i,
                 format!(
-                    "`{}` opens a directive with {} colons inside a parent with {}; children need strictly more colons",
+                    "`{}` opens a directive with {} colons inside a parent with {}; children need strictly more colons, so it is read as text",
                     line.trim(),
                     open.colons,
                     parent_colons.unwrap_or(0)
@@ -396,7 +420,7 @@ impl<'a> Parser<'a> {
             self.issue(
                 "nesting-too-deep",
                 i,
-                format!("directive fences wider than {MAX_FENCE_COLONS} colons are read as text"),
+                format!("directives nested deeper than {MAX_FENCE_COLONS} levels, or fences wider than {MAX_FENCE_COLONS} colons, are read as text"),
             );
         }
         self.push_paragraph(Text::from(line), i, i);
@@ -1193,6 +1217,58 @@ mod tests {
         assert_eq!(codes, ["unclosed-directive", "unclosed-code-fence"]);
         assert_eq!(d.children[0].span, Span::new(1, 4));
         assert_eq!(d.children[0].children()[0].span, Span::new(2, 3));
+    }
+
+    /// The Annex C `patch/add_block` input: a `::risk` inside a
+    /// `::section` is the section's child, reported once, and the two
+    /// closers close the risk and then the section.
+    #[test]
+    fn equal_colon_nesting_is_a_child() {
+        let d = parse(
+            "::section{id=\"risks\"}\n::risk{id=\"r1\" severity=\"low\"}\nFirst risk.\n::\n::\n",
+        );
+        let codes: Vec<&str> = d.issues.iter().map(|i| i.code).collect();
+        assert_eq!(codes, ["directive-depth-mismatch"]);
+        assert_eq!(d.issues[0].line, 2);
+        assert_eq!(d.children.len(), 1);
+        assert_eq!(d.children[0].span, Span::new(1, 5));
+        let kids = d.children[0].children();
+        assert_eq!(kids.len(), 1);
+        assert_eq!(kids[0].id.as_deref(), Some("r1"));
+        assert_eq!(kids[0].span, Span::new(2, 4));
+        // A lost closer is still unclosed, a doubled one still stray.
+        let d = parse("::a\n::b\nx\n::\n");
+        let codes: Vec<&str> = d.issues.iter().map(|i| i.code).collect();
+        assert_eq!(codes, ["directive-depth-mismatch", "unclosed-directive"]);
+        let d = parse("::a\nx\n::\n::\n");
+        let codes: Vec<&str> = d.issues.iter().map(|i| i.code).collect();
+        assert_eq!(codes, ["stray-directive-close"]);
+        // Fewer colons than the parent: text, as before.
+        let d = parse(":::a\n::b\n:::\n");
+        let codes: Vec<&str> = d.issues.iter().map(|i| i.code).collect();
+        assert_eq!(codes, ["directive-depth-mismatch"]);
+        assert_eq!(d.children[0].children()[0].type_name(), "paragraph");
+    }
+
+    /// Equal-colon openers nest without widening the fence: the number of
+    /// open directives is capped too, so 100,000 `::d` lines neither
+    /// recurse nor build a 100,000-deep tree.
+    #[test]
+    fn equal_colon_nesting_depth_is_bounded() {
+        let n = 100_000;
+        let src = "::d\n".repeat(n) + &"::\n".repeat(n);
+        let d = parse(&src);
+        assert!(d.issues.iter().any(|i| i.code == "nesting-too-deep"));
+        let mut depth = 0;
+        let mut kids = &d.children;
+        while let Some(first) = kids.iter().find(|k| !k.children().is_empty()) {
+            depth += 1;
+            kids = match &first.kind {
+                NodeKind::Directive { children, .. } => children,
+                _ => break,
+            };
+        }
+        assert!(depth <= MAX_FENCE_COLONS as usize, "{depth}");
     }
 
     #[test]

@@ -34,7 +34,10 @@
 //! before and after, with the worst severity among them, so that
 //! `pre_validation` and `post_validation` stay derivable from the array
 //! (§4.2). A patch on a document with 20,000 standing warnings thus adds a
-//! few hundred bytes per record, not megabytes.
+//! few hundred bytes per record, not megabytes. A rejected record lists
+//! its own cause first (`target_missing`, `op_list_aborted`, …), then its
+//! advisories, then the summaries, so the first error a client reads is
+//! why the op was refused, not what the document already had.
 //!
 //! # Durability and recovery
 //!
@@ -724,24 +727,25 @@ impl<'a> Planner<'a> {
             error: err,
         } = failure;
         let mut list = Vec::with_capacity(k + 1);
+        // Each record's own cause comes first, its advisories after.
         for (op, step) in self.ops.iter().zip(steps) {
-            let mut extra = step.advisories;
-            extra.push(engine_diag(
+            let mut extra = vec![engine_diag(
                 Severity::Error,
                 PatchErrorCode::OpListAborted.as_str(),
                 format!(
                     "rolled back: op {k} of this list failed ({})",
                     err.code.as_str()
                 ),
-            ));
+            )];
+            extra.extend(step.advisories);
             list.push(self.rejected_record(op, extra));
         }
-        let mut extra = advisories;
-        extra.push(engine_diag(
+        let mut extra = vec![engine_diag(
             Severity::Error,
             err.code.as_str(),
             err.message.clone(),
-        ));
+        )];
+        extra.extend(advisories);
         list.push(self.rejected_record(&self.ops[k], extra));
         self.rejected(list, pre_validation)
     }
@@ -857,9 +861,19 @@ impl RecordMaker<'_> {
         post_part: &[Diagnostic],
         elapsed_ms: Option<u64>,
     ) -> Record {
-        let mut diags = pre_part.to_vec();
-        diags.extend(self.shared.iter().cloned());
-        diags.extend(extra);
+        let mut diags = Vec::with_capacity(pre_part.len() + extra.len() + post_part.len() + 1);
+        // A rejected record leads with why it was rejected: a client that
+        // reads the first error must not find the standing-diagnostics
+        // summary there (issue 33).
+        if result == PatchResult::Rejected {
+            diags.extend(extra);
+            diags.extend(pre_part.iter().cloned());
+            diags.extend(self.shared.iter().cloned());
+        } else {
+            diags.extend(pre_part.iter().cloned());
+            diags.extend(self.shared.iter().cloned());
+            diags.extend(extra);
+        }
         diags.extend(post_part.iter().cloned());
         Record {
             protocol_version: transcript::PROTOCOL_VERSION.into(),

@@ -4,6 +4,7 @@
 //! helpers it shares with rename_id live in `heading_id`.
 
 use super::core::{check_key, parse_fragment, require_directive, rewrite_open_line};
+use super::fence;
 use super::heading_id::keep_section_ids;
 use super::source::{self, attr_tokens, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
@@ -15,7 +16,10 @@ use crate::doc::NodeKind;
 pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let node = ctx.require(id, E::TargetMissing, "block")?;
     let NodeKind::Directive {
-        children, closed, ..
+        children,
+        closed,
+        colons,
+        ..
     } = &node.kind
     else {
         return fail(
@@ -23,7 +27,7 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
             format!("block \"{id}\" does not have replaceable body text"),
         );
     };
-    let closed = *closed;
+    let (closed, colons) = (*closed, *colons);
     if !(children.is_empty() || node.body().is_some()) {
         return fail(
             E::InvalidContent,
@@ -32,15 +36,23 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
     }
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
-    let body = source::fragment_lines(content);
+    let mut body = source::fragment_lines(content);
     // The block with its new body must still be one closed block: a body
     // that opens a code fence (or a directive) it does not close would
-    // swallow the closing fence and the rest of the document.
+    // swallow the closing fence and the rest of the document. Directives
+    // in the body are re-fenced below the block's own depth, as
+    // add_block's content is (issue 33): the block is read fenced `::`,
+    // so a body directive of any depth is its child.
     if closed {
-        let mut whole = vec![lines.get(start - 1).to_string()];
+        let shallow = |l: &str| format!("::{}", l.trim_start_matches(':'));
+        let mut whole = vec![shallow(lines.get(start - 1))];
         whole.extend(body.iter().cloned());
-        whole.push(lines.get(end - 1).to_string());
-        parse_fragment(&whole.join("\n"))?;
+        whole.push(shallow(lines.get(end - 1)));
+        let parsed = parse_fragment(&whole.join("\n"))?;
+        let mut whole = fence::refence(&whole, &parsed, 1, colons as usize)?;
+        whole.pop();
+        whole.remove(0);
+        body = whole;
     }
     lines.splice(start, end.saturating_sub(start + 1), body);
     Ok(lines.finish_with(ctx.prefix))
@@ -151,6 +163,25 @@ mod tests {
             apply_one(src, &op).unwrap_err().code,
             crate::patch::PatchErrorCode::InvalidContent
         );
+    }
+
+    /// A directive in a new body is re-fenced below the block, so it is
+    /// the block's child without a depth warning; code is untouched.
+    #[test]
+    fn directives_in_a_body_are_re_fenced() {
+        use crate::patch::apply_one;
+        use serde_json::json;
+        let src = ":::claim{id=\"c\"}\nx\n:::\n";
+        let op = json!({"op": "replace_body", "id": "c",
+                        "content": "Text.\n\n::note{id=\"n\"}\nN\n::\n\n```\n::\n```"});
+        let out = apply_one(src, &op).unwrap();
+        assert_eq!(
+            out,
+            ":::claim{id=\"c\"}\nText.\n\n::::note{id=\"n\"}\nN\n::::\n\n```\n::\n```\n:::\n"
+        );
+        let d = crate::doc::parse(&out);
+        assert!(d.issues.is_empty(), "{:?}", d.issues);
+        assert_eq!(d.find("c").unwrap().children()[1].id.as_deref(), Some("n"));
     }
 
     #[test]

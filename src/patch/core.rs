@@ -6,7 +6,11 @@
 //! (§3.1.1 and §3.5 name that case); replace_block and add_block reject a content id
 //! that is already taken (`id_conflict`); add_block rejects a position
 //! outside `0..=children.len()` (`parent_missing`, which §3.1.2 says in so
-//! many words) instead of clamping it as the reference does.
+//! many words) instead of clamping it as the reference does; and
+//! replace_block and add_block insert the parsed directive (§3.1.2),
+//! re-fenced to the depth its place needs ([`fence`]), where the reference
+//! splices the text verbatim and a `::` fragment under a `::` parent
+//! closes the parent.
 //!
 //! rename_id and delete_block on a section are the two exceptions:
 //! §3.1.3 and §3.1.5 word them for directives, but the reference applies
@@ -15,10 +19,11 @@
 //! a §2.1 parser reads differently (see [`rename_id`]); delete_block
 //! removes the section's lines (see [`delete_block`]).
 
+use super::fence::{self, path_to};
 use super::heading_id::{keep_ids_after_delete, keep_section_ids, set_heading_id};
 use super::source::{self, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::{self, Document, Node, NodeKind};
+use crate::doc::{self, Node, NodeKind};
 
 /// The schema's id pattern `^[A-Za-z_][A-Za-z0-9_./:-]*$`.
 pub(crate) fn is_valid_id(id: &str) -> bool {
@@ -132,47 +137,39 @@ fn check_content_id(ctx: &Ctx<'_>, fragment: &Node, except: Option<&str>) -> OpR
     Ok(())
 }
 
-/// Content is spliced in verbatim, so its fences must be deep enough for
-/// where it goes: a `::` block inside a `::` parent is not its child, and
-/// its closing fence closes the parent instead, re-parenting the siblings
-/// after it (the reference accepts it). Refused with `invalid_content`,
-/// unless the document already nests at equal depth somewhere (then the
-/// parse is already off, and the reference's own fixture `patch/add_block`
-/// expects the verbatim insert).
-fn check_fragment_depth(ctx: &Ctx<'_>, fragment: &Node, need: usize, place: &str) -> OpResult<()> {
+/// The fragment's lines, re-fenced for a place whose fence depth is
+/// [`fence::depth_for`] its container and siblings (§3.1.2: the *parsed*
+/// directive is inserted; an agent cannot know the destination's depth).
+fn placed_fragment(
+    ctx: &Ctx<'_>,
+    content: &str,
+    fragment: &Node,
+    container: Option<&Node>,
+    siblings: &[Node],
+) -> OpResult<Vec<String>> {
     let NodeKind::Directive { colons, .. } = fragment.kind else {
-        return Ok(());
+        return Ok(source::fragment_lines(content));
     };
-    let already = ctx
-        .doc
-        .issues
-        .iter()
-        .any(|i| i.code == "directive-depth-mismatch");
-    if (colons as usize) < need && !already {
-        return fail(
-            E::InvalidContent,
-            format!(
-                "content is fenced with {colons} colons; a block inside \"{place}\" needs at least {need}"
-            ),
-        );
-    }
-    Ok(())
+    let depth = fence::depth_for(&ctx.doc, container, siblings, colons as usize);
+    // `parse_fragment` parsed `content` as a document of its own; leading
+    // blank lines put the directive below line 1.
+    let lines = source::fragment_lines(content);
+    fence::refence(&lines, fragment, 1, depth)
 }
 
-/// §3.1.1 replace_block.
+/// §3.1.1 replace_block: the new block takes the old one's place at the
+/// depth that place needs ([`placed_fragment`]).
 pub(crate) fn replace_block(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<String> {
     let fragment = parse_fragment(content)?;
     let node = require_directive(ctx, id)?;
     check_content_id(ctx, &fragment, Some(id))?;
     let path = path_to(&ctx.doc, node);
-    let need = match path.len().checked_sub(2).map(|i| path[i]) {
-        Some(container) => child_fence_depth(&ctx.doc, container),
-        None => 2,
-    };
-    check_fragment_depth(ctx, &fragment, need, id)?;
+    let container = path.len().checked_sub(2).map(|i| path[i]);
+    let siblings = container.map_or(&ctx.doc.children[..], |c| c.children());
+    let new = placed_fragment(ctx, content, &fragment, container, siblings)?;
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
-    lines.splice(start - 1, end - start + 1, source::fragment_lines(content));
+    lines.splice(start - 1, end - start + 1, new);
     Ok(lines.finish_with(ctx.prefix))
 }
 
@@ -198,39 +195,6 @@ pub(crate) fn child_insertion(
         parent.span.end as usize
     };
     (at, fragment)
-}
-
-/// The chain of blocks from the top level down to `target` (inclusive);
-/// empty when `target` is not in `doc`.
-pub(crate) fn path_to<'d>(doc: &'d Document, target: &Node) -> Vec<&'d Node> {
-    fn go<'d>(list: &'d [Node], target: &Node, path: &mut Vec<&'d Node>) -> bool {
-        for n in list {
-            path.push(n);
-            if std::ptr::eq(n, target) || go(n.children(), target, path) {
-                return true;
-            }
-            path.pop();
-        }
-        false
-    }
-    let mut path = Vec::new();
-    go(&doc.children, target, &mut path);
-    path
-}
-
-/// The fence depth a directive written as a child of `container` needs
-/// (§1.5: nesting depth is preserved): one more than the innermost directive
-/// that is `container` or encloses it, 2 at the top level (a section does
-/// not add a fence, but a section inside a `::` block is inside its fence).
-pub(crate) fn child_fence_depth(doc: &Document, container: &Node) -> usize {
-    path_to(doc, container)
-        .iter()
-        .rev()
-        .find_map(|n| match n.kind {
-            NodeKind::Directive { colons, .. } => Some(colons as usize + 1),
-            _ => None,
-        })
-        .unwrap_or(2)
 }
 
 /// Resolves `parent` to a block that can hold children (a section or a
@@ -303,9 +267,9 @@ pub(crate) fn child_position(
     }
 }
 
-/// §3.1.2 add_block. Content is inserted verbatim (no fence-depth rewrite),
-/// exactly as the reference and its conformance fixture do; positions after
-/// a section child are refused (see [`child_position`]).
+/// §3.1.2 add_block. The parsed directive is inserted, re-fenced to the
+/// depth its parent needs ([`placed_fragment`]); positions after a section
+/// child are refused (see [`child_position`]).
 pub(crate) fn add_block(
     ctx: &Ctx<'_>,
     parent: &str,
@@ -315,8 +279,8 @@ pub(crate) fn add_block(
     let fragment = parse_fragment(content)?;
     let (node, pos) = require_parent(ctx, parent, position)?;
     check_content_id(ctx, &fragment, None)?;
-    check_fragment_depth(ctx, &fragment, child_fence_depth(&ctx.doc, node), parent)?;
-    let (at, new) = child_insertion(node, pos, source::fragment_lines(content));
+    let new = placed_fragment(ctx, content, &fragment, Some(node), node.children())?;
+    let (at, new) = child_insertion(node, pos, new);
     let mut lines = LineBuf::new(ctx.src);
     lines.splice(at, 0, new);
     Ok(lines.finish_with(ctx.prefix))
@@ -644,39 +608,52 @@ mod tests {
         assert!(!is_valid_key("a=b"));
     }
 
+    /// Content fenced too shallow for its place is re-fenced (issue 33):
+    /// the block lands where the op put it, every other line unchanged.
     #[test]
-    fn content_fenced_too_shallow_is_refused() {
-        use crate::patch::{apply_one, PatchErrorCode};
+    fn content_fenced_too_shallow_is_re_fenced() {
+        use crate::patch::apply_one;
         use serde_json::json;
         let src = "::grid{id=\"g\"}\n:::card{id=\"a\"}\nA\n:::\n\n:::card{id=\"b\"}\nB\n:::\n::\n";
         let shallow = "::card{id=\"n\"}\nN\n::";
-        for op in [
-            json!({"op": "add_block", "parent": "g", "position": 0, "content": shallow}),
-            json!({"op": "replace_block", "id": "a", "content": shallow}),
-        ] {
+        let deep = ":::card{id=\"n\"}\nN\n:::";
+        for content in [shallow, deep] {
+            let add = json!({"op": "add_block", "parent": "g", "position": 0, "content": content});
             assert_eq!(
-                apply_one(src, &op).unwrap_err().code,
-                PatchErrorCode::InvalidContent,
-                "{op}"
+                apply_one(src, &add).unwrap(),
+                "::grid{id=\"g\"}\n:::card{id=\"n\"}\nN\n:::\n\n:::card{id=\"a\"}\nA\n:::\n\n:::card{id=\"b\"}\nB\n:::\n::\n"
+            );
+            let replace = json!({"op": "replace_block", "id": "a", "content": content});
+            assert_eq!(
+                apply_one(src, &replace).unwrap(),
+                "::grid{id=\"g\"}\n:::card{id=\"n\"}\nN\n:::\n\n:::card{id=\"b\"}\nB\n:::\n::\n"
             );
         }
-        let deep = ":::card{id=\"n\"}\nN\n:::";
-        for op in [
-            json!({"op": "add_block", "parent": "g", "position": 0, "content": deep}),
-            json!({"op": "replace_block", "id": "a", "content": deep}),
-        ] {
-            let out = apply_one(src, &op).unwrap();
-            assert!(error_codes(&out).is_empty(), "{out}");
-            let doc = doc::parse(&out);
-            let kids: Vec<_> = doc
-                .find("g")
-                .unwrap()
-                .children()
-                .iter()
-                .map(|c| c.id.as_deref())
-                .collect();
-            assert_eq!(kids.first(), Some(&Some("n")), "{out}");
-            assert_eq!(kids.last(), Some(&Some("b")), "{out}");
+        // A fragment's own children follow it, an equal-colon child made
+        // strictly deeper; a code fence inside is left alone.
+        let nested = "::card{id=\"n\"}\n::note{id=\"m\"}\n```\n::\n```\n::\n::";
+        let op = json!({"op": "add_block", "parent": "b", "content": nested});
+        let out = apply_one(src, &op).unwrap();
+        assert!(
+            out.contains(
+                "::::card{id=\"n\"}\n:::::note{id=\"m\"}\n```\n::\n```\n:::::\n::::\n:::\n::\n"
+            ),
+            "{out}"
+        );
+        assert!(error_codes(&out).is_empty(), "{out}");
+        let d = doc::parse(&out);
+        assert!(d.issues.is_empty(), "{out}");
+        let b = d.find("b").unwrap();
+        assert_eq!(b.children().last().unwrap().id.as_deref(), Some("n"));
+        assert_eq!(d.find("n").unwrap().children()[0].id.as_deref(), Some("m"));
+        // Not exactly one directive: still invalid_content.
+        for bad in ["text", "::a\n::\n::b\n::", "::a\nopen"] {
+            let op = json!({"op": "add_block", "parent": "g", "content": bad});
+            assert_eq!(
+                apply_one(src, &op).unwrap_err().code,
+                crate::patch::PatchErrorCode::InvalidContent,
+                "{bad}"
+            );
         }
     }
 }

@@ -17,6 +17,7 @@
 mod body;
 mod core;
 mod dataset;
+mod fence;
 mod heading_id;
 mod lines;
 mod move_block;

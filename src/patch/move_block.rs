@@ -1,12 +1,14 @@
 //! move_block (§1.5): cut a directive (with its subtree) and insert it as a
 //! child of another block, rewriting its fence depth to the destination's
-//! (parent depth + 1 under a directive, 2 under a section or the root).
-//! Code fences inside the moved block are never touched. Like add_block,
-//! it never lands after a section child of the destination (which would
+//! (parent depth + 1 under a directive, 2 under a section or the root),
+//! with the fences inside it following ([`fence::refence`], shared with
+//! add_block and replace_block). Code fences inside it are never touched.
+//! Like add_block, it never lands after a section child of the destination (which would
 //! make it that section's child): the default position is just before the
 //! first section child, and a later position is `parent_missing`.
 
-use super::core::{child_fence_depth, child_insertion, delete_span, require_parent};
+use super::core::{child_insertion, delete_span, require_parent};
+use super::fence::{self, child_fence_depth};
 use super::source::{self, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
@@ -19,12 +21,12 @@ pub(crate) fn move_block(
     position: Option<f64>,
 ) -> OpResult<String> {
     let node = ctx.require(id, E::TargetMissing, "block")?;
-    let NodeKind::Directive { colons, .. } = &node.kind else {
+    if !matches!(node.kind, NodeKind::Directive { .. }) {
         return fail(
             E::InvalidContent,
             format!("block \"{id}\" is not a directive block"),
         );
-    };
+    }
     let dest = super::core::require_container(ctx, parent)?;
     let inside = std::iter::once(node)
         .chain(walk(node))
@@ -35,14 +37,13 @@ pub(crate) fn move_block(
             format!("cannot move \"{id}\" into itself or its descendants"),
         );
     }
-    let from_depth = *colons as usize;
     // Under a section inside a `::` block the moved block needs that
     // block's depth + 1, not 2 (the reference writes 2 and breaks out).
     let to_depth = child_fence_depth(&ctx.doc, dest);
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
     let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
-    let block = source::normalize_fence_depth(&block, from_depth, to_depth);
+    let block = fence::refence(&block, node, node.span.start, to_depth)?;
     let seamless = cut_is_seamless(ctx, node, lines.get(start.saturating_sub(2)));
     let before = lines.len();
     delete_span(&mut lines, start, end);
@@ -172,7 +173,6 @@ fn walk(node: &Node) -> impl Iterator<Item = &Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::source::normalize_fence_depth;
 
     /// The reference algorithm: cut, re-parse, insert.
     fn slow(src: &str, id: &str, parent: &str, position: Option<f64>) -> OpResult<String> {
@@ -182,9 +182,9 @@ mod tests {
             prefix: "",
         };
         let node = ctx.require(id, E::TargetMissing, "block")?;
-        let NodeKind::Directive { colons, .. } = &node.kind else {
+        if !matches!(node.kind, NodeKind::Directive { .. }) {
             return fail(E::InvalidContent, "not a directive");
-        };
+        }
         let dest = ctx.require(parent, E::ParentMissing, "parent")?;
         if std::iter::once(node)
             .chain(walk(node))
@@ -196,7 +196,7 @@ mod tests {
         let (start, end) = (node.span.start as usize, node.span.end as usize);
         let mut lines = LineBuf::new(src);
         let block: Vec<String> = (start - 1..end).map(|i| lines.get(i).to_string()).collect();
-        let block = normalize_fence_depth(&block, *colons as usize, to_depth);
+        let block = fence::refence(&block, node, node.span.start, to_depth)?;
         delete_span(&mut lines, start, end);
         if start == 1 && lines.len() > 1 && lines.is_empty_line(0) {
             lines.splice(0, 1, Vec::new());

@@ -8,7 +8,8 @@
 //! writes depth 2 there, which closes an enclosing `::` block). Note text
 //! that would leave a code fence open is `invalid_content`.
 
-use super::core::{child_fence_depth, is_valid_id, parse_fragment, rewrite_open_line};
+use super::core::{is_valid_id, parse_fragment, rewrite_open_line};
+use super::fence::child_fence_depth;
 use super::op::{NoteKind, Op};
 use super::source::{self, serialize_attr, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};

@@ -6,6 +6,14 @@
 //! schema, whose `oneOf` fails the same way). Value errors inside a well-typed
 //! field (a negative row, a non-integer column, an unknown column label) are
 //! `invalid_content`, as in the reference.
+//!
+//! A field the op's schema does not take (every op of
+//! `patch-op.schema.json` is `additionalProperties: false`) is refused
+//! as `invalid_content` (as every field error of a catalogue op is, see
+//! `engine::InvalidOp::code`), naming the field and, for a near miss or a common synonym
+//! (`index` for `position`), the field meant: ignoring it would apply an
+//! op the agent did not send (a block appended instead of placed) and
+//! record an op the transcript schema refuses.
 
 use serde_json::Value;
 
@@ -244,6 +252,111 @@ pub enum OpShapeError {
     /// The `op` names no op of the catalogue.
     #[error("unknown op `{0}`; not in the v1.0 op catalog")]
     Unknown(String),
+    /// A field the op's schema does not allow (`additionalProperties:
+    /// false` in `patch-op.schema.json`).
+    #[error("{op} has no field `{field}`{}", hint(suggestion.as_deref(), allowed))]
+    UnknownField {
+        /// The op name.
+        op: String,
+        /// The field as sent.
+        field: String,
+        /// The field it most likely meant.
+        suggestion: Option<&'static str>,
+        /// Every field the op takes.
+        allowed: &'static [&'static str],
+    },
+}
+
+fn hint(suggestion: Option<&str>, allowed: &[&str]) -> String {
+    let fields = allowed
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match suggestion {
+        Some(s) => format!("; did you mean `{s}`? (its fields: {fields})"),
+        None => format!(" (its fields: {fields})"),
+    }
+}
+
+/// The fields each op takes besides `op` and `baseHash` (§3.4), as the
+/// published `patch-op.schema.json` lists them.
+fn op_fields(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "replace_block" | "replace_body" => &["id", "content"],
+        "add_block" => &["parent", "content", "position"],
+        "delete_block" => &["id"],
+        "update_attribute" => &["id", "key", "value"],
+        "remove_attribute" => &["id", "key"],
+        "rename_id" => &["from", "to"],
+        "update_heading" => &["id", "title"],
+        "move_block" => &["id", "parent", "position"],
+        "add_comment" => &[
+            "id", "target", "content", "author", "initials", "date", "reply_to",
+        ],
+        "resolve_comment" => &["id", "resolved_by", "resolved_at"],
+        "add_footnote" | "add_endnote" => &["id", "target", "content", "label"],
+        "add_change_request" => &[
+            "id", "target", "action", "from", "to", "text", "content", "author", "date",
+        ],
+        "update_table_cell" | "update_dataset_cell" => &["id", "row", "column", "value"],
+        "update_table_header_cell" => &["id", "column", "value"],
+        "insert_table_row" | "insert_dataset_row" => &["id", "row", "cells"],
+        "delete_table_row" | "delete_dataset_row" => &["id", "row"],
+        "insert_table_column" | "insert_dataset_column" => &["id", "column", "header", "cells"],
+        "delete_table_column" | "delete_dataset_column" => &["id", "column"],
+        super::lines::REPLACE_LINES => &["line", "old", "new"],
+        _ => return None,
+    })
+}
+
+/// Names agents use for a field under another name (`index` for
+/// `position`), tried before spelling: the edit distance cannot see them.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("index", "position"),
+    ("idx", "position"),
+    ("pos", "position"),
+    ("at", "position"),
+    ("parent_id", "parent"),
+    ("parentId", "parent"),
+    ("block", "id"),
+    ("block_id", "id"),
+    ("blockId", "id"),
+    ("target_id", "target"),
+    ("body", "content"),
+    ("text", "content"),
+    ("markdown", "content"),
+    ("attribute", "key"),
+    ("attr", "key"),
+    ("name", "key"),
+    ("new_id", "to"),
+    ("old_id", "from"),
+    ("heading", "title"),
+    ("hash", "baseHash"),
+    ("base_sha", "baseHash"),
+];
+
+/// The first field of `map` that op `name` does not take, as an error.
+fn unknown_field(name: &str, map: &serde_json::Map<String, Value>) -> Result<(), OpShapeError> {
+    let Some(allowed) = op_fields(name) else {
+        return Ok(());
+    };
+    let known = |k: &str| k == "op" || k == "baseHash" || allowed.contains(&k);
+    let Some(field) = map.keys().find(|k| !known(k)) else {
+        return Ok(());
+    };
+    let candidates = || allowed.iter().copied().chain(["baseHash"]);
+    let suggestion = SYNONYMS
+        .iter()
+        .find(|(alias, meant)| *alias == field && candidates().any(|c| c == *meant))
+        .map(|(_, meant)| *meant)
+        .or_else(|| crate::suggest::near_miss(field, candidates()));
+    Err(OpShapeError::UnknownField {
+        op: name.to_string(),
+        field: field.clone(),
+        suggestion,
+        allowed,
+    })
 }
 
 impl OpShapeError {
@@ -327,6 +440,10 @@ impl Op {
             Some(_) => return Err(OpShapeError::wrong("op", "be a string")),
             None => return Err(OpShapeError::Missing("op".into())),
         };
+        // A field the op does not take is refused, not ignored: an agent
+        // that writes `index` for `position` must not see its block land
+        // at the end (issue 33), and the record must fit the schema.
+        unknown_field(name, map)?;
         let families = [
             Fields::block_op,
             Fields::annotation_op,
@@ -542,6 +659,61 @@ mod tests {
             Op::parse(&json!({"op":"insert_table_row","id":"t","row":"1","cells":[]})).is_err()
         );
         assert!(Op::parse(&json!([1])).is_err());
+    }
+
+    /// Every op's schema is `additionalProperties: false`: a field it does
+    /// not take is refused, naming the field and, for a near miss or a
+    /// common synonym, the field meant.
+    #[test]
+    fn unknown_fields_are_named_with_a_suggestion() {
+        let msg = |v: Value| Op::parse(&v).unwrap_err().to_string();
+        let m = msg(json!({"op":"add_block","parent":"p","content":"::a\n::","index":0}));
+        assert!(
+            m.contains("`index`") && m.contains("did you mean `position`"),
+            "{m}"
+        );
+        let m = msg(json!({"op":"update_attribute","id":"c","key":"k","value":1,"bogus":1}));
+        assert!(m.contains("`bogus`") && !m.contains("did you mean"), "{m}");
+        let m = msg(json!({"op":"move_block","id":"a","parent":"p","postion":1}));
+        assert!(m.contains("did you mean `position`"), "{m}");
+        let m = msg(json!({"op":"delete_block","id":"a","basehash":"abcdef12"}));
+        assert!(m.contains("did you mean `baseHash`"), "{m}");
+        // A synonym for a field the op does not take suggests nothing.
+        let m = msg(json!({"op":"delete_block","id":"a","index":1}));
+        assert!(!m.contains("did you mean"), "{m}");
+        // Every field of every op's published schema is accepted.
+        let schema: Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/reference/noma/schemas/patch-op.schema.json"
+            ))
+            .unwrap_or_else(|e| {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "shared schema missing: {e}"
+                );
+                "{\"oneOf\":[]}".into()
+            }),
+        )
+        .unwrap();
+        for variant in schema["oneOf"].as_array().unwrap() {
+            let name = variant["properties"]["op"]["const"].as_str().unwrap();
+            let props: Vec<&str> = variant["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !matches!(*k, "op" | "baseHash"))
+                .collect();
+            let mut want = op_fields(name).unwrap().to_vec();
+            let mut got = props.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "{name}");
+        }
+        for name in OP_NAMES {
+            assert!(op_fields(name).is_some(), "{name}");
+        }
     }
 
     #[test]

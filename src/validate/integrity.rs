@@ -171,38 +171,13 @@ pub(crate) fn check_references(cx: &mut Ctx<'_>) {
 /// over every id, so a document full of broken links stays linear).
 const MAX_SUGGESTIONS: usize = 32;
 
-/// The unique id within edit distance 2 of `target`, if exactly one exists.
+/// The unique id or alias within edit distance 2 of `target`, if exactly
+/// one exists.
 fn near_miss<'d>(cx: &Ctx<'d>, target: &str) -> Option<&'d str> {
-    if target.len() > 128 {
-        return None;
-    }
-    let mut found: Option<&'d str> = None;
-    for id in cx.ids.keys().copied().chain(cx.aliases.keys().copied()) {
-        if id.len().abs_diff(target.len()) > 2 || id.len() > 128 || found == Some(id) {
-            continue;
-        }
-        if edit_distance(id.as_bytes(), target.as_bytes()) <= 2 {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(id);
-        }
-    }
-    found
-}
-
-fn edit_distance(a: &[u8], b: &[u8]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
+    crate::suggest::near_miss(
+        target,
+        cx.ids.keys().copied().chain(cx.aliases.keys().copied()),
+    )
 }
 
 #[cfg(test)]
@@ -214,12 +189,5 @@ mod tests {
         let (s, removed) = strip_code_spans("a `x\ny` b `c");
         assert_eq!(s, "a  b `c");
         assert_eq!(removed, vec![(2, 1)]);
-    }
-
-    #[test]
-    fn edit_distance_basics() {
-        assert_eq!(edit_distance(b"claim-1", b"claim-1"), 0);
-        assert_eq!(edit_distance(b"claim-1", b"clam-1"), 1);
-        assert_eq!(edit_distance(b"abc", b"xyz"), 3);
     }
 }

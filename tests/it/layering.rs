@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 /// The engine: modules that must not know about git, caches, hooks, MCP or
-/// the CLI (the leaves `diag` and `fsio` included).
-const ENGINE: [&str; 7] = [
+/// the CLI (the leaves `diag`, `fsio` and `suggest` included).
+const ENGINE: [&str; 8] = [
     "doc",
     "validate",
     "patch",
@@ -18,6 +18,7 @@ const ENGINE: [&str; 7] = [
     "engine",
     "diag.rs",
     "fsio.rs",
+    "suggest.rs",
 ];
 
 /// The shells over the engine. (`synth`, the document generator of the
