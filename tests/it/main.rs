@@ -17,6 +17,7 @@ mod init_cli;
 mod integrity;
 mod layering;
 mod mcp_envelopes;
+mod mcp_protocol;
 mod mcp_read_doc;
 mod mcp_stdio;
 mod merge_git;
