@@ -19,6 +19,7 @@ mod layering;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;
+mod mcp_sdk_py;
 mod mcp_stdio;
 mod merge_git;
 mod merge_props;
