@@ -276,8 +276,15 @@ fn strip(schema: &mut Map<String, Value>) {
             }
         }
     }
-    for v in schema.values_mut() {
+    for (key, v) in schema.iter_mut() {
         match v {
+            // Maps of names to schemas: each value is a schema, the map
+            // itself is not (a property may be called `default`).
+            Value::Object(map) if key == "properties" || key == "$defs" => {
+                for sub in map.values_mut().filter_map(Value::as_object_mut) {
+                    strip(sub);
+                }
+            }
             Value::Object(o) => strip(o),
             Value::Array(items) => {
                 for item in items.iter_mut().filter_map(Value::as_object_mut) {
@@ -323,5 +330,41 @@ impl Registry {
             .filter_map(|n| self.tools.get(n))
             .map(|s| s.tool.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compacting_drops_noise_but_keeps_properties_named_like_keywords() {
+        let mut schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            "type": "object",
+            "properties": {
+                "default": {"type": ["string", "null"], "default": null},
+                "format": {"type": "integer", "format": "uint32", "minimum": 0},
+                "title": {"anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}], "description": "t"},
+                "files": {"type": "array", "items": {"type": "string"}, "default": []},
+            },
+            "$defs": {"X": {"type": "object", "title": "X"}},
+        });
+        compact(schema.as_object_mut().unwrap());
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "default": {"type": "string"},
+                    "format": {"type": "integer", "minimum": 0},
+                    "title": {"$ref": "#/$defs/X", "description": "t"},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                },
+                // Only the root's title goes: a nested one is kept.
+                "$defs": {"X": {"type": "object", "title": "X"}},
+            })
+        );
     }
 }

@@ -40,7 +40,9 @@ use std::io::{self, BufRead, Write};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -441,13 +443,12 @@ impl Session {
     }
 
     /// Notes the negotiated revision when `msg` is the `initialize` answer.
-    pub fn observe(&self, msg: &Value) {
-        let result = &msg["result"];
-        if let (Some(v), true) = (
-            result["protocolVersion"].as_str(),
-            result["serverInfo"].is_object(),
-        ) {
-            *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(v.to_string());
+    pub fn observe(&self, msg: &ServerJsonRpcMessage) {
+        if let ServerJsonRpcMessage::Response(r) = msg {
+            if let ServerResult::InitializeResult(init) = &r.result {
+                *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(init.protocol_version.to_string());
+            }
         }
     }
 
@@ -473,23 +474,34 @@ impl Session {
     }
 
     /// Routes an outgoing message: an answer to a batch member is kept
-    /// until the whole batch is answered.
-    pub fn collect(&self, msg: &Value) -> Collected {
-        let is_answer = msg.get("result").is_some() || msg.get("error").is_some();
-        let Some(id) = msg.get("id").filter(|_| is_answer) else {
-            return Collected::Pass;
-        };
+    /// until the whole batch is answered. Costs nothing beyond a lock when
+    /// no batch is pending.
+    pub fn collect(&self, msg: &ServerJsonRpcMessage) -> io::Result<Collected> {
         let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(i) = batches.iter().position(|b| b.waiting.contains(id)) else {
-            return Collected::Pass;
+        if batches.is_empty() {
+            return Ok(Collected::Pass);
+        }
+        let id = match msg {
+            ServerJsonRpcMessage::Response(r) => Some(&r.id),
+            ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        let Some(id) = id else {
+            return Ok(Collected::Pass);
+        };
+        let id = serde_json::to_value(id).map_err(io::Error::other)?;
+        let Some(i) = batches.iter().position(|b| b.waiting.contains(&id)) else {
+            return Ok(Collected::Pass);
         };
         let batch = &mut batches[i];
-        batch.waiting.retain(|w| w != id);
-        batch.answers.push(msg.clone());
+        batch.waiting.retain(|w| *w != id);
+        batch
+            .answers
+            .push(serde_json::to_value(msg).map_err(io::Error::other)?);
         if !batch.waiting.is_empty() {
-            return Collected::Held;
+            return Ok(Collected::Held);
         }
-        Collected::Complete(Value::Array(batches.remove(i).answers))
+        Ok(Collected::Complete(Value::Array(batches.remove(i).answers)))
     }
 }
 
@@ -503,10 +515,9 @@ pub struct LineTransport {
 
 impl LineTransport {
     fn deliver(&self, item: &ServerJsonRpcMessage) -> io::Result<()> {
-        let value = serde_json::to_value(item).map_err(io::Error::other)?;
-        self.session.observe(&value);
-        let line = match self.session.collect(&value) {
-            Collected::Pass => encode(&value)?,
+        self.session.observe(item);
+        let line = match self.session.collect(item)? {
+            Collected::Pass => encode(item)?,
             Collected::Held => return Ok(()),
             Collected::Complete(batch) => encode(&batch)?,
         };
@@ -933,6 +944,47 @@ mod tests {
                 Ok(b"ok".to_vec())
             ]
         );
+    }
+
+    fn answer(id: i64) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::response(
+            ServerResult::EmptyResult(rmcp::model::EmptyResult {}),
+            rmcp::model::NumberOrString::Number(id),
+        )
+    }
+
+    #[test]
+    fn batch_answers_are_held_until_the_last_and_others_pass() {
+        let session = Session::default();
+        // No batch pending: everything passes.
+        assert_eq!(session.collect(&answer(1)).unwrap(), Collected::Pass);
+        let refused = error_response(Value::Null, code::INVALID_REQUEST, "x");
+        session.hold(vec![json!(1), json!(2)], vec![refused.clone()]);
+        assert!(session.is_waiting(&json!(2)));
+        assert_eq!(session.collect(&answer(9)).unwrap(), Collected::Pass);
+        assert_eq!(session.collect(&answer(2)).unwrap(), Collected::Held);
+        let Collected::Complete(batch) = session.collect(&answer(1)).unwrap() else {
+            panic!("the batch is complete");
+        };
+        let ids: Vec<&Value> = batch.as_array().unwrap().iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [&Value::Null, &json!(2), &json!(1)]);
+        // The batch is gone: a later answer with a reused id passes.
+        assert_eq!(session.collect(&answer(1)).unwrap(), Collected::Pass);
+        assert!(!session.is_waiting(&json!(2)));
+    }
+
+    #[test]
+    fn the_negotiated_revision_is_read_from_the_initialize_answer() {
+        let session = Session::default();
+        session.observe(&answer(1));
+        assert_eq!(session.version(), None);
+        let mut info = rmcp::model::InitializeResult::default();
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_03_26;
+        session.observe(&ServerJsonRpcMessage::response(
+            ServerResult::InitializeResult(info),
+            rmcp::model::NumberOrString::Number(1),
+        ));
+        assert_eq!(session.version().as_deref(), Some(BATCH_REVISION));
     }
 
     #[test]
