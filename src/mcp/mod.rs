@@ -116,7 +116,7 @@ impl NomaServer {
             // A panicking tool is a bug; the session survives it.
             Err(e) => Err(ToolError::system(format!("internal error in {name}: {e}"))),
         };
-        Ok(spec.to_call_result(&result))
+        Ok(spec.to_call_result(result))
     }
 }
 

@@ -191,9 +191,10 @@ impl ToolSpec {
 
     /// The MCP result of an outcome of this tool: the body as
     /// `structuredContent` and as JSON text, `isError` per the module rule.
-    pub fn to_call_result(&self, result: &ToolResult) -> CallToolResult {
+    pub fn to_call_result(&self, result: ToolResult) -> CallToolResult {
         match result {
-            Ok(v) => CallToolResult::structured(v.clone()),
+            // Moved, not cloned: read_doc's body of a large document is big.
+            Ok(v) => CallToolResult::structured(v),
             Err(e @ ToolError::User { .. }) if self.refusals == Refusals::AsResult => {
                 CallToolResult::structured(e.body())
             }

@@ -1033,7 +1033,7 @@ mod tests {
         for t in reg.tools() {
             let spec = reg.get(&t.name).unwrap();
             let patch = t.name.starts_with("patch_block");
-            let r = spec.to_call_result(&refused);
+            let r = spec.to_call_result(refused.clone());
             assert_eq!(r.is_error, Some(!patch), "{}", t.name);
             let body = r.structured_content.clone().unwrap();
             assert_eq!(body["code"], "target_missing");
@@ -1045,9 +1045,9 @@ mod tests {
                     .map(|t| serde_json::from_str::<Value>(t).unwrap()),
                 Some(body)
             );
-            assert_eq!(spec.to_call_result(&broken).is_error, Some(true));
+            assert_eq!(spec.to_call_result(broken.clone()).is_error, Some(true));
         }
-        let ok = reg.get("list_ids").unwrap().to_call_result(&fine);
+        let ok = reg.get("list_ids").unwrap().to_call_result(fine.clone());
         assert_eq!(ok.is_error, Some(false));
         assert_eq!(ok.structured_content, fine.ok());
     }
