@@ -3,17 +3,21 @@
 //!
 //! - [`transport`]: newline-delimited JSON-RPC on stdin/stdout, with the
 //!   parse-error (`-32700`) and invalid-params (`-32602`) answers rmcp's own
-//!   stdio transport does not give; stdout carries protocol lines only,
-//!   every log line goes to stderr.
+//!   stdio transport does not give, the before-`initialize` rule and
+//!   2025-03-26 batches; stdout carries protocol lines only, every log line
+//!   goes to stderr.
+//! - [`registry`]: tools as typed handlers with derived input schemas,
+//!   titles, hints and output schemas; outcomes become results with
+//!   `structuredContent`.
+//! - [`tools`]: the tools themselves.
+//! - [`op_schema`]: the patch-op schema the patch tools show, described.
+//! - [`paths`]: workspace containment of every path argument.
 //!
 //! Tool arguments that do not match a tool's input schema are answered per
 //! the negotiated revision: a JSON-RPC `-32602` before 2025-11-25, an
 //! `isError: true` tool result from 2025-11-25 on (SEP-1303;
-//! [`validation_is_a_tool_error`]).
-//! - [`registry`]: tools as typed handlers with derived input schemas.
-//! - [`tools`]: the tools themselves.
-//! - [`paths`]: workspace containment of every path argument.
-//! - [`op_schema`]: the patch-op schema the patch tools show, described.
+//! [`validation_is_a_tool_error`]). `tools/list` is one page: any cursor is
+//! `-32602`.
 //!
 //! Tool calls run on tokio's blocking pool (parsing, SQLite and file I/O
 //! block); writers of one document are serialised by the engine's
