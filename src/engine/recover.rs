@@ -594,6 +594,55 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
     )]
 }
 
+/// Read-only: the unrecorded edit a writer would refuse with
+/// [`RecoveryError::UnrecordedEdit`] — the document is not the state the
+/// transcript's last complete record leaves — checked the way [`recover`]
+/// checks it, under the readers' shared lock, repairing nothing. `None`
+/// when there is no transcript or no record yet, or when an interrupted
+/// write is pending (the next writer settles it first; [`inspect`] says
+/// how). A last record that does not parse is the writer's error too.
+pub fn find_unrecorded_edit(
+    doc: &Path,
+    transcript_path: &Path,
+) -> Result<Option<UnrecordedEdit>, RecoveryError> {
+    if !matches!(Intent::read(transcript_path), Ok(None)) {
+        return Ok(None);
+    }
+    let mut t = match LockedTranscript::open_shared(transcript_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(RecoveryError::io(transcript_path, "cannot open", e)),
+    };
+    let tail =
+        read_tail(&mut t).map_err(|e| RecoveryError::io(transcript_path, "cannot read", e))?;
+    let Some((offset, raw)) = tail.last else {
+        return Ok(None);
+    };
+    let last = transcript::parse_record(0, &raw).map_err(|_| {
+        let line = line_at(&mut t, offset);
+        let err = transcript::parse_record(line, &raw)
+            .err()
+            .unwrap_or(ReadError::Malformed {
+                line,
+                message: "unreadable".into(),
+            });
+        RecoveryError::Transcript {
+            path: transcript_path.display().to_string(),
+            err,
+        }
+    })?;
+    let document = read_checked(doc)?;
+    if document.sha256 == last.post_sha256 {
+        return Ok(None);
+    }
+    Ok(Some(UnrecordedEdit {
+        document_sha256: document.sha256,
+        expected_sha256: last.post_sha256,
+        line: line_at(&mut t, offset),
+        op_id: last.op_id,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,6 +656,35 @@ mod tests {
         std::fs::write(&d, doc).unwrap();
         let t = dir.path().join("d.noma.patches");
         (dir, d, t)
+    }
+
+    #[test]
+    fn find_unrecorded_edit_sees_what_a_writer_refuses_and_changes_nothing() {
+        let (_dir, d, t) = setup("base\n");
+        // No transcript: nothing to compare with.
+        assert_eq!(find_unrecorded_edit(&d, &t).unwrap(), None);
+        let (src, bytes) = batch("base\n", &["x"], None);
+        std::fs::write(&d, &src).unwrap();
+        std::fs::write(&t, &bytes).unwrap();
+        assert_eq!(find_unrecorded_edit(&d, &t).unwrap(), None);
+        std::fs::write(&d, "base\nx by hand\n").unwrap();
+        let found = find_unrecorded_edit(&d, &t).unwrap().expect("an edit");
+        assert_eq!(found.line, 1);
+        assert_eq!(found.document_sha256, sha256_hex(b"base\nx by hand\n"));
+        // A writer's recovery refuses the same edit, and the check wrote nothing.
+        assert_eq!(std::fs::read(&t).unwrap(), bytes);
+        let mut locked = LockedTranscript::open(&t).unwrap();
+        match recover(&d, &mut locked, fake_apply, false) {
+            Err(RecoveryError::UnrecordedEdit(e)) => assert_eq!(e, found),
+            other => panic!("{other:?}"),
+        }
+        drop(locked);
+        // A last line that is not a record is reported, not taken for clean.
+        std::fs::write(&t, b"{not a record}\n").unwrap();
+        assert!(matches!(
+            find_unrecorded_edit(&d, &t),
+            Err(RecoveryError::Transcript { .. })
+        ));
     }
 
     #[test]

@@ -17,62 +17,44 @@ use super::Context;
 use crate::changes::{self, ChangesError, Query};
 use crate::git::repo::Repo;
 
-pub(super) const LIST_CHANGED_DOCS: &str = "List the .noma documents that differ between the \
-merge base with `base_branch` and the working tree (committed, staged and unstaged changes), each \
-with counts of added / modified / removed blocks. A moved document is one entry with change \
-`renamed` and `old_path`. Cheap: use it first to see which documents a branch touched, then \
-get_changed_blocks for the blocks themselves.";
+pub(super) const LIST_CHANGED_DOCS: &str = "The .noma documents changed since the merge base \
+with base_branch, with block counts.";
 
-pub(super) const GET_CHANGED_BLOCKS: &str = "Return ONLY the blocks that changed since the merge \
-base with `base_branch`: per document, the smallest changed addressable blocks (a section whose \
-own text is unchanged and whose changes all lie in changed children is not repeated). Each entry \
-has id, type/name, change (added | modified | removed | renamed | moved), new `lines`, the new \
-source and its sha256 (send it as `baseHash` when patching that block), the old sha256 (and old \
-source with include_old_source), and the parent id. Unchanged blocks never appear; blocks already \
-reconciled at the same hash (by mark_reconciled, or in the committed snapshot_state baseline) are \
-listed in `skipped` by id only. A document moved since the base (git mv) has change `renamed`, \
-`old_path`, and only the blocks that differ between its old and new versions. Narrow with `files` and \
-`exclude_patterns`; `bypass_cache` recomputes everything and ignores reconciliation marks.";
+pub(super) const GET_CHANGED_BLOCKS: &str = "Blocks changed since the merge base with \
+base_branch (change, lines, source, sha256, parent); reconciled ones are only named in \
+`skipped`.";
 
-pub(super) const MARK_RECONCILED: &str = "Record the current block hashes of `files` as \
-reconciled (a local, git-ignored store), so later get_changed_blocks calls list those blocks in \
-`skipped` until they change again. Call it at the end of a reconciliation pass.";
+pub(super) const MARK_RECONCILED: &str = "Mark the changed blocks of `files` reconciled: \
+get_changed_blocks names them in `skipped` until they change.";
 
-pub(super) const CLEAR_CACHE: &str = "Delete the local reconciliation marks that \
-mark_reconciled wrote. It does not touch the committed baseline .noma/reconciliation_state.json \
-that snapshot_state wrote: blocks recorded there at their current hash stay in `skipped`. To see \
-every changed block again, call get_changed_blocks with bypass_cache=true (it ignores both the \
-marks and the baseline). The per-block hash cache itself is kept (it is content-addressed and \
-never stale).";
+pub(super) const CLEAR_CACHE: &str = "Delete mark_reconciled's marks. Blocks in the committed \
+snapshot_state baseline stay in `skipped`; bypass_cache=true ignores both.";
 
-pub(super) const SNAPSHOT_STATE: &str = "Write the committable baseline \
-.noma/reconciliation_state.json: the HEAD commit and each document's sha256 and block hashes. \
-Call it at the end of a successful reconciliation pass, then commit the file.";
+pub(super) const SNAPSHOT_STATE: &str =
+    "Write the committable baseline .noma/reconciliation_state.json: every block's hash at HEAD.";
 
 /// Arguments of `list_changed_docs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BaseArgs {
-    /// Branch or revision to compare with (its merge base with HEAD is the old side), e.g. `main`
-    /// (without a local `main`, the one remote's `origin/main`).
+    /// Branch to compare with, e.g. `main` (or `origin/main`).
     pub base_branch: String,
 }
 
 /// Arguments of `get_changed_blocks`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChangedBlocksArgs {
-    /// Branch or revision to compare with, e.g. `main` (without a local
-    /// `main`, the one remote's `origin/main`).
+    /// Branch to compare with, e.g. `main` (or `origin/main`).
     pub base_branch: String,
-    /// Only these documents (paths relative to the repository root).
+    /// Only these documents.
     #[serde(default)]
     pub files: Vec<String>,
-    /// Glob patterns of document paths to leave out (`*` also matches `/`).
+    /// Globs of paths to leave out.
     #[serde(default)]
     pub exclude_patterns: Vec<String>,
-    /// Also return each changed block's source at the base.
+    /// Also return the old source.
     #[serde(default)]
     pub include_old_source: bool,
-    /// Recompute without the block cache and ignore reconciliation marks.
+    /// Ignore the cache and reconciliation marks.
     #[serde(default)]
     pub bypass_cache: bool,
 }
@@ -80,9 +62,9 @@ pub struct ChangedBlocksArgs {
 /// Arguments of `mark_reconciled`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MarkArgs {
-    /// The documents whose current blocks are reconciled.
+    /// The documents reconciled.
     pub files: Vec<String>,
-    /// Branch the reconciliation compared with (default `main`).
+    /// Branch compared with (default `main`).
     #[serde(default)]
     pub base_branch: Option<String>,
 }

@@ -3,16 +3,21 @@
 //!
 //! - [`transport`]: newline-delimited JSON-RPC on stdin/stdout, with the
 //!   parse-error (`-32700`) and invalid-params (`-32602`) answers rmcp's own
-//!   stdio transport does not give; stdout carries protocol lines only,
-//!   every log line goes to stderr.
+//!   stdio transport does not give, the before-`initialize` rule and
+//!   2025-03-26 batches; stdout carries protocol lines only, every log line
+//!   goes to stderr.
+//! - [`registry`]: tools as typed handlers with derived input schemas,
+//!   titles, hints and output schemas; outcomes become results with
+//!   `structuredContent`.
+//! - [`tools`]: the tools themselves.
+//! - [`op_schema`]: the patch-op schema the patch tools show, described.
+//! - [`paths`]: workspace containment of every path argument.
 //!
 //! Tool arguments that do not match a tool's input schema are answered per
 //! the negotiated revision: a JSON-RPC `-32602` before 2025-11-25, an
 //! `isError: true` tool result from 2025-11-25 on (SEP-1303;
-//! [`validation_is_a_tool_error`]).
-//! - [`registry`]: tools as typed handlers with derived input schemas.
-//! - [`tools`]: the tools themselves.
-//! - [`paths`]: workspace containment of every path argument.
+//! [`validation_is_a_tool_error`]). `tools/list` is one page: any cursor is
+//! `-32602`.
 //!
 //! Tool calls run on tokio's blocking pool (parsing, SQLite and file I/O
 //! block); writers of one document are serialised by the engine's
@@ -20,6 +25,7 @@
 //! engine's write is atomic either way) before the process exits.
 
 pub mod changes;
+pub mod op_schema;
 pub mod paths;
 pub mod registry;
 pub mod tools;
@@ -30,9 +36,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -40,7 +45,7 @@ use serde_json::Value;
 
 use crate::cache::BlockCache;
 use paths::Workspace;
-use registry::{InvalidArgs, Registry, ToolError, ToolResult};
+use registry::{InvalidArgs, Registry, ToolError};
 
 /// What every tool call gets: the workspace and its block cache.
 #[derive(Debug)]
@@ -83,7 +88,7 @@ impl NomaServer {
     /// Runs a tool by name on the blocking pool, as a client that negotiated
     /// a revision before 2025-11-25 sees it: `Err` is a JSON-RPC `-32602`
     /// (unknown tool, arguments not matching the schema).
-    pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, McpError> {
+    pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, McpError> {
         self.call_for(name, args, None).await
     }
 
@@ -97,7 +102,7 @@ impl NomaServer {
         name: &str,
         args: Value,
         version: Option<&ProtocolVersion>,
-    ) -> Result<ToolResult, McpError> {
+    ) -> Result<CallToolResult, McpError> {
         let Some(spec) = self.registry.get(name).cloned() else {
             return Err(McpError::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the available tools"),
@@ -105,17 +110,17 @@ impl NomaServer {
             ));
         };
         let ctx = self.ctx.clone();
-        match tokio::task::spawn_blocking(move || spec.call(&ctx, args)).await {
-            Ok(Ok(result)) => Ok(result),
+        let runner = spec.clone();
+        let result = match tokio::task::spawn_blocking(move || runner.call(&ctx, args)).await {
+            Ok(Ok(result)) => result,
             Ok(Err(InvalidArgs(msg))) if validation_is_a_tool_error(version) => {
-                Ok(Err(ToolError::system(msg)))
+                Err(ToolError::system(msg))
             }
-            Ok(Err(InvalidArgs(msg))) => Err(McpError::invalid_params(msg, None)),
+            Ok(Err(InvalidArgs(msg))) => return Err(McpError::invalid_params(msg, None)),
             // A panicking tool is a bug; the session survives it.
-            Err(e) => Ok(Err(ToolError::system(format!(
-                "internal error in {name}: {e}"
-            )))),
-        }
+            Err(e) => Err(ToolError::system(format!("internal error in {name}: {e}"))),
+        };
+        Ok(spec.to_call_result(result))
     }
 }
 
@@ -124,17 +129,6 @@ impl NomaServer {
 /// and later (SEP-1303). Revision strings are dates, so they order as text.
 pub fn validation_is_a_tool_error(version: Option<&ProtocolVersion>) -> bool {
     version.is_some_and(|v| *v >= ProtocolVersion::V_2025_11_25)
-}
-
-/// Turns a tool outcome into the MCP result (§B.7 two-tier envelope).
-pub fn to_call_result(result: &ToolResult) -> CallToolResult {
-    match result {
-        Ok(v) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
-        Err(e) if e.is_system() => {
-            CallToolResult::error(vec![ContentBlock::text(e.body().to_string())])
-        }
-        Err(e) => CallToolResult::success(vec![ContentBlock::text(e.body().to_string())]),
-    }
 }
 
 impl ServerHandler for NomaServer {
@@ -149,9 +143,20 @@ impl ServerHandler for NomaServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // The list is one page, so no cursor was ever handed out: any cursor
+        // is unknown, which the pagination rules answer with -32602.
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown cursor {cursor:?}: tools/list returns every tool on one page and \
+                     hands out no cursor; call it without one"
+                ),
+                None,
+            ));
+        }
         Ok(ListToolsResult::with_all_items(self.registry.tools()))
     }
 
@@ -167,7 +172,7 @@ impl ServerHandler for NomaServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let version = context.protocol_version();
         let result = self.call_for(&request.name, args, version.as_ref()).await?;
-        Ok(to_call_result(&result).into())
+        Ok(result.into())
     }
 }
 
@@ -179,9 +184,14 @@ pub fn instructions(root: &Path, cache: &BlockCache) -> String {
          repository root. Workflow: read_doc (block ids, lines, per-block `hash`) -> patch_block \
          with the block's hash as the op's `baseHash` (or patch_block_list for ops that must \
          apply together) -> validate_doc. Every patch is recorded in <file>.patches \
-         (transcript_read); a refused op returns {ok:false, code} to fix and retry. Do not edit \
-         .noma files with plain file writes: the git hooks reject edits the transcript does not \
-         explain.",
+         (transcript_read); a refused op returns {ok:false, code} to fix and retry. A patch's \
+         preconditions are checked in this order: `expected_sha` and `baseHash` against the \
+         document on disk (sha_mismatch), then whether the document holds an edit its \
+         transcript does not record (unrecorded_edit: nothing is written; agents cannot \
+         override it; read_doc shows it in advance as `unrecorded_edit` with the command a \
+         person runs, `noma record <file>`). An op's `content` is capped at 1000000 bytes. Do \
+         not edit .noma files with plain file writes: the git hooks reject edits the transcript \
+         does not explain.",
     );
     for note in notes(root, cache) {
         text.push_str("\nNote: ");

@@ -8,11 +8,18 @@
 //! input schema from the args type and turns the three outcomes into MCP
 //! results:
 //!
-//! - `Ok(value)`: `value` JSON-encoded as the text content;
-//! - `Err(ToolError::User { .. })`: `{ok: false, error, code}` as normal
-//!   content (`isError` absent): the caller can branch on `code` (§B.7);
+//! - `Ok(value)`: `value` as `structuredContent`, and JSON-encoded as the
+//!   text content for clients before structured output (2025-06-18);
+//! - `Err(ToolError::User { .. })`: `{ok: false, error, code}`; a normal
+//!   result (`isError: false`) for the patch tools, whose §3.5 codes an
+//!   agent branches on (§B.7, [`Refusals::AsResult`]), an `isError: true`
+//!   result for every other tool (the call did not do what it was asked);
 //! - `Err(ToolError::System(..))`: `{ok: false, error}` with `isError:
 //!   true`: infrastructure faults, path escapes, book manifests.
+//!
+//! Every tool also carries a `title`, [`ToolAnnotations`] (read-only,
+//! destructive, idempotent hints) and an `outputSchema` that its results,
+//! successes and failures alike, validate against.
 //!
 //! Arguments that do not match the args type are [`InvalidArgs`] naming the
 //! offending field: a JSON-RPC `-32602` (invalid params), or an `isError`
@@ -22,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::Tool;
+use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -104,12 +111,24 @@ pub struct InvalidArgs(pub String);
 
 type Handler = dyn Fn(&Context, Value) -> Result<ToolResult, InvalidArgs> + Send + Sync;
 
+/// How a tool's [`ToolError::User`] reaches the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusals {
+    /// A normal result (`isError: false`): Annex B's rule for the patch
+    /// tools, whose refusals carry a §3.5 code to act on (§B.7).
+    AsResult,
+    /// A tool error (`isError: true`), the body still carrying its `code`:
+    /// the other tools, whose failure means nothing was read or done.
+    AsToolError,
+}
+
 /// One registered tool.
 #[derive(Clone)]
 pub struct ToolSpec {
     /// What `tools/list` shows.
     pub tool: Tool,
     handler: Arc<Handler>,
+    refusals: Refusals,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -130,6 +149,58 @@ impl ToolSpec {
     pub fn name(&self) -> &str {
         &self.tool.name
     }
+
+    /// Sets the human-readable title and the behaviour hints.
+    pub fn titled(mut self, title: &str, hints: ToolAnnotations) -> ToolSpec {
+        self.tool.title = Some(title.to_string());
+        // The title is the tool's own (2025-06-18); repeating it in the
+        // annotations would only cost bytes of every agent's context.
+        self.tool.annotations = Some(hints);
+        self
+    }
+
+    /// Sets the output schema every result's `structuredContent` matches.
+    ///
+    /// # Panics
+    ///
+    /// When `schema` is not a JSON object with `"type": "object"` (MCP
+    /// requires one): a programming error the registry's unit test catches.
+    pub fn output(mut self, schema: Value) -> ToolSpec {
+        match schema {
+            Value::Object(o) if o.get("type") == Some(&json!("object")) => {
+                self.tool.output_schema = Some(Arc::new(o));
+            }
+            other => panic!(
+                "tool {}: output schema is not an object schema: {other}",
+                self.tool.name
+            ),
+        }
+        self
+    }
+
+    /// Refusals ([`ToolError::User`]) are normal results ([`Refusals::AsResult`]).
+    pub fn refusals_as_results(mut self) -> ToolSpec {
+        self.refusals = Refusals::AsResult;
+        self
+    }
+
+    /// How this tool's refusals reach the client.
+    pub fn refusals(&self) -> Refusals {
+        self.refusals
+    }
+
+    /// The MCP result of an outcome of this tool: the body as
+    /// `structuredContent` and as JSON text, `isError` per the module rule.
+    pub fn to_call_result(&self, result: ToolResult) -> CallToolResult {
+        match result {
+            // Moved, not cloned: read_doc's body of a large document is big.
+            Ok(v) => CallToolResult::structured(v),
+            Err(e @ ToolError::User { .. }) if self.refusals == Refusals::AsResult => {
+                CallToolResult::structured(e.body())
+            }
+            Err(e) => CallToolResult::structured_error(e.body()),
+        }
+    }
 }
 
 /// Builds a [`ToolSpec`] from a typed handler; the input schema comes from `A`.
@@ -146,10 +217,11 @@ pub fn tool<A>(
 where
     A: DeserializeOwned + JsonSchema + 'static,
 {
-    let schema = match rmcp::handler::server::common::schema_for_input::<A>() {
+    let mut schema = match rmcp::handler::server::common::schema_for_input::<A>() {
         Ok(s) => s,
         Err(e) => panic!("tool {name}: input schema is not an object: {e}"),
     };
+    compact(Arc::make_mut(&mut schema));
     let handler = move |ctx: &Context, args: Value| {
         let args: A = serde_json::from_value(args)
             .map_err(|e| InvalidArgs(format!("invalid arguments for {name}: {e}")))?;
@@ -158,6 +230,70 @@ where
     ToolSpec {
         tool: Tool::new(name, description, schema),
         handler: Arc::new(handler),
+        refusals: Refusals::AsToolError,
+    }
+}
+
+/// Drops what a derived schema spends bytes on without telling a client
+/// anything: the root's `$schema` (2020-12 is MCP's default dialect) and
+/// `title` (the Rust type's name), `default`s (an omitted optional field
+/// means "none", "false" or "empty", as its description says), the `null` member of
+/// an optional field's type (omitting the field is how it is left out),
+/// and Rust integer `format`s (`uint32`). `tools/list` goes into every
+/// agent's context.
+fn compact(schema: &mut Map<String, Value>) {
+    schema.remove("$schema");
+    schema.remove("title");
+    strip(schema);
+}
+
+fn strip(schema: &mut Map<String, Value>) {
+    schema.remove("default");
+    if let Some(Value::Array(types)) = schema.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            schema.insert("type".into(), kept[0].clone());
+        }
+    }
+    if schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.starts_with("uint") || f.starts_with("int"))
+    {
+        schema.remove("format");
+    }
+    // `anyOf: [X, {type: null}]` of an optional field: X.
+    if let Some(Value::Array(any)) = schema.get("anyOf") {
+        let kept: Vec<&Value> = any
+            .iter()
+            .filter(|s| s.get("type") != Some(&json!("null")))
+            .collect();
+        if kept.len() == 1 && any.len() == 2 {
+            if let Some(inner) = kept[0].as_object().cloned() {
+                schema.remove("anyOf");
+                for (k, v) in inner {
+                    schema.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    for (key, v) in schema.iter_mut() {
+        match v {
+            // Maps of names to schemas: each value is a schema, the map
+            // itself is not (a property may be called `default`).
+            Value::Object(map) if key == "properties" || key == "$defs" => {
+                for sub in map.values_mut().filter_map(Value::as_object_mut) {
+                    strip(sub);
+                }
+            }
+            Value::Object(o) => strip(o),
+            Value::Array(items) => {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    strip(item);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -195,5 +331,41 @@ impl Registry {
             .filter_map(|n| self.tools.get(n))
             .map(|s| s.tool.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compacting_drops_noise_but_keeps_properties_named_like_keywords() {
+        let mut schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            "type": "object",
+            "properties": {
+                "default": {"type": ["string", "null"], "default": null},
+                "format": {"type": "integer", "format": "uint32", "minimum": 0},
+                "title": {"anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}], "description": "t"},
+                "files": {"type": "array", "items": {"type": "string"}, "default": []},
+            },
+            "$defs": {"X": {"type": "object", "title": "X"}},
+        });
+        compact(schema.as_object_mut().unwrap());
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "default": {"type": "string"},
+                    "format": {"type": "integer", "minimum": 0},
+                    "title": {"$ref": "#/$defs/X", "description": "t"},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                },
+                // Only the root's title goes: a nested one is kept.
+                "$defs": {"X": {"type": "object", "title": "X"}},
+            })
+        );
     }
 }

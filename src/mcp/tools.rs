@@ -19,105 +19,148 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::changes as ch;
-use super::registry::{tool, Registry, ToolError, ToolResult};
+use super::registry::{tool, Registry, ToolError, ToolResult, ToolSpec};
 use super::Context;
 use crate::diag::{Diagnostic, Phase, Severity};
 use crate::doc::{AttrValue, NodeKind};
 use crate::engine::{self, capability, EngineError, Options, RecoveryError, WriteMode};
 use crate::transcript::{self, Actor, ActorKind, Record};
+use rmcp::model::ToolAnnotations;
 
-/// Every tool this server offers.
+/// Every tool this server offers, with its title, behaviour hints and
+/// output schema. Read-only tools only read the work tree (the block cache
+/// they warm is content-addressed, never a visible change); the patch tools
+/// rewrite blocks in place; `clear_cache` deletes the reconciliation marks.
 pub fn registry() -> Registry {
+    let read_only = || ToolAnnotations::new().read_only(true).open_world(false);
+    // readOnlyHint and idempotentHint default to false: only `true` is sent.
+    let writes = |destructive: bool, idempotent: bool| {
+        let hints = ToolAnnotations::new()
+            .destructive(destructive)
+            .open_world(false);
+        if idempotent {
+            hints.idempotent(true)
+        } else {
+            hints
+        }
+    };
     Registry::new()
-        .with(tool("read_doc", READ_DOC, read_doc))
-        .with(tool("list_ids", LIST_IDS, list_ids))
-        .with(tool("validate_doc", VALIDATE_DOC, validate_doc))
-        .with(tool("patch_block", PATCH_BLOCK, patch_block))
-        .with(tool("patch_block_list", PATCH_BLOCK_LIST, patch_block_list))
-        .with(tool("transcript_read", TRANSCRIPT_READ, transcript_read))
-        .with(tool(
-            "describe_capabilities",
-            DESCRIBE_CAPABILITIES,
-            describe_capabilities,
-        ))
-        .with(tool(
-            "list_changed_docs",
-            ch::LIST_CHANGED_DOCS,
-            ch::list_changed_docs,
-        ))
-        .with(tool(
-            "get_changed_blocks",
-            ch::GET_CHANGED_BLOCKS,
-            ch::get_changed_blocks,
-        ))
-        .with(tool(
-            "mark_reconciled",
-            ch::MARK_RECONCILED,
-            ch::mark_reconciled,
-        ))
-        .with(tool("clear_cache", ch::CLEAR_CACHE, ch::clear_cache))
-        .with(tool(
-            "snapshot_state",
-            ch::SNAPSHOT_STATE,
-            ch::snapshot_state,
-        ))
+        .with(
+            tool("read_doc", READ_DOC, read_doc)
+                .titled("Read document", read_only())
+                .output(out::read_doc()),
+        )
+        .with(
+            tool("list_ids", LIST_IDS, list_ids)
+                .titled("List ids", read_only())
+                .output(out::list_ids()),
+        )
+        .with(
+            tool("validate_doc", VALIDATE_DOC, validate_doc)
+                .titled("Validate document", read_only())
+                .output(out::validate_doc()),
+        )
+        .with(
+            tool("patch_block", PATCH_BLOCK, patch_block)
+                .titled("Patch block", writes(true, false))
+                .output(out::patch(false))
+                .refusals_as_results(),
+        )
+        .with(
+            meta_listed_once(tool("patch_block_list", PATCH_BLOCK_LIST, patch_block_list))
+                .titled("Patch blocks", writes(true, false))
+                .output(out::patch(true))
+                .refusals_as_results(),
+        )
+        .with(
+            tool("transcript_read", TRANSCRIPT_READ, transcript_read)
+                .titled("Read transcript", read_only())
+                .output(out::transcript_read()),
+        )
+        .with(
+            tool(
+                "describe_capabilities",
+                DESCRIBE_CAPABILITIES,
+                describe_capabilities,
+            )
+            .titled("Describe capabilities", read_only())
+            .output(out::describe_capabilities()),
+        )
+        .with(
+            tool(
+                "list_changed_docs",
+                ch::LIST_CHANGED_DOCS,
+                ch::list_changed_docs,
+            )
+            .titled("List changed docs", read_only())
+            .output(out::changed(false)),
+        )
+        .with(
+            tool(
+                "get_changed_blocks",
+                ch::GET_CHANGED_BLOCKS,
+                ch::get_changed_blocks,
+            )
+            .titled("Get changed blocks", read_only())
+            .output(out::changed(true)),
+        )
+        .with(
+            tool("mark_reconciled", ch::MARK_RECONCILED, ch::mark_reconciled)
+                .titled("Mark reconciled", writes(false, true))
+                .output(out::mark_reconciled()),
+        )
+        .with(
+            tool("clear_cache", ch::CLEAR_CACHE, ch::clear_cache)
+                .titled("Clear marks", writes(true, true))
+                .output(out::clear_cache()),
+        )
+        .with(
+            tool("snapshot_state", ch::SNAPSHOT_STATE, ch::snapshot_state)
+                .titled("Snapshot state", writes(true, false))
+                .output(out::snapshot_state()),
+        )
 }
 
-const READ_DOC: &str = "Parse a .noma document and list every block in document order: id, type, \
-directive name and attributes, section title and level, aliases, childCount, lines [start, end] \
-and patchable. Blocks with an id also carry `hash`, the sha256 of their source: send it as the op's \
-`baseHash` so the patch is refused if someone changed that block meanwhile. The top-level `sha256` \
-is the whole document's (its first 8 characters are patch_block's `expected_sha`). Call this first, \
-before patching: only blocks with patchable=true can be targeted.";
+/// `patch_block_list`'s input schema names `file` and `ops` only: its other
+/// arguments are patch_block's metadata (the same `PatchMeta`), listed and
+/// described once there, as its description says. The schema stays open
+/// (no `additionalProperties: false`), so they are accepted as they are
+/// in patch_block; listing them twice cost 400 bytes of `tools/list`.
+fn meta_listed_once(mut spec: ToolSpec) -> ToolSpec {
+    let schema = std::sync::Arc::make_mut(&mut spec.tool.input_schema);
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.retain(|name, _| name == "file" || name == "ops");
+    }
+    schema.remove("$defs");
+    spec
+}
 
-const LIST_IDS: &str = "List the canonical block ids of a .noma document in order, and the alias \
-map (alias -> canonical id). Use it to turn a reference such as [[risks]] into the canonical id a \
-patch op needs.";
+const READ_DOC: &str = "A .noma document's blocks (id, type, lines, patchable, `hash` for \
+baseHash) and `sha256`. If `unrecorded_edit` is set, patches are refused until a person runs its \
+record_command.";
 
-const VALIDATE_DOC: &str =
-    "Validate a .noma document (the profile comes from its frontmatter) and \
-return {ok, diagnostics}: ok is false when any diagnostic has severity error. Equivalent to \
-`noma check`. Use it after edits, or before patching to see existing problems.";
+const LIST_IDS: &str =
+    "Block ids in order and the alias map (alias -> id): turn [[alias]] into the id an op needs.";
 
-const PATCH_BLOCK: &str = "Apply ONE block-level patch op to a .noma document, in place, and \
-append a transcript record to <file>.patches (also when the op is rejected). On success returns \
-{ok: true, post_validation, transcript_entry, diagnostics}. A refused op returns {ok: false, \
-error, code} with a §3.5 code (target_missing, sha_mismatch, id_conflict, invalid_content, ...): \
-fix the op and retry. Get ids and block hashes from read_doc first; put a block's `hash` in the \
-op's `baseHash` (or in the `base_hash` argument) to guard against concurrent edits. An op whose \
-`content` exceeds 1000000 bytes is refused with invalid_content and nothing is written. \
-Preconditions are checked in this order: `expected_sha` and `baseHash` against the document on \
-disk (stale: sha_mismatch); then, if the document holds an edit its transcript does not explain \
-(someone changed the file by hand), the call is refused with code unrecorded_edit and nothing is \
-written or recorded: agents cannot override this; ask a person to review the edit and run `noma \
-record <file>`, then read_doc again and retry. For several ops that must succeed together use \
-patch_block_list.";
+const VALIDATE_DOC: &str = "Validate a .noma document as `noma check` does: {ok, diagnostics}.";
 
-const PATCH_BLOCK_LIST: &str =
-    "Apply a list of patch ops to one .noma document atomically: either \
-every op applies (one transcript record each, the document written once) or none does (every op \
-recorded as rejected, the document untouched). Returns {ok: true, post_validation, \
-transcript_entries, diagnostics} or {ok: false, error, code, op_index} where op_index is the op \
-that failed. Same op shapes, content cap and preconditions (in the same order: sha_mismatch \
-before unrecorded_edit) as patch_block.";
+const PATCH_BLOCK: &str = "Apply one op to a .noma document, recorded in <file>.patches. A \
+refusal is a result {ok: false, code, error}, code as in §3.5 (target_missing, sha_mismatch, \
+unrecorded_edit, ...): fix and retry.";
+
+const PATCH_BLOCK_LIST: &str = "Apply ops to a .noma document all or nothing; a refusal names \
+its op_index. Ops and other arguments as patch_block's.";
 
 const TRANSCRIPT_READ: &str =
-    "Read the patch transcript of a .noma document (<file>.patches): the \
-most recent records, newest last, each with op, actor, patch_result and hashes. Use `after_op_id` \
-to get only records appended after one you have seen, `limit` to cap how many come back. \
-Read-only.";
+    "A document's newest transcript records (<file>.patches); page with after_op_id and limit.";
 
-const DESCRIBE_CAPABILITIES: &str = "Show the capability descriptor (Annex A sidecar \
-<file>.capabilities.yml) of a .noma document: which ops each directive type grants to agents. In \
-v1.0 it is advisory: patches are never refused on its account, but ops it does not grant are \
-flagged with capability_not_granted warnings in the transcript. Absent descriptor = nothing \
-granted.";
+const DESCRIBE_CAPABILITIES: &str = "Ops granted per directive by <file>.capabilities.yml \
+(advisory: others apply with a warning).";
 
 /// The `file` argument shared by the read-only tools.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FileArgs {
-    /// Path of the .noma document: relative to the repository root, or
-    /// absolute inside it.
+    /// The .noma file's path.
     pub file: String,
 }
 
@@ -139,40 +182,47 @@ pub struct ActorArg {
 /// Preconditions and record metadata shared by the patch tools.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PatchMeta {
-    /// Why the change is made; stored as the records' `reason`.
+    /// Why; stored in the records.
     #[serde(default)]
     pub reason: Option<String>,
-    /// First 8 hex characters of the document's sha256 as you read it
-    /// (read_doc `sha256`); the patch is rejected with sha_mismatch if the
-    /// document changed since.
+    /// read_doc's sha256 (8+ hex): refused (sha_mismatch) if it changed.
     #[serde(default)]
     #[schemars(length(min = 8, max = 64))]
     pub expected_sha: Option<String>,
-    /// Who is acting; defaults to {kind: "agent", name: "unknown"}.
+    /// Who acts (default: agent "unknown").
     #[serde(default)]
+    #[schemars(schema_with = "actor_schema")]
     pub actor: Option<ActorArg>,
-    /// Full sha256 of the document state the patch was prepared against;
-    /// a difference is reported as a base_sha_drift warning, not a refusal.
+    /// sha256 the patch was prepared on; a difference only warns.
     #[serde(default)]
     #[schemars(length(min = 64, max = 64))]
     pub base_sha256: Option<String>,
-    /// op_id of a causally prior transcript record.
+    /// op_id of a prior record this one follows.
     #[serde(default)]
     pub parent_op_id: Option<String>,
+}
+
+/// `actor`'s schema, written out (the derived one spends 700 bytes of
+/// every agent's context on it).
+fn actor_schema(_: &mut SchemaGenerator) -> Schema {
+    let s = json!({"type": "string"});
+    Schema::try_from(json!({
+        "type": "object",
+        "required": ["kind", "name"],
+        "properties": {"kind": {"enum": ["human", "agent", "tool"]}, "name": s, "model": s, "version": s},
+    }))
+    .unwrap_or_default()
 }
 
 /// Arguments of `patch_block`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PatchBlockArgs {
-    /// Path of the .noma document: relative to the repository root, or
-    /// absolute inside it.
+    /// The .noma file's path.
     pub file: String,
-    /// The patch op (one of the 25 of the v1.0 catalog).
+    /// The patch op.
     #[schemars(schema_with = "op_schema")]
     pub op: Value,
-    /// The target block's `hash` (read_doc), used as the op's `baseHash`
-    /// when the op has none: the patch is rejected with sha_mismatch if
-    /// that block changed since.
+    /// The op's baseHash, if it has none.
     #[serde(default)]
     pub base_hash: Option<String>,
     /// Preconditions and metadata.
@@ -183,10 +233,9 @@ pub struct PatchBlockArgs {
 /// Arguments of `patch_block_list`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PatchBlockListArgs {
-    /// Path of the .noma document: relative to the repository root, or
-    /// absolute inside it.
+    /// The .noma file's path.
     pub file: String,
-    /// The ops, applied in order, all or nothing.
+    /// Applied in order.
     #[schemars(schema_with = "op_list_schema")]
     pub ops: Vec<Value>,
     /// Preconditions and metadata (shared by every record of the list).
@@ -197,13 +246,13 @@ pub struct PatchBlockListArgs {
 /// Arguments of `transcript_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TranscriptReadArgs {
-    /// Path of the .noma document (not of the .patches file).
+    /// The .noma file's path.
     pub file: String,
-    /// Most records to return (the newest ones); default 20, at most 500.
+    /// Most records returned (default 20).
     #[serde(default)]
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
-    /// Only records appended after the record with this op_id.
+    /// Only records after this op_id.
     #[serde(default)]
     pub after_op_id: Option<String>,
 }
@@ -217,37 +266,95 @@ pub const MAX_CONTENT_BYTES: usize = 1_000_000;
 /// Default and ceiling of `transcript_read.limit`.
 const TRANSCRIPT_LIMIT: (u32, u32) = (20, 500);
 
-fn op_variants(generator: &mut SchemaGenerator) -> Value {
-    let full = crate::transcript::schema::patch_op();
-    // The variants refer to "#/$defs/..."; hoist those definitions into the
-    // tool schema's own $defs so the references resolve there.
-    if let Some(defs) = full.get("$defs").and_then(Value::as_object) {
-        let target = generator.definitions_mut();
-        for (k, v) in defs {
-            target.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-    }
-    full.get("oneOf").cloned().unwrap_or(Value::Null)
-}
-
 fn op_schema(generator: &mut SchemaGenerator) -> Schema {
-    let variants = op_variants(generator);
-    Schema::try_from(json!({
-        "description": "One patch op, e.g. {\"op\":\"replace_block\",\"id\":\"intro\",\"content\":\"...\"}. \
-Every op may carry baseHash (the target block's `hash` from read_doc).",
-        "oneOf": variants,
-    }))
-    .unwrap_or_default()
+    let (schema, defs) = super::op_schema::op_schema();
+    let target = generator.definitions_mut();
+    for (k, v) in defs {
+        target.entry(k).or_insert(v);
+    }
+    Schema::try_from(schema).unwrap_or_default()
 }
 
-fn op_list_schema(generator: &mut SchemaGenerator) -> Schema {
-    let variants = op_variants(generator);
+/// The items of `patch_block_list.ops`: objects naming an op; the variants
+/// and their fields are patch_block's `op`, written once in `tools/list`.
+fn op_list_schema(_: &mut SchemaGenerator) -> Schema {
     Schema::try_from(json!({
         "type": "array",
         "minItems": 1,
-        "items": { "oneOf": variants },
+        "items": { "type": "object", "required": ["op"] },
     }))
     .unwrap_or_default()
+}
+
+/// The output schemas. Each accepts the tool's answer and its failure body
+/// `{ok: false, error, code?}` (every result carries `structuredContent`,
+/// the failures too).
+mod out {
+    use serde_json::{json, Value};
+
+    /// An object with the `required` members of an answer, or a failure
+    /// body (`error`). The members' shapes are in the tool description;
+    /// `tools/list` is in every agent's context, so no more is spelled out.
+    fn object(props: Value, required: &[&str]) -> Value {
+        let mut schema = json!({
+            "type": "object",
+            "anyOf": [{"required": required}, {"required": ["error"]}],
+        });
+        if props.as_object().is_some_and(|p| !p.is_empty()) {
+            schema["properties"] = props;
+        }
+        schema
+    }
+
+    pub(super) fn read_doc() -> Value {
+        object(json!({}), &["blocks", "sha256", "unrecorded_edit"])
+    }
+
+    pub(super) fn list_ids() -> Value {
+        object(json!({}), &["ids", "aliases"])
+    }
+
+    pub(super) fn validate_doc() -> Value {
+        object(json!({}), &["ok", "diagnostics"])
+    }
+
+    pub(super) fn patch(list: bool) -> Value {
+        let entry = if list {
+            "transcript_entries"
+        } else {
+            "transcript_entry"
+        };
+        object(json!({}), &["ok", "post_validation", entry, "diagnostics"])
+    }
+
+    pub(super) fn transcript_read() -> Value {
+        object(json!({}), &["transcript", "exists", "records"])
+    }
+
+    pub(super) fn describe_capabilities() -> Value {
+        object(json!({}), &["sidecar", "exists", "grants"])
+    }
+
+    pub(super) fn changed(blocks: bool) -> Value {
+        let req: &[&str] = if blocks {
+            &["merge_base", "docs", "excluded"]
+        } else {
+            &["merge_base", "docs"]
+        };
+        object(json!({}), req)
+    }
+
+    pub(super) fn mark_reconciled() -> Value {
+        object(json!({}), &["updated", "docs"])
+    }
+
+    pub(super) fn clear_cache() -> Value {
+        object(json!({}), &["cleared"])
+    }
+
+    pub(super) fn snapshot_state() -> Value {
+        object(json!({}), &["state_path", "docs", "blocks"])
+    }
 }
 
 impl Context {
@@ -382,7 +489,46 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
             blocks.push(plain("list_item", [item.span.start, item.span.end]));
         }
     }
-    Ok(json!({ "blocks": blocks, "sha256": info.sha256 }))
+    let mut out = json!({ "blocks": blocks, "sha256": info.sha256 });
+    match unrecorded_edit(ctx, &path) {
+        Ok(edit) => out["unrecorded_edit"] = edit,
+        Err(e) => {
+            out["unrecorded_edit"] = Value::Null;
+            out["transcript_error"] = json!(e);
+        }
+    }
+    Ok(out)
+}
+
+/// `read_doc`'s `unrecorded_edit`: the edit a patch would be refused for
+/// (code unrecorded_edit), found the way the engine's recovery finds it,
+/// with the command a person runs to record it; `null` when there is none.
+fn unrecorded_edit(ctx: &Context, path: &Path) -> Result<Value, String> {
+    let tpath = ctx
+        .derived(&engine::default_transcript_path(path))
+        .map_err(|e| match e {
+            ToolError::System { error, .. } | ToolError::User { error, .. } => error,
+        })?;
+    let Some(edit) =
+        engine::recover::find_unrecorded_edit(path, &tpath).map_err(|e| e.to_string())?
+    else {
+        return Ok(Value::Null);
+    };
+    let shown = ctx.shown(path);
+    let command = format!("noma record {}", crate::diag::shell_word(&shown));
+    Ok(json!({
+        "document_sha256": edit.document_sha256,
+        "expected_sha256": edit.expected_sha256,
+        "line": edit.line,
+        "op_id": edit.op_id,
+        "record_command": command,
+        "message": format!(
+            "{shown} holds an edit its transcript does not record (it is not the state record \
+             {} at line {} leaves): patches are refused with unrecorded_edit until a person \
+             reviews the edit and runs `{command}`",
+            edit.op_id, edit.line
+        ),
+    }))
 }
 
 /// `list_ids` (§B.4).
@@ -819,22 +965,99 @@ mod tests {
     }
 
     #[test]
-    fn op_schema_refs_resolve_in_the_tool_schema() {
+    fn the_op_schema_is_written_once_and_its_refs_resolve() {
         let reg = registry();
-        for name in ["patch_block", "patch_block_list"] {
-            let schema = &reg.get(name).unwrap().tool.input_schema;
-            let text = serde_json::to_string(schema.as_ref()).unwrap();
-            for def in ["id", "attrValue", "baseHash"] {
-                assert!(text.contains(&format!("#/$defs/{def}")), "{name}: {def}");
-                assert!(schema["$defs"].get(def).is_some(), "{name}: $defs.{def}");
-            }
-            assert!(text.contains("\"replace_block\"") && text.contains("\"rename_id\""));
-        }
         let pb = &reg.get("patch_block").unwrap().tool.input_schema;
+        let text = serde_json::to_string(pb.as_ref()).unwrap();
+        for def in ["id", "attrValue"] {
+            assert!(text.contains(&format!("#/$defs/{def}")), "{def}");
+            assert!(pb["$defs"].get(def).is_some(), "$defs.{def}");
+        }
+        let ops = pb["properties"]["op"]["properties"]["op"]["oneOf"]
+            .as_array()
+            .unwrap();
+        assert_eq!(ops.len(), 25);
         let req = pb["required"].as_array().unwrap();
         assert!(req.contains(&json!("op")));
         // Flattened metadata is optional.
         assert!(!req.contains(&json!("reason")));
         assert!(pb["properties"].get("expected_sha").is_some());
+        // patch_block_list names patch_block's op shape instead of a copy.
+        let pbl = &reg.get("patch_block_list").unwrap().tool.input_schema;
+        let text = serde_json::to_string(pbl.as_ref()).unwrap();
+        assert!(!text.contains("replace_block"), "{text}");
+        assert_eq!(pbl["properties"]["ops"]["items"]["required"], json!(["op"]));
+        let desc = reg
+            .get("patch_block_list")
+            .unwrap()
+            .tool
+            .description
+            .clone();
+        assert!(desc.unwrap().contains("as patch_block's"));
+    }
+
+    #[test]
+    fn every_tool_has_a_title_hints_and_an_object_output_schema() {
+        let reg = registry();
+        let read_only = [
+            "read_doc",
+            "list_ids",
+            "validate_doc",
+            "transcript_read",
+            "describe_capabilities",
+            "list_changed_docs",
+            "get_changed_blocks",
+        ];
+        for t in reg.tools() {
+            let name = t.name.as_ref();
+            assert!(t.title.as_deref().is_some_and(|s| s.len() > 4), "{name}");
+            let a = t.annotations.as_ref().expect(name);
+            assert_eq!(
+                a.read_only_hint == Some(true),
+                read_only.contains(&name),
+                "{name}"
+            );
+            assert_eq!(a.open_world_hint, Some(false), "{name}");
+            if !read_only.contains(&name) {
+                let destructive = [
+                    "patch_block",
+                    "patch_block_list",
+                    "clear_cache",
+                    "snapshot_state",
+                ];
+                assert_eq!(a.is_destructive(), destructive.contains(&name), "{name}");
+            }
+            let out = t.output_schema.as_ref().expect(name);
+            assert_eq!(out["type"], "object", "{name}");
+            assert!(out["anyOf"][0]["required"].is_array(), "{name}");
+        }
+    }
+
+    #[test]
+    fn refusals_are_results_for_the_patch_tools_and_tool_errors_elsewhere() {
+        let reg = registry();
+        let refused: ToolResult = Err(ToolError::user("target_missing", "no block x"));
+        let broken: ToolResult = Err(ToolError::system("disk on fire"));
+        let fine: ToolResult = Ok(json!({"ids": [], "aliases": {}}));
+        for t in reg.tools() {
+            let spec = reg.get(&t.name).unwrap();
+            let patch = t.name.starts_with("patch_block");
+            let r = spec.to_call_result(refused.clone());
+            assert_eq!(r.is_error, Some(!patch), "{}", t.name);
+            let body = r.structured_content.clone().unwrap();
+            assert_eq!(body["code"], "target_missing");
+            // The text content is the same body, for older clients.
+            let text = serde_json::to_value(&r.content[0]).unwrap();
+            assert_eq!(
+                text["text"]
+                    .as_str()
+                    .map(|t| serde_json::from_str::<Value>(t).unwrap()),
+                Some(body)
+            );
+            assert_eq!(spec.to_call_result(broken.clone()).is_error, Some(true));
+        }
+        let ok = reg.get("list_ids").unwrap().to_call_result(fine.clone());
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(ok.structured_content, fine.ok());
     }
 }

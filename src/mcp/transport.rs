@@ -21,11 +21,28 @@
 //! ends at once instead of at its timeout. Only when the id cannot be read
 //! (not an object, no `id`, an id that is not a string or number, or the
 //! line is not well-formed up to it) is the answer's id `null`.
+//!
+//! The framing also keeps two rules of the session that rmcp does not:
+//!
+//! - Before `initialize`, only `ping` (and a request carrying its protocol
+//!   revision inline in `_meta`, the later revisions' way) goes to rmcp;
+//!   any other request is answered `-32600` saying the session starts with
+//!   `initialize`, and notifications are dropped (rmcp would end the session
+//!   on them).
+//! - A JSON array is a JSON-RPC batch. MCP 2025-03-26 requires servers to
+//!   accept them (later revisions removed them): on a session that
+//!   negotiated 2025-03-26, each member is handled as its own message and
+//!   the answers go out together as one array line once all have arrived
+//!   (none for a batch of notifications). On any other session a batch is
+//!   refused with `-32600`.
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -385,11 +402,129 @@ fn encode<T: serde::Serialize>(msg: &T) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The only MCP revision with JSON-RPC batches.
+pub const BATCH_REVISION: &str = "2025-03-26";
+
+/// What the framing knows of the session, shared by the reader thread and
+/// rmcp's sends: the negotiated revision and the batches awaiting answers.
+#[derive(Debug, Default)]
+pub struct Session {
+    version: Mutex<Option<String>>,
+    batches: Mutex<Vec<Batch>>,
+}
+
+/// A batch whose requests are still being answered.
+#[derive(Debug)]
+struct Batch {
+    /// Ids of its requests not answered yet.
+    waiting: Vec<Value>,
+    /// Answers so far, in the order they came.
+    answers: Vec<Value>,
+}
+
+/// What [`Session::collect`] did with an outgoing message.
+#[derive(Debug, PartialEq)]
+pub enum Collected {
+    /// Not an answer to a batch member: send it as it is.
+    Pass,
+    /// Kept for its batch, which still waits for other answers.
+    Held,
+    /// The last answer of its batch: send this array.
+    Complete(Value),
+}
+
+impl Session {
+    /// The revision rmcp's `initialize` answer named, once it was sent.
+    pub fn version(&self) -> Option<String> {
+        self.version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Notes the negotiated revision when `msg` is the `initialize` answer.
+    pub fn observe(&self, msg: &ServerJsonRpcMessage) {
+        if let ServerJsonRpcMessage::Response(r) = msg {
+            if let ServerResult::InitializeResult(init) = &r.result {
+                *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(init.protocol_version.to_string());
+            }
+        }
+    }
+
+    /// Registers a batch waiting for the answers to `ids`, with the
+    /// `answers` the framing already gave.
+    fn hold(&self, ids: Vec<Value>, answers: Vec<Value>) {
+        self.batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Batch {
+                waiting: ids,
+                answers,
+            });
+    }
+
+    /// True when a pending batch waits for an answer to `id`.
+    fn is_waiting(&self, id: &Value) -> bool {
+        self.batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|b| b.waiting.contains(id))
+    }
+
+    /// Routes an outgoing message: an answer to a batch member is kept
+    /// until the whole batch is answered. Costs nothing beyond a lock when
+    /// no batch is pending.
+    pub fn collect(&self, msg: &ServerJsonRpcMessage) -> io::Result<Collected> {
+        let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
+        if batches.is_empty() {
+            return Ok(Collected::Pass);
+        }
+        let id = match msg {
+            ServerJsonRpcMessage::Response(r) => Some(&r.id),
+            ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        let Some(id) = id else {
+            return Ok(Collected::Pass);
+        };
+        let id = serde_json::to_value(id).map_err(io::Error::other)?;
+        let Some(i) = batches.iter().position(|b| b.waiting.contains(&id)) else {
+            return Ok(Collected::Pass);
+        };
+        let batch = &mut batches[i];
+        batch.waiting.retain(|w| *w != id);
+        batch
+            .answers
+            .push(serde_json::to_value(msg).map_err(io::Error::other)?);
+        if !batch.waiting.is_empty() {
+            return Ok(Collected::Held);
+        }
+        Ok(Collected::Complete(Value::Array(batches.remove(i).answers)))
+    }
+}
+
 /// The rmcp side of the framing: messages in from the reader thread,
 /// lines out to the writer thread.
 pub struct LineTransport {
     inbound: mpsc::Receiver<ClientJsonRpcMessage>,
     out: std_mpsc::Sender<Vec<u8>>,
+    session: Arc<Session>,
+}
+
+impl LineTransport {
+    fn deliver(&self, item: &ServerJsonRpcMessage) -> io::Result<()> {
+        self.session.observe(item);
+        let line = match self.session.collect(item)? {
+            Collected::Pass => encode(item)?,
+            Collected::Held => return Ok(()),
+            Collected::Complete(batch) => encode(&batch)?,
+        };
+        self.out
+            .send(line)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))
+    }
 }
 
 impl Transport<RoleServer> for LineTransport {
@@ -399,12 +534,7 @@ impl Transport<RoleServer> for LineTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let sent = encode(&item).and_then(|line| {
-            self.out
-                .send(line)
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))
-        });
-        std::future::ready(sent)
+        std::future::ready(self.deliver(&item))
     }
 
     fn receive(
@@ -417,6 +547,163 @@ impl Transport<RoleServer> for LineTransport {
         self.inbound.close();
         Ok(())
     }
+}
+
+/// The reader thread's side: classifies each line, keeps the
+/// before-`initialize` rule and splits batches.
+struct Reader {
+    to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
+    replies: std_mpsc::Sender<Vec<u8>>,
+    session: Arc<Session>,
+    /// An `initialize` request went to rmcp.
+    initialize_seen: bool,
+}
+
+impl Reader {
+    /// Handles one line; false once rmcp or stdout is gone.
+    fn line(&mut self, bytes: &[u8]) -> bool {
+        if first_byte(bytes) == Some(b'[') {
+            return self.batch(bytes);
+        }
+        match self.gate(classify(bytes)) {
+            Inbound::Message(m) => self.to_rmcp.blocking_send(*m).is_ok(),
+            Inbound::Reply(v) => send_value(&self.replies, &v),
+            Inbound::Skip => true,
+        }
+    }
+
+    /// The before-`initialize` rule (see the module docs).
+    fn gate(&mut self, inbound: Inbound) -> Inbound {
+        if self.initialize_seen {
+            return inbound;
+        }
+        let Inbound::Message(msg) = &inbound else {
+            return inbound;
+        };
+        let ClientJsonRpcMessage::Request(req) = msg.as_ref() else {
+            eprintln!("noma mcp: dropped a notification or response sent before initialize");
+            return Inbound::Skip;
+        };
+        match &req.request {
+            ClientRequest::InitializeRequest(_) => {
+                self.initialize_seen = true;
+                inbound
+            }
+            ClientRequest::PingRequest(_) => inbound,
+            r if r.get_meta().protocol_version().is_some() => inbound,
+            r => Inbound::Reply(error_response(
+                serde_json::to_value(&req.id).unwrap_or(Value::Null),
+                code::INVALID_REQUEST,
+                format!(
+                    "Invalid Request: {} before initialize. A session starts with an \
+                     `initialize` request, then the `notifications/initialized` notification; \
+                     only `ping` may come before it",
+                    r.method()
+                ),
+            )),
+        }
+    }
+
+    /// A JSON array line: a batch (see the module docs).
+    fn batch(&mut self, bytes: &[u8]) -> bool {
+        let version = self.session.version();
+        if version.as_deref() != Some(BATCH_REVISION) {
+            let session = match version {
+                Some(v) => format!("this session negotiated {v}"),
+                None => "this session is not initialized".to_string(),
+            };
+            return send_value(
+                &self.replies,
+                &error_response(
+                    Value::Null,
+                    code::INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: a JSON-RPC batch; MCP accepts batches only in revision \
+                         {BATCH_REVISION} and {session}: send one JSON-RPC object per line"
+                    ),
+                ),
+            );
+        }
+        let items = match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Array(items)) => items,
+            // Not well-formed: answered as any line that is not JSON.
+            _ => {
+                return match classify(bytes) {
+                    Inbound::Reply(v) => send_value(&self.replies, &v),
+                    _ => true,
+                }
+            }
+        };
+        if items.is_empty() {
+            return send_value(
+                &self.replies,
+                &error_response(
+                    Value::Null,
+                    code::INVALID_REQUEST,
+                    "Invalid Request: an empty batch",
+                ),
+            );
+        }
+        let mut answers = Vec::new();
+        let mut waiting: Vec<Value> = Vec::new();
+        let mut messages = Vec::new();
+        for item in items {
+            if !item.is_object() {
+                answers.push(error_response(
+                    Value::Null,
+                    code::INVALID_REQUEST,
+                    "Invalid Request: a batch member is not a JSON-RPC object",
+                ));
+                continue;
+            }
+            let text = serde_json::to_vec(&item).unwrap_or_default();
+            match classify(&text) {
+                Inbound::Reply(v) => answers.push(v),
+                Inbound::Skip => {}
+                Inbound::Message(m) => {
+                    if let ClientJsonRpcMessage::Request(req) = m.as_ref() {
+                        let id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
+                        let refusal = if matches!(req.request, ClientRequest::InitializeRequest(_))
+                        {
+                            Some("initialize must not be part of a batch")
+                        } else if waiting.contains(&id) || self.session.is_waiting(&id) {
+                            Some("this id is already waiting for an answer")
+                        } else {
+                            None
+                        };
+                        if let Some(why) = refusal {
+                            answers.push(error_response(
+                                id,
+                                code::INVALID_REQUEST,
+                                format!("Invalid Request: {why}"),
+                            ));
+                            continue;
+                        }
+                        waiting.push(id);
+                    }
+                    messages.push(m);
+                }
+            }
+        }
+        if waiting.is_empty() {
+            // Notifications and refused members only: answer now (nothing
+            // at all for notifications alone).
+            if !answers.is_empty() && !send_value(&self.replies, &Value::Array(answers)) {
+                return false;
+            }
+        } else {
+            self.session.hold(waiting, answers);
+        }
+        messages
+            .into_iter()
+            .all(|m| self.to_rmcp.blocking_send(*m).is_ok())
+    }
+}
+
+/// The first byte that is not whitespace or a BOM byte.
+fn first_byte(bytes: &[u8]) -> Option<u8> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
 }
 
 /// Handles to the two I/O threads.
@@ -440,20 +727,22 @@ where
     let writer = std::thread::Builder::new()
         .name("mcp-stdout".into())
         .spawn(move || write_loop(output, out_rx))?;
-    let replies = out_tx.clone();
+    let session = Arc::new(Session::default());
+    let mut reader = Reader {
+        to_rmcp: in_tx,
+        replies: out_tx.clone(),
+        session: session.clone(),
+        initialize_seen: false,
+    };
     std::thread::Builder::new()
         .name("mcp-stdin".into())
         .spawn(move || {
             let result = read_lines(input, MAX_LINE, |line| match line {
-                Ok(bytes) => match classify(bytes) {
-                    Inbound::Message(m) => in_tx.blocking_send(*m).is_ok(),
-                    Inbound::Reply(v) => send_value(&replies, &v),
-                    Inbound::Skip => true,
-                },
+                Ok(bytes) => reader.line(bytes),
                 Err(Oversized { len, id }) => {
                     eprintln!("noma mcp: dropped a request line of {len} bytes (limit {MAX_LINE})");
                     send_value(
-                        &replies,
+                        &reader.replies,
                         &error_response(
                             id.unwrap_or(Value::Null),
                             code::INVALID_REQUEST,
@@ -465,12 +754,14 @@ where
             if let Err(e) = result {
                 eprintln!("noma mcp: reading stdin: {e}");
             }
-            // Dropping in_tx ends rmcp's receive loop: EOF is a clean shutdown.
+            // Dropping the reader's sender ends rmcp's receive loop: EOF is
+            // a clean shutdown.
         })?;
     Ok(Stdio {
         transport: LineTransport {
             inbound: in_rx,
             out: out_tx,
+            session,
         },
         writer,
     })
@@ -653,6 +944,47 @@ mod tests {
                 Ok(b"ok".to_vec())
             ]
         );
+    }
+
+    fn answer(id: i64) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::response(
+            ServerResult::EmptyResult(rmcp::model::EmptyResult {}),
+            rmcp::model::NumberOrString::Number(id),
+        )
+    }
+
+    #[test]
+    fn batch_answers_are_held_until_the_last_and_others_pass() {
+        let session = Session::default();
+        // No batch pending: everything passes.
+        assert_eq!(session.collect(&answer(1)).unwrap(), Collected::Pass);
+        let refused = error_response(Value::Null, code::INVALID_REQUEST, "x");
+        session.hold(vec![json!(1), json!(2)], vec![refused.clone()]);
+        assert!(session.is_waiting(&json!(2)));
+        assert_eq!(session.collect(&answer(9)).unwrap(), Collected::Pass);
+        assert_eq!(session.collect(&answer(2)).unwrap(), Collected::Held);
+        let Collected::Complete(batch) = session.collect(&answer(1)).unwrap() else {
+            panic!("the batch is complete");
+        };
+        let ids: Vec<&Value> = batch.as_array().unwrap().iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [&Value::Null, &json!(2), &json!(1)]);
+        // The batch is gone: a later answer with a reused id passes.
+        assert_eq!(session.collect(&answer(1)).unwrap(), Collected::Pass);
+        assert!(!session.is_waiting(&json!(2)));
+    }
+
+    #[test]
+    fn the_negotiated_revision_is_read_from_the_initialize_answer() {
+        let session = Session::default();
+        session.observe(&answer(1));
+        assert_eq!(session.version(), None);
+        let mut info = rmcp::model::InitializeResult::default();
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_03_26;
+        session.observe(&ServerJsonRpcMessage::response(
+            ServerResult::InitializeResult(info),
+            rmcp::model::NumberOrString::Number(1),
+        ));
+        assert_eq!(session.version().as_deref(), Some(BATCH_REVISION));
     }
 
     #[test]

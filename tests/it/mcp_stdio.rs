@@ -267,7 +267,7 @@ fn initialize_and_tools_list_show_every_tool_with_its_schema() {
     }
     let pb = tools.iter().find(|t| t["name"] == "patch_block").unwrap();
     assert_eq!(
-        pb["inputSchema"]["properties"]["op"]["oneOf"]
+        pb["inputSchema"]["properties"]["op"]["properties"]["op"]["oneOf"]
             .as_array()
             .unwrap()
             .len(),
@@ -538,17 +538,20 @@ fn patch_block_list_is_atomic_and_transcript_read_pages() {
     );
     assert_eq!(t3["records"].as_array().unwrap().len(), 1);
     assert_eq!(t3["records"][0], t["records"][3]);
-    let unknown = s.ok(
+    // A noma-only tool's failure is a tool error (isError), its code kept.
+    let (is_error, unknown) = s.call(
         "transcript_read",
         json!({"file": "a.noma", "after_op_id": "zzz"}),
     );
+    assert!(is_error, "{unknown}");
     assert_eq!(unknown["code"], "unknown_op_id");
     std::fs::write(repo.path().join("b.noma"), "# B\n").unwrap();
     let none = s.ok("transcript_read", json!({"file": "b.noma"}));
     assert_eq!(none["exists"], false);
     assert!(!repo.path().join("b.noma.patches").exists());
     std::fs::write(repo.path().join("b.noma.patches"), "{not json}\n").unwrap();
-    let bad = s.ok("transcript_read", json!({"file": "b.noma"}));
+    let (is_error, bad) = s.call("transcript_read", json!({"file": "b.noma"}));
+    assert!(is_error, "{bad}");
     assert_eq!(bad["code"], "transcript_invalid");
     assert_eq!(bad["line"], 1);
     s.finish();
@@ -579,7 +582,8 @@ fn describe_capabilities_absent_present_and_malformed() {
         "nomaAgent: [1, 2\n",
     )
     .unwrap();
-    let d = s.ok("describe_capabilities", json!({"file": "a.noma"}));
+    let (is_error, d) = s.call("describe_capabilities", json!({"file": "a.noma"}));
+    assert!(is_error, "{d}");
     assert_eq!(d["ok"], false);
     assert_eq!(d["code"], "invalid_descriptor");
     s.finish();
@@ -835,12 +839,14 @@ fn changed_block_tools_answer_only_the_changed_blocks() {
     assert_eq!(s.ok("clear_cache", json!({}))["cleared"], true);
     s.ok("snapshot_state", json!({}));
     assert!(d.join(".noma/reconciliation_state.json").is_file());
-    // Failure paths: an unknown base is the caller's error, an escape a system error.
+    // Failure paths: the noma-only tools answer every failure with isError
+    // (an unknown base keeps its code; an escape is a system error).
     let (is_error, body) = s.call(
         "list_changed_docs",
         json!({"base_branch": "no-such-branch"}),
     );
-    assert!(!is_error && body["ok"] == false, "{body}");
+    assert!(is_error && body["ok"] == false, "{body}");
+    assert_eq!(body["code"], "invalid_request", "{body}");
     let (is_error, body) = s.call(
         "get_changed_blocks",
         json!({"base_branch": "main", "files": ["../outside.noma"]}),

@@ -1,0 +1,125 @@
+"""Every `noma mcp` tool through the official MCP Python SDK client (`mcp`).
+
+    python3 tests/mcp_sdk/check_tools.py <noma binary> <repository>
+
+The repository (a git work tree on a branch `work` whose `main` holds
+`a.noma`, with `a.noma` edited since) is prepared by tests/it/mcp_sdk_py.rs,
+which runs this script. The SDK's ClientSession validates every non-error
+result's `structuredContent` against the tool's `outputSchema` (it raises
+otherwise); this script also validates the error results against it, checks
+that the text content repeats the structured body, and checks each tool's
+title and annotations. Every tool is called at least once, on success and on
+failure paths. Exit 0 when all holds; an assertion error otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import jsonschema
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+READ_ONLY = {
+    "read_doc",
+    "list_ids",
+    "validate_doc",
+    "transcript_read",
+    "describe_capabilities",
+    "list_changed_docs",
+    "get_changed_blocks",
+}
+DESTRUCTIVE = {"patch_block", "patch_block_list", "clear_cache", "snapshot_state"}
+
+
+def wire(model) -> dict:
+    """The model as it was on the wire (camelCase keys), whatever the SDK version."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def main(noma: str, root: str) -> None:
+    params = StdioServerParameters(command=noma, args=["mcp", "--root", root], cwd=root)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = wire(await session.initialize())
+            print("negotiated", init["protocolVersion"])
+            tools = {t["name"]: t for t in (wire(t) for t in (await session.list_tools()).tools)}
+            assert len(tools) == 12, sorted(tools)
+            for name, t in tools.items():
+                assert t.get("title"), f"{name}: no title"
+                hints = t.get("annotations")
+                assert hints, f"{name}: no annotations"
+                assert hints.get("readOnlyHint", False) == (name in READ_ONLY), (name, hints)
+                assert hints.get("openWorldHint") is False, (name, hints)
+                if name not in READ_ONLY:
+                    assert hints.get("destructiveHint", True) == (name in DESTRUCTIVE), (name, hints)
+                out = t.get("outputSchema")
+                assert out and out.get("type") == "object", f"{name}: {out}"
+                jsonschema.validators.validator_for(out).check_schema(out)
+                jsonschema.validators.validator_for(t["inputSchema"]).check_schema(t["inputSchema"])
+
+            called: dict[str, set[bool]] = {}
+
+            async def call(name: str, args: dict, *, error: bool) -> dict:
+                # The SDK raises here when a non-error result's structured
+                # content is missing or does not match the output schema.
+                result = wire(await session.call_tool(name, args))
+                is_error = result.get("isError", False)
+                assert is_error == error, (name, args, result)
+                body = result.get("structuredContent")
+                assert isinstance(body, dict), (name, result)
+                assert json.loads(result["content"][0]["text"]) == body, (name, result)
+                # Error results too match the schema (the SDK skips those).
+                jsonschema.validate(body, tools[name]["outputSchema"])
+                called.setdefault(name, set()).add(is_error)
+                return body
+
+            doc = {"file": "a.noma"}
+            read = await call("read_doc", doc, error=False)
+            assert read["unrecorded_edit"] is None, read
+            c1 = next(b for b in read["blocks"] if b.get("id") == "c1")
+            await call("list_ids", doc, error=False)
+            await call("validate_doc", doc, error=False)
+            op = {"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.9, "baseHash": c1["hash"]}
+            done = await call("patch_block", {**doc, "op": op}, error=False)
+            assert done["ok"] is True, done
+            # A refusal is a normal result whose body matches the schema.
+            refused = await call("patch_block", {**doc, "op": {"op": "delete_block", "id": "nope"}}, error=False)
+            assert refused["ok"] is False and refused["code"] == "target_missing", refused
+            ops = [{"op": "update_attribute", "id": "c1", "key": "reviewed", "value": True}]
+            assert (await call("patch_block_list", {**doc, "ops": ops}, error=False))["ok"] is True
+            bad = await call("patch_block_list", {**doc, "ops": [{"op": "delete_block", "id": "nope"}]}, error=False)
+            assert bad["op_index"] == 0, bad
+            await call("transcript_read", {**doc, "limit": 2}, error=False)
+            await call("transcript_read", {**doc, "after_op_id": "unknown"}, error=True)
+            await call("describe_capabilities", doc, error=False)
+            # System errors: a path outside the repository, a book manifest.
+            await call("read_doc", {"file": "../outside.noma"}, error=True)
+            await call("validate_doc", {"file": "book.noma.yml"}, error=True)
+            await call("list_ids", {"file": "missing.noma"}, error=True)
+            await call("describe_capabilities", {"file": "book.noma.yml"}, error=True)
+
+            changed = await call("list_changed_docs", {"base_branch": "main"}, error=False)
+            assert [d["path"] for d in changed["docs"]] == ["a.noma"], changed
+            await call("list_changed_docs", {"base_branch": "no-such-branch"}, error=True)
+            blocks = await call("get_changed_blocks", {"base_branch": "main"}, error=False)
+            assert blocks["docs"][0]["blocks"], blocks
+            await call("get_changed_blocks", {"base_branch": "no-such-branch"}, error=True)
+            await call("mark_reconciled", {"files": ["a.noma"], "base_branch": "main"}, error=False)
+            await call("mark_reconciled", {"files": ["../x.noma"]}, error=True)
+            await call("mark_reconciled", {"files": ["missing.noma"]}, error=True)
+            await call("clear_cache", {}, error=False)
+            await call("snapshot_state", {}, error=False)
+
+            missing = set(tools) - set(called)
+            assert not missing, f"tools never called: {sorted(missing)}"
+            # The noma-only tools' failures were exercised as tool errors.
+            for name in ("transcript_read", "list_changed_docs", "get_changed_blocks", "mark_reconciled"):
+                assert True in called[name], name
+            print(f"ok: {len(tools)} tools, {sum(len(v) for v in called.values())} outcome kinds checked")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
