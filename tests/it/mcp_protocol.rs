@@ -112,30 +112,9 @@ impl Raw {
 
 /// A repository on `main` with one commit holding `a.noma`.
 fn repo() -> tempfile::TempDir {
+    // mcp_repo commits a.noma; its branch is named by git's default.
     let dir = crate::common::mcp_repo(DOC);
-    for args in [
-        &["checkout", "-q", "-b", "main"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "one",
-        ],
-    ] {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    }
+    crate::common::git_at(dir.path(), &["checkout", "-q", "-B", "main"]);
     dir
 }
 
