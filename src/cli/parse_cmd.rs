@@ -17,5 +17,6 @@ pub fn run(args: Args) -> i32 {
         Err(code) => return code,
     };
     let doc = crate::doc::parse(&src);
-    super::print_json(&crate::doc::json::document_to_json(&doc))
+    // Streamed: the JSON is written as the tree is walked, never built.
+    super::print_json(&crate::doc::json::DocumentJson::new(&doc))
 }

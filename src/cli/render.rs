@@ -31,7 +31,7 @@ pub fn run(args: Args) -> i32 {
     };
     let doc = crate::doc::parse(&src);
     match args.to {
-        Target::Json => super::print_json(&crate::doc::json::document_to_json(&doc)),
+        Target::Json => super::print_json(&crate::doc::json::DocumentJson::new(&doc)),
         Target::Noma => {
             let out = crate::doc::render::render_noma(&doc);
             let mut stdout = std::io::stdout().lock();

@@ -7,18 +7,22 @@
 //! Recursion follows the tree; the parser caps directive nesting at 256 and
 //! sections add at most six levels per container, so depth stays bounded.
 
-use serde_json::{json, Map, Value};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
 
 use super::ast::{Align, Document, ListItem, Node, NodeKind, Span};
 
 /// The whole document as JSON, with positions.
 pub fn document_to_json(doc: &Document) -> Value {
-    document_value(doc, true)
+    to_value(&DocumentJson::new(doc))
 }
 
 /// One node as JSON, with positions.
 pub fn node_to_json(node: &Node) -> Value {
-    node_value(node, true)
+    to_value(&NodeJson {
+        node,
+        positions: true,
+    })
 }
 
 /// Annex C structural equality: the two documents serialise to the same JSON
@@ -28,137 +32,234 @@ pub fn node_to_json(node: &Node) -> Value {
 /// flags that are not part of the wire AST (fence colon counts, `closed`,
 /// recovered issues) are not compared.
 pub fn structurally_equal(a: &Document, b: &Document) -> bool {
-    document_value(a, false) == document_value(b, false)
+    let plain = |doc| DocumentJson {
+        doc,
+        positions: false,
+    };
+    to_value(&plain(a)) == to_value(&plain(b))
 }
 
-fn document_value(doc: &Document, positions: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::from("document"));
-    if positions && doc.end_line > 0 {
-        m.insert("pos".into(), pos(1));
-        m.insert("endLine".into(), Value::from(doc.end_line));
+/// Serialising these never fails: every map key is a string and every
+/// value plain data.
+fn to_value(v: &impl Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// The document's JSON as a [`Serialize`] value: written straight to an
+/// output (`noma parse`, `noma render --to json`) it never builds the JSON
+/// tree, whose values weigh many times the document (issue 35: a 100 MB
+/// document's tree of JSON values took 6 GB).
+pub struct DocumentJson<'a> {
+    doc: &'a Document,
+    positions: bool,
+}
+
+impl<'a> DocumentJson<'a> {
+    /// The document with positions.
+    pub fn new(doc: &'a Document) -> Self {
+        DocumentJson {
+            doc,
+            positions: true,
+        }
     }
-    m.insert("meta".into(), Value::Object(doc.meta.clone()));
-    if let Some(fm) = &doc.frontmatter {
-        let mut f = Map::new();
-        f.insert("type".into(), Value::from("frontmatter"));
+}
+
+impl Serialize for DocumentJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (doc, positions) = (self.doc, self.positions);
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", "document")?;
+        if positions && doc.end_line > 0 {
+            m.serialize_entry("pos", &Pos(1))?;
+            m.serialize_entry("endLine", &doc.end_line)?;
+        }
+        m.serialize_entry("meta", &doc.meta)?;
+        if let Some(fm) = &doc.frontmatter {
+            m.serialize_entry(
+                "frontmatter",
+                &Frontmatter {
+                    span: positions.then_some(fm.span),
+                    data: &doc.meta,
+                    raw: &fm.raw,
+                },
+            )?;
+        }
+        m.serialize_entry("children", &Children(&doc.children, positions))?;
+        m.end()
+    }
+}
+
+struct Pos(u32);
+
+impl Serialize for Pos {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("line", &self.0)?;
+        m.serialize_entry("column", &1)?;
+        m.end()
+    }
+}
+
+fn put_span<M: SerializeMap>(m: &mut M, span: Span) -> Result<(), M::Error> {
+    m.serialize_entry("pos", &Pos(span.start))?;
+    m.serialize_entry("endLine", &span.end)
+}
+
+struct Frontmatter<'a> {
+    span: Option<Span>,
+    data: &'a serde_json::Map<String, Value>,
+    raw: &'a str,
+}
+
+impl Serialize for Frontmatter<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", "frontmatter")?;
+        if let Some(span) = self.span {
+            put_span(&mut m, span)?;
+        }
+        m.serialize_entry("data", self.data)?;
+        m.serialize_entry("raw", self.raw)?;
+        m.end()
+    }
+}
+
+struct Children<'a>(&'a [Node], bool);
+
+impl Serialize for Children<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for node in self.0 {
+            seq.serialize_element(&NodeJson {
+                node,
+                positions: self.1,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+struct NodeJson<'a> {
+    node: &'a Node,
+    positions: bool,
+}
+
+impl Serialize for NodeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (node, positions) = (self.node, self.positions);
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", node.type_name())?;
+        if let Some(id) = &node.id {
+            m.serialize_entry("id", id.as_str())?;
+        }
+        if !node.aliases.is_empty() {
+            m.serialize_entry("aliases", &Strs(&node.aliases))?;
+        }
         if positions {
-            put_span(&mut f, fm.span);
+            put_span(&mut m, node.span)?;
         }
-        f.insert("data".into(), Value::Object(doc.meta.clone()));
-        f.insert("raw".into(), Value::from(fm.raw.as_str()));
-        m.insert("frontmatter".into(), Value::Object(f));
-    }
-    m.insert("children".into(), children_value(&doc.children, positions));
-    Value::Object(m)
-}
-
-fn children_value(children: &[Node], positions: bool) -> Value {
-    Value::Array(children.iter().map(|c| node_value(c, positions)).collect())
-}
-
-fn pos(line: u32) -> Value {
-    json!({ "line": line, "column": 1 })
-}
-
-fn put_span(m: &mut Map<String, Value>, span: Span) {
-    m.insert("pos".into(), pos(span.start));
-    m.insert("endLine".into(), Value::from(span.end));
-}
-
-fn node_value(node: &Node, positions: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::from(node.type_name()));
-    if let Some(id) = &node.id {
-        m.insert("id".into(), Value::from(id.as_str()));
-    }
-    if !node.aliases.is_empty() {
-        m.insert("aliases".into(), str_array(&node.aliases));
-    }
-    if positions {
-        put_span(&mut m, node.span);
-    }
-    match &node.kind {
-        NodeKind::Section {
-            level,
-            title,
-            children,
-            ..
-        } => {
-            m.insert("level".into(), Value::from(*level));
-            m.insert("title".into(), Value::from(title.as_str()));
-            m.insert("children".into(), children_value(children, positions));
-        }
-        NodeKind::Paragraph { content } | NodeKind::Quote { content } => {
-            m.insert("content".into(), Value::from(content.as_str()));
-        }
-        NodeKind::Code { lang, content, .. } => {
-            if let Some(lang) = lang {
-                m.insert("lang".into(), Value::from(lang.as_str()));
+        match &node.kind {
+            NodeKind::Section {
+                level,
+                title,
+                children,
+                ..
+            } => {
+                m.serialize_entry("level", level)?;
+                m.serialize_entry("title", title.as_str())?;
+                m.serialize_entry("children", &Children(children, positions))?;
             }
-            m.insert("content".into(), Value::from(content.as_str()));
-        }
-        NodeKind::List { ordered, items } => {
-            m.insert("ordered".into(), Value::from(*ordered));
-            let items = items.iter().map(|it| item_value(it, positions)).collect();
-            m.insert("items".into(), Value::Array(items));
-        }
-        NodeKind::ThematicBreak => {}
-        NodeKind::Table {
-            header,
-            align,
-            rows,
-        } => {
-            m.insert("header".into(), str_array(header));
-            let align = align
-                .iter()
-                .map(|a| match a {
-                    Some(Align::Left) => Value::from("left"),
-                    Some(Align::Center) => Value::from("center"),
-                    Some(Align::Right) => Value::from("right"),
-                    None => Value::Null,
-                })
-                .collect();
-            m.insert("align".into(), Value::Array(align));
-            let rows = rows.iter().map(|r| str_array(r)).collect();
-            m.insert("rows".into(), Value::Array(rows));
-        }
-        NodeKind::Directive {
-            name,
-            attrs,
-            children,
-            ..
-        } => {
-            m.insert("name".into(), Value::from(name.as_str()));
-            m.insert("attrs".into(), attrs.to_json());
-            if let Some(body) = node.body() {
-                m.insert("body".into(), Value::from(body));
+            NodeKind::Paragraph { content } | NodeKind::Quote { content } => {
+                m.serialize_entry("content", content.as_str())?;
             }
-            m.insert("children".into(), children_value(children, positions));
+            NodeKind::Code { lang, content, .. } => {
+                if let Some(lang) = lang {
+                    m.serialize_entry("lang", lang.as_str())?;
+                }
+                m.serialize_entry("content", content.as_str())?;
+            }
+            NodeKind::List { ordered, items } => {
+                m.serialize_entry("ordered", ordered)?;
+                m.serialize_entry("items", &Items(items, positions))?;
+            }
+            NodeKind::ThematicBreak => {}
+            NodeKind::Table {
+                header,
+                align,
+                rows,
+            } => {
+                m.serialize_entry("header", &Strs(header))?;
+                let align: Vec<Option<&str>> = align
+                    .iter()
+                    .map(|a| match a {
+                        Some(Align::Left) => Some("left"),
+                        Some(Align::Center) => Some("center"),
+                        Some(Align::Right) => Some("right"),
+                        None => None,
+                    })
+                    .collect();
+                m.serialize_entry("align", &align)?;
+                let rows: Vec<Strs<'_>> = rows.iter().map(|r| Strs(r)).collect();
+                m.serialize_entry("rows", &rows)?;
+            }
+            NodeKind::Directive {
+                name,
+                attrs,
+                children,
+                ..
+            } => {
+                m.serialize_entry("name", name.as_str())?;
+                m.serialize_entry("attrs", &attrs.to_json())?;
+                if let Some(body) = node.body() {
+                    m.serialize_entry("body", body)?;
+                }
+                m.serialize_entry("children", &Children(children, positions))?;
+            }
         }
+        m.end()
     }
-    Value::Object(m)
 }
 
-fn item_value(item: &ListItem, positions: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::from("list_item"));
-    if positions {
-        put_span(&mut m, item.span);
+struct Items<'a>(&'a [ListItem], bool);
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&Item(item, self.1))?;
+        }
+        seq.end()
     }
-    m.insert("content".into(), Value::from(item.content.as_str()));
-    Value::Object(m)
+}
+
+struct Item<'a>(&'a ListItem, bool);
+
+impl Serialize for Item<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", "list_item")?;
+        if self.1 {
+            put_span(&mut m, self.0.span)?;
+        }
+        m.serialize_entry("content", self.0.content.as_str())?;
+        m.end()
+    }
 }
 
 /// A JSON array of strings.
-fn str_array(items: &[super::ast::Text]) -> Value {
-    Value::Array(items.iter().map(|s| Value::from(s.as_str())).collect())
+struct Strs<'a>(&'a [super::ast::Text]);
+
+impl Serialize for Strs<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|t| t.as_str()))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doc::parse;
+    use serde_json::json;
 
     #[test]
     fn document_shape() {

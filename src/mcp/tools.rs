@@ -922,7 +922,7 @@ fn extension_ops(ctx: &Context) -> Value {
         "op": crate::patch::REPLACE_LINES,
         "fields": {"line": "1-based line where `old` starts", "old": "the replaced whole lines", "new": "the new whole lines"},
         "accepted_in_patch_requests": false,
-        "written_by": "noma record (actor kind human): hand edits no v1.0 op expresses, and a transcript's genesis record",
+        "written_by": "noma record (actor kind human): hand edits no v1.0 op expresses, and a transcript's genesis record; noma itself (actor kind tool): the genesis record before the first patch of a document no commit holds",
         "allowed_by_policy": allowed,
         "policy_error": error,
     }])
