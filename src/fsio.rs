@@ -56,6 +56,23 @@ fn too_big(len: u64, cap: u64) -> io::Error {
     )
 }
 
+/// Refuses a write that would make a file `len` bytes long when that is
+/// over the size cap: checked before anything is written, so a request
+/// that would cross the cap leaves the file as it was (instead of writing
+/// a file every later read refuses).
+pub fn check_growth(len: u64) -> io::Result<()> {
+    let cap = max_file_bytes();
+    if len > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the request would make it {len} bytes, over the {cap}-byte limit (raise it with {MAX_FILE_BYTES_ENV}); nothing was written"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads a whole regular file, refusing FIFOs, devices and files over the
 /// size cap. The read itself is bounded too, so a file that grows while it
 /// is read cannot exhaust memory.

@@ -1100,6 +1100,13 @@ fn patch_in_place(
         .last()
         .map(|r| r.post_sha256.clone())
         .unwrap_or_default();
+    // Any size cap is checked before the first byte is written: a request
+    // that would carry a file over it is refused whole.
+    let t_len = locked.byte_len().map_err(io_err("cannot read", &tpath))?;
+    fsio::check_growth(t_len + bytes.len() as u64).map_err(io_err("refused", &tpath))?;
+    if changed {
+        fsio::check_growth(plan.new_text.len() as u64).map_err(io_err("refused", doc_path))?;
+    }
     let staged = if changed {
         Some(
             StagedFile::write(doc_path, plan.new_text.as_bytes())

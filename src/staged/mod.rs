@@ -357,6 +357,10 @@ impl<'a> Guard<'a> {
         bytes: &[u8],
     ) -> Result<(Vec<Finding>, bool), GitError> {
         let mut out = Vec::new();
+        if let Some(f) = too_large(path, bytes.len()) {
+            out.push(f);
+            return Ok((out, false));
+        }
         let text = match crate::doc::source::decode(path, bytes) {
             Ok(t) => t,
             Err(e) => {
@@ -423,6 +427,10 @@ impl<'a> Guard<'a> {
             }
             return Ok((out, false));
         };
+        if let Some(f) = too_large(&tpath, staged_t.len()) {
+            out.push(f);
+            return Ok((out, true));
+        }
         let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
         if cut && self.undoes_reverted_commit(paths, &staged_t, text)? {
             return Ok((out, true));
@@ -1104,6 +1112,23 @@ fn divergence_finding([path, tpath]: [&str; 2], d: replay::Divergence, unstaged:
         ));
     }
     Finding::error("transcript-replay", tpath, line, d.message)
+}
+
+/// A staged file over the size cap every noma read applies
+/// (`NOMA_MAX_FILE_BYTES`): committed, no patch or replay could read it.
+fn too_large(path: &str, len: usize) -> Option<Finding> {
+    let cap = crate::fsio::max_file_bytes();
+    (len as u64 > cap).then(|| {
+        Finding::error(
+            "file-too-large",
+            path,
+            None,
+            format!(
+                "staged at {len} bytes, over the {cap}-byte limit noma reads files up to: once committed, no patch, record or replay could read it; raise {} for every noma run, or split the document",
+                crate::fsio::MAX_FILE_BYTES_ENV
+            ),
+        )
+    })
 }
 
 fn describe(blocks: &[String]) -> String {

@@ -259,3 +259,81 @@ fn closed_stdout_ends_quietly() {
         "{stderr}"
     );
 }
+
+/// Issue 35: a size cap is checked before anything is written. A patch
+/// that would carry the transcript over `NOMA_MAX_FILE_BYTES` is refused
+/// whole (it used to be written, after which every patch and replay
+/// refused the file), the transcript still replays, and the hook refuses
+/// to commit a transcript over the cap.
+#[test]
+fn a_request_that_would_cross_the_size_cap_writes_nothing() {
+    let r = crate::common::Repo::init();
+    crate::common::assert_ran(&r.noma(&["hooks", "install"]));
+    r.write("d.noma", "# P\n\n::note{id=\"a\"}\nalpha\n::\n");
+    r.commit_all("base");
+    let cap = "2500";
+    let patch = |v: usize| {
+        let op = format!(r#"{{"op":"replace_body","id":"a","content":"v{v}"}}"#);
+        r.cmd(
+            "env",
+            &[
+                &format!("NOMA_MAX_FILE_BYTES={cap}"),
+                crate::common::NOMA,
+                "patch",
+                "d.noma",
+                "--inplace",
+                "--op",
+                &op,
+            ],
+        )
+    };
+    let mut refused = None;
+    for v in 0..20 {
+        let read_t =
+            || std::fs::read_to_string(r.path().join("d.noma.patches")).unwrap_or_default();
+        let (t, d) = (read_t(), r.read("d.noma"));
+        let o = patch(v);
+        if !o.status.success() {
+            refused = Some(crate::common::text(&o));
+            assert_eq!(read_t(), t, "the transcript changed");
+            assert_eq!(r.read("d.noma"), d, "the document changed");
+            break;
+        }
+        assert!(r.read("d.noma.patches").len() <= 2500);
+    }
+    let said = refused.expect("no request was refused");
+    assert!(said.contains("nothing was written"), "{said}");
+    assert!(said.contains("NOMA_MAX_FILE_BYTES"), "{said}");
+    let o = r.cmd(
+        "env",
+        &[
+            &format!("NOMA_MAX_FILE_BYTES={cap}"),
+            crate::common::NOMA,
+            "replay",
+            "d.noma",
+        ],
+    );
+    crate::common::assert_ran(&o);
+    // Past the hook: a transcript grown over the cap by hand.
+    let mut t = r.read("d.noma.patches");
+    t.push_str(&t.clone());
+    r.write("d.noma.patches", &t);
+    r.ok(&["add", "-A"]);
+    let o = r.cmd(
+        "env",
+        &[
+            &format!("NOMA_MAX_FILE_BYTES={cap}"),
+            "git",
+            "commit",
+            "-q",
+            "-m",
+            "too big",
+        ],
+    );
+    assert!(!o.status.success(), "{}", crate::common::text(&o));
+    assert!(
+        crate::common::text(&o).contains("file-too-large"),
+        "{}",
+        crate::common::text(&o)
+    );
+}
