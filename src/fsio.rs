@@ -151,6 +151,13 @@ impl LockedTranscript {
         Ok((start, buf))
     }
 
+    /// A buffered reader of the file from its start, for reading it a line
+    /// at a time (replay) instead of whole.
+    pub fn reader(&mut self) -> io::Result<io::BufReader<&File>> {
+        self.file.seek(SeekFrom::Start(0))?;
+        Ok(io::BufReader::with_capacity(64 * 1024, &self.file))
+    }
+
     /// The whole file as it is now (bounded by the size cap).
     pub fn read_all(&mut self) -> io::Result<Vec<u8>> {
         self.read_from(0)

@@ -115,9 +115,9 @@ struct RevRead {
 /// state or it is the empty document's (a genesis record, which replay
 /// starts from the empty text). None too when the records cannot be read
 /// up to the first applied one (replay reports that line).
-fn wanted_base(transcript_bytes: &[u8], doc: &str) -> Option<String> {
-    let pre = transcript::replay::first_applied_pre_sha256(transcript_bytes)?;
-    (pre != sha256_hex(doc.as_bytes()) && pre != sha256_hex(b"")).then_some(pre)
+fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> {
+    let pre = first_pre?;
+    (pre != sha256_hex(doc.as_bytes()) && pre != sha256_hex(b"")).then(|| pre.to_string())
 }
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
@@ -168,7 +168,8 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
     let repo = Repo::open_from(&cwd).map_err(|e| e.to_string())?;
     // A tree-ish that is no commit has no history to search.
     let commit = repo.resolve(rev).ok();
-    let lookup = match wanted_base(&tfile.bytes, &doc) {
+    let first_pre = transcript::replay::first_applied_pre_sha256(&tfile.bytes);
+    let lookup = match wanted_base(first_pre.as_deref(), &doc) {
         None => None,
         Some(sha) => {
             let found = match commit {
@@ -213,8 +214,8 @@ pub fn run(args: Args) -> i32 {
         },
         None => {
             let mut lookup: Option<Lookup> = None;
-            let mut find = |t: &[u8], doc: &str| -> Option<String> {
-                let sha = wanted_base(t, doc)?;
+            let mut find = |first_pre: Option<&str>, doc: &str| -> Option<String> {
+                let sha = wanted_base(first_pre, doc)?;
                 let (found, searched) = find_in_worktree_history(&args.file, &sha);
                 lookup = Some(Lookup::new(sha, found.is_some(), searched));
                 found

@@ -1240,15 +1240,17 @@ pub fn repair_file(
 /// repairs it.
 ///
 /// The base is the file `base` when given; otherwise `find_base` is asked
-/// with the transcript's bytes and the document's text, and returns the
-/// base text when it knows one (a shell looks it up, e.g. in the
-/// document's git history; the engine reads no repository). None leaves
-/// the choice to [`transcript::replay::replay`]: the document itself.
+/// with the first applied record's `pre_sha256` (None when there is none)
+/// and the document's text, and returns the base text when it knows one (a
+/// shell looks it up, e.g. in the document's git history; the engine reads
+/// no repository). None leaves the choice to the replay: the document
+/// itself. The transcript is read a line at a time, under the shared lock,
+/// so memory follows the longest record, not the transcript.
 pub fn replay_file(
     doc_path: &Path,
     transcript_path: Option<&Path>,
     base: Option<&Path>,
-    find_base: &mut dyn FnMut(&[u8], &str) -> Option<String>,
+    find_base: &mut dyn FnMut(Option<&str>, &str) -> Option<String>,
     apply: ApplyFn,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
     let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
@@ -1259,11 +1261,13 @@ pub fn replay_file(
     let mut locked =
         LockedTranscript::open_shared(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
     let notes = recover::inspect(doc_path, &tpath);
-    let bytes = locked.read_all().map_err(io_err("cannot read", &tpath))?;
     let doc = crate::doc::source::read_file(doc_path)?;
+    let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
+    let first_pre = transcript::replay::first_applied_pre_sha256_in(&mut reader);
+    let base_text = given.or_else(|| find_base(first_pre.as_deref(), &doc));
+    let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
+    let report = transcript::replay::replay_reader(&mut reader, base_text.as_deref(), &doc, apply);
     drop(locked);
-    let base_text = given.or_else(|| find_base(&bytes, &doc));
-    let report = transcript::replay::replay(&bytes, base_text.as_deref(), &doc, apply);
     Ok((notes, report))
 }
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{parse_record, short_sha, split_lines, PatchResult, Record};
+use super::{parse_record, short_sha, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
 use crate::doc::ParseMemo;
 use crate::patch::PatchError;
@@ -158,14 +158,28 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: Appl
 /// replay starts from. None when no record up to the first applied one
 /// can be read (replay reports that line) or none is applied.
 pub fn first_applied_pre_sha256(transcript: &[u8]) -> Option<String> {
-    let (lines, _) = crate::transcript::split_lines(transcript);
-    for l in &lines {
-        let rec = crate::transcript::parse_record(l.number, l.raw).ok()?;
-        if rec.patch_result == crate::transcript::PatchResult::Applied {
+    first_pre(&mut SliceLines(transcript))
+}
+
+/// [`first_applied_pre_sha256`] of a transcript read from `reader`, up to
+/// its first applied record only.
+pub fn first_applied_pre_sha256_in(reader: &mut dyn std::io::BufRead) -> Option<String> {
+    first_pre(&mut ReaderLines(reader))
+}
+
+fn first_pre(lines: &mut dyn Lines) -> Option<String> {
+    let mut raw = Vec::new();
+    let mut number = 0;
+    loop {
+        match lines.next_line(&mut raw).ok()? {
+            Next::Line => number += 1,
+            Next::Torn(_) | Next::End => return None,
+        }
+        let rec = parse_record(number, &raw).ok()?;
+        if rec.patch_result == PatchResult::Applied {
             return Some(rec.pre_sha256);
         }
     }
-    None
 }
 
 /// Where a replayed slice of a transcript starts in its file: what the
@@ -189,6 +203,29 @@ pub fn replay_after(
     document: &str,
     apply: ApplyFn,
 ) -> Report {
+    replay_lines(after, &mut SliceLines(transcript), base, document, apply)
+}
+
+/// [`replay`] of a transcript read a line at a time from `reader`: memory
+/// follows the longest record and the document, not the transcript's
+/// length (issue 35: a million records). A read error ends the replay as
+/// a divergence on the line it struck.
+pub fn replay_reader(
+    reader: &mut dyn std::io::BufRead,
+    base: Option<&str>,
+    document: &str,
+    apply: ApplyFn,
+) -> Report {
+    replay_lines(None, &mut ReaderLines(reader), base, document, apply)
+}
+
+fn replay_lines(
+    after: Option<Continuation<'_>>,
+    lines: &mut dyn Lines,
+    base: Option<&str>,
+    document: &str,
+    apply: ApplyFn,
+) -> Report {
     let started = Instant::now();
     let mut report = Report {
         ok: false,
@@ -201,37 +238,73 @@ pub fn replay_after(
         divergence: None,
         elapsed_ms: 0.0,
     };
-    let result = run(after, transcript, base, document, apply, &mut report);
+    let result = run(after, lines, base, document, apply, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
     report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
     report
 }
 
+/// What the next read of a transcript found.
+enum Next {
+    /// A complete line, `\n` included, in the buffer.
+    Line,
+    /// Bytes after the last `\n` (an interrupted append): not a record.
+    Torn(usize),
+    /// The end of the transcript.
+    End,
+}
+
+/// Where replay reads a transcript's lines from, one at a time.
+trait Lines {
+    /// Puts the next line into `buf` (cleared first).
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next>;
+}
+
+/// Lines of bytes already in memory.
+struct SliceLines<'a>(&'a [u8]);
+
+impl Lines for SliceLines<'_> {
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next> {
+        buf.clear();
+        if self.0.is_empty() {
+            return Ok(Next::End);
+        }
+        let Some(nl) = memchr::memchr(b'\n', self.0) else {
+            let torn = self.0.len();
+            self.0 = &[];
+            return Ok(Next::Torn(torn));
+        };
+        buf.extend_from_slice(&self.0[..=nl]);
+        self.0 = &self.0[nl + 1..];
+        Ok(Next::Line)
+    }
+}
+
+/// Lines read from a file as replay goes.
+struct ReaderLines<'r>(&'r mut dyn std::io::BufRead);
+
+impl Lines for ReaderLines<'_> {
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next> {
+        buf.clear();
+        self.0.read_until(b'\n', buf)?;
+        Ok(match buf.last() {
+            None => Next::End,
+            Some(b'\n') => Next::Line,
+            Some(_) => Next::Torn(buf.len()),
+        })
+    }
+}
+
 fn run(
     after: Option<Continuation<'_>>,
-    transcript: &[u8],
+    lines: &mut dyn Lines,
     base: Option<&str>,
     document: &str,
     apply: ApplyFn,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
-    let (mut lines, torn) = split_lines(transcript);
     let lines_before = after.map_or(0, |a| a.lines_before);
-    for l in &mut lines {
-        l.number += lines_before;
-    }
-    if let Some(t) = torn {
-        return Err(div(
-            lines_before + lines.len() + 1,
-            None,
-            format!(
-                "torn final line ({} bytes without a newline): not a record; a writer \
-                 (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it",
-                t.len()
-            ),
-        ));
-    }
     let mut state = State {
         base,
         document,
@@ -246,26 +319,46 @@ fn run(
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
         ..Chain::default()
     };
-    for l in &lines {
-        let rec = parse_record(l.number, l.raw).map_err(|e| div(e.line(), None, e.to_string()))?;
+    let mut number = lines_before;
+    let mut raw = Vec::new();
+    loop {
+        let next = lines
+            .next_line(&mut raw)
+            .map_err(|e| div(number + 1, None, format!("cannot read the transcript: {e}")))?;
+        match next {
+            Next::End => break,
+            Next::Torn(len) => {
+                return Err(div(
+                    number + 1,
+                    None,
+                    format!(
+                        "torn final line ({len} bytes without a newline): not a record; a writer \
+                         (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it"
+                    ),
+                ));
+            }
+            Next::Line => number += 1,
+        }
+        let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
         chain
-            .check(l.number, l.raw, &rec)
-            .map_err(|e| div(l.number, Some(&rec.op_id), e.to_string()))?;
-        state.check_start(l.number, &rec)?;
+            .check(number, &raw, &rec)
+            .map_err(|e| div(number, Some(&rec.op_id), e.to_string()))?;
+        state.check_start(number, &rec)?;
         match rec.patch_result {
             PatchResult::Rejected => report.rejected += 1,
             PatchResult::Noop => {
-                state.check_noop(l.number, &rec)?;
+                state.check_noop(number, &rec)?;
                 report.noop += 1;
             }
             PatchResult::Applied => {
-                state.reapply(l.number, &rec, report)?;
+                state.reapply(number, &rec, report)?;
                 report.applied += 1;
             }
         }
     }
-    state.finish(lines.last().map_or(0, |l| l.number), report)
+    // The file line of the last record, 0 when the slice held none.
+    state.finish(if number > lines_before { number } else { 0 }, report)
 }
 
 /// A divergence on `line` (of the record `op_id`), without hashes or blocks.
