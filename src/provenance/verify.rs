@@ -1,0 +1,286 @@
+//! Verifying a transcript's records against its sidecar, the base
+//! revision's `.noma/allowed_signers` and its `provenance:` policy.
+//!
+//! For each record of the checked range: who signed it (a signature whose
+//! SSHSIG verifies over the record's payload with namespace `noma`, by a
+//! key the allowed-signers file lists for the claimed principal), and,
+//! when it is an agent's record (its signer matches
+//! `agent_principals`, or its `actor.kind` says `agent`) and
+//! `agents_need_approval` holds, which approval covers it. An approval
+//! counts when its SSHSIG verifies, its approver is allowed and is no
+//! agent principal, the records it names are in the transcript with the
+//! intents it hashed (the subject), and the document after the last of
+//! them is the draft it approved.
+//!
+//! Levels: `signature-invalid` (a signature that does not verify: a
+//! forgery or an edited record) is an error whenever signatures are
+//! checked; `unsigned-record` and `signer-not-allowed` are warnings under
+//! `warn` and errors under `required`; `approval-missing` and
+//! `approval-invalid` are errors under `agents_need_approval: true`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::canonical::{approval_payload, record_payload, subject_sha256};
+use super::sidecar::{Approval, Sidecar};
+use super::signers::AllowedSigners;
+use super::sshsig;
+use crate::config::{Policy, SignatureLevel};
+use crate::transcript::{ActorKind, Entry, Record};
+
+/// The trust a verification starts from: the policy and the allowed
+/// signers, both read from the base revision.
+#[derive(Debug, Clone)]
+pub struct Trust {
+    /// The base revision's policy.
+    pub policy: Policy,
+    /// The base revision's `.noma/allowed_signers`.
+    pub signers: AllowedSigners,
+}
+
+/// One problem with one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `error` or `warning`.
+    pub level: &'static str,
+    /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
+    /// `approval-missing` or `approval-invalid`.
+    pub code: &'static str,
+    /// The record's 1-based transcript line.
+    pub line: usize,
+    /// The record.
+    pub op_id: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What verification says about one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordStatus {
+    /// 1-based transcript line.
+    pub line: usize,
+    /// The record.
+    pub op_id: String,
+    /// The allowed principal whose signature verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// The record is an agent's and needs a human approval.
+    pub needs_approval: bool,
+    /// The approver whose approval covers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// What is wrong, if anything.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
+}
+
+/// The five codes.
+pub mod codes {
+    /// A record with no signature.
+    pub const UNSIGNED: &str = "unsigned-record";
+    /// A signature that does not verify over the record.
+    pub const INVALID: &str = "signature-invalid";
+    /// A valid signature by a key the base does not allow for its principal.
+    pub const NOT_ALLOWED: &str = "signer-not-allowed";
+    /// An agent record no approval covers.
+    pub const APPROVAL_MISSING: &str = "approval-missing";
+    /// An agent record covered only by approvals that do not hold.
+    pub const APPROVAL_INVALID: &str = "approval-invalid";
+}
+
+/// Whether an approval holds, with the reason when not.
+fn check_approval(
+    trust: &Trust,
+    a: &Approval,
+    by_op_id: &HashMap<&str, &Entry>,
+) -> Result<(), String> {
+    let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
+        .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
+    if !trust.signers.allows(&a.body.approver, &key) {
+        return Err(format!(
+            "the approval's key is not allowed for {} in the base's {}",
+            a.body.approver,
+            super::signers::ALLOWED_SIGNERS_PATH
+        ));
+    }
+    if trust.policy.is_agent_principal(&a.body.approver) {
+        return Err(format!(
+            "the approval is signed by {}, an agent principal; only a person approves",
+            a.body.approver
+        ));
+    }
+    let mut records: Vec<&Entry> = Vec::with_capacity(a.body.op_ids.len());
+    for id in &a.body.op_ids {
+        let e = by_op_id.get(id.as_str()).ok_or_else(|| {
+            format!("the approval names record {id}, which is not in the transcript")
+        })?;
+        records.push(e);
+    }
+    if records.windows(2).any(|w| w[0].line >= w[1].line) {
+        return Err("the approval's records are not in transcript order".into());
+    }
+    if subject_sha256(records.iter().map(|e| &e.record)) != a.body.subject_sha256 {
+        return Err(
+            "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
+                .into(),
+        );
+    }
+    let last = records.last().map(|e| &e.record.post_sha256);
+    if last != Some(&a.body.draft_sha256) {
+        return Err(format!(
+            "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
+            crate::transcript::short_sha(&a.body.draft_sha256),
+            last.map(|s| crate::transcript::short_sha(s)).unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// How one record's signatures verify: the allowed signer, or the
+/// problem (the best one a signature reached: allowed, then valid but
+/// not allowed, then invalid).
+fn record_signer(
+    trust: &Trust,
+    rec: &Record,
+    sigs: &[&super::sidecar::RecordSignature],
+) -> Result<String, (&'static str, String)> {
+    if sigs.is_empty() {
+        return Err((codes::UNSIGNED, "the record has no signature".into()));
+    }
+    let mut worst = None;
+    for s in sigs {
+        match sshsig::verify(&s.sig, &record_payload(rec, &s.signer)) {
+            Ok(key) if trust.signers.allows(&s.signer, &key) => return Ok(s.signer.clone()),
+            Ok(key) => worst = Some((
+                codes::NOT_ALLOWED,
+                format!(
+                    "signed by {} with {}, a key the base's {} does not allow for that principal",
+                    s.signer,
+                    key.fingerprint(ssh_key::HashAlg::Sha256),
+                    super::signers::ALLOWED_SIGNERS_PATH
+                ),
+            )),
+            Err(e) => {
+                if worst.is_none() {
+                    worst = Some((
+                        codes::INVALID,
+                        format!(
+                            "the signature claimed by {} does not verify over this record ({e}): the record was edited, or the signature belongs to another record",
+                            s.signer
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    Err(worst.unwrap_or((codes::UNSIGNED, String::new())))
+}
+
+/// Verifies `transcript[from..]` (the checked range; earlier records are
+/// history approvals may still name) against `sidecar` under `trust`.
+pub fn verify(
+    trust: &Trust,
+    transcript: &[Entry],
+    from: usize,
+    sidecar: &Sidecar,
+) -> Vec<RecordStatus> {
+    let prov = &trust.policy.file.provenance;
+    let mut sigs: HashMap<&str, Vec<&super::sidecar::RecordSignature>> = HashMap::new();
+    for (_, s) in &sidecar.signatures {
+        sigs.entry(s.op_id.as_str()).or_default().push(s);
+    }
+    let by_op_id: HashMap<&str, &Entry> = transcript
+        .iter()
+        .map(|e| (e.record.op_id.as_str(), e))
+        .collect();
+    // Each approval is checked once, lazily, for the records it names.
+    let mut approvals: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::new();
+    for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
+        for id in &a.body.op_ids {
+            approvals.entry(id.as_str()).or_default().push((i, a));
+        }
+    }
+    let mut verdicts: HashMap<usize, Result<(), String>> = HashMap::new();
+    let sig_level = match prov.signatures {
+        SignatureLevel::Off => None,
+        SignatureLevel::Warn => Some("warning"),
+        SignatureLevel::Required => Some("error"),
+    };
+    let mut out = Vec::with_capacity(transcript.len().saturating_sub(from));
+    for e in transcript.iter().skip(from) {
+        let rec = &e.record;
+        let mut status = RecordStatus {
+            line: e.line,
+            op_id: rec.op_id.clone(),
+            signed_by: None,
+            needs_approval: false,
+            approved_by: None,
+            problems: Vec::new(),
+        };
+        let problem = |level, code, message| Problem {
+            level,
+            code,
+            line: e.line,
+            op_id: rec.op_id.clone(),
+            message,
+        };
+        let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
+        match record_signer(trust, rec, found) {
+            Ok(p) => status.signed_by = Some(p),
+            Err((code, message)) => {
+                let level = if code == codes::INVALID {
+                    sig_level.map(|_| "error")
+                } else {
+                    sig_level
+                };
+                if let Some(level) = level {
+                    status.problems.push(problem(level, code, message));
+                }
+            }
+        }
+        status.needs_approval = prov.agents_need_approval
+            && (rec.actor.kind == ActorKind::Agent
+                || status
+                    .signed_by
+                    .as_deref()
+                    .is_some_and(|p| trust.policy.is_agent_principal(p)));
+        if status.needs_approval {
+            let mut reasons = Vec::new();
+            for &(i, a) in approvals
+                .get(rec.op_id.as_str())
+                .map_or(&[][..], Vec::as_slice)
+            {
+                let verdict = verdicts
+                    .entry(i)
+                    .or_insert_with(|| check_approval(trust, a, &by_op_id));
+                match verdict {
+                    Ok(()) => {
+                        status.approved_by = Some(a.body.approver.clone());
+                        break;
+                    }
+                    Err(why) => reasons.push(why.clone()),
+                }
+            }
+            if status.approved_by.is_none() {
+                let who = status
+                    .signed_by
+                    .clone()
+                    .unwrap_or_else(|| format!("actor {}", rec.actor.name));
+                status.problems.push(if reasons.is_empty() {
+                    problem(
+                        "error",
+                        codes::APPROVAL_MISSING,
+                        format!(
+                            "an agent record ({who}) that no person approved; run `noma approve`"
+                        ),
+                    )
+                } else {
+                    problem("error", codes::APPROVAL_INVALID, reasons.join("; "))
+                });
+            }
+        }
+        out.push(status);
+    }
+    out
+}
