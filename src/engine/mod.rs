@@ -127,6 +127,25 @@ pub struct Options {
     pub force: bool,
     /// Validator options for pre- and post-validation.
     pub validate: crate::validate::Options,
+    /// Called under the transcript's lock with a request's records before
+    /// they are appended (a shell signs them into its provenance sidecar);
+    /// an error stops the request before anything is written.
+    pub before_append: Option<BeforeAppend>,
+}
+
+/// The function of a [`BeforeAppend`]: given the document path and the
+/// records about to be appended.
+pub type BeforeAppendFn = dyn Fn(&Path, &[Record]) -> std::io::Result<()> + Send + Sync;
+
+/// A shell's step between planning a request's records and appending them
+/// ([`Options::before_append`]).
+#[derive(Clone)]
+pub struct BeforeAppend(pub std::sync::Arc<BeforeAppendFn>);
+
+impl std::fmt::Debug for BeforeAppend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeAppend(..)")
+    }
 }
 
 impl Options {
@@ -144,6 +163,7 @@ impl Options {
             write: WriteMode::DryRun,
             force: false,
             validate: crate::validate::Options::default(),
+            before_append: None,
         }
     }
 }
@@ -1046,6 +1066,9 @@ fn patch_in_place(
         None => crate::doc::source::read_file(doc_path)?,
     };
     let mut plan = plan(&source, &ctx, ops, opts, apply);
+    if let Some(BeforeAppend(step)) = &opts.before_append {
+        step(doc_path, &plan.records).map_err(io_err("cannot sign the records", &tpath))?;
+    }
     let changed = plan.accepted && plan.new_text != source;
     let bytes = chain_and_serialise(&mut plan.records, recovery.last_line_sha256.clone());
     let pre = plan

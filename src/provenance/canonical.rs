@@ -26,11 +26,56 @@ pub fn canonical(value: &Value) -> Vec<u8> {
     serde_json_canonicalizer::to_vec(value).unwrap_or_default()
 }
 
+/// The op as signed: without the fields a rebase recomputes from the
+/// state the op lands on (`baseHash`, an `add_block`'s sibling `position`,
+/// an `x-noma/replace_lines` hunk's `line`), which are chain position, not
+/// intent; its target, content and anchor text stay bound.
+pub fn signed_op(op: &Value) -> Value {
+    let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
+    let mut op = op.clone();
+    if let Some(o) = op.as_object_mut() {
+        o.remove("baseHash");
+        match name {
+            "add_block" => {
+                o.remove("position");
+            }
+            crate::patch::REPLACE_LINES => {
+                o.remove("line");
+            }
+            _ => {}
+        }
+    }
+    op
+}
+
+/// The record a reconciled copy stands for: a merge or `reconcile
+/// --write` re-applies a record of the other side as a copy whose
+/// `op_id` is derived, whose `parent_op_id` names the original and whose
+/// `reason` says so (keeping the original reason after `; original
+/// reason: `), with the original's `actor`, `ts` and `doc_uri`. The
+/// original's intent is rebuilt from it; `None` for a record that is no
+/// copy.
+pub fn original_of(rec: &Record) -> Option<Record> {
+    let parent = rec.parent_op_id.as_deref()?;
+    let reason = rec.reason.as_deref()?;
+    let head = format!("reconciled: op {parent} from the merged branch");
+    if !reason.starts_with(&head) {
+        return None;
+    }
+    let mut o = rec.clone();
+    o.op_id = parent.to_string();
+    o.parent_op_id = None;
+    o.reason = reason
+        .split_once("; original reason: ")
+        .map(|(_, r)| r.to_string());
+    Some(o)
+}
+
 /// The intent of a record: the fields a signature and an approval bind.
 pub fn intent(rec: &Record) -> Value {
     json!({
         "op_id": rec.op_id,
-        "op": rec.op,
+        "op": signed_op(&rec.op),
         "actor": rec.actor,
         "reason": rec.reason,
         "doc_uri": rec.doc_uri,
@@ -171,5 +216,34 @@ mod tests {
         assert_ne!(record_payload(&edited, "bot@agents"), p);
         assert_ne!(record_payload(&r, "other"), p);
         assert_ne!(subject_sha256([&r]), subject_sha256([&edited]));
+        // A rebased baseHash is chain position; another target is not.
+        let mut rebased = r.clone();
+        rebased.op["baseHash"] = json!("abc");
+        assert_eq!(record_payload(&rebased, "bot@agents"), p);
+        let mut retargeted = r.clone();
+        retargeted.op["id"] = json!("b");
+        assert_ne!(record_payload(&retargeted, "bot@agents"), p);
+    }
+
+    #[test]
+    fn a_reconciled_copy_stands_for_its_original() {
+        let r = record();
+        assert!(original_of(&r).is_none());
+        let mut copy = r.clone();
+        copy.op_id = "11111111-1111-4111-8111-111111111111".into();
+        copy.parent_op_id = Some(r.op_id.clone());
+        copy.reason = Some(format!(
+            "reconciled: op {} from the merged branch, rebased onto 0123abcd",
+            r.op_id
+        ));
+        let o = original_of(&copy).unwrap();
+        assert_eq!(record_payload(&o, "s"), record_payload(&r, "s"));
+        copy.reason = Some(format!(
+            "reconciled: op {} from the merged branch, rebased onto 0123abcd; original reason: why",
+            r.op_id
+        ));
+        assert_eq!(original_of(&copy).unwrap().reason.as_deref(), Some("why"));
+        copy.reason = Some("reconciled: op other from the merged branch".into());
+        assert!(original_of(&copy).is_none());
     }
 }

@@ -17,10 +17,12 @@ use std::path::{Path, PathBuf};
 use crate::transcript::Record;
 
 pub mod canonical;
+pub mod check;
 pub mod sidecar;
 pub mod signers;
 pub mod sshsig;
 pub mod verify;
+pub mod writer;
 
 pub use sidecar::{sidecar_path, Sidecar, SidecarEntry};
 pub use signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};

@@ -167,6 +167,35 @@ pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// Adds to the sidecar at `path` the lines of `other` (another branch's
+/// sidecar) it does not have: the set union a `merge=union` merge makes.
+/// Nothing is written when `other` is absent or adds nothing.
+pub fn union_into_file(path: &Path, other: Option<Vec<u8>>) -> std::io::Result<()> {
+    let Some(other) = other else {
+        return Ok(());
+    };
+    let mine = match crate::fsio::read_regular(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let have: std::collections::HashSet<&[u8]> = mine.split(|&b| b == b'\n').collect();
+    let mut out = mine.clone();
+    if !out.is_empty() && !out.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    for line in other.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if !have.contains(line) {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+    }
+    if out == mine {
+        return Ok(());
+    }
+    crate::fsio::atomic_write(path, &out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +232,17 @@ mod tests {
             Sidecar::parse(format!("{}{{\"kind\":\"x\"}}\n", s.to_line()).as_bytes()).unwrap_err();
         assert_eq!(e.line, 2);
         assert_eq!(Sidecar::parse(b"{}").unwrap_err().line, 1);
+    }
+
+    #[test]
+    fn union_adds_only_missing_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.noma.provenance");
+        union_into_file(&p, None).unwrap();
+        assert!(!p.exists());
+        std::fs::write(&p, "a\nb\n").unwrap();
+        union_into_file(&p, Some(b"b\nc\n".to_vec())).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"a\nb\nc\n");
     }
 
     #[test]

@@ -242,3 +242,56 @@ fn approvals_that_do_not_hold() {
         [(2, codes::APPROVAL_MISSING, "error")]
     );
 }
+
+/// What a merge writes for a record of the other side: a copy with a
+/// derived op_id, the original as parent, the reason saying so, rebased
+/// hashes and baseHash.
+fn copy_of(e: &Entry, line: usize) -> Entry {
+    let mut c = e.clone();
+    let r = &mut c.record;
+    r.parent_op_id = Some(r.op_id.clone());
+    r.reason = Some(format!(
+        "reconciled: op {} from the merged branch, rebased onto {}; original reason: {}",
+        r.op_id,
+        &sha(50)[..8],
+        r.reason.clone().unwrap_or_default()
+    ));
+    r.op_id = format!("00000000-0000-4000-9000-{line:012}");
+    r.pre_sha256 = sha(50 + line as u8);
+    r.post_sha256 = sha(60 + line as u8);
+    r.op["baseHash"] = json!("rebased");
+    c.line = line;
+    c
+}
+
+#[test]
+fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    // main's transcript after merging the branch: its own record, then
+    // the branch's records as copies.
+    let merged = vec![t[2].clone(), copy_of(&t[0], 2), copy_of(&t[1], 3)];
+    let st = verify(&tr, &merged, 0, &side);
+    assert_eq!(codes_of(&st), []);
+    assert_eq!(st[1].signed_by.as_deref(), Some("bot@agents.example"));
+    assert_eq!(st[2].approved_by.as_deref(), Some("alice@example.com"));
+    // A copy whose op was retargeted is not what was signed.
+    let mut bad = merged.clone();
+    bad[1].record.op["id"] = json!("b");
+    assert_eq!(
+        codes_of(&verify(&tr, &bad, 0, &side)),
+        [
+            (2, codes::INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error"),
+            (3, codes::APPROVAL_INVALID, "error")
+        ]
+    );
+    // A copy beside its original replays a signed intent.
+    let mut replayed = t.clone();
+    replayed.push(copy_of(&t[2], 4));
+    assert_eq!(
+        codes_of(&verify(&tr, &replayed, 0, &side)),
+        [(4, codes::INVALID, "error")]
+    );
+}

@@ -22,7 +22,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::canonical::{approval_payload, record_payload, subject_sha256};
+use std::borrow::Cow;
+
+use super::canonical::{approval_payload, original_of, record_payload, subject_sha256};
 use super::sidecar::{Approval, Sidecar};
 use super::signers::AllowedSigners;
 use super::sshsig;
@@ -93,7 +95,7 @@ pub mod codes {
 fn check_approval(
     trust: &Trust,
     a: &Approval,
-    by_op_id: &HashMap<&str, &Entry>,
+    by_op_id: &HashMap<String, Origin<'_>>,
 ) -> Result<(), String> {
     let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
         .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
@@ -110,23 +112,33 @@ fn check_approval(
             a.body.approver
         ));
     }
-    let mut records: Vec<&Entry> = Vec::with_capacity(a.body.op_ids.len());
+    let mut records: Vec<&Origin> = Vec::with_capacity(a.body.op_ids.len());
     for id in &a.body.op_ids {
         let e = by_op_id.get(id.as_str()).ok_or_else(|| {
             format!("the approval names record {id}, which is not in the transcript")
         })?;
         records.push(e);
     }
-    if records.windows(2).any(|w| w[0].line >= w[1].line) {
+    if records
+        .windows(2)
+        .any(|w| w[0].entry.line >= w[1].entry.line)
+    {
         return Err("the approval's records are not in transcript order".into());
     }
-    if subject_sha256(records.iter().map(|e| &e.record)) != a.body.subject_sha256 {
+    if subject_sha256(records.iter().map(|o| o.original.as_ref())) != a.body.subject_sha256 {
         return Err(
             "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
                 .into(),
         );
     }
-    let last = records.last().map(|e| &e.record.post_sha256);
+    // Once a merge rebased the approved records onto other work (they are
+    // copies now), the document they leave is not the draft approved; the
+    // draft was checked where they were made, and the subject still binds
+    // their intents.
+    let Some(last) = records.last().filter(|o| !o.is_copy) else {
+        return Ok(());
+    };
+    let last = Some(&last.entry.record.post_sha256);
     if last != Some(&a.body.draft_sha256) {
         return Err(format!(
             "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
@@ -152,15 +164,17 @@ fn record_signer(
     for s in sigs {
         match sshsig::verify(&s.sig, &record_payload(rec, &s.signer)) {
             Ok(key) if trust.signers.allows(&s.signer, &key) => return Ok(s.signer.clone()),
-            Ok(key) => worst = Some((
-                codes::NOT_ALLOWED,
-                format!(
+            Ok(key) => {
+                worst = Some((
+                    codes::NOT_ALLOWED,
+                    format!(
                     "signed by {} with {}, a key the base's {} does not allow for that principal",
                     s.signer,
                     key.fingerprint(ssh_key::HashAlg::Sha256),
                     super::signers::ALLOWED_SIGNERS_PATH
                 ),
-            )),
+                ))
+            }
             Err(e) => {
                 if worst.is_none() {
                     worst = Some((
@@ -177,6 +191,77 @@ fn record_signer(
     Err(worst.unwrap_or((codes::UNSIGNED, String::new())))
 }
 
+/// A transcript record with the original it stands for (itself, or for a
+/// reconciled copy the record it was rebased from).
+struct Origin<'a> {
+    entry: &'a Entry,
+    original: Cow<'a, Record>,
+    is_copy: bool,
+}
+
+impl<'a> Origin<'a> {
+    fn of(entry: &'a Entry) -> Origin<'a> {
+        match original_of(&entry.record) {
+            Some(o) => Origin {
+                entry,
+                original: Cow::Owned(o),
+                is_copy: true,
+            },
+            None => Origin {
+                entry,
+                original: Cow::Borrowed(&entry.record),
+                is_copy: false,
+            },
+        }
+    }
+}
+
+/// The sidecar's approvals by the op_ids they name, each checked once,
+/// lazily, when a record needs it.
+struct Approvals<'a> {
+    trust: &'a Trust,
+    by_record: HashMap<&'a str, Vec<(usize, &'a Approval)>>,
+    verdicts: HashMap<usize, Result<(), String>>,
+}
+
+impl<'a> Approvals<'a> {
+    fn new(trust: &'a Trust, sidecar: &'a Sidecar) -> Approvals<'a> {
+        let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::new();
+        for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
+            for id in &a.body.op_ids {
+                by_record.entry(id.as_str()).or_default().push((i, a));
+            }
+        }
+        Approvals {
+            trust,
+            by_record,
+            verdicts: HashMap::new(),
+        }
+    }
+
+    /// The approver of a valid approval naming `op_id`, or why each
+    /// approval naming it does not hold (empty: none names it).
+    fn covering(
+        &mut self,
+        op_id: &str,
+        by_op_id: &HashMap<String, Origin<'_>>,
+    ) -> Result<String, Vec<String>> {
+        let mut reasons = Vec::new();
+        for &(i, a) in self.by_record.get(op_id).map_or(&[][..], Vec::as_slice) {
+            let trust = self.trust;
+            let verdict = self
+                .verdicts
+                .entry(i)
+                .or_insert_with(|| check_approval(trust, a, by_op_id));
+            match verdict {
+                Ok(()) => return Ok(a.body.approver.clone()),
+                Err(why) => reasons.push(why.clone()),
+            }
+        }
+        Err(reasons)
+    }
+}
+
 /// Verifies `transcript[from..]` (the checked range; earlier records are
 /// history approvals may still name) against `sidecar` under `trust`.
 pub fn verify(
@@ -185,34 +270,52 @@ pub fn verify(
     from: usize,
     sidecar: &Sidecar,
 ) -> Vec<RecordStatus> {
+    verify_where(trust, transcript, sidecar, &|i, _| i >= from)
+}
+
+/// Verifies the records of `transcript` for which `in_range(index,
+/// entry)` holds (the others are history approvals may still name).
+pub fn verify_where(
+    trust: &Trust,
+    transcript: &[Entry],
+    sidecar: &Sidecar,
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+) -> Vec<RecordStatus> {
     let prov = &trust.policy.file.provenance;
     let mut sigs: HashMap<&str, Vec<&super::sidecar::RecordSignature>> = HashMap::new();
     for (_, s) in &sidecar.signatures {
         sigs.entry(s.op_id.as_str()).or_default().push(s);
     }
-    let by_op_id: HashMap<&str, &Entry> = transcript
-        .iter()
-        .map(|e| (e.record.op_id.as_str(), e))
-        .collect();
-    // Each approval is checked once, lazily, for the records it names.
-    let mut approvals: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::new();
-    for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
-        for id in &a.body.op_ids {
-            approvals.entry(id.as_str()).or_default().push((i, a));
+    // Each original op is carried by one record: a second record standing
+    // for the same op (a copy of a record the transcript already has) is a
+    // replay of a signed intent, not a signature of its own.
+    let mut by_op_id: HashMap<String, Origin> = HashMap::with_capacity(transcript.len());
+    let mut repeats: HashMap<usize, usize> = HashMap::new();
+    for e in transcript {
+        let o = Origin::of(e);
+        let id = o.original.op_id.clone();
+        if let Some(first) = by_op_id.get(&id) {
+            repeats.insert(e.line, first.entry.line);
+        } else {
+            by_op_id.insert(id, o);
         }
     }
-    let mut verdicts: HashMap<usize, Result<(), String>> = HashMap::new();
+    let mut approvals = Approvals::new(trust, sidecar);
     let sig_level = match prov.signatures {
         SignatureLevel::Off => None,
         SignatureLevel::Warn => Some("warning"),
         SignatureLevel::Required => Some("error"),
     };
-    let mut out = Vec::with_capacity(transcript.len().saturating_sub(from));
-    for e in transcript.iter().skip(from) {
-        let rec = &e.record;
+    let mut out = Vec::new();
+    for (i, e) in transcript.iter().enumerate() {
+        if !in_range(i, e) {
+            continue;
+        }
+        let origin = Origin::of(e);
+        let rec = origin.original.as_ref();
         let mut status = RecordStatus {
             line: e.line,
-            op_id: rec.op_id.clone(),
+            op_id: e.record.op_id.clone(),
             signed_by: None,
             needs_approval: false,
             approved_by: None,
@@ -222,11 +325,21 @@ pub fn verify(
             level,
             code,
             line: e.line,
-            op_id: rec.op_id.clone(),
+            op_id: e.record.op_id.clone(),
             message,
         };
         let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
-        match record_signer(trust, rec, found) {
+        let signer = match repeats.get(&e.line) {
+            Some(first) => Err((
+                codes::INVALID,
+                format!(
+                    "this record stands for op {}, which line {first} already carries: a signed intent cannot be replayed",
+                    rec.op_id
+                ),
+            )),
+            None => record_signer(trust, rec, found),
+        };
+        match signer {
             Ok(p) => status.signed_by = Some(p),
             Err((code, message)) => {
                 let level = if code == codes::INVALID {
@@ -246,38 +359,26 @@ pub fn verify(
                     .as_deref()
                     .is_some_and(|p| trust.policy.is_agent_principal(p)));
         if status.needs_approval {
-            let mut reasons = Vec::new();
-            for &(i, a) in approvals
-                .get(rec.op_id.as_str())
-                .map_or(&[][..], Vec::as_slice)
-            {
-                let verdict = verdicts
-                    .entry(i)
-                    .or_insert_with(|| check_approval(trust, a, &by_op_id));
-                match verdict {
-                    Ok(()) => {
-                        status.approved_by = Some(a.body.approver.clone());
-                        break;
-                    }
-                    Err(why) => reasons.push(why.clone()),
-                }
-            }
-            if status.approved_by.is_none() {
-                let who = status
-                    .signed_by
-                    .clone()
-                    .unwrap_or_else(|| format!("actor {}", rec.actor.name));
-                status.problems.push(if reasons.is_empty() {
-                    problem(
+            match approvals.covering(&rec.op_id, &by_op_id) {
+                Ok(approver) => status.approved_by = Some(approver),
+                Err(reasons) if reasons.is_empty() => {
+                    let who = status
+                        .signed_by
+                        .clone()
+                        .unwrap_or_else(|| format!("actor {}", rec.actor.name));
+                    status.problems.push(problem(
                         "error",
                         codes::APPROVAL_MISSING,
                         format!(
                             "an agent record ({who}) that no person approved; run `noma approve`"
                         ),
-                    )
-                } else {
-                    problem("error", codes::APPROVAL_INVALID, reasons.join("; "))
-                });
+                    ));
+                }
+                Err(reasons) => status.problems.push(problem(
+                    "error",
+                    codes::APPROVAL_INVALID,
+                    reasons.join("; "),
+                )),
             }
         }
         out.push(status);

@@ -23,6 +23,7 @@ mod merge_git;
 mod merge_props;
 mod patch_props;
 mod patch_reference_conformance;
+mod provenance_git;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
