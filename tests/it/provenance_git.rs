@@ -561,3 +561,58 @@ fn signatures_and_approvals_survive_merges_rebases_and_renames() {
     assert!(recs[1..].iter().all(|s| s.get("problems").is_none()), "{v}");
     assert_eq!(s.reconcile().0, 0, "renamed: {}", s.reconcile().1);
 }
+
+/// Bad input: an unusable key stops the write before anything is written;
+/// a sidecar line or an allowed-signers line that does not parse is named
+/// with its file and line, and the check fails.
+#[test]
+fn bad_keys_sidecars_and_signer_files_are_named() {
+    let s = setup();
+    let r = &s.r;
+    let before = r.read("plan.noma.patches");
+    let doc_before = r.read("plan.noma");
+    let op = set("c1", 0.4).to_string();
+    let public = format!("{}.pub", s.agent.display());
+    let missing = r.home.path().join("no-such-key");
+    for (key, says) in [
+        (public.as_str(), "is a public key"),
+        (missing.to_str().unwrap(), "no-such-key"),
+        ("plan.noma", "not an OpenSSH private key"),
+    ] {
+        let o = r.noma(&["patch", "plan.noma", "--inplace", "--key", key, "--op", &op]);
+        assert_eq!(o.status.code(), Some(2), "{key}: {}", text(&o));
+        assert!(text(&o).contains(says), "{key}: {}", text(&o));
+        assert_eq!(r.read("plan.noma.patches"), before, "{key}: a record was written");
+        assert_eq!(r.read("plan.noma"), doc_before);
+        assert!(!r.path().join("plan.noma.provenance").exists());
+    }
+    // A key the allowed signers do not list, with no principal given.
+    let (stranger, _) = keygen(r, "stranger");
+    let o = r.noma(&["patch", "plan.noma", "--inplace", "--key", stranger.to_str().unwrap(), "--op", &op]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no principal for this key"), "{}", text(&o));
+    assert_eq!(r.read("plan.noma.patches"), before);
+
+    // A sidecar with a broken line, committed past the hook.
+    r.ok(&["checkout", "-q", "-b", "agent"]);
+    s.agent_patch(&set("c1", 0.9));
+    let mut side = r.read("plan.noma.provenance");
+    side.push_str("{\"kind\":\"signature\",\"op_id\":\n");
+    r.write("plan.noma.provenance", &side);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-verify", "-m", "broken sidecar"]);
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[sidecar-invalid] plan.noma.provenance:2"), "{out}");
+
+    // A base whose allowed_signers does not parse.
+    r.ok(&["checkout", "-q", "main"]);
+    r.write(".noma/allowed_signers", "alice@example.com ssh-ed25519 not-base64!\n");
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-verify", "-m", "broken signers"]);
+    r.ok(&["checkout", "-q", "agent"]);
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[provenance-config-invalid]"), "{out}");
+    assert!(out.contains(".noma/allowed_signers line 1"), "{out}");
+}
