@@ -70,11 +70,22 @@ pub fn check_after(
         op_id: String::new(),
         message: format!("the provenance sidecar does not parse: {}", e.message),
     })?;
-    let Ok(parsed) = crate::transcript::parse_transcript(transcript) else {
-        return Ok(Vec::new());
-    };
+    // Records with their lines; no line hashes (the chain is replay's).
+    let (lines, _) = crate::transcript::split_lines(transcript);
+    let mut entries = Vec::with_capacity(lines.len());
+    for l in lines {
+        let Ok(record) = crate::transcript::parse_record(l.number, l.raw) else {
+            return Ok(Vec::new());
+        };
+        entries.push(crate::transcript::Entry {
+            line: l.number,
+            offset: l.offset,
+            line_sha256: String::new(),
+            record,
+        });
+    }
     let known: std::collections::HashSet<String> = match history {
-        History::Lines(from) => return Ok(verify(trust, &parsed.entries, from, &side)),
+        History::Lines(from) => return Ok(verify(trust, &entries, from, &side)),
         History::Of(bytes) => {
             let (lines, _) = crate::transcript::split_lines(bytes);
             lines
@@ -84,7 +95,7 @@ pub fn check_after(
                 .collect()
         }
     };
-    Ok(verify_where(trust, &parsed.entries, &side, &|_, e| {
+    Ok(verify_where(trust, &entries, &side, &|_, e| {
         !known.contains(&origin_id(&e.record))
     }))
 }
@@ -270,9 +281,9 @@ pub fn branch_problems(
 
 /// The pre-commit and pre-merge-commit hooks' check of one staged
 /// document: the records its staged transcript adds to the reference
-/// commit's, against the staged sidecar. Only what must never enter
-/// history is returned — a forgery, and under `required` an unsigned or
-/// untrusted record; approval is a review gate, never a commit gate.
+/// commit's, against the staged sidecar. Signature problems only, at
+/// their level (errors block: a forgery, and under `required` an unsigned
+/// or untrusted record); approval is a review gate, never a commit gate.
 pub fn hook_problems(
     trust: &Trust,
     doc: &str,
@@ -297,7 +308,7 @@ pub fn hook_problems(
         Ok(statuses) => statuses
             .into_iter()
             .flat_map(|s| s.problems)
-            .filter(|p| p.level == "error" && !p.code.starts_with("approval-"))
+            .filter(|p| !p.code.starts_with("approval-"))
             .map(|problem| Located {
                 path: tpath.clone(),
                 problem,

@@ -303,7 +303,12 @@ impl<'a> Guard<'a> {
                 side.as_deref(),
             ) {
                 let line = Some(l.problem.line).filter(|n| *n > 0);
-                let f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+                let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+                // `signatures: warn` reports without blocking.
+                if l.problem.level != "error" {
+                    f.severity = Severity::Warning;
+                    f.blocking = false;
+                }
                 out.push(f.fix(format!(
                     "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
                     shell_word(&sidecar_rel(doc))

@@ -550,6 +550,19 @@ fn signatures_and_approvals_survive_merges_rebases_and_renames() {
     all_signed_and_approved(r, "reconcile --write");
     assert_eq!(s.reconcile().0, 0, "written: {}", s.reconcile().1);
 
+    // `noma repair` of a torn last line (an interrupted append) keeps
+    // every record as it was, so every signature.
+    let mut torn = r.read("plan.noma.patches");
+    torn.push_str("{\"protocol_version\":\"1.0\",\"op_id\":");
+    r.write("plan.noma.patches", &torn);
+    assert_ran(&r.noma(&["repair", "plan.noma"]));
+    all_signed_and_approved(r, "repair");
+    assert_eq!(
+        r.git(&["status", "--porcelain"]).stdout,
+        b"",
+        "repair left a change"
+    );
+
     // A rename of the document, its transcript and its sidecar.
     for f in ["plan.noma", "plan.noma.patches", "plan.noma.provenance"] {
         r.ok(&["mv", f, &f.replace("plan", "renamed")]);
@@ -582,15 +595,31 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
         let o = r.noma(&["patch", "plan.noma", "--inplace", "--key", key, "--op", &op]);
         assert_eq!(o.status.code(), Some(2), "{key}: {}", text(&o));
         assert!(text(&o).contains(says), "{key}: {}", text(&o));
-        assert_eq!(r.read("plan.noma.patches"), before, "{key}: a record was written");
+        assert_eq!(
+            r.read("plan.noma.patches"),
+            before,
+            "{key}: a record was written"
+        );
         assert_eq!(r.read("plan.noma"), doc_before);
         assert!(!r.path().join("plan.noma.provenance").exists());
     }
     // A key the allowed signers do not list, with no principal given.
     let (stranger, _) = keygen(r, "stranger");
-    let o = r.noma(&["patch", "plan.noma", "--inplace", "--key", stranger.to_str().unwrap(), "--op", &op]);
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--key",
+        stranger.to_str().unwrap(),
+        "--op",
+        &op,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("no principal for this key"), "{}", text(&o));
+    assert!(
+        text(&o).contains("no principal for this key"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(r.read("plan.noma.patches"), before);
 
     // A sidecar with a broken line, committed past the hook.
@@ -603,11 +632,17 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
     r.ok(&["commit", "-q", "--no-verify", "-m", "broken sidecar"]);
     let (code, out) = s.reconcile();
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[sidecar-invalid] plan.noma.provenance:2"), "{out}");
+    assert!(
+        out.contains("[sidecar-invalid] plan.noma.provenance:2"),
+        "{out}"
+    );
 
     // A base whose allowed_signers does not parse.
     r.ok(&["checkout", "-q", "main"]);
-    r.write(".noma/allowed_signers", "alice@example.com ssh-ed25519 not-base64!\n");
+    r.write(
+        ".noma/allowed_signers",
+        "alice@example.com ssh-ed25519 not-base64!\n",
+    );
     r.ok(&["add", "-A"]);
     r.ok(&["commit", "-q", "--no-verify", "-m", "broken signers"]);
     r.ok(&["checkout", "-q", "agent"]);
@@ -615,4 +650,53 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("[provenance-config-invalid]"), "{out}");
     assert!(out.contains(".noma/allowed_signers line 1"), "{out}");
+}
+
+/// `signatures: warn` reports an unsigned record in the hook and the check
+/// without blocking either; a forgery still blocks.
+#[test]
+fn warn_reports_without_failing() {
+    let s = setup();
+    let r = &s.r;
+    let config = r
+        .read(".noma/config.yml")
+        .replace("signatures: required", "signatures: warn")
+        .replace("agents_need_approval: true", "agents_need_approval: false");
+    r.write(".noma/config.yml", &config);
+    r.commit_all("warn only");
+    r.ok(&["checkout", "-q", "-b", "agent"]);
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--no-sign",
+        "--op",
+        &set("c1", 0.3).to_string(),
+    ]);
+    assert_ran(&o);
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("unsigned, warned");
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("WARNING [unsigned-record] plan.noma.patches:2"),
+        "{out}"
+    );
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("WARNING [unsigned-record] plan.noma.patches:2"),
+        "{out}"
+    );
+    s.agent_patch(&set("c2", 0.6));
+    let forged = edit_and_rechain(&r.read("plan.noma.patches"), 2, |v| {
+        v["reason"] = json!("x")
+    });
+    r.write("plan.noma.patches", &forged);
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("forged under warn");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[signature-invalid] plan.noma.patches:3"),
+        "{out}"
+    );
 }
