@@ -603,6 +603,33 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
         assert_eq!(r.read("plan.noma"), doc_before);
         assert!(!r.path().join("plan.noma.provenance").exists());
     }
+    // A passphrase-protected key.
+    let locked = r.home.path().join("locked");
+    assert_ran(&r.cmd(
+        "ssh-keygen",
+        &[
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "secret",
+            "-f",
+            locked.to_str().unwrap(),
+        ],
+    ));
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--key",
+        locked.to_str().unwrap(),
+        "--op",
+        &op,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("passphrase-protected"), "{}", text(&o));
+    assert_eq!(r.read("plan.noma.patches"), before);
+
     // A key the allowed signers do not list, with no principal given.
     let (stranger, _) = keygen(r, "stranger");
     let o = r.noma(&[
@@ -699,4 +726,49 @@ fn warn_reports_without_failing() {
         out.contains("[signature-invalid] plan.noma.patches:3"),
         "{out}"
     );
+}
+
+/// git's own signing key (`user.signingkey` with `gpg.format=ssh`) signs
+/// where the policy turns provenance on, and is not even looked up where
+/// it does not.
+#[test]
+fn gits_ssh_signing_key_is_used_where_provenance_is_on() {
+    let s = setup();
+    let r = &s.r;
+    r.ok(&["config", "gpg.format", "ssh"]);
+    r.ok(&["config", "user.signingkey", s.person.to_str().unwrap()]);
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--op",
+        &set("c1", 0.2).to_string(),
+    ]);
+    assert_ran(&o);
+    let side = r.read("plan.noma.provenance");
+    assert!(side.contains("\"signer\":\"alice@example.com\""), "{side}");
+    // --no-sign opts out.
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--no-sign",
+        "--op",
+        &set("c1", 0.3).to_string(),
+    ]);
+    assert_ran(&o);
+    assert_eq!(r.read("plan.noma.provenance"), side);
+    // Provenance off: git's key is not used.
+    let config = r.read(".noma/config.yml");
+    let off = &config[..config.find("provenance:").unwrap()];
+    r.write(".noma/config.yml", off);
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--op",
+        &set("c1", 0.4).to_string(),
+    ]);
+    assert_ran(&o);
+    assert_eq!(r.read("plan.noma.provenance"), side);
 }
