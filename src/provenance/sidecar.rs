@@ -99,17 +99,23 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    /// Parses sidecar bytes; the first bad line is an error (a torn last
-    /// line too: writers append whole lines under the transcript lock).
+    /// Parses sidecar bytes; the first bad line is an error. A last line
+    /// without its newline that is no entry is an append a kill cut short:
+    /// writers sync signatures before the records they sign, so it can only
+    /// sign records that were never appended, and it is skipped (the next
+    /// writer cuts it off).
     pub fn parse(bytes: &[u8]) -> Result<Sidecar, SidecarError> {
         let mut out = Sidecar::default();
         let mut seen = std::collections::HashSet::new();
-        let (lines, torn) = crate::transcript::split_lines(bytes);
-        if torn.is_some() {
-            return Err(SidecarError {
-                line: lines.len() + 1,
-                message: "torn last line (no newline)".into(),
-            });
+        let (mut lines, torn) = crate::transcript::split_lines(bytes);
+        if let Some(t) = torn {
+            if serde_json::from_slice::<SidecarEntry>(t).is_ok() {
+                lines.push(crate::transcript::RawLine {
+                    number: lines.len() + 1,
+                    offset: bytes.len() - t.len(),
+                    raw: t,
+                });
+            }
         }
         for l in lines {
             let body = l.raw.strip_suffix(b"\n").unwrap_or(l.raw);
@@ -231,7 +237,18 @@ mod tests {
         let e =
             Sidecar::parse(format!("{}{{\"kind\":\"x\"}}\n", s.to_line()).as_bytes()).unwrap_err();
         assert_eq!(e.line, 2);
-        assert_eq!(Sidecar::parse(b"{}").unwrap_err().line, 1);
+        assert_eq!(Sidecar::parse(b"{}\n").unwrap_err().line, 1);
+        // A torn last line is skipped; a whole entry without its newline counts.
+        let torn = format!("{}{{\"kind\":\"signa", s.to_line());
+        assert_eq!(Sidecar::parse(torn.as_bytes()).unwrap().signatures.len(), 1);
+        let unterminated = line.trim_end();
+        assert_eq!(
+            Sidecar::parse(unterminated.as_bytes())
+                .unwrap()
+                .approvals
+                .len(),
+            1
+        );
     }
 
     #[test]
