@@ -295,3 +295,16 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
         [(4, codes::INVALID, "error")]
     );
 }
+
+#[test]
+fn a_signature_from_another_document_does_not_verify() {
+    let tr = trust("required", false);
+    let (t, side) = signed();
+    // The same record in another document: same op_id, op, actor, ts.
+    let mut elsewhere = t.clone();
+    elsewhere[2].record.doc_uri = "other.noma".into();
+    assert_eq!(
+        codes_of(&verify(&tr, &elsewhere, 0, &side)),
+        [(3, codes::INVALID, "error")]
+    );
+}

@@ -531,6 +531,14 @@ fn signatures_and_approvals_survive_merges_rebases_and_renames() {
     all_signed_and_approved(r, "rebased");
     assert_eq!(s.reconcile().0, 0, "rebased: {}", s.reconcile().1);
 
+    // pull --rebase of the branch from a remote whose main moved on.
+    let remote = r.home.path().join("remote.git");
+    r.ok(&["clone", "-q", "--bare", ".", remote.to_str().unwrap()]);
+    r.ok(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    r.ok(&["checkout", "-q", "-B", "pulled", &agent]);
+    assert_ran(&r.git(&["pull", "-q", "--rebase", "origin", "main"]));
+    all_signed_and_approved(r, "pull --rebase");
+
     // Cherry-pick the branch's commit onto main.
     r.ok(&["checkout", "-q", "-B", "picked", &main]);
     assert_ran(&r.git(&["cherry-pick", &agent]));
