@@ -158,6 +158,55 @@ pub fn verify(armored: &str, payload: &[u8]) -> Result<PublicKey, SigError> {
     Ok(key)
 }
 
+/// Signatures verified together before one is verified alone: Ed25519
+/// batch verification costs about half a single verification each.
+const BATCH: usize = 256;
+
+/// [`verify`] of many (armored SSHSIG, payload) pairs. Ed25519 signatures
+/// in namespace `noma` are verified in batches; a batch that fails is
+/// verified signature by signature, so each result is what [`verify`]
+/// says.
+pub fn verify_many(items: &[(&str, &[u8])]) -> Vec<Result<PublicKey, SigError>> {
+    let mut out: Vec<Option<Result<PublicKey, SigError>>> = vec![None; items.len()];
+    // (index, key, signed data, signature) of each batchable signature.
+    let mut batch = Vec::new();
+    for (i, (armored, payload)) in items.iter().enumerate() {
+        let parsed = SshSig::from_pem(armored)
+            .ok()
+            .filter(|sig| sig.namespace() == NAMESPACE);
+        let Some(sig) = parsed else { continue };
+        let key = sig
+            .public_key()
+            .ed25519()
+            .and_then(|k| ed25519_dalek::VerifyingKey::from_bytes(&k.0).ok());
+        let raw = ed25519_dalek::Signature::from_slice(sig.signature_bytes()).ok();
+        let data = SshSig::signed_data(NAMESPACE, sig.hash_alg(), payload).ok();
+        if let (Some(key), Some(raw), Some(data)) = (key, raw, data) {
+            batch.push((
+                i,
+                PublicKey::new(sig.public_key().clone(), ""),
+                key,
+                data,
+                raw,
+            ));
+        }
+    }
+    for chunk in batch.chunks(BATCH) {
+        let msgs: Vec<&[u8]> = chunk.iter().map(|c| c.3.as_slice()).collect();
+        let sigs: Vec<ed25519_dalek::Signature> = chunk.iter().map(|c| c.4).collect();
+        let keys: Vec<ed25519_dalek::VerifyingKey> = chunk.iter().map(|c| c.2).collect();
+        if ed25519_dalek::verify_batch(&msgs, &sigs, &keys).is_ok() {
+            for c in chunk {
+                out[c.0] = Some(Ok(c.1.clone()));
+            }
+        }
+    }
+    out.into_iter()
+        .zip(items)
+        .map(|(done, (armored, payload))| done.unwrap_or_else(|| verify(armored, payload)))
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -209,5 +258,26 @@ f+2qyUnEWBSYqYdP/rwSAAAACXRlc3RAbm9tYQECAwQ=
             Err(KeyError::Malformed { .. })
         ));
         assert!(!format!("{k:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn many_at_once_says_what_one_by_one_says() {
+        let k = test_key();
+        let payloads: Vec<Vec<u8>> = (0..300).map(|i| format!("p{i}").into_bytes()).collect();
+        let sigs: Vec<String> = payloads.iter().map(|p| k.sign(p).unwrap()).collect();
+        let mut items: Vec<(&str, &[u8])> = sigs
+            .iter()
+            .zip(&payloads)
+            .map(|(s, p)| (s.as_str(), p.as_slice()))
+            .collect();
+        assert!(verify_many(&items).iter().all(Result::is_ok));
+        // One forged payload in the first batch, one junk signature.
+        items[7].1 = b"forged";
+        items[280].0 = "junk";
+        let got = verify_many(&items);
+        for (i, r) in got.iter().enumerate() {
+            assert_eq!(r.is_ok(), i != 7 && i != 280, "{i}");
+        }
+        assert_eq!(got[7], Err(SigError::Mismatch));
     }
 }

@@ -155,14 +155,19 @@ fn check_approval(
 fn record_signer(
     trust: &Trust,
     rec: &Record,
-    sigs: &[&super::sidecar::RecordSignature],
+    sigs: &[(usize, &super::sidecar::RecordSignature)],
+    checked: &HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>>,
 ) -> Result<String, (&'static str, String)> {
     if sigs.is_empty() {
         return Err((codes::UNSIGNED, "the record has no signature".into()));
     }
     let mut worst = None;
-    for s in sigs {
-        match sshsig::verify(&s.sig, &record_payload(rec, &s.signer)) {
+    for &(i, s) in sigs {
+        let result = match checked.get(&i) {
+            Some(r) => r.clone(),
+            None => sshsig::verify(&s.sig, &record_payload(rec, &s.signer)),
+        };
+        match result {
             Ok(key) if trust.signers.allows(&s.signer, &key) => return Ok(s.signer.clone()),
             Ok(key) => {
                 worst = Some((
@@ -262,6 +267,34 @@ impl<'a> Approvals<'a> {
     }
 }
 
+/// Every signature of the records in range, verified in batches: by the
+/// signature's index in the sidecar.
+fn verify_in_range(
+    transcript: &[Entry],
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+    sigs: &HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>>,
+) -> HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>> {
+    let mut index = Vec::new();
+    let mut payloads = Vec::new();
+    for (n, e) in transcript.iter().enumerate() {
+        if !in_range(n, e) {
+            continue;
+        }
+        let rec = Origin::of(e).original;
+        for &(i, s) in sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice) {
+            index.push((i, s.sig.as_str()));
+            payloads.push(record_payload(&rec, &s.signer));
+        }
+    }
+    let items: Vec<(&str, &[u8])> = index
+        .iter()
+        .zip(&payloads)
+        .map(|((_, sig), p)| (*sig, p.as_slice()))
+        .collect();
+    let results = sshsig::verify_many(&items);
+    index.into_iter().map(|(i, _)| i).zip(results).collect()
+}
+
 /// Verifies `transcript[from..]` (the checked range; earlier records are
 /// history approvals may still name) against `sidecar` under `trust`.
 pub fn verify(
@@ -282,10 +315,11 @@ pub fn verify_where(
     in_range: &dyn Fn(usize, &Entry) -> bool,
 ) -> Vec<RecordStatus> {
     let prov = &trust.policy.file.provenance;
-    let mut sigs: HashMap<&str, Vec<&super::sidecar::RecordSignature>> = HashMap::new();
-    for (_, s) in &sidecar.signatures {
-        sigs.entry(s.op_id.as_str()).or_default().push(s);
+    let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> = HashMap::new();
+    for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
+        sigs.entry(s.op_id.as_str()).or_default().push((i, s));
     }
+    let checked = verify_in_range(transcript, in_range, &sigs);
     // Each original op is carried by one record: a second record standing
     // for the same op (a copy of a record the transcript already has) is a
     // replay of a signed intent, not a signature of its own.
@@ -337,7 +371,7 @@ pub fn verify_where(
                     rec.op_id
                 ),
             )),
-            None => record_signer(trust, rec, found),
+            None => record_signer(trust, rec, found, &checked),
         };
         match signer {
             Ok(p) => status.signed_by = Some(p),
