@@ -28,6 +28,8 @@
 //! - [`install`]: installing hooks, the merge driver and line-ending rules.
 //! - [`changes`]: blocks changed since a base branch (`noma changed`).
 //! - [`merge`]: the merge driver, the succession rule, `noma reconcile`.
+//! - [`provenance`]: signed records and human approvals beside the
+//!   transcript (SSHSIG, RFC 8785 payloads, allowed signers).
 //! - [`mcp`]: the MCP server over stdio.
 //! - [`verify`]: the Annex C conformance harness (`noma verify`).
 //! - [`cli`]: argument parsing and printing for every command.
@@ -52,6 +54,7 @@ pub mod git;
 pub mod install;
 pub mod mcp;
 pub mod merge;
+pub mod provenance;
 pub mod record;
 pub mod staged;
 pub mod verify;

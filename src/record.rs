@@ -94,6 +94,17 @@ pub fn record_file(
     actor: Actor,
     reason: Option<String>,
 ) -> Result<Outcome, RecordError> {
+    record_file_with(doc_path, actor, reason, None)
+}
+
+/// [`record_file`], with a step run on the records before they are
+/// appended (a signer's, see [`engine::Options::before_append`]).
+pub fn record_file_with(
+    doc_path: &Path,
+    actor: Actor,
+    reason: Option<String>,
+    before_append: Option<&engine::BeforeAppend>,
+) -> Result<Outcome, RecordError> {
     let usage = |e: String| RecordError::Usage(e);
     let text = crate::doc::source::read_file(doc_path).map_err(|e| usage(e.to_string()))?;
     let tpath = engine::default_transcript_path(doc_path);
@@ -195,6 +206,7 @@ pub fn record_file(
             "the edit introduces {why}; fix the document and record again (nothing was recorded)"
         )));
     }
+    before(before_append, doc_path, &plan.records)?;
     let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
     let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
     fsio::check_growth(t_bytes.len() as u64 + bytes.len() as u64)
@@ -234,6 +246,19 @@ pub fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
         Ok(Some(committed)) => committed != bytes,
         Ok(None) => true,
         Err(_) => false,
+    }
+}
+
+/// Runs the caller's step on the records before they are appended.
+fn before(
+    step: Option<&engine::BeforeAppend>,
+    doc_path: &Path,
+    records: &[Record],
+) -> Result<(), RecordError> {
+    match step {
+        Some(engine::BeforeAppend(step)) => step(doc_path, records)
+            .map_err(|e| RecordError::Usage(format!("{}: cannot sign: {e}", doc_path.display()))),
+        None => Ok(()),
     }
 }
 

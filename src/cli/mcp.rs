@@ -21,6 +21,10 @@ pub struct Args {
     /// current directory. Tool paths are confined to it.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Sign every record the tools write with this Ed25519 OpenSSH
+    /// private key (an agent runtime's own key), into <doc>.provenance.
+    #[arg(long, value_name = "FILE")]
+    pub signing_key: Option<PathBuf>,
 }
 
 /// Runs `noma mcp`.
@@ -53,8 +57,21 @@ pub fn run(args: Args) -> i32 {
         eprintln!("noma mcp: {}: not a directory", root.display());
         return EXIT_USAGE;
     }
+    let signer = match &args.signing_key {
+        None => None,
+        Some(key) => match crate::provenance::writer::signer_in(Some(&root), Some(key)) {
+            Ok(s) => s.map(std::sync::Arc::new),
+            Err(e) => {
+                eprintln!("noma mcp: {e}");
+                return EXIT_USAGE;
+            }
+        },
+    };
+    if let Some(s) = &signer {
+        eprintln!("noma mcp: signing records as {}", s.principal);
+    }
     eprintln!("noma mcp: serving {} on stdio", root.display());
-    match mcp::serve(&ServeOptions { root }) {
+    match mcp::serve(&ServeOptions { root, signer }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("noma mcp: {e}");

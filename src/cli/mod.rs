@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod merge_driver;
 pub mod parse_cmd;
 pub mod patch;
+pub mod provenance;
 pub mod reconcile;
 pub mod record;
 pub mod render;
@@ -82,6 +83,10 @@ enum Command {
     Changed(changed::Args),
     /// Serve the Annex B tools to agents over MCP (stdio).
     Mcp(mcp::Args),
+    /// Approve an agent's records with a signed human approval.
+    Approve(provenance::ApproveArgs),
+    /// Signature payloads for ssh-keygen, and importing its signatures.
+    Provenance(provenance::ProvenanceArgs),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -131,6 +136,8 @@ pub fn main() -> i32 {
         Command::Mcp(a) => mcp::run(a),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
+        Command::Approve(a) => provenance::approve(a),
+        Command::Provenance(a) => provenance::provenance(a),
         Command::Synth { sections } => {
             print!("{}", crate::synth::document(sections));
             EXIT_OK

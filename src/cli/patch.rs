@@ -80,6 +80,15 @@ pub struct Meta {
     /// Transcript path (default: the document path plus .patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
+    /// Sign the records with this Ed25519 OpenSSH private key, into
+    /// <file>.provenance (default: $NOMA_SIGNING_KEY, or git's
+    /// user.signingkey with gpg.format=ssh when the policy turns
+    /// provenance on).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Do not sign, even when a key is configured.
+    #[arg(long, conflicts_with = "key")]
+    pub no_sign: bool,
 }
 
 /// Reads the op-list from --op or --ops.
@@ -153,7 +162,20 @@ pub fn run(args: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     };
-    let opts = options(&args);
+    let (mut opts, root) = options(&args);
+    if opts.write == WriteMode::InPlace {
+        match crate::provenance::writer::step_in(
+            root.as_deref(),
+            args.meta.key.as_deref(),
+            args.meta.no_sign,
+        ) {
+            Ok(step) => opts.before_append = step,
+            Err(e) => {
+                eprintln!("noma patch: {e}");
+                return super::EXIT_USAGE;
+            }
+        }
+    }
     let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
         Ok(o) => o,
         Err(e) => return failed(&e, &args, &opts),
@@ -176,8 +198,9 @@ pub fn run(args: Args) -> i32 {
     code
 }
 
-/// The engine options the command line asks for.
-fn options(args: &Args) -> Options {
+/// The engine options the command line asks for, and the work tree the
+/// document is in.
+fn options(args: &Args) -> (Options, Option<PathBuf>) {
     let mut opts = Options::new(Actor {
         kind: args.meta.actor_kind,
         name: args
@@ -218,7 +241,7 @@ fn options(args: &Args) -> Options {
             .unwrap_or_else(|| engine::default_transcript_path(&args.file));
         opts.genesis = crate::record::first_patch_needs_genesis(&args.file, &tpath);
     }
-    opts
+    (opts, root)
 }
 
 /// Reports a request the engine could not carry out; returns the exit code.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::Format;
-use crate::record::{record_file, Outcome, RecordError};
+use crate::record::{record_file_with, Outcome, RecordError};
 use crate::transcript::{Actor, ActorKind};
 
 /// Arguments of `noma record`.
@@ -29,6 +29,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// Sign the records with this Ed25519 OpenSSH private key (default:
+    /// $NOMA_SIGNING_KEY, or git's user.signingkey with gpg.format=ssh
+    /// when the policy turns provenance on).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Do not sign, even when a key is configured.
+    #[arg(long, conflicts_with = "key")]
+    pub no_sign: bool,
 }
 
 /// Runs `noma record`.
@@ -45,7 +53,15 @@ pub fn run(args: Args) -> i32 {
         version: None,
     };
     let shown = args.file.display().to_string();
-    match record_file(&args.file, actor, args.reason.clone()) {
+    let step =
+        match crate::provenance::writer::step_for(&args.file, args.key.as_deref(), args.no_sign) {
+            Ok(step) => step,
+            Err(e) => {
+                eprintln!("noma record: {e}");
+                return super::EXIT_USAGE;
+            }
+        };
+    match record_file_with(&args.file, actor, args.reason.clone(), step.as_ref()) {
         Ok(out) => {
             if args.format == Format::Json {
                 return super::print_json(&out);

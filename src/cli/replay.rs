@@ -66,6 +66,12 @@ pub struct Args {
     /// unless they start with `./` or `../`); reads no working-tree file.
     #[arg(long, value_name = "REV")]
     pub rev: Option<String>,
+    /// Also verify each record's signature and approval in
+    /// <file>.provenance, trusting the work tree's .noma/config.yml and
+    /// .noma/allowed_signers (exit 1 on a forgery, or on what the policy
+    /// makes an error).
+    #[arg(long, conflicts_with = "rev")]
+    pub signatures: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -245,6 +251,21 @@ pub fn run(args: Args) -> i32 {
     } else {
         super::EXIT_FAIL
     };
+    let signatures = match args
+        .signatures
+        .then(|| super::provenance::for_replay(&args.file, args.transcript.as_deref()))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("noma replay: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let code = match &signatures {
+        Some(s) if s.errors() > 0 => super::EXIT_FAIL,
+        _ => code,
+    };
     // A transcript two branches were joined into (a merge without the
     // driver) diverges where the second begins: say how to repair it.
     let advice = (!report.ok && args.rev.is_none())
@@ -273,6 +294,9 @@ pub fn run(args: Args) -> i32 {
             if let Some(r) = &rev {
                 v["rev"] = json!(r);
             }
+            if let Some(s) = &signatures {
+                v["signatures"] = json!(s);
+            }
             let c = super::print_json(&v);
             if c != super::EXIT_OK {
                 return c;
@@ -282,6 +306,9 @@ pub fn run(args: Args) -> i32 {
             print_human(&notes, &report, lookup.as_ref(), rev.as_ref());
             if let Some(a) = &advice {
                 println!("  fix: {a}");
+            }
+            if let Some(s) = &signatures {
+                super::provenance::print_signatures(s);
             }
         }
     }

@@ -15,6 +15,12 @@
 //! # x-noma/replace_lines. false: v1.0 ops only, and the hooks refuse
 //! # transcripts that carry the extension op.
 //! record_text_edits: true
+//! # Signed records and human approval (see .noma/provenance.noma). Absent
+//! # means off: nothing is signed, looked up or verified.
+//! provenance:
+//!   signatures: off          # off | warn | required
+//!   agents_need_approval: false
+//!   agent_principals: []     # globs over principals, e.g. ["*@agents.example"]
 //! ```
 //!
 //! An absent file means the defaults above. A malformed file is an error
@@ -44,6 +50,42 @@ pub struct PolicyFile {
     pub ignore_rules: Vec<String>,
     /// Whether the extension op `x-noma/replace_lines` may be recorded.
     pub record_text_edits: bool,
+    /// Signatures and approvals (absent: off; not written by `noma init`).
+    #[serde(skip_serializing_if = "ProvenanceFile::is_off")]
+    pub provenance: ProvenanceFile,
+}
+
+/// How strictly records must be signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureLevel {
+    /// Nothing is signed or verified (the default).
+    #[default]
+    Off,
+    /// Unsigned records and untrusted signers are reported, not failed.
+    Warn,
+    /// Unsigned records and untrusted signers fail the check.
+    Required,
+}
+
+/// The `provenance:` section.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProvenanceFile {
+    /// off | warn | required.
+    pub signatures: SignatureLevel,
+    /// Records of agent principals need a human approval.
+    pub agents_need_approval: bool,
+    /// Globs over principals whose records are an agent's.
+    pub agent_principals: Vec<String>,
+}
+
+impl ProvenanceFile {
+    /// True when the section asks for nothing (absent, or `signatures: off`
+    /// with no approval rule).
+    pub fn is_off(&self) -> bool {
+        self.signatures == SignatureLevel::Off && !self.agents_need_approval
+    }
 }
 
 impl Default for PolicyFile {
@@ -55,6 +97,7 @@ impl Default for PolicyFile {
             strict: false,
             ignore_rules: Vec::new(),
             record_text_edits: true,
+            provenance: ProvenanceFile::default(),
         }
     }
 }
@@ -67,6 +110,7 @@ pub struct Policy {
     include: GlobSet,
     exclude: GlobSet,
     require_transcript: GlobSet,
+    agent_principals: GlobSet,
 }
 
 /// Why the policy file cannot be used.
@@ -166,6 +210,10 @@ impl Policy {
             include: set(&file.include, "include")?,
             exclude: set(&file.exclude, "exclude")?,
             require_transcript: set(&file.require_transcript, "require_transcript")?,
+            agent_principals: set(
+                &file.provenance.agent_principals,
+                "provenance.agent_principals",
+            )?,
             file,
         })
     }
@@ -178,6 +226,11 @@ impl Policy {
     /// Whether `path` must carry a transcript.
     pub fn requires_transcript(&self, path: &str) -> bool {
         self.require_transcript.is_match(path)
+    }
+
+    /// Whether `principal` is an agent's (`provenance.agent_principals`).
+    pub fn is_agent_principal(&self, principal: &str) -> bool {
+        self.agent_principals.is_match(principal)
     }
 }
 
@@ -206,5 +259,24 @@ mod tests {
         assert!(Policy::from_yaml("strict: maybe\n").is_err());
         assert!(Policy::from_yaml("unknown_key: 1\n").is_err());
         assert!(Policy::from_yaml("include: [\"[\"]\n").is_err());
+    }
+
+    #[test]
+    fn provenance_section() {
+        let p = Policy::from_yaml("strict: false\n").unwrap();
+        assert!(p.file.provenance.is_off());
+        let p = Policy::from_yaml(
+            "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.file.provenance.signatures, SignatureLevel::Required);
+        assert!(p.file.provenance.agents_need_approval);
+        assert!(p.is_agent_principal("bot@agents.example"));
+        assert!(!p.is_agent_principal("alice@example.com"));
+        assert!(Policy::from_yaml("provenance:\n  signatures: maybe\n").is_err());
+        assert!(Policy::from_yaml("provenance:\n  signature: warn\n").is_err());
+        // Off is not written back: `noma init`'s template stays as it was.
+        let text = serde_json::to_string(&PolicyFile::default()).unwrap();
+        assert!(!text.contains("provenance"), "{text}");
     }
 }

@@ -137,6 +137,25 @@ pub struct Options {
     /// bytes at its path (a new or copied document), where a first
     /// record's `pre_sha256` would name a state no clone can find.
     pub genesis: bool,
+    /// Called under the transcript's lock with a request's records before
+    /// they are appended (a shell signs them into its provenance sidecar);
+    /// an error stops the request before anything is written.
+    pub before_append: Option<BeforeAppend>,
+}
+
+/// The function of a [`BeforeAppend`]: given the document path and the
+/// records about to be appended.
+pub type BeforeAppendFn = dyn Fn(&Path, &[Record]) -> std::io::Result<()> + Send + Sync;
+
+/// A shell's step between planning a request's records and appending them
+/// ([`Options::before_append`]).
+#[derive(Clone)]
+pub struct BeforeAppend(pub std::sync::Arc<BeforeAppendFn>);
+
+impl std::fmt::Debug for BeforeAppend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeAppend(..)")
+    }
 }
 
 impl Options {
@@ -155,6 +174,7 @@ impl Options {
             force: false,
             validate: crate::validate::Options::default(),
             genesis: false,
+            before_append: None,
         }
     }
 }
@@ -1081,6 +1101,9 @@ fn patch_in_place(
         None => crate::doc::source::read_file(doc_path)?,
     };
     let mut plan = plan(&source, &ctx, ops, opts, apply);
+    if let Some(BeforeAppend(step)) = &opts.before_append {
+        step(doc_path, &plan.records).map_err(io_err("cannot sign the records", &tpath))?;
+    }
     let changed = plan.accepted && plan.new_text != source;
     let mut records = match opts.genesis && recovery.last_line_sha256.is_none() {
         true => genesis_records(&source, &ctx, opts, apply),

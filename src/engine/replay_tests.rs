@@ -220,3 +220,53 @@ fn an_applied_record_must_change_the_document() {
     });
     assert!(!replay(&forged, Some("x"), &text, fake_apply).ok);
 }
+
+/// Issue 34: a rejected record's op is re-applied to the state it was
+/// tried on, so the last line's op cannot be swapped for one that applies
+/// (or fails otherwise); a rolled-back list's earlier ops must apply.
+#[test]
+fn a_trailing_rejected_records_op_is_checked() {
+    let (text, mut bytes) = transcript_for("x", &[&["a"]]);
+    let mut p = plan(
+        &text,
+        &Context::default(),
+        &[json!({"op":"append","text":"b"}), json!({"op":"fail"})],
+        &Options::new(actor()),
+        fake_apply,
+    );
+    let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
+    bytes.extend(chain_and_serialise(&mut p.records, prev));
+    let r = replay(&bytes, Some("x"), &text, fake_apply);
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!(r.rejected, 2);
+    // The failing op swapped for one that applies.
+    let swapped = edit_line(&bytes, 2, |v| v["op"] = json!({"op":"append","text":"z"}));
+    let d = replay(&swapped, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 3);
+    assert!(d.message.contains("applies"), "{}", d.message);
+    // The rolled-back op swapped for one that does not apply.
+    let swapped = edit_line(&bytes, 1, |v| v["op"] = json!({"op":"fail"}));
+    let swapped = edit_line(&swapped, 2, |v| {
+        v["prev_entry_sha256"] = json!("0".repeat(64))
+    });
+    let d = replay(&swapped, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 2);
+    assert!(d.message.contains("rolled-back"), "{}", d.message);
+    // A refusal code that is not the one re-application gives.
+    let recoded = edit_line(&bytes, 2, |v| {
+        for d in v["diagnostics"].as_array_mut().unwrap() {
+            if d["code"] == "target_missing" {
+                d["code"] = json!("id_conflict");
+            }
+        }
+    });
+    let d = replay(&recoded, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 3);
+    assert!(d.message.contains("id_conflict"), "{}", d.message);
+}

@@ -160,6 +160,12 @@ impl Repo {
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
+    /// The string value of `key` in the repository's configuration (its
+    /// own, the user's and the system's, as git reads them).
+    pub fn config_string(&self, key: &str) -> Option<String> {
+        self.repo.config().ok()?.get_string(key).ok()
+    }
+
     /// The working tree root (None for a bare repository).
     pub fn workdir(&self) -> Option<PathBuf> {
         self.repo.workdir().map(Path::to_path_buf)

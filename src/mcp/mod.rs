@@ -54,6 +54,9 @@ pub struct Context {
     pub workspace: Workspace,
     /// The repository's block cache (`<root>/.noma/cache/`).
     pub cache: BlockCache,
+    /// The agent's signer (`--signing-key`): every record a tool writes
+    /// is signed into the document's provenance sidecar.
+    pub signer: Option<std::sync::Arc<crate::provenance::Signer>>,
 }
 
 impl Context {
@@ -63,7 +66,11 @@ impl Context {
         // The server's log is its stderr (stdout is the protocol).
         let cache = BlockCache::open(workspace.root())
             .with_notice_sink(Box::new(|msg| eprintln!("noma mcp: block cache {msg}")));
-        Ok(Context { workspace, cache })
+        Ok(Context {
+            workspace,
+            cache,
+            signer: None,
+        })
     }
 }
 
@@ -240,6 +247,8 @@ fn notes(root: &Path, cache: &BlockCache) -> Vec<String> {
 pub struct ServeOptions {
     /// The repository root.
     pub root: PathBuf,
+    /// The signer of every record the tools write, if any.
+    pub signer: Option<std::sync::Arc<crate::provenance::Signer>>,
 }
 
 /// Why the server could not run.
@@ -258,7 +267,8 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
-    let ctx = Context::open(&opts.root)?;
+    let mut ctx = Context::open(&opts.root)?;
+    ctx.signer = opts.signer.clone();
     let text = instructions(ctx.workspace.root(), &ctx.cache);
     let server = NomaServer::new(ctx, tools::registry(), text);
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -589,6 +589,10 @@ fn run_patch(
     opts.validate = validate_options(&path);
     opts.genesis =
         crate::record::first_patch_needs_genesis(&path, &engine::default_transcript_path(&path));
+    opts.before_append = ctx
+        .signer
+        .clone()
+        .map(crate::provenance::writer::signing_step);
     match engine::patch_file(&path, ops, &opts, engine::APPLY) {
         Ok(outcome) => {
             if let Some(r) = outcome.recovery.as_ref().filter(|r| !r.messages.is_empty()) {
@@ -849,14 +853,32 @@ pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     let tail = &parsed.entries[start..];
     let skip = tail.len().saturating_sub(limit);
     let records: Vec<&Record> = tail[skip..].iter().map(|e| &e.record).collect();
-    Ok(json!({
+    let mut out = json!({
         "transcript": shown,
         "exists": true,
         "total": total,
         "records": records,
         "truncated": skip > 0,
         "torn_tail": parsed.torn_tail.is_some(),
-    }))
+    });
+    // Who signed and approved each record, when the document has a
+    // provenance sidecar (trusting the workspace's allowed signers).
+    if crate::provenance::sidecar_path(&doc).exists() {
+        let shown_ids: std::collections::HashSet<&str> =
+            records.iter().map(|r| r.op_id.as_str()).collect();
+        match crate::provenance::check::check_worktree(&doc, &bytes) {
+            Ok(rep) => {
+                let statuses: Vec<_> = rep
+                    .records
+                    .iter()
+                    .filter(|s| shown_ids.contains(s.op_id.as_str()))
+                    .collect();
+                out["provenance"] = json!({"records": statuses, "sidecar": rep.sidecar});
+            }
+            Err(e) => out["provenance"] = json!({"error": e}),
+        }
+    }
+    Ok(out)
 }
 
 /// `describe_capabilities` (§B.8 direction, Annex A).

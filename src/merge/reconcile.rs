@@ -269,6 +269,19 @@ impl Branch<'_> {
         );
         // 2./3. HEAD's transcript continues the merge base's and replays.
         check_history(&mut rep, &files, head_doc, &mut find);
+        // Signatures and approvals of the branch's records, trusted from
+        // the base revision (a branch cannot trust a key it adds itself).
+        for l in crate::provenance::check::branch_problems(
+            self.repo,
+            [self.base_tip, self.head, self.merge_base],
+            path,
+            files.head_transcript(),
+            files.prefix(),
+        ) {
+            let mut f = finding(l.problem.level, l.problem.code, &l.path, l.problem.message);
+            f.line = (l.problem.line > 0).then_some(l.problem.line);
+            rep.findings.push(f);
+        }
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
         // 4. Do the base's newer records re-apply onto the branch?
@@ -328,6 +341,16 @@ impl Branch<'_> {
                 let path = &rep.path;
                 std::fs::write(wd.join(path), r.doc.as_bytes())
                     .and_then(|_| std::fs::write(wd.join(&files.tpath), &r.transcript))
+                    // The base's records come with their signatures.
+                    .and_then(|_| {
+                        crate::provenance::sidecar::union_into_file(
+                            &wd.join(crate::provenance::sidecar::sidecar_rel(path)),
+                            self.blob(
+                                self.base_tip,
+                                &crate::provenance::sidecar::sidecar_rel(path),
+                            ),
+                        )
+                    })
                     .map_err(|source| ReconcileError::Write {
                         path: path.clone(),
                         source,

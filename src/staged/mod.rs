@@ -257,8 +257,65 @@ impl<'a> Guard<'a> {
             report.transcripts += usize::from(had_transcript);
             report.findings.extend(findings);
         }
+        // Signatures (issue 34), trusted from the reference commit: a
+        // forgery blocks the commit, a missing approval never does.
+        if report.transcripts > 0 {
+            self.check_signatures(&staged, &docs, &mut report.findings)?;
+        }
         report.blocked = report.findings.iter().any(|f| f.blocking);
         Ok(report)
+    }
+
+    /// The provenance findings of the staged documents (nothing read past
+    /// the reference commit's policy when it turns provenance off).
+    fn check_signatures(
+        &self,
+        staged: &Staged,
+        docs: &BTreeMap<String, String>,
+        out: &mut Vec<Finding>,
+    ) -> Result<(), GitError> {
+        use crate::provenance::{check, sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
+        let config = self.reference_blob(crate::config::CONFIG_PATH)?;
+        let trust = match check::trust_from(config.as_deref(), || {
+            self.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
+        }) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                out.push(Finding::error(
+                    check::TRUST_INVALID,
+                    crate::config::CONFIG_PATH,
+                    None,
+                    e,
+                ));
+                return Ok(());
+            }
+        };
+        for (doc, head_path) in docs {
+            let t = self.repo.staged_blob(staged, &transcript_path(doc))?;
+            let head_t = self.reference_blob(&transcript_path(head_path))?;
+            let side = self.repo.staged_blob(staged, &sidecar_rel(doc))?;
+            for l in check::hook_problems(
+                &trust,
+                doc,
+                t.as_deref(),
+                head_t.as_deref(),
+                side.as_deref(),
+            ) {
+                let line = Some(l.problem.line).filter(|n| *n > 0);
+                let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+                // `signatures: warn` reports without blocking.
+                if l.problem.level != "error" {
+                    f.severity = Severity::Warning;
+                    f.blocking = false;
+                }
+                out.push(f.fix(format!(
+                    "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
+                    shell_word(&sidecar_rel(doc))
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// A document missing from the index: its transcript must not stay.

@@ -7,7 +7,10 @@
 //! `pre_sha256` is the current replay state (the base's, when `--base` is
 //! given; the empty document's for a genesis record; otherwise the first
 //! record's, which must then be the document itself); an applied record changes the
-//! document and re-applying its op yields its `post_sha256`; finally the
+//! document and re-applying its op yields its `post_sha256`; a rejected
+//! record's op, re-applied to the state it was tried on, is refused again
+//! with its recorded code (or, rolled back with its list, applies);
+//! finally the
 //! state the records leave is the document on disk. The first failure
 //! stops the replay and is named by line and op_id. Replay reads; it never
 //! changes a file.
@@ -314,6 +317,7 @@ fn run(
         lines_before,
         sha: base.map(|b| sha256_hex(b.as_bytes())),
         text: base.map(str::to_string),
+        aborted: None,
     };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
@@ -345,8 +349,14 @@ fn run(
             .check(number, &raw, &rec)
             .map_err(|e| div(number, Some(&rec.op_id), e.to_string()))?;
         state.check_start(number, &rec)?;
+        if rec.patch_result != PatchResult::Rejected {
+            state.aborted = None;
+        }
         match rec.patch_result {
-            PatchResult::Rejected => report.rejected += 1,
+            PatchResult::Rejected => {
+                state.check_rejected(number, &rec)?;
+                report.rejected += 1;
+            }
             PatchResult::Noop => {
                 state.check_noop(number, &rec)?;
                 report.noop += 1;
@@ -398,6 +408,33 @@ struct State<'a> {
     sha: Option<String>,
     /// The state's text, materialised at the first applied record.
     text: Option<String>,
+    /// Inside a rolled-back op-list: the text its ops so far led to (the
+    /// state the list's next op was tried on).
+    aborted: Option<String>,
+}
+
+/// Refusal codes that depend on the op alone (§3.5), which re-applying a
+/// rejected record's op must reproduce. `sha_mismatch`,
+/// `pre_validation_blocked` and `unsupported_op` refuse a whole request
+/// (an `expected_sha`, strict mode, a book manifest) whatever its ops are.
+const OP_REFUSALS: [&str; 5] = [
+    "target_missing",
+    "parent_missing",
+    "id_conflict",
+    "invalid_content",
+    "id_attribute_protected",
+];
+
+/// The §3.5 code a rejected record was refused with: its last error
+/// diagnostic whose code is a patch error code.
+fn refusal_code(rec: &Record) -> Option<&str> {
+    rec.diagnostics
+        .as_deref()?
+        .iter()
+        .rev()
+        .filter(|d| d.severity == crate::diag::Severity::Error)
+        .map(|d| d.code.as_str())
+        .find(|c| OP_REFUSALS.contains(c) || *c == "op_list_aborted")
 }
 
 impl State<'_> {
@@ -440,6 +477,47 @@ impl State<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A rejected record's op is re-applied to the state it was tried on
+    /// when that state is known: an op refused on its own merits must be
+    /// refused again with the recorded code, and an op rolled back with
+    /// its list (`op_list_aborted`) must apply, onto the ops before it in
+    /// the list. So a rejected record's op cannot be swapped for one that
+    /// applies or fails differently, even on the last line.
+    fn check_rejected(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
+        let aborted = self.aborted.take();
+        let Some(code) = refusal_code(rec) else {
+            return Ok(());
+        };
+        let current = match (aborted.as_deref(), self.text.as_deref()) {
+            (Some(t), _) | (None, Some(t)) => t,
+            (None, None) if self.doc_sha == rec.pre_sha256 => self.document,
+            (None, None) => return Ok(()),
+        };
+        let result = (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op));
+        let problem = match (code, result) {
+            ("op_list_aborted", Ok(next)) => {
+                self.aborted = Some(next);
+                return Ok(());
+            }
+            (_, Err(e)) if e.code.as_str() == code => return Ok(()),
+            ("op_list_aborted", Err(e)) => format!(
+                "the {} op of this rolled-back record does not apply ({}), but its list recorded it as applied before a later op failed",
+                rec.op_name(),
+                e.code.as_str()
+            ),
+            (_, Ok(_)) => format!(
+                "the {} op of this rejected record applies, but the record says it was refused with {code}",
+                rec.op_name()
+            ),
+            (_, Err(e)) => format!(
+                "the {} op of this rejected record is refused with {}, but the record says {code}",
+                rec.op_name(),
+                e.code.as_str()
+            ),
+        };
+        Err(div(line, Some(&rec.op_id), problem))
     }
 
     /// The state's text before the first applied record `rec`: the base,

@@ -301,9 +301,15 @@ pub struct McpClient {
 impl McpClient {
     /// Starts `noma mcp` in `root` and completes the initialize handshake.
     pub fn start(root: &Path) -> McpClient {
+        McpClient::start_with(root, &[])
+    }
+
+    /// [`McpClient::start`] with more arguments (`--signing-key FILE`).
+    pub fn start_with(root: &Path, args: &[&str]) -> McpClient {
         use std::process::Stdio;
         let mut child = Command::new(NOMA)
             .arg("mcp")
+            .args(args)
             .current_dir(root)
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")

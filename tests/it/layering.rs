@@ -23,9 +23,19 @@ const ENGINE: [&str; 8] = [
 
 /// The shells over the engine. (`synth`, the document generator of the
 /// benches and tests, depends on `doc` alone: either side may use it.)
-const SHELLS: [&str; 11] = [
-    "git", "cache", "staged", "record", "install", "changes", "merge", "mcp", "cli", "config",
+const SHELLS: [&str; 12] = [
+    "git",
+    "cache",
+    "staged",
+    "record",
+    "install",
+    "changes",
+    "merge",
+    "mcp",
+    "cli",
+    "config",
     "verify",
+    "provenance",
 ];
 
 fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {

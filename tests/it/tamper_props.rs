@@ -11,9 +11,9 @@
 //! last line vouches for it, so an edit of the last line that keeps it a
 //! valid record with the same op, hashes, result and chain link (a changed
 //! `ts`, `reason` or message; another `op_id` that stays unique; the op of a
-//! rejected record, which produced nothing to check it against) satisfies
-//! the rule, and so does
-//! dropping trailing records that changed nothing (the document is still
+//! rejected record swapped for another refused with the same code, since
+//! replay re-applies it and checks the code) satisfies the rule, and so
+//! does dropping trailing records that changed nothing (the document is still
 //! the state the rest leave); any other mutation breaks it. Both are what
 //! the hooks anchor through git: a committed line may never change.
 

@@ -510,3 +510,41 @@ fn conformance_replay_chain_fixture() {
         .assert()
         .success();
 }
+
+/// Issue 34: the op of a trailing rejected record is anchored by replay:
+/// swapped for one that applies, or for one refused with another code,
+/// replay fails naming the line.
+#[test]
+fn a_trailing_rejected_records_op_cannot_be_swapped() {
+    use predicates::prelude::PredicateBooleanExt;
+    let f = Fixture::new(DOC);
+    std::fs::write(f.path("base.noma"), DOC).unwrap();
+    assert_eq!(f.patch(set("c1", "confidence", json!(0.9)), &[]).0, 0);
+    assert_eq!(f.patch(set("gone", "confidence", json!(0.1)), &[]).0, 1);
+    noma()
+        .arg("replay")
+        .arg(&f.doc)
+        .arg("--base")
+        .arg(f.path("base.noma"))
+        .assert()
+        .success();
+    let original = std::fs::read_to_string(f.transcript()).unwrap();
+    let swap = |op: Value| {
+        let mut lines: Vec<String> = original.lines().map(String::from).collect();
+        let mut last: Value = serde_json::from_str(&lines[1]).unwrap();
+        last["op"] = op;
+        lines[1] = last.to_string();
+        std::fs::write(f.transcript(), lines.join("\n") + "\n").unwrap();
+    };
+    for op in [
+        set("c2", "confidence", json!(0.1)),
+        json!({"op": "add_block", "content": "::claim{id=\"c2\"}\ndup.\n::\n"}),
+    ] {
+        swap(op.clone());
+        replay_diverges(
+            &f.doc,
+            &f.path("base.noma"),
+            predicates::str::contains("line 2").and(predicates::str::contains("rejected record")),
+        );
+    }
+}

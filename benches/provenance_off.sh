@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What provenance costs where it is off (not a test): `noma patch --inplace`
+# of one op on the ~3 MB document and `noma hook pre-commit` with 10 staged
+# documents and transcripts, in a repository without a `provenance:`
+# section and with no key configured, for two binaries side by side
+# (farm-bench alternates them run by run and takes the ratio pair by pair).
+#
+#   bash benches/provenance_off.sh NEW_BIN OLD_BIN [RUNS]
+set -euo pipefail
+new=$(realpath "$1")
+old=$(realpath "$2")
+runs=${3:-20}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export GIT_CONFIG_NOSYSTEM=1 HOME="$work/home"
+unset NOMA_SIGNING_KEY
+mkdir -p "$HOME"
+cd "$work"
+git -c init.defaultBranch=main init -q repo
+cd repo
+git config user.name b && git config user.email b@example.com && git config commit.gpgsign false
+"$new" init --no-mcp >/dev/null
+"$new" synth --sections 10000 >big.noma
+for i in $(seq 10); do
+  "$new" synth --sections 5 >"d$i.noma"
+  "$new" patch "d$i.noma" --inplace --op '{"op":"update_attribute","id":"claim-1","key":"confidence","value":0.3}' >/dev/null
+done
+git add -A && git commit -q -m base
+for i in $(seq 10); do
+  "$new" patch "d$i.noma" --inplace --op '{"op":"update_attribute","id":"claim-2","key":"confidence","value":0.4}' >/dev/null
+done
+git add -A
+"$new" hook pre-commit >/dev/null 2>&1 && "$old" hook pre-commit >/dev/null 2>&1 ||
+  { echo "the hook does not pass; not timing it" >&2; exit 1; }
+echo "== noma hook pre-commit, 10 staged documents (A = new, B = old)"
+farm-bench -n "$runs" --vs "$old hook pre-commit" -- "$new" hook pre-commit
+op='{"op":"update_attribute","id":"claim-5000","key":"confidence","value":0.5}'
+echo "== noma patch --inplace, one op on $(wc -c <big.noma) bytes (A = new, B = old)"
+farm-bench -n "$runs" --vs "$old patch big.noma --inplace --op '$op'" -- "$new" patch big.noma --inplace --op "$op"

@@ -1,0 +1,324 @@
+//! Provenance commands: `noma approve`, `noma provenance payload|import`,
+//! and the `--signatures` part of `noma replay`.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::Format;
+use crate::engine::default_transcript_path;
+use crate::provenance::check::{check_worktree, WorktreeReport};
+use crate::provenance::{canonical, sidecar, sshsig, writer, Sidecar, SidecarEntry};
+use crate::transcript::{self, Record};
+
+/// `noma replay --signatures`: the statuses of every record of `doc`'s
+/// transcript.
+pub fn for_replay(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, String> {
+    let tpath = transcript
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc));
+    let bytes =
+        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    check_worktree(doc, &bytes)
+}
+
+/// Prints a `--signatures` report, one line per record.
+pub fn print_signatures(r: &WorktreeReport) {
+    println!("signatures (trusting {}):", r.trust);
+    for s in &r.records {
+        let signed = s
+            .signed_by
+            .as_deref()
+            .map_or("unsigned".to_string(), |p| format!("signed by {p}"));
+        let approved = match (&s.approved_by, s.needs_approval) {
+            (Some(a), _) => format!(", approved by {a}"),
+            (None, true) => ", not approved".to_string(),
+            (None, false) => String::new(),
+        };
+        println!("  line {} {}: {signed}{approved}", s.line, s.op_id);
+        for p in &s.problems {
+            println!(
+                "    {} [{}] line {}: {}",
+                p.level.to_uppercase(),
+                p.code,
+                p.line,
+                p.message
+            );
+        }
+    }
+    if let Some(p) = &r.sidecar {
+        println!(
+            "  ERROR [{}] sidecar line {}: {}",
+            p.code, p.line, p.message
+        );
+    }
+}
+
+/// Arguments of `noma approve`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Lists the agent records of DOC's transcript that no valid approval covers (up to \
+--through), asks for confirmation unless --yes, and appends to DOC.provenance an approval signed \
+with your key: approver, time, the records' op_ids, the sha256 of their canonical intents and the \
+document's sha256 after the last of them. Commit the sidecar with the document. Exit 0 approved \
+(or nothing to approve), 1 declined, 2 could not run."
+)]
+pub struct ApproveArgs {
+    /// The .noma document.
+    pub file: PathBuf,
+    /// Approve the agent records up to and including this op_id (default: all).
+    #[arg(long, value_name = "OP_ID")]
+    pub through: Option<String>,
+    /// Your Ed25519 OpenSSH private key (default: $NOMA_SIGNING_KEY, or
+    /// git's user.signingkey with gpg.format=ssh).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Approve without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// The op's target, for the listing.
+fn target(op: &serde_json::Value) -> String {
+    ["id", "target", "parent"]
+        .iter()
+        .find_map(|k| op.get(*k).and_then(|v| v.as_str()))
+        .map_or_else(|| "(document)".to_string(), |b| format!("block {b}"))
+}
+
+/// Runs `noma approve`.
+pub fn approve(args: ApproveArgs) -> i32 {
+    match approve_inner(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("noma approve: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
+
+fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
+    // The key is always wanted here: approving is signing.
+    let signer = writer::writer_signer(&args.file, args.key.as_deref())
+        .map_err(|e| e.to_string())?
+        .or_else(|| {
+            let root = crate::git::blob::worktree_root(Path::new("."));
+            let git = |k: &str| {
+                crate::git::repo::Repo::discover(root.as_deref()?)
+                    .ok()?
+                    .config_string(k)
+            };
+            let path = crate::provenance::key_path(None, true, &git)?;
+            let key = crate::provenance::SigningKey::load(&path).ok()?;
+            let signers = root.map(|r| r.join(crate::provenance::ALLOWED_SIGNERS_PATH));
+            crate::provenance::Signer::new(key, None, signers.as_deref()).ok()
+        })
+        .ok_or("no signing key: pass --key FILE or set NOMA_SIGNING_KEY")?;
+    let report = for_replay(&args.file, None)?;
+    let tpath = default_transcript_path(&args.file);
+    let t_bytes =
+        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let parsed =
+        transcript::parse_transcript(&t_bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    // Every record an agent made that no valid approval covers yet; the
+    // work tree's policy says which principals are agents (the check
+    // trusts the base's).
+    let mut pending: Vec<&transcript::Entry> = Vec::new();
+    for (e, s) in parsed.entries.iter().zip(&report.records) {
+        let agent = e.record.actor.kind == transcript::ActorKind::Agent || s.needs_approval;
+        if agent && s.approved_by.is_none() {
+            pending.push(e);
+        }
+        if args.through.as_deref() == Some(e.record.op_id.as_str()) {
+            break;
+        }
+    }
+    if let Some(id) = &args.through {
+        if !parsed.entries.iter().any(|e| &e.record.op_id == id) {
+            return Err(format!("{}: no record {id}", tpath.display()));
+        }
+    }
+    if pending.is_empty() {
+        println!(
+            "{}: no agent record waits for approval",
+            args.file.display()
+        );
+        return Ok(super::EXIT_OK);
+    }
+    println!(
+        "{}: {} agent record(s) to approve as {}:",
+        args.file.display(),
+        pending.len(),
+        signer.principal
+    );
+    for e in &pending {
+        let r = &e.record;
+        println!(
+            "  line {} {} {} by {}{}",
+            e.line,
+            r.op_name(),
+            target(&r.op),
+            r.actor.name,
+            r.reason
+                .as_deref()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default()
+        );
+    }
+    if !args.yes && !confirm()? {
+        println!("not approved");
+        return Ok(super::EXIT_FAIL);
+    }
+    let records: Vec<&Record> = pending.iter().map(|e| &e.record).collect();
+    // Copies a merge wrote stand for their originals.
+    let originals: Vec<Record> = records
+        .iter()
+        .map(|r| canonical::original_of(r).unwrap_or_else(|| (*r).clone()))
+        .collect();
+    let refs: Vec<&Record> = originals.iter().collect();
+    let last = records
+        .last()
+        .map(|r| r.post_sha256.clone())
+        .unwrap_or_default();
+    let entry = signer
+        .approve(&records[0].doc_uri, &refs, &last)
+        .map_err(|e| e.to_string())?;
+    // Under the writers' lock, like every sidecar append.
+    let locked = crate::fsio::LockedTranscript::open(&tpath)
+        .map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let side = sidecar::sidecar_path(&args.file);
+    sidecar::append(&side, std::slice::from_ref(&entry))
+        .map_err(|e| format!("{}: {e}", side.display()))?;
+    drop(locked);
+    if args.format == Format::Json {
+        return Ok(super::print_json(
+            &json!({"approved": records.iter().map(|r| &r.op_id).collect::<Vec<_>>(), "approver": signer.principal, "sidecar": side}),
+        ));
+    }
+    println!(
+        "approved {} record(s); commit {} with the document",
+        records.len(),
+        side.display()
+    );
+    Ok(super::EXIT_OK)
+}
+
+fn confirm() -> Result<bool, String> {
+    eprint!("approve? [y/N] ");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+/// `noma provenance`: the signed bytes, for tools outside noma.
+#[derive(Debug, clap::Subcommand)]
+pub enum ProvenanceCmd {
+    /// Print the exact bytes a record's signature covers (RFC 8785 JSON),
+    /// for `ssh-keygen -Y sign -n noma` / `-Y verify`.
+    Payload {
+        /// The .noma document.
+        file: PathBuf,
+        /// The record.
+        #[arg(long, value_name = "ID")]
+        op_id: String,
+        /// The principal signing (bound in the payload).
+        #[arg(long, value_name = "PRINCIPAL")]
+        signer: String,
+    },
+    /// Add a signature made elsewhere (e.g. `ssh-keygen -Y sign -n noma`
+    /// with a key held by ssh-agent) to the sidecar, after checking it
+    /// verifies over the record's payload.
+    Import {
+        /// The .noma document.
+        file: PathBuf,
+        /// The record.
+        #[arg(long, value_name = "ID")]
+        op_id: String,
+        /// The principal the signature is for.
+        #[arg(long, value_name = "PRINCIPAL")]
+        signer: String,
+        /// The armored signature file (`-----BEGIN SSH SIGNATURE-----`).
+        #[arg(long, value_name = "FILE")]
+        sig: PathBuf,
+    },
+}
+
+/// Arguments of `noma provenance`.
+#[derive(Debug, clap::Args)]
+pub struct ProvenanceArgs {
+    #[command(subcommand)]
+    cmd: ProvenanceCmd,
+}
+
+fn find_record(file: &Path, op_id: &str) -> Result<Record, String> {
+    let tpath = default_transcript_path(file);
+    let bytes =
+        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let parsed =
+        transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    parsed
+        .entries
+        .into_iter()
+        .map(|e| e.record)
+        .find(|r| r.op_id == op_id)
+        .ok_or_else(|| format!("{}: no record {op_id}", tpath.display()))
+}
+
+/// Runs `noma provenance`.
+pub fn provenance(args: ProvenanceArgs) -> i32 {
+    let result = match &args.cmd {
+        ProvenanceCmd::Payload {
+            file,
+            op_id,
+            signer,
+        } => find_record(file, op_id).and_then(|r| {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&canonical::record_payload(&r, signer))
+                .map_err(|e| e.to_string())
+        }),
+        ProvenanceCmd::Import {
+            file,
+            op_id,
+            signer,
+            sig,
+        } => {
+            find_record(file, op_id).and_then(|r| {
+                let armored =
+                    std::fs::read_to_string(sig).map_err(|e| format!("{}: {e}", sig.display()))?;
+                sshsig::verify(&armored, &canonical::record_payload(&r, signer))
+                    .map_err(|e| format!("{}: {e}", sig.display()))?;
+                let entry = SidecarEntry::Signature(sidecar::RecordSignature {
+                    op_id: op_id.clone(),
+                    signer: signer.clone(),
+                    sig: armored,
+                });
+                let tpath = default_transcript_path(file);
+                let locked =
+                    crate::fsio::LockedTranscript::open(&tpath).map_err(|e| e.to_string())?;
+                let side = sidecar::sidecar_path(file);
+                sidecar::append(&side, &[entry]).map_err(|e| format!("{}: {e}", side.display()))?;
+                drop(locked);
+                // Parse back: the sidecar must stay readable.
+                let bytes = crate::fsio::read_regular(&side).map_err(|e| e.to_string())?;
+                Sidecar::parse(&bytes).map_err(|e| format!("{}: {e}", side.display()))?;
+                println!("{}: signature of {op_id} by {signer} added", side.display());
+                Ok(())
+            })
+        }
+    };
+    match result {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => {
+            eprintln!("noma provenance: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
