@@ -192,20 +192,7 @@ pub fn record_file_with(
     };
     let mut locked = lock_unchanged(doc_path, &tpath, &t_bytes, &text)?;
     let mut plan = engine::plan(&prev, &ctx, &ops, &opts, engine::APPLY);
-    if !plan.accepted || plan.new_text != text {
-        return Err(RecordError::Check(
-            "the engine did not reproduce the file with the computed ops; nothing was recorded"
-                .into(),
-        ));
-    }
-    if let Some(why) = introduced_errors(&plan.records) {
-        // Hooks do not run during a rebase, so this is the last guard
-        // before, say, an unresolved `::conflict` block enters history as
-        // an edit.
-        return Err(RecordError::Check(format!(
-            "the edit introduces {why}; fix the document and record again (nothing was recorded)"
-        )));
-    }
+    check_plan(&plan, &text)?;
     before(before_append, doc_path, &plan.records)?;
     let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
     let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
@@ -220,6 +207,25 @@ pub fn record_file_with(
         transcript: tpath.display().to_string(),
         genesis,
     })
+}
+
+/// The planned records must reproduce the file and bring in no error.
+fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), RecordError> {
+    if !plan.accepted || plan.new_text != text {
+        return Err(RecordError::Check(
+            "the engine did not reproduce the file with the computed ops; nothing was recorded"
+                .into(),
+        ));
+    }
+    if let Some(why) = introduced_errors(&plan.records) {
+        // Hooks do not run during a rebase, so this is the last guard
+        // before, say, an unresolved `::conflict` block enters history as
+        // an edit.
+        return Err(RecordError::Check(format!(
+            "the edit introduces {why}; fix the document and record again (nothing was recorded)"
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a patch of `doc_path` should open its transcript `tpath` with a

@@ -658,7 +658,19 @@ impl State<'_> {
 #[derive(Debug, Default)]
 pub struct Chain {
     prev_line_sha256: Option<String>,
-    op_ids: std::collections::HashMap<String, usize>,
+    /// Every op_id seen, by a 128-bit digest of it, with its line: 24
+    /// bytes a record instead of a copy of the id, so a million records
+    /// stay within tens of megabytes (issue 35).
+    op_ids: std::collections::HashMap<u128, usize>,
+}
+
+/// The key [`Chain`] remembers an op_id by: the first 128 bits of its
+/// BLAKE3 digest (a collision is as unlikely as a repeated UUID v4).
+fn op_id_key(op_id: &str) -> u128 {
+    let digest = blake3::hash(op_id.as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest.as_bytes()[..16]);
+    u128::from_le_bytes(key)
 }
 
 /// A transcript line that breaks the chain rules ([`Chain::check`]).
@@ -711,7 +723,7 @@ impl Chain {
             }
             _ => {}
         }
-        if let Some(first) = self.op_ids.insert(rec.op_id.clone(), number) {
+        if let Some(first) = self.op_ids.insert(op_id_key(&rec.op_id), number) {
             return Err(ChainError::RepeatedOpId {
                 op_id: rec.op_id.clone(),
                 first,
