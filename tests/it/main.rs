@@ -36,6 +36,7 @@ mod reference_docs;
 mod tamper_props;
 mod transcript_cli;
 mod transcript_props;
+mod ux_fixes;
 mod verify_cli;
 mod workflow_branches;
 mod workflow_changed;
