@@ -31,6 +31,7 @@ mod path_changes;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
+mod reconcile_markdown;
 mod reconcile_replay_props;
 mod reference_docs;
 mod tamper_props;
