@@ -3,6 +3,7 @@
 
 mod common;
 
+mod action_steps;
 mod bad_input;
 mod cache_cli;
 mod changed_cli;
