@@ -11,6 +11,7 @@ pub mod blocks;
 pub mod cache;
 pub mod changed;
 pub mod check;
+pub mod completions;
 pub mod hook;
 pub mod hooks;
 pub mod ids;
@@ -82,6 +83,10 @@ enum Command {
     Changed(changed::Args),
     /// Serve the Annex B tools to agents over MCP (stdio).
     Mcp(mcp::Args),
+    /// Print shell completions (bash, zsh, fish, powershell).
+    Completions(completions::Args),
+    /// Print the man page (roff, section 1).
+    Man,
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -129,6 +134,8 @@ pub fn main() -> i32 {
         Command::Cache(a) => cache::run(a),
         Command::Changed(a) => changed::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man => completions::run_man(),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
         Command::Synth { sections } => {

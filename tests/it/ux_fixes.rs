@@ -163,3 +163,36 @@ fn a_dry_run_prints_the_changed_lines_and_print_document_the_whole() {
         doc.replace("confidence=0.5", "confidence=0.9")
     );
 }
+
+#[test]
+fn completions_are_generated_for_each_shell_and_the_man_page_covers_every_command() {
+    let r = Repo::init();
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let o = r.noma(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", text(&o));
+        let script = String::from_utf8(o.stdout).unwrap();
+        for word in ["reconcile", "print-document", "driver-only", "completions"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+        if shell == "bash" {
+            // The script parses in the shell it is for.
+            r.write("noma.bash", &script);
+            let o = r.cmd("bash", &["-n", "noma.bash"]);
+            assert!(o.status.success(), "{}", text(&o));
+        }
+    }
+    let o = r.noma(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = r.noma(&["man"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = String::from_utf8(o.stdout).unwrap();
+    assert!(page.contains(".TH noma 1"), "{page}");
+    for cmd in ["CHECK", "PATCH", "RECONCILE", "HOOKS", "COMPLETIONS", "MAN"] {
+        assert!(page.contains(&format!(".SH \"NOMA {cmd}\"")), "no {cmd}");
+    }
+    assert!(
+        page.contains("print\\-document"),
+        "patch's options are on the page"
+    );
+    assert!(!page.contains("SYNTH"), "hidden commands stay hidden");
+}
