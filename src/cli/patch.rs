@@ -103,7 +103,11 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
                     String::from_utf8(b)
                         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
                 })
-                .map_err(|e| format!("{}: {e}", p.display()))?,
+                // One wording for a missing file across commands.
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("{}: no such file", p.display()),
+                    _ => format!("{}: {e}", p.display()),
+                })?,
             p.display().to_string(),
         ),
         (None, None) => return Err("give --op JSON or --ops FILE".into()),

@@ -196,3 +196,26 @@ fn completions_are_generated_for_each_shell_and_the_man_page_covers_every_comman
     );
     assert!(!page.contains("SYNTH"), "hidden commands stay hidden");
 }
+
+#[test]
+fn a_missing_file_is_worded_one_way_across_commands() {
+    let r = Repo::init();
+    r.write("d.noma", DOC);
+    let op = r#"{"op":"delete_block","id":"speed"}"#;
+    for args in [
+        &["check", "nope.noma"][..],
+        &["patch", "nope.noma", "--op", op],
+        &["patch", "d.noma", "--ops", "nope.json"],
+        &["record", "nope.noma"],
+        &["replay", "nope.noma"],
+        &["blocks", "nope.noma"],
+    ] {
+        let o = r.noma(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(": no such file"), "{args:?}: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    let o = r.noma(&["verify", "nope"]);
+    assert!(text(&o).contains("nope: no such directory"), "{}", text(&o));
+}
