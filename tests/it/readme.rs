@@ -163,3 +163,23 @@ fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks(
     let ours: Vec<_> = shipped.as_sequence().unwrap().iter().map(key).collect();
     assert_eq!(local, ours);
 }
+
+#[test]
+fn the_readme_conformance_count_is_what_noma_verify_prints() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
+        .args(["verify", "conformance"])
+        .current_dir(manifest_dir())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap_or("").trim().to_string();
+    assert!(last.ends_with(" passed"), "{out}");
+    let (n, rest) = last.split_once(" fixtures, ").unwrap();
+    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    // The README wraps the phrase; compare with whitespace folded.
+    let folded = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        folded.contains(&format!("`{n} fixtures, {rest}`")),
+        "README should say `{last}`"
+    );
+}
