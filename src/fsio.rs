@@ -1,6 +1,7 @@
 //! File utilities shared by the engine and the shells: bounded reads of
 //! regular files only, an advisory lock on the transcript, a single-write
-//! append, an atomic replace, and the intent marker of a patch request.
+//! append, an atomic replace, the intent marker of a patch request, and
+//! the `.noma` documents under a directory.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -13,6 +14,33 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// The environment variable that overrides [`DEFAULT_MAX_FILE_BYTES`].
 pub const MAX_FILE_BYTES_ENV: &str = "NOMA_MAX_FILE_BYTES";
+
+/// The `.noma` documents under `dir`, sorted: what `.gitignore` (and
+/// `.ignore`, `.git/info/exclude`) leaves, hidden directories included
+/// (the project's own docs live in `.noma/`) but never `.git`. Symlinks
+/// are not followed, so a link cycle cannot loop.
+pub fn noma_files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let walk = ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walk {
+        let entry = entry.map_err(|e| match e.into_io_error() {
+            Some(io) => io,
+            None => io::Error::other("unreadable ignore file"),
+        })?;
+        let path = entry.path();
+        if entry.file_type().is_some_and(|t| t.is_file())
+            && path.extension().is_some_and(|x| x == "noma")
+        {
+            out.push(path.to_path_buf());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
 
 /// The size cap in force: `NOMA_MAX_FILE_BYTES` when it is a whole number,
 /// otherwise [`DEFAULT_MAX_FILE_BYTES`].

@@ -11,7 +11,8 @@ use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 /// Arguments of `noma check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The .noma files to validate.
+    /// The .noma files to validate; a directory stands for the .noma files
+    /// under it that .gitignore does not exclude.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Output format: `human` (one line per diagnostic) or `json` (§4.3 diagnostics).
@@ -42,7 +43,14 @@ pub fn run(args: Args) -> i32 {
     let mut exit = EXIT_OK;
     let mut reports = Vec::new();
     let mut last_tree = None;
-    for path in &args.files {
+    let files = match expand_dirs(&args.files) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("noma check: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    for path in &files {
         // Freed before the next file is read, so that checking many files
         // holds one tree at a time.
         drop(last_tree.take());
@@ -110,6 +118,28 @@ pub fn run(args: Args) -> i32 {
         }
     }
     exit
+}
+
+/// `files` with each directory replaced by the documents under it; a
+/// directory without any is an error (a check of nothing passes vacuously).
+fn expand_dirs(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for f in files {
+        if !f.is_dir() {
+            out.push(f.clone());
+            continue;
+        }
+        let found =
+            crate::fsio::noma_files_under(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        if found.is_empty() {
+            return Err(format!(
+                "{}: no .noma files under it (outside .gitignore)",
+                f.display()
+            ));
+        }
+        out.extend(found);
+    }
+    Ok(out)
 }
 
 /// `ERROR [code] path:line:col: message`, shared with the git hooks.

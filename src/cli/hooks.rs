@@ -35,6 +35,10 @@ enum Action {
         /// The noma binary the hooks run (default: this one).
         #[arg(long, value_name = "PATH")]
         noma_path: Option<PathBuf>,
+        /// Register only the merge driver (and the line-ending rules),
+        /// for repositories whose hooks a hook manager runs.
+        #[arg(long, conflicts_with = "force")]
+        driver_only: bool,
     },
     /// Remove our hooks and put back whatever they replaced.
     Uninstall,
@@ -56,7 +60,11 @@ pub fn run(args: Args) -> i32 {
         }
     };
     match args.action {
-        Action::Install { force, noma_path } => {
+        Action::Install {
+            force,
+            noma_path,
+            driver_only,
+        } => {
             if layout.is_bare() {
                 eprintln!(
                     "noma hooks: {} is a bare repository: pre-commit hooks never run without a \
@@ -70,6 +78,10 @@ pub fn run(args: Args) -> i32 {
                 Ok(p) => p,
                 Err(code) => return code,
             };
+            if driver_only {
+                println!("hooks: not touched (--driver-only)");
+                return driver_install(&layout, &noma).max(eol_install(&layout));
+            }
             println!("hooks dir: {}", layout.hooks_dir.display());
             let result = install::install_in(
                 &layout,

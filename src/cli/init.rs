@@ -16,7 +16,8 @@ use super::{EXIT_OK, EXIT_USAGE};
 /// Arguments of `noma init`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Do not install the git hooks.
+    /// Do not install the git hooks (for hook managers); the merge driver
+    /// is still registered.
     #[arg(long)]
     no_hooks: bool,
     /// Replace foreign git hooks instead of chaining them (they are kept as
@@ -37,15 +38,12 @@ pub fn run(args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let noma = if args.no_hooks {
-        std::path::PathBuf::new()
-    } else {
-        match crate::install::current_noma() {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("noma init: cannot locate this binary ({e})");
-                return EXIT_USAGE;
-            }
+    // Needed with --no-hooks too: the merge driver names this binary.
+    let noma = match crate::install::current_noma() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("noma init: cannot locate this binary ({e})");
+            return EXIT_USAGE;
         }
     };
     let opts = InitOptions {
@@ -86,8 +84,13 @@ pub fn run(args: Args) -> i32 {
     let mcp_code = print_mcp(report.mcp);
     let hooks_code = match report.hooks {
         None => {
-            println!("hooks: skipped (--no-hooks)");
-            EXIT_OK
+            println!(
+                "hooks: skipped (--no-hooks; a hook manager runs `noma hook pre-commit` and \
+                 `noma hook pre-merge-commit`)"
+            );
+            // A hook manager owns the hooks, not merges: without the driver
+            // every concurrent transcript append would conflict.
+            super::hooks::driver_install(&layout, &noma)
         }
         Some((dir, result)) => {
             println!("hooks dir: {}", dir.display());

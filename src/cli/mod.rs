@@ -11,6 +11,7 @@ pub mod blocks;
 pub mod cache;
 pub mod changed;
 pub mod check;
+pub mod completions;
 pub mod hook;
 pub mod hooks;
 pub mod ids;
@@ -87,6 +88,10 @@ enum Command {
     Approve(provenance::ApproveArgs),
     /// Signature payloads for ssh-keygen, and importing its signatures.
     Provenance(provenance::ProvenanceArgs),
+    /// Print shell completions (bash, zsh, fish, powershell).
+    Completions(completions::Args),
+    /// Print the man page (roff, section 1).
+    Man,
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -134,6 +139,8 @@ pub fn main() -> i32 {
         Command::Cache(a) => cache::run(a),
         Command::Changed(a) => changed::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man => completions::run_man(),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
         Command::Approve(a) => provenance::approve(a),
@@ -143,6 +150,24 @@ pub fn main() -> i32 {
             EXIT_OK
         }
     }
+}
+
+/// The actor name a transcript record carries when none is given: the
+/// name git would author a commit with (`GIT_AUTHOR_NAME`, then `user.name`
+/// as seen from the document's directory), then `$USER` /
+/// `$USERNAME`, then "unknown". Containers and CI runners rarely set
+/// `$USER`, but a commit needs `user.name` anyway.
+pub fn default_actor_name(file: &std::path::Path) -> String {
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    env("GIT_AUTHOR_NAME")
+        .or_else(|| crate::git::config::user_name(dir))
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(|| std::env::var("USERNAME").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.

@@ -11,13 +11,15 @@ use crate::transcript::{Actor, ActorKind, PatchResult};
 /// Arguments of `noma patch`.
 ///
 /// Without --inplace or --out the run is a dry run: nothing is written, the
-/// new document goes to stdout (human format) or into the JSON output
-/// (`document`), and no transcript record is appended.
+/// changed lines go to stdout as a unified diff (human format; the whole
+/// new document with --print-document) or the new document into the JSON
+/// output (`document`), and no transcript record is appended.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Output: --inplace writes the document and appends one record per op to \
 <file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
-and its transcript alone; neither = dry run that prints the new document. Exit 0 applied, \
+and its transcript alone; neither = dry run that prints the changed lines as a unified diff \
+(--print-document: the whole new document). Exit 0 applied, \
 1 rejected (or an unrecorded edit was found), 2 could not run (an op that is not a catalogue op \
 with the right fields is refused unrecorded: exit 2, with `error.code` in JSON)."
 )]
@@ -48,6 +50,9 @@ pub struct Args {
     /// Patch even when the document has an edit no record explains.
     #[arg(long)]
     pub force: bool,
+    /// On a dry run, print the whole new document instead of the diff.
+    #[arg(long, conflicts_with_all = ["inplace", "out"])]
+    pub print_document: bool,
 }
 
 /// The less common options, boxed to keep the subcommand enum small.
@@ -59,7 +64,7 @@ pub struct Meta {
     /// Actor kind.
     #[arg(long, value_enum, default_value = "human", value_name = "K")]
     pub actor_kind: ActorKind,
-    /// Actor name (default: $USER).
+    /// Actor name (default: git's user.name, then $USER).
     #[arg(long, value_name = "N")]
     pub actor_name: Option<String>,
     /// Model name (agents).
@@ -107,7 +112,11 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
                     String::from_utf8(b)
                         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
                 })
-                .map_err(|e| format!("{}: {e}", p.display()))?,
+                // One wording for a missing file across commands.
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("{}: no such file", p.display()),
+                    _ => format!("{}: {e}", p.display()),
+                })?,
             p.display().to_string(),
         ),
         (None, None) => return Err("give --op JSON or --ops FILE".into()),
@@ -132,12 +141,6 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
         return Err(format!("{from}: op {i} is not a JSON object"));
     }
     Ok(ops)
-}
-
-fn default_actor_name() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("USERNAME"))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The JSON answer to a request refused before recording.
@@ -193,7 +196,13 @@ pub fn run(args: Args) -> i32 {
                 return c;
             }
         }
-        Format::Human => print_human(&outcome, dry),
+        Format::Human => {
+            // The diff is against the file as it is now: a dry run wrote nothing.
+            let before = (dry && !args.print_document)
+                .then(|| crate::doc::source::read_file(&args.file).ok())
+                .flatten();
+            print_human(&outcome, dry, before.as_deref(), &args.file)
+        }
     }
     code
 }
@@ -207,7 +216,7 @@ fn options(args: &Args) -> (Options, Option<PathBuf>) {
             .meta
             .actor_name
             .clone()
-            .unwrap_or_else(default_actor_name),
+            .unwrap_or_else(|| super::default_actor_name(&args.file)),
         model: args.meta.actor_model.clone(),
         version: args.meta.actor_version.clone(),
     });
@@ -298,8 +307,9 @@ fn print_json(outcome: &engine::Outcome, dry: bool) -> i32 {
 
 /// Prints the outcome for people: one line per record with the
 /// diagnostics worth reading, then the validation summary; a dry run
-/// prints the new document on stdout and the rest on stderr.
-fn print_human(outcome: &engine::Outcome, dry: bool) {
+/// prints the changed lines (or, without `before`, the new document) on
+/// stdout and the rest on stderr.
+fn print_human(outcome: &engine::Outcome, dry: bool, before: Option<&str>, file: &std::path::Path) {
     if let Some(r) = &outcome.recovery {
         for m in &r.messages {
             eprintln!("noma patch: recovery: {m}");
@@ -323,8 +333,21 @@ fn print_human(outcome: &engine::Outcome, dry: bool) {
             first.post_validation.as_str()
         ));
     }
-    if dry {
-        print!("{}", outcome.new_text);
+    if !dry {
+        return;
+    }
+    match before {
+        Some(old) => {
+            let shown = file.display().to_string();
+            let diff = similar::TextDiff::from_lines(old, outcome.new_text.as_str());
+            print!(
+                "{}",
+                diff.unified_diff()
+                    .context_radius(2)
+                    .header(&shown, &format!("{shown} (dry run)"))
+            );
+        }
+        None => print!("{}", outcome.new_text),
     }
 }
 

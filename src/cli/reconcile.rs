@@ -4,8 +4,9 @@
 //! reported per document and per block; `--write` writes the rebased
 //! documents and transcripts. See [`crate::merge::reconcile`](mod@crate::merge::reconcile).
 //!
-//! Formats: `human`, `json`, `github` (workflow-command annotations) and
-//! `sarif` (SARIF 2.1.0). Exit 0 when nothing at error level was found,
+//! Formats: `human`, `json`, `github` (workflow-command annotations),
+//! `sarif` (SARIF 2.1.0) and `markdown` (the PR summary of
+//! [`crate::merge::summary`]). Exit 0 when nothing at error level was found,
 //! 1 otherwise, 2 when the command could not run.
 
 use serde_json::{json, Value};
@@ -24,6 +25,9 @@ pub enum ReconcileFormat {
     Github,
     /// SARIF 2.1.0 (code-scanning upload).
     Sarif,
+    /// A reviewer's summary in Markdown (PR comment, job summary): per
+    /// document the changed blocks, by whom and why, and each check.
+    Markdown,
 }
 
 /// Arguments of `noma reconcile`.
@@ -64,6 +68,7 @@ pub fn run(args: Args) -> i32 {
             super::EXIT_OK
         }
         ReconcileFormat::Sarif => super::print_json(&sarif(&reports)),
+        ReconcileFormat::Markdown => print_markdown(&cwd, &args.base, &reports),
     };
     if printed != super::EXIT_OK {
         return printed;
@@ -120,6 +125,22 @@ fn print_human(reports: &[DocReport]) {
     );
 }
 
+/// Prints the Markdown summary; exit 2 when the changed blocks cannot be
+/// listed.
+fn print_markdown(cwd: &std::path::Path, base: &str, reports: &[DocReport]) -> i32 {
+    let cache = super::cache::open_for_cwd();
+    match crate::merge::summary::collect(cwd, base, reports, &cache) {
+        Ok(docs) => {
+            print!("{}", crate::merge::summary::markdown(reports, &docs));
+            super::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("noma reconcile: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
+
 /// Escapes a workflow-command message (`%`, CR, LF) or property (also `:` and `,`).
 fn gh_escape(s: &str, property: bool) -> String {
     let mut out = s
@@ -141,9 +162,10 @@ fn print_github(reports: &[DocReport]) {
                 _ => "notice",
             };
             let mut props = vec![format!("file={}", gh_escape(&f.path, true))];
-            if let Some(l) = f.line {
-                props.push(format!("line={l}"));
-            }
+            // Every annotation carries a line (the file's first when the
+            // finding has none): GitHub files line-less ones under the run,
+            // not beside the diff.
+            props.push(format!("line={}", f.line.filter(|l| *l > 0).unwrap_or(1)));
             props.push(format!(
                 "title={}",
                 gh_escape(&format!("noma {}", f.code), true)

@@ -20,7 +20,7 @@ cannot be recorded, 2 could not run."
 pub struct Args {
     /// The edited .noma document.
     pub file: PathBuf,
-    /// Actor name (default: $USER).
+    /// Actor name (default: git's user.name, then $USER).
     #[arg(long, value_name = "N")]
     pub actor_name: Option<String>,
     /// Why the edit was made (recorded as `reason`).
@@ -41,11 +41,10 @@ pub struct Args {
 
 /// Runs `noma record`.
 pub fn run(args: Args) -> i32 {
-    let name = args.actor_name.clone().unwrap_or_else(|| {
-        std::env::var("USER")
-            .or_else(|_| std::env::var("USERNAME"))
-            .unwrap_or_else(|_| "unknown".into())
-    });
+    let name = args
+        .actor_name
+        .clone()
+        .unwrap_or_else(|| super::default_actor_name(&args.file));
     let actor = Actor {
         kind: ActorKind::Human,
         name,

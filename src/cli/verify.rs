@@ -19,7 +19,7 @@ pub fn run(args: Args) -> i32 {
         return super::EXIT_USAGE;
     };
     if !dir.exists() {
-        eprintln!("noma verify: {} does not exist", dir.display());
+        eprintln!("noma verify: {}: no such directory", dir.display());
         return super::EXIT_USAGE;
     }
     if !dir.is_dir() {

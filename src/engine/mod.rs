@@ -284,7 +284,7 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
                 let message = if name == crate::patch::REPLACE_LINES {
                     format!("`{name}` records hand edits and is written only by `noma record`")
                 } else {
-                    format!("unknown op `{name}`; not in the v1.0 op catalog")
+                    crate::patch::unknown_op_message(name)
                 };
                 return Err(InvalidOp {
                     index,
@@ -1239,7 +1239,15 @@ fn existing_transcript(
         return Err(EngineError::Io {
             path: tpath,
             what,
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such transcript"),
+            // The fix, not just the fact: a document edited by hand before
+            // noma was set up has no transcript until `noma record` starts one.
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "no such transcript; `noma record {}` starts one from the document as it is",
+                    doc_path.display()
+                ),
+            ),
         });
     }
     Ok(tpath)

@@ -12,6 +12,19 @@ pub fn get(path: &Path, key: &str) -> Option<String> {
     git2::Config::open(path).ok()?.get_string(key).ok()
 }
 
+/// git's `user.name` as seen from `start`: the repository's config (with
+/// its global and system layers) when `start` is inside one, the global and
+/// system config otherwise; None when unset or empty.
+pub fn user_name(start: &Path) -> Option<String> {
+    let cfg = match git2::Repository::discover(start) {
+        Ok(repo) => repo.config().ok()?,
+        Err(_) => git2::Config::open_default().ok()?,
+    };
+    let name = cfg.get_string("user.name").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// Sets each `(key, value)` in the config file at `path` (created if
 /// absent).
 pub fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {

@@ -42,6 +42,7 @@ pub mod blocks;
 pub mod joined;
 pub mod reconcile;
 pub mod succession;
+pub mod summary;
 #[cfg(test)]
 mod test_support;
 pub mod touch;

@@ -114,12 +114,14 @@ pub enum ReconcileError {
     #[error("HEAD has no commit")]
     UnbornHead,
     /// The base revision does not name a commit.
-    #[error("{rev}: {source}")]
+    #[error("{rev}: {source}{shallow}")]
     UnknownBase {
         /// The revision as given.
         rev: String,
         /// git's reason.
         source: GitError,
+        /// [`Repo::shallow_note`]: a depth-1 CI checkout has no base branch.
+        shallow: &'static str,
     },
     /// HEAD and the base revision share no history.
     #[error("HEAD and {0} have no merge base{1}")]
@@ -151,6 +153,7 @@ pub fn check_branch(
         .map_err(|source| ReconcileError::UnknownBase {
             rev: base_rev.to_string(),
             source,
+            shallow: repo.shallow_note(),
         })?;
     let merge_base = repo
         .merge_base(head, base_tip)

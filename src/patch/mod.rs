@@ -32,7 +32,10 @@ use serde_json::Value;
 use crate::doc::{self, Document, Node, ParseMemo};
 
 pub use lines::{genesis_op, relocate, REPLACE_LINES};
-pub use op::{is_catalogue_op, op_name, op_target, Column, NoteKind, Op, OpShapeError, OP_NAMES};
+pub use op::{
+    is_catalogue_op, op_name, op_target, unknown_op_message, Column, NoteKind, Op, OpShapeError,
+    OP_NAMES,
+};
 
 /// The §3.5 PatchError codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +131,17 @@ impl Ctx<'_> {
                 code,
                 format!("{what} \"{id}\" is an alias of \"{canonical}\"; patches must address canonical ids"),
             ),
-            None => fail(code, format!("{what} \"{id}\" not found")),
+            None => {
+                // The shared suggester `check` uses for broken references.
+                let ids = self.doc.walk().filter_map(|n| n.id.as_deref());
+                match crate::suggest::near_miss(id, ids) {
+                    Some(meant) => fail(
+                        code,
+                        format!("{what} \"{id}\" not found; did you mean \"{meant}\"?"),
+                    ),
+                    None => fail(code, format!("{what} \"{id}\" not found")),
+                }
+            }
         }
     }
 

@@ -250,7 +250,7 @@ pub enum OpShapeError {
         expected: &'static str,
     },
     /// The `op` names no op of the catalogue.
-    #[error("unknown op `{0}`; not in the v1.0 op catalog")]
+    #[error("{}", unknown_op_message(.0))]
     Unknown(String),
     /// A field the op's schema does not allow (`additionalProperties:
     /// false` in `patch-op.schema.json`).
@@ -265,6 +265,22 @@ pub enum OpShapeError {
         /// Every field the op takes.
         allowed: &'static [&'static str],
     },
+}
+
+/// The refusal of an op name outside the catalogue, naming the fix: the
+/// op it most likely meant, or else the catalogue itself.
+pub fn unknown_op_message(name: &str) -> String {
+    match crate::suggest::near_miss(name, OP_NAMES) {
+        Some(meant) => format!(
+            "unknown op `{name}`; not in the v1.0 op catalog; did you mean `{meant}`? \
+             (`noma schema patch-op` prints every op and its fields)"
+        ),
+        None => format!(
+            "unknown op `{name}`; not in the v1.0 op catalog (the ops: {}; \
+             `noma schema patch-op` prints their fields)",
+            OP_NAMES.join(", ")
+        ),
+    }
 }
 
 fn hint(suggestion: Option<&str>, allowed: &[&str]) -> String {

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod action_steps;
 mod bad_input;
 mod cache_cli;
 mod changed_cli;
@@ -32,11 +33,13 @@ mod provenance_git;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
+mod reconcile_markdown;
 mod reconcile_replay_props;
 mod reference_docs;
 mod tamper_props;
 mod transcript_cli;
 mod transcript_props;
+mod ux_fixes;
 mod verify_cli;
 mod workflow_branches;
 mod workflow_changed;

@@ -123,3 +123,63 @@ fn the_checks_catch_a_broken_fence_and_a_third_command() {
         ["cargo run   # job", "cargo test", "ls"]
     );
 }
+
+#[test]
+fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks() {
+    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    let installs: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.trim_start().starts_with("cargo install"))
+        .collect();
+    assert!(installs.len() >= 2, "{installs:?}");
+    for l in &installs {
+        assert!(l.contains("--locked"), "unpinned install: {l}");
+    }
+    // The .pre-commit-config.yaml snippet runs the same entries, ids and
+    // stages as the shipped .pre-commit-hooks.yaml.
+    let start = readme
+        .find("```yaml\n# .pre-commit-config.yaml\n")
+        .expect("a .pre-commit-config.yaml snippet");
+    let body = &readme[start + "```yaml\n".len()..];
+    let body = &body[..body.find("```").unwrap()];
+    let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(body).unwrap();
+    let shipped: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(manifest_dir().join(".pre-commit-hooks.yaml")).unwrap(),
+    )
+    .unwrap();
+    let key = |h: &serde_yaml_ng::Value| {
+        (
+            h["id"].as_str().map(String::from),
+            h["entry"].as_str().map(String::from),
+            serde_yaml_ng::to_string(&h["stages"]).unwrap(),
+        )
+    };
+    let local: Vec<_> = config["repos"][0]["hooks"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    let ours: Vec<_> = shipped.as_sequence().unwrap().iter().map(key).collect();
+    assert_eq!(local, ours);
+}
+
+#[test]
+fn the_readme_conformance_count_is_what_noma_verify_prints() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
+        .args(["verify", "conformance"])
+        .current_dir(manifest_dir())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap_or("").trim().to_string();
+    assert!(last.ends_with(" passed"), "{out}");
+    let (n, rest) = last.split_once(" fixtures, ").unwrap();
+    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    // The README wraps the phrase; compare with whitespace folded.
+    let folded = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        folded.contains(&format!("`{n} fixtures, {rest}`")),
+        "README should say `{last}`"
+    );
+}

@@ -112,8 +112,8 @@ fn same_block_conflict_in_every_format_and_sarif_validates() {
     assert_eq!(o.status.code(), Some(1));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.lines()
-            .any(|l| l.starts_with("::error file=plan.noma,title=noma rebase-conflict::[block a]")),
+        out.lines().any(|l| l
+            .starts_with("::error file=plan.noma,line=1,title=noma rebase-conflict::[block a]")),
         "{out}"
     );
 

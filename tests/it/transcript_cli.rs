@@ -378,7 +378,9 @@ fn dry_run_out_and_book_manifest() {
         .arg(set("c1", "confidence", json!(0.3)).to_string())
         .assert()
         .success()
-        .stdout(predicates::str::contains("confidence=0.3"));
+        .stdout(predicates::str::contains(
+            "+::claim{id=\"c1\" confidence=0.3",
+        ));
     assert_eq!(f.text(), DOC);
     assert!(!f.transcript().exists());
     let out = f.path("new.noma");
