@@ -88,6 +88,15 @@ impl Setup {
         let o = self.r.noma(&["reconcile", "--base", "main"]);
         (o.status.code().unwrap_or(-1), text(&o))
     }
+
+    /// `noma reconcile --base main` fails (exit 1) and says `needle`;
+    /// returns what it printed.
+    fn fails_with(&self, needle: &str) -> String {
+        let (code, out) = self.reconcile();
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains(needle), "{out}");
+        out
+    }
 }
 
 fn set(id: &str, v: f64) -> Value {
@@ -217,12 +226,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         "{out}"
     );
     r.ok(&["commit", "-q", "--no-verify", "-m", "forged"]);
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[signature-invalid] plan.noma.patches:2"),
-        "{out}"
-    );
+    s.fails_with("[signature-invalid] plan.noma.patches:2");
     reset();
 
     // 2. The op and 3. the actor of a signed record.
@@ -268,12 +272,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         "{out}"
     );
     r.ok(&["commit", "-q", "--no-verify", "-m", "unsigned"]);
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[unsigned-record] plan.noma.patches:4"),
-        "{out}"
-    );
+    s.fails_with("[unsigned-record] plan.noma.patches:4");
     reset();
 
     // 5. A record signed by a key the branch itself added.
@@ -295,12 +294,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     ]);
     assert_ran(&o);
     r.commit_all("signed by a key the branch added");
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[signer-not-allowed] plan.noma.patches:4"),
-        "{out}"
-    );
+    s.fails_with("[signer-not-allowed] plan.noma.patches:4");
     reset();
 
     // 6. A signature copied from another record (line 3's onto line 2's).
@@ -326,12 +320,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     }
     r.write("plan.noma.provenance", &forged);
     r.commit_all("copied signature");
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[signature-invalid] plan.noma.patches:2"),
-        "{out}"
-    );
+    s.fails_with("[signature-invalid] plan.noma.patches:2");
     reset();
 
     // 7. An approval signed by an agent principal, and 8. one whose
@@ -351,12 +340,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     ]);
     assert_ran(&o);
     r.commit_all("approved by the agent");
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[approval-invalid] plan.noma.patches:2"),
-        "{out}"
-    );
+    let out = s.fails_with("[approval-invalid] plan.noma.patches:2");
     assert!(out.contains("agent principal"), "{out}");
     reset();
     let approval: Value = clean_side
@@ -371,12 +355,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         &format!("{without_approval}{other_draft}\n"),
     );
     r.commit_all("approval of another draft");
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[approval-invalid] plan.noma.patches:2"),
-        "{out}"
-    );
+    s.fails_with("[approval-invalid] plan.noma.patches:2");
     let _ = &s.agent_pub;
 }
 
@@ -665,12 +644,7 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
     r.write("plan.noma.provenance", &side);
     r.ok(&["add", "-A"]);
     r.ok(&["commit", "-q", "--no-verify", "-m", "broken sidecar"]);
-    let (code, out) = s.reconcile();
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[sidecar-invalid] plan.noma.provenance:2"),
-        "{out}"
-    );
+    s.fails_with("[sidecar-invalid] plan.noma.provenance:2");
 
     // A base whose allowed_signers does not parse.
     r.ok(&["checkout", "-q", "main"]);
