@@ -13,12 +13,12 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use noma::cache::BlockCache;
-use noma::doc::hash::BlockHash;
+use noma_core::doc::hash::BlockHash;
+use noma_git::cache::BlockCache;
 
 fn bench(c: &mut Criterion) {
     for (label, sections) in [("100KB", 330usize), ("3MB", 10_000)] {
-        let src = noma::synth::document(sections);
+        let src = noma_core::synth::document(sections);
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = BlockCache::open(dir.path());
         cache.set_memo(false);
@@ -29,9 +29,9 @@ fn bench(c: &mut Criterion) {
         eprintln!("{label}: {} bytes, {} blocks", src.len(), warm.blocks.len());
         group.bench_function("parse+hashes", |b| {
             b.iter(|| {
-                let doc = noma::doc::parse(black_box(&src));
-                let blocks = noma::doc::hash::block_hashes(&src, &doc);
-                let sha = noma::doc::hash::sha256_hex(src.as_bytes());
+                let doc = noma_core::doc::parse(black_box(&src));
+                let blocks = noma_core::doc::hash::block_hashes(&src, &doc);
+                let sha = noma_core::doc::hash::sha256_hex(src.as_bytes());
                 (blocks, sha)
             })
         });

@@ -70,9 +70,9 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(20)
         .max(1);
-    let src = noma::synth::document(10_000);
+    let src = noma_core::synth::document(10_000);
     let mib = src.len() as f64 / (1024.0 * 1024.0);
-    let opts = noma::validate::Options::default();
+    let opts = noma_core::validate::Options::default();
     let mut pairs: Vec<Pair> = Vec::new();
     let warmup = Instant::now() + Duration::from_secs(1);
     let deadline = Instant::now() + Duration::from_secs(seconds + 1);
@@ -80,8 +80,8 @@ fn main() {
     while Instant::now() < deadline {
         round += 1;
         let t = Instant::now();
-        let doc = noma::doc::parse(black_box(&src));
-        let diags = noma::validate::validate(&doc, &opts);
+        let doc = noma_core::doc::parse(black_box(&src));
+        let diags = noma_core::validate::validate(&doc, &opts);
         let noma_s = t.elapsed().as_secs_f64();
         // Freed outside the timing, as in the criterion bench.
         drop(black_box((doc, diags)));

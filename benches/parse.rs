@@ -33,20 +33,20 @@ fn calibrate(c: &mut Criterion, when: &str) {
 
 fn bench(c: &mut Criterion) {
     calibrate(c, "before");
-    let src = noma::synth::document(10_000);
+    let src = noma_core::synth::document(10_000);
     let mut group = c.benchmark_group("document-10k-sections");
     group.throughput(Throughput::Bytes(src.len() as u64));
     group.sample_size(30);
     group.bench_function("parse", |b| {
-        b.iter_with_large_drop(|| noma::doc::parse(black_box(&src)))
+        b.iter_with_large_drop(|| noma_core::doc::parse(black_box(&src)))
     });
     group.bench_function("parse+validate", |b| {
-        let opts = noma::validate::Options::default();
+        let opts = noma_core::validate::Options::default();
         // The tree is returned so that freeing it is not timed: the target
         // is the throughput of reading and checking.
         b.iter_with_large_drop(|| {
-            let doc = noma::doc::parse(black_box(&src));
-            let diags = noma::validate::validate(&doc, &opts);
+            let doc = noma_core::doc::parse(black_box(&src));
+            let diags = noma_core::validate::validate(&doc, &opts);
             (doc, diags)
         })
     });

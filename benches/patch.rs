@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn bench(c: &mut Criterion) {
-    let src = noma::synth::document(10_000);
+    let src = noma_core::synth::document(10_000);
     let ops: [(&str, Value); 7] = [
         (
             "update_attribute",
@@ -43,28 +43,28 @@ fn bench(c: &mut Criterion) {
         ),
     ];
     for (_, op) in &ops {
-        assert!(noma::patch::apply_one(&src, op).is_ok(), "{op}");
+        assert!(noma_core::patch::apply_one(&src, op).is_ok(), "{op}");
     }
     let mut group = c.benchmark_group("patch-10k-sections");
     group.throughput(Throughput::Bytes(src.len() as u64));
     group.sample_size(20);
     group.bench_function("parse-only", |b| {
-        b.iter(|| noma::doc::parse(black_box(&src)))
+        b.iter(|| noma_core::doc::parse(black_box(&src)))
     });
     for (name, op) in &ops {
         group.bench_function(*name, |b| {
-            b.iter(|| noma::patch::apply_ops(black_box(&src), std::slice::from_ref(op)))
+            b.iter(|| noma_core::patch::apply_ops(black_box(&src), std::slice::from_ref(op)))
         });
     }
     // The whole pure pipeline of `noma patch` (no I/O): parse, pre-validate,
     // apply, splice, post-validate (re-validated from the
     // pre-validation when the edit allows), build the records.
-    let ctx = noma::engine::Context {
+    let ctx = noma_store::engine::Context {
         doc_uri: "file:///bench.noma".into(),
         ..Default::default()
     };
-    let opts = noma::engine::Options::new(noma::transcript::Actor {
-        kind: noma::transcript::ActorKind::Agent,
+    let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {
+        kind: noma_core::transcript::ActorKind::Agent,
         name: "bench".into(),
         model: None,
         version: None,
@@ -73,30 +73,30 @@ fn bench(c: &mut Criterion) {
     // Each plan parses through a memo of its own, as a fresh `noma patch` does.
     group.bench_function("engine plan (update_attribute)", |b| {
         b.iter(|| {
-            noma::engine::plan(
+            noma_store::engine::plan(
                 black_box(&src),
                 &ctx,
                 std::slice::from_ref(op),
                 &opts,
-                noma::engine::APPLY,
+                noma_store::engine::APPLY,
             )
         })
     });
     // Post-validation of that op's result: derived from the pre-validation
     // (what `noma patch` does) against a full validation of the new tree.
-    let vopts = noma::validate::Options::default();
-    let before = noma::doc::parse(&src);
-    let pre = noma::validate::validate_report(&before, &vopts);
-    let after_src = noma::patch::apply_one(&src, op).expect("the op applies");
-    let splice = noma::doc::reparse::plan(&src, &before, &after_src).expect("a splice");
+    let vopts = noma_core::validate::Options::default();
+    let before = noma_core::doc::parse(&src);
+    let pre = noma_core::validate::validate_report(&before, &vopts);
+    let after_src = noma_core::patch::apply_one(&src, op).expect("the op applies");
+    let splice = noma_core::doc::reparse::plan(&src, &before, &after_src).expect("a splice");
     let mut after = before.clone();
     let replaced = splice.apply(&mut after).expect("the splice applies");
-    assert!(noma::validate::revalidate(&pre, &after, &replaced, &vopts).is_some());
+    assert!(noma_core::validate::revalidate(&pre, &after, &replaced, &vopts).is_some());
     group.bench_function("post-validation: revalidate", |b| {
-        b.iter(|| noma::validate::revalidate(&pre, black_box(&after), &replaced, &vopts))
+        b.iter(|| noma_core::validate::revalidate(&pre, black_box(&after), &replaced, &vopts))
     });
     group.bench_function("post-validation: full", |b| {
-        b.iter(|| noma::validate::validate(black_box(&after), &vopts))
+        b.iter(|| noma_core::validate::validate(black_box(&after), &vopts))
     });
     group.finish();
 }

@@ -18,7 +18,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let src = noma::synth::document(10_000);
+    let src = noma_core::synth::document(10_000);
     let ops = [
         json!({"op": "update_attribute", "id": "claim-5000", "key": "confidence", "value": 0.9}),
         json!({"op": "replace_block", "id": "claim-5000",
@@ -33,11 +33,11 @@ fn main() {
     let mut best = vec![Duration::MAX; ops.len() + 1];
     for _ in 0..15 {
         let t = Instant::now();
-        drop(std::hint::black_box(noma::doc::parse(&src)));
+        drop(std::hint::black_box(noma_core::doc::parse(&src)));
         best[0] = best[0].min(t.elapsed());
         for (i, op) in ops.iter().enumerate() {
             let t = Instant::now();
-            let out = noma::patch::apply_ops(&src, std::slice::from_ref(op));
+            let out = noma_core::patch::apply_ops(&src, std::slice::from_ref(op));
             best[i + 1] = best[i + 1].min(t.elapsed());
             assert!(out.is_ok(), "{op}");
         }

@@ -1,4 +1,8 @@
-//! The `noma` binary: everything lives in the library; see `noma::cli`.
+//! The `noma` binary: argument parsing and printing ([`cli`]) over the
+//! workspace's libraries (`noma-core`, `noma-store`, `noma-git`, `noma-verify`,
+//! `noma-mcp`); see `.noma/architecture.noma` for the crate graph.
+
+mod cli;
 
 // The parser builds many small nodes; mimalloc makes that markedly cheaper
 // than the system allocator (measured in benches/parse.rs).
@@ -14,5 +18,5 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    std::process::exit(noma::cli::main());
+    std::process::exit(cli::main());
 }

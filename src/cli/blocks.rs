@@ -33,7 +33,7 @@ pub fn run(args: Args) -> i32 {
         }
         Some(rev) => {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            match crate::git::blob::read_rev_text(&cwd, rev, &args.file) {
+            match noma_git::git::blob::read_rev_text(&cwd, rev, &args.file) {
                 Ok((file, text)) => cache.doc_info_for_blob(&file.oid, &text),
                 Err(e) => {
                     eprintln!("noma: {e}");

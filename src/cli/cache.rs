@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Format;
-use crate::cache::{Backing, BlockCache};
+use noma_git::cache::{Backing, BlockCache};
 
 /// Arguments of `noma cache`.
 #[derive(Debug, clap::Args)]
@@ -32,7 +32,7 @@ enum Action {
 
 /// The directory whose `.noma/cache/` serves commands run in `cwd`, if any.
 pub fn cache_root(cwd: &Path) -> Option<PathBuf> {
-    crate::git::blob::worktree_root(cwd)
+    noma_git::git::blob::worktree_root(cwd)
         .or_else(|| cwd.join(".noma").is_dir().then(|| cwd.to_path_buf()))
 }
 

@@ -5,13 +5,13 @@
 //! Paths given on the command line are repository-relative (the same as the
 //! library and MCP tools), whatever the current directory.
 //!
-//! A moved document (see [`crate::changes`]) is one `renamed` entry: JSON
+//! A moved document (see [`noma_git::changes`]) is one `renamed` entry: JSON
 //! `"change": "renamed"` with `"old_path"`; human `NEW (renamed from OLD:
 //! counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`.
 
 use super::Format;
-use crate::changes::{self, ChangesError, Query};
-use crate::git::repo::Repo;
+use noma_git::changes::{self, ChangesError, Query};
+use noma_git::git::repo::Repo;
 
 /// Arguments of `noma changed`.
 #[derive(Debug, clap::Args)]
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> i32 {
     }
     let base = args.base.clone().unwrap_or_default();
     let cache = if args.bypass_cache {
-        crate::cache::BlockCache::disabled()
+        noma_git::cache::BlockCache::disabled()
     } else {
         super::cache::open(&root)
     };

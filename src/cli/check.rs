@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::diag::{Diagnostic, Severity};
-use crate::doc::parse;
-use crate::validate::{self, Options};
+use noma_core::diag::{Diagnostic, Severity};
+use noma_core::doc::parse;
+use noma_core::validate::{self, Options};
 
 use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
@@ -65,11 +65,11 @@ pub fn run(args: Args) -> i32 {
         let opts = Options {
             ignore_rules: args.ignore_rules.clone(),
             profile: args.profile.clone(),
-            base_dir: Some(
+            datasets: Some(noma_store::fsio::datasets_in(
                 path.parent()
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), PathBuf::from),
-            ),
+            )),
             ..Default::default()
         };
         let diags = validate::validate(&doc, &opts);
@@ -130,7 +130,7 @@ fn expand_dirs(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             continue;
         }
         let found =
-            crate::fsio::noma_files_under(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            noma_store::fsio::noma_files_under(f).map_err(|e| format!("{}: {e}", f.display()))?;
         if found.is_empty() {
             return Err(format!(
                 "{}: no .noma files under it (outside .gitignore)",
@@ -143,4 +143,4 @@ fn expand_dirs(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 /// `ERROR [code] path:line:col: message`, shared with the git hooks.
-pub use crate::diag::human_line;
+pub use noma_core::diag::human_line;

@@ -1,9 +1,9 @@
 //! `noma hook <name>`: the checks the installed git hooks run.
 
 use super::Format;
-use crate::config::Policy;
-use crate::git::repo::Repo;
-use crate::staged::{Guard, Report};
+use noma_git::config::Policy;
+use noma_git::git::repo::Repo;
+use noma_git::staged::{Guard, Report};
 
 /// Which hook to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,5 +1,5 @@
 //! `noma hooks install | uninstall | status`: manage the git hooks that run
-//! `noma hook <name>`. See [`crate::install`] for what happens to existing
+//! `noma hook <name>`. See [`noma_git::install`] for what happens to existing
 //! hooks.
 //!
 //! Exit codes: 0 done, 1 refused (an existing hook or kept file is in the
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::git::layout::Layout;
-use crate::install::{self, HookStatus, HooksError, InstallReport, Installed, Removed, State};
+use noma_git::git::layout::Layout;
+use noma_git::install::{self, HookStatus, HooksError, InstallReport, Installed, Removed, State};
 
 use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 

@@ -15,6 +15,6 @@ pub fn run(args: Args) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let doc = crate::doc::parse(&src);
-    super::print_json(&crate::doc::ids::registry(&doc))
+    let doc = noma_core::doc::parse(&src);
+    super::print_json(&noma_core::doc::ids::registry(&doc))
 }

@@ -1,15 +1,15 @@
 //! `noma init`: set up the repository containing the current directory
 //! (policy file, `.gitignore` entry for the cache, `.gitattributes` rules
 //! keeping documents byte-exact, git hooks, `.mcp.json`). Idempotent;
-//! never overwrites existing files. See [`crate::install::init`].
+//! never overwrites existing files. See [`noma_git::install::init`].
 //!
 //! Exit codes: 0 done, 1 the hooks were refused or `.mcp.json` could not be
 //! parsed (left untouched; the other steps are done),
 //! 2 could not run (no repository, bare repository, I/O error).
 
-use crate::config::CONFIG_PATH;
-use crate::git::layout::Layout;
-use crate::install::init::{self, Change, InitOptions, CACHE_IGNORE};
+use noma_git::config::CONFIG_PATH;
+use noma_git::git::layout::Layout;
+use noma_git::install::init::{self, Change, InitOptions, CACHE_IGNORE};
 
 use super::{EXIT_OK, EXIT_USAGE};
 
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> i32 {
         }
     };
     // Needed with --no-hooks too: the merge driver names this binary.
-    let noma = match crate::install::current_noma() {
+    let noma = match noma_git::install::current_noma() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("noma init: cannot locate this binary ({e})");

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::mcp::{self, ServeOptions};
+use noma_mcp::ServeOptions;
 
 use super::{EXIT_OK, EXIT_USAGE};
 
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> i32 {
     }
     let root = match args.root {
         Some(r) => r,
-        None => match crate::git::layout::Layout::from_env() {
+        None => match noma_git::git::layout::Layout::from_env() {
             Ok(l) => match l.work_tree {
                 Some(w) => w,
                 None => {
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> i32 {
     }
     let signer = match &args.signing_key {
         None => None,
-        Some(key) => match crate::provenance::writer::signer_in(Some(&root), Some(key)) {
+        Some(key) => match noma_git::provenance::writer::signer_in(Some(&root), Some(key)) {
             Ok(s) => s.map(std::sync::Arc::new),
             Err(e) => {
                 eprintln!("noma mcp: {e}");
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> i32 {
         eprintln!("noma mcp: signing records as {}", s.principal);
     }
     eprintln!("noma mcp: serving {} on stdio", root.display());
-    match mcp::serve(&ServeOptions { root, signer }) {
+    match noma_mcp::serve(&ServeOptions { root, signer }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("noma mcp: {e}");

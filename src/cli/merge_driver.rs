@@ -1,17 +1,17 @@
 //! `noma merge-driver %O %A %B %L %P %X %Y`: the git merge driver for `.noma`
 //! documents and their `.patches` transcripts (registered by
-//! `noma hooks install`). See [`crate::merge`] for the design.
+//! `noma hooks install`). See [`noma_git::merge`] for the design.
 //!
 //! Writes the merged content into the ours file (`%A`) and exits 0 when the
 //! merge is clean, 1 on conflicts (the file then holds the conflicted
 //! content and each conflict is printed on stderr), 2 when it could not run.
 
-use crate::diag::shell_word;
+use noma_core::diag::shell_word;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::git::repo::Repo;
-use crate::merge::{self, Labels, Versions};
+use noma_git::git::repo::Repo;
+use noma_git::merge::{self, Labels, Versions};
 
 /// Arguments of `noma merge-driver` (what git passes for `%O %A %B %L %P %X %Y`).
 #[derive(Debug, clap::Args)]
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> i32 {
         theirs: Some(theirs.clone()),
     };
     // Versions are found by sha256 in history, never from the merge's
-    // commits: a rebase or cherry-pick names none (see crate::merge).
+    // commits: a rebase or cherry-pick names none (see noma_git::merge).
     // Printed after the conflicts: how to make the transcript record the result.
     let mut record_hint = None;
     let result = if let Some(doc) = path.strip_suffix(".patches") {
@@ -101,7 +101,7 @@ pub fn run(args: Args) -> i32 {
             },
             None => Versions::default(),
         };
-        let base_sha = crate::doc::hash::sha256_hex(&base);
+        let base_sha = noma_core::doc::hash::sha256_hex(&base);
         transcripts.base = [&transcripts.ours, &transcripts.theirs]
             .into_iter()
             .flatten()

@@ -146,7 +146,7 @@ pub fn main() -> i32 {
         Command::Approve(a) => provenance::approve(a),
         Command::Provenance(a) => provenance::provenance(a),
         Command::Synth { sections } => {
-            print!("{}", crate::synth::document(sections));
+            print!("{}", noma_core::synth::document(sections));
             EXIT_OK
         }
     }
@@ -164,7 +164,7 @@ pub fn default_actor_name(file: &std::path::Path) -> String {
         .unwrap_or(std::path::Path::new("."));
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     env("GIT_AUTHOR_NAME")
-        .or_else(|| crate::git::config::user_name(dir))
+        .or_else(|| noma_git::git::config::user_name(dir))
         .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
         .or_else(|| std::env::var("USERNAME").ok().filter(|u| !u.is_empty()))
         .unwrap_or_else(|| "unknown".into())
@@ -172,7 +172,7 @@ pub fn default_actor_name(file: &std::path::Path) -> String {
 
 /// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
 pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
-    crate::doc::source::read_file(path).map_err(|e| {
+    noma_store::fsio::read_document(path).map_err(|e| {
         eprintln!("noma: {e}");
         EXIT_USAGE
     })

@@ -16,7 +16,7 @@ pub fn run(args: Args) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let doc = crate::doc::parse(&src);
+    let doc = noma_core::doc::parse(&src);
     // Streamed: the JSON is written as the tree is walked, never built.
-    super::print_json(&crate::doc::json::DocumentJson::new(&doc))
+    super::print_json(&noma_core::doc::json::DocumentJson::new(&doc))
 }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::Format;
-use crate::engine::{self, Options, WriteMode};
-use crate::transcript::{Actor, ActorKind, PatchResult};
+use noma_core::transcript::{Actor, ActorKind, PatchResult};
+use noma_store::engine::{self, Options, WriteMode};
 
 /// Arguments of `noma patch`.
 ///
@@ -55,6 +55,28 @@ pub struct Args {
     pub print_document: bool,
 }
 
+/// `--actor-kind`: the transcript's [`ActorKind`] as a command-line value
+/// (the core crate knows no argument parser).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ActorKindArg {
+    /// A person.
+    Human,
+    /// An AI agent.
+    Agent,
+    /// An automated tool.
+    Tool,
+}
+
+impl From<ActorKindArg> for ActorKind {
+    fn from(k: ActorKindArg) -> Self {
+        match k {
+            ActorKindArg::Human => ActorKind::Human,
+            ActorKindArg::Agent => ActorKind::Agent,
+            ActorKindArg::Tool => ActorKind::Tool,
+        }
+    }
+}
+
 /// The less common options, boxed to keep the subcommand enum small.
 #[derive(Debug, clap::Args)]
 pub struct Meta {
@@ -63,7 +85,7 @@ pub struct Meta {
     pub reason: Option<String>,
     /// Actor kind.
     #[arg(long, value_enum, default_value = "human", value_name = "K")]
-    pub actor_kind: ActorKind,
+    pub actor_kind: ActorKindArg,
     /// Actor name (default: git's user.name, then $USER).
     #[arg(long, value_name = "N")]
     pub actor_name: Option<String>,
@@ -107,7 +129,7 @@ fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
             (s, "stdin".into())
         }
         (None, Some(p)) => (
-            crate::fsio::read_regular(p)
+            noma_store::fsio::read_regular(p)
                 .and_then(|b| {
                     String::from_utf8(b)
                         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
@@ -167,7 +189,7 @@ pub fn run(args: Args) -> i32 {
     };
     let (mut opts, root) = options(&args);
     if opts.write == WriteMode::InPlace {
-        match crate::provenance::writer::step_in(
+        match noma_git::provenance::writer::step_in(
             root.as_deref(),
             args.meta.key.as_deref(),
             args.meta.no_sign,
@@ -199,7 +221,7 @@ pub fn run(args: Args) -> i32 {
         Format::Human => {
             // The diff is against the file as it is now: a dry run wrote nothing.
             let before = (dry && !args.print_document)
-                .then(|| crate::doc::source::read_file(&args.file).ok())
+                .then(|| noma_store::fsio::read_document(&args.file).ok())
                 .flatten();
             print_human(&outcome, dry, before.as_deref(), &args.file)
         }
@@ -211,7 +233,7 @@ pub fn run(args: Args) -> i32 {
 /// document is in.
 fn options(args: &Args) -> (Options, Option<PathBuf>) {
     let mut opts = Options::new(Actor {
-        kind: args.meta.actor_kind,
+        kind: args.meta.actor_kind.into(),
         name: args
             .meta
             .actor_name
@@ -232,12 +254,12 @@ fn options(args: &Args) -> (Options, Option<PathBuf>) {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
-    let root = crate::git::blob::worktree_root(dir);
-    opts.doc_uri = Some(crate::transcript::portable_doc_uri(
+    let root = noma_git::git::blob::worktree_root(dir);
+    opts.doc_uri = Some(noma_store::uri::portable_doc_uri(
         root.as_deref(),
         &args.file,
     ));
-    opts.validate.base_dir = args.file.parent().map(PathBuf::from);
+    opts.validate.datasets = args.file.parent().map(noma_store::fsio::datasets_in);
     opts.write = match (&args.out, args.inplace) {
         (Some(p), _) => WriteMode::Out(p.clone()),
         (None, true) => WriteMode::InPlace,
@@ -248,7 +270,7 @@ fn options(args: &Args) -> (Options, Option<PathBuf>) {
             .transcript
             .clone()
             .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-        opts.genesis = crate::record::first_patch_needs_genesis(&args.file, &tpath);
+        opts.genesis = noma_git::record::first_patch_needs_genesis(&args.file, &tpath);
     }
     (opts, root)
 }
@@ -264,7 +286,7 @@ fn failed(e: &engine::EngineError, args: &Args, opts: &Options) -> i32 {
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-            crate::merge::joined::advice_for_file(&args.file.to_string_lossy(), &tpath)
+            noma_git::merge::joined::advice_for_file(&args.file.to_string_lossy(), &tpath)
         }
         _ => None,
     };
@@ -353,7 +375,7 @@ fn print_human(outcome: &engine::Outcome, dry: bool, before: Option<&str>, file:
 
 /// One record's line and the diagnostics a person needs from it: the
 /// engine's own, and the errors of a rejected op.
-fn say_record(r: &crate::transcript::Record, say: &impl Fn(String)) {
+fn say_record(r: &noma_core::transcript::Record, say: &impl Fn(String)) {
     let target = ["id", "from", "parent", "target"]
         .iter()
         .find_map(|k| r.op.get(*k).and_then(Value::as_str))
@@ -373,7 +395,8 @@ fn say_record(r: &crate::transcript::Record, say: &impl Fn(String)) {
         }
         let engine_code = !d.code.contains('-');
         if engine_code
-            || r.patch_result == PatchResult::Rejected && d.severity == crate::diag::Severity::Error
+            || r.patch_result == PatchResult::Rejected
+                && d.severity == noma_core::diag::Severity::Error
         {
             say(format!(
                 "    {}: {} {}",

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::Format;
-use crate::engine::default_transcript_path;
-use crate::provenance::check::{check_worktree, WorktreeReport};
-use crate::provenance::{canonical, sidecar, sshsig, writer, Sidecar, SidecarEntry};
-use crate::transcript::{self, Record};
+use noma_core::transcript::{self, Record};
+use noma_git::provenance::check::{check_worktree, WorktreeReport};
+use noma_git::provenance::{canonical, sidecar, sshsig, writer, Sidecar, SidecarEntry};
+use noma_store::engine::default_transcript_path;
 
 /// `noma replay --signatures`: the statuses of every record of `doc`'s
 /// transcript.
@@ -19,7 +19,7 @@ pub fn for_replay(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeRepor
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc));
     let bytes =
-        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     check_worktree(doc, &bytes)
 }
 
@@ -106,22 +106,22 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
     let signer = writer::writer_signer(&args.file, args.key.as_deref())
         .map_err(|e| e.to_string())?
         .or_else(|| {
-            let root = crate::git::blob::worktree_root(Path::new("."));
+            let root = noma_git::git::blob::worktree_root(Path::new("."));
             let git = |k: &str| {
-                crate::git::repo::Repo::discover(root.as_deref()?)
+                noma_git::git::repo::Repo::discover(root.as_deref()?)
                     .ok()?
                     .config_string(k)
             };
-            let path = crate::provenance::key_path(None, true, &git)?;
-            let key = crate::provenance::SigningKey::load(&path).ok()?;
-            let signers = root.map(|r| r.join(crate::provenance::ALLOWED_SIGNERS_PATH));
-            crate::provenance::Signer::new(key, None, signers.as_deref()).ok()
+            let path = noma_git::provenance::key_path(None, true, &git)?;
+            let key = noma_git::provenance::SigningKey::load(&path).ok()?;
+            let signers = root.map(|r| r.join(noma_git::provenance::ALLOWED_SIGNERS_PATH));
+            noma_git::provenance::Signer::new(key, None, signers.as_deref()).ok()
         })
         .ok_or("no signing key: pass --key FILE or set NOMA_SIGNING_KEY")?;
     let report = for_replay(&args.file, None)?;
     let tpath = default_transcript_path(&args.file);
     let t_bytes =
-        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =
         transcript::parse_transcript(&t_bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
     // Every record an agent made that no valid approval covers yet; the
@@ -188,7 +188,7 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
         .approve(&records[0].doc_uri, &refs, &last)
         .map_err(|e| e.to_string())?;
     // Under the writers' lock, like every sidecar append.
-    let locked = crate::fsio::LockedTranscript::open(&tpath)
+    let locked = noma_store::fsio::LockedTranscript::open(&tpath)
         .map_err(|e| format!("{}: {e}", tpath.display()))?;
     let side = sidecar::sidecar_path(&args.file);
     sidecar::append(&side, std::slice::from_ref(&entry))
@@ -260,7 +260,7 @@ pub struct ProvenanceArgs {
 fn find_record(file: &Path, op_id: &str) -> Result<Record, String> {
     let tpath = default_transcript_path(file);
     let bytes =
-        crate::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =
         transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
     parsed
@@ -302,12 +302,12 @@ pub fn provenance(args: ProvenanceArgs) -> i32 {
                 });
                 let tpath = default_transcript_path(file);
                 let locked =
-                    crate::fsio::LockedTranscript::open(&tpath).map_err(|e| e.to_string())?;
+                    noma_store::fsio::LockedTranscript::open(&tpath).map_err(|e| e.to_string())?;
                 let side = sidecar::sidecar_path(file);
                 sidecar::append(&side, &[entry]).map_err(|e| format!("{}: {e}", side.display()))?;
                 drop(locked);
                 // Parse back: the sidecar must stay readable.
-                let bytes = crate::fsio::read_regular(&side).map_err(|e| e.to_string())?;
+                let bytes = noma_store::fsio::read_regular(&side).map_err(|e| e.to_string())?;
                 Sidecar::parse(&bytes).map_err(|e| format!("{}: {e}", side.display()))?;
                 println!("{}: signature of {op_id} by {signer} added", side.display());
                 Ok(())

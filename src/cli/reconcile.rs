@@ -2,16 +2,16 @@
 //! its base (validity, append-only transcripts, replay to HEAD's bytes,
 //! whether the branch's records still rebase onto the base's newer ones),
 //! reported per document and per block; `--write` writes the rebased
-//! documents and transcripts. See [`crate::merge::reconcile`](mod@crate::merge::reconcile).
+//! documents and transcripts. See [`noma_git::merge::reconcile`](mod@noma_git::merge::reconcile).
 //!
 //! Formats: `human`, `json`, `github` (workflow-command annotations),
 //! `sarif` (SARIF 2.1.0) and `markdown` (the PR summary of
-//! [`crate::merge::summary`]). Exit 0 when nothing at error level was found,
+//! [`noma_git::merge::summary`]). Exit 0 when nothing at error level was found,
 //! 1 otherwise, 2 when the command could not run.
 
 use serde_json::{json, Value};
 
-use crate::merge::reconcile::{self, DocReport, Finding};
+use noma_git::merge::reconcile::{self, DocReport, Finding};
 
 /// Output formats of `noma reconcile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -129,9 +129,9 @@ fn print_human(reports: &[DocReport]) {
 /// listed.
 fn print_markdown(cwd: &std::path::Path, base: &str, reports: &[DocReport]) -> i32 {
     let cache = super::cache::open_for_cwd();
-    match crate::merge::summary::collect(cwd, base, reports, &cache) {
+    match noma_git::merge::summary::collect(cwd, base, reports, &cache) {
         Ok(docs) => {
-            print!("{}", crate::merge::summary::markdown(reports, &docs));
+            print!("{}", noma_git::merge::summary::markdown(reports, &docs));
             super::EXIT_OK
         }
         Err(e) => {

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::Format;
-use crate::record::{record_file_with, Outcome, RecordError};
-use crate::transcript::{Actor, ActorKind};
+use noma_core::transcript::{Actor, ActorKind};
+use noma_git::record::{record_file_with, Outcome, RecordError};
 
 /// Arguments of `noma record`.
 #[derive(Debug, clap::Args)]
@@ -53,7 +53,8 @@ pub fn run(args: Args) -> i32 {
     };
     let shown = args.file.display().to_string();
     let step =
-        match crate::provenance::writer::step_for(&args.file, args.key.as_deref(), args.no_sign) {
+        match noma_git::provenance::writer::step_for(&args.file, args.key.as_deref(), args.no_sign)
+        {
             Ok(step) => step,
             Err(e) => {
                 eprintln!("noma record: {e}");

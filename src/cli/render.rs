@@ -29,11 +29,11 @@ pub fn run(args: Args) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let doc = crate::doc::parse(&src);
+    let doc = noma_core::doc::parse(&src);
     match args.to {
-        Target::Json => super::print_json(&crate::doc::json::DocumentJson::new(&doc)),
+        Target::Json => super::print_json(&noma_core::doc::json::DocumentJson::new(&doc)),
         Target::Noma => {
-            let out = crate::doc::render::render_noma(&doc);
+            let out = noma_core::doc::render::render_noma(&doc);
             let mut stdout = std::io::stdout().lock();
             match stdout
                 .write_all(out.as_bytes())

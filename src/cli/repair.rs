@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::Format;
-use crate::engine;
-use crate::merge::joined;
+use noma_git::merge::joined;
+use noma_store::engine;
 
 /// Arguments of `noma repair`.
 ///

@@ -12,8 +12,8 @@
 //! 3. otherwise the version of the document in its git history whose
 //!    sha256 is that `pre_sha256`: the usual case of a transcript started
 //!    after the document was first committed. The history searched is the
-//!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
-//!    bounded by [`crate::git::HISTORY_LIMIT`] commits, by content: under
+//!    one reachable from HEAD and every ref ([`noma_git::merge::doc_finder`]),
+//!    bounded by [`noma_git::git::HISTORY_LIMIT`] commits, by content: under
 //!    the document's current path first, then under any name (a document
 //!    moved or copied since).
 //!
@@ -37,11 +37,11 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Format;
-use crate::doc::hash::sha256_hex;
-use crate::engine;
-use crate::git::blob::{self, BlobError};
-use crate::git::repo::Repo;
-use crate::transcript::{self, replay::Report};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{self, replay::Report};
+use noma_git::git::blob::{self, BlobError};
+use noma_git::git::repo::Repo;
+use noma_store::engine;
 
 /// Arguments of `noma replay`.
 ///
@@ -146,7 +146,7 @@ fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<St
             )),
         );
     };
-    let found = crate::merge::doc_finder(Some(&repo), &rel, Vec::new())(sha);
+    let found = noma_git::merge::doc_finder(Some(&repo), &rel, Vec::new())(sha);
     (
         found,
         Ok(format!(
@@ -274,9 +274,9 @@ pub fn run(args: Args) -> i32 {
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-            let t = crate::fsio::read_regular(&tpath).ok()?;
-            let join = crate::merge::joined::find_join(&t)?;
-            Some(crate::merge::joined::advice(
+            let t = noma_store::fsio::read_regular(&tpath).ok()?;
+            let join = noma_git::merge::joined::find_join(&t)?;
+            Some(noma_git::merge::joined::advice(
                 &args.file.to_string_lossy(),
                 join,
             ))

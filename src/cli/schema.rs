@@ -1,6 +1,6 @@
 //! `noma schema`: JSON Schemas of the wire shapes.
 
-use crate::transcript::schema;
+use noma_core::transcript::schema;
 
 /// Which schema to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

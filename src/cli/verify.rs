@@ -26,7 +26,7 @@ pub fn run(args: Args) -> i32 {
         eprintln!("noma verify: {} is not a directory", dir.display());
         return super::EXIT_USAGE;
     }
-    let report = crate::verify::run(&dir);
+    let report = noma_verify::run(&dir);
     if report.fixtures.is_empty() {
         eprintln!(
             "noma verify: no fixtures (directories with input.noma) under {}",

@@ -91,8 +91,8 @@ fn stderr(o: &Output) -> String {
 /// What `noma blocks --format json` must print for `text`, computed by the
 /// library without any cache.
 fn expected_blocks(text: &str) -> Value {
-    let doc = noma::doc::parse(text);
-    serde_json::to_value(noma::doc::hash::block_hashes(text, &doc)).expect("json")
+    let doc = noma_core::doc::parse(text);
+    serde_json::to_value(noma_core::doc::hash::block_hashes(text, &doc)).expect("json")
 }
 
 fn blocks_json(o: &Output) -> Value {
@@ -327,7 +327,7 @@ fn concurrent_processes_share_one_consistent_cache() {
     const ROUNDS: usize = 4;
     let repo = Repo::new();
     let texts: Vec<String> = (0..PROCS)
-        .map(|i| noma::synth::document(20 + i * 7))
+        .map(|i| noma_core::synth::document(20 + i * 7))
         .collect();
     for (i, t) in texts.iter().enumerate() {
         repo.write(&format!("f{i}.noma"), t.as_bytes());

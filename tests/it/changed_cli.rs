@@ -130,11 +130,11 @@ fn exactly_the_changed_blocks_and_nothing_else() {
     assert_eq!(a1["source"], "::claim{id=\"a1\"}\nClaim one, patched.\n::");
     assert_eq!(
         a1["sha256"],
-        noma::doc::hash::sha256_hex(b"::claim{id=\"a1\"}\nClaim one, patched.\n::")
+        noma_core::doc::hash::sha256_hex(b"::claim{id=\"a1\"}\nClaim one, patched.\n::")
     );
     assert_eq!(
         a1["old_sha256"],
-        noma::doc::hash::sha256_hex(b"::claim{id=\"a1\"}\nClaim one.\n::")
+        noma_core::doc::hash::sha256_hex(b"::claim{id=\"a1\"}\nClaim one.\n::")
     );
     assert_eq!(a1["lines"], serde_json::json!([5, 7]));
     assert_eq!(a1["parent"], "alpha");
@@ -412,7 +412,7 @@ fn documents_filters_reconciliation_and_snapshot() {
     let a_bytes = std::fs::read(d.join("a.noma")).unwrap();
     assert_eq!(
         file["docs"]["a.noma"]["sha256"],
-        noma::doc::hash::sha256_hex(&a_bytes)
+        noma_core::doc::hash::sha256_hex(&a_bytes)
     );
     let ids: Vec<_> = file["docs"]["a.noma"]["blocks"]
         .as_object()
@@ -423,7 +423,7 @@ fn documents_filters_reconciliation_and_snapshot() {
     assert_eq!(ids, ["a1", "a3", "a4-new", "a5"], "sorted keys");
     assert_eq!(
         file["docs"]["a.noma"]["blocks"]["a1"],
-        serde_json::json!([noma::doc::hash::sha256_hex(
+        serde_json::json!([noma_core::doc::hash::sha256_hex(
             b"::claim{id=\"a1\"}\nClaim one, patched.\n::"
         )])
     );

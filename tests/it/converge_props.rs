@@ -317,7 +317,7 @@ fn converges(s: &Scenario) {
         .chain(s.branches.iter().flatten())
         .cloned()
         .collect();
-    let expect = noma::patch::apply_ops(&base_doc(), &all).expect("generated ops apply");
+    let expect = noma_core::patch::apply_ops(&base_doc(), &all).expect("generated ops apply");
     let (r, base) = build(s);
     let clone = clone_of(&r);
     let mut first: Option<Vec<u8>> = None;

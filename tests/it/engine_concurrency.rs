@@ -46,7 +46,7 @@ fn eight_processes_fifty_patches_each() {
     }
 
     let final_text = std::fs::read_to_string(&doc).unwrap();
-    let parsed = noma::doc::parse(&final_text);
+    let parsed = noma_core::doc::parse(&final_text);
     for w in 0..WORKERS {
         let node = parsed.find(&format!("w{w}")).unwrap();
         let attrs = node.attrs().unwrap();

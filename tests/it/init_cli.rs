@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use noma::config::{Policy, PolicyFile};
+use noma_git::config::{Policy, PolicyFile};
 
 use crate::common::Sandbox;
 

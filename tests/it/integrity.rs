@@ -532,7 +532,7 @@ fn every_record_kind_validates_against_the_published_transcript_schema() {
         .build(&transcript)
         .unwrap();
     let d = Dir::new(DOC);
-    let sha = noma::doc::hash::sha256_hex(DOC.as_bytes());
+    let sha = noma_core::doc::hash::sha256_hex(DOC.as_bytes());
     assert_eq!(
         d.patch(
             set("c1", "n", json!(1)),

@@ -4,6 +4,7 @@
 mod common;
 
 mod action_steps;
+mod architecture;
 mod bad_input;
 mod cache_cli;
 mod changed_cli;
@@ -16,7 +17,6 @@ mod hook_git;
 mod hooks_cli;
 mod init_cli;
 mod integrity;
-mod layering;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;

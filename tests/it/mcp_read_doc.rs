@@ -10,7 +10,7 @@ use crate::common::{mcp_repo, McpClient};
 const DOC: &str = "---\ntitle: Plan\n---\n# Plan\n\n- one\n- two\n\n::claim{id=\"c1\"}\nSky.\n::\n\n\n## Next\n\nText.\n\n";
 
 fn sha(s: &str) -> String {
-    noma::doc::hash::sha256_hex(s.as_bytes())
+    noma_core::doc::hash::sha256_hex(s.as_bytes())
 }
 
 #[test]

@@ -219,7 +219,7 @@ fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
 }
 
 fn sha256_hex(s: &str) -> String {
-    noma::doc::hash::sha256_hex(s.as_bytes())
+    noma_core::doc::hash::sha256_hex(s.as_bytes())
 }
 
 #[test]

@@ -64,9 +64,9 @@ fn body_op(id: &str, body: &str) -> String {
 
 /// Block id -> source hash of a document.
 fn blocks(doc: &str) -> Vec<(String, String)> {
-    let d = noma::doc::parse(doc);
+    let d = noma_core::doc::parse(doc);
     assert!(d.issues.is_empty(), "parse issues: {:?}\n{doc}", d.issues);
-    noma::doc::hash::block_hashes(doc, &d)
+    noma_core::doc::hash::block_hashes(doc, &d)
         .into_iter()
         .map(|b| (b.id, b.sha256))
         .collect()
@@ -316,7 +316,7 @@ fn e_conflict_blocks_name_the_sides_as_git_labels_them() {
         .find(|l| l.trim_start_matches(':').starts_with("conflict{"))
         .unwrap_or_else(|| panic!("no conflict block:\n{doc}"));
     assert!(open.contains("(say 'hi' to ((nowhere)))"), "{open}");
-    let d = noma::doc::parse(&doc);
+    let d = noma_core::doc::parse(&doc);
     let conflict = d
         .walk()
         .find(|n| {

@@ -6,9 +6,9 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use noma::engine::{chain_and_serialise, plan, Context, Options, APPLY};
-use noma::merge::{merge_documents, reconcile, Labels, Side};
-use noma::transcript::{Actor, ActorKind};
+use noma_core::transcript::{Actor, ActorKind};
+use noma_git::merge::{merge_documents, reconcile, Labels, Side};
+use noma_store::engine::{chain_and_serialise, plan, Context, Options, APPLY};
 
 const BLOCKS: usize = 8;
 
@@ -83,8 +83,8 @@ proptest! {
         let (theirs, tt) = transcript(&base, &theirs_ops, "theirs");
         let both: Vec<Value> = ours_ops.iter().chain(&theirs_ops).cloned().collect();
         let rev: Vec<Value> = theirs_ops.iter().chain(&ours_ops).cloned().collect();
-        let expect = noma::patch::apply_ops(&base, &both).unwrap();
-        prop_assert_eq!(&noma::patch::apply_ops(&base, &rev).unwrap(), &expect);
+        let expect = noma_core::patch::apply_ops(&base, &both).unwrap();
+        prop_assert_eq!(&noma_core::patch::apply_ops(&base, &rev).unwrap(), &expect);
 
         let r = reconcile(
             Side { doc: Some(&base), transcript: None },
@@ -93,7 +93,7 @@ proptest! {
         ).unwrap();
         prop_assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
         prop_assert_eq!(&r.doc, &expect);
-        let rep = noma::transcript::replay::replay(&r.transcript, Some(&base), &r.doc, APPLY);
+        let rep = noma_core::transcript::replay::replay(&r.transcript, Some(&base), &r.doc, APPLY);
         prop_assert!(rep.ok, "{:?}", rep.divergence);
         prop_assert_eq!(r.rebased.len(), theirs_ops.len());
 

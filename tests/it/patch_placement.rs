@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use noma::diag::Severity;
-use noma::doc::{Document, Node, NodeKind};
+use noma_core::diag::Severity;
+use noma_core::doc::{Document, Node, NodeKind};
 use serde_json::json;
 
 use crate::common;
@@ -29,8 +29,8 @@ fn examples(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Error-severity codes of `src`, sorted.
 fn errors(src: &str) -> Vec<String> {
-    let opts = noma::validate::Options::default();
-    let mut v: Vec<String> = noma::validate::validate(&noma::doc::parse(src), &opts)
+    let opts = noma_core::validate::Options::default();
+    let mut v: Vec<String> = noma_core::validate::validate(&noma_core::doc::parse(src), &opts)
         .into_iter()
         .filter(|d| d.severity == Severity::Error)
         .map(|d| d.code)
@@ -91,7 +91,7 @@ fn a_note_lands_under_every_directive_of_every_example() {
     let (mut docs, mut added, mut replaced) = (0, 0, 0);
     for file in &files {
         let src = std::fs::read_to_string(file).unwrap();
-        let doc = noma::doc::parse(&src);
+        let doc = noma_core::doc::parse(&src);
         let standing = errors(&src);
         let directives: Vec<(Option<&str>, &Node)> = with_parents(&doc)
             .into_iter()
@@ -108,10 +108,10 @@ fn a_note_lands_under_every_directive_of_every_example() {
             if !holds_data(node) {
                 let op = json!({"op": "add_block", "parent": id,
                                 "content": "::note{id=\"n1\"}\nNew note.\n::"});
-                let out = noma::patch::apply_one(&src, &op)
+                let out = noma_core::patch::apply_one(&src, &op)
                     .unwrap_or_else(|e| panic!("{name}: {op}: {e}"));
                 assert_eq!(errors(&out), standing, "{name}: {op}\n{out}");
-                let after = noma::doc::parse(&out);
+                let after = noma_core::doc::parse(&out);
                 let (p, note) = with_parents(&after)
                     .into_iter()
                     .find(|(_, n)| n.id.as_deref() == Some("n1"))
@@ -139,10 +139,10 @@ fn a_note_lands_under_every_directive_of_every_example() {
                 content.extend(lines[a + 1..b].iter().map(|l| l.to_string()));
                 content.push("::".into());
                 let op = json!({"op": "replace_block", "id": id, "content": content.join("\n")});
-                let out = noma::patch::apply_one(&src, &op)
+                let out = noma_core::patch::apply_one(&src, &op)
                     .unwrap_or_else(|e| panic!("{name}: {op}: {e}"));
                 assert_eq!(errors(&out), standing, "{name}: {op}\n{out}");
-                let after = noma::doc::parse(&out);
+                let after = noma_core::doc::parse(&out);
                 let (p, _) = with_parents(&after)
                     .into_iter()
                     .find(|(_, n)| n.id.as_deref() == Some(id))

@@ -85,13 +85,13 @@ proptest! {
             2 => json!({"op": "add_footnote", "id": "fn-new", "target": id, "content": text}),
             _ => json!({"op": "remove_attribute", "id": id, "key": "n"}),
         };
-        let out = noma::patch::apply_one(&src, &op).expect("valid op applies");
+        let out = noma_core::patch::apply_one(&src, &op).expect("valid op applies");
         let head = line_start(&src, start);
         let tail = line_start(&src, end + 1);
         prop_assert_eq!(&out[..head], &src[..head]);
         prop_assert!(out.ends_with(&src[tail..]), "suffix changed:\n{:?}\n{:?}", src, out);
         // The result still parses with the block present.
-        prop_assert!(noma::doc::parse(&out).find(&id).is_some());
+        prop_assert!(noma_core::doc::parse(&out).find(&id).is_some());
     }
 }
 
@@ -126,7 +126,7 @@ proptest! {
 //    `update_heading`; see `check_other_ids`).
 // ---------------------------------------------------------------------------
 
-use noma::doc::{Node, NodeKind};
+use noma_core::doc::{Node, NodeKind};
 
 #[derive(Debug, Clone)]
 enum Top {
@@ -242,13 +242,14 @@ fn build_doc(tops: &[Top], crlf: bool) -> String {
 
 /// Error diagnostics and parse issues, as sortable `code` strings.
 fn errors(src: &str) -> Vec<String> {
-    let doc = noma::doc::parse(src);
-    let mut out: Vec<String> = noma::validate::validate(&doc, &noma::validate::Options::default())
-        .into_iter()
-        .filter(|d| d.severity == noma::diag::Severity::Error)
-        .map(|d| d.code)
-        .chain(doc.issues.iter().map(|i| format!("issue:{}", i.code)))
-        .collect();
+    let doc = noma_core::doc::parse(src);
+    let mut out: Vec<String> =
+        noma_core::validate::validate(&doc, &noma_core::validate::Options::default())
+            .into_iter()
+            .filter(|d| d.severity == noma_core::diag::Severity::Error)
+            .map(|d| d.code)
+            .chain(doc.issues.iter().map(|i| format!("issue:{}", i.code)))
+            .collect();
     out.sort();
     out
 }
@@ -308,7 +309,7 @@ struct Info<'d> {
     id: String,
 }
 
-fn blocks(doc: &noma::doc::Document) -> Vec<Info<'_>> {
+fn blocks(doc: &noma_core::doc::Document) -> Vec<Info<'_>> {
     doc.walk()
         .filter_map(|n| {
             n.id.as_ref().map(|id| Info {
@@ -328,7 +329,7 @@ fn directive_name(n: &Node) -> Option<&str> {
 
 /// The fence depth of `target`, or for a section that of the innermost
 /// directive around it (1 at the top level): a child needs one more.
-fn colons(doc: &noma::doc::Document, target: &Node) -> usize {
+fn colons(doc: &noma_core::doc::Document, target: &Node) -> usize {
     match target.kind {
         NodeKind::Directive { colons, .. } => colons as usize,
         _ => doc
@@ -348,7 +349,7 @@ fn colons(doc: &noma::doc::Document, target: &Node) -> usize {
 
 /// The op for `p` on `src`, and the id whose span is the op's target.
 fn make_op(src: &str, p: &Pick) -> Option<(serde_json::Value, String)> {
-    let doc = noma::doc::parse(src);
+    let doc = noma_core::doc::parse(src);
     let all = blocks(&doc);
     let by =
         |f: &dyn Fn(&Info<'_>) -> bool| -> Vec<&Info<'_>> { all.iter().filter(|b| f(b)).collect() };
@@ -581,12 +582,12 @@ fn check_locality(
 ///    renamed, after `update_heading` the same (heading-slug suffixes of
 ///    later sections must not shift). Other ops add or keep ids by design.
 fn check_other_ids(
-    doc: &noma::doc::Document,
+    doc: &noma_core::doc::Document,
     out: &str,
     op: &serde_json::Value,
     target: &Node,
 ) -> Result<(), String> {
-    let ids = |d: &noma::doc::Document| -> Vec<(String, u32)> {
+    let ids = |d: &noma_core::doc::Document| -> Vec<(String, u32)> {
         d.walk()
             .filter_map(|n| n.id.as_ref().map(|i| (i.to_string(), n.span.start)))
             .collect()
@@ -611,7 +612,7 @@ fn check_other_ids(
         "update_heading" => before.into_iter().map(|(i, _)| i).collect(),
         _ => return Ok(()),
     };
-    let after: Vec<String> = ids(&noma::doc::parse(out))
+    let after: Vec<String> = ids(&noma_core::doc::parse(out))
         .into_iter()
         .map(|(i, _)| i)
         .collect();
@@ -626,7 +627,7 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
     // The checks themselves catch what they should.
     let src = "::x{id=\"b\"}\nb\n::\n\nc\n";
-    let doc = noma::doc::parse(src);
+    let doc = noma_core::doc::parse(src);
     let b = doc.find("b").unwrap();
     let op = json!({"op": "replace_body", "id": "b", "content": "z"});
     assert!(check_locality(src, "::x{id=\"b\"}\nz\n::\n\nc\n", &op, b).is_ok());
@@ -677,7 +678,7 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
                 return Ok(());
             };
             tried.set(tried.get() + 1);
-            let out = match noma::patch::apply_one(&src, &op) {
+            let out = match noma_core::patch::apply_one(&src, &op) {
                 Ok(out) => out,
                 Err(_) => return Ok(()),
             };
@@ -697,7 +698,7 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
                 out
             );
             if name != "move_block" {
-                let doc = noma::doc::parse(&src);
+                let doc = noma_core::doc::parse(&src);
                 let node = doc
                     .find(&target)
                     .ok_or_else(|| TestCaseError::fail("target vanished"))?;
@@ -740,7 +741,7 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
 
 /// The id of the block whose children hold the block `id` (`None` at the
 /// top level); `Err` when `id` is not in `doc`.
-fn parent_of(doc: &noma::doc::Document, id: &str) -> Result<Option<String>, ()> {
+fn parent_of(doc: &noma_core::doc::Document, id: &str) -> Result<Option<String>, ()> {
     fn go(list: &[Node], parent: Option<&Node>, id: &str) -> Option<Option<String>> {
         for n in list {
             if n.id.as_deref() == Some(id) {
@@ -757,7 +758,7 @@ fn parent_of(doc: &noma::doc::Document, id: &str) -> Result<Option<String>, ()> 
 
 /// The directive directly around section `node` (`None` for a section
 /// outside every directive).
-fn directive_around(doc: &noma::doc::Document, node: &Node) -> Option<String> {
+fn directive_around(doc: &noma_core::doc::Document, node: &Node) -> Option<String> {
     doc.walk()
         .filter(|n| {
             directive_name(n).is_some()
@@ -804,7 +805,7 @@ fn added_and_replaced_blocks_land_under_the_op_parent() {
         &strategy,
         |(tops, crlf, replace, pick, fence, child, position)| {
             let src = build_doc(&tops, crlf);
-            let doc = noma::doc::parse(&src);
+            let doc = noma_core::doc::parse(&src);
             let f = ":".repeat(fence);
             let inner = child.map_or(String::new(), |extra| {
                 let g = ":".repeat(fence + extra);
@@ -846,11 +847,11 @@ fn added_and_replaced_blocks_land_under_the_op_parent() {
                 (op, want)
             };
             tried.set(tried.get() + 1);
-            let Ok(out) = noma::patch::apply_one(&src, &op) else {
+            let Ok(out) = noma_core::patch::apply_one(&src, &op) else {
                 return Ok(());
             };
             accepted.set(accepted.get() + 1);
-            let after = noma::doc::parse(&out);
+            let after = noma_core::doc::parse(&out);
             let got = parent_of(&after, "new-x");
             prop_assert_eq!(
                 got.as_ref().ok(),

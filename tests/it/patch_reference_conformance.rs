@@ -1,6 +1,6 @@
 //! Runs the reference conformance corpus (`../shared/reference/noma/
 //! conformance/patch{,-error}`) and this repo's own `conformance/patch{,-error}`
-//! fixtures through `noma::patch::apply_ops`.
+//! fixtures through `noma_core::patch::apply_ops`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ fn run_corpus(root: &Path) -> (usize, Vec<String>) {
         let patch: Value =
             serde_json::from_str(&read(&dir.join("patch.json"))).expect("patch.json");
         let expected = read(&dir.join("expected.post.noma"));
-        match noma::patch::apply_ops(&input, &ops_of(&patch)) {
+        match noma_core::patch::apply_ops(&input, &ops_of(&patch)) {
             Ok(out) if out == expected => passed += 1,
             Ok(out) => failures.push(format!(
                 "{}: got\n{out:?}\nwant\n{expected:?}",
@@ -67,7 +67,7 @@ fn run_corpus(root: &Path) -> (usize, Vec<String>) {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        match noma::patch::apply_ops(&input, &ops_of(&patch)) {
+        match noma_core::patch::apply_ops(&input, &ops_of(&patch)) {
             Err(e) if e.code.as_str() == want => passed += 1,
             Err(e) => failures.push(format!(
                 "{}: code {} want {want} ({})",

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use noma::doc::hash::sha256_hex;
+use noma_core::doc::hash::sha256_hex;
 use serde_json::{json, Value};
 
 use crate::common::{assert_ran, text, McpClient, Repo};

@@ -41,7 +41,7 @@ fn reference_docs_and_examples_parse_and_check() {
     );
     for file in &files {
         let text = std::fs::read_to_string(file).expect("reference files are UTF-8");
-        let doc = noma::doc::parse(&text);
+        let doc = noma_core::doc::parse(&text);
         assert!(doc.end_line >= 1, "{}", file.display());
         let out = Command::cargo_bin("noma")
             .expect("binary")

@@ -19,9 +19,9 @@
 
 use std::path::Path;
 
-use noma::doc::hash::sha256_hex;
-use noma::engine::{self, Options, WriteMode};
-use noma::transcript::{parse_record, Actor, ActorKind, PatchResult};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{parse_record, Actor, ActorKind, PatchResult};
+use noma_store::engine::{self, Options, WriteMode};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use noma::doc::hash::sha256_hex;
+use noma_core::doc::hash::sha256_hex;
 use serde_json::{json, Value};
 
 const DOC: &str = "# Doc\n\n::claim{id=\"c1\" confidence=0.5}\nbody one.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nbody two.\n::\n";

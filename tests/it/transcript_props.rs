@@ -3,9 +3,9 @@
 //! sha256 exactly, and an applied single-block op never changes bytes outside
 //! the touched block's lines.
 
-use noma::doc::hash::sha256_hex;
-use noma::engine::{self, Context, Options};
-use noma::transcript::{replay::replay, Actor, ActorKind};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{replay::replay, Actor, ActorKind};
+use noma_store::engine::{self, Context, Options};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -83,7 +83,7 @@ fn case() -> impl Strategy<Value = (String, Vec<Vec<Value>>)> {
 /// Line numbers `(start, end)` of the block an op targets, before the op.
 fn target_span(text: &str, op: &Value) -> Option<(u32, u32)> {
     let id = op.get("id").and_then(Value::as_str)?;
-    let doc = noma::doc::parse(text);
+    let doc = noma_core::doc::parse(text);
     let node = doc.find(id)?;
     Some((node.span.start, node.span.end))
 }

@@ -246,16 +246,16 @@ fn roundtrip_property_on_reference_documents() {
                 let Ok(src) = std::fs::read_to_string(&p) else {
                     continue;
                 };
-                let doc = noma::doc::parse(&src);
-                let out = noma::doc::render::render_noma(&doc);
-                let again = noma::doc::parse(&out);
+                let doc = noma_core::doc::parse(&src);
+                let out = noma_core::doc::render::render_noma(&doc);
+                let again = noma_core::doc::parse(&out);
                 assert!(
-                    noma::doc::render::structurally_equal(&doc, &again),
+                    noma_core::doc::render::structurally_equal(&doc, &again),
                     "roundtrip property fails for {}",
                     p.display()
                 );
                 assert_eq!(
-                    noma::doc::render::render_noma(&again),
+                    noma_core::doc::render::render_noma(&again),
                     out,
                     "{}",
                     p.display()

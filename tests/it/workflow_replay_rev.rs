@@ -52,7 +52,7 @@ fn adoption_case_replays_without_base() {
     let hand_edit = DOC.replace("Cheap.", "Cheap enough.");
     assert_eq!(
         v["base_lookup"]["sha256"],
-        noma::doc::hash::sha256_hex(hand_edit.as_bytes()),
+        noma_core::doc::hash::sha256_hex(hand_edit.as_bytes()),
         "{v}"
     );
 

@@ -1,0 +1,19 @@
+//! `noma-git` — git around the Noma engine.
+//!
+//! Everything that knows a repository: plumbing over `git2` ([`git`], the
+//! only module that names it), the content-addressed SQLite cache of
+//! block tables ([`cache`]), the repository policy ([`config`]), what the
+//! hooks check ([`staged`]), hand edits turned into records ([`record`]),
+//! installing hooks and the merge driver ([`install`]), blocks changed
+//! since a base ([`changes`]), the merge driver and `noma reconcile`
+//! ([`merge`]), and signed records and approvals ([`provenance`]).
+
+pub mod cache;
+pub mod changes;
+pub mod config;
+pub mod git;
+pub mod install;
+pub mod merge;
+pub mod provenance;
+pub mod record;
+pub mod staged;

@@ -1,0 +1,367 @@
+//! Transcripts that two branches' records were *joined* into line by line:
+//! what a merge without noma's driver leaves when the conflict is resolved
+//! by keeping both sides (a clone where `noma hooks install` never ran,
+//! GitHub's web conflict editor, `git merge-file --union`).
+//!
+//! Such a transcript is a common prefix `P`, then one branch's records `X`
+//! chained onto `P`, then the other branch's records `Y`, whose first line
+//! chains onto `P`'s last line again (or, when the branches started the
+//! transcript separately, chains onto nothing). It does not replay: `Y`
+//! starts from the state `P` ends at, not from where `X` leaves the
+//! document. [`unjoin`] makes it linear the way the merge driver would
+//! have: `P` and `X` stay byte for byte, and `Y` is rebased onto `X` as
+//! reconciled copies ([`super::transcript`]), deterministically, so that
+//! `noma repair` and the hook compute the same bytes.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::transcript::{reconcile_transcripts, replay_records, Reconciled, Unreconcilable};
+use noma_core::doc::hash::{sha256_hex, EMPTY_SHA256};
+use noma_core::transcript::{parse_record, split_lines, PatchResult};
+use noma_store::fsio::LockedTranscript;
+
+/// Where a joined transcript splits (byte offsets into it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Join {
+    /// Length of the common prefix `P`.
+    pub common: usize,
+    /// Where the second branch's records `Y` start (`P` and `X` end).
+    pub second: usize,
+    /// 1-based line of `Y`'s first record.
+    pub second_line: usize,
+}
+
+/// Finds the join in `t`: the first record that does not chain onto the
+/// line before it but onto an earlier line (or, not first, onto nothing),
+/// with every record after it chaining line to line. None for a transcript
+/// that chains throughout, that breaks its chain any other way (an edited
+/// line), or that holds a torn or unreadable line.
+pub fn find_join(t: &[u8]) -> Option<Join> {
+    let (lines, torn) = split_lines(t);
+    if torn.is_some() {
+        return None;
+    }
+    let shas: Vec<String> = lines.iter().map(|l| sha256_hex(l.raw)).collect();
+    let mut join: Option<Join> = None;
+    for (i, l) in lines.iter().enumerate().skip(1) {
+        let rec = parse_record(l.number, l.raw).ok()?;
+        let claimed = rec.prev_entry_sha256.as_deref();
+        if claimed == Some(shas[i - 1].as_str()) {
+            continue;
+        }
+        if join.is_some() {
+            return None;
+        }
+        // `P` ends at the line the record chains onto (none: `P` is empty).
+        let common_lines = match claimed {
+            None => 0,
+            Some(c) => shas[..i - 1].iter().position(|s| s == c)? + 1,
+        };
+        let common = lines.get(common_lines).map_or(t.len(), |l| l.offset);
+        join = Some(Join {
+            common,
+            second: l.offset,
+            second_line: l.number,
+        });
+    }
+    join
+}
+
+/// Rebases the second branch's records of the joined transcript `t` onto
+/// the first's (see the module docs). `fallback_doc` is used when no record
+/// was applied before the join; `find_doc` returns a document version by
+/// sha256 (from history, say). The result's `transcript` keeps `P` and `X`
+/// as its byte prefix, and its `doc` is what it replays to; conflicting ops
+/// are in `conflicts` and left out.
+pub fn unjoin(
+    t: &[u8],
+    join: Join,
+    fallback_doc: Option<&str>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<Reconciled, Unreconcilable> {
+    let (prefix, first) = (&t[..join.common], &t[..join.second]);
+    let mut second = prefix.to_vec();
+    second.extend_from_slice(&t[join.second..]);
+    // The state `P` ends at is usually a committed version; when it is not,
+    // `P` leads there from the state it starts at.
+    let common = super::succession::records(prefix)
+        .map_err(|v| Unreconcilable::new(format!("the common records cannot be read ({v})")))?;
+    let mut find = |sha: &str| {
+        find_doc(sha).or_else(|| {
+            let first = common
+                .iter()
+                .find(|r| r.patch_result == PatchResult::Applied)?;
+            let start = first.pre_sha256.as_str();
+            let doc = if start == EMPTY_SHA256 {
+                String::new()
+            } else {
+                find_doc(start).or_else(|| {
+                    fallback_doc
+                        .filter(|d| sha256_hex(d.as_bytes()) == start)
+                        .map(str::to_string)
+                })?
+            };
+            let end = replay_records(&doc, &common).ok()?;
+            (sha256_hex(end.as_bytes()) == sha).then_some(end)
+        })
+    };
+    reconcile_transcripts(first, &second, Some(prefix), fallback_doc, &mut find)
+}
+
+/// The advice for the joined transcript of the document `doc`, which does
+/// not replay because of `join`.
+pub fn advice(doc: &str, join: Join) -> String {
+    format!(
+        "its records from line {} on are another branch's, joined after this branch's (a merge without noma's merge driver kept both sides): run `noma repair {}`, which rebases them as the driver would have",
+        join.second_line,
+        noma_core::diag::shell_word(doc)
+    )
+}
+
+/// [`advice`] for the transcript file `tpath` of the document `doc`, when
+/// it is joined: the one fix to name wherever a joined transcript stops a
+/// command (a patch refused as an unrecorded edit, a record, a replay).
+pub fn advice_for_file(doc: &str, tpath: &std::path::Path) -> Option<String> {
+    let bytes = noma_store::fsio::read_regular(tpath).ok()?;
+    find_join(&bytes).map(|j| advice(doc, j))
+}
+
+/// What [`unjoin_file`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unjoined {
+    /// 1-based line where the second branch's records started.
+    pub second_line: usize,
+    /// Records of the second branch rebased onto the first's.
+    pub rebased: usize,
+    /// The second branch's ops that clash with the first's, left out.
+    pub conflicts: Vec<String>,
+    /// Where the transcript as it was is kept.
+    pub kept_at: String,
+    /// The document is the state the linear transcript ends at; when not,
+    /// `noma record` records the difference (a hand resolution).
+    pub document_matches: bool,
+    /// Human-readable lines describing the repair.
+    pub messages: Vec<String>,
+    /// What is left to do, when anything is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+}
+
+/// Why [`unjoin_file`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UnjoinError {
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The document is unreadable.
+    #[error(transparent)]
+    Source(#[from] noma_core::doc::source::SourceError),
+    /// The two branches' records cannot be put in one line.
+    #[error("{tpath}: its records from line {line} on were joined after another branch's, and they cannot be rebased onto them: {reason}")]
+    Unreconcilable {
+        /// The transcript.
+        tpath: String,
+        /// Where the second branch's records start.
+        line: usize,
+        /// Why.
+        reason: Unreconcilable,
+    },
+}
+
+/// Where [`unjoin_file`] keeps the transcript as it was.
+pub fn kept_path(tpath: &Path) -> PathBuf {
+    let mut p = tpath.as_os_str().to_owned();
+    p.push(".joined");
+    PathBuf::from(p)
+}
+
+/// Makes the joined transcript `tpath` of `doc` linear in place (see the
+/// module docs), under the transcript's lock. None when it is not joined.
+///
+/// The transcript is never renamed (writers lock its inode), so it is cut
+/// back to the first branch's records and the rebased ones are appended;
+/// the bytes as they were are saved to [`kept_path`] first. A run killed
+/// between the two leaves a prefix of the result, which the next run
+/// finishes from the kept copy.
+pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinError> {
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| UnjoinError::Io { path, source }
+    };
+    let text = noma_store::fsio::read_document(doc)?;
+    let mut locked = LockedTranscript::open(tpath).map_err(io(tpath))?;
+    let now = locked.read_all().map_err(io(tpath))?;
+    let kept = kept_path(tpath);
+    let (source, join, resumed) = match find_join(&now) {
+        Some(join) => (now.clone(), join, false),
+        None => match noma_store::fsio::read_regular(&kept).ok().and_then(|k| {
+            let join = find_join(&k)?;
+            now.starts_with(&k[..join.second]).then_some((k, join))
+        }) {
+            Some((k, join)) => (k, join, true),
+            None => return Ok(None),
+        },
+    };
+    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
+    let repo = crate::git::repo::Repo::discover(dir.unwrap_or(Path::new("."))).ok();
+    let rel = repo.as_ref().and_then(|r| r.relative_path(doc));
+    let mut find = super::doc_finder(
+        repo.as_ref(),
+        rel.as_deref().unwrap_or_default(),
+        vec![text.as_bytes().to_vec()],
+    );
+    let shown = tpath.display().to_string();
+    let r = unjoin(&source, join, Some(&text), &mut find).map_err(|reason| {
+        UnjoinError::Unreconcilable {
+            tpath: shown.clone(),
+            line: join.second_line,
+            reason,
+        }
+    })?;
+    if resumed && (now == r.transcript || !r.transcript.starts_with(&now)) {
+        // Finished, or grown since: not ours to touch.
+        return Ok(None);
+    }
+    if !resumed {
+        noma_store::fsio::atomic_write(&kept, &source).map_err(io(&kept))?;
+    }
+    locked.truncate(join.second as u64).map_err(io(tpath))?;
+    locked
+        .append(&r.transcript[join.second..])
+        .map_err(io(tpath))?;
+    let conflicts: Vec<String> = r.conflicts.iter().map(|c| c.describe()).collect();
+    let kept_at = kept.display().to_string();
+    let mut messages = vec![format!(
+        "{shown}: the records from line {} on were another branch's, joined after this one's (a merge without noma's merge driver kept both sides); {} of them rebased onto this branch's records, as the merge driver does; the transcript as it was is kept in {kept_at}",
+        join.second_line,
+        r.rebased.len(),
+    )];
+    messages.extend(
+        conflicts
+            .iter()
+            .map(|c| format!("left out, as the merge driver would: conflict: {c}")),
+    );
+    let document_matches = r.doc == text;
+    let next_step = (!document_matches).then(|| {
+        format!(
+            "the document is not the state the transcript now ends at (a conflict resolved by hand, or lines git merged differently): record it with `noma record {}`",
+            noma_core::diag::shell_word(&doc.to_string_lossy())
+        )
+    });
+    Ok(Some(Unjoined {
+        second_line: join.second_line,
+        rebased: r.rebased.len(),
+        conflicts,
+        kept_at,
+        document_matches,
+        messages,
+        next_step,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{body, extend, find, BASE};
+    use super::*;
+    use noma_core::transcript::replay;
+
+    /// `P` (one record), then `X` and `Y` from the state `P` ends at.
+    fn joined() -> (Vec<u8>, Vec<u8>, usize) {
+        let (d1, p) = extend(BASE, b"", &[body("a", "A1")]);
+        let (_, px) = extend(&d1, &p, &[body("a", "A2"), body("a", "A3")]);
+        let (_, py) = extend(&d1, &p, &[body("b", "B1")]);
+        let mut t = px.clone();
+        t.extend_from_slice(&py[p.len()..]);
+        (t, px, p.len())
+    }
+
+    #[test]
+    fn a_union_of_two_branches_is_found_and_made_linear() {
+        let (t, px, common) = joined();
+        let join = find_join(&t).expect("a join");
+        assert_eq!((join.common, join.second), (common, px.len()));
+        assert_eq!(join.second_line, 4);
+        let r = unjoin(&t, join, None, &mut find).unwrap();
+        assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+        assert!(r.transcript.starts_with(&px));
+        assert_eq!(r.rebased.len(), 1);
+        assert!(r.doc.contains("A3") && r.doc.contains("B1"), "{}", r.doc);
+        let rep = replay::replay(&r.transcript, Some(BASE), &r.doc, noma_store::engine::APPLY);
+        assert!(rep.divergence.is_none(), "{:?}", rep.divergence);
+        // Deterministic: the hook recomputes what `noma repair` wrote.
+        let again = unjoin(&t, join, None, &mut find).unwrap();
+        assert_eq!(again.transcript, r.transcript);
+        // Linear transcripts, and the linearized one, have no join.
+        assert_eq!(find_join(&px), None);
+        assert_eq!(find_join(&r.transcript), None);
+    }
+
+    #[test]
+    fn separate_starts_and_edited_lines() {
+        // Two branches that each started the transcript: `P` is empty.
+        let (_, x) = extend(BASE, b"", &[body("a", "A1")]);
+        let (_, y) = extend(BASE, b"", &[body("b", "B1")]);
+        let t = [x.clone(), y].concat();
+        let join = find_join(&t).expect("a join");
+        assert_eq!((join.common, join.second), (0, x.len()));
+        let r = unjoin(&t, join, Some(BASE), &mut find).unwrap();
+        assert!(r.doc.contains("A1") && r.doc.contains("B1"), "{}", r.doc);
+        // A record edited in place breaks the chain once, onto nothing
+        // earlier: not a join.
+        let (_, t) = extend(
+            BASE,
+            b"",
+            &[body("a", "A1"), body("b", "B1"), body("a", "A2")],
+        );
+        let edited = String::from_utf8(t).unwrap().replacen("B1", "BX", 1);
+        assert_eq!(find_join(edited.as_bytes()), None);
+        // Two joins (three branches): not this shape.
+        let (t, px, common) = joined();
+        let three = [t.clone(), t[common..px.len()].to_vec()].concat();
+        assert_eq!(find_join(&three), None);
+    }
+
+    /// `noma repair`'s file level: made linear in place, and a run killed
+    /// after the cut or inside the append is finished by the next one.
+    #[test]
+    fn unjoin_file_finishes_what_a_killed_run_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        noma_testutil::git(d, &["init", "-q"]);
+        let (doc, tpath) = (d.join("plan.noma"), d.join("plan.noma.patches"));
+        std::fs::write(&doc, BASE).unwrap();
+        noma_testutil::git(d, &["add", "-A"]);
+        noma_testutil::git(d, &["commit", "-q", "-m", "base"]);
+        let (t, px, _) = joined();
+        let join = find_join(&t).unwrap();
+        let want = unjoin(&t, join, None, &mut find).unwrap();
+        std::fs::write(&doc, &want.doc).unwrap();
+        std::fs::write(&tpath, &t).unwrap();
+
+        let u = unjoin_file(&doc, &tpath).unwrap().expect("joined");
+        assert!(u.document_matches && u.next_step.is_none(), "{u:?}");
+        assert_eq!(u.rebased, 1);
+        assert_eq!(std::fs::read(&tpath).unwrap(), want.transcript);
+        assert_eq!(std::fs::read(kept_path(&tpath)).unwrap(), t);
+        assert!(unjoin_file(&doc, &tpath).unwrap().is_none(), "done");
+
+        // Killed after the cut, and inside the append.
+        for cut in [px.len(), px.len() + 10] {
+            std::fs::write(&tpath, &want.transcript[..cut]).unwrap();
+            assert!(unjoin_file(&doc, &tpath).unwrap().is_some(), "{cut}");
+            assert_eq!(std::fs::read(&tpath).unwrap(), want.transcript, "{cut}");
+        }
+        // Grown since: not touched again.
+        let (_, grown) = extend(&want.doc, &want.transcript, &[body("b", "B2")]);
+        std::fs::write(&tpath, &grown).unwrap();
+        assert!(unjoin_file(&doc, &tpath).unwrap().is_none());
+        assert_eq!(std::fs::read(&tpath).unwrap(), grown);
+    }
+}

@@ -1,0 +1,609 @@
+//! `noma reconcile`: the per-document checks a CI bot runs on a branch
+//! against its base, and what `--write` brings onto the branch.
+//!
+//! For every `.noma` document whose text or transcript changed between the
+//! merge base of HEAD and the base revision and HEAD: the HEAD document is
+//! valid; HEAD's transcript is a successor of the merge base's
+//! ([`super::succession`]: an append, or what merging the base into the
+//! branch wrote) and replays to HEAD's exact bytes; and the base
+//! revision's newer records re-apply onto the branch without conflict
+//! ([`super::transcript::reconcile_transcripts`] with ours = HEAD). With
+//! `write`, that result is written to the work tree: the branch's
+//! transcript stays a byte prefix, so the commit passes the pre-commit
+//! hook, and it is the same bytes `git merge <base>` on the branch writes.
+//! What stops the whole check (no repository, an unknown base, a failed
+//! write) is a [`ReconcileError`]; everything about a document is a
+//! [`Finding`] in its report.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::git::repo::{GitError, Repo};
+use crate::git::Oid;
+use noma_core::diag::Severity;
+use noma_core::transcript::replay;
+
+/// One problem (or notable fact) about a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// `error`, `warning` or `note`.
+    pub level: &'static str,
+    /// Stable code: a validator rule, or `transcript-rewritten`,
+    /// `replay-diverged`, `rebase-conflict`, `not-reconcilable`, …
+    pub code: String,
+    /// Repository-relative path of the file concerned.
+    pub path: String,
+    /// 1-based line, when one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The block concerned, when one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A block the branch changed and whether it rebases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockStatus {
+    /// Canonical id.
+    pub id: String,
+    /// `changed`, `added` or `removed` on the branch.
+    pub change: &'static str,
+    /// `ok`, or `conflict` when a rebased op on it conflicts.
+    pub rebase: &'static str,
+}
+
+/// The report for one document.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocReport {
+    /// Repository-relative path.
+    pub path: String,
+    /// No validation errors at HEAD.
+    pub valid: bool,
+    /// The merge base's transcript is a prefix of HEAD's.
+    pub append_only: bool,
+    /// HEAD's transcript replays to HEAD's document.
+    pub replays: bool,
+    /// The branch's records re-apply on the base revision without conflict.
+    pub rebases: bool,
+    /// Records of the branch that would be rebased.
+    pub branch_records: usize,
+    /// Records the base revision gained since the merge base.
+    pub base_records: usize,
+    /// Whether `--write` wrote a rebased document and transcript.
+    pub written: bool,
+    /// Per block the branch changed.
+    pub blocks: Vec<BlockStatus>,
+    /// Everything found.
+    pub findings: Vec<Finding>,
+}
+
+impl DocReport {
+    /// True when nothing at error level was found.
+    pub fn ok(&self) -> bool {
+        self.findings.iter().all(|f| f.level != "error")
+    }
+}
+
+fn finding(level: &'static str, code: &str, path: &str, message: String) -> Finding {
+    Finding {
+        level,
+        code: code.into(),
+        path: path.into(),
+        line: None,
+        block: None,
+        message,
+    }
+}
+
+fn text(b: &Option<Vec<u8>>) -> Option<&str> {
+    b.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+}
+
+/// Why `noma reconcile` could not check the branch at all (problems of a
+/// document are [`Finding`]s instead).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// No repository at or above the start directory.
+    #[error("{0}")]
+    NoRepository(GitError),
+    /// HEAD has no commit yet.
+    #[error("HEAD has no commit")]
+    UnbornHead,
+    /// The base revision does not name a commit.
+    #[error("{rev}: {source}{shallow}")]
+    UnknownBase {
+        /// The revision as given.
+        rev: String,
+        /// git's reason.
+        source: GitError,
+        /// [`Repo::shallow_note`]: a depth-1 CI checkout has no base branch.
+        shallow: &'static str,
+    },
+    /// HEAD and the base revision share no history.
+    #[error("HEAD and {0} have no merge base{1}")]
+    NoMergeBase(String, &'static str),
+    /// The documents changed on the branch could not be listed.
+    #[error("{}", .0.detail())]
+    ChangedDocuments(GitError),
+    /// `--write` could not write a document or its transcript.
+    #[error("{path}: {source}")]
+    Write {
+        /// The document's repository-relative path.
+        path: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+/// Checks every document touched on HEAD since its merge base with
+/// `base_rev`; with `write`, writes the rebased files into the work tree.
+pub fn check_branch(
+    start: &Path,
+    base_rev: &str,
+    write: bool,
+) -> Result<Vec<DocReport>, ReconcileError> {
+    let repo = Repo::discover(start).map_err(ReconcileError::NoRepository)?;
+    let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
+    let base_tip = repo
+        .resolve_base(base_rev)
+        .map_err(|source| ReconcileError::UnknownBase {
+            rev: base_rev.to_string(),
+            source,
+            shallow: repo.shallow_note(),
+        })?;
+    let merge_base = repo
+        .merge_base(head, base_tip)
+        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note()))?;
+    let docs = repo
+        .changed_documents(merge_base, head)
+        .map_err(ReconcileError::ChangedDocuments)?;
+    let moved = repo
+        .moved_documents(merge_base, head)
+        .map_err(ReconcileError::ChangedDocuments)?;
+    let branch = Branch {
+        moved,
+        repo: &repo,
+        head,
+        base_tip,
+        merge_base,
+        base_rev,
+        write,
+        workdir: repo.workdir(),
+    };
+    let mut out = Vec::new();
+    for path in docs {
+        if let Some(rep) = branch.check_document(&path)? {
+            out.push(rep);
+        }
+    }
+    Ok(out)
+}
+
+/// What every document's check shares: the repository, the three
+/// revisions compared and what `--write` may do.
+struct Branch<'r> {
+    repo: &'r Repo,
+    /// Documents the branch moved: HEAD's path -> the merge base's.
+    moved: std::collections::HashMap<String, String>,
+    head: Oid,
+    base_tip: Oid,
+    merge_base: Oid,
+    /// The base revision as the user named it (for messages).
+    base_rev: &'r str,
+    write: bool,
+    workdir: Option<PathBuf>,
+}
+
+/// One document's transcript and its other versions, as read from the
+/// three revisions (`None` = absent there).
+struct DocFiles {
+    /// The transcript's repository-relative path.
+    tpath: String,
+    mb_doc: Option<Vec<u8>>,
+    base_doc: Option<Vec<u8>>,
+    mb_t: Option<Vec<u8>>,
+    head_t: Option<Vec<u8>>,
+    base_t: Option<Vec<u8>>,
+}
+
+impl DocFiles {
+    /// The merge base's transcript (empty when absent): the part of HEAD's
+    /// transcript that is history, not the branch's.
+    fn prefix(&self) -> &[u8] {
+        self.mb_t.as_deref().unwrap_or_default()
+    }
+
+    /// HEAD's transcript (empty when absent).
+    fn head_transcript(&self) -> &[u8] {
+        self.head_t.as_deref().unwrap_or_default()
+    }
+}
+
+impl Branch<'_> {
+    fn blob(&self, commit: Oid, path: &str) -> Option<Vec<u8>> {
+        self.repo.blob_at(commit, path).ok().flatten()
+    }
+
+    /// The report for one document changed on the branch, `None` when the
+    /// branch deleted it; `Err` only when `--write` could not write.
+    fn check_document(&self, path: &str) -> Result<Option<DocReport>, ReconcileError> {
+        let tpath = format!("{path}.patches");
+        let Some(head_doc_b) = self.blob(self.head, path) else {
+            return Ok(None); // deleted on the branch
+        };
+        let mut rep = DocReport::unchecked(path);
+        let Some(head_doc) = std::str::from_utf8(&head_doc_b).ok() else {
+            rep.valid = false;
+            rep.findings
+                .push(finding("error", "not-text", path, "not UTF-8 text".into()));
+            return Ok(Some(rep));
+        };
+        // 1. Validity.
+        check_validity(&mut rep, head_doc);
+        // A document the branch moved is compared with its old path's
+        // versions, at the base too unless the base has it under the new
+        // name already.
+        let old = self.moved.get(path).map_or(path, String::as_str);
+        let old_t = format!("{old}.patches");
+        let at_base = |p: &str, old: &str| {
+            self.blob(self.base_tip, p)
+                .or_else(|| self.blob(self.base_tip, old))
+        };
+        let files = DocFiles {
+            mb_doc: self.blob(self.merge_base, old),
+            base_doc: at_base(path, old),
+            mb_t: self.blob(self.merge_base, &old_t),
+            head_t: self.blob(self.head, &tpath),
+            base_t: at_base(&tpath, &old_t),
+            tpath,
+        };
+        let mut find = super::doc_finder(
+            Some(self.repo),
+            path,
+            [&files.mb_doc, &files.base_doc]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect(),
+        );
+        // 2./3. HEAD's transcript continues the merge base's and replays.
+        check_history(&mut rep, &files, head_doc, &mut find);
+        // Signatures and approvals of the branch's records, trusted from
+        // the base revision (a branch cannot trust a key it adds itself).
+        for l in crate::provenance::check::branch_problems(
+            self.repo,
+            [self.base_tip, self.head, self.merge_base],
+            path,
+            files.head_transcript(),
+            files.prefix(),
+        ) {
+            let mut f = finding(l.problem.level, l.problem.code, &l.path, l.problem.message);
+            f.line = (l.problem.line > 0).then_some(l.problem.line);
+            rep.findings.push(f);
+        }
+        // Blocks the branch changed.
+        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
+        // 4. Do the base's newer records re-apply onto the branch?
+        if rep.append_only && files.head_t.is_some() {
+            self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
+        }
+        Ok(Some(rep))
+    }
+
+    /// Step 4: re-applies the base revision's newer records onto the
+    /// branch. The branch's transcript stays a byte prefix (what `git
+    /// merge` of the base into the branch writes), so `--write` output
+    /// passes the pre-commit hook and later merges into the base cleanly.
+    fn check_rebase(
+        &self,
+        rep: &mut DocReport,
+        files: &DocFiles,
+        head_doc: &str,
+        find: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<(), ReconcileError> {
+        let res = super::transcript::reconcile_transcripts(
+            files.head_transcript(),
+            files.base_t.as_deref().unwrap_or_default(),
+            files.mb_t.as_deref(),
+            Some(head_doc),
+            find,
+        );
+        let r = match res {
+            Ok(r) => r,
+            Err(e) => {
+                rep.rebases = false;
+                rep.findings.push(finding(
+                    "error",
+                    "not-reconcilable",
+                    &rep.path,
+                    format!(
+                        "{}'s records cannot be re-applied onto the branch: {e}",
+                        self.base_rev
+                    ),
+                ));
+                return Ok(());
+            }
+        };
+        rep.branch_records = r.ours_new;
+        rep.base_records = r.theirs_new;
+        for c in &r.conflicts {
+            rep.rebases = false;
+            let mut f = finding("error", "rebase-conflict", &rep.path, c.describe());
+            f.block = Some(c.block.clone());
+            rep.findings.push(f);
+            for b in rep.blocks.iter_mut().filter(|b| b.id == c.block) {
+                b.rebase = "conflict";
+            }
+        }
+        if self.write && r.transcript != files.head_transcript() && r.conflicts.is_empty() {
+            if let Some(wd) = &self.workdir {
+                let path = &rep.path;
+                std::fs::write(wd.join(path), r.doc.as_bytes())
+                    .and_then(|_| std::fs::write(wd.join(&files.tpath), &r.transcript))
+                    // The base's records come with their signatures.
+                    .and_then(|_| {
+                        crate::provenance::sidecar::union_into_file(
+                            &wd.join(crate::provenance::sidecar::sidecar_rel(path)),
+                            self.blob(
+                                self.base_tip,
+                                &crate::provenance::sidecar::sidecar_rel(path),
+                            ),
+                        )
+                    })
+                    .map_err(|source| ReconcileError::Write {
+                        path: path.clone(),
+                        source,
+                    })?;
+                rep.written = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DocReport {
+    /// A report for `path` before any check ran: everything holds.
+    fn unchecked(path: &str) -> DocReport {
+        DocReport {
+            path: path.to_string(),
+            valid: true,
+            append_only: true,
+            replays: true,
+            rebases: true,
+            branch_records: 0,
+            base_records: 0,
+            written: false,
+            blocks: Vec::new(),
+            findings: Vec::new(),
+        }
+    }
+}
+
+/// Step 1: HEAD's document validates; its errors and warnings become
+/// findings.
+fn check_validity(rep: &mut DocReport, head_doc: &str) {
+    for d in noma_core::validate::validate(&noma_core::doc::parse(head_doc), &Default::default()) {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => continue,
+        };
+        rep.valid &= level != "error";
+        rep.findings.push(Finding {
+            level,
+            code: d.code,
+            path: rep.path.clone(),
+            line: d.pos.map(|p| p.line as usize),
+            block: d.node_id,
+            message: d.message,
+        });
+    }
+}
+
+/// Steps 2 and 3: HEAD's transcript is a successor of the merge base's
+/// (append-only, or what merging or rebasing produce: see `succession`),
+/// or its appended records replay to HEAD's bytes; a document changed
+/// without any transcript gets a note.
+fn check_history(
+    rep: &mut DocReport,
+    files: &DocFiles,
+    head_doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) {
+    let (prefix, head_tb) = (files.prefix(), files.head_transcript());
+    let succ = (!head_tb.starts_with(prefix))
+        .then(|| super::succession::check(prefix, head_tb, head_doc, find));
+    if let Some(Err(v)) = &succ {
+        rep.append_only = false;
+        rep.replays = false;
+        let code = if v.kind == "replay" || v.kind == "base-unknown" {
+            "replay-diverged"
+        } else {
+            "transcript-rewritten"
+        };
+        let mut f = finding("error", code, &files.tpath, v.message.clone());
+        f.line = Some(v.line);
+        rep.findings.push(f);
+    } else if succ.is_some() {
+        // Checked (and replayed) by the succession rule.
+    } else if files.head_t.is_some() {
+        check_appended_records(rep, files, head_doc);
+        if rep.replays && files.mb_t.is_some() {
+            check_whole_replay(rep, files, head_doc, find);
+        }
+    } else if files.mb_doc.as_deref() != Some(head_doc.as_bytes()) && files.mb_t.is_none() {
+        rep.findings.push(finding(
+            "note",
+            "no-transcript",
+            &rep.path,
+            "changed without a transcript; only the block-level merge applies".into(),
+        ));
+    }
+}
+
+/// Step 3: the records the branch appended replay, from the merge base's
+/// document, to HEAD's exact bytes; a divergence is reported at the
+/// innermost blocks it names (or at the transcript line when it names none).
+fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str) {
+    let prefix = files.prefix();
+    let tail = files
+        .head_transcript()
+        .get(prefix.len()..)
+        .unwrap_or_default();
+    // The tail's first record chains onto the prefix's last line.
+    let (lines, _) = noma_core::transcript::split_lines(prefix);
+    let prev_last = lines
+        .last()
+        .map(|l| noma_core::doc::hash::sha256_hex(l.raw));
+    let after = prev_last
+        .as_deref()
+        .map(|prev_line_sha256| replay::Continuation {
+            prev_line_sha256,
+            lines_before: lines.len(),
+        });
+    let r = replay::replay_after(
+        after,
+        tail,
+        text(&files.mb_doc),
+        head_doc,
+        noma_store::engine::APPLY,
+    );
+    let Some(d) = r.divergence else { return };
+    rep.replays = false;
+    if let Some(join) = super::joined::find_join(files.head_transcript()) {
+        // Two branches' records kept one after the other: one cause, one fix.
+        let advice = super::joined::advice(&rep.path, join);
+        let mut f = finding("error", "transcript-joined", &files.tpath, advice);
+        f.line = Some(join.second_line);
+        rep.findings.push(f);
+        return;
+    }
+    // Lines are the file's: replay_after counts the prefix's.
+    let line = (d.line > 0).then_some(d.line);
+    if d.blocks.is_empty() {
+        let mut f = finding("error", "replay-diverged", &files.tpath, d.message.clone());
+        f.line = line;
+        rep.findings.push(f);
+    }
+    let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
+    let keep = innermost(&ids, head_doc);
+    for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
+        let mut f = finding(
+            "error",
+            "replay-diverged",
+            &rep.path,
+            format!("{} (block {} {})", d.message, b.id, b.change),
+        );
+        f.block = Some(b.id.clone());
+        rep.findings.push(f);
+    }
+}
+
+/// Step 3, for the records before the branch's: "replays" means what `noma
+/// replay` says, so a transcript the base branch holds that does not
+/// replay (its first state found nowhere, a record changed past the hook)
+/// fails here too, even when the branch's own records replay on top of the
+/// merge base's document.
+fn check_whole_replay(
+    rep: &mut DocReport,
+    files: &DocFiles,
+    head_doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) {
+    let t = files.head_transcript();
+    let base = replay::first_applied_pre_sha256(t).and_then(|sha| find(&sha));
+    let r = replay::replay(t, base.as_deref(), head_doc, noma_store::engine::APPLY);
+    let Some(d) = r.divergence else { return };
+    rep.replays = false;
+    let mut f = finding(
+        "error",
+        "replay-diverged",
+        &files.tpath,
+        format!(
+            "the transcript does not replay from its start (records the branch did not write): {}",
+            d.message
+        ),
+    );
+    f.line = (d.line > 0).then_some(d.line);
+    rep.findings.push(f);
+}
+
+/// The innermost blocks the branch changed since the merge base, each
+/// `ok` until a rebase conflict names it.
+fn branch_blocks(mb_doc: Option<&str>, head_doc: &str) -> Vec<BlockStatus> {
+    let diffs = replay::diff_blocks(mb_doc.unwrap_or(""), head_doc);
+    let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
+    let keep = innermost(&ids, head_doc);
+    diffs
+        .iter()
+        .filter(|b| keep.contains(b.id.as_str()))
+        .map(|b| BlockStatus {
+            id: b.id.clone(),
+            change: match b.change {
+                "missing" => "removed",
+                "extra" => "added",
+                _ => "changed",
+            },
+            rebase: "ok",
+        })
+        .collect()
+}
+
+/// The ids of `ids` that are not an ancestor (in `doc`) of another id of
+/// `ids`: a section changes whenever a block inside it does, and only the
+/// inner block is worth reporting.
+fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
+    let hashes = noma_core::doc::hash::block_hashes(doc, &noma_core::doc::parse(doc));
+    let parent: std::collections::HashMap<&str, &str> = hashes
+        .iter()
+        .filter_map(|h| h.parent.as_deref().map(|p| (h.id.as_str(), p)))
+        .collect();
+    let mut ancestors: BTreeSet<&str> = BTreeSet::new();
+    for id in ids {
+        let mut cur = *id;
+        // Bounded walk: parent links come from one tree, but never trust input.
+        for _ in 0..hashes.len() {
+            match parent.get(cur) {
+                Some(p) if ancestors.insert(p) => cur = p,
+                _ => break,
+            }
+        }
+    }
+    ids.iter()
+        .copied()
+        .filter(|i| !ancestors.contains(i))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use noma_testutil::git;
+
+    #[test]
+    fn repository_level_failures_keep_their_messages() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnbornHead), "{e:?}");
+        assert_eq!(e.to_string(), "HEAD has no commit");
+        std::fs::write(d.join("a.noma"), "# A\n").expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let e = check_branch(d, "nope", false).unwrap_err();
+        assert!(matches!(e, ReconcileError::UnknownBase { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("nope: "), "{e}");
+        // A second root commit shares no history with main.
+        git(d, &["checkout", "-q", "--orphan", "other"]);
+        git(d, &["commit", "-q", "-m", "two"]);
+        let e = check_branch(d, "main", false).unwrap_err();
+        assert_eq!(e.to_string(), "HEAD and main have no merge base");
+        git(d, &["checkout", "-q", "main"]);
+        assert!(check_branch(d, "main", false).expect("reports").is_empty());
+    }
+}

@@ -1,0 +1,326 @@
+//! The checks the shells run: the trust read from a revision's files, and
+//! a transcript range verified against a sidecar, with what cannot be read
+//! reported as problems too.
+
+use std::path::Path;
+
+use super::sidecar::{sidecar_path, Sidecar};
+use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};
+use super::verify::{verify, verify_where, Problem, RecordStatus, Trust};
+use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
+
+/// The code of a sidecar that cannot be read.
+pub const SIDECAR_INVALID: &str = "sidecar-invalid";
+
+/// The trust in a revision's `.noma/config.yml` and
+/// `.noma/allowed_signers` (absent files: defaults, no signer). `Ok(None)`
+/// when its policy turns provenance off: nothing else is read or checked.
+pub fn trust_from(
+    config: Option<&[u8]>,
+    signers: impl FnOnce() -> Option<Vec<u8>>,
+) -> Result<Option<Trust>, String> {
+    let text = config.map(String::from_utf8_lossy).unwrap_or_default();
+    let policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    if policy.file.provenance.is_off() {
+        return Ok(None);
+    }
+    let signers = signers().unwrap_or_default();
+    let signers =
+        AllowedSigners::parse(&String::from_utf8_lossy(&signers)).map_err(|e| e.to_string())?;
+    Ok(Some(Trust { policy, signers }))
+}
+
+/// The statuses of the records after the first `from` lines of
+/// `transcript`, against the sidecar's bytes (absent: no signature). A
+/// transcript that does not parse is replay's to report: no status. A
+/// sidecar that does not parse is one error problem ([`SIDECAR_INVALID`],
+/// its line in `line`).
+pub fn check_range(
+    trust: &Trust,
+    transcript: &[u8],
+    from: usize,
+    sidecar: Option<&[u8]>,
+) -> Result<Vec<RecordStatus>, Problem> {
+    check_after(trust, transcript, History::Lines(from), sidecar)
+}
+
+/// Which records of a transcript are history, not the checked range.
+#[derive(Debug, Clone, Copy)]
+pub enum History<'a> {
+    /// The first this many records.
+    Lines(usize),
+    /// The records of this transcript (an older version of the same one,
+    /// e.g. the merge base's): by op_id, and a merge's copy by the op it
+    /// stands for, so a merge of the base into the branch brings no base
+    /// record into the range.
+    Of(&'a [u8]),
+}
+
+/// [`check_range`] with the history given as [`History`].
+pub fn check_after(
+    trust: &Trust,
+    transcript: &[u8],
+    history: History<'_>,
+    sidecar: Option<&[u8]>,
+) -> Result<Vec<RecordStatus>, Problem> {
+    let side = Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
+        level: "error",
+        code: SIDECAR_INVALID,
+        line: e.line,
+        op_id: String::new(),
+        message: format!("the provenance sidecar does not parse: {}", e.message),
+    })?;
+    // Records with their lines; no line hashes (the chain is replay's).
+    let (lines, _) = noma_core::transcript::split_lines(transcript);
+    let mut entries = Vec::with_capacity(lines.len());
+    for l in lines {
+        let Ok(record) = noma_core::transcript::parse_record(l.number, l.raw) else {
+            return Ok(Vec::new());
+        };
+        entries.push(noma_core::transcript::Entry {
+            line: l.number,
+            offset: l.offset,
+            line_sha256: String::new(),
+            record,
+        });
+    }
+    let known: std::collections::HashSet<String> = match history {
+        History::Lines(from) => return Ok(verify(trust, &entries, from, &side)),
+        History::Of(bytes) => {
+            let (lines, _) = noma_core::transcript::split_lines(bytes);
+            lines
+                .iter()
+                .filter_map(|l| noma_core::transcript::parse_record(l.number, l.raw).ok())
+                .map(|r| origin_id(&r))
+                .collect()
+        }
+    };
+    Ok(verify_where(trust, &entries, &side, &|_, e| {
+        !known.contains(&origin_id(&e.record))
+    }))
+}
+
+/// The `doc_uri` of a transcript's first record.
+fn first_doc_uri(transcript: &[u8]) -> Option<String> {
+    let (lines, _) = noma_core::transcript::split_lines(transcript);
+    let first = lines.first()?;
+    Some(
+        noma_core::transcript::parse_record(1, first.raw)
+            .ok()?
+            .doc_uri,
+    )
+}
+
+/// The op a record stands for: its own op_id, or a merge copy's original.
+fn origin_id(r: &noma_core::transcript::Record) -> String {
+    match super::canonical::original_of(r) {
+        Some(o) => o.op_id,
+        None => r.op_id.clone(),
+    }
+}
+
+/// The problems of [`check_range`], flattened.
+pub fn problems(result: Result<Vec<RecordStatus>, Problem>) -> Vec<Problem> {
+    match result {
+        Ok(statuses) => statuses.into_iter().flat_map(|s| s.problems).collect(),
+        Err(p) => vec![p],
+    }
+}
+
+/// What `noma replay --signatures` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorktreeReport {
+    /// Where the policy and the allowed signers were read.
+    pub trust: String,
+    /// One status per record.
+    pub records: Vec<RecordStatus>,
+    /// The sidecar's problem, when it cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sidecar: Option<Problem>,
+}
+
+impl WorktreeReport {
+    /// Problems at error level.
+    pub fn errors(&self) -> usize {
+        self.all().filter(|p| p.level == "error").count()
+    }
+
+    /// Every problem.
+    pub fn all(&self) -> impl Iterator<Item = &Problem> {
+        self.records
+            .iter()
+            .flat_map(|r| &r.problems)
+            .chain(self.sidecar.as_ref())
+    }
+}
+
+/// Verifies every record of `transcript` (the document `doc`'s) against
+/// its sidecar, trusting the policy and allowed signers of the work tree
+/// `doc` is in (its directory outside a repository). A policy with
+/// provenance off is checked as `warn`: asked for, signatures are
+/// reported, but only forgeries fail.
+pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = crate::git::blob::worktree_root(dir).unwrap_or_else(|| dir.to_path_buf());
+    let read = |rel: &str| match noma_store::fsio::read_regular(&root.join(rel)) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", root.join(rel).display())),
+    };
+    let config = read(CONFIG_PATH)?;
+    let signers = read(ALLOWED_SIGNERS_PATH)?;
+    let text = config
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let mut policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    if policy.file.provenance.signatures == SignatureLevel::Off {
+        policy.file.provenance.signatures = SignatureLevel::Warn;
+    }
+    let signers = AllowedSigners::parse(&String::from_utf8_lossy(
+        signers.as_deref().unwrap_or_default(),
+    ))
+    .map_err(|e| e.to_string())?;
+    let trust = Trust { policy, signers };
+    let side_path = sidecar_path(doc);
+    let side = match noma_store::fsio::read_regular(&side_path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", side_path.display())),
+    };
+    let (records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
+        Ok(r) => (r, None),
+        Err(p) => (Vec::new(), Some(p)),
+    };
+    Ok(WorktreeReport {
+        trust: format!(
+            "{} and {} in {}",
+            CONFIG_PATH,
+            ALLOWED_SIGNERS_PATH,
+            root.display()
+        ),
+        records,
+        sidecar,
+    })
+}
+
+/// A problem and the repository file its line is in.
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// The file (`<doc>.patches`, `<doc>.provenance`, `.noma/config.yml`,
+    /// `.noma/allowed_signers`).
+    pub path: String,
+    /// The problem.
+    pub problem: Problem,
+}
+
+/// The code of a policy or allowed-signers file that cannot be read.
+pub const TRUST_INVALID: &str = "provenance-config-invalid";
+
+/// `noma reconcile`'s check of a document: the records HEAD's transcript
+/// has after `prefix` (the merge base's transcript), against HEAD's
+/// sidecar, trusting `base`'s policy and allowed signers. Nothing is read
+/// past the base's policy when it turns provenance off.
+pub fn branch_problems(
+    repo: &crate::git::repo::Repo,
+    [base, head, merge_base]: [crate::git::Oid; 3],
+    doc: &str,
+    head_transcript: &[u8],
+    prefix: &[u8],
+) -> Vec<Located> {
+    let blob = |c, p: &str| repo.blob_at(c, p).ok().flatten();
+    // A document the branch moved: its history is the merge base's
+    // transcript under the path its first record names.
+    let moved = prefix
+        .is_empty()
+        .then(|| first_doc_uri(head_transcript))
+        .flatten()
+        .filter(|old| old != doc && !old.contains(':'))
+        .and_then(|old| blob(merge_base, &format!("{old}.patches")));
+    let prefix = moved.as_deref().unwrap_or(prefix);
+    let trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
+        blob(base, ALLOWED_SIGNERS_PATH)
+    }) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Vec::new(),
+        Err(message) => {
+            return vec![Located {
+                path: CONFIG_PATH.into(),
+                problem: Problem {
+                    level: "error",
+                    code: TRUST_INVALID,
+                    line: 0,
+                    op_id: String::new(),
+                    message: format!("the base's provenance settings cannot be read: {message}"),
+                },
+            }]
+        }
+    };
+    let side_path = super::sidecar::sidecar_rel(doc);
+    let side = blob(head, &side_path);
+    let tpath = format!("{doc}.patches");
+    match check_after(
+        &trust,
+        head_transcript,
+        History::Of(prefix),
+        side.as_deref(),
+    ) {
+        Ok(statuses) => statuses
+            .into_iter()
+            .flat_map(|s| s.problems)
+            .map(|problem| Located {
+                path: tpath.clone(),
+                problem,
+            })
+            .collect(),
+        Err(problem) => vec![Located {
+            path: side_path,
+            problem,
+        }],
+    }
+}
+
+/// The pre-commit and pre-merge-commit hooks' check of one staged
+/// document: the records its staged transcript adds to the reference
+/// commit's, against the staged sidecar. Signature problems only, at
+/// their level (errors block: a forgery, and under `required` an unsigned
+/// or untrusted record); approval is a review gate, never a commit gate.
+pub fn hook_problems(
+    trust: &Trust,
+    doc: &str,
+    staged_transcript: Option<&[u8]>,
+    reference_transcript: Option<&[u8]>,
+    staged_sidecar: Option<&[u8]>,
+) -> Vec<Located> {
+    let Some(t) = staged_transcript else {
+        return Vec::new();
+    };
+    // What the commit appends; a transcript that does not keep the
+    // committed bytes (a rewrite, which the guard blocks anyway) is
+    // checked whole, so a forged committed line is named too.
+    let prefix = reference_transcript.unwrap_or_default();
+    let history = if t.starts_with(prefix) {
+        History::Lines(memchr::memchr_iter(b'\n', prefix).count())
+    } else {
+        History::Lines(0)
+    };
+    let tpath = format!("{doc}.patches");
+    match check_after(trust, t, history, staged_sidecar) {
+        Ok(statuses) => statuses
+            .into_iter()
+            .flat_map(|s| s.problems)
+            .filter(|p| !p.code.starts_with("approval-"))
+            .map(|problem| Located {
+                path: tpath.clone(),
+                problem,
+            })
+            .collect(),
+        Err(problem) => vec![Located {
+            path: super::sidecar::sidecar_rel(doc),
+            problem,
+        }],
+    }
+}

@@ -1,0 +1,169 @@
+//! Provenance: signed transcript records and human approval of agent
+//! edits (issue 34; the design and its threat model are in
+//! `.noma/provenance.noma`).
+//!
+//! - [`canonical`]: the RFC 8785 payloads a signature and an approval bind;
+//! - [`sshsig`]: SSHSIG sign/verify (namespace `noma`, Ed25519 key files);
+//! - [`signers`]: `.noma/allowed_signers` in git's format;
+//! - [`sidecar`]: `<doc>.provenance`, the set of signatures and approvals
+//!   beside the transcript;
+//! - [`verify`]: what each record's signature and approval say, by code.
+//!
+//! [`Signer`] is what writers (`noma patch`, `noma record`, `noma mcp`,
+//! `noma approve`) hold: a key and the principal it signs as.
+
+use std::path::{Path, PathBuf};
+
+use noma_core::transcript::Record;
+
+pub mod canonical;
+pub mod check;
+pub mod sidecar;
+pub mod signers;
+pub mod sshsig;
+pub mod verify;
+pub mod writer;
+
+pub use sidecar::{sidecar_path, Sidecar, SidecarEntry};
+pub use signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};
+pub use sshsig::{KeyError, SigningKey, NAMESPACE};
+pub use verify::{Problem, RecordStatus, Trust};
+
+/// Environment variable naming the signing key file.
+pub const KEY_ENV: &str = "NOMA_SIGNING_KEY";
+/// Environment variable naming the principal to sign as.
+pub const PRINCIPAL_ENV: &str = "NOMA_SIGNING_PRINCIPAL";
+
+/// A key and the principal it signs as.
+#[derive(Debug)]
+pub struct Signer {
+    key: SigningKey,
+    /// The principal (as listed in `.noma/allowed_signers`).
+    pub principal: String,
+}
+
+/// Why no signer could be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SignerError {
+    /// The key file is unusable.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// No principal for the key.
+    #[error("{path}: no principal for this key: list it in {ALLOWED_SIGNERS_PATH} (`PRINCIPAL namespaces=\"noma\" {public}`) or set {PRINCIPAL_ENV}")]
+    NoPrincipal {
+        /// The key file.
+        path: PathBuf,
+        /// Its public key.
+        public: String,
+    },
+    /// `.noma/allowed_signers` is malformed.
+    #[error(transparent)]
+    Signers(#[from] signers::SignersError),
+    /// Signing failed (cannot happen with a loaded Ed25519 key).
+    #[error("signing failed: {0}")]
+    Sign(String),
+}
+
+impl Signer {
+    /// A signer for `key`, as the principal `principal` when given, else
+    /// `NOMA_SIGNING_PRINCIPAL`, else the first literal principal the
+    /// allowed-signers file at `signers` (when it exists) lists for the key.
+    pub fn new(
+        key: SigningKey,
+        principal: Option<String>,
+        signers: Option<&Path>,
+    ) -> Result<Signer, SignerError> {
+        let principal = match principal.or_else(|| std::env::var(PRINCIPAL_ENV).ok()) {
+            Some(p) if !p.is_empty() => p,
+            _ => {
+                let text = signers
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .unwrap_or_default();
+                AllowedSigners::parse(&text)?
+                    .principal_of(key.public_key())
+                    .ok_or_else(|| SignerError::NoPrincipal {
+                        path: key.path.clone(),
+                        public: key.public_openssh(),
+                    })?
+            }
+        };
+        Ok(Signer { key, principal })
+    }
+
+    /// The sidecar entry signing `rec`.
+    pub fn sign_record(&self, rec: &Record) -> Result<SidecarEntry, SignerError> {
+        let sig = self
+            .key
+            .sign(&canonical::record_payload(rec, &self.principal))
+            .map_err(|e| SignerError::Sign(e.to_string()))?;
+        Ok(SidecarEntry::Signature(sidecar::RecordSignature {
+            op_id: rec.op_id.clone(),
+            signer: self.principal.clone(),
+            sig,
+        }))
+    }
+
+    /// The sidecar entries signing each of `records`.
+    pub fn sign_records(&self, records: &[Record]) -> Result<Vec<SidecarEntry>, SignerError> {
+        records.iter().map(|r| self.sign_record(r)).collect()
+    }
+
+    /// An approval of `records` (in transcript order), whose last one
+    /// leaves the document at `draft_sha256`.
+    pub fn approve(
+        &self,
+        doc_uri: &str,
+        records: &[&Record],
+        draft_sha256: &str,
+    ) -> Result<SidecarEntry, SignerError> {
+        let body = canonical::ApprovalBody {
+            approver: self.principal.clone(),
+            ts: noma_core::transcript::now_ts(),
+            doc_uri: doc_uri.to_string(),
+            op_ids: records.iter().map(|r| r.op_id.clone()).collect(),
+            subject_sha256: canonical::subject_sha256(records.iter().copied()),
+            draft_sha256: draft_sha256.to_string(),
+        };
+        let sig = self
+            .key
+            .sign(&canonical::approval_payload(&body))
+            .map_err(|e| SignerError::Sign(e.to_string()))?;
+        Ok(SidecarEntry::Approval(sidecar::Approval { body, sig }))
+    }
+}
+
+/// Where a writer's signing key comes from, in order: the command line's
+/// `--key FILE`, `NOMA_SIGNING_KEY`, then (only when `use_git` — the
+/// policy asks for signatures, so a repository without provenance pays no
+/// lookup) git's `user.signingkey` when `gpg.format` is `ssh`. None: no
+/// key is configured, nothing is signed.
+pub fn key_path(
+    flag: Option<&Path>,
+    use_git: bool,
+    git: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os(KEY_ENV).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if !use_git || git("gpg.format").as_deref() != Some("ssh") {
+        return None;
+    }
+    let key = git("user.signingkey")?;
+    // git also accepts a literal public key (`key::ssh-ed25519 AAAA…`):
+    // signing with it needs ssh-agent, which SigningKey::load refuses
+    // with advice when handed the public half.
+    let key = key.strip_prefix("key::").unwrap_or(&key).to_string();
+    Some(match key.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(rest),
+        None => PathBuf::from(key),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,310 @@
+//! Verification scenarios over hand-built records: each of the five codes,
+//! and signatures and approvals surviving a re-chained transcript.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::verify::{codes, verify};
+use super::*;
+use crate::config::Policy;
+use noma_core::transcript::{parse_record, Entry};
+
+const AGENT_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACB9NaBZtzevaRGfBrRztSb+bQ3KTyE5LMjltqwcE8A8gAAAAJB/lI5Vf5SO
+VQAAAAtzc2gtZWQyNTUxOQAAACB9NaBZtzevaRGfBrRztSb+bQ3KTyE5LMjltqwcE8A8gA
+AAAEB2XRRRNXdzFwUrXLh8H1miIBwvcEjN5FhYtnErkm01En01oFm3N69pEZ8GtHO1Jv5t
+DcpPITksyOW2rBwTwDyAAAAACmFnZW50QG5vbWEBAgM=
+-----END OPENSSH PRIVATE KEY-----
+";
+
+fn person() -> Signer {
+    let k = sshsig::tests::test_key();
+    Signer::new(k, Some("alice@example.com".into()), None).unwrap()
+}
+
+fn agent() -> Signer {
+    let k = SigningKey::from_openssh(AGENT_KEY, Path::new("agent")).unwrap();
+    Signer::new(k, Some("bot@agents.example".into()), None).unwrap()
+}
+
+fn trust(signatures: &str, approval: bool) -> Trust {
+    let policy = Policy::from_yaml(&format!(
+        "provenance:\n  signatures: {signatures}\n  agents_need_approval: {approval}\n  agent_principals: [\"*@agents.example\"]\n"
+    ))
+    .unwrap();
+    let signers = AllowedSigners::parse(&format!(
+        "alice@example.com namespaces=\"noma\" {}\n*@agents.example namespaces=\"noma\" {}\n",
+        person().key.public_openssh(),
+        agent().key.public_openssh()
+    ))
+    .unwrap();
+    Trust { policy, signers }
+}
+
+fn sha(n: u8) -> String {
+    noma_core::doc::hash::sha256_hex(&[n])
+}
+
+/// Record `i` (1-based line): agent records unless `human`.
+fn record(i: usize, human: bool) -> Entry {
+    let (pre, post) = (sha(i as u8 - 1), sha(i as u8));
+    let kind = if human { "human" } else { "agent" };
+    let v = json!({
+        "protocol_version": "1.0", "tool_version": "0.1.0",
+        "op_id": format!("00000000-0000-4000-8000-{i:012}"),
+        "ts": "2026-11-26T10:00:00.000Z",
+        "actor": {"kind": kind, "name": kind},
+        "doc_uri": "doc.noma",
+        "pre_sha256": pre, "post_sha256": post,
+        "pre_sha": &pre[..8], "post_sha": &post[..8],
+        "op": {"op": "update_attribute", "id": "a", "key": "v", "value": i},
+        "patch_result": "applied", "pre_validation": "ok", "post_validation": "ok",
+        "reason": "why",
+    });
+    Entry {
+        line: i,
+        offset: 0,
+        line_sha256: String::new(),
+        record: parse_record(i, v.to_string().as_bytes()).unwrap(),
+    }
+}
+
+/// Two agent records and a human one, each signed by its own key.
+fn signed() -> (Vec<Entry>, Sidecar) {
+    let t = vec![record(1, false), record(2, false), record(3, true)];
+    let mut side = Sidecar::default();
+    for (i, e) in t.iter().enumerate() {
+        let s = if i < 2 { agent() } else { person() };
+        match s.sign_record(&e.record).unwrap() {
+            SidecarEntry::Signature(sig) => side.signatures.push((i + 1, sig)),
+            SidecarEntry::Approval(_) => unreachable!(),
+        }
+    }
+    (t, side)
+}
+
+fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
+    let recs: Vec<&noma_core::transcript::Record> = t.iter().map(|e| &e.record).collect();
+    match by.approve("doc.noma", &recs, draft).unwrap() {
+        SidecarEntry::Approval(a) => side.approvals.push((9, a)),
+        SidecarEntry::Signature(_) => unreachable!(),
+    }
+}
+
+fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
+    st.iter()
+        .flat_map(|s| &s.problems)
+        .map(|p| (p.line, p.code, p.level))
+        .collect()
+}
+
+#[test]
+fn signed_agent_records_need_a_persons_approval() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    let st = verify(&tr, &t, 0, &side);
+    assert_eq!(st[0].signed_by.as_deref(), Some("bot@agents.example"));
+    assert_eq!(st[2].signed_by.as_deref(), Some("alice@example.com"));
+    assert_eq!(
+        codes_of(&st),
+        [
+            (1, codes::APPROVAL_MISSING, "error"),
+            (2, codes::APPROVAL_MISSING, "error")
+        ]
+    );
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    let st = verify(&tr, &t, 0, &side);
+    assert_eq!(codes_of(&st), []);
+    assert_eq!(st[1].approved_by.as_deref(), Some("alice@example.com"));
+    // Re-chained (merge, rebase, repair): every signature and approval holds.
+    let mut moved = t.clone();
+    for e in &mut moved {
+        e.record.prev_entry_sha256 = Some(sha(99));
+        e.line += 5;
+    }
+    assert_eq!(codes_of(&verify(&tr, &moved, 0, &side)), []);
+    // Only the range is reported.
+    assert_eq!(verify(&tr, &t, 2, &side).len(), 1);
+}
+
+#[test]
+fn each_forgery_has_its_code_and_line() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    // An edited reason, op or actor.
+    for edit in 0..3 {
+        let mut t2 = t.clone();
+        let r = &mut t2[2].record;
+        match edit {
+            0 => r.reason = Some("other".into()),
+            1 => r.op["value"] = json!(42),
+            _ => r.actor.kind = noma_core::transcript::ActorKind::Tool,
+        }
+        assert_eq!(
+            codes_of(&verify(&tr, &t2, 0, &side)),
+            [(3, codes::INVALID, "error")],
+            "edit {edit}"
+        );
+    }
+    // An edited agent record: its signature and its approval both fail.
+    let mut t2 = t.clone();
+    t2[0].record.reason = Some("other".into());
+    assert_eq!(
+        codes_of(&verify(&tr, &t2, 0, &side)),
+        [
+            (1, codes::INVALID, "error"),
+            (1, codes::APPROVAL_INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error")
+        ]
+    );
+    // An unsigned record appended.
+    let mut t2 = t.clone();
+    t2.push(record(4, true));
+    assert_eq!(
+        codes_of(&verify(&tr, &t2, 0, &side)),
+        [(4, codes::UNSIGNED, "error")]
+    );
+    // Under warn, unsigned is a warning; a forgery stays an error.
+    let warn = trust("warn", false);
+    let mut t3 = t2.clone();
+    t3[2].record.reason = None;
+    assert_eq!(
+        codes_of(&verify(&warn, &t3, 0, &side)),
+        [
+            (3, codes::INVALID, "error"),
+            (4, codes::UNSIGNED, "warning")
+        ]
+    );
+    // Off reports nothing.
+    assert_eq!(codes_of(&verify(&trust("off", false), &t3, 0, &side)), []);
+    // A key the base does not list.
+    let stranger = Signer::new(
+        SigningKey::from_openssh(AGENT_KEY, Path::new("k")).unwrap(),
+        Some("alice@example.com".into()),
+        None,
+    )
+    .unwrap();
+    let mut side2 = side.clone();
+    side2
+        .signatures
+        .retain(|(_, s)| s.op_id != t[2].record.op_id);
+    if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record).unwrap() {
+        side2.signatures.push((7, s));
+    }
+    assert_eq!(
+        codes_of(&verify(&tr, &t, 0, &side2)),
+        [(3, codes::NOT_ALLOWED, "error")]
+    );
+    // A signature copied from another record.
+    let mut side3 = side.clone();
+    side3
+        .signatures
+        .retain(|(_, s)| s.op_id != t[2].record.op_id);
+    let mut copied = side.signatures[0].1.clone();
+    copied.op_id = t[2].record.op_id.clone();
+    side3.signatures.push((7, copied));
+    assert_eq!(
+        codes_of(&verify(&tr, &t, 0, &side3)),
+        [(3, codes::INVALID, "error")]
+    );
+}
+
+#[test]
+fn approvals_that_do_not_hold() {
+    let tr = trust("required", true);
+    let (t, side) = signed();
+    // Approved by an agent principal.
+    let mut s = side.clone();
+    approve(&mut s, &agent(), &t[..2], &sha(2));
+    let st = verify(&tr, &t, 0, &s);
+    assert_eq!(
+        codes_of(&st),
+        [
+            (1, codes::APPROVAL_INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error")
+        ]
+    );
+    assert!(st[0].problems[0].message.contains("agent principal"));
+    // A draft that is not the document after the last approved record.
+    let mut s = side.clone();
+    approve(&mut s, &person(), &t[..2], &sha(7));
+    let st = verify(&tr, &t, 0, &s);
+    assert!(st[0].problems[0].message.contains("draft"), "{st:?}");
+    assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID);
+    // An approval of the first record only leaves the second missing.
+    let mut s = side.clone();
+    approve(&mut s, &person(), &t[..1], &sha(1));
+    assert_eq!(
+        codes_of(&verify(&tr, &t, 0, &s)),
+        [(2, codes::APPROVAL_MISSING, "error")]
+    );
+}
+
+/// What a merge writes for a record of the other side: a copy with a
+/// derived op_id, the original as parent, the reason saying so, rebased
+/// hashes and baseHash.
+fn copy_of(e: &Entry, line: usize) -> Entry {
+    let mut c = e.clone();
+    let r = &mut c.record;
+    r.parent_op_id = Some(r.op_id.clone());
+    r.reason = Some(format!(
+        "reconciled: op {} from the merged branch, rebased onto {}; original reason: {}",
+        r.op_id,
+        &sha(50)[..8],
+        r.reason.clone().unwrap_or_default()
+    ));
+    r.op_id = format!("00000000-0000-4000-9000-{line:012}");
+    r.pre_sha256 = sha(50 + line as u8);
+    r.post_sha256 = sha(60 + line as u8);
+    r.op["baseHash"] = json!("rebased");
+    c.line = line;
+    c
+}
+
+#[test]
+fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    // main's transcript after merging the branch: its own record, then
+    // the branch's records as copies.
+    let merged = vec![t[2].clone(), copy_of(&t[0], 2), copy_of(&t[1], 3)];
+    let st = verify(&tr, &merged, 0, &side);
+    assert_eq!(codes_of(&st), []);
+    assert_eq!(st[1].signed_by.as_deref(), Some("bot@agents.example"));
+    assert_eq!(st[2].approved_by.as_deref(), Some("alice@example.com"));
+    // A copy whose op was retargeted is not what was signed.
+    let mut bad = merged.clone();
+    bad[1].record.op["id"] = json!("b");
+    assert_eq!(
+        codes_of(&verify(&tr, &bad, 0, &side)),
+        [
+            (2, codes::INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error"),
+            (3, codes::APPROVAL_INVALID, "error")
+        ]
+    );
+    // A copy beside its original replays a signed intent.
+    let mut replayed = t.clone();
+    replayed.push(copy_of(&t[2], 4));
+    assert_eq!(
+        codes_of(&verify(&tr, &replayed, 0, &side)),
+        [(4, codes::INVALID, "error")]
+    );
+}
+
+#[test]
+fn a_signature_from_another_document_does_not_verify() {
+    let tr = trust("required", false);
+    let (t, side) = signed();
+    // The same record in another document: same op_id, op, actor, ts.
+    let mut elsewhere = t.clone();
+    elsewhere[2].record.doc_uri = "other.noma".into();
+    assert_eq!(
+        codes_of(&verify(&tr, &elsewhere, 0, &side)),
+        [(3, codes::INVALID, "error")]
+    );
+}

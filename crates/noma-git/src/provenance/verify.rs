@@ -1,0 +1,421 @@
+//! Verifying a transcript's records against its sidecar, the base
+//! revision's `.noma/allowed_signers` and its `provenance:` policy.
+//!
+//! For each record of the checked range: who signed it (a signature whose
+//! SSHSIG verifies over the record's payload with namespace `noma`, by a
+//! key the allowed-signers file lists for the claimed principal), and,
+//! when it is an agent's record (its signer matches
+//! `agent_principals`, or its `actor.kind` says `agent`) and
+//! `agents_need_approval` holds, which approval covers it. An approval
+//! counts when its SSHSIG verifies, its approver is allowed and is no
+//! agent principal, the records it names are in the transcript with the
+//! intents it hashed (the subject), and the document after the last of
+//! them is the draft it approved.
+//!
+//! Levels: `signature-invalid` (a signature that does not verify: a
+//! forgery or an edited record) is an error whenever signatures are
+//! checked; `unsigned-record` and `signer-not-allowed` are warnings under
+//! `warn` and errors under `required`; `approval-missing` and
+//! `approval-invalid` are errors under `agents_need_approval: true`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use std::borrow::Cow;
+
+use super::canonical::{approval_payload, original_of, record_payload, subject_sha256};
+use super::sidecar::{Approval, Sidecar};
+use super::signers::AllowedSigners;
+use super::sshsig;
+use crate::config::{Policy, SignatureLevel};
+use noma_core::transcript::{ActorKind, Entry, Record};
+
+/// The trust a verification starts from: the policy and the allowed
+/// signers, both read from the base revision.
+#[derive(Debug, Clone)]
+pub struct Trust {
+    /// The base revision's policy.
+    pub policy: Policy,
+    /// The base revision's `.noma/allowed_signers`.
+    pub signers: AllowedSigners,
+}
+
+/// One problem with one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `error` or `warning`.
+    pub level: &'static str,
+    /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
+    /// `approval-missing` or `approval-invalid`.
+    pub code: &'static str,
+    /// The record's 1-based transcript line.
+    pub line: usize,
+    /// The record.
+    pub op_id: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What verification says about one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordStatus {
+    /// 1-based transcript line.
+    pub line: usize,
+    /// The record.
+    pub op_id: String,
+    /// The allowed principal whose signature verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// The record is an agent's and needs a human approval.
+    pub needs_approval: bool,
+    /// The approver whose approval covers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// What is wrong, if anything.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
+}
+
+/// The five codes.
+pub mod codes {
+    /// A record with no signature.
+    pub const UNSIGNED: &str = "unsigned-record";
+    /// A signature that does not verify over the record.
+    pub const INVALID: &str = "signature-invalid";
+    /// A valid signature by a key the base does not allow for its principal.
+    pub const NOT_ALLOWED: &str = "signer-not-allowed";
+    /// An agent record no approval covers.
+    pub const APPROVAL_MISSING: &str = "approval-missing";
+    /// An agent record covered only by approvals that do not hold.
+    pub const APPROVAL_INVALID: &str = "approval-invalid";
+}
+
+/// Whether an approval holds, with the reason when not.
+fn check_approval(
+    trust: &Trust,
+    a: &Approval,
+    by_op_id: &HashMap<String, Origin<'_>>,
+) -> Result<(), String> {
+    let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
+        .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
+    if !trust.signers.allows(&a.body.approver, &key) {
+        return Err(format!(
+            "the approval's key is not allowed for {} in the base's {}",
+            a.body.approver,
+            super::signers::ALLOWED_SIGNERS_PATH
+        ));
+    }
+    if trust.policy.is_agent_principal(&a.body.approver) {
+        return Err(format!(
+            "the approval is signed by {}, an agent principal; only a person approves",
+            a.body.approver
+        ));
+    }
+    let mut records: Vec<&Origin> = Vec::with_capacity(a.body.op_ids.len());
+    for id in &a.body.op_ids {
+        let e = by_op_id.get(id.as_str()).ok_or_else(|| {
+            format!("the approval names record {id}, which is not in the transcript")
+        })?;
+        records.push(e);
+    }
+    if records
+        .windows(2)
+        .any(|w| w[0].entry.line >= w[1].entry.line)
+    {
+        return Err("the approval's records are not in transcript order".into());
+    }
+    if subject_sha256(records.iter().map(|o| o.original.as_ref())) != a.body.subject_sha256 {
+        return Err(
+            "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
+                .into(),
+        );
+    }
+    // Once a merge rebased the approved records onto other work (they are
+    // copies now), the document they leave is not the draft approved; the
+    // draft was checked where they were made, and the subject still binds
+    // their intents.
+    let Some(last) = records.last().filter(|o| !o.is_copy) else {
+        return Ok(());
+    };
+    let last = Some(&last.entry.record.post_sha256);
+    if last != Some(&a.body.draft_sha256) {
+        return Err(format!(
+            "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
+            noma_core::transcript::short_sha(&a.body.draft_sha256),
+            last.map(|s| noma_core::transcript::short_sha(s)).unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// How one record's signatures verify: the allowed signer, or the
+/// problem (the best one a signature reached: allowed, then valid but
+/// not allowed, then invalid).
+fn record_signer(
+    trust: &Trust,
+    rec: &Record,
+    sigs: &[(usize, &super::sidecar::RecordSignature)],
+    checked: &HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>>,
+) -> Result<String, (&'static str, String)> {
+    if sigs.is_empty() {
+        return Err((codes::UNSIGNED, "the record has no signature".into()));
+    }
+    let mut worst = None;
+    for &(i, s) in sigs {
+        let result = match checked.get(&i) {
+            Some(r) => r.clone(),
+            None => sshsig::verify(&s.sig, &record_payload(rec, &s.signer)),
+        };
+        match result {
+            Ok(key) if trust.signers.allows(&s.signer, &key) => return Ok(s.signer.clone()),
+            Ok(key) => {
+                worst = Some((
+                    codes::NOT_ALLOWED,
+                    format!(
+                    "signed by {} with {}, a key the base's {} does not allow for that principal",
+                    s.signer,
+                    key.fingerprint(ssh_key::HashAlg::Sha256),
+                    super::signers::ALLOWED_SIGNERS_PATH
+                ),
+                ))
+            }
+            Err(e) => {
+                if worst.is_none() {
+                    worst = Some((
+                        codes::INVALID,
+                        format!(
+                            "the signature claimed by {} does not verify over this record ({e}): the record was edited, or the signature belongs to another record",
+                            s.signer
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    Err(worst.unwrap_or((codes::UNSIGNED, String::new())))
+}
+
+/// A transcript record with the original it stands for (itself, or for a
+/// reconciled copy the record it was rebased from).
+struct Origin<'a> {
+    entry: &'a Entry,
+    original: Cow<'a, Record>,
+    is_copy: bool,
+}
+
+impl<'a> Origin<'a> {
+    fn of(entry: &'a Entry) -> Origin<'a> {
+        match original_of(&entry.record) {
+            Some(o) => Origin {
+                entry,
+                original: Cow::Owned(o),
+                is_copy: true,
+            },
+            None => Origin {
+                entry,
+                original: Cow::Borrowed(&entry.record),
+                is_copy: false,
+            },
+        }
+    }
+}
+
+/// The sidecar's approvals by the op_ids they name, each checked once,
+/// lazily, when a record needs it.
+struct Approvals<'a> {
+    trust: &'a Trust,
+    by_record: HashMap<&'a str, Vec<(usize, &'a Approval)>>,
+    verdicts: HashMap<usize, Result<(), String>>,
+}
+
+impl<'a> Approvals<'a> {
+    fn new(trust: &'a Trust, sidecar: &'a Sidecar) -> Approvals<'a> {
+        let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::new();
+        for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
+            for id in &a.body.op_ids {
+                by_record.entry(id.as_str()).or_default().push((i, a));
+            }
+        }
+        Approvals {
+            trust,
+            by_record,
+            verdicts: HashMap::new(),
+        }
+    }
+
+    /// The approver of a valid approval naming `op_id`, or why each
+    /// approval naming it does not hold (empty: none names it).
+    fn covering(
+        &mut self,
+        op_id: &str,
+        by_op_id: &HashMap<String, Origin<'_>>,
+    ) -> Result<String, Vec<String>> {
+        let mut reasons = Vec::new();
+        for &(i, a) in self.by_record.get(op_id).map_or(&[][..], Vec::as_slice) {
+            let trust = self.trust;
+            let verdict = self
+                .verdicts
+                .entry(i)
+                .or_insert_with(|| check_approval(trust, a, by_op_id));
+            match verdict {
+                Ok(()) => return Ok(a.body.approver.clone()),
+                Err(why) => reasons.push(why.clone()),
+            }
+        }
+        Err(reasons)
+    }
+}
+
+/// Every signature of the records in range, verified in batches: by the
+/// signature's index in the sidecar.
+fn verify_in_range(
+    transcript: &[Entry],
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+    sigs: &HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>>,
+) -> HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>> {
+    let mut index = Vec::new();
+    let mut payloads = Vec::new();
+    for (n, e) in transcript.iter().enumerate() {
+        if !in_range(n, e) {
+            continue;
+        }
+        let rec = Origin::of(e).original;
+        for &(i, s) in sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice) {
+            index.push((i, s.sig.as_str()));
+            payloads.push(record_payload(&rec, &s.signer));
+        }
+    }
+    let items: Vec<(&str, &[u8])> = index
+        .iter()
+        .zip(&payloads)
+        .map(|((_, sig), p)| (*sig, p.as_slice()))
+        .collect();
+    let results = sshsig::verify_many(&items);
+    index.into_iter().map(|(i, _)| i).zip(results).collect()
+}
+
+/// Verifies `transcript[from..]` (the checked range; earlier records are
+/// history approvals may still name) against `sidecar` under `trust`.
+pub fn verify(
+    trust: &Trust,
+    transcript: &[Entry],
+    from: usize,
+    sidecar: &Sidecar,
+) -> Vec<RecordStatus> {
+    verify_where(trust, transcript, sidecar, &|i, _| i >= from)
+}
+
+/// Verifies the records of `transcript` for which `in_range(index,
+/// entry)` holds (the others are history approvals may still name).
+pub fn verify_where(
+    trust: &Trust,
+    transcript: &[Entry],
+    sidecar: &Sidecar,
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+) -> Vec<RecordStatus> {
+    let prov = &trust.policy.file.provenance;
+    let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> = HashMap::new();
+    for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
+        sigs.entry(s.op_id.as_str()).or_default().push((i, s));
+    }
+    let checked = verify_in_range(transcript, in_range, &sigs);
+    // Each original op is carried by one record: a second record standing
+    // for the same op (a copy of a record the transcript already has) is a
+    // replay of a signed intent, not a signature of its own.
+    let mut by_op_id: HashMap<String, Origin> = HashMap::with_capacity(transcript.len());
+    let mut repeats: HashMap<usize, usize> = HashMap::new();
+    for e in transcript {
+        let o = Origin::of(e);
+        let id = o.original.op_id.clone();
+        if let Some(first) = by_op_id.get(&id) {
+            repeats.insert(e.line, first.entry.line);
+        } else {
+            by_op_id.insert(id, o);
+        }
+    }
+    let mut approvals = Approvals::new(trust, sidecar);
+    let sig_level = match prov.signatures {
+        SignatureLevel::Off => None,
+        SignatureLevel::Warn => Some("warning"),
+        SignatureLevel::Required => Some("error"),
+    };
+    let mut out = Vec::new();
+    for (i, e) in transcript.iter().enumerate() {
+        if !in_range(i, e) {
+            continue;
+        }
+        let origin = Origin::of(e);
+        let rec = origin.original.as_ref();
+        let mut status = RecordStatus {
+            line: e.line,
+            op_id: e.record.op_id.clone(),
+            signed_by: None,
+            needs_approval: false,
+            approved_by: None,
+            problems: Vec::new(),
+        };
+        let problem = |level, code, message| Problem {
+            level,
+            code,
+            line: e.line,
+            op_id: e.record.op_id.clone(),
+            message,
+        };
+        let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
+        let signer = match repeats.get(&e.line) {
+            Some(first) => Err((
+                codes::INVALID,
+                format!(
+                    "this record stands for op {}, which line {first} already carries: a signed intent cannot be replayed",
+                    rec.op_id
+                ),
+            )),
+            None => record_signer(trust, rec, found, &checked),
+        };
+        match signer {
+            Ok(p) => status.signed_by = Some(p),
+            Err((code, message)) => {
+                let level = if code == codes::INVALID {
+                    sig_level.map(|_| "error")
+                } else {
+                    sig_level
+                };
+                if let Some(level) = level {
+                    status.problems.push(problem(level, code, message));
+                }
+            }
+        }
+        status.needs_approval = prov.agents_need_approval
+            && (rec.actor.kind == ActorKind::Agent
+                || status
+                    .signed_by
+                    .as_deref()
+                    .is_some_and(|p| trust.policy.is_agent_principal(p)));
+        if status.needs_approval {
+            match approvals.covering(&rec.op_id, &by_op_id) {
+                Ok(approver) => status.approved_by = Some(approver),
+                Err(reasons) if reasons.is_empty() => {
+                    let who = status
+                        .signed_by
+                        .clone()
+                        .unwrap_or_else(|| format!("actor {}", rec.actor.name));
+                    status.problems.push(problem(
+                        "error",
+                        codes::APPROVAL_MISSING,
+                        format!(
+                            "an agent record ({who}) that no person approved; run `noma approve`"
+                        ),
+                    ));
+                }
+                Err(reasons) => status.problems.push(problem(
+                    "error",
+                    codes::APPROVAL_INVALID,
+                    reasons.join("; "),
+                )),
+            }
+        }
+        out.push(status);
+    }
+    out
+}

@@ -1,0 +1,88 @@
+//! How writers (`noma patch`, `noma record`, `noma mcp`) find their key
+//! and sign what they append.
+//!
+//! A key is configured by `--key FILE`, else `NOMA_SIGNING_KEY`, else —
+//! only when the repository's policy turns provenance on — git's
+//! `user.signingkey` with `gpg.format=ssh`. With none of these (and
+//! always with `--no-sign`) nothing is looked up beyond the policy file
+//! and nothing is signed: the write path is what it was.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{key_path, sidecar, Signer, SignerError, SigningKey, ALLOWED_SIGNERS_PATH};
+use noma_core::transcript::Record;
+use noma_store::engine::BeforeAppend;
+
+/// The step a writer runs on its records before appending them: their
+/// signatures appended to the document's sidecar, synced, before the
+/// records themselves (so a kill between the two leaves a signature of a
+/// record that never was, never a record whose signature was lost).
+pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
+    BeforeAppend(Arc::new(move |doc: &Path, records: &[Record]| {
+        let entries = signer
+            .sign_records(records)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        sidecar::append(&sidecar::sidecar_path(doc), &entries)
+    }))
+}
+
+/// The signer a writer of `doc` uses: from `flag` (`--key`), the
+/// environment, or git when the repository's policy asks for signatures.
+/// `Ok(None)`: no key is configured.
+pub fn writer_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = crate::git::blob::worktree_root(dir);
+    signer_in(root.as_deref(), flag)
+}
+
+/// [`writer_signer`] for the repository whose work tree is `root`.
+pub fn signer_in(root: Option<&Path>, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+    let explicit =
+        flag.is_some() || std::env::var_os(super::KEY_ENV).is_some_and(|v| !v.is_empty());
+    // git's key is used only where the policy turns provenance on; the
+    // policy is read only when no key was named.
+    let use_git = !explicit
+        && root.is_some_and(|r| {
+            crate::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
+        });
+    let git = |key: &str| -> Option<String> {
+        crate::git::repo::Repo::discover(root?)
+            .ok()?
+            .config_string(key)
+    };
+    let Some(path) = key_path(flag, use_git, &git) else {
+        return Ok(None);
+    };
+    let key = SigningKey::load(&path)?;
+    let signers: Option<PathBuf> = root.map(|r| r.join(ALLOWED_SIGNERS_PATH));
+    Signer::new(key, None, signers.as_deref()).map(Some)
+}
+
+/// The `before_append` step for a writer's command line: `None` with
+/// `--no-sign` or when no key is configured.
+pub fn step_for(
+    doc: &Path,
+    flag: Option<&Path>,
+    no_sign: bool,
+) -> Result<Option<BeforeAppend>, SignerError> {
+    if no_sign {
+        return Ok(None);
+    }
+    Ok(writer_signer(doc, flag)?.map(|s| signing_step(Arc::new(s))))
+}
+
+/// [`step_for`] in the work tree `root` the caller already found.
+pub fn step_in(
+    root: Option<&Path>,
+    flag: Option<&Path>,
+    no_sign: bool,
+) -> Result<Option<BeforeAppend>, SignerError> {
+    if no_sign {
+        return Ok(None);
+    }
+    Ok(signer_in(root, flag)?.map(|s| signing_step(Arc::new(s))))
+}

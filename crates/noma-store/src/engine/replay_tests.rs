@@ -1,0 +1,272 @@
+//! Tests of [`noma_core::transcript::replay`] on transcripts the engine writes
+//! ([`super::plan`], [`super::chain_and_serialise`]). They live with the
+//! engine so that the transcript module never imports it.
+
+use super::tests::{actor, fake_apply};
+use super::{chain_and_serialise, plan, Context, Options};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::replay::*;
+use noma_core::transcript::split_lines;
+use serde_json::json;
+
+fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
+    let mut text = src.to_string();
+    let mut bytes = Vec::new();
+    for b in batches {
+        let ops: Vec<_> = b.iter().map(|t| json!({"op":"append","text":t})).collect();
+        let mut p = plan(
+            &text,
+            &Context::default(),
+            &ops,
+            &Options::new(actor()),
+            fake_apply,
+        );
+        let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
+        bytes.extend(chain_and_serialise(&mut p.records, prev));
+        text = p.new_text;
+    }
+    (text, bytes)
+}
+
+#[test]
+fn verifies_a_good_chain() {
+    let (text, bytes) = transcript_for("x", &[&["a", "b"], &["c"]]);
+    let r = replay(&bytes, Some("x"), &text, fake_apply);
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!((r.records, r.applied), (3, 3));
+    // Without a base, the document itself is not the first pre-state.
+    let r = replay(&bytes, None, &text, fake_apply);
+    assert!(!r.ok);
+    assert!(r.divergence.unwrap().message.contains(&sha256_hex(b"x")));
+}
+
+#[test]
+fn a_genesis_transcript_replays_from_the_empty_document() {
+    let (text, bytes) = transcript_for("", &[&["# New\n"], &["more\n"]]);
+    let r = replay(&bytes, None, &text, fake_apply);
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!(r.base, Some(BaseSource::Genesis));
+    // The final state is still checked against the document.
+    let r = replay(&bytes, None, "# New\nother\n", fake_apply);
+    assert!(!r.ok);
+}
+
+#[test]
+fn names_broken_chain_and_final_mismatch() {
+    let (text, bytes) = transcript_for("x", &[&["a"], &["b"], &["c"]]);
+    let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
+    let dropped: Vec<u8> = [lines[0], lines[2]].concat();
+    let r = replay(&dropped, Some("x"), &text, fake_apply);
+    let d = r.divergence.unwrap();
+    assert_eq!(d.line, 2);
+    assert!(d.message.contains("chain"), "{}", d.message);
+    let r = replay(&bytes, Some("x"), "::n{id=\"z\"}\n::\n", fake_apply);
+    let d = r.divergence.unwrap();
+    assert!(d.message.contains("document on disk"));
+    assert_eq!(d.blocks[0].id, "z");
+    assert_eq!(d.blocks[0].change, "extra");
+}
+
+#[test]
+fn torn_and_malformed_lines_are_named() {
+    let r = replay(b"{bad\n", None, "", fake_apply);
+    assert_eq!(r.divergence.unwrap().line, 1);
+    let (text, mut bytes) = transcript_for("x", &[&["a"]]);
+    bytes.extend_from_slice(b"{\"protocol");
+    let d = replay(&bytes, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 2);
+    assert!(d.message.contains("torn"));
+}
+
+/// Every line of `bytes` with `f` applied to the parsed record of line
+/// `at` (0-based), re-serialised; the rest verbatim.
+fn edit_line(bytes: &[u8], at: usize, f: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let lines = split_lines(bytes).0;
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i == at {
+            let mut v: serde_json::Value = serde_json::from_slice(l.raw).unwrap();
+            f(&mut v);
+            out.extend_from_slice(format!("{v}\n").as_bytes());
+        } else {
+            out.extend_from_slice(l.raw);
+        }
+    }
+    out
+}
+
+/// The one line of a rejected request on "x", as a transcript's first.
+fn rejected_request() -> Vec<u8> {
+    let mut p = plan(
+        "x",
+        &Context::default(),
+        &[json!({"op":"fail"})],
+        &Options::new(actor()),
+        fake_apply,
+    );
+    chain_and_serialise(&mut p.records, None)
+}
+
+/// A transcript with a leading rejected request, then two applied ones.
+fn with_leading_rejected() -> (String, Vec<u8>) {
+    let mut bytes = rejected_request();
+    let (text, rest) = transcript_for("x", &[&["a"], &["b"]]);
+    let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
+    let rest = edit_line(&rest, 0, |v| v["prev_entry_sha256"] = json!(prev));
+    // Re-chain the second line onto the edited first.
+    let first = split_lines(&rest).0[0].raw.to_vec();
+    let rest = edit_line(&rest, 1, |v| {
+        v["prev_entry_sha256"] = json!(sha256_hex(&first))
+    });
+    bytes.extend(rest);
+    (text, bytes)
+}
+
+#[test]
+fn every_tamper_kind_is_named_with_its_line() {
+    let (text, bytes) = with_leading_rejected();
+    assert!(replay(&bytes, Some("x"), &text, fake_apply).ok);
+    let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
+    let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("drop first", lines[1..].concat(), 1),
+        (
+            "duplicate first",
+            [lines[0], lines[0], lines[1], lines[2]].concat(),
+            2,
+        ),
+        (
+            "missing prev",
+            edit_line(&bytes, 2, |v| {
+                v.as_object_mut().unwrap().remove("prev_entry_sha256");
+            }),
+            3,
+        ),
+        (
+            "duplicate op_id",
+            {
+                let id =
+                    serde_json::from_slice::<serde_json::Value>(lines[1]).unwrap()["op_id"].clone();
+                edit_line(&bytes, 2, |v| v["op_id"] = id.clone())
+            },
+            3,
+        ),
+        (
+            "edited last patch_result",
+            edit_line(&bytes, 2, |v| v["patch_result"] = json!("noop")),
+            3,
+        ),
+    ];
+    for (what, tampered, line) in cases {
+        let r = replay(&tampered, Some("x"), &text, fake_apply);
+        let d = r
+            .divergence
+            .unwrap_or_else(|| panic!("{what}: replay said ok"));
+        assert_eq!(d.line, line, "{what}: {}", d.message);
+    }
+    // Without --base the leading rejected record anchors the start.
+    assert!(!replay(&lines[1..].concat(), None, &text, fake_apply).ok);
+}
+
+#[test]
+fn the_base_is_always_checked() {
+    // Only a rejected record: --base must still be the document.
+    let bytes = rejected_request();
+    assert!(replay(&bytes, Some("x"), "x", fake_apply).ok);
+    assert!(replay(&bytes, None, "x", fake_apply).ok);
+    let r = replay(&bytes, Some("x"), "edited", fake_apply);
+    assert!(!r.ok);
+    assert!(!replay(&bytes, None, "edited", fake_apply).ok);
+    // An empty transcript: the document must be the base.
+    assert!(replay(b"", Some("x"), "x", fake_apply).ok);
+    assert!(!replay(b"", Some("x"), "edited", fake_apply).ok);
+    // A base that is not the first record's pre-state.
+    let (text, bytes) = transcript_for("x", &[&["a"]]);
+    let d = replay(&bytes, Some("y"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 1);
+    assert!(d.message.contains("--base"), "{}", d.message);
+    // The same on a continuation (the hook) names the previous commit's
+    // document, not a flag the hook has no use for.
+    let (text, bytes) = transcript_for("x", &[&["a"], &["b"]]);
+    let lines = split_lines(&bytes).0;
+    let after = Continuation {
+        prev_line_sha256: &sha256_hex(lines[0].raw),
+        lines_before: 1,
+    };
+    let rest = &bytes[lines[0].raw.len()..];
+    let good = replay_after(Some(after), rest, Some("xa"), &text, fake_apply);
+    assert!(good.ok, "{:?}", good.divergence);
+    let d = replay_after(Some(after), rest, Some("y"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 2);
+    assert!(
+        d.message.contains("document committed before it"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn an_applied_record_must_change_the_document() {
+    let (text, bytes) = transcript_for("x", &[&["a"]]);
+    // Claim a change that is none: pre == post, result "applied".
+    let forged = edit_line(&bytes, 0, |v| {
+        v["post_sha256"] = v["pre_sha256"].clone();
+        v["post_sha"] = v["pre_sha"].clone();
+    });
+    assert!(!replay(&forged, Some("x"), &text, fake_apply).ok);
+}
+
+/// Issue 34: a rejected record's op is re-applied to the state it was
+/// tried on, so the last line's op cannot be swapped for one that applies
+/// (or fails otherwise); a rolled-back list's earlier ops must apply.
+#[test]
+fn a_trailing_rejected_records_op_is_checked() {
+    let (text, mut bytes) = transcript_for("x", &[&["a"]]);
+    let mut p = plan(
+        &text,
+        &Context::default(),
+        &[json!({"op":"append","text":"b"}), json!({"op":"fail"})],
+        &Options::new(actor()),
+        fake_apply,
+    );
+    let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
+    bytes.extend(chain_and_serialise(&mut p.records, prev));
+    let r = replay(&bytes, Some("x"), &text, fake_apply);
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!(r.rejected, 2);
+    // The failing op swapped for one that applies.
+    let swapped = edit_line(&bytes, 2, |v| v["op"] = json!({"op":"append","text":"z"}));
+    let d = replay(&swapped, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 3);
+    assert!(d.message.contains("applies"), "{}", d.message);
+    // The rolled-back op swapped for one that does not apply.
+    let swapped = edit_line(&bytes, 1, |v| v["op"] = json!({"op":"fail"}));
+    let swapped = edit_line(&swapped, 2, |v| {
+        v["prev_entry_sha256"] = json!("0".repeat(64))
+    });
+    let d = replay(&swapped, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 2);
+    assert!(d.message.contains("rolled-back"), "{}", d.message);
+    // A refusal code that is not the one re-application gives.
+    let recoded = edit_line(&bytes, 2, |v| {
+        for d in v["diagnostics"].as_array_mut().unwrap() {
+            if d["code"] == "target_missing" {
+                d["code"] = json!("id_conflict");
+            }
+        }
+    });
+    let d = replay(&recoded, Some("x"), &text, fake_apply)
+        .divergence
+        .unwrap();
+    assert_eq!(d.line, 3);
+    assert!(d.message.contains("id_conflict"), "{}", d.message);
+}

@@ -1,0 +1,544 @@
+//! The architecture's one-way data flow, checked on the source: the engine
+//! (bytes → document → validate | patch | hash → records) never imports a
+//! shell nor keeps state behind its callers (a thread-local or static
+//! cache), only `src/git/` names the `git2` crate, no two top-level modules
+//! and no two sibling files import each other, and no function outgrows
+//! what a reader holds in mind (120 lines). A change that breaks a rule
+//! fails here with the file and line.
+
+//! What the compiler cannot see about the architecture. The crate graph
+//! itself (`noma-core` → `noma-store` → `noma-git` → `noma-mcp`, and the
+//! `noma` binary on top; see `.noma/architecture.noma`) is enforced by
+//! Cargo: a crate cannot import one it does not depend on. Checked here:
+//! the graph is the documented one and `noma-core` pulls in no git,
+//! database or async crate; the engine crates keep no state behind their
+//! callers (a thread-local or static cache); only `noma-git`'s `git`
+//! module names `git2`; inside a crate no two top-level modules and no two
+//! sibling files import each other; and no function outgrows what a reader
+//! holds in mind (120 lines). A change that breaks a rule fails here with
+//! the file and line.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace's crates and the workspace crates each may depend on
+/// (normal dependencies): the crate graph of `.noma/architecture.noma`.
+const CRATE_GRAPH: [(&str, &[&str]); 6] = [
+    ("noma-core", &[]),
+    ("noma-store", &["noma-core"]),
+    ("noma-git", &["noma-core", "noma-store"]),
+    ("noma-verify", &["noma-core", "noma-store"]),
+    ("noma-mcp", &["noma-core", "noma-git", "noma-store"]),
+    (
+        "noma",
+        &[
+            "noma-core",
+            "noma-git",
+            "noma-mcp",
+            "noma-store",
+            "noma-verify",
+        ],
+    ),
+];
+
+/// Crates `noma-core` must never pull in, directly or through another
+/// crate: git, SQLite, an async runtime, the MCP SDK.
+const NOT_IN_CORE: [&str; 6] = [
+    "git2",
+    "libgit2-sys",
+    "rusqlite",
+    "libsqlite3-sys",
+    "tokio",
+    "rmcp",
+];
+
+/// The engine crates: pure functions over values (`noma-core`) and their
+/// durable side (`noma-store`).
+fn engine_roots() -> Vec<PathBuf> {
+    ["noma-core", "noma-store"]
+        .iter()
+        .map(|c| root().join("crates").join(c).join("src"))
+        .collect()
+}
+
+/// Every crate's source root: the binary's `src/` and `crates/*/src/`.
+fn source_roots() -> Vec<PathBuf> {
+    let mut roots = vec![root().join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    roots.extend(crates);
+    assert!(roots.len() >= 6, "crates not found: {roots:?}");
+    roots
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cargo tree` of one workspace crate: the names of the packages it
+/// depends on, directly or not (normal and build dependencies).
+fn dependency_names(krate: &str) -> Vec<String> {
+    let o = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            krate,
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cargo tree -p {krate}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn noma_core_depends_on_no_git_database_or_async_crate() {
+    let core = dependency_names("noma-core");
+    assert!(
+        core.iter().any(|n| n == "serde_json"),
+        "cargo tree shows no dependencies: {core:?}"
+    );
+    let bad: Vec<&String> = core
+        .iter()
+        .filter(|n| NOT_IN_CORE.contains(&n.as_str()))
+        .collect();
+    assert!(bad.is_empty(), "noma-core depends on {bad:?}");
+    // The check sees them where they are.
+    let git = dependency_names("noma-git");
+    assert!(
+        git.iter().any(|n| n == "git2") && git.iter().any(|n| n == "rusqlite"),
+        "{git:?}"
+    );
+}
+
+#[test]
+fn the_crate_graph_is_the_documented_one() {
+    let o = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--offline",
+            "--format-version",
+            "1",
+            "--no-deps",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut got = Vec::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        if name == "noma-testutil" {
+            continue; // the unit tests' helpers, a dev-dependency only
+        }
+        let mut deps: Vec<String> = p["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| {
+                d["kind"].is_null() && d["name"].as_str().is_some_and(|n| n.starts_with("noma"))
+            })
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect();
+        deps.sort();
+        got.push((name, deps));
+    }
+    got.sort();
+    let mut want: Vec<(String, Vec<String>)> = CRATE_GRAPH
+        .iter()
+        .map(|(c, d)| (c.to_string(), d.iter().map(|s| s.to_string()).collect()))
+        .collect();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the crate graph changed: update CRATE_GRAPH and .noma/architecture.noma together"
+    );
+}
+
+fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for e in entries {
+            rust_files(&e, out);
+        }
+    } else if p.extension().is_some_and(|e| e == "rs") {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// Code lines of a file (comment lines skipped), numbered from 1.
+fn code_lines(path: &Path) -> Vec<(usize, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect()
+}
+
+/// Every code line of the engine's files: `(file, line number, line)`.
+fn engine_code_lines() -> Vec<(PathBuf, usize, String)> {
+    let mut out = Vec::new();
+    for r in engine_roots() {
+        let mut files = Vec::new();
+        rust_files(&r, &mut files);
+        assert!(files.len() > 10, "{} has too few Rust files", r.display());
+        for f in files {
+            for (n, line) in code_lines(&f) {
+                out.push((f.clone(), n, line));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a line declares state that outlives a call: a thread-local or
+/// a static cell (constants and `&'static` borrows are fine).
+fn declares_hidden_state(line: &str) -> bool {
+    let code = line.trim_start();
+    code.contains("thread_local!")
+        || ["OnceLock", "LazyLock", "OnceCell", "static mut "]
+            .iter()
+            .any(|cell| code.contains(cell))
+        || code.split_whitespace().take(2).any(|word| word == "static")
+}
+
+/// The engine is pure functions over values: a cache that one step fills
+/// for the next (the thread-local parse memo of issue 20) is a value passed
+/// where it is used (`doc::ParseMemo`), never state behind the callers.
+#[test]
+fn engine_modules_keep_no_hidden_state() {
+    let bad: Vec<String> = engine_code_lines()
+        .into_iter()
+        .filter(|(_, _, line)| declares_hidden_state(line))
+        .map(|(f, n, line)| format!("{}:{n}: {}", f.display(), line.trim()))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "state outside the values passed through the engine:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn only_the_git_module_names_git2() {
+    let mut files = Vec::new();
+    for r in source_roots() {
+        rust_files(&r, &mut files);
+    }
+    let git_dir = root().join("crates/noma-git/src/git");
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(&git_dir)) {
+        for (n, line) in code_lines(f) {
+            if line.contains("git2::") || line.contains("use git2") {
+                bad.push(format!("{}:{n}: {}", f.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "git2 outside crates/noma-git/src/git/:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_see_a_violation() {
+    assert!(declares_hidden_state("thread_local! {"));
+    assert!(declares_hidden_state(
+        "static LAST: OnceLock<Document> = OnceLock::new();"
+    ));
+    assert!(declares_hidden_state("pub(crate) static mut N: u32 = 0;"));
+    assert!(!declares_hidden_state("const MAX: usize = 64;"));
+    assert!(!declares_hidden_state("fn name(&self) -> &'static str {"));
+}
+
+/// A path as the project names it (`crates/noma-core/src/…`).
+fn shown(p: &Path) -> String {
+    p.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+/// The code of a file before its test module (`#[cfg(test)]`), comment
+/// lines skipped; nothing for a file that is all tests (`tests.rs`).
+fn non_test_code(path: &Path) -> Vec<(usize, String)> {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return Vec::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        if !line.trim_start().starts_with("//") {
+            out.push((i + 1, line.to_string()));
+        }
+    }
+    out
+}
+
+/// The names a line reaches through `prefix` (`crate::` or `super::`),
+/// grouped imports included: `crate::{doc, git::Oid}` names doc and git.
+fn names_after(line: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(prefix) {
+        rest = &rest[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = group.split('}').next().unwrap_or("");
+            for part in inner.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                out.push(name);
+            }
+        } else {
+            out.push(
+                rest.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect(),
+            );
+        }
+    }
+    out.retain(|n| !n.is_empty());
+    out
+}
+
+/// The module name of a file or directory entry under a module directory.
+fn module_name(p: &Path) -> Option<String> {
+    let name = p.file_name()?.to_str()?;
+    if p.is_dir() {
+        return Some(name.to_string());
+    }
+    let stem = name.strip_suffix(".rs")?;
+    (!matches!(stem, "mod" | "lib" | "main")).then(|| stem.to_string())
+}
+
+/// Pairs that name each other, given each node's named set.
+fn mutual(edges: &std::collections::BTreeMap<String, Vec<(String, String)>>) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (a, named) in edges {
+        for (b, at) in named {
+            if a < b {
+                if let Some((_, back)) = edges.get(b).and_then(|v| v.iter().find(|(n, _)| n == a)) {
+                    bad.push(format!("{a} ⇄ {b}: {at} and {back}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_two_top_level_modules_import_each_other() {
+    for r in source_roots() {
+        top_level_modules_of(&r);
+    }
+}
+
+fn top_level_modules_of(src: &Path) {
+    let mut edges = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let modules: Vec<String> = entries.iter().filter_map(|p| module_name(p)).collect();
+    for (entry, m) in entries.iter().filter_map(|p| Some((p, module_name(p)?))) {
+        let mut files = Vec::new();
+        rust_files(entry, &mut files);
+        let named = edges.entry(m.clone()).or_default();
+        for f in files {
+            for (n, line) in non_test_code(&f) {
+                for other in names_after(&line, "crate::") {
+                    if other != m
+                        && modules.contains(&other)
+                        && !named.iter().any(|(o, _)| *o == other)
+                    {
+                        named.push((other, format!("{}:{n}", shown(&f))));
+                    }
+                }
+            }
+        }
+    }
+    let bad = mutual(&edges);
+    assert!(
+        bad.is_empty(),
+        "modules importing each other:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn no_two_sibling_files_import_each_other() {
+    for r in source_roots() {
+        sibling_files_of(&r);
+    }
+}
+
+fn sibling_files_of(src: &Path) {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut edges = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
+    for f in &files {
+        let Some(me) = module_name(f) else { continue };
+        let dir = f.parent().unwrap();
+        let siblings: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| module_name(&e.unwrap().path()))
+            .filter(|n| *n != me)
+            .collect();
+        let rel = dir.strip_prefix(src).unwrap();
+        let crate_path = format!(
+            "crate::{}::",
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("::")
+        );
+        let key = shown(&dir.join(&me));
+        let named = edges.entry(key).or_default();
+        for (n, line) in non_test_code(f) {
+            let mut found = names_after(&line, "super::");
+            if !rel.as_os_str().is_empty() {
+                found.extend(names_after(&line, &crate_path));
+            }
+            for other in found.into_iter().filter(|o| siblings.contains(o)) {
+                let other = shown(&dir.join(&other));
+                if !named.iter().any(|(o, _)| *o == other) {
+                    named.push((other, format!("{}:{n}", shown(f))));
+                }
+            }
+        }
+    }
+    let bad = mutual(&edges);
+    assert!(
+        bad.is_empty(),
+        "sibling files importing each other:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// Every function of a source file outside test code and its length in lines,
+/// signature to closing brace (the code is rustfmt-formatted, so a body
+/// ends at the first `}` line at the signature's indentation).
+fn function_lengths(path: &Path) -> Vec<(usize, String, usize)> {
+    let lines = non_test_code(path);
+    let mut out = Vec::new();
+    for (k, (n, line)) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let mut rest = t;
+        if let Some(r) = rest.strip_prefix("pub") {
+            rest = match r.strip_prefix('(') {
+                Some(r) => r.split_once(") ").map_or("", |(_, r)| r),
+                None => r.trim_start(),
+            };
+        }
+        for q in ["const ", "async ", "unsafe "] {
+            rest = rest.strip_prefix(q).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let indent = &line[..line.len() - t.len()];
+        let close = format!("{indent}}}");
+        let mut len = None;
+        for (j, (m, l)) in lines.iter().enumerate().skip(k) {
+            let end = l.trim_end();
+            if j == k && end.ends_with('}') || end == close {
+                len = Some(m - n + 1);
+                break;
+            }
+            if end.ends_with(';') && !lines[k..j].iter().any(|(_, l)| l.trim_end().ends_with('{')) {
+                break; // a declaration without a body
+            }
+        }
+        if let Some(len) = len {
+            out.push((*n, name, len));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let mut files = Vec::new();
+    for r in source_roots() {
+        rust_files(&r, &mut files);
+    }
+    let mut seen = 0;
+    let mut bad = Vec::new();
+    for f in &files {
+        for (n, name, len) in function_lengths(f) {
+            seen += 1;
+            if len > 120 {
+                bad.push(format!("{}:{n}: fn {name} is {len} lines", shown(f)));
+            }
+        }
+    }
+    assert!(
+        seen > 500,
+        "only {seen} functions found: the scan is broken"
+    );
+    assert!(
+        bad.is_empty(),
+        "functions over 120 lines (split them):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_structure_checks_see_a_violation() {
+    assert_eq!(
+        names_after("use crate::{doc, git::Oid};", "crate::"),
+        ["doc", "git"]
+    );
+    assert_eq!(names_after("use super::core::{a, b};", "super::"), ["core"]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.rs");
+    let long: String = (0..130).map(|i| format!("    let a{i} = {i};\n")).collect();
+    std::fs::write(
+        &f,
+        format!("pub(crate) fn long(\n    x: u8,\n) {{\n{long}}}\n\nfn short() -> u8 {{ 1 }}\n\ntrait T {{\n    fn decl(&self);\n}}\n"),
+    )
+    .unwrap();
+    let found = function_lengths(&f);
+    assert_eq!(
+        found,
+        [(1, "long".to_string(), 134), (136, "short".to_string(), 1)],
+        "{found:?}"
+    );
+}
