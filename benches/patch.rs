@@ -72,15 +72,7 @@ fn bench(c: &mut Criterion) {
     let (_, op) = &ops[0];
     // Each plan parses through a memo of its own, as a fresh `noma patch` does.
     group.bench_function("engine plan (update_attribute)", |b| {
-        b.iter(|| {
-            noma_store::engine::plan(
-                black_box(&src),
-                &ctx,
-                std::slice::from_ref(op),
-                &opts,
-                noma_store::engine::APPLY,
-            )
-        })
+        b.iter(|| noma_store::engine::plan(black_box(&src), &ctx, std::slice::from_ref(op), &opts))
     });
     // Post-validation of that op's result: derived from the pre-validation
     // (what `noma patch` does) against a full validation of the new tree.

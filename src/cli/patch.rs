@@ -201,7 +201,7 @@ pub fn run(args: Args) -> i32 {
             }
         }
     }
-    let outcome = match engine::patch_file(&args.file, &ops, &opts, engine::APPLY) {
+    let outcome = match engine::patch_file(&args.file, &ops, &opts) {
         Ok(o) => o,
         Err(e) => return failed(&e, &args, &opts),
     };

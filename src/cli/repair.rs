@@ -57,8 +57,7 @@ pub fn run(args: Args) -> i32 {
         // call it an unrecorded edit.
         return report(&args, Some(u), &engine::Recovery::default());
     }
-    let recovery = match engine::repair_file(&args.file, args.transcript.as_deref(), engine::APPLY)
-    {
+    let recovery = match engine::repair_file(&args.file, args.transcript.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("noma repair: {e}");

@@ -189,7 +189,7 @@ fn replay_rev(args: &Args, rev: &str) -> Result<(Report, Option<Lookup>, RevRead
         }
     };
     let base = lookup.as_ref().and_then(|(_, f)| f.clone());
-    let report = transcript::replay::replay(&tfile.bytes, base.as_deref(), &doc, engine::APPLY);
+    let report = transcript::replay::replay(&tfile.bytes, base.as_deref(), &doc);
     let lookup = lookup.map(|(sha256, found)| {
         let searched = match commit {
             Some(_) => Ok(format!(
@@ -231,7 +231,6 @@ pub fn run(args: Args) -> i32 {
                 args.transcript.as_deref(),
                 args.base.as_deref(),
                 &mut find,
-                engine::APPLY,
             );
             match r {
                 Ok((notes, report)) => (notes, report, lookup, None),

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use noma_core::transcript::{Actor, ActorKind};
 use noma_git::merge::{merge_documents, reconcile, Labels, Side};
-use noma_store::engine::{chain_and_serialise, plan, Context, Options, APPLY};
+use noma_store::engine::{chain_and_serialise, plan, Context, Options};
 
 const BLOCKS: usize = 8;
 
@@ -68,7 +68,7 @@ fn transcript(base: &str, ops: &[Value], name: &str) -> (String, Vec<u8>) {
         doc_uri: "file:///repo/doc.noma".into(),
         ..Default::default()
     };
-    let mut p = plan(base, &ctx, ops, &opts, APPLY);
+    let mut p = plan(base, &ctx, ops, &opts);
     assert!(p.accepted, "generated ops must apply: {ops:?}");
     (p.new_text, chain_and_serialise(&mut p.records, None))
 }
@@ -93,7 +93,7 @@ proptest! {
         ).unwrap();
         prop_assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
         prop_assert_eq!(&r.doc, &expect);
-        let rep = noma_core::transcript::replay::replay(&r.transcript, Some(&base), &r.doc, APPLY);
+        let rep = noma_core::transcript::replay::replay(&r.transcript, Some(&base), &r.doc);
         prop_assert!(rep.ok, "{:?}", rep.divergence);
         prop_assert_eq!(r.rebased.len(), theirs_ops.len());
 

@@ -174,7 +174,7 @@ fn build(dir: &Path, reqs: &[(usize, u8)]) {
     for &(block, value) in reqs {
         let id = ["a", "b", "c", "missing"][block];
         let op = json!({"op":"update_attribute","id":id,"key":"v","value":value});
-        engine::patch_file(&doc, &[op], &opts, engine::APPLY).unwrap();
+        engine::patch_file(&doc, &[op], &opts).unwrap();
     }
 }
 
@@ -192,13 +192,13 @@ proptest! {
         let tpath = dir.path().join("d.noma.patches");
         let base = dir.path().join("base.noma");
         let original = std::fs::read(&tpath).unwrap();
-        let (_, report) = engine::replay_file(&doc, None, Some(&base), &mut |_: Option<&str>, _: &str| None, engine::APPLY).unwrap();
+        let (_, report) = engine::replay_file(&doc, None, Some(&base), &mut |_: Option<&str>, _: &str| None).unwrap();
         prop_assert!(report.ok, "unmutated: {:?}", report.divergence);
 
         let (mutated, touched) = apply(&original, &m);
         std::fs::write(&tpath, &mutated).unwrap();
         let doc_before = std::fs::read(&doc).unwrap();
-        let ok = match engine::replay_file(&doc, None, Some(&base), &mut |_: Option<&str>, _: &str| None, engine::APPLY) {
+        let ok = match engine::replay_file(&doc, None, Some(&base), &mut |_: Option<&str>, _: &str| None) {
             Ok((_, r)) => r.ok,
             Err(_) => false,
         };

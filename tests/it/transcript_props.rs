@@ -112,7 +112,7 @@ proptest! {
         let mut prev: Option<String> = None;
         for ops in &requests {
             let before = text.clone();
-            let mut plan = engine::plan(&text, &ctx, ops, &opts, engine::APPLY);
+            let mut plan = engine::plan(&text, &ctx, ops, &opts);
             let bytes = engine::chain_and_serialise(&mut plan.records, prev.clone());
             if let Some(last) = bytes.split_inclusive(|&b| b == b'\n').next_back() {
                 prev = Some(sha256_hex(last));
@@ -136,14 +136,14 @@ proptest! {
                 }
             }
         }
-        let report = replay(&transcript, Some(&original), &text, engine::APPLY);
+        let report = replay(&transcript, Some(&original), &text);
         prop_assert!(report.ok, "replay failed: {:?}", report.divergence);
         if report.applied > 0 {
             let expected = sha256_hex(text.as_bytes());
             prop_assert_eq!(report.final_sha256.as_deref(), Some(expected.as_str()));
             // And the check has teeth: one extra byte in the document is caught.
             let tampered = format!("{text}x");
-            prop_assert!(!replay(&transcript, Some(&original), &tampered, engine::APPLY).ok);
+            prop_assert!(!replay(&transcript, Some(&original), &tampered).ok);
         }
         APPLIED_CASES.fetch_add(usize::from(report.applied > 0), std::sync::atomic::Ordering::Relaxed);
     }

@@ -191,7 +191,7 @@ pub fn record_file_with(
         ..Context::default()
     };
     let mut locked = lock_unchanged(doc_path, &tpath, &t_bytes, &text)?;
-    let mut plan = engine::plan(&prev, &ctx, &ops, &opts, engine::APPLY);
+    let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
     check_plan(&plan, &text)?;
     before(before_append, doc_path, &plan.records)?;
     let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());

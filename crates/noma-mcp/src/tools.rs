@@ -594,7 +594,7 @@ fn run_patch(
         .signer
         .clone()
         .map(noma_git::provenance::writer::signing_step);
-    match engine::patch_file(&path, ops, &opts, engine::APPLY) {
+    match engine::patch_file(&path, ops, &opts) {
         Ok(outcome) => {
             if let Some(r) = outcome.recovery.as_ref().filter(|r| !r.messages.is_empty()) {
                 for m in &r.messages {
@@ -703,7 +703,7 @@ fn check_content(ops: &[Value]) -> Result<(), ToolError> {
 fn stale_precondition(path: &Path, ops: &[Value], opts: &Options) -> Option<ToolError> {
     let mut dry = opts.clone();
     dry.write = WriteMode::DryRun;
-    let outcome = engine::patch_file(path, ops, &dry, engine::APPLY).ok()?;
+    let outcome = engine::patch_file(path, ops, &dry).ok()?;
     if accepted(&outcome.records) {
         return None;
     }

@@ -165,6 +165,10 @@ pub fn apply_ops_with(
     source: &str,
     ops: &[Value],
 ) -> Result<String, PatchError> {
+    #[cfg(feature = "testing")]
+    if let Some(stand_in) = testing::stand_in() {
+        return stand_in(memo, source, ops);
+    }
     // Each op builds its result from the previous text; the input itself is
     // only copied when there is nothing to apply.
     let mut cur: Option<String> = None;
@@ -398,5 +402,44 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.code, PatchErrorCode::TargetMissing);
         assert!(err.message.contains("alias"));
+    }
+}
+
+/// A stand-in for the op applier, for the engine crates' own unit tests
+/// (feature `testing`, which only their dev-dependencies turn on; release
+/// builds do not have it). The engine, replay and recovery always call
+/// [`apply_ops_with`]; a test that wants to exercise them without real
+/// ops installs a stand-in for the current thread.
+#[cfg(feature = "testing")]
+pub mod testing {
+    use std::cell::Cell;
+
+    use super::{PatchError, Value};
+    use crate::doc::ParseMemo;
+
+    /// The stand-in's shape: [`super::apply_ops_with`]'s.
+    pub type Applier = fn(&mut ParseMemo, &str, &[Value]) -> Result<String, PatchError>;
+
+    thread_local! {
+        static STAND_IN: Cell<Option<Applier>> = const { Cell::new(None) };
+    }
+
+    /// The current thread's stand-in, if one is installed.
+    pub(super) fn stand_in() -> Option<Applier> {
+        STAND_IN.with(Cell::get)
+    }
+
+    /// Installs `f` as this thread's applier until the guard drops.
+    pub fn use_applier(f: Applier) -> Guard {
+        Guard(STAND_IN.with(|c| c.replace(Some(f))))
+    }
+
+    /// Restores the previous applier when dropped.
+    pub struct Guard(Option<Applier>);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            STAND_IN.with(|c| c.set(self.0));
+        }
     }
 }

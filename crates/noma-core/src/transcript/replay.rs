@@ -22,13 +22,6 @@ use serde::Serialize;
 use super::{parse_record, short_sha, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
 use crate::doc::ParseMemo;
-use crate::patch::PatchError;
-
-/// Applies an op-list to a source, reading the source's tree through the
-/// memo; [`crate::patch::apply_ops_with`] in production. Replay takes it to
-/// re-apply each record's op, and the engine's writers use the same type,
-/// so tests can run both with a stand-in.
-pub type ApplyFn = fn(&mut ParseMemo, &str, &[serde_json::Value]) -> Result<String, PatchError>;
 
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -153,8 +146,8 @@ pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
 /// Replays `transcript` (raw bytes) from `base` (or from `document` when its
 /// sha is the first applied record's pre_sha256) and checks the result
 /// against `document`, the text on disk.
-pub fn replay(transcript: &[u8], base: Option<&str>, document: &str, apply: ApplyFn) -> Report {
-    replay_after(None, transcript, base, document, apply)
+pub fn replay(transcript: &[u8], base: Option<&str>, document: &str) -> Report {
+    replay_after(None, transcript, base, document)
 }
 
 /// The `pre_sha256` of the first applied record of `transcript`: the state
@@ -204,9 +197,8 @@ pub fn replay_after(
     transcript: &[u8],
     base: Option<&str>,
     document: &str,
-    apply: ApplyFn,
 ) -> Report {
-    replay_lines(after, &mut SliceLines(transcript), base, document, apply)
+    replay_lines(after, &mut SliceLines(transcript), base, document)
 }
 
 /// [`replay`] of a transcript read a line at a time from `reader`: memory
@@ -217,9 +209,8 @@ pub fn replay_reader(
     reader: &mut dyn std::io::BufRead,
     base: Option<&str>,
     document: &str,
-    apply: ApplyFn,
 ) -> Report {
-    replay_lines(None, &mut ReaderLines(reader), base, document, apply)
+    replay_lines(None, &mut ReaderLines(reader), base, document)
 }
 
 fn replay_lines(
@@ -227,7 +218,6 @@ fn replay_lines(
     lines: &mut dyn Lines,
     base: Option<&str>,
     document: &str,
-    apply: ApplyFn,
 ) -> Report {
     let started = Instant::now();
     let mut report = Report {
@@ -241,7 +231,7 @@ fn replay_lines(
         divergence: None,
         elapsed_ms: 0.0,
     };
-    let result = run(after, lines, base, document, apply, &mut report);
+    let result = run(after, lines, base, document, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
     report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -304,14 +294,12 @@ fn run(
     lines: &mut dyn Lines,
     base: Option<&str>,
     document: &str,
-    apply: ApplyFn,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
     let mut state = State {
         base,
         document,
-        apply,
         memo: ParseMemo::new(),
         doc_sha: sha256_hex(document.as_bytes()),
         lines_before,
@@ -396,7 +384,6 @@ struct State<'a> {
     base: Option<&'a str>,
     /// The document on disk.
     document: &'a str,
-    apply: ApplyFn,
     /// The tree of the state's text, which the next record's op reads.
     memo: ParseMemo,
     /// sha256 of `document`.
@@ -463,8 +450,12 @@ impl State<'_> {
     /// apply and change nothing.
     fn check_noop(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
         if let Some(current) = self.text.as_deref() {
-            let same = (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op))
-                .is_ok_and(|next| next == current);
+            let same = crate::patch::apply_ops_with(
+                &mut self.memo,
+                current,
+                std::slice::from_ref(&rec.op),
+            )
+            .is_ok_and(|next| next == current);
             if !same {
                 return Err(div(
                     line,
@@ -495,7 +486,8 @@ impl State<'_> {
             (None, None) if self.doc_sha == rec.pre_sha256 => self.document,
             (None, None) => return Ok(()),
         };
-        let result = (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op));
+        let result =
+            crate::patch::apply_ops_with(&mut self.memo, current, std::slice::from_ref(&rec.op));
         let problem = match (code, result) {
             ("op_list_aborted", Ok(next)) => {
                 self.aborted = Some(next);
@@ -574,18 +566,19 @@ impl State<'_> {
         self.materialise(line, rec, report)?;
         let current = self.text.as_deref().unwrap_or_default();
         let next =
-            (self.apply)(&mut self.memo, current, std::slice::from_ref(&rec.op)).map_err(|e| {
-                div(
-                    line,
-                    Some(&rec.op_id),
-                    format!(
-                        "re-applying the {} op failed: {} ({})",
-                        rec.op_name(),
-                        e.code.as_str(),
-                        e.message
-                    ),
-                )
-            })?;
+            crate::patch::apply_ops_with(&mut self.memo, current, std::slice::from_ref(&rec.op))
+                .map_err(|e| {
+                    div(
+                        line,
+                        Some(&rec.op_id),
+                        format!(
+                            "re-applying the {} op failed: {} ({})",
+                            rec.op_name(),
+                            e.code.as_str(),
+                            e.message
+                        ),
+                    )
+                })?;
         let next_sha = sha256_hex(next.as_bytes());
         if next_sha != rec.post_sha256 {
             let mut d = with_shas(

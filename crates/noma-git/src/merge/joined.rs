@@ -293,7 +293,7 @@ mod tests {
         assert!(r.transcript.starts_with(&px));
         assert_eq!(r.rebased.len(), 1);
         assert!(r.doc.contains("A3") && r.doc.contains("B1"), "{}", r.doc);
-        let rep = replay::replay(&r.transcript, Some(BASE), &r.doc, noma_store::engine::APPLY);
+        let rep = replay::replay(&r.transcript, Some(BASE), &r.doc);
         assert!(rep.divergence.is_none(), "{:?}", rep.divergence);
         // Deterministic: the hook recomputes what `noma repair` wrote.
         let again = unjoin(&t, join, None, &mut find).unwrap();

@@ -465,13 +465,7 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
             prev_line_sha256,
             lines_before: lines.len(),
         });
-    let r = replay::replay_after(
-        after,
-        tail,
-        text(&files.mb_doc),
-        head_doc,
-        noma_store::engine::APPLY,
-    );
+    let r = replay::replay_after(after, tail, text(&files.mb_doc), head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
     if let Some(join) = super::joined::find_join(files.head_transcript()) {
@@ -516,7 +510,7 @@ fn check_whole_replay(
 ) {
     let t = files.head_transcript();
     let base = replay::first_applied_pre_sha256(t).and_then(|sha| find(&sha));
-    let r = replay::replay(t, base.as_deref(), head_doc, noma_store::engine::APPLY);
+    let r = replay::replay(t, base.as_deref(), head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
     let mut f = finding(

@@ -284,13 +284,7 @@ pub fn check(
         lines_before: common,
     });
     let rest = nlines.get(common).map_or(&[][..], |l| &new[l.offset..]);
-    let rep = replay::replay_after(
-        after,
-        rest,
-        base.as_deref(),
-        new_doc,
-        noma_store::engine::APPLY,
-    );
+    let rep = replay::replay_after(after, rest, base.as_deref(), new_doc);
     if let Some(d) = rep.divergence {
         return Err(violation("replay", d.line, d.message));
     }

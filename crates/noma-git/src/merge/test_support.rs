@@ -17,13 +17,7 @@ pub fn extend(start: &str, t: &[u8], ops: &[Value]) -> (String, Vec<u8>) {
         model: None,
         version: None,
     });
-    let mut p = noma_store::engine::plan(
-        start,
-        &Default::default(),
-        ops,
-        &opts,
-        noma_store::engine::APPLY,
-    );
+    let mut p = noma_store::engine::plan(start, &Default::default(), ops, &opts);
     assert!(p.accepted);
     let (lines, _) = split_lines(t);
     let prev = lines.last().map(|l| sha256_hex(l.raw));

@@ -697,14 +697,8 @@ fn reapply(
     };
     let mut opts = noma_store::engine::Options::new(rec.actor.clone());
     opts.reason = rec.reason.clone();
-    let plan = noma_store::engine::plan_with(
-        &mut memo,
-        state,
-        &ctx,
-        std::slice::from_ref(&op),
-        &opts,
-        noma_store::engine::APPLY,
-    );
+    let plan =
+        noma_store::engine::plan_with(&mut memo, state, &ctx, std::slice::from_ref(&op), &opts);
     let r = plan.records.into_iter().next().filter(|_| plan.accepted)?;
     Some((r, plan.new_text))
 }
@@ -825,13 +819,7 @@ mod tests {
             model: None,
             version: None,
         });
-        let mut p = noma_store::engine::plan(
-            BASE,
-            &Default::default(),
-            ops,
-            &opts,
-            noma_store::engine::APPLY,
-        );
+        let mut p = noma_store::engine::plan(BASE, &Default::default(), ops, &opts);
         assert!(p.accepted);
         (
             p.new_text,
@@ -1102,12 +1090,7 @@ mod tests {
     /// `reconcile` of two forks of `base` that had no transcript.
     /// The merged transcript replays from `base` to the merged document.
     fn assert_replays_from(base: &str, r: &Reconciled) {
-        let rep = noma_core::transcript::replay::replay(
-            &r.transcript,
-            Some(base),
-            &r.doc,
-            noma_store::engine::APPLY,
-        );
+        let rep = noma_core::transcript::replay::replay(&r.transcript, Some(base), &r.doc);
         assert!(rep.ok, "{:?}", rep.divergence);
     }
 

@@ -846,13 +846,7 @@ impl<'a> Guard<'a> {
                 prev_line_sha256,
                 lines_before: tail.offset,
             });
-        let rep = replay::replay_after(
-            after,
-            tail.bytes,
-            Some(&base),
-            staged_doc,
-            noma_store::engine::APPLY,
-        );
+        let rep = replay::replay_after(after, tail.bytes, Some(&base), staged_doc);
         let off_the_committed_doc = || {
             prev_t.and_then(crate::merge::final_state).as_deref() == Some(first.pre_sha256.as_str())
                 && sha256_hex(base.as_bytes()) != first.pre_sha256

@@ -88,11 +88,6 @@ pub mod recover;
 
 pub use recover::{Recovery, RecoveryError};
 
-pub use noma_core::transcript::replay::ApplyFn;
-
-/// The production op applier.
-pub const APPLY: ApplyFn = noma_core::patch::apply_ops_with;
-
 /// Where the result goes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum WriteMode {
@@ -487,8 +482,8 @@ struct Step {
 }
 
 /// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
-pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options, apply: ApplyFn) -> Plan {
-    plan_with(&mut ParseMemo::new(), source, ctx, ops, opts, apply)
+pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options) -> Plan {
+    plan_with(&mut ParseMemo::new(), source, ctx, ops, opts)
 }
 
 /// [`plan`] through `memo`: every step parses through it, so the source is
@@ -500,7 +495,6 @@ pub fn plan_with(
     ctx: &Context,
     ops: &[Value],
     opts: &Options,
-    apply: ApplyFn,
 ) -> Plan {
     let pre_sha256 = source_sha256(source, ctx);
     // Book manifests are not validated (every op is rejected).
@@ -525,7 +519,7 @@ pub fn plan_with(
     if let Some((code, message)) = planner.refusal(ctx, &pre_validation) {
         return planner.reject_all(code, &message, pre_validation);
     }
-    match planner.apply_each(memo, apply, ctx.capability.as_ref()) {
+    match planner.apply_each(memo, ctx.capability.as_ref()) {
         Ok(applied) => planner.accept(applied, pre_validation),
         Err(failure) => planner.abort(failure, pre_validation),
     }
@@ -682,7 +676,6 @@ impl<'a> Planner<'a> {
     fn apply_each(
         &self,
         memo: &mut ParseMemo,
-        apply: ApplyFn,
         capability: Option<&capability::CapabilityFile>,
     ) -> Result<Applied<'a>, Failure> {
         let mut steps: Vec<Step> = Vec::with_capacity(self.ops.len());
@@ -697,17 +690,18 @@ impl<'a> Planner<'a> {
                 None => Vec::new(),
             };
             let started = Instant::now();
-            let next = match apply(memo, &state, std::slice::from_ref(op)) {
-                Ok(next) => next,
-                Err(error) => {
-                    return Err(Failure {
-                        index,
-                        steps,
-                        advisories,
-                        error,
-                    })
-                }
-            };
+            let next =
+                match noma_core::patch::apply_ops_with(memo, &state, std::slice::from_ref(op)) {
+                    Ok(next) => next,
+                    Err(error) => {
+                        return Err(Failure {
+                            index,
+                            steps,
+                            advisories,
+                            error,
+                        })
+                    }
+                };
             let elapsed_ms = started.elapsed().as_millis() as u64;
             if next == *state {
                 steps.push(Step {
@@ -1007,15 +1001,14 @@ pub struct Outcome {
 
 /// Pause hook for the crash tests: sleep this many milliseconds between the
 /// transcript commit and the document rename, widening the crash window.
+/// Only in builds with the `fault-injection` feature, which the binary's
+/// integration tests turn on through their dev-dependency; release builds
+/// do not read it.
+#[cfg(feature = "fault-injection")]
 const PAUSE_ENV: &str = "NOMA_TEST_PAUSE_BEFORE_RENAME_MS";
 
 /// Runs one patch request against a file.
-pub fn patch_file(
-    doc_path: &Path,
-    ops: &[Value],
-    opts: &Options,
-    apply: ApplyFn,
-) -> Result<Outcome, EngineError> {
+pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outcome, EngineError> {
     check_request(ops)?;
     let book_manifest = is_book_manifest(doc_path);
     let capability = if book_manifest {
@@ -1033,8 +1026,8 @@ pub fn patch_file(
         source_sha256: None,
     };
     match &opts.write {
-        WriteMode::DryRun | WriteMode::Out(_) => patch_copy(doc_path, &ctx, ops, opts, apply),
-        WriteMode::InPlace => patch_in_place(doc_path, ctx, ops, opts, apply),
+        WriteMode::DryRun | WriteMode::Out(_) => patch_copy(doc_path, &ctx, ops, opts),
+        WriteMode::InPlace => patch_in_place(doc_path, ctx, ops, opts),
     }
 }
 
@@ -1045,10 +1038,9 @@ fn patch_copy(
     ctx: &Context,
     ops: &[Value],
     opts: &Options,
-    apply: ApplyFn,
 ) -> Result<Outcome, EngineError> {
     let source = crate::fsio::read_document(doc_path)?;
-    let plan = plan(&source, ctx, ops, opts, apply);
+    let plan = plan(&source, ctx, ops, opts);
     let mut wrote = false;
     if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
         fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(io_err("cannot write", out))?;
@@ -1072,7 +1064,6 @@ fn patch_in_place(
     mut ctx: Context,
     ops: &[Value],
     opts: &Options,
-    apply: ApplyFn,
 ) -> Result<Outcome, EngineError> {
     let tpath = opts
         .transcript
@@ -1087,7 +1078,7 @@ fn patch_in_place(
     }
     let mut locked =
         LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
-    let mut recovery = match recover::recover(doc_path, &mut locked, apply, opts.force) {
+    let mut recovery = match recover::recover(doc_path, &mut locked, opts.force) {
         Ok(recovery) => recovery,
         Err(e) => {
             // A document that is not text explains itself better
@@ -1103,13 +1094,13 @@ fn patch_in_place(
         }
         None => crate::fsio::read_document(doc_path)?,
     };
-    let mut plan = plan(&source, &ctx, ops, opts, apply);
+    let mut plan = plan(&source, &ctx, ops, opts);
     if let Some(BeforeAppend(step)) = &opts.before_append {
         step(doc_path, &plan.records).map_err(io_err("cannot sign the records", &tpath))?;
     }
     let changed = plan.accepted && plan.new_text != source;
     let mut records = match opts.genesis && recovery.last_line_sha256.is_none() {
-        true => genesis_records(&source, &ctx, opts, apply),
+        true => genesis_records(&source, &ctx, opts),
         false => Vec::new(),
     };
     let request = records.len();
@@ -1158,7 +1149,7 @@ fn patch_in_place(
 /// The genesis record of a transcript that starts at `source` (none for
 /// an empty document, which needs no start): the tool writes the document
 /// as found, from the empty document.
-fn genesis_records(source: &str, ctx: &Context, opts: &Options, apply: ApplyFn) -> Vec<Record> {
+fn genesis_records(source: &str, ctx: &Context, opts: &Options) -> Vec<Record> {
     if source.is_empty() {
         return Vec::new();
     }
@@ -1177,7 +1168,7 @@ fn genesis_records(source: &str, ctx: &Context, opts: &Options, apply: ApplyFn) 
     let mut ctx = ctx.clone();
     ctx.source_sha256 = None;
     ctx.capability = None;
-    let g = plan("", &ctx, &ops, &gopts, apply);
+    let g = plan("", &ctx, &ops, &gopts);
     if g.accepted && g.new_text == source {
         g.records
     } else {
@@ -1213,6 +1204,7 @@ pub fn commit_request(
     intent.write(&tpath)?;
     locked.append(records)?;
     if let Some(staged) = staged {
+        #[cfg(feature = "fault-injection")]
         if let Some(ms) = std::env::var(PAUSE_ENV)
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
@@ -1261,12 +1253,11 @@ fn existing_transcript(
 pub fn repair_file(
     doc_path: &Path,
     transcript_path: Option<&Path>,
-    apply: ApplyFn,
 ) -> Result<Recovery, EngineError> {
     let tpath = existing_transcript(doc_path, transcript_path, "cannot repair")?;
     let mut locked =
         LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
-    Ok(recover::repair(doc_path, &mut locked, apply)?)
+    Ok(recover::repair(doc_path, &mut locked)?)
 }
 
 /// Replays the transcript of `doc_path` without changing any file: a
@@ -1285,7 +1276,6 @@ pub fn replay_file(
     transcript_path: Option<&Path>,
     base: Option<&Path>,
     find_base: &mut dyn FnMut(Option<&str>, &str) -> Option<String>,
-    apply: ApplyFn,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
     let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
     let given = match base {
@@ -1300,7 +1290,7 @@ pub fn replay_file(
     let first_pre = transcript::replay::first_applied_pre_sha256_in(&mut reader);
     let base_text = given.or_else(|| find_base(first_pre.as_deref(), &doc));
     let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
-    let report = transcript::replay::replay_reader(&mut reader, base_text.as_deref(), &doc, apply);
+    let report = transcript::replay::replay_reader(&mut reader, base_text.as_deref(), &doc);
     drop(locked);
     Ok((notes, report))
 }
@@ -1358,18 +1348,13 @@ pub(crate) mod tests {
 
     #[test]
     fn applied_noop_chain_is_exact() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let ops = [
             json!({"op":"append","text":"a\n"}),
             json!({"op":"same"}),
             json!({"op":"append","text":"b\n"}),
         ];
-        let p = plan(
-            "x\n",
-            &Context::default(),
-            &ops,
-            &Options::new(actor()),
-            fake_apply,
-        );
+        let p = plan("x\n", &Context::default(), &ops, &Options::new(actor()));
         assert!(p.accepted);
         assert_eq!(p.new_text, "x\na\nb\n");
         let r = &p.records;
@@ -1393,18 +1378,13 @@ pub(crate) mod tests {
 
     #[test]
     fn failure_aborts_earlier_ops_and_skips_later() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let ops = [
             json!({"op":"append","text":"a"}),
             json!({"op":"fail"}),
             json!({"op":"append","text":"b"}),
         ];
-        let p = plan(
-            "x",
-            &Context::default(),
-            &ops,
-            &Options::new(actor()),
-            fake_apply,
-        );
+        let p = plan("x", &Context::default(), &ops, &Options::new(actor()));
         assert!(!p.accepted);
         assert_eq!(p.new_text, "x");
         assert_eq!(p.records.len(), 2);
@@ -1419,17 +1399,18 @@ pub(crate) mod tests {
 
     #[test]
     fn expected_sha_drift_manifest_and_chain() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let ops = [
             json!({"op":"append","text":"a"}),
             json!({"op":"append","text":"b"}),
         ];
         let mut o = Options::new(actor());
         o.expected_sha = Some("00000000".into());
-        let p = plan("x", &Context::default(), &ops, &o, fake_apply);
+        let p = plan("x", &Context::default(), &ops, &o);
         assert!(p.records.iter().all(|r| codes(r) == ["sha_mismatch"]));
         o.expected_sha = Some(transcript::short_sha(&sha256_hex(b"x")));
         o.base_sha256 = Some(sha256_hex(b"older"));
-        let mut p = plan("x", &Context::default(), &ops, &o, fake_apply);
+        let mut p = plan("x", &Context::default(), &ops, &o);
         assert!(p.accepted);
         assert_eq!(codes(&p.records[0]), ["base_sha_drift"]);
         assert_eq!(p.records[0].pre_validation, Summary::Warn);
@@ -1444,7 +1425,7 @@ pub(crate) mod tests {
             book_manifest: true,
             ..Context::default()
         };
-        let p = plan("x", &ctx, &ops, &Options::new(actor()), fake_apply);
+        let p = plan("x", &ctx, &ops, &Options::new(actor()));
         assert!(p.records.iter().all(|r| codes(r) == ["unsupported_op"]));
     }
 
@@ -1472,13 +1453,8 @@ pub(crate) mod tests {
 
     /// One `same` (noop) op on `src` with the test applier.
     fn plan_noop(src: &str, opts: &Options) -> Plan {
-        plan(
-            src,
-            &Context::default(),
-            &[json!({"op":"same"})],
-            opts,
-            fake_apply,
-        )
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        plan(src, &Context::default(), &[json!({"op":"same"})], opts)
     }
 
     #[test]
@@ -1494,7 +1470,6 @@ pub(crate) mod tests {
             &Context::default(),
             &[json!({"op":"delete_block","id":"c7"})],
             &Options::new(actor()),
-            APPLY,
         );
         assert!(p.accepted);
         let r = &p.records[0];
@@ -1536,7 +1511,6 @@ pub(crate) mod tests {
                 &Context::default(),
                 std::slice::from_ref(&op),
                 &Options::new(actor()),
-                APPLY,
             );
             assert!(p.accepted, "{op}");
             let pre = tag(validate_parsed(src), Phase::Pre);

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::ApplyFn;
 use crate::fsio::{self, Intent, LockedTranscript};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::doc::ParseMemo;
@@ -222,28 +221,22 @@ fn line_at(t: &mut LockedTranscript, offset: u64) -> usize {
 pub fn recover(
     doc: &Path,
     t: &mut LockedTranscript,
-    apply: ApplyFn,
     force: bool,
 ) -> Result<Recovery, RecoveryError> {
-    run(doc, t, apply, force, false)
+    run(doc, t, force, false)
 }
 
 /// `noma repair`: [`recover`], and bytes after the last newline that no
 /// marker explains are moved aside to `<transcript>.torn` (appended, so
 /// nothing is lost) instead of refused. An unrecorded edit is still an
 /// error: it is a person's change, for `noma record` to explain.
-pub fn repair(
-    doc: &Path,
-    t: &mut LockedTranscript,
-    apply: ApplyFn,
-) -> Result<Recovery, RecoveryError> {
-    run(doc, t, apply, false, true)
+pub fn repair(doc: &Path, t: &mut LockedTranscript) -> Result<Recovery, RecoveryError> {
+    run(doc, t, false, true)
 }
 
 fn run(
     doc: &Path,
     t: &mut LockedTranscript,
-    apply: ApplyFn,
     force: bool,
     move_torn_aside: bool,
 ) -> Result<Recovery, RecoveryError> {
@@ -260,7 +253,7 @@ fn run(
             out.stale_temps_removed
         ));
     }
-    settle_intent(doc, t, apply, force, &mut out)?;
+    settle_intent(doc, t, force, &mut out)?;
 
     let tail = read_tail(t).map_err(|e| io("cannot read", e))?;
     if let Some((offset, torn)) = tail.torn {
@@ -335,14 +328,13 @@ fn run(
 fn settle_intent(
     doc: &Path,
     t: &mut LockedTranscript,
-    apply: ApplyFn,
     force: bool,
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
     let io = |what, e| RecoveryError::io(&tpath, what, e);
     match Intent::read(&tpath) {
-        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, apply, force, out)?,
+        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, force, out)?,
         Ok(None) => {}
         // The marker is made durable before the append starts, so a marker
         // that is not whole means its writer died writing it: nothing
@@ -410,7 +402,6 @@ fn finish_interrupted(
     doc: &Path,
     t: &mut LockedTranscript,
     intent: &Intent,
-    apply: ApplyFn,
     force: bool,
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
@@ -473,7 +464,7 @@ fn finish_interrupted(
                 }));
             }
             let first_line = line_at(t, intent.transcript_len);
-            let n = roll_forward(doc, document, &appended, first_line, apply, &shown)?;
+            let n = roll_forward(doc, document, &appended, first_line, &shown)?;
             out.rolled_forward = n;
             out.messages.push(format!(
                 "rolled forward {n} record(s) from line {first_line}: an interrupted request had committed its records but not its document"
@@ -505,7 +496,6 @@ fn roll_forward(
     document: CheckedDocument,
     appended: &[u8],
     first_line: usize,
-    apply: ApplyFn,
     shown: &str,
 ) -> Result<usize, RecoveryError> {
     let records = split_records(appended, first_line).map_err(|err| RecoveryError::Transcript {
@@ -527,13 +517,14 @@ fn roll_forward(
             op_id: r.op_id.clone(),
             message,
         };
-        let next = apply(&mut memo, &state, std::slice::from_ref(&r.op)).map_err(|e| {
-            fail(format!(
-                "re-applying the op failed: {} {}",
-                e.code.as_str(),
-                e.message
-            ))
-        })?;
+        let next = noma_core::patch::apply_ops_with(&mut memo, &state, std::slice::from_ref(&r.op))
+            .map_err(|e| {
+                fail(format!(
+                    "re-applying the op failed: {} {}",
+                    e.code.as_str(),
+                    e.message
+                ))
+            })?;
         let got = sha256_hex(next.as_bytes());
         if got != r.post_sha256 {
             return Err(fail(format!(
@@ -660,6 +651,7 @@ mod tests {
 
     #[test]
     fn find_unrecorded_edit_sees_what_a_writer_refuses_and_changes_nothing() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_dir, d, t) = setup("base\n");
         // No transcript: nothing to compare with.
         assert_eq!(find_unrecorded_edit(&d, &t).unwrap(), None);
@@ -674,7 +666,7 @@ mod tests {
         // A writer's recovery refuses the same edit, and the check wrote nothing.
         assert_eq!(std::fs::read(&t).unwrap(), bytes);
         let mut locked = LockedTranscript::open(&t).unwrap();
-        match recover(&d, &mut locked, fake_apply, false) {
+        match recover(&d, &mut locked, false) {
             Err(RecoveryError::UnrecordedEdit(e)) => assert_eq!(e, found),
             other => panic!("{other:?}"),
         }
@@ -704,17 +696,12 @@ mod tests {
     }
 
     fn batch(src: &str, texts: &[&str], prev: Option<String>) -> (String, Vec<u8>) {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let ops: Vec<_> = texts
             .iter()
             .map(|t| json!({"op":"append","text":t}))
             .collect();
-        let mut p = plan(
-            src,
-            &Context::default(),
-            &ops,
-            &Options::new(actor()),
-            fake_apply,
-        );
+        let mut p = plan(src, &Context::default(), &ops, &Options::new(actor()));
         (
             p.new_text.clone(),
             chain_and_serialise(&mut p.records, prev),
@@ -733,6 +720,7 @@ mod tests {
 
     #[test]
     fn a_long_last_line_is_found_past_the_first_window() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         // One 150-op request: over 64 KiB of records, so the window widens.
         let (_d, doc, tp) = setup("x");
         let texts: Vec<String> = (0..150)
@@ -744,7 +732,7 @@ mod tests {
         std::fs::write(&tp, &first).unwrap();
         std::fs::write(&doc, &mid).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        let r = recover(&doc, &mut t, false).unwrap();
         assert!(r.is_clean());
         let body = &first[..first.len() - 1];
         let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
@@ -754,25 +742,27 @@ mod tests {
 
     #[test]
     fn rolls_forward_only_with_an_intent_marker() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_d, doc, tp) = setup("x");
         let (new, bytes) = batch("x", &["a", "b"], None);
         std::fs::write(&tp, &bytes).unwrap();
         // Without a marker the lagging document is an edit like any other.
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        let e = recover(&doc, &mut t, false).unwrap_err();
         assert!(matches!(e, RecoveryError::UnrecordedEdit(_)), "{e}");
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x");
         // With the marker of the interrupted request it is rolled forward.
         intent_for(b"", &bytes, "x", &new).write(&tp).unwrap();
-        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        let r = recover(&doc, &mut t, false).unwrap();
         assert_eq!(r.rolled_forward, 2);
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), new);
         assert_eq!(Intent::read(&tp).unwrap(), None);
-        assert!(recover(&doc, &mut t, fake_apply, false).unwrap().is_clean());
+        assert!(recover(&doc, &mut t, false).unwrap().is_clean());
     }
 
     #[test]
     fn a_partial_append_is_cut_only_back_to_the_marker() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_d, doc, tp) = setup("x");
         let (mid, first) = batch("x", &["a"], None);
         let prev = {
@@ -788,7 +778,7 @@ mod tests {
         std::fs::write(&tp, &torn).unwrap();
         intent_for(&first, &second, &mid, &new).write(&tp).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        let r = recover(&doc, &mut t, false).unwrap();
         assert_eq!(r.truncated_bytes as usize, nl + 10);
         assert_eq!(std::fs::read(&tp).unwrap(), first);
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), mid);
@@ -797,6 +787,7 @@ mod tests {
 
     #[test]
     fn a_torn_tail_without_a_marker_is_refused_by_writers_and_moved_aside_by_repair() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (dir, doc, tp) = setup("x");
         let (new, bytes) = batch("x", &["a"], None);
         let mut with_junk = bytes.clone();
@@ -804,10 +795,10 @@ mod tests {
         std::fs::write(&tp, &with_junk).unwrap();
         std::fs::write(&doc, &new).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        let e = recover(&doc, &mut t, false).unwrap_err();
         assert!(e.to_string().contains("noma repair"), "{e}");
         assert_eq!(std::fs::read(&tp).unwrap(), with_junk);
-        let r = repair(&doc, &mut t, fake_apply).unwrap();
+        let r = repair(&doc, &mut t).unwrap();
         assert_eq!(r.truncated_bytes, 20);
         assert_eq!(std::fs::read(&tp).unwrap(), bytes);
         let aside = std::fs::read(dir.path().join("d.noma.patches.torn")).unwrap();
@@ -816,20 +807,22 @@ mod tests {
 
     #[test]
     fn refuses_unrecorded_edit_unless_forced() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_d, doc, tp) = setup("x");
         let (new, bytes) = batch("x", &["a"], None);
         std::fs::write(&tp, &bytes).unwrap();
         std::fs::write(&doc, format!("{new}edited")).unwrap();
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let e = recover(&doc, &mut t, fake_apply, false).unwrap_err();
+        let e = recover(&doc, &mut t, false).unwrap_err();
         assert!(e.is_check_failure());
         assert!(e.to_string().contains("line 1"), "{e}");
-        let r = recover(&doc, &mut t, fake_apply, true).unwrap();
+        let r = recover(&doc, &mut t, true).unwrap();
         assert!(r.unrecorded_edit.is_some());
     }
 
     #[test]
     fn an_incomplete_marker_is_removed_and_nothing_else_changes() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_d, doc, tp) = setup("x");
         let (new, bytes) = batch("x", &["a"], None);
         std::fs::write(&tp, &bytes).unwrap();
@@ -838,7 +831,7 @@ mod tests {
         std::fs::write(fsio::intent_path(&tp), b"{\"transcript_len\":").unwrap();
         assert!(!inspect(&doc, &tp).is_empty());
         let mut t = LockedTranscript::open(&tp).unwrap();
-        let r = recover(&doc, &mut t, fake_apply, false).unwrap();
+        let r = recover(&doc, &mut t, false).unwrap();
         assert_eq!(r.messages.len(), 1, "{:?}", r.messages);
         assert_eq!(Intent::read(&tp).unwrap(), None);
         assert_eq!(std::fs::read(&tp).unwrap(), bytes);

@@ -10,17 +10,12 @@ use noma_core::transcript::split_lines;
 use serde_json::json;
 
 fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let mut text = src.to_string();
     let mut bytes = Vec::new();
     for b in batches {
         let ops: Vec<_> = b.iter().map(|t| json!({"op":"append","text":t})).collect();
-        let mut p = plan(
-            &text,
-            &Context::default(),
-            &ops,
-            &Options::new(actor()),
-            fake_apply,
-        );
+        let mut p = plan(&text, &Context::default(), &ops, &Options::new(actor()));
         let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
         bytes.extend(chain_and_serialise(&mut p.records, prev));
         text = p.new_text;
@@ -30,37 +25,40 @@ fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
 
 #[test]
 fn verifies_a_good_chain() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, bytes) = transcript_for("x", &[&["a", "b"], &["c"]]);
-    let r = replay(&bytes, Some("x"), &text, fake_apply);
+    let r = replay(&bytes, Some("x"), &text);
     assert!(r.ok, "{:?}", r.divergence);
     assert_eq!((r.records, r.applied), (3, 3));
     // Without a base, the document itself is not the first pre-state.
-    let r = replay(&bytes, None, &text, fake_apply);
+    let r = replay(&bytes, None, &text);
     assert!(!r.ok);
     assert!(r.divergence.unwrap().message.contains(&sha256_hex(b"x")));
 }
 
 #[test]
 fn a_genesis_transcript_replays_from_the_empty_document() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, bytes) = transcript_for("", &[&["# New\n"], &["more\n"]]);
-    let r = replay(&bytes, None, &text, fake_apply);
+    let r = replay(&bytes, None, &text);
     assert!(r.ok, "{:?}", r.divergence);
     assert_eq!(r.base, Some(BaseSource::Genesis));
     // The final state is still checked against the document.
-    let r = replay(&bytes, None, "# New\nother\n", fake_apply);
+    let r = replay(&bytes, None, "# New\nother\n");
     assert!(!r.ok);
 }
 
 #[test]
 fn names_broken_chain_and_final_mismatch() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, bytes) = transcript_for("x", &[&["a"], &["b"], &["c"]]);
     let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
     let dropped: Vec<u8> = [lines[0], lines[2]].concat();
-    let r = replay(&dropped, Some("x"), &text, fake_apply);
+    let r = replay(&dropped, Some("x"), &text);
     let d = r.divergence.unwrap();
     assert_eq!(d.line, 2);
     assert!(d.message.contains("chain"), "{}", d.message);
-    let r = replay(&bytes, Some("x"), "::n{id=\"z\"}\n::\n", fake_apply);
+    let r = replay(&bytes, Some("x"), "::n{id=\"z\"}\n::\n");
     let d = r.divergence.unwrap();
     assert!(d.message.contains("document on disk"));
     assert_eq!(d.blocks[0].id, "z");
@@ -69,13 +67,12 @@ fn names_broken_chain_and_final_mismatch() {
 
 #[test]
 fn torn_and_malformed_lines_are_named() {
-    let r = replay(b"{bad\n", None, "", fake_apply);
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let r = replay(b"{bad\n", None, "");
     assert_eq!(r.divergence.unwrap().line, 1);
     let (text, mut bytes) = transcript_for("x", &[&["a"]]);
     bytes.extend_from_slice(b"{\"protocol");
-    let d = replay(&bytes, Some("x"), &text, fake_apply)
-        .divergence
-        .unwrap();
+    let d = replay(&bytes, Some("x"), &text).divergence.unwrap();
     assert_eq!(d.line, 2);
     assert!(d.message.contains("torn"));
 }
@@ -99,12 +96,12 @@ fn edit_line(bytes: &[u8], at: usize, f: impl Fn(&mut serde_json::Value)) -> Vec
 
 /// The one line of a rejected request on "x", as a transcript's first.
 fn rejected_request() -> Vec<u8> {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let mut p = plan(
         "x",
         &Context::default(),
         &[json!({"op":"fail"})],
         &Options::new(actor()),
-        fake_apply,
     );
     chain_and_serialise(&mut p.records, None)
 }
@@ -126,8 +123,9 @@ fn with_leading_rejected() -> (String, Vec<u8>) {
 
 #[test]
 fn every_tamper_kind_is_named_with_its_line() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, bytes) = with_leading_rejected();
-    assert!(replay(&bytes, Some("x"), &text, fake_apply).ok);
+    assert!(replay(&bytes, Some("x"), &text).ok);
     let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
     let cases: Vec<(&str, Vec<u8>, usize)> = vec![
         ("drop first", lines[1..].concat(), 1),
@@ -159,33 +157,32 @@ fn every_tamper_kind_is_named_with_its_line() {
         ),
     ];
     for (what, tampered, line) in cases {
-        let r = replay(&tampered, Some("x"), &text, fake_apply);
+        let r = replay(&tampered, Some("x"), &text);
         let d = r
             .divergence
             .unwrap_or_else(|| panic!("{what}: replay said ok"));
         assert_eq!(d.line, line, "{what}: {}", d.message);
     }
     // Without --base the leading rejected record anchors the start.
-    assert!(!replay(&lines[1..].concat(), None, &text, fake_apply).ok);
+    assert!(!replay(&lines[1..].concat(), None, &text).ok);
 }
 
 #[test]
 fn the_base_is_always_checked() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     // Only a rejected record: --base must still be the document.
     let bytes = rejected_request();
-    assert!(replay(&bytes, Some("x"), "x", fake_apply).ok);
-    assert!(replay(&bytes, None, "x", fake_apply).ok);
-    let r = replay(&bytes, Some("x"), "edited", fake_apply);
+    assert!(replay(&bytes, Some("x"), "x").ok);
+    assert!(replay(&bytes, None, "x").ok);
+    let r = replay(&bytes, Some("x"), "edited");
     assert!(!r.ok);
-    assert!(!replay(&bytes, None, "edited", fake_apply).ok);
+    assert!(!replay(&bytes, None, "edited").ok);
     // An empty transcript: the document must be the base.
-    assert!(replay(b"", Some("x"), "x", fake_apply).ok);
-    assert!(!replay(b"", Some("x"), "edited", fake_apply).ok);
+    assert!(replay(b"", Some("x"), "x").ok);
+    assert!(!replay(b"", Some("x"), "edited").ok);
     // A base that is not the first record's pre-state.
     let (text, bytes) = transcript_for("x", &[&["a"]]);
-    let d = replay(&bytes, Some("y"), &text, fake_apply)
-        .divergence
-        .unwrap();
+    let d = replay(&bytes, Some("y"), &text).divergence.unwrap();
     assert_eq!(d.line, 1);
     assert!(d.message.contains("--base"), "{}", d.message);
     // The same on a continuation (the hook) names the previous commit's
@@ -197,9 +194,9 @@ fn the_base_is_always_checked() {
         lines_before: 1,
     };
     let rest = &bytes[lines[0].raw.len()..];
-    let good = replay_after(Some(after), rest, Some("xa"), &text, fake_apply);
+    let good = replay_after(Some(after), rest, Some("xa"), &text);
     assert!(good.ok, "{:?}", good.divergence);
-    let d = replay_after(Some(after), rest, Some("y"), &text, fake_apply)
+    let d = replay_after(Some(after), rest, Some("y"), &text)
         .divergence
         .unwrap();
     assert_eq!(d.line, 2);
@@ -212,13 +209,14 @@ fn the_base_is_always_checked() {
 
 #[test]
 fn an_applied_record_must_change_the_document() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, bytes) = transcript_for("x", &[&["a"]]);
     // Claim a change that is none: pre == post, result "applied".
     let forged = edit_line(&bytes, 0, |v| {
         v["post_sha256"] = v["pre_sha256"].clone();
         v["post_sha"] = v["pre_sha"].clone();
     });
-    assert!(!replay(&forged, Some("x"), &text, fake_apply).ok);
+    assert!(!replay(&forged, Some("x"), &text).ok);
 }
 
 /// Issue 34: a rejected record's op is re-applied to the state it was
@@ -226,24 +224,22 @@ fn an_applied_record_must_change_the_document() {
 /// (or fails otherwise); a rolled-back list's earlier ops must apply.
 #[test]
 fn a_trailing_rejected_records_op_is_checked() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
     let (text, mut bytes) = transcript_for("x", &[&["a"]]);
     let mut p = plan(
         &text,
         &Context::default(),
         &[json!({"op":"append","text":"b"}), json!({"op":"fail"})],
         &Options::new(actor()),
-        fake_apply,
     );
     let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
     bytes.extend(chain_and_serialise(&mut p.records, prev));
-    let r = replay(&bytes, Some("x"), &text, fake_apply);
+    let r = replay(&bytes, Some("x"), &text);
     assert!(r.ok, "{:?}", r.divergence);
     assert_eq!(r.rejected, 2);
     // The failing op swapped for one that applies.
     let swapped = edit_line(&bytes, 2, |v| v["op"] = json!({"op":"append","text":"z"}));
-    let d = replay(&swapped, Some("x"), &text, fake_apply)
-        .divergence
-        .unwrap();
+    let d = replay(&swapped, Some("x"), &text).divergence.unwrap();
     assert_eq!(d.line, 3);
     assert!(d.message.contains("applies"), "{}", d.message);
     // The rolled-back op swapped for one that does not apply.
@@ -251,9 +247,7 @@ fn a_trailing_rejected_records_op_is_checked() {
     let swapped = edit_line(&swapped, 2, |v| {
         v["prev_entry_sha256"] = json!("0".repeat(64))
     });
-    let d = replay(&swapped, Some("x"), &text, fake_apply)
-        .divergence
-        .unwrap();
+    let d = replay(&swapped, Some("x"), &text).divergence.unwrap();
     assert_eq!(d.line, 2);
     assert!(d.message.contains("rolled-back"), "{}", d.message);
     // A refusal code that is not the one re-application gives.
@@ -264,9 +258,7 @@ fn a_trailing_rejected_records_op_is_checked() {
             }
         }
     });
-    let d = replay(&recoded, Some("x"), &text, fake_apply)
-        .divergence
-        .unwrap();
+    let d = replay(&recoded, Some("x"), &text).divergence.unwrap();
     assert_eq!(d.line, 3);
     assert!(d.message.contains("id_conflict"), "{}", d.message);
 }
