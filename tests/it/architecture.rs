@@ -206,7 +206,7 @@ fn engine_code_lines() -> Vec<(PathBuf, usize, String)> {
     for r in engine_roots() {
         let mut files = Vec::new();
         rust_files(&r, &mut files);
-        assert!(files.len() > 10, "{} has too few Rust files", r.display());
+        assert!(!files.is_empty(), "{} has no Rust files", r.display());
         for f in files {
             for (n, line) in non_test_code(&f) {
                 out.push((f.clone(), n, line));
