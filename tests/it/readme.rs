@@ -2,7 +2,9 @@
 //! code fence is closed, and a fence line holds only backticks and an
 //! optional language word (text after it would silently open a block that
 //! swallows the rest of the file, as it once did). The README's quick start
-//! stays two commands: one runs the main job, one runs every test.
+//! stays two commands: one runs the main job, one runs every test. What the
+//! README and docs/ state about the program stays true: the conformance
+//! counts, the list of commands, the relative links and their anchors.
 
 use std::path::{Path, PathBuf};
 
@@ -124,29 +126,36 @@ fn the_checks_catch_a_broken_fence_and_a_third_command() {
     );
 }
 
+fn read(path: &str) -> String {
+    std::fs::read_to_string(manifest_dir().join(path)).unwrap()
+}
+
 #[test]
 fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks() {
-    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
-    let installs: Vec<&str> = readme
-        .lines()
-        .filter(|l| l.trim_start().starts_with("cargo install"))
-        .collect();
+    let mut installs = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for l in text.lines() {
+            if l.trim_start().starts_with("cargo install") {
+                installs.push(format!("{}: {l}", file.display()));
+            }
+        }
+    }
     assert!(installs.len() >= 2, "{installs:?}");
     for l in &installs {
         assert!(l.contains("--locked"), "unpinned install: {l}");
     }
     // The .pre-commit-config.yaml snippet runs the same entries, ids and
     // stages as the shipped .pre-commit-hooks.yaml.
-    let start = readme
+    let guide = read("docs/git-workflows.md");
+    let start = guide
         .find("```yaml\n# .pre-commit-config.yaml\n")
-        .expect("a .pre-commit-config.yaml snippet");
-    let body = &readme[start + "```yaml\n".len()..];
+        .expect("a .pre-commit-config.yaml snippet in docs/git-workflows.md");
+    let body = &guide[start + "```yaml\n".len()..];
     let body = &body[..body.find("```").unwrap()];
     let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(body).unwrap();
-    let shipped: serde_yaml_ng::Value = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(manifest_dir().join(".pre-commit-hooks.yaml")).unwrap(),
-    )
-    .unwrap();
+    let shipped: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&read(".pre-commit-hooks.yaml")).unwrap();
     let key = |h: &serde_yaml_ng::Value| {
         (
             h["id"].as_str().map(String::from),
@@ -164,22 +173,227 @@ fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks(
     assert_eq!(local, ours);
 }
 
-#[test]
-fn the_readme_conformance_count_is_what_noma_verify_prints() {
+/// The last line of `noma verify DIR`, e.g. `105 fixtures, 105 passed`.
+fn verify_summary(dir: &Path) -> String {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
-        .args(["verify", "conformance"])
+        .arg("verify")
+        .arg(dir)
         .current_dir(manifest_dir())
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     let last = out.lines().last().unwrap_or("").trim().to_string();
     assert!(last.ends_with(" passed"), "{out}");
-    let (n, rest) = last.split_once(" fixtures, ").unwrap();
-    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
-    // The README wraps the phrase; compare with whitespace folded.
-    let folded = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    last
+}
+
+/// Whether `text`, whitespace folded (the README wraps lines), quotes
+/// `summary` as `` `N fixtures, M passed` ``.
+fn quotes(text: &str, summary: &str) -> bool {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let summary = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    folded.contains(&format!("`{summary}`"))
+}
+
+/// Every `` `N fixtures, M passed` `` a document quotes.
+fn quoted_counts(text: &str) -> Vec<String> {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let re = regex::Regex::new(r"`(\d+ fixtures, \d+ passed)`").unwrap();
+    re.captures_iter(&folded)
+        .map(|c| c[1].to_string())
+        .collect()
+}
+
+#[test]
+fn the_readme_conformance_counts_are_what_noma_verify_prints() {
+    let readme = read("README.md");
+    let own = verify_summary(&manifest_dir().join("conformance"));
+    assert!(quotes(&readme, &own), "README should say `{own}`");
+    let mut truths = vec![own];
+    if let Some(reference) = crate::common::shared_reference("readme conformance count") {
+        let theirs = verify_summary(&reference.join("noma/conformance"));
+        assert!(quotes(&readme, &theirs), "README should say `{theirs}`");
+        truths.push(theirs);
+    }
+    // No other count anywhere in README.md or docs/ (a stale copy).
+    for file in markdown_files() {
+        for count in quoted_counts(&std::fs::read_to_string(&file).unwrap()) {
+            if file.ends_with("performance.md") {
+                continue; // a log: counts of their day
+            }
+            assert!(
+                truths.contains(&count) || truths.len() == 1,
+                "{}: `{count}` is not what noma verify prints ({truths:?})",
+                file.display()
+            );
+        }
+    }
+}
+
+/// The subcommands `noma --help` lists (clap's own list), without `help`.
+fn subcommands() -> Vec<String> {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_noma"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let names: Vec<String> = out
+        .lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|n| n != "help")
+        .collect();
+    assert!(names.len() >= 20, "{out}");
+    names
+}
+
+/// The commands the README's "## Commands" section names (`` `noma X` ``).
+fn readme_commands(readme: &str) -> Vec<String> {
+    let section: String = readme
+        .lines()
+        .skip_while(|l| l.trim() != "## Commands")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let re = regex::Regex::new(r"`noma ([a-z][a-z-]*)`").unwrap();
+    let mut names: Vec<String> = re
+        .captures_iter(&section)
+        .map(|c| c[1].to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The commands the reference's table rows start with (`` | `noma X ``).
+fn reference_commands(reference: &str) -> Vec<String> {
+    let re = regex::Regex::new(r"(?m)^\| `noma ([a-z][a-z-]*)").unwrap();
+    let mut names: Vec<String> = re
+        .captures_iter(reference)
+        .map(|c| c[1].to_string())
+        .collect();
+    // A row may cover two commands (`noma completions ...`, `noma man`).
+    let more = regex::Regex::new(r"(?m)^\| `noma [^`]*`, `noma ([a-z][a-z-]*)").unwrap();
+    names.extend(more.captures_iter(reference).map(|c| c[1].to_string()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn the_readme_and_the_command_reference_list_every_command_and_no_other() {
+    let mut real = subcommands();
+    real.sort();
+    assert_eq!(
+        readme_commands(&read("README.md")),
+        real,
+        "README.md ## Commands"
+    );
+    assert_eq!(
+        reference_commands(&read("docs/commands.md")),
+        real,
+        "docs/commands.md table"
+    );
+    // The readers see what they must: a missing and an invented command.
+    let readme = "## Commands\n\n- `noma check`, `noma frob`.\n\n## Next\n`noma ids`\n";
+    assert_eq!(readme_commands(readme), ["check", "frob"]);
+    let table = "| `noma check <f>` | x |\n| `noma completions a\\|b`, `noma man` | y |\n";
+    assert_eq!(reference_commands(table), ["check", "completions", "man"]);
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-`
+/// and `_` dropped, spaces to `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings, outside code fences.
+fn anchors(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fence: Option<usize> = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let ticks = t.len() - t.trim_start_matches('`').len();
+        if ticks >= 3 {
+            fence = match fence {
+                None => Some(ticks),
+                Some(n) if ticks >= n && t.trim_start_matches('`').trim().is_empty() => None,
+                f => f,
+            };
+            continue;
+        }
+        if fence.is_none() && line.starts_with('#') {
+            out.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Relative links `[..](path#anchor)` of one file that lead nowhere.
+fn broken_links(file: &Path, text: &str) -> Vec<String> {
+    let re = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        let link = &c[1];
+        if link.contains("://") || link.starts_with("mailto:") {
+            continue;
+        }
+        let (path, frag) = link.split_once('#').unwrap_or((link, ""));
+        let target = if path.is_empty() {
+            file.to_path_buf()
+        } else {
+            file.parent().unwrap().join(path)
+        };
+        if !target.exists() {
+            out.push(format!("{}: {link}: no such file", file.display()));
+        } else if !frag.is_empty() {
+            let body = std::fs::read_to_string(&target).unwrap_or_default();
+            if !anchors(&body).iter().any(|a| a == frag) {
+                out.push(format!("{}: {link}: no such heading", file.display()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_leads_to_a_file_and_heading() {
+    let mut report = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        report.extend(broken_links(&file, &text));
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+    // The README's architecture pointer leads to the architecture document.
+    let readme = read("README.md");
     assert!(
-        folded.contains(&format!("`{n} fixtures, {rest}`")),
-        "README should say `{last}`"
+        readme.contains("Architecture: [`.noma/architecture.noma`](.noma/architecture.noma)"),
+        "README's Architecture pointer"
+    );
+    // The checker finds what it is for.
+    let readme_path = manifest_dir().join("README.md");
+    assert_eq!(anchor("Use in CI"), "use-in-ci");
+    assert_eq!(
+        anchor(" `noma parse` streams its JSON (issue 35)"),
+        "noma-parse-streams-its-json-issue-35"
+    );
+    assert!(broken_links(&readme_path, "[a](docs/guide.md#recording-hand-edits)").is_empty());
+    assert_eq!(
+        broken_links(&readme_path, "[a](docs/guide.md#no-such)").len(),
+        1
+    );
+    assert_eq!(broken_links(&readme_path, "[a](docs/nope.md)").len(), 1);
+    assert_eq!(
+        broken_links(&readme_path, "[a](#use-in-ci) [b](#gone)").len(),
+        1
     );
 }

@@ -602,7 +602,7 @@ pub fn install(hooks_dir: &Path, opts: &InstallOptions) -> Result<Vec<InstallRep
                     note = manager.map(|m| {
                         format!(
                             "this hook comes from {}; adding noma to its configuration is \
-                             the cleaner set-up (see the README)",
+                             the cleaner set-up (see docs/git-workflows.md in noma's repository)",
                             m.as_str()
                         )
                     });
