@@ -10,6 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
+use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
+use sha2::{Digest, Sha512};
 use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
 
 /// The SSHSIG namespace of every noma signature.
@@ -158,52 +163,149 @@ pub fn verify(armored: &str, payload: &[u8]) -> Result<PublicKey, SigError> {
     Ok(key)
 }
 
-/// Signatures verified together before one is verified alone: Ed25519
-/// batch verification costs about half a single verification each.
-const BATCH: usize = 256;
+/// Below this many signatures a failing batch is verified one by one
+/// rather than split again.
+const SMALLEST_BATCH: usize = 8;
 
-/// [`verify`] of many (armored SSHSIG, payload) pairs. Ed25519 signatures
-/// in namespace `noma` are verified in batches; a batch that fails is
-/// verified signature by signature, so each result is what [`verify`]
-/// says.
+/// One Ed25519 SSHSIG ready for batch verification.
+struct Batched {
+    /// Index in the caller's list.
+    item: usize,
+    /// Index of its key in [`verify_many`]'s distinct keys.
+    key: usize,
+    /// R, the signature's first half (compressed).
+    r: CompressedEdwardsY,
+    /// s, the second half, checked canonical.
+    s: Scalar,
+    /// H(R || A || M): the challenge, as Ed25519 computes it.
+    h: Scalar,
+}
+
+/// Whether every signature of `batch` verifies, in one multiscalar
+/// multiplication: with random-looking 128-bit weights z_i (derived from
+/// every input, as ed25519-dalek's `verify_batch` derives them, so a
+/// forger cannot choose signatures whose errors cancel),
+/// `-(Σ z_i s_i) B + Σ z_i R_i + Σ_A (Σ_{i signed by A} z_i h_i) A = 0`.
+/// This is `verify_batch`'s equation with the terms of each distinct key
+/// gathered into one: a transcript signed by a few keys costs about one
+/// point per signature instead of two.
+fn batch_holds(batch: &[Batched], keys: &[EdwardsPoint]) -> bool {
+    let mut seed = blake3::Hasher::new_derive_key("noma 2026-11-26 SSHSIG Ed25519 batch weights");
+    for b in batch {
+        seed.update(b.r.as_bytes());
+        seed.update(b.s.as_bytes());
+        seed.update(b.h.as_bytes());
+        seed.update(keys[b.key].compress().as_bytes());
+    }
+    let mut weights = seed.finalize_xof();
+    let mut basepoint = Scalar::ZERO;
+    let mut per_key = vec![Scalar::ZERO; keys.len()];
+    let mut zs = Vec::with_capacity(batch.len());
+    for b in batch {
+        let mut z = [0u8; 16];
+        weights.fill(&mut z);
+        let z = Scalar::from(u128::from_le_bytes(z));
+        basepoint -= z * b.s;
+        per_key[b.key] += z * b.h;
+        zs.push(z);
+    }
+    let rs = batch.iter().map(|b| b.r.decompress());
+    let sum = EdwardsPoint::optional_multiscalar_mul(
+        std::iter::once(basepoint).chain(zs).chain(per_key),
+        std::iter::once(Some(ED25519_BASEPOINT_POINT))
+            .chain(rs)
+            .chain(keys.iter().map(|k| Some(*k))),
+    );
+    sum.is_some_and(|p| p.is_identity())
+}
+
+/// Marks every signature of `batch` that verifies: the whole batch at
+/// once, else each half, down to [`SMALLEST_BATCH`], so k forgeries among
+/// n signatures cost about k·log(n) batches, not n single checks.
+fn verify_split(batch: &[Batched], keys: &[EdwardsPoint], ok: &mut [bool]) {
+    if batch.len() <= SMALLEST_BATCH {
+        for b in batch {
+            ok[b.item] = batch_holds(std::slice::from_ref(b), keys);
+        }
+    } else if batch_holds(batch, keys) {
+        for b in batch {
+            ok[b.item] = true;
+        }
+    } else {
+        let (a, b) = batch.split_at(batch.len() / 2);
+        verify_split(a, keys, ok);
+        verify_split(b, keys, ok);
+    }
+}
+
+/// [`verify`] of many (armored SSHSIG, payload) pairs, all Ed25519
+/// signatures in namespace `noma` in one batch (a batch that fails is
+/// split to find the signatures that do not verify); each result is
+/// what [`verify`] says: a signature the batch does not vouch for is
+/// verified alone, for its own error.
 pub fn verify_many(items: &[(&str, &[u8])]) -> Vec<Result<PublicKey, SigError>> {
-    let mut out: Vec<Option<Result<PublicKey, SigError>>> = vec![None; items.len()];
-    // (index, key, signed data, signature) of each batchable signature.
-    let mut batch = Vec::new();
+    let mut keys: Vec<EdwardsPoint> = Vec::new();
+    let mut key_bytes: Vec<[u8; 32]> = Vec::new();
+    let mut signers: Vec<Option<PublicKey>> = vec![None; items.len()];
+    let mut batch = Vec::with_capacity(items.len());
     for (i, (armored, payload)) in items.iter().enumerate() {
-        let parsed = SshSig::from_pem(armored)
+        let Some(sig) = SshSig::from_pem(armored)
             .ok()
-            .filter(|sig| sig.namespace() == NAMESPACE);
-        let Some(sig) = parsed else { continue };
-        let key = sig
-            .public_key()
-            .ed25519()
-            .and_then(|k| ed25519_dalek::VerifyingKey::from_bytes(&k.0).ok());
-        let raw = ed25519_dalek::Signature::from_slice(sig.signature_bytes()).ok();
-        let data = SshSig::signed_data(NAMESPACE, sig.hash_alg(), payload).ok();
-        if let (Some(key), Some(raw), Some(data)) = (key, raw, data) {
-            batch.push((
-                i,
-                PublicKey::new(sig.public_key().clone(), ""),
-                key,
-                data,
-                raw,
-            ));
-        }
+            .filter(|sig| sig.namespace() == NAMESPACE)
+        else {
+            continue;
+        };
+        let (Some(a), Ok(raw), Ok(data)) = (
+            sig.public_key().ed25519(),
+            <[u8; 64]>::try_from(sig.signature_bytes()),
+            SshSig::signed_data(NAMESPACE, sig.hash_alg(), payload),
+        ) else {
+            continue;
+        };
+        // One decompression per distinct key, not per signature.
+        let key = match key_bytes.iter().position(|k| *k == a.0) {
+            Some(k) => k,
+            None => match CompressedEdwardsY(a.0).decompress() {
+                Some(point) => {
+                    keys.push(point);
+                    key_bytes.push(a.0);
+                    keys.len() - 1
+                }
+                None => continue,
+            },
+        };
+        let (r, s) = raw.split_at(32);
+        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(
+            s.try_into().unwrap_or_default(),
+        )) else {
+            continue;
+        };
+        let h: [u8; 64] = Sha512::new()
+            .chain_update(r)
+            .chain_update(a.0)
+            .chain_update(&data)
+            .finalize()
+            .into();
+        let h = Scalar::from_bytes_mod_order_wide(&h);
+        batch.push(Batched {
+            item: i,
+            key,
+            r: CompressedEdwardsY(r.try_into().unwrap_or_default()),
+            s,
+            h,
+        });
+        signers[i] = Some(PublicKey::new(sig.public_key().clone(), ""));
     }
-    for chunk in batch.chunks(BATCH) {
-        let msgs: Vec<&[u8]> = chunk.iter().map(|c| c.3.as_slice()).collect();
-        let sigs: Vec<ed25519_dalek::Signature> = chunk.iter().map(|c| c.4).collect();
-        let keys: Vec<ed25519_dalek::VerifyingKey> = chunk.iter().map(|c| c.2).collect();
-        if ed25519_dalek::verify_batch(&msgs, &sigs, &keys).is_ok() {
-            for c in chunk {
-                out[c.0] = Some(Ok(c.1.clone()));
-            }
-        }
-    }
-    out.into_iter()
+    let mut ok = vec![false; items.len()];
+    verify_split(&batch, &keys, &mut ok);
+    signers
+        .into_iter()
+        .zip(ok)
         .zip(items)
-        .map(|(done, (armored, payload))| done.unwrap_or_else(|| verify(armored, payload)))
+        .map(|((signer, ok), (armored, payload))| match signer {
+            Some(key) if ok => Ok(key),
+            _ => verify(armored, payload),
+        })
         .collect()
 }
 
@@ -263,8 +365,17 @@ f+2qyUnEWBSYqYdP/rwSAAAACXRlc3RAbm9tYQECAwQ=
     #[test]
     fn many_at_once_says_what_one_by_one_says() {
         let k = test_key();
+        // A second signer, so one batch gathers the terms of two keys.
+        let other = SigningKey {
+            key: PrivateKey::from(ssh_key::private::Ed25519Keypair::from_seed(&[7; 32])),
+            path: PathBuf::from("other"),
+        };
         let payloads: Vec<Vec<u8>> = (0..300).map(|i| format!("p{i}").into_bytes()).collect();
-        let sigs: Vec<String> = payloads.iter().map(|p| k.sign(p).unwrap()).collect();
+        let sigs: Vec<String> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| if i % 3 == 0 { &other } else { &k }.sign(p).unwrap())
+            .collect();
         let mut items: Vec<(&str, &[u8])> = sigs
             .iter()
             .zip(&payloads)
@@ -279,5 +390,15 @@ f+2qyUnEWBSYqYdP/rwSAAAACXRlc3RAbm9tYQECAwQ=
             assert_eq!(r.is_ok(), i != 7 && i != 280, "{i}");
         }
         assert_eq!(got[7], Err(SigError::Mismatch));
+        assert_eq!(
+            public_openssh(got[9].as_ref().unwrap()),
+            other.public_openssh()
+        );
+        // A signature moved to another payload of the same signer fails
+        // alone, the others still verify.
+        items[10].0 = items[11].0;
+        let got = verify_many(&items);
+        assert_eq!(got[10], Err(SigError::Mismatch));
+        assert!(got[11].is_ok() && got[12].is_ok());
     }
 }
