@@ -292,6 +292,21 @@ impl<'a> Guard<'a> {
             }
         };
         for (doc, head_path) in docs {
+            let mut staged_files = std::collections::HashMap::new();
+            for p in [
+                transcript_path(doc),
+                transcript_path(head_path),
+                sidecar_rel(doc),
+                sidecar_rel(head_path),
+            ] {
+                let there = self.repo.staged_blob(staged, &p)?.is_some();
+                staged_files.insert(p, there);
+            }
+            if let Some((l, fix)) = check::rename_problem(doc, head_path, &|p| {
+                staged_files.get(p).copied().unwrap_or(false)
+            }) {
+                out.push(Finding::error(l.problem.code, &l.path, None, l.problem.message).fix(fix));
+            }
             let t = self.repo.staged_blob(staged, &transcript_path(doc))?;
             let head_t = self.reference_blob(&transcript_path(head_path))?;
             let side = self.repo.staged_blob(staged, &sidecar_rel(doc))?;

@@ -107,6 +107,23 @@ pub struct Report {
     pub elapsed_ms: f64,
 }
 
+impl Report {
+    /// Before the first record.
+    fn nothing_yet() -> Report {
+        Report {
+            ok: false,
+            records: 0,
+            applied: 0,
+            rejected: 0,
+            noop: 0,
+            base: None,
+            final_sha256: None,
+            divergence: None,
+            elapsed_ms: 0.0,
+        }
+    }
+}
+
 /// Compares the block hashes of two texts by id.
 pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
     let e = block_hashes(expected, &crate::doc::parse(expected));
@@ -230,17 +247,7 @@ fn replay_lines(
     apply: ApplyFn,
 ) -> Report {
     let started = Instant::now();
-    let mut report = Report {
-        ok: false,
-        records: 0,
-        applied: 0,
-        rejected: 0,
-        noop: 0,
-        base: None,
-        final_sha256: None,
-        divergence: None,
-        elapsed_ms: 0.0,
-    };
+    let mut report = Report::nothing_yet();
     let result = run(after, lines, base, document, apply, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
@@ -299,6 +306,27 @@ impl Lines for ReaderLines<'_> {
     }
 }
 
+/// The document the records of `transcript` leave, replayed from
+/// `base` (or from their genesis record): the text the next record
+/// starts from. `Ok(None)` when no applied record and no base fix a
+/// text; `Err` where the records do not replay.
+pub fn state_after(
+    transcript: &[u8],
+    base: Option<&str>,
+    apply: ApplyFn,
+) -> Result<Option<String>, Box<Divergence>> {
+    let mut report = Report::nothing_yet();
+    let (state, _) = walk(
+        None,
+        &mut SliceLines(transcript),
+        base,
+        "",
+        apply,
+        &mut report,
+    )?;
+    Ok(state.text)
+}
+
 fn run(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
@@ -307,6 +335,22 @@ fn run(
     apply: ApplyFn,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
+    let lines_before = after.map_or(0, |a| a.lines_before);
+    let (state, number) = walk(after, lines, base, document, apply, report)?;
+    // The file line of the last record, 0 when the slice held none.
+    state.finish(if number > lines_before { number } else { 0 }, report)
+}
+
+/// Checks every line of `lines`; the state they leave and the file line
+/// of the last one.
+fn walk<'a>(
+    after: Option<Continuation<'_>>,
+    lines: &mut dyn Lines,
+    base: Option<&'a str>,
+    document: &'a str,
+    apply: ApplyFn,
+    report: &mut Report,
+) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
     let mut state = State {
         base,
@@ -367,8 +411,7 @@ fn run(
             }
         }
     }
-    // The file line of the last record, 0 when the slice held none.
-    state.finish(if number > lines_before { number } else { 0 }, report)
+    Ok((state, number))
 }
 
 /// A divergence on `line` (of the record `op_id`), without hashes or blocks.
