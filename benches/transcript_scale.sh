@@ -127,6 +127,10 @@ for n in "${sizes[@]}"; do
   git init -q
   "$NOMA" synth --sections 20 >doc.noma
   cp doc.noma "$WORK/base$n.noma"
+  # Committed first, so the first patch writes no genesis record and the
+  # replay starts from this version (--base).
+  git add doc.noma
+  git commit -qm "document" --no-verify
   t0=$(date +%s)
   for ((done = 0; done < n; done += BATCH)); do
     k=$((n - done < BATCH ? n - done : BATCH))
