@@ -438,6 +438,24 @@ impl Repo {
         }
     }
 
+    /// The staged blob id of `path` as seen by `staged` (see
+    /// [`Repo::staged_blob`]); None when it is not in the index.
+    pub fn staged_blob_id(&self, staged: &Staged, path: &str) -> Result<Option<Oid>, GitError> {
+        match staged.ids.get(path) {
+            Some(id) => Ok(*id),
+            None => match staged.head {
+                Some(head) => self.blob_id_at(head, path),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Blob `id` as a stream ([`super::stream`]): memory does not follow
+    /// its size.
+    pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
+        super::stream::BlobStream::open(&self.repo, id)
+    }
+
     /// The bytes of the regular file at repository path `path` in the
     /// working tree; None for a bare repository, a missing file, a symlink
     /// or a path git ignores (`.gitignore`, `info/exclude`).
