@@ -139,7 +139,12 @@ impl LockedTranscript {
     /// exclusive lock is ours. The transcript is never renamed, so every
     /// process locks the same inode.
     pub fn open(path: &Path) -> io::Result<Self> {
-        refuse_special(path)?;
+        // A FIFO or device is refused; the size is not: a transcript has
+        // no cap of its own (its growth is checked per request).
+        match check_kind(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -325,15 +330,6 @@ pub fn remove_stale_temps(doc: &Path) -> usize {
     removed
 }
 
-/// Refuses an existing path that is not a regular file (after following
-/// symlinks): opening a FIFO would block.
-fn refuse_special(path: &Path) -> io::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(_) => check_regular(path).map(|_| ()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
 
 /// The write-ahead intent of one patch request: created (durably) before
 /// the transcript append and removed after the document rename. It is the

@@ -49,7 +49,7 @@ impl BlobStream {
         let size = repo.odb().and_then(|db| db.read_header(id)).map(|(s, _)| s);
         if let Ok(size) = size {
             if size <= whole_up_to() {
-                let bytes = super::repo::blob_content(repo, id).map_err(io::Error::other)?;
+                let bytes = blob_content(repo, id).map_err(io::Error::other)?;
                 return Ok(BlobStream::Whole(io::Cursor::new(bytes)));
             }
         }
@@ -109,5 +109,30 @@ impl Drop for BlobStream {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// The content of a blob. A partial clone (`git clone --filter=blob:none`,
+/// common in CI) holds only the blobs it checked out, and libgit2 cannot
+/// fetch the others from the promisor remote: a blob missing locally is
+/// asked of the `git` CLI, which fetches it. Elsewhere a missing blob makes
+/// `git cat-file` fail at once, and libgit2's error stands.
+pub(crate) fn blob_content(repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::Error> {
+    let err = match repo.find_blob(id) {
+        Ok(b) => return Ok(b.content().to_vec()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => e,
+        Err(e) => return Err(e),
+    };
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.path())
+        .args(["cat-file", "blob"])
+        .arg(id.to_string())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(o.stdout),
+        _ => Err(err),
     }
 }

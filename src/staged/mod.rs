@@ -428,11 +428,10 @@ impl<'a> Guard<'a> {
         head_path: &str,
         bytes: &[u8],
     ) -> Result<(Vec<Finding>, bool), GitError> {
-        let mut out = Vec::new();
         if let Some(f) = too_large(path, bytes.len()) {
-            out.push(f);
-            return Ok((out, false));
+            return Ok((vec![f], false));
         }
+        let mut out = Vec::new();
         let text = match crate::doc::source::decode(path, bytes) {
             Ok(t) => t,
             Err(e) => {
@@ -450,15 +449,13 @@ impl<'a> Guard<'a> {
         self.validate(path, text, &mut out);
         let tpath = transcript_path(path);
         let head_tpath = transcript_path(head_path);
-        if let Some(found) =
-            self.streamed_append(staged, [path, head_path, tpath.as_str()], text)?
-        {
+        let paths = [path, head_path, tpath.as_str()];
+        if let Some(found) = self.streamed_append(staged, paths, text)? {
             out.extend(found);
             return Ok((out, true));
         }
         let staged_t = self.repo.staged_blob(staged, &tpath)?;
         let head_t = self.reference_blob(&head_tpath)?;
-        let paths = [path, head_path, tpath.as_str()];
         let Some(staged_t) = staged_t else {
             if head_t.is_none() {
                 // `git commit -a` and `git commit <doc>` leave a new
