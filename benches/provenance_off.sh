@@ -3,7 +3,7 @@
 # of one op on the ~3 MB document and `noma hook pre-commit` with 10 staged
 # documents and transcripts, in a repository without a `provenance:`
 # section and with no key configured, for two binaries side by side
-# (farm-bench alternates them run by run and takes the ratio pair by pair).
+# (alternating run by run, CPU seconds, the ratio taken pair by pair).
 #
 #   bash benches/provenance_off.sh NEW_BIN OLD_BIN [RUNS]
 set -euo pipefail
@@ -32,8 +32,23 @@ done
 git add -A
 "$new" hook pre-commit >/dev/null 2>&1 && "$old" hook pre-commit >/dev/null 2>&1 ||
   { echo "the hook does not pass; not timing it" >&2; exit 1; }
-echo "== noma hook pre-commit, 10 staged documents (A = new, B = old)"
-farm-bench -n "$runs" --vs "$old hook pre-commit" -- "$new" hook pre-commit
+cpu() { # cpu CMD...: one run's user+sys CPU seconds
+  /usr/bin/time -f "%U %S" -o "$work/t" "$@" >/dev/null 2>&1 || true
+  awk '{printf "%.4f\n", $1 + $2}' "$work/t"
+}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+pairs() { # pairs NAME ARGS...: A = new, B = old, alternating
+  local name=$1 a b
+  shift
+  : >"$work/pairs"
+  for _ in $(seq "$runs"); do
+    a=$(cpu "$new" "$@") b=$(cpu "$old" "$@")
+    echo "$a $b" >>"$work/pairs"
+  done
+  echo "== $name: medians of $runs pairs, new $(awk '{print $1}' "$work/pairs" | median) s," \
+    "old $(awk '{print $2}' "$work/pairs" | median) s," \
+    "new/old $(awk '{printf "%.3f\n", $1 / $2}' "$work/pairs" | median)"
+}
+pairs "noma hook pre-commit, 10 staged documents" hook pre-commit
 op='{"op":"update_attribute","id":"claim-5000","key":"confidence","value":0.5}'
-echo "== noma patch --inplace, one op on $(wc -c <big.noma) bytes (A = new, B = old)"
-farm-bench -n "$runs" --vs "$old patch big.noma --inplace --op '$op'" -- "$new" patch big.noma --inplace --op "$op"
+pairs "noma patch --inplace, one op on $(wc -c <big.noma) bytes" patch big.noma --inplace --op "$op"

@@ -251,6 +251,33 @@ fn changes_name(c: changes::DocChange, old_path: Option<&str>) -> String {
     }
 }
 
+/// One changed block as `noma changed` lists it (`  modified c1\tdirective/claim\tlines 3-5`),
+/// newline included; `noma approve` lists the blocks it approves the same way.
+pub(crate) fn block_line(b: &changes::BlockChange) -> String {
+    let kind = match &b.name {
+        Some(n) => format!("{}/{n}", b.kind),
+        None => b.kind.to_string(),
+    };
+    let id = match (&b.old_id, b.change) {
+        (Some(old), _) => format!("{old} -> {}", b.id),
+        _ => b.id.clone(),
+    };
+    let at = match (b.lines, b.old_lines) {
+        (Some(l), _) => format!("lines {}-{}", l[0], l[1]),
+        (None, Some(l)) => format!("was lines {}-{}", l[0], l[1]),
+        (None, None) => String::new(),
+    };
+    let moved = match (&b.old_parent, b.change) {
+        (p, changes::Change::Moved) => format!(
+            " (from {} to {})",
+            p.as_deref().unwrap_or("top level"),
+            b.parent.as_deref().unwrap_or("top level")
+        ),
+        _ => String::new(),
+    };
+    format!("  {:<9}{id}\t{kind}\t{at}{moved}\n", b.change.as_str())
+}
+
 fn human_blocks(r: &changes::ChangedBlocks) -> String {
     let mut out = String::new();
     if r.docs.is_empty() {
@@ -274,31 +301,7 @@ fn human_blocks(r: &changes::ChangedBlocks) -> String {
             out.push_str("  (text outside blocks changed: frontmatter or loose lines)\n");
         }
         for b in &doc.blocks {
-            let kind = match &b.name {
-                Some(n) => format!("{}/{n}", b.kind),
-                None => b.kind.to_string(),
-            };
-            let id = match (&b.old_id, b.change) {
-                (Some(old), _) => format!("{old} -> {}", b.id),
-                _ => b.id.clone(),
-            };
-            let at = match (b.lines, b.old_lines) {
-                (Some(l), _) => format!("lines {}-{}", l[0], l[1]),
-                (None, Some(l)) => format!("was lines {}-{}", l[0], l[1]),
-                (None, None) => String::new(),
-            };
-            let moved = match (&b.old_parent, b.change) {
-                (p, changes::Change::Moved) => format!(
-                    " (from {} to {})",
-                    p.as_deref().unwrap_or("top level"),
-                    b.parent.as_deref().unwrap_or("top level")
-                ),
-                _ => String::new(),
-            };
-            out.push_str(&format!(
-                "  {:<9}{id}\t{kind}\t{at}{moved}\n",
-                b.change.as_str()
-            ));
+            out.push_str(&block_line(b));
         }
         if !doc.skipped.is_empty() {
             out.push_str(&format!("  reconciled: {}\n", doc.skipped.join(", ")));

@@ -439,7 +439,11 @@ fn driver_status_json(layout: &Layout) -> serde_json::Value {
         Ok(s) => json!({
             "driver": s.driver,
             "ours": s.ours,
-            "attributes": {"*.noma": s.attributes[0], "*.noma.patches": s.attributes[1]},
+            "attributes": {
+                "*.noma": s.attributes[0],
+                "*.noma.patches": s.attributes[1],
+                "*.noma.provenance": s.attributes[2],
+            },
             "foreign_attributes": s.foreign_attributes,
         }),
         Err(e) => json!({"error": e.to_string()}),

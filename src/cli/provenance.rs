@@ -23,36 +23,47 @@ pub fn for_replay(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeRepor
     check_worktree(doc, &bytes)
 }
 
-/// Prints a `--signatures` report, one line per record.
+/// Prints a `--signatures` report, one line per record (through one
+/// buffer: a long transcript prints thousands of lines).
 pub fn print_signatures(r: &WorktreeReport) {
-    println!("signatures (trusting {}):", r.trust);
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // Like println!, a closed stdout (a pager quit early) ends the report.
+    let _ = write_signatures(&mut out, r).and_then(|()| out.flush());
+}
+
+fn write_signatures(out: &mut impl std::io::Write, r: &WorktreeReport) -> std::io::Result<()> {
+    writeln!(out, "signatures (trusting {}):", r.trust)?;
     for s in &r.records {
-        let signed = s
-            .signed_by
-            .as_deref()
-            .map_or("unsigned".to_string(), |p| format!("signed by {p}"));
-        let approved = match (&s.approved_by, s.needs_approval) {
-            (Some(a), _) => format!(", approved by {a}"),
-            (None, true) => ", not approved".to_string(),
-            (None, false) => String::new(),
-        };
-        println!("  line {} {}: {signed}{approved}", s.line, s.op_id);
+        write!(out, "  line {} {}: ", s.line, s.op_id)?;
+        match &s.signed_by {
+            Some(p) => write!(out, "signed by {p}")?,
+            None => write!(out, "unsigned")?,
+        }
+        match (&s.approved_by, s.needs_approval) {
+            (Some(a), _) => writeln!(out, ", approved by {a}")?,
+            (None, true) => writeln!(out, ", not approved")?,
+            (None, false) => writeln!(out)?,
+        }
         for p in &s.problems {
-            println!(
+            writeln!(
+                out,
                 "    {} [{}] line {}: {}",
                 p.level.to_uppercase(),
                 p.code,
                 p.line,
                 p.message
-            );
+            )?;
         }
     }
     if let Some(p) = &r.sidecar {
-        println!(
+        writeln!(
+            out,
             "  ERROR [{}] sidecar line {}: {}",
             p.code, p.line, p.message
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Arguments of `noma approve`.
@@ -83,6 +94,39 @@ pub struct ApproveArgs {
 }
 
 /// The op's target, for the listing.
+/// The blocks each of `pending` changed, as `noma changed` diffs them:
+/// the transcript is replayed up to the first of them, then each applied
+/// record's op is applied in turn and each pending one's before and after
+/// are diffed.
+fn pending_blocks(
+    t_bytes: &[u8],
+    entries: &[transcript::Entry],
+    pending: &[&transcript::Entry],
+) -> Result<Vec<noma_git::changes::DocDiff>, String> {
+    let first = pending.first().map_or(0, |e| e.offset);
+    let mut text = transcript::replay::state_after(&t_bytes[..first], None)
+        .map_err(|d| format!("line {}: {}", d.line, d.message))?
+        .unwrap_or_default();
+    let mut memo = noma_core::doc::memo::ParseMemo::new();
+    let mut out = Vec::with_capacity(pending.len());
+    let mut wanted = pending.iter().peekable();
+    for e in entries.iter().skip_while(|e| e.offset < first) {
+        let Some(next) = wanted.peek() else { break };
+        let after = if e.record.patch_result == transcript::PatchResult::Applied {
+            noma_core::patch::apply_ops_with(&mut memo, &text, std::slice::from_ref(&e.record.op))
+                .map_err(|err| format!("line {}: {}", e.line, err.message))?
+        } else {
+            text.clone()
+        };
+        if next.line == e.line {
+            out.push(noma_git::changes::diff_docs(&text, &after));
+            wanted.next();
+        }
+        text = after;
+    }
+    Ok(out)
+}
+
 fn target(op: &serde_json::Value) -> String {
     ["id", "target", "parent"]
         .iter()
@@ -155,7 +199,8 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
         pending.len(),
         signer.principal
     );
-    for e in &pending {
+    let blocks = pending_blocks(&t_bytes, &parsed.entries, &pending);
+    for (i, e) in pending.iter().enumerate() {
         let r = &e.record;
         println!(
             "  line {} {} {} by {}{}",
@@ -168,6 +213,15 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
                 .map(|w| format!(": {w}"))
                 .unwrap_or_default()
         );
+        match &blocks {
+            Ok(per_record) => {
+                for b in &per_record[i].changes {
+                    print!("  {}", super::changed::block_line(b));
+                }
+            }
+            Err(why) if i == 0 => println!("    (changed blocks unknown: {why})"),
+            Err(_) => {}
+        }
     }
     if !args.yes && !confirm()? {
         println!("not approved");

@@ -266,11 +266,12 @@ fn closed_stdout_ends_quietly() {
     );
 }
 
-/// Issue 35: a size cap is checked before anything is written. A patch
-/// that would carry the transcript over `NOMA_MAX_FILE_BYTES` is refused
+/// Issue 35: the size cap is checked before anything is written. A patch
+/// that would carry the document over `NOMA_MAX_FILE_BYTES` is refused
 /// whole (it used to be written, after which every patch and replay
-/// refused the file), the transcript still replays, and the hook refuses
-/// to commit a transcript over the cap.
+/// refused the file), the transcript — over the cap, which it no longer
+/// has — still replays, and the hook refuses to commit a document over
+/// the cap.
 #[test]
 fn a_request_that_would_cross_the_size_cap_writes_nothing() {
     let r = crate::common::Repo::init();
@@ -279,7 +280,10 @@ fn a_request_that_would_cross_the_size_cap_writes_nothing() {
     r.commit_all("base");
     let cap = "2500";
     let patch = |v: usize| {
-        let op = format!(r#"{{"op":"replace_body","id":"a","content":"v{v}"}}"#);
+        // The body grows: the document reaches the cap; the transcript,
+        // which has no cap of its own (issue 35), passes it first.
+        let body = "v".repeat(150 * (v + 1));
+        let op = format!(r#"{{"op":"replace_body","id":"a","content":"{body}"}}"#);
         r.cmd(
             "env",
             &[
@@ -305,8 +309,13 @@ fn a_request_that_would_cross_the_size_cap_writes_nothing() {
             assert_eq!(r.read("d.noma"), d, "the document changed");
             break;
         }
-        assert!(r.read("d.noma.patches").len() <= 2500);
+        assert!(r.read("d.noma").len() <= 2500);
     }
+    let t_len = r.read("d.noma.patches").len();
+    assert!(
+        t_len > 2500,
+        "the transcript stayed under the cap ({t_len} bytes): the test proves nothing"
+    );
     let said = refused.expect("no request was refused");
     assert!(said.contains("nothing was written"), "{said}");
     assert!(said.contains("NOMA_MAX_FILE_BYTES"), "{said}");
@@ -320,10 +329,10 @@ fn a_request_that_would_cross_the_size_cap_writes_nothing() {
         ],
     );
     crate::common::assert_ran(&o);
-    // Past the hook: a transcript grown over the cap by hand.
-    let mut t = r.read("d.noma.patches");
-    t.push_str(&t.clone());
-    r.write("d.noma.patches", &t);
+    // Past the hook: a document grown over the cap by hand.
+    let mut d = r.read("d.noma");
+    d.push_str(&"\npadding".repeat(400));
+    r.write("d.noma", &d);
     r.ok(&["add", "-A"]);
     let o = r.cmd(
         "env",

@@ -13,6 +13,7 @@ mod converge_props;
 mod e2e_init;
 mod engine_concurrency;
 mod engine_crash;
+mod hook_append;
 mod hook_git;
 mod hooks_cli;
 mod init_cli;

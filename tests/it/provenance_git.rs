@@ -45,7 +45,8 @@ struct Setup {
 
 /// main: plan.noma with its genesis record, `signatures: required`,
 /// `agents_need_approval: true`, alice's key and the agent's key in
-/// `.noma/allowed_signers`, sidecars merged as a set.
+/// `.noma/allowed_signers`; sidecars merge as a set through the
+/// `.gitattributes` line `noma init` wrote (no step of the test's).
 fn setup() -> Setup {
     let r = Repo::with_genesis_record(DOC);
     let (person, person_pub) = keygen(&r, "alice");
@@ -61,9 +62,11 @@ fn setup() -> Setup {
             "alice@example.com namespaces=\"noma\" {person_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
         ),
     );
-    let mut attrs = std::fs::read_to_string(r.path().join(".gitattributes")).unwrap_or_default();
-    attrs.push_str("*.noma.provenance merge=union\n");
-    r.write(".gitattributes", &attrs);
+    assert!(
+        r.read(".gitattributes")
+            .contains("\n*.noma.provenance merge=union\n"),
+        "noma init routes sidecars to the union driver"
+    );
     r.commit_all("provenance on");
     Setup {
         r,
@@ -74,6 +77,22 @@ fn setup() -> Setup {
 }
 
 impl Setup {
+    /// `noma patch plan.noma --inplace` as alice, signing with her key.
+    fn person_patch(&self, op: &Value) {
+        let o = self.r.noma(&[
+            "patch",
+            "plan.noma",
+            "--inplace",
+            "--key",
+            self.person.to_str().unwrap(),
+            "--actor-name",
+            "alice",
+            "--op",
+            &op.to_string(),
+        ]);
+        assert_ran(&o);
+    }
+
     /// `noma patch plan.noma --inplace` as the agent, signing through
     /// NOMA_SIGNING_KEY.
     fn agent_patch(&self, op: &Value) {
@@ -146,6 +165,20 @@ fn agent_records_need_a_persons_approval_before_the_check_passes() {
         "--yes",
     ]);
     assert_ran(&o);
+    // Each record is shown with the blocks it changed, as `noma changed`
+    // lists blocks: c1 under line 2, c2 under line 3.
+    let shown = text(&o);
+    let at = |needle: &str| {
+        shown
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing: {shown}"))
+    };
+    let (l2, l3) = (at("line 2 update_attribute"), at("line 3 update_attribute"));
+    let (c1, c2) = (
+        at("modified c1\tdirective/claim\tlines 3-5"),
+        at("modified c2\tdirective/claim\tlines 7-9"),
+    );
+    assert!(l2 < c1 && c1 < l3 && l3 < c2, "{shown}");
     r.commit_all("approved");
     let (code, out) = s.reconcile();
     assert_eq!(code, 0, "{out}");
@@ -474,18 +507,7 @@ fn signatures_and_approvals_survive_merges_rebases_and_renames() {
     assert_ran(&r.noma(&["approve", "plan.noma", "--key", person, "--yes"]));
     r.commit_all("agent edit, approved");
     r.ok(&["checkout", "-q", "main"]);
-    let o = r.noma(&[
-        "patch",
-        "plan.noma",
-        "--inplace",
-        "--key",
-        person,
-        "--actor-name",
-        "alice",
-        "--op",
-        &set("c2", 0.1).to_string(),
-    ]);
-    assert_ran(&o);
+    s.person_patch(&set("c2", 0.1));
     r.commit_all("alice on main");
     let main = r.ok(&["rev-parse", "main"]).trim().to_string();
     let agent = r.ok(&["rev-parse", "agent"]).trim().to_string();
@@ -753,4 +775,73 @@ fn gits_ssh_signing_key_is_used_where_provenance_is_on() {
     ]);
     assert_ran(&o);
     assert_eq!(r.read("plan.noma.provenance"), side);
+}
+
+/// Two branches that each sign records merge without a conflict, both
+/// sides' signatures kept, through the attribute `noma init` wrote; the
+/// same merge without that line conflicts on the sidecar (so the line is
+/// what makes it clean).
+#[test]
+fn signatures_of_two_branches_merge_cleanly_with_inits_attributes() {
+    let s = setup();
+    let r = &s.r;
+    r.ok(&["checkout", "-q", "-b", "one"]);
+    s.person_patch(&set("c1", 0.7));
+    r.commit_all("one, signed");
+    let one = r.read("plan.noma.provenance");
+    r.ok(&["checkout", "-q", "-b", "two", "main"]);
+    s.person_patch(&set("c2", 0.6));
+    r.commit_all("two, signed");
+    let two = r.read("plan.noma.provenance");
+
+    // Control: without the line, the two sidecars conflict.
+    let attrs = r.read(".gitattributes");
+    r.write(
+        ".gitattributes",
+        &attrs.replace("*.noma.provenance merge=union\n", ""),
+    );
+    let o = r.git(&["merge", "--no-edit", "one"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("plan.noma.provenance"), "{}", text(&o));
+    r.ok(&["merge", "--abort"]);
+    r.ok(&["checkout", "--", ".gitattributes"]);
+
+    let o = r.git(&["merge", "--no-edit", "one"]);
+    assert_ran(&o);
+    let merged = r.read("plan.noma.provenance");
+    for line in one.lines().chain(two.lines()) {
+        assert!(merged.contains(line), "{merged}");
+    }
+    all_signed_and_approved(r, "two signed branches merged");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+}
+
+/// A rename that moves the document and its transcript but leaves the
+/// sidecar behind is named, with the `git mv` that fixes it, by the
+/// pre-commit hook and by `noma reconcile`; once the sidecar follows,
+/// the check passes.
+#[test]
+fn a_sidecar_left_behind_by_a_rename_is_named_with_its_fix() {
+    let s = setup();
+    let r = &s.r;
+    r.ok(&["checkout", "-q", "-b", "moved"]);
+    s.person_patch(&set("c1", 0.7));
+    r.commit_all("signed");
+    for f in ["plan.noma", "plan.noma.patches"] {
+        r.ok(&["mv", f, &f.replace("plan", "renamed")]);
+    }
+    let fix = r#"git mv "plan.noma.provenance" "renamed.noma.provenance""#;
+    let (ok, out) = r.try_commit("renamed without its sidecar");
+    assert!(!ok, "{out}");
+    assert!(out.contains("sidecar-not-renamed"), "{out}");
+    assert!(out.contains(fix), "{out}");
+    r.ok(&["commit", "-q", "--no-verify", "-m", "renamed anyway"]);
+    let out = s.fails_with("sidecar-not-renamed");
+    assert!(out.contains(fix), "{out}");
+    r.ok(&["mv", "plan.noma.provenance", "renamed.noma.provenance"]);
+    r.commit_all("the sidecar follows");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("sidecar-not-renamed"), "{out}");
 }

@@ -115,7 +115,7 @@ fn rules_are_appended_once_after_the_teams_and_reported() {
     // --no-hooks still registers the merge driver (issue 36): its rules
     // follow the line-ending ones.
     assert!(
-        once.ends_with("*.noma -text\n*.noma.patches -text\n# noma merge driver (added by `noma hooks install`)\n*.noma merge=noma\n*.noma.patches merge=noma\n"),
+        once.ends_with("*.noma -text\n*.noma.patches -text\n# noma merge driver (added by `noma hooks install`)\n*.noma merge=noma\n*.noma.patches merge=noma\n*.noma.provenance merge=union\n"),
         "{once}"
     );
     // Re-running init or installing the hooks adds nothing.

@@ -55,6 +55,17 @@ pub fn max_file_bytes() -> u64 {
 /// file over the size cap. A FIFO would block the reader forever and a
 /// device can be endless, so both are refused before they are opened.
 pub fn check_regular(path: &Path) -> io::Result<std::fs::Metadata> {
+    let meta = check_kind(path)?;
+    let cap = max_file_bytes();
+    if meta.len() > cap {
+        return Err(too_big(meta.len(), cap));
+    }
+    Ok(meta)
+}
+
+/// [`check_regular`] without the size cap: for a transcript, which is read
+/// a line or a tail at a time and so has no cap of its own (issue 35).
+pub fn check_kind(path: &Path) -> io::Result<std::fs::Metadata> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Err(io::Error::new(
@@ -67,10 +78,6 @@ pub fn check_regular(path: &Path) -> io::Result<std::fs::Metadata> {
             io::ErrorKind::InvalidInput,
             "not a regular file (a FIFO, socket or device); noma reads only regular files",
         ));
-    }
-    let cap = max_file_bytes();
-    if meta.len() > cap {
-        return Err(too_big(meta.len(), cap));
     }
     Ok(meta)
 }
@@ -132,7 +139,12 @@ impl LockedTranscript {
     /// exclusive lock is ours. The transcript is never renamed, so every
     /// process locks the same inode.
     pub fn open(path: &Path) -> io::Result<Self> {
-        refuse_special(path)?;
+        // A FIFO or device is refused; the size is not: a transcript has
+        // no cap of its own (its growth is checked per request).
+        match check_kind(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -149,7 +161,7 @@ impl LockedTranscript {
     /// Opens an existing transcript read-only under a shared lock: a
     /// verifier sees no append half-done and never changes the file.
     pub fn open_shared(path: &Path) -> io::Result<Self> {
-        check_regular(path)?;
+        check_kind(path)?;
         let file = File::open(path)?;
         fs4::FileExt::lock_shared(&file)?;
         Ok(LockedTranscript {
@@ -191,12 +203,13 @@ impl LockedTranscript {
         self.read_from(0)
     }
 
-    /// The file from byte `start` to its end (bounded by the size cap).
+    /// The file from byte `start` to its end (the bytes read bounded by the
+    /// size cap, not the file).
     pub fn read_from(&mut self, start: u64) -> io::Result<Vec<u8>> {
         let cap = max_file_bytes();
         let len = self.byte_len()?;
-        if len > cap {
-            return Err(too_big(len, cap));
+        if len.saturating_sub(start) > cap {
+            return Err(too_big(len - start, cap));
         }
         let mut buf = Vec::with_capacity(len.saturating_sub(start) as usize);
         self.file.seek(SeekFrom::Start(start))?;
@@ -362,16 +375,6 @@ pub fn remove_stale_temps(doc: &Path) -> usize {
         }
     }
     removed
-}
-
-/// Refuses an existing path that is not a regular file (after following
-/// symlinks): opening a FIFO would block.
-fn refuse_special(path: &Path) -> io::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(_) => check_regular(path).map(|_| ()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// The write-ahead intent of one patch request: created (durably) before

@@ -100,6 +100,23 @@ pub struct Report {
     pub elapsed_ms: f64,
 }
 
+impl Report {
+    /// Before the first record.
+    fn nothing_yet() -> Report {
+        Report {
+            ok: false,
+            records: 0,
+            applied: 0,
+            rejected: 0,
+            noop: 0,
+            base: None,
+            final_sha256: None,
+            divergence: None,
+            elapsed_ms: 0.0,
+        }
+    }
+}
+
 /// Compares the block hashes of two texts by id.
 pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
     let e = block_hashes(expected, &crate::doc::parse(expected));
@@ -154,13 +171,14 @@ pub fn replay(transcript: &[u8], base: Option<&str>, document: &str) -> Report {
 /// replay starts from. None when no record up to the first applied one
 /// can be read (replay reports that line) or none is applied.
 pub fn first_applied_pre_sha256(transcript: &[u8]) -> Option<String> {
-    first_pre(&mut SliceLines(transcript))
+    first_pre(&mut SliceLines::new(transcript))
 }
 
 /// [`first_applied_pre_sha256`] of a transcript read from `reader`, up to
 /// its first applied record only.
-pub fn first_applied_pre_sha256_in(reader: &mut dyn std::io::BufRead) -> Option<String> {
-    first_pre(&mut ReaderLines(reader))
+pub fn first_applied_pre_sha256_in(reader: &mut dyn Rewind) -> Option<String> {
+    let start = reader.stream_position().ok()?;
+    first_pre(&mut ReaderLines { reader, start })
 }
 
 fn first_pre(lines: &mut dyn Lines) -> Option<String> {
@@ -198,19 +216,53 @@ pub fn replay_after(
     base: Option<&str>,
     document: &str,
 ) -> Report {
-    replay_lines(after, &mut SliceLines(transcript), base, document)
+    replay_lines(after, &mut SliceLines::new(transcript), base, document)
 }
 
 /// [`replay`] of a transcript read a line at a time from `reader`: memory
 /// follows the longest record and the document, not the transcript's
 /// length (issue 35: a million records). A read error ends the replay as
 /// a divergence on the line it struck.
-pub fn replay_reader(
-    reader: &mut dyn std::io::BufRead,
-    base: Option<&str>,
-    document: &str,
+pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str) -> Report {
+    // A source that cannot say where it is cannot be re-read for the
+    // exact op_id check: report it on the first line.
+    let start = match reader.stream_position() {
+        Ok(s) => s,
+        Err(e) => {
+            let mut r = replay_lines(None, &mut SliceLines::new(&[]), base, document);
+            r.ok = false;
+            r.divergence = Some(*div(1, None, format!("cannot read the transcript: {e}")));
+            return r;
+        }
+    };
+    replay_lines(None, &mut ReaderLines { reader, start }, base, document)
+}
+
+/// [`replay_reader`] with op_ids fingerprinted by `fingerprint` (tests
+/// force collisions with a tiny one).
+#[cfg(feature = "testing")]
+pub fn replay_reader_fingerprinted(
+    reader: &mut dyn Rewind,
+    (base, document): (Option<&str>, &str),
+    fingerprint: fn(&str) -> u64,
 ) -> Report {
-    replay_lines(None, &mut ReaderLines(reader), base, document)
+    let start = reader
+        .stream_position()
+        .expect("a cursor knows its position");
+    let mut lines = ReaderLines { reader, start };
+    replay_lines_with(None, &mut lines, (base, document), fingerprint)
+}
+
+/// [`replay_after`] with op_ids fingerprinted by `fingerprint`.
+#[cfg(feature = "testing")]
+pub fn replay_after_fingerprinted(
+    after: Option<Continuation<'_>>,
+    transcript: &[u8],
+    (base, document): (Option<&str>, &str),
+    fingerprint: fn(&str) -> u64,
+) -> Report {
+    let mut lines = SliceLines::new(transcript);
+    replay_lines_with(after, &mut lines, (base, document), fingerprint)
 }
 
 fn replay_lines(
@@ -219,19 +271,18 @@ fn replay_lines(
     base: Option<&str>,
     document: &str,
 ) -> Report {
+    replay_lines_with(after, lines, (base, document), op_id_fingerprint)
+}
+
+fn replay_lines_with(
+    after: Option<Continuation<'_>>,
+    lines: &mut dyn Lines,
+    texts: (Option<&str>, &str),
+    fingerprint: fn(&str) -> u64,
+) -> Report {
     let started = Instant::now();
-    let mut report = Report {
-        ok: false,
-        records: 0,
-        applied: 0,
-        rejected: 0,
-        noop: 0,
-        base: None,
-        final_sha256: None,
-        divergence: None,
-        elapsed_ms: 0.0,
-    };
-    let result = run(after, lines, base, document, &mut report);
+    let mut report = Report::nothing_yet();
+    let result = run(after, lines, texts, fingerprint, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
     report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -252,50 +303,142 @@ enum Next {
 trait Lines {
     /// Puts the next line into `buf` (cleared first).
     fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next>;
+
+    /// The 0-based index, among the first `count` lines of the source,
+    /// of the first one whose record has `op_id`; the next
+    /// [`Lines::next_line`] goes on where it was.
+    fn find_op_id(&mut self, op_id: &str, count: usize) -> std::io::Result<Option<usize>>;
 }
 
-/// Lines of bytes already in memory.
-struct SliceLines<'a>(&'a [u8]);
+/// Lines of bytes already in memory: the whole slice and what is left.
+struct SliceLines<'a>(&'a [u8], &'a [u8]);
+
+impl<'a> SliceLines<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        SliceLines(bytes, bytes)
+    }
+}
 
 impl Lines for SliceLines<'_> {
     fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next> {
         buf.clear();
-        if self.0.is_empty() {
+        if self.1.is_empty() {
             return Ok(Next::End);
         }
-        let Some(nl) = memchr::memchr(b'\n', self.0) else {
-            let torn = self.0.len();
-            self.0 = &[];
+        let Some(nl) = memchr::memchr(b'\n', self.1) else {
+            let torn = self.1.len();
+            self.1 = &[];
             return Ok(Next::Torn(torn));
         };
-        buf.extend_from_slice(&self.0[..=nl]);
-        self.0 = &self.0[nl + 1..];
+        buf.extend_from_slice(&self.1[..=nl]);
+        self.1 = &self.1[nl + 1..];
         Ok(Next::Line)
+    }
+
+    fn find_op_id(&mut self, op_id: &str, count: usize) -> std::io::Result<Option<usize>> {
+        Ok(self
+            .0
+            .split_inclusive(|b| *b == b'\n')
+            .take(count)
+            .position(|raw| record_op_id(raw).as_deref() == Some(op_id)))
     }
 }
 
+/// A transcript source that can be read again from where replay started
+/// (the exact check behind a fingerprint hit, [`Chain`]).
+pub trait Rewind: std::io::BufRead + std::io::Seek {}
+
+impl<T: std::io::BufRead + std::io::Seek> Rewind for T {}
+
 /// Lines read from a file as replay goes.
-struct ReaderLines<'r>(&'r mut dyn std::io::BufRead);
+struct ReaderLines<'r> {
+    reader: &'r mut dyn Rewind,
+    /// Where the replayed lines start in the file.
+    start: u64,
+}
 
 impl Lines for ReaderLines<'_> {
     fn next_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Next> {
         buf.clear();
-        self.0.read_until(b'\n', buf)?;
+        self.reader.read_until(b'\n', buf)?;
         Ok(match buf.last() {
             None => Next::End,
             Some(b'\n') => Next::Line,
             Some(_) => Next::Torn(buf.len()),
         })
     }
+
+    fn find_op_id(&mut self, op_id: &str, count: usize) -> std::io::Result<Option<usize>> {
+        use std::io::SeekFrom;
+        let resume = self.reader.stream_position()?;
+        self.reader.seek(SeekFrom::Start(self.start))?;
+        let mut buf = Vec::new();
+        let mut found = None;
+        for index in 0..count {
+            buf.clear();
+            if self.reader.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            if record_op_id(&buf).as_deref() == Some(op_id) {
+                found = Some(index);
+                break;
+            }
+        }
+        self.reader.seek(SeekFrom::Start(resume))?;
+        Ok(found)
+    }
+}
+
+/// The op_id of a raw transcript line (None when it has none).
+fn record_op_id(raw: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct OpId {
+        op_id: String,
+    }
+    serde_json::from_slice::<OpId>(raw).ok().map(|r| r.op_id)
+}
+
+/// The document the records of `transcript` leave, replayed from
+/// `base` (or from their genesis record): the text the next record
+/// starts from. `Ok(None)` when no applied record and no base fix a
+/// text; `Err` where the records do not replay.
+pub fn state_after(
+    transcript: &[u8],
+    base: Option<&str>,
+) -> Result<Option<String>, Box<Divergence>> {
+    let mut report = Report::nothing_yet();
+    let (state, _) = walk(
+        None,
+        &mut SliceLines::new(transcript),
+        (base, ""),
+        op_id_fingerprint,
+        &mut report,
+    )?;
+    Ok(state.text)
 }
 
 fn run(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
-    base: Option<&str>,
-    document: &str,
+    (base, document): (Option<&str>, &str),
+    fingerprint: fn(&str) -> u64,
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
+    let lines_before = after.map_or(0, |a| a.lines_before);
+    let (state, number) = walk(after, lines, (base, document), fingerprint, report)?;
+    // The file line of the last record, 0 when the slice held none.
+    state.finish(if number > lines_before { number } else { 0 }, report)
+}
+
+/// Checks every line of `lines`; the state they leave and the file line
+/// of the last one.
+fn walk<'a>(
+    after: Option<Continuation<'_>>,
+    lines: &mut dyn Lines,
+    (base, document): (Option<&'a str>, &'a str),
+    fingerprint: fn(&str) -> u64,
+    report: &mut Report,
+) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
     let mut state = State {
         base,
@@ -309,7 +452,7 @@ fn run(
     };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
-        ..Chain::default()
+        ..Chain::with_fingerprint(fingerprint)
     };
     let mut number = lines_before;
     let mut raw = Vec::new();
@@ -333,8 +476,13 @@ fn run(
         }
         let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
+        let seen = number - lines_before - 1;
+        let mut earlier = |id: &str| {
+            let found = lines.find_op_id(id, seen)?;
+            Ok(found.map(|index| lines_before + index + 1))
+        };
         chain
-            .check(number, &raw, &rec)
+            .check(number, &raw, &rec, &mut earlier)
             .map_err(|e| div(number, Some(&rec.op_id), e.to_string()))?;
         state.check_start(number, &rec)?;
         if rec.patch_result != PatchResult::Rejected {
@@ -355,8 +503,7 @@ fn run(
             }
         }
     }
-    // The file line of the last record, 0 when the slice held none.
-    state.finish(if number > lines_before { number } else { 0 }, report)
+    Ok((state, number))
 }
 
 /// A divergence on `line` (of the record `op_id`), without hashes or blocks.
@@ -648,22 +795,30 @@ impl State<'_> {
 /// left) this leaves only the last line's non-semantic fields (`ts`,
 /// `reason`, messages) without tamper evidence inside the file; the hooks
 /// anchor committed lines through git.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Chain {
     prev_line_sha256: Option<String>,
-    /// Every op_id seen, by a 128-bit digest of it, with its line: 24
-    /// bytes a record instead of a copy of the id, so a million records
-    /// stay within tens of megabytes (issue 35).
-    op_ids: std::collections::HashMap<u128, usize>,
+    /// A 64-bit fingerprint of every op_id seen: 8 bytes a record (a
+    /// million records stay within ~30 MB, issue 35). A fingerprint seen
+    /// before is only a suspicion: the earlier lines are searched for the
+    /// id itself before a repeat is reported.
+    op_ids: std::collections::HashSet<u64>,
+    fingerprint: fn(&str) -> u64,
 }
 
-/// The key [`Chain`] remembers an op_id by: the first 128 bits of its
-/// BLAKE3 digest (a collision is as unlikely as a repeated UUID v4).
-fn op_id_key(op_id: &str) -> u128 {
+impl Default for Chain {
+    fn default() -> Self {
+        Chain::with_fingerprint(op_id_fingerprint)
+    }
+}
+
+/// The fingerprint [`Chain`] remembers an op_id by: the first 64 bits of
+/// its BLAKE3 digest.
+pub fn op_id_fingerprint(op_id: &str) -> u64 {
     let digest = blake3::hash(op_id.as_bytes());
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&digest.as_bytes()[..16]);
-    u128::from_le_bytes(key)
+    let mut key = [0u8; 8];
+    key.copy_from_slice(&digest.as_bytes()[..8]);
+    u64::from_le_bytes(key)
 }
 
 /// A transcript line that breaks the chain rules ([`Chain::check`]).
@@ -687,6 +842,14 @@ pub enum ChainError {
         /// 1-based number of the line it should match.
         previous: usize,
     },
+    /// The earlier lines could not be read again to check an op_id.
+    #[error(
+        "cannot read the transcript again to check this op_id against the earlier lines: {message}"
+    )]
+    Unreadable {
+        /// The read error.
+        message: String,
+    },
     /// An `op_id` seen on an earlier line.
     #[error("op_id {op_id} repeats line {first} (op_ids are unique per record, §5.2)")]
     RepeatedOpId {
@@ -697,14 +860,30 @@ pub enum ChainError {
     },
 }
 
+/// Finds the first earlier line (1-based, the file's) whose record has the
+/// given op_id; [`Chain::check`] asks it only on a fingerprint hit.
+pub type EarlierLine<'a> = dyn FnMut(&str) -> std::io::Result<Option<usize>> + 'a;
+
 impl Chain {
+    /// A chain that fingerprints op_ids with `fingerprint` (tests give a
+    /// tiny one to force collisions).
+    pub fn with_fingerprint(fingerprint: fn(&str) -> u64) -> Self {
+        Chain {
+            prev_line_sha256: None,
+            op_ids: Default::default(),
+            fingerprint,
+        }
+    }
+
     /// Checks line `number` (raw bytes with `\n`) and its parsed record
-    /// against the lines before it.
+    /// against the lines before it; `earlier` searches those lines for an
+    /// op_id whose fingerprint was seen.
     pub fn check(
         &mut self,
         number: usize,
         raw: &[u8],
         rec: &super::Record,
+        earlier: &mut EarlierLine<'_>,
     ) -> Result<(), ChainError> {
         match (&rec.prev_entry_sha256, &self.prev_line_sha256) {
             (Some(_), None) => return Err(ChainError::FirstLineChains { line: number }),
@@ -716,11 +895,21 @@ impl Chain {
             }
             _ => {}
         }
-        if let Some(first) = self.op_ids.insert(op_id_key(&rec.op_id), number) {
-            return Err(ChainError::RepeatedOpId {
-                op_id: rec.op_id.clone(),
-                first,
-            });
+        if !self.op_ids.insert((self.fingerprint)(&rec.op_id)) {
+            match earlier(&rec.op_id) {
+                Ok(Some(first)) => {
+                    return Err(ChainError::RepeatedOpId {
+                        op_id: rec.op_id.clone(),
+                        first,
+                    })
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(ChainError::Unreadable {
+                        message: e.to_string(),
+                    })
+                }
+            }
         }
         self.prev_line_sha256 = Some(sha256_hex(raw));
         Ok(())

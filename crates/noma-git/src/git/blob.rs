@@ -118,7 +118,7 @@ pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, Blob
             })
         }
     }
-    let bytes = super::repo::blob_content(&repo, entry.id())
+    let bytes = super::stream::blob_content(&repo, entry.id())
         .map_err(|e| BlobError::Git(e.message().to_string()))?;
     Ok(RevFile {
         oid: entry.id().to_string(),

@@ -9,6 +9,7 @@ pub mod blob;
 pub mod config;
 pub mod layout;
 pub mod repo;
+pub mod stream;
 
 /// A git object id (commit or blob): a plain value callers may hold,
 /// compare and print.

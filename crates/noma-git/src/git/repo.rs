@@ -438,6 +438,24 @@ impl Repo {
         }
     }
 
+    /// The staged blob id of `path` as seen by `staged` (see
+    /// [`Repo::staged_blob`]); None when it is not in the index.
+    pub fn staged_blob_id(&self, staged: &Staged, path: &str) -> Result<Option<Oid>, GitError> {
+        match staged.ids.get(path) {
+            Some(id) => Ok(*id),
+            None => match staged.head {
+                Some(head) => self.blob_id_at(head, path),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Blob `id` as a stream ([`super::stream`]): memory does not follow
+    /// its size.
+    pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
+        super::stream::BlobStream::open(&self.repo, id)
+    }
+
     /// The bytes of the regular file at repository path `path` in the
     /// working tree; None for a bare repository, a missing file, a symlink
     /// or a path git ignores (`.gitignore`, `info/exclude`).
@@ -614,7 +632,7 @@ impl Repo {
         let Some(entry) = index.get_path(Path::new(path), 0) else {
             return Ok(None);
         };
-        Ok(Some(blob_content(&self.repo, entry.id)?))
+        Ok(Some(super::stream::blob_content(&self.repo, entry.id)?))
     }
 
     /// Blob id of `path` in commit `commit`, if the path is a file there.
@@ -652,7 +670,7 @@ impl Repo {
 
     /// The content of a blob.
     pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
-        Ok(blob_content(&self.repo, id)?)
+        Ok(super::stream::blob_content(&self.repo, id)?)
     }
 
     /// Walks the history reachable from `starts` (newest first) and returns
@@ -747,31 +765,6 @@ impl Repo {
             out.push(id?);
         }
         Ok(out)
-    }
-}
-
-/// The content of a blob. A partial clone (`git clone --filter=blob:none`,
-/// common in CI) holds only the blobs it checked out, and libgit2 cannot
-/// fetch the others from the promisor remote: a blob missing locally is
-/// asked of the `git` CLI, which fetches it. Elsewhere a missing blob makes
-/// `git cat-file` fail at once, and libgit2's error stands.
-pub(crate) fn blob_content(repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::Error> {
-    let err = match repo.find_blob(id) {
-        Ok(b) => return Ok(b.content().to_vec()),
-        Err(e) if e.code() == git2::ErrorCode::NotFound => e,
-        Err(e) => return Err(e),
-    };
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(repo.path())
-        .args(["cat-file", "blob"])
-        .arg(id.to_string())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Ok(o.stdout),
-        _ => Err(err),
     }
 }
 

@@ -770,8 +770,16 @@ pub fn uninstall(hooks_dir: &Path) -> Result<Vec<UninstallReport>, HooksError> {
 /// `merge.noma.name`, the description git shows.
 pub const DRIVER_DESCRIPTION: &str = "noma block-level merge of .noma documents and transcripts";
 
-/// The `.gitattributes` lines that route documents and transcripts to the driver.
-pub const ATTRIBUTE_LINES: [&str; 2] = ["*.noma merge=noma", "*.noma.patches merge=noma"];
+/// The `.gitattributes` lines that route documents and transcripts to the
+/// driver, and provenance sidecars (a set of independent lines, see
+/// [`crate::provenance::sidecar`]) to git's `union` driver: two branches'
+/// signatures then merge without a conflict wherever git merges, driver
+/// registered or not.
+pub const ATTRIBUTE_LINES: [&str; 3] = [
+    "*.noma merge=noma",
+    "*.noma.patches merge=noma",
+    "*.noma.provenance merge=union",
+];
 
 /// The comment written above the lines we add, so uninstall removes only those.
 pub const ATTRIBUTE_MARKER: &str = "# noma merge driver (added by `noma hooks install`)";
@@ -794,8 +802,9 @@ pub struct DriverStatus {
     pub driver: Option<String>,
     /// The driver command runs `noma merge-driver`.
     pub ours: bool,
-    /// Per [`ATTRIBUTE_LINES`] entry: whether `.gitattributes` routes it to `noma`.
-    pub attributes: [bool; 2],
+    /// Per [`ATTRIBUTE_LINES`] entry: whether `.gitattributes` routes it
+    /// to that line's driver.
+    pub attributes: [bool; 3],
     /// Patterns already routed to another merge driver (left alone).
     pub foreign_attributes: Vec<String>,
 }
@@ -846,15 +855,15 @@ pub fn merge_driver_status(
     let mut status = DriverStatus {
         driver,
         ours,
-        attributes: [false, false],
+        attributes: [false; 3],
         foreign_attributes: Vec::new(),
     };
     for (i, want) in ATTRIBUTE_LINES.iter().enumerate() {
-        let pattern = want.split_whitespace().next().unwrap_or_default();
+        let (pattern, attr) = want.split_once(' ').unwrap_or_default();
         // The last line naming the pattern's merge attribute wins, as in git.
         let last = attrs.lines().rev().find_map(|l| merge_attr(l, pattern));
         match last {
-            Some("merge=noma") => status.attributes[i] = true,
+            Some(a) if a == attr => status.attributes[i] = true,
             Some(other) => status.foreign_attributes.push(format!("{pattern} {other}")),
             None => {}
         }
@@ -1149,9 +1158,9 @@ mod tests {
         fs::write(&attrs, "*.png binary\n*.noma text eol=lf").unwrap();
         let c = install_merge_driver(&git, dir.path(), &noma()).unwrap();
         assert!(c.config);
-        assert_eq!(c.attributes.len(), 2);
+        assert_eq!(c.attributes.len(), 3);
         let s = merge_driver_status(&git, dir.path()).unwrap();
-        assert!(s.ours && s.attributes == [true, true], "{s:?}");
+        assert!(s.ours && s.attributes == [true; 3], "{s:?}");
         let text = fs::read_to_string(&attrs).unwrap();
         assert!(
             text.starts_with("*.png binary\n*.noma text eol=lf\n# noma"),
@@ -1165,13 +1174,38 @@ mod tests {
         assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
         let u = uninstall_merge_driver(&git, dir.path()).unwrap();
         assert!(u.config);
-        assert_eq!(u.attributes.len(), 2);
+        assert_eq!(u.attributes.len(), 3);
         assert_eq!(
             fs::read_to_string(&attrs).unwrap(),
             "*.png binary\n*.noma text eol=lf\n"
         );
         let s = merge_driver_status(&git, dir.path()).unwrap();
-        assert!(s.driver.is_none() && !s.ours && s.attributes == [false, false]);
+        assert!(s.driver.is_none() && !s.ours && s.attributes == [false; 3]);
+    }
+
+    #[test]
+    fn an_older_install_gains_the_sidecar_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        fs::create_dir_all(&git).unwrap();
+        fs::write(git.join("config"), "").unwrap();
+        let attrs = dir.path().join(".gitattributes");
+        let older = format!("{ATTRIBUTE_MARKER}\n*.noma merge=noma\n*.noma.patches merge=noma\n");
+        fs::write(&attrs, &older).unwrap();
+        let c = install_merge_driver(&git, dir.path(), &noma()).unwrap();
+        assert_eq!(
+            c.attributes,
+            vec!["*.noma.provenance merge=union".to_string()]
+        );
+        let text = fs::read_to_string(&attrs).unwrap();
+        assert_eq!(
+            text,
+            format!("{older}{ATTRIBUTE_MARKER}\n*.noma.provenance merge=union\n")
+        );
+        install_merge_driver(&git, dir.path(), &noma()).unwrap();
+        assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
+        uninstall_merge_driver(&git, dir.path()).unwrap();
+        assert!(!attrs.exists());
     }
 
     #[test]
@@ -1183,7 +1217,13 @@ mod tests {
         let attrs = dir.path().join(".gitattributes");
         fs::write(&attrs, "*.noma merge=union\n").unwrap();
         let c = install_merge_driver(&git, dir.path(), &noma()).unwrap();
-        assert_eq!(c.attributes, vec!["*.noma.patches merge=noma".to_string()]);
+        assert_eq!(
+            c.attributes,
+            vec![
+                "*.noma.patches merge=noma".to_string(),
+                "*.noma.provenance merge=union".to_string()
+            ]
+        );
         assert!(c.notes.iter().any(|n| n.contains("merge=union")), "{c:?}");
         uninstall_merge_driver(&git, dir.path()).unwrap();
         assert_eq!(fs::read_to_string(&attrs).unwrap(), "*.noma merge=union\n");

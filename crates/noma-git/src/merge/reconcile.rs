@@ -274,6 +274,16 @@ impl Branch<'_> {
         check_history(&mut rep, &files, head_doc, &mut find);
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
+        if let Some((l, _)) = crate::provenance::check::rename_problem(path, old, &|p| {
+            self.blob(self.head, p).is_some()
+        }) {
+            rep.findings.push(finding(
+                l.problem.level,
+                l.problem.code,
+                &l.path,
+                l.problem.message,
+            ));
+        }
         for l in crate::provenance::check::branch_problems(
             self.repo,
             [self.base_tip, self.head, self.merge_base],

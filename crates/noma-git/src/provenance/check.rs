@@ -283,6 +283,59 @@ pub fn branch_problems(
     }
 }
 
+/// The code of a renamed document whose sidecar did not follow its
+/// transcript (or followed without it).
+pub const SIDECAR_NOT_RENAMED: &str = "sidecar-not-renamed";
+
+/// A document renamed from `old` to `doc` whose transcript and sidecar
+/// did not move together, in a revision whose files `has` tells: the
+/// problem (on the file left behind) and the command that fixes it.
+/// Signatures bind no path, so nothing else says it: the records would
+/// simply read as unsigned under the new name.
+pub fn rename_problem(
+    doc: &str,
+    old: &str,
+    has: &dyn Fn(&str) -> bool,
+) -> Option<(Located, String)> {
+    if doc == old {
+        return None;
+    }
+    let (t_new, t_old) = (format!("{doc}.patches"), format!("{old}.patches"));
+    let (s_new, s_old) = (
+        super::sidecar::sidecar_rel(doc),
+        super::sidecar::sidecar_rel(old),
+    );
+    let (left, moved, gone, to) = if has(&t_new) && !has(&s_new) && has(&s_old) {
+        (&s_old, &t_new, "sidecar", &s_new)
+    } else if has(&s_new) && !has(&t_new) && has(&t_old) {
+        (&t_old, &s_new, "transcript", &t_new)
+    } else {
+        return None;
+    };
+    let fix = format!(
+        "git mv {} {}",
+        noma_core::diag::shell_word(left),
+        noma_core::diag::shell_word(to)
+    );
+    let problem = Problem {
+        level: "error",
+        code: SIDECAR_NOT_RENAMED,
+        line: 0,
+        op_id: String::new(),
+        message: format!(
+            "{old} was renamed to {doc} and {moved} moved with it, but its {gone} stayed at {left}: \
+             the records' signatures and approvals no longer meet them; fix: {fix}"
+        ),
+    };
+    Some((
+        Located {
+            path: left.clone(),
+            problem,
+        },
+        fix,
+    ))
+}
+
 /// The pre-commit and pre-merge-commit hooks' check of one staged
 /// document: the records its staged transcript adds to the reference
 /// commit's, against the staged sidecar. Signature problems only, at
@@ -322,5 +375,40 @@ pub fn hook_problems(
             path: super::sidecar::sidecar_rel(doc),
             problem,
         }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_that_splits_transcript_and_sidecar_is_named_either_way() {
+        let files = |have: &'static [&'static str]| move |p: &str| have.contains(&p);
+        // Everything moved, or nothing was signed: nothing to say.
+        let moved = files(&["b.noma.patches", "b.noma.provenance"]);
+        assert!(rename_problem("b.noma", "a.noma", &moved).is_none());
+        assert!(rename_problem("b.noma", "a.noma", &files(&["b.noma.patches"])).is_none());
+        assert!(rename_problem("a.noma", "a.noma", &files(&["a.noma.provenance"])).is_none());
+        // The sidecar stayed behind.
+        let (l, fix) = rename_problem(
+            "b.noma",
+            "a.noma",
+            &files(&["b.noma.patches", "a.noma.provenance"]),
+        )
+        .unwrap();
+        assert_eq!(l.path, "a.noma.provenance");
+        assert_eq!(l.problem.code, SIDECAR_NOT_RENAMED);
+        assert_eq!(fix, r#"git mv "a.noma.provenance" "b.noma.provenance""#);
+        assert!(l.problem.message.contains(&fix), "{}", l.problem.message);
+        // The sidecar moved without the transcript.
+        let (l, fix) = rename_problem(
+            "b.noma",
+            "a.noma",
+            &files(&["a.noma.patches", "b.noma.provenance"]),
+        )
+        .unwrap();
+        assert_eq!(l.path, "a.noma.patches");
+        assert_eq!(fix, r#"git mv "a.noma.patches" "b.noma.patches""#);
     }
 }

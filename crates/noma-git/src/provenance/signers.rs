@@ -16,9 +16,10 @@
 //! line: honouring them needs a trusted signing time, which a record's
 //! self-declared `ts` is not.
 
+use ssh_key::public::KeyData;
 use ssh_key::PublicKey;
 
-use super::sshsig::{public_openssh, NAMESPACE};
+use super::sshsig::NAMESPACE;
 
 /// Path of the file relative to the repository root.
 pub const ALLOWED_SIGNERS_PATH: &str = ".noma/allowed_signers";
@@ -29,8 +30,8 @@ struct Line {
     principals: String,
     namespaces: Option<String>,
     cert_authority: bool,
-    /// `ssh-ed25519 AAAA…` without the comment.
-    key: String,
+    /// The key (compared by its data, the comment aside).
+    key: KeyData,
 }
 
 /// A parsed allowed-signers file.
@@ -105,12 +106,7 @@ impl AllowedSigners {
             let (principals, rest) = token(l).ok_or_else(|| err("empty".into()))?;
             let (mut next, mut rest) =
                 token(rest).ok_or_else(|| err("no public key after the principals".into()))?;
-            let mut line = Line {
-                principals: principals.trim_matches('"').to_string(),
-                namespaces: None,
-                cert_authority: false,
-                key: String::new(),
-            };
+            let (mut namespaces, mut cert_authority) = (None, false);
             if !is_key_type(next) {
                 for opt in options(next) {
                     let (name, value) = match opt.split_once('=') {
@@ -118,8 +114,8 @@ impl AllowedSigners {
                         None => (opt, None),
                     };
                     match (name.to_ascii_lowercase().as_str(), value) {
-                        ("cert-authority", None) => line.cert_authority = true,
-                        ("namespaces", Some(v)) => line.namespaces = Some(v.to_string()),
+                        ("cert-authority", None) => cert_authority = true,
+                        ("namespaces", Some(v)) => namespaces = Some(v.to_string()),
                         ("valid-after" | "valid-before", _) => {
                             return Err(err(format!(
                                 "option {name} is not supported (a record's ts is self-declared, so no trusted signing time exists to compare it with)"
@@ -135,8 +131,12 @@ impl AllowedSigners {
                 token(rest).ok_or_else(|| err(format!("no key data after {next}")))?;
             let key = PublicKey::from_openssh(&format!("{next} {blob}"))
                 .map_err(|e| err(format!("bad public key: {e}")))?;
-            line.key = public_openssh(&key);
-            lines.push(line);
+            lines.push(Line {
+                principals: principals.trim_matches('"').to_string(),
+                namespaces,
+                cert_authority,
+                key: key.key_data().clone(),
+            });
         }
         Ok(AllowedSigners { lines })
     }
@@ -144,10 +144,10 @@ impl AllowedSigners {
     /// Whether `key` may sign for `principal` in namespace `noma`
     /// (`ssh-keygen -Y verify -n noma -I principal`).
     pub fn allows(&self, principal: &str, key: &PublicKey) -> bool {
-        let key = public_openssh(key);
+        let key = key.key_data();
         self.lines.iter().any(|l| {
             !l.cert_authority
-                && l.key == key
+                && &l.key == key
                 && pattern_list_matches(&l.principals, principal)
                 && l.namespaces
                     .as_deref()
@@ -158,10 +158,10 @@ impl AllowedSigners {
     /// The first principal named literally (no wildcard) for `key` with
     /// the `noma` namespace: who a signer with that key says it is.
     pub fn principal_of(&self, key: &PublicKey) -> Option<String> {
-        let key = public_openssh(key);
+        let key = key.key_data();
         self.lines
             .iter()
-            .filter(|l| !l.cert_authority && l.key == key)
+            .filter(|l| !l.cert_authority && &l.key == key)
             .filter(|l| {
                 l.namespaces
                     .as_deref()

@@ -170,15 +170,21 @@ pub fn verify_many(items: &[(&str, &[u8])]) -> Vec<Result<PublicKey, SigError>> 
     let mut out: Vec<Option<Result<PublicKey, SigError>>> = vec![None; items.len()];
     // (index, key, signed data, signature) of each batchable signature.
     let mut batch = Vec::new();
+    let mut keys: Vec<([u8; 32], ed25519_dalek::VerifyingKey)> = Vec::new();
     for (i, (armored, payload)) in items.iter().enumerate() {
         let parsed = SshSig::from_pem(armored)
             .ok()
             .filter(|sig| sig.namespace() == NAMESPACE);
         let Some(sig) = parsed else { continue };
-        let key = sig
-            .public_key()
-            .ed25519()
-            .and_then(|k| ed25519_dalek::VerifyingKey::from_bytes(&k.0).ok());
+        // One decompression per distinct key, not per signature.
+        let key = sig.public_key().ed25519().and_then(|k| {
+            if let Some((_, v)) = keys.iter().find(|(bytes, _)| *bytes == k.0) {
+                return Some(*v);
+            }
+            let v = ed25519_dalek::VerifyingKey::from_bytes(&k.0).ok()?;
+            keys.push((k.0, v));
+            Some(v)
+        });
         let raw = ed25519_dalek::Signature::from_slice(sig.signature_bytes()).ok();
         let data = SshSig::signed_data(NAMESPACE, sig.hash_alg(), payload).ok();
         if let (Some(key), Some(raw), Some(data)) = (key, raw, data) {

@@ -18,8 +18,7 @@
 //! `warn` and errors under `required`; `approval-missing` and
 //! `approval-invalid` are errors under `agents_need_approval: true`.
 
-use std::collections::HashMap;
-
+use foldhash::HashMap;
 use serde::Serialize;
 
 use std::borrow::Cow;
@@ -95,7 +94,7 @@ pub mod codes {
 fn check_approval(
     trust: &Trust,
     a: &Approval,
-    by_op_id: &HashMap<String, Origin<'_>>,
+    by_op_id: &HashMap<&str, &Origin<'_>>,
 ) -> Result<(), String> {
     let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
         .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
@@ -117,7 +116,7 @@ fn check_approval(
         let e = by_op_id.get(id.as_str()).ok_or_else(|| {
             format!("the approval names record {id}, which is not in the transcript")
         })?;
-        records.push(e);
+        records.push(*e);
     }
     if records
         .windows(2)
@@ -156,19 +155,23 @@ fn record_signer(
     trust: &Trust,
     rec: &Record,
     sigs: &[(usize, &super::sidecar::RecordSignature)],
-    checked: &HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>>,
+    checked: &[Option<Result<ssh_key::PublicKey, sshsig::SigError>>],
 ) -> Result<String, (&'static str, String)> {
     if sigs.is_empty() {
         return Err((codes::UNSIGNED, "the record has no signature".into()));
     }
     let mut worst = None;
     for &(i, s) in sigs {
-        let result = match checked.get(&i) {
-            Some(r) => r.clone(),
-            None => sshsig::verify(&s.sig, &record_payload(rec, &s.signer)),
+        let verified;
+        let result = match &checked[i] {
+            Some(r) => r,
+            None => {
+                verified = sshsig::verify(&s.sig, &record_payload(rec, &s.signer));
+                &verified
+            }
         };
         match result {
-            Ok(key) if trust.signers.allows(&s.signer, &key) => return Ok(s.signer.clone()),
+            Ok(key) if trust.signers.allows(&s.signer, key) => return Ok(s.signer.clone()),
             Ok(key) => {
                 worst = Some((
                     codes::NOT_ALLOWED,
@@ -231,7 +234,7 @@ struct Approvals<'a> {
 
 impl<'a> Approvals<'a> {
     fn new(trust: &'a Trust, sidecar: &'a Sidecar) -> Approvals<'a> {
-        let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::new();
+        let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::default();
         for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
             for id in &a.body.op_ids {
                 by_record.entry(id.as_str()).or_default().push((i, a));
@@ -240,7 +243,7 @@ impl<'a> Approvals<'a> {
         Approvals {
             trust,
             by_record,
-            verdicts: HashMap::new(),
+            verdicts: HashMap::default(),
         }
     }
 
@@ -249,7 +252,7 @@ impl<'a> Approvals<'a> {
     fn covering(
         &mut self,
         op_id: &str,
-        by_op_id: &HashMap<String, Origin<'_>>,
+        by_op_id: &HashMap<&str, &Origin<'_>>,
     ) -> Result<String, Vec<String>> {
         let mut reasons = Vec::new();
         for &(i, a) in self.by_record.get(op_id).map_or(&[][..], Vec::as_slice) {
@@ -267,23 +270,24 @@ impl<'a> Approvals<'a> {
     }
 }
 
-/// Every signature of the records in range, verified in batches: by the
-/// signature's index in the sidecar.
+/// Every signature of the records in range, verified in one batch: by
+/// the signature's index in the sidecar (`None`: not verified here).
 fn verify_in_range(
-    transcript: &[Entry],
+    origins: &[Origin<'_>],
     in_range: &dyn Fn(usize, &Entry) -> bool,
     sigs: &HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>>,
-) -> HashMap<usize, Result<ssh_key::PublicKey, sshsig::SigError>> {
+    count: usize,
+) -> Vec<Option<Result<ssh_key::PublicKey, sshsig::SigError>>> {
     let mut index = Vec::new();
     let mut payloads = Vec::new();
-    for (n, e) in transcript.iter().enumerate() {
-        if !in_range(n, e) {
+    for (n, o) in origins.iter().enumerate() {
+        if !in_range(n, o.entry) {
             continue;
         }
-        let rec = Origin::of(e).original;
+        let rec = o.original.as_ref();
         for &(i, s) in sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice) {
             index.push((i, s.sig.as_str()));
-            payloads.push(record_payload(&rec, &s.signer));
+            payloads.push(record_payload(rec, &s.signer));
         }
     }
     let items: Vec<(&str, &[u8])> = index
@@ -291,8 +295,11 @@ fn verify_in_range(
         .zip(&payloads)
         .map(|((_, sig), p)| (*sig, p.as_slice()))
         .collect();
-    let results = sshsig::verify_many(&items);
-    index.into_iter().map(|(i, _)| i).zip(results).collect()
+    let mut out = vec![None; count];
+    for ((i, _), r) in index.into_iter().zip(sshsig::verify_many(&items)) {
+        out[i] = Some(r);
+    }
+    out
 }
 
 /// Verifies `transcript[from..]` (the checked range; earlier records are
@@ -315,23 +322,27 @@ pub fn verify_where(
     in_range: &dyn Fn(usize, &Entry) -> bool,
 ) -> Vec<RecordStatus> {
     let prov = &trust.policy.file.provenance;
-    let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> = HashMap::new();
+    let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> =
+        HashMap::default();
     for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
         sigs.entry(s.op_id.as_str()).or_default().push((i, s));
     }
-    let checked = verify_in_range(transcript, in_range, &sigs);
+    let origins: Vec<Origin> = transcript.iter().map(Origin::of).collect();
+    let checked = verify_in_range(&origins, in_range, &sigs, sidecar.signatures.len());
     // Each original op is carried by one record: a second record standing
     // for the same op (a copy of a record the transcript already has) is a
     // replay of a signed intent, not a signature of its own.
-    let mut by_op_id: HashMap<String, Origin> = HashMap::with_capacity(transcript.len());
-    let mut repeats: HashMap<usize, usize> = HashMap::new();
-    for e in transcript {
-        let o = Origin::of(e);
-        let id = o.original.op_id.clone();
-        if let Some(first) = by_op_id.get(&id) {
-            repeats.insert(e.line, first.entry.line);
-        } else {
-            by_op_id.insert(id, o);
+    let mut by_op_id: HashMap<&str, &Origin> = HashMap::default();
+    by_op_id.reserve(origins.len());
+    let mut repeats: HashMap<usize, usize> = HashMap::default();
+    for o in &origins {
+        match by_op_id.entry(o.original.op_id.as_str()) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                repeats.insert(o.entry.line, first.get().entry.line);
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(o);
+            }
         }
     }
     let mut approvals = Approvals::new(trust, sidecar);
@@ -341,11 +352,11 @@ pub fn verify_where(
         SignatureLevel::Required => Some("error"),
     };
     let mut out = Vec::new();
-    for (i, e) in transcript.iter().enumerate() {
+    for (i, origin) in origins.iter().enumerate() {
+        let e = origin.entry;
         if !in_range(i, e) {
             continue;
         }
-        let origin = Origin::of(e);
         let rec = origin.original.as_ref();
         let mut status = RecordStatus {
             line: e.line,

@@ -292,6 +292,21 @@ impl<'a> Guard<'a> {
             }
         };
         for (doc, head_path) in docs {
+            let mut staged_files = std::collections::HashMap::new();
+            for p in [
+                transcript_path(doc),
+                transcript_path(head_path),
+                sidecar_rel(doc),
+                sidecar_rel(head_path),
+            ] {
+                let there = self.repo.staged_blob(staged, &p)?.is_some();
+                staged_files.insert(p, there);
+            }
+            if let Some((l, fix)) = check::rename_problem(doc, head_path, &|p| {
+                staged_files.get(p).copied().unwrap_or(false)
+            }) {
+                out.push(Finding::error(l.problem.code, &l.path, None, l.problem.message).fix(fix));
+            }
             let t = self.repo.staged_blob(staged, &transcript_path(doc))?;
             let head_t = self.reference_blob(&transcript_path(head_path))?;
             let side = self.repo.staged_blob(staged, &sidecar_rel(doc))?;
@@ -413,11 +428,10 @@ impl<'a> Guard<'a> {
         head_path: &str,
         bytes: &[u8],
     ) -> Result<(Vec<Finding>, bool), GitError> {
-        let mut out = Vec::new();
         if let Some(f) = too_large(path, bytes.len()) {
-            out.push(f);
-            return Ok((out, false));
+            return Ok((vec![f], false));
         }
+        let mut out = Vec::new();
         let text = match noma_core::doc::source::decode(path, bytes) {
             Ok(t) => t,
             Err(e) => {
@@ -435,9 +449,13 @@ impl<'a> Guard<'a> {
         self.validate(path, text, &mut out);
         let tpath = transcript_path(path);
         let head_tpath = transcript_path(head_path);
+        let paths = [path, head_path, tpath.as_str()];
+        if let Some(found) = self.streamed_append(staged, paths, text)? {
+            out.extend(found);
+            return Ok((out, true));
+        }
         let staged_t = self.repo.staged_blob(staged, &tpath)?;
         let head_t = self.reference_blob(&head_tpath)?;
-        let paths = [path, head_path, tpath.as_str()];
         let Some(staged_t) = staged_t else {
             if head_t.is_none() {
                 // `git commit -a` and `git commit <doc>` leave a new
@@ -484,10 +502,6 @@ impl<'a> Guard<'a> {
             }
             return Ok((out, false));
         };
-        if let Some(f) = too_large(&tpath, staged_t.len()) {
-            out.push(f);
-            return Ok((out, true));
-        }
         let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
         if cut && self.undoes_reverted_commit(paths, &staged_t, text)? {
             return Ok((out, true));
@@ -804,13 +818,51 @@ impl<'a> Guard<'a> {
         staged_t: &[u8],
         staged_doc: &str,
     ) -> Result<Vec<Finding>, GitError> {
-        let [path, head_path, tpath] = paths;
+        let [path, _, tpath] = paths;
         let tail = match new_records(path, tpath, prev_t.unwrap_or_default(), staged_t) {
             Ok(t) => t,
             Err(f) => return Ok(vec![*f]),
         };
+        match self.verify_new(paths, &tail, prev_t.is_some(), prev_doc, staged_doc)? {
+            Tail::Checked(findings) => Ok(findings),
+            Tail::Diverged {
+                finding,
+                first_pre,
+                base_is_first_pre,
+            } => {
+                let off_the_committed_doc = || {
+                    prev_t.and_then(crate::merge::final_state).as_deref()
+                        == Some(first_pre.as_str())
+                        && !base_is_first_pre
+                };
+                if prev_doc.is_some() && off_the_committed_doc() {
+                    // The previous commit holds a document its transcript does not
+                    // end at (a rebase, which runs no hooks, merged it block by
+                    // block), and the new records go on from where the transcript
+                    // ends (`noma record`, as the merge driver advised): the whole
+                    // transcript must replay to the staged document, from its base
+                    // in history. Only this failure pays for the second replay.
+                    return self.verify_tail(paths, None, None, staged_t, staged_doc);
+                }
+                Ok(vec![finding])
+            }
+        }
+    }
+
+    /// Checks that the records `tail` adds (to a committed transcript when
+    /// `has_prev`) replay from `prev_doc` (or a base found in history) to
+    /// `staged_doc`.
+    fn verify_new(
+        &self,
+        paths: [&str; 3],
+        tail: &NewRecords<'_>,
+        has_prev: bool,
+        prev_doc: Option<&str>,
+        staged_doc: &str,
+    ) -> Result<Tail, GitError> {
+        let [path, head_path, tpath] = paths;
         if let Some(f) = self.extension_op_finding(path, tpath, &tail.records) {
-            return Ok(vec![f]);
+            return Ok(Tail::Checked(vec![f]));
         }
         let applied: Vec<&(usize, Record)> = tail
             .records
@@ -819,25 +871,25 @@ impl<'a> Guard<'a> {
             .collect();
         let (Some((first_line, first)), Some((_, last))) = (applied.first(), applied.last()) else {
             // No new applied record: the document must be what it was.
-            return Ok(match prev_doc {
+            return Ok(Tail::Checked(match prev_doc {
                 Some(before) if before != staged_doc => {
                     vec![self.unrecorded(path, before, staged_doc, tpath)]
                 }
                 _ => Vec::new(),
-            });
+            }));
         };
         let base: Option<String> = match prev_doc {
-            Some(d) if prev_t.is_some() => Some(d.to_string()),
+            Some(d) if has_prev => Some(d.to_string()),
             _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
         };
         let Some(base) = base else {
-            return Ok(self.base_unknown(
+            return Ok(Tail::Checked(self.base_unknown(
                 [path, tpath],
                 (*first_line, &first.pre_sha256),
                 &last.post_sha256,
-                prev_t.is_none(),
+                !has_prev,
                 staged_doc,
-            ));
+            )));
         };
         let after = tail
             .prev_last
@@ -847,24 +899,72 @@ impl<'a> Guard<'a> {
                 lines_before: tail.offset,
             });
         let rep = replay::replay_after(after, tail.bytes, Some(&base), staged_doc);
-        let off_the_committed_doc = || {
-            prev_t.and_then(crate::merge::final_state).as_deref() == Some(first.pre_sha256.as_str())
-                && sha256_hex(base.as_bytes()) != first.pre_sha256
+        Ok(match rep.divergence {
+            None => Tail::Checked(Vec::new()),
+            Some(d) => Tail::Diverged {
+                finding: divergence_finding([path, tpath], d, prev_doc == Some(staged_doc)),
+                first_pre: first.pre_sha256.clone(),
+                base_is_first_pre: sha256_hex(base.as_bytes()) == first.pre_sha256,
+            },
+        })
+    }
+
+    /// The check of an append that holds neither transcript (issue 35):
+    /// the committed and staged blobs are read side by side, a buffer at a
+    /// time, and only the appended records are kept and replayed, from the
+    /// committed document. `Some` only when that accepts the commit (or
+    /// finds nothing blocking); anything else — a merge, no committed
+    /// transcript, a rewritten or torn committed line, a record that does
+    /// not replay — returns None and the whole-file check runs, which
+    /// names the cause as before. A stream that fails is treated the same.
+    fn streamed_append(
+        &self,
+        staged: &Staged,
+        paths: [&str; 3],
+        staged_doc: &str,
+    ) -> Result<Option<Vec<Finding>>, GitError> {
+        let [path, head_path, tpath] = paths;
+        let Some(reference) = self.reference.get() else {
+            return Ok(None);
         };
-        if rep.divergence.is_some() && prev_doc.is_some() && off_the_committed_doc() {
-            // The previous commit holds a document its transcript does not
-            // end at (a rebase, which runs no hooks, merged it block by
-            // block), and the new records go on from where the transcript
-            // ends (`noma record`, as the merge driver advised): the whole
-            // transcript must replay to the staged document, from its base
-            // in history. Only this failure pays for the second replay.
-            return self.verify_tail(paths, None, None, staged_t, staged_doc);
+        if self.merge.is_some() {
+            return Ok(None);
         }
-        Ok(rep
-            .divergence
-            .map(|d| divergence_finding([path, tpath], d, prev_doc == Some(staged_doc)))
-            .into_iter()
-            .collect())
+        let (Some(staged_id), Some(head_id)) = (
+            self.repo.staged_blob_id(staged, tpath)?,
+            self.repo
+                .blob_id_at(reference, &transcript_path(head_path))?,
+        ) else {
+            return Ok(None);
+        };
+        let ext = if staged_id == head_id {
+            // Unchanged: nothing appended (the document alone changed).
+            transcript::prefix::Extension {
+                lines: 0,
+                last_line_sha256: None,
+                tail: Vec::new(),
+            }
+        } else {
+            let streams = self
+                .repo
+                .blob_stream(head_id)
+                .and_then(|h| Ok((h, self.repo.blob_stream(staged_id)?)));
+            let Ok((mut committed, mut staged_t)) = streams else {
+                return Ok(None);
+            };
+            match transcript::prefix::extension(&mut committed, &mut staged_t) {
+                Ok(Some(ext)) => ext,
+                Ok(None) | Err(_) => return Ok(None),
+            }
+        };
+        let Ok(tail) = tail_records(path, tpath, ext.lines, ext.last_line_sha256, &ext.tail) else {
+            return Ok(None);
+        };
+        let head_doc = self.head_text(head_path)?;
+        match self.verify_new(paths, &tail, true, head_doc.as_deref(), staged_doc)? {
+            Tail::Checked(found) if found.iter().all(|f| !f.blocking) => Ok(Some(found)),
+            _ => Ok(None),
+        }
     }
 
     /// With `record_text_edits: false`, a new record carrying the
@@ -1018,6 +1118,21 @@ impl<'a> Guard<'a> {
     }
 }
 
+/// What [`Guard::verify_new`] found.
+enum Tail {
+    /// The findings (none: the new records replay to the staged document).
+    Checked(Vec<Finding>),
+    /// The replay of the new records diverged.
+    Diverged {
+        /// Its finding.
+        finding: Finding,
+        /// The first new applied record's pre_sha256.
+        first_pre: String,
+        /// The base replay started from has that sha256.
+        base_is_first_pre: bool,
+    },
+}
+
 /// The records a staged transcript adds to the committed one.
 struct NewRecords<'t> {
     /// The added bytes.
@@ -1045,8 +1160,20 @@ fn new_records<'t>(
         return Err(Box::new(tamper_finding(path, tpath, prev, staged_t)));
     };
     let (prev_lines, _) = split_lines(prev);
-    let offset = prev_lines.len();
     let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));
+    tail_records(path, tpath, prev_lines.len(), prev_last, bytes)
+}
+
+/// The records in `bytes`, appended after `offset` committed lines whose
+/// last line has sha256 `prev_last`, or the one finding that stops the
+/// check (see [`new_records`]).
+fn tail_records<'t>(
+    path: &str,
+    tpath: &str,
+    offset: usize,
+    prev_last: Option<String>,
+    bytes: &'t [u8],
+) -> Result<NewRecords<'t>, Box<Finding>> {
     let (lines, torn) = split_lines(bytes);
     if torn.is_some() {
         return Err(Box::new(Finding::error(

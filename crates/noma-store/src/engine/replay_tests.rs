@@ -262,3 +262,86 @@ fn a_trailing_rejected_records_op_is_checked() {
     assert_eq!(d.line, 3);
     assert!(d.message.contains("id_conflict"), "{}", d.message);
 }
+
+/// The exact check behind a fingerprint hit: with fingerprints that
+/// collide (all equal, or a few values), replay still accepts distinct
+/// op_ids and names the first repeat with the line it repeats, from a
+/// reader (re-read from where it started) and from bytes (a continuation).
+mod op_id_fingerprints {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn all_collide(_: &str) -> u64 {
+        0
+    }
+
+    fn few_values(id: &str) -> u64 {
+        id.bytes().map(u64::from).sum::<u64>() % 3
+    }
+
+    const FINGERPRINTS: [fn(&str) -> u64; 3] = [all_collide, few_values, op_id_fingerprint];
+
+    /// `n` applied records from "x"; record `dup.1` takes record `dup.0`'s
+    /// op_id (0-based, `dup.0 < dup.1`) before the lines are chained.
+    fn transcript(n: usize, dup: Option<(usize, usize)>) -> (String, Vec<u8>) {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        let ops: Vec<_> = (0..n)
+            .map(|i| json!({"op":"append","text":format!("{i};")}))
+            .collect();
+        let mut p = plan("x", &Context::default(), &ops, &Options::new(actor()));
+        if let Some((i, j)) = dup {
+            p.records[j].op_id = p.records[i].op_id.clone();
+        }
+        (p.new_text, chain_and_serialise(&mut p.records, None))
+    }
+
+    proptest! {
+        #[test]
+        fn repeats_are_found_exactly(n in 2usize..12, pick in any::<(usize, usize)>(), dup in any::<bool>(), which in 0usize..3) {
+            let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+            let i = pick.0 % (n - 1);
+            let j = i + 1 + pick.1 % (n - 1 - i);
+            let dup = dup.then_some((i, j));
+            let (text, bytes) = transcript(n, dup);
+            let fingerprint = FINGERPRINTS[which];
+            let mut cursor = std::io::Cursor::new(bytes.clone());
+            let from_reader = replay_reader_fingerprinted(&mut cursor, (Some("x"), &text), fingerprint);
+            let from_bytes = replay_after_fingerprinted(None, &bytes, (Some("x"), &text), fingerprint);
+            for r in [from_reader, from_bytes] {
+                match dup {
+                    None => prop_assert!(r.ok, "fingerprint {which}: {:?}", r.divergence),
+                    Some((i, j)) => {
+                        let d = r.divergence.expect("a repeated op_id is refused");
+                        prop_assert_eq!(d.line, j + 1);
+                        prop_assert!(d.message.contains(&format!("repeats line {}", i + 1)), "{}", d.message);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_continuation_counts_the_files_lines() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        // Lines before the slice are the committed ones: the repeat is
+        // named by its line in the file, with every fingerprint colliding.
+        let (text, bytes) = transcript(5, Some((3, 4)));
+        let (lines, _) = split_lines(&bytes);
+        let head: usize = lines[..2].iter().map(|l| l.raw.len()).sum();
+        let prev = sha256_hex(lines[1].raw);
+        let after = Continuation {
+            prev_line_sha256: &prev,
+            lines_before: 2,
+        };
+        let base = "x0;1;";
+        let r = replay_after_fingerprinted(
+            Some(after),
+            &bytes[head..],
+            (Some(base), &text),
+            all_collide,
+        );
+        let d = r.divergence.expect("refused");
+        assert_eq!(d.line, 5, "{d:?}");
+        assert!(d.message.contains("repeats line 4"), "{}", d.message);
+    }
+}

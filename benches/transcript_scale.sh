@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# benches/transcript_scale.sh — replay, the pre-commit hook and one more patch
+# against one document whose transcript holds N records (issue 35).
+#
+# Usage: benches/transcript_scale.sh [N ...]     (default: 10000 100000 1000000)
+#   NOMA=path     binary A (default: $CARGO_TARGET_DIR/release/noma, built if missing)
+#   NOMA_B=path   binary B, run alternately with A (A B A B ...): side by side,
+#                 the ratio taken pair by pair. Without it only A is timed.
+#   RUNS=k        timed runs of each binary and scenario (default 5, after one
+#                 untimed run of each)
+#   BATCH=k       ops per `noma patch --ops` request while building (default 10000)
+#   WORK=dir      where the repositories go (default: a new temporary directory)
+#   KEEP=1        keep them (their paths are printed), e.g. to time them again
+#
+# For each N: a repository with one small document (`noma synth --sections 20`,
+# ~5 KB), and a transcript built by N/BATCH `noma patch --inplace --ops`
+# requests of `update_attribute` ops (each applies: the value changes every
+# time), so every record is a real one, chained and replayable (~670 bytes a
+# record). The document and transcript are committed without the hook, then one
+# more record is made with `noma patch --inplace --op` and staged. Timed, as
+# whole processes with /usr/bin/time (wall seconds and peak resident memory):
+#   replay   `noma replay doc.noma --base <the first state>`
+#   hook     `noma hook pre-commit` on that staged one-record append
+#   patch    one more `noma patch --inplace --op` (each run appends a record)
+# Every run's exit status must be 0 (the hook and replay accept; the script
+# stops otherwise). NOMA_MAX_FILE_BYTES is raised to 4 GB for every process so
+# a binary that still caps transcripts at 512 MiB can be timed past it.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$here/target}"
+NOMA="${NOMA:-$target/release/noma}"
+if [[ ! -x "$NOMA" ]]; then
+  (cd "$here" && cargo build --release --quiet)
+fi
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+NOMA="$(abs "$NOMA")"
+NOMA_B="${NOMA_B:+$(abs "$NOMA_B")}"
+RUNS="${RUNS:-5}"
+BATCH="${BATCH:-10000}"
+sizes=("$@")
+[[ ${#sizes[@]} -eq 0 ]] && sizes=(10000 100000 1000000)
+WORK="${WORK:-$(mktemp -d)}"
+mkdir -p "$WORK"
+export NOMA_MAX_FILE_BYTES=4000000000
+export GIT_CONFIG_NOSYSTEM=1
+export HOME="$WORK/.home"
+mkdir -p "$HOME"
+git config --global user.name bench
+git config --global user.email bench@example.com
+git config --global init.defaultBranch main
+
+# Runs "$@" once under /usr/bin/time; appends "wall_s peak_kib" to $1's file.
+timed() {
+  local out="$1"
+  shift
+  local t
+  t="$(mktemp)"
+  if ! /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null 2>"$t.err"; then
+    echo "failed: $*" >&2
+    cat "$t.err" >&2
+    exit 1
+  fi
+  cat "$t" >>"$out"
+  rm -f "$t" "$t.err"
+}
+
+# Every timed process is a shell that execs noma (so the figures are noma's)
+# with @PID@ in its arguments replaced by the process id: one more patch then
+# applies whatever ran before it.
+EXEC=(bash -c 'bin="$1"; shift; exec "$bin" "${@//@PID@/$$}"' bash)
+OP='{"op":"update_attribute","id":"claim-4","key":"confidence","value":0.@PID@}'
+
+# Prints one scenario's row: median wall and peak of A (and B, and the
+# pairwise ratios A/B). $1 = label, $2 = records (for records/s), rest = args.
+scenario() {
+  local label="$1" records="$2"
+  shift 2
+  local a b
+  a="$(mktemp)" b="$(mktemp)"
+  "${EXEC[@]}" "$NOMA" "$@" >/dev/null 2>&1 || true # untimed first run
+  [[ -n "$NOMA_B" ]] && { "${EXEC[@]}" "$NOMA_B" "$@" >/dev/null 2>&1 || true; }
+  for ((r = 0; r < RUNS; r++)); do
+    timed "$a" "${EXEC[@]}" "$NOMA" "$@"
+    [[ -n "$NOMA_B" ]] && timed "$b" "${EXEC[@]}" "$NOMA_B" "$@"
+  done
+  python3 - "$label" "$records" "$a" "$b" <<'PY'
+import statistics as st, sys
+label, records, fa, fb = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def load(f):
+    return [tuple(float(x) for x in l.split()) for l in open(f) if l.strip()]
+a, b = load(fa), load(fb)
+def row(name, runs):
+    wall = st.median(r[0] for r in runs)
+    peak = st.median(r[1] for r in runs) / 1024
+    rate = f", {records / wall:,.0f} records/s" if records and wall > 0 else ""
+    return f"{name} wall {wall:.2f} s (min {min(r[0] for r in runs):.2f}, max {max(r[0] for r in runs):.2f}), peak {peak:.1f} MiB{rate}"
+print(f"  {label:7} A: {row('', a)}")
+if b:
+    print(f"  {'':7} B: {row('', b)}")
+    ratios_w = [x[0] / y[0] for x, y in zip(a, b) if y[0] > 0]
+    ratios_m = [x[1] / y[1] for x, y in zip(a, b)]
+    if ratios_w:
+        print(f"  {'':7} A/B wall {st.median(ratios_w):.3f}, peak {st.median(ratios_m):.3f} (median of {len(ratios_w)} pairs)")
+PY
+  rm -f "$a" "$b"
+}
+
+ops_file() { # $1 = file, $2 = first global index, $3 = count
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+f, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ops = [{"op": "update_attribute", "id": f"claim-{g % 20}", "key": "confidence",
+        "value": (g % 997) / 1000 + 0.0001} for g in range(first, first + n)]
+json.dump(ops, open(f, "w"))
+PY
+}
+
+echo "A = $NOMA"
+[[ -n "$NOMA_B" ]] && echo "B = $NOMA_B"
+echo "$RUNS runs each$([[ -n "$NOMA_B" ]] && echo ", A and B alternating"); work in $WORK"
+for n in "${sizes[@]}"; do
+  repo="$WORK/r$n"
+  rm -rf "$repo"
+  mkdir -p "$repo"
+  cd "$repo"
+  git init -q
+  "$NOMA" synth --sections 20 >doc.noma
+  cp doc.noma "$WORK/base$n.noma"
+  # Committed first, so the first patch writes no genesis record and the
+  # replay starts from this version (--base).
+  git add doc.noma
+  git commit -qm "document" --no-verify
+  t0=$(date +%s)
+  for ((done = 0; done < n; done += BATCH)); do
+    k=$((n - done < BATCH ? n - done : BATCH))
+    ops_file "$WORK/ops.json" "$done" "$k"
+    "$NOMA" patch doc.noma --inplace --ops "$WORK/ops.json" >/dev/null
+  done
+  t1=$(date +%s)
+  git add doc.noma doc.noma.patches
+  git commit -qm "$n records" --no-verify
+  t2=$(date +%s)
+  "$NOMA" patch doc.noma --inplace \
+    --op '{"op":"update_attribute","id":"claim-3","key":"confidence","value":0.123}' >/dev/null
+  git add doc.noma doc.noma.patches
+  records=$(wc -l <doc.noma.patches)
+  bytes=$(wc -c <doc.noma.patches)
+  echo "== $records records ($bytes bytes); built in $((t1 - t0)) s, committed in $((t2 - t1)) s"
+  scenario replay "$records" replay doc.noma --base "$WORK/base$n.noma"
+  scenario hook 0 hook pre-commit
+  scenario patch 0 patch doc.noma --inplace --op "$OP"
+  cd "$WORK"
+  [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo" "$WORK/base$n.noma"
+done
