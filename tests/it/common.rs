@@ -11,27 +11,11 @@ use std::process::{Command, Output};
 pub const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 
 /// `../shared/reference` (the reference implementation's checkout beside
-/// this repository), which a user's clone does not have. Absent, `test` is
-/// skipped with a visible `SKIP` line, except in CI (`CI` set), where the
-/// data must be present so that these tests cannot pass vacuously. The
-/// unit tests inside the library have the same rule in `src/testutil.rs`
-/// (a test-only copy: sharing it would make it public library API).
+/// this repository), or `None` with a visible `SKIP` line where a user's
+/// clone does not have it; with `CI` set its absence fails the test. The
+/// same rule as the crates' unit tests: one helper, `noma-testutil`.
 pub fn shared_reference(test: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test}: {} not found; CI must provide the reference data",
-        dir.display()
-    );
-    // Straight to the stderr handle: the test harness captures eprintln!.
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP {test}: ../shared/reference not found"
-    );
-    None
+    noma_testutil::shared_reference(test)
 }
 
 /// Runs `program` in `dir` with an environment isolated from the machine's

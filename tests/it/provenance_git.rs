@@ -116,6 +116,17 @@ impl Setup {
         assert!(out.contains(needle), "{out}");
         out
     }
+
+    /// What is staged: the pre-commit hook blocks it saying `needle`;
+    /// committed anyway (`--no-verify`), `noma reconcile` fails saying it
+    /// too. Returns (the hook's output, reconcile's output).
+    fn hook_blocks_and_check_fails(&self, message: &str, needle: &str) -> (String, String) {
+        let (ok, hook) = self.r.try_commit(message);
+        assert!(!ok, "the hook let it through: {hook}");
+        assert!(hook.contains(needle), "{hook}");
+        self.r.ok(&["commit", "-q", "--no-verify", "-m", message]);
+        (hook, self.fails_with(needle))
+    }
 }
 
 fn set(id: &str, v: f64) -> Value {
@@ -252,14 +263,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         &edit_and_rechain(&clean_t, 1, |v| v["reason"] = json!("forged")),
     );
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.try_commit("forged reason");
-    assert!(!ok, "the hook let a forgery through: {out}");
-    assert!(
-        out.contains("[signature-invalid] plan.noma.patches:2"),
-        "{out}"
-    );
-    r.ok(&["commit", "-q", "--no-verify", "-m", "forged"]);
-    s.fails_with("[signature-invalid] plan.noma.patches:2");
+    s.hook_blocks_and_check_fails("forged reason", "[signature-invalid] plan.noma.patches:2");
     reset();
 
     // 2. The op and 3. the actor of a signed record.
@@ -298,14 +302,7 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     ]);
     assert_ran(&o);
     r.ok(&["add", "-A"]);
-    let (ok, out) = r.try_commit("unsigned");
-    assert!(!ok, "required signatures: {out}");
-    assert!(
-        out.contains("[unsigned-record] plan.noma.patches:4"),
-        "{out}"
-    );
-    r.ok(&["commit", "-q", "--no-verify", "-m", "unsigned"]);
-    s.fails_with("[unsigned-record] plan.noma.patches:4");
+    s.hook_blocks_and_check_fails("unsigned", "[unsigned-record] plan.noma.patches:4");
     reset();
 
     // 5. A record signed by a key the branch itself added.
@@ -832,13 +829,9 @@ fn a_sidecar_left_behind_by_a_rename_is_named_with_its_fix() {
         r.ok(&["mv", f, &f.replace("plan", "renamed")]);
     }
     let fix = r#"git mv "plan.noma.provenance" "renamed.noma.provenance""#;
-    let (ok, out) = r.try_commit("renamed without its sidecar");
-    assert!(!ok, "{out}");
-    assert!(out.contains("sidecar-not-renamed"), "{out}");
-    assert!(out.contains(fix), "{out}");
-    r.ok(&["commit", "-q", "--no-verify", "-m", "renamed anyway"]);
-    let out = s.fails_with("sidecar-not-renamed");
-    assert!(out.contains(fix), "{out}");
+    let (hook, check) = s.hook_blocks_and_check_fails("renamed anyway", "sidecar-not-renamed");
+    assert!(hook.contains(fix), "{hook}");
+    assert!(check.contains(fix), "{check}");
     r.ok(&["mv", "plan.noma.provenance", "renamed.noma.provenance"]);
     r.commit_all("the sidecar follows");
     let (code, out) = s.reconcile();
