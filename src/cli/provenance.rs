@@ -147,21 +147,15 @@ pub fn approve(args: ApproveArgs) -> i32 {
 
 fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
     // The key is always wanted here: approving is signing.
-    let signer = writer::writer_signer(&args.file, args.key.as_deref())
+    let dir = args
+        .file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = noma_git::git::blob::worktree_root(dir);
+    let signer = writer::approver_in(root.as_deref(), args.key.as_deref())
         .map_err(|e| e.to_string())?
-        .or_else(|| {
-            let root = noma_git::git::blob::worktree_root(Path::new("."));
-            let git = |k: &str| {
-                noma_git::git::repo::Repo::discover(root.as_deref()?)
-                    .ok()?
-                    .config_string(k)
-            };
-            let path = noma_git::provenance::key_path(None, true, &git)?;
-            let key = noma_git::provenance::SigningKey::load(&path).ok()?;
-            let signers = root.map(|r| r.join(noma_git::provenance::ALLOWED_SIGNERS_PATH));
-            noma_git::provenance::Signer::new(key, None, signers.as_deref()).ok()
-        })
-        .ok_or("no signing key: pass --key FILE or set NOMA_SIGNING_KEY")?;
+        .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
     let report = for_replay(&args.file, None)?;
     let tpath = default_transcript_path(&args.file);
     let t_bytes =

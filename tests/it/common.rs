@@ -96,6 +96,9 @@ impl Repo {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("HOME", self.home.path())
             .env("USER", "tester")
+            // A developer's running agent must not sign for the tests;
+            // the agent tests name their own.
+            .env_remove("SSH_AUTH_SOCK")
             .env_remove("GIT_DIR")
             .env_remove("GIT_INDEX_FILE")
             .env_remove("GIT_WORK_TREE")

@@ -838,3 +838,135 @@ fn a_sidecar_left_behind_by_a_rename_is_named_with_its_fix() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("sidecar-not-renamed"), "{out}");
 }
+
+/// An ssh-agent of the test's own (its socket in the test's home),
+/// killed when dropped.
+struct SshAgent {
+    socket: PathBuf,
+    pid: String,
+}
+
+impl SshAgent {
+    /// `ssh-agent -a SOCKET`: the socket is bound before the command
+    /// returns (the agent forks after binding), so no wait is needed.
+    fn start(r: &Repo) -> SshAgent {
+        let socket = r.home.path().join("agent.sock");
+        let o = r.cmd("ssh-agent", &["-s", "-a", socket.to_str().unwrap()]);
+        assert_ran(&o);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let pid = out
+            .split("SSH_AGENT_PID=")
+            .nth(1)
+            .and_then(|s| s.split(';').next())
+            .unwrap_or_else(|| panic!("no pid in {out}"))
+            .to_string();
+        SshAgent { socket, pid }
+    }
+
+    /// `cmd` run by `sh` with this agent's socket in the environment.
+    fn sh(&self, r: &Repo, cmd: &str) -> std::process::Output {
+        r.sh(&format!("SSH_AUTH_SOCK='{}' {cmd}", self.socket.display()))
+    }
+}
+
+impl Drop for SshAgent {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").arg(&self.pid).status();
+    }
+}
+
+/// A public key names a key the running ssh-agent holds, as git's
+/// `user.signingkey` does: `--key KEY.pub`, `NOMA_SIGNING_KEY=KEY.pub`
+/// and git's literal `key::ssh-ed25519 …` all sign through the agent; the
+/// agent-signed work passes the PR check after an agent-held approval.
+/// Without an agent, or with one that lacks the key, nothing is written
+/// and the message says what to do.
+#[test]
+fn a_public_key_signs_through_the_running_ssh_agent() {
+    let s = setup();
+    let r = &s.r;
+    let agent = SshAgent::start(r);
+    let (alice_pub, bot_pub) = (
+        format!("{}.pub", s.person.display()),
+        format!("{}.pub", s.agent.display()),
+    );
+    let before = r.read("plan.noma.patches");
+    let op = set("c1", 0.4);
+    // The agent holds no key yet: refused, nothing written.
+    let o = agent.sh(
+        r,
+        &format!("noma patch plan.noma --inplace --key '{alice_pub}' --op '{op}'"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("does not hold this key"), "{}", text(&o));
+    assert!(text(&o).contains("ssh-add"), "{}", text(&o));
+    // No agent at all.
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--key",
+        &alice_pub,
+        "--op",
+        &op.to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("SSH_AUTH_SOCK is not set"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(r.read("plan.noma.patches"), before);
+    assert!(!r.path().join("plan.noma.provenance").exists());
+
+    for key in [&s.person, &s.agent] {
+        assert_ran(&agent.sh(r, &format!("ssh-add -q '{}'", key.display())));
+    }
+    r.ok(&["checkout", "-q", "-b", "agent"]);
+    let o = agent.sh(
+        r,
+        &format!(
+            "NOMA_SIGNING_KEY='{bot_pub}' noma patch plan.noma --inplace --actor-kind agent \
+             --actor-name bot --op '{}'",
+            set("c1", 0.9)
+        ),
+    );
+    assert_ran(&o);
+    // git's literal public key with gpg.format=ssh, where provenance is on.
+    r.ok(&["config", "gpg.format", "ssh"]);
+    let public = std::fs::read_to_string(s.person.with_extension("pub")).unwrap();
+    let literal = format!("key::{}", public.trim());
+    r.ok(&["config", "user.signingkey", &literal]);
+    assert_ran(&agent.sh(
+        r,
+        &format!(
+            "noma patch plan.noma --inplace --actor-name alice --op '{}'",
+            set("c2", 0.1)
+        ),
+    ));
+    let side = r.read("plan.noma.provenance");
+    assert_eq!(side.lines().count(), 2, "{side}");
+    assert!(side.contains("\"signer\":\"bot@agents.example\""), "{side}");
+    assert!(side.contains("\"signer\":\"alice@example.com\""), "{side}");
+    r.commit_all("signed through the agent");
+    s.fails_with("[approval-missing] plan.noma.patches:2");
+
+    // The approval, signed through the agent with alice's public key.
+    let o = agent.sh(
+        r,
+        &format!("noma approve plan.noma --key '{alice_pub}' --yes"),
+    );
+    assert_ran(&o);
+    r.commit_all("approved through the agent");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    // ssh-keygen verifies what the agent signed, over noma's payload.
+    let entry: Value = serde_json::from_str(side.lines().next().unwrap()).unwrap();
+    r.write("agent.sig", entry["sig"].as_str().unwrap());
+    let o = r.sh(&format!(
+        "noma provenance payload plan.noma --op-id {} --signer bot@agents.example > agent.payload && \
+         ssh-keygen -Y verify -n noma -f .noma/allowed_signers -I bot@agents.example -s agent.sig < agent.payload",
+        entry["op_id"].as_str().unwrap()
+    ));
+    assert_ran(&o);
+}

@@ -3,7 +3,8 @@
 //! `.noma/provenance.noma`).
 //!
 //! - [`canonical`]: the RFC 8785 payloads a signature and an approval bind;
-//! - [`sshsig`]: SSHSIG sign/verify (namespace `noma`, Ed25519 key files);
+//! - [`sshsig`]: SSHSIG sign/verify (namespace `noma`, Ed25519 keys from
+//!   files or the running ssh-agent);
 //! - [`signers`]: `.noma/allowed_signers` in git's format;
 //! - [`sidecar`]: `<doc>.provenance`, the set of signatures and approvals
 //!   beside the transcript;
@@ -59,9 +60,6 @@ pub enum SignerError {
     /// `.noma/allowed_signers` is malformed.
     #[error(transparent)]
     Signers(#[from] signers::SignersError),
-    /// Signing failed (cannot happen with a loaded Ed25519 key).
-    #[error("signing failed: {0}")]
-    Sign(String),
 }
 
 impl Signer {
@@ -94,8 +92,7 @@ impl Signer {
     pub fn sign_record(&self, rec: &Record) -> Result<SidecarEntry, SignerError> {
         let sig = self
             .key
-            .sign(&canonical::record_payload(rec, &self.principal))
-            .map_err(|e| SignerError::Sign(e.to_string()))?;
+            .sign(&canonical::record_payload(rec, &self.principal))?;
         Ok(SidecarEntry::Signature(sidecar::RecordSignature {
             op_id: rec.op_id.clone(),
             signer: self.principal.clone(),
@@ -124,10 +121,7 @@ impl Signer {
             subject_sha256: canonical::subject_sha256(records.iter().copied()),
             draft_sha256: draft_sha256.to_string(),
         };
-        let sig = self
-            .key
-            .sign(&canonical::approval_payload(&body))
-            .map_err(|e| SignerError::Sign(e.to_string()))?;
+        let sig = self.key.sign(&canonical::approval_payload(&body))?;
         Ok(SidecarEntry::Approval(sidecar::Approval { body, sig }))
     }
 }
@@ -137,32 +131,55 @@ impl Signer {
 /// policy asks for signatures, so a repository without provenance pays no
 /// lookup) git's `user.signingkey` when `gpg.format` is `ssh`. None: no
 /// key is configured, nothing is signed.
-pub fn key_path(
+pub fn key_source(
     flag: Option<&Path>,
     use_git: bool,
     git: &dyn Fn(&str) -> Option<String>,
-) -> Option<PathBuf> {
+) -> Option<KeySource> {
     if let Some(p) = flag {
-        return Some(p.to_path_buf());
+        return Some(KeySource::File(p.to_path_buf()));
     }
     if let Some(p) = std::env::var_os(KEY_ENV).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(p));
+        return Some(KeySource::File(PathBuf::from(p)));
     }
     if !use_git || git("gpg.format").as_deref() != Some("ssh") {
         return None;
     }
     let key = git("user.signingkey")?;
-    // git also accepts a literal public key (`key::ssh-ed25519 AAAA…`):
-    // signing with it needs ssh-agent, which SigningKey::load refuses
-    // with advice when handed the public half.
-    let key = key.strip_prefix("key::").unwrap_or(&key).to_string();
-    Some(match key.strip_prefix("~/") {
+    // git also accepts a literal public key (`key::ssh-ed25519 AAAA…`),
+    // signed with through ssh-agent.
+    if let Some(literal) = key.strip_prefix("key::") {
+        return Some(KeySource::Literal(literal.to_string()));
+    }
+    Some(KeySource::File(match key.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")
             .map(PathBuf::from)
             .unwrap_or_default()
             .join(rest),
         None => PathBuf::from(key),
-    })
+    }))
+}
+
+/// Where a signing key is: a file (a private key, or a public key the
+/// ssh-agent signs with), or git's literal `key::ssh-ed25519 AAAA…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// A key file.
+    File(PathBuf),
+    /// A public key given inline (git's `user.signingkey = key::…`).
+    Literal(String),
+}
+
+impl KeySource {
+    /// The key, ready to sign.
+    pub fn load(&self) -> Result<SigningKey, KeyError> {
+        match self {
+            KeySource::File(path) => SigningKey::load(path),
+            KeySource::Literal(text) => {
+                SigningKey::from_openssh(text, Path::new("git config user.signingkey"))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! SSHSIG signatures (OpenSSH's `PROTOCOL.sshsig`, what `ssh-keygen -Y
 //! sign` writes and git uses for signed commits) with namespace `noma`,
-//! over Ed25519 keys read from OpenSSH key files.
+//! over Ed25519 keys.
 //!
-//! Keys come from files only: the ssh-agent protocol has no client crate
-//! of the field's standing (RustCrypto's `ssh-key` reads and signs with
-//! key files), so a public-key file or an encrypted private key is
-//! refused with advice instead of being half-supported. The private key
-//! is read into memory (zeroised on drop by `ssh-key`) and never written.
+//! A key is a private key file, or — as git does with
+//! `user.signingkey` — a public key (a `.pub` file or git's literal
+//! `key::ssh-ed25519 AAAA…`) whose private half the running ssh-agent
+//! (`SSH_AUTH_SOCK`) holds; the agent then signs, and noma never sees the
+//! private key. A file key is read into memory (zeroised on drop by
+//! `ssh-key`); no private key material is ever written.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,9 @@ use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
 
 /// The SSHSIG namespace of every noma signature.
 pub const NAMESPACE: &str = "noma";
+
+/// The environment variable naming the ssh-agent's socket.
+pub const AGENT_ENV: &str = "SSH_AUTH_SOCK";
 
 /// Why a signing key cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +30,34 @@ pub enum KeyError {
         /// Why.
         source: std::io::Error,
     },
-    /// A public key where a private key is needed.
-    #[error("{path}: is a public key; noma signs with the private key file (signing through ssh-agent is not supported), e.g. --key ~/.ssh/id_ed25519")]
-    PublicKeyOnly {
+    /// A public key, to sign through ssh-agent, with no agent running.
+    #[error("{path}: is a public key, so noma signs through ssh-agent, but {AGENT_ENV} is not set: start ssh-agent and `ssh-add` the private key, or pass the private key file (--key ~/.ssh/id_ed25519)")]
+    NoAgent {
         /// The key file.
         path: PathBuf,
     },
+    /// The running ssh-agent does not hold the key.
+    #[error("{path}: ssh-agent ({socket}) does not hold this key ({public}): `ssh-add` its private key, or pass the private key file")]
+    AgentLacksKey {
+        /// The key file.
+        path: PathBuf,
+        /// The agent's socket.
+        socket: PathBuf,
+        /// The public key asked for.
+        public: String,
+    },
+    /// The ssh-agent cannot be reached or refused to sign.
+    #[error("{path}: ssh-agent ({socket}): {reason}")]
+    Agent {
+        /// The key file.
+        path: PathBuf,
+        /// The agent's socket.
+        socket: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// A passphrase-protected key.
-    #[error("{path}: the key is passphrase-protected; noma cannot prompt for it (use an unencrypted key kept for signing, or ssh-agent-free tooling)")]
+    #[error("{path}: the key is passphrase-protected and noma cannot prompt for it: `ssh-add` it to ssh-agent and pass its public key (--key KEY.pub)")]
     Encrypted {
         /// The key file.
         path: PathBuf,
@@ -56,11 +80,20 @@ pub enum KeyError {
     },
 }
 
-/// A private key ready to sign.
+/// A key ready to sign.
 pub struct SigningKey {
-    key: PrivateKey,
+    holder: Holder,
+    public: PublicKey,
     /// Where it was read from (for messages).
     pub path: PathBuf,
+}
+
+/// Who holds the private half.
+enum Holder {
+    /// Read from a key file.
+    File(Box<PrivateKey>),
+    /// The ssh-agent listening on this socket.
+    Agent(PathBuf),
 }
 
 impl std::fmt::Debug for SigningKey {
@@ -74,7 +107,8 @@ impl std::fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// Reads an unencrypted OpenSSH Ed25519 private key file.
+    /// Reads an unencrypted OpenSSH Ed25519 private key file, or a public
+    /// key file whose private half the running ssh-agent holds.
     pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
         let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
             path: path.to_path_buf(),
@@ -86,8 +120,10 @@ impl SigningKey {
     /// Parses key text read from `path`.
     pub fn from_openssh(text: &str, path: &Path) -> Result<SigningKey, KeyError> {
         let path = path.to_path_buf();
-        if PublicKey::from_openssh(text.trim()).is_ok() {
-            return Err(KeyError::PublicKeyOnly { path });
+        if let Ok(public) = PublicKey::from_openssh(text.trim()) {
+            let socket = std::env::var_os(AGENT_ENV).filter(|v| !v.is_empty());
+            let socket = socket.ok_or(KeyError::NoAgent { path: path.clone() })?;
+            return SigningKey::in_agent(public, PathBuf::from(socket), path);
         }
         let key = PrivateKey::from_openssh(text).map_err(|e| KeyError::Malformed {
             path: path.clone(),
@@ -102,25 +138,104 @@ impl SigningKey {
                 algorithm: key.algorithm().to_string(),
             });
         }
-        Ok(SigningKey { key, path })
+        Ok(SigningKey {
+            public: key.public_key().clone(),
+            holder: Holder::File(Box::new(key)),
+            path,
+        })
+    }
+
+    /// The Ed25519 key `public` (read from `path`), signed with by the
+    /// ssh-agent on `socket`, which must hold it.
+    pub fn in_agent(
+        public: PublicKey,
+        socket: PathBuf,
+        path: PathBuf,
+    ) -> Result<SigningKey, KeyError> {
+        if public.algorithm() != ssh_key::Algorithm::Ed25519 {
+            return Err(KeyError::NotEd25519 {
+                path,
+                algorithm: public.algorithm().to_string(),
+            });
+        }
+        let held = agent(&socket, &path)?
+            .list_all_identities()
+            .map_err(|e| agent_error(&socket, &path, e))?;
+        // A certificate for the key holds it too: the agent signs with the
+        // key underneath.
+        if !held
+            .iter()
+            .any(|id| <&ssh_key::public::KeyData>::from(id) == public.key_data())
+        {
+            return Err(KeyError::AgentLacksKey {
+                public: public_openssh(&public),
+                socket,
+                path,
+            });
+        }
+        Ok(SigningKey {
+            holder: Holder::Agent(socket),
+            public,
+            path,
+        })
     }
 
     /// The public key in `ssh-ed25519 AAAA…` form (no comment).
     pub fn public_openssh(&self) -> String {
-        public_openssh(self.key.public_key())
+        public_openssh(&self.public)
     }
 
     /// The public key.
     pub fn public_key(&self) -> &PublicKey {
-        self.key.public_key()
+        &self.public
     }
 
     /// An armored SSHSIG (`-----BEGIN SSH SIGNATURE-----`) of `payload`
     /// in namespace `noma`, as `ssh-keygen -Y sign -n noma` writes it.
-    pub fn sign(&self, payload: &[u8]) -> Result<String, ssh_key::Error> {
-        self.key
-            .sign(NAMESPACE, HashAlg::Sha512, payload)?
-            .to_pem(LineEnding::LF)
+    pub fn sign(&self, payload: &[u8]) -> Result<String, KeyError> {
+        let failed = |e: ssh_key::Error| KeyError::Malformed {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
+        let sig = match &self.holder {
+            Holder::File(key) => key
+                .sign(NAMESPACE, HashAlg::Sha512, payload)
+                .map_err(failed)?,
+            Holder::Agent(socket) => {
+                let data = SshSig::signed_data(NAMESPACE, HashAlg::Sha512, payload)
+                    .map_err(|e| agent_error(socket, &self.path, e))?;
+                let raw = agent(socket, &self.path)?
+                    .sign(&self.public, &data)
+                    .map_err(|e| agent_error(socket, &self.path, e))?;
+                let sig = SshSig::new(
+                    self.public.key_data().clone(),
+                    NAMESPACE,
+                    HashAlg::Sha512,
+                    raw,
+                )
+                .map_err(|e| agent_error(socket, &self.path, e))?;
+                // What an agent returns is checked before it is written:
+                // a wrong signature would fail every later check.
+                self.public
+                    .verify(NAMESPACE, payload, &sig)
+                    .map_err(|e| agent_error(socket, &self.path, e))?;
+                sig
+            }
+        };
+        sig.to_pem(LineEnding::LF).map_err(failed)
+    }
+}
+
+/// A connection to the ssh-agent on `socket`.
+fn agent(socket: &Path, path: &Path) -> Result<ssh_agent_client_rs::Client, KeyError> {
+    ssh_agent_client_rs::Client::connect(socket).map_err(|e| agent_error(socket, path, e))
+}
+
+fn agent_error(socket: &Path, path: &Path, e: impl std::fmt::Display) -> KeyError {
+    KeyError::Agent {
+        path: path.to_path_buf(),
+        socket: socket.to_path_buf(),
+        reason: e.to_string(),
     }
 }
 
@@ -244,8 +359,10 @@ f+2qyUnEWBSYqYdP/rwSAAAACXRlc3RAbm9tYQECAwQ=
             verify("junk", b"payload"),
             Err(SigError::Malformed(_))
         ));
-        let other_ns = k
-            .key
+        let Holder::File(key) = &k.holder else {
+            unreachable!("test_key is a file key")
+        };
+        let other_ns = key
             .sign("git", HashAlg::Sha512, b"payload")
             .unwrap()
             .to_pem(LineEnding::LF)
@@ -256,8 +373,12 @@ f+2qyUnEWBSYqYdP/rwSAAAACXRlc3RAbm9tYQECAwQ=
         );
         let public = k.public_openssh();
         assert!(matches!(
-            SigningKey::from_openssh(&public, Path::new("k.pub")),
-            Err(KeyError::PublicKeyOnly { .. })
+            SigningKey::in_agent(
+                PublicKey::from_openssh(&public).unwrap(),
+                PathBuf::from("/nonexistent/agent.sock"),
+                PathBuf::from("k.pub")
+            ),
+            Err(KeyError::Agent { .. })
         ));
         assert!(matches!(
             SigningKey::from_openssh("nonsense", Path::new("k")),

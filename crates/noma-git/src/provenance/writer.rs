@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{key_path, sidecar, Signer, SignerError, SigningKey, ALLOWED_SIGNERS_PATH};
+use super::{key_source, sidecar, Signer, SignerError, ALLOWED_SIGNERS_PATH};
 use noma_core::transcript::Record;
 use noma_store::engine::BeforeAppend;
 
@@ -41,23 +41,42 @@ pub fn writer_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, 
 
 /// [`writer_signer`] for the repository whose work tree is `root`.
 pub fn signer_in(root: Option<&Path>, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+    signer_where(root, flag, false)
+}
+
+/// The signer of an approval in the work tree `root`: approving is
+/// signing, so git's `user.signingkey` (with `gpg.format=ssh`) is asked
+/// whatever the policy says.
+pub fn approver_in(
+    root: Option<&Path>,
+    flag: Option<&Path>,
+) -> Result<Option<Signer>, SignerError> {
+    signer_where(root, flag, true)
+}
+
+fn signer_where(
+    root: Option<&Path>,
+    flag: Option<&Path>,
+    always_git: bool,
+) -> Result<Option<Signer>, SignerError> {
     let explicit =
         flag.is_some() || std::env::var_os(super::KEY_ENV).is_some_and(|v| !v.is_empty());
-    // git's key is used only where the policy turns provenance on; the
-    // policy is read only when no key was named.
+    // git's key is used only where the policy turns provenance on (or for
+    // an approval); the policy is read only when no key was named.
     let use_git = !explicit
-        && root.is_some_and(|r| {
-            crate::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
-        });
+        && (always_git
+            || root.is_some_and(|r| {
+                crate::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
+            }));
     let git = |key: &str| -> Option<String> {
         crate::git::repo::Repo::discover(root?)
             .ok()?
             .config_string(key)
     };
-    let Some(path) = key_path(flag, use_git, &git) else {
+    let Some(source) = key_source(flag, use_git, &git) else {
         return Ok(None);
     };
-    let key = SigningKey::load(&path)?;
+    let key = source.load()?;
     let signers: Option<PathBuf> = root.map(|r| r.join(ALLOWED_SIGNERS_PATH));
     Signer::new(key, None, signers.as_deref()).map(Some)
 }
