@@ -9,6 +9,7 @@ mod bad_input;
 mod cache_cli;
 mod changed_cli;
 mod changed_rename;
+mod changed_watch;
 mod converge_props;
 mod e2e_init;
 mod engine_concurrency;

@@ -30,7 +30,9 @@
 //! honour too. `bypass_cache` ignores both and the block cache.
 
 pub mod diff;
+mod mounts;
 pub mod state;
+pub mod watch;
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -286,11 +288,22 @@ pub fn list_changed_docs(
     base: &str,
     cache: &BlockCache,
 ) -> Result<ChangedDocs, ChangesError> {
+    list_changed_docs_watched(repo, base, cache, None)
+}
+
+/// [`list_changed_docs`], listing the changed paths through `watched`
+/// (a running process's incremental index) when given.
+pub fn list_changed_docs_watched(
+    repo: &Repo,
+    base: &str,
+    cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
+) -> Result<ChangedDocs, ChangesError> {
     let q = Query {
         base: base.to_string(),
         ..Query::default()
     };
-    let r = changed_blocks(repo, &q, cache)?;
+    let r = changed_blocks_watched(repo, &q, cache, watched)?;
     Ok(ChangedDocs {
         base: r.base,
         merge_base: r.merge_base,
@@ -317,7 +330,19 @@ pub fn changed_blocks(
     q: &Query,
     cache: &BlockCache,
 ) -> Result<ChangedBlocks, ChangesError> {
-    let (root, merge_base, raw) = compute(repo, q, cache)?;
+    changed_blocks_watched(repo, q, cache, None)
+}
+
+/// [`changed_blocks`], listing the changed paths through `watched` (a
+/// running process's incremental index, see [`watch`]) when given; the
+/// answer is the same either way.
+pub fn changed_blocks_watched(
+    repo: &Repo,
+    q: &Query,
+    cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
+) -> Result<ChangedBlocks, ChangesError> {
+    let (root, merge_base, raw) = compute(repo, q, cache, watched)?;
     let mut notices = Vec::new();
     let marks = if q.bypass_cache {
         state::Store::default()
@@ -390,7 +415,7 @@ pub fn mark_reconciled(
         bypass_cache: false,
         ..Query::default()
     };
-    let (root, _, raw) = compute(repo, &q, cache)?;
+    let (root, _, raw) = compute(repo, &q, cache, None)?;
     let mut notices = Vec::new();
     let _lock = lock_store(&root)?;
     let mut store = state::load_store(&root, &mut notices);
@@ -595,6 +620,7 @@ fn compute(
     repo: &Repo,
     q: &Query,
     cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
 ) -> Result<(PathBuf, Oid, Raw), ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
     let base = repo
@@ -629,8 +655,11 @@ fn compute(
             || selected.contains(&c.path)
             || c.old_path.as_ref().is_some_and(|p| selected.contains(p))
     };
-    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = repo
-        .worktree_changes(mb, "*.noma")?
+    let listing = match watched {
+        Some(w) => w.worktree_changes(repo, mb)?.0,
+        None => repo.worktree_changes(mb, "*.noma")?,
+    };
+    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = listing
         .into_iter()
         .filter(named)
         .map(|c| {
