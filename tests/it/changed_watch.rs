@@ -479,3 +479,38 @@ fn a_changed_excludes_file_outside_the_tree_is_noticed() {
     compare(d, &w, &cache, "after ignoring it outside the tree");
     assert!(!listed(&w), "a/new.noma is ignored now");
 }
+
+/// More events between two calls than the watcher queues (65,536; or the
+/// kernel's own queue overflowing first): the events after the flood are
+/// lost, so the next call scans, and sees the document changed after it.
+/// (Fails if a call trusts a queue that lost events; the lost flag itself
+/// only spares the call the cookie's 5 s wait, which also ends in a scan.)
+#[test]
+fn a_flood_of_events_makes_the_next_call_scan() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path();
+    setup(d);
+    let repo = Repo::discover(d).expect("repo");
+    let w = WatchedChanges::new(&repo).expect("the layout is watchable");
+    let cache = BlockCache::open(d);
+    compare(d, &w, &cache, "at the start");
+    // Two files written in turn: inotify merges an event only with an
+    // identical one right before it.
+    let mut a = std::fs::File::create(d.join("flood-a.txt")).unwrap();
+    let mut b = std::fs::File::create(d.join("flood-b.txt")).unwrap();
+    for _ in 0..40_000 {
+        a.write_all(b"x").unwrap();
+        b.write_all(b"x").unwrap();
+    }
+    edit(d, "b/d3.noma", 2, 1);
+    assert_eq!(
+        compare(d, &w, &cache, "after the flood"),
+        Answered::FullScan
+    );
+    edit(d, "b/d3.noma", 4, 2);
+    assert_eq!(
+        compare(d, &w, &cache, "after the next edit"),
+        Answered::Incremental,
+        "the watcher is back after the scan"
+    );
+}

@@ -30,9 +30,55 @@
 //! honour too. `bypass_cache` ignores both and the block cache.
 
 pub mod diff;
+#[cfg(target_os = "linux")]
 mod mounts;
 pub mod state;
+#[cfg(target_os = "linux")]
 pub mod watch;
+
+/// No watcher outside Linux: the watcher relies on inotify's guarantees
+/// (one queue per watcher, in order), and other systems' notifications are
+/// not tested against them, so [`watch::WatchedChanges::new`] is None
+/// there and every changed-blocks call scans the work tree.
+#[cfg(not(target_os = "linux"))]
+pub mod watch {
+    use crate::git::repo::{GitError, Repo, StagedChange};
+    use crate::git::Oid;
+
+    /// How a query was answered (as on Linux).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Answered {
+        /// From the kept listing and the paths touched since.
+        Incremental,
+        /// By scanning the whole work tree.
+        FullScan,
+    }
+
+    /// Never made on this system.
+    #[derive(Debug)]
+    pub enum WatchedChanges {}
+
+    impl WatchedChanges {
+        /// None: no watcher on this system.
+        pub fn new(_repo: &Repo) -> Option<WatchedChanges> {
+            None
+        }
+
+        /// Unreachable: no value exists.
+        pub fn unusable(&self) -> Option<String> {
+            match *self {}
+        }
+
+        /// Unreachable: no value exists.
+        pub fn worktree_changes(
+            &self,
+            _repo: &Repo,
+            _mb: Oid,
+        ) -> Result<(Vec<StagedChange>, Answered), GitError> {
+            match *self {}
+        }
+    }
+}
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
