@@ -37,7 +37,7 @@
 //! time are compared on each query), too many touched paths, an index with
 //! unmerged entries, a repository whose git directory is not `<root>/.git`
 //! (linked worktrees), a work tree on a network or host-shared file system
-//! (see [`super::mounts`]), a watcher that cannot start (inotify watch
+//! (`changes/mounts.rs`), a watcher that cannot start (inotify watch
 //! limit), or no `git` CLI. Not followed: files the user's git
 //! configuration includes (`include.path`).
 
