@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # benches/changed.sh — how long `noma changed --base main --format json` takes.
 #
-# Usage: benches/changed.sh [N ...]          (default: 1000 10000)
+# Usage: benches/changed.sh [N ...]          (default: 10000 100000)
 #   NOMA=path/to/noma   binary to use (default: target/release/noma, built if missing;
 #                       honours CARGO_TARGET_DIR)
 #   CHANGED=K           documents changed on the branch (default 50)
-#   RUNS=R              timed runs (default 21)
+#   RUNS=R              timed runs / rounds (default 21)
+#   WARM=W              untimed MCP calls per server first (default 5)
 #   KEEP=1              keep the temporary repositories.
 #
 # For each N it writes N small documents (~0.5 KB, a section with four claims)
@@ -14,9 +15,11 @@
 # removed): half committed on the branch, half left as unstaged edits. It times
 # the whole `noma changed` process warm (one untimed run first fills the block
 # cache), prints the median and the answer's size in bytes.
-# It then times the MCP tool `get_changed_blocks` on a running `noma mcp`.
-# Target: under 100 ms warm, and an answer whose size follows the changed
-# blocks, not N (the same for N=1,000 and N=10,000).
+# It then times the MCP tool `get_changed_blocks` on a running, warmed
+# `noma mcp` side by side with `git status --porcelain` (see below).
+# Targets: the CLI under 100 ms warm at 10k, an answer whose size follows
+# the changed blocks, not N; the watched server at most 0.2x `git status`
+# at 100k documents.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,7 +32,7 @@ NOMA="$(cd "$(dirname "$NOMA")" && pwd)/$(basename "$NOMA")"
 CHANGED="${CHANGED:-50}"
 RUNS="${RUNS:-21}"
 sizes=("$@")
-[[ ${#sizes[@]} -eq 0 ]] && sizes=(1000 10000)
+[[ ${#sizes[@]} -eq 0 ]] && sizes=(10000 100000)
 
 export GIT_CONFIG_NOSYSTEM=1
 
@@ -87,39 +90,86 @@ for n in "${sizes[@]}"; do
   echo "  noma changed --base main --format json: median $(time_runs "$NOMA" changed --base main --format json) ms ($RUNS runs, warm)"
   echo "  noma changed --base main --docs:        median $(time_runs "$NOMA" changed --base main --docs) ms"
   echo "  git status --porcelain (reference):     median $(time_runs git status --porcelain) ms"
-  # The same query as the MCP tool an agent calls, on a running server:
-  # one initialize, then RUNS calls of get_changed_blocks, each timed from
-  # request written to answer read.
-  python3 - "$NOMA" "$RUNS" <<'PY'
-import json, subprocess, sys, time
-noma, runs = sys.argv[1], int(sys.argv[2])
-p = subprocess.Popen([noma, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     stderr=subprocess.DEVNULL, text=True)
-def send(msg):
-    p.stdin.write(json.dumps(msg) + "\n"); p.stdin.flush()
-def answer(i):
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == i:
-            return m
-send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-answer(0)
-send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-times, size = [], 0
-for i in range(1, runs + 2):
+  # The same query as the MCP tool an agent calls, on a running, warmed
+  # server, side by side with `git status --porcelain` in the same
+  # repository: one client starts `noma mcp` (watched, the default) and a
+  # second one with NOMA_MCP_WATCH=0 (every call scans, as before the
+  # watcher), warms both with WARM calls, then RUNS rounds; each round times,
+  # in turn, one `git status --porcelain` process (spawn to exit), one call
+  # on each server (request written to answer read). Rounds alternate, so
+  # drift hits all three alike; the ratios are taken round by round and
+  # their median printed. Mode "edit": before each round one changed
+  # document is rewritten (the server must take in a new event); mode
+  # "idle": nothing changes between calls; mode "add": the document is
+  # rewritten and `git add`ed before each round (untimed), so git's index
+  # changes and the watched server's call is its fallback, a full scan.
+  # `git status` runs with --no-optional-locks: it scans the same, but does
+  # not rewrite the index (a rewritten index makes the watched server's
+  # next call a full scan, which mode "add" measures on purpose).
+  for mode in idle edit add; do
+    python3 - "$NOMA" "$RUNS" "$mode" "$(( (CHANGED - 1) * (n / CHANGED) ))" <<'PY'
+import json, os, statistics, subprocess, sys, time
+noma, runs, mode, k = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+warm = int(os.environ.get("WARM", "5"))
+class Server:
+    def __init__(self, watch):
+        env = dict(os.environ, NOMA_MCP_WATCH=watch)
+        self.p = subprocess.Popen([noma, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=env)
+        self.i = 0
+        self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "0"}})
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    def ask(self, method, params):
+        self.i += 1
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.i, "method": method, "params": params}) + "\n")
+        self.p.stdin.flush()
+        while True:
+            m = json.loads(self.p.stdout.readline())
+            if m.get("id") == self.i:
+                return m
+    def call(self):
+        t = time.perf_counter()
+        m = self.ask("tools/call", {"name": "get_changed_blocks", "arguments": {"base_branch": "main"}})
+        dt = (time.perf_counter() - t) * 1000
+        assert not m["result"].get("isError"), m
+        return dt, m["result"]["content"][0]["text"]
+    def close(self):
+        self.p.stdin.close(); self.p.wait()
+watched, scanning = Server("1"), Server("0")
+doc = f"docs/d{k // 1000}/doc{k}.noma"
+original = open(doc).read()
+def touch(r):
+    # Keeps the document changed (and its blocks the same ones) while
+    # making its bytes new each round.
+    with open(doc, "w") as f:
+        f.write(original.replace(f"A note on {k}.", f"A note on {k}, round {r}."))
+for _ in range(warm):
+    watched.call(); scanning.call()
+g, w, s, rw, rs = [], [], [], [], []
+for r in range(runs):
+    if mode in ("edit", "add"):
+        touch(r)
+    if mode == "add":
+        subprocess.run(["git", "add", "--", doc], check=True)
     t = time.perf_counter()
-    send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-          "params": {"name": "get_changed_blocks", "arguments": {"base_branch": "main"}}})
-    m = answer(i)
-    if i > 1:  # the first call warms the server
-        times.append((time.perf_counter() - t) * 1000)
-    assert not m["result"].get("isError"), m
-    size = len(m["result"]["content"][0]["text"])
-p.stdin.close(); p.wait()
-times.sort()
-print(f"  MCP get_changed_blocks (running server): median {times[len(times) // 2]:.1f} ms ({len(times)} calls), answer {size} bytes")
+    subprocess.run(["git", "--no-optional-locks", "status", "--porcelain"], stdout=subprocess.DEVNULL, check=True)
+    gt = (time.perf_counter() - t) * 1000
+    wt, wa = watched.call()
+    st, sa = scanning.call()
+    assert json.loads(wa)["docs"] == json.loads(sa)["docs"], "watched and scanning servers disagree"
+    g.append(gt); w.append(wt); s.append(st); rw.append(wt / gt); rs.append(st / gt)
+with open(doc, "w") as f:
+    f.write(original)
+if mode == "add":
+    subprocess.run(["git", "reset", "-q", "--", doc], check=True)
+watched.close(); scanning.close()
+med = statistics.median
+print(f"  MCP get_changed_blocks, {mode:4}, {runs} rounds: git status --porcelain {med(g):.1f} ms | "
+      f"watched server {med(w):.1f} ms ({med(rw):.3f}x git status) | "
+      f"scanning server {med(s):.1f} ms ({med(rs):.3f}x git status)")
 PY
+  done
   cd /
   [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo"
 done

@@ -9,6 +9,9 @@ mod bad_input;
 mod cache_cli;
 mod changed_cli;
 mod changed_rename;
+// The watcher runs on Linux only (inotify).
+#[cfg(target_os = "linux")]
+mod changed_watch;
 mod converge_props;
 mod e2e_init;
 mod engine_concurrency;

@@ -862,6 +862,53 @@ fn changed_block_tools_answer_only_the_changed_blocks() {
     s.finish();
 }
 
+/// A running server's changed-block answers come from its watched index
+/// (the default): after edits, new, deleted and moved documents made behind
+/// its back and after `git add`, a commit and a checkout, each answer is
+/// exactly the one a server without the watcher (`NOMA_MCP_WATCH=0`, a
+/// full scan per call) gives. `tests/it/changed_watch.rs` drives the index
+/// itself through random steps.
+#[test]
+fn a_watched_server_answers_what_a_scanning_one_does() {
+    let repo = Repo::new();
+    let d = repo.path();
+    common::git_at(d, &["checkout", "-q", "-b", "main"]);
+    common::git_at(d, &["checkout", "-q", "-b", "work"]);
+    let mut watched = Server::start(d);
+    let mut scanning = Server::start_with(d, &[("NOMA_MCP_WATCH", "0")]);
+    let mut same = |step: &str| {
+        let args = json!({"base_branch": "main", "include_old_source": true});
+        let w = watched.ok("get_changed_blocks", args.clone());
+        let s = scanning.ok("get_changed_blocks", args);
+        assert_eq!(w, s, "get_changed_blocks after {step}");
+        let args = json!({"base_branch": "main"});
+        let w = watched.ok("list_changed_docs", args.clone());
+        let s = scanning.ok("list_changed_docs", args);
+        assert_eq!(w, s, "list_changed_docs after {step}");
+        w
+    };
+    assert_eq!(same("nothing")["docs"], json!([]));
+    std::fs::write(d.join("a.noma"), DOC.replace("Looked up.", "Looked twice.")).unwrap();
+    assert_eq!(same("an edit")["docs"][0]["path"], "a.noma");
+    std::fs::write(d.join("b.noma"), DOC.replace("Plan", "B")).unwrap();
+    assert_eq!(same("a new document")["docs"][1]["path"], "b.noma");
+    std::fs::rename(d.join("b.noma"), d.join("c.noma")).unwrap();
+    assert_eq!(same("a move")["docs"][1]["path"], "c.noma");
+    common::git_at(d, &["add", "-A"]);
+    same("git add");
+    common::git_at(d, &["commit", "-q", "--no-verify", "-m", "work"]);
+    same("a commit");
+    std::fs::remove_file(d.join("a.noma")).unwrap();
+    // git pairs the deleted a.noma with the similar c.noma: one rename.
+    let r = same("a deletion");
+    assert_eq!(r["docs"][0]["change"], "renamed", "{r}");
+    assert_eq!(r["docs"][0]["old_path"], "a.noma", "{r}");
+    common::git_at(d, &["checkout", "-q", "-f", "main"]);
+    assert_eq!(same("a checkout")["docs"], json!([]));
+    watched.finish();
+    scanning.finish();
+}
+
 #[test]
 fn input_validation_is_a_tool_error_from_2025_11_25() {
     let repo = Repo::new();

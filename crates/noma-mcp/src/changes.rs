@@ -106,7 +106,13 @@ fn to_value<T: serde::Serialize>(v: &T) -> ToolResult {
 
 /// `list_changed_docs`.
 pub fn list_changed_docs(ctx: &Context, args: BaseArgs) -> ToolResult {
-    let r = changes::list_changed_docs(&repo(ctx)?, &args.base_branch, &ctx.cache).map_err(fail)?;
+    let r = changes::list_changed_docs_watched(
+        &repo(ctx)?,
+        &args.base_branch,
+        &ctx.cache,
+        ctx.watched.as_ref(),
+    )
+    .map_err(fail)?;
     to_value(&r)
 }
 
@@ -119,7 +125,8 @@ pub fn get_changed_blocks(ctx: &Context, args: ChangedBlocksArgs) -> ToolResult 
         include_old_source: args.include_old_source,
         bypass_cache: args.bypass_cache,
     };
-    let r = changes::changed_blocks(&repo(ctx)?, &q, &ctx.cache).map_err(fail)?;
+    let r = changes::changed_blocks_watched(&repo(ctx)?, &q, &ctx.cache, ctx.watched.as_ref())
+        .map_err(fail)?;
     to_value(&r)
 }
 

@@ -57,6 +57,9 @@ pub struct Context {
     /// The agent's signer (`--signing-key`): every record a tool writes
     /// is signed into the document's provenance sidecar.
     pub signer: Option<std::sync::Arc<noma_git::provenance::Signer>>,
+    /// The incremental changed-document index of a running server (None:
+    /// every changed-blocks query scans the work tree).
+    pub watched: Option<noma_git::changes::watch::WatchedChanges>,
 }
 
 impl Context {
@@ -70,6 +73,7 @@ impl Context {
             workspace,
             cache,
             signer: None,
+            watched: None,
         })
     }
 }
@@ -269,6 +273,17 @@ const DRAIN: Duration = Duration::from_secs(2);
 pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
     let mut ctx = Context::open(&opts.root)?;
     ctx.signer = opts.signer.clone();
+    // A long-running server keeps the changed documents current from a
+    // file-system watcher; NOMA_MCP_WATCH=0 turns it off (every query then
+    // scans, as the CLI does).
+    if std::env::var_os("NOMA_MCP_WATCH").is_none_or(|v| v != "0") {
+        ctx.watched = noma_git::git::repo::Repo::discover(ctx.workspace.root())
+            .ok()
+            .and_then(|r| noma_git::changes::watch::WatchedChanges::new(&r));
+        if let Some(why) = ctx.watched.as_ref().and_then(|w| w.unusable()) {
+            eprintln!("noma mcp: no file-system watcher ({why}); changed-blocks queries scan the work tree");
+        }
+    }
     let text = instructions(ctx.workspace.root(), &ctx.cache);
     let server = NomaServer::new(ctx, tools::registry(), text);
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -30,7 +30,55 @@
 //! honour too. `bypass_cache` ignores both and the block cache.
 
 pub mod diff;
+#[cfg(target_os = "linux")]
+mod mounts;
 pub mod state;
+#[cfg(target_os = "linux")]
+pub mod watch;
+
+/// No watcher outside Linux: the watcher relies on inotify's guarantees
+/// (one queue per watcher, in order), and other systems' notifications are
+/// not tested against them, so [`watch::WatchedChanges::new`] is None
+/// there and every changed-blocks call scans the work tree.
+#[cfg(not(target_os = "linux"))]
+pub mod watch {
+    use crate::git::repo::{GitError, Repo, StagedChange};
+    use crate::git::Oid;
+
+    /// How a query was answered (as on Linux).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Answered {
+        /// From the kept listing and the paths touched since.
+        Incremental,
+        /// By scanning the whole work tree.
+        FullScan,
+    }
+
+    /// Never made on this system.
+    #[derive(Debug)]
+    pub enum WatchedChanges {}
+
+    impl WatchedChanges {
+        /// None: no watcher on this system.
+        pub fn new(_repo: &Repo) -> Option<WatchedChanges> {
+            None
+        }
+
+        /// Unreachable: no value exists.
+        pub fn unusable(&self) -> Option<String> {
+            match *self {}
+        }
+
+        /// Unreachable: no value exists.
+        pub fn worktree_changes(
+            &self,
+            _repo: &Repo,
+            _mb: Oid,
+        ) -> Result<(Vec<StagedChange>, Answered), GitError> {
+            match *self {}
+        }
+    }
+}
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -286,11 +334,22 @@ pub fn list_changed_docs(
     base: &str,
     cache: &BlockCache,
 ) -> Result<ChangedDocs, ChangesError> {
+    list_changed_docs_watched(repo, base, cache, None)
+}
+
+/// [`list_changed_docs`], listing the changed paths through `watched`
+/// (a running process's incremental index) when given.
+pub fn list_changed_docs_watched(
+    repo: &Repo,
+    base: &str,
+    cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
+) -> Result<ChangedDocs, ChangesError> {
     let q = Query {
         base: base.to_string(),
         ..Query::default()
     };
-    let r = changed_blocks(repo, &q, cache)?;
+    let r = changed_blocks_watched(repo, &q, cache, watched)?;
     Ok(ChangedDocs {
         base: r.base,
         merge_base: r.merge_base,
@@ -317,7 +376,19 @@ pub fn changed_blocks(
     q: &Query,
     cache: &BlockCache,
 ) -> Result<ChangedBlocks, ChangesError> {
-    let (root, merge_base, raw) = compute(repo, q, cache)?;
+    changed_blocks_watched(repo, q, cache, None)
+}
+
+/// [`changed_blocks`], listing the changed paths through `watched` (a
+/// running process's incremental index, see [`watch`]) when given; the
+/// answer is the same either way.
+pub fn changed_blocks_watched(
+    repo: &Repo,
+    q: &Query,
+    cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
+) -> Result<ChangedBlocks, ChangesError> {
+    let (root, merge_base, raw) = compute(repo, q, cache, watched)?;
     let mut notices = Vec::new();
     let marks = if q.bypass_cache {
         state::Store::default()
@@ -390,7 +461,7 @@ pub fn mark_reconciled(
         bypass_cache: false,
         ..Query::default()
     };
-    let (root, _, raw) = compute(repo, &q, cache)?;
+    let (root, _, raw) = compute(repo, &q, cache, None)?;
     let mut notices = Vec::new();
     let _lock = lock_store(&root)?;
     let mut store = state::load_store(&root, &mut notices);
@@ -595,6 +666,7 @@ fn compute(
     repo: &Repo,
     q: &Query,
     cache: &BlockCache,
+    watched: Option<&watch::WatchedChanges>,
 ) -> Result<(PathBuf, Oid, Raw), ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
     let base = repo
@@ -629,8 +701,11 @@ fn compute(
             || selected.contains(&c.path)
             || c.old_path.as_ref().is_some_and(|p| selected.contains(p))
     };
-    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = repo
-        .worktree_changes(mb, "*.noma")?
+    let listing = match watched {
+        Some(w) => w.worktree_changes(repo, mb)?.0,
+        None => repo.worktree_changes(mb, "*.noma")?,
+    };
+    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = listing
         .into_iter()
         .filter(named)
         .map(|c| {

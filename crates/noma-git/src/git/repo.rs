@@ -504,46 +504,98 @@ impl Repo {
         commit: Oid,
         pathspecs: &[String],
     ) -> Option<Result<Vec<StagedChange>, GitError>> {
-        let workdir = self.repo.workdir()?;
-        let git = |args: &[&str]| -> Option<Vec<u8>> {
-            let out = Command::new("git")
-                .arg("--git-dir")
-                .arg(self.repo.path())
-                .arg("--work-tree")
-                .arg(workdir)
-                .current_dir(workdir)
-                .args(args)
-                .arg("--")
-                .args(pathspecs)
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-                .ok()?;
-            out.status.success().then_some(out.stdout)
-        };
-        let commit = commit.to_string();
-        let tracked = git(&["diff-index", "--raw", "-z", "-M", "--no-abbrev", &commit])?;
-        let untracked = git(&["ls-files", "-z", "--others", "--exclude-standard"])?;
-        let mut out = match parse_raw_diff(&tracked) {
+        let mut out = match self.tracked_changes_by_cli(commit, pathspecs)? {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
-        for raw in untracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-            let path = match utf8(raw) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            out.push(StagedChange {
-                kind: ChangeKind::Added,
-                path,
-                old_path: None,
-                new_id: Some(Oid::zero()),
-                old_id: None,
-                new_link: false,
-            });
+        match self.untracked_by_cli(pathspecs)? {
+            Ok(v) => out.extend(v),
+            Err(e) => return Some(Err(e)),
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Some(Ok(out))
+    }
+
+    /// `git <args> -- <pathspecs>` on this repository (None when bare).
+    fn git_command(&self, args: &[&str], pathspecs: &[String]) -> Option<Command> {
+        let workdir = self.repo.workdir()?;
+        let mut cmd = Command::new("git");
+        cmd.arg("--git-dir")
+            .arg(self.repo.path())
+            .arg("--work-tree")
+            .arg(workdir)
+            .current_dir(workdir)
+            .args(args)
+            .arg("--")
+            .args(pathspecs)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null());
+        Some(cmd)
+    }
+
+    /// Runs `git <args> -- <pathspecs>` on this repository; None when git
+    /// cannot run or fails.
+    fn git_output(&self, args: &[&str], pathspecs: &[String]) -> Option<Vec<u8>> {
+        let out = self.git_command(args, pathspecs)?.output().ok()?;
+        out.status.success().then_some(out.stdout)
+    }
+
+    /// The two processes of [`Repo::worktree_changes_by_cli`], started
+    /// together and left running, so the caller can do other work (read
+    /// the index) while git scans; [`WorktreeScan::finish`] collects them.
+    pub fn start_worktree_scan(&self, commit: Oid, pathspecs: &[String]) -> WorktreeScan {
+        let commit = commit.to_string();
+        let spawn = |args: &[&str]| {
+            self.git_command(args, pathspecs)?
+                .stdout(Stdio::piped())
+                .spawn()
+                .ok()
+        };
+        WorktreeScan {
+            tracked: spawn(&diff_index_args(&commit)),
+            untracked: spawn(&UNTRACKED_ARGS),
+        }
+    }
+
+    /// The tracked half of [`Repo::worktree_changes_by_cli`]: `git
+    /// diff-index -M` of `commit` against the working tree through the
+    /// index, in git's order.
+    pub fn tracked_changes_by_cli(
+        &self,
+        commit: Oid,
+        pathspecs: &[String],
+    ) -> Option<Result<Vec<StagedChange>, GitError>> {
+        let commit = commit.to_string();
+        let tracked = self.git_output(&diff_index_args(&commit), pathspecs)?;
+        Some(parse_raw_diff(&tracked))
+    }
+
+    /// The untracked half of [`Repo::worktree_changes_by_cli`]: untracked,
+    /// not ignored files as additions (new id zero), in git's order.
+    pub fn untracked_by_cli(
+        &self,
+        pathspecs: &[String],
+    ) -> Option<Result<Vec<StagedChange>, GitError>> {
+        let untracked = self.git_output(&UNTRACKED_ARGS, pathspecs)?;
+        Some(parse_untracked(&untracked))
+    }
+
+    /// The paths of the index's entries (every stage) that end with
+    /// `suffix`, and whether any entry is unmerged (a scan of the whole
+    /// index).
+    pub fn index_paths_all_stages(&self, suffix: &str) -> Result<(Vec<String>, bool), GitError> {
+        let index = self.repo.index()?;
+        let mut conflicted = false;
+        let mut paths = Vec::new();
+        for e in index.iter() {
+            conflicted |= (e.flags >> 12) & 0x3 != 0;
+            match String::from_utf8(e.path) {
+                Ok(p) if p.ends_with(suffix) => paths.push(p),
+                Ok(_) => {}
+                Err(_) => conflicted = true,
+            }
+        }
+        Ok((paths, conflicted))
     }
 
     fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
@@ -804,6 +856,74 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
 /// Parses `git diff-index --raw -z` output:
 /// `:<mode> <mode> <old> <new> <status>\0<path>\0` (`<src>\0<dst>\0` for
 /// renames and copies). Sorted by path.
+/// The arguments of `git diff-index` of `commit` against the work tree
+/// through the index, raw, renames paired: a work-tree listing's tracked
+/// half.
+fn diff_index_args(commit: &str) -> [&str; 6] {
+    ["diff-index", "--raw", "-z", "-M", "--no-abbrev", commit]
+}
+
+/// The arguments of a work-tree listing's untracked half.
+const UNTRACKED_ARGS: [&str; 4] = ["ls-files", "-z", "--others", "--exclude-standard"];
+
+/// A work-tree listing's tracked (`diff-index`) and untracked halves.
+pub type WorktreeListing = (Vec<StagedChange>, Vec<StagedChange>);
+
+/// The two `git` processes of a work-tree listing, running (see
+/// [`Repo::start_worktree_scan`]). Dropped unfinished, it ends them.
+#[derive(Debug)]
+pub struct WorktreeScan {
+    tracked: Option<std::process::Child>,
+    untracked: Option<std::process::Child>,
+}
+
+impl WorktreeScan {
+    /// Waits for both processes: the answers of
+    /// [`Repo::tracked_changes_by_cli`] and [`Repo::untracked_by_cli`];
+    /// None when either could not run or failed.
+    pub fn finish(mut self) -> Option<Result<WorktreeListing, GitError>> {
+        let output = |child: Option<std::process::Child>| {
+            let out = child?.wait_with_output().ok()?;
+            out.status.success().then_some(out.stdout)
+        };
+        // Read one after the other: the second blocks on a full pipe at
+        // worst, and goes on once it is read.
+        let tracked = output(self.tracked.take());
+        let untracked = output(self.untracked.take());
+        let (tracked, untracked) = (tracked?, untracked?);
+        Some(parse_raw_diff(&tracked).and_then(|t| Ok((t, parse_untracked(&untracked)?))))
+    }
+}
+
+impl Drop for WorktreeScan {
+    fn drop(&mut self) {
+        for child in [self.tracked.take(), self.untracked.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut child = child;
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `git ls-files -z --others` output as additions (new id zero).
+fn parse_untracked(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
+    let mut out = Vec::new();
+    for raw in bytes.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        out.push(StagedChange {
+            kind: ChangeKind::Added,
+            path: utf8(raw)?,
+            old_path: None,
+            new_id: Some(Oid::zero()),
+            old_id: None,
+            new_link: false,
+        });
+    }
+    Ok(out)
+}
+
 fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
     let mut fields = bytes.split(|b| *b == 0);
     let mut out = Vec::new();
