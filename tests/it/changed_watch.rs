@@ -286,6 +286,17 @@ fn apply(d: &Path, s: &Step, serial: &mut usize, last: &mut Option<String>) {
 
 /// The watched and the scanned answers at this moment, compared; returns
 /// how the watched one was answered.
+/// A [`setup`] repository in a new directory, with a watcher on it and
+/// its block cache.
+fn watched_repo() -> (tempfile::TempDir, Repo, WatchedChanges, BlockCache) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    setup(tmp.path());
+    let repo = Repo::discover(tmp.path()).expect("repo");
+    let w = WatchedChanges::new(&repo).expect("the layout is watchable");
+    let cache = BlockCache::open(tmp.path());
+    (tmp, repo, w, cache)
+}
+
 fn compare(d: &Path, w: &WatchedChanges, cache: &BlockCache, ctx: &str) -> Answered {
     let repo = Repo::discover(d).expect("repo");
     let base = repo.resolve_base("main").expect("main");
@@ -399,12 +410,8 @@ fn watched_changes_equal_the_full_scan_after_every_step() {
 /// the pair. Each step here is answered incrementally and equals the scan.
 #[test]
 fn renames_stay_git_pairs_when_answered_incrementally() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let (tmp, repo, w, cache) = watched_repo();
     let d = tmp.path();
-    setup(d);
-    let repo = Repo::discover(d).expect("repo");
-    let w = WatchedChanges::new(&repo).expect("the layout is watchable");
-    let cache = BlockCache::open(d);
     // A staged move (the index changed: this call scans), then an edit of
     // the moved document: still the pair a/d0 -> a/moved.
     must_git(d, &["mv", "a/d0.noma", "a/moved.noma"]);
@@ -487,12 +494,8 @@ fn a_changed_excludes_file_outside_the_tree_is_noticed() {
 /// only spares the call the cookie's 5 s wait, which also ends in a scan.)
 #[test]
 fn a_flood_of_events_makes_the_next_call_scan() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let (tmp, repo, w, cache) = watched_repo();
     let d = tmp.path();
-    setup(d);
-    let repo = Repo::discover(d).expect("repo");
-    let w = WatchedChanges::new(&repo).expect("the layout is watchable");
-    let cache = BlockCache::open(d);
     compare(d, &w, &cache, "at the start");
     // Two files written in turn: inotify merges an event only with an
     // identical one right before it.
