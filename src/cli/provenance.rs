@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Format;
 use noma_core::transcript::{self, Record};
 use noma_git::provenance::check::{check_worktree, WorktreeReport};
-use noma_git::provenance::{canonical, sidecar, sshsig, writer, Sidecar, SidecarEntry};
+use noma_git::provenance::{approval, canonical, sidecar, sshsig, writer, Sidecar, SidecarEntry};
 use noma_store::engine::default_transcript_path;
 
 /// `noma replay --signatures`: the statuses of every record of `doc`'s
@@ -162,24 +162,15 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
         noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =
         transcript::parse_transcript(&t_bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
-    // Every record an agent made that no valid approval covers yet; the
-    // work tree's policy says which principals are agents (the check
+    // The work tree's policy says which principals are agents (the check
     // trusts the base's).
-    let mut pending: Vec<&transcript::Entry> = Vec::new();
-    for (e, s) in parsed.entries.iter().zip(&report.records) {
-        let agent = e.record.actor.kind == transcript::ActorKind::Agent || s.needs_approval;
-        if agent && s.approved_by.is_none() {
-            pending.push(e);
-        }
-        if args.through.as_deref() == Some(e.record.op_id.as_str()) {
-            break;
-        }
-    }
-    if let Some(id) = &args.through {
-        if !parsed.entries.iter().any(|e| &e.record.op_id == id) {
-            return Err(format!("{}: no record {id}", tpath.display()));
-        }
-    }
+    let pending = approval::pending(
+        &tpath,
+        &parsed.entries,
+        &report.records,
+        args.through.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     if pending.is_empty() {
         println!(
             "{}: no agent record waits for approval",
@@ -222,26 +213,7 @@ fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
         return Ok(super::EXIT_FAIL);
     }
     let records: Vec<&Record> = pending.iter().map(|e| &e.record).collect();
-    // Copies a merge wrote stand for their originals.
-    let originals: Vec<Record> = records
-        .iter()
-        .map(|r| canonical::original_of(r).unwrap_or_else(|| (*r).clone()))
-        .collect();
-    let refs: Vec<&Record> = originals.iter().collect();
-    let last = records
-        .last()
-        .map(|r| r.post_sha256.clone())
-        .unwrap_or_default();
-    let entry = signer
-        .approve(&records[0].doc_uri, &refs, &last)
-        .map_err(|e| e.to_string())?;
-    // Under the writers' lock, like every sidecar append.
-    let locked = noma_store::fsio::LockedTranscript::open(&tpath)
-        .map_err(|e| format!("{}: {e}", tpath.display()))?;
-    let side = sidecar::sidecar_path(&args.file);
-    sidecar::append(&side, std::slice::from_ref(&entry))
-        .map_err(|e| format!("{}: {e}", side.display()))?;
-    drop(locked);
+    let side = approval::write(&signer, &args.file, &tpath, &records).map_err(|e| e.to_string())?;
     if args.format == Format::Json {
         return Ok(super::print_json(
             &json!({"approved": records.iter().map(|r| &r.op_id).collect::<Vec<_>>(), "approver": signer.principal, "sidecar": side}),

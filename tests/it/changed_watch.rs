@@ -494,7 +494,7 @@ fn a_changed_excludes_file_outside_the_tree_is_noticed() {
 /// only spares the call the cookie's 5 s wait, which also ends in a scan.)
 #[test]
 fn a_flood_of_events_makes_the_next_call_scan() {
-    let (tmp, repo, w, cache) = watched_repo();
+    let (tmp, _repo, w, cache) = watched_repo();
     let d = tmp.path();
     compare(d, &w, &cache, "at the start");
     // Two files written in turn: inotify merges an event only with an

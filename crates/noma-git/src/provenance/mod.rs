@@ -8,7 +8,9 @@
 //! - [`signers`]: `.noma/allowed_signers` in git's format;
 //! - [`sidecar`]: `<doc>.provenance`, the set of signatures and approvals
 //!   beside the transcript;
-//! - [`verify`]: what each record's signature and approval say, by code.
+//! - [`verify`]: what each record's signature and approval say, by code;
+//! - [`approval`]: the records waiting for a person's approval, and the
+//!   approval written.
 //!
 //! [`Signer`] is what writers (`noma patch`, `noma record`, `noma mcp`,
 //! `noma approve`) hold: a key and the principal it signs as.
@@ -17,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use noma_core::transcript::Record;
 
+pub mod approval;
 pub mod canonical;
 pub mod check;
 pub mod sidecar;

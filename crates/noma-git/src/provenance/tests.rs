@@ -48,7 +48,7 @@ fn sha(n: u8) -> String {
 }
 
 /// Record `i` (1-based line): agent records unless `human`.
-fn record(i: usize, human: bool) -> Entry {
+pub(super) fn record(i: usize, human: bool) -> Entry {
     let (pre, post) = (sha(i as u8 - 1), sha(i as u8));
     let kind = if human { "human" } else { "agent" };
     let v = json!({
