@@ -329,22 +329,7 @@ pub fn verify_where(
     }
     let origins: Vec<Origin> = transcript.iter().map(Origin::of).collect();
     let checked = verify_in_range(&origins, in_range, &sigs, sidecar.signatures.len());
-    // Each original op is carried by one record: a second record standing
-    // for the same op (a copy of a record the transcript already has) is a
-    // replay of a signed intent, not a signature of its own.
-    let mut by_op_id: HashMap<&str, &Origin> = HashMap::default();
-    by_op_id.reserve(origins.len());
-    let mut repeats: HashMap<usize, usize> = HashMap::default();
-    for o in &origins {
-        match by_op_id.entry(o.original.op_id.as_str()) {
-            std::collections::hash_map::Entry::Occupied(first) => {
-                repeats.insert(o.entry.line, first.get().entry.line);
-            }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(o);
-            }
-        }
-    }
+    let (by_op_id, repeats) = first_carriers(&origins);
     let mut approvals = Approvals::new(trust, sidecar);
     let sig_level = match prov.signatures {
         SignatureLevel::Off => None,
@@ -406,27 +391,58 @@ pub fn verify_where(
         if status.needs_approval {
             match approvals.covering(&rec.op_id, &by_op_id) {
                 Ok(approver) => status.approved_by = Some(approver),
-                Err(reasons) if reasons.is_empty() => {
-                    let who = status
-                        .signed_by
-                        .clone()
-                        .unwrap_or_else(|| format!("actor {}", rec.actor.name));
-                    status.problems.push(problem(
-                        "error",
-                        codes::APPROVAL_MISSING,
-                        format!(
-                            "an agent record ({who}) that no person approved; run `noma approve`"
-                        ),
-                    ));
+                Err(reasons) => {
+                    let (code, message) = approval_problem(&status, rec, reasons);
+                    status.problems.push(problem("error", code, message));
                 }
-                Err(reasons) => status.problems.push(problem(
-                    "error",
-                    codes::APPROVAL_INVALID,
-                    reasons.join("; "),
-                )),
             }
         }
         out.push(status);
     }
     out
+}
+
+/// Each original op is carried by one record: a second record standing
+/// for the same op (a copy of a record the transcript already has) is a
+/// replay of a signed intent, not a signature of its own. Returns the
+/// first carrier of each op_id, and for each later carrier's line the
+/// first one's line.
+fn first_carriers<'o, 'a>(
+    origins: &'o [Origin<'a>],
+) -> (HashMap<&'o str, &'o Origin<'a>>, HashMap<usize, usize>) {
+    let mut by_op_id: HashMap<&str, &Origin> = HashMap::default();
+    by_op_id.reserve(origins.len());
+    let mut repeats: HashMap<usize, usize> = HashMap::default();
+    for o in origins {
+        match by_op_id.entry(o.original.op_id.as_str()) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                repeats.insert(o.entry.line, first.get().entry.line);
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(o);
+            }
+        }
+    }
+    (by_op_id, repeats)
+}
+
+/// The code and message of a record that needs an approval no valid one
+/// gives: missing when no approval names it, else invalid with the
+/// reasons each naming one fails.
+fn approval_problem(
+    status: &RecordStatus,
+    rec: &Record,
+    reasons: Vec<String>,
+) -> (&'static str, String) {
+    if !reasons.is_empty() {
+        return (codes::APPROVAL_INVALID, reasons.join("; "));
+    }
+    let who = status
+        .signed_by
+        .clone()
+        .unwrap_or_else(|| format!("actor {}", rec.actor.name));
+    (
+        codes::APPROVAL_MISSING,
+        format!("an agent record ({who}) that no person approved; run `noma approve`"),
+    )
 }
