@@ -160,7 +160,8 @@ fn converted_in(
     work_tree: &Path,
 ) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
     let mut found = Vec::new();
-    for suffix in [".noma", ".noma.patches"] {
+    let transcripts = noma_core::transcript::transcript_path(".noma");
+    for suffix in [".noma", transcripts.as_str()] {
         for path in repo
             .index_paths_ending_with(suffix)
             .map_err(repo_err(work_tree))?
