@@ -130,8 +130,7 @@ pub fn run(args: Args) -> i32 {
     for m in result.messages.iter().chain(&record_hint) {
         eprintln!("noma merge-driver: {path}: {m}");
     }
-    if let Some(doc) = document_path(&path).filter(|_| result.resolved_by_recording)
-    {
+    if let Some(doc) = document_path(&path).filter(|_| result.resolved_by_recording) {
         // The document merges on its own (block by block); recording it
         // makes the pair agree again (the hook's fix for an unrecorded edit).
         eprintln!(

@@ -56,8 +56,7 @@ pub fn run(args: Args) -> i32 {
     let (notes, report, lookup, rev) = match &args.rev {
         Some(rev) => {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            match history_replay::replay_at_rev(&cwd, rev, &args.file, args.transcript.as_deref())
-            {
+            match history_replay::replay_at_rev(&cwd, rev, &args.file, args.transcript.as_deref()) {
                 Ok((report, lookup, read)) => (Vec::new(), report, lookup, Some(read)),
                 Err(e) => {
                     eprintln!("noma replay: {e}");

@@ -93,10 +93,7 @@ pub fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> {
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
 /// from its git history, and what was searched (Err: why nothing was).
-pub fn find_in_worktree_history(
-    doc: &Path,
-    sha: &str,
-) -> (Option<String>, Result<String, String>) {
+pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<String, String>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -156,7 +153,8 @@ pub fn replay_at_rev(
     transcript: Option<&Path>,
 ) -> Result<(Report, Option<BaseLookup>, RevRead), String> {
     let (dfile, text) = blob::read_rev_text(cwd, rev, doc).map_err(|e| e.to_string())?;
-    let tpath: PathBuf = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+    let tpath: PathBuf =
+        transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     let tfile = blob::read_rev_path(cwd, rev, &tpath).map_err(|e| match e {
         BlobError::NotFound { spec, .. } => format!(
             "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
@@ -206,7 +204,8 @@ pub fn replay_at_rev(
 /// when the transcript (`transcript`, default
 /// [`engine::default_transcript_path`]) cannot be read or shows no join.
 pub fn join_advice(doc: &Path, transcript: Option<&Path>) -> Option<String> {
-    let tpath: PathBuf = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+    let tpath: PathBuf =
+        transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     let t = noma_store::fsio::read_regular(&tpath).ok()?;
     let join = crate::merge::joined::find_join(&t)?;
     Some(crate::merge::joined::advice(&doc.to_string_lossy(), join))
@@ -259,7 +258,10 @@ mod tests {
         let (found, searched) = find_in_worktree_history(&doc, &sha256_hex(b"# Old\n"));
         assert_eq!(found.as_deref(), Some("# Old\n"));
         let searched = searched.expect("searched");
-        assert!(searched.starts_with("the git history reachable from HEAD"), "{searched}");
+        assert!(
+            searched.starts_with("the git history reachable from HEAD"),
+            "{searched}"
+        );
         let (found, _) = find_in_worktree_history(&doc, &sha256_hex(b"# Never\n"));
         assert_eq!(found, None);
     }
@@ -267,8 +269,14 @@ mod tests {
     #[test]
     fn a_lookup_records_why_nothing_was_searched() {
         let l = BaseLookup::new("s".into(), false, Err("why".into()));
-        assert_eq!((l.searched, l.not_searched), (None, Some("why".to_string())));
+        assert_eq!(
+            (l.searched, l.not_searched),
+            (None, Some("why".to_string()))
+        );
         let l = BaseLookup::new("s".into(), true, Ok("where".into()));
-        assert_eq!((l.searched, l.not_searched), (Some("where".to_string()), None));
+        assert_eq!(
+            (l.searched, l.not_searched),
+            (Some("where".to_string()), None)
+        );
     }
 }

@@ -553,7 +553,10 @@ mod tests {
     fn transcript_and_document_paths_round_trip() {
         assert_eq!(transcript_path("docs/a.noma"), "docs/a.noma.patches");
         assert_eq!(document_path("docs/a.noma.patches"), Some("docs/a.noma"));
-        assert_eq!(document_path(&transcript_path("x y.noma")), Some("x y.noma"));
+        assert_eq!(
+            document_path(&transcript_path("x y.noma")),
+            Some("x y.noma")
+        );
         // Only the suffix counts: a name containing it elsewhere is no transcript.
         assert_eq!(document_path("a.patches.noma"), None);
         assert_eq!(document_path("a.noma"), None);

@@ -326,7 +326,10 @@ mod tests {
         let text = fs::read_to_string(&attrs).unwrap() + "*.noma text eol=crlf\n";
         fs::write(&attrs, text).unwrap();
         let done = install_eol_rules(&d.join(".git"), d).unwrap();
-        assert!(done.change.added.is_empty() && done.restored.is_none(), "{done:?}");
+        assert!(
+            done.change.added.is_empty() && done.restored.is_none(),
+            "{done:?}"
+        );
     }
 
     #[test]

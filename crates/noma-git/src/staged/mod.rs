@@ -170,7 +170,10 @@ impl<'a> Guard<'a> {
     fn staged_against_reference(&self) -> Result<Staged, GitError> {
         self.reference.set(self.head);
         let staged = self.repo.staged_against(self.head)?;
-        let transcript_changed = staged.changes.iter().any(|c| document_path(&c.path).is_some());
+        let transcript_changed = staged
+            .changes
+            .iter()
+            .any(|c| document_path(&c.path).is_some());
         let Some(head) = self.head else {
             return Ok(staged);
         };
@@ -406,7 +409,10 @@ impl<'a> Guard<'a> {
         else {
             return Ok(None);
         };
-        for other in self.repo.index_paths_ending_with(&transcript_path(".noma"))? {
+        for other in self
+            .repo
+            .index_paths_ending_with(&transcript_path(".noma"))?
+        {
             if other == tpath {
                 continue;
             }
