@@ -459,12 +459,7 @@ fn print_driver_status(layout: &Layout) {
                 (Some(_), true) => "installed",
                 (Some(_), false) => "foreign",
             };
-            let routed: Vec<&str> = install::ATTRIBUTE_LINES
-                .iter()
-                .zip(s.attributes)
-                .filter(|(_, on)| *on)
-                .map(|(l, _)| l.split_whitespace().next().unwrap_or_default())
-                .collect();
+            let routed = s.routed_patterns();
             let attrs = if routed.is_empty() {
                 "no .gitattributes entries".to_string()
             } else {
@@ -482,8 +477,9 @@ pub(crate) fn eol_install(layout: &Layout) -> i32 {
     let Some(wt) = &layout.work_tree else {
         return EXIT_OK;
     };
-    match install::attributes::ensure_eol_rules(&layout.git_dir, wt) {
-        Ok(c) => {
+    match install::attributes::install_eol_rules(&layout.git_dir, wt) {
+        Ok(done) => {
+            let c = done.change;
             let what = if c.added.is_empty() {
                 if c.notes.is_empty() {
                     ".gitattributes keeps documents and transcripts byte-exact; nothing to do"
@@ -498,20 +494,14 @@ pub(crate) fn eol_install(layout: &Layout) -> i32 {
                 )
             };
             let mut notes = c.notes;
-            let in_force =
-                install::attributes::eol_status(&layout.git_dir, wt).is_ok_and(|s| s.ok());
-            if in_force {
-                // The rules are in force: files git converted before they
-                // were get their committed bytes back.
-                match install::attributes::restore_converted(wt) {
-                    Ok(paths) if !paths.is_empty() => notes.push(format!(
-                        "restored the committed bytes of {} checked-out file(s) that core.autocrlf had converted: {}",
-                        paths.len(),
-                        paths.join(", ")
-                    )),
-                    Ok(_) => {}
-                    Err(e) => notes.push(format!("could not check the checked-out files: {e}")),
-                }
+            match done.restored {
+                Some(Ok(paths)) if !paths.is_empty() => notes.push(format!(
+                    "restored the committed bytes of {} checked-out file(s) that core.autocrlf had converted: {}",
+                    paths.len(),
+                    paths.join(", ")
+                )),
+                Some(Err(e)) => notes.push(format!("could not check the checked-out files: {e}")),
+                _ => {}
             }
             let note = (!notes.is_empty()).then(|| notes.join("; "));
             print_line("line endings", &what, note.as_deref());
@@ -530,11 +520,7 @@ fn eol_status_json(layout: &Layout) -> serde_json::Value {
     };
     match install::attributes::eol_status(&layout.git_dir, wt) {
         Ok(s) => {
-            let converted: Vec<String> = install::attributes::converted_files(wt)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect();
+            let converted = install::attributes::converted_paths(wt);
             json!({
                 "byte_exact": s.ok(),
                 "*.noma": s.byte_exact[0],
@@ -553,9 +539,8 @@ fn print_eol_status(layout: &Layout) {
             println!(
                 "line endings: byte-exact (.gitattributes unsets text for *.noma, *.noma.patches)"
             );
-            let converted = install::attributes::converted_files(wt).unwrap_or_default();
-            if !converted.is_empty() {
-                let paths: Vec<&str> = converted.iter().map(|(p, _)| p.as_str()).collect();
+            let paths = install::attributes::converted_paths(wt);
+            if !paths.is_empty() {
                 println!(
                     "  but {} checked-out file(s) still hold the CRLF a checkout made before the rules ({}); run `noma hooks install` to restore them",
                     paths.len(),
@@ -564,12 +549,7 @@ fn print_eol_status(layout: &Layout) {
             }
         }
         Ok(s) => {
-            let missing: Vec<&str> = install::attributes::EOL_LINES
-                .iter()
-                .zip(s.byte_exact)
-                .filter(|(_, ok)| !ok)
-                .map(|(l, _)| *l)
-                .collect();
+            let missing = s.missing_lines();
             println!(
                 "line endings: NOT byte-exact: `{}` missing or overridden in .gitattributes \
                  (core.autocrlf may rewrite documents on checkout); run `noma hooks install`",

@@ -7,6 +7,7 @@
 //! content and each conflict is printed on stderr), 2 when it could not run.
 
 use noma_core::diag::shell_word;
+use noma_core::transcript::{document_path, transcript_path};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -79,7 +80,7 @@ pub fn run(args: Args) -> i32 {
     // commits: a rebase or cherry-pick names none (see noma_git::merge).
     // Printed after the conflicts: how to make the transcript record the result.
     let mut record_hint = None;
-    let result = if let Some(doc) = path.strip_suffix(".patches") {
+    let result = if let Some(doc) = document_path(&path) {
         let head_doc = repo
             .as_ref()
             .and_then(|r| r.head_blob(doc).ok().flatten())
@@ -88,7 +89,7 @@ pub fn run(args: Args) -> i32 {
         let mut find = merge::doc_finder(repo.as_ref(), doc, head_doc);
         merge::merge_transcript(&mine, &mut find)
     } else {
-        let tpath = format!("{path}.patches");
+        let tpath = transcript_path(&path);
         let head_t = repo
             .as_ref()
             .and_then(|r| r.head_blob(&tpath).ok().flatten());
@@ -129,10 +130,7 @@ pub fn run(args: Args) -> i32 {
     for m in result.messages.iter().chain(&record_hint) {
         eprintln!("noma merge-driver: {path}: {m}");
     }
-    if let Some(doc) = path
-        .strip_suffix(".patches")
-        .filter(|_| result.resolved_by_recording)
-    {
+    if let Some(doc) = document_path(&path).filter(|_| result.resolved_by_recording) {
         // The document merges on its own (block by block); recording it
         // makes the pair agree again (the hook's fix for an unrecorded edit).
         eprintln!(

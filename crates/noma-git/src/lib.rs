@@ -6,12 +6,14 @@
 //! hooks check ([`staged`]), hand edits turned into records ([`record`]),
 //! installing hooks and the merge driver ([`install`]), blocks changed
 //! since a base ([`changes`]), the merge driver and `noma reconcile`
-//! ([`merge`]), and signed records and approvals ([`provenance`]).
+//! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
+//! base looked up in history ([`history_replay`]).
 
 pub mod cache;
 pub mod changes;
 pub mod config;
 pub mod git;
+pub mod history_replay;
 pub mod install;
 pub mod merge;
 pub mod provenance;

@@ -20,6 +20,23 @@ pub mod schema;
 /// The only transcript version this crate reads or writes.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+/// The suffix that names a document's transcript (§5.1): `doc.noma` is
+/// recorded in `doc.noma.patches`.
+pub const TRANSCRIPT_SUFFIX: &str = ".patches";
+
+/// The conventional transcript path of a document path: the path plus
+/// [`TRANSCRIPT_SUFFIX`]. Pure string work: a symlinked document's transcript
+/// is resolved by the patch engine, which can see the file system.
+pub fn transcript_path(doc: &str) -> String {
+    format!("{doc}{TRANSCRIPT_SUFFIX}")
+}
+
+/// The document path a transcript path records, or `None` when the path does
+/// not end in [`TRANSCRIPT_SUFFIX`].
+pub fn document_path(transcript: &str) -> Option<&str> {
+    transcript.strip_suffix(TRANSCRIPT_SUFFIX)
+}
+
 /// The fields §5.2 makes mandatory, in wire order.
 pub const REQUIRED_FIELDS: [&str; 14] = [
     "protocol_version",
@@ -531,6 +548,20 @@ pub fn summary_for(diags: &[Diagnostic], phase: crate::diag::Phase) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transcript_and_document_paths_round_trip() {
+        assert_eq!(transcript_path("docs/a.noma"), "docs/a.noma.patches");
+        assert_eq!(document_path("docs/a.noma.patches"), Some("docs/a.noma"));
+        assert_eq!(
+            document_path(&transcript_path("x y.noma")),
+            Some("x y.noma")
+        );
+        // Only the suffix counts: a name containing it elsewhere is no transcript.
+        assert_eq!(document_path("a.patches.noma"), None);
+        assert_eq!(document_path("a.noma"), None);
+        assert_eq!(document_path(".patches"), Some(""));
+    }
 
     fn sample() -> Record {
         let h = sha256_hex(b"x");

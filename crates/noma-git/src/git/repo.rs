@@ -347,7 +347,7 @@ impl Repo {
             let Some(p) = d.new_file().path().and_then(Path::to_str) else {
                 continue;
             };
-            let p = p.strip_suffix(".patches").unwrap_or(p);
+            let p = noma_core::transcript::document_path(p).unwrap_or(p);
             if p.ends_with(".noma") {
                 docs.insert(p.to_string());
             }

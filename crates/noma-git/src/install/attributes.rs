@@ -51,6 +51,27 @@ impl EolStatus {
     pub fn ok(&self) -> bool {
         self.byte_exact.iter().all(|b| *b)
     }
+
+    /// The [`EOL_LINES`] not in force (missing or overridden), in order.
+    pub fn missing_lines(&self) -> Vec<&'static str> {
+        EOL_LINES
+            .iter()
+            .zip(self.byte_exact)
+            .filter(|(_, ok)| !ok)
+            .map(|(l, _)| *l)
+            .collect()
+    }
+}
+
+/// What [`install_eol_rules`] did.
+#[derive(Debug)]
+pub struct EolInstall {
+    /// What [`ensure_eol_rules`] changed.
+    pub change: EolChange,
+    /// The files whose committed bytes were restored ([`restore_converted`]),
+    /// or why they could not be checked; `None` when the rules are not in
+    /// force (a later rule overrides them), so nothing was restored.
+    pub restored: Option<Result<Vec<String>, HooksError>>,
 }
 
 /// What [`ensure_eol_rules`] did.
@@ -155,12 +176,34 @@ pub fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, Hooks
     converted_in(&open(work_tree)?, work_tree)
 }
 
+/// Adds the rules ([`ensure_eol_rules`]) and, once they are in force,
+/// gives the checked-out files git converted before them their committed
+/// bytes back ([`restore_converted`]): what `noma hooks install` and
+/// `noma init` do for line endings.
+pub fn install_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolInstall, HooksError> {
+    let change = ensure_eol_rules(git_dir, work_tree)?;
+    let in_force = eol_status(git_dir, work_tree).is_ok_and(|s| s.ok());
+    let restored = in_force.then(|| restore_converted(work_tree));
+    Ok(EolInstall { change, restored })
+}
+
+/// The paths of [`converted_files`]; none when they cannot be listed
+/// (a status report, which must not fail on it).
+pub fn converted_paths(work_tree: &Path) -> Vec<String> {
+    converted_files(work_tree)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
 fn converted_in(
     repo: &crate::git::repo::Repo,
     work_tree: &Path,
 ) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
     let mut found = Vec::new();
-    for suffix in [".noma", ".noma.patches"] {
+    let transcripts = noma_core::transcript::transcript_path(".noma");
+    for suffix in [".noma", transcripts.as_str()] {
         for path in repo
             .index_paths_ending_with(suffix)
             .map_err(repo_err(work_tree))?
@@ -246,6 +289,47 @@ mod tests {
             EolChange::default()
         );
         assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
+    }
+
+    #[test]
+    fn missing_lines_name_the_rules_not_in_force() {
+        let s = |byte_exact| EolStatus {
+            byte_exact,
+            lines: [false; 2],
+        };
+        assert!(s([true, true]).missing_lines().is_empty());
+        assert_eq!(s([true, false]).missing_lines(), ["*.noma.patches -text"]);
+        assert_eq!(s([false, false]).missing_lines(), EOL_LINES);
+    }
+
+    #[test]
+    fn installing_the_rules_restores_what_autocrlf_converted_once_in_force() {
+        use noma_testutil::git;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        git(d, &["config", "core.autocrlf", "true"]);
+        fs::write(d.join("a.noma"), "# A\n\nbody\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        fs::remove_file(d.join("a.noma")).unwrap();
+        git(d, &["checkout", "--", "a.noma"]);
+        assert_eq!(fs::read(d.join("a.noma")).unwrap(), b"# A\r\n\r\nbody\r\n");
+        assert_eq!(converted_paths(d), ["a.noma"]);
+        let done = install_eol_rules(&d.join(".git"), d).unwrap();
+        assert_eq!(done.change.added, EOL_LINES);
+        assert_eq!(done.restored.unwrap().unwrap(), ["a.noma"]);
+        assert_eq!(fs::read(d.join("a.noma")).unwrap(), b"# A\n\nbody\n");
+        assert!(converted_paths(d).is_empty());
+        // Overridden by a later rule: the rules are not in force, nothing is restored.
+        let attrs = d.join(".gitattributes");
+        let text = fs::read_to_string(&attrs).unwrap() + "*.noma text eol=crlf\n";
+        fs::write(&attrs, text).unwrap();
+        let done = install_eol_rules(&d.join(".git"), d).unwrap();
+        assert!(
+            done.change.added.is_empty() && done.restored.is_none(),
+            "{done:?}"
+        );
     }
 
     #[test]

@@ -809,6 +809,19 @@ pub struct DriverStatus {
     pub foreign_attributes: Vec<String>,
 }
 
+impl DriverStatus {
+    /// The patterns of the [`ATTRIBUTE_LINES`] `.gitattributes` routes to
+    /// their driver, in order.
+    pub fn routed_patterns(&self) -> Vec<&'static str> {
+        ATTRIBUTE_LINES
+            .iter()
+            .zip(self.attributes)
+            .filter(|(_, on)| *on)
+            .map(|(l, _)| l.split_whitespace().next().unwrap_or_default())
+            .collect()
+    }
+}
+
 /// What [`install_merge_driver`] / [`uninstall_merge_driver`] changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DriverChange {
@@ -1206,6 +1219,19 @@ mod tests {
         assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
         uninstall_merge_driver(&git, dir.path()).unwrap();
         assert!(!attrs.exists());
+    }
+
+    #[test]
+    fn routed_patterns_name_the_lines_in_force_in_order() {
+        let mut s = DriverStatus {
+            driver: None,
+            ours: false,
+            attributes: [false; 3],
+            foreign_attributes: Vec::new(),
+        };
+        assert!(s.routed_patterns().is_empty());
+        s.attributes = [true, false, true];
+        assert_eq!(s.routed_patterns(), ["*.noma", "*.noma.provenance"]);
     }
 
     #[test]

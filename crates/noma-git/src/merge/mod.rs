@@ -119,7 +119,7 @@ pub fn find_transcript_for(
     repo.find_version(
         &starts,
         &[tpath],
-        ".noma.patches",
+        &noma_core::transcript::transcript_path(".noma"),
         crate::git::HISTORY_LIMIT,
         |b| final_state(b).as_deref() == Some(sha.as_str()),
     )

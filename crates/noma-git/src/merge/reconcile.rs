@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::Severity;
-use noma_core::transcript::replay;
+use noma_core::transcript::{replay, transcript_path};
 
 /// One problem (or notable fact) about a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -231,7 +231,7 @@ impl Branch<'_> {
     /// The report for one document changed on the branch, `None` when the
     /// branch deleted it; `Err` only when `--write` could not write.
     fn check_document(&self, path: &str) -> Result<Option<DocReport>, ReconcileError> {
-        let tpath = format!("{path}.patches");
+        let tpath = transcript_path(path);
         let Some(head_doc_b) = self.blob(self.head, path) else {
             return Ok(None); // deleted on the branch
         };
@@ -248,7 +248,7 @@ impl Branch<'_> {
         // versions, at the base too unless the base has it under the new
         // name already.
         let old = self.moved.get(path).map_or(path, String::as_str);
-        let old_t = format!("{old}.patches");
+        let old_t = transcript_path(old);
         let at_base = |p: &str, old: &str| {
             self.blob(self.base_tip, p)
                 .or_else(|| self.blob(self.base_tip, old))

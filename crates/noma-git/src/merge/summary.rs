@@ -66,7 +66,7 @@ pub fn collect(
                 .find(|d| d.path == r.path)
                 .map(|d| d.blocks.clone())
                 .unwrap_or_default();
-            let tpath = format!("{}.patches", r.path);
+            let tpath = noma_core::transcript::transcript_path(&r.path);
             let before =
                 crate::git::blob::read_rev_path(&root, &changed.merge_base, Path::new(&tpath))
                     .map(|f| f.bytes)

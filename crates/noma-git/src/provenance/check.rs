@@ -8,6 +8,7 @@ use super::sidecar::{sidecar_path, Sidecar};
 use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};
 use super::verify::{verify, verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
+use noma_core::transcript::transcript_path;
 
 /// The code of a sidecar that cannot be read.
 pub const SIDECAR_INVALID: &str = "sidecar-invalid";
@@ -239,7 +240,7 @@ pub fn branch_problems(
         .then(|| first_doc_uri(head_transcript))
         .flatten()
         .filter(|old| old != doc && !old.contains(':'))
-        .and_then(|old| blob(merge_base, &format!("{old}.patches")));
+        .and_then(|old| blob(merge_base, &transcript_path(&old)));
     let prefix = moved.as_deref().unwrap_or(prefix);
     let trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
@@ -261,7 +262,7 @@ pub fn branch_problems(
     };
     let side_path = super::sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
-    let tpath = format!("{doc}.patches");
+    let tpath = transcript_path(doc);
     match check_after(
         &trust,
         head_transcript,
@@ -300,7 +301,7 @@ pub fn rename_problem(
     if doc == old {
         return None;
     }
-    let (t_new, t_old) = (format!("{doc}.patches"), format!("{old}.patches"));
+    let (t_new, t_old) = (transcript_path(doc), transcript_path(old));
     let (s_new, s_old) = (
         super::sidecar::sidecar_rel(doc),
         super::sidecar::sidecar_rel(old),
@@ -360,7 +361,7 @@ pub fn hook_problems(
     } else {
         History::Lines(0)
     };
-    let tpath = format!("{doc}.patches");
+    let tpath = transcript_path(doc);
     match check_after(trust, t, history, staged_sidecar) {
         Ok(statuses) => statuses
             .into_iter()

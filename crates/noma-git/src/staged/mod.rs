@@ -52,7 +52,9 @@ use crate::git::repo::{GitError, Repo, Staged};
 use crate::git::Oid;
 use noma_core::diag::Severity;
 use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{self, replay, split_lines, PatchResult, Record};
+use noma_core::transcript::{
+    self, document_path, replay, split_lines, transcript_path, PatchResult, Record,
+};
 
 /// One problem found by a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,11 +148,6 @@ pub struct Guard<'a> {
     reference: std::cell::Cell<Option<Oid>>,
 }
 
-/// The path of a document's transcript.
-pub fn transcript_path(doc: &str) -> String {
-    format!("{doc}.patches")
-}
-
 impl<'a> Guard<'a> {
     /// A guard over `repo`'s index. Fork detection is on whenever a merge
     /// is in progress (pre-merge-commit, or a commit concluding a
@@ -173,7 +170,10 @@ impl<'a> Guard<'a> {
     fn staged_against_reference(&self) -> Result<Staged, GitError> {
         self.reference.set(self.head);
         let staged = self.repo.staged_against(self.head)?;
-        let transcript_changed = staged.changes.iter().any(|c| c.path.ends_with(".patches"));
+        let transcript_changed = staged
+            .changes
+            .iter()
+            .any(|c| document_path(&c.path).is_some());
         let Some(head) = self.head else {
             return Ok(staged);
         };
@@ -202,12 +202,12 @@ impl<'a> Guard<'a> {
         let mut docs: BTreeMap<String, String> = BTreeMap::new();
         let staged = self.staged_against_reference()?;
         for ch in &staged.changes {
-            if let Some(doc) = ch.path.strip_suffix(".patches") {
+            if let Some(doc) = document_path(&ch.path) {
                 if self.policy.is_checked(doc) {
                     let head = ch
                         .old_path
                         .as_deref()
-                        .and_then(|p| p.strip_suffix(".patches"))
+                        .and_then(document_path)
                         .unwrap_or(doc);
                     docs.entry(doc.to_string())
                         .or_insert_with(|| head.to_string());
@@ -409,7 +409,10 @@ impl<'a> Guard<'a> {
         else {
             return Ok(None);
         };
-        for other in self.repo.index_paths_ending_with(".noma.patches")? {
+        for other in self
+            .repo
+            .index_paths_ending_with(&transcript_path(".noma"))?
+        {
             if other == tpath {
                 continue;
             }

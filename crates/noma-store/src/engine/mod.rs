@@ -174,7 +174,8 @@ impl Options {
     }
 }
 
-/// The conventional transcript path: the document path plus `.patches` (§5.1).
+/// The conventional transcript path: the document path plus
+/// [`TRANSCRIPT_SUFFIX`](noma_core::transcript::TRANSCRIPT_SUFFIX) (§5.1).
 ///
 /// A symlinked document is the file it points to: its transcript is the
 /// target's, so a patch through the link writes through to the one
@@ -193,7 +194,7 @@ pub fn default_transcript_path(doc: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
-    name.push(".patches");
+    name.push(noma_core::transcript::TRANSCRIPT_SUFFIX);
     doc.with_file_name(name)
 }
 

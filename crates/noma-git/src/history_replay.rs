@@ -1,0 +1,282 @@
+//! Replay with git history: where `noma replay`'s base comes from, and the
+//! replay of a document and transcript as committed at a revision.
+//!
+//! # Where the base comes from
+//!
+//! Replay starts from the document as it was before the first applied
+//! record (that record's `pre_sha256`):
+//!
+//! 1. `--base PATH` when given;
+//! 2. the document itself, when its sha256 is that `pre_sha256` (a
+//!    transcript that has not moved the document yet), or the empty
+//!    document for a genesis record (left to the replay itself);
+//! 3. otherwise the version of the document in its git history whose
+//!    sha256 is that `pre_sha256`: the usual case of a transcript started
+//!    after the document was first committed. The history searched is the
+//!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
+//!    bounded by [`crate::git::HISTORY_LIMIT`] commits, by content: under
+//!    the document's current path first, then under any name (a document
+//!    moved or copied since).
+//!
+//! Outside a repository, or when no version has that sha256, the replay
+//! reports the divergence and the [`BaseLookup`] says why. The lookup
+//! happens here, in the git shell; the engine (`noma_store::engine`)
+//! reads no repository.
+//!
+//! [`replay_at_rev`] replays the document and its transcript *as committed
+//! at a revision* (paths follow git's `REV:path` rule), with the base
+//! searched in the history reachable from that revision; nothing is read
+//! from the working tree, so no pending write is reported.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::git::blob::{self, BlobError};
+use crate::git::repo::Repo;
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::replay::{self, Report};
+use noma_store::engine::{self, EngineError};
+
+/// A base looked up in git (serialised as `noma replay`'s `base_lookup`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BaseLookup {
+    /// The sha256 the base must have (the first applied record's pre_sha256).
+    pub sha256: String,
+    /// Whether a version with that sha256 was found.
+    pub found: bool,
+    /// What was searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched: Option<String>,
+    /// Why git could not be searched (outside a repository, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_searched: Option<String>,
+}
+
+impl BaseLookup {
+    fn new(sha256: String, found: bool, searched: Result<String, String>) -> BaseLookup {
+        let (searched, not_searched) = match searched {
+            Ok(s) => (Some(s), None),
+            Err(r) => (None, Some(r)),
+        };
+        BaseLookup {
+            sha256,
+            found,
+            searched,
+            not_searched,
+        }
+    }
+}
+
+/// What [`replay_at_rev`] read (serialised as `noma replay`'s `rev`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RevRead {
+    /// The revision as given.
+    pub rev: String,
+    /// The commit it names; `None` for a tree-ish that is no commit.
+    pub commit: Option<String>,
+    /// The document's `REV:path`.
+    pub document: String,
+    /// The transcript's `REV:path`.
+    pub transcript: String,
+}
+
+/// The sha256 of the base replay needs from outside, if any: the first
+/// applied record's `pre_sha256`, unless the document itself is at that
+/// state or it is the empty document's (a genesis record, which replay
+/// starts from the empty text). None too when the records cannot be read
+/// up to the first applied one (replay reports that line).
+pub fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> {
+    let pre = first_pre?;
+    (pre != sha256_hex(doc.as_bytes()) && pre != sha256_hex(b"")).then(|| pre.to_string())
+}
+
+/// The version of the working-tree document `doc` whose sha256 is `sha`,
+/// from its git history, and what was searched (Err: why nothing was).
+pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<String, String>) {
+    let dir = match doc.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let repo = match Repo::discover(dir) {
+        Ok(r) => r,
+        Err(_) => return (None, Err("not in a git repository".into())),
+    };
+    let Some(rel) = repo.relative_path(doc) else {
+        return (
+            None,
+            Err(format!(
+                "{} is not in the repository's working tree",
+                doc.display()
+            )),
+        );
+    };
+    let found = crate::merge::doc_finder(Some(&repo), &rel, Vec::new())(sha);
+    (
+        found,
+        Ok(format!(
+            "the git history reachable from HEAD and every ref (by content, under any name){}",
+            repo.shallow_note()
+        )),
+    )
+}
+
+/// Replays the working-tree document `doc` against its transcript
+/// (`transcript`, default [`engine::default_transcript_path`]) through
+/// [`engine::replay_file`], from `base` when given, else from the version
+/// [`wanted_base`] asks for, found by [`find_in_worktree_history`]. Returns
+/// the pending-write notes, the report, and the lookup when one was made.
+pub fn replay_worktree(
+    doc: &Path,
+    transcript: Option<&Path>,
+    base: Option<&Path>,
+) -> Result<(Vec<String>, Report, Option<BaseLookup>), EngineError> {
+    let mut lookup: Option<BaseLookup> = None;
+    let mut find = |first_pre: Option<&str>, text: &str| -> Option<String> {
+        let sha = wanted_base(first_pre, text)?;
+        let (found, searched) = find_in_worktree_history(doc, &sha);
+        lookup = Some(BaseLookup::new(sha, found.is_some(), searched));
+        found
+    };
+    let (notes, report) = engine::replay_file(doc, transcript, base, &mut find)?;
+    Ok((notes, report, lookup))
+}
+
+/// Replays the document `doc` and its transcript (`transcript`, default
+/// [`engine::default_transcript_path`]) as committed at `rev`, paths taken
+/// relative to `cwd` by git's `REV:path` rule. Err: a message naming what
+/// could not be read.
+pub fn replay_at_rev(
+    cwd: &Path,
+    rev: &str,
+    doc: &Path,
+    transcript: Option<&Path>,
+) -> Result<(Report, Option<BaseLookup>, RevRead), String> {
+    let (dfile, text) = blob::read_rev_text(cwd, rev, doc).map_err(|e| e.to_string())?;
+    let tpath: PathBuf =
+        transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+    let tfile = blob::read_rev_path(cwd, rev, &tpath).map_err(|e| match e {
+        BlobError::NotFound { spec, .. } => format!(
+            "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
+            dfile.spec
+        ),
+        other => other.to_string(),
+    })?;
+    let repo = Repo::open_from(cwd).map_err(|e| e.to_string())?;
+    // A tree-ish that is no commit has no history to search.
+    let commit = repo.resolve(rev).ok();
+    let first_pre = replay::first_applied_pre_sha256(&tfile.bytes);
+    let lookup = match wanted_base(first_pre.as_deref(), &text) {
+        None => None,
+        Some(sha) => {
+            let found = match commit {
+                Some(c) => repo
+                    .find_document(&[c], &[dfile.path.as_str()], &sha)
+                    .map_err(|e| e.to_string())?
+                    .and_then(|b| String::from_utf8(b).ok()),
+                None => None,
+            };
+            Some((sha, found))
+        }
+    };
+    let base = lookup.as_ref().and_then(|(_, f)| f.clone());
+    let report = replay::replay(&tfile.bytes, base.as_deref(), &text);
+    let lookup = lookup.map(|(sha256, found)| {
+        let searched = match commit {
+            Some(_) => Ok(format!(
+                "the git history reachable from {rev} (by content, under any name)"
+            )),
+            None => Err(format!("{rev} is not a commit")),
+        };
+        BaseLookup::new(sha256, found.is_some(), searched)
+    });
+    let read = RevRead {
+        rev: rev.to_string(),
+        commit: commit.map(|c| c.to_string()),
+        document: dfile.spec,
+        transcript: tfile.spec,
+    };
+    Ok((report, lookup, read))
+}
+
+/// How to repair a transcript two branches were joined into (a merge
+/// without the driver, which diverges where the second begins), or `None`
+/// when the transcript (`transcript`, default
+/// [`engine::default_transcript_path`]) cannot be read or shows no join.
+pub fn join_advice(doc: &Path, transcript: Option<&Path>) -> Option<String> {
+    let tpath: PathBuf =
+        transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+    let t = noma_store::fsio::read_regular(&tpath).ok()?;
+    let join = crate::merge::joined::find_join(&t)?;
+    Some(crate::merge::joined::advice(&doc.to_string_lossy(), join))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use noma_testutil::git;
+
+    #[test]
+    fn the_base_is_wanted_only_when_neither_the_document_nor_empty() {
+        let doc = "# A\n";
+        let other = sha256_hex(b"# B\n");
+        assert_eq!(wanted_base(None, doc), None);
+        assert_eq!(wanted_base(Some(&sha256_hex(doc.as_bytes())), doc), None);
+        assert_eq!(wanted_base(Some(&sha256_hex(b"")), doc), None);
+        assert_eq!(wanted_base(Some(&other), doc), Some(other));
+    }
+
+    #[test]
+    fn outside_a_repository_nothing_is_searched() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let doc = tmp.path().join("a.noma");
+        std::fs::write(&doc, "# A\n").expect("write");
+        // Fails rather than passing vacuously where the temp dir sits in a repository.
+        assert!(
+            Repo::discover(tmp.path()).is_err(),
+            "{} is inside a git repository",
+            tmp.path().display()
+        );
+        let (found, searched) = find_in_worktree_history(&doc, &sha256_hex(b"# B\n"));
+        assert_eq!(found, None);
+        assert_eq!(searched, Err("not in a git repository".to_string()));
+    }
+
+    #[test]
+    fn a_committed_version_is_found_by_content_even_under_an_old_name() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("old.noma"), "# Old\n").expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        git(d, &["mv", "old.noma", "new.noma"]);
+        std::fs::write(d.join("new.noma"), "# New\n").expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "two"]);
+        let doc = d.join("new.noma");
+        let (found, searched) = find_in_worktree_history(&doc, &sha256_hex(b"# Old\n"));
+        assert_eq!(found.as_deref(), Some("# Old\n"));
+        let searched = searched.expect("searched");
+        assert!(
+            searched.starts_with("the git history reachable from HEAD"),
+            "{searched}"
+        );
+        let (found, _) = find_in_worktree_history(&doc, &sha256_hex(b"# Never\n"));
+        assert_eq!(found, None);
+    }
+
+    #[test]
+    fn a_lookup_records_why_nothing_was_searched() {
+        let l = BaseLookup::new("s".into(), false, Err("why".into()));
+        assert_eq!(
+            (l.searched, l.not_searched),
+            (None, Some("why".to_string()))
+        );
+        let l = BaseLookup::new("s".into(), true, Ok("where".into()));
+        assert_eq!(
+            (l.searched, l.not_searched),
+            (Some("where".to_string()), None)
+        );
+    }
+}
