@@ -147,13 +147,7 @@ pub fn approve(args: ApproveArgs) -> i32 {
 
 fn approve_inner(args: &ApproveArgs) -> Result<i32, String> {
     // The key is always wanted here: approving is signing.
-    let dir = args
-        .file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let root = noma_git::git::blob::worktree_root(dir);
-    let signer = writer::approver_in(root.as_deref(), args.key.as_deref())
+    let signer = writer::approver_signer(&args.file, args.key.as_deref())
         .map_err(|e| e.to_string())?
         .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
     let report = for_replay(&args.file, None)?;

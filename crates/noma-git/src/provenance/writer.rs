@@ -31,27 +31,28 @@ pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
 /// environment, or git when the repository's policy asks for signatures.
 /// `Ok(None)`: no key is configured.
 pub fn writer_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+    signer_in(root_of(doc).as_deref(), flag)
+}
+
+/// The signer of an approval of `doc`: approving is signing, so git's
+/// `user.signingkey` (with `gpg.format=ssh`) is asked whatever the
+/// policy says.
+pub fn approver_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+    signer_where(root_of(doc).as_deref(), flag, true)
+}
+
+/// The work tree holding `doc`, if any.
+fn root_of(doc: &Path) -> Option<PathBuf> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let root = crate::git::blob::worktree_root(dir);
-    signer_in(root.as_deref(), flag)
+    crate::git::blob::worktree_root(dir)
 }
 
 /// [`writer_signer`] for the repository whose work tree is `root`.
 pub fn signer_in(root: Option<&Path>, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
     signer_where(root, flag, false)
-}
-
-/// The signer of an approval in the work tree `root`: approving is
-/// signing, so git's `user.signingkey` (with `gpg.format=ssh`) is asked
-/// whatever the policy says.
-pub fn approver_in(
-    root: Option<&Path>,
-    flag: Option<&Path>,
-) -> Result<Option<Signer>, SignerError> {
-    signer_where(root, flag, true)
 }
 
 fn signer_where(
