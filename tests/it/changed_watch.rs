@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
 use noma_git::cache::BlockCache;
-use noma_git::changes::watch::{Answered, WatchedChanges};
+use noma_git::changes::watch::{self, Answered, WatchedChanges};
 use noma_git::changes::{self, Query};
 use noma_git::git::repo::Repo;
 
@@ -487,28 +487,41 @@ fn a_changed_excludes_file_outside_the_tree_is_noticed() {
     assert!(!listed(&w), "a/new.noma is ignored now");
 }
 
-/// More events between two calls than the watcher queues (65,536; or the
-/// kernel's own queue overflowing first): the events after the flood are
-/// lost, so the next call scans, and sees the document changed after it.
-/// (Fails if a call trusts a queue that lost events; the lost flag itself
-/// only spares the call the cookie's 5 s wait, which also ends in a scan.)
+/// More events between two calls than the watcher and the kernel can
+/// hold: events are lost, so the next call scans, and sees the document
+/// changed after the flood. The flood must exceed the watcher's queue
+/// ([`watch::QUEUE`]) plus the kernel's (`max_queued_events`): events still
+/// in the kernel's queue when the call starts are drained by the call
+/// itself, so a smaller flood is lost or not depending on how far the
+/// watcher's thread lagged behind the writes (CI once saw 80,000 events
+/// answered incrementally, correctly, with nothing lost). (Fails if a call
+/// trusts a queue that lost events; the lost flag itself only spares the
+/// call the cookie's 5 s wait, which also ends in a scan.)
 #[test]
 fn a_flood_of_events_makes_the_next_call_scan() {
     let (tmp, _repo, w, cache) = watched_repo();
     let d = tmp.path();
+    assert_eq!(w.unusable(), None, "the watcher must start here");
     compare(d, &w, &cache, "at the start");
+    let kernel: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .expect("inotify's max_queued_events (the watcher runs on Linux only)");
+    let writes = (watch::QUEUE + kernel) / 2 + 4096;
     // Two files written in turn: inotify merges an event only with an
     // identical one right before it.
     let mut a = std::fs::File::create(d.join("flood-a.txt")).unwrap();
     let mut b = std::fs::File::create(d.join("flood-b.txt")).unwrap();
-    for _ in 0..40_000 {
+    for _ in 0..writes {
         a.write_all(b"x").unwrap();
         b.write_all(b"x").unwrap();
     }
     edit(d, "b/d3.noma", 2, 1);
     assert_eq!(
         compare(d, &w, &cache, "after the flood"),
-        Answered::FullScan
+        Answered::FullScan,
+        "{} events between two calls",
+        2 * writes
     );
     edit(d, "b/d3.noma", 4, 2);
     assert_eq!(

@@ -62,7 +62,10 @@ const MAX_PATHSPECS: usize = 2000;
 const MAX_BASES: usize = 4;
 /// Events queued between two queries at most; past it the next query
 /// scans (bounded memory however busy the tree is between queries).
-const QUEUE: usize = 1 << 16;
+/// Public so a test can overflow it for certain: events still in the
+/// kernel's queue when a query starts are drained by that query, so only
+/// more than this plus the kernel's `max_queued_events` guarantees a loss.
+pub const QUEUE: usize = 1 << 16;
 /// How often a query waiting for its cookie looks at the lost flag.
 const COOKIE_POLL: Duration = Duration::from_millis(50);
 /// The name every cookie file starts with (inside `.git/`).
