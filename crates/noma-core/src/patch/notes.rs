@@ -42,23 +42,8 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             date,
             reply_to,
         } => {
-            let mut attrs: Attrs = vec![("id", id.clone())];
-            match reply_to.as_ref().filter(|s| !s.is_empty()) {
-                Some(r) => attrs.push(("reply_to", r.clone())),
-                None => attrs.push(("parent", target.clone())),
-            }
-            push_truthy(&mut attrs, "author", author);
-            push_truthy(&mut attrs, "initials", initials);
-            push_truthy(&mut attrs, "date", date);
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: "comment",
-                    attrs,
-                    body: content.clone(),
-                },
-            ))
+            let plain = [("author", author), ("initials", initials), ("date", date)];
+            Ok((id, target, comment(id, target, content, reply_to, plain)))
         }
         Op::AddNote {
             kind,
@@ -66,25 +51,7 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             target,
             content,
             label,
-        } => {
-            let what = if *kind == NoteKind::Footnote {
-                "footnote"
-            } else {
-                "endnote"
-            };
-            check_note(what, content, label.as_deref())?;
-            let mut attrs: Attrs = vec![("id", id.clone()), ("for", target.clone())];
-            push_truthy(&mut attrs, "label", label);
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: what,
-                    attrs,
-                    body: content.clone(),
-                },
-            ))
-        }
+        } => Ok((id, target, note(*kind, id, target, content, label)?)),
         Op::AddChangeRequest {
             id,
             target,
@@ -97,30 +64,90 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             date,
         } => {
             check_change_request(action, from, to, text, [author, date])?;
-            let mut attrs: Attrs = vec![
-                ("id", id.clone()),
-                ("target", target.clone()),
-                ("action", action.clone()),
-            ];
-            for (k, v) in [("from", from), ("to", to), ("text", text)] {
-                if let Some(v) = v {
-                    attrs.push((k, v.clone()));
-                }
-            }
-            push_truthy(&mut attrs, "author", author);
-            push_truthy(&mut attrs, "date", date);
-            let body = content.clone().unwrap_or_default();
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: "change_request",
-                    attrs,
-                    body,
-                },
-            ))
+            let roles = [("from", from), ("to", to), ("text", text)];
+            let plain = [("author", author), ("date", date)];
+            let block = change_request(id, target, action, roles, content, plain);
+            Ok((id, target, block))
         }
         _ => fail(E::UnsupportedOp, "not an add-note op"),
+    }
+}
+
+/// The `::comment` of add_comment: threaded under `reply_to` when given,
+/// else attached to `target`; `plain` attributes only when non-empty.
+fn comment(
+    id: &str,
+    target: &str,
+    content: &str,
+    reply_to: &Option<String>,
+    plain: [(&'static str, &Option<String>); 3],
+) -> NewBlock {
+    let mut attrs: Attrs = vec![("id", id.to_string())];
+    match reply_to.as_ref().filter(|s| !s.is_empty()) {
+        Some(r) => attrs.push(("reply_to", r.clone())),
+        None => attrs.push(("parent", target.to_string())),
+    }
+    for (key, v) in plain {
+        push_truthy(&mut attrs, key, v);
+    }
+    NewBlock {
+        name: "comment",
+        attrs,
+        body: content.to_string(),
+    }
+}
+
+/// The `::footnote` or `::endnote` of add_footnote / add_endnote.
+fn note(
+    kind: NoteKind,
+    id: &str,
+    target: &str,
+    content: &str,
+    label: &Option<String>,
+) -> OpResult<NewBlock> {
+    let what = if kind == NoteKind::Footnote {
+        "footnote"
+    } else {
+        "endnote"
+    };
+    check_note(what, content, label.as_deref())?;
+    let mut attrs: Attrs = vec![("id", id.to_string()), ("for", target.to_string())];
+    push_truthy(&mut attrs, "label", label);
+    Ok(NewBlock {
+        name: what,
+        attrs,
+        body: content.to_string(),
+    })
+}
+
+/// The `::change_request` of add_change_request: the attributes with a
+/// role in the action (`roles`) whenever given, `plain` ones only when
+/// non-empty.
+fn change_request(
+    id: &str,
+    target: &str,
+    action: &str,
+    roles: [(&'static str, &Option<String>); 3],
+    content: &Option<String>,
+    plain: [(&'static str, &Option<String>); 2],
+) -> NewBlock {
+    let mut attrs: Attrs = vec![
+        ("id", id.to_string()),
+        ("target", target.to_string()),
+        ("action", action.to_string()),
+    ];
+    for (k, v) in roles {
+        if let Some(v) = v {
+            attrs.push((k, v.clone()));
+        }
+    }
+    for (key, v) in plain {
+        push_truthy(&mut attrs, key, v);
+    }
+    NewBlock {
+        name: "change_request",
+        attrs,
+        body: content.clone().unwrap_or_default(),
     }
 }
 
