@@ -10,8 +10,9 @@
 
 use super::core::{is_valid_id, parse_fragment, rewrite_open_line};
 use super::fence::child_fence_depth;
+use super::line_buf::LineBuf;
+use super::line_text::{self, serialize_attr, AttrVal};
 use super::op::{NoteKind, Op};
-use super::source::{self, serialize_attr, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::NodeKind;
 
@@ -153,13 +154,13 @@ fn change_request(
 
 /// A footnote/endnote needs text, and its label must fit on the open line.
 fn check_note(what: &str, content: &str, label: Option<&str>) -> OpResult<()> {
-    if source::js_trim(content).is_empty() {
+    if line_text::js_trim(content).is_empty() {
         return fail(
             E::InvalidContent,
             format!("{what} content must not be empty"),
         );
     }
-    if label.is_some_and(source::has_newline) {
+    if label.is_some_and(line_text::has_newline) {
         return fail(E::InvalidContent, "note label must be a single-line string");
     }
     Ok(())
@@ -176,7 +177,7 @@ fn check_change_request(
     plain: [&Option<String>; 2],
 ) -> OpResult<()> {
     for v in [from, to, text].into_iter().chain(plain).flatten() {
-        if source::has_newline(v) {
+        if line_text::has_newline(v) {
             return fail(
                 E::InvalidContent,
                 "change_request attributes must be single-line strings",
@@ -216,11 +217,11 @@ fn check_change_request(
 
 /// Serializes the block at depth 2 and checks it parses back to one directive.
 fn serialize(block: &NewBlock) -> OpResult<Vec<String>> {
-    if block.name == "comment" && source::js_trim(&block.body).is_empty() {
+    if block.name == "comment" && line_text::js_trim(&block.body).is_empty() {
         return fail(E::InvalidContent, "comment content must not be empty");
     }
     for (_, v) in &block.attrs {
-        if source::has_newline(v) {
+        if line_text::has_newline(v) {
             return fail(
                 E::InvalidContent,
                 "attribute values must be single-line strings",
@@ -235,7 +236,7 @@ fn serialize(block: &NewBlock) -> OpResult<Vec<String>> {
     let mut out = vec![format!("::{}{{{}}}", block.name, attrs.join(" "))];
     let body = block.body.trim_end_matches(['\n', '\r']);
     if !body.is_empty() || block.name != "change_request" {
-        out.extend(source::fragment_lines(body));
+        out.extend(line_text::fragment_lines(body));
     }
     out.push("::".to_string());
     parse_fragment(&out.join("\n"))?;
@@ -259,7 +260,7 @@ pub(crate) fn add_note_like(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         NodeKind::Directive { colons, .. } => *colons as usize,
         _ => child_fence_depth(&ctx.doc, target),
     };
-    let mut fragment = source::normalize_fence_depth(&serialize(&block)?, 2, depth);
+    let mut fragment = line_text::normalize_fence_depth(&serialize(&block)?, 2, depth);
     let mut lines = LineBuf::new(ctx.src);
     let (start, end) = (target.span.start as usize, target.span.end as usize);
     let at = if matches!(target.kind, NodeKind::Section { .. }) {
@@ -294,7 +295,7 @@ pub(crate) fn resolve_comment(
     if resolved_by
         .into_iter()
         .chain(resolved_at)
-        .any(source::has_newline)
+        .any(line_text::has_newline)
     {
         return fail(
             E::InvalidContent,
@@ -303,10 +304,10 @@ pub(crate) fn resolve_comment(
     }
     rewrite_open_line(ctx, node, |line| {
         let mut next =
-            source::set_open_line_attr(line, "status", &AttrVal::Str("resolved".into()))?;
+            line_text::set_open_line_attr(line, "status", &AttrVal::Str("resolved".into()))?;
         for (k, v) in [("resolved_by", resolved_by), ("resolved_at", resolved_at)] {
             if let Some(v) = v.filter(|s| !s.is_empty()) {
-                next = source::set_open_line_attr(&next, k, &AttrVal::Str(v.to_string()))?;
+                next = line_text::set_open_line_attr(&next, k, &AttrVal::Str(v.to_string()))?;
             }
         }
         Some(next)

@@ -21,8 +21,9 @@ use serde_json::{Map, Value};
 use super::{self as dataset, source_row, Data};
 use crate::doc::slug::is_js_space;
 use crate::doc::Node;
+use crate::patch::line_buf::LineBuf;
+use crate::patch::line_text;
 use crate::patch::op::{Column, Op};
-use crate::patch::source::{self, LineBuf};
 use crate::patch::{fail, OpResult, PatchErrorCode as E};
 
 /// Byte budget per body byte for scanning candidate record blocks and
@@ -348,11 +349,11 @@ fn serialize_record(
 /// first later line that is exactly `]`.
 fn record_bounds(lines: &LineBuf<'_>, scope: Scope) -> OpResult<(usize, usize)> {
     for i in scope.start..scope.end {
-        if source::js_trim(lines.get(i)) != "[" {
+        if line_text::js_trim(lines.get(i)) != "[" {
             continue;
         }
         for close in i + 1..scope.end {
-            if source::js_trim(lines.get(close)) == "]" {
+            if line_text::js_trim(lines.get(close)) == "]" {
                 return Ok((i, close));
             }
         }
@@ -385,7 +386,7 @@ fn record_rows(lines: &LineBuf<'_>, scope: Scope, columns: &[String]) -> OpResul
     let mut next_close = vec![None; rows_end.saturating_sub(rows_start)];
     let mut seen = None;
     for j in (rows_start..rows_end).rev() {
-        if source::js_trim(lines.get(j)).starts_with('}') {
+        if line_text::js_trim(lines.get(j)).starts_with('}') {
             seen = Some(j);
         }
         if let Some(slot) = next_close.get_mut(j - rows_start) {
@@ -396,7 +397,7 @@ fn record_rows(lines: &LineBuf<'_>, scope: Scope, columns: &[String]) -> OpResul
     let mut i = rows_start + 1;
     while i < rows_end {
         let line = lines.get(i);
-        let first = source::js_trim(line);
+        let first = line_text::js_trim(line);
         if !first.starts_with('{') {
             i += 1;
             continue;
@@ -461,7 +462,7 @@ fn record_row(
     if props.is_empty() {
         return None;
     }
-    let indent = source::indent_of(block[0]).to_string();
+    let indent = line_text::indent_of(block[0]).to_string();
     let prop_indent = block
         .get(1..block.len().saturating_sub(1))
         .unwrap_or(&[])
@@ -469,7 +470,7 @@ fn record_row(
         .find(|l| has_any_property(l))
         .map_or_else(
             || format!("{indent}  "),
-            |l| source::indent_of(l).to_string(),
+            |l| line_text::indent_of(l).to_string(),
         );
     Some(RecordRow {
         props,
@@ -812,8 +813,8 @@ fn array_bounds(lines: &LineBuf<'_>, scope: Scope, object: bool) -> OpResult<Arr
     let mut columns_line = None;
     for i in scope.start..scope.end {
         let line = lines.get(i);
-        let trimmed = source::js_trim(line);
-        let indent = source::indent_of(line);
+        let trimmed = line_text::js_trim(line);
+        let indent = line_text::indent_of(line);
         if object {
             if let Some((prefix, value, trailing)) = member_line(line, "columns") {
                 if matches!(serde_json::from_str::<Value>(value), Ok(Value::Array(_))) {
@@ -855,7 +856,7 @@ fn array_bounds(lines: &LineBuf<'_>, scope: Scope, object: bool) -> OpResult<Arr
             continue;
         }
         for close in i + 1..scope.end {
-            let t = source::js_trim(lines.get(close));
+            let t = line_text::js_trim(lines.get(close));
             let closes = t
                 .strip_prefix(']')
                 .map(skip_space)
@@ -881,7 +882,7 @@ fn array_bounds(lines: &LineBuf<'_>, scope: Scope, object: bool) -> OpResult<Arr
 /// Splits `^\s*("key"\s*:\s*)(\[.*\])(\s*,?)\s*$` into (prefix, array text,
 /// trailing); the array text runs to the line's last `]`.
 fn member_line<'l>(line: &'l str, key: &str) -> Option<(&'l str, &'l str, &'l str)> {
-    let rest = &line[source::indent_of(line).len()..];
+    let rest = &line[line_text::indent_of(line).len()..];
     let after_key = rest
         .strip_prefix('"')?
         .strip_prefix(key)?
@@ -918,7 +919,7 @@ fn array_rows(lines: &LineBuf<'_>, b: &ArrayBounds) -> Vec<RowLine> {
     let mut out = Vec::new();
     for i in b.rows_start + 1..b.rows_end {
         let line = lines.get(i);
-        let trimmed = source::js_trim(line);
+        let trimmed = line_text::js_trim(line);
         if !trimmed.starts_with('[') || trimmed == "[" || trimmed == "]," {
             continue;
         }
@@ -932,7 +933,7 @@ fn array_rows(lines: &LineBuf<'_>, b: &ArrayBounds) -> Vec<RowLine> {
         ) {
             out.push(RowLine {
                 index: i,
-                indent: source::indent_of(line).to_string(),
+                indent: line_text::indent_of(line).to_string(),
                 trailing,
             });
         }

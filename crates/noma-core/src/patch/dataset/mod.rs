@@ -15,8 +15,9 @@ mod json;
 
 use serde_json::{Map, Value};
 
+use super::line_buf::LineBuf;
+use super::line_text;
 use super::op::{Column, Op};
-use super::source::{self, LineBuf};
 use super::table::as_index;
 use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
@@ -99,7 +100,7 @@ enum Format {
 
 /// JavaScript's `Number(s)` for strings: `None` when NaN.
 fn js_number(s: &str) -> Option<f64> {
-    let t = source::js_trim(s);
+    let t = line_text::js_trim(s);
     if t.is_empty() {
         return Some(0.0);
     }
@@ -138,7 +139,7 @@ fn finite_number(s: &str) -> Option<f64> {
 }
 
 fn boolean_text(s: &str) -> Option<bool> {
-    match source::js_trim(s).to_lowercase().as_str() {
+    match line_text::js_trim(s).to_lowercase().as_str() {
         "true" | "yes" | "1" => Some(true),
         "false" | "no" | "0" => Some(false),
         _ => None,
@@ -156,20 +157,20 @@ fn schema_type(v: Option<&Value>) -> Option<String> {
 fn coerce(value: &str, schema: Option<&Value>) -> Value {
     match schema_type(schema).as_deref() {
         Some("number" | "integer") => {
-            if source::js_trim(value).is_empty() {
+            if line_text::js_trim(value).is_empty() {
                 return Value::Null;
             }
             finite_number(value).map_or_else(|| Value::String(value.into()), number_to_json)
         }
         Some("boolean") => {
-            if source::js_trim(value).is_empty() {
+            if line_text::js_trim(value).is_empty() {
                 return Value::Null;
             }
             boolean_text(value).map_or_else(|| Value::String(value.into()), Value::Bool)
         }
         Some(_) => Value::String(value.into()),
         None => {
-            let t = source::js_trim(value);
+            let t = line_text::js_trim(value);
             if t.is_empty() {
                 return Value::String(value.into());
             }
@@ -191,7 +192,7 @@ fn coerce(value: &str, schema: Option<&Value>) -> Value {
 fn infer_type(values: &[String]) -> &'static str {
     let present: Vec<&str> = values
         .iter()
-        .map(|v| source::js_trim(v))
+        .map(|v| line_text::js_trim(v))
         .filter(|v| !v.is_empty())
         .collect();
     if present.is_empty() {
@@ -235,7 +236,7 @@ fn format_of(node: &Node) -> Result<Format, String> {
     let f = node
         .attrs()
         .and_then(|a| a.get_str("format"))
-        .map(|s| source::js_trim(s).to_lowercase())
+        .map(|s| line_text::js_trim(s).to_lowercase())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "yaml".into());
     match f.as_str() {
@@ -283,15 +284,15 @@ fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Dat
     let mut src = Vec::new();
     for i in start..end.saturating_sub(1) {
         let line = lines.get(i);
-        if source::js_trim(line).is_empty() {
+        if line_text::js_trim(line).is_empty() {
             continue;
         }
         src.push(RowLine {
             index: i,
-            indent: source::indent_of(line).to_string(),
+            indent: line_text::indent_of(line).to_string(),
             trailing: String::new(),
         });
-        rows.push(split_delimited_row(source::js_trim(line), delim));
+        rows.push(split_delimited_row(line_text::js_trim(line), delim));
     }
     let mut it = rows.into_iter();
     let Some(columns) = it.next() else {
@@ -319,7 +320,7 @@ fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Dat
 
 /// `^(\s*)-\s*(\[.*\])(\s+#.*)?\s*$` → (indent, array text, trailing comment).
 fn match_row_line(line: &str) -> Option<(&str, &str, &str)> {
-    let indent = source::indent_of(line);
+    let indent = line_text::indent_of(line);
     let rest = line[indent.len()..].strip_prefix('-')?;
     let body = rest.trim_start_matches(crate::doc::slug::is_js_space);
     if !body.starts_with('[') {
@@ -344,7 +345,7 @@ fn match_row_line(line: &str) -> Option<(&str, &str, &str)> {
 }
 
 fn key_prefix(line: &str, key: &str) -> Option<usize> {
-    let indent = source::indent_of(line);
+    let indent = line_text::indent_of(line);
     let rest = line[indent.len()..].strip_prefix(key)?;
     rest.trim_start_matches(crate::doc::slug::is_js_space)
         .starts_with(':')
@@ -353,7 +354,7 @@ fn key_prefix(line: &str, key: &str) -> Option<usize> {
 
 /// `^(\s*)([A-Za-z_][\w-]*)\s*:` → the key.
 fn property_key(line: &str) -> Option<&str> {
-    let indent = source::indent_of(line);
+    let indent = line_text::indent_of(line);
     let rest = &line[indent.len()..];
     let b = rest.as_bytes();
     if !b
@@ -517,8 +518,8 @@ fn yaml_content_lines<'l>(
 ) -> impl Iterator<Item = (usize, &'l str, &'l str, &'l str)> {
     body.filter_map(move |i| {
         let line = lines.get(i);
-        let t = source::js_trim(line);
-        (!t.is_empty() && !t.starts_with('#')).then(|| (i, line, t, source::indent_of(line)))
+        let t = line_text::js_trim(line);
+        (!t.is_empty() && !t.starts_with('#')).then(|| (i, line, t, line_text::indent_of(line)))
     })
 }
 
@@ -567,7 +568,7 @@ fn yaml_schema_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> YamlS
 // ---------------------------------------------------------------------------
 
 fn single_line(v: &str, what: &str) -> OpResult<()> {
-    if source::has_newline(v) {
+    if line_text::has_newline(v) {
         return fail(E::InvalidContent, format!("{what} must be a single line"));
     }
     Ok(())
@@ -610,7 +611,7 @@ fn column_index(d: &Data, column: &Column) -> OpResult<usize> {
 
 fn column_label(column: &Column) -> String {
     match column {
-        Column::Index(n) => source::js_num(*n),
+        Column::Index(n) => line_text::js_num(*n),
         Column::Label(s) => s.clone(),
     }
 }
@@ -635,7 +636,7 @@ fn row_text(format: Format, cells: &[Value]) -> OpResult<String> {
     Ok(match format {
         Format::Delimited(delim) => {
             let text: Vec<String> = cells.iter().map(scalar_text).collect();
-            if text.iter().any(|c| source::has_newline(c)) {
+            if text.iter().any(|c| line_text::has_newline(c)) {
                 return fail(
                     E::InvalidContent,
                     "dataset cell value must be a single line",
@@ -660,7 +661,7 @@ fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()
         Format::Delimited(delim) => {
             let mut all: Vec<Vec<String>> = vec![d.columns.clone()];
             all.extend(d.rows.iter().map(|r| r.iter().map(scalar_text).collect()));
-            if all.iter().flatten().any(|c| source::has_newline(c)) {
+            if all.iter().flatten().any(|c| line_text::has_newline(c)) {
                 return fail(
                     E::InvalidContent,
                     "dataset cell value must be a single line",
@@ -768,7 +769,7 @@ pub(super) fn insert_column(
 ) -> OpResult<(usize, &'static str)> {
     let n = d.column_count();
     let c = super::table::insert_column_index(column, n, "dataset")?;
-    if source::has_newline(header) || source::js_trim(header).is_empty() {
+    if line_text::has_newline(header) || line_text::js_trim(header).is_empty() {
         return fail(
             E::InvalidContent,
             "dataset column header must be a non-empty single-line string",
@@ -1070,7 +1071,7 @@ fn split_rows_line(line: &str) -> Option<(&str, &str)> {
     let colon = line[indent_len..]
         .find(':')
         .map_or(line.len(), |p| indent_len + p + 1);
-    Some((&line[..colon], source::js_trim(&line[colon..])))
+    Some((&line[..colon], line_text::js_trim(&line[colon..])))
 }
 
 /// `rows: []` → `rows:` (keeping a trailing comment) before the first row.
@@ -1081,7 +1082,7 @@ fn rows_line_as_block(line: &str) -> OpResult<String> {
         return fail(E::InvalidContent, NEEDS_BLOCK);
     };
     if let Some(after) = rest.strip_prefix("[]") {
-        let comment = source::js_trim(after);
+        let comment = line_text::js_trim(after);
         if comment.is_empty() {
             return Ok(prefix.to_string());
         }
