@@ -26,7 +26,6 @@ mod notes;
 mod op;
 mod replace_lines;
 mod table;
-mod yaml;
 
 use serde_json::Value;
 

@@ -1027,7 +1027,7 @@ fn write_js_json(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&super::yaml::number_text(n)),
+        Value::Number(n) => out.push_str(&super::yaml_flow::number_text(n)),
         Value::String(s) => out.push_str(&json_string(s)),
         Value::Array(items) => out.push_str(&js_json_array(items)),
         Value::Object(m) => {
