@@ -343,10 +343,6 @@ pub fn normalize_fence_depth(content: &[String], from: usize, to: usize) -> Vec<
 mod tests {
     use super::*;
 
-    fn lines(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
     fn open_line_attr_rewrites() {
         let l = r#"::claim{id="x" confidence=0.5}"#;
@@ -387,10 +383,10 @@ mod tests {
 
     #[test]
     fn fence_depth_skips_code() {
-        let src = lines(&["::claim{id=\"m\"}", "```", "::", "```", "::"]);
+        let src = ["::claim{id=\"m\"}", "```", "::", "```", "::"].map(String::from);
         assert_eq!(
             normalize_fence_depth(&src, 2, 3),
-            lines(&[":::claim{id=\"m\"}", "```", "::", "```", ":::"])
+            [":::claim{id=\"m\"}", "```", "::", "```", ":::"].map(String::from)
         );
     }
 
