@@ -9,6 +9,7 @@ pub mod hash;
 pub mod ids;
 pub mod inline;
 pub mod json;
+mod line_match;
 pub mod lines;
 pub mod memo;
 pub mod parse;

@@ -23,7 +23,7 @@
 //!   the padding cells after it are not written (each render would
 //!   otherwise add a `|` to that cell).
 
-use super::ast::{Align, AttrValue, Document, Node, NodeKind, Text};
+use super::ast::{Align, AttrValue, Document, ListItem, Node, NodeKind, Text};
 use super::attrs::{parse_heading_attrs, serialize_attr, serialize_attrs};
 use super::slug::{heading_slug, is_js_space};
 
@@ -98,21 +98,9 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
             explicit_id,
             children,
         } => {
-            let hashes = "#".repeat(usize::from((*level).clamp(1, 6)));
             let attrs =
                 heading_attr_text(node, title, *explicit_id, heading_attrs.as_deref(), regen);
-            // A blank title needs two spaces after the `#`s: one alone does
-            // not make a heading (the parser's `\s+(.+?)` wants a character
-            // after the first space), and the section would become a paragraph.
-            let mut head = if title.trim_matches(is_js_space).is_empty() {
-                format!("{hashes}  ")
-            } else {
-                format!("{hashes} {title}")
-            };
-            if !attrs.is_empty() {
-                head.push(' ');
-                head.push_str(&attrs);
-            }
+            let head = heading_line(*level, title, &attrs);
             if children.is_empty() {
                 return head;
             }
@@ -121,28 +109,8 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
         }
         NodeKind::Paragraph { content } => content.to_string(),
         NodeKind::Code { lang, content, .. } => render_code(lang.as_deref(), content),
-        NodeKind::List { ordered, items } => {
-            let mut lines = Vec::with_capacity(items.len());
-            for (i, it) in items.iter().enumerate() {
-                if *ordered {
-                    lines.push(format!("{}. {}", i + 1, it.content));
-                } else {
-                    lines.push(format!("- {}", it.content));
-                }
-            }
-            lines.join("\n")
-        }
-        NodeKind::Quote { content } => content
-            .split('\n')
-            .map(|l| {
-                if l.is_empty() {
-                    ">".to_string()
-                } else {
-                    format!("> {l}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        NodeKind::List { ordered, items } => render_list(*ordered, items),
+        NodeKind::Quote { content } => render_quote(content),
         NodeKind::ThematicBreak => "---".to_string(),
         NodeKind::Table {
             header,
@@ -156,12 +124,11 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
             colons: own,
             ..
         } => {
-            let body = node.body();
             let n = (*own).max(colons).max(2);
             let fence = ":".repeat(n as usize);
             let open = format!("{fence}{name}{}", serialize_attrs(attrs));
             if children.is_empty() {
-                return match body {
+                return match node.body() {
                     Some(b) if !b.is_empty() => format!("{open}\n{b}\n{fence}"),
                     _ => format!("{open}\n{fence}"),
                 };
@@ -170,6 +137,53 @@ fn render_node(node: &Node, colons: u32, regen: &[String]) -> String {
             format!("{open}\n{inner}\n{fence}")
         }
     }
+}
+
+/// A section's heading line: the `#`s, the title and its `{...}` block
+/// (`attrs`, empty when none is needed).
+fn heading_line(level: u8, title: &str, attrs: &str) -> String {
+    let hashes = "#".repeat(usize::from(level.clamp(1, 6)));
+    // A blank title needs two spaces after the `#`s: one alone does
+    // not make a heading (the parser's `\s+(.+?)` wants a character
+    // after the first space), and the section would become a paragraph.
+    let mut head = if title.trim_matches(is_js_space).is_empty() {
+        format!("{hashes}  ")
+    } else {
+        format!("{hashes} {title}")
+    };
+    if !attrs.is_empty() {
+        head.push(' ');
+        head.push_str(attrs);
+    }
+    head
+}
+
+/// A list, one `- ` or `N. ` line per item.
+fn render_list(ordered: bool, items: &[ListItem]) -> String {
+    let mut lines = Vec::with_capacity(items.len());
+    for (i, it) in items.iter().enumerate() {
+        if ordered {
+            lines.push(format!("{}. {}", i + 1, it.content));
+        } else {
+            lines.push(format!("- {}", it.content));
+        }
+    }
+    lines.join("\n")
+}
+
+/// A block quote: every line behind `> ` (a bare `>` for an empty one).
+fn render_quote(content: &str) -> String {
+    content
+        .split('\n')
+        .map(|l| {
+            if l.is_empty() {
+                ">".to_string()
+            } else {
+                format!("> {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn join_children(children: &[Node], colons: u32) -> String {

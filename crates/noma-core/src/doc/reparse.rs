@@ -44,10 +44,11 @@
 use std::ops::Range;
 
 use super::ast::{Document, Node, NodeKind, Span};
-use super::parse::{
+use super::line_match::{
     is_blank, is_frontmatter_fence, is_table_row, is_table_separator, match_directive_close,
-    match_directive_open, match_heading, parse_fragment, section_end,
+    match_directive_open, match_heading,
 };
+use super::parse::{parse_fragment, section_end};
 
 /// How to turn the old tree into the new one.
 #[derive(Debug)]

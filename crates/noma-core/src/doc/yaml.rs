@@ -1,5 +1,5 @@
 //! YAML → JSON, the one converter for the whole crate: frontmatter
-//! (`parse.rs`) and `::dataset` bodies (`patch::yaml`) both read YAML
+//! (`parse.rs`) and `::dataset` bodies (`patch::dataset::yaml_flow`) both read YAML
 //! through [`yaml_to_json_value`], so a value means the same thing in a
 //! document's metadata and in a dataset patch.
 //!

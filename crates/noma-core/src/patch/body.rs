@@ -6,7 +6,8 @@
 use super::core::{check_key, parse_fragment, require_directive, rewrite_open_line};
 use super::fence;
 use super::heading_id::keep_section_ids;
-use super::source::{self, attr_tokens, LineBuf};
+use super::line_buf::LineBuf;
+use super::line_text::{self, attr_tokens};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::slug::slugify;
 use crate::doc::NodeKind;
@@ -36,7 +37,7 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
     }
     let (start, end) = (node.span.start as usize, node.span.end as usize);
     let mut lines = LineBuf::new(ctx.src);
-    let mut body = source::fragment_lines(content);
+    let mut body = line_text::fragment_lines(content);
     // The block with its new body must still be one closed block: a body
     // that opens a code fence (or a directive) it does not close would
     // swallow the closing fence and the rest of the document. Directives
@@ -68,7 +69,7 @@ pub(crate) fn update_heading(ctx: &Ctx<'_>, id: &str, title: &str) -> OpResult<S
             format!("block \"{id}\" is not a section heading"),
         );
     }
-    if source::has_newline(title) {
+    if line_text::has_newline(title) {
         return fail(E::InvalidContent, "heading title must be a single line");
     }
     let mut lines = LineBuf::new(ctx.src);
@@ -81,9 +82,9 @@ pub(crate) fn update_heading(ctx: &Ctx<'_>, id: &str, title: &str) -> OpResult<S
 }
 
 fn rewrite_heading_title(line: &str, title: &str, stable_id: &str) -> Option<String> {
-    let h = source::split_heading_line(line)?;
+    let h = line_text::split_heading_line(line)?;
     let needs_id = !stable_id.is_empty() && slugify(title) != stable_id;
-    let attrs = h.attrs.map(source::js_trim).unwrap_or("");
+    let attrs = h.attrs.map(line_text::js_trim).unwrap_or("");
     let (hashes, space) = (h.hashes, h.space);
     if attrs.is_empty() {
         return Some(if needs_id {
@@ -102,7 +103,7 @@ fn rewrite_heading_title(line: &str, title: &str, stable_id: &str) -> Option<Str
     };
     Some(format!(
         "{hashes}{space}{title} {{{}}}",
-        source::js_trim(&merged)
+        line_text::js_trim(&merged)
     ))
 }
 
@@ -110,7 +111,7 @@ fn rewrite_heading_title(line: &str, title: &str, stable_id: &str) -> Option<Str
 pub(crate) fn remove_attribute(ctx: &Ctx<'_>, id: &str, key: &str) -> OpResult<String> {
     check_key(key)?;
     let node = require_directive(ctx, id)?;
-    rewrite_open_line(ctx, node, |l| source::remove_open_line_attr(l, key))
+    rewrite_open_line(ctx, node, |l| line_text::remove_open_line_attr(l, key))
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@
 
 use super::fence::{self, path_to};
 use super::heading_id::{keep_ids_after_delete, keep_section_ids, set_heading_id};
-use super::source::{self, AttrVal, LineBuf};
+use super::line_buf::LineBuf;
+use super::line_text::{self, AttrVal};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Node, NodeKind};
 
@@ -148,12 +149,12 @@ fn placed_fragment(
     siblings: &[Node],
 ) -> OpResult<Vec<String>> {
     let NodeKind::Directive { colons, .. } = fragment.kind else {
-        return Ok(source::fragment_lines(content));
+        return Ok(line_text::fragment_lines(content));
     };
     let depth = fence::depth_for(&ctx.doc, container, siblings, colons as usize);
     // `parse_fragment` parsed `content` as a document of its own; leading
     // blank lines put the directive below line 1.
-    let lines = source::fragment_lines(content);
+    let lines = line_text::fragment_lines(content);
     fence::refence(&lines, fragment, 1, depth)
 }
 
@@ -341,7 +342,7 @@ pub(crate) fn update_attribute(
     check_key(key)?;
     let node = require_directive(ctx, id)?;
     if let Some(AttrVal::Str(s)) = value {
-        if source::has_newline(s) {
+        if line_text::has_newline(s) {
             return fail(
                 E::InvalidContent,
                 "attribute values must be single-line strings",
@@ -349,8 +350,8 @@ pub(crate) fn update_attribute(
         }
     }
     match value {
-        Some(v) => rewrite_open_line(ctx, node, |l| source::set_open_line_attr(l, key, v)),
-        None => rewrite_open_line(ctx, node, |l| source::remove_open_line_attr(l, key)),
+        Some(v) => rewrite_open_line(ctx, node, |l| line_text::set_open_line_attr(l, key, v)),
+        None => rewrite_open_line(ctx, node, |l| line_text::remove_open_line_attr(l, key)),
     }
 }
 
@@ -389,7 +390,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     let open = if section {
         set_heading_id(lines.get(idx), to)
     } else {
-        source::set_open_line_attr(lines.get(idx), "id", &AttrVal::Str(to.to_string()))
+        line_text::set_open_line_attr(lines.get(idx), "id", &AttrVal::Str(to.to_string()))
     };
     let Some(open) = open else {
         return fail(
@@ -432,7 +433,7 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
 
 /// `/^:{2,}\w/` on the trimmed line.
 fn is_directive_line(line: &str) -> bool {
-    let t = source::js_trim(line);
+    let t = line_text::js_trim(line);
     let colons = t.bytes().take_while(|&c| c == b':').count();
     colons >= 2
         && t.as_bytes()

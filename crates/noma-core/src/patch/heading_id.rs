@@ -4,7 +4,8 @@
 //! heading-derived id stable after an edit. Its own file so that both op
 //! files use it without importing each other.
 
-use super::source::{self, attr_tokens, LineBuf};
+use super::line_buf::LineBuf;
+use super::line_text::{self, attr_tokens};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::NodeKind;
 
@@ -117,7 +118,7 @@ fn pin_shifted_ids(
 /// Sets a heading's explicit id: rewrites an `id=` token of its `{...}`
 /// block, or adds one (appending a block when there is none).
 pub(crate) fn set_heading_id(line: &str, id: &str) -> Option<String> {
-    let h = source::split_heading_line(line)?;
+    let h = line_text::split_heading_line(line)?;
     if let Some(a) = h.attrs {
         if let Some(t) = attr_tokens(a)
             .into_iter()
@@ -136,7 +137,7 @@ pub(crate) fn set_heading_id(line: &str, id: &str) -> Option<String> {
 
 /// Adds `id="…"` to a heading line's `{...}` block (or appends one).
 fn pin_heading_id(line: &str, id: &str) -> Option<String> {
-    let h = source::split_heading_line(line)?;
+    let h = line_text::split_heading_line(line)?;
     let pin = format!("id=\"{id}\"");
     Some(match h.attrs {
         None => format!(
@@ -146,7 +147,7 @@ fn pin_heading_id(line: &str, id: &str) -> Option<String> {
         Some(a) => {
             let open = a.as_ptr() as usize - line.as_ptr() as usize - 1;
             let close = open + 1 + a.len();
-            let inner = source::js_trim(a);
+            let inner = line_text::js_trim(a);
             let sep = if inner.is_empty() { "" } else { " " };
             format!(
                 "{}{{{inner}{sep}{pin}}}{}",

@@ -1,5 +1,5 @@
 //! The 25 source-preserving patch ops (§3.1 core, §1.5 extended), and the
-//! one extension op `noma record` writes ([`REPLACE_LINES`], see `lines.rs`).
+//! one extension op `noma record` writes ([`REPLACE_LINES`], see `replace_lines.rs`).
 //!
 //! Every op re-parses the current text, locates its block by canonical id,
 //! and splices only the lines it changes; every other byte (BOM, CRLF line
@@ -19,23 +19,23 @@ mod core;
 mod dataset;
 mod fence;
 mod heading_id;
-mod lines;
+mod line_buf;
+mod line_text;
 mod move_block;
 mod notes;
 mod op;
-mod source;
+mod replace_lines;
 mod table;
-mod yaml;
 
 use serde_json::Value;
 
 use crate::doc::{self, Document, Node, ParseMemo};
 
-pub use lines::{genesis_op, relocate, REPLACE_LINES};
 pub use op::{
     is_catalogue_op, op_name, op_target, unknown_op_message, Column, NoteKind, Op, OpShapeError,
     OP_NAMES,
 };
+pub use replace_lines::{genesis_op, relocate, REPLACE_LINES};
 
 /// The §3.5 PatchError codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +219,7 @@ fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<St
     }
     if let Op::ReplaceLines { line, old, new } = &op {
         // Works on the file's bytes (BOM included), never on the parse.
-        return lines::replace_lines(source, *line, old, new);
+        return replace_lines::replace_lines(source, *line, old, new);
     }
     let (bom, body) = match source.strip_prefix('\u{feff}') {
         Some(rest) => (true, rest),

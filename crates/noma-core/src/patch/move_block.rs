@@ -9,7 +9,8 @@
 
 use super::core::{child_insertion, delete_span, require_parent};
 use super::fence::{self, child_fence_depth};
-use super::source::{self, LineBuf};
+use super::line_buf::LineBuf;
+use super::line_text;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::{self, Document, Node, NodeKind};
 
@@ -109,7 +110,7 @@ fn cut_is_seamless(ctx: &Ctx<'_>, node: &Node, line_before: &str) -> bool {
             | NodeKind::Table { .. }
             | NodeKind::ThematicBreak => {
                 prev.span.end < node.span.start.saturating_sub(1)
-                    && source::js_trim(line_before).is_empty()
+                    && line_text::js_trim(line_before).is_empty()
             }
             _ => false,
         },

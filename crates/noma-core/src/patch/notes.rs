@@ -10,8 +10,9 @@
 
 use super::core::{is_valid_id, parse_fragment, rewrite_open_line};
 use super::fence::child_fence_depth;
+use super::line_buf::LineBuf;
+use super::line_text::{self, serialize_attr, AttrVal};
 use super::op::{NoteKind, Op};
-use super::source::{self, serialize_attr, AttrVal, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::NodeKind;
 
@@ -42,23 +43,8 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             date,
             reply_to,
         } => {
-            let mut attrs: Attrs = vec![("id", id.clone())];
-            match reply_to.as_ref().filter(|s| !s.is_empty()) {
-                Some(r) => attrs.push(("reply_to", r.clone())),
-                None => attrs.push(("parent", target.clone())),
-            }
-            push_truthy(&mut attrs, "author", author);
-            push_truthy(&mut attrs, "initials", initials);
-            push_truthy(&mut attrs, "date", date);
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: "comment",
-                    attrs,
-                    body: content.clone(),
-                },
-            ))
+            let plain = [("author", author), ("initials", initials), ("date", date)];
+            Ok((id, target, comment(id, target, content, reply_to, plain)))
         }
         Op::AddNote {
             kind,
@@ -66,25 +52,7 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             target,
             content,
             label,
-        } => {
-            let what = if *kind == NoteKind::Footnote {
-                "footnote"
-            } else {
-                "endnote"
-            };
-            check_note(what, content, label.as_deref())?;
-            let mut attrs: Attrs = vec![("id", id.clone()), ("for", target.clone())];
-            push_truthy(&mut attrs, "label", label);
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: what,
-                    attrs,
-                    body: content.clone(),
-                },
-            ))
-        }
+        } => Ok((id, target, note(*kind, id, target, content, label)?)),
         Op::AddChangeRequest {
             id,
             target,
@@ -97,42 +65,102 @@ fn build(op: &Op) -> OpResult<(&str, &str, NewBlock)> {
             date,
         } => {
             check_change_request(action, from, to, text, [author, date])?;
-            let mut attrs: Attrs = vec![
-                ("id", id.clone()),
-                ("target", target.clone()),
-                ("action", action.clone()),
-            ];
-            for (k, v) in [("from", from), ("to", to), ("text", text)] {
-                if let Some(v) = v {
-                    attrs.push((k, v.clone()));
-                }
-            }
-            push_truthy(&mut attrs, "author", author);
-            push_truthy(&mut attrs, "date", date);
-            let body = content.clone().unwrap_or_default();
-            Ok((
-                id,
-                target,
-                NewBlock {
-                    name: "change_request",
-                    attrs,
-                    body,
-                },
-            ))
+            let roles = [("from", from), ("to", to), ("text", text)];
+            let plain = [("author", author), ("date", date)];
+            let block = change_request(id, target, action, roles, content, plain);
+            Ok((id, target, block))
         }
         _ => fail(E::UnsupportedOp, "not an add-note op"),
     }
 }
 
+/// The `::comment` of add_comment: threaded under `reply_to` when given,
+/// else attached to `target`; `plain` attributes only when non-empty.
+fn comment(
+    id: &str,
+    target: &str,
+    content: &str,
+    reply_to: &Option<String>,
+    plain: [(&'static str, &Option<String>); 3],
+) -> NewBlock {
+    let mut attrs: Attrs = vec![("id", id.to_string())];
+    match reply_to.as_ref().filter(|s| !s.is_empty()) {
+        Some(r) => attrs.push(("reply_to", r.clone())),
+        None => attrs.push(("parent", target.to_string())),
+    }
+    for (key, v) in plain {
+        push_truthy(&mut attrs, key, v);
+    }
+    NewBlock {
+        name: "comment",
+        attrs,
+        body: content.to_string(),
+    }
+}
+
+/// The `::footnote` or `::endnote` of add_footnote / add_endnote.
+fn note(
+    kind: NoteKind,
+    id: &str,
+    target: &str,
+    content: &str,
+    label: &Option<String>,
+) -> OpResult<NewBlock> {
+    let what = if kind == NoteKind::Footnote {
+        "footnote"
+    } else {
+        "endnote"
+    };
+    check_note(what, content, label.as_deref())?;
+    let mut attrs: Attrs = vec![("id", id.to_string()), ("for", target.to_string())];
+    push_truthy(&mut attrs, "label", label);
+    Ok(NewBlock {
+        name: what,
+        attrs,
+        body: content.to_string(),
+    })
+}
+
+/// The `::change_request` of add_change_request: the attributes with a
+/// role in the action (`roles`) whenever given, `plain` ones only when
+/// non-empty.
+fn change_request(
+    id: &str,
+    target: &str,
+    action: &str,
+    roles: [(&'static str, &Option<String>); 3],
+    content: &Option<String>,
+    plain: [(&'static str, &Option<String>); 2],
+) -> NewBlock {
+    let mut attrs: Attrs = vec![
+        ("id", id.to_string()),
+        ("target", target.to_string()),
+        ("action", action.to_string()),
+    ];
+    for (k, v) in roles {
+        if let Some(v) = v {
+            attrs.push((k, v.clone()));
+        }
+    }
+    for (key, v) in plain {
+        push_truthy(&mut attrs, key, v);
+    }
+    NewBlock {
+        name: "change_request",
+        attrs,
+        body: content.clone().unwrap_or_default(),
+    }
+}
+
 /// A footnote/endnote needs text, and its label must fit on the open line.
 fn check_note(what: &str, content: &str, label: Option<&str>) -> OpResult<()> {
-    if source::js_trim(content).is_empty() {
+    if line_text::js_trim(content).is_empty() {
         return fail(
             E::InvalidContent,
             format!("{what} content must not be empty"),
         );
     }
-    if label.is_some_and(source::has_newline) {
+    if label.is_some_and(line_text::has_newline) {
         return fail(E::InvalidContent, "note label must be a single-line string");
     }
     Ok(())
@@ -149,7 +177,7 @@ fn check_change_request(
     plain: [&Option<String>; 2],
 ) -> OpResult<()> {
     for v in [from, to, text].into_iter().chain(plain).flatten() {
-        if source::has_newline(v) {
+        if line_text::has_newline(v) {
             return fail(
                 E::InvalidContent,
                 "change_request attributes must be single-line strings",
@@ -189,11 +217,11 @@ fn check_change_request(
 
 /// Serializes the block at depth 2 and checks it parses back to one directive.
 fn serialize(block: &NewBlock) -> OpResult<Vec<String>> {
-    if block.name == "comment" && source::js_trim(&block.body).is_empty() {
+    if block.name == "comment" && line_text::js_trim(&block.body).is_empty() {
         return fail(E::InvalidContent, "comment content must not be empty");
     }
     for (_, v) in &block.attrs {
-        if source::has_newline(v) {
+        if line_text::has_newline(v) {
             return fail(
                 E::InvalidContent,
                 "attribute values must be single-line strings",
@@ -208,7 +236,7 @@ fn serialize(block: &NewBlock) -> OpResult<Vec<String>> {
     let mut out = vec![format!("::{}{{{}}}", block.name, attrs.join(" "))];
     let body = block.body.trim_end_matches(['\n', '\r']);
     if !body.is_empty() || block.name != "change_request" {
-        out.extend(source::fragment_lines(body));
+        out.extend(line_text::fragment_lines(body));
     }
     out.push("::".to_string());
     parse_fragment(&out.join("\n"))?;
@@ -232,7 +260,7 @@ pub(crate) fn add_note_like(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
         NodeKind::Directive { colons, .. } => *colons as usize,
         _ => child_fence_depth(&ctx.doc, target),
     };
-    let mut fragment = source::normalize_fence_depth(&serialize(&block)?, 2, depth);
+    let mut fragment = line_text::normalize_fence_depth(&serialize(&block)?, 2, depth);
     let mut lines = LineBuf::new(ctx.src);
     let (start, end) = (target.span.start as usize, target.span.end as usize);
     let at = if matches!(target.kind, NodeKind::Section { .. }) {
@@ -267,7 +295,7 @@ pub(crate) fn resolve_comment(
     if resolved_by
         .into_iter()
         .chain(resolved_at)
-        .any(source::has_newline)
+        .any(line_text::has_newline)
     {
         return fail(
             E::InvalidContent,
@@ -276,10 +304,10 @@ pub(crate) fn resolve_comment(
     }
     rewrite_open_line(ctx, node, |line| {
         let mut next =
-            source::set_open_line_attr(line, "status", &AttrVal::Str("resolved".into()))?;
+            line_text::set_open_line_attr(line, "status", &AttrVal::Str("resolved".into()))?;
         for (k, v) in [("resolved_by", resolved_by), ("resolved_at", resolved_at)] {
             if let Some(v) = v.filter(|s| !s.is_empty()) {
-                next = source::set_open_line_attr(&next, k, &AttrVal::Str(v.to_string()))?;
+                next = line_text::set_open_line_attr(&next, k, &AttrVal::Str(v.to_string()))?;
             }
         }
         Some(next)

@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::source::AttrVal;
+use super::line_text::AttrVal;
 
 /// The 25 op names of the v1.0 catalog (§3.1 core + §1.5 extended).
 pub const OP_NAMES: [&str; 25] = [
@@ -321,7 +321,7 @@ fn op_fields(name: &str) -> Option<&'static [&'static str]> {
         "delete_table_row" | "delete_dataset_row" => &["id", "row"],
         "insert_table_column" | "insert_dataset_column" => &["id", "column", "header", "cells"],
         "delete_table_column" | "delete_dataset_column" => &["id", "column"],
-        super::lines::REPLACE_LINES => &["line", "old", "new"],
+        super::replace_lines::REPLACE_LINES => &["line", "old", "new"],
         _ => return None,
     })
 }
@@ -435,7 +435,7 @@ impl Fields<'_> {
             .iter()
             .map(|c| match c {
                 Value::String(s) => Ok(s.clone()),
-                Value::Number(n) => Ok(super::source::js_num(n.as_f64().unwrap_or(f64::NAN))),
+                Value::Number(n) => Ok(super::line_text::js_num(n.as_f64().unwrap_or(f64::NAN))),
                 Value::Bool(b) => Ok(b.to_string()),
                 Value::Null => Ok("null".to_string()),
                 _ => Err(OpShapeError::wrong(key, "hold strings")),
@@ -535,7 +535,7 @@ impl Fields<'_> {
                 parent: self.str("parent")?,
                 position: self.opt_index("position")?,
             },
-            super::lines::REPLACE_LINES => Op::ReplaceLines {
+            super::replace_lines::REPLACE_LINES => Op::ReplaceLines {
                 line: self.index("line")?,
                 old: self.str("old")?,
                 new: self.str("new")?,

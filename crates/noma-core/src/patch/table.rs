@@ -4,8 +4,9 @@
 //! their original indentation, escaping pipes outside code spans; rows the
 //! op does not touch keep their bytes (column ops rewrite every row).
 
+use super::line_buf::LineBuf;
+use super::line_text;
 use super::op::{Column, Op};
-use super::source::{self, LineBuf};
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
 use crate::doc::ast::AttrValue;
 use crate::doc::inline::split_pipe_row;
@@ -84,7 +85,7 @@ fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table
     let mut cells = Vec::new();
     for i in start..end.saturating_sub(1) {
         let line = lines.get(i);
-        let t = source::js_trim(line);
+        let t = line_text::js_trim(line);
         if t.is_empty() {
             continue;
         }
@@ -99,7 +100,7 @@ fn read_table(ctx: &Ctx<'_>, lines: &LineBuf<'_>, node: &Node) -> OpResult<Table
         );
         parsed.push(SrcRow {
             index: i,
-            indent: source::indent_of(line).to_string(),
+            indent: line_text::indent_of(line).to_string(),
         });
     }
     let _ = ctx;
@@ -195,7 +196,7 @@ fn column_index(t: &Table, column: &Column) -> OpResult<usize> {
 
 fn column_label(column: &Column) -> String {
     match column {
-        Column::Index(n) => source::js_num(*n),
+        Column::Index(n) => line_text::js_num(*n),
         Column::Label(s) => s.clone(),
     }
 }
@@ -214,7 +215,7 @@ fn row_index(row: f64, len: usize, allow_end: bool) -> OpResult<usize> {
 }
 
 fn single_line(v: &str, what: &str) -> OpResult<()> {
-    if source::has_newline(v) {
+    if line_text::has_newline(v) {
         return fail(E::InvalidContent, format!("{what} must be a single line"));
     }
     Ok(())

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Summary};
 use crate::doc::hash::sha256_hex;
 
-pub mod capability;
+pub mod capability_descriptor;
 pub mod prefix;
 pub mod replay;
 pub mod schema;

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::capability::CapabilityFile;
+use super::capability_descriptor::CapabilityFile;
 use super::Record;
 
 /// The kinds of op fields.
@@ -297,7 +297,7 @@ mod tests {
         let p = patch_op();
         assert_eq!(p["oneOf"].as_array().unwrap().len(), 25);
         let names: Vec<_> = op_names().collect();
-        for n in crate::transcript::capability::OpName::ALL {
+        for n in crate::transcript::capability_descriptor::OpName::ALL {
             assert!(names.contains(&n.as_str()), "{}", n.as_str());
         }
         let t = transcript();

@@ -6,7 +6,7 @@
 //! rejected on the descriptor's account.
 //!
 //! The descriptor's types are its wire shape and live with the other wire
-//! shapes in [`noma_core::transcript::capability`]; they are re-exported here.
+//! shapes in [`noma_core::transcript::capability_descriptor`]; they are re-exported here.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,7 @@ use noma_core::doc::Document;
 /// The diagnostic code of an advisory capability warning.
 pub const ADVISORY_CODE: &str = "capability_not_granted";
 
-pub use noma_core::transcript::capability::{
+pub use noma_core::transcript::capability_descriptor::{
     AttrPolicy, AttrType, BlockPolicy, CapabilityFile, Descriptor, IdsPolicy, OpName, Scalar,
     ValidationPolicy,
 };

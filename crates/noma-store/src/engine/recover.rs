@@ -234,15 +234,15 @@ pub fn repair(doc: &Path, t: &mut LockedTranscript) -> Result<Recovery, Recovery
     run(doc, t, false, true)
 }
 
+/// The recovery rule: stale temps removed, the intent marker settled, the
+/// transcript's end checked ([`settle_torn_tail`]) and the document held
+/// against its last record ([`check_last_record`]).
 fn run(
     doc: &Path,
     t: &mut LockedTranscript,
     force: bool,
     move_torn_aside: bool,
 ) -> Result<Recovery, RecoveryError> {
-    let tpath = t.path().to_path_buf();
-    let shown = tpath.display().to_string();
-    let io = |what, e| RecoveryError::io(&tpath, what, e);
     let mut out = Recovery {
         stale_temps_removed: fsio::remove_stale_temps(doc),
         ..Recovery::default()
@@ -255,54 +255,87 @@ fn run(
     }
     settle_intent(doc, t, force, &mut out)?;
 
-    let tail = read_tail(t).map_err(|e| io("cannot read", e))?;
+    let tail = read_tail(t).map_err(|e| RecoveryError::io(t.path(), "cannot read", e))?;
     if let Some((offset, torn)) = tail.torn {
-        let line = line_at(t, offset);
-        if !move_torn_aside {
-            return Err(RecoveryError::TornTail {
-                path: shown,
-                doc: doc.display().to_string(),
-                bytes: torn.len(),
-                line,
-            });
-        }
-        let aside = tpath.with_file_name(format!(
-            "{}.torn",
-            tpath
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        append_aside(&aside, &torn).map_err(|e| io("cannot save the torn bytes", e))?;
-        t.truncate(offset).map_err(|e| io("cannot truncate", e))?;
-        out.truncated_bytes += torn.len() as u64;
-        out.messages.push(format!(
-            "moved {} byte(s) after the last newline (line {line}) to {}",
-            torn.len(),
-            aside.display()
-        ));
+        settle_torn_tail(doc, t, offset, &torn, move_torn_aside, &mut out)?;
     }
     let Some((offset, raw)) = tail.last else {
         return Ok(out);
     };
-    out.last_line_sha256 = Some(sha256_hex(&raw));
-    let last = match transcript::parse_record(0, &raw) {
+    check_last_record(doc, t, offset, &raw, force, &mut out)?;
+    Ok(out)
+}
+
+/// Bytes after the transcript's last newline (at `offset`) that no marker
+/// explained: refused, or with `move_torn_aside` (`noma repair`) appended
+/// to `<transcript>.torn` and cut from the transcript.
+fn settle_torn_tail(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    offset: u64,
+    torn: &[u8],
+    move_torn_aside: bool,
+    out: &mut Recovery,
+) -> Result<(), RecoveryError> {
+    let tpath = t.path().to_path_buf();
+    let io = |what, e| RecoveryError::io(&tpath, what, e);
+    let line = line_at(t, offset);
+    if !move_torn_aside {
+        return Err(RecoveryError::TornTail {
+            path: tpath.display().to_string(),
+            doc: doc.display().to_string(),
+            bytes: torn.len(),
+            line,
+        });
+    }
+    let aside = tpath.with_file_name(format!(
+        "{}.torn",
+        tpath
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    append_aside(&aside, torn).map_err(|e| io("cannot save the torn bytes", e))?;
+    t.truncate(offset).map_err(|e| io("cannot truncate", e))?;
+    out.truncated_bytes += torn.len() as u64;
+    out.messages.push(format!(
+        "moved {} byte(s) after the last newline (line {line}) to {}",
+        torn.len(),
+        aside.display()
+    ));
+    Ok(())
+}
+
+/// Holds the document against the transcript's last line `raw` (at
+/// `offset`): it must be a record whose result the document is, unless
+/// `force` tolerates an unrecorded edit (reported in `out`).
+fn check_last_record(
+    doc: &Path,
+    t: &mut LockedTranscript,
+    offset: u64,
+    raw: &[u8],
+    force: bool,
+    out: &mut Recovery,
+) -> Result<(), RecoveryError> {
+    out.last_line_sha256 = Some(sha256_hex(raw));
+    let last = match transcript::parse_record(0, raw) {
         Ok(r) => r,
         Err(_) => {
             let line = line_at(t, offset);
-            let err = transcript::parse_record(line, &raw)
+            let err = transcript::parse_record(line, raw)
                 .err()
                 .unwrap_or(ReadError::Malformed {
                     line,
                     message: "unreadable".into(),
                 });
-            return Err(RecoveryError::Transcript { path: shown, err });
+            let path = t.path().display().to_string();
+            return Err(RecoveryError::Transcript { path, err });
         }
     };
     let document = read_checked(doc)?;
     if document.sha256 == last.post_sha256 {
         out.document = Some(document);
-        return Ok(out);
+        return Ok(());
     }
     let edit = UnrecordedEdit {
         document_sha256: document.sha256,
@@ -320,7 +353,7 @@ fn run(
         transcript::short_sha(&edit.expected_sha256)
     ));
     out.unrecorded_edit = Some(edit);
-    Ok(out)
+    Ok(())
 }
 
 /// Acts on the intent marker, if there is one: finishes the interrupted

@@ -8,20 +8,31 @@
 //! looks like one); CSV/TSV cells have no types and are written as given
 //! (the reference coerces `1`/`0`/`yes` and writes `true`/`false`), with a
 //! first cell that would read as a fence or heading quoted. `format=json` bodies (pretty-printed record arrays, row
-//! arrays, or `{columns, rows}` objects) are edited by `dataset_json`, which
-//! shares the table-level edits below.
+//! arrays, or `{columns, rows}` objects) are edited by `json`, which
+//! shares the table-level edits (`table_edit`).
+//!
+//! Here: the table read from a body ([`Data`]), the dispatch, and the YAML
+//! and CSV/TSV source edits; reading each body shape, cell values and the
+//! table edits live in the files named after them.
 
+mod cell_value;
+mod delimited;
 mod json;
+mod table_edit;
+mod yaml_flow;
+mod yaml_rows;
 
 use serde_json::{Map, Value};
 
+use super::line_buf::LineBuf;
+use super::line_text;
 use super::op::{Column, Op};
-use super::source::{self, LineBuf};
-use super::table::as_index;
-use super::yaml;
 use super::{fail, Ctx, OpResult, PatchErrorCode as E};
-use crate::doc::inline::split_delimited_row;
-use crate::doc::{number_to_json, Node};
+use crate::doc::Node;
+use cell_value::{coerce, scalar_text};
+use delimited::{read_delimited, serialize_delimited};
+use table_edit::{delete_column, delete_row, insert_column, insert_row, update_cell};
+use yaml_rows::{read_yaml, rows_line_as_block, rows_line_as_empty};
 
 pub(super) struct RowLine {
     index: usize,
@@ -97,124 +108,6 @@ enum Format {
     Json,
 }
 
-/// JavaScript's `Number(s)` for strings: `None` when NaN.
-fn js_number(s: &str) -> Option<f64> {
-    let t = source::js_trim(s);
-    if t.is_empty() {
-        return Some(0.0);
-    }
-    let radix = |p: &str, r: u32| u64::from_str_radix(p, r).ok().map(|v| v as f64);
-    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        return radix(h, 16);
-    }
-    if let Some(o) = t.strip_prefix("0o").or_else(|| t.strip_prefix("0O")) {
-        return radix(o, 8);
-    }
-    if let Some(b) = t.strip_prefix("0b").or_else(|| t.strip_prefix("0B")) {
-        return radix(b, 2);
-    }
-    match t.trim_start_matches(['+', '-']) {
-        "Infinity" => {
-            return Some(if t.starts_with('-') {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            })
-        }
-        u if u.is_empty()
-            || !u
-                .bytes()
-                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) =>
-        {
-            return None
-        }
-        _ => {}
-    }
-    t.parse::<f64>().ok()
-}
-
-fn finite_number(s: &str) -> Option<f64> {
-    js_number(s).filter(|n| n.is_finite())
-}
-
-fn boolean_text(s: &str) -> Option<bool> {
-    match source::js_trim(s).to_lowercase().as_str() {
-        "true" | "yes" | "1" => Some(true),
-        "false" | "no" | "0" => Some(false),
-        _ => None,
-    }
-}
-
-fn schema_type(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.to_lowercase()),
-        Value::Object(m) => m.get("type").and_then(Value::as_str).map(str::to_lowercase),
-        _ => None,
-    }
-}
-
-fn coerce(value: &str, schema: Option<&Value>) -> Value {
-    match schema_type(schema).as_deref() {
-        Some("number" | "integer") => {
-            if source::js_trim(value).is_empty() {
-                return Value::Null;
-            }
-            finite_number(value).map_or_else(|| Value::String(value.into()), number_to_json)
-        }
-        Some("boolean") => {
-            if source::js_trim(value).is_empty() {
-                return Value::Null;
-            }
-            boolean_text(value).map_or_else(|| Value::String(value.into()), Value::Bool)
-        }
-        Some(_) => Value::String(value.into()),
-        None => {
-            let t = source::js_trim(value);
-            if t.is_empty() {
-                return Value::String(value.into());
-            }
-            if let Some(b) = boolean_text(t) {
-                return Value::Bool(b);
-            }
-            let numeric_start = t
-                .strip_prefix('-')
-                .unwrap_or(t)
-                .starts_with(|c: char| c.is_ascii_digit());
-            match finite_number(t) {
-                Some(n) if numeric_start => number_to_json(n),
-                _ => Value::String(value.into()),
-            }
-        }
-    }
-}
-
-fn infer_type(values: &[String]) -> &'static str {
-    let present: Vec<&str> = values
-        .iter()
-        .map(|v| source::js_trim(v))
-        .filter(|v| !v.is_empty())
-        .collect();
-    if present.is_empty() {
-        "string"
-    } else if present.iter().all(|v| finite_number(v).is_some()) {
-        "number"
-    } else if present.iter().all(|v| boolean_text(v).is_some()) {
-        "boolean"
-    } else {
-        "string"
-    }
-}
-
-pub(super) fn scalar_text(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) => yaml::number_text(n),
-        Value::Bool(b) => b.to_string(),
-        other => other.to_string(),
-    }
-}
-
 fn inferred_columns(width: usize) -> Vec<String> {
     (1..=width).map(|i| format!("Column {i}")).collect()
 }
@@ -235,7 +128,7 @@ fn format_of(node: &Node) -> Result<Format, String> {
     let f = node
         .attrs()
         .and_then(|a| a.get_str("format"))
-        .map(|s| source::js_trim(s).to_lowercase())
+        .map(|s| line_text::js_trim(s).to_lowercase())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "yaml".into());
     match f.as_str() {
@@ -247,395 +140,11 @@ fn format_of(node: &Node) -> Result<Format, String> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Delimited rows
-// ---------------------------------------------------------------------------
-
-/// Whether a row line starting with `cell` would be read as block syntax
-/// rather than as a row: a code fence (which would swallow the rest of the
-/// document), a directive fence, or a heading.
-fn starts_block_syntax(cell: &str) -> bool {
-    ["```", "~~~", "::", "#"]
-        .iter()
-        .any(|p| cell.starts_with(p))
-}
-
-fn serialize_delimited(cells: &[String], delim: char) -> String {
-    let parts: Vec<String> = cells
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let edge_ws = c.starts_with(char::is_whitespace) || c.ends_with(char::is_whitespace);
-            let syntax = i == 0 && starts_block_syntax(c);
-            if !c.contains(delim) && !c.contains('"') && !edge_ws && !syntax {
-                c.clone()
-            } else {
-                format!("\"{}\"", c.replace('"', "\"\""))
-            }
-        })
-        .collect();
-    parts.join(&delim.to_string())
-}
-
-fn read_delimited(lines: &LineBuf<'_>, node: &Node, delim: char) -> OpResult<Data> {
-    let (start, end) = (node.span.start as usize, node.span.end as usize);
-    let mut rows = Vec::new();
-    let mut src = Vec::new();
-    for i in start..end.saturating_sub(1) {
-        let line = lines.get(i);
-        if source::js_trim(line).is_empty() {
-            continue;
-        }
-        src.push(RowLine {
-            index: i,
-            indent: source::indent_of(line).to_string(),
-            trailing: String::new(),
-        });
-        rows.push(split_delimited_row(source::js_trim(line), delim));
-    }
-    let mut it = rows.into_iter();
-    let Some(columns) = it.next() else {
-        return fail(E::InvalidContent, "dataset must have a header row");
-    };
-    Ok(Data {
-        columns,
-        rows: it
-            .map(|r| r.into_iter().map(Value::String).collect())
-            .collect(),
-        schema: None,
-        text_cells: true,
-        lines: src,
-        rows_line: 0,
-        rows_key_indent: String::new(),
-        schema_line: None,
-        schema_key_indent: String::new(),
-        schema_lines: Vec::new(),
-    })
-}
-
-// ---------------------------------------------------------------------------
-// YAML rows
-// ---------------------------------------------------------------------------
-
-/// `^(\s*)-\s*(\[.*\])(\s+#.*)?\s*$` → (indent, array text, trailing comment).
-fn match_row_line(line: &str) -> Option<(&str, &str, &str)> {
-    let indent = source::indent_of(line);
-    let rest = line[indent.len()..].strip_prefix('-')?;
-    let body = rest.trim_start_matches(crate::doc::slug::is_js_space);
-    if !body.starts_with('[') {
-        return None;
-    }
-    for (p, _) in body
-        .match_indices(']')
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-    {
-        let after = &body[p + 1..];
-        let t = after.trim_start_matches(crate::doc::slug::is_js_space);
-        if t.is_empty() {
-            return Some((indent, &body[..=p], ""));
-        }
-        if t.starts_with('#') && t.len() < after.len() {
-            return Some((indent, &body[..=p], after));
-        }
-    }
-    None
-}
-
-fn key_prefix(line: &str, key: &str) -> Option<usize> {
-    let indent = source::indent_of(line);
-    let rest = line[indent.len()..].strip_prefix(key)?;
-    rest.trim_start_matches(crate::doc::slug::is_js_space)
-        .starts_with(':')
-        .then_some(indent.len())
-}
-
-/// `^(\s*)([A-Za-z_][\w-]*)\s*:` → the key.
-fn property_key(line: &str) -> Option<&str> {
-    let indent = source::indent_of(line);
-    let rest = &line[indent.len()..];
-    let b = rest.as_bytes();
-    if !b
-        .first()
-        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
-    {
-        return None;
-    }
-    let n = b
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_' || **c == b'-')
-        .count();
-    rest[n..]
-        .trim_start_matches(crate::doc::slug::is_js_space)
-        .starts_with(':')
-        .then(|| &rest[..n])
-}
-
-/// Reads a YAML body whose `rows:` are inline flow arrays, and maps each
-/// row (and each `schema:` entry) to its source line.
-fn read_yaml(lines: &LineBuf<'_>, node: &Node) -> OpResult<Data> {
-    let (start, end) = (node.span.start as usize, node.span.end as usize);
-    let body_end = end.saturating_sub(1).max(start);
-    let body: Vec<&str> = (start..body_end).map(|i| lines.get(i)).collect();
-    let id = node.id.as_deref().unwrap_or("?");
-    let Some(parsed) = yaml::load(&body.join("\n")) else {
-        return fail(
-            E::InvalidContent,
-            format!("dataset \"{id}\" is not valid YAML"),
-        );
-    };
-    let Value::Object(record) = parsed else {
-        return fail(
-            E::InvalidContent,
-            format!("dataset \"{id}\" must be a YAML object"),
-        );
-    };
-    let Some(Value::Array(all_rows)) = record.get("rows") else {
-        return fail(
-            E::InvalidContent,
-            format!("dataset \"{id}\" has no rows array"),
-        );
-    };
-    let body_lines = start..body_end;
-    let found = yaml_row_lines(lines, body_lines.clone())?;
-    if found.rows.len() != all_rows.iter().filter(|r| r.is_array()).count() {
-        return fail(
-            E::InvalidContent,
-            "source-preserving dataset row edits could not map every YAML row",
-        );
-    }
-    let Some(rows_line) = found.rows_line else {
-        return fail(
-            E::InvalidContent,
-            "source-preserving dataset row edits could not locate YAML rows",
-        );
-    };
-    let schema_src = yaml_schema_lines(lines, body_lines);
-    let schema = match record.get("schema") {
-        Some(Value::Object(m)) => Some(m.clone()),
-        _ => None,
-    };
-    let columns = match &schema {
-        Some(m) => m.keys().cloned().collect(),
-        None => {
-            let attr = columns_attr(node);
-            if attr.is_empty() {
-                let width = all_rows
-                    .iter()
-                    .filter_map(Value::as_array)
-                    .map(Vec::len)
-                    .max()
-                    .unwrap_or(0);
-                inferred_columns(width)
-            } else {
-                attr
-            }
-        }
-    };
-    Ok(Data {
-        columns,
-        rows: found.rows,
-        schema,
-        text_cells: false,
-        lines: found.lines,
-        rows_line,
-        rows_key_indent: found.key_indent,
-        schema_line: schema_src.key_line,
-        schema_key_indent: schema_src.key_indent,
-        schema_lines: schema_src.entries,
-    })
-}
-
-/// The `rows:` block of a YAML body as found in the source.
-struct YamlRows {
-    /// The `rows:` key line, if any.
-    rows_line: Option<usize>,
-    /// The indentation of the `rows:` key.
-    key_indent: String,
-    /// Each row's cells, parsed from its line.
-    rows: Vec<Vec<Value>>,
-    /// Each row's line.
-    lines: Vec<RowLine>,
-}
-
-/// Finds the `rows:` key among `body` and reads the `- [..]` lines under
-/// it; a block-style row (`- a`) is `invalid_content`, since it cannot be
-/// rewritten as one line.
-fn yaml_row_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> OpResult<YamlRows> {
-    let mut found = YamlRows {
-        rows_line: None,
-        key_indent: String::new(),
-        rows: Vec::new(),
-        lines: Vec::new(),
-    };
-    let mut inside = false;
-    let mut rows_indent = 0usize;
-    for (i, line, t, indent) in yaml_content_lines(lines, body) {
-        if !inside {
-            if key_prefix(line, "rows").is_some() {
-                inside = true;
-                rows_indent = indent.len();
-                found.rows_line = Some(i);
-                found.key_indent = indent.to_string();
-            }
-            continue;
-        }
-        if indent.len() <= rows_indent && !t.starts_with('-') {
-            break;
-        }
-        let Some((row_indent, array, trailing)) = match_row_line(line) else {
-            if t.starts_with('-') {
-                return fail(
-                    E::InvalidContent,
-                    "source-preserving dataset row edits require inline YAML row arrays",
-                );
-            }
-            continue;
-        };
-        let Some(Value::Array(cells)) = yaml::load(array) else {
-            return fail(
-                E::InvalidContent,
-                "source-preserving dataset row edits require inline YAML row arrays",
-            );
-        };
-        found.lines.push(RowLine {
-            index: i,
-            indent: row_indent.to_string(),
-            trailing: trailing.to_string(),
-        });
-        found.rows.push(cells);
-    }
-    Ok(found)
-}
-
-/// The lines of a YAML body that hold content, blank and comment lines
-/// skipped: (index, line, trimmed line, indentation).
-fn yaml_content_lines<'l>(
-    lines: &'l LineBuf<'_>,
-    body: std::ops::Range<usize>,
-) -> impl Iterator<Item = (usize, &'l str, &'l str, &'l str)> {
-    body.filter_map(move |i| {
-        let line = lines.get(i);
-        let t = source::js_trim(line);
-        (!t.is_empty() && !t.starts_with('#')).then(|| (i, line, t, source::indent_of(line)))
-    })
-}
-
-/// The `schema:` block of a YAML body as found in the source.
-struct YamlSchema {
-    /// The `schema:` key line, if any.
-    key_line: Option<usize>,
-    /// The indentation of the `schema:` key.
-    key_indent: String,
-    /// Each property line under it: (key, line, indentation).
-    entries: Vec<(String, usize, String)>,
-}
-
-/// Finds the `schema:` key among `body` and its property lines, so column
-/// ops can add or remove one entry.
-fn yaml_schema_lines(lines: &LineBuf<'_>, body: std::ops::Range<usize>) -> YamlSchema {
-    let mut found = YamlSchema {
-        key_line: None,
-        key_indent: String::new(),
-        entries: Vec::new(),
-    };
-    let mut schema_indent = 0usize;
-    for (i, line, t, indent) in yaml_content_lines(lines, body) {
-        if found.key_line.is_none() {
-            if key_prefix(line, "schema").is_some() {
-                found.key_line = Some(i);
-                schema_indent = indent.len();
-                found.key_indent = indent.to_string();
-            }
-            continue;
-        }
-        if indent.len() <= schema_indent && property_key(t).is_some() {
-            break;
-        }
-        if let Some(k) = property_key(line) {
-            if indent.len() > schema_indent {
-                found.entries.push((k.to_string(), i, indent.to_string()));
-            }
-        }
-    }
-    found
-}
-
-// ---------------------------------------------------------------------------
-// Table-level edits (shared by both shapes)
-// ---------------------------------------------------------------------------
-
-fn single_line(v: &str, what: &str) -> OpResult<()> {
-    if source::has_newline(v) {
-        return fail(E::InvalidContent, format!("{what} must be a single line"));
-    }
-    Ok(())
-}
-
-fn row_index(row: f64, len: usize, allow_end: bool) -> OpResult<usize> {
-    let Some(r) = as_index(row) else {
-        return fail(
-            E::InvalidContent,
-            "dataset row must be a non-negative integer",
-        );
-    };
-    if r > len || (!allow_end && r == len) {
-        return fail(
-            E::InvalidContent,
-            format!("dataset row {r} is out of range"),
-        );
-    }
-    Ok(r)
-}
-
-fn column_index(d: &Data, column: &Column) -> OpResult<usize> {
-    match column {
-        Column::Index(n) => match as_index(*n) {
-            Some(i) => Ok(i),
-            None => fail(
-                E::InvalidContent,
-                "dataset column must be a non-negative integer",
-            ),
-        },
-        Column::Label(l) => match d.columns.iter().position(|c| c == l) {
-            Some(i) => Ok(i),
-            None => fail(
-                E::InvalidContent,
-                format!("dataset column \"{l}\" not found"),
-            ),
-        },
-    }
-}
-
-fn column_label(column: &Column) -> String {
-    match column {
-        Column::Index(n) => source::js_num(*n),
-        Column::Label(s) => s.clone(),
-    }
-}
-
-fn pad(d: &mut Data, n: usize) {
-    for r in &mut d.rows {
-        if r.len() < n {
-            r.resize(n, Value::Null);
-        }
-    }
-}
-
-fn pad_columns(d: &mut Data, n: usize) {
-    while d.columns.len() < n {
-        let name = format!("Column {}", d.columns.len() + 1);
-        d.columns.push(name);
-    }
-    pad(d, n);
-}
-
 fn row_text(format: Format, cells: &[Value]) -> OpResult<String> {
     Ok(match format {
         Format::Delimited(delim) => {
             let text: Vec<String> = cells.iter().map(scalar_text).collect();
-            if text.iter().any(|c| source::has_newline(c)) {
+            if text.iter().any(|c| line_text::has_newline(c)) {
                 return fail(
                     E::InvalidContent,
                     "dataset cell value must be a single line",
@@ -643,7 +152,7 @@ fn row_text(format: Format, cells: &[Value]) -> OpResult<String> {
             }
             serialize_delimited(&text, delim)
         }
-        Format::Yaml | Format::Json => format!("- {}", yaml::flow_row(cells)),
+        Format::Yaml | Format::Json => format!("- {}", yaml_flow::flow_row(cells)),
     })
 }
 
@@ -660,7 +169,7 @@ fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()
         Format::Delimited(delim) => {
             let mut all: Vec<Vec<String>> = vec![d.columns.clone()];
             all.extend(d.rows.iter().map(|r| r.iter().map(scalar_text).collect()));
-            if all.iter().flatten().any(|c| source::has_newline(c)) {
+            if all.iter().flatten().any(|c| line_text::has_newline(c)) {
                 return fail(
                     E::InvalidContent,
                     "dataset cell value must be a single line",
@@ -677,165 +186,17 @@ fn rewrite_all(lines: &mut LineBuf<'_>, d: &Data, format: Format) -> OpResult<()
             for (src, row) in d.lines.iter().zip(&d.rows) {
                 lines.set(
                     src.index,
-                    format!("{}- {}{}", src.indent, yaml::flow_row(row), src.trailing),
+                    format!(
+                        "{}- {}{}",
+                        src.indent,
+                        yaml_flow::flow_row(row),
+                        src.trailing
+                    ),
                 );
             }
         }
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// The five edits on the table (shared by every body shape)
-// ---------------------------------------------------------------------------
-
-/// `update_dataset_cell`: sets one coerced cell (padding every row to the
-/// column count); returns its (row, column).
-pub(super) fn update_cell(
-    d: &mut Data,
-    row: f64,
-    column: &Column,
-    value: &str,
-) -> OpResult<(usize, usize)> {
-    let Some(r) = as_index(row) else {
-        return fail(
-            E::InvalidContent,
-            "dataset row must be a non-negative integer",
-        );
-    };
-    single_line(value, "dataset cell value")?;
-    if r >= d.rows.len() {
-        return fail(
-            E::InvalidContent,
-            format!("dataset row {r} is out of range"),
-        );
-    }
-    let c = column_index(d, column)?;
-    let n = d.column_count();
-    if c >= n {
-        return fail(
-            E::InvalidContent,
-            format!("dataset column {} is out of range", column_label(column)),
-        );
-    }
-    pad(d, n);
-    let v = d.coerce_in(value, c);
-    if let Some(cell) = d.rows.get_mut(r).and_then(|cells| cells.get_mut(c)) {
-        *cell = v;
-    }
-    Ok((r, c))
-}
-
-/// `insert_dataset_row`: inserts the coerced, padded row; returns its index.
-pub(super) fn insert_row(d: &mut Data, row: f64, cells: &[String]) -> OpResult<usize> {
-    let r = row_index(row, d.rows.len(), true)?;
-    for c in cells {
-        single_line(c, "dataset row cells")?;
-    }
-    let mut n = d.column_count();
-    if n == 0 {
-        n = cells.len();
-        d.columns = inferred_columns(n);
-    }
-    if cells.len() > n {
-        return fail(E::InvalidContent, "dataset row cells exceed column count");
-    }
-    let mut raw = cells.to_vec();
-    raw.resize(n, String::new());
-    let values: Vec<Value> = raw
-        .iter()
-        .enumerate()
-        .map(|(i, c)| d.coerce_in(c, i))
-        .collect();
-    d.rows.insert(r, values);
-    Ok(r)
-}
-
-/// `delete_dataset_row`: removes one row; returns its index.
-pub(super) fn delete_row(d: &mut Data, row: f64) -> OpResult<usize> {
-    let r = row_index(row, d.rows.len(), false)?;
-    d.rows.remove(r);
-    Ok(r)
-}
-
-/// `insert_dataset_column`: inserts the header and the coerced cells;
-/// returns the column index and the schema type inferred for it.
-pub(super) fn insert_column(
-    d: &mut Data,
-    column: &Column,
-    header: &str,
-    cells: &[String],
-) -> OpResult<(usize, &'static str)> {
-    let n = d.column_count();
-    let c = super::table::insert_column_index(column, n, "dataset")?;
-    if source::has_newline(header) || source::js_trim(header).is_empty() {
-        return fail(
-            E::InvalidContent,
-            "dataset column header must be a non-empty single-line string",
-        );
-    }
-    if d.columns.iter().any(|h| h == header) {
-        return fail(
-            E::InvalidContent,
-            format!("dataset column \"{header}\" already exists"),
-        );
-    }
-    if cells.len() > d.rows.len() {
-        return fail(E::InvalidContent, "dataset column cells exceed row count");
-    }
-    for v in cells {
-        single_line(v, "dataset column cells")?;
-    }
-    let mut raw = cells.to_vec();
-    raw.resize(d.rows.len(), String::new());
-    let schema_value = Value::String(infer_type(&raw).into());
-    // A blank cell coerced to `null` is written as `''`, like the reference
-    // (`values[i] ?? ""`); CSV/TSV cells stay text.
-    let values: Vec<Value> = raw
-        .iter()
-        .map(|v| match d.text_cells {
-            true => Value::String(v.clone()),
-            false => match coerce(v, Some(&schema_value)) {
-                Value::Null => Value::String(String::new()),
-                other => other,
-            },
-        })
-        .collect();
-    let value_texts: Vec<String> = values.iter().map(scalar_text).collect();
-    let schema_type = infer_type(&value_texts);
-    pad_columns(d, n);
-    d.columns.insert(c.min(d.columns.len()), header.to_string());
-    for (i, r) in d.rows.iter_mut().enumerate() {
-        let v = values
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| Value::String(String::new()));
-        r.insert(c.min(r.len()), v);
-    }
-    Ok((c, schema_type))
-}
-
-/// `delete_dataset_column`: removes one column; returns its header.
-pub(super) fn delete_column(d: &mut Data, column: &Column) -> OpResult<String> {
-    let n = d.column_count();
-    if n <= 1 {
-        return fail(E::InvalidContent, "cannot delete the last dataset column");
-    }
-    let c = column_index(d, column)?;
-    if c >= n {
-        return fail(
-            E::InvalidContent,
-            format!("dataset column {} is out of range", column_label(column)),
-        );
-    }
-    pad_columns(d, n);
-    let header = d.columns.remove(c);
-    for r in &mut d.rows {
-        if c < r.len() {
-            r.remove(c);
-        }
-    }
-    Ok(header)
 }
 
 /// Dispatches the dataset ops.
@@ -1063,50 +424,6 @@ fn new_row_position(d: &Data, format: Format, r: usize, end: usize) -> (String, 
     }
 }
 
-/// A YAML `rows` key line split after its colon: (`  rows:`, the trimmed
-/// rest). `None` when the line is not the `rows` key.
-fn split_rows_line(line: &str) -> Option<(&str, &str)> {
-    let indent_len = key_prefix(line, "rows")?;
-    let colon = line[indent_len..]
-        .find(':')
-        .map_or(line.len(), |p| indent_len + p + 1);
-    Some((&line[..colon], source::js_trim(&line[colon..])))
-}
-
-/// `rows: []` → `rows:` (keeping a trailing comment) before the first row.
-fn rows_line_as_block(line: &str) -> OpResult<String> {
-    const NEEDS_BLOCK: &str =
-        "source-preserving insert_dataset_row requires a block YAML rows array";
-    let Some((prefix, rest)) = split_rows_line(line) else {
-        return fail(E::InvalidContent, NEEDS_BLOCK);
-    };
-    if let Some(after) = rest.strip_prefix("[]") {
-        let comment = source::js_trim(after);
-        if comment.is_empty() {
-            return Ok(prefix.to_string());
-        }
-        if comment.starts_with('#') {
-            return Ok(format!("{prefix} {comment}"));
-        }
-    }
-    if line.contains("[]") || rest.is_empty() || rest.starts_with('#') {
-        return Ok(line.to_string());
-    }
-    fail(E::InvalidContent, NEEDS_BLOCK)
-}
-
-/// `rows:` → `rows: []` (keeping a trailing comment) after the last row.
-fn rows_line_as_empty(line: &str) -> OpResult<String> {
-    match split_rows_line(line) {
-        Some((prefix, "")) => Ok(format!("{prefix} []")),
-        Some((prefix, rest)) if rest.starts_with('#') => Ok(format!("{prefix} [] {rest}")),
-        _ => fail(
-            E::InvalidContent,
-            "source-preserving delete_dataset_row could not rewrite YAML rows as empty",
-        ),
-    }
-}
-
 /// The source lines of table row `r`, or the out-of-range refusal every
 /// row op gives.
 fn source_row<T>(rows: &[T], r: usize) -> OpResult<&T> {
@@ -1121,49 +438,6 @@ fn source_row<T>(rows: &[T], r: usize) -> OpResult<&T> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn delimited_round_trip() {
-        assert_eq!(
-            split_delimited_row(r#"a, "b, c" ,"say ""hi""""#, ','),
-            ["a", "b, c", "say \"hi\""]
-        );
-        assert_eq!(
-            serialize_delimited(&["a".into(), "b, c".into(), " x".into()], ','),
-            "a,\"b, c\",\" x\""
-        );
-    }
-
-    #[test]
-    fn coercion_follows_schema() {
-        assert_eq!(
-            coerce("3.8", Some(&Value::String("number".into()))),
-            serde_json::json!(3.8)
-        );
-        assert_eq!(
-            coerce("x", Some(&Value::String("number".into()))),
-            serde_json::json!("x")
-        );
-        assert_eq!(coerce("14", None), serde_json::json!(14));
-        assert_eq!(coerce("yes", None), serde_json::json!(true));
-        assert_eq!(
-            coerce("", Some(&Value::String("number".into()))),
-            Value::Null
-        );
-        assert_eq!(infer_type(&["14".into(), "".into()]), "number");
-    }
-
-    #[test]
-    fn row_line_matching() {
-        assert_eq!(
-            match_row_line("  - [a, 1] # note"),
-            Some(("  ", "[a, 1]", " # note"))
-        );
-        assert_eq!(match_row_line("  - [a, [b]]"), Some(("  ", "[a, [b]]", "")));
-        assert_eq!(match_row_line("  - a"), None);
-    }
-
     fn patch(src: &str, op: serde_json::Value) -> String {
         crate::patch::apply_one(src, &op).unwrap()
     }

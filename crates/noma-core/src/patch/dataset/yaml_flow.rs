@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::source::js_num;
+use crate::patch::line_text::js_num;
 
 /// Loads YAML text through the crate's one converter
 /// ([`crate::doc::yaml`]); `None` when it is not valid YAML.

@@ -1,0 +1,359 @@
+//! Durable I/O: a request against files. Reads the document, takes the
+//! transcript's lock, runs recovery and commits the planned records and
+//! the new document by the write protocol of the engine module doc.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::fsio::{self, Intent, LockedTranscript, StagedFile};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{self, Actor, Record};
+
+use super::planner::plan;
+use super::record_maker::chain_and_serialise;
+use super::request::check_request;
+use super::{
+    capability, default_transcript_path, io_err, is_book_manifest, recover, BeforeAppend, Context,
+    EngineError, Options, Outcome, Plan, Recovery, WriteMode,
+};
+
+/// Pause hook for the crash tests: sleep this many milliseconds between the
+/// transcript commit and the document rename, widening the crash window.
+/// Only in builds with the `fault-injection` feature, which the binary's
+/// integration tests turn on through their dev-dependency; release builds
+/// do not read it.
+#[cfg(feature = "fault-injection")]
+const PAUSE_ENV: &str = "NOMA_TEST_PAUSE_BEFORE_RENAME_MS";
+
+/// Runs one patch request against a file.
+pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outcome, EngineError> {
+    check_request(ops)?;
+    let book_manifest = is_book_manifest(doc_path);
+    let capability = if book_manifest {
+        None
+    } else {
+        capability::load(doc_path)?.map(|(_, f)| f)
+    };
+    let ctx = Context {
+        doc_uri: opts
+            .doc_uri
+            .clone()
+            .unwrap_or_else(|| crate::uri::doc_uri(doc_path)),
+        book_manifest,
+        capability,
+        source_sha256: None,
+    };
+    match &opts.write {
+        WriteMode::DryRun | WriteMode::Out(_) => patch_copy(doc_path, &ctx, ops, opts),
+        WriteMode::InPlace => patch_in_place(doc_path, ctx, ops, opts),
+    }
+}
+
+/// [`patch_file`] without the transcript: a dry run, or the new text
+/// written to another file.
+fn patch_copy(
+    doc_path: &Path,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Options,
+) -> Result<Outcome, EngineError> {
+    let source = crate::fsio::read_document(doc_path)?;
+    let plan = plan(&source, ctx, ops, opts);
+    let mut wrote = false;
+    if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
+        fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(io_err("cannot write", out))?;
+        wrote = true;
+    }
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: wrote,
+        transcript: None,
+        recovery: None,
+    })
+}
+
+/// [`patch_file`] in place: under the transcript's lock, recovery, then the
+/// request committed by the write protocol (module doc).
+fn patch_in_place(
+    doc_path: &Path,
+    mut ctx: Context,
+    ops: &[Value],
+    opts: &Options,
+) -> Result<Outcome, EngineError> {
+    let tpath = opts
+        .transcript
+        .clone()
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    let mut locked = lock_transcript(doc_path, &tpath)?;
+    let (recovery, source) = recover_and_read(doc_path, &mut locked, &mut ctx, opts)?;
+    let mut plan = plan(&source, &ctx, ops, opts);
+    if let Some(BeforeAppend(step)) = &opts.before_append {
+        step(doc_path, &plan.records).map_err(io_err("cannot sign the records", &tpath))?;
+    }
+    let changed = plan.accepted && plan.new_text != source;
+    let last_line = recovery.last_line_sha256.clone();
+    let bytes = chain_request(&mut plan, &source, &ctx, opts, last_line);
+    let (pre, post) = document_hashes(&plan.records);
+    let staged = stage_document(doc_path, &plan.new_text, changed)?;
+    commit_request(&mut locked, &bytes, &pre, &post, staged)
+        .map_err(io_err("cannot commit the request", &tpath))?;
+    drop(locked);
+    Ok(Outcome {
+        records: plan.records,
+        accepted: plan.accepted,
+        new_text: plan.new_text,
+        post_diagnostics: plan.post_diagnostics,
+        wrote_document: changed,
+        transcript: Some(tpath),
+        recovery: Some(recovery),
+    })
+}
+
+/// Opens and locks the transcript at `tpath` for writing.
+fn lock_transcript(doc_path: &Path, tpath: &Path) -> Result<LockedTranscript, EngineError> {
+    // An unreadable document must not leave a new, empty transcript
+    // behind: check it before opening creates one. With a transcript
+    // in place the read under the lock reports the same errors, so
+    // the common case reads the document once.
+    if !tpath.exists() {
+        crate::fsio::read_document(doc_path)?;
+    }
+    LockedTranscript::open(tpath).map_err(io_err("cannot open transcript", tpath))
+}
+
+/// Runs recovery under the lock, then reads the document the request
+/// starts from: the bytes recovery already read and hashed when it has
+/// them (their hash goes into `ctx`), else the file.
+fn recover_and_read(
+    doc_path: &Path,
+    locked: &mut LockedTranscript,
+    ctx: &mut Context,
+    opts: &Options,
+) -> Result<(Recovery, String), EngineError> {
+    let mut recovery = match recover::recover(doc_path, locked, opts.force) {
+        Ok(recovery) => recovery,
+        Err(e) => {
+            // A document that is not text explains itself better
+            // than "an edit no record explains".
+            crate::fsio::read_document(doc_path)?;
+            return Err(e.into());
+        }
+    };
+    let source = match recovery.document.take() {
+        Some(read) => {
+            ctx.source_sha256 = Some(read.sha256);
+            noma_core::doc::source::decode_owned(doc_path, read.bytes)?
+        }
+        None => crate::fsio::read_document(doc_path)?,
+    };
+    Ok((recovery, source))
+}
+
+/// The bytes to append: the request's records chained onto the
+/// transcript's last line (`last_line_sha256`), after a genesis record
+/// when [`Options::genesis`] asks for one and the transcript has no line
+/// yet. `plan.records` come back with their chain hashes filled in.
+fn chain_request(
+    plan: &mut Plan,
+    source: &str,
+    ctx: &Context,
+    opts: &Options,
+    last_line_sha256: Option<String>,
+) -> Vec<u8> {
+    let mut records = match opts.genesis && last_line_sha256.is_none() {
+        true => genesis_records(source, ctx, opts),
+        false => Vec::new(),
+    };
+    let request = records.len();
+    records.append(&mut plan.records);
+    let bytes = chain_and_serialise(&mut records, last_line_sha256);
+    plan.records = records.split_off(request);
+    bytes
+}
+
+/// The document's sha256 before and after a request's records (empty
+/// when it has none), as the intent marker records them.
+fn document_hashes(records: &[Record]) -> (String, String) {
+    let pre = records
+        .first()
+        .map(|r| r.pre_sha256.clone())
+        .unwrap_or_default();
+    let post = records
+        .last()
+        .map(|r| r.post_sha256.clone())
+        .unwrap_or_default();
+    (pre, post)
+}
+
+/// The new document written to a temp file beside it (fsynced) when the
+/// request `changed` it; None otherwise.
+fn stage_document(
+    doc_path: &Path,
+    new_text: &str,
+    changed: bool,
+) -> Result<Option<StagedFile>, EngineError> {
+    if !changed {
+        return Ok(None);
+    }
+    // The document's size cap is checked before the first byte is written:
+    // a request that would carry it over is refused whole. The transcript
+    // has no cap of its own: every reader streams it (issue 35), and one
+    // request adds at most its records.
+    fsio::check_growth(new_text.len() as u64).map_err(io_err("refused", doc_path))?;
+    let staged = StagedFile::write(doc_path, new_text.as_bytes())
+        .map_err(io_err("cannot write", doc_path))?;
+    Ok(Some(staged))
+}
+
+/// The genesis record of a transcript that starts at `source` (none for
+/// an empty document, which needs no start): the tool writes the document
+/// as found, from the empty document.
+fn genesis_records(source: &str, ctx: &Context, opts: &Options) -> Vec<Record> {
+    if source.is_empty() {
+        return Vec::new();
+    }
+    let mut gopts = Options::new(Actor {
+        kind: noma_core::transcript::ActorKind::Tool,
+        name: "noma".into(),
+        model: None,
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+    });
+    gopts.reason =
+        Some("start of the transcript: the document as found before its first patch".into());
+    gopts.validate = opts.validate.clone();
+    let ops = [noma_core::patch::genesis_op(source)];
+    // The tool's start, not an agent's op: a capability descriptor that
+    // limits agents' ops does not apply to it.
+    let mut ctx = ctx.clone();
+    ctx.source_sha256 = None;
+    ctx.capability = None;
+    let g = plan("", &ctx, &ops, &gopts);
+    if g.accepted && g.new_text == source {
+        g.records
+    } else {
+        // Never expected (the op writes exactly `source`); the request
+        // then goes on without a genesis, as before it existed.
+        Vec::new()
+    }
+}
+
+/// Appends a request's records under the write protocol (module doc, steps
+/// 3–6): intent marker, one append (the commit point), the staged
+/// document's rename, marker removed. `doc_pre_sha256`/`doc_post_sha256`
+/// are the document's hashes before and after the request (equal when it
+/// does not change the document, as for `noma record`).
+pub fn commit_request(
+    locked: &mut LockedTranscript,
+    records: &[u8],
+    doc_pre_sha256: &str,
+    doc_post_sha256: &str,
+    staged: Option<StagedFile>,
+) -> std::io::Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let tpath = locked.path().to_path_buf();
+    let intent = Intent {
+        transcript_len: locked.byte_len()?,
+        append_len: records.len() as u64,
+        append_sha256: sha256_hex(records),
+        doc_pre_sha256: doc_pre_sha256.to_string(),
+        doc_post_sha256: doc_post_sha256.to_string(),
+    };
+    intent.write(&tpath)?;
+    locked.append(records)?;
+    if let Some(staged) = staged {
+        #[cfg(feature = "fault-injection")]
+        if let Some(ms) = std::env::var(PAUSE_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        staged.commit()?;
+    }
+    // Done either way: a marker left behind by a failure here is cleared by
+    // the next writer, which finds the document at the request's result.
+    let _ = Intent::clear(&tpath);
+    Ok(())
+}
+
+/// Checks that the document reads as text and that its transcript (the
+/// given path, or the conventional one) exists; returns the transcript path.
+fn existing_transcript(
+    doc_path: &Path,
+    transcript_path: Option<&Path>,
+    what: &'static str,
+) -> Result<PathBuf, EngineError> {
+    crate::fsio::read_document(doc_path)?;
+    let tpath = transcript_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    if !tpath.exists() {
+        return Err(EngineError::Io {
+            path: tpath,
+            what,
+            // The fix, not just the fact: a document edited by hand before
+            // noma was set up has no transcript until `noma record` starts one.
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "no such transcript; `noma record {}` starts one from the document as it is",
+                    doc_path.display()
+                ),
+            ),
+        });
+    }
+    Ok(tpath)
+}
+
+/// `noma repair`: runs [`recover::repair`] on `doc_path` and its transcript
+/// under the writers' lock.
+pub fn repair_file(
+    doc_path: &Path,
+    transcript_path: Option<&Path>,
+) -> Result<Recovery, EngineError> {
+    let tpath = existing_transcript(doc_path, transcript_path, "cannot repair")?;
+    let mut locked =
+        LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    Ok(recover::repair(doc_path, &mut locked)?)
+}
+
+/// Replays the transcript of `doc_path` without changing any file: a
+/// verifier reports what a writer would repair (the notes) and never
+/// repairs it.
+///
+/// The base is the file `base` when given; otherwise `find_base` is asked
+/// with the first applied record's `pre_sha256` (None when there is none)
+/// and the document's text, and returns the base text when it knows one (a
+/// shell looks it up, e.g. in the document's git history; the engine reads
+/// no repository). None leaves the choice to the replay: the document
+/// itself. The transcript is read a line at a time, under the shared lock,
+/// so memory follows the longest record, not the transcript.
+pub fn replay_file(
+    doc_path: &Path,
+    transcript_path: Option<&Path>,
+    base: Option<&Path>,
+    find_base: &mut dyn FnMut(Option<&str>, &str) -> Option<String>,
+) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
+    let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
+    let given = match base {
+        Some(b) => Some(crate::fsio::read_document(b)?),
+        None => None,
+    };
+    let mut locked =
+        LockedTranscript::open_shared(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
+    let notes = recover::inspect(doc_path, &tpath);
+    let doc = crate::fsio::read_document(doc_path)?;
+    let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
+    let first_pre = transcript::replay::first_applied_pre_sha256_in(&mut reader);
+    let base_text = given.or_else(|| find_base(first_pre.as_deref(), &doc));
+    let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
+    let report = transcript::replay::replay_reader(&mut reader, base_text.as_deref(), &doc);
+    drop(locked);
+    Ok((notes, report))
+}
