@@ -113,8 +113,8 @@ pub fn record_file_with(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),
     };
-    if let Some(join) = crate::merge::joined::find_join(&t_bytes) {
-        let advice = crate::merge::joined::advice(&doc_path.to_string_lossy(), join);
+    if let Some(join) = crate::merge::unjoin::find_join(&t_bytes) {
+        let advice = crate::merge::unjoin::advice(&doc_path.to_string_lossy(), join);
         return Err(RecordError::Check(format!("{}: {advice}", tpath.display())));
     }
     let parsed = transcript::parse_transcript(&t_bytes)

@@ -13,7 +13,7 @@
 //!   pre/post hashes set to the state it lands on (replay requires every
 //!   record to start from the replayed state), so nothing is dropped.
 //!
-//! Conflicts: an op of theirs whose touches ([`super::touch`]: its target
+//! Conflicts: an op of theirs whose touches ([`super::clashes`]: its target
 //! and the innermost blocks it changed, some ops only one part of their
 //! target) clash with a touch of one of our ops, or of one of their own
 //! already-conflicting ops, or that no longer applies, is a conflict naming
@@ -56,8 +56,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::clashes::{touched, Part, Touch, Touches};
 use super::succession::{copy_id, genesis_state, origin, start_state};
-use super::touch::{touched, Part, Touch, Touches};
 use noma_core::doc::hash::{sha256_hex, slice_hash};
 use noma_core::doc::{strip_bom, Document, ParseMemo};
 use noma_core::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};

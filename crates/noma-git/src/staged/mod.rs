@@ -40,7 +40,7 @@
 //! reported with the first record of each side: both claim the same
 //! prior state. Forks are never merged silently.
 
-use crate::merge::joined;
+use crate::merge::unjoin;
 use noma_core::diag::shell_word;
 use std::collections::{BTreeMap, HashMap};
 
@@ -514,7 +514,7 @@ impl<'a> Guard<'a> {
         self.check_transcript(paths, head_t, head_doc, &staged_t, text, &mut found)?;
         if found.iter().any(|f| f.blocking) {
             // Looked for only when something failed: it reads every line.
-            if let Some(join) = joined::find_join(&staged_t) {
+            if let Some(join) = unjoin::find_join(&staged_t) {
                 // A fork finding (at a merge) keeps its account of both
                 // sides and gains the fix; anything else is this one cause.
                 let fix = joined_finding(path, &tpath, join);
@@ -763,7 +763,7 @@ impl<'a> Guard<'a> {
         Ok(())
     }
 
-    /// When `head_t` is joined ([`joined`]) and the staged transcript
+    /// When `head_t` is joined ([`unjoin`]) and the staged transcript
     /// extends its linear form (what `noma repair` writes), that form and
     /// the document it replays to. Computed only when the staged transcript
     /// does not simply extend `head_t`.
@@ -776,14 +776,14 @@ impl<'a> Guard<'a> {
         staged_doc: &str,
     ) -> Option<(Vec<u8>, String)> {
         let head_t = head_t.filter(|t| !staged_t.starts_with(t))?;
-        let join = joined::find_join(head_t)?;
+        let join = unjoin::find_join(head_t)?;
         let known = [head_doc, Some(staged_doc)]
             .into_iter()
             .flatten()
             .map(|d| d.as_bytes().to_vec())
             .collect();
         let mut find = crate::merge::doc_finder(Some(self.repo), path, known);
-        let r = joined::unjoin(head_t, join, head_doc, &mut find).ok()?;
+        let r = unjoin::unjoin(head_t, join, head_doc, &mut find).ok()?;
         staged_t
             .starts_with(&r.transcript)
             .then_some((r.transcript, r.doc))
@@ -1442,8 +1442,8 @@ fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> F
 }
 
 /// The finding for a staged transcript whose records two branches joined
-/// line by line ([`joined`]).
-fn joined_finding(path: &str, tpath: &str, join: joined::Join) -> Finding {
+/// line by line ([`unjoin`]).
+fn joined_finding(path: &str, tpath: &str, join: unjoin::Join) -> Finding {
     Finding::error(
         "transcript-joined",
         tpath,
