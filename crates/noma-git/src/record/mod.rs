@@ -16,7 +16,8 @@
 //! and cards outside addressable directives, frontmatter, layout) is then
 //! recorded as line hunks with the extension op
 //! [`noma_core::patch::REPLACE_LINES`], unless the policy's
-//! `record_text_edits: false` forbids it; then those lines are named.
+//! `record_text_edits: false` forbids it; then those lines are named
+//! (the differ is the `ops` module).
 //!
 //! **Genesis.** A transcript with no applied record starts with one
 //! record from the empty document (`pre_sha256` = sha256 of no bytes) to
@@ -30,17 +31,19 @@
 //! appended under the transcript lock in one write; the document itself is
 //! not rewritten (it already holds the result).
 
-use noma_core::diag::shell_word;
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+mod ops;
 
-use serde_json::{json, Value};
+pub use ops::{edit_ops, TextEditsOff};
+
+use noma_core::diag::shell_word;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use crate::config::Policy;
-use crate::git::repo::Repo;
-use noma_core::doc::ast::{Document, Node, NodeKind};
+use crate::git::repo::{GitError, Repo};
 use noma_core::doc::hash::sha256_hex;
-use noma_core::doc::lines;
 use noma_core::patch::REPLACE_LINES;
 use noma_core::transcript::{self, Actor, PatchResult, Record};
 use noma_store::engine::{self, Context, Options};
@@ -63,29 +66,214 @@ pub enum Outcome {
     },
 }
 
-/// Why a hand edit could not be recorded.
+/// Why a hand edit could not be recorded, by class: the CLI exits 2 on
+/// [`RecordError::Usage`] and 1 on [`RecordError::Check`], and prints the
+/// cause's message.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The command cannot run (unreadable file, not a repository, I/O).
-    #[error("{0}")]
-    Usage(String),
+    #[error(transparent)]
+    Usage(#[from] CannotRun),
     /// The edit or the transcript cannot be turned into records.
-    #[error("{0}")]
-    Check(String),
+    #[error(transparent)]
+    Check(#[from] CannotRecord),
 }
 
-/// A hand edit that only text ops could record, under a policy with
-/// `record_text_edits: false` ([`edit_ops`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout) ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
-    config = crate::config::CONFIG_PATH
-)]
-pub struct TextEditsOff {
-    /// First changed line (1-based) of the edited file.
-    pub first: usize,
-    /// Last changed line (1-based) of the edited file.
-    pub last: usize,
+/// Why `noma record` cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotRun {
+    /// The document cannot be read as text.
+    #[error(transparent)]
+    Document(#[from] noma_core::doc::source::SourceError),
+    /// The transcript exists but cannot be read.
+    #[error("{}: {source}", path.display())]
+    TranscriptUnreadable {
+        /// The transcript.
+        path: PathBuf,
+        /// The read's error.
+        source: std::io::Error,
+    },
+    /// The document's path cannot be resolved.
+    #[error("{}: {source}", path.display())]
+    Unresolvable {
+        /// The document.
+        path: PathBuf,
+        /// The error resolving it.
+        source: std::io::Error,
+    },
+    /// The document is in no git repository.
+    #[error("{}: {source}", path.display())]
+    NotARepository {
+        /// The document.
+        path: PathBuf,
+        /// The discovery's error.
+        source: GitError,
+    },
+    /// The repository has no working tree.
+    #[error("{}: bare repository: no working tree", path.display())]
+    Bare {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The document lies outside its repository's working tree.
+    #[error("{}: outside the repository", path.display())]
+    OutsideRepository {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The document's path in the repository is not UTF-8.
+    #[error("{}: path is not valid UTF-8", path.display())]
+    NonUtf8Path {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The repository's policy cannot be loaded.
+    #[error(transparent)]
+    Policy(#[from] crate::config::ConfigError),
+    /// Reading the document's history failed.
+    #[error(transparent)]
+    History(#[from] GitError),
+    /// The caller's signing step failed.
+    #[error("{}: cannot sign: {source}", path.display())]
+    CannotSign {
+        /// The document.
+        path: PathBuf,
+        /// The step's error.
+        source: std::io::Error,
+    },
+    /// The transcript cannot be opened and locked for the append.
+    #[error("{}: cannot open: {source}", path.display())]
+    CannotLock {
+        /// The transcript.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The marker of an interrupted write cannot be read.
+    #[error("{0}")]
+    PendingWrite(#[source] std::io::Error),
+    /// The append failed.
+    #[error("{}: cannot append: {source}", path.display())]
+    CannotAppend {
+        /// The transcript.
+        path: PathBuf,
+        /// The write's error.
+        source: std::io::Error,
+    },
+}
+
+/// Why the edit or the transcript cannot be turned into records.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotRecord {
+    /// Two branches' records were joined into the transcript line by line;
+    /// `advice` says how to make it linear.
+    #[error("{}: {advice}", transcript.display())]
+    Joined {
+        /// The transcript.
+        transcript: PathBuf,
+        /// What to do ([`crate::merge::unjoin::advice`]).
+        advice: String,
+    },
+    /// A line of the transcript is not a valid record.
+    #[error("{}: {source}", transcript.display())]
+    TranscriptInvalid {
+        /// The transcript.
+        transcript: PathBuf,
+        /// The parse error.
+        source: transcript::ReadError,
+    },
+    /// The transcript ends in a torn line (an interrupted append).
+    #[error(
+        "{}: the last line is torn; run `noma repair {}` first",
+        transcript.display(),
+        shell_word(&doc.to_string_lossy())
+    )]
+    TornTranscript {
+        /// The transcript.
+        transcript: PathBuf,
+        /// Its document.
+        doc: PathBuf,
+    },
+    /// A genesis record needs the extension op the policy forbids.
+    #[error(
+        "starting a transcript with a genesis record needs {REPLACE_LINES}, which {} forbids (record_text_edits: false); an empty transcript is a valid start instead: touch \"{}\"",
+        crate::config::CONFIG_PATH,
+        transcript.display()
+    )]
+    GenesisNeedsTextEdits {
+        /// The transcript.
+        transcript: PathBuf,
+    },
+    /// The document differs from the state to record from only by CRLF
+    /// line endings (a checkout converted it).
+    #[error(
+        "{}: differs from {} only by CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; `noma hooks install` restores the committed bytes (nothing was recorded)",
+        doc.display(),
+        if *from_committed { "its committed version" } else { "the state its transcript ends at" }
+    )]
+    LineEndingsConverted {
+        /// The document.
+        doc: PathBuf,
+        /// The state compared is the committed version (a genesis start),
+        /// not the transcript's last state.
+        from_committed: bool,
+    },
+    /// Only text ops could record the edit, and the policy forbids them.
+    #[error(transparent)]
+    TextEditsOff(#[from] TextEditsOff),
+    /// The planned records do not reproduce the file.
+    #[error("the engine did not reproduce the file with the computed ops; nothing was recorded")]
+    NotReproduced,
+    /// The edit introduces validation errors (described).
+    #[error("the edit introduces {0}; fix the document and record again (nothing was recorded)")]
+    IntroducesErrors(String),
+    /// An interrupted write of the transcript is pending.
+    #[error(
+        "an interrupted write of {} is pending; run `noma repair {}` first",
+        transcript.display(),
+        shell_word(&doc.to_string_lossy())
+    )]
+    InterruptedWrite {
+        /// The transcript.
+        transcript: PathBuf,
+        /// Its document.
+        doc: PathBuf,
+    },
+    /// The document or its transcript changed while recording.
+    #[error("the document or its transcript changed while recording; run noma record again")]
+    ChangedWhileRecording,
+    /// The transcript has no applied record to rebuild a state from.
+    #[error("{rel}: the transcript has no applied record")]
+    NoAppliedRecord {
+        /// The document's repository-relative path.
+        rel: String,
+    },
+    /// No version in history is a state the transcript passes through.
+    #[error(
+        "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {pre_sha256} (the first applied record's pre_sha256) or any later recorded state"
+    )]
+    NoBaseFound {
+        /// The document's repository-relative path.
+        rel: String,
+        /// The first applied record's pre_sha256.
+        pre_sha256: String,
+    },
+    /// Re-applying a recorded op failed.
+    #[error("re-applying record {op_id} failed: {code} ({message})")]
+    ReapplyFailed {
+        /// The record.
+        op_id: String,
+        /// The engine's error code.
+        code: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// Re-applying a recorded op does not reproduce its post_sha256.
+    #[error("re-applying record {op_id} does not reproduce its post_sha256; run noma replay")]
+    ReapplyMismatch {
+        /// The record.
+        op_id: String,
+    },
 }
 
 /// Records the hand edit of `doc_path`.
@@ -105,27 +293,10 @@ pub fn record_file_with(
     reason: Option<String>,
     before_append: Option<&engine::BeforeAppend>,
 ) -> Result<Outcome, RecordError> {
-    let usage = |e: String| RecordError::Usage(e);
-    let text = noma_store::fsio::read_document(doc_path).map_err(|e| usage(e.to_string()))?;
+    let text = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
     let tpath = engine::default_transcript_path(doc_path);
-    let t_bytes = match fsio::read_regular(&tpath) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(usage(format!("{}: {e}", tpath.display()))),
-    };
-    if let Some(join) = crate::merge::unjoin::find_join(&t_bytes) {
-        let advice = crate::merge::unjoin::advice(&doc_path.to_string_lossy(), join);
-        return Err(RecordError::Check(format!("{}: {advice}", tpath.display())));
-    }
-    let parsed = transcript::parse_transcript(&t_bytes)
-        .map_err(|e| RecordError::Check(format!("{}: {e}", tpath.display())))?;
-    if parsed.torn_tail.is_some() {
-        return Err(RecordError::Check(format!(
-            "{}: the last line is torn; run `noma repair {}` first",
-            tpath.display(),
-            shell_word(&doc_path.to_string_lossy())
-        )));
-    }
+    let t_bytes = read_transcript(&tpath)?;
+    let parsed = parse_transcript(doc_path, &tpath, &t_bytes)?;
     let applied: Vec<&Record> = parsed
         .entries
         .iter()
@@ -137,51 +308,13 @@ pub fn record_file_with(
         return Ok(Outcome::NothingToRecord);
     }
     let place = Place::discover(doc_path)?;
-    let policy = Policy::load(&place.root).map_err(|e| usage(e.to_string()))?;
+    let policy = Policy::load(&place.root).map_err(CannotRun::from)?;
     let text_edits = policy.file.record_text_edits;
-    // No applied record: start the transcript with a genesis record, to
-    // the committed version first when the file has changed since. A
-    // policy without text edits starts from the committed version instead
-    // (found again in history by replay and the hooks).
-    let head = if applied.is_empty() {
-        place.head_text()?
-    } else {
-        None
-    };
-    let (prev, genesis) = match (applied.is_empty(), text_edits, head) {
-        (false, ..) => (place.previous_state(&applied)?, None),
-        (true, true, head) => (
-            String::new(),
-            Some(head.filter(|h| *h != text).unwrap_or_else(|| text.clone())),
-        ),
-        (true, false, Some(head)) if head != text => (head, None),
-        (true, false, _) => {
-            return Err(RecordError::Check(format!(
-                "starting a transcript with a genesis record needs {REPLACE_LINES}, which {} forbids (record_text_edits: false); an empty transcript is a valid start instead: touch \"{}\"",
-                crate::config::CONFIG_PATH,
-                tpath.display()
-            )))
-        }
-    };
+    let (prev, genesis) = place.starting_point(&applied, text_edits, &text, &tpath)?;
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
-    let from = genesis.as_deref().unwrap_or(&prev);
-    if noma_core::doc::lines::is_crlf_conversion(from.as_bytes(), text.as_bytes()) {
-        // Recording it would commit every line anew, with CRLF.
-        return Err(RecordError::Check(format!(
-            "{}: differs from {} only by CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; `noma hooks install` restores the committed bytes (nothing was recorded)",
-            doc_path.display(),
-            if genesis.is_some() { "its committed version" } else { "the state its transcript ends at" },
-        )));
-    }
-    let mut ops = Vec::new();
-    let mut from = prev.as_str();
-    if let Some(start) = &genesis {
-        ops.push(noma_core::patch::genesis_op(start));
-        from = start;
-    }
-    ops.extend(edit_ops(from, &text, text_edits).map_err(|e| RecordError::Check(e.to_string()))?);
+    let ops = ops_from(doc_path, (&prev, genesis.as_deref()), &text, text_edits)?;
     let genesis = genesis.is_some();
 
     let mut opts = Options::new(actor);
@@ -198,8 +331,12 @@ pub fn record_file_with(
     let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
     // The document already holds the edit: the request changes no bytes
     // of it, so the marker's pre- and post-state are the same.
-    engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None)
-        .map_err(|e| usage(format!("{}: cannot append: {e}", tpath.display())))?;
+    engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None).map_err(|source| {
+        CannotRun::CannotAppend {
+            path: tpath.clone(),
+            source,
+        }
+    })?;
     Ok(Outcome::Recorded {
         ops,
         transcript: tpath.display().to_string(),
@@ -207,21 +344,83 @@ pub fn record_file_with(
     })
 }
 
+/// The transcript's bytes (none when it does not exist yet).
+fn read_transcript(tpath: &Path) -> Result<Vec<u8>, CannotRun> {
+    match fsio::read_regular(tpath) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(CannotRun::TranscriptUnreadable {
+            path: tpath.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The transcript parsed, refused when it is joined, invalid or torn: the
+/// state to record from is then no state of it.
+fn parse_transcript(
+    doc_path: &Path,
+    tpath: &Path,
+    t_bytes: &[u8],
+) -> Result<transcript::Transcript, CannotRecord> {
+    if let Some(join) = crate::merge::unjoin::find_join(t_bytes) {
+        return Err(CannotRecord::Joined {
+            transcript: tpath.to_path_buf(),
+            advice: crate::merge::unjoin::advice(&doc_path.to_string_lossy(), join),
+        });
+    }
+    let parsed = transcript::parse_transcript(t_bytes).map_err(|source| {
+        CannotRecord::TranscriptInvalid {
+            transcript: tpath.to_path_buf(),
+            source,
+        }
+    })?;
+    if parsed.torn_tail.is_some() {
+        return Err(CannotRecord::TornTranscript {
+            transcript: tpath.to_path_buf(),
+            doc: doc_path.to_path_buf(),
+        });
+    }
+    Ok(parsed)
+}
+
+/// The ops from `prev` to `text`, after a genesis record writing `genesis`
+/// when there is one (`prev` is then the empty document). An edit that
+/// only converts line endings to CRLF is refused: recording it would
+/// commit every line anew, with CRLF.
+fn ops_from(
+    doc_path: &Path,
+    (prev, genesis): (&str, Option<&str>),
+    text: &str,
+    text_edits: bool,
+) -> Result<Vec<Value>, CannotRecord> {
+    let from = genesis.unwrap_or(prev);
+    if noma_core::doc::lines::is_crlf_conversion(from.as_bytes(), text.as_bytes()) {
+        return Err(CannotRecord::LineEndingsConverted {
+            doc: doc_path.to_path_buf(),
+            from_committed: genesis.is_some(),
+        });
+    }
+    let mut ops = Vec::new();
+    let mut from = prev;
+    if let Some(start) = genesis {
+        ops.push(noma_core::patch::genesis_op(start));
+        from = start;
+    }
+    ops.extend(edit_ops(from, text, text_edits)?);
+    Ok(ops)
+}
+
 /// The planned records must reproduce the file and bring in no error.
-fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), RecordError> {
+fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), CannotRecord> {
     if !plan.accepted || plan.new_text != text {
-        return Err(RecordError::Check(
-            "the engine did not reproduce the file with the computed ops; nothing was recorded"
-                .into(),
-        ));
+        return Err(CannotRecord::NotReproduced);
     }
     if let Some(why) = introduced_errors(&plan.records) {
         // Hooks do not run during a rebase, so this is the last guard
         // before, say, an unresolved `::conflict` block enters history as
         // an edit.
-        return Err(RecordError::Check(format!(
-            "the edit introduces {why}; fix the document and record again (nothing was recorded)"
-        )));
+        return Err(CannotRecord::IntroducesErrors(why));
     }
     Ok(())
 }
@@ -258,10 +457,14 @@ fn before(
     step: Option<&engine::BeforeAppend>,
     doc_path: &Path,
     records: &[Record],
-) -> Result<(), RecordError> {
+) -> Result<(), CannotRun> {
     match step {
-        Some(engine::BeforeAppend(step)) => step(doc_path, records)
-            .map_err(|e| RecordError::Usage(format!("{}: cannot sign: {e}", doc_path.display()))),
+        Some(engine::BeforeAppend(step)) => {
+            step(doc_path, records).map_err(|source| CannotRun::CannotSign {
+                path: doc_path.to_path_buf(),
+                source,
+            })
+        }
         None => Ok(()),
     }
 }
@@ -275,27 +478,30 @@ fn lock_unchanged(
     t_bytes: &[u8],
     text: &str,
 ) -> Result<fsio::LockedTranscript, RecordError> {
-    let usage = |e: String| RecordError::Usage(e);
-    let mut locked = fsio::LockedTranscript::open(tpath)
-        .map_err(|e| usage(format!("{}: cannot open: {e}", tpath.display())))?;
+    let mut locked =
+        fsio::LockedTranscript::open(tpath).map_err(|source| CannotRun::CannotLock {
+            path: tpath.to_path_buf(),
+            source,
+        })?;
     if fsio::Intent::read(tpath)
-        .map_err(|e| usage(e.to_string()))?
+        .map_err(CannotRun::PendingWrite)?
         .is_some()
     {
-        return Err(RecordError::Check(format!(
-            "an interrupted write of {} is pending; run `noma repair {}` first",
-            tpath.display(),
-            shell_word(&doc_path.to_string_lossy())
-        )));
+        return Err(CannotRecord::InterruptedWrite {
+            transcript: tpath.to_path_buf(),
+            doc: doc_path.to_path_buf(),
+        }
+        .into());
     }
     let now = locked
         .read_all()
-        .map_err(|e| usage(format!("{}: {e}", tpath.display())))?;
-    let again = noma_store::fsio::read_document(doc_path).map_err(|e| usage(e.to_string()))?;
+        .map_err(|source| CannotRun::TranscriptUnreadable {
+            path: tpath.to_path_buf(),
+            source,
+        })?;
+    let again = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
     if now != t_bytes || again != text {
-        return Err(RecordError::Check(
-            "the document or its transcript changed while recording; run noma record again".into(),
-        ));
+        return Err(CannotRecord::ChangedWhileRecording.into());
     }
     Ok(locked)
 }
@@ -333,42 +539,81 @@ struct Place {
 }
 
 impl Place {
-    fn discover(doc_path: &Path) -> Result<Place, RecordError> {
-        let usage = |e: String| RecordError::Usage(format!("{}: {e}", doc_path.display()));
-        let abs = std::fs::canonicalize(doc_path).map_err(|e| usage(e.to_string()))?;
-        let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/")))
-            .map_err(|e| usage(e.to_string()))?;
+    fn discover(doc_path: &Path) -> Result<Place, CannotRun> {
+        let path = || doc_path.to_path_buf();
+        let abs = std::fs::canonicalize(doc_path).map_err(|source| CannotRun::Unresolvable {
+            path: path(),
+            source,
+        })?;
+        let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/"))).map_err(|source| {
+            CannotRun::NotARepository {
+                path: path(),
+                source,
+            }
+        })?;
         let root = repo
             .workdir()
             .and_then(|w| std::fs::canonicalize(w).ok())
-            .ok_or_else(|| usage("bare repository: no working tree".into()))?;
+            .ok_or_else(|| CannotRun::Bare { path: path() })?;
         let rel = abs
             .strip_prefix(&root)
-            .map_err(|_| usage("outside the repository".into()))?;
+            .map_err(|_| CannotRun::OutsideRepository { path: path() })?;
         let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
         let rel = parts
             .map(|p| p.join("/"))
-            .ok_or_else(|| usage("path is not valid UTF-8".into()))?;
+            .ok_or_else(|| CannotRun::NonUtf8Path { path: path() })?;
         Ok(Place { repo, root, rel })
     }
 
     /// The document as committed at HEAD, if it is and is text.
-    fn head_text(&self) -> Result<Option<String>, RecordError> {
+    fn head_text(&self) -> Result<Option<String>, CannotRun> {
         Ok(self
             .repo
-            .head_blob(&self.rel)
-            .map_err(|e| RecordError::Usage(e.to_string()))?
+            .head_blob(&self.rel)?
             .and_then(|b| String::from_utf8(b).ok()))
+    }
+
+    /// The state to record from and, for a transcript without an applied
+    /// record, the state a genesis record writes (the record then starts
+    /// from the empty document): the committed version first when the file
+    /// has changed since. A policy without text edits starts from the
+    /// committed version instead (found again in history by replay and
+    /// the hooks).
+    fn starting_point(
+        &self,
+        applied: &[&Record],
+        text_edits: bool,
+        text: &str,
+        tpath: &Path,
+    ) -> Result<(String, Option<String>), RecordError> {
+        if !applied.is_empty() {
+            return Ok((self.previous_state(applied)?, None));
+        }
+        let head = self.head_text()?;
+        match (text_edits, head) {
+            (true, head) => Ok((
+                String::new(),
+                Some(
+                    head.filter(|h| h != text)
+                        .unwrap_or_else(|| text.to_string()),
+                ),
+            )),
+            (false, Some(head)) if head != text => Ok((head, None)),
+            (false, _) => Err(CannotRecord::GenesisNeedsTextEdits {
+                transcript: tpath.to_path_buf(),
+            }
+            .into()),
+        }
     }
 
     /// Rebuilds the text at the transcript's last applied state.
     fn previous_state(&self, applied: &[&Record]) -> Result<String, RecordError> {
-        let (repo, rel) = (&self.repo, &self.rel);
         let head = self.head_text()?;
         let Some(first) = applied.first() else {
-            return Err(RecordError::Check(format!(
-                "{rel}: the transcript has no applied record"
-            )));
+            return Err(CannotRecord::NoAppliedRecord {
+                rel: self.rel.clone(),
+            }
+            .into());
         };
         // sha256 -> index of the next record to re-apply from that state.
         let mut resume: HashMap<&str, usize> = HashMap::new();
@@ -376,361 +621,74 @@ impl Place {
         for (i, r) in applied.iter().enumerate() {
             resume.insert(r.post_sha256.as_str(), i + 1);
         }
+        let Some(text) = self.known_state(first, head, &resume)? else {
+            return Err(CannotRecord::NoBaseFound {
+                rel: self.rel.clone(),
+                pre_sha256: first.pre_sha256.clone(),
+            }
+            .into());
+        };
+        Ok(reapply(text, applied, &resume)?)
+    }
+
+    /// A state the transcript passes through (a key of `resume`): the
+    /// empty document for a genesis record, else HEAD's document, else the
+    /// first such version in history.
+    fn known_state(
+        &self,
+        first: &Record,
+        head: Option<String>,
+        resume: &HashMap<&str, usize>,
+    ) -> Result<Option<String>, CannotRun> {
         // A genesis record starts from the empty document: no lookup.
-        let mut start = if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
-            Some(String::new())
-        } else {
-            head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()))
-        };
-        if start.is_none() {
-            // By content, from every commit a merge, rebase or ref names:
-            // the state may be under the document's old name (a rename)
-            // or on the branch being merged.
-            let starts = repo.history_starts();
-            start = repo
-                .find_version(
-                    &starts,
-                    &[rel.as_str()],
-                    ".noma",
-                    crate::git::HISTORY_LIMIT,
-                    |b| {
-                        std::str::from_utf8(b).is_ok()
-                            && resume.contains_key(sha256_hex(b).as_str())
-                    },
-                )
-                .map_err(|e| RecordError::Usage(e.to_string()))?
-                .and_then(|b| String::from_utf8(b).ok());
+        if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
+            return Ok(Some(String::new()));
         }
-        let Some(mut text) = start else {
-            return Err(RecordError::Check(format!(
-                "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {} (the first applied record's pre_sha256) or any later recorded state",
-                first.pre_sha256
-            )));
-        };
-        let from = resume
-            .get(sha256_hex(text.as_bytes()).as_str())
-            .copied()
-            .unwrap_or(0);
-        for r in applied.iter().skip(from) {
-            let next = noma_core::patch::apply_one(&text, &r.op).map_err(|e| {
-                RecordError::Check(format!(
-                    "re-applying record {} failed: {} ({})",
-                    r.op_id,
-                    e.code.as_str(),
-                    e.message
-                ))
+        let head = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
+        if head.is_some() {
+            return Ok(head);
+        }
+        // By content, from every commit a merge, rebase or ref names:
+        // the state may be under the document's old name (a rename)
+        // or on the branch being merged.
+        let starts = self.repo.history_starts();
+        Ok(self
+            .repo
+            .find_version(
+                &starts,
+                &[self.rel.as_str()],
+                ".noma",
+                crate::git::HISTORY_LIMIT,
+                |b| std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str()),
+            )?
+            .and_then(|b| String::from_utf8(b).ok()))
+    }
+}
+
+/// Re-applies the `applied` records after the state `text` (found in
+/// `resume`), every intermediate hash checked.
+fn reapply(
+    mut text: String,
+    applied: &[&Record],
+    resume: &HashMap<&str, usize>,
+) -> Result<String, CannotRecord> {
+    let from = resume
+        .get(sha256_hex(text.as_bytes()).as_str())
+        .copied()
+        .unwrap_or(0);
+    for r in applied.iter().skip(from) {
+        let next =
+            noma_core::patch::apply_one(&text, &r.op).map_err(|e| CannotRecord::ReapplyFailed {
+                op_id: r.op_id.clone(),
+                code: e.code.as_str().to_string(),
+                message: e.message.clone(),
             })?;
-            if sha256_hex(next.as_bytes()) != r.post_sha256 {
-                return Err(RecordError::Check(format!(
-                    "re-applying record {} does not reproduce its post_sha256; run noma replay",
-                    r.op_id
-                )));
-            }
-            text = next;
+        if sha256_hex(next.as_bytes()) != r.post_sha256 {
+            return Err(CannotRecord::ReapplyMismatch {
+                op_id: r.op_id.clone(),
+            });
         }
-        Ok(text)
+        text = next;
     }
-}
-
-/// An addressable node as the differ sees it.
-struct Block {
-    directive: bool,
-    section_title: Option<String>,
-    parent: Option<String>,
-    /// Position among the parent's children.
-    index: usize,
-    text: String,
-    heading: String,
-}
-
-fn blocks_of(src: &str, doc: &Document) -> (Vec<String>, HashMap<String, Block>) {
-    let all = lines::split(src.strip_prefix('\u{feff}').unwrap_or(src));
-    let mut order = Vec::new();
-    let mut map = HashMap::new();
-    // Explicit stack: documents can nest deeply.
-    let mut stack: Vec<(Option<&str>, &[Node], usize)> = vec![(None, &doc.children, 0)];
-    while let Some((parent, kids, i)) = stack.pop() {
-        let Some(node) = kids.get(i) else { continue };
-        stack.push((parent, kids, i + 1));
-        if let Some(id) = &node.id {
-            let (s, e) = (node.span.start, node.span.end);
-            map.insert(
-                id.to_string(),
-                Block {
-                    directive: matches!(node.kind, NodeKind::Directive { .. }),
-                    section_title: match &node.kind {
-                        NodeKind::Section { title, .. } => Some(title.to_string()),
-                        _ => None,
-                    },
-                    parent: parent.map(str::to_string),
-                    index: i,
-                    text: lines::slice_joined(&all, s, e),
-                    heading: lines::slice_joined(&all, s, s),
-                },
-            );
-            order.push(id.to_string());
-        }
-        if !node.children().is_empty() {
-            stack.push((node.id.as_deref().or(parent), node.children(), 0));
-        }
-    }
-    (order, map)
-}
-
-/// Ops that turn `old` into exactly `new`: v1.0 block ops first, then
-/// (when `text_edits`) `x-noma/replace_lines` hunks for the rest; without
-/// `text_edits`, an explanation of which lines no block op reaches.
-pub fn edit_ops(old: &str, new: &str, text_edits: bool) -> Result<Vec<Value>, TextEditsOff> {
-    let (mut ops, cur) = block_ops(old, new);
-    if cur == new {
-        return Ok(ops);
-    }
-    if !text_edits {
-        return Err(unexpressible(&cur, new));
-    }
-    ops.extend(line_hunks(&cur, new));
-    Ok(ops)
-}
-
-/// The `x-noma/replace_lines` ops, top to bottom, that turn `cur` into
-/// `new`: one per run of changed lines of a line diff. Each op's `line`
-/// counts in the text the previous ops left, so they apply in order.
-fn line_hunks(cur: &str, new: &str) -> Vec<Value> {
-    let a: Vec<&str> = cur.split_inclusive('\n').collect();
-    let b: Vec<&str> = new.split_inclusive('\n').collect();
-    let mut ops = Vec::new();
-    let mut push = |mut old: std::ops::Range<usize>, mut newr: std::ops::Range<usize>| {
-        // A pure insertion takes one unchanged neighbour line along, so
-        // its `old` is text a merge can find again (`patch::relocate`).
-        if old.is_empty() && old.start > 0 {
-            (old.start, newr.start) = (old.start - 1, newr.start - 1);
-        } else if old.is_empty() && old.end < a.len() {
-            (old.end, newr.end) = (old.end + 1, newr.end + 1);
-        }
-        ops.push(json!({
-            "op": REPLACE_LINES,
-            "line": newr.start + 1,
-            "old": a[old].concat(),
-            "new": b[newr].concat(),
-        }));
-    };
-    // Positions are counted from the ops' lengths: a Delete's `new_index`
-    // is not always the position in `new` (similar 2.7, Myers).
-    let (mut oi, mut ni) = (0, 0);
-    let mut hunk: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
-    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b) {
-        let (ol, nl) = (op.old_range().len(), op.new_range().len());
-        let (o, n) = (oi..oi + ol, ni..ni + nl);
-        (oi, ni) = (o.end, n.end);
-        if let similar::DiffOp::Equal { .. } = op {
-            if let Some((o, n)) = hunk.take() {
-                push(o, n);
-            }
-            continue;
-        }
-        hunk = Some(match hunk.take() {
-            Some((ho, hn)) => (ho.start..o.end, hn.start..n.end),
-            None => (o, n),
-        });
-    }
-    if let Some((o, n)) = hunk {
-        push(o, n);
-    }
-    ops
-}
-
-/// Rounds of v1.0 block ops from `old` towards `new`: the ops and the
-/// text they reach (equal to `new` when block ops suffice).
-fn block_ops(old: &str, new: &str) -> (Vec<Value>, String) {
-    let mut cur = old.to_string();
-    let mut ops: Vec<Value> = Vec::new();
-    let (new_order, nb) = blocks_of(new, &noma_core::doc::parse(new));
-    for _round in 0..32 {
-        if cur == new {
-            break;
-        }
-        let (cur_order, cb) = blocks_of(&cur, &noma_core::doc::parse(&cur));
-        let differs = |id: &str| match (cb.get(id), nb.get(id)) {
-            (Some(a), Some(b)) => a.text != b.text,
-            _ => true,
-        };
-        let mut round: Vec<Value> = Vec::new();
-        // Removed directives (outermost only: deleting the parent takes the children).
-        for id in &cur_order {
-            let Some(b) = cb.get(id) else { continue };
-            let parent_gone = b.parent.as_ref().is_some_and(|p| !nb.contains_key(p));
-            if !nb.contains_key(id) && b.directive && !parent_gone {
-                round.push(json!({"op": "delete_block", "id": id}));
-            }
-        }
-        // Changed headings and innermost changed directives.
-        let changed: HashSet<&str> = cur_order
-            .iter()
-            .filter(|id| nb.contains_key(id.as_str()) && differs(id))
-            .map(String::as_str)
-            .collect();
-        let has_changed_descendant = |id: &str| {
-            nb.iter().any(|(k, b)| {
-                let mut p = b.parent.as_deref();
-                let mut depth = 0;
-                while let Some(pp) = p {
-                    if pp == id {
-                        return changed.contains(k.as_str()) || !cb.contains_key(k);
-                    }
-                    depth += 1;
-                    if depth > 256 {
-                        break;
-                    }
-                    p = nb.get(pp).and_then(|b| b.parent.as_deref());
-                }
-                false
-            }) || cb
-                .iter()
-                .any(|(k, b)| b.parent.as_deref() == Some(id) && !nb.contains_key(k))
-        };
-        for id in &cur_order {
-            if !changed.contains(id.as_str()) {
-                continue;
-            }
-            let (Some(c), Some(n)) = (cb.get(id), nb.get(id)) else {
-                continue;
-            };
-            if let (Some(_), Some(title)) = (&c.section_title, &n.section_title) {
-                if c.heading != n.heading {
-                    round.push(json!({"op": "update_heading", "id": id, "title": title}));
-                }
-            } else if c.directive && n.directive && !has_changed_descendant(id) {
-                round.push(json!({"op": "replace_block", "id": id, "content": n.text}));
-            }
-        }
-        // Added directives whose parent exists, in document order.
-        for id in &new_order {
-            let Some(n) = nb.get(id) else { continue };
-            if cb.contains_key(id) || !n.directive {
-                continue;
-            }
-            if let Some(p) = &n.parent {
-                if cb.contains_key(p) {
-                    round.push(json!({"op": "add_block", "parent": p, "position": n.index, "content": n.text}));
-                }
-            }
-        }
-        // Coarsen when nothing fine-grained is left: replace outermost changed directives.
-        if round.is_empty() {
-            for id in &cur_order {
-                let (Some(c), Some(n)) = (cb.get(id), nb.get(id)) else {
-                    continue;
-                };
-                let parent_changed = c
-                    .parent
-                    .as_deref()
-                    .is_some_and(|p| changed.contains(p) && cb.get(p).is_some_and(|b| b.directive));
-                if changed.contains(id.as_str()) && c.directive && n.directive && !parent_changed {
-                    round.push(json!({"op": "replace_block", "id": id, "content": n.text}));
-                }
-            }
-        }
-        if round.is_empty() {
-            break;
-        }
-        let before = cur.clone();
-        for op in round {
-            // An op the engine refuses is left to the line hunks.
-            let Ok(next) = noma_core::patch::apply_one(&cur, &op) else {
-                return (ops, cur);
-            };
-            cur = next;
-            ops.push(op);
-        }
-        if cur == before {
-            break;
-        }
-    }
-    (ops, cur)
-}
-
-/// Names the line range where `got` (best effort) and `want` still differ.
-fn unexpressible(got: &str, want: &str) -> TextEditsOff {
-    let a: Vec<&str> = got.split('\n').collect();
-    let b: Vec<&str> = want.split('\n').collect();
-    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suffix = a
-        .iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
-        .min(a.len().min(b.len()) - prefix);
-    let first = prefix + 1;
-    let last = b.len().saturating_sub(suffix).max(first);
-    TextEditsOff { first, last }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn roundtrip(old: &str, new: &str) -> Vec<Value> {
-        let ops = edit_ops(old, new, true).unwrap();
-        assert_eq!(noma_core::patch::apply_ops(old, &ops).unwrap(), new);
-        ops
-    }
-
-    const BASE: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
-
-    #[test]
-    fn replace_delete_add_and_heading() {
-        let ops = roundtrip(BASE, &BASE.replace("alpha", "ALPHA"));
-        assert_eq!(ops.len(), 1);
-        assert_eq!(ops[0]["op"], "replace_block");
-        let ops = roundtrip(BASE, "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");
-        assert_eq!(ops[0]["op"], "delete_block");
-        let ops = roundtrip(BASE, &format!("{BASE}\n::note{{id=\"c\"}}\ngamma\n::\n"));
-        assert_eq!(ops[0]["op"], "add_block");
-    }
-
-    #[test]
-    fn prose_outside_directives_is_refused_with_lines_when_text_edits_are_off() {
-        let old = "# Plan\n\nsome prose\n";
-        let err = edit_ops(old, "# Plan\n\nother prose\n", false).unwrap_err();
-        assert_eq!((err.first, err.last), (3, 3));
-        let err = err.to_string();
-        assert!(err.contains("lines 3-3"), "{err}");
-        assert!(err.contains("record_text_edits: false"), "{err}");
-    }
-
-    #[test]
-    fn hand_edits_outside_blocks_become_line_hunks_after_block_ops() {
-        let old =
-            "---\ntitle: A\n---\n# Plan\n\nsome prose\n\n- one\n\n::note{id=\"a\"}\nalpha\n::\n";
-        let new = "---\ntitle: B\n---\n# Plan\n\nother prose\n\nA new paragraph.\n\n- one\n- two\n\n::note{id=\"a\"}\nALPHA\n::\n";
-        let ops = roundtrip(old, new);
-        let names: Vec<&str> = ops.iter().filter_map(|o| o["op"].as_str()).collect();
-        assert_eq!(names[0], "replace_block", "{ops:?}");
-        assert!(names[1..].iter().all(|n| *n == REPLACE_LINES), "{ops:?}");
-        // One hunk per run of changed lines, each carrying the old text.
-        assert_eq!(ops[1]["old"], "title: A\n");
-        assert_eq!(ops[1]["line"], 2);
-        assert!(ops.len() >= 4, "{ops:?}");
-    }
-
-    #[test]
-    fn line_hunks_apply_in_order_for_random_edits() {
-        use proptest::prelude::*;
-        let line = prop_oneof![
-            Just("a\n"),
-            Just("b\n"),
-            Just("\n"),
-            Just("c\r\n"),
-            Just("d")
-        ];
-        let text = proptest::collection::vec(line, 0..12).prop_map(|v| v.concat());
-        proptest!(|(old in text.clone(), new in text)| {
-            let ops = line_hunks(&old, &new);
-            prop_assert_eq!(noma_core::patch::apply_ops(&old, &ops).unwrap(), new);
-            // Every hunk of a non-empty text carries `old` lines a merge
-            // can find again (an insertion takes a neighbour along).
-            prop_assert!(old.is_empty() || ops.iter().all(|o| o["old"] != ""), "{:?}", ops);
-        });
-    }
+    Ok(text)
 }

@@ -41,12 +41,11 @@
 //! prior state. Forks are never merged silently.
 //!
 //! The checks live in files named for their step: the per-document check
-//! ([`document`]), the transcript check ([`transcript`]), the streamed
-//! check of a plain append ([`streamed`]), the merge-in-progress rules
-//! ([`merging`]), a transcript left without its document ([`orphan`]),
-//! signatures ([`signatures`]) and the findings they report
-//! ([`findings`]). Each adds methods to [`Guard`], which holds what they
-//! share.
+//! (`document`), the transcript check (`transcript`), the streamed check
+//! of a plain append (`streamed`), the merge-in-progress rules
+//! (`merging`), a transcript left without its document (`orphan`),
+//! signatures (`signatures`) and the findings they report (`findings`).
+//! Each adds methods to [`Guard`], which holds what they share.
 
 mod document;
 mod findings;
