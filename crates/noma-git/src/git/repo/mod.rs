@@ -362,16 +362,7 @@ impl Repo {
         staged: &Staged,
         paths: &[&str],
     ) -> Result<HashSet<String>, GitError> {
-        let head_tree = match staged.head {
-            Some(id) => Some(
-                self.repo
-                    .find_commit(id.raw())
-                    .map_err(libgit2)?
-                    .tree()
-                    .map_err(libgit2)?,
-            ),
-            None => None,
-        };
+        let head_tree = staged.head.map(|id| self.tree_of(id)).transpose()?;
         let mut out = HashSet::new();
         for p in paths {
             let link = if staged.ids.contains_key(*p) {
@@ -393,14 +384,9 @@ impl Repo {
     /// commits `from` and `to`, as document paths (a transcript names its
     /// document), sorted.
     pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
-        let tree = |id: Oid| self.repo.find_commit(id.raw()).and_then(|c| c.tree());
         let diff = self
             .repo
-            .diff_tree_to_tree(
-                Some(&tree(from).map_err(libgit2)?),
-                Some(&tree(to).map_err(libgit2)?),
-                None,
-            )
+            .diff_tree_to_tree(Some(&self.tree_of(from)?), Some(&self.tree_of(to)?), None)
             .map_err(libgit2)?;
         let mut docs = std::collections::BTreeSet::new();
         for d in diff.deltas() {
@@ -419,14 +405,13 @@ impl Repo {
     /// detection pairs them (a path gone, a new one at least 50% similar):
     /// new path -> old path.
     pub fn moved_documents(&self, from: Oid, to: Oid) -> Result<HashMap<String, String>, GitError> {
-        let tree = |id: Oid| self.repo.find_commit(id.raw()).and_then(|c| c.tree());
         let mut opts = DiffOptions::new();
         opts.pathspec("*.noma");
         let mut diff = self
             .repo
             .diff_tree_to_tree(
-                Some(&tree(from).map_err(libgit2)?),
-                Some(&tree(to).map_err(libgit2)?),
+                Some(&self.tree_of(from)?),
+                Some(&self.tree_of(to)?),
                 Some(&mut opts),
             )
             .map_err(libgit2)?;
@@ -558,16 +543,7 @@ impl Repo {
     }
 
     fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
-        let head_tree = match head {
-            Some(id) => Some(
-                self.repo
-                    .find_commit(id.raw())
-                    .map_err(libgit2)?
-                    .tree()
-                    .map_err(libgit2)?,
-            ),
-            None => None,
-        };
+        let head_tree = head.map(|id| self.tree_of(id)).transpose()?;
         let index = self.repo.index().map_err(libgit2)?;
         let mut opts = DiffOptions::new();
         opts.include_typechange(true);
@@ -602,12 +578,7 @@ impl Repo {
         commit: Oid,
         glob: &str,
     ) -> Result<Vec<StagedChange>, GitError> {
-        let tree = self
-            .repo
-            .find_commit(commit.raw())
-            .map_err(libgit2)?
-            .tree()
-            .map_err(libgit2)?;
+        let tree = self.tree_of(commit)?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -663,12 +634,7 @@ impl Repo {
 
     /// Blob id of `path` in commit `commit`, if the path is a file there.
     pub fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
-        let tree = self
-            .repo
-            .find_commit(commit.raw())
-            .map_err(libgit2)?
-            .tree()
-            .map_err(libgit2)?;
+        let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(Oid::from_raw(e.id()))),
             Ok(_) => Ok(None),
@@ -791,6 +757,12 @@ impl Repo {
         self.find_version(starts, paths, ".noma", crate::git::HISTORY_LIMIT, |b| {
             noma_core::doc::hash::sha256_hex(b) == sha
         })
+    }
+
+    /// The tree of `commit`.
+    fn tree_of(&self, commit: Oid) -> Result<git2::Tree<'_>, GitError> {
+        let commit = self.repo.find_commit(commit.raw()).map_err(libgit2)?;
+        commit.tree().map_err(libgit2)
     }
 
     /// The commits reachable from `starts`, newest first, at most `max`.
