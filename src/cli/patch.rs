@@ -286,7 +286,7 @@ fn failed(e: &engine::EngineError, args: &Args, opts: &Options) -> i32 {
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-            noma_git::merge::joined::advice_for_file(&args.file.to_string_lossy(), &tpath)
+            noma_git::merge::unjoin::advice_for_file(&args.file.to_string_lossy(), &tpath)
         }
         _ => None,
     };

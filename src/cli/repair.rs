@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::Format;
-use noma_git::merge::joined;
+use noma_git::merge::unjoin as joined;
 use noma_store::engine;
 
 /// Arguments of `noma repair`.

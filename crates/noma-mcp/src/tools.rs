@@ -617,7 +617,7 @@ fn run_patch(
             }
             let shown = ctx.shown(&path);
             let tpath = engine::default_transcript_path(&path);
-            if let Some(advice) = noma_git::merge::joined::advice_for_file(&shown, &tpath) {
+            if let Some(advice) = noma_git::merge::unjoin::advice_for_file(&shown, &tpath) {
                 return Err(ToolError::user(
                     "unrecorded_edit",
                     format!("{shown}: the transcript {advice}; nothing was written or recorded"),

@@ -669,96 +669,23 @@ fn compute(
     watched: Option<&watch::WatchedChanges>,
 ) -> Result<(PathBuf, Oid, Raw), ChangesError> {
     let root = repo.workdir().ok_or(ChangesError::Bare)?;
-    let base = repo
-        .resolve_base(&q.base)
-        .map_err(|e| ChangesError::UnknownBase {
-            rev: q.base.clone(),
-            msg: e.detail(),
-        })?;
-    let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
-    let mb = repo
-        .merge_base(base, head)
-        .ok_or_else(|| ChangesError::NoMergeBase(q.base.clone(), repo.shallow_note()))?;
+    let mb = merge_base_with(repo, &q.base)?;
     let excludes = exclude_set(&q.exclude_patterns)?;
-
-    let mut selected = Vec::with_capacity(q.files.len());
-    for f in &q.files {
-        let rel = relative_path(&root, f)?;
-        let in_base = repo.blob_id_at(mb, &rel)?.is_some();
-        if !in_base && !root.join(&rel).is_file() {
-            return Err(ChangesError::UnknownFile(f.clone()));
-        }
-        selected.push(rel);
-    }
-
-    // Per changed document: its path, its path at the merge base when
-    // renamed, its old blob, and whether it is in the working tree.
-    // The whole diff, narrowed afterwards: a document moved since the base
-    // is one rename only when git sees both of its paths, and naming
-    // either path asks about that document.
-    let named = |c: &crate::git::repo::StagedChange| {
-        selected.is_empty()
-            || selected.contains(&c.path)
-            || c.old_path.as_ref().is_some_and(|p| selected.contains(p))
-    };
-    let listing = match watched {
-        Some(w) => w.worktree_changes(repo, mb)?.0,
-        None => repo.worktree_changes(mb, "*.noma")?,
-    };
-    let changed: Vec<(String, Option<String>, Option<Oid>, bool)> = listing
-        .into_iter()
-        .filter(named)
-        .map(|c| {
-            let has_new = c.kind != crate::git::repo::ChangeKind::Deleted;
-            (c.path, c.old_path, c.old_id, has_new)
-        })
-        .collect();
-
+    let selected = selected_files(repo, &root, mb, &q.files)?;
+    let changed = changed_documents(repo, mb, &selected, watched)?;
     let mut docs = Vec::new();
     let mut excluded = Vec::new();
-    for (path, old_path, old_id, has_new) in &changed {
-        let (path, old_path, old_id, has_new) =
-            (path.as_str(), old_path.as_deref(), *old_id, *has_new);
-        if !path.ends_with(".noma") {
+    for c in &changed {
+        if !c.path.ends_with(".noma") {
             continue;
         }
-        // A document renamed from (or to) something that is not a
-        // document is an addition (or is not ours).
-        let old_path = old_path.filter(|p| p.ends_with(".noma"));
-        if !excludes.is_empty() && excludes.is_match(path) {
-            excluded.push(path.to_string());
+        if !excludes.is_empty() && excludes.is_match(&c.path) {
+            excluded.push(c.path.clone());
             continue;
         }
-        let old_bytes = match old_id {
-            Some(id) => Some(repo.blob(id)?),
-            None => None,
-        };
-        let new_bytes = if has_new {
-            match std::fs::read(root.join(path)) {
-                Ok(b) => Some(b),
-                // Gone between the scan and the read, or not a file.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    return Err(ChangesError::Io {
-                        path: path.to_string(),
-                        source: e,
-                    })
-                }
-            }
-        } else {
-            None
-        };
-        if old_bytes == new_bytes && old_path.is_none() {
-            continue;
+        if let Some(doc) = diff_changed(repo, &root, (cache, q.bypass_cache), c)? {
+            docs.push(doc);
         }
-        docs.push(diff_one(
-            cache,
-            q.bypass_cache,
-            (path, old_path),
-            old_id,
-            old_bytes,
-            new_bytes,
-        ));
     }
     docs.sort_by(|a, b| a.path.cmp(&b.path));
     excluded.sort();
@@ -771,6 +698,125 @@ fn compute(
             selected,
         },
     ))
+}
+
+/// The merge base of HEAD and the revision `base` names.
+fn merge_base_with(repo: &Repo, base: &str) -> Result<Oid, ChangesError> {
+    let base_id = repo
+        .resolve_base(base)
+        .map_err(|e| ChangesError::UnknownBase {
+            rev: base.to_string(),
+            msg: e.detail(),
+        })?;
+    let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
+    repo.merge_base(base_id, head)
+        .ok_or_else(|| ChangesError::NoMergeBase(base.to_string(), repo.shallow_note()))
+}
+
+/// The query's `files` as repository-relative paths, each a document at
+/// the merge base `mb` or in the working tree.
+fn selected_files(
+    repo: &Repo,
+    root: &Path,
+    mb: Oid,
+    files: &[String],
+) -> Result<Vec<String>, ChangesError> {
+    let mut selected = Vec::with_capacity(files.len());
+    for f in files {
+        let rel = relative_path(root, f)?;
+        let in_base = repo.blob_id_at(mb, &rel)?.is_some();
+        if !in_base && !root.join(&rel).is_file() {
+            return Err(ChangesError::UnknownFile(f.clone()));
+        }
+        selected.push(rel);
+    }
+    Ok(selected)
+}
+
+/// A path changed since the merge base.
+struct Changed {
+    path: String,
+    /// Its path at the merge base when renamed.
+    old_path: Option<String>,
+    /// Its blob at the merge base.
+    old_id: Option<Oid>,
+    /// It is in the working tree.
+    has_new: bool,
+}
+
+/// The paths changed since `mb` that the selection names (all when it
+/// is empty). The whole diff, narrowed afterwards: a document moved since
+/// the base is one rename only when git sees both of its paths, and
+/// naming either path asks about that document.
+fn changed_documents(
+    repo: &Repo,
+    mb: Oid,
+    selected: &[String],
+    watched: Option<&watch::WatchedChanges>,
+) -> Result<Vec<Changed>, ChangesError> {
+    let named = |c: &crate::git::repo::StagedChange| {
+        selected.is_empty()
+            || selected.contains(&c.path)
+            || c.old_path.as_ref().is_some_and(|p| selected.contains(p))
+    };
+    let listing = match watched {
+        Some(w) => w.worktree_changes(repo, mb)?.0,
+        None => repo.worktree_changes(mb, "*.noma")?,
+    };
+    Ok(listing
+        .into_iter()
+        .filter(named)
+        .map(|c| Changed {
+            has_new: c.kind != crate::git::repo::ChangeKind::Deleted,
+            path: c.path,
+            old_path: c.old_path,
+            old_id: c.old_id,
+        })
+        .collect())
+}
+
+/// Reads both versions of the changed document `c` and diffs them; None
+/// when nothing changed (same bytes, same path).
+fn diff_changed(
+    repo: &Repo,
+    root: &Path,
+    (cache, bypass): (&BlockCache, bool),
+    c: &Changed,
+) -> Result<Option<RawDoc>, ChangesError> {
+    let path = c.path.as_str();
+    // A document renamed from (or to) something that is not a
+    // document is an addition (or is not ours).
+    let old_path = c.old_path.as_deref().filter(|p| p.ends_with(".noma"));
+    let old_bytes = match c.old_id {
+        Some(id) => Some(repo.blob(id)?),
+        None => None,
+    };
+    let new_bytes = if c.has_new {
+        match std::fs::read(root.join(path)) {
+            Ok(b) => Some(b),
+            // Gone between the scan and the read, or not a file.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(ChangesError::Io {
+                    path: path.to_string(),
+                    source: e,
+                })
+            }
+        }
+    } else {
+        None
+    };
+    if old_bytes == new_bytes && old_path.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(diff_one(
+        cache,
+        bypass,
+        (path, old_path),
+        c.old_id,
+        old_bytes,
+        new_bytes,
+    )))
 }
 
 /// Diffs one document's two versions (either may be absent); `paths` are

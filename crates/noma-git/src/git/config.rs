@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::repo::GitError;
+use super::repo::{libgit2, GitError};
 
 /// The string value of `key` in the config file at `path`; None when the
 /// file or the key is absent or unreadable.
@@ -28,16 +28,19 @@ pub fn user_name(start: &Path) -> Option<String> {
 /// Sets each `(key, value)` in the config file at `path` (created if
 /// absent).
 pub fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
-    let mut cfg = git2::Config::open(path)?;
+    let mut cfg = git2::Config::open(path).map_err(libgit2)?;
     for (k, v) in entries {
-        cfg.set_str(k, v)?;
+        cfg.set_str(k, v).map_err(libgit2)?;
     }
     Ok(())
 }
 
 /// Removes `key` from the config file at `path`.
 pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
-    git2::Config::open(path)?.remove(key)?;
+    git2::Config::open(path)
+        .map_err(libgit2)?
+        .remove(key)
+        .map_err(libgit2)?;
     Ok(())
 }
 
@@ -47,13 +50,14 @@ pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
 /// (GIT_DIR / GIT_WORK_TREE layouts have no `.git` in the work tree);
 /// `.gitattributes` files first, then the index, as git does on checkout.
 pub fn text_unset(git_dir: &Path, work_tree: &Path, paths: &[&str]) -> Result<Vec<bool>, GitError> {
-    let repo = git2::Repository::open(git_dir)?;
-    repo.set_workdir(work_tree, false)?;
+    let repo = git2::Repository::open(git_dir).map_err(libgit2)?;
+    repo.set_workdir(work_tree, false).map_err(libgit2)?;
     paths
         .iter()
         .map(|p| {
-            let v =
-                repo.get_attr_bytes(Path::new(p), "text", git2::AttrCheckFlags::FILE_THEN_INDEX)?;
+            let v = repo
+                .get_attr_bytes(Path::new(p), "text", git2::AttrCheckFlags::FILE_THEN_INDEX)
+                .map_err(libgit2)?;
             Ok(git2::AttrValue::from_bytes(v) == git2::AttrValue::False)
         })
         .collect()

@@ -45,7 +45,7 @@ pub enum BlobStream {
 
 impl BlobStream {
     /// Opens blob `id` of `repo`.
-    pub(crate) fn open(repo: &Repository, id: Oid) -> io::Result<BlobStream> {
+    pub(super) fn open(repo: &Repository, id: Oid) -> io::Result<BlobStream> {
         let size = repo.odb().and_then(|db| db.read_header(id)).map(|(s, _)| s);
         if let Ok(size) = size {
             if size <= whole_up_to() {
@@ -123,7 +123,7 @@ impl Drop for BlobStream {
 /// fetch the others from the promisor remote: a blob missing locally is
 /// asked of the `git` CLI, which fetches it. Elsewhere a missing blob makes
 /// `git cat-file` fail at once, and libgit2's error stands.
-pub(crate) fn blob_content(repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::Error> {
+pub(super) fn blob_content(repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::Error> {
     let err = match repo.find_blob(id) {
         Ok(b) => return Ok(b.content().to_vec()),
         Err(e) if e.code() == git2::ErrorCode::NotFound => e,

@@ -177,6 +177,73 @@ fn pick<'x, T: PartialEq + ?Sized>(b: Option<&'x T>, o: &'x T, t: &'x T) -> Opti
     }
 }
 
+/// The items' keys: the base's own; each side's aligned with the base
+/// (with ours when there is no base, as for a block both sides added).
+fn item_keys(
+    b: Option<&Container<'_, '_>>,
+    o: &Container<'_, '_>,
+    t: &Container<'_, '_>,
+) -> [Vec<String>; 3] {
+    let bk: Vec<String> = b.map(own_keys).unwrap_or_default();
+    let ok = match b {
+        Some(b) => aligned_keys(b, &bk, o, "ours"),
+        None => own_keys(o),
+    };
+    let tk = match b {
+        Some(b) => aligned_keys(b, &bk, t, "theirs"),
+        None => aligned_keys(o, &ok, t, "theirs"),
+    };
+    [bk, ok, tk]
+}
+
+/// Where each key is.
+fn index(keys: &[String]) -> HashMap<String, usize> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| (k.clone(), i))
+        .collect()
+}
+
+/// An item in output order.
+enum Slot {
+    /// Ours, by index.
+    Ours(usize),
+    /// A theirs-only item, by index.
+    Theirs(usize),
+}
+
+/// One item of theirs, as [`slots`] sees it.
+enum Theirs {
+    /// Ours has it, at this index.
+    AlsoOurs(usize),
+    /// Only theirs has it; `keep` when added by them, or deleted by us but
+    /// changed by them.
+    Only { keep: bool },
+}
+
+/// The slots of `ours` items and `theirs` in output order: kept
+/// theirs-only items go after their nearest preceding surviving neighbour.
+fn slots(ours: usize, theirs: impl Iterator<Item = Theirs>) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..ours).map(Slot::Ours).collect();
+    let mut last_pos: Option<usize> = None;
+    for (j, it) in theirs.enumerate() {
+        match it {
+            Theirs::AlsoOurs(oidx) => {
+                last_pos = slots
+                    .iter()
+                    .position(|s| matches!(s, Slot::Ours(i) if *i == oidx));
+            }
+            Theirs::Only { keep: true } => {
+                let at = last_pos.map_or(0, |p| p + 1);
+                slots.insert(at, Slot::Theirs(j));
+                last_pos = Some(at);
+            }
+            Theirs::Only { keep: false } => {}
+        }
+    }
+    slots
+}
+
 impl Merger<'_> {
     fn push(&mut self, lines: &[&str]) {
         self.out.extend(lines.iter().map(|l| l.to_string()));
@@ -231,73 +298,30 @@ impl Merger<'_> {
         fence: u32,
         depth: usize,
     ) {
-        // Keys: the base's own; each side's aligned with the base (with
-        // ours when there is no base, as for a block both sides added).
-        let bk: Vec<String> = b.map(own_keys).unwrap_or_default();
-        let ok = match b {
-            Some(b) => aligned_keys(b, &bk, o, "ours"),
-            None => own_keys(o),
-        };
-        let tk = match b {
-            Some(b) => aligned_keys(b, &bk, t, "theirs"),
-            None => aligned_keys(o, &ok, t, "theirs"),
-        };
-        let index = |keys: &[String]| -> HashMap<String, usize> {
-            keys.iter()
-                .enumerate()
-                .map(|(i, k)| (k.clone(), i))
-                .collect()
-        };
-        let bi = index(&bk);
-        let (oi, ti) = (index(&ok), index(&tk));
+        let [bk, ok, tk] = item_keys(b, o, t);
+        let (bi, oi, ti) = (index(&bk), index(&ok), index(&tk));
         let b_item = |k: &str| bi.get(k).and_then(|&i| b.and_then(|c| c.items.get(i)));
-        // Slots in output order: Some(ours index) or a theirs-only item.
-        enum Slot {
-            Ours(usize),
-            Theirs(usize),
-        }
-        let mut slots: Vec<Slot> = (0..o.items.len()).map(Slot::Ours).collect();
-        // Theirs-only items (added by them, or deleted by us but changed by
-        // them) go after their nearest preceding surviving neighbour.
-        let mut last_pos: Option<usize> = None;
-        for (j, it) in t.items.iter().enumerate() {
-            if let Some(&oidx) = oi.get(&tk[j]) {
-                last_pos = slots
-                    .iter()
-                    .position(|s| matches!(s, Slot::Ours(i) if *i == oidx));
-                continue;
-            }
-            let keep = match b_item(&tk[j]) {
-                None => true,               // added by them
-                Some(bit) => !bit.same(it), // deleted by us, changed by them
-            };
-            if keep {
-                let at = last_pos.map_or(0, |p| p + 1);
-                slots.insert(at, Slot::Theirs(j));
-                last_pos = Some(at);
-            }
-        }
+        let slots = slots(
+            o.items.len(),
+            t.items
+                .iter()
+                .enumerate()
+                .map(|(j, it)| match oi.get(&tk[j]) {
+                    Some(&i) => Theirs::AlsoOurs(i),
+                    None => Theirs::Only {
+                        keep: match b_item(&tk[j]) {
+                            None => true,               // added by them
+                            Some(bit) => !bit.same(it), // deleted by us, changed by them
+                        },
+                    },
+                }),
+        );
         for slot in slots {
             match slot {
                 Slot::Ours(i) => {
                     let Some(oit) = o.items.get(i) else { continue };
-                    let bit = b_item(&ok[i]);
-                    match ti.get(&ok[i]).and_then(|&j| t.items.get(j)) {
-                        Some(tit) => self.merge_item(bit, oit, tit, fence, depth),
-                        None => match bit {
-                            // Added by us only.
-                            None => self.emit(oit),
-                            // Deleted by them, unchanged by us: gone.
-                            Some(bit) if bit.same(oit) => {}
-                            Some(_) => self.conflict_items(
-                                oit,
-                                Some(oit),
-                                None,
-                                fence,
-                                "changed on our side, deleted on theirs",
-                            ),
-                        },
-                    }
+                    let tit = ti.get(&ok[i]).and_then(|&j| t.items.get(j));
+                    self.merge_ours(b_item(&ok[i]), oit, tit, fence, depth);
                 }
                 Slot::Theirs(j) => {
                     let Some(tit) = t.items.get(j) else { continue };
@@ -313,6 +337,32 @@ impl Merger<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Merges our item `oit` with its base and theirs (`tit`, None when
+    /// theirs lacks it).
+    fn merge_ours(
+        &mut self,
+        bit: Option<&Item<'_, '_>>,
+        oit: &Item<'_, '_>,
+        tit: Option<&Item<'_, '_>>,
+        fence: u32,
+        depth: usize,
+    ) {
+        match (tit, bit) {
+            (Some(tit), _) => self.merge_item(bit, oit, tit, fence, depth),
+            // Added by us only.
+            (None, None) => self.emit(oit),
+            // Deleted by them, unchanged by us: gone.
+            (None, Some(bit)) if bit.same(oit) => {}
+            (None, Some(_)) => self.conflict_items(
+                oit,
+                Some(oit),
+                None,
+                fence,
+                "changed on our side, deleted on theirs",
+            ),
         }
     }
 

@@ -39,14 +39,14 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
-pub mod joined;
+pub mod clashes;
 pub mod reconcile;
 pub mod succession;
 pub mod summary;
 #[cfg(test)]
 mod test_support;
-pub mod touch;
 pub mod transcript;
+pub mod unjoin;
 
 pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};
 pub use transcript::{reconcile, OpConflict, Reconciled, Side, Unreconcilable};

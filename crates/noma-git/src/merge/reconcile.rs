@@ -478,9 +478,9 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     let r = replay::replay_after(after, tail, text(&files.mb_doc), head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
-    if let Some(join) = super::joined::find_join(files.head_transcript()) {
+    if let Some(join) = super::unjoin::find_join(files.head_transcript()) {
         // Two branches' records kept one after the other: one cause, one fix.
-        let advice = super::joined::advice(&rep.path, join);
+        let advice = super::unjoin::advice(&rep.path, join);
         let mut f = finding("error", "transcript-joined", &files.tpath, advice);
         f.line = Some(join.second_line);
         rep.findings.push(f);

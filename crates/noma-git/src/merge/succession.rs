@@ -35,6 +35,10 @@
 //!
 //! When `old` is a byte prefix of `new` (the everyday append) only 1 and 3
 //! have anything to check.
+//!
+//! [`check`] runs each rule as its own function, in the order 3, 2, 1:
+//! a doubled op or an edited or dropped line also breaks the replay, and
+//! is reported by the rule that names it rather than as a divergence.
 
 use std::collections::{HashMap, HashSet};
 
@@ -42,7 +46,7 @@ use serde_json::Value;
 
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::replay::{self, Continuation};
-use noma_core::transcript::{parse_record, split_lines, Record};
+use noma_core::transcript::{parse_record, split_lines, RawLine, Record};
 
 /// The op id of a reconciled copy of the record `origin`, re-applied onto
 /// the state whose sha256 is `pre_sha256` (a UUID, v4 layout). Deriving it
@@ -198,64 +202,43 @@ pub fn check(
     let common = if appends {
         olines.len()
     } else {
-        olines
-            .iter()
-            .zip(&nlines)
-            .take_while(|(a, b)| a.raw == b.raw)
-            .count()
+        common_lines(&olines, &nlines)
     };
     let orecs = records(old)?;
     let nrecs = records(new)?;
-    // 3. Every op at most once.
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (i, r) in nrecs.iter().enumerate() {
-        if let Some(first) = seen.insert(origin(r), i + 1) {
-            return Err(violation(
-                "duplicated",
-                i + 1,
-                format!(
-                    "line {} repeats op {} already recorded at line {first} (two forks joined line by line?)",
-                    i + 1,
-                    origin(r)
-                ),
-            ));
-        }
-    }
-    // 2. Every old record after the common prefix is still there.
-    let tail = nrecs.get(common..).unwrap_or_default();
-    let by_origin: HashMap<&str, &Record> = tail.iter().map(|r| (origin(r), r)).collect();
-    let ids: HashSet<&str> = tail.iter().map(|r| r.op_id.as_str()).collect();
-    // A genesis record that opens `old` is kept when `new`, sharing no
-    // line with it, starts at the state it writes (see [`start_state`]).
-    let new_start = start_state(&nrecs);
-    for (i, r) in orecs.iter().enumerate().skip(common) {
-        let line = i + 1;
-        if i == 0 && genesis_state(r).is_some() && genesis_state(r) == new_start {
-            continue;
-        }
-        if ids.contains(r.op_id.as_str()) {
-            return Err(violation(
-                "rewritten",
-                line,
-                format!("committed transcript line {line} (op {}) was rewritten or moved; transcripts are append-only", r.op_id),
-            ));
-        }
-        let kept = by_origin.get(origin(r)).is_some_and(|n| {
-            n.patch_result == r.patch_result
-                && (op_key(&n.op) == op_key(&r.op)
-                    // A copy follows a block the other side renamed.
-                    || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
-        });
-        if !kept {
-            return Err(violation(
-                "removed",
-                line,
-                format!("committed transcript line {line} (op {}) was removed or changed; a successor keeps every op (copies included)", r.op_id),
-            ));
-        }
-    }
-    // 1. The new part replays from where the common prefix ends.
+    // Checked 3, 2, 1: an op applied twice, or a committed line edited or
+    // dropped, breaks the replay too, and is named by its own rule rather
+    // than as a bare divergence; the replay, the costly rule, runs last.
+    no_op_twice(&nrecs)?;
+    keeps_every_op(&orecs, &nrecs, common)?;
+    replays((new, &nlines), &nrecs, common, new_doc, find_doc)?;
+    Ok(Succession {
+        common_lines: common,
+        appends,
+    })
+}
+
+/// The lines two transcripts share from the start.
+fn common_lines(olines: &[RawLine<'_>], nlines: &[RawLine<'_>]) -> usize {
+    olines
+        .iter()
+        .zip(nlines)
+        .take_while(|(a, b)| a.raw == b.raw)
+        .count()
+}
+
+/// Rule 1: the part of `new` (its lines `nlines`) after the `common` prefix replays, from the
+/// state the prefix ends at (or its first applied record starts from) to
+/// `new_doc`.
+fn replays(
+    (new, nlines): (&[u8], &[RawLine<'_>]),
+    nrecs: &[Record],
+    common: usize,
+    new_doc: &str,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<(), Violation> {
     let applied = |r: &&Record| r.patch_result == noma_core::transcript::PatchResult::Applied;
+    let tail = nrecs.get(common..).unwrap_or_default();
     let start = nrecs
         .get(..common)
         .unwrap_or_default()
@@ -285,13 +268,68 @@ pub fn check(
     });
     let rest = nlines.get(common).map_or(&[][..], |l| &new[l.offset..]);
     let rep = replay::replay_after(after, rest, base.as_deref(), new_doc);
-    if let Some(d) = rep.divergence {
-        return Err(violation("replay", d.line, d.message));
+    match rep.divergence {
+        Some(d) => Err(violation("replay", d.line, d.message)),
+        None => Ok(()),
     }
-    Ok(Succession {
-        common_lines: common,
-        appends,
-    })
+}
+
+/// Rule 2: every record of `old` after the `common` prefix is still in
+/// `new` after it, as the same op, never as the same `op_id` on other
+/// bytes; an opening genesis record may go (see [`start_state`]).
+fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(), Violation> {
+    let tail = nrecs.get(common..).unwrap_or_default();
+    let by_origin: HashMap<&str, &Record> = tail.iter().map(|r| (origin(r), r)).collect();
+    let ids: HashSet<&str> = tail.iter().map(|r| r.op_id.as_str()).collect();
+    // A genesis record that opens `old` is kept when `new`, sharing no
+    // line with it, starts at the state it writes (see [`start_state`]).
+    let new_start = start_state(nrecs);
+    for (i, r) in orecs.iter().enumerate().skip(common) {
+        let line = i + 1;
+        if i == 0 && genesis_state(r).is_some() && genesis_state(r) == new_start {
+            continue;
+        }
+        if ids.contains(r.op_id.as_str()) {
+            return Err(violation(
+                "rewritten",
+                line,
+                format!("committed transcript line {line} (op {}) was rewritten or moved; transcripts are append-only", r.op_id),
+            ));
+        }
+        let kept = by_origin.get(origin(r)).is_some_and(|n| {
+            n.patch_result == r.patch_result
+                && (op_key(&n.op) == op_key(&r.op)
+                    // A copy follows a block the other side renamed.
+                    || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
+        });
+        if !kept {
+            return Err(violation(
+                "removed",
+                line,
+                format!("committed transcript line {line} (op {}) was removed or changed; a successor keeps every op (copies included)", r.op_id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Rule 3: no origin occurs twice among `new`'s records.
+fn no_op_twice(nrecs: &[Record]) -> Result<(), Violation> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in nrecs.iter().enumerate() {
+        if let Some(first) = seen.insert(origin(r), i + 1) {
+            return Err(violation(
+                "duplicated",
+                i + 1,
+                format!(
+                    "line {} repeats op {} already recorded at line {first} (two forks joined line by line?)",
+                    i + 1,
+                    origin(r)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

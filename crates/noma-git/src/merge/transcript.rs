@@ -13,7 +13,7 @@
 //!   pre/post hashes set to the state it lands on (replay requires every
 //!   record to start from the replayed state), so nothing is dropped.
 //!
-//! Conflicts: an op of theirs whose touches ([`super::touch`]: its target
+//! Conflicts: an op of theirs whose touches ([`super::clashes`]: its target
 //! and the innermost blocks it changed, some ops only one part of their
 //! target) clash with a touch of one of our ops, or of one of their own
 //! already-conflicting ops, or that no longer applies, is a conflict naming
@@ -56,8 +56,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::clashes::{touched, Part, Touch, Touches};
 use super::succession::{copy_id, genesis_state, origin, start_state};
-use super::touch::{touched, Part, Touch, Touches};
 use noma_core::doc::hash::{sha256_hex, slice_hash};
 use noma_core::doc::{strip_bom, Document, ParseMemo};
 use noma_core::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};
@@ -289,28 +289,10 @@ pub fn reconcile_transcripts(
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Reconciled, Unreconcilable> {
     let fork = Fork::read(ot, tt)?;
-    let base_records = match base_t {
-        Some(b) => super::succession::records(b).map_err(|v| {
-            Unreconcilable::new(format!("the merge base's transcript cannot be read ({v})"))
-        })?,
-        None => Vec::new(),
-    };
+    let base_records = base_records(base_t)?;
     let ours_all: HashSet<&str> = fork.prefix.iter().chain(&fork.onew).map(origin).collect();
-    let theirs_all: HashSet<&str> = fork.prefix.iter().chain(&fork.tnew).map(origin).collect();
     let in_base: HashSet<&str> = base_records.iter().map(origin).collect();
-    let removed_by_them = in_base
-        .iter()
-        .filter(|o| ours_all.contains(*o) && !theirs_all.contains(*o))
-        .count();
-    if removed_by_them > 0 {
-        return Err(Unreconcilable {
-            message: format!(
-                "their side removes {removed_by_them} recorded op(s) that the merge base has \
-                 (a revert), which an append-only transcript cannot express"
-            ),
-            removes_base_records: true,
-        });
-    }
+    refuse_their_removals(&fork, &ours_all, &in_base)?;
     let base_doc = fork.start_doc(fallback_doc, find_doc)?;
     let (our_doc, our_steps) = replay_side(&base_doc, &fork.onew, "ours")?;
     let (their_doc, their_steps) = replay_side(&base_doc, &fork.tnew, "theirs")?;
@@ -324,22 +306,18 @@ pub fn reconcile_transcripts(
         .tnew
         .iter()
         .any(|r| in_base.contains(origin(r)) && !ours_all.contains(origin(r)));
-    let whole = |t: &[u8], doc: String, theirs_new: usize, ours_new: usize| Reconciled {
-        transcript: t.to_vec(),
-        doc: doc.clone(),
-        ours_doc: our_doc.clone(),
-        theirs_doc: their_doc.clone(),
-        rebased: Vec::new(),
-        conflicts: Vec::new(),
-        ours_new,
-        theirs_new,
-    };
+    let sides = [&our_doc, &their_doc];
     if fork.onew.is_empty() && !removed_by_us && !fork.our_genesis {
         // Ours is where theirs started: theirs as it is (a fast-forward).
-        return Ok(whole(tt, their_doc.clone(), fork.tnew.len(), 0));
+        return Ok(Reconciled::whole(
+            tt,
+            &their_doc,
+            sides,
+            (0, fork.tnew.len()),
+        ));
     }
     if unique.is_empty() {
-        return Ok(whole(ot, our_doc.clone(), 0, fork.onew.len()));
+        return Ok(Reconciled::whole(ot, &our_doc, sides, (fork.onew.len(), 0)));
     }
     let mut rebase = Rebase {
         state: our_doc.clone(),
@@ -349,17 +327,7 @@ pub fn reconcile_transcripts(
         conflicts: Vec::new(),
         out: Vec::new(),
         rebased: Vec::new(),
-        renames: fork
-            .onew
-            .iter()
-            .filter(|r| {
-                r.patch_result == PatchResult::Applied && op_name(&r.op) == Some("rename_id")
-            })
-            .filter_map(|r| {
-                let field = |k: &str| r.op.get(k).and_then(Value::as_str).map(str::to_string);
-                field("from").zip(field("to"))
-            })
-            .collect(),
+        renames: renames(&fork.onew),
     };
     for rec in unique {
         rebase.carry(rec);
@@ -377,6 +345,68 @@ pub fn reconcile_transcripts(
         ours_new: fork.onew.len(),
         theirs_new: fork.tnew.len(),
     })
+}
+
+impl Reconciled {
+    /// One side's transcript `t` taken whole, replaying to `doc`; `sides`
+    /// are [ours, theirs]' documents and `new` their new record counts.
+    fn whole(t: &[u8], doc: &str, [ours, theirs]: [&String; 2], new: (usize, usize)) -> Self {
+        Reconciled {
+            transcript: t.to_vec(),
+            doc: doc.to_string(),
+            ours_doc: ours.clone(),
+            theirs_doc: theirs.clone(),
+            rebased: Vec::new(),
+            conflicts: Vec::new(),
+            ours_new: new.0,
+            theirs_new: new.1,
+        }
+    }
+}
+
+/// The records of the merge base's transcript (none when unknown).
+fn base_records(base_t: Option<&[u8]>) -> Result<Vec<Record>, Unreconcilable> {
+    match base_t {
+        Some(b) => super::succession::records(b).map_err(|v| {
+            Unreconcilable::new(format!("the merge base's transcript cannot be read ({v})"))
+        }),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// A base record ours holds (`ours_all`) and theirs lacks was removed on
+/// their side (a revert): an append-only transcript cannot express that.
+fn refuse_their_removals(
+    fork: &Fork,
+    ours_all: &HashSet<&str>,
+    in_base: &HashSet<&str>,
+) -> Result<(), Unreconcilable> {
+    let theirs_all: HashSet<&str> = fork.prefix.iter().chain(&fork.tnew).map(origin).collect();
+    let removed_by_them = in_base
+        .iter()
+        .filter(|o| ours_all.contains(*o) && !theirs_all.contains(*o))
+        .count();
+    if removed_by_them == 0 {
+        return Ok(());
+    }
+    Err(Unreconcilable {
+        message: format!(
+            "their side removes {removed_by_them} recorded op(s) that the merge base has \
+             (a revert), which an append-only transcript cannot express"
+        ),
+        removes_base_records: true,
+    })
+}
+
+/// Our applied `rename_id`s among `onew`, (from, to) in order.
+fn renames(onew: &[Record]) -> Vec<(String, String)> {
+    onew.iter()
+        .filter(|r| r.patch_result == PatchResult::Applied && op_name(&r.op) == Some("rename_id"))
+        .filter_map(|r| {
+            let field = |k: &str| r.op.get(k).and_then(Value::as_str).map(str::to_string);
+            field("from").zip(field("to"))
+        })
+        .collect()
 }
 
 /// The two transcripts parsed and split at their longest common line

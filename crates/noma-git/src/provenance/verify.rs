@@ -331,11 +331,6 @@ pub fn verify_where(
     let checked = verify_in_range(&origins, in_range, &sigs, sidecar.signatures.len());
     let (by_op_id, repeats) = first_carriers(&origins);
     let mut approvals = Approvals::new(trust, sidecar);
-    let sig_level = match prov.signatures {
-        SignatureLevel::Off => None,
-        SignatureLevel::Warn => Some("warning"),
-        SignatureLevel::Required => Some("error"),
-    };
     let mut out = Vec::new();
     for (i, origin) in origins.iter().enumerate() {
         let e = origin.entry;
@@ -351,13 +346,6 @@ pub fn verify_where(
             approved_by: None,
             problems: Vec::new(),
         };
-        let problem = |level, code, message| Problem {
-            level,
-            code,
-            line: e.line,
-            op_id: e.record.op_id.clone(),
-            message,
-        };
         let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
         let signer = match repeats.get(&e.line) {
             Some(first) => Err((
@@ -372,13 +360,8 @@ pub fn verify_where(
         match signer {
             Ok(p) => status.signed_by = Some(p),
             Err((code, message)) => {
-                let level = if code == codes::INVALID {
-                    sig_level.map(|_| "error")
-                } else {
-                    sig_level
-                };
-                if let Some(level) = level {
-                    status.problems.push(problem(level, code, message));
+                if let Some(level) = signature_problem_level(prov.signatures, code) {
+                    status.problems.push(problem(e, level, code, message));
                 }
             }
         }
@@ -393,13 +376,40 @@ pub fn verify_where(
                 Ok(approver) => status.approved_by = Some(approver),
                 Err(reasons) => {
                     let (code, message) = approval_problem(&status, rec, reasons);
-                    status.problems.push(problem("error", code, message));
+                    status.problems.push(problem(e, "error", code, message));
                 }
             }
         }
         out.push(status);
     }
     out
+}
+
+/// The level a signature problem `code` is reported at under the policy's
+/// `signatures` (None: not reported). An invalid signature is an error
+/// whenever signatures are checked at all.
+fn signature_problem_level(signatures: SignatureLevel, code: &str) -> Option<&'static str> {
+    let level = match signatures {
+        SignatureLevel::Off => None,
+        SignatureLevel::Warn => Some("warning"),
+        SignatureLevel::Required => Some("error"),
+    };
+    if code == codes::INVALID {
+        level.map(|_| "error")
+    } else {
+        level
+    }
+}
+
+/// A problem of the record at `e`.
+fn problem(e: &Entry, level: &'static str, code: &'static str, message: String) -> Problem {
+    Problem {
+        level,
+        code,
+        line: e.line,
+        op_id: e.record.op_id.clone(),
+        message,
+    }
 }
 
 /// Each original op is carried by one record: a second record standing

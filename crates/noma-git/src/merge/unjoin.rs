@@ -1,7 +1,7 @@
-//! Transcripts that two branches' records were *joined* into line by line:
-//! what a merge without noma's driver leaves when the conflict is resolved
-//! by keeping both sides (a clone where `noma hooks install` never ran,
-//! GitHub's web conflict editor, `git merge-file --union`).
+//! Unjoining transcripts that two branches' records were *joined* into line
+//! by line: what a merge without noma's driver leaves when the conflict is
+//! resolved by keeping both sides (a clone where `noma hooks install` never
+//! ran, GitHub's web conflict editor, `git merge-file --union`).
 //!
 //! Such a transcript is a common prefix `P`, then one branch's records `X`
 //! chained onto `P`, then the other branch's records `Y`, whose first line

@@ -6,11 +6,16 @@
 //! Paths are repository-relative, `/`-separated UTF-8 strings; a non-UTF-8
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
+mod cli;
+
+pub use cli::{WorktreeListing, WorktreeScan};
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Oid, Repository};
+use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Repository};
+
+use super::Oid;
 
 /// Why a repository read failed.
 #[derive(Debug, thiserror::Error)]
@@ -21,18 +26,45 @@ pub enum GitError {
     /// A path name in the repository is not UTF-8.
     #[error("path name is not valid UTF-8 ({0}); rename it to check it")]
     NonUtf8Path(String),
-    /// Any other libgit2 failure.
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
+    /// A libgit2 call failed.
+    #[error("git: {shown}")]
+    Libgit2 {
+        /// libgit2's message.
+        message: String,
+        /// The failure as libgit2 prints it: the message, then its error
+        /// class and code when they say more.
+        shown: String,
+    },
+    /// The `git` command's output was not what it documents.
+    #[error("git: unexpected `git {command}` output: {what}")]
+    UnparsableOutput {
+        /// The subcommand (`diff-index`).
+        command: &'static str,
+        /// The part that did not parse.
+        what: String,
+    },
 }
 
 impl GitError {
-    /// The failure without the `git: ` prefix of its display.
+    /// The failure without the `git: ` prefix of its display (and
+    /// without libgit2's class and code).
     pub fn detail(&self) -> String {
         match self {
-            GitError::Git(g) => g.message().to_string(),
+            GitError::Libgit2 { message, .. } => message.clone(),
+            GitError::UnparsableOutput { command, what } => {
+                format!("unexpected `git {command}` output: {what}")
+            }
             other => other.to_string(),
         }
+    }
+}
+
+/// A libgit2 failure as a [`GitError`]; private to the `git` module, so
+/// that git2's error type never reaches callers.
+pub(in crate::git) fn libgit2(e: git2::Error) -> GitError {
+    GitError::Libgit2 {
+        message: e.message().to_string(),
+        shown: e.to_string(),
     }
 }
 
@@ -194,12 +226,18 @@ impl Repo {
             .head()
             .ok()
             .and_then(|h| h.peel_to_commit().ok())
-            .map(|c| c.id())
+            .map(|c| Oid::from_raw(c.id()))
     }
 
     /// The first parent of `commit`, if it has one.
     pub fn first_parent(&self, commit: Oid) -> Option<Oid> {
-        self.repo.find_commit(commit).ok()?.parent_id(0).ok()
+        let parent = self
+            .repo
+            .find_commit(commit.raw())
+            .ok()?
+            .parent_id(0)
+            .ok()?;
+        Some(Oid::from_raw(parent))
     }
 
     /// The commit being merged, during a merge: `MERGE_HEAD`, or while
@@ -211,7 +249,7 @@ impl Repo {
             if let Some(id) = text
                 .lines()
                 .next()
-                .and_then(|l| Oid::from_str(l.trim()).ok())
+                .and_then(|l| l.trim().parse::<Oid>().ok())
             {
                 return Some(id);
             }
@@ -219,14 +257,23 @@ impl Repo {
         std::env::vars_os().find_map(|(k, _)| {
             let k = k.to_str()?;
             let hex = k.strip_prefix("GITHEAD_")?;
-            let id = Oid::from_str(hex).ok()?;
-            self.repo.find_commit(id).ok().map(|c| c.id())
+            let id = hex.parse::<Oid>().ok()?;
+            self.repo
+                .find_commit(id.raw())
+                .ok()
+                .map(|c| Oid::from_raw(c.id()))
         })
     }
 
     /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
     pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
-        Ok(self.repo.revparse_single(rev)?.peel_to_commit()?.id())
+        let commit = self
+            .repo
+            .revparse_single(rev)
+            .map_err(libgit2)?
+            .peel_to_commit()
+            .map_err(libgit2)?;
+        Ok(Oid::from_raw(commit.id()))
     }
 
     /// `"; " + SHALLOW_NOTE` in a shallow clone, else `""`: appended to a
@@ -251,13 +298,15 @@ impl Repo {
             Err(e) => e,
         };
         let mut found = None;
-        for remote in self.repo.remotes()?.iter().flatten() {
+        for remote in self.repo.remotes().map_err(libgit2)?.iter().flatten() {
             let name = format!("refs/remotes/{remote}/{rev}");
             if let Ok(id) = self.repo.refname_to_id(&name) {
                 if found.is_some() {
                     return Err(not_found);
                 }
-                found = Some(self.repo.find_commit(id)?.id());
+                found = Some(Oid::from_raw(
+                    self.repo.find_commit(id).map_err(libgit2)?.id(),
+                ));
             }
         }
         found.ok_or(not_found)
@@ -293,12 +342,12 @@ impl Repo {
         if let Ok(refs) = self.repo.references() {
             for r in refs.flatten() {
                 if let Ok(c) = r.peel_to_commit() {
-                    out.push(c.id());
+                    out.push(Oid::from_raw(c.id()));
                 }
             }
         }
         // A ref that is not a commit (AUTO_MERGE is a tree) is skipped.
-        out.retain(|id| self.repo.find_commit(*id).is_ok());
+        out.retain(|id| self.repo.find_commit(id.raw()).is_ok());
         out.sort();
         out.dedup();
         out
@@ -313,10 +362,7 @@ impl Repo {
         staged: &Staged,
         paths: &[&str],
     ) -> Result<HashSet<String>, GitError> {
-        let head_tree = match staged.head {
-            Some(id) => Some(self.repo.find_commit(id)?.tree()?),
-            None => None,
-        };
+        let head_tree = staged.head.map(|id| self.tree_of(id)).transpose()?;
         let mut out = HashSet::new();
         for p in paths {
             let link = if staged.ids.contains_key(*p) {
@@ -338,10 +384,10 @@ impl Repo {
     /// commits `from` and `to`, as document paths (a transcript names its
     /// document), sorted.
     pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
-        let tree = |id: Oid| self.repo.find_commit(id).and_then(|c| c.tree());
         let diff = self
             .repo
-            .diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), None)?;
+            .diff_tree_to_tree(Some(&self.tree_of(from)?), Some(&self.tree_of(to)?), None)
+            .map_err(libgit2)?;
         let mut docs = std::collections::BTreeSet::new();
         for d in diff.deltas() {
             let Some(p) = d.new_file().path().and_then(Path::to_str) else {
@@ -359,15 +405,19 @@ impl Repo {
     /// detection pairs them (a path gone, a new one at least 50% similar):
     /// new path -> old path.
     pub fn moved_documents(&self, from: Oid, to: Oid) -> Result<HashMap<String, String>, GitError> {
-        let tree = |id: Oid| self.repo.find_commit(id).and_then(|c| c.tree());
         let mut opts = DiffOptions::new();
         opts.pathspec("*.noma");
-        let mut diff =
-            self.repo
-                .diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), Some(&mut opts))?;
+        let mut diff = self
+            .repo
+            .diff_tree_to_tree(
+                Some(&self.tree_of(from)?),
+                Some(&self.tree_of(to)?),
+                Some(&mut opts),
+            )
+            .map_err(libgit2)?;
         let mut find = DiffFindOptions::new();
         find.renames(true);
-        diff.find_similar(Some(&mut find))?;
+        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
         Ok(changes_of(&diff)?
             .into_iter()
             .filter_map(|c| Some((c.path, c.old_path?)))
@@ -376,7 +426,10 @@ impl Repo {
 
     /// The best common ancestor of two commits, if any.
     pub fn merge_base(&self, a: Oid, b: Oid) -> Option<Oid> {
-        self.repo.merge_base(a, b).ok()
+        self.repo
+            .merge_base(a.raw(), b.raw())
+            .ok()
+            .map(Oid::from_raw)
     }
 
     /// Staged changes of the index against HEAD (everything is "added" on an
@@ -453,7 +506,7 @@ impl Repo {
     /// Blob `id` as a stream ([`super::stream`]): memory does not follow
     /// its size.
     pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
-        super::stream::BlobStream::open(&self.repo, id)
+        super::stream::BlobStream::open(&self.repo, id.raw())
     }
 
     /// The bytes of the regular file at repository path `path` in the
@@ -471,120 +524,11 @@ impl Repo {
         noma_store::fsio::read_regular(&file).ok()
     }
 
-    /// `git diff-index --cached -M HEAD`; None when git cannot be run.
-    fn staged_by_cli(&self, head: Oid) -> Option<Result<Vec<StagedChange>, GitError>> {
-        let out = Command::new("git")
-            .arg("--git-dir")
-            .arg(self.repo.path())
-            .args(["diff-index", "--cached", "--raw", "-z", "-M", "--no-abbrev"])
-            .arg(head.to_string())
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            return None;
-        }
-        Some(parse_raw_diff(&out.stdout))
-    }
-
-    /// Paths matching `pathspecs` whose working-tree content differs from
-    /// `commit` (through the index's stat data, like `git status`), plus
-    /// untracked, not ignored files as additions. Renames are detected
-    /// between tracked paths (`git mv`, edited or not: git's `-M`, 50%
-    /// similarity) when both the old and the new path match `pathspecs`; an
-    /// untracked file is never the new side of a rename (git does not pair
-    /// it either until it is added). None when the `git` CLI cannot run; the
-    /// caller then asks libgit2.
-    ///
-    /// Why the CLI: this is one `lstat` per tracked file, which git spreads
-    /// over threads (`core.preloadIndex`) and libgit2 does on one.
-    pub fn worktree_changes_by_cli(
-        &self,
-        commit: Oid,
-        pathspecs: &[String],
-    ) -> Option<Result<Vec<StagedChange>, GitError>> {
-        let mut out = match self.tracked_changes_by_cli(commit, pathspecs)? {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        };
-        match self.untracked_by_cli(pathspecs)? {
-            Ok(v) => out.extend(v),
-            Err(e) => return Some(Err(e)),
-        }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
-        Some(Ok(out))
-    }
-
-    /// `git <args> -- <pathspecs>` on this repository (None when bare).
-    fn git_command(&self, args: &[&str], pathspecs: &[String]) -> Option<Command> {
-        let workdir = self.repo.workdir()?;
-        let mut cmd = Command::new("git");
-        cmd.arg("--git-dir")
-            .arg(self.repo.path())
-            .arg("--work-tree")
-            .arg(workdir)
-            .current_dir(workdir)
-            .args(args)
-            .arg("--")
-            .args(pathspecs)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null());
-        Some(cmd)
-    }
-
-    /// Runs `git <args> -- <pathspecs>` on this repository; None when git
-    /// cannot run or fails.
-    fn git_output(&self, args: &[&str], pathspecs: &[String]) -> Option<Vec<u8>> {
-        let out = self.git_command(args, pathspecs)?.output().ok()?;
-        out.status.success().then_some(out.stdout)
-    }
-
-    /// The two processes of [`Repo::worktree_changes_by_cli`], started
-    /// together and left running, so the caller can do other work (read
-    /// the index) while git scans; [`WorktreeScan::finish`] collects them.
-    pub fn start_worktree_scan(&self, commit: Oid, pathspecs: &[String]) -> WorktreeScan {
-        let commit = commit.to_string();
-        let spawn = |args: &[&str]| {
-            self.git_command(args, pathspecs)?
-                .stdout(Stdio::piped())
-                .spawn()
-                .ok()
-        };
-        WorktreeScan {
-            tracked: spawn(&diff_index_args(&commit)),
-            untracked: spawn(&UNTRACKED_ARGS),
-        }
-    }
-
-    /// The tracked half of [`Repo::worktree_changes_by_cli`]: `git
-    /// diff-index -M` of `commit` against the working tree through the
-    /// index, in git's order.
-    pub fn tracked_changes_by_cli(
-        &self,
-        commit: Oid,
-        pathspecs: &[String],
-    ) -> Option<Result<Vec<StagedChange>, GitError>> {
-        let commit = commit.to_string();
-        let tracked = self.git_output(&diff_index_args(&commit), pathspecs)?;
-        Some(parse_raw_diff(&tracked))
-    }
-
-    /// The untracked half of [`Repo::worktree_changes_by_cli`]: untracked,
-    /// not ignored files as additions (new id zero), in git's order.
-    pub fn untracked_by_cli(
-        &self,
-        pathspecs: &[String],
-    ) -> Option<Result<Vec<StagedChange>, GitError>> {
-        let untracked = self.git_output(&UNTRACKED_ARGS, pathspecs)?;
-        Some(parse_untracked(&untracked))
-    }
-
     /// The paths of the index's entries (every stage) that end with
     /// `suffix`, and whether any entry is unmerged (a scan of the whole
     /// index).
     pub fn index_paths_all_stages(&self, suffix: &str) -> Result<(Vec<String>, bool), GitError> {
-        let index = self.repo.index()?;
+        let index = self.repo.index().map_err(libgit2)?;
         let mut conflicted = false;
         let mut paths = Vec::new();
         for e in index.iter() {
@@ -599,19 +543,17 @@ impl Repo {
     }
 
     fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
-        let head_tree = match head {
-            Some(id) => Some(self.repo.find_commit(id)?.tree()?),
-            None => None,
-        };
-        let index = self.repo.index()?;
+        let head_tree = head.map(|id| self.tree_of(id)).transpose()?;
+        let index = self.repo.index().map_err(libgit2)?;
         let mut opts = DiffOptions::new();
         opts.include_typechange(true);
-        let mut diff =
-            self.repo
-                .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut opts))?;
+        let mut diff = self
+            .repo
+            .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut opts))
+            .map_err(libgit2)?;
         let mut find = DiffFindOptions::new();
         find.renames(true);
-        diff.find_similar(Some(&mut find))?;
+        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
         changes_of(&diff)
     }
 
@@ -636,7 +578,7 @@ impl Repo {
         commit: Oid,
         glob: &str,
     ) -> Result<Vec<StagedChange>, GitError> {
-        let tree = self.repo.find_commit(commit)?.tree()?;
+        let tree = self.tree_of(commit)?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -644,19 +586,20 @@ impl Repo {
             .pathspec(glob);
         let mut diff = self
             .repo
-            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))
+            .map_err(libgit2)?;
         // Pairs tracked paths only, like `git diff-index -M`: untracked
         // files are not offered as rename targets.
         let mut find = DiffFindOptions::new();
         find.renames(true);
-        diff.find_similar(Some(&mut find))?;
+        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
         changes_of(&diff)
     }
 
     /// The paths of the index's stage-0 entries that end with `suffix`
     /// (a scan of the whole index: for rare diagnostics only).
     pub fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
-        let index = self.repo.index()?;
+        let index = self.repo.index().map_err(libgit2)?;
         Ok(index
             .iter()
             .filter(|e| (e.flags >> 12) & 0x3 == 0)
@@ -670,31 +613,33 @@ impl Repo {
     /// the stat data git compares first (a rewritten file of another size
     /// otherwise shows as modified in `git status` although it is not).
     pub fn restage(&self, paths: &[String]) -> Result<(), GitError> {
-        let mut index = self.repo.index()?;
+        let mut index = self.repo.index().map_err(libgit2)?;
         for p in paths {
-            index.add_path(Path::new(p))?;
+            index.add_path(Path::new(p)).map_err(libgit2)?;
         }
-        index.write()?;
+        index.write().map_err(libgit2)?;
         Ok(())
     }
 
     /// The staged (stage 0) content of `path` in the index, if present.
     pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
-        let index = self.repo.index()?;
+        let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), 0) else {
             return Ok(None);
         };
-        Ok(Some(super::stream::blob_content(&self.repo, entry.id)?))
+        Ok(Some(
+            super::stream::blob_content(&self.repo, entry.id).map_err(libgit2)?,
+        ))
     }
 
     /// Blob id of `path` in commit `commit`, if the path is a file there.
     pub fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
-        let tree = self.repo.find_commit(commit)?.tree()?;
+        let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
-            Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(e.id())),
+            Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(Oid::from_raw(e.id()))),
             Ok(_) => Ok(None),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(libgit2(e)),
         }
     }
 
@@ -722,7 +667,7 @@ impl Repo {
 
     /// The content of a blob.
     pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
-        Ok(super::stream::blob_content(&self.repo, id)?)
+        super::stream::blob_content(&self.repo, id.raw()).map_err(libgit2)
     }
 
     /// Walks the history reachable from `starts` (newest first) and returns
@@ -765,16 +710,25 @@ impl Repo {
         let mut opts = DiffOptions::new();
         opts.pathspec(format!("*{suffix}"));
         for id in self.walk(starts, max_commits)? {
-            let commit = self.repo.find_commit(id)?;
+            let commit = self.repo.find_commit(id.raw()).map_err(libgit2)?;
             let parent = match commit.parent_ids().next() {
-                Some(p) => Some(self.repo.find_commit(p)?.tree()?),
+                Some(p) => Some(
+                    self.repo
+                        .find_commit(p)
+                        .map_err(libgit2)?
+                        .tree()
+                        .map_err(libgit2)?,
+                ),
                 None => None,
             };
-            let diff = self.repo.diff_tree_to_tree(
-                parent.as_ref(),
-                Some(&commit.tree()?),
-                Some(&mut opts),
-            )?;
+            let diff = self
+                .repo
+                .diff_tree_to_tree(
+                    parent.as_ref(),
+                    Some(&commit.tree().map_err(libgit2)?),
+                    Some(&mut opts),
+                )
+                .map_err(libgit2)?;
             for d in diff.deltas() {
                 let named = d
                     .new_file()
@@ -783,7 +737,7 @@ impl Repo {
                 if d.status() == Delta::Deleted || !named {
                     continue;
                 }
-                if let Some(found) = offer(d.new_file().id())? {
+                if let Some(found) = offer(Oid::from_raw(d.new_file().id()))? {
                     return Ok(Some(found));
                 }
             }
@@ -805,16 +759,23 @@ impl Repo {
         })
     }
 
+    /// The tree of `commit`.
+    fn tree_of(&self, commit: Oid) -> Result<git2::Tree<'_>, GitError> {
+        let commit = self.repo.find_commit(commit.raw()).map_err(libgit2)?;
+        commit.tree().map_err(libgit2)
+    }
+
     /// The commits reachable from `starts`, newest first, at most `max`.
     fn walk(&self, starts: &[Oid], max: usize) -> Result<Vec<Oid>, GitError> {
-        let mut walk = self.repo.revwalk()?;
-        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)?;
+        let mut walk = self.repo.revwalk().map_err(libgit2)?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
+            .map_err(libgit2)?;
         for s in starts {
-            walk.push(*s)?;
+            walk.push(s.raw()).map_err(libgit2)?;
         }
         let mut out = Vec::new();
         for id in walk.take(max) {
-            out.push(id?);
+            out.push(Oid::from_raw(id.map_err(libgit2)?));
         }
         Ok(out)
     }
@@ -826,8 +787,8 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
     for delta in diff.deltas() {
         let new = delta.new_file().path_bytes().map(utf8).transpose()?;
         let old = delta.old_file().path_bytes().map(utf8).transpose()?;
-        let new_id = Some(delta.new_file().id());
-        let old_id = Some(delta.old_file().id()).filter(|id| !id.is_zero());
+        let new_id = Some(Oid::from_raw(delta.new_file().id()));
+        let old_id = Some(Oid::from_raw(delta.old_file().id())).filter(|id| !id.is_zero());
         let new_link = delta.new_file().mode() == git2::FileMode::Link;
         let (kind, path, old_path, new_id) = match delta.status() {
             Delta::Added | Delta::Copied | Delta::Untracked => {
@@ -848,135 +809,6 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
                 new_link,
             });
         }
-    }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
-}
-
-/// Parses `git diff-index --raw -z` output:
-/// `:<mode> <mode> <old> <new> <status>\0<path>\0` (`<src>\0<dst>\0` for
-/// renames and copies). Sorted by path.
-/// The arguments of `git diff-index` of `commit` against the work tree
-/// through the index, raw, renames paired: a work-tree listing's tracked
-/// half.
-fn diff_index_args(commit: &str) -> [&str; 6] {
-    ["diff-index", "--raw", "-z", "-M", "--no-abbrev", commit]
-}
-
-/// The arguments of a work-tree listing's untracked half.
-const UNTRACKED_ARGS: [&str; 4] = ["ls-files", "-z", "--others", "--exclude-standard"];
-
-/// A work-tree listing's tracked (`diff-index`) and untracked halves.
-pub type WorktreeListing = (Vec<StagedChange>, Vec<StagedChange>);
-
-/// The two `git` processes of a work-tree listing, running (see
-/// [`Repo::start_worktree_scan`]). Dropped unfinished, it ends them.
-#[derive(Debug)]
-pub struct WorktreeScan {
-    tracked: Option<std::process::Child>,
-    untracked: Option<std::process::Child>,
-}
-
-impl WorktreeScan {
-    /// Waits for both processes: the answers of
-    /// [`Repo::tracked_changes_by_cli`] and [`Repo::untracked_by_cli`];
-    /// None when either could not run or failed.
-    pub fn finish(mut self) -> Option<Result<WorktreeListing, GitError>> {
-        let output = |child: Option<std::process::Child>| {
-            let out = child?.wait_with_output().ok()?;
-            out.status.success().then_some(out.stdout)
-        };
-        // Read one after the other: the second blocks on a full pipe at
-        // worst, and goes on once it is read.
-        let tracked = output(self.tracked.take());
-        let untracked = output(self.untracked.take());
-        let (tracked, untracked) = (tracked?, untracked?);
-        Some(parse_raw_diff(&tracked).and_then(|t| Ok((t, parse_untracked(&untracked)?))))
-    }
-}
-
-impl Drop for WorktreeScan {
-    fn drop(&mut self) {
-        for child in [self.tracked.take(), self.untracked.take()]
-            .into_iter()
-            .flatten()
-        {
-            let mut child = child;
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// `git ls-files -z --others` output as additions (new id zero).
-fn parse_untracked(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
-    let mut out = Vec::new();
-    for raw in bytes.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-        out.push(StagedChange {
-            kind: ChangeKind::Added,
-            path: utf8(raw)?,
-            old_path: None,
-            new_id: Some(Oid::zero()),
-            old_id: None,
-            new_link: false,
-        });
-    }
-    Ok(out)
-}
-
-fn parse_raw_diff(bytes: &[u8]) -> Result<Vec<StagedChange>, GitError> {
-    let mut fields = bytes.split(|b| *b == 0);
-    let mut out = Vec::new();
-    let bad = |what: &str| {
-        GitError::Git(git2::Error::from_str(&format!(
-            "unexpected `git diff-index` output: {what}"
-        )))
-    };
-    while let Some(meta) = fields.next() {
-        if meta.is_empty() {
-            continue;
-        }
-        let meta = std::str::from_utf8(meta).map_err(|_| bad("header is not text"))?;
-        let meta = meta.strip_prefix(':').ok_or_else(|| bad(meta))?;
-        let parts: Vec<&str> = meta.split(' ').collect();
-        let [_, new_mode, old_hex, new_hex, status] = parts[..] else {
-            return Err(bad(meta));
-        };
-        let new_link = new_mode == "120000";
-        let new_id = Oid::from_str(new_hex).map_err(|_| bad(meta))?;
-        let old_id =
-            Some(Oid::from_str(old_hex).map_err(|_| bad(meta))?).filter(|id| !id.is_zero());
-        let mut next_path = || -> Result<String, GitError> {
-            utf8(fields.next().ok_or_else(|| bad("missing path"))?)
-        };
-        let (kind, path, old_path, new_id) = match status.as_bytes().first() {
-            Some(b'A') | Some(b'C') => {
-                if status.starts_with('C') {
-                    next_path()?; // the copy source stays as it is
-                }
-                (ChangeKind::Added, next_path()?, None, Some(new_id))
-            }
-            Some(b'D') => (ChangeKind::Deleted, next_path()?, None, None),
-            Some(b'R') => {
-                let old = next_path()?;
-                (ChangeKind::Renamed, next_path()?, Some(old), Some(new_id))
-            }
-            Some(b'M') | Some(b'T') => (ChangeKind::Modified, next_path()?, None, Some(new_id)),
-            // U (unmerged) and X never come with --cached against a tree
-            // for stage 0; skip the path rather than guess.
-            _ => {
-                next_path()?;
-                continue;
-            }
-        };
-        out.push(StagedChange {
-            kind,
-            path,
-            old_path,
-            new_id,
-            old_id,
-            new_link,
-        });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
@@ -1075,41 +907,5 @@ mod tests {
             r.staged_blob(&staged, "edit.noma").unwrap(),
             r.index_blob("edit.noma").unwrap()
         );
-    }
-
-    #[test]
-    fn raw_diff_parsing() {
-        let z = "0000000000000000000000000000000000000000";
-        let a = "1111111111111111111111111111111111111111";
-        let raw = format!(
-            ":100644 100644 {a} {a} M\0m.noma\0:000000 100644 {z} {a} A\0a.noma\0\
-             :100644 000000 {a} {z} D\0d.noma\0:100644 100644 {a} {a} R087\0old.noma\0new.noma\0\
-             :100644 100644 {a} {a} C075\0src.noma\0copy.noma\0"
-        );
-        let got = parse_raw_diff(raw.as_bytes()).unwrap();
-        let kinds: Vec<_> = got
-            .iter()
-            .map(|c| (c.kind, c.path.as_str(), c.old_path.as_deref()))
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                (ChangeKind::Added, "a.noma", None),
-                (ChangeKind::Added, "copy.noma", None),
-                (ChangeKind::Deleted, "d.noma", None),
-                (ChangeKind::Modified, "m.noma", None),
-                (ChangeKind::Renamed, "new.noma", Some("old.noma")),
-            ]
-        );
-        assert!(got[2].new_id.is_none());
-        for bad in [
-            ":100644 M\0x\0",
-            ":1 2 3 4 M",
-            "no colon\0x\0",
-            ":100644 100644 zz zz M\0x\0",
-        ] {
-            assert!(parse_raw_diff(bad.as_bytes()).is_err(), "{bad:?}");
-        }
-        assert_eq!(parse_raw_diff(b"").unwrap(), vec![]);
     }
 }

@@ -1,0 +1,694 @@
+//! `noma record`: turn a hand edit into ops and append them to the
+//! transcript as `actor.kind = "human"` records.
+//!
+//! The previous state is the transcript's last applied `post_sha256`. The
+//! transcript stores ops, not texts, so that state is rebuilt: from HEAD's
+//! committed document when its sha256 is one the transcript passes through
+//! (the first `pre_sha256` or any applied `post_sha256`), else from the
+//! first such version in the path's git history, then by re-applying the
+//! remaining records (every intermediate hash checked).
+//!
+//! The edit is expressed first by rounds of v1.0 block ops (delete_block,
+//! replace_block on the innermost changed directives, update_heading,
+//! add_block), each round re-diffing the result against the file, so
+//! coarser replacements happen only when finer ones do not suffice. What
+//! no v1.0 op reaches (prose in a section, paragraphs, list items, tables
+//! and cards outside addressable directives, frontmatter, layout) is then
+//! recorded as line hunks with the extension op
+//! [`noma_core::patch::REPLACE_LINES`], unless the policy's
+//! `record_text_edits: false` forbids it; then those lines are named
+//! (the differ is the `ops` module).
+//!
+//! **Genesis.** A transcript with no applied record starts with one
+//! record from the empty document (`pre_sha256` = sha256 of no bytes) to
+//! the document, one `x-noma/replace_lines` op: the transcript then
+//! replays from its own content (§5.5) without any committed base, which
+//! is what a new document under `require_transcript` needs. When the file
+//! differs from its committed version, the genesis record reaches the
+//! committed version and the edit since is recorded after it.
+//!
+//! Records are planned by the engine against the previous state and
+//! appended under the transcript lock in one write; the document itself is
+//! not rewritten (it already holds the result).
+
+mod ops;
+
+pub use ops::{edit_ops, TextEditsOff};
+
+use noma_core::diag::shell_word;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::Policy;
+use crate::git::repo::{GitError, Repo};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::patch::REPLACE_LINES;
+use noma_core::transcript::{self, Actor, PatchResult, Record};
+use noma_store::engine::{self, Context, Options};
+use noma_store::fsio;
+
+/// What `record` did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The file is already the transcript's last state.
+    NothingToRecord,
+    /// Records were appended.
+    Recorded {
+        /// The ops, in order.
+        ops: Vec<Value>,
+        /// The transcript written to.
+        transcript: String,
+        /// The records start the transcript from the empty document.
+        genesis: bool,
+    },
+}
+
+/// Why a hand edit could not be recorded, by class: the CLI exits 2 on
+/// [`RecordError::Usage`] and 1 on [`RecordError::Check`], and prints the
+/// cause's message.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The command cannot run (unreadable file, not a repository, I/O).
+    #[error(transparent)]
+    Usage(#[from] CannotRun),
+    /// The edit or the transcript cannot be turned into records.
+    #[error(transparent)]
+    Check(#[from] CannotRecord),
+}
+
+/// Why `noma record` cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotRun {
+    /// The document cannot be read as text.
+    #[error(transparent)]
+    Document(#[from] noma_core::doc::source::SourceError),
+    /// The transcript exists but cannot be read.
+    #[error("{}: {source}", path.display())]
+    TranscriptUnreadable {
+        /// The transcript.
+        path: PathBuf,
+        /// The read's error.
+        source: std::io::Error,
+    },
+    /// The document's path cannot be resolved.
+    #[error("{}: {source}", path.display())]
+    Unresolvable {
+        /// The document.
+        path: PathBuf,
+        /// The error resolving it.
+        source: std::io::Error,
+    },
+    /// The document is in no git repository.
+    #[error("{}: {source}", path.display())]
+    NotARepository {
+        /// The document.
+        path: PathBuf,
+        /// The discovery's error.
+        source: GitError,
+    },
+    /// The repository has no working tree.
+    #[error("{}: bare repository: no working tree", path.display())]
+    Bare {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The document lies outside its repository's working tree.
+    #[error("{}: outside the repository", path.display())]
+    OutsideRepository {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The document's path in the repository is not UTF-8.
+    #[error("{}: path is not valid UTF-8", path.display())]
+    NonUtf8Path {
+        /// The document.
+        path: PathBuf,
+    },
+    /// The repository's policy cannot be loaded.
+    #[error(transparent)]
+    Policy(#[from] crate::config::ConfigError),
+    /// Reading the document's history failed.
+    #[error(transparent)]
+    History(#[from] GitError),
+    /// The caller's signing step failed.
+    #[error("{}: cannot sign: {source}", path.display())]
+    CannotSign {
+        /// The document.
+        path: PathBuf,
+        /// The step's error.
+        source: std::io::Error,
+    },
+    /// The transcript cannot be opened and locked for the append.
+    #[error("{}: cannot open: {source}", path.display())]
+    CannotLock {
+        /// The transcript.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The marker of an interrupted write cannot be read.
+    #[error("{0}")]
+    PendingWrite(#[source] std::io::Error),
+    /// The append failed.
+    #[error("{}: cannot append: {source}", path.display())]
+    CannotAppend {
+        /// The transcript.
+        path: PathBuf,
+        /// The write's error.
+        source: std::io::Error,
+    },
+}
+
+/// Why the edit or the transcript cannot be turned into records.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotRecord {
+    /// Two branches' records were joined into the transcript line by line;
+    /// `advice` says how to make it linear.
+    #[error("{}: {advice}", transcript.display())]
+    Joined {
+        /// The transcript.
+        transcript: PathBuf,
+        /// What to do ([`crate::merge::unjoin::advice`]).
+        advice: String,
+    },
+    /// A line of the transcript is not a valid record.
+    #[error("{}: {source}", transcript.display())]
+    TranscriptInvalid {
+        /// The transcript.
+        transcript: PathBuf,
+        /// The parse error.
+        source: transcript::ReadError,
+    },
+    /// The transcript ends in a torn line (an interrupted append).
+    #[error(
+        "{}: the last line is torn; run `noma repair {}` first",
+        transcript.display(),
+        shell_word(&doc.to_string_lossy())
+    )]
+    TornTranscript {
+        /// The transcript.
+        transcript: PathBuf,
+        /// Its document.
+        doc: PathBuf,
+    },
+    /// A genesis record needs the extension op the policy forbids.
+    #[error(
+        "starting a transcript with a genesis record needs {REPLACE_LINES}, which {} forbids (record_text_edits: false); an empty transcript is a valid start instead: touch \"{}\"",
+        crate::config::CONFIG_PATH,
+        transcript.display()
+    )]
+    GenesisNeedsTextEdits {
+        /// The transcript.
+        transcript: PathBuf,
+    },
+    /// The document differs from the state to record from only by CRLF
+    /// line endings (a checkout converted it).
+    #[error(
+        "{}: differs from {} only by CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; `noma hooks install` restores the committed bytes (nothing was recorded)",
+        doc.display(),
+        if *from_committed { "its committed version" } else { "the state its transcript ends at" }
+    )]
+    LineEndingsConverted {
+        /// The document.
+        doc: PathBuf,
+        /// The state compared is the committed version (a genesis start),
+        /// not the transcript's last state.
+        from_committed: bool,
+    },
+    /// Only text ops could record the edit, and the policy forbids them.
+    #[error(transparent)]
+    TextEditsOff(#[from] TextEditsOff),
+    /// The planned records do not reproduce the file.
+    #[error("the engine did not reproduce the file with the computed ops; nothing was recorded")]
+    NotReproduced,
+    /// The edit introduces validation errors (described).
+    #[error("the edit introduces {0}; fix the document and record again (nothing was recorded)")]
+    IntroducesErrors(String),
+    /// An interrupted write of the transcript is pending.
+    #[error(
+        "an interrupted write of {} is pending; run `noma repair {}` first",
+        transcript.display(),
+        shell_word(&doc.to_string_lossy())
+    )]
+    InterruptedWrite {
+        /// The transcript.
+        transcript: PathBuf,
+        /// Its document.
+        doc: PathBuf,
+    },
+    /// The document or its transcript changed while recording.
+    #[error("the document or its transcript changed while recording; run noma record again")]
+    ChangedWhileRecording,
+    /// The transcript has no applied record to rebuild a state from.
+    #[error("{rel}: the transcript has no applied record")]
+    NoAppliedRecord {
+        /// The document's repository-relative path.
+        rel: String,
+    },
+    /// No version in history is a state the transcript passes through.
+    #[error(
+        "{rel}: cannot rebuild the transcript's last state: no committed version of the document has sha256 {pre_sha256} (the first applied record's pre_sha256) or any later recorded state"
+    )]
+    NoBaseFound {
+        /// The document's repository-relative path.
+        rel: String,
+        /// The first applied record's pre_sha256.
+        pre_sha256: String,
+    },
+    /// Re-applying a recorded op failed.
+    #[error("re-applying record {op_id} failed: {code} ({message})")]
+    ReapplyFailed {
+        /// The record.
+        op_id: String,
+        /// The engine's error code.
+        code: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// Re-applying a recorded op does not reproduce its post_sha256.
+    #[error("re-applying record {op_id} does not reproduce its post_sha256; run noma replay")]
+    ReapplyMismatch {
+        /// The record.
+        op_id: String,
+    },
+}
+
+/// Records the hand edit of `doc_path`.
+pub fn record_file(
+    doc_path: &Path,
+    actor: Actor,
+    reason: Option<String>,
+) -> Result<Outcome, RecordError> {
+    record_file_with(doc_path, actor, reason, None)
+}
+
+/// [`record_file`], with a step run on the records before they are
+/// appended (a signer's, see [`engine::Options::before_append`]).
+pub fn record_file_with(
+    doc_path: &Path,
+    actor: Actor,
+    reason: Option<String>,
+    before_append: Option<&engine::BeforeAppend>,
+) -> Result<Outcome, RecordError> {
+    let text = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
+    let tpath = engine::default_transcript_path(doc_path);
+    let t_bytes = read_transcript(&tpath)?;
+    let parsed = parse_transcript(doc_path, &tpath, &t_bytes)?;
+    let applied: Vec<&Record> = parsed
+        .entries
+        .iter()
+        .map(|e| &e.record)
+        .filter(|r| r.patch_result == PatchResult::Applied)
+        .collect();
+    let doc_sha = sha256_hex(text.as_bytes());
+    if applied.last().is_some_and(|r| r.post_sha256 == doc_sha) {
+        return Ok(Outcome::NothingToRecord);
+    }
+    let place = Place::discover(doc_path)?;
+    let policy = Policy::load(&place.root).map_err(CannotRun::from)?;
+    let text_edits = policy.file.record_text_edits;
+    let (prev, genesis) = place.starting_point(&applied, text_edits, &text, &tpath)?;
+    if prev == text {
+        return Ok(Outcome::NothingToRecord);
+    }
+    let ops = ops_from(doc_path, (&prev, genesis.as_deref()), &text, text_edits)?;
+    let genesis = genesis.is_some();
+
+    let mut opts = Options::new(actor);
+    opts.reason = reason.or_else(|| genesis.then(|| "start of the transcript".to_string()));
+    let ctx = Context {
+        doc_uri: noma_store::uri::portable_doc_uri(Some(&place.root), doc_path),
+        ..Context::default()
+    };
+    let mut locked = lock_unchanged(doc_path, &tpath, &t_bytes, &text)?;
+    let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
+    check_plan(&plan, &text)?;
+    before(before_append, doc_path, &plan.records)?;
+    let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
+    let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
+    // The document already holds the edit: the request changes no bytes
+    // of it, so the marker's pre- and post-state are the same.
+    engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None).map_err(|source| {
+        CannotRun::CannotAppend {
+            path: tpath.clone(),
+            source,
+        }
+    })?;
+    Ok(Outcome::Recorded {
+        ops,
+        transcript: tpath.display().to_string(),
+        genesis,
+    })
+}
+
+/// The transcript's bytes (none when it does not exist yet).
+fn read_transcript(tpath: &Path) -> Result<Vec<u8>, CannotRun> {
+    match fsio::read_regular(tpath) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(CannotRun::TranscriptUnreadable {
+            path: tpath.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The transcript parsed, refused when it is joined, invalid or torn: the
+/// state to record from is then no state of it.
+fn parse_transcript(
+    doc_path: &Path,
+    tpath: &Path,
+    t_bytes: &[u8],
+) -> Result<transcript::Transcript, CannotRecord> {
+    if let Some(join) = crate::merge::unjoin::find_join(t_bytes) {
+        return Err(CannotRecord::Joined {
+            transcript: tpath.to_path_buf(),
+            advice: crate::merge::unjoin::advice(&doc_path.to_string_lossy(), join),
+        });
+    }
+    let parsed = transcript::parse_transcript(t_bytes).map_err(|source| {
+        CannotRecord::TranscriptInvalid {
+            transcript: tpath.to_path_buf(),
+            source,
+        }
+    })?;
+    if parsed.torn_tail.is_some() {
+        return Err(CannotRecord::TornTranscript {
+            transcript: tpath.to_path_buf(),
+            doc: doc_path.to_path_buf(),
+        });
+    }
+    Ok(parsed)
+}
+
+/// The ops from `prev` to `text`, after a genesis record writing `genesis`
+/// when there is one (`prev` is then the empty document). An edit that
+/// only converts line endings to CRLF is refused: recording it would
+/// commit every line anew, with CRLF.
+fn ops_from(
+    doc_path: &Path,
+    (prev, genesis): (&str, Option<&str>),
+    text: &str,
+    text_edits: bool,
+) -> Result<Vec<Value>, CannotRecord> {
+    let from = genesis.unwrap_or(prev);
+    if noma_core::doc::lines::is_crlf_conversion(from.as_bytes(), text.as_bytes()) {
+        return Err(CannotRecord::LineEndingsConverted {
+            doc: doc_path.to_path_buf(),
+            from_committed: genesis.is_some(),
+        });
+    }
+    let mut ops = Vec::new();
+    let mut from = prev;
+    if let Some(start) = genesis {
+        ops.push(noma_core::patch::genesis_op(start));
+        from = start;
+    }
+    ops.extend(edit_ops(from, text, text_edits)?);
+    Ok(ops)
+}
+
+/// The planned records must reproduce the file and bring in no error.
+fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), CannotRecord> {
+    if !plan.accepted || plan.new_text != text {
+        return Err(CannotRecord::NotReproduced);
+    }
+    if let Some(why) = introduced_errors(&plan.records) {
+        // Hooks do not run during a rebase, so this is the last guard
+        // before, say, an unresolved `::conflict` block enters history as
+        // an edit.
+        return Err(CannotRecord::IntroducesErrors(why));
+    }
+    Ok(())
+}
+
+/// Whether a patch of `doc_path` should open its transcript `tpath` with a
+/// genesis record ([`engine::Options::genesis`]): the transcript has no
+/// line yet, the document is in a git work tree whose HEAD does not hold
+/// its bytes at its path (a new or copied document, or one edited since
+/// it was committed), and the policy allows the extension op. A
+/// transcript that starts at a committed document needs no genesis: its
+/// first state is found in history by content.
+pub fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
+    if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
+        return false;
+    }
+    let Ok(place) = Place::discover(doc_path) else {
+        return false;
+    };
+    if !Policy::load(&place.root).is_ok_and(|p| p.file.record_text_edits) {
+        return false;
+    }
+    let Ok(bytes) = fsio::read_regular(doc_path) else {
+        return false;
+    };
+    match place.repo.head_blob(&place.rel) {
+        Ok(Some(committed)) => committed != bytes,
+        Ok(None) => true,
+        Err(_) => false,
+    }
+}
+
+/// Runs the caller's step on the records before they are appended.
+fn before(
+    step: Option<&engine::BeforeAppend>,
+    doc_path: &Path,
+    records: &[Record],
+) -> Result<(), CannotRun> {
+    match step {
+        Some(engine::BeforeAppend(step)) => {
+            step(doc_path, records).map_err(|source| CannotRun::CannotSign {
+                path: doc_path.to_path_buf(),
+                source,
+            })
+        }
+        None => Ok(()),
+    }
+}
+
+/// Locks the transcript for the append and checks, under the lock, that
+/// neither file changed since they were read (nobody patched meanwhile)
+/// and no interrupted write is pending.
+fn lock_unchanged(
+    doc_path: &Path,
+    tpath: &Path,
+    t_bytes: &[u8],
+    text: &str,
+) -> Result<fsio::LockedTranscript, RecordError> {
+    let mut locked =
+        fsio::LockedTranscript::open(tpath).map_err(|source| CannotRun::CannotLock {
+            path: tpath.to_path_buf(),
+            source,
+        })?;
+    if fsio::Intent::read(tpath)
+        .map_err(CannotRun::PendingWrite)?
+        .is_some()
+    {
+        return Err(CannotRecord::InterruptedWrite {
+            transcript: tpath.to_path_buf(),
+            doc: doc_path.to_path_buf(),
+        }
+        .into());
+    }
+    let now = locked
+        .read_all()
+        .map_err(|source| CannotRun::TranscriptUnreadable {
+            path: tpath.to_path_buf(),
+            source,
+        })?;
+    let again = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
+    if now != t_bytes || again != text {
+        return Err(CannotRecord::ChangedWhileRecording.into());
+    }
+    Ok(locked)
+}
+
+/// The validation errors the records say their ops introduced, as one
+/// line (`None` when there are none).
+fn introduced_errors(records: &[Record]) -> Option<String> {
+    let errors: Vec<String> = records
+        .iter()
+        .flat_map(|r| r.diagnostics.iter().flatten())
+        .filter(|d| {
+            d.phase == Some(noma_core::diag::Phase::Post)
+                && d.severity == noma_core::diag::Severity::Error
+                && d.code != engine::UNCHANGED_DIAGNOSTICS
+        })
+        .map(|d| match d.pos {
+            Some(p) => format!("[{}] line {}: {}", d.code, p.line, d.message),
+            None => format!("[{}] {}", d.code, d.message),
+        })
+        .collect();
+    let first = errors.first()?;
+    Some(format!(
+        "{} validation error(s), first {first}",
+        errors.len()
+    ))
+}
+
+/// Where the document lives in its repository.
+struct Place {
+    repo: Repo,
+    /// The work tree's root (canonical).
+    root: std::path::PathBuf,
+    /// The document's path relative to `root`, with `/` separators.
+    rel: String,
+}
+
+impl Place {
+    fn discover(doc_path: &Path) -> Result<Place, CannotRun> {
+        let path = || doc_path.to_path_buf();
+        let abs = std::fs::canonicalize(doc_path).map_err(|source| CannotRun::Unresolvable {
+            path: path(),
+            source,
+        })?;
+        let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/"))).map_err(|source| {
+            CannotRun::NotARepository {
+                path: path(),
+                source,
+            }
+        })?;
+        let root = repo
+            .workdir()
+            .and_then(|w| std::fs::canonicalize(w).ok())
+            .ok_or_else(|| CannotRun::Bare { path: path() })?;
+        let rel = abs
+            .strip_prefix(&root)
+            .map_err(|_| CannotRun::OutsideRepository { path: path() })?;
+        let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+        let rel = parts
+            .map(|p| p.join("/"))
+            .ok_or_else(|| CannotRun::NonUtf8Path { path: path() })?;
+        Ok(Place { repo, root, rel })
+    }
+
+    /// The document as committed at HEAD, if it is and is text.
+    fn head_text(&self) -> Result<Option<String>, CannotRun> {
+        Ok(self
+            .repo
+            .head_blob(&self.rel)?
+            .and_then(|b| String::from_utf8(b).ok()))
+    }
+
+    /// The state to record from and, for a transcript without an applied
+    /// record, the state a genesis record writes (the record then starts
+    /// from the empty document): the committed version first when the file
+    /// has changed since. A policy without text edits starts from the
+    /// committed version instead (found again in history by replay and
+    /// the hooks).
+    fn starting_point(
+        &self,
+        applied: &[&Record],
+        text_edits: bool,
+        text: &str,
+        tpath: &Path,
+    ) -> Result<(String, Option<String>), RecordError> {
+        if !applied.is_empty() {
+            return Ok((self.previous_state(applied)?, None));
+        }
+        let head = self.head_text()?;
+        match (text_edits, head) {
+            (true, head) => Ok((
+                String::new(),
+                Some(
+                    head.filter(|h| h != text)
+                        .unwrap_or_else(|| text.to_string()),
+                ),
+            )),
+            (false, Some(head)) if head != text => Ok((head, None)),
+            (false, _) => Err(CannotRecord::GenesisNeedsTextEdits {
+                transcript: tpath.to_path_buf(),
+            }
+            .into()),
+        }
+    }
+
+    /// Rebuilds the text at the transcript's last applied state.
+    fn previous_state(&self, applied: &[&Record]) -> Result<String, RecordError> {
+        let head = self.head_text()?;
+        let Some(first) = applied.first() else {
+            return Err(CannotRecord::NoAppliedRecord {
+                rel: self.rel.clone(),
+            }
+            .into());
+        };
+        // sha256 -> index of the next record to re-apply from that state.
+        let mut resume: HashMap<&str, usize> = HashMap::new();
+        resume.insert(first.pre_sha256.as_str(), 0);
+        for (i, r) in applied.iter().enumerate() {
+            resume.insert(r.post_sha256.as_str(), i + 1);
+        }
+        let Some(text) = self.known_state(first, head, &resume)? else {
+            return Err(CannotRecord::NoBaseFound {
+                rel: self.rel.clone(),
+                pre_sha256: first.pre_sha256.clone(),
+            }
+            .into());
+        };
+        Ok(reapply(text, applied, &resume)?)
+    }
+
+    /// A state the transcript passes through (a key of `resume`): the
+    /// empty document for a genesis record, else HEAD's document, else the
+    /// first such version in history.
+    fn known_state(
+        &self,
+        first: &Record,
+        head: Option<String>,
+        resume: &HashMap<&str, usize>,
+    ) -> Result<Option<String>, CannotRun> {
+        // A genesis record starts from the empty document: no lookup.
+        if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
+            return Ok(Some(String::new()));
+        }
+        let head = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
+        if head.is_some() {
+            return Ok(head);
+        }
+        // By content, from every commit a merge, rebase or ref names:
+        // the state may be under the document's old name (a rename)
+        // or on the branch being merged.
+        let starts = self.repo.history_starts();
+        Ok(self
+            .repo
+            .find_version(
+                &starts,
+                &[self.rel.as_str()],
+                ".noma",
+                crate::git::HISTORY_LIMIT,
+                |b| std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str()),
+            )?
+            .and_then(|b| String::from_utf8(b).ok()))
+    }
+}
+
+/// Re-applies the `applied` records after the state `text` (found in
+/// `resume`), every intermediate hash checked.
+fn reapply(
+    mut text: String,
+    applied: &[&Record],
+    resume: &HashMap<&str, usize>,
+) -> Result<String, CannotRecord> {
+    let from = resume
+        .get(sha256_hex(text.as_bytes()).as_str())
+        .copied()
+        .unwrap_or(0);
+    for r in applied.iter().skip(from) {
+        let next =
+            noma_core::patch::apply_one(&text, &r.op).map_err(|e| CannotRecord::ReapplyFailed {
+                op_id: r.op_id.clone(),
+                code: e.code.as_str().to_string(),
+                message: e.message.clone(),
+            })?;
+        if sha256_hex(next.as_bytes()) != r.post_sha256 {
+            return Err(CannotRecord::ReapplyMismatch {
+                op_id: r.op_id.clone(),
+            });
+        }
+        text = next;
+    }
+    Ok(text)
+}

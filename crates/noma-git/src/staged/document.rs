@@ -1,0 +1,274 @@
+//! The check of one staged document: its bytes, the validator, then its
+//! transcript (see the parent module's docs for the order), and the
+//! causes a failed transcript check is traced to (a join, records or
+//! changes left unstaged).
+
+use super::findings::{
+    joined_finding, missing_transcript_finding, removed_transcript_finding, too_large,
+};
+use super::{Finding, Guard};
+use crate::git::repo::{GitError, Staged};
+use crate::merge::unjoin;
+use noma_core::diag::{shell_word, Severity};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::transcript_path;
+
+impl Guard<'_> {
+    /// The findings for the staged document at `path` (at `head_path` in
+    /// the reference commit) and whether it has a transcript to verify.
+    pub(super) fn check_doc(
+        &self,
+        staged: &Staged,
+        path: &str,
+        head_path: &str,
+        bytes: &[u8],
+    ) -> Result<(Vec<Finding>, bool), GitError> {
+        if let Some(f) = too_large(path, bytes.len()) {
+            return Ok((vec![f], false));
+        }
+        let text = match noma_core::doc::source::decode(path, bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let f = Finding::error("not-text", path, None, format!("staged content: {e}")).fix(
+                    format!(
+                        "save it as UTF-8 text, then git add {path_sh}",
+                        path_sh = shell_word(path)
+                    ),
+                );
+                return Ok((vec![f], false));
+            }
+        };
+        let mut out = Vec::new();
+        self.validate(path, text, &mut out);
+        let tpath = transcript_path(path);
+        let head_tpath = transcript_path(head_path);
+        let paths = [path, head_path, tpath.as_str()];
+        if let Some(found) = self.streamed_append(staged, paths, text)? {
+            out.extend(found);
+            return Ok((out, true));
+        }
+        let staged_t = self.repo.staged_blob(staged, &tpath)?;
+        let head_t = self.reference_blob(&head_tpath)?;
+        let Some(staged_t) = staged_t else {
+            out.extend(self.without_staged_transcript(
+                paths,
+                &head_tpath,
+                head_t.is_some(),
+                text,
+            )?);
+            return Ok((out, false));
+        };
+        out.extend(self.check_staged_transcript(paths, head_t, &staged_t, text)?);
+        Ok((out, true))
+    }
+
+    /// The finding for a document staged without a transcript (`paths` =
+    /// [document, its path at HEAD, transcript]): the reference commit's
+    /// was removed or left behind, a new one is left unstaged, or the
+    /// policy requires one.
+    fn without_staged_transcript(
+        &self,
+        paths: [&str; 3],
+        head_tpath: &str,
+        had_transcript: bool,
+        text: &str,
+    ) -> Result<Option<Finding>, GitError> {
+        let [path, head_path, tpath] = paths;
+        if had_transcript {
+            return Ok(Some(removed_transcript_finding(
+                [path, head_path],
+                [tpath, head_tpath],
+            )));
+        }
+        // `git commit -a` and `git commit <doc>` leave a new transcript
+        // behind: its records would miss the commit.
+        if let Some(f) = self.unstaged_transcript(paths, None, text)? {
+            return Ok(Some(f));
+        }
+        Ok(self
+            .policy
+            .requires_transcript(path)
+            .then(|| missing_transcript_finding(path, tpath)))
+    }
+
+    /// The findings for a staged transcript (`head_t` the reference
+    /// commit's): the transcript check, with a failure traced to its cause
+    /// when one is known.
+    fn check_staged_transcript(
+        &self,
+        paths: [&str; 3],
+        head_t: Option<Vec<u8>>,
+        staged_t: &[u8],
+        text: &str,
+    ) -> Result<Vec<Finding>, GitError> {
+        let [path, head_path, tpath] = paths;
+        let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
+        if cut && self.undoes_reverted_commit(paths, staged_t, text)? {
+            return Ok(Vec::new());
+        }
+        let head_doc = self.head_text(head_path)?;
+        let mut found = Vec::new();
+        self.check_transcript(paths, head_t, head_doc, staged_t, text, &mut found)?;
+        if let Some(f) = joined_cause([path, tpath], staged_t, &found) {
+            return Ok(vec![f]);
+        }
+        self.explain_unrecorded(paths, staged_t, text, &mut found)?;
+        Ok(found)
+    }
+
+    /// Replaces a blocking unrecorded edit of the document by its cause
+    /// when the working tree shows it: the records are in the working
+    /// tree's transcript, unstaged (`git commit <doc>`), so `git add` is
+    /// the whole fix; or the document is staged in part.
+    fn explain_unrecorded(
+        &self,
+        paths: [&str; 3],
+        staged_t: &[u8],
+        text: &str,
+        found: &mut Vec<Finding>,
+    ) -> Result<(), GitError> {
+        let [path, _, tpath] = paths;
+        let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
+        if !found.iter().any(unrecorded) {
+            return Ok(());
+        }
+        let cause = match self.unstaged_transcript(paths, Some(staged_t), text)? {
+            Some(f) => Some(f),
+            None => self.partly_staged(path, tpath, staged_t),
+        };
+        if let Some(f) = cause {
+            found.retain(|f| !unrecorded(f));
+            found.push(f);
+        }
+        Ok(())
+    }
+
+    /// `git revert -n` of the commit that made the document and transcript
+    /// what HEAD holds, then `git commit`: the staged pair is byte for byte
+    /// what the reverted commit's parent held, a pair this hook accepted
+    /// then. `git revert` without `-n` writes the same bytes and commits
+    /// without running the hook, so both are treated alike.
+    fn undoes_reverted_commit(
+        &self,
+        [path, _, tpath]: [&str; 3],
+        staged_t: &[u8],
+        staged_doc: &str,
+    ) -> Result<bool, GitError> {
+        let Ok(reverted) = self.repo.resolve("REVERT_HEAD") else {
+            return Ok(false);
+        };
+        let Some(parent) = self.repo.first_parent(reverted) else {
+            return Ok(false);
+        };
+        Ok(
+            self.repo.blob_at(parent, tpath)?.as_deref() == Some(staged_t)
+                && self.repo.blob_at(parent, path)?.as_deref() == Some(staged_doc.as_bytes()),
+        )
+    }
+
+    /// The finding for a working-tree transcript that differs from the
+    /// staged one (`staged_t`, None when absent) and explains the staged
+    /// document on its own: the edit is recorded, only `git add` is missing.
+    /// This is the one read of the working tree, and only a check that
+    /// would otherwise pass a bare document or report an unrecorded edit
+    /// makes it.
+    fn unstaged_transcript(
+        &self,
+        paths: [&str; 3],
+        staged_t: Option<&[u8]>,
+        staged_doc: &str,
+    ) -> Result<Option<Finding>, GitError> {
+        let [path, head_path, tpath] = paths;
+        let Some(work_t) = self.repo.worktree_file(tpath) else {
+            return Ok(None);
+        };
+        if staged_t == Some(work_t.as_slice()) {
+            return Ok(None);
+        }
+        let head_t = self.reference_blob(&transcript_path(head_path))?;
+        let head_doc = self.head_text(head_path)?;
+        let mut found = Vec::new();
+        self.check_transcript(paths, head_t, head_doc, &work_t, staged_doc, &mut found)?;
+        if found.iter().any(|f| f.blocking) {
+            return Ok(None);
+        }
+        let what = if staged_t.is_some() {
+            "its new records are not staged"
+        } else {
+            "it is untracked (`git commit -a` leaves new files out)"
+        };
+        Ok(Some(
+            Finding::error(
+                "transcript-unstaged",
+                tpath,
+                None,
+                format!("records the staged change of {path}, but {what}"),
+            )
+            .fix(format!("git add {tpath_sh}", tpath_sh = shell_word(tpath))),
+        ))
+    }
+
+    /// The finding for a document staged in part (`git add -p`) while its
+    /// transcript is staged whole: the working-tree document is exactly the
+    /// state the staged transcript ends at, so staging the rest is the fix.
+    fn partly_staged(&self, path: &str, tpath: &str, staged_t: &[u8]) -> Option<Finding> {
+        let work = self.repo.worktree_file(path)?;
+        let end = crate::merge::final_state(staged_t)?;
+        (sha256_hex(&work) == end).then(|| {
+            Finding::error(
+                "document-unstaged",
+                path,
+                None,
+                format!(
+                    "the staged document lacks changes that {tpath} records, and the working-tree document has them all (`git add -p` stages part of a file): stage the whole document, or make the edits you want to commit separately, one commit each"
+                ),
+            )
+            .fix(format!("git add {path_sh}", path_sh = shell_word(path)))
+        })
+    }
+
+    /// The validator's findings for `text` (infos dropped; warnings block
+    /// under `strict`).
+    fn validate(&self, path: &str, text: &str, out: &mut Vec<Finding>) {
+        let opts = noma_core::validate::Options {
+            ignore_rules: self.policy.file.ignore_rules.clone(),
+            ..noma_core::validate::Options::default()
+        };
+        let doc = noma_core::doc::parse(text);
+        for d in noma_core::validate::validate(&doc, &opts) {
+            if d.severity == Severity::Info {
+                continue;
+            }
+            let blocking = d.severity == Severity::Error || self.policy.file.strict;
+            out.push(Finding {
+                severity: d.severity,
+                blocking,
+                code: d.code,
+                path: path.to_string(),
+                line: d.pos.map(|p| p.line as usize),
+                column: d.pos.map(|p| p.column as usize),
+                message: d.message,
+                fix: None,
+            });
+        }
+    }
+}
+
+/// When the transcript check blocked and the staged transcript holds two
+/// branches' records joined line by line ([`unjoin`]), that one cause: a
+/// fork finding (at a merge) keeps its account of both sides and gains
+/// the fix. Looked for only when something failed: it reads every line.
+fn joined_cause([path, tpath]: [&str; 2], staged_t: &[u8], found: &[Finding]) -> Option<Finding> {
+    if !found.iter().any(|f| f.blocking) {
+        return None;
+    }
+    let join = unjoin::find_join(staged_t)?;
+    let fix = joined_finding(path, tpath, join);
+    Some(match found.iter().find(|f| f.code == "transcript-fork") {
+        Some(fork) => Finding {
+            fix: fix.fix,
+            ..fork.clone()
+        },
+        None => fix,
+    })
+}
