@@ -10,20 +10,21 @@
 //!
 //! `new` succeeds `old` when
 //!
-//! 1. `new` replays: it chains line to line, its op ids are unique and
+//! 1. no origin occurs twice among `new`'s records (an op applied twice is
+//!    what a textual union of two forks looks like);
+//! 2. every record of `old` after the two transcripts' longest common line
+//!    prefix is still in `new` after it, as the same op: a record with the
+//!    same *origin*, the same `patch_result` and the same op (its
+//!    `baseHash`, and an `add_block` `position`, may be recomputed, and a
+//!    copy may name a block by the id the other side renamed it to), but
+//!    never the same `op_id` on different bytes (that is a committed line
+//!    edited or moved). A genesis record opening `old` may be missing when
+//!    `new` shares no line with `old` and starts at the state the genesis
+//!    writes ([`start_state`]);
+//! 3. `new` replays: it chains line to line, its op ids are unique and
 //!    every record starts from the replayed state, from the state where
-//!    the two transcripts' longest common line prefix ends to `new`'s
-//!    document (the caller provides document versions by sha256);
-//! 2. every record of `old` after that common prefix is still in `new`
-//!    after it, as the same op: a record with the same *origin*, the same
-//!    `patch_result` and the same op (its `baseHash`, and an `add_block` `position`, may be recomputed,
-//!    and a copy may name a block by the id the other side renamed it to),
-//!    but never the same `op_id` on different bytes (that is a committed
-//!    line edited or moved). A genesis record opening `old` may be
-//!    missing when `new` shares no line with `old` and starts at the state
-//!    the genesis writes ([`start_state`]);
-//! 3. no origin occurs twice among `new`'s records (an op applied twice is
-//!    what a textual union of two forks looks like).
+//!    the common prefix ends to `new`'s document (the caller provides
+//!    document versions by sha256).
 //!
 //! The *origin* of a record is its own `op_id`, or for a reconciled copy
 //! the `op_id` of the record it copies. A copy is recognised by its id:
@@ -36,9 +37,10 @@
 //! When `old` is a byte prefix of `new` (the everyday append) only 1 and 3
 //! have anything to check.
 //!
-//! [`check`] runs each rule as its own function, in the order 3, 2, 1:
-//! a doubled op or an edited or dropped line also breaks the replay, and
-//! is reported by the rule that names it rather than as a divergence.
+//! [`check`] runs each rule as its own function, in this order: a doubled
+//! op or an edited or dropped line also breaks the replay, and is reported
+//! by the rule that names it rather than as a bare divergence; the replay,
+//! the costly rule, runs last.
 
 use std::collections::{HashMap, HashSet};
 
@@ -206,9 +208,8 @@ pub fn check(
     };
     let orecs = records(old)?;
     let nrecs = records(new)?;
-    // Checked 3, 2, 1: an op applied twice, or a committed line edited or
-    // dropped, breaks the replay too, and is named by its own rule rather
-    // than as a bare divergence; the replay, the costly rule, runs last.
+    // In the documented order (see the module docs for why the replay is
+    // last).
     no_op_twice(&nrecs)?;
     keeps_every_op(&orecs, &nrecs, common)?;
     replays((new, &nlines), &nrecs, common, new_doc, find_doc)?;
@@ -227,7 +228,7 @@ fn common_lines(olines: &[RawLine<'_>], nlines: &[RawLine<'_>]) -> usize {
         .count()
 }
 
-/// Rule 1: the part of `new` (its lines `nlines`) after the `common` prefix replays, from the
+/// Rule 3: the part of `new` (its lines `nlines`) after the `common` prefix replays, from the
 /// state the prefix ends at (or its first applied record starts from) to
 /// `new_doc`.
 fn replays(
@@ -313,7 +314,7 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
     Ok(())
 }
 
-/// Rule 3: no origin occurs twice among `new`'s records.
+/// Rule 1: no origin occurs twice among `new`'s records.
 fn no_op_twice(nrecs: &[Record]) -> Result<(), Violation> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (i, r) in nrecs.iter().enumerate() {
