@@ -7,6 +7,8 @@
 
 use clap::{Parser, Subcommand};
 
+pub use output::{emit, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
+
 pub mod blocks;
 pub mod cache;
 pub mod changed;
@@ -18,6 +20,7 @@ pub mod ids;
 pub mod init;
 pub mod mcp;
 pub mod merge_driver;
+mod output;
 pub mod parse_cmd;
 pub mod patch;
 pub mod provenance;
@@ -28,13 +31,6 @@ pub mod repair;
 pub mod replay;
 pub mod schema;
 pub mod verify;
-
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the check failed.
-pub const EXIT_FAIL: i32 = 1;
-/// Exit code: the command could not run.
-pub const EXIT_USAGE: i32 = 2;
 
 /// Guard and bookkeeper for agent-edited .noma documents.
 #[derive(Debug, Parser)]
@@ -101,16 +97,6 @@ enum Command {
     },
 }
 
-/// Output format shared by the commands that have one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum Format {
-    /// One line per finding, for people.
-    #[default]
-    Human,
-    /// Machine-readable JSON.
-    Json,
-}
-
 /// Runs the CLI with the process arguments; returns the exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -168,31 +154,4 @@ pub fn default_actor_name(file: &std::path::Path) -> String {
         .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
         .or_else(|| std::env::var("USERNAME").ok().filter(|u| !u.is_empty()))
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
-pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
-    noma_store::fsio::read_document(path).map_err(|e| {
-        eprintln!("noma: {e}");
-        EXIT_USAGE
-    })
-}
-
-/// Prints JSON to stdout (pretty), returning the exit code on failure. The
-/// JSON is streamed: a report of millions of diagnostics is never held as
-/// one string.
-pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush());
-    match written {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("noma: cannot write output: {e}");
-            EXIT_USAGE
-        }
-    }
 }

@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod changes;
 pub mod config;
+pub mod console;
 pub mod git;
 pub mod history_replay;
 pub mod install;
