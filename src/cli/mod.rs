@@ -137,21 +137,3 @@ pub fn main() -> i32 {
         }
     }
 }
-
-/// The actor name a transcript record carries when none is given: the
-/// name git would author a commit with (`GIT_AUTHOR_NAME`, then `user.name`
-/// as seen from the document's directory), then `$USER` /
-/// `$USERNAME`, then "unknown". Containers and CI runners rarely set
-/// `$USER`, but a commit needs `user.name` anyway.
-pub fn default_actor_name(file: &std::path::Path) -> String {
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    env("GIT_AUTHOR_NAME")
-        .or_else(|| noma_git::git::config::user_name(dir))
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .or_else(|| std::env::var("USERNAME").ok().filter(|u| !u.is_empty()))
-        .unwrap_or_else(|| "unknown".into())
-}

@@ -9,6 +9,7 @@
 //! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
 //! base looked up in history ([`history_replay`]).
 
+pub mod actor;
 pub mod cache;
 pub mod changes;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod git;
 pub mod history_replay;
 pub mod install;
 pub mod merge;
+pub mod patch;
 pub mod provenance;
 pub mod record;
 pub mod staged;
