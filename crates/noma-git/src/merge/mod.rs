@@ -41,6 +41,7 @@
 pub mod blocks;
 pub mod joined;
 pub mod reconcile;
+pub mod report;
 pub mod succession;
 pub mod summary;
 #[cfg(test)]
