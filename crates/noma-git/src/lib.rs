@@ -21,4 +21,5 @@ pub mod merge;
 pub mod patch;
 pub mod provenance;
 pub mod record;
+pub mod replay_report;
 pub mod staged;

@@ -29,9 +29,11 @@
 //! [`snapshot_state`] writes the committable baseline, which later queries
 //! honour too. `bypass_cache` ignores both and the block cache.
 
+pub mod ask;
 pub mod diff;
 #[cfg(target_os = "linux")]
 mod mounts;
+pub mod report;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod watch;
