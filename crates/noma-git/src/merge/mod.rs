@@ -39,6 +39,7 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
+pub mod driver;
 pub mod joined;
 pub mod reconcile;
 pub mod report;
