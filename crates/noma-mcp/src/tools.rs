@@ -3,7 +3,7 @@
 //! (`patch_block_list`, `transcript_read`, `describe_capabilities`), plus
 //! the changed-block tools of [`super::changes`].
 //!
-//! Every `file` argument goes through [`Context::doc_path`]: containment in
+//! Every `file` argument goes through [`super::Context::doc_path`]: containment in
 //! the repository root ([`super::paths`]) and the book-manifest refusal
 //! (§B.7: `isError: true`).
 //!
