@@ -94,7 +94,7 @@ pub fn answer(repo: &Repo, ask: Ask, cache: &BlockCache) -> Result<Answer, Chang
             if q.files.is_empty() && q.exclude_patterns.is_empty() && !q.bypass_cache {
                 super::list_changed_docs(repo, &q.base, cache)?
             } else {
-                summarise(super::changed_blocks(repo, &q, cache)?)
+                super::changed_blocks(repo, &q, cache)?.into()
             },
         ),
         Ask::Mark { base, files } => {
@@ -105,24 +105,27 @@ pub fn answer(repo: &Repo, ask: Ask, cache: &BlockCache) -> Result<Answer, Chang
     })
 }
 
-/// The documents of a changed-blocks answer, with their counts.
-fn summarise(r: ChangedBlocks) -> ChangedDocs {
-    ChangedDocs {
-        base: r.base,
-        merge_base: r.merge_base,
-        docs: r
-            .docs
-            .into_iter()
-            .map(|d| ChangedDoc {
-                path: d.path,
-                old_path: d.old_path,
-                change: d.change,
-                counts: d.counts,
-                outside_blocks_changed: d.outside_blocks_changed,
-                error: d.error,
-            })
-            .collect(),
-        notices: r.notices,
+/// The documents of a changed-blocks answer, with their counts (what
+/// [`super::list_changed_docs`] answers).
+impl From<ChangedBlocks> for ChangedDocs {
+    fn from(r: ChangedBlocks) -> ChangedDocs {
+        ChangedDocs {
+            base: r.base,
+            merge_base: r.merge_base,
+            docs: r
+                .docs
+                .into_iter()
+                .map(|d| ChangedDoc {
+                    path: d.path,
+                    old_path: d.old_path,
+                    change: d.change,
+                    counts: d.counts,
+                    outside_blocks_changed: d.outside_blocks_changed,
+                    error: d.error,
+                })
+                .collect(),
+            notices: r.notices,
+        }
     }
 }
 

@@ -351,24 +351,7 @@ pub fn list_changed_docs_watched(
         base: base.to_string(),
         ..Query::default()
     };
-    let r = changed_blocks_watched(repo, &q, cache, watched)?;
-    Ok(ChangedDocs {
-        base: r.base,
-        merge_base: r.merge_base,
-        docs: r
-            .docs
-            .into_iter()
-            .map(|d| ChangedDoc {
-                path: d.path,
-                old_path: d.old_path,
-                change: d.change,
-                counts: d.counts,
-                outside_blocks_changed: d.outside_blocks_changed,
-                error: d.error,
-            })
-            .collect(),
-        notices: r.notices,
-    })
+    Ok(changed_blocks_watched(repo, &q, cache, watched)?.into())
 }
 
 /// Per document, the smallest changed blocks since the merge base of HEAD

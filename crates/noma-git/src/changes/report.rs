@@ -5,8 +5,10 @@
 
 use super::{BlockChange, Change, ChangedBlocks, ChangedDocs, Counts, DocChange};
 
-fn short(commit: &str) -> &str {
-    commit.get(..12).unwrap_or(commit)
+/// The line of an answer with no changed document.
+fn nothing_since(base: &str, merge_base: &str) -> String {
+    let short = merge_base.get(..12).unwrap_or(merge_base);
+    format!("no changed documents since {base} (merge base {short})\n")
 }
 
 /// The block counts worth naming (`2 added, 1 modified`).
@@ -44,11 +46,7 @@ fn change_name(c: DocChange, old_path: Option<&str>) -> String {
 pub fn docs_text(d: &ChangedDocs) -> String {
     let mut out = String::new();
     if d.docs.is_empty() {
-        out.push_str(&format!(
-            "no changed documents since {} (merge base {})\n",
-            d.base,
-            short(&d.merge_base)
-        ));
+        out.push_str(&nothing_since(&d.base, &d.merge_base));
     }
     for doc in &d.docs {
         out.push_str(&format!(
@@ -92,11 +90,7 @@ pub fn block_line(b: &BlockChange) -> String {
 pub fn blocks_text(r: &ChangedBlocks) -> String {
     let mut out = String::new();
     if r.docs.is_empty() {
-        out.push_str(&format!(
-            "no changed documents since {} (merge base {})\n",
-            r.base,
-            short(&r.merge_base)
-        ));
+        out.push_str(&nothing_since(&r.base, &r.merge_base));
     }
     for doc in &r.docs {
         out.push_str(&format!(

@@ -249,48 +249,55 @@ fn hooks_installed(result: Result<Vec<InstallReport>, HooksError>, who: &str) ->
     c
 }
 
-/// Registers the merge driver after the hooks (see
-/// [`super::install_merge_driver`]); nothing to do without a work tree.
-fn driver_install(layout: &Layout, noma: &Path) -> Console {
+/// A step that needs the work tree (nothing to do without one): its
+/// outcome's line, or its error after `who` (could not run).
+fn in_work_tree<T>(
+    layout: &Layout,
+    who: &str,
+    step: impl FnOnce(&Path) -> Result<T, HooksError>,
+    line: impl FnOnce(T) -> String,
+) -> Console {
     let Some(wt) = &layout.work_tree else {
         return Console::default();
     };
-    match super::install_merge_driver(&layout.common_dir, wt, noma) {
-        Ok(change) => {
-            let mut c = Console::default();
-            c.out(describe::driver_registered(&change));
-            c
+    let mut c = Console::default();
+    match step(wt) {
+        Ok(done) => c.out(line(done)),
+        Err(e) => {
+            c.err(format!("{who}: {e}"));
+            c.at_least(Verdict::NotRun);
         }
-        Err(e) => Console::error(format!("noma hooks: merge driver: {e}"), Verdict::NotRun),
     }
+    c
+}
+
+/// Registers the merge driver after the hooks (see
+/// [`super::install_merge_driver`]).
+fn driver_install(layout: &Layout, noma: &Path) -> Console {
+    in_work_tree(
+        layout,
+        "noma hooks: merge driver",
+        |wt| super::install_merge_driver(&layout.common_dir, wt, noma),
+        |change| describe::driver_registered(&change),
+    )
 }
 
 fn driver_uninstall(layout: &Layout) -> Console {
-    let Some(wt) = &layout.work_tree else {
-        return Console::default();
-    };
-    match super::uninstall_merge_driver(&layout.common_dir, wt) {
-        Ok(change) => {
-            let mut c = Console::default();
-            c.out(describe::driver_removed(&change));
-            c
-        }
-        Err(e) => Console::error(format!("noma hooks: merge driver: {e}"), Verdict::NotRun),
-    }
+    in_work_tree(
+        layout,
+        "noma hooks: merge driver",
+        |wt| super::uninstall_merge_driver(&layout.common_dir, wt),
+        |change| describe::driver_removed(&change),
+    )
 }
 
 /// Adds the line-ending rules to `.gitattributes` (see
 /// [`super::attributes`]).
 fn eol_install(layout: &Layout) -> Console {
-    let Some(wt) = &layout.work_tree else {
-        return Console::default();
-    };
-    match super::attributes::install_eol_rules(&layout.git_dir, wt) {
-        Ok(done) => {
-            let mut c = Console::default();
-            c.out(describe::eol_rules(done));
-            c
-        }
-        Err(e) => Console::error(format!("noma: line endings: {e}"), Verdict::NotRun),
-    }
+    in_work_tree(
+        layout,
+        "noma: line endings",
+        |wt| super::attributes::install_eol_rules(&layout.git_dir, wt),
+        describe::eol_rules,
+    )
 }
