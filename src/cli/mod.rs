@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 pub use output::{emit, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
+pub mod approve;
 pub mod blocks;
 pub mod cache;
 pub mod changed;
@@ -81,7 +82,7 @@ enum Command {
     /// Serve the Annex B tools to agents over MCP (stdio).
     Mcp(mcp::Args),
     /// Approve an agent's records with a signed human approval.
-    Approve(provenance::ApproveArgs),
+    Approve(approve::Args),
     /// Signature payloads for ssh-keygen, and importing its signatures.
     Provenance(provenance::ProvenanceArgs),
     /// Print shell completions (bash, zsh, fish, powershell).
@@ -129,7 +130,7 @@ pub fn main() -> i32 {
         Command::Man => completions::run_man(),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
-        Command::Approve(a) => provenance::approve(a),
+        Command::Approve(a) => approve::run(a),
         Command::Provenance(a) => provenance::provenance(a),
         Command::Synth { sections } => {
             print!("{}", noma_core::synth::document(sections));

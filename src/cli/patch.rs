@@ -66,16 +66,6 @@ pub enum ActorKindArg {
     Tool,
 }
 
-impl From<ActorKindArg> for ActorKind {
-    fn from(k: ActorKindArg) -> Self {
-        match k {
-            ActorKindArg::Human => ActorKind::Human,
-            ActorKindArg::Agent => ActorKind::Agent,
-            ActorKindArg::Tool => ActorKind::Tool,
-        }
-    }
-}
-
 /// The less common options, boxed to keep the subcommand enum small.
 #[derive(Debug, clap::Args)]
 pub struct Meta {
@@ -119,13 +109,8 @@ pub struct Meta {
 
 /// Runs `noma patch`.
 pub fn run(args: Args) -> i32 {
-    let prepared =
-        noma_store::op_list::read(args.op.as_deref(), args.ops.as_deref()).and_then(|ops| {
-            let opts = options::build(&args.file, options::WorkTree::Discover, request(&args));
-            Ok((ops, opts.map_err(|e| e.to_string())?))
-        });
-    let (ops, opts) = match prepared {
-        Ok(p) => p,
+    let ops = match noma_store::op_list::read(args.op.as_deref(), args.ops.as_deref()) {
+        Ok(o) => o,
         Err(e) => {
             eprintln!("noma patch: {e}");
             return super::EXIT_USAGE;
@@ -135,14 +120,18 @@ pub fn run(args: Args) -> i32 {
         json: args.format == Format::Json,
         print_document: args.print_document,
     };
-    super::emit(patch::run(&args.file, &ops, &opts, view))
+    super::emit(patch::run(&args.file, &ops, request(&args), view))
 }
 
 /// The request the command line makes.
 fn request(args: &Args) -> options::Request {
     let meta = &args.meta;
     options::Request {
-        actor_kind: meta.actor_kind.into(),
+        actor_kind: match meta.actor_kind {
+            ActorKindArg::Human => ActorKind::Human,
+            ActorKindArg::Agent => ActorKind::Agent,
+            ActorKindArg::Tool => ActorKind::Tool,
+        },
         actor_name: meta.actor_name.clone(),
         actor_model: meta.actor_model.clone(),
         actor_version: meta.actor_version.clone(),

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use noma_store::engine::{self, Options, WriteMode};
+use noma_store::engine::{self, WriteMode};
 
 use crate::console::{Console, Verdict};
 
@@ -22,10 +22,17 @@ pub struct View {
     pub print_document: bool,
 }
 
-/// Applies `ops` to `file` as `opts` say and reports the outcome: passed
-/// when every op applied, failed when the request was rejected (or an
-/// unrecorded edit was found), not run when it could not be carried out.
-pub fn run(file: &Path, ops: &[Value], opts: &Options, view: View) -> Console {
+/// `noma patch`: applies `ops` to `file` as the command line's request
+/// says (the options built as for every shell, in the document's work
+/// tree) and reports the outcome: passed when every op applied, failed when
+/// the request was rejected (or an unrecorded edit was found), not run
+/// when it could not be carried out (a signing key that cannot be used).
+pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Console {
+    let opts = match options::build(file, options::WorkTree::Discover, req) {
+        Ok(o) => o,
+        Err(e) => return Console::error(format!("noma patch: {e}"), Verdict::NotRun),
+    };
+    let opts = &opts;
     let outcome = match engine::patch_file(file, ops, opts) {
         Ok(o) => o,
         Err(e) => return report::failure(&e, file, opts, view.json),
