@@ -7,6 +7,9 @@
 
 use clap::{Parser, Subcommand};
 
+pub use output::{emit, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
+
+pub mod approve;
 pub mod blocks;
 pub mod cache;
 pub mod changed;
@@ -18,6 +21,7 @@ pub mod ids;
 pub mod init;
 pub mod mcp;
 pub mod merge_driver;
+mod output;
 pub mod parse_cmd;
 pub mod patch;
 pub mod provenance;
@@ -28,13 +32,6 @@ pub mod repair;
 pub mod replay;
 pub mod schema;
 pub mod verify;
-
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the check failed.
-pub const EXIT_FAIL: i32 = 1;
-/// Exit code: the command could not run.
-pub const EXIT_USAGE: i32 = 2;
 
 /// Guard and bookkeeper for agent-edited .noma documents.
 #[derive(Debug, Parser)]
@@ -85,7 +82,7 @@ enum Command {
     /// Serve the Annex B tools to agents over MCP (stdio).
     Mcp(mcp::Args),
     /// Approve an agent's records with a signed human approval.
-    Approve(provenance::ApproveArgs),
+    Approve(approve::Args),
     /// Signature payloads for ssh-keygen, and importing its signatures.
     Provenance(provenance::ProvenanceArgs),
     /// Print shell completions (bash, zsh, fish, powershell).
@@ -99,16 +96,6 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         sections: usize,
     },
-}
-
-/// Output format shared by the commands that have one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum Format {
-    /// One line per finding, for people.
-    #[default]
-    Human,
-    /// Machine-readable JSON.
-    Json,
 }
 
 /// Runs the CLI with the process arguments; returns the exit code.
@@ -143,56 +130,11 @@ pub fn main() -> i32 {
         Command::Man => completions::run_man(),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
-        Command::Approve(a) => provenance::approve(a),
+        Command::Approve(a) => approve::run(a),
         Command::Provenance(a) => provenance::provenance(a),
         Command::Synth { sections } => {
             print!("{}", noma_core::synth::document(sections));
             EXIT_OK
-        }
-    }
-}
-
-/// The actor name a transcript record carries when none is given: the
-/// name git would author a commit with (`GIT_AUTHOR_NAME`, then `user.name`
-/// as seen from the document's directory), then `$USER` /
-/// `$USERNAME`, then "unknown". Containers and CI runners rarely set
-/// `$USER`, but a commit needs `user.name` anyway.
-pub fn default_actor_name(file: &std::path::Path) -> String {
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    env("GIT_AUTHOR_NAME")
-        .or_else(|| noma_git::git::config::user_name(dir))
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .or_else(|| std::env::var("USERNAME").ok().filter(|u| !u.is_empty()))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
-pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
-    noma_store::fsio::read_document(path).map_err(|e| {
-        eprintln!("noma: {e}");
-        EXIT_USAGE
-    })
-}
-
-/// Prints JSON to stdout (pretty), returning the exit code on failure. The
-/// JSON is streamed: a report of millions of diagnostics is never held as
-/// one string.
-pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush());
-    match written {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("noma: cannot write output: {e}");
-            EXIT_USAGE
         }
     }
 }

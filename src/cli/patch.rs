@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
-
 use super::Format;
-use noma_core::transcript::{Actor, ActorKind, PatchResult};
-use noma_store::engine::{self, Options, WriteMode};
+use noma_core::transcript::ActorKind;
+use noma_git::patch::{self, options};
+use noma_store::engine::WriteMode;
 
 /// Arguments of `noma patch`.
 ///
@@ -67,16 +66,6 @@ pub enum ActorKindArg {
     Tool,
 }
 
-impl From<ActorKindArg> for ActorKind {
-    fn from(k: ActorKindArg) -> Self {
-        match k {
-            ActorKindArg::Human => ActorKind::Human,
-            ActorKindArg::Agent => ActorKind::Agent,
-            ActorKindArg::Tool => ActorKind::Tool,
-        }
-    }
-}
-
 /// The less common options, boxed to keep the subcommand enum small.
 #[derive(Debug, clap::Args)]
 pub struct Meta {
@@ -118,313 +107,49 @@ pub struct Meta {
     pub no_sign: bool,
 }
 
-/// Reads the op-list from --op or --ops.
-fn read_ops(args: &Args) -> Result<Vec<Value>, String> {
-    let (text, from) = match (&args.op, &args.ops) {
-        (Some(s), _) => (s.clone(), "--op".to_string()),
-        (None, Some(p)) if p.as_os_str() == "-" => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| format!("stdin: {e}"))?;
-            (s, "stdin".into())
-        }
-        (None, Some(p)) => (
-            noma_store::fsio::read_regular(p)
-                .and_then(|b| {
-                    String::from_utf8(b)
-                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-                })
-                // One wording for a missing file across commands.
-                .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => format!("{}: no such file", p.display()),
-                    _ => format!("{}: {e}", p.display()),
-                })?,
-            p.display().to_string(),
-        ),
-        (None, None) => return Err("give --op JSON or --ops FILE".into()),
-    };
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{from}: invalid JSON: {e}"))?;
-    let ops = match value {
-        Value::Array(a) => a,
-        Value::Object(mut o) if o.contains_key("ops") && !o.contains_key("op") => {
-            match o.remove("ops") {
-                Some(Value::Array(a)) => a,
-                _ => return Err(format!("{from}: `ops` must be an array")),
-            }
-        }
-        v @ Value::Object(_) => vec![v],
-        _ => return Err(format!("{from}: expected an op object or an array of ops")),
-    };
-    if ops.is_empty() {
-        return Err(format!("{from}: the op-list is empty"));
-    }
-    if let Some(i) = ops.iter().position(|o| !o.is_object()) {
-        return Err(format!("{from}: op {i} is not a JSON object"));
-    }
-    Ok(ops)
-}
-
-/// The JSON answer to a request refused before recording.
-fn refusal_json(e: &engine::InvalidOp) -> Value {
-    json!({
-        "accepted": false,
-        "records": [],
-        "error": {
-            "code": e.code().as_str(),
-            "message": e.to_string(),
-            "op_index": e.index,
-        },
-    })
-}
-
 /// Runs `noma patch`.
 pub fn run(args: Args) -> i32 {
-    let ops = match read_ops(&args) {
+    let ops = match noma_store::op_list::read(args.op.as_deref(), args.ops.as_deref()) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("noma patch: {e}");
             return super::EXIT_USAGE;
         }
     };
-    let (mut opts, root) = options(&args);
-    if opts.write == WriteMode::InPlace {
-        match noma_git::provenance::writer::step_in(
-            root.as_deref(),
-            args.meta.key.as_deref(),
-            args.meta.no_sign,
-        ) {
-            Ok(step) => opts.before_append = step,
-            Err(e) => {
-                eprintln!("noma patch: {e}");
-                return super::EXIT_USAGE;
-            }
-        }
-    }
-    let outcome = match engine::patch_file(&args.file, &ops, &opts) {
-        Ok(o) => o,
-        Err(e) => return failed(&e, &args, &opts),
+    let view = patch::View {
+        json: args.format == Format::Json,
+        print_document: args.print_document,
     };
-    let code = if outcome.accepted {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FAIL
-    };
-    let dry = opts.write == WriteMode::DryRun;
-    match args.format {
-        Format::Json => {
-            let c = print_json(&outcome, dry);
-            if c != super::EXIT_OK {
-                return c;
-            }
-        }
-        Format::Human => {
-            // The diff is against the file as it is now: a dry run wrote nothing.
-            let before = (dry && !args.print_document)
-                .then(|| noma_store::fsio::read_document(&args.file).ok())
-                .flatten();
-            print_human(&outcome, dry, before.as_deref(), &args.file)
-        }
-    }
-    code
+    super::emit(patch::run(&args.file, &ops, request(&args), view))
 }
 
-/// The engine options the command line asks for, and the work tree the
-/// document is in.
-fn options(args: &Args) -> (Options, Option<PathBuf>) {
-    let mut opts = Options::new(Actor {
-        kind: args.meta.actor_kind.into(),
-        name: args
-            .meta
-            .actor_name
-            .clone()
-            .unwrap_or_else(|| super::default_actor_name(&args.file)),
-        model: args.meta.actor_model.clone(),
-        version: args.meta.actor_version.clone(),
-    });
-    opts.strict = args.strict;
-    opts.reason = args.meta.reason.clone();
-    opts.expected_sha = args.meta.expected_sha.clone();
-    opts.base_sha256 = args.meta.base_sha256.clone();
-    opts.parent_op_id = args.meta.parent_op_id.clone();
-    opts.transcript = args.meta.transcript.clone();
-    opts.force = args.force;
-    let dir = args
-        .file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let root = noma_git::git::blob::worktree_root(dir);
-    opts.doc_uri = Some(noma_store::uri::portable_doc_uri(
-        root.as_deref(),
-        &args.file,
-    ));
-    opts.validate.datasets = args.file.parent().map(noma_store::fsio::datasets_in);
-    opts.write = match (&args.out, args.inplace) {
-        (Some(p), _) => WriteMode::Out(p.clone()),
-        (None, true) => WriteMode::InPlace,
-        (None, false) => WriteMode::DryRun,
-    };
-    if opts.write == WriteMode::InPlace {
-        let tpath = opts
-            .transcript
-            .clone()
-            .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-        opts.genesis = noma_git::record::first_patch_needs_genesis(&args.file, &tpath);
-    }
-    (opts, root)
-}
-
-/// Reports a request the engine could not carry out; returns the exit code.
-fn failed(e: &engine::EngineError, args: &Args, opts: &Options) -> i32 {
-    let format = args.format;
-    let joined = match e {
-        // A joined transcript (a merge without the driver) ends at neither
-        // branch's document: that is the cause, and `noma repair` the fix.
-        engine::EngineError::Recovery(_) if e.is_check_failure() => {
-            let tpath = opts
-                .transcript
-                .clone()
-                .unwrap_or_else(|| engine::default_transcript_path(&args.file));
-            noma_git::merge::unjoin::advice_for_file(&args.file.to_string_lossy(), &tpath)
-        }
-        _ => None,
-    };
-    match joined {
-        Some(advice) => eprintln!("noma patch: {}: {advice}", args.file.display()),
-        None => eprintln!("noma patch: {e}"),
-    }
-    match e {
-        // Refused before anything was recorded (exit 2, "could not run"),
-        // but with its §3.5 code, so a JSON client gets `error.code`.
-        engine::EngineError::InvalidOp(invalid) => {
-            if format == Format::Json {
-                let c = super::print_json(&refusal_json(invalid));
-                if c != super::EXIT_OK {
-                    return c;
-                }
-            }
-            super::EXIT_USAGE
-        }
-        _ if e.is_check_failure() => super::EXIT_FAIL,
-        _ => super::EXIT_USAGE,
-    }
-}
-
-/// Prints the outcome as JSON (with the new document on a dry run);
-/// returns the printer's exit code.
-fn print_json(outcome: &engine::Outcome, dry: bool) -> i32 {
-    let mut out = json!({ "accepted": outcome.accepted, "records": outcome.records });
-    if let Some(r) = &outcome.recovery {
-        out["recovery"] = serde_json::to_value(r).unwrap_or(Value::Null);
-    }
-    if let Some(t) = &outcome.transcript {
-        out["transcript"] = json!(t.display().to_string());
-    }
-    if dry {
-        out["document"] = json!(outcome.new_text);
-    }
-    super::print_json(&out)
-}
-
-/// Prints the outcome for people: one line per record with the
-/// diagnostics worth reading, then the validation summary; a dry run
-/// prints the changed lines (or, without `before`, the new document) on
-/// stdout and the rest on stderr.
-fn print_human(outcome: &engine::Outcome, dry: bool, before: Option<&str>, file: &std::path::Path) {
-    if let Some(r) = &outcome.recovery {
-        for m in &r.messages {
-            eprintln!("noma patch: recovery: {m}");
-        }
-    }
-    // A dry run prints the document on stdout, so the summary goes to stderr.
-    let say = |line: String| {
-        if dry {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
-        }
-    };
-    for r in &outcome.records {
-        say_record(r, &say);
-    }
-    if let Some(first) = outcome.records.first() {
-        say(format!(
-            "pre_validation: {}, post_validation: {}",
-            first.pre_validation.as_str(),
-            first.post_validation.as_str()
-        ));
-    }
-    if !dry {
-        return;
-    }
-    match before {
-        Some(old) => {
-            let shown = file.display().to_string();
-            let diff = similar::TextDiff::from_lines(old, outcome.new_text.as_str());
-            print!(
-                "{}",
-                diff.unified_diff()
-                    .context_radius(2)
-                    .header(&shown, &format!("{shown} (dry run)"))
-            );
-        }
-        None => print!("{}", outcome.new_text),
-    }
-}
-
-/// One record's line and the diagnostics a person needs from it: the
-/// engine's own, and the errors of a rejected op.
-fn say_record(r: &noma_core::transcript::Record, say: &impl Fn(String)) {
-    let target = ["id", "from", "parent", "target"]
-        .iter()
-        .find_map(|k| r.op.get(*k).and_then(Value::as_str))
-        .unwrap_or("");
-    say(format!(
-        "{:<8} {} {}  {} -> {}",
-        r.patch_result.as_str(),
-        r.op_name(),
-        target,
-        r.pre_sha,
-        r.post_sha
-    ));
-    for d in r.diagnostics.iter().flatten() {
-        // The count of standing diagnostics is for the record, not the screen.
-        if d.code == engine::UNCHANGED_DIAGNOSTICS {
-            continue;
-        }
-        let engine_code = !d.code.contains('-');
-        if engine_code
-            || r.patch_result == PatchResult::Rejected
-                && d.severity == noma_core::diag::Severity::Error
-        {
-            say(format!(
-                "    {}: {} {}",
-                d.severity.as_str(),
-                d.code,
-                d.message
-            ));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_request_carries_its_code() {
-        let unknown = engine::check_request(&[json!({"op": "explode", "id": "a"})]).unwrap_err();
-        let v = refusal_json(&unknown);
-        assert_eq!(v["error"]["code"], "unsupported_op");
-        assert_eq!(v["accepted"], false);
-        let missing = engine::check_request(&[
-            json!({"op": "delete_block", "id": "a"}),
-            json!({"op": "rename_id", "from": "a"}),
-        ])
-        .unwrap_err();
-        let v = refusal_json(&missing);
-        assert_eq!(v["error"]["code"], "invalid_content");
-        assert_eq!(v["error"]["op_index"], 1);
+/// The request the command line makes.
+fn request(args: &Args) -> options::Request {
+    let meta = &args.meta;
+    options::Request {
+        actor_kind: match meta.actor_kind {
+            ActorKindArg::Human => ActorKind::Human,
+            ActorKindArg::Agent => ActorKind::Agent,
+            ActorKindArg::Tool => ActorKind::Tool,
+        },
+        actor_name: meta.actor_name.clone(),
+        actor_model: meta.actor_model.clone(),
+        actor_version: meta.actor_version.clone(),
+        reason: meta.reason.clone(),
+        expected_sha: meta.expected_sha.clone(),
+        base_sha256: meta.base_sha256.clone(),
+        parent_op_id: meta.parent_op_id.clone(),
+        transcript: meta.transcript.clone(),
+        write: match (&args.out, args.inplace) {
+            (Some(p), _) => WriteMode::Out(p.clone()),
+            (None, true) => WriteMode::InPlace,
+            (None, false) => WriteMode::DryRun,
+        },
+        strict: args.strict,
+        force: args.force,
+        signing: options::Signing::Configured {
+            key: meta.key.clone(),
+            no_sign: meta.no_sign,
+        },
     }
 }

@@ -5,13 +5,14 @@
 //! documents and transcripts. See [`noma_git::merge::reconcile`](mod@noma_git::merge::reconcile).
 //!
 //! Formats: `human`, `json`, `github` (workflow-command annotations),
-//! `sarif` (SARIF 2.1.0) and `markdown` (the PR summary of
+//! `sarif` (SARIF 2.1.0), rendered by [`noma_git::merge::report`], and `markdown` (the PR summary of
 //! [`noma_git::merge::summary`]). Exit 0 when nothing at error level was found,
 //! 1 otherwise, 2 when the command could not run.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use noma_git::merge::reconcile::{self, DocReport, Finding};
+use noma_git::merge::reconcile::{self, DocReport};
+use noma_git::merge::report;
 
 /// Output formats of `noma reconcile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -59,15 +60,17 @@ pub fn run(args: Args) -> i32 {
     let ok = reports.iter().all(DocReport::ok);
     let printed = match args.format {
         ReconcileFormat::Human => {
-            print_human(&reports);
+            print!("{}", report::human(&reports));
             super::EXIT_OK
         }
         ReconcileFormat::Json => super::print_json(&json!({"ok": ok, "documents": reports})),
         ReconcileFormat::Github => {
-            print_github(&reports);
+            print!("{}", report::github(&reports));
             super::EXIT_OK
         }
-        ReconcileFormat::Sarif => super::print_json(&sarif(&reports)),
+        ReconcileFormat::Sarif => {
+            super::print_json(&report::sarif(&reports, env!("CARGO_PKG_VERSION")))
+        }
         ReconcileFormat::Markdown => print_markdown(&cwd, &args.base, &reports),
     };
     if printed != super::EXIT_OK {
@@ -78,51 +81,6 @@ pub fn run(args: Args) -> i32 {
     } else {
         super::EXIT_FAIL
     }
-}
-
-fn yes(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "NO"
-    }
-}
-
-fn print_human(reports: &[DocReport]) {
-    for r in reports {
-        println!(
-            "{}: valid {}, append-only {}, replays {}, rebases {} ({} branch record(s) onto {} new base record(s)){}",
-            r.path,
-            yes(r.valid),
-            yes(r.append_only),
-            yes(r.replays),
-            yes(r.rebases),
-            r.branch_records,
-            r.base_records,
-            if r.written { "; rebased files written" } else { "" }
-        );
-        for b in &r.blocks {
-            println!(
-                "  block {}: {} on the branch, rebase {}",
-                b.id, b.change, b.rebase
-            );
-        }
-        for f in &r.findings {
-            let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
-            println!(
-                "  {} [{}] {}{at}: {}",
-                f.level.to_uppercase(),
-                f.code,
-                f.path,
-                f.message
-            );
-        }
-    }
-    let bad = reports.iter().filter(|r| !r.ok()).count();
-    println!(
-        "noma reconcile: {} document(s), {bad} with errors",
-        reports.len()
-    );
 }
 
 /// Prints the Markdown summary; exit 2 when the changed blocks cannot be
@@ -139,87 +97,4 @@ fn print_markdown(cwd: &std::path::Path, base: &str, reports: &[DocReport]) -> i
             super::EXIT_USAGE
         }
     }
-}
-
-/// Escapes a workflow-command message (`%`, CR, LF) or property (also `:` and `,`).
-fn gh_escape(s: &str, property: bool) -> String {
-    let mut out = s
-        .replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A");
-    if property {
-        out = out.replace(':', "%3A").replace(',', "%2C");
-    }
-    out
-}
-
-fn print_github(reports: &[DocReport]) {
-    for r in reports {
-        for f in &r.findings {
-            let cmd = match f.level {
-                "error" => "error",
-                "warning" => "warning",
-                _ => "notice",
-            };
-            let mut props = vec![format!("file={}", gh_escape(&f.path, true))];
-            // Every annotation carries a line (the file's first when the
-            // finding has none): GitHub files line-less ones under the run,
-            // not beside the diff.
-            props.push(format!("line={}", f.line.filter(|l| *l > 0).unwrap_or(1)));
-            props.push(format!(
-                "title={}",
-                gh_escape(&format!("noma {}", f.code), true)
-            ));
-            let msg = match &f.block {
-                Some(b) => format!("[block {b}] {}", f.message),
-                None => f.message.clone(),
-            };
-            println!("::{cmd} {}::{}", props.join(","), gh_escape(&msg, false));
-        }
-    }
-}
-
-fn sarif_result(f: &Finding) -> Value {
-    let mut region = json!({});
-    if let Some(l) = f.line.filter(|l| *l > 0) {
-        region = json!({"startLine": l});
-    }
-    let mut loc = json!({"artifactLocation": {"uri": f.path}});
-    if region.as_object().is_some_and(|o| !o.is_empty()) {
-        loc["region"] = region;
-    }
-    let mut result = json!({
-        "ruleId": f.code,
-        "level": match f.level { "error" => "error", "warning" => "warning", _ => "note" },
-        "message": {"text": f.message},
-        "locations": [{"physicalLocation": loc}],
-    });
-    if let Some(b) = &f.block {
-        result["properties"] = json!({"block": b});
-    }
-    result
-}
-
-/// The reports as a SARIF 2.1.0 log.
-pub fn sarif(reports: &[DocReport]) -> Value {
-    let findings: Vec<&Finding> = reports.iter().flat_map(|r| &r.findings).collect();
-    let mut rules: Vec<&str> = findings.iter().map(|f| f.code.as_str()).collect();
-    rules.sort_unstable();
-    rules.dedup();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "noma",
-                "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/ferax564/noma",
-                "rules": rules.iter().map(|r| json!({
-                    "id": r,
-                    "shortDescription": {"text": format!("noma {r}")},
-                })).collect::<Vec<_>>(),
-            }},
-            "results": findings.iter().map(|f| sarif_result(f)).collect::<Vec<_>>(),
-        }],
-    })
 }

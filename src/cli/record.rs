@@ -44,7 +44,7 @@ pub fn run(args: Args) -> i32 {
     let name = args
         .actor_name
         .clone()
-        .unwrap_or_else(|| super::default_actor_name(&args.file));
+        .unwrap_or_else(|| noma_git::actor::default_name(&args.file));
     let actor = Actor {
         kind: ActorKind::Human,
         name,

@@ -7,15 +7,22 @@
 //! installing hooks and the merge driver ([`install`]), blocks changed
 //! since a base ([`changes`]), the merge driver and `noma reconcile`
 //! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
-//! base looked up in history ([`history_replay`]).
+//! base looked up in history ([`history_replay`]). For the shells: one
+//! patch request's options and report ([`patch`]), `noma replay`'s report
+//! ([`replay_report`]), a writer's default name ([`actor`]), and what a
+//! command says and how it ends ([`console`]).
 
+pub mod actor;
 pub mod cache;
 pub mod changes;
 pub mod config;
+pub mod console;
 pub mod git;
 pub mod history_replay;
 pub mod install;
 pub mod merge;
+pub mod patch;
 pub mod provenance;
 pub mod record;
+pub mod replay_report;
 pub mod staged;

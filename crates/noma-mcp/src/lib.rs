@@ -9,7 +9,10 @@
 //! - [`registry`]: tools as typed handlers with derived input schemas,
 //!   titles, hints and output schemas; outcomes become results with
 //!   `structuredContent`.
-//! - [`tools`]: the tools themselves.
+//! - [`tools`]: the list of tools; they live in [`read_tools`],
+//!   [`patch_tools`] (refusals worded by [`patch_refusals`]),
+//!   [`transcript_tools`] and [`changes`], on [`documents`] (the document
+//!   a tool names, resolved and read).
 //! - [`op_schema`]: the patch-op schema the patch tools show, described.
 //! - [`paths`]: workspace containment of every path argument.
 //!
@@ -25,10 +28,15 @@
 //! engine's write is atomic either way) before the process exits.
 
 pub mod changes;
+pub mod documents;
 pub mod op_schema;
+pub mod patch_refusals;
+pub mod patch_tools;
 pub mod paths;
+pub mod read_tools;
 pub mod registry;
 pub mod tools;
+pub mod transcript_tools;
 pub mod transport;
 
 use std::path::{Path, PathBuf};

@@ -244,17 +244,7 @@ impl IdScanner {
 
     fn step(&mut self, b: u8) {
         if !self.started {
-            // Leading whitespace (and a BOM) before the object.
-            if b.is_ascii_whitespace() || matches!(b, 0xEF | 0xBB | 0xBF) {
-                return;
-            }
-            self.started = true;
-            if b != b'{' {
-                self.dead = true;
-                return;
-            }
-            self.depth = 1;
-            self.expect_key = true;
+            self.start(b);
             return;
         }
         if let Some(v) = self.value.as_mut() {
@@ -264,22 +254,7 @@ impl IdScanner {
             }
         }
         if self.in_str {
-            self.capture(b);
-            if self.esc {
-                self.esc = false;
-            } else if b == b'\\' {
-                self.esc = true;
-            } else if b == b'"' {
-                self.in_str = false;
-                if let Some(key) = self.key.take() {
-                    self.last_key_is_id = key == b"id";
-                }
-            } else if let Some(key) = self.key.as_mut() {
-                // Three bytes are enough to tell `id` from anything else.
-                if key.len() < 3 {
-                    key.push(b);
-                }
-            }
+            self.string_byte(b);
             return;
         }
         match b {
@@ -323,6 +298,42 @@ impl IdScanner {
                 self.depth = self.depth.saturating_sub(1);
             }
             _ => self.capture(b),
+        }
+    }
+
+    /// A byte before the object: leading whitespace (and a BOM) is
+    /// skipped, anything but `{` ends the scan.
+    fn start(&mut self, b: u8) {
+        if b.is_ascii_whitespace() || matches!(b, 0xEF | 0xBB | 0xBF) {
+            return;
+        }
+        self.started = true;
+        if b != b'{' {
+            self.dead = true;
+            return;
+        }
+        self.depth = 1;
+        self.expect_key = true;
+    }
+
+    /// A byte inside a string: escapes, the closing quote (which settles
+    /// whether a key was `id`), and a key's first bytes.
+    fn string_byte(&mut self, b: u8) {
+        self.capture(b);
+        if self.esc {
+            self.esc = false;
+        } else if b == b'\\' {
+            self.esc = true;
+        } else if b == b'"' {
+            self.in_str = false;
+            if let Some(key) = self.key.take() {
+                self.last_key_is_id = key == b"id";
+            }
+        } else if let Some(key) = self.key.as_mut() {
+            // Three bytes are enough to tell `id` from anything else.
+            if key.len() < 3 {
+                key.push(b);
+            }
         }
     }
 
@@ -644,6 +655,26 @@ impl Reader {
                 ),
             );
         }
+        let (answers, waiting, messages) = self.members(items);
+        if waiting.is_empty() {
+            // Notifications and refused members only: answer now (nothing
+            // at all for notifications alone).
+            if !answers.is_empty() && !send_value(&self.replies, &Value::Array(answers)) {
+                return false;
+            }
+        } else {
+            self.session.hold(waiting, answers);
+        }
+        messages
+            .into_iter()
+            .all(|m| self.to_rmcp.blocking_send(*m).is_ok())
+    }
+
+    /// Sorts a batch's members: the answers due now (members that are no
+    /// JSON-RPC object, an `initialize`, an id already waiting, protocol
+    /// errors), the request ids that wait for rmcp's answers, and the
+    /// messages to hand rmcp.
+    fn members(&self, items: Vec<Value>) -> BatchMembers {
         let mut answers = Vec::new();
         let mut waiting: Vec<Value> = Vec::new();
         let mut messages = Vec::new();
@@ -685,20 +716,13 @@ impl Reader {
                 }
             }
         }
-        if waiting.is_empty() {
-            // Notifications and refused members only: answer now (nothing
-            // at all for notifications alone).
-            if !answers.is_empty() && !send_value(&self.replies, &Value::Array(answers)) {
-                return false;
-            }
-        } else {
-            self.session.hold(waiting, answers);
-        }
-        messages
-            .into_iter()
-            .all(|m| self.to_rmcp.blocking_send(*m).is_ok())
+        (answers, waiting, messages)
     }
 }
+
+/// A batch's members, sorted: answers due now, ids waiting, messages for
+/// rmcp.
+type BatchMembers = (Vec<Value>, Vec<Value>, Vec<Box<ClientJsonRpcMessage>>);
 
 /// The first byte that is not whitespace or a BOM byte.
 fn first_byte(bytes: &[u8]) -> Option<u8> {

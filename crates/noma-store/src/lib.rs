@@ -4,8 +4,10 @@
 //! bytes and records; this crate puts them on disk so that a kill at any
 //! instant leaves either the old state or the new one: bounded reads,
 //! advisory locks, atomic writes, intent markers and recovery
-//! ([`fsio`]), and a patch request end to end ([`engine`]).
+//! ([`fsio`]), a patch request end to end ([`engine`]), and where a
+//! command line's op-list comes from ([`op_list`]).
 
 pub mod engine;
 pub mod fsio;
+pub mod op_list;
 pub mod uri;

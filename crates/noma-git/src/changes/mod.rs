@@ -29,9 +29,11 @@
 //! [`snapshot_state`] writes the committable baseline, which later queries
 //! honour too. `bypass_cache` ignores both and the block cache.
 
+pub mod ask;
 pub mod diff;
 #[cfg(target_os = "linux")]
 mod mounts;
+pub mod report;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod watch;
@@ -349,24 +351,7 @@ pub fn list_changed_docs_watched(
         base: base.to_string(),
         ..Query::default()
     };
-    let r = changed_blocks_watched(repo, &q, cache, watched)?;
-    Ok(ChangedDocs {
-        base: r.base,
-        merge_base: r.merge_base,
-        docs: r
-            .docs
-            .into_iter()
-            .map(|d| ChangedDoc {
-                path: d.path,
-                old_path: d.old_path,
-                change: d.change,
-                counts: d.counts,
-                outside_blocks_changed: d.outside_blocks_changed,
-                error: d.error,
-            })
-            .collect(),
-        notices: r.notices,
-    })
+    Ok(changed_blocks_watched(repo, &q, cache, watched)?.into())
 }
 
 /// Per document, the smallest changed blocks since the merge base of HEAD

@@ -76,8 +76,11 @@
 //! ```
 
 pub mod attributes;
+pub mod describe;
 pub mod husky;
 pub mod init;
+pub mod setup;
+pub mod status_report;
 
 use crate::git;
 use std::fs;

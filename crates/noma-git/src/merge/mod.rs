@@ -40,7 +40,9 @@
 
 pub mod blocks;
 pub mod clashes;
+pub mod driver;
 pub mod reconcile;
+pub mod report;
 pub mod succession;
 pub mod summary;
 #[cfg(test)]

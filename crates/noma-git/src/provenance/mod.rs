@@ -20,8 +20,11 @@ use std::path::{Path, PathBuf};
 use noma_core::transcript::Record;
 
 pub mod approval;
+pub mod approve;
 pub mod canonical;
 pub mod check;
+pub mod external;
+pub mod report;
 pub mod sidecar;
 pub mod signers;
 pub mod sshsig;

@@ -1,0 +1,199 @@
+//! `noma merge-driver %O %A %B %L %P %X %Y` end to end: the three files git
+//! hands over read, the document or transcript merged (see the module
+//! above for how versions are found), the result written into the ours
+//! file, and the lines worth telling the person merging: each conflict,
+//! and how to make the transcript record the result.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use noma_core::diag::shell_word;
+use noma_core::transcript::{document_path, transcript_path};
+
+use super::{FileMerge, Labels, Versions};
+use crate::git::repo::Repo;
+
+/// What git passes the driver.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The base version (`%O`).
+    pub base: &'a Path,
+    /// Our version, overwritten with the result (`%A`).
+    pub ours: &'a Path,
+    /// Their version (`%B`).
+    pub theirs: &'a Path,
+    /// The path being merged, relative to the work-tree root (`%P`).
+    pub path: Option<&'a str>,
+    /// Git's label for our side (`%X`, git 2.44+).
+    pub ours_label: Option<&'a OsStr>,
+    /// Git's label for their side (`%Y`, git 2.44+).
+    pub theirs_label: Option<&'a OsStr>,
+}
+
+/// What the driver did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Driven {
+    /// Merged without conflicts.
+    pub clean: bool,
+    /// Lines for stderr, each naming the merged path first.
+    pub messages: Vec<String>,
+}
+
+/// Merges the file git names and writes the result into the ours file;
+/// `Err` when a file cannot be read or written.
+pub fn run(call: &Call<'_>) -> Result<Driven, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mine = Versions {
+        base: Some(read(call.base)?),
+        ours: Some(read(call.ours)?),
+        theirs: Some(read(call.theirs)?),
+    };
+    let path = call.path.unwrap_or_default();
+    let repo = Repo::from_env().ok().filter(|_| !path.is_empty());
+    // Versions are found by sha256 in history, never from the merge's
+    // commits: a rebase or cherry-pick names none (see noma_git::merge).
+    let (result, record_hint) = match document_path(path) {
+        Some(doc) => (merge_transcript_file(&mine, repo.as_ref(), doc), None),
+        None => merge_document_file(&mine, repo.as_ref(), path, call),
+    };
+    std::fs::write(call.ours, &result.content)
+        .map_err(|e| format!("{}: {e}", call.ours.display()))?;
+    // Printed after the conflicts: how to make the transcript record the result.
+    let mut messages: Vec<String> = (result.messages.iter().chain(&record_hint))
+        .map(|m| format!("{path}: {m}"))
+        .collect();
+    if let Some(doc) = document_path(path).filter(|_| result.resolved_by_recording) {
+        // The document merges on its own (block by block); recording it
+        // makes the pair agree again (the hook's fix for an unrecorded edit).
+        messages.push(format!(
+            "{path}: fix: once {doc} is merged: noma record {doc_sh} && git add {doc_sh} {path_sh}",
+            doc_sh = shell_word(doc),
+            path_sh = shell_word(path),
+        ));
+    }
+    Ok(Driven {
+        clean: result.clean,
+        messages,
+    })
+}
+
+/// A transcript (`path` is `doc`'s transcript).
+fn merge_transcript_file(mine: &Versions, repo: Option<&Repo>, doc: &str) -> FileMerge {
+    let head_doc = repo
+        .and_then(|r| r.head_blob(doc).ok().flatten())
+        .into_iter()
+        .collect();
+    let mut find = super::doc_finder(repo, doc, head_doc);
+    super::merge_transcript(mine, &mut find)
+}
+
+/// A document, with the advice to record it when its transcript does not
+/// record the merge.
+fn merge_document_file(
+    mine: &Versions,
+    repo: Option<&Repo>,
+    path: &str,
+    call: &Call<'_>,
+) -> (FileMerge, Option<String>) {
+    let (base, ours, theirs) = (
+        mine.base.clone().unwrap_or_default(),
+        mine.ours.clone().unwrap_or_default(),
+        mine.theirs.clone().unwrap_or_default(),
+    );
+    let tpath = transcript_path(path);
+    let head_t = repo.and_then(|r| r.head_blob(&tpath).ok().flatten());
+    let head_has_transcript = head_t.is_some();
+    let mut transcripts = match repo {
+        Some(r) => Versions {
+            base: None,
+            ours: super::find_transcript_for(r, &tpath, &ours, head_t),
+            theirs: super::find_transcript_for(r, &tpath, &theirs, None),
+        },
+        None => Versions::default(),
+    };
+    let base_sha = noma_core::doc::hash::sha256_hex(&base);
+    transcripts.base = [&transcripts.ours, &transcripts.theirs]
+        .into_iter()
+        .flatten()
+        .find_map(|t| super::prefix_ending_at(t, &base_sha))
+        .map(<[u8]>::to_vec);
+    // Git before 2.44 names neither side; ours is HEAD in every operation.
+    let labels = Labels {
+        ours: side_label(call.ours_label, "%X").unwrap_or_else(|| "HEAD".into()),
+        theirs: side_label(call.theirs_label, "%Y").unwrap_or_else(|| "theirs".into()),
+    };
+    let mut find = super::doc_finder(repo, path, vec![base, ours, theirs]);
+    let result = super::merge_document(mine, &transcripts, &mut find, &labels);
+    let has_transcript =
+        head_has_transcript || transcripts.ours.is_some() || transcripts.theirs.is_some();
+    let hint = (has_transcript && !(result.clean && result.method == "reconciled"))
+        .then(|| record_fix(path, &tpath, result.clean));
+    (result, hint)
+}
+
+/// The label git gave a side, made fit for a `::conflict` block's attribute
+/// and message: one line of at most 100 characters, brackets as
+/// parentheses (a commit subject's `[[id]]` would be a wikilink in the
+/// message, and a dangling one a `broken-reference`). `None` when git
+/// passed nothing or, before 2.44, the placeholder itself (`%X`).
+fn side_label(raw: Option<&OsStr>, placeholder: &str) -> Option<String> {
+    let text = raw?.to_string_lossy();
+    let text = text.trim();
+    if text.is_empty() || text == placeholder {
+        return None;
+    }
+    let one_line: String = text
+        .chars()
+        .map(|c| match c {
+            '[' => '(',
+            ']' => ')',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .take(100)
+        .collect();
+    Some(one_line)
+}
+
+/// What to do when a merged document has a transcript that does not record
+/// the merge (one side edited it without noma, or blocks conflicted):
+/// record it. A rebase or cherry-pick runs no hooks, so the driver is the
+/// only one who can say so before the result is committed.
+fn record_fix(doc: &str, tpath: &str, clean: bool) -> String {
+    let fix = format!(
+        "noma record {doc_sh} && git add {doc_sh} {tpath_sh}",
+        doc_sh = shell_word(doc),
+        tpath_sh = shell_word(tpath)
+    );
+    if clean {
+        format!(
+            "merged block by block, but its transcript does not record the other side's changes. fix: {fix} before you commit (if git committed already, as a rebase or cherry-pick without conflicts does, running no hooks, commit the record on top)"
+        )
+    } else {
+        format!(
+            "its transcript will not record how you resolve the conflict. fix: once no ::conflict block is left, {fix}, before `git commit` or `git rebase --continue` (a rebase runs no hooks)"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::side_label;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn side_labels_are_one_short_line_or_none() {
+        let label = |s: &str| side_label(Some(OsStr::new(s)), "%Y");
+        // Git before 2.44 passes the placeholder through; nothing is none.
+        assert_eq!(side_label(None, "%Y"), None);
+        assert_eq!(label("%Y"), None);
+        assert_eq!(label("  "), None);
+        assert_eq!(label("tune").as_deref(), Some("tune"));
+        assert_eq!(
+            label("1a2b3c4 (fix\tthe\nthing)").as_deref(),
+            Some("1a2b3c4 (fix the thing)")
+        );
+        assert_eq!(label(&"x".repeat(300)).map(|l| l.len()), Some(100));
+        assert_eq!(label("see [[plan]]").as_deref(), Some("see ((plan))"));
+    }
+}

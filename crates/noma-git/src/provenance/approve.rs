@@ -1,0 +1,151 @@
+//! `noma approve`: the agent records of a document that no valid approval
+//! covers, listed for the person about to approve them with the blocks
+//! each changed, and the signed approval written once they agree.
+
+use std::path::{Path, PathBuf};
+
+use noma_core::transcript::{self, Entry, Record};
+use noma_store::engine::default_transcript_path;
+
+use super::{approval, writer, Signer};
+use crate::changes::{diff_docs, report::block_line, DocDiff};
+
+/// What an approval would cover.
+pub struct Plan {
+    /// Who approves.
+    pub signer: Signer,
+    /// The document's transcript.
+    pub transcript: PathBuf,
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+    /// Indices into `entries` of the records waiting, in order.
+    pending: Vec<usize>,
+}
+
+/// The approver's signer (`key`, else the environment or git: approving is
+/// signing) and the agent records of `doc` waiting for approval, up to
+/// and including `through` when given.
+pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Plan, String> {
+    let signer = writer::approver_signer(doc, key)
+        .map_err(|e| e.to_string())?
+        .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
+    let report = super::report::for_doc(doc, None)?;
+    let tpath = default_transcript_path(doc);
+    let bytes =
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let parsed =
+        transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    // The work tree's policy says which principals are agents (the check
+    // trusts the base's).
+    let waiting: std::collections::HashSet<usize> =
+        approval::pending(&tpath, &parsed.entries, &report.records, through)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|e| e.line)
+            .collect();
+    let pending = (parsed.entries.iter().enumerate())
+        .filter(|(_, e)| waiting.contains(&e.line))
+        .map(|(i, _)| i)
+        .collect();
+    Ok(Plan {
+        signer,
+        transcript: tpath,
+        bytes,
+        entries: parsed.entries,
+        pending,
+    })
+}
+
+impl Plan {
+    /// The records waiting, in transcript order.
+    pub fn pending(&self) -> Vec<&Entry> {
+        self.pending.iter().map(|&i| &self.entries[i]).collect()
+    }
+
+    /// The listing a person reads before approving: one line per record
+    /// (op, target, actor, reason), the blocks it changed under it.
+    pub fn listing(&self, doc: &Path) -> String {
+        let pending = self.pending();
+        let mut out = format!(
+            "{}: {} agent record(s) to approve as {}:\n",
+            doc.display(),
+            pending.len(),
+            self.signer.principal
+        );
+        let blocks = pending_blocks(&self.bytes, &self.entries, &pending);
+        for (i, e) in pending.iter().enumerate() {
+            let r = &e.record;
+            out.push_str(&format!(
+                "  line {} {} {} by {}{}\n",
+                e.line,
+                r.op_name(),
+                target(&r.op),
+                r.actor.name,
+                r.reason
+                    .as_deref()
+                    .map(|w| format!(": {w}"))
+                    .unwrap_or_default()
+            ));
+            match &blocks {
+                Ok(per_record) => {
+                    for b in &per_record[i].changes {
+                        out.push_str(&format!("  {}", block_line(b)));
+                    }
+                }
+                Err(why) if i == 0 => {
+                    out.push_str(&format!("    (changed blocks unknown: {why})\n"))
+                }
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
+    /// Appends the signed approval of every waiting record to `doc`'s
+    /// sidecar; returns the sidecar's path.
+    pub fn approve(&self, doc: &Path) -> Result<PathBuf, String> {
+        let records: Vec<&Record> = self.pending().into_iter().map(|e| &e.record).collect();
+        approval::write(&self.signer, doc, &self.transcript, &records).map_err(|e| e.to_string())
+    }
+}
+
+/// The blocks each of `pending` changed, as `noma changed` diffs them:
+/// the transcript is replayed up to the first of them, then each applied
+/// record's op is applied in turn and each pending one's before and after
+/// are diffed.
+fn pending_blocks(
+    t_bytes: &[u8],
+    entries: &[Entry],
+    pending: &[&Entry],
+) -> Result<Vec<DocDiff>, String> {
+    let first = pending.first().map_or(0, |e| e.offset);
+    let mut text = transcript::replay::state_after(&t_bytes[..first], None)
+        .map_err(|d| format!("line {}: {}", d.line, d.message))?
+        .unwrap_or_default();
+    let mut memo = noma_core::doc::memo::ParseMemo::new();
+    let mut out = Vec::with_capacity(pending.len());
+    let mut wanted = pending.iter().peekable();
+    for e in entries.iter().skip_while(|e| e.offset < first) {
+        let Some(next) = wanted.peek() else { break };
+        let after = if e.record.patch_result == transcript::PatchResult::Applied {
+            noma_core::patch::apply_ops_with(&mut memo, &text, std::slice::from_ref(&e.record.op))
+                .map_err(|err| format!("line {}: {}", e.line, err.message))?
+        } else {
+            text.clone()
+        };
+        if next.line == e.line {
+            out.push(diff_docs(&text, &after));
+            wanted.next();
+        }
+        text = after;
+    }
+    Ok(out)
+}
+
+/// The op's target, for the listing.
+fn target(op: &serde_json::Value) -> String {
+    ["id", "target", "parent"]
+        .iter()
+        .find_map(|k| op.get(*k).and_then(|v| v.as_str()))
+        .map_or_else(|| "(document)".to_string(), |b| format!("block {b}"))
+}

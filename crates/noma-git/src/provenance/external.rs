@@ -1,0 +1,54 @@
+//! Signatures made outside noma (`ssh-keygen -Y sign -n noma`, a key held
+//! by ssh-agent): the exact bytes a record's signature covers, and
+//! importing such a signature into the sidecar once it verifies.
+
+use std::path::{Path, PathBuf};
+
+use noma_core::transcript::{self, Record};
+use noma_store::engine::default_transcript_path;
+
+use super::{canonical, sidecar, sshsig, Sidecar, SidecarEntry};
+
+fn find_record(file: &Path, op_id: &str) -> Result<Record, String> {
+    let tpath = default_transcript_path(file);
+    let bytes =
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let parsed =
+        transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    parsed
+        .entries
+        .into_iter()
+        .map(|e| e.record)
+        .find(|r| r.op_id == op_id)
+        .ok_or_else(|| format!("{}: no record {op_id}", tpath.display()))
+}
+
+/// The bytes `signer`'s signature of record `op_id` of `file`'s transcript
+/// covers (RFC 8785 JSON).
+pub fn payload(file: &Path, op_id: &str, signer: &str) -> Result<Vec<u8>, String> {
+    find_record(file, op_id).map(|r| canonical::record_payload(&r, signer))
+}
+
+/// Adds the armored signature in `sig` of record `op_id` by `signer` to
+/// `file`'s sidecar, after checking it verifies over the record's payload;
+/// returns the sidecar's path.
+pub fn import(file: &Path, op_id: &str, signer: &str, sig: &Path) -> Result<PathBuf, String> {
+    let r = find_record(file, op_id)?;
+    let armored = std::fs::read_to_string(sig).map_err(|e| format!("{}: {e}", sig.display()))?;
+    sshsig::verify(&armored, &canonical::record_payload(&r, signer))
+        .map_err(|e| format!("{}: {e}", sig.display()))?;
+    let entry = SidecarEntry::Signature(sidecar::RecordSignature {
+        op_id: op_id.to_string(),
+        signer: signer.to_string(),
+        sig: armored,
+    });
+    let tpath = default_transcript_path(file);
+    let locked = noma_store::fsio::LockedTranscript::open(&tpath).map_err(|e| e.to_string())?;
+    let side = sidecar::sidecar_path(file);
+    sidecar::append(&side, &[entry]).map_err(|e| format!("{}: {e}", side.display()))?;
+    drop(locked);
+    // Parse back: the sidecar must stay readable.
+    let bytes = noma_store::fsio::read_regular(&side).map_err(|e| e.to_string())?;
+    Sidecar::parse(&bytes).map_err(|e| format!("{}: {e}", side.display()))?;
+    Ok(side)
+}

@@ -1,0 +1,54 @@
+//! The signature report of a document's work-tree transcript: computed
+//! for `noma replay --signatures` and `noma approve`, and written as
+//! `--signatures` prints it, one line per record.
+
+use std::path::Path;
+
+use super::check::{check_worktree, WorktreeReport};
+use noma_store::engine::default_transcript_path;
+
+/// The statuses of every record of `doc`'s transcript (`transcript`, or
+/// the document path plus `.patches`), trusting the work tree's policy
+/// and allowed signers.
+pub fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, String> {
+    let tpath = transcript
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc));
+    let bytes =
+        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    check_worktree(doc, &bytes)
+}
+
+/// The report as text: who signed and approved each record, and every
+/// problem found.
+pub fn signatures_text(r: &WorktreeReport) -> String {
+    let mut out = format!("signatures (trusting {}):\n", r.trust);
+    for s in &r.records {
+        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
+        match &s.signed_by {
+            Some(p) => out.push_str(&format!("signed by {p}")),
+            None => out.push_str("unsigned"),
+        }
+        match (&s.approved_by, s.needs_approval) {
+            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
+            (None, true) => out.push_str(", not approved\n"),
+            (None, false) => out.push('\n'),
+        }
+        for p in &s.problems {
+            out.push_str(&format!(
+                "    {} [{}] line {}: {}\n",
+                p.level.to_uppercase(),
+                p.code,
+                p.line,
+                p.message
+            ));
+        }
+    }
+    if let Some(p) = &r.sidecar {
+        out.push_str(&format!(
+            "  ERROR [{}] sidecar line {}: {}\n",
+            p.code, p.line, p.message
+        ));
+    }
+    out
+}

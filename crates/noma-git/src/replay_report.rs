@@ -1,0 +1,193 @@
+//! `noma replay` in one call: the replay (of the work tree, or of a
+//! revision's committed files, see [`crate::history_replay`]), the
+//! records' signatures when asked, the repair advice for a transcript two
+//! branches were joined into, and the report for people or as JSON
+//! (`{"pending", "replay"}`, plus `base_lookup`, `rev`, `advice` and
+//! `signatures` when they apply).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::console::{Console, Verdict};
+use crate::history_replay::{self, BaseLookup, RevRead};
+use crate::provenance::check::WorktreeReport;
+use noma_core::transcript::{self, replay::Report};
+
+/// What `noma replay` is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The document.
+    pub file: &'a Path,
+    /// Its transcript (default: the document path plus `.patches`).
+    pub transcript: Option<&'a Path>,
+    /// The document as it was before the first applied record.
+    pub base: Option<&'a Path>,
+    /// Replay the files as committed at this revision instead.
+    pub rev: Option<&'a str>,
+    /// Also verify each record's signature and approval.
+    pub signatures: bool,
+}
+
+/// Everything a replay found.
+struct Checked {
+    notes: Vec<String>,
+    report: Report,
+    lookup: Option<BaseLookup>,
+    rev: Option<RevRead>,
+    signatures: Option<WorktreeReport>,
+    advice: Option<String>,
+}
+
+/// Replays as asked and reports: passed when the transcript reproduces the
+/// document (and no signature is at fault), failed when it does not.
+pub fn run(req: &Request<'_>, json: bool) -> Console {
+    let checked = match check(req) {
+        Ok(c) => c,
+        Err(c) => return c,
+    };
+    let mut c = Console::default();
+    if json {
+        c.json(checked.json());
+    } else {
+        c.out_text(checked.human());
+    }
+    let faulty = checked.signatures.as_ref().is_some_and(|s| s.errors() > 0);
+    if !checked.report.ok || faulty {
+        c.at_least(Verdict::Failed);
+    }
+    c
+}
+
+fn check(req: &Request<'_>) -> Result<Checked, Console> {
+    let fail = |e: &dyn std::fmt::Display, v| Console::error(format!("noma replay: {e}"), v);
+    let (notes, report, lookup, rev) = match req.rev {
+        Some(rev) => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            match history_replay::replay_at_rev(&cwd, rev, req.file, req.transcript) {
+                Ok((report, lookup, read)) => (Vec::new(), report, lookup, Some(read)),
+                Err(e) => return Err(fail(&e, Verdict::NotRun)),
+            }
+        }
+        None => match history_replay::replay_worktree(req.file, req.transcript, req.base) {
+            Ok((notes, report, lookup)) => (notes, report, lookup, None),
+            Err(e) if e.is_check_failure() => return Err(fail(&e, Verdict::Failed)),
+            Err(e) => return Err(fail(&e, Verdict::NotRun)),
+        },
+    };
+    let signatures = match req.signatures {
+        true => Some(
+            crate::provenance::report::for_doc(req.file, req.transcript)
+                .map_err(|e| fail(&e, Verdict::NotRun))?,
+        ),
+        false => None,
+    };
+    // A transcript two branches were joined into (a merge without the
+    // driver) diverges where the second begins: say how to repair it.
+    let advice = (!report.ok && req.rev.is_none())
+        .then(|| history_replay::join_advice(req.file, req.transcript))
+        .flatten();
+    Ok(Checked {
+        notes,
+        report,
+        lookup,
+        rev,
+        signatures,
+        advice,
+    })
+}
+
+impl Checked {
+    fn json(&self) -> Value {
+        let mut v = json!({ "pending": self.notes, "replay": self.report });
+        if let Some(a) = &self.advice {
+            v["advice"] = json!(a);
+        }
+        if let Some(l) = &self.lookup {
+            v["base_lookup"] = json!(l);
+        }
+        if let Some(r) = &self.rev {
+            v["rev"] = json!(r);
+        }
+        if let Some(s) = &self.signatures {
+            v["signatures"] = json!(s);
+        }
+        v
+    }
+
+    fn human(&self) -> String {
+        let mut out = String::new();
+        if let Some(r) = &self.rev {
+            out.push_str(&format!(
+                "at {}: {} and {}\n",
+                r.rev, r.document, r.transcript
+            ));
+        }
+        for m in &self.notes {
+            out.push_str(&format!("pending: {m}\n"));
+        }
+        if let Some(l) = self.lookup.as_ref().filter(|l| l.found) {
+            out.push_str(&format!(
+                "base: sha256 {} found in {}\n",
+                transcript::short_sha(&l.sha256),
+                l.searched.as_deref().unwrap_or("git")
+            ));
+        }
+        let report = &self.report;
+        let rate = if report.elapsed_ms > 0.0 {
+            format!(
+                ", {:.0} records/s",
+                report.records as f64 * 1000.0 / report.elapsed_ms
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{} records ({} applied, {} rejected, {} noop) in {:.1} ms{rate}\n",
+            report.records, report.applied, report.rejected, report.noop, report.elapsed_ms
+        ));
+        out.push_str(&self.verdict_text());
+        if let Some(a) = &self.advice {
+            out.push_str(&format!("  fix: {a}\n"));
+        }
+        if let Some(s) = &self.signatures {
+            out.push_str(&crate::provenance::report::signatures_text(s));
+        }
+        out
+    }
+
+    /// Whether replay reproduced the document, or where it diverged.
+    fn verdict_text(&self) -> String {
+        let Some(d) = &self.report.divergence else {
+            return format!(
+                "ok: replay reproduces the document (sha256 {})\n",
+                self.report.final_sha256.as_deref().unwrap_or("-")
+            );
+        };
+        let who = d
+            .op_id
+            .as_deref()
+            .map(|o| format!(" (op_id {o})"))
+            .unwrap_or_default();
+        let mut out = format!("DIVERGED at line {}{who}: {}\n", d.line, d.message);
+        if let (Some(e), Some(a)) = (&d.expected_sha256, &d.actual_sha256) {
+            out.push_str(&format!("  expected sha256 {e}\n  actual   sha256 {a}\n"));
+        }
+        for b in &d.blocks {
+            out.push_str(&format!("  block {} {}\n", b.id, b.change));
+        }
+        if let Some(l) = self.lookup.as_ref().filter(|l| !l.found) {
+            let short = transcript::short_sha(&l.sha256);
+            out.push_str(&match (&l.searched, &l.not_searched) {
+                (Some(s), _) => format!(
+                    "  base: no version with sha256 {short} in {s}; pass --base PATH with that content\n"
+                ),
+                (None, r) => format!(
+                    "  base: sha256 {short} not looked up in git ({}); pass --base PATH with that content\n",
+                    r.as_deref().unwrap_or("no repository")
+                ),
+            });
+        }
+        out
+    }
+}

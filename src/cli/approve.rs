@@ -1,0 +1,87 @@
+//! `noma approve`: a person approves an agent's records with a signed
+//! approval, over [`noma_git::provenance::approve`].
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::Format;
+use noma_git::provenance::approve;
+
+/// Arguments of `noma approve`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Lists the agent records of DOC's transcript that no valid approval covers (up to \
+--through), asks for confirmation unless --yes, and appends to DOC.provenance an approval signed \
+with your key: approver, time, the records' op_ids, the sha256 of their canonical intents and the \
+document's sha256 after the last of them. Commit the sidecar with the document. Exit 0 approved \
+(or nothing to approve), 1 declined, 2 could not run."
+)]
+pub struct Args {
+    /// The .noma document.
+    pub file: PathBuf,
+    /// Approve the agent records up to and including this op_id (default: all).
+    #[arg(long, value_name = "OP_ID")]
+    pub through: Option<String>,
+    /// Your Ed25519 OpenSSH private key (default: $NOMA_SIGNING_KEY, or
+    /// git's user.signingkey with gpg.format=ssh).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Approve without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Runs `noma approve`.
+pub fn run(args: Args) -> i32 {
+    match approve_inner(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("noma approve: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
+
+fn approve_inner(args: &Args) -> Result<i32, String> {
+    let plan = approve::plan(&args.file, args.key.as_deref(), args.through.as_deref())?;
+    if plan.pending().is_empty() {
+        println!(
+            "{}: no agent record waits for approval",
+            args.file.display()
+        );
+        return Ok(super::EXIT_OK);
+    }
+    print!("{}", plan.listing(&args.file));
+    if !args.yes && !confirm()? {
+        println!("not approved");
+        return Ok(super::EXIT_FAIL);
+    }
+    let side = plan.approve(&args.file)?;
+    let approved: Vec<&String> = plan.pending().iter().map(|e| &e.record.op_id).collect();
+    if args.format == Format::Json {
+        return Ok(super::print_json(
+            &json!({"approved": approved, "approver": plan.signer.principal, "sidecar": side}),
+        ));
+    }
+    println!(
+        "approved {} record(s); commit {} with the document",
+        approved.len(),
+        side.display()
+    );
+    Ok(super::EXIT_OK)
+}
+
+fn confirm() -> Result<bool, String> {
+    eprint!("approve? [y/N] ");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}

@@ -1,0 +1,70 @@
+//! How the command line prints and ends: exit codes, the `--format`
+//! values, JSON on stdout, and what a library command said
+//! ([`noma_git::console`]).
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the check failed.
+pub const EXIT_FAIL: i32 = 1;
+/// Exit code: the command could not run.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Output format shared by the commands that have one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    /// One line per finding, for people.
+    #[default]
+    Human,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
+pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
+    noma_store::fsio::read_document(path).map_err(|e| {
+        eprintln!("noma: {e}");
+        EXIT_USAGE
+    })
+}
+
+/// Prints JSON to stdout (pretty), returning the exit code on failure. The
+/// JSON is streamed: a report of millions of diagnostics is never held as
+/// one string.
+pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("noma: cannot write output: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// Prints what a library command said, in order (so stdout and stderr
+/// interleave as written); returns its exit code.
+pub fn emit(console: noma_git::console::Console) -> i32 {
+    use noma_git::console::{Say, Verdict};
+    for said in console.said {
+        match said {
+            Say::Out(text) => print!("{text}"),
+            Say::Err(text) => eprint!("{text}"),
+            Say::Json(value) => {
+                let code = print_json(&value);
+                if code != EXIT_OK {
+                    return code;
+                }
+            }
+        }
+    }
+    match console.verdict {
+        Verdict::Passed => EXIT_OK,
+        Verdict::Failed => EXIT_FAIL,
+        Verdict::NotRun => EXIT_USAGE,
+    }
+}
