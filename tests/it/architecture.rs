@@ -1,11 +1,3 @@
-//! The architecture's one-way data flow, checked on the source: the engine
-//! (bytes → document → validate | patch | hash → records) never imports a
-//! shell nor keeps state behind its callers (a thread-local or static
-//! cache), only `src/git/` names the `git2` crate, no two top-level modules
-//! and no two sibling files import each other, and no function outgrows
-//! what a reader holds in mind (120 lines). A change that breaks a rule
-//! fails here with the file and line.
-
 //! What the compiler cannot see about the architecture. The crate graph
 //! itself (`noma-core` → `noma-store` → `noma-git` → `noma-mcp`, and the
 //! `noma` binary on top; see `.noma/architecture.noma`) is enforced by
@@ -14,9 +6,11 @@
 //! database or async crate; the engine crates keep no state behind their
 //! callers (a thread-local or static cache); only `noma-git`'s `git`
 //! module names `git2`; inside a crate no two top-level modules and no two
-//! sibling files import each other; and no function outgrows what a reader
-//! holds in mind (120 lines). A change that breaks a rule fails here with
-//! the file and line.
+//! sibling files import each other; no function outgrows what a reader
+//! holds in mind (80 lines), no file holds several jobs' worth of code (800
+//! lines before its tests), and each command of the binary's `src/cli/`
+//! stays a thin shell (about 150 lines: it parses, calls the library and
+//! prints). A change that breaks a rule fails here with the file and line.
 
 use std::path::{Path, PathBuf};
 
@@ -495,8 +489,16 @@ fn function_lengths(path: &Path) -> Vec<(usize, String, usize)> {
     out
 }
 
+/// Longest function, in lines from its `fn` to its closing brace.
+const MAX_FUNCTION_LINES: usize = 80;
+/// Largest file, in lines before its test module (comments excluded).
+const MAX_FILE_LINES: usize = 800;
+/// Largest command file of the binary (`src/cli/*.rs`), all lines: its
+/// argument definitions, one library call and printing.
+const MAX_CLI_FILE_LINES: usize = 160;
+
 #[test]
-fn no_function_is_longer_than_120_lines() {
+fn no_function_is_longer_than_80_lines() {
     let mut files = Vec::new();
     for r in source_roots() {
         rust_files(&r, &mut files);
@@ -506,7 +508,7 @@ fn no_function_is_longer_than_120_lines() {
     for f in &files {
         for (n, name, len) in function_lengths(f) {
             seen += 1;
-            if len > 120 {
+            if len > MAX_FUNCTION_LINES {
                 bad.push(format!("{}:{n}: fn {name} is {len} lines", shown(f)));
             }
         }
@@ -517,9 +519,37 @@ fn no_function_is_longer_than_120_lines() {
     );
     assert!(
         bad.is_empty(),
-        "functions over 120 lines (split them):\n{}",
+        "functions over {MAX_FUNCTION_LINES} lines (split them):\n{}",
         bad.join("\n")
     );
+}
+
+#[test]
+fn no_file_holds_more_than_800_lines_of_code_and_commands_stay_thin() {
+    let mut files = Vec::new();
+    for r in source_roots() {
+        rust_files(&r, &mut files);
+    }
+    assert!(files.len() > 100, "only {} files found", files.len());
+    let mut bad = Vec::new();
+    for f in &files {
+        let code = non_test_code(f).len();
+        if code > MAX_FILE_LINES {
+            bad.push(format!(
+                "{}: {code} lines before its tests (over {MAX_FILE_LINES}: split it by job)",
+                shown(f)
+            ));
+        }
+        let in_cli = f.parent().is_some_and(|d| d.ends_with("src/cli"));
+        let all = std::fs::read_to_string(f).unwrap().lines().count();
+        if in_cli && all > MAX_CLI_FILE_LINES {
+            bad.push(format!(
+                "{}: {all} lines (a command over {MAX_CLI_FILE_LINES}: move its logic into the library)",
+                shown(f)
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
