@@ -18,7 +18,11 @@ pub struct Extension {
     pub tail: Vec<u8>,
 }
 
+/// The buffers' size once the streams prove long; they start at
+/// [`FIRST_CHUNK`] and double while reads fill them, so a hook checking a
+/// few small transcripts does not zero 128 KiB for each.
 const CHUNK: usize = 64 * 1024;
+const FIRST_CHUNK: usize = 4 * 1024;
 
 /// Reads `committed` and `staged` side by side. `Some` when `committed`
 /// (empty, or ending with a newline) is a prefix of `staged`; `None` when
@@ -26,8 +30,8 @@ const CHUNK: usize = 64 * 1024;
 /// whole to say which line differs). Memory: two chunks, the last line and
 /// the tail.
 pub fn extension(committed: &mut dyn Read, staged: &mut dyn Read) -> io::Result<Option<Extension>> {
-    let mut a = vec![0u8; CHUNK];
-    let mut b = vec![0u8; CHUNK];
+    let mut a = vec![0u8; FIRST_CHUNK];
+    let mut b = vec![0u8; FIRST_CHUNK];
     let mut lines = 0usize;
     // The bytes since the last newline, and the last complete line.
     let mut current: Vec<u8> = Vec::new();
@@ -39,6 +43,10 @@ pub fn extension(committed: &mut dyn Read, staged: &mut dyn Read) -> io::Result<
         }
         if read_full(staged, &mut b[..n])? < n || a[..n] != b[..n] {
             return Ok(None);
+        }
+        if n == a.len() && n < CHUNK {
+            a.resize(2 * n, 0);
+            b.resize(2 * n, 0);
         }
         let chunk = &a[..n];
         let count = memchr::memchr_iter(b'\n', chunk).count();
