@@ -315,6 +315,10 @@ impl Branch<'_> {
         head_doc: &str,
         find: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Result<(), ReconcileError> {
+        if let Some(appended) = nothing_to_rebase(files, rep.replays) {
+            rep.branch_records = appended;
+            return Ok(());
+        }
         let res = super::transcript::reconcile_transcripts(
             files.head_transcript(),
             files.base_t.as_deref().unwrap_or_default(),
@@ -391,6 +395,36 @@ impl DocReport {
             findings: Vec::new(),
         }
     }
+}
+
+/// Step 4's everyday answer without its analysis: the base tip's
+/// transcript is the merge base's, byte for byte (the base did not touch
+/// this document's history since the fork), and HEAD's extends it with
+/// records that replay (`replays`, from step 3). The full analysis would
+/// then find no base record to re-apply and return HEAD's transcript
+/// unchanged, after parsing every record of the three versions, which is
+/// most of what the PR check costs on a long transcript. Returns the
+/// branch's record count, as the analysis counts them (lines after the
+/// base's), or None when the analysis must run.
+fn nothing_to_rebase(files: &DocFiles, replays: bool) -> Option<usize> {
+    let (mb, base, head) = (
+        files.mb_t.as_deref()?,
+        files.base_t.as_deref()?,
+        files.head_t.as_deref()?,
+    );
+    // A base with no line, or lines that differ, is where the analysis
+    // pairs genesis records or finds the fork: it must run.
+    let plain = replays
+        && !base.is_empty()
+        && base == mb
+        && base.ends_with(b"\n")
+        && head.ends_with(b"\n")
+        && head.starts_with(base);
+    plain.then(|| {
+        noma_core::transcript::split_lines(&head[base.len()..])
+            .0
+            .len()
+    })
 }
 
 /// Step 1: HEAD's document validates; its errors and warnings become
@@ -586,7 +620,82 @@ fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::merge::test_support::{body, extend, find, BASE};
     use noma_testutil::git;
+
+    fn files(mb_t: &[u8], base_t: &[u8], head_t: &[u8]) -> DocFiles {
+        DocFiles {
+            tpath: "d.noma.patches".into(),
+            mb_doc: None,
+            base_doc: None,
+            mb_t: Some(mb_t.to_vec()),
+            head_t: Some(head_t.to_vec()),
+            base_t: Some(base_t.to_vec()),
+        }
+    }
+
+    /// The shortcut answers what the full analysis answers wherever it
+    /// answers at all: HEAD's transcript unchanged, the branch's records
+    /// counted, nothing of the base's re-applied.
+    #[test]
+    fn nothing_to_rebase_agrees_with_the_full_analysis() {
+        let (mb_doc, mb_t) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        for n in 0..4 {
+            let ops: Vec<_> = (0..n).map(|k| body("a", &format!("A{}", k + 2))).collect();
+            let (head_doc, head_t) = if n == 0 {
+                (mb_doc.clone(), mb_t.clone())
+            } else {
+                extend(&mb_doc, &mb_t, &ops)
+            };
+            let fast = nothing_to_rebase(&files(&mb_t, &mb_t, &head_t), true);
+            let mut finder = |sha: &str| {
+                find(sha).or_else(|| {
+                    (noma_core::doc::hash::sha256_hex(mb_doc.as_bytes()) == sha)
+                        .then(|| mb_doc.clone())
+                })
+            };
+            let full = crate::merge::transcript::reconcile_transcripts(
+                &head_t,
+                &mb_t,
+                Some(&mb_t),
+                Some(&head_doc),
+                &mut finder,
+            )
+            .expect("reconciles");
+            assert_eq!(fast, Some(full.ours_new), "{n} branch records");
+            assert_eq!(full.theirs_new, 0);
+            assert!(full.conflicts.is_empty());
+            assert_eq!(full.transcript, head_t, "nothing to write");
+        }
+    }
+
+    #[test]
+    fn nothing_to_rebase_leaves_every_other_case_to_the_analysis() {
+        let (mb_doc, mb_t) = extend(BASE, b"", &[body("a", "A1")]);
+        let (_, head_t) = extend(&mb_doc, &mb_t, &[body("b", "B1")]);
+        let (_, base_t) = extend(&mb_doc, &mb_t, &[body("a", "A2")]);
+        assert_eq!(
+            nothing_to_rebase(&files(&mb_t, &mb_t, &head_t), true),
+            Some(1)
+        );
+        // The base moved on, the branch's records do not replay, no base
+        // transcript, a torn last line, HEAD not extending the base.
+        assert_eq!(
+            nothing_to_rebase(&files(&mb_t, &base_t, &head_t), true),
+            None
+        );
+        assert_eq!(
+            nothing_to_rebase(&files(&mb_t, &mb_t, &head_t), false),
+            None
+        );
+        assert_eq!(nothing_to_rebase(&files(b"", b"", &head_t), true), None);
+        let torn = [head_t.as_slice(), b"{\"op"].concat();
+        assert_eq!(nothing_to_rebase(&files(&mb_t, &mb_t, &torn), true), None);
+        assert_eq!(
+            nothing_to_rebase(&files(&mb_t, &mb_t, &base_t[..10]), true),
+            None
+        );
+    }
 
     #[test]
     fn repository_level_failures_keep_their_messages() {
