@@ -75,13 +75,11 @@ fn check(req: &Request<'_>) -> Result<Checked, Console> {
             Err(e) => return Err(fail(&e, Verdict::NotRun)),
         },
     };
-    let signatures = match req.signatures {
-        true => Some(
-            crate::provenance::report::for_doc(req.file, req.transcript)
-                .map_err(|e| fail(&e, Verdict::NotRun))?,
-        ),
-        false => None,
-    };
+    let signatures = req
+        .signatures
+        .then(|| crate::provenance::report::for_doc(req.file, req.transcript))
+        .transpose()
+        .map_err(|e| fail(&e, Verdict::NotRun))?;
     // A transcript two branches were joined into (a merge without the
     // driver) diverges where the second begins: say how to repair it.
     let advice = (!report.ok && req.rev.is_none())

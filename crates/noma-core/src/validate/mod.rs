@@ -25,7 +25,7 @@
 //! - A `::plot` may name a `::dataset` defined later in the document, or
 //!   name it by alias; evidence may name its claim by alias.
 //! - `unresolved-conflict` (error, not in §4.4): a `::conflict` block left
-//!   by noma's merge driver ([`crate::merge`]) must not be committed; like
+//!   by noma's merge driver (`noma_git::merge`) must not be committed; like
 //!   `duplicate-id` it ignores `noverify`.
 //! - Structural parse issues are errors: `unclosed-directive`,
 //!   `stray-directive-close` (and the code fence and frontmatter ones): the

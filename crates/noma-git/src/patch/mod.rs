@@ -38,6 +38,7 @@ pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Con
         Err(e) => return report::failure(&e, file, opts, view.json),
     };
     let dry = opts.write == WriteMode::DryRun;
+    let accepted = outcome.accepted;
     let mut c = if view.json {
         let mut c = Console::default();
         c.json(report::outcome_json(&outcome, dry));
@@ -47,9 +48,9 @@ pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Con
         let before = (dry && !view.print_document)
             .then(|| noma_store::fsio::read_document(file).ok())
             .flatten();
-        report::human(&outcome, dry, before.as_deref(), file)
+        report::human(outcome, dry, before.as_deref(), file)
     };
-    if !outcome.accepted {
+    if !accepted {
         c.at_least(Verdict::Failed);
     }
     c

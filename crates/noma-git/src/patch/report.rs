@@ -45,7 +45,7 @@ pub fn outcome_json(outcome: &engine::Outcome, dry: bool) -> Value {
 /// reading, then the validation summary; a dry run prints the changed
 /// lines against `before` (without it, the new document) on stdout and the
 /// rest on stderr.
-pub fn human(outcome: &engine::Outcome, dry: bool, before: Option<&str>, file: &Path) -> Console {
+pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &Path) -> Console {
     let mut c = Console::default();
     if let Some(r) = &outcome.recovery {
         for m in &r.messages {
@@ -85,7 +85,7 @@ pub fn human(outcome: &engine::Outcome, dry: bool, before: Option<&str>, file: &
                     .to_string(),
             );
         }
-        None => c.out_text(outcome.new_text.clone()),
+        None => c.out_text(outcome.new_text),
     }
     c
 }
