@@ -557,6 +557,51 @@ fn patch_block_list_is_atomic_and_transcript_read_pages() {
     s.finish();
 }
 
+/// `transcript_read` reads the transcript a line at a time (issue 35), so
+/// a transcript over the whole-file size cap is still paged; only the
+/// provenance check, which needs the whole file, stays under the cap.
+#[test]
+fn transcript_read_pages_a_transcript_over_the_size_cap() {
+    let repo = Repo::new();
+    let mut s = Server::start(repo.path());
+    for v in 1..=6 {
+        let r = s.ok(
+            "patch_block",
+            json!({"file": "a.noma", "op": {"op": "update_attribute", "id": "c1",
+                   "key": "confidence", "value": f64::from(v) / 10.0}}),
+        );
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    let all = s.ok("transcript_read", json!({"file": "a.noma"}));
+    s.finish();
+    let total = all["total"].as_u64().unwrap();
+    assert!(total >= 6, "{all}");
+    let transcript_len = std::fs::metadata(repo.path().join("a.noma.patches"))
+        .unwrap()
+        .len();
+    let document_len = std::fs::metadata(repo.path().join("a.noma")).unwrap().len();
+    // A cap the document fits under and the transcript does not.
+    let cap = (document_len * 2).max(transcript_len / 2).to_string();
+    assert!(transcript_len > cap.parse().unwrap());
+    let mut s = Server::start_with(repo.path(), &[("NOMA_MAX_FILE_BYTES", &cap)]);
+    let page = s.ok("transcript_read", json!({"file": "a.noma", "limit": 2}));
+    assert_eq!(page["total"], total, "{page}");
+    assert_eq!(page["truncated"], true);
+    let last = all["records"].as_array().unwrap();
+    assert_eq!(page["records"], json!(last[last.len() - 2..]));
+    std::fs::write(repo.path().join("a.noma.provenance"), "").unwrap();
+    let (is_error, refused) = s.call("transcript_read", json!({"file": "a.noma"}));
+    assert!(is_error, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("NOMA_MAX_FILE_BYTES"),
+        "{refused}"
+    );
+    s.finish();
+}
+
 #[test]
 fn describe_capabilities_absent_present_and_malformed() {
     let repo = Repo::new();
