@@ -50,7 +50,8 @@ pub struct Args {
 /// Runs `noma reconcile`.
 pub fn run(args: Args) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let reports = match reconcile::check_branch(&cwd, &args.base, args.write) {
+    let cache = super::cache::open_for_cwd();
+    let reports = match reconcile::check_branch(&cwd, &args.base, args.write, &cache) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("noma reconcile: {e}");
@@ -71,7 +72,7 @@ pub fn run(args: Args) -> i32 {
         ReconcileFormat::Sarif => {
             super::print_json(&report::sarif(&reports, env!("CARGO_PKG_VERSION")))
         }
-        ReconcileFormat::Markdown => print_markdown(&cwd, &args.base, &reports),
+        ReconcileFormat::Markdown => print_markdown(&cwd, &args.base, &reports, &cache),
     };
     if printed != super::EXIT_OK {
         return printed;
@@ -85,9 +86,13 @@ pub fn run(args: Args) -> i32 {
 
 /// Prints the Markdown summary; exit 2 when the changed blocks cannot be
 /// listed.
-fn print_markdown(cwd: &std::path::Path, base: &str, reports: &[DocReport]) -> i32 {
-    let cache = super::cache::open_for_cwd();
-    match noma_git::merge::summary::collect(cwd, base, reports, &cache) {
+fn print_markdown(
+    cwd: &std::path::Path,
+    base: &str,
+    reports: &[DocReport],
+    cache: &noma_git::cache::BlockCache,
+) -> i32 {
+    match noma_git::merge::summary::collect(cwd, base, reports, cache) {
         Ok(docs) => {
             print!("{}", noma_git::merge::summary::markdown(reports, &docs));
             super::EXIT_OK

@@ -202,3 +202,71 @@ fn outside_a_repository_cannot_run() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// Issue 35: a branch that only appended is checked without holding a
+/// transcript (its records replayed from the merge base's document, the
+/// history before it replayed a line at a time from the blob), and the
+/// report is the same whether git's blobs are read whole or streamed
+/// through `git cat-file`, in the everyday case and when main's history
+/// was broken past the hook (a changed op, a reused op_id: the replay
+/// seeks back in the stream to name the first record with that id).
+#[test]
+fn an_appending_branch_reports_the_same_read_whole_or_streamed() {
+    // Each run from an empty cache, but the last, which answers from
+    // what the one before remembered.
+    fn run(r: &Repo, stream: bool, fresh: bool) -> serde_json::Value {
+        let env = if stream {
+            "NOMA_STREAM_BLOBS_OVER=0 "
+        } else {
+            ""
+        };
+        let rm = if fresh { "rm -rf .noma/cache && " } else { "" };
+        let o = r.sh(&format!(
+            "{rm}{env}noma reconcile --base main --format json"
+        ));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)))
+    }
+    for broken in ["", "op", "op_id"] {
+        let r = Repo::new();
+        for k in 0..4 {
+            r.patch_body(if k % 2 == 0 { "a" } else { "b" }, &format!("main {k}"));
+        }
+        let t = r.read("plan.noma.patches");
+        let lines: Vec<&str> = t.lines().collect();
+        match broken {
+            "op" => r.write(
+                "plan.noma.patches",
+                &t.replacen("\"main 0\"", "\"main X\"", 1),
+            ),
+            "op_id" => {
+                let id = |l: &str| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["op_id"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                };
+                r.write(
+                    "plan.noma.patches",
+                    &t.replace(&id(lines[2]), &id(lines[0])),
+                );
+            }
+            _ => {}
+        }
+        r.ok(&["add", "-A"]);
+        r.ok(&["commit", "-q", "--no-verify", "-m", "main"]);
+        r.ok(&["checkout", "-q", "-b", "feature"]);
+        r.patch_body("b", "feature 1");
+        r.patch_body("a", "feature 2");
+        r.commit_all("feature");
+        let (whole, streamed) = (run(&r, false, true), run(&r, true, true));
+        assert_eq!(whole, streamed, "{broken}");
+        assert_eq!(whole, run(&r, false, false), "{broken}: remembered");
+        let d = &whole["documents"][0];
+        assert_eq!(d["replays"], broken.is_empty(), "{broken}: {whole:#}");
+        assert_eq!(d["branch_records"], 2, "{broken}: {whole:#}");
+        if !broken.is_empty() {
+            let f = d["findings"].to_string();
+            assert!(f.contains("from its start"), "{broken}: {f}");
+        }
+    }
+}

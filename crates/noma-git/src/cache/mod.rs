@@ -11,6 +11,9 @@
 //!   tables (two versions used side by side keep separate rows).
 //! - `blobs`: git blob id → blake3 of its bytes, so revision reads skip even
 //!   the blake3 pass.
+//! - `replays`: (transcript blob id, sha256 of a document, engine) for each
+//!   transcript this noma version replayed, from its first state, to that
+//!   document (`noma reconcile`'s checkpoint, [`BlockCache::replay_known`]).
 //!
 //! One blob per document was measured against one row per block
 //! (`benches/cache.rs`, 96 KB document, 991 blocks): reading the rows took
@@ -35,6 +38,7 @@
 //! write on every hit, which would cost more than the lookups save.
 
 mod codec;
+mod replays;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -46,7 +50,9 @@ use rusqlite::{ffi::ErrorCode, params, Connection, OpenFlags, OptionalExtension}
 use noma_core::doc::hash::{block_hashes, sha256_hex, BlockHash};
 
 /// Schema version stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+/// The version before `replays`: opened, it gains the table (same rows).
+const SCHEMA_VERSION_WITHOUT_REPLAYS: i64 = 1;
 /// `PRAGMA application_id` of a noma cache ("NOMA").
 const APPLICATION_ID: i64 = 0x4e4f_4d41;
 /// File name of the cache database inside the cache directory.
@@ -81,6 +87,12 @@ CREATE INDEX IF NOT EXISTS docs_sha256 ON docs(sha256);
 CREATE TABLE IF NOT EXISTS blobs(
     oid BLOB PRIMARY KEY,
     key BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS replays(
+    transcript BLOB NOT NULL,
+    document   BLOB NOT NULL,
+    engine     TEXT NOT NULL,
+    PRIMARY KEY(transcript, document, engine)
 ) WITHOUT ROWID;
 ";
 
@@ -358,6 +370,7 @@ impl BlockCache {
         let run = |conn: &mut Connection| -> rusqlite::Result<u64> {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM blobs", [])?;
+            tx.execute("DELETE FROM replays", [])?;
             let n = tx.execute("DELETE FROM docs", [])?;
             tx.commit()?;
             Ok(n as u64)
@@ -725,7 +738,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
                     (SELECT application_id FROM pragma_application_id), \
                     (SELECT count(*) FROM sqlite_master), \
                     (SELECT count(*) FROM sqlite_master \
-                       WHERE type = 'table' AND name IN ('docs', 'blobs'))",
+                       WHERE type = 'table' AND name IN ('docs', 'blobs', 'replays'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
@@ -738,12 +751,17 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
             "not a noma cache (application_id {app:#x})"
         )));
     }
+    if version == SCHEMA_VERSION_WITHOUT_REPLAYS && tables == 2 {
+        // Not ready: `init_schema` adds the table and the version, and
+        // the rows stay.
+        return Ok(false);
+    }
     if version != SCHEMA_VERSION {
         return Err(OpenError::Broken(format!(
             "schema version {version}, expected {SCHEMA_VERSION}"
         )));
     }
-    if tables != 2 {
+    if tables != 3 {
         return Err(OpenError::Broken("tables missing".into()));
     }
     Ok(true)

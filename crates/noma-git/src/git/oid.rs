@@ -16,6 +16,11 @@ impl Oid {
         self.0.is_zero()
     }
 
+    /// The id's bytes (20), as a content-addressed store keys it.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
     /// The all-zero id.
     pub(super) fn zero() -> Oid {
         Oid(git2::Oid::zero())

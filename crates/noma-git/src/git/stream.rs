@@ -46,9 +46,14 @@ pub enum BlobStream {
 impl BlobStream {
     /// Opens blob `id` of `repo`.
     pub(super) fn open(repo: &Repository, id: Oid) -> io::Result<BlobStream> {
+        BlobStream::open_whole_up_to(repo, id, whole_up_to())
+    }
+
+    /// [`BlobStream::open`], reading blobs up to `limit` bytes whole.
+    fn open_whole_up_to(repo: &Repository, id: Oid, limit: usize) -> io::Result<BlobStream> {
         let size = repo.odb().and_then(|db| db.read_header(id)).map(|(s, _)| s);
         if let Ok(size) = size {
-            if size <= whole_up_to() {
+            if size <= limit {
                 let bytes = blob_content(repo, id).map_err(io::Error::other)?;
                 return Ok(BlobStream::Whole(io::Cursor::new(bytes)));
             }
@@ -118,6 +123,92 @@ impl Drop for BlobStream {
     }
 }
 
+/// A blob read as a stream that can be read again from an earlier place
+/// (replay's exact op_id check behind a fingerprint hit seeks back to the
+/// start): going back reopens the stream and skips forward, which costs a
+/// pass over the blob but keeps memory at one buffer.
+pub struct RereadBlob<'r> {
+    repo: &'r Repository,
+    id: Oid,
+    /// [`BlobStream::open_whole_up_to`]'s limit.
+    limit: usize,
+    reader: io::BufReader<BlobStream>,
+    /// Bytes consumed from the start of the blob.
+    pos: u64,
+}
+
+impl<'r> RereadBlob<'r> {
+    pub(super) fn open(repo: &'r Repository, id: Oid) -> io::Result<RereadBlob<'r>> {
+        RereadBlob::open_whole_up_to(repo, id, whole_up_to())
+    }
+
+    fn open_whole_up_to(repo: &'r Repository, id: Oid, limit: usize) -> io::Result<RereadBlob<'r>> {
+        let stream = BlobStream::open_whole_up_to(repo, id, limit)?;
+        Ok(RereadBlob {
+            repo,
+            id,
+            limit,
+            reader: io::BufReader::with_capacity(64 * 1024, stream),
+            pos: 0,
+        })
+    }
+
+    /// Moves to byte `to`: forward by reading, backward by reopening.
+    fn move_to(&mut self, to: u64) -> io::Result<()> {
+        if to < self.pos {
+            *self = RereadBlob::open_whole_up_to(self.repo, self.id, self.limit)?;
+        }
+        let skip = to - self.pos;
+        let skipped = io::copy(&mut (&mut *self).take(skip), &mut io::sink())?;
+        if skipped < skip {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "seek past the end of the blob",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Read for RereadBlob<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.reader.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::BufRead for RereadBlob<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.reader.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.reader.consume(amt);
+        self.pos += amt as u64;
+    }
+}
+
+impl io::Seek for RereadBlob<'_> {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            // The end is not known without reading to it.
+            io::SeekFrom::End(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "a blob stream cannot seek from its end",
+                ))
+            }
+        };
+        let target = target
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        self.move_to(target)?;
+        Ok(self.pos)
+    }
+}
+
 /// The content of a blob. A partial clone (`git clone --filter=blob:none`,
 /// common in CI) holds only the blobs it checked out, and libgit2 cannot
 /// fetch the others from the promisor remote: a blob missing locally is
@@ -140,5 +231,41 @@ pub(super) fn blob_content(repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::
     match out {
         Ok(o) if o.status.success() => Ok(o.stdout),
         _ => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, Seek, SeekFrom};
+
+    /// Seeking back and forth reads the bytes that are there, whether the
+    /// blob is held whole or streamed through `git cat-file`.
+    #[test]
+    fn a_reread_blob_seeks_back_and_forth() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(tmp.path()).expect("init");
+        let bytes: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let id = repo.blob(&bytes).expect("blob");
+        for limit in [usize::MAX, 0] {
+            let mut r = RereadBlob::open_whole_up_to(&repo, id, limit).expect("opens");
+            let mut line = Vec::new();
+            r.read_until(b'\n', &mut line).expect("reads");
+            assert_eq!(line, b"line 0\n");
+            assert_eq!(r.stream_position().expect("pos"), 7);
+            let mut all = Vec::new();
+            r.read_to_end(&mut all).expect("reads");
+            assert_eq!(all, &bytes[7..]);
+            for at in [0u64, 1_000_000, 5, bytes.len() as u64] {
+                assert_eq!(r.seek(SeekFrom::Start(at)).expect("seeks"), at, "{limit}");
+                let mut rest = Vec::new();
+                r.read_to_end(&mut rest).expect("reads");
+                assert_eq!(rest, &bytes[at as usize..], "{limit} at {at}");
+            }
+            assert!(r.seek(SeekFrom::Start(bytes.len() as u64 + 1)).is_err());
+            assert!(r.seek(SeekFrom::End(0)).is_err());
+        }
     }
 }

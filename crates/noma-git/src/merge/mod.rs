@@ -39,6 +39,7 @@
 //! cannot be reconciled is left as ours and reported as a conflict.
 
 pub mod blocks;
+mod checkpoint;
 pub mod clashes;
 pub mod driver;
 pub mod reconcile;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::Severity;
@@ -145,35 +146,10 @@ pub fn check_branch(
     start: &Path,
     base_rev: &str,
     write: bool,
+    cache: &BlockCache,
 ) -> Result<Vec<DocReport>, ReconcileError> {
     let repo = Repo::discover(start).map_err(ReconcileError::NoRepository)?;
-    let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
-    let base_tip = repo
-        .resolve_base(base_rev)
-        .map_err(|source| ReconcileError::UnknownBase {
-            rev: base_rev.to_string(),
-            source,
-            shallow: repo.shallow_note(),
-        })?;
-    let merge_base = repo
-        .merge_base(head, base_tip)
-        .ok_or_else(|| ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note()))?;
-    let docs = repo
-        .changed_documents(merge_base, head)
-        .map_err(ReconcileError::ChangedDocuments)?;
-    let moved = repo
-        .moved_documents(merge_base, head)
-        .map_err(ReconcileError::ChangedDocuments)?;
-    let branch = Branch {
-        moved,
-        repo: &repo,
-        head,
-        base_tip,
-        merge_base,
-        base_rev,
-        write,
-        workdir: repo.workdir(),
-    };
+    let (branch, docs) = Branch::new((&repo, cache), base_rev, write)?;
     let mut out = Vec::new();
     for path in docs {
         if let Some(rep) = branch.check_document(&path)? {
@@ -183,10 +159,74 @@ pub fn check_branch(
     Ok(out)
 }
 
+impl<'r> Branch<'r> {
+    /// The revisions HEAD and `base_rev` share, and the documents HEAD
+    /// changed since their merge base.
+    fn new(
+        (repo, cache): (&'r Repo, &'r BlockCache),
+        base_rev: &'r str,
+        write: bool,
+    ) -> Result<(Branch<'r>, Vec<String>), ReconcileError> {
+        let head = repo.head_commit().ok_or(ReconcileError::UnbornHead)?;
+        let base_tip =
+            repo.resolve_base(base_rev)
+                .map_err(|source| ReconcileError::UnknownBase {
+                    rev: base_rev.to_string(),
+                    source,
+                    shallow: repo.shallow_note(),
+                })?;
+        let merge_base = repo.merge_base(head, base_tip).ok_or_else(|| {
+            ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note())
+        })?;
+        let docs = repo
+            .changed_documents(merge_base, head)
+            .map_err(ReconcileError::ChangedDocuments)?;
+        let moved = repo
+            .moved_documents(merge_base, head)
+            .map_err(ReconcileError::ChangedDocuments)?;
+        // A cache the branch commits is the branch's word, not this
+        // machine's memory: a forged row would pass a broken history.
+        let committed_cache = repo
+            .has_path_at(
+                head,
+                crate::install::init::CACHE_IGNORE.trim_end_matches('/'),
+            )
+            .unwrap_or(true);
+        let branch = Branch {
+            moved,
+            repo,
+            cache: (!committed_cache).then_some(cache),
+            head,
+            base_tip,
+            merge_base,
+            base_rev,
+            write,
+            workdir: repo.workdir(),
+            provenance_off: provenance_off(repo, base_tip),
+        };
+        Ok((branch, docs))
+    }
+}
+
+/// Whether the base revision's settings turn provenance off (an
+/// unreadable setting is not "off": the whole check reports it).
+fn provenance_off(repo: &Repo, base_tip: Oid) -> bool {
+    let blob = |p: &str| repo.blob_at(base_tip, p).ok().flatten();
+    matches!(
+        crate::provenance::check::trust_from(blob(crate::config::CONFIG_PATH).as_deref(), || {
+            blob(crate::provenance::ALLOWED_SIGNERS_PATH)
+        }),
+        Ok(None)
+    )
+}
+
 /// What every document's check shares: the repository, the three
 /// revisions compared and what `--write` may do.
 struct Branch<'r> {
     repo: &'r Repo,
+    /// Remembers merge bases' transcripts that replay; None when HEAD
+    /// commits a cache directory (see [`Branch::new`]).
+    cache: Option<&'r BlockCache>,
     /// Documents the branch moved: HEAD's path -> the merge base's.
     moved: std::collections::HashMap<String, String>,
     head: Oid,
@@ -196,6 +236,9 @@ struct Branch<'r> {
     base_rev: &'r str,
     write: bool,
     workdir: Option<PathBuf>,
+    /// The base revision's settings leave provenance off (its check reads
+    /// whole transcripts; off, they can be streamed).
+    provenance_off: bool,
 }
 
 /// One document's transcript and its other versions, as read from the
@@ -204,7 +247,6 @@ struct DocFiles {
     /// The transcript's repository-relative path.
     tpath: String,
     mb_doc: Option<Vec<u8>>,
-    base_doc: Option<Vec<u8>>,
     mb_t: Option<Vec<u8>>,
     head_t: Option<Vec<u8>>,
     base_t: Option<Vec<u8>>,
@@ -253,37 +295,35 @@ impl Branch<'_> {
             self.blob(self.base_tip, p)
                 .or_else(|| self.blob(self.base_tip, old))
         };
-        let files = DocFiles {
-            mb_doc: self.blob(self.merge_base, old),
-            base_doc: at_base(path, old),
-            mb_t: self.blob(self.merge_base, &old_t),
-            head_t: self.blob(self.head, &tpath),
-            base_t: at_base(&tpath, &old_t),
-            tpath,
-        };
+        let (mb_doc, base_doc) = (self.blob(self.merge_base, old), at_base(path, old));
         let mut find = super::doc_finder(
             Some(self.repo),
             path,
-            [&files.mb_doc, &files.base_doc]
+            [&mb_doc, &base_doc]
                 .into_iter()
                 .flatten()
                 .cloned()
                 .collect(),
         );
+        // 2.-4. in the everyday case, without holding a transcript.
+        if let Some(n) = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find) {
+            rep.branch_records = n;
+            self.rename_problem(&mut rep, path, old);
+            rep.blocks = branch_blocks(text(&mb_doc), head_doc);
+            return Ok(Some(rep));
+        }
+        let files = DocFiles {
+            mb_doc,
+            mb_t: self.blob(self.merge_base, &old_t),
+            head_t: self.blob(self.head, &tpath),
+            base_t: at_base(&tpath, &old_t),
+            tpath,
+        };
         // 2./3. HEAD's transcript continues the merge base's and replays.
         check_history(&mut rep, &files, head_doc, &mut find);
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
-        if let Some((l, _)) = crate::provenance::check::rename_problem(path, old, &|p| {
-            self.blob(self.head, p).is_some()
-        }) {
-            rep.findings.push(finding(
-                l.problem.level,
-                l.problem.code,
-                &l.path,
-                l.problem.message,
-            ));
-        }
+        self.rename_problem(&mut rep, path, old);
         for l in crate::provenance::check::branch_problems(
             self.repo,
             [self.base_tip, self.head, self.merge_base],
@@ -302,6 +342,46 @@ impl Branch<'_> {
             self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
         }
         Ok(Some(rep))
+    }
+
+    /// A moved document whose provenance sidecar did not follow it.
+    fn rename_problem(&self, rep: &mut DocReport, path: &str, old: &str) {
+        if let Some((l, _)) = crate::provenance::check::rename_problem(path, old, &|p| {
+            self.blob(self.head, p).is_some()
+        }) {
+            rep.findings.push(finding(
+                l.problem.level,
+                l.problem.code,
+                &l.path,
+                l.problem.message,
+            ));
+        }
+    }
+
+    /// Steps 2-4 of a branch that only appended to a transcript the base
+    /// revision left alone ([`super::checkpoint`]): the branch's record
+    /// count, or None when the whole-file checks must run (they hold the
+    /// three transcripts). Only with provenance off at the base: its check
+    /// reads the transcripts whole.
+    fn appended_records(
+        &self,
+        [path, old]: [&str; 2],
+        mb_doc: Option<&str>,
+        head_doc: &str,
+        find: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Option<usize> {
+        if !self.provenance_off {
+            return None;
+        }
+        let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
+        let (tpath, old_t) = (transcript_path(path), transcript_path(old));
+        let ids = super::checkpoint::TranscriptIds {
+            merge_base: id(self.merge_base, &old_t)?,
+            head: id(self.head, &tpath)?,
+            base: id(self.base_tip, &tpath).or_else(|| id(self.base_tip, &old_t))?,
+        };
+        let store = (self.repo, self.cache);
+        super::checkpoint::appended_records(store, ids, [mb_doc?, head_doc], find)
     }
 
     /// Step 4: re-applies the base revision's newer records onto the
@@ -627,7 +707,6 @@ mod tests {
         DocFiles {
             tpath: "d.noma.patches".into(),
             mb_doc: None,
-            base_doc: None,
             mb_t: Some(mb_t.to_vec()),
             head_t: Some(head_t.to_vec()),
             base_t: Some(base_t.to_vec()),
@@ -697,26 +776,223 @@ mod tests {
         );
     }
 
+    /// How the topic branch of [`fork`] goes on from main's two records.
+    #[derive(Debug, Clone, Copy)]
+    enum Topic {
+        /// Appends this many records.
+        Append(usize),
+        /// Appends a record whose op_id main's first record has.
+        ReusedOpId,
+        /// Changes the document without a record.
+        UnrecordedEdit,
+        /// Appends one record while main appends one too.
+        BaseMoved,
+        /// Appends one record onto a history whose first op was changed
+        /// (committed on main past the hook).
+        TamperedHistory,
+    }
+
+    fn commit(d: &Path, doc: &str, t: &[u8], msg: &str) {
+        std::fs::write(d.join("d.noma"), doc).expect("write");
+        std::fs::write(d.join("d.noma.patches"), t).expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", msg]);
+    }
+
+    /// main: BASE, then two records; `topic` forks from there.
+    fn fork(d: &Path, topic: Topic) {
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("d.noma"), BASE).expect("write");
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "base"]);
+        let (d1, mut t1) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        if let Topic::TamperedHistory = topic {
+            let at = t1.windows(4).position(|w| w == b"\"A1\"").expect("op");
+            t1[at + 2] = b'X';
+        }
+        commit(d, &d1, &t1, "two records");
+        git(d, &["checkout", "-q", "-b", "topic"]);
+        let more =
+            |n: usize| -> Vec<_> { (0..n).map(|k| body("b", &format!("B{}", k + 2))).collect() };
+        match topic {
+            Topic::Append(n) => {
+                let (d2, t2) = extend(&d1, &t1, &more(n));
+                commit(d, &d2, &t2, "topic");
+            }
+            Topic::TamperedHistory => {
+                // Re-derive the document the tampered op leaves, so the
+                // branch's own record starts where the file says.
+                let (d2, t2) = extend(&d1, &t1, &more(1));
+                commit(d, &d2, &t2, "topic");
+            }
+            Topic::ReusedOpId => {
+                let (d2, t2) = extend(&d1, &t1, &more(1));
+                let first = noma_core::transcript::parse_transcript(&t1)
+                    .expect("parses")
+                    .entries[0]
+                    .record
+                    .op_id
+                    .clone();
+                let own = noma_core::transcript::parse_transcript(&t2)
+                    .expect("parses")
+                    .entries[2]
+                    .record
+                    .op_id
+                    .clone();
+                let (head, tail) = t2.split_at(t1.len());
+                let tail = String::from_utf8(tail.to_vec())
+                    .unwrap()
+                    .replace(&own, &first);
+                commit(d, &d2, &[head, tail.as_bytes()].concat(), "topic");
+            }
+            Topic::UnrecordedEdit => commit(d, &d1.replace("B1", "B9"), &t1, "topic"),
+            Topic::BaseMoved => {
+                let (d2, t2) = extend(&d1, &t1, &more(1));
+                commit(d, &d2, &t2, "topic");
+                git(d, &["checkout", "-q", "main"]);
+                let (dm, tm) = extend(&d1, &t1, &[body("a", "A2")]);
+                commit(d, &dm, &tm, "main moves");
+                git(d, &["checkout", "-q", "topic"]);
+            }
+        }
+    }
+
+    /// The streamed check answers where it is meant to, and its report is
+    /// the whole-file check's, byte for byte, in every case.
+    #[test]
+    fn the_streamed_history_check_agrees_with_the_whole_file_check() {
+        let cases = [
+            (Topic::Append(1), Some(1)),
+            (Topic::Append(3), Some(3)),
+            (Topic::ReusedOpId, None),
+            (Topic::UnrecordedEdit, None),
+            (Topic::BaseMoved, None),
+            (Topic::TamperedHistory, None),
+        ];
+        for (topic, streamed) in cases {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            fork(tmp.path(), topic);
+            let repo = Repo::discover(tmp.path()).expect("repo");
+            let cache = BlockCache::disabled();
+            let (mut branch, docs) = Branch::new((&repo, &cache), "main", false).expect("branch");
+            assert_eq!(docs, ["d.noma"], "{topic:?}");
+            assert!(branch.provenance_off);
+            let head_doc = std::fs::read_to_string(tmp.path().join("d.noma")).expect("read");
+            let mb_doc =
+                String::from_utf8(branch.blob(branch.merge_base, "d.noma").unwrap()).unwrap();
+            let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+            let got = branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder);
+            assert_eq!(got, streamed, "{topic:?}");
+            let fast = branch
+                .check_document("d.noma")
+                .expect("checks")
+                .expect("report");
+            branch.provenance_off = false; // forces the whole-file check
+            let whole = branch
+                .check_document("d.noma")
+                .expect("checks")
+                .expect("report");
+            let json = |r: &DocReport| serde_json::to_string_pretty(r).expect("json");
+            assert_eq!(json(&fast), json(&whole), "{topic:?}");
+            assert_eq!(
+                fast.replays,
+                streamed.is_some() || matches!(topic, Topic::BaseMoved),
+                "{topic:?}: {}",
+                json(&fast)
+            );
+        }
+    }
+
+    /// The history's replay is remembered by blob id and document, and a
+    /// remembered one is not replayed again: even a broken history passes
+    /// once the cache says it replays (which only a hand-made row can).
+    #[test]
+    fn the_history_replay_is_remembered_in_the_cache() {
+        for topic in [Topic::Append(2), Topic::TamperedHistory, Topic::ReusedOpId] {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            fork(tmp.path(), topic);
+            let repo = Repo::discover(tmp.path()).expect("repo");
+            let cache = BlockCache::open(tmp.path());
+            let (branch, _) = Branch::new((&repo, &cache), "main", false).expect("branch");
+            let mb_t = repo
+                .blob_id_at(branch.merge_base, "d.noma.patches")
+                .unwrap()
+                .unwrap();
+            let mb_doc =
+                String::from_utf8(branch.blob(branch.merge_base, "d.noma").unwrap()).unwrap();
+            let key = (
+                mb_t.as_bytes(),
+                noma_core::doc::hash::sha256_hex(mb_doc.as_bytes()),
+            );
+            let head_doc = std::fs::read_to_string(tmp.path().join("d.noma")).expect("read");
+            let check = || {
+                let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+                branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder)
+            };
+            match topic {
+                Topic::TamperedHistory => {
+                    assert_eq!(check(), None);
+                    assert!(
+                        !cache.replay_known(key.0, &key.1),
+                        "a failed replay is not remembered"
+                    );
+                    cache.remember_replay(key.0, &key.1);
+                    assert_eq!(check(), Some(1), "the remembered answer is used");
+                    // Unless the branch commits a cache: then it is not
+                    // this machine's memory.
+                    std::fs::write(tmp.path().join(".noma/cache/forged"), "x").unwrap();
+                    git(tmp.path(), &["add", "-f", ".noma/cache/forged"]);
+                    git(tmp.path(), &["commit", "-q", "-m", "forged cache"]);
+                    let (branch, _) = Branch::new((&repo, &cache), "main", false).expect("branch");
+                    assert!(branch.cache.is_none());
+                    let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+                    let got = branch.appended_records(
+                        ["d.noma"; 2],
+                        Some(&mb_doc),
+                        &head_doc,
+                        &mut finder,
+                    );
+                    assert_eq!(got, None);
+                }
+                Topic::ReusedOpId => {
+                    // Remembered or not, a reused op_id is the whole
+                    // check's to name.
+                    assert_eq!(check(), None);
+                    cache.remember_replay(key.0, &key.1);
+                    assert_eq!(check(), None);
+                }
+                _ => {
+                    assert!(!cache.replay_known(key.0, &key.1));
+                    assert_eq!(check(), Some(2));
+                    assert!(cache.replay_known(key.0, &key.1));
+                    assert_eq!(check(), Some(2));
+                }
+            }
+        }
+    }
+
     #[test]
     fn repository_level_failures_keep_their_messages() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let d = tmp.path();
         git(d, &["init", "-q", "-b", "main"]);
-        let e = check_branch(d, "main", false).unwrap_err();
+        let e = check_branch(d, "main", false, &BlockCache::disabled()).unwrap_err();
         assert!(matches!(e, ReconcileError::UnbornHead), "{e:?}");
         assert_eq!(e.to_string(), "HEAD has no commit");
         std::fs::write(d.join("a.noma"), "# A\n").expect("write");
         git(d, &["add", "-A"]);
         git(d, &["commit", "-q", "-m", "one"]);
-        let e = check_branch(d, "nope", false).unwrap_err();
+        let e = check_branch(d, "nope", false, &BlockCache::disabled()).unwrap_err();
         assert!(matches!(e, ReconcileError::UnknownBase { .. }), "{e:?}");
         assert!(e.to_string().starts_with("nope: "), "{e}");
         // A second root commit shares no history with main.
         git(d, &["checkout", "-q", "--orphan", "other"]);
         git(d, &["commit", "-q", "-m", "two"]);
-        let e = check_branch(d, "main", false).unwrap_err();
+        let e = check_branch(d, "main", false, &BlockCache::disabled()).unwrap_err();
         assert_eq!(e.to_string(), "HEAD and main have no merge base");
         git(d, &["checkout", "-q", "main"]);
-        assert!(check_branch(d, "main", false).expect("reports").is_empty());
+        assert!(check_branch(d, "main", false, &BlockCache::disabled())
+            .expect("reports")
+            .is_empty());
     }
 }

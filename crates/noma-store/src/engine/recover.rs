@@ -202,16 +202,27 @@ fn read_tail(t: &mut LockedTranscript) -> std::io::Result<Tail> {
     }
 }
 
-/// The 1-based line number of the line starting at `offset`: counted only
-/// on the paths that report one.
+/// The 1-based line number of the line starting at `offset` (0 when the
+/// file cannot be read): counted only on the paths that report one, a
+/// buffer at a time, so a million-record transcript is never held.
 fn line_at(t: &mut LockedTranscript, offset: u64) -> usize {
-    match t.read_all() {
-        Ok(bytes) => {
-            let end = (offset as usize).min(bytes.len());
-            memchr::memchr_iter(b'\n', &bytes[..end]).count() + 1
-        }
-        Err(_) => 0,
+    use std::io::BufRead;
+    let Ok(mut r) = t.reader() else {
+        return 0;
+    };
+    let (mut left, mut newlines) = (offset, 0);
+    while left > 0 {
+        let buf = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(b) => b,
+            Err(_) => return 0,
+        };
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        newlines += memchr::memchr_iter(b'\n', &buf[..n]).count();
+        r.consume(n);
+        left -= n as u64;
     }
+    newlines + 1
 }
 
 /// Applies the recovery rule to `doc` and its locked transcript, as a
@@ -710,6 +721,24 @@ mod tests {
             find_unrecorded_edit(&d, &t),
             Err(RecoveryError::Transcript { .. })
         ));
+    }
+
+    /// Line numbers counted a buffer at a time agree with counting the
+    /// whole file, across buffer edges and past the end.
+    #[test]
+    fn line_at_counts_lines_before_an_offset() {
+        let (_dir, _d, t) = setup("x");
+        let bytes: Vec<u8> = (0..30_000u32)
+            .flat_map(|i| format!("{}\n", "r".repeat((i % 7) as usize)).into_bytes())
+            .collect();
+        std::fs::write(&t, &bytes).unwrap();
+        let mut locked = LockedTranscript::open(&t).unwrap();
+        let len = bytes.len() as u64;
+        for offset in [0, 1, 8191, 8192, 8193, 65_537, len - 1, len, len + 10] {
+            let end = (offset as usize).min(bytes.len());
+            let want = memchr::memchr_iter(b'\n', &bytes[..end]).count() + 1;
+            assert_eq!(line_at(&mut locked, offset), want, "offset {offset}");
+        }
     }
 
     #[test]

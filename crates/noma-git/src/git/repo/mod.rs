@@ -509,6 +509,12 @@ impl Repo {
         super::stream::BlobStream::open(&self.repo, id.raw())
     }
 
+    /// Blob `id` as a stream that can seek back ([`super::stream::RereadBlob`]),
+    /// for a replay that holds no transcript.
+    pub fn blob_reader(&self, id: Oid) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
+        super::stream::RereadBlob::open(&self.repo, id.raw())
+    }
+
     /// The bytes of the regular file at repository path `path` in the
     /// working tree; None for a bare repository, a missing file, a symlink
     /// or a path git ignores (`.gitignore`, `info/exclude`).
@@ -639,6 +645,17 @@ impl Repo {
             Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(Oid::from_raw(e.id()))),
             Ok(_) => Ok(None),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(libgit2(e)),
+        }
+    }
+
+    /// Whether commit `commit` has anything (file, directory, link) at
+    /// `path`.
+    pub fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
+        let tree = self.tree_of(commit)?;
+        match tree.get_path(Path::new(path)) {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(false),
             Err(e) => Err(libgit2(e)),
         }
     }

@@ -1,0 +1,99 @@
+//! Transcripts known to replay: `noma reconcile` replays the merge base's
+//! transcript from its first state to prove the checkpoint its branch's
+//! records start from (issue 35). A git blob id names the bytes and a
+//! sha256 the document, so a row can never go stale; the engine names the
+//! noma version whose replay said yes.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{codec, BlockCache, ENGINE};
+
+impl BlockCache {
+    /// Whether this noma version replayed the transcript whose git blob id
+    /// is `transcript` (raw bytes) to the document whose sha256 is
+    /// `document_sha256` before.
+    pub fn replay_known(&self, transcript: &[u8], document_sha256: &str) -> bool {
+        let Some(doc) = codec::hex_to_bytes(document_sha256) else {
+            return false;
+        };
+        self.with_conn(|c| {
+            c.prepare_cached(
+                "SELECT 1 FROM replays WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
+            )?
+            .query_row(params![transcript, &doc[..], ENGINE], |_| Ok(()))
+            .optional()
+        })
+        .flatten()
+        .is_some()
+    }
+
+    /// Remembers that the transcript `transcript` replays to the document
+    /// whose sha256 is `document_sha256`. A failed write only costs a
+    /// replay later.
+    pub fn remember_replay(&self, transcript: &[u8], document_sha256: &str) {
+        let Some(doc) = codec::hex_to_bytes(document_sha256) else {
+            return;
+        };
+        let _ = self.with_conn(|c| {
+            c.prepare_cached(
+                "INSERT OR IGNORE INTO replays(transcript, document, engine) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![transcript, &doc[..], ENGINE])
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{BlockCache, DB_FILE};
+    use rusqlite::Connection;
+
+    const DOC: &str = "4e4f4d414e4f4d414e4f4d414e4f4d414e4f4d414e4f4d414e4f4d414e4f4d41";
+
+    #[test]
+    fn a_replay_is_remembered_by_transcript_and_document() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = BlockCache::open(dir.path());
+        assert!(!c.replay_known(b"t1", DOC));
+        c.remember_replay(b"t1", DOC);
+        c.remember_replay(b"t1", DOC); // twice is once
+        drop(c);
+        let c = BlockCache::open(dir.path());
+        assert!(c.notice().is_none(), "{:?}", c.notice());
+        assert!(c.replay_known(b"t1", DOC));
+        assert!(!c.replay_known(b"t2", DOC));
+        assert!(!c.replay_known(b"t1", &DOC.replace('4', "5")));
+        assert!(!c.replay_known(b"t1", "not hex"));
+        // Another noma version's answer is not ours.
+        let conn = Connection::open(dir.path().join(".noma/cache").join(DB_FILE)).unwrap();
+        conn.execute("UPDATE replays SET engine = 'noma 0.0.1 blocks/1'", [])
+            .unwrap();
+        assert!(!c.replay_known(b"t1", DOC));
+        assert!(!BlockCache::disabled().replay_known(b"t1", DOC));
+        // `noma cache clear` forgets them too.
+        c.remember_replay(b"t3", DOC);
+        c.clear().expect("clears");
+        assert!(!c.replay_known(b"t3", DOC));
+    }
+
+    /// A cache written before the table existed gains it and keeps its
+    /// rows, without a notice.
+    #[test]
+    fn a_version_1_cache_gains_the_table_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = BlockCache::open(dir.path());
+        let info = c.doc_info("# A\n");
+        drop(c);
+        let conn = Connection::open(dir.path().join(".noma/cache").join(DB_FILE)).unwrap();
+        conn.execute_batch("DROP TABLE replays; PRAGMA user_version = 1;")
+            .unwrap();
+        drop(conn);
+        let c = BlockCache::open(dir.path());
+        assert!(c.notice().is_none(), "{:?}", c.notice());
+        assert_eq!(c.stats().schema_version, 2);
+        assert_eq!(c.stats().entries, 1);
+        assert_eq!(c.lookup_sha256(&info.sha256).as_deref(), Some(&*info));
+        c.remember_replay(b"t", DOC);
+        assert!(c.replay_known(b"t", DOC));
+    }
+}

@@ -1,0 +1,133 @@
+//! `noma reconcile`'s everyday history check without holding a
+//! transcript (issue 35): the branch appended records to a transcript the
+//! base revision left as the merge base had it. The branch's records are
+//! replayed from the checkpoint (the merge base's document, which its
+//! transcript ends at); what is kept is the appended records, never the
+//! history.
+//!
+//! The answer must be what the whole-file check says ("replays" means
+//! what `noma replay` says, issue 32), so the history before the branch
+//! is proved too. The first time, HEAD's transcript is replayed from its
+//! first state, a line at a time from the blob (which also sees an op_id
+//! the branch reused). That proves the merge base's transcript replays to
+//! the merge base's document, and the block cache remembers it by blob id
+//! and document sha256; the next check against the same base (the
+//! Action's other formats, a rerun, the next push to the branch) replays
+//! only the branch's records, and looks for their op_ids in the history's
+//! bytes. Anything this does not accept returns None and the whole-file
+//! check runs, which names the cause.
+
+use std::io::{Seek, SeekFrom};
+
+use crate::cache::BlockCache;
+use crate::git::repo::Repo;
+use crate::git::Oid;
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{parse_record, prefix, replay, split_lines};
+
+/// A document's transcript blob at the merge base, at HEAD and at the
+/// base revision.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TranscriptIds {
+    pub merge_base: Oid,
+    pub head: Oid,
+    pub base: Oid,
+}
+
+/// The number of records the branch appended, when the base revision did
+/// not touch the transcript, HEAD's extends the merge base's, the appended
+/// records replay from `mb_doc` to `head_doc`, and the history replays
+/// (see the module's doc; `find` finds its first state). None: the
+/// whole-file check decides.
+pub(super) fn appended_records(
+    (repo, cache): (&Repo, Option<&BlockCache>),
+    ids: TranscriptIds,
+    [mb_doc, head_doc]: [&str; 2],
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<usize> {
+    if ids.base != ids.merge_base {
+        return None; // the base's records may need re-applying
+    }
+    let ext = {
+        let mut committed = repo.blob_stream(ids.merge_base).ok()?;
+        let mut head = repo.blob_stream(ids.head).ok()?;
+        prefix::extension(&mut committed, &mut head).ok()??
+    };
+    // An empty history is where genesis records pair up: not this path.
+    let last = ext.last_line_sha256.as_deref()?;
+    let after = replay::Continuation {
+        prev_line_sha256: last,
+        lines_before: ext.lines,
+    };
+    let r = replay::replay_after(Some(after), &ext.tail, Some(mb_doc), head_doc);
+    if r.divergence.is_some() {
+        return None;
+    }
+    let (lines, _) = split_lines(&ext.tail);
+    let (key, doc_sha) = (ids.merge_base.as_bytes(), sha256_hex(mb_doc.as_bytes()));
+    if cache.is_some_and(|c| c.replay_known(key, &doc_sha)) {
+        let op_ids: Vec<String> = lines
+            .iter()
+            .map(|l| parse_record(l.number, l.raw).map(|r| format!("\"{}\"", r.op_id)))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if mentions_any(repo, ids.merge_base, &op_ids)? {
+            return None; // maybe a reused op_id: the whole check says which
+        }
+        return Some(lines.len());
+    }
+    if !replays_from_its_start(repo, ids.head, head_doc, find) {
+        return None;
+    }
+    // HEAD's transcript replays, and its records after the merge base's
+    // start from the merge base's document (checked above), so the
+    // history alone replays to it. Not when the history has no applied
+    // record: its first state is then chosen by the branch's records.
+    let remember = cache.filter(|_| {
+        repo.blob_reader(ids.merge_base)
+            .ok()
+            .and_then(|mut r| replay::first_applied_pre_sha256_in(&mut r))
+            .is_some()
+    });
+    if let Some(c) = remember {
+        c.remember_replay(key, &doc_sha);
+    }
+    Some(lines.len())
+}
+
+/// Whether blob `id` holds any of `needles` (quoted op_ids) anywhere: a
+/// superset of "an earlier record has this op_id", read as a stream.
+/// None when the blob cannot be read.
+fn mentions_any(repo: &Repo, id: Oid, needles: &[String]) -> Option<bool> {
+    if needles.is_empty() {
+        return Some(false);
+    }
+    let ac = aho_corasick::AhoCorasick::new(needles).ok()?;
+    let stream = repo.blob_stream(id).ok()?;
+    match ac.stream_find_iter(stream).next() {
+        None => Some(false),
+        Some(Ok(_)) => Some(true),
+        Some(Err(_)) => None,
+    }
+}
+
+/// Whether the transcript blob `id` replays, from the state its first
+/// applied record starts at, to `doc`: `noma replay`'s answer, read a
+/// line at a time.
+fn replays_from_its_start(
+    repo: &Repo,
+    id: Oid,
+    doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> bool {
+    let Ok(mut reader) = repo.blob_reader(id) else {
+        return false;
+    };
+    let base = replay::first_applied_pre_sha256_in(&mut reader).and_then(|sha| find(&sha));
+    if reader.seek(SeekFrom::Start(0)).is_err() {
+        return false;
+    }
+    replay::replay_reader(&mut reader, base.as_deref(), doc)
+        .divergence
+        .is_none()
+}
