@@ -155,7 +155,8 @@ pub fn replay_at_rev(
     let (dfile, text) = blob::read_rev_text(cwd, rev, doc).map_err(|e| e.to_string())?;
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
-    let tfile = blob::read_rev_path(cwd, rev, &tpath).map_err(|e| match e {
+    // The transcript is read a line at a time from its blob (issue 35).
+    let tfile = blob::locate_rev_path(cwd, rev, &tpath).map_err(|e| match e {
         BlobError::NotFound { spec, .. } => format!(
             "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
             dfile.spec
@@ -165,7 +166,12 @@ pub fn replay_at_rev(
     let repo = Repo::open_from(cwd).map_err(|e| e.to_string())?;
     // A tree-ish that is no commit has no history to search.
     let commit = repo.resolve(rev).ok();
-    let first_pre = replay::first_applied_pre_sha256(&tfile.bytes);
+    let id: crate::git::Oid = tfile.oid.parse().map_err(|e| format!("{e}"))?;
+    let mut reader = repo
+        .blob_reader(id)
+        .map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
+    let first_pre = replay::first_applied_pre_sha256_in(&mut reader);
+    std::io::Seek::rewind(&mut reader).map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
     let lookup = match wanted_base(first_pre.as_deref(), &text) {
         None => None,
         Some(sha) => {
@@ -180,7 +186,7 @@ pub fn replay_at_rev(
         }
     };
     let base = lookup.as_ref().and_then(|(_, f)| f.clone());
-    let report = replay::replay(&tfile.bytes, base.as_deref(), &text);
+    let report = replay::replay_reader(&mut reader, base.as_deref(), &text);
     let lookup = lookup.map(|(sha256, found)| {
         let searched = match commit {
             Some(_) => Ok(format!(

@@ -73,7 +73,26 @@ pub fn worktree_root(start: &Path) -> Option<PathBuf> {
 /// Reads `path` as committed at `rev`, resolving the path from `cwd`.
 pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
     let repo = open(cwd)?;
-    let rel = repo_relative(&repo, cwd, path)?;
+    let (id, mut file) = locate(&repo, cwd, rev, path)?;
+    file.bytes = super::stream::blob_content(&repo, id)
+        .map_err(|e| BlobError::Git(e.message().to_string()))?;
+    Ok(file)
+}
+
+/// Where `path` is committed at `rev` ([`read_rev_path`]'s checks), without
+/// reading the blob: a [`RevFile`] whose bytes are empty, with its id.
+pub fn locate_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
+    let repo = open(cwd)?;
+    locate(&repo, cwd, rev, path).map(|(_, f)| f)
+}
+
+fn locate(
+    repo: &Repository,
+    cwd: &Path,
+    rev: &str,
+    path: &Path,
+) -> Result<(git2::Oid, RevFile), BlobError> {
+    let rel = repo_relative(repo, cwd, path)?;
     let rel_shown = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy())
@@ -91,7 +110,7 @@ pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, Blob
         Ok(e) => e,
         Err(e) if e.code() == git2::ErrorCode::NotFound => {
             return Err(BlobError::NotFound {
-                hint: cwd_hint(&repo, cwd, path, &tree, rev),
+                hint: cwd_hint(repo, cwd, path, &tree, rev),
                 spec,
             })
         }
@@ -118,14 +137,13 @@ pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, Blob
             })
         }
     }
-    let bytes = super::stream::blob_content(&repo, entry.id())
-        .map_err(|e| BlobError::Git(e.message().to_string()))?;
-    Ok(RevFile {
+    let file = RevFile {
         oid: entry.id().to_string(),
         spec,
         path: rel_shown,
-        bytes,
-    })
+        bytes: Vec::new(),
+    };
+    Ok((entry.id(), file))
 }
 
 /// Like [`read_rev_path`], refusing binary and non-UTF-8 blobs; returns the
