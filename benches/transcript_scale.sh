@@ -22,6 +22,12 @@
 #   replay   `noma replay doc.noma --base <the first state>`
 #   hook     `noma hook pre-commit` on that staged one-record append
 #   patch    one more `noma patch --inplace --op` (each run appends a record)
+#   reconcile-cold / reconcile-warm
+#            `noma reconcile --base main --format json` after the records above
+#            are committed on a branch `agent` (the PR check of a branch that
+#            appended): cold removes .noma/cache first (a fresh CI checkout,
+#            the history replayed once), warm keeps what the run before
+#            remembered (the checkpoint: only the branch's records replayed)
 # Every run's exit status must be 0 (the hook and replay accept; the script
 # stops otherwise). NOMA_MAX_FILE_BYTES is raised to 4 GB for every process so
 # a binary that still caps transcripts at 512 MiB can be timed past it.
@@ -68,7 +74,9 @@ timed() {
 # Every timed process is a shell that execs noma (so the figures are noma's)
 # with @PID@ in its arguments replaced by the process id: one more patch then
 # applies whatever ran before it.
-EXEC=(bash -c 'bin="$1"; shift; exec "$bin" "${@//@PID@/$$}"' bash)
+# With COLD set, the block cache is removed first (outside the timed noma,
+# inside the timed shell: a few milliseconds of rm).
+EXEC=(bash -c '[[ -n "${COLD:-}" ]] && rm -rf .noma/cache; bin="$1"; shift; exec "$bin" "${@//@PID@/$$}"' bash)
 OP='{"op":"update_attribute","id":"claim-4","key":"confidence","value":0.@PID@}'
 
 # Prints one scenario's row: median wall and peak of A (and B, and the
@@ -95,13 +103,13 @@ def row(name, runs):
     peak = st.median(r[1] for r in runs) / 1024
     rate = f", {records / wall:,.0f} records/s" if records and wall > 0 else ""
     return f"{name} wall {wall:.2f} s (min {min(r[0] for r in runs):.2f}, max {max(r[0] for r in runs):.2f}), peak {peak:.1f} MiB{rate}"
-print(f"  {label:7} A: {row('', a)}")
+print(f"  {label:14} A: {row('', a)}")
 if b:
-    print(f"  {'':7} B: {row('', b)}")
+    print(f"  {'':14} B: {row('', b)}")
     ratios_w = [x[0] / y[0] for x, y in zip(a, b) if y[0] > 0]
     ratios_m = [x[1] / y[1] for x, y in zip(a, b)]
     if ratios_w:
-        print(f"  {'':7} A/B wall {st.median(ratios_w):.3f}, peak {st.median(ratios_m):.3f} (median of {len(ratios_w)} pairs)")
+        print(f"  {'':14} A/B wall {st.median(ratios_w):.3f}, peak {st.median(ratios_m):.3f} (median of {len(ratios_w)} pairs)")
 PY
   rm -f "$a" "$b"
 }
@@ -150,6 +158,13 @@ for n in "${sizes[@]}"; do
   scenario replay "$records" replay doc.noma --base "$WORK/base$n.noma"
   scenario hook 0 hook pre-commit
   scenario patch 0 patch doc.noma --inplace --op "$OP"
+  git checkout -qb agent
+  git add doc.noma doc.noma.patches
+  git commit -qm "more records" --no-verify
+  export COLD=1
+  scenario reconcile-cold 0 reconcile --base main --format json
+  unset COLD
+  scenario reconcile-warm 0 reconcile --base main --format json
   cd "$WORK"
   [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo" "$WORK/base$n.noma"
 done
