@@ -447,3 +447,50 @@ fn the_fix_for_a_hostile_file_name_runs_as_printed_and_runs_nothing_else() {
     let (ok, out) = r.try_commit("hand edit, recorded");
     assert!(ok, "{out}");
 }
+
+/// Issue 35: `noma record` reads the transcript a line at a time and never
+/// holds it, so a transcript past `NOMA_MAX_FILE_BYTES` (which a transcript
+/// no longer has) is recorded onto, chained to its last line; the cap
+/// still guards the document.
+#[test]
+fn a_transcript_over_the_size_cap_is_recorded_onto() {
+    let r = setup("");
+    for body in ["second", "third"] {
+        let op = serde_json::json!({"op": "replace_body", "id": "n1", "content": body}).to_string();
+        let o = r.noma(&["patch", "plan.noma", "--inplace", "--op", &op]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    r.commit_all("agent patches");
+    let cap = (DOC.len() + 200).to_string();
+    let before = r.read("plan.noma.patches");
+    assert!(
+        before.len() > DOC.len() + 200,
+        "the transcript is under the cap"
+    );
+    r.write(
+        "plan.noma",
+        &r.read("plan.noma")
+            .replace("Overview prose.", "Overview prose, by hand."),
+    );
+    let record = |r: &crate::common::Repo| {
+        let env = format!("NOMA_MAX_FILE_BYTES={cap}");
+        r.cmd("env", &[&env, crate::common::NOMA, "record", "plan.noma"])
+    };
+    let o = record(&r);
+    assert!(o.status.success(), "{}", text(&o));
+    let after = r.read("plan.noma.patches");
+    let added = after.strip_prefix(&before).expect("appended to");
+    let last = before.lines().last().unwrap().to_string() + "\n";
+    let rec: serde_json::Value = serde_json::from_str(added.trim_end()).unwrap();
+    assert_eq!(rec["actor"]["kind"], "human");
+    assert_eq!(
+        rec["prev_entry_sha256"],
+        noma_core::doc::hash::sha256_hex(last.as_bytes())
+    );
+    r.commit_all("recorded");
+    // A document over the cap is still refused.
+    r.write("plan.noma", &r.read("plan.noma").repeat(2));
+    let o = record(&r);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("NOMA_MAX_FILE_BYTES"), "{}", text(&o));
+}

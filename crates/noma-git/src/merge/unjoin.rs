@@ -13,6 +13,7 @@
 //! reconciled copies ([`super::transcript`]), deterministically, so that
 //! `noma repair` and the hook compute the same bytes.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -67,6 +68,92 @@ pub fn find_join(t: &[u8]) -> Option<Join> {
         });
     }
     join
+}
+
+/// [`find_join`] fed a line at a time, for a reader that never holds the
+/// transcript (issue 35): it keeps the last line's sha256 and the first
+/// chain break only. The prefix a break chains back onto is looked for
+/// only when the break is the one join candidate, by reading the lines
+/// before it again ([`JoinScan::finish`]).
+#[derive(Debug, Default)]
+pub struct JoinScan {
+    /// Lines fed, and their bytes.
+    lines: usize,
+    offset: usize,
+    /// The sha256 of the last line fed.
+    prev_sha: Option<String>,
+    /// The first record that does not chain onto the line before it.
+    first_break: Option<Break>,
+    /// A second break, or an unreadable line after the first: no join.
+    impossible: bool,
+}
+
+/// Where a record breaks the chain, and what it chains onto instead.
+#[derive(Debug)]
+struct Break {
+    /// 0-based line index, and where the line starts.
+    index: usize,
+    offset: usize,
+    claimed: Option<String>,
+}
+
+impl JoinScan {
+    /// Feeds the next complete line: its length, its sha256 and its
+    /// record's `prev_entry_sha256`, or `Err(())` when the line is no
+    /// record (then there is no join, unless it is the first line, which
+    /// [`find_join`] never reads).
+    pub fn line(&mut self, len: usize, sha: &str, claim: Result<Option<&str>, ()>) {
+        let index = self.lines;
+        self.lines += 1;
+        if index > 0 && !self.impossible {
+            match claim {
+                Err(()) => self.impossible = true,
+                Ok(c) if c == self.prev_sha.as_deref() => {}
+                Ok(_) if self.first_break.is_some() => self.impossible = true,
+                Ok(c) => {
+                    self.first_break = Some(Break {
+                        index,
+                        offset: self.offset,
+                        claimed: c.map(str::to_string),
+                    })
+                }
+            }
+        }
+        self.prev_sha = Some(sha.to_string());
+        self.offset += len;
+    }
+
+    /// The join the lines fed make, as [`find_join`] finds it in the same
+    /// bytes (`torn`: bytes followed the last line). `again` reads the
+    /// transcript from its start; it is read only up to the break, and
+    /// only when the break chains onto an earlier line.
+    pub fn finish(self, torn: bool, again: &mut dyn BufRead) -> std::io::Result<Option<Join>> {
+        let Some(b) = self.first_break.filter(|_| !torn && !self.impossible) else {
+            return Ok(None);
+        };
+        let join = |common| Join {
+            common,
+            second: b.offset,
+            second_line: b.index + 1,
+        };
+        let Some(claimed) = b.claimed.as_deref() else {
+            return Ok(Some(join(0)));
+        };
+        // `P` ends at the first line before the one before the break whose
+        // sha256 the break names.
+        let (mut buf, mut common) = (Vec::new(), 0);
+        for _ in 0..b.index.saturating_sub(1) {
+            buf.clear();
+            if again.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            common += buf.len();
+            if sha256_hex(&buf) == claimed {
+                return Ok(Some(join(common)));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// Rebases the second branch's records of the joined transcript `t` onto
@@ -326,6 +413,61 @@ mod tests {
         let (t, px, common) = joined();
         let three = [t.clone(), t[common..px.len()].to_vec()].concat();
         assert_eq!(find_join(&three), None);
+    }
+
+    /// [`JoinScan`] over the lines of `t`, as a streaming reader feeds it.
+    fn scanned(t: &[u8]) -> Option<Join> {
+        let (lines, torn) = split_lines(t);
+        let mut scan = JoinScan::default();
+        for l in &lines {
+            let record = parse_record(l.number, l.raw);
+            let claim = match &record {
+                Ok(r) => Ok(r.prev_entry_sha256.as_deref()),
+                Err(_) => Err(()),
+            };
+            scan.line(l.raw.len(), &sha256_hex(l.raw), claim);
+        }
+        scan.finish(torn.is_some(), &mut &t[..]).unwrap()
+    }
+
+    /// The line-at-a-time scan finds the join [`find_join`] finds, over
+    /// transcripts made of linear runs, joins of two and three branches,
+    /// separate starts, records edited in place, unchained, duplicated or
+    /// unreadable lines and torn tails.
+    #[test]
+    fn the_join_scan_finds_what_find_join_finds() {
+        use proptest::prelude::*;
+        let (d1, p) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        let (_, px) = extend(&d1, &p, &[body("a", "A2"), body("a", "A3")]);
+        let (_, py) = extend(&d1, &p, &[body("b", "B2"), body("b", "B3")]);
+        let (_, fresh) = extend(BASE, b"", &[body("b", "F1")]);
+        let pieces: Vec<Vec<u8>> = [p.clone(), px[p.len()..].to_vec(), py[p.len()..].to_vec()]
+            .into_iter()
+            .chain([fresh, b"{not json}\n".to_vec()])
+            .chain(split_lines(&px).0.iter().map(|l| l.raw.to_vec()))
+            .collect();
+        let kinds = [std::cell::Cell::new(0), std::cell::Cell::new(0)];
+        proptest!(|(order in proptest::collection::vec(0..pieces.len(), 0..5),
+                    edit in proptest::option::of(0usize..12),
+                    torn in any::<bool>())| {
+            let mut t: Vec<u8> = order.iter().flat_map(|&i| pieces[i].clone()).collect();
+            if let Some(at) = edit {
+                let text = String::from_utf8(t).unwrap();
+                t = match text.match_indices("A").nth(at) {
+                    Some((i, _)) => format!("{}X{}", &text[..i], &text[i + 1..]),
+                    None => text,
+                }
+                .into_bytes();
+            }
+            if torn {
+                t.extend_from_slice(b"{\"op_id\"");
+            }
+            let want = find_join(&t);
+            let k = &kinds[usize::from(want.is_some())];
+            k.set(k.get() + 1);
+            prop_assert_eq!(scanned(&t), want);
+        });
+        assert!(kinds.iter().all(|k| k.get() > 0), "{kinds:?}");
     }
 
     /// `noma repair`'s file level: made linear in place, and a run killed

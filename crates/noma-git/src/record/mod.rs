@@ -30,24 +30,35 @@
 //! Records are planned by the engine against the previous state and
 //! appended under the transcript lock in one write; the document itself is
 //! not rewritten (it already holds the result).
+//!
+//! **Memory (issue 35).** The transcript is never held: it is read a line
+//! at a time and checked as it goes (`scan`: every line a record, no torn
+//! line, not joined), keeping the last applied state's sha256 and the
+//! last line's. In the everyday case HEAD's document is that state and no
+//! record is read again; otherwise the records are walked forward a line
+//! at a time from the state found (`state`). Under the lock, the
+//! transcript's length and last line show that nobody wrote since.
 
 mod ops;
+mod place;
+mod scan;
+mod state;
 
 pub use ops::{edit_ops, TextEditsOff};
 
 use noma_core::diag::shell_word;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::config::Policy;
-use crate::git::repo::{GitError, Repo};
+use crate::git::repo::GitError;
 use noma_core::doc::hash::sha256_hex;
 use noma_core::patch::REPLACE_LINES;
-use noma_core::transcript::{self, Actor, PatchResult, Record};
+use noma_core::transcript::{self, Actor, Record};
 use noma_store::engine::{self, Context, Options};
 use noma_store::fsio;
+use place::Place;
 
 /// What `record` did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -295,26 +306,51 @@ pub fn record_file_with(
 ) -> Result<Outcome, RecordError> {
     let text = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
     let tpath = engine::default_transcript_path(doc_path);
-    let t_bytes = read_transcript(&tpath)?;
-    let parsed = parse_transcript(doc_path, &tpath, &t_bytes)?;
-    let applied: Vec<&Record> = parsed
-        .entries
-        .iter()
-        .map(|e| &e.record)
-        .filter(|r| r.patch_result == PatchResult::Applied)
-        .collect();
+    let prior = scan::scan(doc_path, &tpath)?;
+    record_after(
+        (doc_path, &tpath),
+        &text,
+        &prior,
+        (actor, reason, before_append),
+    )
+}
+
+/// What recording needs of the transcript once it has been read and found
+/// valid (not joined, every line a record, no torn line).
+trait Prior {
+    /// The last applied record's `post_sha256`, if any: the state to record from.
+    fn last_applied_post(&self) -> Option<&str>;
+    /// The text of that state, rebuilt (see the module docs).
+    fn previous_state(&self, place: &Place) -> Result<String, RecordError>;
+    /// The sha256 of the last line, which the first appended record chains onto.
+    fn last_line_sha(&self) -> Option<String>;
+    /// Under the lock: whether the transcript is still the one read.
+    fn unchanged(&self, locked: &mut fsio::LockedTranscript) -> std::io::Result<bool>;
+}
+
+/// The person who acts, why, and the step run before the append.
+type Acting<'a> = (Actor, Option<String>, Option<&'a engine::BeforeAppend>);
+
+/// Records the edit of `doc_path` (whose text is `text`) after its
+/// transcript `tpath`, as `prior` read it.
+fn record_after(
+    (doc_path, tpath): (&Path, &Path),
+    text: &str,
+    prior: &dyn Prior,
+    (actor, reason, before_append): Acting<'_>,
+) -> Result<Outcome, RecordError> {
     let doc_sha = sha256_hex(text.as_bytes());
-    if applied.last().is_some_and(|r| r.post_sha256 == doc_sha) {
+    if prior.last_applied_post() == Some(doc_sha.as_str()) {
         return Ok(Outcome::NothingToRecord);
     }
     let place = Place::discover(doc_path)?;
     let policy = Policy::load(&place.root).map_err(CannotRun::from)?;
     let text_edits = policy.file.record_text_edits;
-    let (prev, genesis) = place.starting_point(&applied, text_edits, &text, &tpath)?;
+    let (prev, genesis) = starting_point(&place, prior, text_edits, text, tpath)?;
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
-    let ops = ops_from(doc_path, (&prev, genesis.as_deref()), &text, text_edits)?;
+    let ops = ops_from(doc_path, (&prev, genesis.as_deref()), text, text_edits)?;
     let genesis = genesis.is_some();
 
     let mut opts = Options::new(actor);
@@ -323,17 +359,16 @@ pub fn record_file_with(
         doc_uri: noma_store::uri::portable_doc_uri(Some(&place.root), doc_path),
         ..Context::default()
     };
-    let mut locked = lock_unchanged(doc_path, &tpath, &t_bytes, &text)?;
+    let mut locked = lock_unchanged(doc_path, tpath, prior, text)?;
     let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
-    check_plan(&plan, &text)?;
+    check_plan(&plan, text)?;
     before(before_append, doc_path, &plan.records)?;
-    let last_line = parsed.entries.last().map(|e| e.line_sha256.clone());
-    let bytes = engine::chain_and_serialise(&mut plan.records, last_line);
+    let bytes = engine::chain_and_serialise(&mut plan.records, prior.last_line_sha());
     // The document already holds the edit: the request changes no bytes
     // of it, so the marker's pre- and post-state are the same.
     engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None).map_err(|source| {
         CannotRun::CannotAppend {
-            path: tpath.clone(),
+            path: tpath.to_path_buf(),
             source,
         }
     })?;
@@ -344,44 +379,36 @@ pub fn record_file_with(
     })
 }
 
-/// The transcript's bytes (none when it does not exist yet).
-fn read_transcript(tpath: &Path) -> Result<Vec<u8>, CannotRun> {
-    match fsio::read_regular(tpath) {
-        Ok(b) => Ok(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(source) => Err(CannotRun::TranscriptUnreadable {
-            path: tpath.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-/// The transcript parsed, refused when it is joined, invalid or torn: the
-/// state to record from is then no state of it.
-fn parse_transcript(
-    doc_path: &Path,
+/// The state to record from and, for a transcript without an applied
+/// record, the state a genesis record writes (the record then starts from
+/// the empty document): the committed version first when the file has
+/// changed since. A policy without text edits starts from the committed
+/// version instead (found again in history by replay and the hooks).
+fn starting_point(
+    place: &Place,
+    prior: &dyn Prior,
+    text_edits: bool,
+    text: &str,
     tpath: &Path,
-    t_bytes: &[u8],
-) -> Result<transcript::Transcript, CannotRecord> {
-    if let Some(join) = crate::merge::unjoin::find_join(t_bytes) {
-        return Err(CannotRecord::Joined {
-            transcript: tpath.to_path_buf(),
-            advice: crate::merge::unjoin::advice(&doc_path.to_string_lossy(), join),
-        });
+) -> Result<(String, Option<String>), RecordError> {
+    if prior.last_applied_post().is_some() {
+        return Ok((prior.previous_state(place)?, None));
     }
-    let parsed = transcript::parse_transcript(t_bytes).map_err(|source| {
-        CannotRecord::TranscriptInvalid {
+    let head = place.head_text()?;
+    match (text_edits, head) {
+        (true, head) => Ok((
+            String::new(),
+            Some(
+                head.filter(|h| h != text)
+                    .unwrap_or_else(|| text.to_string()),
+            ),
+        )),
+        (false, Some(head)) if head != text => Ok((head, None)),
+        (false, _) => Err(CannotRecord::GenesisNeedsTextEdits {
             transcript: tpath.to_path_buf(),
-            source,
         }
-    })?;
-    if parsed.torn_tail.is_some() {
-        return Err(CannotRecord::TornTranscript {
-            transcript: tpath.to_path_buf(),
-            doc: doc_path.to_path_buf(),
-        });
+        .into()),
     }
-    Ok(parsed)
 }
 
 /// The ops from `prev` to `text`, after a genesis record writing `genesis`
@@ -475,7 +502,7 @@ fn before(
 fn lock_unchanged(
     doc_path: &Path,
     tpath: &Path,
-    t_bytes: &[u8],
+    prior: &dyn Prior,
     text: &str,
 ) -> Result<fsio::LockedTranscript, RecordError> {
     let mut locked =
@@ -493,14 +520,14 @@ fn lock_unchanged(
         }
         .into());
     }
-    let now = locked
-        .read_all()
+    let same = prior
+        .unchanged(&mut locked)
         .map_err(|source| CannotRun::TranscriptUnreadable {
             path: tpath.to_path_buf(),
             source,
         })?;
     let again = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
-    if now != t_bytes || again != text {
+    if !same || again != text {
         return Err(CannotRecord::ChangedWhileRecording.into());
     }
     Ok(locked)
@@ -529,166 +556,7 @@ fn introduced_errors(records: &[Record]) -> Option<String> {
     ))
 }
 
-/// Where the document lives in its repository.
-struct Place {
-    repo: Repo,
-    /// The work tree's root (canonical).
-    root: std::path::PathBuf,
-    /// The document's path relative to `root`, with `/` separators.
-    rel: String,
-}
-
-impl Place {
-    fn discover(doc_path: &Path) -> Result<Place, CannotRun> {
-        let path = || doc_path.to_path_buf();
-        let abs = std::fs::canonicalize(doc_path).map_err(|source| CannotRun::Unresolvable {
-            path: path(),
-            source,
-        })?;
-        let repo = Repo::discover(abs.parent().unwrap_or(Path::new("/"))).map_err(|source| {
-            CannotRun::NotARepository {
-                path: path(),
-                source,
-            }
-        })?;
-        let root = repo
-            .workdir()
-            .and_then(|w| std::fs::canonicalize(w).ok())
-            .ok_or_else(|| CannotRun::Bare { path: path() })?;
-        let rel = abs
-            .strip_prefix(&root)
-            .map_err(|_| CannotRun::OutsideRepository { path: path() })?;
-        let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
-        let rel = parts
-            .map(|p| p.join("/"))
-            .ok_or_else(|| CannotRun::NonUtf8Path { path: path() })?;
-        Ok(Place { repo, root, rel })
-    }
-
-    /// The document as committed at HEAD, if it is and is text.
-    fn head_text(&self) -> Result<Option<String>, CannotRun> {
-        Ok(self
-            .repo
-            .head_blob(&self.rel)?
-            .and_then(|b| String::from_utf8(b).ok()))
-    }
-
-    /// The state to record from and, for a transcript without an applied
-    /// record, the state a genesis record writes (the record then starts
-    /// from the empty document): the committed version first when the file
-    /// has changed since. A policy without text edits starts from the
-    /// committed version instead (found again in history by replay and
-    /// the hooks).
-    fn starting_point(
-        &self,
-        applied: &[&Record],
-        text_edits: bool,
-        text: &str,
-        tpath: &Path,
-    ) -> Result<(String, Option<String>), RecordError> {
-        if !applied.is_empty() {
-            return Ok((self.previous_state(applied)?, None));
-        }
-        let head = self.head_text()?;
-        match (text_edits, head) {
-            (true, head) => Ok((
-                String::new(),
-                Some(
-                    head.filter(|h| h != text)
-                        .unwrap_or_else(|| text.to_string()),
-                ),
-            )),
-            (false, Some(head)) if head != text => Ok((head, None)),
-            (false, _) => Err(CannotRecord::GenesisNeedsTextEdits {
-                transcript: tpath.to_path_buf(),
-            }
-            .into()),
-        }
-    }
-
-    /// Rebuilds the text at the transcript's last applied state.
-    fn previous_state(&self, applied: &[&Record]) -> Result<String, RecordError> {
-        let head = self.head_text()?;
-        let Some(first) = applied.first() else {
-            return Err(CannotRecord::NoAppliedRecord {
-                rel: self.rel.clone(),
-            }
-            .into());
-        };
-        // sha256 -> index of the next record to re-apply from that state.
-        let mut resume: HashMap<&str, usize> = HashMap::new();
-        resume.insert(first.pre_sha256.as_str(), 0);
-        for (i, r) in applied.iter().enumerate() {
-            resume.insert(r.post_sha256.as_str(), i + 1);
-        }
-        let Some(text) = self.known_state(first, head, &resume)? else {
-            return Err(CannotRecord::NoBaseFound {
-                rel: self.rel.clone(),
-                pre_sha256: first.pre_sha256.clone(),
-            }
-            .into());
-        };
-        Ok(reapply(text, applied, &resume)?)
-    }
-
-    /// A state the transcript passes through (a key of `resume`): the
-    /// empty document for a genesis record, else HEAD's document, else the
-    /// first such version in history.
-    fn known_state(
-        &self,
-        first: &Record,
-        head: Option<String>,
-        resume: &HashMap<&str, usize>,
-    ) -> Result<Option<String>, CannotRun> {
-        // A genesis record starts from the empty document: no lookup.
-        if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
-            return Ok(Some(String::new()));
-        }
-        let head = head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str()));
-        if head.is_some() {
-            return Ok(head);
-        }
-        // By content, from every commit a merge, rebase or ref names:
-        // the state may be under the document's old name (a rename)
-        // or on the branch being merged.
-        let starts = self.repo.history_starts();
-        Ok(self
-            .repo
-            .find_version(
-                &starts,
-                &[self.rel.as_str()],
-                ".noma",
-                crate::git::HISTORY_LIMIT,
-                |b| std::str::from_utf8(b).is_ok() && resume.contains_key(sha256_hex(b).as_str()),
-            )?
-            .and_then(|b| String::from_utf8(b).ok()))
-    }
-}
-
-/// Re-applies the `applied` records after the state `text` (found in
-/// `resume`), every intermediate hash checked.
-fn reapply(
-    mut text: String,
-    applied: &[&Record],
-    resume: &HashMap<&str, usize>,
-) -> Result<String, CannotRecord> {
-    let from = resume
-        .get(sha256_hex(text.as_bytes()).as_str())
-        .copied()
-        .unwrap_or(0);
-    for r in applied.iter().skip(from) {
-        let next =
-            noma_core::patch::apply_one(&text, &r.op).map_err(|e| CannotRecord::ReapplyFailed {
-                op_id: r.op_id.clone(),
-                code: e.code.as_str().to_string(),
-                message: e.message.clone(),
-            })?;
-        if sha256_hex(next.as_bytes()) != r.post_sha256 {
-            return Err(CannotRecord::ReapplyMismatch {
-                op_id: r.op_id.clone(),
-            });
-        }
-        text = next;
-    }
-    Ok(text)
-}
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod whole_file;
