@@ -89,8 +89,14 @@ impl Repo {
     }
 
     /// Runs `program` in the work tree with the isolated environment.
+    ///
+    /// A binary a test has just copied can be "busy" for an instant: a
+    /// process another test thread forks inherits the copy's write handle
+    /// until it execs. That ends by itself, so the start is tried again
+    /// (ETXTBSY fails at once; nothing ran).
     pub fn cmd(&self, program: &str, args: &[&str]) -> Output {
-        Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .current_dir(self.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -101,9 +107,17 @@ impl Repo {
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("GIT_DIR")
             .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_WORK_TREE")
-            .output()
-            .unwrap()
+            .env_remove("GIT_WORK_TREE");
+        let mut tries = 0;
+        loop {
+            match command.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 1000 => {
+                    tries += 1;
+                    std::thread::yield_now();
+                }
+                other => return other.unwrap(),
+            }
+        }
     }
 
     /// Runs git.
