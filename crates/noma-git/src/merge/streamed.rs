@@ -23,6 +23,10 @@
 //! torn base, a torn or unreadable appended line, a document state not
 //! found, a side that does not replay) returns None, and the whole path
 //! runs and says why.
+//!
+//! The three transcripts are [`Source`]s: the driver's are the files git
+//! hands over; `noma reconcile` of a base that moved on reads blobs
+//! (`git cat-file` past a size, see [`crate::git::stream`]).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -30,13 +34,38 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{parse_record, prefix, split_lines, PatchResult, Record};
+use noma_core::transcript::prefix::{self, Extension};
+use noma_core::transcript::{parse_record, split_lines, PatchResult, Record};
 
 use super::succession::origin;
 use super::transcript::{last_applied_post, rebase_tails, start_doc, Merged, Reconciled, Tails};
 use super::FileMerge;
+use crate::git::repo::Repo;
+use crate::git::Oid;
 
-/// The everyday merge reconciled from the files' tails.
+/// One transcript, read from its start each time it is opened (the base
+/// is read twice).
+pub(super) trait Source {
+    /// A new stream of its bytes; None when it cannot be read.
+    fn open(&self) -> Option<Box<dyn Read + '_>>;
+}
+
+impl Source for &Path {
+    fn open(&self) -> Option<Box<dyn Read + '_>> {
+        Some(Box::new(File::open(self).ok()?))
+    }
+}
+
+/// A blob of a repository.
+pub(super) struct Blob<'r>(pub &'r Repo, pub Oid);
+
+impl Source for Blob<'_> {
+    fn open(&self) -> Option<Box<dyn Read + '_>> {
+        Some(Box::new(self.0.blob_stream(self.1).ok()?))
+    }
+}
+
+/// The everyday merge reconciled from the sides' tails.
 #[derive(Debug, Clone)]
 pub(super) struct Streamed {
     /// What to append to ours to make the merged transcript.
@@ -44,35 +73,38 @@ pub(super) struct Streamed {
     /// The reconciliation; its `transcript` is left empty (ours, then
     /// `append`).
     pub reconciled: Reconciled,
+    /// How ours extends the base: its line count and last line, and what
+    /// ours appended.
+    pub ours: Extension,
 }
 
 /// [`super::merge_transcript`]'s answer for the transcript files `[base,
 /// ours, theirs]` when the base is a prefix of both, with `content` the
 /// bytes to append to ours. None: the whole path decides.
 pub(super) fn merge_transcript_files(
-    paths: [&Path; 3],
+    [base, ours, theirs]: [&Path; 3],
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<FileMerge> {
-    let s = reconcile_files(paths, find_doc)?;
+    let s = reconcile_streams([&base, &ours, &theirs], None, find_doc)?;
     Some(super::reconciled_transcript(
         &s.reconciled.conflicts,
         s.append,
     ))
 }
 
-/// [`super::transcript::reconcile_transcripts`] of the files `[base, ours,
-/// theirs]` (no fallback document), read as streams; see the module's doc.
-pub(super) fn reconcile_files(
-    [base, ours, theirs]: [&Path; 3],
+/// [`super::transcript::reconcile_transcripts`] of `[base, ours, theirs]`
+/// read as streams; see the module's doc.
+pub(super) fn reconcile_streams(
+    [base, ours, theirs]: [&dyn Source; 3],
+    fallback_doc: Option<&str>,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<Streamed> {
-    let open = |p: &Path| File::open(p).ok();
     // Theirs first: the base is searched for their records' origins.
-    let theirs_ext = prefix::extension(&mut open(base)?, &mut open(theirs)?).ok()??;
+    let theirs_ext = prefix::extension(&mut base.open()?, &mut theirs.open()?).ok()??;
     let theirs_all = tail_records(&theirs_ext.tail, theirs_ext.lines)?;
     let needles: HashSet<&str> = theirs_all.iter().map(origin).collect();
-    let mut checked = Checked::new(open(base)?, &needles);
-    let ours_ext = prefix::extension(&mut checked, &mut open(ours)?).ok()??;
+    let mut checked = Checked::new(base.open()?, &needles);
+    let ours_ext = prefix::extension(&mut checked, &mut ours.open()?).ok()??;
     let base_end = checked.finish()?;
     if ours_ext.lines == 0 {
         return None; // no common line: genesis records may pair up
@@ -85,12 +117,13 @@ pub(super) fn reconcile_files(
         .count();
     let (onew, tnew) = (&ours_all[common..], &theirs_all[common..]);
     let prefix_end = last_applied_post(&ours_all[..common]).or(base_end);
-    let start = start_doc(prefix_end, [onew, tnew], None, find_doc).ok()?;
+    let start = start_doc(prefix_end, [onew, tnew], fallback_doc, find_doc).ok()?;
     let ours_origins: HashSet<&str> = ours_all.iter().map(origin).collect();
+    let last_line = olines.last().map(|l| sha256_hex(l.raw));
     let tails = Tails {
         onew,
         tnew,
-        our_last_line: (olines.last().map(|l| sha256_hex(l.raw))).or(ours_ext.last_line_sha256),
+        our_last_line: last_line.or_else(|| ours_ext.last_line_sha256.clone()),
         our_genesis: false,
         ours_all: &ours_origins,
         in_base: &HashSet::new(),
@@ -105,6 +138,7 @@ pub(super) fn reconcile_files(
     Some(Streamed {
         append,
         reconciled: rebased.reconciled,
+        ours: ours_ext,
     })
 }
 
@@ -245,7 +279,8 @@ mod tests {
         docs: &[String],
     ) -> (Option<Streamed>, Result<Reconciled, Unreconcilable>) {
         let (_dir, p) = files(bt, ot, tt);
-        let streamed = reconcile_files([&p[0], &p[1], &p[2]], &mut finder(docs));
+        let [b, o, t] = [p[0].as_path(), p[1].as_path(), p[2].as_path()];
+        let streamed = reconcile_streams([&b, &o, &t], None, &mut finder(docs));
         let whole = reconcile_transcripts(ot, tt, Some(bt), None, &mut finder(docs));
         (streamed, whole)
     }
