@@ -340,3 +340,59 @@ fn e_conflict_blocks_name_the_sides_as_git_labels_them() {
         .collect();
     assert_eq!(codes, ["unresolved-conflict"], "{doc}");
 }
+
+/// The everyday merge of a long transcript: main holds a few hundred
+/// records, each branch appends a couple (the driver's streamed path: the
+/// base's transcript is a prefix of both sides'). The merge is clean, the
+/// merged transcript is ours then their records rebased, byte for byte
+/// what the whole reconciliation computes from the three versions, and it
+/// replays; with every blob streamed through git (the hook's reads) too.
+#[test]
+fn f_appends_to_a_long_transcript_merge_cleanly_as_the_whole_reconciliation_says() {
+    let r = setup_transcripts();
+    let history: Vec<serde_json::Value> = (0..300)
+        .map(|i| serde_json::json!({"op": "update_attribute", "id": "d", "key": "n", "value": i.to_string()}))
+        .collect();
+    let ops = serde_json::Value::from(history).to_string();
+    r.agent_patch("plan.noma", &ops);
+    r.commit_all("history");
+    r.branch_patch("main", "A", &[body_op("a", "ALPHA"), body_op("c", "GAMMA")]);
+    r.branch_patch("main", "B", &[body_op("b", "BETA")]);
+    let show = |rev: &str, path: &str| r.ok(&["show", &format!("{rev}:{path}")]);
+    let (base_t, ours_t, theirs_t) = (
+        show("main", "plan.noma.patches"),
+        show("B", "plan.noma.patches"),
+        show("A", "plan.noma.patches"),
+    );
+    assert!(ours_t.starts_with(&base_t) && theirs_t.starts_with(&base_t));
+    let start = show("main", "plan.noma");
+    let mut find = |sha: &str| {
+        (noma_core::doc::hash::sha256_hex(start.as_bytes()) == sha).then(|| start.clone())
+    };
+    let whole = noma_git::merge::transcript::reconcile_transcripts(
+        ours_t.as_bytes(),
+        theirs_t.as_bytes(),
+        Some(base_t.as_bytes()),
+        None,
+        &mut find,
+    )
+    .unwrap();
+    assert!(whole.conflicts.is_empty(), "{:?}", whole.conflicts);
+    assert!(whole.transcript.len() > ours_t.len());
+    let base_doc = r.home.path().join("base.noma");
+    std::fs::write(&base_doc, doc()).unwrap();
+    let ours_commit = r.ok(&["rev-parse", "B"]).trim().to_string();
+    for streamed_blobs in ["", "NOMA_STREAM_BLOBS_OVER=0 "] {
+        r.ok(&["checkout", "-q", "B"]);
+        r.ok(&["reset", "-q", "--hard", &ours_commit]);
+        let o = r.sh(&format!("{streamed_blobs}git merge --no-edit A"));
+        assert!(o.status.success(), "merge must be clean: {}", text(&o));
+        let merged = r.read("plan.noma.patches");
+        assert_eq!(merged.as_bytes(), &whole.transcript[..], "{streamed_blobs}");
+        assert_eq!(merged.lines().count(), 300 + 3, "{streamed_blobs}");
+        assert_eq!(r.read("plan.noma"), whole.doc, "{streamed_blobs}");
+        let base_arg = base_doc.to_str().unwrap();
+        let o = r.noma(&["replay", "plan.noma", "--base", base_arg]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+}

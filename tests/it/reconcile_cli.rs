@@ -270,3 +270,76 @@ fn an_appending_branch_reports_the_same_read_whole_or_streamed() {
         }
     }
 }
+
+/// A branch behind a base that moved on (main appended a record too): the
+/// base's records are re-applied from the blobs as streams
+/// (merge/streamed.rs). The report is the same with the blobs read whole or
+/// through `git cat-file`, cold or warm, for a clean rebase and a conflict,
+/// and `--write` writes what the whole reconciliation of the three
+/// versions computes.
+#[test]
+fn a_branch_behind_a_moved_base_reports_and_writes_the_same_read_whole_or_streamed() {
+    fn run(r: &Repo, env: &str, args: &str) -> std::process::Output {
+        r.sh(&format!("{env}noma reconcile --base main {args}"))
+    }
+    let stream = "NOMA_STREAM_BLOBS_OVER=0 ";
+    for clash in [false, true] {
+        let r = Repo::new();
+        for k in 0..4 {
+            r.patch_body(if k % 2 == 0 { "a" } else { "b" }, &format!("main {k}"));
+        }
+        r.commit_all("main");
+        r.ok(&["checkout", "-q", "-b", "feature"]);
+        r.patch_body("b", "feature 1");
+        r.patch_body("b", "feature 2");
+        r.commit_all("feature");
+        r.ok(&["checkout", "-q", "main"]);
+        r.patch_body(if clash { "b" } else { "a" }, "main moves");
+        r.commit_all("main moves");
+        r.ok(&["checkout", "-q", "feature"]);
+        let json = |env: &str, fresh: bool| {
+            let rm = if fresh { "rm -rf .noma/cache && " } else { "" };
+            let o = run(&r, &format!("{rm}{env}"), "--format json");
+            serde_json::from_slice::<serde_json::Value>(&o.stdout)
+                .unwrap_or_else(|_| panic!("{}", text(&o)))
+        };
+        let whole = json("", true);
+        assert_eq!(whole, json(stream, true), "{clash}: streamed");
+        assert_eq!(whole, json("", false), "{clash}: remembered");
+        let d = &whole["documents"][0];
+        assert_eq!(d["replays"], true, "{whole:#}");
+        assert_eq!(
+            (&d["branch_records"], &d["base_records"]),
+            (&2.into(), &1.into())
+        );
+        assert_eq!(d["rebases"], !clash, "{whole:#}");
+        if clash {
+            continue;
+        }
+        let show = |rev: &str, p: &str| r.ok(&["show", &format!("{rev}:{p}")]);
+        let mb = r.ok(&["merge-base", "main", "feature"]).trim().to_string();
+        let mb_doc = show(&mb, "plan.noma");
+        let mut find = |sha: &str| {
+            (noma_core::doc::hash::sha256_hex(mb_doc.as_bytes()) == sha).then(|| mb_doc.clone())
+        };
+        let head_doc = show("feature", "plan.noma");
+        let expected = noma_git::merge::transcript::reconcile_transcripts(
+            show("feature", "plan.noma.patches").as_bytes(),
+            show("main", "plan.noma.patches").as_bytes(),
+            Some(show(&mb, "plan.noma.patches").as_bytes()),
+            Some(&head_doc),
+            &mut find,
+        )
+        .unwrap();
+        for env in ["", stream] {
+            r.ok(&["checkout", "-q", "--", "."]);
+            let o = run(&r, env, "--write");
+            assert!(o.status.success(), "{}", text(&o));
+            assert_eq!(
+                r.read("plan.noma.patches").as_bytes(),
+                &expected.transcript[..]
+            );
+            assert_eq!(r.read("plan.noma"), expected.doc, "{env}");
+        }
+    }
+}

@@ -16,6 +16,10 @@
 //! only the branch's records, and looks for their op_ids in the history's
 //! bytes. Anything this does not accept returns None and the whole-file
 //! check runs, which names the cause.
+//!
+//! When the base revision appended records too, [`branch_replays`] proves
+//! the branch's part the same way, and the caller re-applies the base's
+//! records from the streams (`super::streamed`).
 
 use std::io::{Seek, SeekFrom};
 
@@ -53,6 +57,20 @@ pub(super) fn appended_records(
         let mut head = repo.blob_stream(ids.head).ok()?;
         prefix::extension(&mut committed, &mut head).ok()??
     };
+    branch_replays((repo, cache), ids, &ext, [mb_doc, head_doc], find)
+}
+
+/// [`appended_records`] once HEAD's transcript is known to extend the
+/// merge base's by `ext`, whatever the base revision holds (its records
+/// are re-applied by the caller): the branch's record count when they and
+/// the history replay.
+pub(super) fn branch_replays(
+    (repo, cache): (&Repo, Option<&BlockCache>),
+    ids: TranscriptIds,
+    ext: &prefix::Extension,
+    [mb_doc, head_doc]: [&str; 2],
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<usize> {
     // An empty history is where genesis records pair up: not this path.
     let last = ext.last_line_sha256.as_deref()?;
     let after = replay::Continuation {

@@ -5,6 +5,7 @@
 //! and how to make the transcript record the result.
 
 use std::ffi::OsStr;
+use std::io::Write;
 use std::path::Path;
 
 use noma_core::diag::shell_word;
@@ -42,22 +43,18 @@ pub struct Driven {
 /// Merges the file git names and writes the result into the ours file;
 /// `Err` when a file cannot be read or written.
 pub fn run(call: &Call<'_>) -> Result<Driven, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mine = Versions {
-        base: Some(read(call.base)?),
-        ours: Some(read(call.ours)?),
-        theirs: Some(read(call.theirs)?),
-    };
     let path = call.path.unwrap_or_default();
     let repo = Repo::from_env().ok().filter(|_| !path.is_empty());
     // Versions are found by sha256 in history, never from the merge's
     // commits: a rebase or cherry-pick names none (see noma_git::merge).
     let (result, record_hint) = match document_path(path) {
-        Some(doc) => (merge_transcript_file(&mine, repo.as_ref(), doc), None),
-        None => merge_document_file(&mine, repo.as_ref(), path, call),
+        Some(doc) => (merge_transcript_file(call, repo.as_ref(), doc)?, None),
+        None => {
+            let (result, hint) = merge_document_file(&read(call)?, repo.as_ref(), path, call);
+            write(call.ours, &result.content, false)?;
+            (result, hint)
+        }
     };
-    std::fs::write(call.ours, &result.content)
-        .map_err(|e| format!("{}: {e}", call.ours.display()))?;
     // Printed after the conflicts: how to make the transcript record the result.
     let mut messages: Vec<String> = (result.messages.iter().chain(&record_hint))
         .map(|m| format!("{path}: {m}"))
@@ -77,14 +74,50 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
     })
 }
 
-/// A transcript (`path` is `doc`'s transcript).
-fn merge_transcript_file(mine: &Versions, repo: Option<&Repo>, doc: &str) -> FileMerge {
+/// The three files git hands over, read whole.
+fn read(call: &Call<'_>) -> Result<Versions, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    Ok(Versions {
+        base: Some(read(call.base)?),
+        ours: Some(read(call.ours)?),
+        theirs: Some(read(call.theirs)?),
+    })
+}
+
+/// Writes `content` into the ours file, or appends it.
+fn write(ours: &Path, content: &[u8], append: bool) -> Result<(), String> {
+    // Created and truncated as `std::fs::write` does, unless appending.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .append(append)
+        .truncate(!append)
+        .open(ours);
+    file.and_then(|mut f| f.write_all(content))
+        .map_err(|e| format!("{}: {e}", ours.display()))
+}
+
+/// A transcript (`path` is `doc`'s transcript), merged into the ours file.
+/// The everyday merge appends to it without reading it whole
+/// ([`super::streamed`]); every other goes the whole way.
+fn merge_transcript_file(
+    call: &Call<'_>,
+    repo: Option<&Repo>,
+    doc: &str,
+) -> Result<FileMerge, String> {
     let head_doc = repo
         .and_then(|r| r.head_blob(doc).ok().flatten())
         .into_iter()
         .collect();
     let mut find = super::doc_finder(repo, doc, head_doc);
-    super::merge_transcript(mine, &mut find)
+    let files = [call.base, call.ours, call.theirs];
+    if let Some(appended) = super::streamed::merge_transcript_files(files, &mut find) {
+        write(call.ours, &appended.content, true)?;
+        return Ok(appended);
+    }
+    let result = super::merge_transcript(&read(call)?, &mut find);
+    write(call.ours, &result.content, false)?;
+    Ok(result)
 }
 
 /// A document, with the advice to record it when its transcript does not

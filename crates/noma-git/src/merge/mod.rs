@@ -37,6 +37,11 @@
 //! Without transcripts (or when they do not explain the documents) the
 //! document falls back to [`blocks::merge_documents`]; a transcript that
 //! cannot be reconciled is left as ours and reported as a conflict.
+//!
+//! The transcript driver's everyday merge, where the base's transcript is
+//! a byte prefix of both sides', is reconciled from the appended records
+//! alone ([`streamed`]) and written by appending to ours: the same bytes
+//! and messages, without holding a transcript (issue 35).
 
 pub mod blocks;
 mod checkpoint;
@@ -44,6 +49,7 @@ pub mod clashes;
 pub mod driver;
 pub mod reconcile;
 pub mod report;
+mod streamed;
 pub mod succession;
 pub mod summary;
 #[cfg(test)]
@@ -308,23 +314,27 @@ pub fn merge_transcript(
         tr.theirs.as_deref().unwrap_or_default(),
     );
     match transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find_doc) {
-        Ok(r) => FileMerge {
-            clean: r.conflicts.is_empty(),
-            messages: r
-                .conflicts
-                .iter()
-                .map(|c| format!("conflict: {}", c.describe()))
-                .collect(),
-            content: r.transcript,
-            method: "reconciled",
-            resolved_by_recording: false,
-        },
+        Ok(r) => reconciled_transcript(&r.conflicts, r.transcript),
         Err(e) => keep_ours(
             vec![format!(
                 "transcripts not reconciled ({e}); transcript left as ours"
             )],
             e.removes_base_records,
         ),
+    }
+}
+
+/// A reconciled transcript with `conflicts`; `content` is the merged
+/// transcript (or, from [`streamed`], what to append to ours).
+fn reconciled_transcript(conflicts: &[OpConflict], content: Vec<u8>) -> FileMerge {
+    FileMerge {
+        clean: conflicts.is_empty(),
+        messages: (conflicts.iter())
+            .map(|c| format!("conflict: {}", c.describe()))
+            .collect(),
+        content,
+        method: "reconciled",
+        resolved_by_recording: false,
     }
 }
 

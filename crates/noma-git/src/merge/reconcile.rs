@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::transcript::Reconciled;
 use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
@@ -306,10 +307,15 @@ impl Branch<'_> {
                 .collect(),
         );
         // 2.-4. in the everyday case, without holding a transcript.
-        if let Some(n) = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find) {
-            rep.branch_records = n;
+        if let Some(a) = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find) {
             self.rename_problem(&mut rep, path, old);
             rep.blocks = branch_blocks(text(&mb_doc), head_doc);
+            match a {
+                Appended::Records(n) => rep.branch_records = n,
+                Appended::Rebased(s, head_t) => {
+                    self.report_streamed_rebase(&mut rep, &s, head_t)?
+                }
+            }
             return Ok(Some(rep));
         }
         let files = DocFiles {
@@ -358,18 +364,20 @@ impl Branch<'_> {
         }
     }
 
-    /// Steps 2-4 of a branch that only appended to a transcript the base
-    /// revision left alone ([`super::checkpoint`]): the branch's record
-    /// count, or None when the whole-file checks must run (they hold the
-    /// three transcripts). Only with provenance off at the base: its check
-    /// reads the transcripts whole.
+    /// Steps 2-4 of a branch that only appended to its transcript
+    /// ([`super::checkpoint`]), without holding a transcript: when the base
+    /// revision left it alone, the branch's record count; when the base
+    /// appended too, the base's records re-applied from the streams
+    /// ([`super::streamed`]). None when the whole-file checks must run
+    /// (they hold the three transcripts). Only with provenance off at the
+    /// base: its check reads the transcripts whole.
     fn appended_records(
         &self,
         [path, old]: [&str; 2],
         mb_doc: Option<&str>,
         head_doc: &str,
         find: &mut dyn FnMut(&str) -> Option<String>,
-    ) -> Option<usize> {
+    ) -> Option<Appended> {
         if !self.provenance_off {
             return None;
         }
@@ -381,7 +389,33 @@ impl Branch<'_> {
             base: id(self.base_tip, &tpath).or_else(|| id(self.base_tip, &old_t))?,
         };
         let store = (self.repo, self.cache);
-        super::checkpoint::appended_records(store, ids, [mb_doc?, head_doc], find)
+        let docs = [mb_doc?, head_doc];
+        if ids.base == ids.merge_base {
+            let n = super::checkpoint::appended_records(store, ids, docs, find)?;
+            return Some(Appended::Records(n));
+        }
+        let blob = |id| super::streamed::Blob(self.repo, id);
+        let (mb, head, base) = (blob(ids.merge_base), blob(ids.head), blob(ids.base));
+        let s = super::streamed::reconcile_streams([&mb, &head, &base], Some(head_doc), find)?;
+        super::checkpoint::branch_replays(store, ids, &s.ours, docs, find)?;
+        Some(Appended::Rebased(Box::new(s), ids.head))
+    }
+
+    /// Step 4's report from the streams (see [`Branch::appended_records`]):
+    /// what [`Branch::check_rebase`] reports; `--write` writes HEAD's
+    /// transcript blob `head_t` and then the records re-applied.
+    fn report_streamed_rebase(
+        &self,
+        rep: &mut DocReport,
+        s: &super::streamed::Streamed,
+        head_t: Oid,
+    ) -> Result<(), ReconcileError> {
+        let write = |dest: &Path| -> std::io::Result<()> {
+            let mut file = std::fs::File::create(dest)?;
+            std::io::copy(&mut self.repo.blob_stream(head_t)?, &mut file)?;
+            std::io::Write::write_all(&mut file, &s.append)
+        };
+        self.report_rebase(rep, &s.reconciled, !s.append.is_empty(), &write)
     }
 
     /// Step 4: re-applies the base revision's newer records onto the
@@ -422,6 +456,23 @@ impl Branch<'_> {
                 return Ok(());
             }
         };
+        let changed = r.transcript != files.head_transcript();
+        self.report_rebase(rep, &r, changed, &|dest| {
+            std::fs::write(dest, &r.transcript)
+        })
+    }
+
+    /// Step 4's report of `r`, HEAD's transcript reconciled with the base
+    /// revision's; with `--write`, a clean one that `changed` the
+    /// transcript is written into the work tree (`write_transcript` writes
+    /// the transcript into the file it is given).
+    fn report_rebase(
+        &self,
+        rep: &mut DocReport,
+        r: &Reconciled,
+        changed: bool,
+        write_transcript: &dyn Fn(&Path) -> std::io::Result<()>,
+    ) -> Result<(), ReconcileError> {
         rep.branch_records = r.ours_new;
         rep.base_records = r.theirs_new;
         for c in &r.conflicts {
@@ -433,11 +484,11 @@ impl Branch<'_> {
                 b.rebase = "conflict";
             }
         }
-        if self.write && r.transcript != files.head_transcript() && r.conflicts.is_empty() {
+        if self.write && changed && r.conflicts.is_empty() {
             if let Some(wd) = &self.workdir {
                 let path = &rep.path;
                 std::fs::write(wd.join(path), r.doc.as_bytes())
-                    .and_then(|_| std::fs::write(wd.join(&files.tpath), &r.transcript))
+                    .and_then(|_| write_transcript(&wd.join(transcript_path(path))))
                     // The base's records come with their signatures.
                     .and_then(|_| {
                         crate::provenance::sidecar::union_into_file(
@@ -457,6 +508,15 @@ impl Branch<'_> {
         }
         Ok(())
     }
+}
+
+/// What [`Branch::appended_records`] found without holding a transcript.
+enum Appended {
+    /// The branch's record count; the base revision left the transcript alone.
+    Records(usize),
+    /// The base revision's records re-applied onto the branch, and HEAD's
+    /// transcript blob (the merged transcript's first bytes).
+    Rebased(Box<super::streamed::Streamed>, Oid),
 }
 
 impl DocReport {
@@ -787,6 +847,11 @@ mod tests {
         UnrecordedEdit,
         /// Appends one record while main appends one too.
         BaseMoved,
+        /// Appends one record while main changes the same block.
+        BaseMovedClash,
+        /// Appends one record while main appends a record whose op_id
+        /// the history holds.
+        BaseMovedReusedOpId,
         /// Appends one record onto a history whose first op was changed
         /// (committed on main past the hook).
         TamperedHistory,
@@ -846,11 +911,28 @@ mod tests {
                 commit(d, &d2, &[head, tail.as_bytes()].concat(), "topic");
             }
             Topic::UnrecordedEdit => commit(d, &d1.replace("B1", "B9"), &t1, "topic"),
-            Topic::BaseMoved => {
+            Topic::BaseMoved | Topic::BaseMovedClash | Topic::BaseMovedReusedOpId => {
                 let (d2, t2) = extend(&d1, &t1, &more(1));
                 commit(d, &d2, &t2, "topic");
                 git(d, &["checkout", "-q", "main"]);
-                let (dm, tm) = extend(&d1, &t1, &[body("a", "A2")]);
+                let block = if let Topic::BaseMovedClash = topic {
+                    "b"
+                } else {
+                    "a"
+                };
+                let (dm, mut tm) = extend(&d1, &t1, &[body(block, "M2")]);
+                if let Topic::BaseMovedReusedOpId = topic {
+                    let ids = |t: &[u8]| -> Vec<String> {
+                        let p = noma_core::transcript::parse_transcript(t).expect("parses");
+                        p.entries.into_iter().map(|e| e.record.op_id).collect()
+                    };
+                    let (old, new) = (ids(&t1)[0].clone(), ids(&tm)[2].clone());
+                    let (head, tail) = tm.split_at(t1.len());
+                    let tail = String::from_utf8(tail.to_vec())
+                        .unwrap()
+                        .replace(&new, &old);
+                    tm = [head, tail.as_bytes()].concat();
+                }
                 commit(d, &dm, &tm, "main moves");
                 git(d, &["checkout", "-q", "topic"]);
             }
@@ -866,7 +948,9 @@ mod tests {
             (Topic::Append(3), Some(3)),
             (Topic::ReusedOpId, None),
             (Topic::UnrecordedEdit, None),
-            (Topic::BaseMoved, None),
+            (Topic::BaseMoved, Some(1)),
+            (Topic::BaseMovedClash, Some(1)),
+            (Topic::BaseMovedReusedOpId, None),
             (Topic::TamperedHistory, None),
         ];
         for (topic, streamed) in cases {
@@ -882,7 +966,7 @@ mod tests {
                 String::from_utf8(branch.blob(branch.merge_base, "d.noma").unwrap()).unwrap();
             let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
             let got = branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder);
-            assert_eq!(got, streamed, "{topic:?}");
+            assert_eq!(records(got), streamed, "{topic:?}");
             let fast = branch
                 .check_document("d.noma")
                 .expect("checks")
@@ -896,11 +980,49 @@ mod tests {
             assert_eq!(json(&fast), json(&whole), "{topic:?}");
             assert_eq!(
                 fast.replays,
-                streamed.is_some() || matches!(topic, Topic::BaseMoved),
+                streamed.is_some() || matches!(topic, Topic::BaseMovedReusedOpId),
                 "{topic:?}: {}",
                 json(&fast)
             );
+            let conflicts = matches!(topic, Topic::BaseMovedClash);
+            assert_eq!(fast.rebases, !conflicts, "{topic:?}: {}", json(&fast));
         }
+    }
+
+    /// The branch's record count [`Branch::appended_records`] found.
+    fn records(a: Option<Appended>) -> Option<usize> {
+        a.map(|a| match a {
+            Appended::Records(n) => n,
+            Appended::Rebased(s, _) => s.reconciled.ours_new,
+        })
+    }
+
+    /// `--write` of a base that moved on: the streamed check writes the
+    /// whole check's bytes (HEAD's transcript, then main's record
+    /// re-applied). (tests/it/reconcile_cli.rs streams the blobs through
+    /// `git cat-file` too.)
+    #[test]
+    fn the_streamed_rebase_writes_what_the_whole_rebase_writes() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fork(tmp.path(), Topic::BaseMoved);
+        let repo = Repo::discover(tmp.path()).expect("repo");
+        let cache = BlockCache::disabled();
+        let head_t = std::fs::read(tmp.path().join("d.noma.patches")).expect("read");
+        let mut written = Vec::new();
+        for whole in [false, true] {
+            git(tmp.path(), &["checkout", "-q", "--", "."]);
+            let (mut branch, _) = Branch::new((&repo, &cache), "main", true).expect("branch");
+            branch.provenance_off = !whole;
+            let rep = branch.check_document("d.noma").expect("checks");
+            let rep = rep.expect("report");
+            assert!(rep.written && rep.rebases, "{rep:?}");
+            assert_eq!((rep.branch_records, rep.base_records), (1, 1));
+            let read = |p: &str| std::fs::read(tmp.path().join(p)).expect("read");
+            let (doc, t) = (read("d.noma"), read("d.noma.patches"));
+            assert!(t.starts_with(&head_t) && t.len() > head_t.len());
+            written.push((doc, t));
+        }
+        assert_eq!(written[0], written[1], "streamed and whole write the same");
     }
 
     /// The history's replay is remembered by blob id and document, and a
@@ -927,7 +1049,12 @@ mod tests {
             let head_doc = std::fs::read_to_string(tmp.path().join("d.noma")).expect("read");
             let check = || {
                 let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
-                branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder)
+                records(branch.appended_records(
+                    ["d.noma"; 2],
+                    Some(&mb_doc),
+                    &head_doc,
+                    &mut finder,
+                ))
             };
             match topic {
                 Topic::TamperedHistory => {
@@ -952,7 +1079,7 @@ mod tests {
                         &head_doc,
                         &mut finder,
                     );
-                    assert_eq!(got, None);
+                    assert!(got.is_none());
                 }
                 Topic::ReusedOpId => {
                     // Remembered or not, a reused op_id is the whole

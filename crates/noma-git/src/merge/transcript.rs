@@ -293,66 +293,132 @@ pub fn reconcile_transcripts(
     let ours_all: HashSet<&str> = fork.prefix.iter().chain(&fork.onew).map(origin).collect();
     let in_base: HashSet<&str> = base_records.iter().map(origin).collect();
     refuse_their_removals(&fork, &ours_all, &in_base)?;
-    let base_doc = fork.start_doc(fallback_doc, find_doc)?;
-    let (our_doc, our_steps) = replay_side(&base_doc, &fork.onew, "ours")?;
-    let (their_doc, their_steps) = replay_side(&base_doc, &fork.tnew, "theirs")?;
-    let unique: Vec<&Record> = fork
-        .tnew
-        .iter()
-        .filter(|r| !ours_all.contains(origin(r)) && !in_base.contains(origin(r)))
+    let prefix_end = last_applied_post(&fork.prefix);
+    let start = start_doc(prefix_end, [&fork.onew, &fork.tnew], fallback_doc, find_doc)?;
+    let tails = Tails {
+        onew: &fork.onew,
+        tnew: &fork.tnew,
+        our_last_line: fork.our_last_line.clone(),
+        our_genesis: fork.our_genesis,
+        ours_all: &ours_all,
+        in_base: &in_base,
+    };
+    let Rebased {
+        merged,
+        mut reconciled,
+    } = rebase_tails(&tails, &start)?;
+    reconciled.transcript = match merged {
+        Merged::Ours => ot.to_vec(),
+        Merged::Theirs => tt.to_vec(),
+        Merged::OursThen(tail) => [ot, &tail].concat(),
+    };
+    Ok(reconciled)
+}
+
+/// The records both sides appended after their common prefix, and what the
+/// analysis needs to know of that prefix and of the merge base: the whole
+/// reconciliation and the streamed one ([`super::streamed`]) share
+/// [`rebase_tails`].
+pub(super) struct Tails<'a> {
+    /// Our records after the common prefix.
+    pub onew: &'a [Record],
+    /// Their records after the common prefix.
+    pub tnew: &'a [Record],
+    /// sha256 of our last line, which the first carried-over record
+    /// chains onto.
+    pub our_last_line: Option<String>,
+    /// Our transcript opens with a genesis record theirs lacks (see
+    /// `Fork::read`).
+    pub our_genesis: bool,
+    /// Origins ours holds (prefix and `onew`); only `tnew`'s are asked.
+    pub ours_all: &'a HashSet<&'a str>,
+    /// Origins the merge base holds; only `tnew`'s are asked.
+    pub in_base: &'a HashSet<&'a str>,
+}
+
+/// The merged transcript, told relative to the inputs (the streamed path
+/// appends to ours instead of building it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Merged {
+    /// Ours as it is.
+    Ours,
+    /// Theirs as it is (a fast-forward: ours is a line prefix of it).
+    Theirs,
+    /// Ours, then these records.
+    OursThen(Vec<u8>),
+}
+
+/// What [`rebase_tails`] decided: the merged transcript, and the rest of
+/// the [`Reconciled`] (its `transcript` left empty).
+pub(super) struct Rebased {
+    pub merged: Merged,
+    pub reconciled: Reconciled,
+}
+
+/// Replays both sides' new records from `start` (the document the common
+/// prefix ends at) and carries their unique records onto our final state:
+/// the decision of [`reconcile_transcripts`] once the prefix is known.
+pub(super) fn rebase_tails(t: &Tails<'_>, start: &str) -> Result<Rebased, Unreconcilable> {
+    let (our_doc, our_steps) = replay_side(start, t.onew, "ours")?;
+    let (their_doc, their_steps) = replay_side(start, t.tnew, "theirs")?;
+    let lacked = |r: &&Record| !t.ours_all.contains(origin(r));
+    let unique: Vec<&Record> = (t.tnew.iter())
+        .filter(|r| lacked(r) && !t.in_base.contains(origin(r)))
         .collect();
     // Base records ours lacks: theirs verbatim would bring them back.
-    let removed_by_us = fork
-        .tnew
-        .iter()
-        .any(|r| in_base.contains(origin(r)) && !ours_all.contains(origin(r)));
+    let removed_by_us = (t.tnew.iter()).any(|r| t.in_base.contains(origin(r)) && lacked(&r));
     let sides = [&our_doc, &their_doc];
-    if fork.onew.is_empty() && !removed_by_us && !fork.our_genesis {
+    if t.onew.is_empty() && !removed_by_us && !t.our_genesis {
         // Ours is where theirs started: theirs as it is (a fast-forward).
-        return Ok(Reconciled::whole(
-            tt,
-            &their_doc,
-            sides,
-            (0, fork.tnew.len()),
-        ));
+        let r = Reconciled::whole(&their_doc, sides, (0, t.tnew.len()));
+        return Ok(Rebased {
+            merged: Merged::Theirs,
+            reconciled: r,
+        });
     }
     if unique.is_empty() {
-        return Ok(Reconciled::whole(ot, &our_doc, sides, (fork.onew.len(), 0)));
+        let r = Reconciled::whole(&our_doc, sides, (t.onew.len(), 0));
+        return Ok(Rebased {
+            merged: Merged::Ours,
+            reconciled: r,
+        });
     }
     let mut rebase = Rebase {
         state: our_doc.clone(),
-        ours_touched: our_touches(&fork.onew, &our_steps, &fork.tnew),
+        ours_touched: our_touches(t.onew, &our_steps, t.tnew),
         blocked: Touches::default(),
         steps: their_steps.iter().map(|s| (s.op_id.as_str(), s)).collect(),
         conflicts: Vec::new(),
         out: Vec::new(),
         rebased: Vec::new(),
-        renames: renames(&fork.onew),
+        renames: renames(t.onew),
     };
     for rec in unique {
         rebase.carry(rec);
     }
-    let tail = noma_store::engine::chain_and_serialise(&mut rebase.out, fork.our_last_line);
-    let mut merged = ot.to_vec();
-    merged.extend_from_slice(&tail);
-    Ok(Reconciled {
-        transcript: merged,
-        doc: rebase.state,
-        ours_doc: our_doc,
-        theirs_doc: their_doc,
-        rebased: rebase.rebased,
-        conflicts: rebase.conflicts,
-        ours_new: fork.onew.len(),
-        theirs_new: fork.tnew.len(),
+    let tail = noma_store::engine::chain_and_serialise(&mut rebase.out, t.our_last_line.clone());
+    Ok(Rebased {
+        merged: Merged::OursThen(tail),
+        reconciled: Reconciled {
+            transcript: Vec::new(),
+            doc: rebase.state,
+            ours_doc: our_doc,
+            theirs_doc: their_doc,
+            rebased: rebase.rebased,
+            conflicts: rebase.conflicts,
+            ours_new: t.onew.len(),
+            theirs_new: t.tnew.len(),
+        },
     })
 }
 
 impl Reconciled {
-    /// One side's transcript `t` taken whole, replaying to `doc`; `sides`
-    /// are [ours, theirs]' documents and `new` their new record counts.
-    fn whole(t: &[u8], doc: &str, [ours, theirs]: [&String; 2], new: (usize, usize)) -> Self {
+    /// One side's transcript taken whole (left for the caller to fill in),
+    /// replaying to `doc`; `sides` are [ours, theirs]' documents and `new`
+    /// their new record counts.
+    fn whole(doc: &str, [ours, theirs]: [&String; 2], new: (usize, usize)) -> Self {
         Reconciled {
-            transcript: t.to_vec(),
+            transcript: Vec::new(),
             doc: doc.to_string(),
             ours_doc: ours.clone(),
             theirs_doc: theirs.clone(),
@@ -475,35 +541,39 @@ impl Fork {
             our_genesis,
         })
     }
+}
 
-    /// The document the common prefix ends at, which both sides replay
-    /// from: found by the sha256 the records name, else `fallback_doc`
-    /// when no record was ever applied.
-    fn start_doc(
-        &self,
-        fallback_doc: Option<&str>,
-        find_doc: &mut dyn FnMut(&str) -> Option<String>,
-    ) -> Result<String, Unreconcilable> {
-        let applied = |r: &&Record| r.patch_result == PatchResult::Applied;
-        let start_sha = self
-            .prefix
-            .iter()
-            .rev()
-            .find(applied)
-            .map(|r| r.post_sha256.clone())
-            .or_else(|| self.onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
-            .or_else(|| self.tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
-        match start_sha {
-            None => fallback_doc
-                .map(str::to_string)
-                .ok_or_else(|| Unreconcilable::new("no document version to start from")),
-            Some(sha) => find_doc(&sha).ok_or_else(|| {
-                Unreconcilable::new(format!(
-                    "the document state the common transcript ends at ({}) was not found in the repository",
-                    short_sha(&sha)
-                ))
-            }),
-        }
+/// The `post_sha256` of the last applied record of `prefix`.
+pub(super) fn last_applied_post(prefix: &[Record]) -> Option<String> {
+    (prefix.iter().rev())
+        .find(|r| r.patch_result == PatchResult::Applied)
+        .map(|r| r.post_sha256.clone())
+}
+
+/// The document the common prefix ends at (`prefix_end`, its last applied
+/// record's `post_sha256`), which both sides replay from: found by the
+/// sha256 the records name, else `fallback_doc` when no record was ever
+/// applied.
+pub(super) fn start_doc(
+    prefix_end: Option<String>,
+    [onew, tnew]: [&[Record]; 2],
+    fallback_doc: Option<&str>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<String, Unreconcilable> {
+    let applied = |r: &&Record| r.patch_result == PatchResult::Applied;
+    let start_sha = prefix_end
+        .or_else(|| onew.iter().find(applied).map(|r| r.pre_sha256.clone()))
+        .or_else(|| tnew.iter().find(applied).map(|r| r.pre_sha256.clone()));
+    match start_sha {
+        None => fallback_doc
+            .map(str::to_string)
+            .ok_or_else(|| Unreconcilable::new("no document version to start from")),
+        Some(sha) => find_doc(&sha).ok_or_else(|| {
+            Unreconcilable::new(format!(
+                "the document state the common transcript ends at ({}) was not found in the repository",
+                short_sha(&sha)
+            ))
+        }),
     }
 }
 
