@@ -144,21 +144,24 @@ pub fn find_transcript_for(
 /// commit), found without walking history.
 pub fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
     let (lines, _) = noma_core::transcript::split_lines(t);
-    let applied: Vec<(usize, noma_core::transcript::Record)> = lines
-        .iter()
-        .filter_map(|l| {
-            let r = noma_core::transcript::parse_record(l.number, l.raw).ok()?;
-            (r.patch_result == noma_core::transcript::PatchResult::Applied)
-                .then_some((l.offset + l.raw.len(), r))
-        })
-        .collect();
-    if let Some((end, _)) = applied.iter().rev().find(|(_, r)| r.post_sha256 == sha) {
-        return t.get(..*end);
+    // One record parsed at a time: only the answer's offsets are kept.
+    let (mut last_end, mut first_pre_matches) = (None, None);
+    for l in &lines {
+        let Ok(r) = noma_core::transcript::parse_record(l.number, l.raw) else {
+            continue;
+        };
+        if r.patch_result != noma_core::transcript::PatchResult::Applied {
+            continue;
+        }
+        first_pre_matches.get_or_insert(r.pre_sha256 == sha);
+        if r.post_sha256 == sha {
+            last_end = Some(l.offset + l.raw.len());
+        }
     }
-    applied
-        .first()
-        .filter(|(_, r)| r.pre_sha256 == sha)
-        .map(|_| &t[..0])
+    match last_end {
+        Some(end) => t.get(..end),
+        None => (first_pre_matches == Some(true)).then(|| &t[..0]),
+    }
 }
 
 /// A document finder for the reconciliation: the given versions first,
@@ -282,7 +285,16 @@ fn reconcile_checked(
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Reconciled, Unreconcilable> {
     let (ot, tt) = (ot.unwrap_or_default(), tt.unwrap_or_default());
-    let r = transcript::reconcile_transcripts(ot, tt, bt, Some(o), find_doc)?;
+    // When the base's transcript is a prefix of both (the everyday merge),
+    // the history is not parsed into records and kept (issue 35); anything
+    // else, or anything the stream does not accept, is reconciled whole.
+    let streamed = bt
+        .and_then(|bt| streamed::reconcile_streams([&bt, &ot, &tt], Some(o), find_doc))
+        .map(|s| s.reconciled);
+    let r = match streamed {
+        Some(r) => r,
+        None => transcript::reconcile_transcripts(ot, tt, bt, Some(o), find_doc)?,
+    };
     if r.ours_doc != o {
         return Err(Unreconcilable::new(
             "our document is not what our transcript replays to",

@@ -50,6 +50,15 @@ pub(super) trait Source {
     fn open(&self) -> Option<Box<dyn Read + '_>>;
 }
 
+/// Bytes already read (the document driver finds the transcripts whole in
+/// history): streamed, the shared history is checked a line at a time
+/// instead of parsed into records and kept.
+impl Source for &[u8] {
+    fn open(&self) -> Option<Box<dyn Read + '_>> {
+        Some(Box::new(*self))
+    }
+}
+
 impl Source for &Path {
     fn open(&self) -> Option<Box<dyn Read + '_>> {
         Some(Box::new(File::open(self).ok()?))
@@ -281,6 +290,18 @@ mod tests {
         let (_dir, p) = files(bt, ot, tt);
         let [b, o, t] = [p[0].as_path(), p[1].as_path(), p[2].as_path()];
         let streamed = reconcile_streams([&b, &o, &t], None, &mut finder(docs));
+        // The same read from bytes in memory (the document driver's way).
+        let from_bytes = reconcile_streams([&bt, &ot, &tt], None, &mut finder(docs));
+        assert_eq!(
+            format!(
+                "{:?}",
+                from_bytes.as_ref().map(|s| (&s.append, &s.reconciled.doc))
+            ),
+            format!(
+                "{:?}",
+                streamed.as_ref().map(|s| (&s.append, &s.reconciled.doc))
+            )
+        );
         let whole = reconcile_transcripts(ot, tt, Some(bt), None, &mut finder(docs));
         (streamed, whole)
     }
