@@ -5,7 +5,6 @@
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
-use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -53,7 +52,7 @@ pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     let opened = if provenance {
         noma_store::fsio::read_regular(&tpath).map(Opened::Whole)
     } else {
-        open_lines(&tpath).map(Opened::Lines)
+        noma_store::fsio::open_lines(&tpath).map(Opened::Lines)
     };
     let (newest, whole) = match opened {
         Ok(Opened::Whole(bytes)) => (newest_records(&bytes[..], limit, after), Some(bytes)),
@@ -100,15 +99,6 @@ enum Opened {
     Whole(Vec<u8>),
     /// To be read a line at a time.
     Lines(BufReader<File>),
-}
-
-/// Opens a transcript to be read a line at a time. FIFOs, devices and
-/// directories are refused as [`noma_store::fsio::read_regular`] refuses
-/// them; the size cap is not applied: it guards whole reads, and memory
-/// here does not follow the file.
-fn open_lines(path: &Path) -> io::Result<BufReader<File>> {
-    noma_store::fsio::check_kind(path)?;
-    Ok(BufReader::with_capacity(64 * 1024, File::open(path)?))
 }
 
 /// What `transcript_read` answers from a transcript's lines.

@@ -82,6 +82,15 @@ pub fn check_kind(path: &Path) -> io::Result<std::fs::Metadata> {
     Ok(meta)
 }
 
+/// A transcript opened to be read a line at a time: FIFOs, devices and
+/// directories are refused as [`read_regular`] refuses them ([`check_kind`]),
+/// but no size cap applies, since memory then follows the longest line,
+/// not the file (issue 35).
+pub fn open_lines(path: &Path) -> io::Result<io::BufReader<File>> {
+    check_kind(path)?;
+    Ok(io::BufReader::with_capacity(64 * 1024, File::open(path)?))
+}
+
 fn too_big(len: u64, cap: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,

@@ -65,12 +65,11 @@ pub(super) fn scan(doc_path: &Path, tpath: &Path) -> Result<Scanned, RecordError
     };
     // FIFOs and devices are refused before they are opened; a transcript
     // has no size cap, as it is never held.
-    let file = match fsio::check_kind(tpath).and_then(|_| File::open(tpath)) {
-        Ok(f) => f,
+    let mut reader = match fsio::open_lines(tpath) {
+        Ok(r) => r,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(scanned),
         Err(e) => return Err(unreadable(e).into()),
     };
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut join = JoinScan::default();
     let (first_error, torn) = scanned.read_lines(&mut reader, &mut join)?;
     reader.rewind().map_err(unreadable)?;
