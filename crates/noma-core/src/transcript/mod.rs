@@ -82,6 +82,17 @@ pub enum ActorKind {
     Tool,
 }
 
+impl ActorKind {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::Human => "human",
+            ActorKind::Agent => "agent",
+            ActorKind::Tool => "tool",
+        }
+    }
+}
+
 /// Outcome of one attempted op (§5.1). `partial` does not exist by design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

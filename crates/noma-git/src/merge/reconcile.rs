@@ -79,6 +79,11 @@ pub struct DocReport {
     pub written: bool,
     /// Per block the branch changed.
     pub blocks: Vec<BlockStatus>,
+    /// With provenance on, each record of the checked range: the actor it
+    /// names, the principal whose signature verifies and the approver
+    /// (its problems are findings). Empty with provenance off.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<crate::provenance::verify::RecordStatus>,
     /// Everything found.
     pub findings: Vec<Finding>,
 }
@@ -330,17 +335,19 @@ impl Branch<'_> {
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
-        for l in crate::provenance::check::branch_problems(
+        let signed = crate::provenance::check::branch_check(
             self.repo,
             [self.base_tip, self.head, self.merge_base],
             path,
             files.head_transcript(),
             files.prefix(),
-        ) {
+        );
+        for l in signed.problems {
             let mut f = finding(l.problem.level, l.problem.code, &l.path, l.problem.message);
             f.line = (l.problem.line > 0).then_some(l.problem.line);
             rep.findings.push(f);
         }
+        rep.records = signed.records;
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
         // 4. Do the base's newer records re-apply onto the branch?
@@ -532,6 +539,7 @@ impl DocReport {
             base_records: 0,
             written: false,
             blocks: Vec::new(),
+            records: Vec::new(),
             findings: Vec::new(),
         }
     }

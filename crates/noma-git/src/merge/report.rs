@@ -6,6 +6,8 @@
 use serde_json::{json, Value};
 
 use super::reconcile::{DocReport, Finding};
+use crate::provenance::verify::{signer_matches_actor, RecordStatus};
+use noma_core::transcript::transcript_path;
 
 fn yes(b: bool) -> &'static str {
     if b {
@@ -36,6 +38,9 @@ pub fn human(reports: &[DocReport]) -> String {
                 b.id, b.change, b.rebase
             ));
         }
+        for s in &r.records {
+            out.push_str(&format!("  record {}\n", signer_text(s)));
+        }
         for f in &r.findings {
             let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
             out.push_str(&format!(
@@ -55,6 +60,29 @@ pub fn human(reports: &[DocReport]) -> String {
     out
 }
 
+/// Who a checked record names, who verifiably signed it and who approved
+/// it: `line 4 (human carol): signed by alice@example.com (not the
+/// actor), approved by bob@example.com`.
+pub fn signer_text(s: &RecordStatus) -> String {
+    let mut out = format!("line {} ({}): ", s.line, s.actor);
+    match &s.signed_by {
+        Some(p) => {
+            out.push_str(&format!("signed by {p}"));
+            let name = s.actor.split_once(' ').map_or("", |(_, n)| n);
+            if !signer_matches_actor(p, name) {
+                out.push_str(" (not the actor)");
+            }
+        }
+        None => out.push_str("no verified signature"),
+    }
+    match (&s.approved_by, s.needs_approval) {
+        (Some(a), _) => out.push_str(&format!(", approved by {a}")),
+        (None, true) => out.push_str(", not approved"),
+        (None, false) => {}
+    }
+    out
+}
+
 /// Escapes a workflow-command message (`%`, CR, LF) or property (also `:` and `,`).
 fn gh_escape(s: &str, property: bool) -> String {
     let mut out = s
@@ -67,9 +95,21 @@ fn gh_escape(s: &str, property: bool) -> String {
     out
 }
 
-/// One workflow command (`::error file=…,line=…,title=…::…`) per finding.
+/// One workflow command (`::error file=…,line=…,title=…::…`) per finding,
+/// and per document with provenance on one notice naming each checked
+/// record's signer and approver.
 pub fn github(reports: &[DocReport]) -> String {
     let mut out = String::new();
+    for r in reports.iter().filter(|r| !r.records.is_empty()) {
+        let list: Vec<String> = r.records.iter().map(signer_text).collect();
+        out.push_str(&format!(
+            "::notice file={},line={},title={}::{}\n",
+            gh_escape(&transcript_path(&r.path), true),
+            r.records[0].line,
+            gh_escape("noma signers", true),
+            gh_escape(&list.join("; "), false)
+        ));
+    }
     for f in reports.iter().flat_map(|r| &r.findings) {
         let cmd = match f.level {
             "error" => "error",
@@ -98,7 +138,19 @@ pub fn github(reports: &[DocReport]) -> String {
     out
 }
 
-fn sarif_result(f: &Finding) -> Value {
+fn record_json(path: &str, s: &RecordStatus) -> Value {
+    json!({
+        "path": transcript_path(path),
+        "line": s.line,
+        "opId": s.op_id,
+        "actor": s.actor,
+        "signedBy": s.signed_by,
+        "needsApproval": s.needs_approval,
+        "approvedBy": s.approved_by,
+    })
+}
+
+fn sarif_result(f: &Finding, signer: Option<&RecordStatus>) -> Value {
     let mut region = json!({});
     if let Some(l) = f.line.filter(|l| *l > 0) {
         region = json!({"startLine": l});
@@ -116,16 +168,33 @@ fn sarif_result(f: &Finding) -> Value {
     if let Some(b) = &f.block {
         result["properties"] = json!({"block": b});
     }
+    if let Some(s) = signer {
+        result["properties"]["actor"] = json!(s.actor);
+        result["properties"]["signedBy"] = json!(s.signed_by);
+        result["properties"]["approvedBy"] = json!(s.approved_by);
+    }
     result
 }
 
-/// The reports as a SARIF 2.1.0 log of the tool `noma` at `version`.
+/// The reports as a SARIF 2.1.0 log of the tool `noma` at `version`: a
+/// finding on a checked record carries its actor, signer and approver in
+/// its property bag, and the run's bag lists every checked record.
 pub fn sarif(reports: &[DocReport], version: &str) -> Value {
     let findings: Vec<&Finding> = reports.iter().flat_map(|r| &r.findings).collect();
+    let signer_of = |f: &Finding| {
+        let r = reports
+            .iter()
+            .find(|r| transcript_path(&r.path) == f.path)?;
+        r.records.iter().find(|s| Some(s.line) == f.line)
+    };
+    let records: Vec<Value> = reports
+        .iter()
+        .flat_map(|r| r.records.iter().map(|s| record_json(&r.path, s)))
+        .collect();
     let mut rules: Vec<&str> = findings.iter().map(|f| f.code.as_str()).collect();
     rules.sort_unstable();
     rules.dedup();
-    json!({
+    let mut log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -138,9 +207,13 @@ pub fn sarif(reports: &[DocReport], version: &str) -> Value {
                     "shortDescription": {"text": format!("noma {r}")},
                 })).collect::<Vec<_>>(),
             }},
-            "results": findings.iter().map(|f| sarif_result(f)).collect::<Vec<_>>(),
+            "results": findings.iter().map(|f| sarif_result(f, signer_of(f))).collect::<Vec<_>>(),
         }],
-    })
+    });
+    if !records.is_empty() {
+        log["runs"][0]["properties"] = json!({"records": records});
+    }
+    log
 }
 
 #[cfg(test)]
@@ -169,6 +242,7 @@ mod tests {
             base_records: 1,
             written: false,
             blocks: Vec::new(),
+            records: Vec::new(),
             findings,
         }
     }

@@ -14,6 +14,7 @@ use super::reconcile::DocReport;
 use crate::cache::BlockCache;
 use crate::changes::{self, BlockChange, Query};
 use crate::git::repo::Repo;
+use crate::provenance::verify::{signer_matches_actor, RecordStatus};
 
 /// Rows (blocks plus findings) a document shows before its section folds.
 pub const OPEN_ROWS: usize = 8;
@@ -27,6 +28,12 @@ pub struct Attribution {
     pub actors: Vec<String>,
     /// The records' reasons, first-seen order, without repeats.
     pub reasons: Vec<String>,
+    /// With provenance on, the verified signer of each record (`none`
+    /// without one; a signer who is not the actor is marked).
+    pub signers: Vec<String>,
+    /// With provenance on, the approver of each agent record (`none`
+    /// when it is not approved).
+    pub approvers: Vec<String>,
 }
 
 /// One document of the summary.
@@ -75,15 +82,22 @@ pub fn collect(
             DocSummary {
                 path: r.path.clone(),
                 blocks,
-                by_block: attribute(&before, &after),
+                by_block: attribute(&before, &after, &r.records),
             }
         })
         .collect())
 }
 
 /// Who and why per block, from the records `after` appends to `before`
-/// (a transcript that is not an extension of the base's is read whole).
-pub fn attribute(before: &[u8], after: &[u8]) -> BTreeMap<String, Attribution> {
+/// (a transcript that is not an extension of the base's is read whole),
+/// with the signers and approvers reconcile verified for them.
+pub fn attribute(
+    before: &[u8],
+    after: &[u8],
+    checked: &[RecordStatus],
+) -> BTreeMap<String, Attribution> {
+    let by_op: std::collections::HashMap<&str, &RecordStatus> =
+        checked.iter().map(|s| (s.op_id.as_str(), s)).collect();
     let appended = after.strip_prefix(before).unwrap_or(after);
     let mut out: BTreeMap<String, Attribution> = BTreeMap::new();
     for line in appended.split(|b| *b == b'\n') {
@@ -113,10 +127,20 @@ pub fn attribute(before: &[u8], after: &[u8]) -> BTreeMap<String, Attribution> {
         if ids.is_empty() {
             ids.push("");
         }
+        let status = rec["op_id"].as_str().and_then(|id| by_op.get(id));
+        let signer = status.map(|s| signer_cell(s, &actor["name"]));
+        let approver = status
+            .filter(|s| s.needs_approval)
+            .map(|s| s.approved_by.clone().unwrap_or_else(|| "none".into()));
         for id in ids {
             let a = out.entry(id.to_string()).or_default();
             if !a.actors.contains(&who) {
                 a.actors.push(who.clone());
+            }
+            for (list, v) in [(&mut a.signers, &signer), (&mut a.approvers, &approver)] {
+                if let Some(v) = v.as_ref().filter(|v| !list.contains(v)) {
+                    list.push(v.clone());
+                }
             }
             if let Some(r) = rec["reason"].as_str().filter(|r| !r.trim().is_empty()) {
                 let r = r.to_string();
@@ -127,6 +151,15 @@ pub fn attribute(before: &[u8], after: &[u8]) -> BTreeMap<String, Attribution> {
         }
     }
     out
+}
+
+/// A record's verified signer as the table shows it.
+fn signer_cell(s: &RecordStatus, actor_name: &Value) -> String {
+    match &s.signed_by {
+        Some(p) if signer_matches_actor(p, actor_name.as_str().unwrap_or_default()) => p.clone(),
+        Some(p) => format!("⚠️ {p} (not the actor)"),
+        None => "none".into(),
+    }
 }
 
 fn mark(ok: bool) -> &'static str {
@@ -191,11 +224,30 @@ pub fn markdown(reports: &[DocReport], docs: &[DocSummary]) -> String {
 fn doc_section(md: &mut String, r: &DocReport, d: &DocSummary) {
     let mut body = String::new();
     let unnamed = d.by_block.get("");
+    let signed = !r.records.is_empty();
     if !d.blocks.is_empty() {
-        body.push_str("| Block | Change | By | Why |\n| --- | --- | --- | --- |\n");
+        body.push_str(if signed {
+            "| Block | Change | By | Signed by | Approved by | Why |\n| --- | --- | --- | --- | --- | --- |\n"
+        } else {
+            "| Block | Change | By | Why |\n| --- | --- | --- | --- |\n"
+        });
         for b in &d.blocks {
             let a = d.by_block.get(&b.id).or(unnamed);
-            let by = a.map_or("—".to_string(), |a| cell(&a.actors.join(", "), 200));
+            let list = |f: fn(&Attribution) -> &Vec<String>| {
+                a.map(f)
+                    .filter(|l| !l.is_empty())
+                    .map_or("—".to_string(), |l| cell(&l.join(", "), 200))
+            };
+            let by = list(|a| &a.actors);
+            let by = if signed {
+                format!(
+                    "{by} | {} | {}",
+                    list(|a| &a.signers),
+                    list(|a| &a.approvers)
+                )
+            } else {
+                by
+            };
             let why = a.map_or("—".to_string(), |a| {
                 let reasons: Vec<String> =
                     a.reasons.iter().map(|r| cell(r, REASON_CHARS)).collect();
@@ -255,7 +307,7 @@ mod tests {
         let mut new = old.to_vec();
         new.extend_from_slice(b"{\"patch_result\":\"applied\",\"actor\":{\"kind\":\"agent\",\"name\":\"bot\",\"model\":\"m\"},\"reason\":\"r1\",\"op\":{\"op\":\"rename_id\",\"from\":\"a\",\"to\":\"b\"}}\n");
         new.extend_from_slice(b"{\"patch_result\":\"rejected\",\"actor\":{\"kind\":\"human\",\"name\":\"x\"},\"op\":{\"op\":\"delete_block\",\"id\":\"c\"}}\n");
-        let by = attribute(old, &new);
+        let by = attribute(old, &new, &[]);
         assert_eq!(by.keys().collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(by["b"].actors, ["agent bot (m)"]);
         assert_eq!(by["b"].reasons, ["r1"]);

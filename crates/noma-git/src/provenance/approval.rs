@@ -104,6 +104,7 @@ mod tests {
         RecordStatus {
             line: 1,
             op_id: String::new(),
+            actor: "agent bot".into(),
             signed_by: None,
             needs_approval: needs,
             approved_by: approved.then(|| "alice".into()),

@@ -51,9 +51,11 @@ pub enum History<'a> {
     /// The first this many records.
     Lines(usize),
     /// The records of this transcript (an older version of the same one,
-    /// e.g. the merge base's): by op_id, and a merge's copy by the op it
-    /// stands for, so a merge of the base into the branch brings no base
-    /// record into the range.
+    /// e.g. the merge base's) that the checked one proves to hold: the
+    /// same intent under the same op_id, or a merge copy that says what
+    /// its original there says (see [`proved_history`]), so a merge of the
+    /// base into the branch brings no base record into the range, and a
+    /// record that merely claims to be one does not leave it.
     Of(&'a [u8]),
 }
 
@@ -85,20 +87,51 @@ pub fn check_after(
             record,
         });
     }
-    let known: std::collections::HashSet<String> = match history {
+    let history_of = match history {
         History::Lines(from) => return Ok(verify(trust, &entries, from, &side)),
-        History::Of(bytes) => {
-            let (lines, _) = noma_core::transcript::split_lines(bytes);
-            lines
-                .iter()
-                .filter_map(|l| noma_core::transcript::parse_record(l.number, l.raw).ok())
-                .map(|r| origin_id(&r))
-                .collect()
-        }
+        History::Of(bytes) => proved_history(&entries, bytes),
     };
-    Ok(verify_where(trust, &entries, &side, &|_, e| {
-        !known.contains(&origin_id(&e.record))
-    }))
+    Ok(verify_where(trust, &entries, &side, &|i, _| !history_of[i]))
+}
+
+/// Which of `entries` the older transcript `base` holds, proved, not
+/// claimed: a record is history only when it says what a base record says (its
+/// op_id and the intent a signature binds: the same line does), or is a merge copy whose rebuilt original says exactly what
+/// the base record it names says. Each base record is matched once, by
+/// the first record that proves to be it; a second one, or a record that
+/// merely names a base record (a `parent_op_id` and a `reconciled:`
+/// reason over another op), stays in the checked range and is verified
+/// like any other. The base is trusted (the branch cannot change it), so
+/// a record equal to one of its records needs no signature of its own.
+fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<bool> {
+    use super::canonical::{canonical, intent};
+    let (lines, _) = noma_core::transcript::split_lines(base);
+    let mut by_origin: std::collections::HashMap<String, Vec<u8>> =
+        std::collections::HashMap::with_capacity(lines.len());
+    for l in &lines {
+        let Ok(r) = noma_core::transcript::parse_record(l.number, l.raw) else {
+            continue;
+        };
+        let o = super::canonical::original_of(&r).unwrap_or(r);
+        by_origin
+            .entry(o.op_id.clone())
+            .or_insert_with(|| canonical(&intent(&o)));
+    }
+    entries
+        .iter()
+        .map(|e| {
+            let o = super::canonical::original_of(&e.record);
+            let origin = o.as_ref().unwrap_or(&e.record);
+            let Some(said) = by_origin.get(origin.op_id.as_str()) else {
+                return false;
+            };
+            let same = canonical(&intent(origin)) == *said;
+            if same {
+                by_origin.remove(origin.op_id.as_str());
+            }
+            same
+        })
+        .collect()
 }
 
 /// The `doc_uri` of a transcript's first record.
@@ -110,14 +143,6 @@ fn first_doc_uri(transcript: &[u8]) -> Option<String> {
             .ok()?
             .doc_uri,
     )
-}
-
-/// The op a record stands for: its own op_id, or a merge copy's original.
-fn origin_id(r: &noma_core::transcript::Record) -> String {
-    match super::canonical::original_of(r) {
-        Some(o) => o.op_id,
-        None => r.op_id.clone(),
-    }
 }
 
 /// The problems of [`check_range`], flattened.
@@ -221,34 +246,49 @@ pub struct Located {
 /// The code of a policy or allowed-signers file that cannot be read.
 pub const TRUST_INVALID: &str = "provenance-config-invalid";
 
+/// What `noma reconcile` learns of a document's branch records.
+#[derive(Debug, Clone, Default)]
+pub struct BranchCheck {
+    /// Every problem, with the file its line is in.
+    pub problems: Vec<Located>,
+    /// Each record of the checked range: who it names, who verifiably
+    /// signed it and who approved it (problems are in `problems`).
+    pub records: Vec<RecordStatus>,
+}
+
 /// `noma reconcile`'s check of a document: the records HEAD's transcript
-/// has after `prefix` (the merge base's transcript), against HEAD's
-/// sidecar, trusting `base`'s policy and allowed signers. Nothing is read
-/// past the base's policy when it turns provenance off.
-pub fn branch_problems(
+/// has beyond `prefix` (the merge base's transcript; see
+/// [`History::Of`]), against HEAD's sidecar, trusting `base`'s policy and
+/// allowed signers. Nothing is read past the base's policy when it turns
+/// provenance off.
+pub fn branch_check(
     repo: &crate::git::repo::Repo,
     [base, head, merge_base]: [crate::git::Oid; 3],
     doc: &str,
     head_transcript: &[u8],
     prefix: &[u8],
-) -> Vec<Located> {
+) -> BranchCheck {
     let blob = |c, p: &str| repo.blob_at(c, p).ok().flatten();
-    // A document the branch moved: its history is the merge base's
-    // transcript under the path its first record names.
+    // A document the branch moved where git did not pair the move: its
+    // history is the merge base's transcript under the path its first
+    // record names, only when that transcript is gone at HEAD (moved, not
+    // copied: a new document beside the old one is all in range). Only
+    // the records proved equal to that transcript's are left out.
     let moved = prefix
         .is_empty()
         .then(|| first_doc_uri(head_transcript))
         .flatten()
         .filter(|old| old != doc && !old.contains(':'))
+        .filter(|old| blob(head, &transcript_path(old)).is_none())
         .and_then(|old| blob(merge_base, &transcript_path(&old)));
     let prefix = moved.as_deref().unwrap_or(prefix);
     let trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
         Ok(Some(t)) => t,
-        Ok(None) => return Vec::new(),
+        Ok(None) => return BranchCheck::default(),
         Err(message) => {
-            return vec![Located {
+            return BranchCheck::problems(vec![Located {
                 path: CONFIG_PATH.into(),
                 problem: Problem {
                     level: "error",
@@ -257,7 +297,7 @@ pub fn branch_problems(
                     op_id: String::new(),
                     message: format!("the base's provenance settings cannot be read: {message}"),
                 },
-            }]
+            }])
         }
     };
     let side_path = super::sidecar::sidecar_rel(doc);
@@ -269,18 +309,32 @@ pub fn branch_problems(
         History::Of(prefix),
         side.as_deref(),
     ) {
-        Ok(statuses) => statuses
-            .into_iter()
-            .flat_map(|s| s.problems)
-            .map(|problem| Located {
-                path: tpath.clone(),
-                problem,
-            })
-            .collect(),
-        Err(problem) => vec![Located {
+        Ok(mut statuses) => {
+            let mut problems = Vec::new();
+            for s in &mut statuses {
+                problems.extend(s.problems.drain(..).map(|problem| Located {
+                    path: tpath.clone(),
+                    problem,
+                }));
+            }
+            BranchCheck {
+                problems,
+                records: statuses,
+            }
+        }
+        Err(problem) => BranchCheck::problems(vec![Located {
             path: side_path,
             problem,
-        }],
+        }]),
+    }
+}
+
+impl BranchCheck {
+    fn problems(problems: Vec<Located>) -> BranchCheck {
+        BranchCheck {
+            problems,
+            records: Vec::new(),
+        }
     }
 }
 
@@ -382,6 +436,66 @@ pub fn hook_problems(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provenance::tests::record;
+    use noma_core::transcript::Entry;
+
+    fn lines(entries: &[Entry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in entries {
+            out.extend_from_slice(serde_json::to_string(&e.record).unwrap().as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// A merge copy of `of` at line `line`; `op_value` changes its op
+    /// (a disguise) when it is not the original's.
+    fn copy(of: &Entry, line: usize, op_value: Option<i64>) -> Entry {
+        let mut r = of.record.clone();
+        r.parent_op_id = Some(of.record.op_id.clone());
+        r.op_id = format!("00000000-0000-4000-9000-{line:012}");
+        r.reason = Some(format!(
+            "reconciled: op {} from the merged branch; original reason: why",
+            of.record.op_id
+        ));
+        if let Some(v) = op_value {
+            r.op["value"] = serde_json::json!(v);
+        }
+        Entry {
+            line,
+            offset: 0,
+            line_sha256: String::new(),
+            record: r,
+        }
+    }
+
+    #[test]
+    fn history_is_what_the_base_holds_not_what_a_record_claims() {
+        let (r1, r2, r3) = (record(1, false), record(2, false), record(3, true));
+        let base = lines(&[r1.clone(), r2.clone(), r3.clone()]);
+        // The base's own lines, and a faithful copy of a base record the
+        // branch does not hold itself, are history.
+        let head = [r1.clone(), r2.clone(), copy(&r3, 3, None)];
+        assert_eq!(proved_history(&head, &base), [true, true, true]);
+        // A copy whose op is not its original's, a second copy of one
+        // original, and a record reusing an op_id with another intent stay
+        // in the range.
+        let mut reused = record(3, false);
+        reused.record.op["value"] = serde_json::json!(99);
+        let head = [
+            r1.clone(),
+            copy(&r2, 2, Some(7)),
+            copy(&r1, 3, None),
+            reused,
+            copy(&r2, 5, None),
+        ];
+        assert_eq!(
+            proved_history(&head, &base),
+            [true, false, false, false, true]
+        );
+        // Nothing is history against an empty base.
+        assert_eq!(proved_history(&[r1, r2], b""), [false, false]);
+    }
 
     #[test]
     fn a_rename_that_splits_transcript_and_sidecar_is_named_either_way() {

@@ -50,12 +50,18 @@ fn sha(n: u8) -> String {
 /// Record `i` (1-based line): agent records unless `human`.
 pub(super) fn record(i: usize, human: bool) -> Entry {
     let (pre, post) = (sha(i as u8 - 1), sha(i as u8));
-    let kind = if human { "human" } else { "agent" };
+    // Each actor is named as its signer's principal's local part, so a
+    // signature is no signer-mismatch.
+    let (kind, name) = if human {
+        ("human", "alice")
+    } else {
+        ("agent", "bot")
+    };
     let v = json!({
         "protocol_version": "1.0", "tool_version": "0.1.0",
         "op_id": format!("00000000-0000-4000-8000-{i:012}"),
         "ts": "2026-11-26T10:00:00.000Z",
-        "actor": {"kind": kind, "name": kind},
+        "actor": {"kind": kind, "name": name},
         "doc_uri": "doc.noma",
         "pre_sha256": pre, "post_sha256": post,
         "pre_sha": &pre[..8], "post_sha": &post[..8],

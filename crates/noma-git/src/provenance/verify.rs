@@ -63,6 +63,9 @@ pub struct RecordStatus {
     pub line: usize,
     /// The record.
     pub op_id: String,
+    /// Who the record says acted (`kind name`): a claim, which
+    /// `signed_by` verifies or [`codes::MISMATCH`] flags.
+    pub actor: String,
     /// The allowed principal whose signature verifies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signed_by: Option<String>,
@@ -88,6 +91,18 @@ pub mod codes {
     pub const APPROVAL_MISSING: &str = "approval-missing";
     /// An agent record covered only by approvals that do not hold.
     pub const APPROVAL_INVALID: &str = "approval-invalid";
+    /// A valid signature whose principal is not the record's actor.
+    pub const MISMATCH: &str = "signer-mismatch";
+}
+
+/// Whether a verified principal may speak for a record's `actor.name`:
+/// the name is the principal itself or its local part (before `@`),
+/// compared without ASCII case. Anything else is a person or key acting
+/// under another name, which the reviewer must see.
+pub fn signer_matches_actor(principal: &str, actor_name: &str) -> bool {
+    let local = principal.split_once('@').map_or(principal, |(l, _)| l);
+    let name = actor_name.trim();
+    name.eq_ignore_ascii_case(principal) || name.eq_ignore_ascii_case(local)
 }
 
 /// Whether an approval holds, with the reason when not.
@@ -341,24 +356,38 @@ pub fn verify_where(
         let mut status = RecordStatus {
             line: e.line,
             op_id: e.record.op_id.clone(),
+            actor: format!("{} {}", rec.actor.kind.as_str(), rec.actor.name),
             signed_by: None,
             needs_approval: false,
             approved_by: None,
             problems: Vec::new(),
         };
         let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
-        let signer = match repeats.get(&e.line) {
+        let repeat = repeats.get(&e.line);
+        let signer = match repeat {
             Some(first) => Err((
                 codes::INVALID,
                 format!(
-                    "this record stands for op {}, which line {first} already carries: a signed intent cannot be replayed",
+                    "this record claims to stand for op {}, which line {first} already carries: one record stands for one op, so this is a replayed signed intent or a record disguised as a merge copy",
                     rec.op_id
                 ),
             )),
             None => record_signer(trust, rec, found, &checked),
         };
         match signer {
-            Ok(p) => status.signed_by = Some(p),
+            Ok(p) => {
+                if !signer_matches_actor(&p, &rec.actor.name) {
+                    let message = format!(
+                        "signed by {p}, but the record names {} {} as its actor: the verified signer is {p}",
+                        rec.actor.kind.as_str(),
+                        rec.actor.name
+                    );
+                    status
+                        .problems
+                        .push(problem(e, "warning", codes::MISMATCH, message));
+                }
+                status.signed_by = Some(p)
+            }
             Err((code, message)) => {
                 if let Some(level) = signature_problem_level(prov.signatures, code) {
                     status.problems.push(problem(e, level, code, message));
@@ -371,7 +400,12 @@ pub fn verify_where(
                     .signed_by
                     .as_deref()
                     .is_some_and(|p| trust.policy.is_agent_principal(p)));
-        if status.needs_approval {
+        // An approval of the op covers the record that carries it first,
+        // never one that only claims it.
+        if status.needs_approval && repeat.is_some() {
+            let (code, message) = approval_problem(&status, rec, Vec::new());
+            status.problems.push(problem(e, "error", code, message));
+        } else if status.needs_approval {
             match approvals.covering(&rec.op_id, &by_op_id) {
                 Ok(approver) => status.approved_by = Some(approver),
                 Err(reasons) => {
