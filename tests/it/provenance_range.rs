@@ -297,3 +297,34 @@ fn every_reconcile_format_names_the_verified_signer_and_flags_a_mismatch() {
         });
     }
 }
+
+/// A sidecar past the file-size cap (`NOMA_MAX_FILE_BYTES`, lowered here
+/// to 2,000 bytes; ~400 bytes a signature) still takes signed writes and
+/// still verifies: a signed write reads only the sidecar's tail, and the
+/// sidecar, like the transcript, has no cap of its own.
+#[test]
+fn signed_writes_and_verification_go_on_past_the_file_size_cap() {
+    let s = setup();
+    let r = &s.r;
+    for i in 0..8 {
+        let o = r.sh(&format!(
+            "NOMA_MAX_FILE_BYTES=2000 noma patch plan.noma --inplace --key '{}' --actor-name alice --op '{}'",
+            s.alice.display(),
+            set("c1", 0.1 + f64::from(i) / 100.0)
+        ));
+        assert_ran(&o);
+    }
+    let side = r.read("plan.noma.provenance");
+    assert!(side.len() > 2000, "{}", side.len());
+    let o = r.sh("NOMA_MAX_FILE_BYTES=2000 noma replay plan.noma --signatures --format json");
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let recs = v["signatures"]["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 11, "{v}");
+    assert!(
+        recs[1..]
+            .iter()
+            .all(|s| s["signed_by"] == "alice@example.com"),
+        "{v}"
+    );
+}

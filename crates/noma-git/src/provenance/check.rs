@@ -212,7 +212,15 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
     .map_err(|e| e.to_string())?;
     let trust = Trust { policy, signers };
     let side_path = sidecar_path(doc);
-    let side = match noma_store::fsio::read_regular(&side_path) {
+    // The sidecar grows with the history, as the transcript does: no size
+    // cap (a FIFO or device is still refused), so a long history is never
+    // refused at some record count.
+    let read_side = |p: &Path| -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut noma_store::fsio::open_lines(p)?, &mut bytes)?;
+        Ok(bytes)
+    };
+    let side = match read_side(&side_path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", side_path.display())),

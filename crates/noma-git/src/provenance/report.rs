@@ -14,8 +14,11 @@ pub fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, 
     let tpath = transcript
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc));
-    let bytes =
-        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    // Verification holds the transcript; like replay, it has no size cap.
+    let mut bytes = Vec::new();
+    noma_store::fsio::open_lines(&tpath)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
+        .map_err(|e| format!("{}: {e}", tpath.display()))?;
     check_worktree(doc, &bytes)
 }
 

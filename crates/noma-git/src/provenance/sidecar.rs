@@ -154,23 +154,42 @@ pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)?;
-    // A sidecar left torn by an earlier kill gets its line ended first, so
-    // the new entries stay whole lines.
-    let len = f.metadata()?.len();
-    if len > 0 {
-        let existing = noma_store::fsio::read_regular(path)?;
-        if existing.last() != Some(&b'\n') {
-            let cut = existing
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-            f.set_len(cut as u64)?;
-        }
+    // A sidecar left torn by an earlier kill gets its line cut off first,
+    // so the new entries stay whole lines. Only the tail is read: a
+    // signed write costs the same at a thousand records as at millions.
+    if let Some(cut) = torn_tail_start(&mut f)? {
+        f.set_len(cut)?;
     }
     f.write_all(buf.as_bytes())?;
     f.sync_all()
+}
+
+/// Where the last line of `f` starts when it has no `\n` (a torn
+/// append), read backwards from the end a block at a time; `None` when
+/// the file is empty or ends its last line.
+fn torn_tail_start(f: &mut std::fs::File) -> std::io::Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const BLOCK: u64 = 64 * 1024;
+    let len = f.metadata()?.len();
+    let mut end = len;
+    let mut buf = vec![0u8; BLOCK.min(len) as usize];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let chunk = &mut buf[..(end - start) as usize];
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(chunk)?;
+        if end == len && chunk.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        if let Some(i) = memchr::memrchr(b'\n', chunk) {
+            return Ok(Some(start + i as u64 + 1));
+        }
+        end = start;
+    }
+    Ok((len > 0).then_some(0))
 }
 
 /// Adds to the sidecar at `path` the lines of `other` (another branch's
@@ -260,6 +279,30 @@ mod tests {
         std::fs::write(&p, "a\nb\n").unwrap();
         union_into_file(&p, Some(b"b\nc\n".to_vec())).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"a\nb\nc\n");
+    }
+
+    #[test]
+    fn the_torn_tail_is_found_across_read_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.noma.provenance");
+        let line = |n: usize| format!("{}\n", "x".repeat(n));
+        // (file, where a torn tail starts): whole lines, a torn tail
+        // longer than a block, one shorter, a file that is one torn line.
+        let whole = line(70_000) + &line(10);
+        let long_torn = line(10) + &"y".repeat(150_000);
+        let short_torn = line(150_000) + "zz";
+        let cases: [(&str, Option<u64>); 5] = [
+            ("", None),
+            (&whole, None),
+            (&long_torn, Some(11)),
+            (&short_torn, Some(150_001)),
+            ("no newline at all", Some(0)),
+        ];
+        for (content, want) in cases {
+            std::fs::write(&p, content).unwrap();
+            let mut f = std::fs::File::open(&p).unwrap();
+            assert_eq!(torn_tail_start(&mut f).unwrap(), want, "{}", content.len());
+        }
     }
 
     #[test]
