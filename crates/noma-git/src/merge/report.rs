@@ -100,16 +100,6 @@ fn gh_escape(s: &str, property: bool) -> String {
 /// record's signer and approver.
 pub fn github(reports: &[DocReport]) -> String {
     let mut out = String::new();
-    for r in reports.iter().filter(|r| !r.records.is_empty()) {
-        let list: Vec<String> = r.records.iter().map(signer_text).collect();
-        out.push_str(&format!(
-            "::notice file={},line={},title={}::{}\n",
-            gh_escape(&transcript_path(&r.path), true),
-            r.records[0].line,
-            gh_escape("noma signers", true),
-            gh_escape(&list.join("; "), false)
-        ));
-    }
     for f in reports.iter().flat_map(|r| &r.findings) {
         let cmd = match f.level {
             "error" => "error",
@@ -133,6 +123,18 @@ pub fn github(reports: &[DocReport]) -> String {
             "::{cmd} {}::{}\n",
             props.join(","),
             gh_escape(&msg, false)
+        ));
+    }
+    // After the findings: GitHub keeps only so many annotations a job,
+    // and a finding must never lose its place to a notice.
+    for r in reports.iter().filter(|r| !r.records.is_empty()) {
+        let list: Vec<String> = r.records.iter().map(signer_text).collect();
+        out.push_str(&format!(
+            "::notice file={},line={},title={}::{}\n",
+            gh_escape(&transcript_path(&r.path), true),
+            r.records[0].line,
+            gh_escape("noma signers", true),
+            gh_escape(&list.join("; "), false)
         ));
     }
     out
