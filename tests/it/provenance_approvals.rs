@@ -220,6 +220,9 @@ fn approve_lists_changed_blocks_for_a_document_committed_before_its_transcript()
     let s = provenance_on(r);
     let r = &s.r;
     r.ok(&["checkout", "-q", "-b", "agent"]);
+    // A person's record first: the records before the first waiting one
+    // are replayed from the committed version too.
+    s.person_commit(&set("c2", "n", 1.0), "alice");
     s.agent_commit(&set("c1", "confidence", 0.9), "agent c1");
     s.agent_commit(&set("c2", "confidence", 0.8), "agent c2");
     assert_ran(&r.noma(&["replay", "plan.noma"]));
@@ -234,7 +237,7 @@ fn approve_lists_changed_blocks_for_a_document_committed_before_its_transcript()
             .find(needle)
             .unwrap_or_else(|| panic!("{needle:?} missing: {shown}"))
     };
-    let (l1, l2) = (at("line 1 update_attribute"), at("line 2 update_attribute"));
+    let (l1, l2) = (at("line 2 update_attribute"), at("line 3 update_attribute"));
     let (c1, c2) = (
         at("modified c1\tdirective/claim\tlines 3-5"),
         at("modified c2\tdirective/claim\tlines 7-9"),
@@ -370,6 +373,13 @@ fn an_intent_marker_plus_a_hand_edit_ends_recorded_by_the_named_commands() {
     let edited = DOC.replace("Two.", "Two, edited by hand.");
     r.write("plan.noma", &edited);
 
+    // The read-only replay says what the repair will do.
+    let o = r.noma(&["replay", "plan.noma"]);
+    assert!(
+        text(&o).contains("onto the document's later edit"),
+        "{}",
+        text(&o)
+    );
     let o = r.noma(&["record", "plan.noma"]);
     assert!(!o.status.success(), "{}", text(&o));
     let said = follow(&r, &text(&o));

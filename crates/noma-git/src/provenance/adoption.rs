@@ -34,10 +34,23 @@ fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
     let repo = Repo::discover(dir.unwrap_or(Path::new("."))).ok()?;
     let rel = repo.relative_path(doc)?;
-    let on = |c: Oid| {
-        let config = repo.blob_at(c, crate::config::CONFIG_PATH).ok().flatten();
-        let text = String::from_utf8_lossy(config.as_deref().unwrap_or_default()).into_owned();
-        Policy::from_yaml(&text).is_ok_and(|p| !p.file.provenance.is_off())
+    // Most commits leave the policy file as it was: parse a blob once.
+    let mut last: Option<(Option<Oid>, bool)> = None;
+    let mut on = |c: Oid| {
+        let id = repo
+            .blob_id_at(c, crate::config::CONFIG_PATH)
+            .ok()
+            .flatten();
+        if let Some((_, verdict)) = last.filter(|(seen, _)| *seen == id) {
+            return verdict;
+        }
+        let text = id
+            .and_then(|id| repo.blob(id).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let verdict = Policy::from_yaml(&text).is_ok_and(|p| !p.file.provenance.is_off());
+        last = Some((id, verdict));
+        verdict
     };
     let mut at = repo.head_commit().filter(|c| on(*c))?;
     for _ in 0..crate::git::HISTORY_LIMIT {

@@ -695,10 +695,12 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
             let doc_sha = fsio::read_regular(doc)
                 .map(|b| sha256_hex(&b))
                 .unwrap_or_default();
-            if doc_sha == intent.doc_pre_sha256 && doc_sha != intent.doc_post_sha256 {
+            if doc_sha == intent.doc_post_sha256 {
+                "clear its marker (the request completed)".to_string()
+            } else if doc_sha == intent.doc_pre_sha256 {
                 "roll the document forward to the request's committed records".to_string()
             } else {
-                "clear its marker (the request completed)".to_string()
+                "roll the request's committed records forward onto the document's later edit where they apply, and leave the edit for `noma record`".to_string()
             }
         }
         Interrupted::Inconsistent(m) => format!("refuse: {m}"),
