@@ -905,6 +905,32 @@ mod tests {
     }
 
     #[test]
+    fn repair_rolls_a_committed_request_onto_a_later_edit_and_names_record() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a", "b"], None);
+        std::fs::write(&tp, &bytes).unwrap();
+        intent_for(b"", &bytes, "x", &new).write(&tp).unwrap();
+        // A person edited the pre-state the killed writer left.
+        std::fs::write(&doc, "x, edited").unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        // A writer refuses (an edit no record explains) and keeps the marker.
+        let e = recover(&doc, &mut t, false).unwrap_err();
+        assert!(matches!(e, RecoveryError::UnrecordedEdit(_)), "{e}");
+        assert!(Intent::read(&tp).unwrap().is_some());
+        // Repair keeps both changes and leaves the edit to `noma record`.
+        let r = repair(&doc, &mut t).unwrap();
+        assert_eq!(r.rolled_forward, 2);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x, editedab");
+        assert_eq!(Intent::read(&tp).unwrap(), None);
+        assert_eq!(std::fs::read(&tp).unwrap(), bytes);
+        assert!(r.unrecorded_edit.is_some());
+        let next = r.next_step.clone().unwrap();
+        assert!(next.contains("`noma record "), "{next}");
+        assert!(!r.messages.iter().any(|m| m.contains("--force")), "{r:?}");
+    }
+
+    #[test]
     fn a_partial_append_is_cut_only_back_to_the_marker() {
         let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
         let (_d, doc, tp) = setup("x");
