@@ -13,10 +13,13 @@ use noma_git::provenance::approve;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Lists the agent records of DOC's transcript that no valid approval covers (up to \
---through), asks for confirmation unless --yes, and appends to DOC.provenance an approval signed \
-with your key: approver, time, the records' op_ids, the sha256 of their canonical intents and the \
-document's sha256 after the last of them. Commit the sidecar with the document. Exit 0 approved \
-(or nothing to approve), 1 declined, 2 could not run."
+--through), each with the blocks it changed, asks for confirmation unless --yes, and appends to \
+DOC.provenance an approval signed with your key (noma-approval/2): approver, time, the records' \
+op_ids, the sha256 of each one's canonical intent and the document's sha256 after the last of \
+them. It keeps covering each approved record that stays in the transcript, in any order. Commit \
+the sidecar with the document. A key whose approval could never count (an agent principal's, or \
+one .noma/allowed_signers does not list for its principal) is refused before anything is \
+written. Exit 0 approved (or nothing to approve), 1 declined, 2 could not run or refused."
 )]
 pub struct Args {
     /// The .noma document.

@@ -14,10 +14,11 @@ use noma_store::engine;
 /// Then it finishes or undoes a request
 /// that was interrupted (its intent marker is the evidence): a partial
 /// append is cut back, a committed request whose document lags is rolled
-/// forward. Bytes after the transcript's last newline that no marker
-/// explains are moved to `<transcript>.torn`. A document its transcript
-/// does not explain is reported, never overwritten: `noma record` records
-/// such an edit.
+/// forward (onto a hand edit made since, where its ops still apply).
+/// Bytes after the transcript's last newline that no marker explains are
+/// moved to `<transcript>.torn`. A document its transcript does not
+/// explain is reported with the next step, never overwritten: `noma
+/// record` records such an edit.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The .noma document.
@@ -89,7 +90,7 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
                 .iter()
                 .chain(&recovery.messages)
                 .collect();
-            if messages.is_empty() {
+            if messages.is_empty() && recovery.next_step.is_none() {
                 println!(
                     "nothing to repair: the transcript ends cleanly and explains the document"
                 );
@@ -97,7 +98,8 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
             for m in messages {
                 println!("repaired: {m}");
             }
-            if let Some(next) = unjoined.and_then(|u| u.next_step.as_ref()) {
+            let next = unjoined.and_then(|u| u.next_step.as_ref());
+            for next in next.into_iter().chain(&recovery.next_step) {
                 println!("next: {next}");
             }
             super::EXIT_OK

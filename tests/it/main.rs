@@ -33,6 +33,7 @@ mod patch_props;
 mod patch_reference_conformance;
 mod patch_refusals;
 mod path_changes;
+mod provenance_approvals;
 mod provenance_git;
 mod provenance_range;
 mod readme;

@@ -194,13 +194,15 @@ fn agent_records_need_a_persons_approval_before_the_check_passes() {
     let (code, out) = s.reconcile();
     assert_eq!(code, 0, "{out}");
     // Over the whole transcript, the genesis record (made before
-    // provenance was turned on) is the one unsigned record.
+    // provenance was turned on) is the one unsigned record: a note, since
+    // it is older than the policy.
     let o = r.noma(&["replay", "plan.noma", "--signatures", "--format", "json"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["replay"]["ok"], true, "{v}");
     let recs = v["signatures"]["records"].as_array().unwrap();
-    assert_eq!(recs[0]["problems"][0]["code"], "unsigned-record", "{v}");
+    assert_eq!(recs[0]["problems"][0]["code"], "pre-policy-record", "{v}");
+    assert_eq!(recs[0]["problems"][0]["level"], "note", "{v}");
     assert_eq!(recs[1]["approved_by"], "alice@example.com", "{v}");
     assert_eq!(recs[2]["signed_by"], "bot@agents.example", "{v}");
     assert!(recs[1..].iter().all(|r| r.get("problems").is_none()), "{v}");
@@ -353,31 +355,51 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     s.fails_with("[signature-invalid] plan.noma.patches:2");
     reset();
 
-    // 7. An approval signed by an agent principal, and 8. one whose
+    // 7. An approval signed by an agent principal (`noma approve` refuses
+    // to write one; a forger signs it with ssh-keygen), and 8. one whose
     // approved draft does not match.
     let without_approval: String = clean_side
         .lines()
         .filter(|l| !l.contains("\"kind\":\"approval\""))
         .map(|l| format!("{l}\n"))
         .collect();
-    r.write("plan.noma.provenance", &without_approval);
-    let o = r.noma(&[
-        "approve",
-        "plan.noma",
-        "--key",
-        s.agent.to_str().unwrap(),
-        "--yes",
-    ]);
-    assert_ran(&o);
-    r.commit_all("approved by the agent");
-    let out = s.fails_with("[approval-invalid] plan.noma.patches:2");
-    assert!(out.contains("agent principal"), "{out}");
-    reset();
     let approval: Value = clean_side
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|v| v["kind"] == "approval")
         .unwrap();
+    let mut body: noma_git::provenance::canonical::ApprovalBody =
+        serde_json::from_value(approval.clone()).unwrap();
+    body.approver = "bot@agents.example".into();
+    let payload = noma_git::provenance::canonical::approval_payload(&body);
+    r.write("payload", &String::from_utf8(payload).unwrap());
+    let o = r.cmd(
+        "ssh-keygen",
+        &[
+            "-q",
+            "-Y",
+            "sign",
+            "-n",
+            "noma",
+            "-f",
+            s.agent.to_str().unwrap(),
+            "payload",
+        ],
+    );
+    assert_ran(&o);
+    let mut by_agent = serde_json::to_value(&body).unwrap();
+    by_agent["kind"] = json!("approval");
+    by_agent["sig"] = json!(r.read("payload.sig"));
+    std::fs::remove_file(r.path().join("payload")).unwrap();
+    std::fs::remove_file(r.path().join("payload.sig")).unwrap();
+    r.write(
+        "plan.noma.provenance",
+        &format!("{without_approval}{by_agent}\n"),
+    );
+    r.commit_all("approved by the agent");
+    let out = s.fails_with("[approval-invalid] plan.noma.patches:2");
+    assert!(out.contains("agent principal"), "{out}");
+    reset();
     let mut other_draft = approval.clone();
     other_draft["draft_sha256"] = json!(sha256_hex(b"another draft"));
     r.write(

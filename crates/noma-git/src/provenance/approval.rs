@@ -53,7 +53,12 @@ pub fn pending<'a>(
     let mut pending = Vec::new();
     for (e, s) in entries.iter().zip(statuses) {
         let agent = e.record.actor.kind == ActorKind::Agent || s.needs_approval;
-        if agent && s.approved_by.is_none() {
+        // A record older than the policy waits for nobody.
+        let pre_policy = s
+            .problems
+            .iter()
+            .any(|p| p.code == super::adoption::PRE_POLICY);
+        if agent && s.approved_by.is_none() && !pre_policy {
             pending.push(e);
         }
         if through == Some(e.record.op_id.as_str()) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use noma_core::transcript::{self, Entry, Record};
 use noma_store::engine::default_transcript_path;
 
-use super::{approval, writer, Signer};
+use super::{approval, check, writer, Signer, Trust};
 use crate::changes::{diff_docs, report::block_line, DocDiff};
 
 /// What an approval would cover.
@@ -17,6 +17,9 @@ pub struct Plan {
     /// The document's transcript.
     pub transcript: PathBuf,
     bytes: Vec<u8>,
+    /// The document before the transcript's first applied record (`None`:
+    /// the empty document of a genesis record), or why it was not found.
+    start: Result<Option<String>, String>,
     entries: Vec<Entry>,
     /// Indices into `entries` of the records waiting, in order.
     pending: Vec<usize>,
@@ -24,11 +27,16 @@ pub struct Plan {
 
 /// The approver's signer (`key`, else the environment or git: approving is
 /// signing) and the agent records of `doc` waiting for approval, up to
-/// and including `through` when given.
+/// and including `through` when given. Err before anything is written
+/// when no approval by that key could ever count ([`never_counts`]).
 pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Plan, String> {
     let signer = writer::approver_signer(doc, key)
         .map_err(|e| e.to_string())?
         .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
+    let (trust, _) = check::worktree_trust(doc)?;
+    if let Some(why) = never_counts(&signer, &trust) {
+        return Err(why);
+    }
     let report = super::report::for_doc(doc, None)?;
     let tpath = default_transcript_path(doc);
     let bytes =
@@ -47,10 +55,12 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
         .filter(|(_, e)| waiting.contains(&e.line))
         .map(|(i, _)| i)
         .collect();
+    let start = start_state(doc, &parsed.entries);
     Ok(Plan {
         signer,
         transcript: tpath,
         bytes,
+        start,
         entries: parsed.entries,
         pending,
     })
@@ -72,7 +82,8 @@ impl Plan {
             pending.len(),
             self.signer.principal
         );
-        let blocks = pending_blocks(&self.bytes, &self.entries, &pending);
+        let blocks = (self.start.clone())
+            .and_then(|start| pending_blocks(start, &self.bytes, &self.entries, &pending));
         for (i, e) in pending.iter().enumerate() {
             let r = &e.record;
             out.push_str(&format!(
@@ -109,17 +120,71 @@ impl Plan {
     }
 }
 
+/// Why an approval signed by `signer` could never count under `trust`
+/// (the work tree's policy and allowed signers; the check trusts the
+/// base's, of which the work tree is the approver's best view): its
+/// principal is an agent principal, or the allowed signers do not list its
+/// key for that principal. `None`: it can count.
+pub fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
+    let principal = &signer.principal;
+    if trust.policy.is_agent_principal(principal) {
+        return Some(format!(
+            "{principal} is an agent principal (agent_principals in {}): only a person approves, so an approval signed with this key would never count; nothing was written",
+            crate::config::CONFIG_PATH
+        ));
+    }
+    if !trust.signers.allows(principal, signer.public_key()) {
+        return Some(format!(
+            "{} does not list this key ({}) for {principal}: an approval signed with it would never count; nothing was written (list `{principal} namespaces=\"noma\" {}` there on the base branch, or approve with a listed key)",
+            super::ALLOWED_SIGNERS_PATH,
+            signer.public_key().fingerprint(ssh_key::HashAlg::Sha256),
+            signer.public_key().to_openssh().unwrap_or_default()
+        ));
+    }
+    None
+}
+
+/// The document before the first applied record of `entries`, found as
+/// `noma replay` finds its start: the empty document of a genesis record
+/// (`None`), the document itself when it is still at that state, else the
+/// version with that sha256 in its git history (by content, under any
+/// name). Err says what was searched.
+fn start_state(doc: &Path, entries: &[Entry]) -> Result<Option<String>, String> {
+    let first = entries
+        .iter()
+        .find(|e| e.record.patch_result == transcript::PatchResult::Applied);
+    let Some(pre) = first.map(|e| e.record.pre_sha256.as_str()) else {
+        return Ok(None);
+    };
+    if pre == noma_core::doc::hash::EMPTY_SHA256 {
+        return Ok(None);
+    }
+    let text = noma_store::fsio::read_document(doc).map_err(|e| e.to_string())?;
+    if noma_core::doc::hash::sha256_hex(text.as_bytes()) == pre {
+        return Ok(Some(text));
+    }
+    match crate::history_replay::find_in_worktree_history(doc, pre) {
+        (Some(found), _) => Ok(Some(found)),
+        (None, searched) => Err(format!(
+            "the transcript starts from sha256 {}, and no version of the document has it ({})",
+            transcript::short_sha(pre),
+            searched.unwrap_or_else(|why| why)
+        )),
+    }
+}
+
 /// The blocks each of `pending` changed, as `noma changed` diffs them:
-/// the transcript is replayed up to the first of them, then each applied
-/// record's op is applied in turn and each pending one's before and after
-/// are diffed.
+/// the transcript is replayed from `start` ([`start_state`]) up to the
+/// first of them, then each applied record's op is applied in turn and
+/// each pending one's before and after are diffed.
 fn pending_blocks(
+    start: Option<String>,
     t_bytes: &[u8],
     entries: &[Entry],
     pending: &[&Entry],
 ) -> Result<Vec<DocDiff>, String> {
     let first = pending.first().map_or(0, |e| e.offset);
-    let mut text = transcript::replay::state_after(&t_bytes[..first], None)
+    let mut text = transcript::replay::state_after(&t_bytes[..first], start.as_deref())
         .map_err(|d| format!("line {}: {}", d.line, d.message))?
         .unwrap_or_default();
     let mut memo = noma_core::doc::memo::ParseMemo::new();

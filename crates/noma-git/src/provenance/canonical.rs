@@ -16,8 +16,13 @@ use noma_core::transcript::Record;
 
 /// `type` of a record signature's payload.
 pub const RECORD_PAYLOAD: &str = "noma-record-signature/1";
-/// `type` of an approval's payload.
+/// `type` of an approval's payload that binds its records as one ordered
+/// subject (written before `noma-approval/2`; still verified).
 pub const APPROVAL_PAYLOAD: &str = "noma-approval/1";
+/// `type` of an approval's payload that binds each record's intent on its
+/// own (`intent_sha256`, one per op_id), so each approved record still in
+/// the transcript stays covered, in any order.
+pub const APPROVAL_PAYLOAD_V2: &str = "noma-approval/2";
 
 /// The RFC 8785 canonical bytes of `value`.
 pub fn canonical(value: &Value) -> Vec<u8> {
@@ -91,8 +96,14 @@ pub fn record_payload(rec: &Record, signer: &str) -> Vec<u8> {
     canonical(&v)
 }
 
-/// The approval subject: sha256 of the canonical array of the approved
-/// records' intents, in transcript order.
+/// sha256 of one record's canonical [`intent`]: what a
+/// `noma-approval/2` binds per approved record.
+pub fn intent_sha256(rec: &Record) -> String {
+    sha256_hex(&canonical(&intent(rec)))
+}
+
+/// The `noma-approval/1` subject: sha256 of the canonical array of the
+/// approved records' intents, in the approval's order.
 pub fn subject_sha256<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
     let list: Vec<Value> = records.into_iter().map(intent).collect();
     sha256_hex(&canonical(&Value::Array(list)))
@@ -107,18 +118,37 @@ pub struct ApprovalBody {
     pub ts: String,
     /// `doc_uri` of the approved records' document.
     pub doc_uri: String,
-    /// The approved records, in transcript order.
+    /// The approved records, in transcript order when approved.
     pub op_ids: Vec<String>,
-    /// [`subject_sha256`] of those records.
+    /// `noma-approval/1` only: [`subject_sha256`] of those records.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub subject_sha256: String,
+    /// `noma-approval/2` only: [`intent_sha256`] of each record, one per
+    /// op_id in the same order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intent_sha256: Vec<String>,
     /// sha256 of the document after the last approved record.
     pub draft_sha256: String,
 }
 
-/// The bytes an approver signs.
+impl ApprovalBody {
+    /// The payload type: `noma-approval/2` when the body binds each
+    /// record's intent, else `noma-approval/1`.
+    pub fn payload_type(&self) -> &'static str {
+        if self.intent_sha256.is_empty() {
+            APPROVAL_PAYLOAD
+        } else {
+            APPROVAL_PAYLOAD_V2
+        }
+    }
+}
+
+/// The bytes an approver signs: the body's fields and its
+/// [`ApprovalBody::payload_type`] (a `noma-approval/1` body serialises
+/// exactly as before `/2` existed, so old approvals still verify).
 pub fn approval_payload(body: &ApprovalBody) -> Vec<u8> {
     let mut v = serde_json::to_value(body).unwrap_or_default();
-    v["type"] = json!(APPROVAL_PAYLOAD);
+    v["type"] = json!(body.payload_type());
     canonical(&v)
 }
 

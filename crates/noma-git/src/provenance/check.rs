@@ -180,12 +180,11 @@ impl WorktreeReport {
     }
 }
 
-/// Verifies every record of `transcript` (the document `doc`'s) against
-/// its sidecar, trusting the policy and allowed signers of the work tree
-/// `doc` is in (its directory outside a repository). A policy with
-/// provenance off is checked as `warn`: asked for, signatures are
-/// reported, but only forgeries fail.
-pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
+/// The trust of the work tree `doc` is in (its directory outside a
+/// repository): its policy and allowed signers, and the root they were
+/// read from. A policy with provenance off reads as `warn`: asked for,
+/// signatures are reported, but only forgeries fail.
+pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -210,7 +209,14 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
         signers.as_deref().unwrap_or_default(),
     ))
     .map_err(|e| e.to_string())?;
-    let trust = Trust { policy, signers };
+    Ok((Trust { policy, signers }, root))
+}
+
+/// Verifies every record of `transcript` (the document `doc`'s) against
+/// its sidecar, trusting the policy and allowed signers of the work tree
+/// `doc` is in ([`worktree_trust`]).
+pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
+    let (trust, root) = worktree_trust(doc)?;
     let side_path = sidecar_path(doc);
     // The sidecar grows with the history, as the transcript does: no size
     // cap (a FIFO or device is still refused), so a long history is never
@@ -225,10 +231,11 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", side_path.display())),
     };
-    let (records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
+    let (mut records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
         Ok(r) => (r, None),
         Err(p) => (Vec::new(), Some(p)),
     };
+    super::adoption::mark_pre_policy(doc, transcript, &mut records);
     Ok(WorktreeReport {
         trust: format!(
             "{} and {} in {}",

@@ -10,7 +10,8 @@
 //!   beside the transcript;
 //! - [`verify`]: what each record's signature and approval say, by code;
 //! - [`approval`]: the records waiting for a person's approval, and the
-//!   approval written.
+//!   approval written;
+//! - [`adoption`]: records older than the policy, reported as notes.
 //!
 //! [`Signer`] is what writers (`noma patch`, `noma record`, `noma mcp`,
 //! `noma approve`) hold: a key and the principal it signs as.
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use noma_core::transcript::Record;
 
+pub mod adoption;
 pub mod approval;
 pub mod approve;
 pub mod canonical;
@@ -106,13 +108,20 @@ impl Signer {
         }))
     }
 
+    /// The public half of the signing key.
+    pub fn public_key(&self) -> &ssh_key::PublicKey {
+        self.key.public_key()
+    }
+
     /// The sidecar entries signing each of `records`.
     pub fn sign_records(&self, records: &[Record]) -> Result<Vec<SidecarEntry>, SignerError> {
         records.iter().map(|r| self.sign_record(r)).collect()
     }
 
-    /// An approval of `records` (in transcript order), whose last one
-    /// leaves the document at `draft_sha256`.
+    /// A `noma-approval/2` of `records` (in transcript order), whose last
+    /// one leaves the document at `draft_sha256`: each record's intent is
+    /// bound on its own, so the approval keeps covering each one still in
+    /// the transcript, wherever history work moves it.
     pub fn approve(
         &self,
         doc_uri: &str,
@@ -124,7 +133,11 @@ impl Signer {
             ts: noma_core::transcript::now_ts(),
             doc_uri: doc_uri.to_string(),
             op_ids: records.iter().map(|r| r.op_id.clone()).collect(),
-            subject_sha256: canonical::subject_sha256(records.iter().copied()),
+            subject_sha256: String::new(),
+            intent_sha256: records
+                .iter()
+                .map(|r| canonical::intent_sha256(r))
+                .collect(),
             draft_sha256: draft_sha256.to_string(),
         };
         let sig = self.key.sign(&canonical::approval_payload(&body))?;

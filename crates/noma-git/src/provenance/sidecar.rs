@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! {"kind":"signature","op_id":"…","signer":"bot@agents.example","sig":"-----BEGIN SSH SIGNATURE-----\n…"}
-//! {"kind":"approval","approver":"alice@example.com","ts":"…","doc_uri":"doc.noma","op_ids":["…"],"subject_sha256":"…","draft_sha256":"…","sig":"-----BEGIN SSH SIGNATURE-----\n…"}
+//! {"kind":"approval","approver":"alice@example.com","ts":"…","doc_uri":"doc.noma","op_ids":["…"],"intent_sha256":["…"],"draft_sha256":"…","sig":"-----BEGIN SSH SIGNATURE-----\n…"}
 //! ```
 //!
 //! Why a separate file: the protocol reserves the record's `signature`
@@ -239,6 +239,7 @@ mod tests {
                 doc_uri: "d.noma".into(),
                 op_ids: vec!["x".into()],
                 subject_sha256: "s".into(),
+                intent_sha256: Vec::new(),
                 draft_sha256: "d".into(),
             },
             sig: "sig".into(),

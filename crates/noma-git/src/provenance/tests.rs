@@ -155,15 +155,15 @@ fn each_forgery_has_its_code_and_line() {
             "edit {edit}"
         );
     }
-    // An edited agent record: its signature and its approval both fail.
+    // An edited agent record: its signature and its approval both fail;
+    // the approval binds each intent, so it still covers the other one.
     let mut t2 = t.clone();
     t2[0].record.reason = Some("other".into());
     assert_eq!(
         codes_of(&verify(&tr, &t2, 0, &side)),
         [
             (1, codes::INVALID, "error"),
-            (1, codes::APPROVAL_INVALID, "error"),
-            (2, codes::APPROVAL_INVALID, "error")
+            (1, codes::APPROVAL_INVALID, "error")
         ]
     );
     // An unsigned record appended.
@@ -289,8 +289,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
         codes_of(&verify(&tr, &bad, 0, &side)),
         [
             (2, codes::INVALID, "error"),
-            (2, codes::APPROVAL_INVALID, "error"),
-            (3, codes::APPROVAL_INVALID, "error")
+            (2, codes::APPROVAL_INVALID, "error")
         ]
     );
     // A copy beside its original replays a signed intent.
@@ -313,4 +312,91 @@ fn a_signature_from_another_document_does_not_verify() {
         codes_of(&verify(&tr, &elsewhere, 0, &side)),
         [(3, codes::INVALID, "error")]
     );
+}
+
+/// A `noma-approval/1` of `t` by `by`, as approvals were written before
+/// `/2`: one subject over the records in order.
+fn approve_v1(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
+    let body = canonical::ApprovalBody {
+        approver: by.principal.clone(),
+        ts: "2026-11-26T11:00:00.000Z".into(),
+        doc_uri: "doc.noma".into(),
+        op_ids: t.iter().map(|e| e.record.op_id.clone()).collect(),
+        subject_sha256: canonical::subject_sha256(t.iter().map(|e| &e.record)),
+        intent_sha256: Vec::new(),
+        draft_sha256: draft.into(),
+    };
+    assert_eq!(body.payload_type(), canonical::APPROVAL_PAYLOAD);
+    let sig = by.key.sign(&canonical::approval_payload(&body)).unwrap();
+    side.approvals.push((8, sidecar::Approval { body, sig }));
+}
+
+/// The transcript after history work: the two approved agent records in
+/// the other order (the second one first), re-chained.
+fn swapped(t: &[Entry]) -> Vec<Entry> {
+    let mut moved = vec![t[1].clone(), t[0].clone(), t[2].clone()];
+    for (i, e) in moved.iter_mut().enumerate() {
+        e.line = i + 1;
+        e.record.post_sha256 = sha(30 + i as u8);
+    }
+    moved
+}
+
+#[test]
+fn an_approval_covers_each_approved_intent_in_any_order() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    assert_eq!(
+        side.approvals[0].1.body.payload_type(),
+        canonical::APPROVAL_PAYLOAD_V2
+    );
+    // Reordered: both covered; the draft is not checked any more (the
+    // document they leave is not the one approved).
+    let st = verify(&tr, &swapped(&t), 0, &side);
+    assert_eq!(codes_of(&st), []);
+    assert_eq!(st[0].approved_by.as_deref(), Some("alice@example.com"));
+    // One approved record dropped (a conflict kept the other side): the
+    // other is still covered.
+    let dropped = vec![t[0].clone(), t[2].clone()];
+    assert_eq!(codes_of(&verify(&tr, &dropped, 0, &side)), []);
+    // All present, originals, in order: the draft is checked.
+    let mut later = t.clone();
+    later[1].record.post_sha256 = sha(40);
+    let st = verify(&tr, &later, 0, &side);
+    assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
+    assert!(st[0].problems[0].message.contains("draft"), "{st:?}");
+    // An intent count that does not match its op_ids is refused.
+    side.approvals[0].1.body.intent_sha256.pop();
+    let st = verify(&tr, &t, 0, &side);
+    assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
+}
+
+#[test]
+fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
+    let tr = trust("required", true);
+    let (t, side) = signed();
+    let mut v1 = side.clone();
+    approve_v1(&mut v1, &person(), &t[..2], &sha(2));
+    assert_eq!(codes_of(&verify(&tr, &t, 0, &v1)), []);
+    // Its subject is in its own order: a reordering keeps it.
+    assert_eq!(codes_of(&verify(&tr, &swapped(&t), 0, &v1)), []);
+    // One subject over all: a dropped record leaves the other uncovered,
+    // and the message says how to approve it again.
+    let dropped = vec![t[0].clone(), t[2].clone()];
+    let st = verify(&tr, &dropped, 0, &v1);
+    assert_eq!(codes_of(&st), [(1, codes::APPROVAL_INVALID, "error")]);
+    assert!(
+        st[0].problems[0].message.contains("noma-approval/1")
+            && st[0].problems[0].message.contains("`noma approve`"),
+        "{st:?}"
+    );
+    // An edited record fails the subject.
+    let mut edited = t.clone();
+    edited[1].record.reason = Some("other".into());
+    let st = verify(&tr, &edited, 0, &v1);
+    assert!(st[0]
+        .problems
+        .iter()
+        .any(|p| p.code == codes::APPROVAL_INVALID));
 }

@@ -7,10 +7,13 @@
 //! when it is an agent's record (its signer matches
 //! `agent_principals`, or its `actor.kind` says `agent`) and
 //! `agents_need_approval` holds, which approval covers it. An approval
-//! counts when its SSHSIG verifies, its approver is allowed and is no
-//! agent principal, the records it names are in the transcript with the
-//! intents it hashed (the subject), and the document after the last of
-//! them is the draft it approved.
+//! counts when its SSHSIG verifies and its approver is allowed and is no
+//! agent principal; it covers each record whose intent it bound
+//! (`noma-approval/2`: one hash per op_id, so in any order and whatever
+//! other approved records history work dropped; `noma-approval/1`: one
+//! subject over all of them, so only while all are present), and while
+//! its records are all present, originals, in order, the document after
+//! the last of them must be the draft it approved.
 //!
 //! Levels: `signature-invalid` (a signature that does not verify: a
 //! forgery or an edited record) is an error whenever signatures are
@@ -23,7 +26,9 @@ use serde::Serialize;
 
 use std::borrow::Cow;
 
-use super::canonical::{approval_payload, original_of, record_payload, subject_sha256};
+use super::canonical::{
+    approval_payload, intent_sha256, original_of, record_payload, subject_sha256,
+};
 use super::sidecar::{Approval, Sidecar};
 use super::signers::AllowedSigners;
 use super::sshsig;
@@ -43,7 +48,8 @@ pub struct Trust {
 /// One problem with one record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
-    /// `error` or `warning`.
+    /// `error`, `warning`, or `note` (a record older than the policy,
+    /// [`super::adoption::PRE_POLICY`]).
     pub level: &'static str,
     /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
     /// `approval-missing` or `approval-invalid`.
@@ -105,7 +111,16 @@ pub fn signer_matches_actor(principal: &str, actor_name: &str) -> bool {
     name.eq_ignore_ascii_case(principal) || name.eq_ignore_ascii_case(local)
 }
 
-/// Whether an approval holds, with the reason when not.
+/// Whether an approval holds as a whole, with the reason when not: its
+/// signature verifies, its approver is allowed and no agent principal; a
+/// `noma-approval/1` binds one subject over every record it names, so
+/// each must still be in the transcript; a `noma-approval/2` binds one
+/// intent per op_id ([`covers`] checks each record on its own). The
+/// approved draft is checked only while the approved records are all
+/// present, originals, in transcript order: once history work (a merge's
+/// copies, a reordering rebase, a conflict that dropped one) moved them,
+/// the document they leave is not the draft the person saw, and the
+/// approval vouches for their intents only.
 fn check_approval(
     trust: &Trust,
     a: &Approval,
@@ -126,41 +141,78 @@ fn check_approval(
             a.body.approver
         ));
     }
-    let mut records: Vec<&Origin> = Vec::with_capacity(a.body.op_ids.len());
-    for id in &a.body.op_ids {
-        let e = by_op_id.get(id.as_str()).ok_or_else(|| {
-            format!("the approval names record {id}, which is not in the transcript")
+    let named: Vec<Option<&Origin>> = (a.body.op_ids.iter())
+        .map(|id| by_op_id.get(id.as_str()).copied())
+        .collect();
+    if a.body.intent_sha256.is_empty() {
+        check_subject(a, &named)?;
+    } else if a.body.intent_sha256.len() != a.body.op_ids.len() {
+        return Err(format!(
+            "the approval names {} record(s) but binds {} intent(s)",
+            a.body.op_ids.len(),
+            a.body.intent_sha256.len()
+        ));
+    }
+    let Some(all) = named.into_iter().collect::<Option<Vec<&Origin>>>() else {
+        return Ok(());
+    };
+    let in_order = all.windows(2).all(|w| w[0].entry.line < w[1].entry.line);
+    let Some(last) = all
+        .last()
+        .filter(|_| in_order && all.iter().all(|o| !o.is_copy))
+    else {
+        return Ok(());
+    };
+    let last = &last.entry.record.post_sha256;
+    if *last != a.body.draft_sha256 {
+        return Err(format!(
+            "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
+            noma_core::transcript::short_sha(&a.body.draft_sha256),
+            noma_core::transcript::short_sha(last)
+        ));
+    }
+    Ok(())
+}
+
+/// A `noma-approval/1`'s subject: the intents of every record it names,
+/// in its order (so a reordering rebase keeps it), all still present.
+fn check_subject(a: &Approval, named: &[Option<&Origin<'_>>]) -> Result<(), String> {
+    let mut records = Vec::with_capacity(named.len());
+    for (id, o) in a.body.op_ids.iter().zip(named) {
+        let o = o.ok_or_else(|| {
+            format!(
+                "the approval names record {id}, which is not in the transcript; a {} approval binds its records as one subject: run `noma approve` to approve the remaining ones again",
+                super::canonical::APPROVAL_PAYLOAD
+            )
         })?;
-        records.push(*e);
+        records.push(o.original.as_ref());
     }
-    if records
-        .windows(2)
-        .any(|w| w[0].entry.line >= w[1].entry.line)
-    {
-        return Err("the approval's records are not in transcript order".into());
-    }
-    if subject_sha256(records.iter().map(|o| o.original.as_ref())) != a.body.subject_sha256 {
+    if subject_sha256(records) != a.body.subject_sha256 {
         return Err(
             "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
                 .into(),
         );
     }
-    // Once a merge rebased the approved records onto other work (they are
-    // copies now), the document they leave is not the draft approved; the
-    // draft was checked where they were made, and the subject still binds
-    // their intents.
-    let Some(last) = records.last().filter(|o| !o.is_copy) else {
-        return Ok(());
-    };
-    let last = Some(&last.entry.record.post_sha256);
-    if last != Some(&a.body.draft_sha256) {
-        return Err(format!(
-            "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
-            noma_core::transcript::short_sha(&a.body.draft_sha256),
-            last.map(|s| noma_core::transcript::short_sha(s)).unwrap_or_default()
-        ));
-    }
     Ok(())
+}
+
+/// Whether an approval that holds ([`check_approval`]) covers the record
+/// `o`: a `noma-approval/2` bound the intent of o's op (its original's,
+/// for a merge copy) on its own; a `noma-approval/1`'s subject bound them
+/// all.
+fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), String> {
+    if a.body.intent_sha256.is_empty() {
+        return Ok(());
+    }
+    let rec = o.original.as_ref();
+    let at = a.body.op_ids.iter().position(|id| *id == rec.op_id);
+    match at.and_then(|k| a.body.intent_sha256.get(k)) {
+        Some(bound) if *bound == intent_sha256(rec) => Ok(()),
+        _ => Err(format!(
+            "record {} is not the one approved (its op, actor, reason or ts changed since)",
+            rec.op_id
+        )),
+    }
 }
 
 /// How one record's signatures verify: the allowed signer, or the
@@ -262,23 +314,25 @@ impl<'a> Approvals<'a> {
         }
     }
 
-    /// The approver of a valid approval naming `op_id`, or why each
-    /// approval naming it does not hold (empty: none names it).
+    /// The approver of a valid approval covering `o` (by its original's
+    /// op_id), or why each approval naming it does not (empty: none names
+    /// it).
     fn covering(
         &mut self,
-        op_id: &str,
+        o: &Origin<'_>,
         by_op_id: &HashMap<&str, &Origin<'_>>,
     ) -> Result<String, Vec<String>> {
         let mut reasons = Vec::new();
+        let op_id = o.original.op_id.as_str();
         for &(i, a) in self.by_record.get(op_id).map_or(&[][..], Vec::as_slice) {
             let trust = self.trust;
             let verdict = self
                 .verdicts
                 .entry(i)
                 .or_insert_with(|| check_approval(trust, a, by_op_id));
-            match verdict {
+            match verdict.clone().and_then(|()| covers(a, o)) {
                 Ok(()) => return Ok(a.body.approver.clone()),
-                Err(why) => reasons.push(why.clone()),
+                Err(why) => reasons.push(why),
             }
         }
         Err(reasons)
@@ -406,7 +460,7 @@ pub fn verify_where(
             let (code, message) = approval_problem(&status, rec, Vec::new());
             status.problems.push(problem(e, "error", code, message));
         } else if status.needs_approval {
-            match approvals.covering(&rec.op_id, &by_op_id) {
+            match approvals.covering(origin, &by_op_id) {
                 Ok(approver) => status.approved_by = Some(approver),
                 Err(reasons) => {
                     let (code, message) = approval_problem(&status, rec, reasons);

@@ -29,6 +29,10 @@ pub struct Recovery {
     pub unrecorded_edit: Option<UnrecordedEdit>,
     /// Human-readable lines describing each repair.
     pub messages: Vec<String>,
+    /// The command that finishes what recovery left (`noma repair` found
+    /// an edit no record explains: `noma record DOC`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
     /// sha256 of the transcript's last line after recovery (the next record's
     /// `prev_entry_sha256`).
     #[serde(skip)]
@@ -239,20 +243,24 @@ pub fn recover(
 
 /// `noma repair`: [`recover`], and bytes after the last newline that no
 /// marker explains are moved aside to `<transcript>.torn` (appended, so
-/// nothing is lost) instead of refused. An unrecorded edit is still an
-/// error: it is a person's change, for `noma record` to explain.
+/// nothing is lost) instead of refused. An unrecorded edit is a person's
+/// change, for `noma record` to explain: it is kept, never overwritten,
+/// and named as the next step. A request that committed its records but
+/// not its document, whose document was edited since, is rolled forward
+/// onto the edit where its ops still apply ([`roll_onto_edit`]).
 pub fn repair(doc: &Path, t: &mut LockedTranscript) -> Result<Recovery, RecoveryError> {
     run(doc, t, false, true)
 }
 
 /// The recovery rule: stale temps removed, the intent marker settled, the
 /// transcript's end checked ([`settle_torn_tail`]) and the document held
-/// against its last record ([`check_last_record`]).
+/// against its last record ([`check_last_record`]). `repairing`: `noma
+/// repair`'s rule ([`repair`]).
 fn run(
     doc: &Path,
     t: &mut LockedTranscript,
     force: bool,
-    move_torn_aside: bool,
+    repairing: bool,
 ) -> Result<Recovery, RecoveryError> {
     let mut out = Recovery {
         stale_temps_removed: fsio::remove_stale_temps(doc),
@@ -264,16 +272,27 @@ fn run(
             out.stale_temps_removed
         ));
     }
-    settle_intent(doc, t, force, &mut out)?;
+    settle_intent(doc, t, (force, repairing), &mut out)?;
 
     let tail = read_tail(t).map_err(|e| RecoveryError::io(t.path(), "cannot read", e))?;
     if let Some((offset, torn)) = tail.torn {
-        settle_torn_tail(doc, t, offset, &torn, move_torn_aside, &mut out)?;
+        settle_torn_tail(doc, t, offset, &torn, repairing, &mut out)?;
     }
     let Some((offset, raw)) = tail.last else {
         return Ok(out);
     };
-    check_last_record(doc, t, offset, &raw, force, &mut out)?;
+    check_last_record(doc, t, offset, &raw, force || repairing, &mut out)?;
+    if repairing {
+        if let Some(edit) = out.unrecorded_edit.as_ref() {
+            // Not repaired: a person's edit, kept for `noma record`.
+            out.messages.pop();
+            out.next_step = Some(format!(
+                "the document (sha256 {}) has an edit no record explains; `noma record {}` records it",
+                transcript::short_sha(&edit.document_sha256),
+                noma_core::diag::shell_word(&doc.to_string_lossy())
+            ));
+        }
+    }
     Ok(out)
 }
 
@@ -372,13 +391,13 @@ fn check_last_record(
 fn settle_intent(
     doc: &Path,
     t: &mut LockedTranscript,
-    force: bool,
+    mode: (bool, bool),
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
     let io = |what, e| RecoveryError::io(&tpath, what, e);
     match Intent::read(&tpath) {
-        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, force, out)?,
+        Ok(Some(intent)) => finish_interrupted(doc, t, &intent, mode, out)?,
         Ok(None) => {}
         // The marker is made durable before the append starts, so a marker
         // that is not whole means its writer died writing it: nothing
@@ -441,12 +460,14 @@ fn classify(intent: &Intent, len: u64, appended: &[u8]) -> Interrupted {
     }
 }
 
-/// Completes or undoes the request an intent marker describes.
+/// Completes or undoes the request an intent marker describes. `(force,
+/// repairing)`: a committed request whose document was edited since is
+/// left to the edit (`force`), or rolled forward onto it (`repairing`).
 fn finish_interrupted(
     doc: &Path,
     t: &mut LockedTranscript,
     intent: &Intent,
-    force: bool,
+    (force, repairing): (bool, bool),
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
@@ -493,6 +514,10 @@ fn finish_interrupted(
                     return clear();
                 }
                 let first_line = line_at(t, intent.transcript_len);
+                if repairing {
+                    roll_onto_edit(doc, document, &appended, first_line, &shown, out)?;
+                    return clear();
+                }
                 let records = split_records(&appended, first_line).map_err(|err| {
                     RecoveryError::Transcript {
                         path: shown.clone(),
@@ -516,6 +541,61 @@ fn finish_interrupted(
             clear()
         }
     }
+}
+
+/// `noma repair` of a committed request whose document was edited since
+/// (it is neither the request's pre- nor its post-state): the killed
+/// writer left the document at its pre-state, so that is what the person
+/// edited. The request's applied ops are re-applied onto the edit; when
+/// all apply, the document keeps both changes, else it is left as edited.
+/// Either way the transcript ends with the request's records, and the
+/// edit, which no record explains, is `noma record`'s to record.
+fn roll_onto_edit(
+    doc: &Path,
+    document: CheckedDocument,
+    appended: &[u8],
+    first_line: usize,
+    shown: &str,
+    out: &mut Recovery,
+) -> Result<(), RecoveryError> {
+    let records = split_records(appended, first_line).map_err(|err| RecoveryError::Transcript {
+        path: shown.to_string(),
+        err,
+    })?;
+    let mut state = String::from_utf8(document.bytes).map_err(|e| {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        RecoveryError::io(doc, "not UTF-8", e)
+    })?;
+    let what = format!("an interrupted request had committed its records (from line {first_line}) but not its document, and the document was edited since");
+    let mut memo = ParseMemo::new();
+    let mut n = 0;
+    for (line, r) in records
+        .iter()
+        .filter(|(_, r)| r.patch_result == PatchResult::Applied)
+    {
+        match noma_core::patch::apply_ops_with(&mut memo, &state, std::slice::from_ref(&r.op)) {
+            Ok(next) => {
+                memo.parse_edited(&state, &next);
+                state = next;
+                n += 1;
+            }
+            Err(e) => {
+                out.messages.push(format!(
+                    "{what}; its op at line {line} does not apply to the edit ({}: {}), so the document is left as edited",
+                    e.code.as_str(),
+                    e.message
+                ));
+                return Ok(());
+            }
+        }
+    }
+    fsio::atomic_write(doc, state.as_bytes())
+        .map_err(|e| RecoveryError::io(doc, "cannot write", e))?;
+    out.rolled_forward = n;
+    out.messages.push(format!(
+        "rolled forward {n} record(s) onto the edit: {what}"
+    ));
+    Ok(())
 }
 
 /// The records of an appended request with their file line numbers.
@@ -615,10 +695,12 @@ pub fn inspect(doc: &Path, transcript_path: &Path) -> Vec<String> {
             let doc_sha = fsio::read_regular(doc)
                 .map(|b| sha256_hex(&b))
                 .unwrap_or_default();
-            if doc_sha == intent.doc_pre_sha256 && doc_sha != intent.doc_post_sha256 {
+            if doc_sha == intent.doc_post_sha256 {
+                "clear its marker (the request completed)".to_string()
+            } else if doc_sha == intent.doc_pre_sha256 {
                 "roll the document forward to the request's committed records".to_string()
             } else {
-                "clear its marker (the request completed)".to_string()
+                "roll the request's committed records forward onto the document's later edit where they apply, and leave the edit for `noma record`".to_string()
             }
         }
         Interrupted::Inconsistent(m) => format!("refuse: {m}"),
@@ -820,6 +902,32 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), new);
         assert_eq!(Intent::read(&tp).unwrap(), None);
         assert!(recover(&doc, &mut t, false).unwrap().is_clean());
+    }
+
+    #[test]
+    fn repair_rolls_a_committed_request_onto_a_later_edit_and_names_record() {
+        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        let (_d, doc, tp) = setup("x");
+        let (new, bytes) = batch("x", &["a", "b"], None);
+        std::fs::write(&tp, &bytes).unwrap();
+        intent_for(b"", &bytes, "x", &new).write(&tp).unwrap();
+        // A person edited the pre-state the killed writer left.
+        std::fs::write(&doc, "x, edited").unwrap();
+        let mut t = LockedTranscript::open(&tp).unwrap();
+        // A writer refuses (an edit no record explains) and keeps the marker.
+        let e = recover(&doc, &mut t, false).unwrap_err();
+        assert!(matches!(e, RecoveryError::UnrecordedEdit(_)), "{e}");
+        assert!(Intent::read(&tp).unwrap().is_some());
+        // Repair keeps both changes and leaves the edit to `noma record`.
+        let r = repair(&doc, &mut t).unwrap();
+        assert_eq!(r.rolled_forward, 2);
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "x, editedab");
+        assert_eq!(Intent::read(&tp).unwrap(), None);
+        assert_eq!(std::fs::read(&tp).unwrap(), bytes);
+        assert!(r.unrecorded_edit.is_some());
+        let next = r.next_step.clone().unwrap();
+        assert!(next.contains("`noma record "), "{next}");
+        assert!(!r.messages.iter().any(|m| m.contains("--force")), "{r:?}");
     }
 
     #[test]

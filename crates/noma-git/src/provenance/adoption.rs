@@ -1,0 +1,106 @@
+//! Records older than the policy: what `noma replay --signatures` says
+//! about the records a transcript already had when the repository turned
+//! provenance on.
+//!
+//! "Older than the policy" is known from git, not from a record's `ts`
+//! (self-declared): the adoption commit is the oldest commit on HEAD's
+//! first-parent line from which on `.noma/config.yml` turns provenance on
+//! without a break, and a record is pre-policy when the document's
+//! transcript in that commit holds it (by op_id, a merge copy by its
+//! original's). Such a record that is unsigned, or an agent's that no
+//! person approved, is a note (`pre-policy-record`), not a warning or an
+//! error: nobody could have signed it under a policy that did not exist.
+//! Everything appended after adoption is checked as before. This is the
+//! work tree's local view; `noma reconcile` never needs it, since its
+//! range holds only the records the base does not have.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::canonical::original_of;
+use super::verify::{codes, RecordStatus};
+use crate::config::Policy;
+use crate::git::repo::Repo;
+use crate::git::Oid;
+use noma_core::transcript::{parse_record, split_lines};
+
+/// The code of a record older than the policy.
+pub const PRE_POLICY: &str = "pre-policy-record";
+
+/// The commit that turned provenance on for HEAD's history, and the
+/// op_ids `doc`'s transcript held in it. `None`: not in a repository,
+/// provenance is off at HEAD, or the transcript did not exist then.
+fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
+    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
+    let repo = Repo::discover(dir.unwrap_or(Path::new("."))).ok()?;
+    let rel = repo.relative_path(doc)?;
+    // Most commits leave the policy file as it was: parse a blob once.
+    let mut last: Option<(Option<Oid>, bool)> = None;
+    let mut on = |c: Oid| {
+        let id = repo
+            .blob_id_at(c, crate::config::CONFIG_PATH)
+            .ok()
+            .flatten();
+        if let Some((_, verdict)) = last.filter(|(seen, _)| *seen == id) {
+            return verdict;
+        }
+        let text = id
+            .and_then(|id| repo.blob(id).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let verdict = Policy::from_yaml(&text).is_ok_and(|p| !p.file.provenance.is_off());
+        last = Some((id, verdict));
+        verdict
+    };
+    let mut at = repo.head_commit().filter(|c| on(*c))?;
+    for _ in 0..crate::git::HISTORY_LIMIT {
+        match repo.first_parent(at) {
+            Some(p) if on(p) => at = p,
+            _ => break,
+        }
+    }
+    let bytes = repo.blob_at(at, &format!("{rel}.patches")).ok()??;
+    let (lines, _) = split_lines(&bytes);
+    let ids = lines
+        .iter()
+        .filter_map(|l| parse_record(l.number, l.raw).ok())
+        .map(|r| original_of(&r).map_or(r.op_id, |o| o.op_id))
+        .collect();
+    Some((at, ids))
+}
+
+/// Marks, in `statuses` (one per record of `transcript`, `doc`'s work-tree
+/// transcript, in order), the records older than the policy: their
+/// `unsigned-record` and `approval-missing` become notes with
+/// [`PRE_POLICY`]. Git is read only when such a problem exists.
+pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStatus]) {
+    let old = |c: &str| c == codes::UNSIGNED || c == codes::APPROVAL_MISSING;
+    if !statuses
+        .iter()
+        .flat_map(|s| &s.problems)
+        .any(|p| old(p.code))
+    {
+        return;
+    }
+    let Some((commit, ids)) = adopted(doc) else {
+        return;
+    };
+    let short: String = commit.to_string().chars().take(8).collect();
+    let (lines, _) = split_lines(transcript);
+    let records = lines.iter().map(|l| parse_record(l.number, l.raw).ok());
+    for (s, r) in statuses.iter_mut().zip(records) {
+        let Some(r) = r else { return };
+        let id = original_of(&r).map_or(r.op_id, |o| o.op_id);
+        if !ids.contains(&id) {
+            continue;
+        }
+        for p in s.problems.iter_mut().filter(|p| old(p.code)) {
+            p.level = "note";
+            p.message = format!(
+                "older than the policy: the transcript already held this record when commit {short} turned provenance on ({}), so it is not checked",
+                p.code
+            );
+            p.code = PRE_POLICY;
+        }
+    }
+}
