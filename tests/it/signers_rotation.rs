@@ -125,7 +125,9 @@ fn a_key_rotated_with_valid_before_keeps_its_records_and_signs_no_new_ones() {
     let o = patch(&r, &old, "", &set("c2", 0.7));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("no principal for this key"),
+        text(&o).contains(
+            "no principal for this key now: .noma/allowed_signers line 1 lists this key only valid-before"
+        ),
         "{}",
         text(&o)
     );

@@ -66,6 +66,14 @@ pub enum SignerError {
         /// Its public key.
         public: String,
     },
+    /// The key is listed, but not for now: rotated out, or not yet in.
+    #[error("{path}: no principal for this key now: {why}")]
+    OutsideWindow {
+        /// The key file.
+        path: PathBuf,
+        /// The line and its window.
+        why: String,
+    },
 }
 
 impl Signer {
@@ -85,12 +93,23 @@ impl Signer {
                 let text = signers
                     .and_then(|p| std::fs::read_to_string(p).ok())
                     .unwrap_or_default();
-                AllowedSigners::parse(&text)
-                    .principal_of(key.public_key(), signers::now())
-                    .ok_or_else(|| SignerError::NoPrincipal {
-                        path: key.path.clone(),
-                        public: key.public_openssh(),
-                    })?
+                let signers = AllowedSigners::parse(&text);
+                let now = signers::now();
+                match signers.principal_of(key.public_key(), now) {
+                    Some(p) => p,
+                    None => {
+                        return Err(match signers.outside_window(key.public_key(), now) {
+                            Some(why) => SignerError::OutsideWindow {
+                                path: key.path.clone(),
+                                why,
+                            },
+                            None => SignerError::NoPrincipal {
+                                path: key.path.clone(),
+                                public: key.public_openssh(),
+                            },
+                        })
+                    }
+                }
             }
         };
         Ok(Signer { key, principal })

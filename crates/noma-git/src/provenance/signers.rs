@@ -65,6 +65,20 @@ impl Line {
         })
     }
 
+    /// The validity window, as text (`valid-after T and valid-before T`).
+    fn window(&self) -> String {
+        let o = &self.raw.options;
+        let bound = |name: &str, t: u64| (t != 0).then(|| format!("{name} {}", utc_text(t)));
+        let window: Vec<String> = [
+            bound("valid-after", o.valid_after),
+            bound("valid-before", o.valid_before),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        window.join(" and ")
+    }
+
     /// The positive (not negated) entries of the principals list.
     fn listed(&self) -> impl Iterator<Item = &str> {
         self.raw
@@ -169,20 +183,32 @@ impl AllowedSigners {
             return None;
         }
         let l = self.matching(principal, key).next()?;
-        let o = &l.raw.options;
-        let bound = |name: &str, t: u64| (t != 0).then(|| format!("{name} {}", utc_text(t)));
-        let window: Vec<String> = [
-            bound("valid-after", o.valid_after),
-            bound("valid-before", o.valid_before),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
         Some(format!(
             "{ALLOWED_SIGNERS_PATH} line {} lists the key for it only {}, and the record is judged at {}",
             l.number,
-            window.join(" and "),
+            l.window(),
             at.map_or("an unknown time (its ts does not parse)".into(), utc_text)
+        ))
+    }
+
+    /// Why `key` has no principal to sign as at `at` although a line
+    /// lists it for namespace `noma`: that line's window (None: no line
+    /// lists it, or one is valid).
+    pub fn outside_window(&self, key: &PublicKey, at: u64) -> Option<String> {
+        let key = key.key_data();
+        let mut lines = self
+            .lines
+            .iter()
+            .filter(|l| l.signs_noma() && &l.raw.key == key);
+        if lines.clone().any(|l| l.valid_at(Some(at))) {
+            return None;
+        }
+        let l = lines.next()?;
+        Some(format!(
+            "{ALLOWED_SIGNERS_PATH} line {} lists this key only {}, and it is {} now; sign with the key that replaced it",
+            l.number,
+            l.window(),
+            utc_text(at)
         ))
     }
 
@@ -390,6 +416,13 @@ mod tests {
             "{why}"
         );
         assert_eq!(s.window_refusal("nobody@x", &k, Some(dec1)), None);
+        let s = AllowedSigners::parse(&format!("old@x valid-before=\"20261201Z\" {OTHER}\n"));
+        let why = s.outside_window(&k, dec1 + 1).unwrap();
+        assert!(
+            why.contains("line 1 lists this key only valid-before"),
+            "{why}"
+        );
+        assert_eq!(s.outside_window(&k, dec1), None);
     }
 
     #[test]
