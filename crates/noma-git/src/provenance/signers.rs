@@ -445,5 +445,14 @@ mod tests {
         assert!(s.agent_overlaps(&is_agent).is_empty());
         let s = AllowedSigners::parse(&format!("* {OTHER}\n"));
         assert!(!s.is_agent_key(k.key_data(), &is_agent));
+        // Listed for an agent and for everyone.
+        let s = AllowedSigners::parse(&format!("*@agents.example {OTHER}\n\"*,!x@y\" {OTHER}\n"));
+        let w = s.agent_overlaps(&|p: &str| p.ends_with("@agents.example"));
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].message.contains("also for * (line 2)"),
+            "{}",
+            w[0].message
+        );
     }
 }
