@@ -42,6 +42,8 @@ mod reconcile_cli;
 mod reconcile_markdown;
 mod reconcile_replay_props;
 mod reference_docs;
+mod signers_differential;
+mod signers_rotation;
 mod tamper_props;
 mod transcript_cli;
 mod transcript_props;

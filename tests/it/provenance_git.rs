@@ -687,7 +687,8 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
     r.ok(&["commit", "-q", "--no-verify", "-m", "broken sidecar"]);
     s.fails_with("[sidecar-invalid] plan.noma.provenance:2");
 
-    // A base whose allowed_signers does not parse.
+    // A base whose allowed_signers line does not parse: skipped and named
+    // (as ssh-keygen skips it), so the agent's key is no longer listed.
     r.ok(&["checkout", "-q", "main"]);
     r.write(
         ".noma/allowed_signers",
@@ -696,10 +697,18 @@ fn bad_keys_sidecars_and_signer_files_are_named() {
     r.ok(&["add", "-A"]);
     r.ok(&["commit", "-q", "--no-verify", "-m", "broken signers"]);
     r.ok(&["checkout", "-q", "agent"]);
+    r.ok(&["reset", "-q", "--hard", "HEAD~1"]);
+    s.agent_patch(&set("c2", 0.1));
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "-m", "signed, by a key the base then skips"]);
     let (code, out) = s.reconcile();
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[provenance-config-invalid]"), "{out}");
-    assert!(out.contains(".noma/allowed_signers line 1"), "{out}");
+    assert!(
+        out.contains("[allowed-signers-warning] .noma/allowed_signers:1"),
+        "{out}"
+    );
+    assert!(out.contains("skipped: invalid key"), "{out}");
+    assert!(out.contains("[signer-not-allowed]"), "{out}");
 }
 
 /// `signatures: warn` reports an unsigned record in the hook and the check

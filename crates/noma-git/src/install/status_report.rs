@@ -28,13 +28,40 @@ pub fn hooks_status(json: bool) -> Console {
         let mut v = status_json(&layout, &statuses);
         v["merge_driver"] = driver_json(&layout);
         v["line_endings"] = eol_json(&layout);
+        v["allowed_signers"] = signers_json(&layout);
         c.json(v);
     } else {
         c.out_text(status_text(&layout, &statuses));
         c.out_text(driver_text(&layout));
         c.out_text(eol_text(&layout));
+        c.out_text(signers_text(&layout));
     }
     c
+}
+
+/// [`signers_text`] as JSON (null without a work tree or file).
+fn signers_json(layout: &Layout) -> Value {
+    let Some(wt) = &layout.work_tree else {
+        return Value::Null;
+    };
+    match crate::provenance::signers_check::load(None, wt) {
+        Ok(Some(c)) => json!({"path": c.path, "usable": c.usable, "warnings": c.warnings}),
+        Ok(None) => Value::Null,
+        Err(e) => json!({"error": e}),
+    }
+}
+
+/// The work tree's allowed signers, as `noma provenance check-signers`
+/// reads them (nothing when there is no such file).
+fn signers_text(layout: &Layout) -> String {
+    let Some(wt) = &layout.work_tree else {
+        return String::new();
+    };
+    match crate::provenance::signers_check::load(None, wt) {
+        Ok(Some(check)) => check.text(),
+        Ok(None) => String::new(),
+        Err(e) => format!("allowed signers: {e}\n"),
+    }
 }
 
 /// The hooks directory, its layout and one line per hook.

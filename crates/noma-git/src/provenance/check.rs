@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::sidecar::{sidecar_path, Sidecar};
-use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};
+use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
 use super::verify::{verify, verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_core::transcript::transcript_path;
@@ -26,9 +26,27 @@ pub fn trust_from(
         return Ok(None);
     }
     let signers = signers().unwrap_or_default();
-    let signers =
-        AllowedSigners::parse(&String::from_utf8_lossy(&signers)).map_err(|e| e.to_string())?;
-    Ok(Some(Trust { policy, signers }))
+    let signers = AllowedSigners::parse(&String::from_utf8_lossy(&signers));
+    Ok(Some(Trust::new(policy, signers)))
+}
+
+/// The trust's warnings (see [`Trust::warnings`]) as problems of
+/// `.noma/allowed_signers`, at warning level: reported, never failing.
+pub fn signer_warnings(trust: &Trust) -> Vec<Located> {
+    trust
+        .warnings()
+        .into_iter()
+        .map(|w| Located {
+            path: ALLOWED_SIGNERS_PATH.into(),
+            problem: Problem {
+                level: "warning",
+                code: SIGNERS_WARNING,
+                line: w.line,
+                op_id: String::new(),
+                message: w.message,
+            },
+        })
+        .collect()
 }
 
 /// The statuses of the records after the first `from` lines of
@@ -163,6 +181,10 @@ pub struct WorktreeReport {
     /// The sidecar's problem, when it cannot be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sidecar: Option<Problem>,
+    /// What the allowed-signers file's owner should know (skipped lines,
+    /// local times, agent keys listed for someone else too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<super::signers::SignersWarning>,
 }
 
 impl WorktreeReport {
@@ -207,9 +229,9 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
     }
     let signers = AllowedSigners::parse(&String::from_utf8_lossy(
         signers.as_deref().unwrap_or_default(),
-    ))
-    .map_err(|e| e.to_string())?;
-    Ok((Trust { policy, signers }, root))
+    ));
+    // Only the records' signed `ts` is known here: no commit holds them.
+    Ok((Trust::new(policy, signers), root))
 }
 
 /// Verifies every record of `transcript` (the document `doc`'s) against
@@ -245,6 +267,7 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
         ),
         records,
         sidecar,
+        warnings: trust.warnings(),
     })
 }
 
@@ -297,7 +320,7 @@ pub fn branch_check(
         .filter(|old| blob(head, &transcript_path(old)).is_none())
         .and_then(|old| blob(merge_base, &transcript_path(&old)));
     let prefix = moved.as_deref().unwrap_or(prefix);
-    let trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
+    let mut trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
         Ok(Some(t)) => t,
@@ -315,9 +338,12 @@ pub fn branch_check(
             }])
         }
     };
+    // The branch's records are in HEAD: none was signed after it.
+    trust.not_after = repo.commit_time(head);
     let side_path = super::sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
     let tpath = transcript_path(doc);
+    let mut problems = signer_warnings(&trust);
     match check_after(
         &trust,
         head_transcript,
@@ -325,7 +351,6 @@ pub fn branch_check(
         side.as_deref(),
     ) {
         Ok(mut statuses) => {
-            let mut problems = Vec::new();
             for s in &mut statuses {
                 problems.extend(s.problems.drain(..).map(|problem| Located {
                     path: tpath.clone(),
@@ -337,10 +362,13 @@ pub fn branch_check(
                 records: statuses,
             }
         }
-        Err(problem) => BranchCheck::problems(vec![Located {
-            path: side_path,
-            problem,
-        }]),
+        Err(problem) => {
+            problems.push(Located {
+                path: side_path,
+                problem,
+            });
+            BranchCheck::problems(problems)
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! - [`canonical`]: the RFC 8785 payloads a signature and an approval bind;
 //! - [`sshsig`]: SSHSIG sign/verify (namespace `noma`, Ed25519 keys from
 //!   files or the running ssh-agent);
-//! - [`signers`]: `.noma/allowed_signers` in git's format;
+//! - [`signers`]: `.noma/allowed_signers` in git's format, each line read
+//!   as OpenSSH reads it ([`openssh`]);
 //! - [`sidecar`]: `<doc>.provenance`, the set of signatures and approvals
 //!   beside the transcript;
 //! - [`verify`]: what each record's signature and approval say, by code;
@@ -26,9 +27,11 @@ pub mod approve;
 pub mod canonical;
 pub mod check;
 pub mod external;
+pub mod openssh;
 pub mod report;
 pub mod sidecar;
 pub mod signers;
+pub mod signers_check;
 pub mod sshsig;
 pub mod verify;
 pub mod writer;
@@ -65,15 +68,22 @@ pub enum SignerError {
         /// Its public key.
         public: String,
     },
-    /// `.noma/allowed_signers` is malformed.
-    #[error(transparent)]
-    Signers(#[from] signers::SignersError),
+    /// The key is listed, but not for now: rotated out, or not yet in.
+    #[error("{path}: no principal for this key now: {why}")]
+    OutsideWindow {
+        /// The key file.
+        path: PathBuf,
+        /// The line and its window.
+        why: String,
+    },
 }
 
 impl Signer {
     /// A signer for `key`, as the principal `principal` when given, else
     /// `NOMA_SIGNING_PRINCIPAL`, else the first literal principal the
-    /// allowed-signers file at `signers` (when it exists) lists for the key.
+    /// allowed-signers file at `signers` (when it exists) lists for the key
+    /// on a line valid now (a line noma cannot use is skipped, never an
+    /// error).
     pub fn new(
         key: SigningKey,
         principal: Option<String>,
@@ -85,12 +95,23 @@ impl Signer {
                 let text = signers
                     .and_then(|p| std::fs::read_to_string(p).ok())
                     .unwrap_or_default();
-                AllowedSigners::parse(&text)?
-                    .principal_of(key.public_key())
-                    .ok_or_else(|| SignerError::NoPrincipal {
-                        path: key.path.clone(),
-                        public: key.public_openssh(),
-                    })?
+                let signers = AllowedSigners::parse(&text);
+                let now = signers::now();
+                match signers.principal_of(key.public_key(), now) {
+                    Some(p) => p,
+                    None => {
+                        return Err(match signers.outside_window(key.public_key(), now) {
+                            Some(why) => SignerError::OutsideWindow {
+                                path: key.path.clone(),
+                                why,
+                            },
+                            None => SignerError::NoPrincipal {
+                                path: key.path.clone(),
+                                public: key.public_openssh(),
+                            },
+                        })
+                    }
+                }
             }
         };
         Ok(Signer { key, principal })

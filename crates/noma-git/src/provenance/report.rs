@@ -5,6 +5,8 @@
 use std::path::Path;
 
 use super::check::{check_worktree, WorktreeReport};
+use super::signers::SIGNERS_WARNING;
+use super::verify::codes;
 use noma_store::engine::default_transcript_path;
 
 /// The statuses of every record of `doc`'s transcript (`transcript`, or
@@ -28,9 +30,14 @@ pub fn signatures_text(r: &WorktreeReport) -> String {
     let mut out = format!("signatures (trusting {}):\n", r.trust);
     for s in &r.records {
         out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
+        // "unsigned" only for a record with no signature at all: one whose
+        // signature does not count says so, and its problem says why.
+        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
         match &s.signed_by {
             Some(p) => out.push_str(&format!("signed by {p}")),
-            None => out.push_str("unsigned"),
+            None if unsigned => out.push_str("unsigned"),
+            None if s.problems.is_empty() => out.push_str("signature not checked"),
+            None => out.push_str("signature not accepted"),
         }
         match (&s.approved_by, s.needs_approval) {
             (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
@@ -46,6 +53,9 @@ pub fn signatures_text(r: &WorktreeReport) -> String {
                 p.message
             ));
         }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
     }
     if let Some(p) = &r.sidecar {
         out.push_str(&format!(

@@ -38,9 +38,8 @@ fn trust(signatures: &str, approval: bool) -> Trust {
         "alice@example.com namespaces=\"noma\" {}\n*@agents.example namespaces=\"noma\" {}\n",
         person().key.public_openssh(),
         agent().key.public_openssh()
-    ))
-    .unwrap();
-    Trust { policy, signers }
+    ));
+    Trust::new(policy, signers)
 }
 
 fn sha(n: u8) -> String {
@@ -186,7 +185,7 @@ fn each_forgery_has_its_code_and_line() {
     );
     // Off reports nothing.
     assert_eq!(codes_of(&verify(&trust("off", false), &t3, 0, &side)), []);
-    // A key the base does not list.
+    // A key the base does not list for the principal it names.
     let stranger = Signer::new(
         SigningKey::from_openssh(AGENT_KEY, Path::new("k")).unwrap(),
         Some("alice@example.com".into()),
@@ -200,9 +199,14 @@ fn each_forgery_has_its_code_and_line() {
     if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record).unwrap() {
         side2.signatures.push((7, s));
     }
+    // (The agent's key signing as alice: not allowed for her, and, being
+    // an agent's key, needing approval whatever principal it names.)
     assert_eq!(
         codes_of(&verify(&tr, &t, 0, &side2)),
-        [(3, codes::NOT_ALLOWED, "error")]
+        [
+            (3, codes::NOT_ALLOWED, "error"),
+            (3, codes::APPROVAL_MISSING, "error")
+        ]
     );
     // A signature copied from another record.
     let mut side3 = side.clone();

@@ -3,9 +3,11 @@
 //!
 //! For each record of the checked range: who signed it (a signature whose
 //! SSHSIG verifies over the record's payload with namespace `noma`, by a
-//! key the allowed-signers file lists for the claimed principal), and,
+//! key the allowed-signers file lists for the claimed principal at the
+//! record's time, see [`Trust::judged_at`]), and,
 //! when it is an agent's record (its signer matches
-//! `agent_principals`, or its `actor.kind` says `agent`) and
+//! `agent_principals`, its `actor.kind` says `agent`, or its key is listed
+//! for an agent principal, whatever principal it signed as) and
 //! `agents_need_approval` holds, which approval covers it. An approval
 //! counts when its SSHSIG verifies and its approver is allowed and is no
 //! agent principal; it covers each record whose intent it bound
@@ -43,6 +45,52 @@ pub struct Trust {
     pub policy: Policy,
     /// The base revision's `.noma/allowed_signers`.
     pub signers: AllowedSigners,
+    /// The time of the commit holding the checked records, when one is
+    /// known (seconds since the epoch): a record is judged at its signed
+    /// `ts`, but no later than this, so a record dated after the commit
+    /// that carries it cannot borrow a key's later window.
+    pub not_after: Option<u64>,
+}
+
+impl Trust {
+    /// The trust in `policy` and `signers`, with no commit time known.
+    pub fn new(policy: Policy, signers: AllowedSigners) -> Trust {
+        Trust {
+            policy,
+            signers,
+            not_after: None,
+        }
+    }
+
+    /// The time a record or approval dated `ts` is judged at (the time
+    /// `ssh-keygen -Y verify -Overify-time=` would be given): its `ts`,
+    /// capped at [`Trust::not_after`]; the commit time alone when `ts`
+    /// does not parse; None when neither is known.
+    pub fn judged_at(&self, ts: &str) -> Option<u64> {
+        match (super::openssh::rfc3339_seconds(ts), self.not_after) {
+            (Some(t), Some(cap)) => Some(t.min(cap)),
+            (t, cap) => t.or(cap),
+        }
+    }
+
+    /// Whether a verified key is an agent's: a line lists it for a
+    /// principal `agent_principals` matches.
+    pub fn is_agent_key(&self, key: &ssh_key::PublicKey) -> bool {
+        self.signers
+            .is_agent_key(key.key_data(), &|p| self.policy.is_agent_principal(p))
+    }
+
+    /// What the allowed-signers file's owner should know: skipped lines,
+    /// local times, and keys listed for an agent and someone else.
+    pub fn warnings(&self) -> Vec<super::signers::SignersWarning> {
+        let mut out = self.signers.warnings().to_vec();
+        out.extend(
+            self.signers
+                .agent_overlaps(&|p| self.policy.is_agent_principal(p)),
+        );
+        out.sort_by_key(|w| w.line);
+        out
+    }
 }
 
 /// One problem with one record.
@@ -128,12 +176,21 @@ fn check_approval(
 ) -> Result<(), String> {
     let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
         .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
-    if !trust.signers.allows(&a.body.approver, &key) {
-        return Err(format!(
-            "the approval's key is not allowed for {} in the base's {}",
-            a.body.approver,
-            super::signers::ALLOWED_SIGNERS_PATH
-        ));
+    let at = trust.judged_at(&a.body.ts);
+    if !trust.signers.allows_at(&a.body.approver, &key, at) {
+        return Err(
+            match trust.signers.window_refusal(&a.body.approver, &key, at) {
+                Some(why) => format!(
+                    "the approval's key is not valid for {} then: {why}",
+                    a.body.approver
+                ),
+                None => format!(
+                    "the approval's key is not allowed for {} in the base's {}",
+                    a.body.approver,
+                    super::signers::ALLOWED_SIGNERS_PATH
+                ),
+            },
+        );
     }
     if trust.policy.is_agent_principal(&a.body.approver) {
         return Err(format!(
@@ -217,17 +274,25 @@ fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), String> {
 
 /// How one record's signatures verify: the allowed signer, or the
 /// problem (the best one a signature reached: allowed, then valid but
-/// not allowed, then invalid).
+/// not allowed, then invalid); and every key whose signature over the
+/// record verifies, allowed or not.
 fn record_signer(
     trust: &Trust,
     rec: &Record,
     sigs: &[(usize, &super::sidecar::RecordSignature)],
     checked: &[Option<Result<ssh_key::PublicKey, sshsig::SigError>>],
-) -> Result<String, (&'static str, String)> {
+) -> (
+    Result<String, (&'static str, String)>,
+    Vec<ssh_key::PublicKey>,
+) {
     if sigs.is_empty() {
-        return Err((codes::UNSIGNED, "the record has no signature".into()));
+        return (
+            Err((codes::UNSIGNED, "the record has no signature".into())),
+            Vec::new(),
+        );
     }
-    let mut worst = None;
+    let at = trust.judged_at(&rec.ts);
+    let (mut worst, mut keys) = (None, Vec::new());
     for &(i, s) in sigs {
         let verified;
         let result = match &checked[i] {
@@ -238,17 +303,22 @@ fn record_signer(
             }
         };
         match result {
-            Ok(key) if trust.signers.allows(&s.signer, key) => return Ok(s.signer.clone()),
+            Ok(key) if trust.signers.allows_at(&s.signer, key, at) => {
+                keys.push(key.clone());
+                return (Ok(s.signer.clone()), keys);
+            }
             Ok(key) => {
-                worst = Some((
-                    codes::NOT_ALLOWED,
-                    format!(
-                    "signed by {} with {}, a key the base's {} does not allow for that principal",
-                    s.signer,
-                    key.fingerprint(ssh_key::HashAlg::Sha256),
-                    super::signers::ALLOWED_SIGNERS_PATH
-                ),
-                ))
+                keys.push(key.clone());
+                let fp = key.fingerprint(ssh_key::HashAlg::Sha256);
+                let message = match trust.signers.window_refusal(&s.signer, key, at) {
+                    Some(why) => format!("signed by {} with {fp}, but not while the key was valid for that principal: {why}", s.signer),
+                    None => format!(
+                        "signed by {} with {fp}, a key the base's {} does not allow for that principal",
+                        s.signer,
+                        super::signers::ALLOWED_SIGNERS_PATH
+                    ),
+                };
+                worst = Some((codes::NOT_ALLOWED, message))
             }
             Err(e) => {
                 if worst.is_none() {
@@ -263,7 +333,7 @@ fn record_signer(
             }
         }
     }
-    Err(worst.unwrap_or((codes::UNSIGNED, String::new())))
+    (Err(worst.unwrap_or((codes::UNSIGNED, String::new()))), keys)
 }
 
 /// A transcript record with the original it stands for (itself, or for a
@@ -418,14 +488,17 @@ pub fn verify_where(
         };
         let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
         let repeat = repeats.get(&e.line);
-        let signer = match repeat {
-            Some(first) => Err((
-                codes::INVALID,
-                format!(
-                    "this record claims to stand for op {}, which line {first} already carries: one record stands for one op, so this is a replayed signed intent or a record disguised as a merge copy",
-                    rec.op_id
-                ),
-            )),
+        let (signer, keys) = match repeat {
+            Some(first) => (
+                Err((
+                    codes::INVALID,
+                    format!(
+                        "this record claims to stand for op {}, which line {first} already carries: one record stands for one op, so this is a replayed signed intent or a record disguised as a merge copy",
+                        rec.op_id
+                    ),
+                )),
+                Vec::new(),
+            ),
             None => record_signer(trust, rec, found, &checked),
         };
         match signer {
@@ -448,12 +521,16 @@ pub fn verify_where(
                 }
             }
         }
+        // An agent's key needs approval whatever principal it signs as:
+        // a key also listed for a person would otherwise let the agent
+        // pass as that person.
         status.needs_approval = prov.agents_need_approval
             && (rec.actor.kind == ActorKind::Agent
                 || status
                     .signed_by
                     .as_deref()
-                    .is_some_and(|p| trust.policy.is_agent_principal(p)));
+                    .is_some_and(|p| trust.policy.is_agent_principal(p))
+                || keys.iter().any(|k| trust.is_agent_key(k)));
         // An approval of the op covers the record that carries it first,
         // never one that only claims it.
         if status.needs_approval && repeat.is_some() {

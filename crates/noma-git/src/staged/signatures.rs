@@ -19,7 +19,7 @@ impl Guard<'_> {
     ) -> Result<(), GitError> {
         use crate::provenance::{check, sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
         let config = self.reference_blob(crate::config::CONFIG_PATH)?;
-        let trust = match check::trust_from(config.as_deref(), || {
+        let mut trust = match check::trust_from(config.as_deref(), || {
             self.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
         }) {
             Ok(Some(t)) => t,
@@ -34,6 +34,17 @@ impl Guard<'_> {
                 return Ok(());
             }
         };
+        // The commit being made now holds the staged records.
+        trust.not_after = Some(crate::provenance::signers::now());
+        if !docs.is_empty() {
+            for l in check::signer_warnings(&trust) {
+                let line = Some(l.problem.line).filter(|n| *n > 0);
+                let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+                f.severity = Severity::Warning;
+                f.blocking = false;
+                out.push(f);
+            }
+        }
         for (doc, head_path) in docs {
             let mut staged_files = std::collections::HashMap::new();
             for p in [
