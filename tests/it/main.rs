@@ -52,3 +52,4 @@ mod workflow_husky;
 mod workflow_line_endings;
 mod workflow_record;
 mod workflow_replay_rev;
+mod write_containment;

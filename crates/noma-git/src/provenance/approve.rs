@@ -29,8 +29,14 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
     let signer = writer::approver_signer(doc, key)
         .map_err(|e| e.to_string())?
         .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
-    let report = super::report::for_doc(doc, None)?;
     let tpath = default_transcript_path(doc);
+    // The approval is appended to the sidecar under the transcript's lock:
+    // a link or a FIFO in either place is refused before anything is read.
+    for p in [&tpath, &super::sidecar_path(doc)] {
+        noma_store::fsio::contain::check_writable(p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let report = super::report::for_doc(doc, None)?;
     let bytes =
         noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =

@@ -144,6 +144,11 @@ impl Sidecar {
 /// Writers call this under the transcript's lock *before* appending the
 /// records they sign: a kill in between leaves signatures of records that
 /// never existed (ignored), never a record whose signature was lost.
+///
+/// The sidecar is opened as every file noma writes
+/// ([`noma_store::fsio::contain::open_write`]): a symbolic link (a clone
+/// can commit one to `~/.bashrc`), a FIFO or a device in its place is
+/// refused before a byte is written.
 pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     if entries.is_empty() {
         return Ok(());
@@ -152,25 +157,41 @@ pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     for e in entries {
         buf.push_str(&e.to_line());
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    // A sidecar left torn by an earlier kill gets its line ended first, so
-    // the new entries stay whole lines.
-    let len = f.metadata()?.len();
-    if len > 0 {
-        let existing = noma_store::fsio::read_regular(path)?;
-        if existing.last() != Some(&b'\n') {
-            let cut = existing
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-            f.set_len(cut as u64)?;
-        }
-    }
+    use noma_store::fsio::contain;
+    let mut f = contain::open_write(path, contain::WriteMode::Append)?;
+    end_torn_line(&mut f)?;
     f.write_all(buf.as_bytes())?;
     f.sync_all()
+}
+
+/// Cuts a last line an earlier kill left without its newline, so the
+/// entries appended next stay whole lines. Reads only the file's tail.
+fn end_torn_line(f: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8];
+    f.seek(SeekFrom::Start(len - 1))?;
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Walk back a block at a time to the last newline.
+    let mut end = len;
+    let mut block = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let chunk = &mut block[..(end - start) as usize];
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return f.set_len(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    f.set_len(0)
 }
 
 /// Adds to the sidecar at `path` the lines of `other` (another branch's
@@ -277,6 +298,18 @@ mod tests {
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(bytes, format!("{0}{0}", e.to_line()).into_bytes());
         assert_eq!(Sidecar::parse(&bytes).unwrap().signatures.len(), 1);
+        // A torn line longer than the block read back, and one with no
+        // line before it at all.
+        let long = "x".repeat(200 * 1024);
+        std::fs::write(&p, format!("{}{long}", e.to_line())).unwrap();
+        append(&p, std::slice::from_ref(&e)).unwrap();
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            format!("{0}{0}", e.to_line()).into_bytes()
+        );
+        std::fs::write(&p, &long).unwrap();
+        append(&p, std::slice::from_ref(&e)).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), e.to_line().into_bytes());
         assert_eq!(
             sidecar_path(Path::new("a/d.noma")),
             Path::new("a/d.noma.provenance")
