@@ -516,3 +516,33 @@ fn init_writes_no_file_through_a_committed_link() {
         .collect();
     assert_eq!(names, ["bashrc"], "init wrote into the linked directory");
 }
+
+/// `noma reconcile --write` on a branch that committed the sidecar as a
+/// link to the victim's file: the base's records are rebased but the
+/// sidecar union is refused, naming it; the victim's file is unchanged.
+#[test]
+fn reconcile_write_refuses_a_linked_sidecar() {
+    let f = setup();
+    let key = f.person.to_str().unwrap();
+    let patch = |id: &str, v: f64| {
+        let op = set(id, v).to_string();
+        let args = ["patch", "plan.noma", "--inplace", "--key", key];
+        assert_ran(&f.noma(&[&args[..], &["--actor-name", "alice", "--op", &op]].concat()));
+    };
+    f.r.ok(&["checkout", "-q", "-b", "branch"]);
+    patch("c2", 0.9);
+    commit_no_verify(&f.r, "branch edit");
+    f.r.ok(&["checkout", "-q", "main"]);
+    patch("c1", 0.1);
+    commit_no_verify(&f.r, "main moved on");
+    f.r.ok(&["checkout", "-q", "branch"]);
+    f.plant("plan.noma.provenance", Plant::Outside, false);
+    let o = f.noma(&["reconcile", "--base", "main", "--write"]);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("plan.noma.provenance") && out.contains("symbolic link"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(f.victim()).unwrap(), VICTIM);
+}
