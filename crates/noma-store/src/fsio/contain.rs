@@ -180,6 +180,9 @@ pub fn check_dir_inside(root: &Path, dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+// O_NONBLOCK stays set on the opened file: it changes nothing for a
+// regular file's reads and writes, nor for `flock`, which blocks or not by
+// its own flag.
 #[cfg(unix)]
 fn no_follow(opts: &mut OpenOptions) {
     use std::os::unix::fs::OpenOptionsExt;
@@ -198,11 +201,10 @@ fn non_blocking(opts: &mut OpenOptions) {
 #[cfg(not(unix))]
 fn non_blocking(_: &mut OpenOptions) {}
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
-    #[cfg(unix)]
     #[test]
     fn links_and_fifos_are_refused_and_nothing_is_created() {
         let dir = tempfile::tempdir().unwrap();
@@ -243,7 +245,6 @@ mod tests {
         assert!(open_write(&plain, WriteMode::Replace).is_ok());
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_linked_directory_below_the_root_is_refused() {
         let root = tempfile::tempdir().unwrap();
