@@ -56,3 +56,4 @@ mod workflow_husky;
 mod workflow_line_endings;
 mod workflow_record;
 mod workflow_replay_rev;
+mod write_containment;

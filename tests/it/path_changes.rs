@@ -1,8 +1,8 @@
 //! Issue 32: a document's history follows its content, not its path.
 //! Renamed, copied and new documents replay in a fresh clone, merge with
 //! patches of the same document on another branch, and pass `noma
-//! reconcile --base main`; a patch through a symlink writes through to the
-//! target; `git revert -n` and `git am` meet the hook as their plain forms
+//! reconcile --base main`; a patch through a symlink is refused (the
+//! target patches); `git revert -n` and `git am` meet the hook as their plain forms
 //! do. Real `git` CLI throughout, with the hooks and driver installed.
 
 use crate::common::{assert_ran, text, Repo};
@@ -255,22 +255,27 @@ fn a_transcript_whose_base_is_nowhere_is_refused_by_hook_and_reconcile() {
     assert_eq!(d["replays"], false, "{v:#}");
 }
 
-/// A patch through a symlinked document writes through to the target and
-/// its transcript: no second transcript beside the link, and the commit
-/// of the target passes the hook.
+/// A patch through a symlinked document is refused (noma writes no file
+/// through a link, see `write_containment`): nothing is written beside the
+/// link or to its target, and patching the target itself works.
 #[cfg(unix)]
 #[test]
-fn a_patch_through_a_symlink_writes_through_to_the_target() {
+fn a_patch_through_a_symlink_is_refused_and_the_target_patches() {
     let r = setup();
     std::os::unix::fs::symlink("doc.noma", r.path().join("link.noma")).unwrap();
-    r.agent_patch("link.noma", &body("b", "B-link"));
+    let op = body("b", "B-link");
+    let o = r.noma(&["patch", "link.noma", "--inplace", "--op", &op]);
+    assert!(!o.status.success(), "{}", text(&o));
     assert!(
-        !r.path().join("link.noma.patches").exists(),
-        "a second transcript was written beside the link"
+        text(&o).contains("symbolic link to doc.noma"),
+        "{}",
+        text(&o)
     );
-    assert!(r.read("doc.noma").contains("B-link"));
+    assert!(!r.path().join("link.noma.patches").exists());
+    assert!(!r.read("doc.noma").contains("B-link"));
+    r.agent_patch("doc.noma", &op);
     std::fs::remove_file(r.path().join("link.noma")).unwrap();
-    r.commit_all("patched through a link");
+    r.commit_all("patched the target");
     replays(&r, "doc.noma");
 }
 

@@ -130,10 +130,12 @@ fn run_patch(
 ) -> Result<engine::Outcome, ToolError> {
     let path = ctx.doc_path(file, tool)?;
     check_content(ops)?;
-    // The engine appends to <doc>.patches and reads <doc>.capabilities.yml:
-    // neither may lead outside the root.
+    // The engine appends to <doc>.patches and <doc>.provenance and reads
+    // <doc>.capabilities.yml: none may lead outside the root (and the
+    // engine writes neither through a link of any kind).
     ctx.derived(&engine::default_transcript_path(&path))?;
     ctx.derived(&capability::sidecar_path(&path))?;
+    ctx.derived(&noma_git::provenance::sidecar_path(&path))?;
     let (actor_kind, actor_name, actor_model, actor_version) = match meta.actor {
         Some(a) => (a.kind, a.name, a.model, a.version),
         None => (ActorKind::Agent, "unknown".into(), None, None),

@@ -1,9 +1,12 @@
 //! File utilities shared by the engine and the shells: bounded reads of
 //! regular files only, an advisory lock on the transcript, a single-write
 //! append, an atomic replace, the intent marker of a patch request, and
-//! the `.noma` documents under a directory.
+//! the `.noma` documents under a directory. Every file noma writes is
+//! opened by [`contain::open_write`].
 
-use std::fs::{File, OpenOptions};
+pub mod contain;
+
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -83,12 +86,14 @@ pub fn check_kind(path: &Path) -> io::Result<std::fs::Metadata> {
 }
 
 /// A transcript opened to be read a line at a time: FIFOs, devices and
-/// directories are refused as [`read_regular`] refuses them ([`check_kind`]),
-/// but no size cap applies, since memory then follows the longest line,
-/// not the file (issue 35).
+/// directories are refused as [`read_regular`] refuses them (by
+/// [`contain::open_read`], which never blocks), but no size cap applies,
+/// since memory then follows the longest line, not the file (issue 35).
 pub fn open_lines(path: &Path) -> io::Result<io::BufReader<File>> {
-    check_kind(path)?;
-    Ok(io::BufReader::with_capacity(64 * 1024, File::open(path)?))
+    Ok(io::BufReader::with_capacity(
+        64 * 1024,
+        contain::open_read(path)?,
+    ))
 }
 
 fn too_big(len: u64, cap: u64) -> io::Error {
@@ -121,10 +126,14 @@ pub fn check_growth(len: u64) -> io::Result<()> {
 /// size cap. The read itself is bounded too, so a file that grows while it
 /// is read cannot exhaust memory.
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let meta = check_regular(path)?;
+    let file = contain::open_read(path)?;
     let cap = max_file_bytes();
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    File::open(path)?.take(cap + 1).read_to_end(&mut bytes)?;
+    let len = file.metadata()?.len();
+    if len > cap {
+        return Err(too_big(len, cap));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(cap + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(too_big(bytes.len() as u64, cap));
     }
@@ -148,17 +157,9 @@ impl LockedTranscript {
     /// exclusive lock is ours. The transcript is never renamed, so every
     /// process locks the same inode.
     pub fn open(path: &Path) -> io::Result<Self> {
-        // A FIFO or device is refused; the size is not: a transcript has
-        // no cap of its own (its growth is checked per request).
-        match check_kind(path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)?;
+        // A link, FIFO or device is refused; the size is not: a transcript
+        // has no cap of its own (its growth is checked per request).
+        let file = contain::open_write(path, contain::WriteMode::Append)?;
         // Fully qualified: newer std has an inherent `File::lock` too.
         fs4::FileExt::lock(&file)?;
         Ok(LockedTranscript {
@@ -170,8 +171,7 @@ impl LockedTranscript {
     /// Opens an existing transcript read-only under a shared lock: a
     /// verifier sees no append half-done and never changes the file.
     pub fn open_shared(path: &Path) -> io::Result<Self> {
-        check_kind(path)?;
-        let file = File::open(path)?;
+        let file = contain::open_read(path)?;
         fs4::FileExt::lock_shared(&file)?;
         Ok(LockedTranscript {
             file,
@@ -303,8 +303,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// engine stages a document before it appends the records, then commits
 /// once they are durable.
 ///
-/// A symlinked target is written through: the link's own target is
-/// replaced and the link stays a link.
+/// A target that is a symbolic link (or a FIFO, a device) is refused
+/// ([`contain::check_writable`]): the rename would replace the link, and
+/// writing through it could land outside the work tree.
 #[derive(Debug)]
 pub struct StagedFile {
     tmp: PathBuf,
@@ -313,15 +314,10 @@ pub struct StagedFile {
 }
 
 impl StagedFile {
-    /// Writes and fsyncs `bytes` to a fresh temp file beside `path` (beside
-    /// the file a symlink at `path` points to).
+    /// Writes and fsyncs `bytes` to a fresh temp file beside `path`.
     pub fn write(path: &Path, bytes: &[u8]) -> io::Result<StagedFile> {
-        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-        let path = if is_link {
-            std::fs::canonicalize(path)?
-        } else {
-            path.to_path_buf()
-        };
+        contain::check_writable(path)?;
+        let path = path.to_path_buf();
         let name = path
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
@@ -336,11 +332,8 @@ impl StagedFile {
             path,
             committed: false,
         };
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&staged.tmp)?;
-        if let Ok(meta) = std::fs::metadata(&staged.path) {
+        let mut f = contain::open_write(&staged.tmp, contain::WriteMode::CreateNew)?;
+        if let Ok(meta) = std::fs::symlink_metadata(&staged.path) {
             // Keep the document's permissions across the replace.
             let _ = f.set_permissions(meta.permissions());
         }
@@ -418,7 +411,7 @@ impl Intent {
     /// Writes the marker and makes it durable (file and directory entry).
     pub fn write(&self, transcript: &Path) -> io::Result<()> {
         let path = intent_path(transcript);
-        let mut f = File::create(&path)?;
+        let mut f = contain::open_write(&path, contain::WriteMode::Replace)?;
         f.write_all(serde_json::to_string(self)?.as_bytes())?;
         f.sync_all()?;
         sync_dir(&parent_dir(&path))
@@ -429,7 +422,10 @@ impl Intent {
     /// (before the append, so nothing else was written).
     pub fn read(transcript: &Path) -> io::Result<Option<Intent>> {
         let path = intent_path(transcript);
-        let bytes = match std::fs::read(&path) {
+        // A marker is noma's own file: a link in its place is refused
+        // (unread), as its write would be.
+        let read = contain::check_writable(&path).and_then(|()| read_regular(&path));
+        let bytes = match read {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
@@ -489,18 +485,25 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_symlinked_document_stays_a_link() {
+    fn a_symlinked_target_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.noma");
         let link = dir.path().join("link.noma");
         std::fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        atomic_write(&link, b"new").unwrap();
+        let e = atomic_write(&link, b"new").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
             .is_symlink());
-        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        // A linked intent marker is neither read nor written through.
+        let t = dir.path().join("t.patches");
+        std::os::unix::fs::symlink(&real, intent_path(&t)).unwrap();
+        assert!(Intent::read(&t).is_err());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "old");
     }
 
     #[cfg(unix)]

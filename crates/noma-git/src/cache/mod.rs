@@ -658,12 +658,8 @@ fn classify(e: rusqlite::Error) -> OpenError {
 
 /// Takes the cache's setup lock file (exclusive), if it can be created.
 fn setup_lock(dir: &Path) -> Option<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK_FILE))
-        .ok()?;
+    use noma_store::fsio::contain::{open_write, WriteMode};
+    let f = open_write(&dir.join(LOCK_FILE), WriteMode::Append).ok()?;
     fs4::FileExt::lock(&f).ok()?;
     Some(f)
 }
@@ -678,13 +674,17 @@ fn setup_lock(dir: &Path) -> Option<std::fs::File> {
 /// for its busy timeout, which would push a process onto the in-memory
 /// fallback for no reason.
 fn open_file(dir: &Path, holding_lock: bool) -> Result<Connection, OpenError> {
+    use noma_store::fsio::contain::{check_dir_inside, open_write, WriteMode};
+    // `dir` is `<root>/.noma/cache`: neither part may be a committed link.
+    let root = dir.parent().and_then(Path::parent).unwrap_or(dir);
+    check_dir_inside(root, dir).map_err(|e| OpenError::Unavailable(e.to_string()))?;
     std::fs::create_dir_all(dir)
         .map_err(|e| OpenError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
     // The cache ignores itself, so it never shows up in `git status` even
     // in a repository where `noma init` has not written .gitignore rules.
     let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        let _ = std::fs::write(&ignore, "# Local noma block cache: never commit.\n*\n");
+    if let Ok(mut f) = open_write(&ignore, WriteMode::CreateNew) {
+        let _ = std::io::Write::write_all(&mut f, b"# Local noma block cache: never commit.\n*\n");
     }
     let path = dir.join(DB_FILE);
     if path.is_dir() {
@@ -697,7 +697,8 @@ fn open_file(dir: &Path, holding_lock: bool) -> Result<Connection, OpenError> {
         &path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(classify)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;

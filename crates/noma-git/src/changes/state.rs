@@ -179,13 +179,13 @@ pub struct StoreLock {
 pub fn lock_store(root: &Path) -> std::io::Result<StoreLock> {
     let path = root.join(STORE_LOCK_PATH);
     if let Some(dir) = path.parent() {
+        // Every store write holds this lock first: a `.noma/cache` committed
+        // as a link is refused here, before anything is created through it.
+        noma_store::fsio::contain::check_dir_inside(root, dir)?;
         std::fs::create_dir_all(dir)?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?;
+    use noma_store::fsio::contain::{open_write, WriteMode};
+    let file = open_write(&path, WriteMode::Append)?;
     fs4::FileExt::lock(&file)?;
     Ok(StoreLock { _file: file })
 }

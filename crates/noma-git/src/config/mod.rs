@@ -165,7 +165,12 @@ impl Policy {
     pub fn load(root: &Path) -> Result<Policy, ConfigError> {
         let path = root.join(CONFIG_PATH);
         let shown = path.display().to_string();
-        match std::fs::read_to_string(&path) {
+        // Never blocks: a FIFO or device in its place is refused at once.
+        let read = noma_store::fsio::read_regular(&path).and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        });
+        match read {
             Ok(text) => Policy::from_yaml(&text).map_err(|source| ConfigError::Invalid {
                 path: shown,
                 source,

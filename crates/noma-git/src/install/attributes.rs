@@ -19,7 +19,6 @@
 //! `-text` leaves `diff` alone (git still shows text diffs) and does not
 //! touch `merge=noma`.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -87,9 +86,15 @@ fn attrs_path(work_tree: &Path) -> std::path::PathBuf {
     work_tree.join(".gitattributes")
 }
 
-fn read(work_tree: &Path) -> Result<String, HooksError> {
+/// The work tree's `.gitattributes` (empty when absent), read without
+/// ever blocking.
+pub(super) fn read(work_tree: &Path) -> Result<String, HooksError> {
     let path = attrs_path(work_tree);
-    match fs::read_to_string(&path) {
+    // Never blocks: a FIFO or device in its place is refused at once.
+    let read = noma_store::fsio::read_regular(&path).and_then(|b| {
+        String::from_utf8(b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    });
+    match read {
         Ok(s) => Ok(s),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
         Err(e) => Err(HooksError::Io { path, source: e }),
@@ -255,6 +260,7 @@ fn repo_err(work_tree: &Path) -> impl Fn(crate::git::repo::GitError) -> HooksErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

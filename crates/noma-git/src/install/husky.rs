@@ -106,7 +106,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HooksError + '_ {
 }
 
 fn read_opt(path: &Path) -> Result<Option<String>, HooksError> {
-    match fs::read(path) {
+    match noma_store::fsio::read_regular(path) {
         Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path)(e)),
@@ -175,7 +175,7 @@ pub fn install(h: &Husky, hook: HookName) -> Result<HuskyInstall, HooksError> {
         write_mode(&script, text.as_bytes(), 0o755)?;
     } else {
         // In place: the team's script keeps its mode and owner.
-        fs::write(&script, text).map_err(io_err(&script))?;
+        noma_store::fsio::contain::write_file(&script, text.as_bytes()).map_err(io_err(&script))?;
     }
     Ok(HuskyInstall {
         script,
@@ -215,13 +215,13 @@ fn repair_chained(stub: &Path, notes: &mut Vec<String>) -> Result<(), HooksError
 #[cfg(unix)]
 fn write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), HooksError> {
     use std::os::unix::fs::PermissionsExt;
-    fs::write(path, bytes).map_err(io_err(path))?;
+    noma_store::fsio::contain::write_file(path, bytes).map_err(io_err(path))?;
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(io_err(path))
 }
 
 #[cfg(not(unix))]
 fn write_mode(path: &Path, bytes: &[u8], _mode: u32) -> Result<(), HooksError> {
-    fs::write(path, bytes).map_err(io_err(path))
+    noma_store::fsio::contain::write_file(path, bytes).map_err(io_err(path))
 }
 
 /// Removes our line from the team's script for `hook`; a script left with
@@ -243,7 +243,8 @@ pub fn uninstall(h: &Husky, hook: HookName) -> Result<bool, HooksError> {
     if header_only {
         fs::remove_file(&script).map_err(io_err(&script))?;
     } else {
-        fs::write(&script, rest + "\n").map_err(io_err(&script))?;
+        noma_store::fsio::contain::write_file(&script, (rest + "\n").as_bytes())
+            .map_err(io_err(&script))?;
     }
     Ok(true)
 }

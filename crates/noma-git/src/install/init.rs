@@ -230,7 +230,7 @@ pub fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpConfigEr
         path: path.clone(),
         source,
     };
-    let existing = match fs::read(&path) {
+    let existing = match noma_store::fsio::read_regular(&path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(io_err(e)),
@@ -280,14 +280,13 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InitError + '_ {
 pub fn write_default_policy(root: &Path) -> Result<Change, InitError> {
     let path = root.join(CONFIG_PATH);
     if let Some(dir) = path.parent() {
+        // `.noma` committed as a link would carry the file out of the tree.
+        noma_store::fsio::contain::check_dir_inside(root, dir).map_err(io_err(dir))?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
     }
+    use noma_store::fsio::contain::{open_write, WriteMode};
     // create_new: a file that appears concurrently is kept, not replaced.
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-    {
+    match open_write(&path, WriteMode::CreateNew) {
         Ok(mut f) => {
             f.write_all(policy_template().as_bytes())
                 .and_then(|()| f.sync_all())
@@ -343,7 +342,10 @@ pub fn policy_template() -> String {
 /// Equivalent spellings (`/.noma/cache`, `.noma/cache`, …) count as
 /// present.
 pub fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change, InitError> {
-    let existing = match fs::read(path) {
+    use noma_store::fsio::contain::{check_writable, open_write, WriteMode};
+    // A `.gitignore` committed as a link is refused before it is read.
+    check_writable(path).map_err(io_err(path))?;
+    let existing = match noma_store::fsio::read_regular(path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(io_err(path)(e)),
@@ -365,11 +367,7 @@ pub fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change,
     add.push_str(&format!("# {comment}\n"));
     add.push_str(entry);
     add.push('\n');
-    let mut f = fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(io_err(path))?;
+    let mut f = open_write(path, WriteMode::Append).map_err(io_err(path))?;
     // One write: a crash cannot leave half an entry on most filesystems.
     f.write_all(add.as_bytes()).map_err(io_err(path))?;
     Ok(if existing.is_some() {

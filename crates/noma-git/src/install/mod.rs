@@ -655,7 +655,10 @@ fn stage_script(path: &Path, bytes: &[u8]) -> Result<PathBuf, HooksError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.noma-tmp-{}", std::process::id()));
     let write = || -> io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
+        // The hooks directory may be in the work tree (core.hooksPath):
+        // a temp name planted there as a link is refused, not followed.
+        let replace = noma_store::fsio::contain::WriteMode::Replace;
+        let mut f = noma_store::fsio::contain::open_write(&tmp, replace)?;
         f.write_all(bytes)?;
         set_executable(&f)?;
         f.sync_all()
@@ -910,12 +913,7 @@ pub fn merge_driver_status(
 }
 
 fn read_attributes(work_tree: &Path) -> Result<String, HooksError> {
-    let path = work_tree.join(".gitattributes");
-    match fs::read_to_string(&path) {
-        Ok(s) => Ok(s),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(HooksError::Io { path, source: e }),
-    }
+    attributes::read(work_tree)
 }
 
 /// Registers `noma merge-driver` (git config `merge.noma.driver` and
@@ -988,7 +986,8 @@ pub fn install_merge_driver(
             text.push('\n');
             change.attributes.push(l.to_string());
         }
-        fs::write(&path, text).map_err(io_err(&path))?;
+        // A `.gitattributes` committed as a link is refused, not written through.
+        noma_store::fsio::contain::write_file(&path, text.as_bytes()).map_err(io_err(&path))?;
     }
     Ok(change)
 }
@@ -1032,7 +1031,7 @@ pub fn uninstall_merge_driver(
         } else {
             let mut out = kept.join("\n");
             out.push('\n');
-            fs::write(&path, out).map_err(io_err(&path))?;
+            noma_store::fsio::contain::write_file(&path, out.as_bytes()).map_err(io_err(&path))?;
         }
     }
     Ok(change)

@@ -86,13 +86,15 @@ fn read(call: &Call<'_>) -> Result<Versions, String> {
 
 /// Writes `content` into the ours file, or appends it.
 fn write(ours: &Path, content: &[u8], append: bool) -> Result<(), String> {
-    // Created and truncated as `std::fs::write` does, unless appending.
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .append(append)
-        .truncate(!append)
-        .open(ours);
+    // Created and truncated as `std::fs::write` does, unless appending; a
+    // link or FIFO in its place is refused, never written through.
+    use noma_store::fsio::contain::{open_write, WriteMode};
+    let mode = if append {
+        WriteMode::Append
+    } else {
+        WriteMode::Replace
+    };
+    let file = open_write(ours, mode);
     file.and_then(|mut f| f.write_all(content))
         .map_err(|e| format!("{}: {e}", ours.display()))
 }

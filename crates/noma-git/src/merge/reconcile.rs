@@ -418,7 +418,8 @@ impl Branch<'_> {
         head_t: Oid,
     ) -> Result<(), ReconcileError> {
         let write = |dest: &Path| -> std::io::Result<()> {
-            let mut file = std::fs::File::create(dest)?;
+            use noma_store::fsio::contain::{open_write, WriteMode};
+            let mut file = open_write(dest, WriteMode::Replace)?;
             std::io::copy(&mut self.repo.blob_stream(head_t)?, &mut file)?;
             std::io::Write::write_all(&mut file, &s.append)
         };
@@ -465,7 +466,7 @@ impl Branch<'_> {
         };
         let changed = r.transcript != files.head_transcript();
         self.report_rebase(rep, &r, changed, &|dest| {
-            std::fs::write(dest, &r.transcript)
+            noma_store::fsio::contain::write_file(dest, &r.transcript)
         })
     }
 
@@ -494,17 +495,25 @@ impl Branch<'_> {
         if self.write && changed && r.conflicts.is_empty() {
             if let Some(wd) = &self.workdir {
                 let path = &rep.path;
-                std::fs::write(wd.join(path), r.doc.as_bytes())
-                    .and_then(|_| write_transcript(&wd.join(transcript_path(path))))
+                // Each file is written only as a regular file in the tree;
+                // a refusal names the file it is about.
+                let named = |p: &str| {
+                    let p = p.to_string();
+                    move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{p}: {e}"))
+                };
+                let (tp, sp) = (
+                    transcript_path(path),
+                    crate::provenance::sidecar::sidecar_rel(path),
+                );
+                noma_store::fsio::atomic_write(&wd.join(path), r.doc.as_bytes())
+                    .and_then(|_| write_transcript(&wd.join(&tp)).map_err(named(&tp)))
                     // The base's records come with their signatures.
                     .and_then(|_| {
                         crate::provenance::sidecar::union_into_file(
-                            &wd.join(crate::provenance::sidecar::sidecar_rel(path)),
-                            self.blob(
-                                self.base_tip,
-                                &crate::provenance::sidecar::sidecar_rel(path),
-                            ),
+                            &wd.join(&sp),
+                            self.blob(self.base_tip, &sp),
                         )
+                        .map_err(named(&sp))
                     })
                     .map_err(|source| ReconcileError::Write {
                         path: path.clone(),

@@ -37,8 +37,14 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
     if let Some(why) = never_counts(&signer, &trust) {
         return Err(why);
     }
-    let report = super::report::for_doc(doc, None)?;
     let tpath = default_transcript_path(doc);
+    // The approval is appended to the sidecar under the transcript's lock:
+    // a link or a FIFO in either place is refused before anything is read.
+    for p in [&tpath, &super::sidecar_path(doc)] {
+        noma_store::fsio::contain::check_writable(p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let report = super::report::for_doc(doc, None)?;
     let bytes =
         noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =

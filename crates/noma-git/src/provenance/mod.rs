@@ -93,7 +93,8 @@ impl Signer {
             Some(p) if !p.is_empty() => p,
             _ => {
                 let text = signers
-                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .and_then(|p| noma_store::fsio::read_regular(p).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default();
                 let signers = AllowedSigners::parse(&text);
                 let now = signers::now();

@@ -144,6 +144,11 @@ impl Sidecar {
 /// Writers call this under the transcript's lock *before* appending the
 /// records they sign: a kill in between leaves signatures of records that
 /// never existed (ignored), never a record whose signature was lost.
+///
+/// The sidecar is opened as every file noma writes
+/// ([`noma_store::fsio::contain::open_write`]): a symbolic link (a clone
+/// can commit one to `~/.bashrc`), a FIFO or a device in its place is
+/// refused before a byte is written.
 pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     if entries.is_empty() {
         return Ok(());
@@ -152,11 +157,8 @@ pub fn append(path: &Path, entries: &[SidecarEntry]) -> std::io::Result<()> {
     for e in entries {
         buf.push_str(&e.to_line());
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)?;
+    use noma_store::fsio::contain;
+    let mut f = contain::open_write(path, contain::WriteMode::Append)?;
     // A sidecar left torn by an earlier kill gets its line cut off first,
     // so the new entries stay whole lines. Only the tail is read: a
     // signed write costs the same at a thousand records as at millions.
@@ -321,6 +323,18 @@ mod tests {
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(bytes, format!("{0}{0}", e.to_line()).into_bytes());
         assert_eq!(Sidecar::parse(&bytes).unwrap().signatures.len(), 1);
+        // A torn line longer than the block read back, and one with no
+        // line before it at all.
+        let long = "x".repeat(200 * 1024);
+        std::fs::write(&p, format!("{}{long}", e.to_line())).unwrap();
+        append(&p, std::slice::from_ref(&e)).unwrap();
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            format!("{0}{0}", e.to_line()).into_bytes()
+        );
+        std::fs::write(&p, &long).unwrap();
+        append(&p, std::slice::from_ref(&e)).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), e.to_line().into_bytes());
         assert_eq!(
             sidecar_path(Path::new("a/d.noma")),
             Path::new("a/d.noma.provenance")

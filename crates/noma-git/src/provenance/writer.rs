@@ -23,7 +23,10 @@ pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
         let entries = signer
             .sign_records(records)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        sidecar::append(&sidecar::sidecar_path(doc), &entries)
+        let path = sidecar::sidecar_path(doc);
+        // The engine names the transcript; the refusal is the sidecar's.
+        sidecar::append(&path, &entries)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }))
 }
 

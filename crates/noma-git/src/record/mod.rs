@@ -306,6 +306,12 @@ pub fn record_file_with(
 ) -> Result<Outcome, RecordError> {
     let text = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
     let tpath = engine::default_transcript_path(doc_path);
+    // Recording appends to it: a link or a FIFO there is refused before
+    // it is read (fsio::contain), as the append would refuse it.
+    fsio::contain::check_writable(&tpath).map_err(|source| CannotRun::CannotLock {
+        path: tpath.clone(),
+        source,
+    })?;
     let prior = scan::scan(doc_path, &tpath)?;
     record_after(
         (doc_path, &tpath),

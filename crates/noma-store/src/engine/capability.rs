@@ -77,7 +77,11 @@ pub enum CapabilityError {
 /// Loads the sidecar of `doc` when it exists.
 pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, CapabilityError> {
     let path = sidecar_path(doc);
-    let text = match std::fs::read_to_string(&path) {
+    // Read as every noma input is: a FIFO or device planted in its place
+    // is refused at once, never waited on.
+    let text = match crate::fsio::read_regular(&path).and_then(|b| {
+        String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(CapabilityError::Io { path, source }),

@@ -88,6 +88,10 @@ fn patch_in_place(
         .transcript
         .clone()
         .unwrap_or_else(|| default_transcript_path(doc_path));
+    // Refused before anything is written (a signature included): the
+    // document's rename would replace a link, and noma writes no file
+    // through one (fsio::contain).
+    fsio::contain::check_writable(doc_path).map_err(io_err("cannot write", doc_path))?;
     let mut locked = lock_transcript(doc_path, &tpath)?;
     let (recovery, source) = recover_and_read(doc_path, &mut locked, &mut ctx, opts)?;
     let mut plan = plan(&source, &ctx, ops, opts);

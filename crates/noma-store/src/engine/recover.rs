@@ -416,10 +416,7 @@ fn settle_intent(
 
 fn append_aside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+    let mut f = crate::fsio::contain::open_write(path, crate::fsio::contain::WriteMode::Append)?;
     f.write_all(bytes)?;
     f.write_all(b"\n")?;
     f.sync_all()
