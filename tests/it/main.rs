@@ -34,6 +34,7 @@ mod patch_reference_conformance;
 mod patch_refusals;
 mod path_changes;
 mod provenance_git;
+mod provenance_removal;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;

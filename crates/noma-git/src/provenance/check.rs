@@ -2,11 +2,12 @@
 //! a transcript range verified against a sidecar, with what cannot be read
 //! reported as problems too.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::sidecar::{sidecar_path, Sidecar};
 use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH};
-use super::verify::{verify, verify_where, Problem, RecordStatus, Trust};
+use super::verify::{verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_core::transcript::transcript_path;
 
@@ -64,6 +65,20 @@ pub fn check_after(
     history: History<'_>,
     sidecar: Option<&[u8]>,
 ) -> Result<Vec<RecordStatus>, Problem> {
+    check_after_touched(trust, transcript, history, sidecar, &HashSet::new())
+}
+
+/// [`check_after`] with the records named in `touched` (op_ids whose
+/// sidecar lines changed, [`super::sidecar_change::touched_op_ids`]) in the
+/// checked range too, history or not: a change to the sidecar alone
+/// re-signs, un-signs or re-approves them.
+pub fn check_after_touched(
+    trust: &Trust,
+    transcript: &[u8],
+    history: History<'_>,
+    sidecar: Option<&[u8]>,
+    touched: &HashSet<String>,
+) -> Result<Vec<RecordStatus>, Problem> {
     let side = Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
         level: "error",
         code: SIDECAR_INVALID,
@@ -86,7 +101,11 @@ pub fn check_after(
         });
     }
     let known: std::collections::HashSet<String> = match history {
-        History::Lines(from) => return Ok(verify(trust, &entries, from, &side)),
+        History::Lines(from) => {
+            return Ok(verify_where(trust, &entries, &side, &|i, e| {
+                i >= from || touched.contains(&e.record.op_id)
+            }))
+        }
         History::Of(bytes) => {
             let (lines, _) = noma_core::transcript::split_lines(bytes);
             lines
@@ -97,7 +116,7 @@ pub fn check_after(
         }
     };
     Ok(verify_where(trust, &entries, &side, &|_, e| {
-        !known.contains(&origin_id(&e.record))
+        !known.contains(&origin_id(&e.record)) || touched.contains(&e.record.op_id)
     }))
 }
 
@@ -235,13 +254,19 @@ pub fn branch_problems(
     let blob = |c, p: &str| repo.blob_at(c, p).ok().flatten();
     // A document the branch moved: its history is the merge base's
     // transcript under the path its first record names.
-    let moved = prefix
+    let old = prefix
         .is_empty()
         .then(|| first_doc_uri(head_transcript))
         .flatten()
-        .filter(|old| old != doc && !old.contains(':'))
-        .and_then(|old| blob(merge_base, &transcript_path(&old)));
+        .filter(|old| old != doc && !old.contains(':'));
+    let moved = old
+        .as_deref()
+        .and_then(|old| blob(merge_base, &transcript_path(old)));
     let prefix = moved.as_deref().unwrap_or(prefix);
+    // The sidecar the branch started from: a record whose lines the
+    // branch changed is checked even when the merge base has it.
+    let mb_doc = old.as_deref().filter(|_| moved.is_some()).unwrap_or(doc);
+    let mb_side = blob(merge_base, &super::sidecar::sidecar_rel(mb_doc));
     let trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
@@ -263,11 +288,13 @@ pub fn branch_problems(
     let side_path = super::sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
     let tpath = transcript_path(doc);
-    match check_after(
+    let touched = super::sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
+    match check_after_touched(
         &trust,
         head_transcript,
         History::Of(prefix),
         side.as_deref(),
+        &touched,
     ) {
         Ok(statuses) => statuses
             .into_iter()
@@ -339,15 +366,16 @@ pub fn rename_problem(
 
 /// The pre-commit and pre-merge-commit hooks' check of one staged
 /// document: the records its staged transcript adds to the reference
-/// commit's, against the staged sidecar. Signature problems only, at
-/// their level (errors block: a forgery, and under `required` an unsigned
-/// or untrusted record); approval is a review gate, never a commit gate.
+/// commit's, and those whose sidecar lines the commit changed (the
+/// reference commit's sidecar against the staged one), against the staged
+/// sidecar. Signature problems only, at their level (errors block: a
+/// forgery, and under `required` an unsigned or untrusted record);
+/// approval is a review gate, never a commit gate.
 pub fn hook_problems(
     trust: &Trust,
     doc: &str,
-    staged_transcript: Option<&[u8]>,
-    reference_transcript: Option<&[u8]>,
-    staged_sidecar: Option<&[u8]>,
+    [staged_transcript, reference_transcript]: [Option<&[u8]>; 2],
+    [staged_sidecar, reference_sidecar]: [Option<&[u8]>; 2],
 ) -> Vec<Located> {
     let Some(t) = staged_transcript else {
         return Vec::new();
@@ -362,7 +390,8 @@ pub fn hook_problems(
         History::Lines(0)
     };
     let tpath = transcript_path(doc);
-    match check_after(trust, t, history, staged_sidecar) {
+    let touched = super::sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
+    match check_after_touched(trust, t, history, staged_sidecar, &touched) {
         Ok(statuses) => statuses
             .into_iter()
             .flat_map(|s| s.problems)

@@ -26,6 +26,7 @@ pub mod check;
 pub mod external;
 pub mod report;
 pub mod sidecar;
+pub mod sidecar_change;
 pub mod signers;
 pub mod sshsig;
 pub mod verify;
