@@ -256,12 +256,40 @@ fn noma_rm_passes_the_hook_and_reconcile_and_the_tombstone_replays() {
     assert_ran(&r.noma(&["replay", "plan.noma", "--rev", "HEAD"]));
 }
 
+/// A document committed without a transcript: `noma rm` starts the
+/// transcript with its removal, and the tombstone replays from the
+/// version git has (in the work tree, and as committed).
+#[test]
+fn a_tombstone_without_a_genesis_record_replays_from_history() {
+    let r = Repo::init();
+    assert_ran(&r.noma(&["init"]));
+    r.write("docs/old.noma", "# Old\n\nText.\n");
+    r.commit_all("old doc");
+    assert_ran(&r.noma(&["rm", "docs/old.noma"]));
+    assert!(!r.path().join("docs/old.noma").exists());
+    let o = r.noma(&["replay", "docs/old.noma"]);
+    assert_ran(&o);
+    assert!(
+        text(&o).contains("ok: replay reproduces the document"),
+        "{}",
+        text(&o)
+    );
+    r.commit_all("removed");
+    let o = r.noma(&["replay", "docs/old.noma", "--rev", "HEAD"]);
+    assert_ran(&o);
+    assert!(
+        text(&o).contains("ok: replay reproduces the document"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// The final record is verified like any record: unsigned under
 /// `required` the hook blocks it; an agent's removal needs a person's
 /// approval in the PR check; agents' patch requests cannot send the op.
 #[test]
 fn the_removal_record_is_verified_like_any_other() {
-    let (r, _, agent) = signed_main();
+    let (r, alice, agent) = signed_main();
     r.ok(&["checkout", "-q", "-b", "drop"]);
     let o = r.noma(&[
         "patch",
@@ -294,6 +322,46 @@ fn the_removal_record_is_verified_like_any_other() {
         "{out}"
     );
     assert!(out.contains("NOTE [document-removed]"), "{out}");
+    // A person approves the removal (the approver sees what it removes).
+    let o = r.noma(&[
+        "approve",
+        "plan.noma",
+        "--key",
+        alice.to_str().unwrap(),
+        "--yes",
+    ]);
+    assert_ran(&o);
+    assert!(
+        text(&o).contains("line 4 x-noma/remove_document"),
+        "{}",
+        text(&o)
+    );
+    r.commit_all("approved");
+    let (code, out) = reconcile(&r, "human");
+    assert_eq!(code, 0, "{out}");
+}
+
+/// The reviewer's summary of a branch that removed one document with
+/// `noma rm` and deleted another without a record (provenance off, so
+/// the branch passes with a warning).
+#[test]
+fn the_summary_lists_recorded_and_unrecorded_removals() {
+    let r = Repo::with_genesis_record(DOC);
+    r.write("notes.noma", "# Notes\n\nKept for a while.\n");
+    assert_ran(&r.noma(&["record", "notes.noma"]));
+    r.commit_all("notes");
+    r.ok(&["checkout", "-q", "-b", "cleanup"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--reason", "superseded by the roadmap"]));
+    r.ok(&["rm", "-q", "notes.noma", "notes.noma.patches"]);
+    r.commit_all("cleanup");
+    let (code, md) = reconcile(&r, "markdown");
+    assert_eq!(code, 0, "{md}");
+    insta::with_settings!({filters => vec![
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[op-id]"),
+        (r"\b[0-9a-f]{8,64}\b", "[hash]"),
+    ]}, {
+        insta::assert_snapshot!(md);
+    });
 }
 
 /// The hook's verdict on staged work (blocked, saying `code`), then the PR

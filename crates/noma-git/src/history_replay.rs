@@ -102,7 +102,7 @@ pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Resul
         Ok(r) => r,
         Err(_) => return (None, Err("not in a git repository".into())),
     };
-    let Some(rel) = repo.relative_path(doc) else {
+    let Some(rel) = relative_path(&repo, doc) else {
         return (
             None,
             Err(format!(
@@ -119,6 +119,25 @@ pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Resul
             repo.shallow_note()
         )),
     )
+}
+
+/// `doc`'s repository-relative path, also when it is absent (a removed
+/// document, whose tombstone replays from its history): its directory's
+/// path and its name.
+fn relative_path(repo: &Repo, doc: &Path) -> Option<String> {
+    if let Some(rel) = repo.relative_path(doc) {
+        return Some(rel);
+    }
+    let name = doc.file_name()?.to_str()?;
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = std::fs::canonicalize(repo.workdir()?).ok()?;
+    if std::fs::canonicalize(dir).ok()? == root {
+        return Some(name.to_string());
+    }
+    Some(format!("{}/{name}", repo.relative_path(dir)?))
 }
 
 /// Replays the working-tree document `doc` against its transcript

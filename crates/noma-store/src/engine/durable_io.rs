@@ -431,7 +431,10 @@ pub fn replay_file(
     find_base: &mut dyn FnMut(Option<&str>, &str) -> Option<String>,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
     // A removed document is absent on purpose: its tombstone is replayed.
-    if doc_path.exists() {
+    let tombstone = transcript_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    if doc_path.exists() || !tombstone.exists() {
         crate::fsio::read_document(doc_path)?;
     }
     let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;

@@ -65,15 +65,19 @@ impl Branch<'_> {
                 Some(_) => "stays but does not end with a removal record",
                 None => "was deleted with it",
             };
+            let mut restore = vec![shell_word(path), shell_word(&tpath)];
             let side = crate::provenance::sidecar::sidecar_rel(path);
+            if self.blob(self.merge_base, &side).is_some() {
+                restore.push(shell_word(&side));
+            }
             format!(
-                "{path} was removed without a record (its transcript {tpath} {kept}): nothing says who removed it or why; restore it (git restore --source={} -- {}) and remove it with `noma rm {}`, which appends a signed final record and keeps the transcript",
+                "removed without a record (its transcript {tpath} {kept}): nothing says who removed it or why; fix: git restore --source={} -- {} && noma rm {}",
                 shell_word(self.base_rev),
-                [path, tpath.as_str(), side.as_str()].map(shell_word).join(" "),
+                restore.join(" "),
                 shell_word(path)
             )
         } else {
-            format!("{path} was removed (it had no transcript: nothing records who removed it)")
+            "removed (it had no transcript: nothing records who removed it)".to_string()
         };
         let mut rep = DocReport::unchecked(path);
         rep.removed = Some(UNRECORDED);
