@@ -471,3 +471,62 @@ fn ends_with_removal(locked: &mut LockedTranscript, tpath: &Path) -> Result<bool
         .is_some();
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_place() -> Options {
+        let mut o = Options::new(super::super::tests::actor());
+        o.write = WriteMode::InPlace;
+        o
+    }
+
+    #[test]
+    fn a_removal_is_recorded_then_the_document_deleted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("a.noma");
+        let tpath = default_transcript_path(&doc);
+        std::fs::write(&doc, "# A\n\nText.\n").unwrap();
+        // A genesis record first, so the tombstone replays on its own.
+        let mut o = in_place();
+        o.genesis = true;
+        let out = remove_file(&doc, &o).unwrap();
+        assert!(out.accepted && !doc.exists());
+        assert_eq!(out.records.len(), 1);
+        assert_eq!(out.records[0].post_sha256, sha256_hex(b""));
+        let t = std::fs::read(&tpath).unwrap();
+        assert!(transcript::tombstone::removal(&t).is_some());
+        // A crash after the commit leaves the empty document: a second run
+        // only deletes it; a third finds nothing to do.
+        std::fs::write(&doc, "").unwrap();
+        for _ in 0..2 {
+            let again = remove_file(&doc, &in_place()).unwrap();
+            assert!(again.accepted && again.records.is_empty() && !doc.exists());
+            assert_eq!(std::fs::read(&tpath).unwrap(), t);
+        }
+        // The tombstone replays to the absent document.
+        let (_, report) = replay_file(&doc, None, None, &mut |_, _| None).unwrap();
+        assert!(report.ok, "{report:?}");
+    }
+
+    #[test]
+    fn an_edit_no_record_explains_is_not_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("a.noma");
+        std::fs::write(&doc, "# A\n").unwrap();
+        let op = serde_json::json!({"op": "x-noma/replace_lines", "line": 1, "old": "# A\n", "new": "# B\n"});
+        let mut o = in_place();
+        o.genesis = true;
+        // Record a first state, then edit by hand.
+        let first = patch_in_place(&doc, Context::default(), &[op], &o).unwrap();
+        assert!(first.accepted);
+        std::fs::write(&doc, "# C\n").unwrap();
+        let e = remove_file(&doc, &in_place()).unwrap_err();
+        assert!(e.is_check_failure(), "{e}");
+        assert!(doc.exists());
+        // An empty document that was never removed has nothing to record.
+        std::fs::write(dir.path().join("e.noma"), "").unwrap();
+        assert!(remove_file(&dir.path().join("e.noma"), &in_place()).is_err());
+    }
+}
