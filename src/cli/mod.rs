@@ -30,6 +30,7 @@ pub mod record;
 pub mod render;
 pub mod repair;
 pub mod replay;
+pub mod rm;
 pub mod schema;
 pub mod verify;
 
@@ -55,6 +56,8 @@ enum Command {
     Verify(verify::Args),
     /// Apply patch ops and append transcript records.
     Patch(patch::Args),
+    /// Remove a document with a signed final record; its transcript stays as the tombstone.
+    Rm(rm::Args),
     /// Replay a transcript and check it reproduces the document (read-only).
     Replay(replay::Args),
     /// Finish or undo an interrupted write; move a torn transcript tail aside.
@@ -115,6 +118,7 @@ pub fn main() -> i32 {
         Command::Render(a) => render::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Patch(a) => patch::run(a),
+        Command::Rm(a) => rm::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Repair(a) => repair::run(a),
         Command::Blocks(a) => blocks::run(a),

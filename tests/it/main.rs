@@ -36,6 +36,7 @@ mod path_changes;
 mod provenance_approvals;
 mod provenance_git;
 mod provenance_range;
+mod provenance_removal;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;

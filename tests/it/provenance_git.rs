@@ -351,8 +351,11 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         }
     }
     r.write("plan.noma.provenance", &forged);
-    r.commit_all("copied signature");
-    s.fails_with("[signature-invalid] plan.noma.patches:2");
+    r.ok(&["add", "-A"]);
+    s.hook_blocks_and_check_fails(
+        "copied signature",
+        "[signature-invalid] plan.noma.patches:2",
+    );
     reset();
 
     // 7. An approval signed by an agent principal (`noma approve` refuses

@@ -146,10 +146,15 @@ fn a_deleted_document_cannot_leave_its_transcript_behind() {
     );
     let f = findings(&r);
     let fix = f[0]["fix"].as_str().unwrap();
-    assert!(fix.contains("git rm \"plan.noma.patches\""), "{fix}");
-    run_hint(&r, "git rm -q \"plan.noma.patches\"");
-    let (ok, out) = r.try_commit("delete both");
+    assert!(fix.contains("noma rm \"plan.noma\""), "{fix}");
+    // The fix: bring the document back, remove it with a record.
+    run_hint(
+        &r,
+        "git restore --staged --worktree --source=HEAD \"plan.noma\" && noma rm \"plan.noma\" && git add -A",
+    );
+    let (ok, out) = r.try_commit("removed, recorded");
     assert!(ok, "{out}");
+    assert!(!out.contains("document-removed"), "{out}");
 }
 
 #[test]

@@ -102,7 +102,7 @@ pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Resul
         Ok(r) => r,
         Err(_) => return (None, Err("not in a git repository".into())),
     };
-    let Some(rel) = repo.relative_path(doc) else {
+    let Some(rel) = relative_path(&repo, doc) else {
         return (
             None,
             Err(format!(
@@ -119,6 +119,25 @@ pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Resul
             repo.shallow_note()
         )),
     )
+}
+
+/// `doc`'s repository-relative path, also when it is absent (a removed
+/// document, whose tombstone replays from its history): its directory's
+/// path and its name.
+fn relative_path(repo: &Repo, doc: &Path) -> Option<String> {
+    if let Some(rel) = repo.relative_path(doc) {
+        return Some(rel);
+    }
+    let name = doc.file_name()?.to_str()?;
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = std::fs::canonicalize(repo.workdir()?).ok()?;
+    if std::fs::canonicalize(dir).ok()? == root {
+        return Some(name.to_string());
+    }
+    Some(format!("{}/{name}", repo.relative_path(dir)?))
 }
 
 /// Replays the working-tree document `doc` against its transcript
@@ -152,16 +171,17 @@ pub fn replay_at_rev(
     doc: &Path,
     transcript: Option<&Path>,
 ) -> Result<(Report, Option<BaseLookup>, RevRead), String> {
-    let (dfile, text) = blob::read_rev_text(cwd, rev, doc).map_err(|e| e.to_string())?;
+    let doc_read = blob::read_rev_text(cwd, rev, doc);
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     // The transcript is read a line at a time from its blob (issue 35).
-    let tfile = blob::locate_rev_path(cwd, rev, &tpath).map_err(|e| match e {
-        BlobError::NotFound { spec, .. } => format!(
+    let tfile = blob::locate_rev_path(cwd, rev, &tpath).map_err(|e| match (e, &doc_read) {
+        (BlobError::NotFound { spec, .. }, Ok((dfile, _))) => format!(
             "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
             dfile.spec
         ),
-        other => other.to_string(),
+        (_, Err(d)) => d.to_string(),
+        (other, _) => other.to_string(),
     })?;
     let repo = Repo::open_from(cwd).map_err(|e| e.to_string())?;
     // A tree-ish that is no commit has no history to search.
@@ -170,6 +190,18 @@ pub fn replay_at_rev(
     let mut reader = repo
         .blob_reader(id)
         .map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
+    let (dfile, text) = match doc_read {
+        Ok(read) => read,
+        // A removed document: its tombstone replays to the empty text.
+        Err(BlobError::NotFound { spec, .. })
+            if noma_core::transcript::tombstone::removal_in(&mut reader)
+                .is_ok_and(|r| r.is_some()) =>
+        {
+            (removed_document(spec, &tfile), String::new())
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    std::io::Seek::rewind(&mut reader).map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
     let first_pre = replay::first_applied_pre_sha256_in(&mut reader);
     std::io::Seek::rewind(&mut reader).map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
     let lookup = match wanted_base(first_pre.as_deref(), &text) {
@@ -203,6 +235,18 @@ pub fn replay_at_rev(
         transcript: tfile.spec,
     };
     Ok((report, lookup, read))
+}
+
+/// The committed file a tombstone `tfile` stands for: the document
+/// `spec` names, removed, with no blob and no bytes.
+fn removed_document(spec: String, tfile: &blob::RevFile) -> blob::RevFile {
+    let path = noma_core::transcript::document_path(&tfile.path).unwrap_or(&tfile.path);
+    blob::RevFile {
+        oid: String::new(),
+        spec,
+        path: path.to_string(),
+        bytes: Vec::new(),
+    }
 }
 
 /// How to repair a transcript two branches were joined into (a merge

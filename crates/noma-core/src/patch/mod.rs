@@ -1,5 +1,7 @@
 //! The 25 source-preserving patch ops (§3.1 core, §1.5 extended), and the
-//! one extension op `noma record` writes ([`REPLACE_LINES`], see `replace_lines.rs`).
+//! two extension ops: the one `noma record` writes ([`REPLACE_LINES`], see
+//! `replace_lines.rs`) and a document's final record, which `noma rm`
+//! writes ([`REMOVE_DOCUMENT`], see `remove_document.rs`).
 //!
 //! Every op re-parses the current text, locates its block by canonical id,
 //! and splices only the lines it changes; every other byte (BOM, CRLF line
@@ -24,6 +26,7 @@ mod line_text;
 mod move_block;
 mod notes;
 mod op;
+mod remove_document;
 mod replace_lines;
 mod table;
 
@@ -35,6 +38,7 @@ pub use op::{
     is_catalogue_op, op_name, op_target, unknown_op_message, Column, NoteKind, Op, OpShapeError,
     OP_NAMES,
 };
+pub use remove_document::{removal_op, REMOVE_DOCUMENT};
 pub use replace_lines::{genesis_op, relocate, REPLACE_LINES};
 
 /// The §3.5 PatchError codes.
@@ -202,7 +206,11 @@ fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<St
         Ok(op) => op,
         // A catalogue op with a bad field is `invalid_content` (as the
         // reference); an unknown or missing `op` is `unsupported_op` (§3.1).
-        Err(msg) if op_name(value).is_some_and(|n| is_catalogue_op(n) || n == REPLACE_LINES) => {
+        Err(msg)
+            if op_name(value).is_some_and(|n| {
+                is_catalogue_op(n) || n == REPLACE_LINES || n == REMOVE_DOCUMENT
+            }) =>
+        {
             return fail(PatchErrorCode::InvalidContent, msg.to_string())
         }
         Err(msg) => return fail(PatchErrorCode::UnsupportedOp, msg.to_string()),
@@ -220,6 +228,10 @@ fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<St
     if let Op::ReplaceLines { line, old, new } = &op {
         // Works on the file's bytes (BOM included), never on the parse.
         return replace_lines::replace_lines(source, *line, old, new);
+    }
+    if let Op::RemoveDocument = op {
+        // Whatever the document held, its removal leaves no bytes.
+        return Ok(String::new());
     }
     let (bom, body) = match source.strip_prefix('\u{feff}') {
         Some(rest) => (true, rest),
@@ -327,9 +339,9 @@ fn dispatch(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             position,
         } => move_block::move_block(ctx, id, parent, *position),
         // Handled in `apply_value` on the whole source, before any parse.
-        Op::ReplaceLines { .. } => fail(
+        Op::ReplaceLines { .. } | Op::RemoveDocument => fail(
             PatchErrorCode::UnsupportedOp,
-            "x-noma/replace_lines applies to the whole source",
+            "the extension ops apply to the whole source",
         ),
     }
 }

@@ -212,6 +212,9 @@ pub enum Op {
         old: String,
         new: String,
     },
+    /// The extension op [`super::REMOVE_DOCUMENT`] (not in the v1.0
+    /// catalogue): the document's final record.
+    RemoveDocument,
 }
 
 /// The `op` field of an op object, if it is a string.
@@ -322,6 +325,7 @@ fn op_fields(name: &str) -> Option<&'static [&'static str]> {
         "insert_table_column" | "insert_dataset_column" => &["id", "column", "header", "cells"],
         "delete_table_column" | "delete_dataset_column" => &["id", "column"],
         super::replace_lines::REPLACE_LINES => &["line", "old", "new"],
+        super::remove_document::REMOVE_DOCUMENT => &[],
         _ => return None,
     })
 }
@@ -540,6 +544,7 @@ impl Fields<'_> {
                 old: self.str("old")?,
                 new: self.str("new")?,
             },
+            super::remove_document::REMOVE_DOCUMENT => Op::RemoveDocument,
             _ => return Ok(None),
         }))
     }

@@ -16,6 +16,7 @@ pub mod capability_descriptor;
 pub mod prefix;
 pub mod replay;
 pub mod schema;
+pub mod tombstone;
 
 /// The only transcript version this crate reads or writes.
 pub const PROTOCOL_VERSION: &str = "1.0";

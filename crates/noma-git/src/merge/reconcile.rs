@@ -27,6 +27,8 @@ use crate::git::Oid;
 use noma_core::diag::Severity;
 use noma_core::transcript::{replay, transcript_path};
 
+mod removal;
+
 /// One problem (or notable fact) about a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -86,6 +88,11 @@ pub struct DocReport {
     pub records: Vec<crate::provenance::verify::RecordStatus>,
     /// Everything found.
     pub findings: Vec<Finding>,
+    /// The branch removed the document: `recorded` (its transcript ends
+    /// with `noma rm`'s removal record, checked like any record) or
+    /// `unrecorded` (finding `document-removed`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<&'static str>,
 }
 
 impl DocReport {
@@ -276,22 +283,38 @@ impl Branch<'_> {
         self.repo.blob_at(commit, path).ok().flatten()
     }
 
-    /// The report for one document changed on the branch, `None` when the
-    /// branch deleted it; `Err` only when `--write` could not write.
+    /// The report for one document changed on the branch, `None` for the
+    /// old path of a document the branch moved, or a document the merge
+    /// base never had; `Err` only when `--write` could not write. A
+    /// document the branch removed is [`removal`]'s.
     fn check_document(&self, path: &str) -> Result<Option<DocReport>, ReconcileError> {
+        match self.blob(self.head, path) {
+            Some(head_doc_b) => self.check_text(path, &head_doc_b, true).map(Some),
+            None => self.check_removed(path),
+        }
+    }
+
+    /// The checks of the document `path` whose HEAD bytes are
+    /// `head_doc_b`, validated when `validate` (a removed document's
+    /// tombstone ends at the empty text, which is no document to validate).
+    fn check_text(
+        &self,
+        path: &str,
+        head_doc_b: &[u8],
+        validate: bool,
+    ) -> Result<DocReport, ReconcileError> {
         let tpath = transcript_path(path);
-        let Some(head_doc_b) = self.blob(self.head, path) else {
-            return Ok(None); // deleted on the branch
-        };
         let mut rep = DocReport::unchecked(path);
-        let Some(head_doc) = std::str::from_utf8(&head_doc_b).ok() else {
+        let Some(head_doc) = std::str::from_utf8(head_doc_b).ok() else {
             rep.valid = false;
             rep.findings
                 .push(finding("error", "not-text", path, "not UTF-8 text".into()));
-            return Ok(Some(rep));
+            return Ok(rep);
         };
         // 1. Validity.
-        check_validity(&mut rep, head_doc);
+        if validate {
+            check_validity(&mut rep, head_doc);
+        }
         // A document the branch moved is compared with its old path's
         // versions, at the base too unless the base has it under the new
         // name already.
@@ -321,7 +344,7 @@ impl Branch<'_> {
                     self.report_streamed_rebase(&mut rep, &s, head_t)?
                 }
             }
-            return Ok(Some(rep));
+            return Ok(rep);
         }
         let files = DocFiles {
             mb_doc,
@@ -354,7 +377,7 @@ impl Branch<'_> {
         if rep.append_only && files.head_t.is_some() {
             self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
         }
-        Ok(Some(rep))
+        Ok(rep)
     }
 
     /// A moved document whose provenance sidecar did not follow it.
@@ -550,6 +573,7 @@ impl DocReport {
             blocks: Vec::new(),
             records: Vec::new(),
             findings: Vec::new(),
+            removed: None,
         }
     }
 }

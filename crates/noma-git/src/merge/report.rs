@@ -22,8 +22,9 @@ pub fn human(reports: &[DocReport]) -> String {
     let mut out = String::new();
     for r in reports {
         out.push_str(&format!(
-            "{}: valid {}, append-only {}, replays {}, rebases {} ({} branch record(s) onto {} new base record(s)){}\n",
+            "{}: {}valid {}, append-only {}, replays {}, rebases {} ({} branch record(s) onto {} new base record(s)){}\n",
             r.path,
+            removal_word(r),
             yes(r.valid),
             yes(r.append_only),
             yes(r.replays),
@@ -81,6 +82,15 @@ pub fn signer_text(s: &RecordStatus) -> String {
         (None, false) => {}
     }
     out
+}
+
+/// How the human report opens a removed document's line.
+fn removal_word(r: &DocReport) -> &'static str {
+    match r.removed {
+        Some("recorded") => "removed (recorded by noma rm), ",
+        Some(_) => "REMOVED WITHOUT A RECORD, ",
+        None => "",
+    }
 }
 
 /// Escapes a workflow-command message (`%`, CR, LF) or property (also `:` and `,`).
@@ -246,6 +256,7 @@ mod tests {
             blocks: Vec::new(),
             records: Vec::new(),
             findings,
+            removed: None,
         }
     }
 

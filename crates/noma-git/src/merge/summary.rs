@@ -201,13 +201,19 @@ pub fn markdown(reports: &[DocReport], docs: &[DocSummary]) -> String {
         md.push_str("No `.noma` document changed on this branch.\n");
         return md;
     }
+    removed_list(&mut md, reports);
     md.push_str("| Document | Blocks | Valid | Append-only | Replays | Rebases |\n");
     md.push_str("| --- | ---: | :---: | :---: | :---: | :---: |\n");
     for (r, d) in reports.iter().zip(docs) {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} |",
+            "| `{}`{} | {} | {} | {} | {} | {} |",
             cell(&r.path, 200),
+            match r.removed {
+                Some("recorded") => " (removed)",
+                Some(_) => " (**removed without a record**)",
+                None => "",
+            },
             d.blocks.len(),
             mark(r.valid),
             mark(r.append_only),
@@ -219,6 +225,24 @@ pub fn markdown(reports: &[DocReport], docs: &[DocSummary]) -> String {
         doc_section(&mut md, r, d);
     }
     md
+}
+
+/// Every document the branch removed, recorded or not, before the table:
+/// a removal is the one change a block table cannot show.
+fn removed_list(md: &mut String, reports: &[DocReport]) {
+    let removed: Vec<String> = reports
+        .iter()
+        .filter_map(|r| {
+            let how = match r.removed? {
+                "recorded" => "recorded with `noma rm`",
+                _ => "**no record says who removed it**",
+            };
+            Some(format!("- `{}`: {how}\n", cell(&r.path, 200)))
+        })
+        .collect();
+    if !removed.is_empty() {
+        let _ = writeln!(md, "Removed on this branch:\n\n{}", removed.concat());
+    }
 }
 
 fn doc_section(md: &mut String, r: &DocReport, d: &DocSummary) {

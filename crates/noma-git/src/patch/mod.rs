@@ -1,8 +1,10 @@
 //! One patch request as a writer shell runs it: the engine options every
 //! shell builds the same way ([`options`]), and on a command line the
-//! request carried out and reported ([`report`]).
+//! request carried out and reported ([`report`]); a document's recorded
+//! removal, `noma rm` ([`remove`]).
 
 pub mod options;
+pub mod remove;
 pub mod report;
 
 use std::path::Path;

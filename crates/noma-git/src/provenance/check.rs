@@ -2,11 +2,12 @@
 //! a transcript range verified against a sidecar, with what cannot be read
 //! reported as problems too.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::sidecar::{sidecar_path, Sidecar};
 use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
-use super::verify::{verify, verify_where, Problem, RecordStatus, Trust};
+use super::verify::{verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_core::transcript::transcript_path;
 
@@ -84,6 +85,20 @@ pub fn check_after(
     history: History<'_>,
     sidecar: Option<&[u8]>,
 ) -> Result<Vec<RecordStatus>, Problem> {
+    check_after_touched(trust, transcript, history, sidecar, &HashSet::new())
+}
+
+/// [`check_after`] with the records named in `touched` (op_ids whose
+/// sidecar lines changed, [`super::sidecar_change::touched_op_ids`]) in the
+/// checked range too, history or not: a change to the sidecar alone
+/// re-signs, un-signs or re-approves them.
+pub fn check_after_touched(
+    trust: &Trust,
+    transcript: &[u8],
+    history: History<'_>,
+    sidecar: Option<&[u8]>,
+    touched: &HashSet<String>,
+) -> Result<Vec<RecordStatus>, Problem> {
     let side = Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
         level: "error",
         code: SIDECAR_INVALID,
@@ -106,10 +121,16 @@ pub fn check_after(
         });
     }
     let history_of = match history {
-        History::Lines(from) => return Ok(verify(trust, &entries, from, &side)),
+        History::Lines(from) => {
+            return Ok(verify_where(trust, &entries, &side, &|i, e| {
+                i >= from || touched.contains(&e.record.op_id)
+            }))
+        }
         History::Of(bytes) => proved_history(&entries, bytes),
     };
-    Ok(verify_where(trust, &entries, &side, &|i, _| !history_of[i]))
+    Ok(verify_where(trust, &entries, &side, &|i, e| {
+        !history_of[i] || touched.contains(&e.record.op_id)
+    }))
 }
 
 /// Which of `entries` the older transcript `base` holds, proved, not
@@ -312,14 +333,20 @@ pub fn branch_check(
     // record names, only when that transcript is gone at HEAD (moved, not
     // copied: a new document beside the old one is all in range). Only
     // the records proved equal to that transcript's are left out.
-    let moved = prefix
+    let old = prefix
         .is_empty()
         .then(|| first_doc_uri(head_transcript))
         .flatten()
         .filter(|old| old != doc && !old.contains(':'))
-        .filter(|old| blob(head, &transcript_path(old)).is_none())
-        .and_then(|old| blob(merge_base, &transcript_path(&old)));
+        .filter(|old| blob(head, &transcript_path(old)).is_none());
+    let moved = old
+        .as_deref()
+        .and_then(|old| blob(merge_base, &transcript_path(old)));
     let prefix = moved.as_deref().unwrap_or(prefix);
+    // The sidecar the branch started from: a record whose lines the
+    // branch changed is checked even when the merge base has it.
+    let mb_doc = old.as_deref().filter(|_| moved.is_some()).unwrap_or(doc);
+    let mb_side = blob(merge_base, &super::sidecar::sidecar_rel(mb_doc));
     let mut trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
@@ -344,11 +371,13 @@ pub fn branch_check(
     let side = blob(head, &side_path);
     let tpath = transcript_path(doc);
     let mut problems = signer_warnings(&trust);
-    match check_after(
+    let touched = super::sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
+    match check_after_touched(
         &trust,
         head_transcript,
         History::Of(prefix),
         side.as_deref(),
+        &touched,
     ) {
         Ok(mut statuses) => {
             for s in &mut statuses {
@@ -436,15 +465,16 @@ pub fn rename_problem(
 
 /// The pre-commit and pre-merge-commit hooks' check of one staged
 /// document: the records its staged transcript adds to the reference
-/// commit's, against the staged sidecar. Signature problems only, at
-/// their level (errors block: a forgery, and under `required` an unsigned
-/// or untrusted record); approval is a review gate, never a commit gate.
+/// commit's, and those whose sidecar lines the commit changed (the
+/// reference commit's sidecar against the staged one), against the staged
+/// sidecar. Signature problems only, at their level (errors block: a
+/// forgery, and under `required` an unsigned or untrusted record);
+/// approval is a review gate, never a commit gate.
 pub fn hook_problems(
     trust: &Trust,
     doc: &str,
-    staged_transcript: Option<&[u8]>,
-    reference_transcript: Option<&[u8]>,
-    staged_sidecar: Option<&[u8]>,
+    [staged_transcript, reference_transcript]: [Option<&[u8]>; 2],
+    [staged_sidecar, reference_sidecar]: [Option<&[u8]>; 2],
 ) -> Vec<Located> {
     let Some(t) = staged_transcript else {
         return Vec::new();
@@ -459,7 +489,8 @@ pub fn hook_problems(
         History::Lines(0)
     };
     let tpath = transcript_path(doc);
-    match check_after(trust, t, history, staged_sidecar) {
+    let touched = super::sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
+    match check_after_touched(trust, t, history, staged_sidecar, &touched) {
         Ok(statuses) => statuses
             .into_iter()
             .flat_map(|s| s.problems)

@@ -30,6 +30,7 @@ pub mod external;
 pub mod openssh;
 pub mod report;
 pub mod sidecar;
+pub mod sidecar_change;
 pub mod signers;
 pub mod signers_check;
 pub mod sshsig;

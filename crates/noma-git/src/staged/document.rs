@@ -94,7 +94,7 @@ impl Guard<'_> {
     /// The findings for a staged transcript (`head_t` the reference
     /// commit's): the transcript check, with a failure traced to its cause
     /// when one is known.
-    fn check_staged_transcript(
+    pub(super) fn check_staged_transcript(
         &self,
         paths: [&str; 3],
         head_t: Option<Vec<u8>>,

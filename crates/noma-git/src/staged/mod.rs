@@ -14,7 +14,12 @@
 //! (`symlinked-document`): git stores the link's target path, not the
 //! bytes a transcript hashes, so following it in the hook would pass what
 //! clones and the merge driver never see. A document missing from the
-//! index must not leave its transcript there (`transcript-orphaned`).
+//! index must not leave its transcript there (`transcript-orphaned`),
+//! unless the transcript ends with `noma rm`'s removal record: then it is
+//! the document's tombstone, checked like any transcript against the empty
+//! document; a guarded document deleted with its transcript is
+//! `document-removed` (`removal`). A commit that changes only a
+//! provenance sidecar is checked as a change of its document.
 //!
 //! Per staged document the checks are, in order: the blob is text; the
 //! validator passes (errors block, warnings block under `strict`); and when
@@ -51,6 +56,7 @@ mod document;
 mod findings;
 mod merging;
 mod orphan;
+mod removal;
 mod signatures;
 mod streamed;
 mod transcript;
@@ -153,6 +159,16 @@ impl<'a> Guard<'a> {
     fn documents_of(&self, staged: &Staged) -> BTreeMap<String, String> {
         let mut docs: BTreeMap<String, String> = BTreeMap::new();
         for ch in &staged.changes {
+            // A commit that changes only a provenance sidecar is checked as
+            // a change of its document (where its transcript's path says
+            // the document was: a sidecar can follow a move a commit late).
+            if let Some(doc) = crate::provenance::sidecar_change::document_of(&ch.path) {
+                if self.policy.is_checked(doc) {
+                    docs.entry(doc.to_string())
+                        .or_insert_with(|| doc.to_string());
+                }
+                continue;
+            }
             if let Some(doc) = document_path(&ch.path) {
                 if self.policy.is_checked(doc) {
                     let head = ch
@@ -206,8 +222,7 @@ impl<'a> Guard<'a> {
         report: &mut Report,
     ) -> Result<(), GitError> {
         let Some(bytes) = self.repo.staged_blob(staged, doc)? else {
-            report.findings.extend(self.orphan(staged, doc, head_path)?);
-            return Ok(());
+            return self.check_missing(staged, [doc, head_path], report);
         };
         if links.contains(doc) {
             report.findings.push(symlink_finding(doc, &bytes));

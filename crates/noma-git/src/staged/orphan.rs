@@ -36,11 +36,10 @@ impl Guard<'_> {
                 "transcript-orphaned",
                 &tpath,
                 None,
-                format!("{doc} is deleted but its transcript stays"),
+                format!("{doc} is deleted but its transcript stays, and it records no removal"),
             )
             .fix(format!(
-                "delete it too: git rm {tpath_sh} (or keep the document: git restore --staged --worktree --source=HEAD {doc_sh})",
-                tpath_sh = shell_word(&tpath),
+                "keep the document (git restore --staged --worktree --source=HEAD {doc_sh}), then remove it with a record: noma rm {doc_sh}",
                 doc_sh = shell_word(doc),
             ))
         } else if let Some(moved) = self.moved_copy_of(staged, &tpath)? {

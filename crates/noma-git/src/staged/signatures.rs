@@ -64,12 +64,12 @@ impl Guard<'_> {
             let t = self.repo.staged_blob(staged, &transcript_path(doc))?;
             let head_t = self.reference_blob(&transcript_path(head_path))?;
             let side = self.repo.staged_blob(staged, &sidecar_rel(doc))?;
+            let head_side = self.reference_blob(&sidecar_rel(head_path))?;
             for l in check::hook_problems(
                 &trust,
                 doc,
-                t.as_deref(),
-                head_t.as_deref(),
-                side.as_deref(),
+                [t.as_deref(), head_t.as_deref()],
+                [side.as_deref(), head_side.as_deref()],
             ) {
                 let line = Some(l.problem.line).filter(|n| *n > 0);
                 let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);

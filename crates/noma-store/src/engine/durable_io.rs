@@ -50,6 +50,96 @@ pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outc
     }
 }
 
+/// `noma rm`: records the document's removal, one
+/// [`noma_core::patch::REMOVE_DOCUMENT`] record (signed through
+/// [`Options::before_append`] like any other), by the write protocol of
+/// the module doc, then deletes the document; the transcript stays as its
+/// tombstone. `opts.write` must be [`WriteMode::InPlace`]. A crash between
+/// the commit and the deletion leaves the empty document the record
+/// promises, so a second run only deletes it; a document already removed
+/// (absent, its transcript ending with the removal) is no error and
+/// nothing is written.
+pub fn remove_file(doc_path: &Path, opts: &Options) -> Result<Outcome, EngineError> {
+    let tpath = opts
+        .transcript
+        .clone()
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    if let Some(outcome) = already_removed(doc_path, &tpath)? {
+        return Ok(outcome);
+    }
+    let ctx = Context {
+        doc_uri: opts
+            .doc_uri
+            .clone()
+            .unwrap_or_else(|| crate::uri::doc_uri(doc_path)),
+        book_manifest: is_book_manifest(doc_path),
+        capability: None,
+        source_sha256: None,
+    };
+    let mut in_place = opts.clone();
+    in_place.write = WriteMode::InPlace;
+    let outcome = patch_in_place(doc_path, ctx, &[noma_core::patch::removal_op()], &in_place)?;
+    let removed = outcome.accepted
+        && outcome
+            .records
+            .last()
+            .is_some_and(transcript::tombstone::is_removal);
+    if removed {
+        delete_document(doc_path)?;
+    }
+    Ok(outcome)
+}
+
+/// The outcome of a removal that already happened: the transcript ends
+/// with a removal and the document is absent, or empty (a run the deletion
+/// did not finish, which is then finished). An empty document whose
+/// transcript does not end so has nothing a removal could record.
+fn already_removed(doc_path: &Path, tpath: &Path) -> Result<Option<Outcome>, EngineError> {
+    let tombstone = match fsio::open_lines(tpath) {
+        Ok(mut r) => transcript::tombstone::removal_in(&mut r)
+            .map_err(io_err("cannot read", tpath))?
+            .is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(io_err("cannot read", tpath)(e)),
+    };
+    let text = match crate::fsio::read_document(doc_path) {
+        Ok(t) => Some(t),
+        Err(_) if tombstone && !doc_path.exists() => None,
+        Err(e) => return Err(e.into()),
+    };
+    match (tombstone, text.as_deref()) {
+        (true, None) => {}
+        (true, Some("")) => delete_document(doc_path)?,
+        (false, Some("")) => return Err(io_err("cannot remove", doc_path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the document is empty: a removal would change nothing, so there is nothing to record",
+        ))),
+        _ => return Ok(None),
+    }
+    Ok(Some(Outcome {
+        records: Vec::new(),
+        accepted: true,
+        new_text: String::new(),
+        post_diagnostics: Vec::new(),
+        wrote_document: false,
+        transcript: Some(tpath.to_path_buf()),
+        recovery: None,
+    }))
+}
+
+/// Deletes the removed document and makes the deletion durable.
+fn delete_document(doc_path: &Path) -> Result<(), EngineError> {
+    std::fs::remove_file(doc_path).map_err(io_err("cannot delete", doc_path))?;
+    let dir = doc_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 /// [`patch_file`] without the transcript: a dry run, or the new text
 /// written to another file.
 fn patch_copy(
@@ -286,14 +376,13 @@ pub fn commit_request(
     Ok(())
 }
 
-/// Checks that the document reads as text and that its transcript (the
-/// given path, or the conventional one) exists; returns the transcript path.
+/// Checks that the transcript of `doc_path` (the given path, or the
+/// conventional one) exists; returns its path.
 fn existing_transcript(
     doc_path: &Path,
     transcript_path: Option<&Path>,
     what: &'static str,
 ) -> Result<PathBuf, EngineError> {
-    crate::fsio::read_document(doc_path)?;
     let tpath = transcript_path
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc_path));
@@ -321,6 +410,7 @@ pub fn repair_file(
     doc_path: &Path,
     transcript_path: Option<&Path>,
 ) -> Result<Recovery, EngineError> {
+    crate::fsio::read_document(doc_path)?;
     let tpath = existing_transcript(doc_path, transcript_path, "cannot repair")?;
     let mut locked =
         LockedTranscript::open(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
@@ -344,6 +434,13 @@ pub fn replay_file(
     base: Option<&Path>,
     find_base: &mut dyn FnMut(Option<&str>, &str) -> Option<String>,
 ) -> Result<(Vec<String>, transcript::replay::Report), EngineError> {
+    // A removed document is absent on purpose: its tombstone is replayed.
+    let tombstone = transcript_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_transcript_path(doc_path));
+    if doc_path.exists() || !tombstone.exists() {
+        crate::fsio::read_document(doc_path)?;
+    }
     let tpath = existing_transcript(doc_path, transcript_path, "cannot replay")?;
     let given = match base {
         Some(b) => Some(crate::fsio::read_document(b)?),
@@ -352,7 +449,15 @@ pub fn replay_file(
     let mut locked =
         LockedTranscript::open_shared(&tpath).map_err(io_err("cannot open transcript", &tpath))?;
     let notes = recover::inspect(doc_path, &tpath);
-    let doc = crate::fsio::read_document(doc_path)?;
+    let doc = match crate::fsio::read_document(doc_path) {
+        Ok(doc) => doc,
+        // A removed document's tombstone replays to the empty text.
+        Err(e) if !doc_path.exists() && ends_with_removal(&mut locked, &tpath)? => {
+            drop(e);
+            String::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut reader = locked.reader().map_err(io_err("cannot read", &tpath))?;
     let first_pre = transcript::replay::first_applied_pre_sha256_in(&mut reader);
     let base_text = given.or_else(|| find_base(first_pre.as_deref(), &doc));
@@ -360,4 +465,72 @@ pub fn replay_file(
     let report = transcript::replay::replay_reader(&mut reader, base_text.as_deref(), &doc);
     drop(locked);
     Ok((notes, report))
+}
+
+/// Whether the locked transcript's last record removes its document.
+fn ends_with_removal(locked: &mut LockedTranscript, tpath: &Path) -> Result<bool, EngineError> {
+    let mut reader = locked.reader().map_err(io_err("cannot read", tpath))?;
+    let found = transcript::tombstone::removal_in(&mut reader)
+        .map_err(io_err("cannot read", tpath))?
+        .is_some();
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_place() -> Options {
+        let mut o = Options::new(super::super::tests::actor());
+        o.write = WriteMode::InPlace;
+        o
+    }
+
+    #[test]
+    fn a_removal_is_recorded_then_the_document_deleted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("a.noma");
+        let tpath = default_transcript_path(&doc);
+        std::fs::write(&doc, "# A\n\nText.\n").unwrap();
+        // A genesis record first, so the tombstone replays on its own.
+        let mut o = in_place();
+        o.genesis = true;
+        let out = remove_file(&doc, &o).unwrap();
+        assert!(out.accepted && !doc.exists());
+        assert_eq!(out.records.len(), 1);
+        assert_eq!(out.records[0].post_sha256, sha256_hex(b""));
+        let t = std::fs::read(&tpath).unwrap();
+        assert!(transcript::tombstone::removal(&t).is_some());
+        // A crash after the commit leaves the empty document: a second run
+        // only deletes it; a third finds nothing to do.
+        std::fs::write(&doc, "").unwrap();
+        for _ in 0..2 {
+            let again = remove_file(&doc, &in_place()).unwrap();
+            assert!(again.accepted && again.records.is_empty() && !doc.exists());
+            assert_eq!(std::fs::read(&tpath).unwrap(), t);
+        }
+        // The tombstone replays to the absent document.
+        let (_, report) = replay_file(&doc, None, None, &mut |_, _| None).unwrap();
+        assert!(report.ok, "{report:?}");
+    }
+
+    #[test]
+    fn an_edit_no_record_explains_is_not_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("a.noma");
+        std::fs::write(&doc, "# A\n").unwrap();
+        let op = serde_json::json!({"op": "x-noma/replace_lines", "line": 1, "old": "# A\n", "new": "# B\n"});
+        let mut o = in_place();
+        o.genesis = true;
+        // Record a first state, then edit by hand.
+        let first = patch_in_place(&doc, Context::default(), &[op], &o).unwrap();
+        assert!(first.accepted);
+        std::fs::write(&doc, "# C\n").unwrap();
+        let e = remove_file(&doc, &in_place()).unwrap_err();
+        assert!(e.is_check_failure(), "{e}");
+        assert!(doc.exists());
+        // An empty document that was never removed has nothing to record.
+        std::fs::write(dir.path().join("e.noma"), "").unwrap();
+        assert!(remove_file(&dir.path().join("e.noma"), &in_place()).is_err());
+    }
 }

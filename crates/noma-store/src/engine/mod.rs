@@ -85,7 +85,7 @@ pub mod recover;
 mod request;
 
 pub use diagnostic_delta::UNCHANGED_DIAGNOSTICS;
-pub use durable_io::{commit_request, patch_file, repair_file, replay_file};
+pub use durable_io::{commit_request, patch_file, remove_file, repair_file, replay_file};
 pub use planner::{plan, plan_with};
 pub use record_maker::chain_and_serialise;
 pub use recover::{Recovery, RecoveryError};

@@ -51,6 +51,10 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
             if !noma_core::patch::is_catalogue_op(name) {
                 let message = if name == noma_core::patch::REPLACE_LINES {
                     format!("`{name}` records hand edits and is written only by `noma record`")
+                } else if name == noma_core::patch::REMOVE_DOCUMENT {
+                    format!(
+                        "`{name}` records a document's removal and is written only by `noma rm`"
+                    )
                 } else {
                     noma_core::patch::unknown_op_message(name)
                 };
@@ -106,6 +110,8 @@ mod tests {
         assert!(noma_core::patch::apply_one("", &lines).is_ok());
         let e = check_request(&[lines]).unwrap_err();
         assert!(e.message.contains("noma record"), "{e}");
+        let e = check_request(&[noma_core::patch::removal_op()]).unwrap_err();
+        assert!(e.message.contains("noma rm"), "{e}");
         let e = check_request(&[json!({"op":"explode","id":"a"})]).unwrap_err();
         assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
         let e = check_request(&[json!({"id":"a"})]).unwrap_err();

@@ -380,9 +380,9 @@ impl Repo {
         Ok(out)
     }
 
-    /// The `.noma` documents whose document or transcript differs between
-    /// commits `from` and `to`, as document paths (a transcript names its
-    /// document), sorted.
+    /// The `.noma` documents whose document, transcript or provenance
+    /// sidecar differs between commits `from` and `to`, as document paths
+    /// (a transcript or sidecar names its document), sorted.
     pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
         let diff = self
             .repo
@@ -393,7 +393,11 @@ impl Repo {
             let Some(p) = d.new_file().path().and_then(Path::to_str) else {
                 continue;
             };
-            let p = noma_core::transcript::document_path(p).unwrap_or(p);
+            // A transcript or a provenance sidecar (`<doc>.provenance`)
+            // stands for its document.
+            let p = noma_core::transcript::document_path(p)
+                .or_else(|| p.strip_suffix(".provenance"))
+                .unwrap_or(p);
             if p.ends_with(".noma") {
                 docs.insert(p.to_string());
             }
