@@ -358,6 +358,20 @@ impl Branch<'_> {
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
+        self.check_signatures(&mut rep, path, &files);
+        // Blocks the branch changed.
+        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
+        // 4. Do the base's newer records re-apply onto the branch?
+        if rep.append_only && files.head_t.is_some() {
+            self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
+        }
+        Ok(rep)
+    }
+
+    /// The branch records' signatures and approvals, trusted from the base
+    /// revision: their problems as findings, and who signed and approved
+    /// each record.
+    fn check_signatures(&self, rep: &mut DocReport, path: &str, files: &DocFiles) {
         let signed = crate::provenance::check::branch_check(
             self.repo,
             [self.base_tip, self.head, self.merge_base],
@@ -371,13 +385,6 @@ impl Branch<'_> {
             rep.findings.push(f);
         }
         rep.records = signed.records;
-        // Blocks the branch changed.
-        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
-        // 4. Do the base's newer records re-apply onto the branch?
-        if rep.append_only && files.head_t.is_some() {
-            self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
-        }
-        Ok(rep)
     }
 
     /// A moved document whose provenance sidecar did not follow it.

@@ -489,38 +489,10 @@ pub fn verify_where(
         let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
         let repeat = repeats.get(&e.line);
         let (signer, keys) = match repeat {
-            Some(first) => (
-                Err((
-                    codes::INVALID,
-                    format!(
-                        "this record claims to stand for op {}, which line {first} already carries: one record stands for one op, so this is a replayed signed intent or a record disguised as a merge copy",
-                        rec.op_id
-                    ),
-                )),
-                Vec::new(),
-            ),
+            Some(&first) => (Err(repeated(rec, first)), Vec::new()),
             None => record_signer(trust, rec, found, &checked),
         };
-        match signer {
-            Ok(p) => {
-                if !signer_matches_actor(&p, &rec.actor.name) {
-                    let message = format!(
-                        "signed by {p}, but the record names {} {} as its actor: the verified signer is {p}",
-                        rec.actor.kind.as_str(),
-                        rec.actor.name
-                    );
-                    status
-                        .problems
-                        .push(problem(e, "warning", codes::MISMATCH, message));
-                }
-                status.signed_by = Some(p)
-            }
-            Err((code, message)) => {
-                if let Some(level) = signature_problem_level(prov.signatures, code) {
-                    status.problems.push(problem(e, level, code, message));
-                }
-            }
-        }
+        note_signer(&mut status, e, rec, signer, prov.signatures);
         // An agent's key needs approval whatever principal it signs as:
         // a key also listed for a person would otherwise let the agent
         // pass as that person.
@@ -548,6 +520,50 @@ pub fn verify_where(
         out.push(status);
     }
     out
+}
+
+/// The signature verdict of a record standing for an op that line
+/// `first` already carries.
+fn repeated(rec: &Record, first: usize) -> (&'static str, String) {
+    (
+        codes::INVALID,
+        format!(
+            "this record claims to stand for op {}, which line {first} already carries: one record stands for one op, so this is a replayed signed intent or a record disguised as a merge copy",
+            rec.op_id
+        ),
+    )
+}
+
+/// Writes a record's signature verdict into its status: the verified
+/// principal (and [`codes::MISMATCH`] when it is not the actor the
+/// record names), or the problem at the level `signatures` gives it.
+fn note_signer(
+    status: &mut RecordStatus,
+    e: &Entry,
+    rec: &Record,
+    signer: Result<String, (&'static str, String)>,
+    signatures: SignatureLevel,
+) {
+    match signer {
+        Ok(p) => {
+            if !signer_matches_actor(&p, &rec.actor.name) {
+                let message = format!(
+                    "signed by {p}, but the record names {} {} as its actor: the verified signer is {p}",
+                    rec.actor.kind.as_str(),
+                    rec.actor.name
+                );
+                status
+                    .problems
+                    .push(problem(e, "warning", codes::MISMATCH, message));
+            }
+            status.signed_by = Some(p)
+        }
+        Err((code, message)) => {
+            if let Some(level) = signature_problem_level(signatures, code) {
+                status.problems.push(problem(e, level, code, message));
+            }
+        }
+    }
 }
 
 /// The level a signature problem `code` is reported at under the policy's
