@@ -34,9 +34,9 @@ pub fn has_markers(bytes: &[u8]) -> bool {
         .any(|l| marker(l) == Some(0))
 }
 
-/// The sides git's markers delimit in `bytes`: (base when diff3 gave
-/// one, ours, theirs). None when the markers are not well nested.
-pub fn split_markers(bytes: &[u8]) -> Option<(Option<Vec<u8>>, Vec<u8>, Vec<u8>)> {
+/// The sides git's markers delimit in `bytes` (the base when diff3 gave
+/// one). None when the markers are not well nested.
+pub fn split_markers(bytes: &[u8]) -> Option<Versions> {
     let (mut base, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     let (mut state, mut saw_base) = (None::<usize>, false);
     for line in bytes.split_inclusive(|b| *b == b'\n') {
@@ -54,15 +54,21 @@ pub fn split_markers(bytes: &[u8]) -> Option<(Option<Vec<u8>>, Vec<u8>, Vec<u8>)
             (Some(_), None) => theirs.extend_from_slice(line),
         }
     }
-    state
-        .is_none()
-        .then(|| (saw_base.then_some(base), ours, theirs))
+    state.is_none().then(|| Versions {
+        base: saw_base.then_some(base),
+        ours: Some(ours),
+        theirs: Some(theirs),
+    })
 }
 
 /// The union of the sides of a conflicted sidecar: every line once, ours
 /// first, in order.
 pub fn union_lines(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (_, ours, theirs) = split_markers(bytes)?;
+    let sides = split_markers(bytes)?;
+    let (ours, theirs) = (
+        sides.ours.unwrap_or_default(),
+        sides.theirs.unwrap_or_default(),
+    );
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for line in ours
@@ -113,17 +119,12 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String
     let (source, tr) = match stages(repo.as_ref(), rel_t.as_deref()) {
         Some(v) => ("index stages", v),
         None => {
-            let (base, ours, theirs) = split_markers(&now).ok_or_else(|| {
+            let v = split_markers(&now).ok_or_else(|| {
                 format!(
                     "{}: git's conflict markers are not well nested; resolve them by hand",
                     tpath.display()
                 )
             })?;
-            let v = Versions {
-                base,
-                ours: Some(ours),
-                theirs: Some(theirs),
-            };
             ("conflict markers", v)
         }
     };
@@ -293,5 +294,31 @@ fn report(
         sidecar,
         messages,
         next_step,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_split_into_sides_with_diff3_base() {
+        let t = b"p\n<<<<<<< HEAD\no\n||||||| base\nb\n=======\nt\n>>>>>>> A\ns\n";
+        assert!(has_markers(t));
+        let v = split_markers(t).unwrap();
+        assert_eq!(v.base.as_deref(), Some(&b"p\nb\ns\n"[..]));
+        assert_eq!(v.ours.as_deref(), Some(&b"p\no\ns\n"[..]));
+        assert_eq!(v.theirs.as_deref(), Some(&b"p\nt\ns\n"[..]));
+        // Without diff3 there is no base; records are never markers.
+        let v = split_markers(b"<<<<<<< a\no\n=======\n>>>>>>> b\n").unwrap();
+        assert_eq!(v.base, None);
+        assert!(!has_markers(b"{\"a\":\"<<<<<<< x\"}\n<<<<<<<<x\n"));
+        // Badly nested markers are left to a person.
+        assert!(split_markers(b"<<<<<<< a\no\n>>>>>>> b\n").is_none());
+        assert!(split_markers(b"<<<<<<< a\no\n=======\n").is_none());
+        assert_eq!(
+            union_lines(b"x\n<<<<<<< a\ny\n=======\nz\nx\n>>>>>>> b\n").unwrap(),
+            b"x\ny\nz\n"
+        );
     }
 }
