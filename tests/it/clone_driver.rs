@@ -219,3 +219,49 @@ fn conflicted_sidecar_lines_are_unioned_and_markers_split() {
     assert!(o.status.success(), "replays: {}", text(&o));
     assert_eq!(r.read("plan.noma.patches.conflicted"), conflicted);
 }
+
+/// Two agents changed one block: repair leaves the `::conflict` block the
+/// driver would, and names `noma record`, after which the hook passes.
+#[test]
+fn a_same_block_conflict_is_left_as_the_driver_leaves_it() {
+    let r = Repo::init();
+    let o = r.noma(&["init", "--no-mcp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // What a clone has: no merge.noma section at all.
+    r.ok(&["config", "--remove-section", "merge.noma"]);
+    r.write("plan.noma", &doc());
+    assert!(r.noma(&["record", "plan.noma"]).status.success());
+    r.commit_all("plan");
+    r.ok(&["checkout", "-q", "-b", "A"]);
+    r.agent_patch("plan.noma", &body_op("a", "ALPHA"));
+    r.commit_all("A");
+    r.ok(&["checkout", "-q", "-b", "B", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "AAA"));
+    r.commit_all("B");
+    let o = r.git(&["merge", "--no-edit", "A"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        r.read("plan.noma.patches").contains("<<<<<<<"),
+        "{}",
+        text(&o)
+    );
+
+    let o = r.noma(&["repair", "plan.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("noma record \"plan.noma\""),
+        "{}",
+        text(&o)
+    );
+    let merged = r.read("plan.noma");
+    assert!(merged.contains(":::conflict{"), "{merged}");
+    assert!(!r.read("plan.noma.patches").contains("<<<<<<<"));
+    // Kept ours in place of the conflict block, recorded, committed.
+    r.write("plan.noma", &doc().replace("alpha", "AAA"));
+    let o = r.noma(&["record", "plan.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.ok(&["add", "plan.noma", "plan.noma.patches"]);
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert!(o.status.success(), "the hook passes: {}", text(&o));
+    assert!(r.noma(&["replay", "plan.noma"]).status.success());
+}
