@@ -3,6 +3,7 @@
 use super::Format;
 use noma_git::config::Policy;
 use noma_git::git::repo::Repo;
+use noma_git::install::clone_check;
 use noma_git::staged::{Guard, Report};
 
 /// Which hook to run.
@@ -50,6 +51,7 @@ pub fn run(args: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     };
+    warn_missing_driver(&repo);
     let cache = super::cache::open(&root);
     // Fork detection turns itself on whenever a merge is in progress.
     let guard = Guard::new(&repo, &policy, &cache);
@@ -75,6 +77,26 @@ pub fn run(args: Args) -> i32 {
         Format::Human => print_human(&report),
     }
     code
+}
+
+/// Tells a clone whose `.gitattributes` routes to noma's merge driver but
+/// whose git config never registered it (git does not clone `.git/config`),
+/// once per clone; never blocks.
+fn warn_missing_driver(repo: &Repo) {
+    let Some(work_tree) = repo.workdir() else {
+        return;
+    };
+    let warned = repo.config_string(clone_check::WARNED_KEY).is_some();
+    let configured = repo.config_string("merge.noma.driver");
+    let Some(missing) =
+        clone_check::missing_driver_once(&repo.common_dir(), &work_tree, configured, warned)
+    else {
+        return;
+    };
+    eprintln!(
+        "noma: warning: .gitattributes routes {} to merge=noma but this clone has no merge.noma.driver (git does not clone .git/config): merges of transcripts will conflict as text. fix: noma hooks install --driver-only (or noma init). Shown once per clone.",
+        missing.patterns.join(" and ")
+    );
 }
 
 fn print_human(report: &Report) {

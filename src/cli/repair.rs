@@ -37,6 +37,18 @@ pub fn run(args: Args) -> i32 {
         .transcript
         .clone()
         .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+    // Git's conflict markers (a merge without noma's driver) are resolved
+    // first, as the driver would have merged: until then nothing parses.
+    if tpath.is_file() {
+        match noma_git::merge::conflicted::resolve_file(&args.file, &tpath) {
+            Ok(Some(r)) => return report_resolved(&args, &r),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("noma repair: {e}");
+                return super::EXIT_FAIL;
+            }
+        }
+    }
     // A transcript two branches' records were joined into is made linear
     // first: until then the document is no state of it.
     let unjoined = if tpath.is_file() {
@@ -102,6 +114,20 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
             for next in next.into_iter().chain(&recovery.next_step) {
                 println!("next: {next}");
             }
+            super::EXIT_OK
+        }
+    }
+}
+
+/// What `noma repair` did to a transcript git left with conflict markers.
+fn report_resolved(args: &Args, r: &noma_git::merge::conflicted::Resolved) -> i32 {
+    match args.format {
+        Format::Json => super::print_json(r),
+        Format::Human => {
+            for m in &r.messages {
+                println!("repaired: {m}");
+            }
+            println!("next: {}", r.next_step);
             super::EXIT_OK
         }
     }

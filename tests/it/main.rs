@@ -9,6 +9,7 @@ mod bad_input;
 mod cache_cli;
 mod changed_cli;
 mod changed_rename;
+mod clone_driver;
 // The watcher runs on Linux only (inotify).
 #[cfg(target_os = "linux")]
 mod changed_watch;

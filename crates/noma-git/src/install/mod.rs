@@ -76,6 +76,7 @@
 //! ```
 
 pub mod attributes;
+pub mod clone_check;
 pub mod describe;
 pub mod husky;
 pub mod init;

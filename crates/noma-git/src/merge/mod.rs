@@ -46,6 +46,7 @@
 pub mod blocks;
 mod checkpoint;
 pub mod clashes;
+pub mod conflicted;
 pub mod driver;
 pub mod reconcile;
 pub mod report;

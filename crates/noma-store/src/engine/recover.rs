@@ -99,6 +99,23 @@ pub enum RecoveryError {
         /// The parse error (with its line).
         err: ReadError,
     },
+    /// The transcript ends in git's conflict markers: a merge without
+    /// noma's merge driver stopped on it. Restoring it from version
+    /// control fails on an unmerged path and would drop a side's records.
+    #[error(
+        "transcript {path}: {err}: git's conflict markers (a merge without noma's merge driver); \
+         run `noma repair {doc_sh}`, which keeps both sides' records and rebases them as the \
+         driver does",
+        doc_sh = noma_core::diag::shell_word(.doc)
+    )]
+    ConflictMarkers {
+        /// Transcript path.
+        path: String,
+        /// The document path.
+        doc: String,
+        /// The parse error (with its line).
+        err: ReadError,
+    },
     /// Bytes after the last newline that no interrupted write of noma's
     /// explains (a hand edit, a foreign writer).
     #[error(
@@ -158,6 +175,18 @@ impl RecoveryError {
     pub fn is_check_failure(&self) -> bool {
         !matches!(self, RecoveryError::Io { .. })
     }
+}
+
+/// The error for a transcript whose last line `raw` is no record: git's
+/// conflict markers name `noma repair`, anything else a restore.
+fn unreadable_last(path: &Path, doc: &Path, raw: &[u8], err: ReadError) -> RecoveryError {
+    let path = path.display().to_string();
+    let marker = [&b"<<<<<<<"[..], b"=======", b">>>>>>>", b"|||||||"];
+    if marker.iter().any(|m| raw.starts_with(m)) {
+        let doc = doc.display().to_string();
+        return RecoveryError::ConflictMarkers { path, doc, err };
+    }
+    RecoveryError::Transcript { path, err }
 }
 
 /// Reads the document and hashes it (regular files only, size-capped).
@@ -358,8 +387,7 @@ fn check_last_record(
                     line,
                     message: "unreadable".into(),
                 });
-            let path = t.path().display().to_string();
-            return Err(RecoveryError::Transcript { path, err });
+            return Err(unreadable_last(t.path(), doc, raw, err));
         }
     };
     let document = read_checked(doc)?;
@@ -740,10 +768,7 @@ pub fn find_unrecorded_edit(
                 line,
                 message: "unreadable".into(),
             });
-        RecoveryError::Transcript {
-            path: transcript_path.display().to_string(),
-            err,
-        }
+        unreadable_last(transcript_path, doc, &raw, err)
     })?;
     let document = read_checked(doc)?;
     if document.sha256 == last.post_sha256 {

@@ -220,6 +220,11 @@ impl Repo {
         self.repo.path().to_path_buf()
     }
 
+    /// The git directory linked worktrees share (holds `config`).
+    pub fn common_dir(&self) -> PathBuf {
+        self.repo.commondir().to_path_buf()
+    }
+
     /// The commit HEAD points at (None on an unborn branch).
     pub fn head_commit(&self) -> Option<Oid> {
         self.repo
@@ -635,6 +640,18 @@ impl Repo {
     pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), 0) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            super::stream::blob_content(&self.repo, entry.id).map_err(libgit2)?,
+        ))
+    }
+
+    /// The content of `path` at index stage `stage` (1 base, 2 ours, 3
+    /// theirs while the path is unmerged; 0 otherwise), if present.
+    pub fn index_stage_blob(&self, path: &str, stage: i32) -> Result<Option<Vec<u8>>, GitError> {
+        let index = self.repo.index().map_err(libgit2)?;
+        let Some(entry) = index.get_path(Path::new(path), stage) else {
             return Ok(None);
         };
         Ok(Some(
