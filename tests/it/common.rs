@@ -477,3 +477,27 @@ pub fn git_proptest_cases() -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(8)
 }
+
+/// An Ed25519 key pair made by ssh-keygen outside the work tree (in the
+/// repository's HOME); returns the private key file and the public key
+/// line.
+pub fn keygen(r: &Repo, name: &str) -> (PathBuf, String) {
+    let path = r.home.path().join(name);
+    let o = r.cmd(
+        "ssh-keygen",
+        &[
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            name,
+            "-f",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_ran(&o);
+    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
+    (path, public.trim().to_string())
+}

@@ -10,31 +10,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, text, McpClient, Repo};
+use crate::common::{assert_ran, keygen, text, McpClient, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
-
-/// An Ed25519 key pair made by ssh-keygen outside the work tree.
-fn keygen(r: &Repo, name: &str) -> (PathBuf, String) {
-    let path = r.home.path().join(name);
-    let o = r.cmd(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            name,
-            "-f",
-            path.to_str().unwrap(),
-        ],
-    );
-    assert_ran(&o);
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    (path, public.trim().to_string())
-}
 
 /// main: plan.noma with its (pre-policy, unsigned) genesis record, then
 /// `signatures: required` and `agents_need_approval: true` with alice's

@@ -5,36 +5,13 @@
 //! blocks a write, the hook or the check; a signed record is never called
 //! unsigned; an agent key also listed for a person still needs approval.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, text, Repo};
+use crate::common::{assert_ran, keygen, text, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
-
-/// An Ed25519 key pair outside the work tree: the private key file and
-/// the public key line.
-fn keygen(r: &Repo, name: &str) -> (PathBuf, String) {
-    let path = r.home.path().join(name);
-    let o = r.cmd(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            name,
-            "-f",
-            path.to_str().unwrap(),
-        ],
-    );
-    assert_ran(&o);
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    (path, public.trim().to_string())
-}
 
 /// A repository with provenance under `policy` and `signers` as its
 /// allowed-signers file, committed on main.

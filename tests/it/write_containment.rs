@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, text, tool_body, Repo, NOMA};
+use crate::common::{assert_ran, keygen, text, tool_body, Repo, NOMA};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -50,29 +50,6 @@ fn bounded<T: Send + 'static>(child: Child, talk: impl FnOnce(Child) -> T + Send
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("the child's thread panicked"),
     }
-}
-
-/// An Ed25519 key pair made by ssh-keygen outside the work tree (as in
-/// `provenance_git`); returns the private key file and the public line.
-fn keygen(r: &Repo, name: &str) -> (PathBuf, String) {
-    let path = r.home.path().join(name);
-    let o = r.cmd(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            name,
-            "-f",
-            path.to_str().unwrap(),
-        ],
-    );
-    assert_ran(&o);
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    (path, public.trim().to_string())
 }
 
 /// A signing repository: `plan.noma` with its genesis record,
