@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::{text, Repo, NOMA};
+use crate::common::{assert_ran, text, Repo, NOMA};
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -404,4 +404,49 @@ fn the_workflows_give_the_action_only_its_inputs_and_all_required_ones() {
     }
     // The README's workflow and this repository's own use the action.
     assert!(users >= 2, "{users} steps use the action");
+}
+
+/// The binary the action installs is built from the whole workspace, so
+/// its cache key changes when any source that builds it changes (the
+/// engine lives under `crates/`), and only then: an upgrade never runs an
+/// old engine from the cache.
+#[test]
+fn the_cache_key_covers_every_source_that_builds_the_binary() {
+    let r = Repo::init();
+    let action = tempfile::tempdir().unwrap();
+    let files = [
+        "Cargo.toml",
+        "Cargo.lock",
+        "src/main.rs",
+        "crates/noma-core/Cargo.toml",
+        "crates/noma-core/src/lib.rs",
+        "crates/noma-git/src/merge/mod.rs",
+    ];
+    for f in files {
+        let p = action.path().join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("// {f}\n")).unwrap();
+    }
+    let key = || {
+        let run = Runner::new();
+        let o = run.step(
+            &r,
+            action.path(),
+            "key",
+            &[("ACTION_PATH", action.path().to_str().unwrap())],
+        );
+        assert_ran(&o);
+        run.outputs()["key"].clone()
+    };
+    let mut before = key();
+    assert_eq!(before, key(), "the same sources give the same key");
+    for f in files {
+        let p = action.path().join(f);
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str("// changed\n");
+        std::fs::write(&p, text).unwrap();
+        let after = key();
+        assert_ne!(before, after, "a change to {f} must change the cache key");
+        before = after;
+    }
 }
