@@ -92,6 +92,14 @@ async def main(noma: str, root: str) -> None:
             assert (await call("patch_block_list", {**doc, "ops": ops}, error=False))["ok"] is True
             bad = await call("patch_block_list", {**doc, "ops": [{"op": "delete_block", "id": "nope"}]}, error=False)
             assert bad["op_index"] == 0, bad
+            # An argument the schema does not name is refused with the one
+            # it most likely meant, never ignored (a precondition under a
+            # wrong key would let a stale patch apply); a bound is enforced.
+            stale = {"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.1}
+            wrong = await call("patch_block", {**doc, "op": stale, "baseHash": "0" * 64}, error=True)
+            assert "`baseHash`" in json.dumps(wrong) and "`base_hash`" in json.dumps(wrong), wrong
+            zero = await call("transcript_read", {**doc, "limit": 0}, error=True)
+            assert "minimum" in json.dumps(zero), zero
             await call("transcript_read", {**doc, "limit": 2}, error=False)
             await call("transcript_read", {**doc, "after_op_id": "unknown"}, error=True)
             await call("describe_capabilities", doc, error=False)

@@ -222,7 +222,9 @@ where
         Err(e) => panic!("tool {name}: input schema is not an object: {e}"),
     };
     compact(Arc::make_mut(&mut schema));
+    let declared = Arc::clone(&schema);
     let handler = move |ctx: &Context, args: Value| {
+        check_args(name, &declared, &args)?;
         let args: A = serde_json::from_value(args)
             .map_err(|e| InvalidArgs(format!("invalid arguments for {name}: {e}")))?;
         Ok(f(ctx, args))
@@ -232,6 +234,82 @@ where
         handler: Arc::new(handler),
         refusals: Refusals::AsToolError,
     }
+}
+
+/// Checks `args` against what the tool's input schema declares at the top
+/// level, before they are read: an argument the schema does not name is
+/// refused with the one it most likely meant (an agent that writes
+/// `baseHash` for `base_hash` must not have its precondition silently
+/// ignored), and a number or string outside its declared bounds is
+/// refused rather than clamped. Nested values are the args type's to
+/// refuse.
+fn check_args(name: &str, schema: &Map<String, Value>, args: &Value) -> Result<(), InvalidArgs> {
+    let (Some(args), Some(props)) = (
+        args.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) else {
+        return Ok(());
+    };
+    for (key, value) in args {
+        let Some(decl) = props.get(key) else {
+            return Err(InvalidArgs(unknown_arg(name, key, props)));
+        };
+        if let Some(why) = out_of_bounds(decl, value) {
+            return Err(InvalidArgs(format!(
+                "invalid arguments for {name}: `{key}` {why}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of an argument `key` that `props` does not declare.
+fn unknown_arg(name: &str, key: &str, props: &Map<String, Value>) -> String {
+    // Spelling aside (case, `_`, `-`), then within two edits.
+    let plain = |s: &str| s.replace(['_', '-'], "").to_ascii_lowercase();
+    let guess = props
+        .keys()
+        .find(|k| plain(k) == plain(key))
+        .map(String::as_str)
+        .or_else(|| noma_core::suggest::near_miss(key, props.keys().map(String::as_str)));
+    let known: Vec<&str> = props.keys().map(String::as_str).collect();
+    match guess {
+        Some(g) => {
+            format!("invalid arguments for {name}: unknown argument `{key}`; did you mean `{g}`?")
+        }
+        None => format!(
+            "invalid arguments for {name}: unknown argument `{key}` (arguments: {})",
+            known.join(", ")
+        ),
+    }
+}
+
+/// Why `value` breaks the bounds `decl` declares (`minimum`, `maximum`,
+/// `minLength`, `maxLength`), if it does.
+fn out_of_bounds(decl: &Value, value: &Value) -> Option<String> {
+    let bound = |k: &str| decl.get(k).and_then(Value::as_f64);
+    if let Some(n) = value.as_f64() {
+        if let Some(min) = bound("minimum").filter(|m| n < *m) {
+            return Some(format!("is {value}, below its minimum {min}"));
+        }
+        if let Some(max) = bound("maximum").filter(|m| n > *m) {
+            return Some(format!("is {value}, above its maximum {max}"));
+        }
+    }
+    if let Some(text) = value.as_str() {
+        let len = text.chars().count() as f64;
+        if let Some(min) = bound("minLength").filter(|m| len < *m) {
+            return Some(format!(
+                "is {len} characters, under its minimum length {min}"
+            ));
+        }
+        if let Some(max) = bound("maxLength").filter(|m| len > *m) {
+            return Some(format!(
+                "is {len} characters, over its maximum length {max}"
+            ));
+        }
+    }
+    None
 }
 
 /// Drops what a derived schema spends bytes on without telling a client
