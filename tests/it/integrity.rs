@@ -174,17 +174,6 @@ fn each_tamper_kind_fails_replay_with_its_line() {
             "line 4",
         ),
         (
-            "missing prev_entry_sha256",
-            vec![
-                l[0].clone(),
-                l[1].clone(),
-                edit(&l[2], |v| {
-                    v.as_object_mut().unwrap().remove("prev_entry_sha256");
-                }),
-            ],
-            "line 3",
-        ),
-        (
             "duplicate op_id",
             vec![
                 l[0].clone(),

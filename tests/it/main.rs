@@ -7,6 +7,7 @@ mod action_steps;
 mod architecture;
 mod bad_input;
 mod cache_cli;
+mod chainless;
 mod changed_cli;
 mod changed_rename;
 mod clone_driver;

@@ -4,13 +4,14 @@
 //! a file.
 //!
 //! The rule, as replay enforces it: every line is a valid record; the first
-//! line has no `prev_entry_sha256` and every later line's is the sha256 of
-//! the line before; `op_id`s are unique; every record starts from the state
+//! line has no `prev_entry_sha256` and a later line's, where present (§5.3
+//! makes it optional), is the sha256 of the line before; `op_id`s are unique; every record starts from the state
 //! the records before it leave (from `--base`); applied records reproduce
 //! their `post_sha256`; the final state is the document. Nothing after the
 //! last line vouches for it, so an edit of the last line that keeps it a
-//! valid record with the same op, hashes, result and chain link (a changed
-//! `ts`, `reason` or message; another `op_id` that stays unique; the op of a
+//! valid record with the same op, hashes, result and chain link, or none (a
+//! changed `ts`, `reason` or message; the link's key mangled into an unknown
+//! field; another `op_id` that stays unique; the op of a
 //! rejected record swapped for another refused with the same code, since
 //! replay re-applies it and checks the code) satisfies the rule, and so
 //! does dropping trailing records that changed nothing (the document is still
@@ -121,8 +122,13 @@ fn semantic(line: &[u8]) -> Option<Value> {
         r.post_sha256,
         op,
         r.patch_result.as_str(),
-        r.prev_entry_sha256
     ]))
+}
+
+/// The chain link of a record line (`None` for a line that is no record
+/// or carries none).
+fn link(line: &[u8]) -> Option<String> {
+    parse_record(1, line).ok()?.prev_entry_sha256
 }
 
 /// The rule of the module doc, for a mutation of `original` into `mutated`.
@@ -148,6 +154,7 @@ fn satisfies_rule(original: &[u8], mutated: &[u8], touched: Option<usize>) -> bo
         && b[last].ends_with(b"\n")
         && semantic(&b[last]).is_some()
         && semantic(&a[last]) == semantic(&b[last])
+        && (link(&b[last]).is_none() || link(&a[last]) == link(&b[last]))
         && unique_op_ids(&b)
 }
 

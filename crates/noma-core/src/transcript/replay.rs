@@ -2,8 +2,9 @@
 //! that the transcript, its hash chain and the document on disk agree.
 //!
 //! Checks, in file order: no torn final line; each line is a valid v1.0
-//! record; the chain rules of [`Chain`] (first line unchained, every later
-//! line chained to the one before, unique `op_id`s); every record's
+//! record; the chain rules of [`Chain`] (first line unchained, a later
+//! line's chain, where present, names the line before, unique `op_id`s);
+//! every record's
 //! `pre_sha256` is the current replay state (the base's, when `--base` is
 //! given; the empty document's for a genesis record; otherwise the first
 //! record's, which must then be the document itself); an applied record changes the
@@ -787,14 +788,17 @@ impl State<'_> {
 /// - the first line carries no `prev_entry_sha256` (absent or `null`): a
 ///   transcript starts with its first record, so a first line that chains
 ///   to something means records before it were removed;
-/// - every later line carries one, equal to the sha256 of the previous raw
-///   line (including its `\n`);
+/// - a later line that carries one must name the sha256 of the previous
+///   raw line (including its `\n`); a later line without one is accepted,
+///   as §5.3 makes the field optional (the reference's writers omit it);
 /// - every `op_id` is unique in the file.
 ///
 /// Together with replay (each record starts from the state the one before
-/// left) this leaves only the last line's non-semantic fields (`ts`,
-/// `reason`, messages) without tamper evidence inside the file; the hooks
-/// anchor committed lines through git.
+/// left) a fully chained file leaves only the last line's non-semantic
+/// fields (`ts`, `reason`, messages) without tamper evidence inside the
+/// file. A chain-less line's own non-semantic fields, and state-neutral
+/// records (rejected, noop) next to it, have none inside the file; the
+/// hooks anchor committed lines through git.
 #[derive(Debug)]
 pub struct Chain {
     prev_line_sha256: Option<String>,
@@ -827,12 +831,6 @@ pub enum ChainError {
     /// The first line carries `prev_entry_sha256`.
     #[error("line {line} is the transcript's first but carries prev_entry_sha256: the records before it were removed")]
     FirstLineChains {
-        /// 1-based line number.
-        line: usize,
-    },
-    /// A later line carries no `prev_entry_sha256`.
-    #[error("line {line} has no prev_entry_sha256: every record after the first chains to the line before it (a line was inserted or rewritten)")]
-    Unchained {
         /// 1-based line number.
         line: usize,
     },
@@ -887,7 +885,6 @@ impl Chain {
     ) -> Result<(), ChainError> {
         match (&rec.prev_entry_sha256, &self.prev_line_sha256) {
             (Some(_), None) => return Err(ChainError::FirstLineChains { line: number }),
-            (None, Some(_)) => return Err(ChainError::Unchained { line: number }),
             (Some(claimed), Some(actual)) if claimed != actual => {
                 return Err(ChainError::Broken {
                     previous: number - 1,

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::transcript::{reconcile_transcripts, replay_records, Reconciled, Unreconcilable};
 use noma_core::doc::hash::{sha256_hex, EMPTY_SHA256};
-use noma_core::transcript::{parse_record, split_lines, PatchResult};
+use noma_core::transcript::{parse_record, split_lines, PatchResult, Record};
 use noma_store::fsio::LockedTranscript;
 
 /// Where a joined transcript splits (byte offsets into it).
@@ -34,47 +34,58 @@ pub struct Join {
     pub second_line: usize,
 }
 
-/// Finds the join in `t`: the first record that does not chain onto the
-/// line before it but onto an earlier line (or, not first, onto nothing),
-/// with every record after it chaining line to line. None for a transcript
-/// that chains throughout, that breaks its chain any other way (an edited
-/// line), or that holds a torn or unreadable line.
+/// Finds the join in `t`: the first record that does not follow the line
+/// before it but an earlier line (or, not first, nothing), with every
+/// record after it following line to line. A record follows the line
+/// before when its `prev_entry_sha256` names that line or, carrying none
+/// (§5.3 makes it optional), when it starts from the state that line's
+/// record leaves. A chain-less break joins after the last earlier line
+/// whose record leaves the state it starts from (none: the branches each
+/// started the transcript, from the state its first record starts from).
+/// None for a transcript that follows throughout, that breaks any other
+/// way (an edited line, an edit no record explains), or that holds a torn
+/// or unreadable line.
 pub fn find_join(t: &[u8]) -> Option<Join> {
     let (lines, torn) = split_lines(t);
     if torn.is_some() {
         return None;
     }
-    let shas: Vec<String> = lines.iter().map(|l| sha256_hex(l.raw)).collect();
-    let mut join: Option<Join> = None;
-    for (i, l) in lines.iter().enumerate().skip(1) {
-        let rec = parse_record(l.number, l.raw).ok()?;
-        let claimed = rec.prev_entry_sha256.as_deref();
-        if claimed == Some(shas[i - 1].as_str()) {
-            continue;
-        }
-        if join.is_some() {
-            return None;
-        }
-        // `P` ends at the line the record chains onto (none: `P` is empty).
-        let common_lines = match claimed {
-            None => 0,
-            Some(c) => shas[..i - 1].iter().position(|s| s == c)? + 1,
-        };
-        let common = lines.get(common_lines).map_or(t.len(), |l| l.offset);
-        join = Some(Join {
-            common,
-            second: l.offset,
-            second_line: l.number,
-        });
+    let mut scan = JoinScan::default();
+    for l in &lines {
+        let rec = parse_record(l.number, l.raw);
+        let link = rec.as_ref().map(Link::of).map_err(|_| ());
+        scan.line(l.raw.len(), &sha256_hex(l.raw), link);
     }
-    join
+    scan.finish(false, &mut &t[..]).ok()?
+}
+
+/// What [`JoinScan`] reads of a record: its chain link and its states.
+#[derive(Debug, Clone, Copy)]
+pub struct Link<'r> {
+    /// `prev_entry_sha256`, when the record carries one.
+    pub prev_entry_sha256: Option<&'r str>,
+    /// The state the record starts from.
+    pub pre_sha256: &'r str,
+    /// The state the record leaves.
+    pub post_sha256: &'r str,
+}
+
+impl<'r> Link<'r> {
+    /// The link of `rec`.
+    pub fn of(rec: &'r Record) -> Self {
+        Link {
+            prev_entry_sha256: rec.prev_entry_sha256.as_deref(),
+            pre_sha256: &rec.pre_sha256,
+            post_sha256: &rec.post_sha256,
+        }
+    }
 }
 
 /// [`find_join`] fed a line at a time, for a reader that never holds the
-/// transcript (issue 35): it keeps the last line's sha256 and the first
-/// chain break only. The prefix a break chains back onto is looked for
-/// only when the break is the one join candidate, by reading the lines
-/// before it again ([`JoinScan::finish`]).
+/// transcript (issue 35): it keeps the last line's sha256 and state and
+/// the first break only. The prefix a break joins onto is looked for only
+/// when the break is the one join candidate, by reading the lines before
+/// it again ([`JoinScan::finish`]).
 #[derive(Debug, Default)]
 pub struct JoinScan {
     /// Lines fed, and their bytes.
@@ -82,78 +93,125 @@ pub struct JoinScan {
     offset: usize,
     /// The sha256 of the last line fed.
     prev_sha: Option<String>,
-    /// The first record that does not chain onto the line before it.
+    /// The state the last line's record leaves (None: no record).
+    prev_post: Option<String>,
+    /// The first record that does not follow the line before it.
     first_break: Option<Break>,
     /// A second break, or an unreadable line after the first: no join.
     impossible: bool,
 }
 
-/// Where a record breaks the chain, and what it chains onto instead.
+/// Where a record breaks the chain, and what it follows instead.
 #[derive(Debug)]
 struct Break {
     /// 0-based line index, and where the line starts.
     index: usize,
     offset: usize,
     claimed: Option<String>,
+    /// The state the record starts from (what a chain-less break follows).
+    pre: String,
 }
 
 impl JoinScan {
     /// Feeds the next complete line: its length, its sha256 and its
-    /// record's `prev_entry_sha256`, or `Err(())` when the line is no
-    /// record (then there is no join, unless it is the first line, which
-    /// [`find_join`] never reads).
-    pub fn line(&mut self, len: usize, sha: &str, claim: Result<Option<&str>, ()>) {
+    /// record's [`Link`], or `Err(())` when the line is no record (then
+    /// there is no join, unless it is the first line, which [`find_join`]
+    /// never needs).
+    pub fn line(&mut self, len: usize, sha: &str, link: Result<Link<'_>, ()>) {
         let index = self.lines;
         self.lines += 1;
         if index > 0 && !self.impossible {
-            match claim {
+            match link {
                 Err(()) => self.impossible = true,
-                Ok(c) if c == self.prev_sha.as_deref() => {}
+                Ok(l) if self.follows(&l) => {}
                 Ok(_) if self.first_break.is_some() => self.impossible = true,
-                Ok(c) => {
+                Ok(l) => {
                     self.first_break = Some(Break {
                         index,
                         offset: self.offset,
-                        claimed: c.map(str::to_string),
+                        claimed: l.prev_entry_sha256.map(str::to_string),
+                        pre: l.pre_sha256.to_string(),
                     })
                 }
             }
         }
         self.prev_sha = Some(sha.to_string());
+        self.prev_post = link.ok().map(|l| l.post_sha256.to_string());
         self.offset += len;
+    }
+
+    /// Whether a record linked by `l` follows the line fed before it.
+    fn follows(&self, l: &Link<'_>) -> bool {
+        match l.prev_entry_sha256 {
+            Some(claimed) => Some(claimed) == self.prev_sha.as_deref(),
+            None => Some(l.pre_sha256) == self.prev_post.as_deref(),
+        }
     }
 
     /// The join the lines fed make, as [`find_join`] finds it in the same
     /// bytes (`torn`: bytes followed the last line). `again` reads the
-    /// transcript from its start; it is read only up to the break, and
-    /// only when the break chains onto an earlier line.
+    /// transcript from its start, up to the break only.
     pub fn finish(self, torn: bool, again: &mut dyn BufRead) -> std::io::Result<Option<Join>> {
         let Some(b) = self.first_break.filter(|_| !torn && !self.impossible) else {
             return Ok(None);
         };
-        let join = |common| Join {
+        let common = match b.claimed.as_deref() {
+            None => unchained_prefix(&b, again)?,
+            Some(claimed) => chained_prefix(&b, claimed, again)?,
+        };
+        Ok(common.map(|common| Join {
             common,
             second: b.offset,
             second_line: b.index + 1,
-        };
-        let Some(claimed) = b.claimed.as_deref() else {
-            return Ok(Some(join(0)));
-        };
-        // `P` ends at the first line before the one before the break whose
-        // sha256 the break names.
-        let (mut buf, mut common) = (Vec::new(), 0);
-        for _ in 0..b.index.saturating_sub(1) {
-            buf.clear();
-            if again.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
-            common += buf.len();
-            if sha256_hex(&buf) == claimed {
-                return Ok(Some(join(common)));
-            }
-        }
-        Ok(None)
+        }))
     }
+}
+
+/// The length of `P` for a break that chains onto `claimed`: up to the
+/// first line before the one before the break whose sha256 it names.
+fn chained_prefix(
+    b: &Break,
+    claimed: &str,
+    again: &mut dyn BufRead,
+) -> std::io::Result<Option<usize>> {
+    let (mut buf, mut common) = (Vec::new(), 0);
+    for _ in 0..b.index.saturating_sub(1) {
+        buf.clear();
+        if again.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        common += buf.len();
+        if sha256_hex(&buf) == claimed {
+            return Ok(Some(common));
+        }
+    }
+    Ok(None)
+}
+
+/// The length of `P` for a chain-less break: up to the last line before
+/// the one before the break whose record leaves the state the break
+/// starts from; else empty when the transcript's first record starts
+/// there too (or its first line is no record: nothing says otherwise).
+/// None: the state comes from nowhere in the transcript, an edit that no
+/// record explains rather than a join.
+fn unchained_prefix(b: &Break, again: &mut dyn BufRead) -> std::io::Result<Option<usize>> {
+    let (mut buf, mut read) = (Vec::new(), 0);
+    let (mut common, mut starts_there) = (None, false);
+    for index in 0..b.index {
+        buf.clear();
+        if again.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        read += buf.len();
+        let rec = parse_record(index + 1, &buf).ok();
+        if index == 0 {
+            starts_there = rec.as_ref().is_none_or(|r| r.pre_sha256 == b.pre);
+        }
+        if index + 1 < b.index && rec.is_some_and(|r| r.post_sha256 == b.pre) {
+            common = Some(read);
+        }
+    }
+    Ok(common.or(starts_there.then_some(0)))
 }
 
 /// Rebases the second branch's records of the joined transcript `t` onto
@@ -415,17 +473,50 @@ mod tests {
         assert_eq!(find_join(&three), None);
     }
 
+    /// `t` with no `prev_entry_sha256` on any line, as the reference's
+    /// writers leave it.
+    fn chainless(t: &[u8]) -> Vec<u8> {
+        split_lines(t)
+            .0
+            .iter()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_slice(l.raw).unwrap();
+                v.as_object_mut().unwrap().remove("prev_entry_sha256");
+                format!("{v}\n").into_bytes()
+            })
+            .collect::<Vec<_>>()
+            .concat()
+    }
+
+    #[test]
+    fn chain_less_records_follow_by_state() {
+        // A linear chain-less transcript is no join.
+        let (_, t) = extend(BASE, b"", &[body("a", "A1"), body("b", "B1")]);
+        assert_eq!(find_join(&chainless(&t)), None);
+        // Two branches' chain-less records joined: `P` ends where the
+        // second branch's first record starts from.
+        let (t, px, common) = joined();
+        let bare = chainless(&t);
+        let bare_px = chainless(&px);
+        let join = find_join(&bare).expect("a join");
+        assert_eq!(join.second, bare_px.len());
+        assert_eq!(join.common, chainless(&t[..common]).len());
+        let r = unjoin(&bare, join, None, &mut find).unwrap();
+        assert!(r.doc.contains("A3") && r.doc.contains("B1"), "{}", r.doc);
+        // A record after an edit that no record explains: not a join.
+        let (d1, p) = extend(BASE, b"", &[body("a", "A1")]);
+        let (_, q) = extend(&d1.replace("beta", "hand"), b"", &[body("a", "A2")]);
+        assert_eq!(find_join(&chainless(&[p, q].concat())), None);
+    }
+
     /// [`JoinScan`] over the lines of `t`, as a streaming reader feeds it.
     fn scanned(t: &[u8]) -> Option<Join> {
         let (lines, torn) = split_lines(t);
         let mut scan = JoinScan::default();
         for l in &lines {
             let record = parse_record(l.number, l.raw);
-            let claim = match &record {
-                Ok(r) => Ok(r.prev_entry_sha256.as_deref()),
-                Err(_) => Err(()),
-            };
-            scan.line(l.raw.len(), &sha256_hex(l.raw), claim);
+            let link = record.as_ref().map(Link::of).map_err(|_| ());
+            scan.line(l.raw.len(), &sha256_hex(l.raw), link);
         }
         scan.finish(torn.is_some(), &mut &t[..]).unwrap()
     }

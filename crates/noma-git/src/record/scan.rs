@@ -16,7 +16,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use super::{CannotRecord, CannotRun, RecordError};
-use crate::merge::unjoin::{advice, JoinScan};
+use crate::merge::unjoin::{advice, JoinScan, Link};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{parse_record, PatchResult, ReadError, Record};
 use noma_store::fsio::{self, LockedTranscript};
@@ -128,7 +128,7 @@ impl Scanned {
             let sha = sha256_hex(&buf);
             match parse_record(number, &buf) {
                 Ok(r) => {
-                    join.line(n, &sha, Ok(r.prev_entry_sha256.as_deref()));
+                    join.line(n, &sha, Ok(Link::of(&r)));
                     if r.patch_result == PatchResult::Applied {
                         self.first_applied_pre.get_or_insert(r.pre_sha256);
                         self.last_applied_post = Some(r.post_sha256);

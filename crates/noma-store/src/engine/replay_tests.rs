@@ -135,13 +135,6 @@ fn every_tamper_kind_is_named_with_its_line() {
             2,
         ),
         (
-            "missing prev",
-            edit_line(&bytes, 2, |v| {
-                v.as_object_mut().unwrap().remove("prev_entry_sha256");
-            }),
-            3,
-        ),
-        (
             "duplicate op_id",
             {
                 let id =
@@ -165,6 +158,32 @@ fn every_tamper_kind_is_named_with_its_line() {
     }
     // Without --base the leading rejected record anchors the start.
     assert!(!replay(&lines[1..].concat(), None, &text).ok);
+}
+
+#[test]
+fn chain_less_records_replay_and_a_present_chain_is_checked() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let (text, bytes) = with_leading_rejected();
+    let unchain = |v: &mut serde_json::Value| {
+        v.as_object_mut().unwrap().remove("prev_entry_sha256");
+    };
+    // §5.3: the field is optional; the state still has to follow on.
+    let chainless = edit_line(&edit_line(&bytes, 1, unchain), 2, unchain);
+    let r = replay(&chainless, Some("x"), &text);
+    assert!(r.ok, "{:?}", r.divergence);
+    // A chained line after a chain-less one names that line's bytes.
+    let middle = edit_line(&bytes, 1, unchain);
+    let r = replay(&middle, Some("x"), &text);
+    assert_eq!(r.divergence.map(|d| d.line), Some(3));
+    let second = split_lines(&middle).0[1].raw.to_vec();
+    let rechained = edit_line(&middle, 2, |v| {
+        v["prev_entry_sha256"] = json!(sha256_hex(&second))
+    });
+    assert!(replay(&rechained, Some("x"), &text).ok);
+    // Without a chain, state continuity still catches a dropped record.
+    let lines: Vec<&[u8]> = split_lines(&chainless).0.iter().map(|l| l.raw).collect();
+    let r = replay(&[lines[0], lines[2]].concat(), Some("x"), &text);
+    assert_eq!(r.divergence.map(|d| d.line), Some(2));
 }
 
 #[test]
