@@ -13,8 +13,11 @@ use std::process::Command;
 
 const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 
-const DOC: &str =
-    "# Plan {id=\"plan\"}\n\nIntro.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n";
+const DOC: &str = "# Plan {id=\"plan\"}\n\nIntro.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n\n## Later {id=\"later\"}\n\nText.\n";
+
+/// The work branch's version: c1 moved under `later` and edited there
+/// (get_changed_blocks reports it as moved and modified).
+const WORK: &str = "# Plan {id=\"plan\"}\n\nIntro, edited.\n\n## Later {id=\"later\"}\n\nText.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue, mostly.\n::\n";
 
 fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
@@ -73,7 +76,7 @@ fn every_tool_validates_against_its_output_schema_in_the_python_sdk() {
     git(d, &["add", "-A"]);
     git(d, &["commit", "-qm", "one"]);
     git(d, &["checkout", "-q", "-b", "work"]);
-    std::fs::write(d.join("a.noma"), DOC.replace("Intro.", "Intro, edited.")).unwrap();
+    std::fs::write(d.join("a.noma"), WORK).unwrap();
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk/check_tools.py");
     let out = Command::new(&python)

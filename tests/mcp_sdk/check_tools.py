@@ -114,6 +114,9 @@ async def main(noma: str, root: str) -> None:
             await call("list_changed_docs", {"base_branch": "no-such-branch"}, error=True)
             blocks = await call("get_changed_blocks", {"base_branch": "main"}, error=False)
             assert blocks["docs"][0]["blocks"], blocks
+            # c1 moved under another section and was edited: both are said.
+            c1_change = next(b for b in blocks["docs"][0]["blocks"] if b["id"] == "c1")
+            assert c1_change["change"] == "moved" and c1_change.get("modified") is True, c1_change
             await call("get_changed_blocks", {"base_branch": "no-such-branch"}, error=True)
             await call("mark_reconciled", {"files": ["a.noma"], "base_branch": "main"}, error=False)
             await call("mark_reconciled", {"files": ["../x.noma"]}, error=True)

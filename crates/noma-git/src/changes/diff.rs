@@ -76,6 +76,10 @@ pub struct BlockChange {
     pub name: Option<String>,
     /// What happened.
     pub change: Change,
+    /// A moved block whose own content changed too (`moved+modified` in
+    /// the text output): moving is not all that happened to it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub modified: bool,
     /// `[startLine, endLine]` now (absent for a removed block).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<[u32; 2]>,
@@ -566,6 +570,7 @@ fn new_side_changes(
             kind: nb.kind,
             name: nb.name.clone(),
             change,
+            modified: change == Change::Moved && ob.is_some_and(|b| b.sha256 != nb.sha256),
             lines: Some(nb.lines),
             source: n.slice(j),
             sha256: Some(nb.sha256.clone()),
@@ -598,6 +603,7 @@ fn removed_changes(o: &Prepared<'_>, m: &Matching, reported: &[bool]) -> Vec<Blo
             kind: ob.kind,
             name: ob.name.clone(),
             change: Change::Removed,
+            modified: false,
             lines: None,
             source: None,
             sha256: None,
@@ -743,6 +749,7 @@ mod tests {
         assert_eq!(triples(&d), [t("c2", Change::Moved)]);
         assert_eq!(d.changes[0].parent.as_deref(), Some("beta"));
         assert_eq!(d.changes[0].old_parent.as_deref(), Some("alpha"));
+        assert!(!d.changes[0].modified, "moved alone is not modified");
     }
 
     #[test]
@@ -833,6 +840,13 @@ mod tests {
         let d = diff_docs(BASE, &new);
         assert_eq!(triples(&d), [t("c2", Change::Moved)]);
         assert_ne!(d.changes[0].sha256, d.changes[0].old_sha256);
+        assert!(
+            d.changes[0].modified,
+            "moved and edited is reported as both"
+        );
+        let json = serde_json::to_value(&d.changes[0]).unwrap();
+        assert_eq!(json["modified"], true);
+        assert!(crate::changes::report::block_line(&d.changes[0]).contains("moved+modified"));
     }
 
     #[test]

@@ -83,7 +83,12 @@ pub fn block_line(b: &BlockChange) -> String {
         ),
         _ => String::new(),
     };
-    format!("  {:<9}{id}\t{kind}\t{at}{moved}\n", b.change.as_str())
+    let change = if b.modified {
+        format!("{}+modified", b.change.as_str())
+    } else {
+        b.change.as_str().to_string()
+    };
+    format!("  {change:<9}{id}\t{kind}\t{at}{moved}\n")
 }
 
 /// Every changed document with its changed blocks.
