@@ -120,36 +120,39 @@ pub fn run(args: Args) -> i32 {
         json: args.format == Format::Json,
         print_document: args.print_document,
     };
-    super::emit(patch::run(&args.file, &ops, request(&args), view))
+    let write = match (&args.out, args.inplace) {
+        (Some(p), _) => WriteMode::Out(p.clone()),
+        (None, true) => WriteMode::InPlace,
+        (None, false) => WriteMode::DryRun,
+    };
+    let req = args.meta.request(write, args.strict, args.force);
+    super::emit(patch::run(&args.file, &ops, req, view))
 }
 
-/// The request the command line makes.
-fn request(args: &Args) -> options::Request {
-    let meta = &args.meta;
-    options::Request {
-        actor_kind: match meta.actor_kind {
-            ActorKindArg::Human => ActorKind::Human,
-            ActorKindArg::Agent => ActorKind::Agent,
-            ActorKindArg::Tool => ActorKind::Tool,
-        },
-        actor_name: meta.actor_name.clone(),
-        actor_model: meta.actor_model.clone(),
-        actor_version: meta.actor_version.clone(),
-        reason: meta.reason.clone(),
-        expected_sha: meta.expected_sha.clone(),
-        base_sha256: meta.base_sha256.clone(),
-        parent_op_id: meta.parent_op_id.clone(),
-        transcript: meta.transcript.clone(),
-        write: match (&args.out, args.inplace) {
-            (Some(p), _) => WriteMode::Out(p.clone()),
-            (None, true) => WriteMode::InPlace,
-            (None, false) => WriteMode::DryRun,
-        },
-        strict: args.strict,
-        force: args.force,
-        signing: options::Signing::Configured {
-            key: meta.key.clone(),
-            no_sign: meta.no_sign,
-        },
+impl Meta {
+    /// The writer's request these flags make (`noma patch`, `noma rm`).
+    pub fn request(&self, write: WriteMode, strict: bool, force: bool) -> options::Request {
+        options::Request {
+            actor_kind: match self.actor_kind {
+                ActorKindArg::Human => ActorKind::Human,
+                ActorKindArg::Agent => ActorKind::Agent,
+                ActorKindArg::Tool => ActorKind::Tool,
+            },
+            actor_name: self.actor_name.clone(),
+            actor_model: self.actor_model.clone(),
+            actor_version: self.actor_version.clone(),
+            reason: self.reason.clone(),
+            expected_sha: self.expected_sha.clone(),
+            base_sha256: self.base_sha256.clone(),
+            parent_op_id: self.parent_op_id.clone(),
+            transcript: self.transcript.clone(),
+            write,
+            strict,
+            force,
+            signing: options::Signing::Configured {
+                key: self.key.clone(),
+                no_sign: self.no_sign,
+            },
+        }
     }
 }

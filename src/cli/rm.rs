@@ -2,10 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::patch::{ActorKindArg, Meta};
+use super::patch::Meta;
 use super::Format;
-use noma_core::transcript::ActorKind;
-use noma_git::patch::{options, remove};
+use noma_git::patch::remove;
 use noma_store::engine::WriteMode;
 
 /// Arguments of `noma rm`.
@@ -32,28 +31,6 @@ pub struct Args {
 
 /// Runs `noma rm`.
 pub fn run(args: Args) -> i32 {
-    let meta = &args.meta;
-    let req = options::Request {
-        actor_kind: match meta.actor_kind {
-            ActorKindArg::Human => ActorKind::Human,
-            ActorKindArg::Agent => ActorKind::Agent,
-            ActorKindArg::Tool => ActorKind::Tool,
-        },
-        actor_name: meta.actor_name.clone(),
-        actor_model: meta.actor_model.clone(),
-        actor_version: meta.actor_version.clone(),
-        reason: meta.reason.clone(),
-        expected_sha: meta.expected_sha.clone(),
-        base_sha256: meta.base_sha256.clone(),
-        parent_op_id: meta.parent_op_id.clone(),
-        transcript: meta.transcript.clone(),
-        write: WriteMode::InPlace,
-        strict: false,
-        force: false,
-        signing: options::Signing::Configured {
-            key: meta.key.clone(),
-            no_sign: meta.no_sign,
-        },
-    };
+    let req = args.meta.request(WriteMode::InPlace, false, false);
     super::emit(remove::run(&args.file, req, args.format == Format::Json))
 }
