@@ -37,6 +37,11 @@ impl Hub {
     /// and `main` each get an agent's patch of a different block (and the
     /// given changes of other files), both pushed.
     fn new(extra: &[(&str, &str, &str)]) -> Hub {
+        Hub::with_main_op(&body_op("b", "beta, revised"), extra)
+    }
+
+    /// [`Hub::new`] with `main_op` as main's agent patch.
+    fn with_main_op(main_op: &str, extra: &[(&str, &str, &str)]) -> Hub {
         let dev = Repo::with_genesis_record(DOC);
         for (path, base, _) in extra {
             dev.write(path, &format!("{base}\n"));
@@ -55,7 +60,7 @@ impl Hub {
         dev.commit_all("pr: a measured");
         dev.ok(&["push", "-q", "origin", "pr"]);
         dev.ok(&["checkout", "-q", "main"]);
-        dev.agent_patch("plan.noma", &body_op("b", "beta, revised"));
+        dev.agent_patch("plan.noma", main_op);
         for (path, _, main) in extra {
             dev.write(path, &format!("{main}\n"));
         }
@@ -255,6 +260,22 @@ fn a_conflict_outside_what_the_driver_merges_is_left_alone_with_the_commands() {
     // The checkout is left as it was: no merge in progress, no worktree.
     let o = run_at(&ci, "git", &["worktree", "list"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+}
+
+#[test]
+fn a_same_block_conflict_is_left_to_a_person() {
+    // Both sides rewrote block a: the driver leaves a ::conflict block.
+    let hub = Hub::with_main_op(&body_op("a", "alpha, main's way"), &[]);
+    assert!(hub.github_merge().is_err());
+    let before = hub.rev("pr");
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "4\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    assert_eq!(hub.rev("pr"), before, "nothing pushed: {}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("cannot decide:\n  plan.noma\n"), "{out}");
+    assert!(out.contains("git merge origin/main"), "{out}");
 }
 
 #[test]
