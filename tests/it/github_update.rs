@@ -1,0 +1,325 @@
+//! GitHub decides mergeability and builds `refs/pull/N/merge` with plain
+//! git, never noma's merge driver. Simulated here: a bare "remote" where
+//! `main` and a pull request's branch both appended agent records to one
+//! transcript, and `git merge-tree --write-tree` run there without a driver
+//! (GitHub's verdict) conflicts. The action's update step (mode: update,
+//! what `.github/workflows/noma-update.yml` runs) then merges main into the
+//! branch with the driver and pushes, after which plain git merges the pull
+//! request, the action's reconcile passes on the merge ref, and main
+//! replays once merged. A conflict outside what the driver merges is left
+//! alone with the commands printed; a fork gets them as a comment. `gh` is
+//! a stub on PATH that answers from a file and records its arguments.
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::action_steps::{run_action, Runner};
+use crate::common::{assert_ran, run_at, text, Repo, NOMA};
+
+/// Blocks `a` and `b` far enough apart that git's text merge of the
+/// document itself is clean: only the transcript conflicts as text.
+const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n## Middle\n\nSome text.\n\nMore text.\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+fn body_op(id: &str, body: &str) -> String {
+    serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string()
+}
+
+/// A developer's clone (noma set up) and the bare remote it pushes to.
+struct Hub {
+    dev: Repo,
+    remote: tempfile::TempDir,
+}
+
+impl Hub {
+    /// `main` with plan.noma (and `extra` files) pushed; then branch `pr`
+    /// and `main` each get an agent's patch of a different block (and the
+    /// given changes of other files), both pushed.
+    fn new(extra: &[(&str, &str, &str)]) -> Hub {
+        Hub::with_main_op(&body_op("b", "beta, revised"), extra)
+    }
+
+    /// [`Hub::new`] with `main_op` as main's agent patch.
+    fn with_main_op(main_op: &str, extra: &[(&str, &str, &str)]) -> Hub {
+        let dev = Repo::with_genesis_record(DOC);
+        for (path, base, _) in extra {
+            dev.write(path, &format!("{base}\n"));
+            dev.commit_all("another file");
+        }
+        let remote = tempfile::tempdir().unwrap();
+        git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+        let url = remote.path().to_str().unwrap();
+        dev.ok(&["remote", "add", "origin", url]);
+        dev.ok(&["push", "-q", "origin", "main"]);
+        dev.ok(&["checkout", "-q", "-b", "pr"]);
+        dev.agent_patch("plan.noma", &body_op("a", "alpha, measured"));
+        for (path, _, _) in extra {
+            dev.write(path, "the pull request's line\n");
+        }
+        dev.commit_all("pr: a measured");
+        dev.ok(&["push", "-q", "origin", "pr"]);
+        dev.ok(&["checkout", "-q", "main"]);
+        dev.agent_patch("plan.noma", main_op);
+        for (path, _, main) in extra {
+            dev.write(path, &format!("{main}\n"));
+        }
+        dev.commit_all("main: b revised");
+        dev.ok(&["push", "-q", "origin", "main"]);
+        Hub { dev, remote }
+    }
+
+    fn remote(&self) -> &Path {
+        self.remote.path()
+    }
+
+    /// GitHub's merge of `pr` into `main`: the tree, or the conflicts.
+    fn github_merge(&self) -> Result<String, String> {
+        let o = run_at(
+            self.remote(),
+            "git",
+            &["merge-tree", "--write-tree", "main", "pr"],
+        );
+        match o.status.code() {
+            Some(0) => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+            Some(1) => Err(text(&o)),
+            _ => panic!("merge-tree: {}", text(&o)),
+        }
+    }
+
+    fn rev(&self, rev: &str) -> String {
+        let o = run_at(self.remote(), "git", &["rev-parse", rev]);
+        assert_ran(&o);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// A clone of the remote as actions/checkout makes it (`main`, every
+    /// branch as origin/*), in a fresh directory.
+    fn checkout(&self, dir: &tempfile::TempDir) -> PathBuf {
+        let c = dir.path().join("ci");
+        let remote = self.remote().to_str().unwrap();
+        self.dev.ok(&["clone", "-q", remote, c.to_str().unwrap()]);
+        c
+    }
+}
+
+/// git in `dir` with no configuration but the repository's own (the
+/// remote has no merge driver: GitHub's view).
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let o = run_at(dir, "git", args);
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A stub `gh`: `pr list` and `pr view N` answer from `prs` (the
+/// tab-separated lines the step's `--jq` asks for), every call is
+/// appended to the log. Returns (its directory, the log's path).
+fn stub_gh(dir: &Path, prs: &str) -> (PathBuf, PathBuf) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (list, log) = (dir.join("prs.tsv"), dir.join("gh.log"));
+    std::fs::write(&list, prs).unwrap();
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"gh $*\" >> '{log}'\ncase \"$1 $2\" in\n  \
+         'pr list') cat '{list}' ;;\n  'pr view') grep \"^$3\t\" '{list}' ;;\nesac\n",
+        log = log.display(),
+        list = list.display()
+    );
+    let gh = bin.join("gh");
+    std::fs::write(&gh, script).unwrap();
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, log)
+}
+
+/// Runs the action's update step in `dir` for `event` with `gh` answering
+/// `prs`; returns the step's output and the stub's log.
+fn update(r: &Repo, dir: &Path, prs: &str, event: &[(&str, &str)]) -> (Output, String) {
+    let stub = tempfile::tempdir().unwrap();
+    let (bin, log) = stub_gh(stub.path(), prs);
+    let mut runner = Runner::new();
+    runner.path.push(bin);
+    let mut env = vec![
+        ("REPOSITORY", "acme/plans"),
+        ("SERVER_URL", "https://github.com"),
+        ("GH_TOKEN", "token"),
+    ];
+    env.extend_from_slice(event);
+    let o = runner.step(r, dir, "update", &env);
+    let summary = std::fs::read_to_string(runner.file("summary.md")).unwrap_or_default();
+    let mut o = o;
+    o.stdout.extend_from_slice(summary.as_bytes());
+    (o, std::fs::read_to_string(log).unwrap_or_default())
+}
+
+const PUSH: [(&str, &str); 2] = [("EVENT_NAME", "push"), ("REF_NAME", "main")];
+
+#[test]
+fn the_update_step_makes_a_pr_whose_transcript_both_sides_appended_mergeable_by_plain_git() {
+    let hub = Hub::new(&[]);
+    let conflict = hub.github_merge().expect_err("plain git must conflict");
+    assert!(conflict.contains("plan.noma.patches"), "{conflict}");
+    let before = hub.rev("pr");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, gh) = update(&hub.dev, &ci, "1\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    let out = text(&o);
+    assert!(out.contains("merged `main` into #1 (pr)"), "{out}");
+    // The hook's check ran on the merge before the push.
+    let hook = "noma pre-merge-commit: 1 document(s), 1 transcript(s) checked; 0 error(s)";
+    assert!(out.contains(hook), "{out}");
+    assert!(
+        gh.contains("gh pr list --repo acme/plans --base main"),
+        "{gh}"
+    );
+    assert!(!gh.contains("pr comment"), "a push comments nothing: {gh}");
+    // Pushed on top of the branch: main is now its ancestor.
+    git_in(
+        hub.remote(),
+        &["merge-base", "--is-ancestor", &before, "pr"],
+    );
+    git_in(hub.remote(), &["merge-base", "--is-ancestor", "main", "pr"]);
+    let tree = hub.github_merge().expect("plain git merges the updated PR");
+
+    // refs/pull/1/merge as GitHub builds it, and the Action's check on it.
+    let merge = git_in(
+        hub.remote(),
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "main",
+            "-p",
+            "pr",
+            "-m",
+            "Merge #1",
+        ],
+    );
+    let merge = merge.trim();
+    git_in(hub.remote(), &["update-ref", "refs/pull/1/merge", merge]);
+    let check_tmp = tempfile::tempdir().unwrap();
+    let check = hub.checkout(&check_tmp);
+    git_in(&check, &["fetch", "-q", "origin", "refs/pull/1/merge"]);
+    git_in(&check, &["checkout", "-q", "--detach", "FETCH_HEAD"]);
+    let (runner, rec, verdict) = run_action(&hub.dev, &check, "", "error");
+    assert_ran(&rec);
+    assert_ran(&verdict);
+    let summary = std::fs::read_to_string(runner.file("summary.md")).unwrap();
+    assert!(summary.contains("all checks pass"), "{summary}");
+
+    // Nothing left to do: a second run, asked for, pushes nothing and says so.
+    let tip = hub.rev("pr");
+    let ask = [
+        ("EVENT_NAME", "issue_comment"),
+        ("PR_NUMBER", "1"),
+        ("COMMENT", "/noma update"),
+        ("ASSOCIATION", "COLLABORATOR"),
+    ];
+    let (o, gh) = update(&hub.dev, &ci, "1\tmain\tpr\tfalse\n", &ask);
+    assert_ran(&o);
+    assert_eq!(hub.rev("pr"), tip, "{}", text(&o));
+    assert!(
+        gh.contains(
+            "gh pr comment 1 --repo acme/plans --body noma: #1 (pr) already contains `main`"
+        ),
+        "{gh}"
+    );
+
+    // The merge button: main becomes the merge, and replays.
+    git_in(hub.remote(), &["update-ref", "refs/heads/main", merge]);
+    let after_tmp = tempfile::tempdir().unwrap();
+    let main = hub.checkout(&after_tmp);
+    let doc = std::fs::read_to_string(main.join("plan.noma")).unwrap();
+    assert!(doc.contains("alpha, measured") && doc.contains("beta, revised"));
+    let o = run_at(&main, NOMA, &["replay", "plan.noma"]);
+    assert_ran(&o);
+}
+
+#[test]
+fn a_conflict_outside_what_the_driver_merges_is_left_alone_with_the_commands() {
+    let hub = Hub::new(&[("notes.txt", "one line", "main's line")]);
+    assert!(hub.github_merge().is_err());
+    let before = hub.rev("pr");
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, gh) = update(&hub.dev, &ci, "3\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    assert_eq!(hub.rev("pr"), before, "nothing pushed: {}", text(&o));
+    let out = text(&o);
+    for want in [
+        "notes.txt",
+        "git checkout pr",
+        "noma hooks install --driver-only",
+        "git merge origin/main",
+        "git push origin pr",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(!gh.contains("pr comment"), "{gh}");
+    // The checkout is left as it was: no merge in progress, no worktree.
+    let o = run_at(&ci, "git", &["worktree", "list"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+}
+
+#[test]
+fn a_same_block_conflict_is_left_to_a_person() {
+    // Both sides rewrote block a: the driver leaves a ::conflict block.
+    let hub = Hub::with_main_op(&body_op("a", "alpha, main's way"), &[]);
+    assert!(hub.github_merge().is_err());
+    let before = hub.rev("pr");
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "4\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    assert_eq!(hub.rev("pr"), before, "nothing pushed: {}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("cannot decide:\n  plan.noma\n"), "{out}");
+    assert!(out.contains("git merge origin/main"), "{out}");
+}
+
+#[test]
+fn a_fork_gets_the_commands_as_a_comment_and_only_members_may_ask() {
+    let r = Repo::init();
+    r.write("README.md", "hello\n");
+    r.commit_all("start");
+    let fork = "7\tmain\tfeature\ttrue\n";
+    let asked = |who: &str, body: &str| {
+        update(
+            &r,
+            r.path(),
+            fork,
+            &[
+                ("EVENT_NAME", "issue_comment"),
+                ("PR_NUMBER", "7"),
+                ("COMMENT", body),
+                ("ASSOCIATION", who),
+            ],
+        )
+    };
+    let (o, gh) = asked("MEMBER", "/noma update\r\n");
+    assert_ran(&o);
+    assert!(gh.contains("gh pr view 7 --repo acme/plans"), "{gh}");
+    let comment = gh
+        .split("gh pr comment 7 --repo acme/plans --body ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no comment: {gh}"));
+    for want in [
+        "from a fork",
+        "`feature`",
+        "git fetch https://github.com/acme/plans.git main",
+        "noma hooks install --driver-only",
+        "git merge FETCH_HEAD",
+        "git push",
+    ] {
+        assert!(comment.contains(want), "{want}: {comment}");
+    }
+
+    // Someone without write access, or another comment: nothing happens.
+    for (who, body) in [("NONE", "/noma update"), ("OWNER", "looks good")] {
+        let (o, gh) = asked(who, body);
+        assert_ran(&o);
+        assert!(gh.is_empty(), "{who} {body}: {gh}");
+        assert!(text(&o).contains("nothing"), "{}", text(&o));
+    }
+}
