@@ -109,7 +109,7 @@ fn patched_then_hand_edited_then_recorded() {
 
     let o = r.noma(&["record", "plan.noma", "--reason", "typo"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("replace_block"), "{}", text(&o));
+    assert!(text(&o).contains("replace_body"), "{}", text(&o));
     let t = r.read("plan.noma.patches");
     let last: serde_json::Value = serde_json::from_str(t.lines().last().unwrap()).unwrap();
     assert_eq!(last["actor"]["kind"], "human");

@@ -114,7 +114,7 @@ fn text_edits_can_be_forbidden_by_policy() {
         "plan.noma",
         &doc.replace("An agent's note.", "A human's note."),
     );
-    assert_eq!(names(&record(&r, "plan.noma")), ["replace_block"]);
+    assert_eq!(names(&record(&r, "plan.noma")), ["replace_body"]);
     r.commit_all("block edit");
     // A transcript carrying the extension op (written before the policy
     // changed, or by hand) is refused by the hook.

@@ -9,8 +9,8 @@
 //! remaining records (every intermediate hash checked).
 //!
 //! The edit is expressed first by rounds of v1.0 block ops (delete_block,
-//! replace_block on the innermost changed directives, update_heading,
-//! add_block), each round re-diffing the result against the file, so
+//! the narrowest of replace_block, replace_body and update_attribute on
+//! the innermost changed directives, update_heading, add_block), each round re-diffing the result against the file, so
 //! coarser replacements happen only when finer ones do not suffice. What
 //! no v1.0 op reaches (prose in a section, paragraphs, list items, tables
 //! and cards outside addressable directives, frontmatter, layout) is then
@@ -39,6 +39,7 @@
 //! at a time from the state found (`state`). Under the lock, the
 //! transcript's length and last line show that nobody wrote since.
 
+mod narrow;
 mod ops;
 mod place;
 mod scan;

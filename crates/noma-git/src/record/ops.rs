@@ -1,7 +1,9 @@
 //! The hand edit as ops: rounds of v1.0 block ops (delete_block,
-//! replace_block on the innermost changed directives, update_heading,
-//! add_block), each round re-diffing the result against the file, so
-//! coarser replacements happen only when finer ones do not suffice; then
+//! replace_block on the innermost changed directives, split into
+//! replace_body and update_attribute where those write the same bytes
+//! (`narrow`), update_heading, add_block), each round re-diffing the
+//! result against the file, so coarser replacements happen only when
+//! finer ones do not suffice; then
 //! line hunks with the extension op [`noma_core::patch::REPLACE_LINES`]
 //! for what no v1.0 op reaches, unless the policy forbids text edits.
 
@@ -153,12 +155,15 @@ fn block_ops(old: &str, new: &str) -> (Vec<Value>, String) {
         }
         let before = cur.clone();
         for op in round {
+            let old = op["id"].as_str().and_then(|id| cb.get(id));
             // An op the engine refuses is left to the line hunks.
-            let Ok(next) = noma_core::patch::apply_one(&cur, &op) else {
+            let Some((narrowest, next)) =
+                super::narrow::apply_narrowest(&cur, op, old.map(|b| b.text.as_str()))
+            else {
                 return (ops, cur);
             };
             cur = next;
-            ops.push(op);
+            ops.extend(narrowest);
         }
         if cur == before {
             break;
@@ -335,11 +340,38 @@ mod tests {
     fn replace_delete_add_and_heading() {
         let ops = roundtrip(BASE, &BASE.replace("alpha", "ALPHA"));
         assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0]["op"], "replace_body");
+        // A renamed directive is replaced whole.
+        let ops = roundtrip(BASE, &BASE.replace("::note{id=\"a\"}", "::claim{id=\"a\"}"));
         assert_eq!(ops[0]["op"], "replace_block");
         let ops = roundtrip(BASE, "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");
         assert_eq!(ops[0]["op"], "delete_block");
         let ops = roundtrip(BASE, &format!("{BASE}\n::note{{id=\"c\"}}\ngamma\n::\n"));
         assert_eq!(ops[0]["op"], "add_block");
+    }
+
+    #[test]
+    fn the_narrowest_op_that_writes_the_same_bytes_is_recorded() {
+        let old = "# Plan\n\n::claim{id=\"c\" status=\"draft\" confidence=0.5}\nThe claim.\n::\n";
+        let names = |ops: &[Value]| -> Vec<String> {
+            ops.iter()
+                .map(|o| o["op"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let attrs = old.replace("draft", "final").replace("0.5", "0.9");
+        assert_eq!(names(&roundtrip(old, &attrs)), ["update_attribute"; 2]);
+        let removed = old.replace(" confidence=0.5", "");
+        let ops = roundtrip(old, &removed);
+        assert_eq!(names(&ops), ["update_attribute"]);
+        assert_eq!(ops[0]["value"], Value::Null);
+        let both = attrs.replace("The claim.", "Another claim.");
+        assert_eq!(
+            names(&roundtrip(old, &both)),
+            ["update_attribute", "update_attribute", "replace_body"]
+        );
+        // Bytes an attribute op would write differently: replaced whole.
+        let spaced = old.replace("draft\"", "draft\"   owner=\"ada\"");
+        assert_eq!(names(&roundtrip(old, &spaced)), ["replace_block"]);
     }
 
     #[test]
@@ -359,7 +391,7 @@ mod tests {
         let new = "---\ntitle: B\n---\n# Plan\n\nother prose\n\nA new paragraph.\n\n- one\n- two\n\n::note{id=\"a\"}\nALPHA\n::\n";
         let ops = roundtrip(old, new);
         let names: Vec<&str> = ops.iter().filter_map(|o| o["op"].as_str()).collect();
-        assert_eq!(names[0], "replace_block", "{ops:?}");
+        assert_eq!(names[0], "replace_body", "{ops:?}");
         assert!(names[1..].iter().all(|n| *n == REPLACE_LINES), "{ops:?}");
         // One hunk per run of changed lines, each carrying the old text.
         assert_eq!(ops[1]["old"], "title: A\n");
