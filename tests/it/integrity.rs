@@ -288,6 +288,7 @@ fn records_of_a_document_with_twenty_thousand_warnings_stay_small() {
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
 
+#[cfg(unix)]
 /// Runs `noma` with a watchdog: the process must end by itself (the
 /// limit is far above the expected milliseconds; it only stops a hang).
 fn run_bounded(dir: &Path, args: &[&str]) -> (Option<i32>, String, Duration) {

@@ -323,6 +323,7 @@ fn a_discarded_agent_edit_is_told_how_to_drop_its_records() {
     );
 }
 
+#[cfg(unix)]
 /// `git ARGS` through the hooks: whether it succeeded, and what it printed.
 fn git_try(r: &Repo, args: &[&str]) -> (bool, String) {
     let o = r.git(args);

@@ -12,6 +12,7 @@
 
 /// How many ancestors to look through: git runs the hook directly or
 /// through a shell (husky, a chained hook), never much deeper.
+#[cfg(unix)]
 const MAX_DEPTH: usize = 6;
 
 /// True when an ancestor process is `git commit` with `--amend`.
