@@ -45,6 +45,7 @@ mod reconcile_cli;
 mod reconcile_markdown;
 mod reconcile_replay_props;
 mod reference_docs;
+mod rename_merge;
 mod signers_differential;
 mod signers_rotation;
 mod tamper_props;
