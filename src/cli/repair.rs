@@ -8,10 +8,13 @@ use noma_store::engine;
 
 /// Arguments of `noma repair`.
 ///
-/// Takes the document's transcript lock. A transcript whose records two
-/// branches joined line by line (a merge without noma's driver that kept
-/// both sides) is made linear as the merge driver would have merged it.
-/// Then it finishes or undoes a request
+/// Takes the document's transcript lock. During a merge, rebase or
+/// cherry-pick of a document one side moved and the other patched, whose
+/// transcripts git did not pair, both sides' records (and sidecars) are
+/// merged at the new path as the driver would. A transcript whose records
+/// two branches joined line by line (a merge without noma's driver that
+/// kept both sides) is made linear as the merge driver would have merged
+/// it. Then it finishes or undoes a request
 /// that was interrupted (its intent marker is the evidence): a partial
 /// append is cut back, a committed request whose document lags is rolled
 /// forward (onto a hand edit made since, where its ops still apply).

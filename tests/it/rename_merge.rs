@@ -199,20 +199,31 @@ fn main_merges_the_branch_by_the_docs_recipe() {
     );
 }
 
+/// A rebase of the branch onto main, and a cherry-pick of its commit onto
+/// a branch of main: the picked commit moved the document.
 #[test]
-fn a_rebase_of_the_branch_onto_main_by_the_docs_recipe() {
-    let s = setup(1);
-    s.r.ok(&["checkout", "-q", "feat"]);
-    stops_on_modify_delete(&s.r.git(&["rebase", "main"]));
-    repair_and_stage(&s);
-    let o =
-        s.r.cmd("env", &["GIT_EDITOR=true", "git", "rebase", "--continue"]);
-    assert_ran(&o);
-    let (code, v) = s.reconcile("main");
-    assert_eq!(code, Some(0), "{v:#}");
-    s.replays("new.noma");
-    let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
-    assert_eq!(rec["signed_by"], "x@agents.example", "{rec:#}");
+fn a_rebase_or_cherry_pick_of_the_move_by_the_docs_recipe() {
+    for how in ["rebase", "cherry-pick"] {
+        let s = setup(1);
+        if how == "rebase" {
+            s.r.ok(&["checkout", "-q", "feat"]);
+            stops_on_modify_delete(&s.r.git(&["rebase", "main"]));
+        } else {
+            s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "feat"]));
+        }
+        repair_and_stage(&s);
+        let o =
+            s.r.cmd("env", &["GIT_EDITOR=true", "git", how, "--continue"]);
+        assert_ran(&o);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{how}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["signed_by"], "x@agents.example", "{how}: {rec:#}");
+        let rec = listed(&v, &record_by(&s, "bot", "b")["op_id"]);
+        assert_eq!(rec["signed_by"], "bot@agents.example", "{how}: {rec:#}");
+    }
 }
 
 /// Two records on the branch: the sidecar is not paired either, so both
