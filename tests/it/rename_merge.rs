@@ -152,7 +152,14 @@ fn listed(v: &Value, op_id: &Value) -> Value {
 fn branch_merges_main_by_the_docs_recipe_keeping_the_agents_record_and_signature() {
     let s = setup(1);
     s.r.ok(&["checkout", "-q", "feat"]);
-    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    let o = s.r.git(&["merge", "--no-edit", "main"]);
+    stops_on_modify_delete(&o);
+    // The document's driver said what to run.
+    assert!(
+        text(&o).contains("run `noma repair \"new.noma\"`"),
+        "{}",
+        text(&o)
+    );
     repair_and_stage(&s);
     let (ok, out) = s.r.try_commit("merge main");
     assert!(ok, "the hook refused: {out}");
@@ -181,7 +188,13 @@ fn branch_merges_main_by_the_docs_recipe_keeping_the_agents_record_and_signature
 fn main_merges_the_branch_by_the_docs_recipe() {
     let s = setup(1);
     let fork = s.r.ok(&["merge-base", "main", "feat"]);
-    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "feat"]));
+    let o = s.r.git(&["merge", "--no-edit", "feat"]);
+    stops_on_modify_delete(&o);
+    assert!(
+        text(&o).contains("run `noma repair \"new.noma\"`"),
+        "{}",
+        text(&o)
+    );
     repair_and_stage(&s);
     let (ok, out) = s.r.try_commit("merge feat");
     assert!(ok, "the hook refused: {out}");

@@ -70,6 +70,29 @@ pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<St
     })
 }
 
+/// While the merge driver merges the document `rel` that one side of the
+/// operation moved there and both sides changed the transcript of: what to
+/// run if git stops on the old transcript (it pairs a moved file only while
+/// it stays 50% alike, which the driver cannot know). None otherwise.
+pub fn unpaired_hint(repo: &Repo, rel: &str) -> Option<String> {
+    let head = repo.head_commit()?;
+    let (other, base) = operation_commits(repo, head)?;
+    let old = moved_from(repo, base, &[head, other], rel)?;
+    let paths = [rel, old.as_str()];
+    let base_t = repo.blob_at(base, &transcript_path(&old)).ok().flatten();
+    let changed = |c| {
+        let t = at(repo, c, paths, transcript_path);
+        t.is_some() && t != base_t
+    };
+    (changed(head) && changed(other)).then(|| {
+        format!(
+            "moved from {old}: if git reports a modify/delete conflict of {t}, run `noma repair {rel_sh}` and the `git add` it names (it merges both sides' records at the new path)",
+            t = transcript_path(&old),
+            rel_sh = noma_core::diag::shell_word(rel),
+        )
+    })
+}
+
 /// The file of `rel` (`file` maps a document path to the file's) at
 /// `commit`: at the new path first, else at the old.
 fn at(
