@@ -8,10 +8,13 @@ use noma_store::engine;
 
 /// Arguments of `noma repair`.
 ///
-/// Takes the document's transcript lock. A transcript whose records two
-/// branches joined line by line (a merge without noma's driver that kept
-/// both sides) is made linear as the merge driver would have merged it.
-/// Then it finishes or undoes a request
+/// Takes the document's transcript lock. During a merge, rebase or
+/// cherry-pick of a document one side moved and the other patched, whose
+/// transcripts git did not pair, both sides' records (and sidecars) are
+/// merged at the new path as the driver would. A transcript whose records
+/// two branches joined line by line (a merge without noma's driver that
+/// kept both sides) is made linear as the merge driver would have merged
+/// it. Then it finishes or undoes a request
 /// that was interrupted (its intent marker is the evidence): a partial
 /// append is cut back, a committed request whose document lags is rolled
 /// forward (onto a hand edit made since, where its ops still apply).
@@ -37,11 +40,23 @@ pub fn run(args: Args) -> i32 {
         .transcript
         .clone()
         .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+    // A document one side moved and the other patched, whose transcripts
+    // git did not pair: both sides' records merged at the new path.
+    if args.transcript.is_none() {
+        match noma_git::merge::moved::resolve_moved(&args.file) {
+            Ok(Some(m)) => return report_done(&args, &m, &m.messages, &m.next_step),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("noma repair: {e}");
+                return super::EXIT_FAIL;
+            }
+        }
+    }
     // Git's conflict markers (a merge without noma's driver) are resolved
     // first, as the driver would have merged: until then nothing parses.
     if tpath.is_file() {
         match noma_git::merge::conflicted::resolve_file(&args.file, &tpath) {
-            Ok(Some(r)) => return report_resolved(&args, &r),
+            Ok(Some(r)) => return report_done(&args, &r, &r.messages, &r.next_step),
             Ok(None) => {}
             Err(e) => {
                 eprintln!("noma repair: {e}");
@@ -119,15 +134,17 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
     }
 }
 
-/// What `noma repair` did to a transcript git left with conflict markers.
-fn report_resolved(args: &Args, r: &noma_git::merge::conflicted::Resolved) -> i32 {
+/// What `noma repair` did to a transcript git left with conflict markers
+/// or to a moved document's unpaired transcripts: `done` as JSON, else its
+/// `messages` and `next` step.
+fn report_done(args: &Args, done: &impl serde::Serialize, messages: &[String], next: &str) -> i32 {
     match args.format {
-        Format::Json => super::print_json(r),
+        Format::Json => super::print_json(done),
         Format::Human => {
-            for m in &r.messages {
+            for m in messages {
                 println!("repaired: {m}");
             }
-            println!("next: {}", r.next_step);
+            println!("next: {next}");
             super::EXIT_OK
         }
     }

@@ -49,6 +49,7 @@ mod reconcile_markdown;
 mod reconcile_replay_props;
 mod record_narrow;
 mod reference_docs;
+mod rename_merge;
 mod signers_differential;
 mod signers_rotation;
 mod tamper_props;

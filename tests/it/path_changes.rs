@@ -332,7 +332,8 @@ fn git_am_of_an_agent_patch_applies_three_way() {
 /// and merging main's patch of the old path stops on a modify/delete
 /// conflict of the old transcript (the document itself is paired and
 /// merged by the driver). The route the hook then names works: keep one
-/// side's transcript, record the merged document, commit; it replays.
+/// side's transcript, and the hook names `noma repair`, which merges both
+/// sides' records at the new path; commit; it replays.
 #[test]
 fn a_short_transcript_moved_and_extended_merges_by_the_named_route() {
     let r = setup_with(1);
@@ -354,7 +355,7 @@ fn a_short_transcript_moved_and_extended_merges_by_the_named_route() {
         "the common record is line 1: {out}"
     );
     let fix = crate::common::fix_of(&out, "transcript-fork");
-    assert!(fix.starts_with("noma record"), "{fix}");
+    assert!(fix.starts_with("noma repair \"renamed.noma\""), "{fix}");
     assert_ran(&r.sh(&fix));
     let (ok, out) = r.try_commit("merge feat");
     assert!(ok, "{out}");

@@ -190,7 +190,7 @@ fn stages(repo: Option<&Repo>, tpath: Option<&str>) -> Option<Versions> {
 /// The document as the driver writes it, given the documents the two
 /// sides' transcripts replay to (so a side's uncommitted document needs
 /// no lookup in history).
-fn merge_document(
+pub(super) fn merge_document(
     tr: &Versions,
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<FileMerge, String> {

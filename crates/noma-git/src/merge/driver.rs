@@ -68,6 +68,13 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
             path_sh = shell_word(path),
         ));
     }
+    if document_path(path).is_none() {
+        // A moved document: the transcripts may be left unpaired.
+        let hint = repo
+            .as_ref()
+            .and_then(|r| super::moved::unpaired_hint(r, path));
+        messages.extend(hint.map(|h| format!("{path}: {h}")));
+    }
     Ok(Driven {
         clean: result.clean,
         messages,

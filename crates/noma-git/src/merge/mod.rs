@@ -48,6 +48,7 @@ mod checkpoint;
 pub mod clashes;
 pub mod conflicted;
 pub mod driver;
+pub mod moved;
 pub mod reconcile;
 pub mod report;
 mod streamed;

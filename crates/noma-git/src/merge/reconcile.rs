@@ -651,8 +651,8 @@ fn check_history(
         .then(|| super::succession::check(prefix, head_tb, head_doc, find));
     if let Some(Err(v)) = &succ {
         rep.append_only = false;
-        rep.replays = false;
-        let code = if v.kind == "replay" || v.kind == "base-unknown" {
+        let diverged = v.kind == "replay" || v.kind == "base-unknown";
+        let code = if diverged {
             "replay-diverged"
         } else {
             "transcript-rewritten"
@@ -660,6 +660,14 @@ fn check_history(
         let mut f = finding("error", code, &files.tpath, v.message.clone());
         f.line = Some(v.line);
         rep.findings.push(f);
+        if diverged {
+            rep.replays = false;
+        } else {
+            // Lines of the merge base missing from HEAD say nothing about
+            // whether HEAD's transcript replays: "replays" is what `noma
+            // replay` says of it, whatever else failed.
+            check_whole_replay(rep, files, head_doc, find);
+        }
     } else if succ.is_some() {
         // Checked (and replayed) by the succession rule.
     } else if files.head_t.is_some() {

@@ -128,8 +128,14 @@ pub fn check_after_touched(
         }
         History::Of(bytes) => proved_history(&entries, bytes),
     };
+    // A merge copy verifies by its original's sidecar lines: when those
+    // changed, the copy is checked again too.
+    let copy_touched = |e: &noma_core::transcript::Entry| {
+        !touched.is_empty()
+            && super::canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
+    };
     Ok(verify_where(trust, &entries, &side, &|i, e| {
-        !history_of[i] || touched.contains(&e.record.op_id)
+        !history_of[i] || touched.contains(&e.record.op_id) || copy_touched(e)
     }))
 }
 

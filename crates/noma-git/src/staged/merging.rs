@@ -6,6 +6,7 @@ use super::findings::fork_finding;
 use super::{Finding, Guard};
 use crate::git::repo::GitError;
 use crate::git::Oid;
+use crate::provenance::sidecar::sidecar_rel;
 use noma_core::diag::shell_word;
 use noma_core::transcript::transcript_path;
 
@@ -26,6 +27,14 @@ struct Theirs {
     transcript: Option<Vec<u8>>,
     doc: Option<String>,
     base: Vec<u8>,
+    /// The document was moved on one side (found under another name on
+    /// the other), and a parent has a provenance sidecar to merge too.
+    moved: Option<Move>,
+}
+
+/// A move of the merged document: whether a parent has a sidecar.
+struct Move {
+    sidecar: bool,
 }
 
 impl Guard<'_> {
@@ -48,6 +57,17 @@ impl Guard<'_> {
                 .is_some_and(|t| t.len() > other.base.len() && t.starts_with(&other.base))
         };
         let forked = extends(&ours.0) && extends(&other.transcript);
+        if let Some(m) = other.moved.as_ref().filter(|_| forked) {
+            // A moved document's transcripts git did not pair: keeping one
+            // side's (and recording the merged document on top) would
+            // replay, but drop the other side's records, their actors and
+            // signatures with them.
+            let parents = [&ours.0, &other.transcript];
+            if !self.succeeds_both(path, parents, staged_t, staged_doc) {
+                let f = fork([path, tpath], &other.base, parents, staged_t);
+                return Ok(Merged::Settled(Some(moved_fork(f, path, m.sidecar))));
+            }
+        }
         if self.linear_on(paths, &ours, staged_t, staged_doc)? {
             return Ok(Merged::Extends(ours));
         }
@@ -85,17 +105,44 @@ impl Guard<'_> {
                 None => self.repo.blob_at(commit, old),
             }
         };
-        let transcript = at(theirs, tpath, &head_tpath)?;
-        let doc = at(theirs, path, head_path)?.and_then(|b| String::from_utf8(b).ok());
-        let base = match self.repo.merge_base(head, theirs) {
+        let mut transcript = at(theirs, tpath, &head_tpath)?;
+        let mut doc = at(theirs, path, head_path)?;
+        let merge_base = self.repo.merge_base(head, theirs);
+        let mut base = match merge_base {
             Some(b) => at(b, tpath, &head_tpath)?,
             None => None,
+        };
+        let mut moved = (path != head_path).then_some(());
+        // Ours moved it and theirs patched it under the merge base's name,
+        // where git did not pair the transcripts.
+        let old = merge_base.filter(|_| transcript.is_none()).and_then(|mb| {
+            crate::merge::moved::moved_from(self.repo, mb, &[head], head_path).map(|o| (mb, o))
+        });
+        if let Some((mb, old)) = &old {
+            transcript = self.repo.blob_at(theirs, &transcript_path(old))?;
+            doc = self.repo.blob_at(theirs, old)?;
+            base = self.repo.blob_at(*mb, &transcript_path(old))?;
+            moved = Some(());
         }
-        .unwrap_or_default();
+        let has_sidecar = |c: Oid, p: &str| {
+            self.repo
+                .blob_id_at(c, &sidecar_rel(p))
+                .ok()
+                .flatten()
+                .is_some()
+        };
+        let names = [path, head_path];
+        let moved = moved.map(|_| Move {
+            sidecar: names
+                .iter()
+                .any(|p| has_sidecar(head, p) || has_sidecar(theirs, p))
+                || old.as_ref().is_some_and(|(_, o)| has_sidecar(theirs, o)),
+        });
         Ok(Theirs {
             transcript,
-            doc,
-            base,
+            doc: doc.and_then(|b| String::from_utf8(b).ok()),
+            base: base.unwrap_or_default(),
+            moved,
         })
     }
 
@@ -166,4 +213,30 @@ fn fork(
         path_sh = shell_word(path),
         tpath_sh = shell_word(tpath)
     ))
+}
+
+/// The fork finding `f` of a moved document's transcripts, with its fix:
+/// `noma repair` merges both sides' records at the new path as the driver
+/// would (see [`crate::merge::moved`]), keeping the other side's actors
+/// and signatures, which recording the merged document would not.
+fn moved_fork(mut f: Finding, path: &str, sidecar: bool) -> Finding {
+    f.message.push_str(
+        "; the document was moved on one side and git did not pair its transcripts, so the staged one drops a side's records",
+    );
+    f.fix(repair_fix(path, sidecar))
+}
+
+/// The command of [`moved_fork`]'s fix.
+fn repair_fix(path: &str, sidecar: bool) -> String {
+    let sh = |p: &str| shell_word(p);
+    let mut fix = format!(
+        "noma repair {p} && git add -A -- {p} {t}",
+        p = sh(path),
+        t = sh(&transcript_path(path))
+    );
+    if sidecar {
+        fix.push(' ');
+        fix.push_str(&sh(&sidecar_rel(path)));
+    }
+    fix
 }

@@ -1,0 +1,287 @@
+//! A document one side of a merge, rebase or cherry-pick moved with its
+//! transcript while the other side patched it under the old name, when git
+//! did not pair the moved transcript (a short history stays less than 50%
+//! alike after the move and a new record): git stops on a modify/delete
+//! conflict of the old transcript (and of the sidecar), and once the old
+//! path is `git rm`ed the other side's records are simply gone. `noma
+//! repair NEW` runs the driver's algorithm on the versions the operation's
+//! commits hold: the merge base's transcript at the old path, HEAD's and
+//! the other commit's (each at the new path when it has one, else at the
+//! old). The merged transcript keeps HEAD's as a byte prefix and the other
+//! side's records as merge copies (their actors kept; their signatures,
+//! which the sidecar carries, verify for the copies), exactly what the
+//! driver writes when git pairs the files; the document and the sidecar
+//! (the union of both sides' lines) are written at the new path and the
+//! old path's files leave the work tree.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Versions;
+use crate::git::repo::Repo;
+use crate::git::Oid;
+use crate::provenance::sidecar::sidecar_rel;
+use noma_core::transcript::transcript_path;
+use noma_store::fsio::{self, LockedTranscript};
+
+/// What [`resolve_moved`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MovedMerge {
+    /// The document's path at the merge base (the other side's name).
+    pub moved_from: String,
+    /// The document merged without conflicts (else it holds `::conflict`
+    /// blocks to resolve, then `noma record`).
+    pub clean: bool,
+    /// A provenance sidecar was written at the new path.
+    pub sidecar: bool,
+    /// Human-readable lines describing the repair.
+    pub messages: Vec<String>,
+    /// The paths to stage (`git add -A --`): the new path's files and the
+    /// old path's that the index still holds.
+    pub stage: Vec<String>,
+    /// What is left to do.
+    pub next_step: String,
+}
+
+/// The commits of the operation in progress: the other side and the base.
+/// A merge's base is the merge base; a rebase's or cherry-pick's is the
+/// picked commit's parent (what git merges against).
+pub fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
+    if let Some(other) = repo.merge_head() {
+        return Some((other, repo.merge_base(head, other)?));
+    }
+    ["CHERRY_PICK_HEAD", "REBASE_HEAD"].iter().find_map(|r| {
+        let other = repo.resolve(r).ok()?;
+        Some((other, repo.first_parent(other)?))
+    })
+}
+
+/// The path `rel` had at `base` when one side of the operation moved it
+/// there (git's rename detection between `base` and that side); None when
+/// `base` holds `rel` itself or neither side moved a document to it.
+pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<String> {
+    if repo.blob_id_at(base, rel).ok().flatten().is_some() {
+        return None;
+    }
+    sides.iter().find_map(|side| {
+        let moved = repo.moved_documents(base, *side).ok()?;
+        moved.get(rel).cloned()
+    })
+}
+
+/// While the merge driver merges the document `rel` that one side of the
+/// operation moved there and both sides changed the transcript of: what to
+/// run if git stops on the old transcript (it pairs a moved file only while
+/// it stays 50% alike, which the driver cannot know). None otherwise.
+pub fn unpaired_hint(repo: &Repo, rel: &str) -> Option<String> {
+    let head = repo.head_commit()?;
+    let (other, base) = operation_commits(repo, head)?;
+    let old = moved_from(repo, base, &[head, other], rel)?;
+    let paths = [rel, old.as_str()];
+    let base_t = repo.blob_at(base, &transcript_path(&old)).ok().flatten();
+    let changed = |c| {
+        let t = at(repo, c, paths, transcript_path);
+        t.is_some() && t != base_t
+    };
+    (changed(head) && changed(other)).then(|| {
+        format!(
+            "moved from {old}: if git reports a modify/delete conflict of {t}, run `noma repair {rel_sh}` and the `git add` it names (it merges both sides' records at the new path)",
+            t = transcript_path(&old),
+            rel_sh = noma_core::diag::shell_word(rel),
+        )
+    })
+}
+
+/// The file of `rel` (`file` maps a document path to the file's) at
+/// `commit`: at the new path first, else at the old.
+fn at(
+    repo: &Repo,
+    commit: Oid,
+    [rel, old]: [&str; 2],
+    file: fn(&str) -> String,
+) -> Option<Vec<u8>> {
+    [rel, old]
+        .iter()
+        .find_map(|p| repo.blob_at(commit, &file(p)).ok().flatten())
+}
+
+/// Resolves the move of `doc` during a merge, rebase or cherry-pick (see
+/// the module docs). None when no operation is in progress, the document
+/// was not moved by one of its sides, or the other side added no record
+/// the moved transcript lacks.
+pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
+    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
+    let Ok(repo) = Repo::discover(dir.unwrap_or(Path::new("."))) else {
+        return Ok(None);
+    };
+    let Some(rel) = repo.relative_path(doc) else {
+        return Ok(None);
+    };
+    let Some(head) = repo.head_commit() else {
+        return Ok(None);
+    };
+    let Some((other, base)) = operation_commits(&repo, head) else {
+        return Ok(None);
+    };
+    let Some(old) = moved_from(&repo, base, &[head, other], &rel) else {
+        return Ok(None);
+    };
+    let paths = [rel.as_str(), old.as_str()];
+    let doc_at = |c| at(&repo, c, paths, str::to_string);
+    let tr = Versions {
+        base: repo.blob_at(base, &transcript_path(&old)).ok().flatten(),
+        ours: at(&repo, head, paths, transcript_path),
+        theirs: at(&repo, other, paths, transcript_path),
+    };
+    let (Some(ours), Some(theirs)) = (&tr.ours, &tr.theirs) else {
+        return Ok(None);
+    };
+    if ours.starts_with(theirs) {
+        // The other side added nothing the moved transcript lacks.
+        return Ok(None);
+    }
+    let known = [
+        doc_at(head),
+        doc_at(other),
+        repo.blob_at(base, &old).ok().flatten(),
+    ];
+    let mut find = super::doc_finder(Some(&repo), &rel, known.into_iter().flatten().collect());
+    let merged = super::merge_transcript(&tr, &mut find);
+    if merged.method == "unreconciled" {
+        return Err(format!("{rel}: {}", merged.messages.join("; ")));
+    }
+    let document =
+        super::conflicted::merge_document(&tr, &mut find).map_err(|e| format!("{rel}: {e}"))?;
+    let root = repo.workdir().ok_or("a bare repository has no work tree")?;
+    let sidecar = union_sidecars(&repo, [head, other], paths);
+    let files = Merged {
+        transcript: &merged.content,
+        theirs: theirs.as_slice(),
+        document: &document.content,
+        sidecar: sidecar.as_deref(),
+    };
+    write_merge(&root, paths, &files)?;
+    let clean = merged.clean && document.clean;
+    let mut messages = vec![format!(
+        "{}: {old} was moved to {rel} on one side and patched on the other; git did not pair the transcripts: both sides' records kept, the other side's rebased as merge copies (actors and signatures kept) as the merge driver does; the old path's files removed",
+        transcript_path(&rel)
+    )];
+    messages.extend(merged.messages.iter().chain(&document.messages).cloned());
+    let stage = to_stage(&repo, paths, sidecar.is_some());
+    Ok(Some(MovedMerge {
+        next_step: next_step(&rel, &stage, clean),
+        moved_from: old,
+        clean,
+        sidecar: sidecar.is_some(),
+        messages,
+        stage,
+    }))
+}
+
+/// The union of both sides' sidecar lines (each at the new path or the
+/// old), ours first; None when neither side has a sidecar.
+fn union_sidecars(repo: &Repo, sides: [Oid; 2], paths: [&str; 2]) -> Option<Vec<u8>> {
+    let versions: Vec<Vec<u8>> = sides
+        .iter()
+        .filter_map(|c| at(repo, *c, paths, sidecar_rel))
+        .collect();
+    if versions.is_empty() {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for line in versions
+        .iter()
+        .flat_map(|v| v.split_inclusive(|b| *b == b'\n'))
+    {
+        let line = if line.ends_with(b"\n") {
+            line.to_vec()
+        } else {
+            [line, b"\n"].concat()
+        };
+        if line.iter().any(|b| !b.is_ascii_whitespace()) && seen.insert(line.clone()) {
+            out.extend_from_slice(&line);
+        }
+    }
+    Some(out)
+}
+
+/// The files [`write_merge`] writes, and their side's transcript.
+struct Merged<'a> {
+    transcript: &'a [u8],
+    theirs: &'a [u8],
+    document: &'a [u8],
+    sidecar: Option<&'a [u8]>,
+}
+
+/// Writes the merged files at the new path (the transcript under its lock)
+/// and removes the old path's transcript and sidecar from the work tree.
+/// A transcript in the work tree that holds lines of neither side (a
+/// record made since the operation stopped) is refused, never overwritten.
+fn write_merge(root: &Path, [rel, old]: [&str; 2], files: &Merged<'_>) -> Result<(), String> {
+    let io = |p: &Path| {
+        let p = p.display().to_string();
+        move |e: std::io::Error| format!("{p}: {e}")
+    };
+    let tpath = root.join(transcript_path(rel));
+    let mut locked = LockedTranscript::open(&tpath).map_err(io(&tpath))?;
+    let now = locked.read_all().map_err(io(&tpath))?;
+    if !(files.transcript.starts_with(&now) || now == files.theirs) {
+        return Err(format!(
+            "{}: holds records neither side committed (recorded since the operation stopped?); move it aside, restore the committed one (`git checkout HEAD -- {}` or the other side's) and run `noma repair` again",
+            tpath.display(),
+            noma_core::diag::shell_word(&transcript_path(rel))
+        ));
+    }
+    locked.truncate(0).map_err(io(&tpath))?;
+    locked.append(files.transcript).map_err(io(&tpath))?;
+    let doc = root.join(rel);
+    fsio::atomic_write(&doc, files.document).map_err(io(&doc))?;
+    if let Some(bytes) = files.sidecar {
+        let s = root.join(sidecar_rel(rel));
+        fsio::atomic_write(&s, bytes).map_err(io(&s))?;
+    }
+    for gone in [transcript_path(old), sidecar_rel(old)] {
+        let p = root.join(gone);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&p)(e)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The paths `git add -A --` must name: the new path's files, and the old
+/// path's that the index still holds (a conflict git left, or a file not
+/// yet removed), whose removal is then staged.
+fn to_stage(repo: &Repo, [rel, old]: [&str; 2], sidecar: bool) -> Vec<String> {
+    let mut paths = vec![rel.to_string(), transcript_path(rel)];
+    if sidecar {
+        paths.push(sidecar_rel(rel));
+    }
+    let indexed = |p: &str| (0..=3).any(|s| repo.index_stage_blob(p, s).ok().flatten().is_some());
+    paths.extend(
+        [transcript_path(old), sidecar_rel(old)]
+            .into_iter()
+            .filter(|p| indexed(p)),
+    );
+    paths
+}
+
+/// What is left after the files are written.
+fn next_step(rel: &str, stage: &[String], clean: bool) -> String {
+    let sh = noma_core::diag::shell_word;
+    let add = format!(
+        "git add -A -- {}",
+        stage.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ")
+    );
+    if clean {
+        format!("{add}, then commit (or `git rebase --continue`)")
+    } else {
+        format!(
+            "resolve the ::conflict blocks in {doc}, then `noma record {doc}` and {add}",
+            doc = sh(rel)
+        )
+    }
+}

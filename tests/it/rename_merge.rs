@@ -1,0 +1,310 @@
+//! Renames meet patches on a short history, with the real `git` and
+//! `ssh-keygen`: a branch moves `plan.noma` with its transcript and
+//! sidecar (`git mv`) and patches it; main's agent patches the old name.
+//! Git does not pair a moved transcript (or sidecar) that a new record
+//! leaves less than 50% alike, so the merge (either way) or rebase stops on
+//! a modify/delete conflict of the old path. `noma repair NEW` merges the
+//! two sides' records at the new path as the driver would (the other
+//! side's as merge copies, with their actors and signatures); the hook
+//! names that fix when the old path was simply removed; `noma reconcile`
+//! and `noma replay` agree on the result.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::common::{assert_ran, fix_of, keygen, text, Repo};
+
+const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n\n::note{id=\"c\"}\ngamma\n::\n";
+
+struct Setup {
+    r: Repo,
+    bot: PathBuf,
+    x: PathBuf,
+}
+
+impl Setup {
+    /// `noma patch DOC --inplace` of block `id`'s body as agent `name`,
+    /// signed with `key`.
+    fn patch(&self, doc: &str, name: &str, id: &str, content: &str) {
+        let key = if name == "x" { &self.x } else { &self.bot };
+        let op = json!({"op": "replace_body", "id": id, "content": content}).to_string();
+        let o = self.r.noma(&[
+            "patch",
+            doc,
+            "--inplace",
+            "--actor-kind",
+            "agent",
+            "--actor-name",
+            name,
+            "--key",
+            key.to_str().unwrap(),
+            "--op",
+            &op,
+        ]);
+        assert_ran(&o);
+    }
+
+    /// `noma reconcile --base BASE --format json`: exit code and report.
+    fn reconcile(&self, base: &str) -> (Option<i32>, Value) {
+        let o = self
+            .r
+            .noma(&["reconcile", "--base", base, "--format", "json"]);
+        let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        (o.status.code(), v)
+    }
+
+    /// `noma replay DOC` succeeds.
+    fn replays(&self, doc: &str) {
+        assert_ran(&self.r.noma(&["replay", doc]));
+    }
+}
+
+/// main: plan.noma, `signatures: required`, the agents bot and x allowed,
+/// and one signed record by bot (a transcript and sidecar of one line
+/// each). Branch `feat` moves the three files (`git mv`) and adds
+/// `branch_records` signed records by bot; main then adds one by x.
+fn setup(branch_records: usize) -> Setup {
+    let r = Repo::init();
+    assert_ran(&r.noma(&["init"]));
+    let (bot, bot_pub) = keygen(&r, "bot");
+    let (x, x_pub) = keygen(&r, "x");
+    r.write("plan.noma", DOC);
+    let mut config = r.read(".noma/config.yml");
+    config.push_str("provenance:\n  signatures: required\n");
+    r.write(".noma/config.yml", &config);
+    r.write(
+        ".noma/allowed_signers",
+        &format!(
+            "bot@agents.example namespaces=\"noma\" {bot_pub}\nx@agents.example namespaces=\"noma\" {x_pub}\n"
+        ),
+    );
+    r.commit_all("plan, signatures required");
+    let s = Setup { r, bot, x };
+    s.patch("plan.noma", "bot", "a", "A1");
+    s.r.commit_all("bot: a");
+    s.r.ok(&["checkout", "-q", "-b", "feat"]);
+    for f in ["plan.noma", "plan.noma.patches", "plan.noma.provenance"] {
+        s.r.ok(&["mv", f, &f.replace("plan", "new")]);
+    }
+    for (i, v) in ["B1", "B2"][..branch_records].iter().enumerate() {
+        s.patch("new.noma", "bot", ["b", "a"][i], v);
+    }
+    s.r.commit_all("move plan to new, bot patches it");
+    s.r.ok(&["checkout", "-q", "main"]);
+    s.patch("plan.noma", "x", "c", "C1");
+    s.r.commit_all("x: c");
+    s
+}
+
+/// Git stops on the old transcript's modify/delete conflict.
+fn stops_on_modify_delete(o: &std::process::Output) {
+    assert!(!o.status.success(), "git paired it after all: {}", text(o));
+    let out = text(o);
+    assert!(
+        out.contains("CONFLICT (modify/delete): plan.noma.patches"),
+        "{out}"
+    );
+}
+
+/// The docs' recipe during the stopped merge or rebase: `noma repair
+/// new.noma`, then exactly the `git add` its `next:` line names.
+fn repair_and_stage(s: &Setup) {
+    let o = s.r.noma(&["repair", "new.noma"]);
+    assert_ran(&o);
+    let out = text(&o);
+    let next = out
+        .lines()
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let add = next.split(", then").next().unwrap();
+    assert!(add.starts_with("git add -A -- \"new.noma\""), "{out}");
+    assert!(add.contains("\"plan.noma.patches\""), "{out}");
+    assert!(add.contains("\"new.noma.provenance\""), "{out}");
+    assert_ran(&s.r.sh(add));
+    assert!(!s.r.path().join("plan.noma.patches").exists());
+    assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+    let indexed = s.r.ok(&["ls-files"]);
+    assert!(!indexed.contains("plan.noma"), "old path left: {indexed}");
+}
+
+/// The record of the merged transcript whose actor is the agent `name`
+/// and that changed block `id`.
+fn record_by(s: &Setup, name: &str, id: &str) -> Value {
+    let t = s.r.read("new.noma.patches");
+    t.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["actor"] == json!({"kind": "agent", "name": name}) && r["op"]["id"] == id)
+        .unwrap_or_else(|| panic!("no record by agent {name} on {id}:\n{t}"))
+}
+
+/// reconcile's `records[]` entry for `op_id`.
+fn listed(v: &Value, op_id: &Value) -> Value {
+    let records = v["documents"][0]["records"].as_array().unwrap();
+    records
+        .iter()
+        .find(|r| r["op_id"] == *op_id)
+        .cloned()
+        .unwrap_or_else(|| panic!("{op_id} not in records[]: {v:#}"))
+}
+
+#[test]
+fn branch_merges_main_by_the_docs_recipe_keeping_the_agents_record_and_signature() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    let o = s.r.git(&["merge", "--no-edit", "main"]);
+    stops_on_modify_delete(&o);
+    // The document's driver said what to run.
+    assert!(
+        text(&o).contains("run `noma repair \"new.noma\"`"),
+        "{}",
+        text(&o)
+    );
+    repair_and_stage(&s);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "the hook refused: {out}");
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    let doc = &v["documents"][0];
+    assert_eq!(doc["path"], "new.noma", "{v:#}");
+    assert_eq!(
+        (&doc["append_only"], &doc["replays"]),
+        (&json!(true), &json!(true))
+    );
+    s.replays("new.noma");
+    let merged = s.r.read("new.noma");
+    assert!(
+        ["A1", "B1", "C1"].iter().all(|b| merged.contains(b)),
+        "{merged}"
+    );
+    // Main's agent record is a merge copy under x's name, still signed.
+    let copy = record_by(&s, "x", "c");
+    let rec = listed(&v, &copy["op_id"]);
+    assert_eq!(rec["actor"], "agent x", "{rec:#}");
+    assert_eq!(rec["signed_by"], "x@agents.example", "{rec:#}");
+}
+
+#[test]
+fn main_merges_the_branch_by_the_docs_recipe() {
+    let s = setup(1);
+    let fork = s.r.ok(&["merge-base", "main", "feat"]);
+    let o = s.r.git(&["merge", "--no-edit", "feat"]);
+    stops_on_modify_delete(&o);
+    assert!(
+        text(&o).contains("run `noma repair \"new.noma\"`"),
+        "{}",
+        text(&o)
+    );
+    repair_and_stage(&s);
+    let (ok, out) = s.r.try_commit("merge feat");
+    assert!(ok, "the hook refused: {out}");
+    s.replays("new.noma");
+    assert!(!s.r.path().join("plan.noma").exists());
+    // The branch's agent record came over as a copy, with its signature.
+    let copy = record_by(&s, "bot", "b");
+    let (code, v) = s.reconcile(fork.trim());
+    assert_eq!(code, Some(0), "{v:#}");
+    let rec = listed(&v, &copy["op_id"]);
+    assert_eq!(rec["signed_by"], "bot@agents.example", "{rec:#}");
+    assert_eq!(
+        listed(&v, &record_by(&s, "x", "c")["op_id"])["signed_by"],
+        "x@agents.example"
+    );
+}
+
+/// A rebase of the branch onto main, and a cherry-pick of its commit onto
+/// a branch of main: the picked commit moved the document.
+#[test]
+fn a_rebase_or_cherry_pick_of_the_move_by_the_docs_recipe() {
+    for how in ["rebase", "cherry-pick"] {
+        let s = setup(1);
+        if how == "rebase" {
+            s.r.ok(&["checkout", "-q", "feat"]);
+            stops_on_modify_delete(&s.r.git(&["rebase", "main"]));
+        } else {
+            s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "feat"]));
+        }
+        repair_and_stage(&s);
+        let o =
+            s.r.cmd("env", &["GIT_EDITOR=true", "git", how, "--continue"]);
+        assert_ran(&o);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{how}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["signed_by"], "x@agents.example", "{how}: {rec:#}");
+        let rec = listed(&v, &record_by(&s, "bot", "b")["op_id"]);
+        assert_eq!(rec["signed_by"], "bot@agents.example", "{how}: {rec:#}");
+    }
+}
+
+/// Two records on the branch: the sidecar is not paired either, so both
+/// old files stop the merge. Removing them (`git rm`, what git's message
+/// suggests) and committing is blocked by the hook, which names the
+/// whole fix, sidecar included; running exactly it and committing passes
+/// the hook and reconcile.
+#[test]
+fn a_short_history_move_with_its_sidecar_resolves_by_the_hooks_fix() {
+    let s = setup(2);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    let o = s.r.git(&["merge", "--no-edit", "main"]);
+    stops_on_modify_delete(&o);
+    assert!(
+        text(&o).contains("CONFLICT (modify/delete): plan.noma.provenance"),
+        "{}",
+        text(&o)
+    );
+    s.r.ok(&["rm", "-q", "plan.noma.patches", "plan.noma.provenance"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "main's records were dropped silently: {out}");
+    let fix = fix_of(&out, "transcript-fork");
+    assert_eq!(
+        fix,
+        "noma repair \"new.noma\" && git add -A -- \"new.noma\" \"new.noma.patches\" \"new.noma.provenance\""
+    );
+    assert_ran(&s.r.sh(&fix));
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    s.replays("new.noma");
+    let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+    assert_eq!(rec["signed_by"], "x@agents.example", "{rec:#}");
+}
+
+/// The recipe the docs used to give (keep the moved transcript, `noma
+/// record` the merged document) drops main's agent record: the hook now
+/// blocks it, naming `noma repair`. Committed anyway, `noma reconcile`
+/// fails for the true cause (main's record is gone: not append-only) and,
+/// like `noma replay`, says the transcript replays.
+#[test]
+fn recording_over_a_dropped_side_is_blocked_and_reconcile_agrees_with_replay() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["rm", "-q", "plan.noma.patches"]);
+    assert_ran(&s.r.noma(&["record", "new.noma"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    assert!(
+        fix_of(&out, "transcript-fork").starts_with("noma repair \"new.noma\""),
+        "{out}"
+    );
+    s.r.ok(&["commit", "-q", "--no-verify", "-m", "merge main"]);
+    s.replays("new.noma");
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(1), "{v:#}");
+    let doc = &v["documents"][0];
+    assert_eq!(doc["append_only"], false, "{v:#}");
+    assert_eq!(doc["replays"], true, "replay says it replays: {v:#}");
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"transcript-rewritten"), "{v:#}");
+    assert!(!codes.contains(&"replay-diverged"), "{v:#}");
+}
