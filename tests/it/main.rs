@@ -47,6 +47,7 @@ mod reconcile_replay_props;
 mod reference_docs;
 mod signers_differential;
 mod signers_rotation;
+mod summary_budget;
 mod tamper_props;
 mod transcript_cli;
 mod transcript_props;
