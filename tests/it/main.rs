@@ -6,6 +6,7 @@ mod common;
 mod action_steps;
 mod architecture;
 mod bad_input;
+mod blobless;
 mod cache_cli;
 mod chainless;
 mod changed_cli;

@@ -27,6 +27,7 @@ use crate::git::Oid;
 use noma_core::diag::Severity;
 use noma_core::transcript::{replay, transcript_path};
 
+mod prefetch;
 mod removal;
 mod values;
 
@@ -217,6 +218,7 @@ impl<'r> Branch<'r> {
         let docs = repo
             .changed_documents(merge_base, head)
             .map_err(ReconcileError::ChangedDocuments)?;
+        prefetch::prefetch(repo, [merge_base, head, base_tip], &docs);
         let moved = repo
             .moved_documents(merge_base, head)
             .map_err(ReconcileError::ChangedDocuments)?;
