@@ -27,7 +27,11 @@ use crate::git::Oid;
 use noma_core::diag::Severity;
 use noma_core::transcript::{replay, transcript_path};
 
+mod prefetch;
 mod removal;
+mod values;
+
+pub use values::VALUE_CHARS;
 
 /// One problem (or notable fact) about a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -47,6 +51,13 @@ pub struct Finding {
     pub block: Option<String>,
     /// What is wrong.
     pub message: String,
+    /// A rebase conflict's block as the branch (HEAD) has it, narrowed to
+    /// what differs and cut at [`VALUE_CHARS`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours: Option<String>,
+    /// The same block as the base revision has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theirs: Option<String>,
 }
 
 /// A block the branch changed and whether it rebases.
@@ -102,6 +113,17 @@ impl DocReport {
     }
 }
 
+impl Finding {
+    /// The message, with a conflict's two values after it: what the text
+    /// formats (human, GitHub annotations, SARIF) show.
+    pub fn text(&self) -> String {
+        match (&self.ours, &self.theirs) {
+            (Some(o), Some(t)) => format!("{} (ours: {o}; theirs: {t})", self.message),
+            _ => self.message.clone(),
+        }
+    }
+}
+
 fn finding(level: &'static str, code: &str, path: &str, message: String) -> Finding {
     Finding {
         level,
@@ -110,6 +132,8 @@ fn finding(level: &'static str, code: &str, path: &str, message: String) -> Find
         line: None,
         block: None,
         message,
+        ours: None,
+        theirs: None,
     }
 }
 
@@ -194,6 +218,7 @@ impl<'r> Branch<'r> {
         let docs = repo
             .changed_documents(merge_base, head)
             .map_err(ReconcileError::ChangedDocuments)?;
+        prefetch::prefetch(repo, [merge_base, head, base_tip], &docs);
         let moved = repo
             .moved_documents(merge_base, head)
             .map_err(ReconcileError::ChangedDocuments)?;
@@ -517,6 +542,8 @@ impl Branch<'_> {
             rep.rebases = false;
             let mut f = finding("error", "rebase-conflict", &rep.path, c.describe());
             f.block = Some(c.block.clone());
+            let (ours, theirs) = values::conflict_values(&r.ours_doc, &r.theirs_doc, &c.block);
+            (f.ours, f.theirs) = (Some(ours), Some(theirs));
             rep.findings.push(f);
             for b in rep.blocks.iter_mut().filter(|b| b.id == c.block) {
                 b.rebase = "conflict";
@@ -632,6 +659,8 @@ fn check_validity(rep: &mut DocReport, head_doc: &str) {
             line: d.pos.map(|p| p.line as usize),
             block: d.node_id,
             message: d.message,
+            ours: None,
+            theirs: None,
         });
     }
 }

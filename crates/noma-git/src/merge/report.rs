@@ -49,7 +49,7 @@ pub fn human(reports: &[DocReport]) -> String {
                 f.level.to_uppercase(),
                 f.code,
                 f.path,
-                f.message
+                f.text()
             ));
         }
     }
@@ -126,8 +126,8 @@ pub fn github(reports: &[DocReport]) -> String {
             gh_escape(&format!("noma {}", f.code), true)
         ));
         let msg = match &f.block {
-            Some(b) => format!("[block {b}] {}", f.message),
-            None => f.message.clone(),
+            Some(b) => format!("[block {b}] {}", f.text()),
+            None => f.text(),
         };
         out.push_str(&format!(
             "::{cmd} {}::{}\n",
@@ -174,7 +174,7 @@ fn sarif_result(f: &Finding, signer: Option<&RecordStatus>) -> Value {
     let mut result = json!({
         "ruleId": f.code,
         "level": match f.level { "error" => "error", "warning" => "warning", _ => "note" },
-        "message": {"text": f.message},
+        "message": {"text": f.text()},
         "locations": [{"physicalLocation": loc}],
     });
     if let Some(b) = &f.block {
@@ -240,6 +240,8 @@ mod tests {
             line,
             block: block.map(str::to_string),
             message: "50% off\nnext".into(),
+            ours: None,
+            theirs: None,
         }
     }
 

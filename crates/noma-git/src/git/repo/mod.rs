@@ -7,6 +7,7 @@
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
 mod cli;
+mod prefetch;
 
 pub use cli::{WorktreeListing, WorktreeScan};
 
@@ -42,6 +43,14 @@ pub enum GitError {
         command: &'static str,
         /// The part that did not parse.
         what: String,
+    },
+    /// The `git` command failed.
+    #[error("git {command}: {message}")]
+    Command {
+        /// The subcommand (`fetch`).
+        command: &'static str,
+        /// What it printed, or why it could not run.
+        message: String,
     },
 }
 

@@ -1,0 +1,133 @@
+//! Missing blobs of a partial clone, fetched in one batch.
+//!
+//! A `git clone --filter=blob:none` (common in CI) holds only the blobs it
+//! checked out. Every other blob [`Repo::blob`] reads is asked of the
+//! `git` CLI, which fetches it from the promisor remote: one round trip
+//! per blob. A caller that knows which blobs it will read asks for them
+//! all first, through the same command git itself runs when it fetches
+//! missing objects in bulk (`promisor-remote.c`), so the reads after it
+//! are local.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use super::{GitError, Repo};
+use crate::git::Oid;
+
+impl Repo {
+    /// The promisor remote of a partial clone: `extensions.partialClone`
+    /// (older gits' `git clone --filter`), else the first remote with
+    /// `remote.<name>.promisor` set (what newer gits write); None in a
+    /// full clone.
+    pub fn promisor_remote(&self) -> Option<String> {
+        let config = self.repo.config().ok()?;
+        if let Ok(r) = config.get_string("extensions.partialclone") {
+            return Some(r).filter(|r| !r.is_empty());
+        }
+        let mut names = Vec::new();
+        config
+            .entries(Some(r"^remote\..*\.promisor$"))
+            .ok()?
+            .for_each(|e| names.extend(e.name().map(str::to_string)))
+            .ok()?;
+        names
+            .into_iter()
+            .filter(|n| config.get_bool(n).unwrap_or(false))
+            .find_map(|n| {
+                Some(
+                    n.strip_prefix("remote.")?
+                        .strip_suffix(".promisor")?
+                        .to_string(),
+                )
+            })
+    }
+
+    /// Fetches every blob of `ids` that this partial clone lacks, in one
+    /// `git fetch` from its promisor remote; returns how many were asked
+    /// for (0 in a full clone, or when none is missing, without running
+    /// git). A failure leaves the blobs to be fetched one by one when
+    /// read, as before.
+    pub fn prefetch_blobs(&self, ids: impl IntoIterator<Item = Oid>) -> Result<usize, GitError> {
+        let Some(remote) = self.promisor_remote() else {
+            return Ok(0);
+        };
+        let odb = self.repo.odb().map_err(super::libgit2)?;
+        let missing: BTreeSet<Oid> = ids
+            .into_iter()
+            .filter(|id| !id.is_zero() && !odb.exists(id.raw()))
+            .collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let failed = |message: String| GitError::Command {
+            command: "fetch",
+            message,
+        };
+        let mut child = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repo.path())
+            .args(["-c", "fetch.negotiationAlgorithm=noop", "fetch"])
+            .arg(&remote)
+            .args([
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--quiet",
+                "--stdin",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(format!("could not run git: {e}")))?;
+        let list: String = missing.iter().map(|id| format!("{id}\n")).collect();
+        // A git that exits early closes the pipe; its status says why.
+        let _ = child
+            .stdin
+            .take()
+            .map(|mut stdin| stdin.write_all(list.as_bytes()));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(format!("could not wait for git: {e}")))?;
+        if !out.status.success() {
+            return Err(failed(format!(
+                "{} ({})",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                out.status
+            )));
+        }
+        Ok(missing.len())
+    }
+}
+
+impl Repo {
+    /// The blobs at `paths` in `since` and in every commit reachable from
+    /// `tips` but not from `since` (at most `max_commits` of them), each
+    /// once: what a check of the commits a branch and its base added reads.
+    pub fn blobs_since(
+        &self,
+        tips: &[Oid],
+        since: Oid,
+        paths: &[String],
+        max_commits: usize,
+    ) -> Result<BTreeSet<Oid>, GitError> {
+        let mut walk = self.repo.revwalk().map_err(super::libgit2)?;
+        for t in tips {
+            walk.push(t.raw()).map_err(super::libgit2)?;
+        }
+        walk.hide(since.raw()).map_err(super::libgit2)?;
+        let mut commits = vec![since];
+        for id in walk.take(max_commits) {
+            commits.push(Oid::from_raw(id.map_err(super::libgit2)?));
+        }
+        let mut out = BTreeSet::new();
+        for c in commits {
+            for p in paths {
+                out.extend(self.blob_id_at(c, p)?);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,125 @@
+//! A blobless CI clone (`git clone --filter=blob:none`): `noma reconcile`
+//! fetches the blobs it reads in one batch, not one round trip per
+//! missing transcript version.
+
+use std::path::Path;
+
+use crate::common::{assert_ran, keygen, text, Repo, NOMA};
+
+/// `doc`'s block `id` gets `content`: from the agent `bot`, or signed by
+/// alice with `key`; one commit.
+fn patch_commit(r: &Repo, key: Option<&Path>, doc: &str, id: &str, content: &str) {
+    let op = format!(r#"{{"op":"replace_body","id":"{id}","content":"{content}"}}"#);
+    match key {
+        None => r.agent_patch(doc, &op),
+        Some(k) => {
+            let k = k.to_str().unwrap();
+            let args = [
+                "patch",
+                doc,
+                "--inplace",
+                "--key",
+                k,
+                "--actor-name",
+                "alice",
+            ];
+            assert_ran(&r.noma(&[&args[..], &["--op", &op]].concat()));
+        }
+    }
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "-m", content]);
+}
+
+/// The issue's shape: three transcripts, 86 commits; main and a feature
+/// branch both append to every transcript after they part. `signed`: with
+/// `signatures: required`, every record signed into its sidecar.
+fn origin(signed: bool) -> Repo {
+    let r = Repo::init();
+    r.ok(&["config", "uploadpack.allowFilter", "true"]);
+    let key = signed.then(|| {
+        let (key, public) = keygen(&r, "alice");
+        r.write(".noma/config.yml", "provenance:\n  signatures: required\n");
+        let line = format!("alice@example.com namespaces=\"noma\" {public}\n");
+        r.write(".noma/allowed_signers", &line);
+        key
+    });
+    for d in ["a", "b", "c"] {
+        let doc =
+            format!("# {d}\n\n::note{{id=\"n1\"}}\none\n::\n\n::note{{id=\"n2\"}}\ntwo\n::\n");
+        r.write(&format!("{d}.noma"), &doc);
+        let o = r.noma(&["record", &format!("{d}.noma")]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    r.commit_all("base");
+    let doc = |i: usize| ["a.noma", "b.noma", "c.noma"][i % 3];
+    for i in 0..40 {
+        patch_commit(&r, key.as_deref(), doc(i), "n1", &format!("main {i}"));
+    }
+    r.ok(&["checkout", "-q", "-b", "feature", "HEAD~20"]);
+    for i in 0..45 {
+        patch_commit(&r, key.as_deref(), doc(i), "n2", &format!("feature {i}"));
+    }
+    r.ok(&["checkout", "-q", "main"]);
+    r
+}
+
+#[test]
+fn reconcile_in_a_blobless_clone_fetches_in_one_batch() {
+    fetches_in_one_batch(false);
+}
+
+/// Signed records: reconcile reads the transcripts whole and the
+/// sidecars and trust settings too.
+#[test]
+fn a_signed_history_in_a_blobless_clone_fetches_in_one_batch() {
+    fetches_in_one_batch(true);
+}
+
+fn fetches_in_one_batch(signed: bool) {
+    let origin = origin(signed);
+    let clone = Repo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let url = format!("file://{}", origin.path().display());
+    let dest = clone.path().to_str().unwrap();
+    origin.ok(&[
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--no-checkout",
+        &url,
+        dest,
+    ]);
+    clone.ok(&["checkout", "-q", "-b", "feature", "origin/feature"]);
+    let missing = clone.ok(&["rev-list", "--objects", "--all", "--missing=print"]);
+    let missing = missing.lines().filter(|l| l.starts_with('?')).count();
+    assert!(missing > 50, "the clone should lack most blobs: {missing}");
+
+    let trace = clone.home.path().join("trace2.json");
+    let env = format!("GIT_TRACE2_EVENT={}", trace.display());
+    let args = ["reconcile", "--base", "origin/main"];
+    let o = clone.cmd("env", &[&[env.as_str(), NOMA][..], &args[..]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The verdicts are the full repository's.
+    origin.ok(&["checkout", "-q", "feature"]);
+    let full = origin.noma(&["reconcile", "--base", "main"]);
+    let out = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(out(&o), out(&full));
+    if signed {
+        assert!(
+            out(&o).contains("signed by alice@example.com"),
+            "{}",
+            text(&o)
+        );
+    }
+
+    let events = std::fs::read_to_string(&trace).unwrap_or_default();
+    let fetches = events
+        .lines()
+        .filter(|l| l.contains(r#""event":"cmd_name""#) && l.contains(r#""name":"fetch""#))
+        .count();
+    assert!(fetches <= 2, "{fetches} fetches:\n{}", text(&o));
+    let left = clone.ok(&["rev-list", "--objects", "--all", "--missing=print"]);
+    assert!(left.lines().filter(|l| l.starts_with('?')).count() < missing);
+}
