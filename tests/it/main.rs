@@ -20,6 +20,7 @@ mod engine_concurrency;
 mod engine_crash;
 mod hook_append;
 mod hook_git;
+mod hook_private_key;
 mod hooks_cli;
 mod init_cli;
 mod integrity;

@@ -7,6 +7,7 @@
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
 mod cli;
+mod prefix;
 
 pub use cli::{WorktreeListing, WorktreeScan};
 
