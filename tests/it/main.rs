@@ -23,6 +23,7 @@ mod hook_git;
 mod hook_private_key;
 mod hooks_cli;
 mod init_cli;
+mod init_managers;
 mod integrity;
 mod mcp_envelopes;
 mod mcp_protocol;
