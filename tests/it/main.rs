@@ -11,6 +11,7 @@ mod chainless;
 mod changed_cli;
 mod changed_rename;
 mod clone_driver;
+mod docs_team;
 // The watcher runs on Linux only (inotify).
 #[cfg(target_os = "linux")]
 mod changed_watch;
@@ -41,6 +42,7 @@ mod provenance_approvals;
 mod provenance_git;
 mod provenance_range;
 mod provenance_removal;
+mod provenance_walkthrough;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
@@ -56,6 +58,7 @@ mod ux_fixes;
 mod verify_cli;
 mod workflow_branches;
 mod workflow_changed;
+mod workflow_docs;
 mod workflow_hook_findings;
 mod workflow_husky;
 mod workflow_line_endings;
