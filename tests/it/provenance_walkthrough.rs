@@ -19,10 +19,12 @@ struct Step {
     command: String,
     expected: Vec<String>,
     exit: Option<i32>,
+    /// Which `sh` block (1-based) it is in.
+    block: usize,
 }
 
-/// The `sh` blocks of the walk-through: those before the paragraph on what
-/// `noma approve` lists.
+/// The first four `sh` blocks of the walk-through: the set-up, the agent's
+/// patch, the approval, and `noma provenance check-signers`.
 fn steps(doc: &str) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut blocks = 0;
@@ -32,7 +34,7 @@ fn steps(doc: &str) -> Vec<Step> {
             continue;
         }
         blocks += 1;
-        if blocks > 3 {
+        if blocks > 4 {
             break;
         }
         let mut pending = String::new();
@@ -71,6 +73,7 @@ fn steps(doc: &str) -> Vec<Step> {
                 command,
                 expected: Vec::new(),
                 exit,
+                block: blocks,
             });
             pending.clear();
         }
@@ -78,8 +81,10 @@ fn steps(doc: &str) -> Vec<Step> {
     steps
 }
 
+/// `exit N` at the start of a trailing comment.
 fn exit_of(note: &str) -> Option<i32> {
-    note.trim().strip_prefix("exit ")?.parse().ok()
+    let rest = note.trim().strip_prefix("exit ")?;
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// Runs `command` with `sh` in the work tree, the binary under test first
@@ -123,15 +128,31 @@ fn the_provenance_walk_through_runs_as_printed() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
+    let root = [r.path().to_path_buf(), r.path().canonicalize().unwrap()];
     for step in &steps {
-        let (code, out) = run(&r, &step.command);
+        if step.block == 4 && step.command.starts_with("noma provenance check-signers") {
+            // The line the text describes: an option ssh-keygen skips.
+            let alice = std::fs::read_to_string(ssh.join("id_ed25519.pub")).unwrap();
+            let mut signers = r.read(".noma/allowed_signers");
+            signers.push_str(&format!("alice@example.com no-touch-required {alice}"));
+            r.write(".noma/allowed_signers", &signers);
+        }
+        let (code, mut out) = run(&r, &step.command);
+        for dir in &root {
+            out = out.replace(dir.to_str().unwrap(), "/home/you/plan");
+        }
         let want = step
             .exit
             .unwrap_or(if step.expected.is_empty() { 0 } else { code });
         assert_eq!(code, want, "`{}` exited {code}:\n{out}", step.command);
         for line in &step.expected {
+            // A pasted line ending in `…` is shortened: its start must match.
+            let printed = |l: &str| match line.strip_suffix('…') {
+                Some(start) => l.trim().starts_with(start.trim_end()),
+                None => l.trim() == line.as_str(),
+            };
             assert!(
-                out.lines().any(|l| l.trim() == line.as_str()),
+                out.lines().any(printed),
                 "`{}` did not print\n  {line}\nit printed:\n{out}",
                 step.command
             );
@@ -150,21 +171,25 @@ fn walk_through_steps_are_read_with_their_output_and_exit() {
         steps(doc),
         [
             Step {
+                block: 1,
                 command: "a   b".into(),
                 expected: vec![],
                 exit: None
             },
             Step {
+                block: 1,
                 command: "cat >> f <<'EOF'\nx  # kept\nEOF".into(),
                 expected: vec![],
                 exit: None
             },
             Step {
+                block: 1,
                 command: "c".into(),
                 expected: vec![],
                 exit: Some(0)
             },
             Step {
+                block: 1,
                 command: "d".into(),
                 expected: vec!["out".into()],
                 exit: None

@@ -70,20 +70,16 @@ fn line_pattern(pasted: &str) -> Regex {
 
 /// `noma patch --inplace` of one attribute as an agent, committed.
 fn agent_patch(r: &Repo, id: &str, key: &str, value: &str, agent: &str) {
-    let op = format!(r#"{{"op":"update_attribute","id":"{id}","key":"{key}","value":"{value}"}}"#);
-    let o = r.noma(&[
-        "patch",
-        "plan.noma",
-        "--inplace",
-        "--actor-kind",
-        "agent",
-        "--actor-name",
-        agent,
-        "--op",
-        &op,
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    patch(r, id, key, value, agent);
     r.commit_all(&format!("{id}: {value}"));
+}
+
+/// `noma patch --inplace` of one attribute as an agent, not committed.
+fn patch(r: &Repo, id: &str, key: &str, value: &str, agent: &str) {
+    let op = format!(r#"{{"op":"update_attribute","id":"{id}","key":"{key}","value":"{value}"}}"#);
+    let args = ["patch", "plan.noma", "--inplace", "--actor-kind", "agent"];
+    let o = r.noma(&[&args[..], &["--actor-name", agent, "--op", &op]].concat());
+    assert!(o.status.success(), "{}", text(&o));
 }
 
 /// Runs each step with `sh` in the work tree (the binary under test first
@@ -94,7 +90,9 @@ fn run_steps(r: &Repo, steps: &[(String, Vec<String>)]) -> Vec<String> {
     let mut report = Vec::new();
     for (command, pasted) in steps {
         let o = r.cmd("env", &[&path, "sh", "-c", &format!("{command} 2>&1")]);
-        let printed = String::from_utf8_lossy(&o.stdout).into_owned();
+        // git ends a progress line (`Rebasing (1/1)`) with a carriage
+        // return, which the pasted text, as a terminal shows it, drops.
+        let printed = String::from_utf8_lossy(&o.stdout).replace('\r', "");
         let got: Vec<&str> = printed.lines().collect();
         for k in 0..got.len().max(pasted.len()) {
             match (pasted.get(k), got.get(k)) {
@@ -138,6 +136,41 @@ fn merge_and_update_a_branch_from_main_runs_as_printed() {
     r.ok(&["switch", "-q", "main"]);
     agent_patch(&r, "risk", "level", "low", "review-bot");
     let report = run_steps(&r, steps);
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
+
+#[test]
+fn rebase_and_cherry_pick_run_as_printed() {
+    let blocks = blocks(&guide(), "**Rebase, `pull --rebase`, cherry-pick.**");
+    let r = repo_with(PLAN);
+    // tidy and exp branch off; main moves on by five records.
+    r.ok(&["switch", "-q", "-c", "tidy"]);
+    patch(&r, "speed", "confidence", "0.6", "tidy-bot");
+    r.commit_all("tidy: cut intro");
+    r.ok(&["switch", "-q", "-c", "exp", "main"]);
+    patch(&r, "risk", "level", "capped", "review-bot");
+    r.ok(&["add", "-A"]);
+    // The date cherry-pick shows is the picked commit's.
+    r.ok(&[
+        "commit",
+        "-q",
+        "--date",
+        "Wed Nov 25 00:54:50 2026 +0000",
+        "-m",
+        "risk: cap",
+    ]);
+    agent_patch(&r, "risk", "owner", "ops", "review-bot");
+    r.ok(&["switch", "-q", "main"]);
+    for round in 1..=5 {
+        agent_patch(
+            &r,
+            "bench",
+            "status",
+            &format!("round {round}"),
+            "writer-bot",
+        );
+    }
+    let report = run_steps(&r, &blocks[0]);
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
 
