@@ -18,7 +18,9 @@ pub struct Args {
     #[arg(long)]
     no_hooks: bool,
     /// Replace foreign git hooks instead of chaining them (they are kept as
-    /// `<hook>.noma-backup`). Never overwrites the policy file.
+    /// `<hook>.noma-backup`), even when a hook manager (lefthook,
+    /// pre-commit, core.hooksPath) already runs noma. Never overwrites the
+    /// policy file.
     #[arg(long)]
     force: bool,
     /// Do not register `noma mcp` in `.mcp.json`.

@@ -128,13 +128,15 @@ fn body(result: &Value) -> Value {
 }
 
 #[test]
-fn tools_list_is_under_12_kb_with_a_title_hints_and_output_schema_per_tool() {
+fn tools_list_is_under_20_kb_with_a_title_hints_and_output_schema_per_tool() {
     let dir = repo();
     let mut s = Raw::session(dir.path(), "2025-11-25");
     s.send_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     let line = s.lines.recv_timeout(TIMEOUT).unwrap();
-    // 28422 bytes before issue 33; the op schema was written out twice.
-    assert!(line.len() < 12_000, "tools/list is {} bytes", line.len());
+    // 28422 bytes when the op schema was written out twice; 11979 with it
+    // written once; 19360 with typed output schemas and patch_block_list's
+    // metadata declared (both asked for by clients that validate).
+    assert!(line.len() < 20_000, "tools/list is {} bytes", line.len());
     println!("tools/list: {} bytes", line.len());
     let list: Value = serde_json::from_str(&line).unwrap();
     let tools = list["result"]["tools"].as_array().unwrap();

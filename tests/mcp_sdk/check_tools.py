@@ -34,6 +34,31 @@ READ_ONLY = {
 DESTRUCTIVE = {"patch_block", "patch_block_list", "clear_cache", "snapshot_state"}
 
 
+def closed(schema):
+    """`schema` with `additionalProperties: false` on every object that
+    declares properties: a body that validates against it sends nothing
+    its output schema does not name (the served schemas stay open)."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) if k in ("items", "anyOf", "oneOf") else v for k, v in schema.items()}
+    if "properties" in schema:
+        out["properties"] = {k: closed(v) for k, v in schema["properties"].items()}
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def typed(at: str, schema: dict) -> None:
+    """Every member an output schema declares has a type (or an enum)."""
+    for key, sub in schema.get("properties", {}).items():
+        assert "type" in sub or "enum" in sub, f"{at}.{key}: untyped"
+        typed(f"{at}.{key}", sub)
+        if sub.get("type") == "array":
+            assert "type" in sub["items"], f"{at}.{key}: untyped items"
+            typed(f"{at}.{key}[]", sub["items"])
+
+
 def wire(model) -> dict:
     """The model as it was on the wire (camelCase keys), whatever the SDK version."""
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -57,6 +82,8 @@ async def main(noma: str, root: str) -> None:
                     assert hints.get("destructiveHint", True) == (name in DESTRUCTIVE), (name, hints)
                 out = t.get("outputSchema")
                 assert out and out.get("type") == "object", f"{name}: {out}"
+                assert out.get("properties"), f"{name}: output schema declares no properties"
+                typed(name, out)
                 jsonschema.validators.validator_for(out).check_schema(out)
                 jsonschema.validators.validator_for(t["inputSchema"]).check_schema(t["inputSchema"])
 
@@ -71,8 +98,9 @@ async def main(noma: str, root: str) -> None:
                 body = result.get("structuredContent")
                 assert isinstance(body, dict), (name, result)
                 assert json.loads(result["content"][0]["text"]) == body, (name, result)
-                # Error results too match the schema (the SDK skips those).
-                jsonschema.validate(body, tools[name]["outputSchema"])
+                # Error results too match the schema (the SDK skips those),
+                # and every body names only members the schema declares.
+                jsonschema.validate(body, closed(tools[name]["outputSchema"]))
                 called.setdefault(name, set()).add(is_error)
                 return body
 
@@ -90,6 +118,29 @@ async def main(noma: str, root: str) -> None:
             assert refused["ok"] is False and refused["code"] == "target_missing", refused
             ops = [{"op": "update_attribute", "id": "c1", "key": "reviewed", "value": True}]
             assert (await call("patch_block_list", {**doc, "ops": ops}, error=False))["ok"] is True
+            # patch_block_list declares the metadata it shares with
+            # patch_block, and accepts all of it.
+            pbl = tools["patch_block_list"]["inputSchema"]["properties"]
+            meta = ("actor", "reason", "expected_sha", "base_sha256", "parent_op_id")
+            for key in meta:
+                assert pbl[key] == tools["patch_block"]["inputSchema"]["properties"][key], key
+            print("patch_block_list arguments:", ", ".join(sorted(pbl)))
+            sha = (await call("read_doc", doc, error=False))["sha256"]
+            full = {
+                "actor": {"kind": "agent", "name": "sdk-test", "model": "m", "version": "1"},
+                "reason": "all metadata",
+                "expected_sha": sha,
+                "base_sha256": sha,
+            }
+            first = await call("patch_block_list", {**doc, "ops": ops, **full}, error=False)
+            assert first["transcript_entries"][0]["actor"]["name"] == "sdk-test", first
+            parent = first["transcript_entries"][0]["op_id"]
+            ops2 = [{"op": "update_attribute", "id": "c1", "key": "reviewed", "value": False}]
+            child = await call("patch_block_list", {**doc, "ops": ops2, "parent_op_id": parent}, error=False)
+            assert child["transcript_entries"][0]["parent_op_id"] == parent, child
+            # One hash for a whole list is refused, not ignored: each op
+            # carries its own baseHash.
+            await call("patch_block_list", {**doc, "ops": ops2, "base_hash": "0" * 64}, error=True)
             bad = await call("patch_block_list", {**doc, "ops": [{"op": "delete_block", "id": "nope"}]}, error=False)
             assert bad["op_index"] == 0, bad
             # An argument the schema does not name is refused with the one

@@ -30,6 +30,7 @@
 pub mod changes;
 pub mod documents;
 pub mod op_schema;
+mod out_schema;
 pub mod patch_refusals;
 pub mod patch_tools;
 pub mod paths;

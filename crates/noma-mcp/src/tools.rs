@@ -15,12 +15,11 @@
 //! ToolResult`, and one [`tool`] line in [`registry`] (see
 //! [`super::registry`] for how its outcomes become MCP results).
 
-use serde_json::Value;
-
 use super::changes as ch;
+use super::out_schema as out;
 use super::patch_tools::{patch_block, patch_block_list};
 use super::read_tools::{list_ids, read_doc, validate_doc};
-use super::registry::{tool, Registry, ToolSpec};
+use super::registry::{tool, Registry};
 use super::transcript_tools::{describe_capabilities, transcript_read};
 use rmcp::model::ToolAnnotations;
 
@@ -75,7 +74,7 @@ fn document_tools(registry: Registry) -> Registry {
                 .refusals_as_results(),
         )
         .with(
-            meta_listed_once(tool("patch_block_list", PATCH_BLOCK_LIST, patch_block_list))
+            tool("patch_block_list", PATCH_BLOCK_LIST, patch_block_list)
                 .titled("Patch blocks", writes(true, false))
                 .output(out::patch(true))
                 .refusals_as_results(),
@@ -134,20 +133,6 @@ fn changed_tools(registry: Registry) -> Registry {
         )
 }
 
-/// `patch_block_list`'s input schema names `file` and `ops` only: its other
-/// arguments are patch_block's metadata (the same `PatchMeta`), listed and
-/// described once there, as its description says. The schema stays open
-/// (no `additionalProperties: false`), so they are accepted as they are
-/// in patch_block; listing them twice cost 400 bytes of `tools/list`.
-fn meta_listed_once(mut spec: ToolSpec) -> ToolSpec {
-    let schema = std::sync::Arc::make_mut(&mut spec.tool.input_schema);
-    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        props.retain(|name, _| name == "file" || name == "ops");
-    }
-    schema.remove("$defs");
-    spec
-}
-
 const READ_DOC: &str = "A .noma document's blocks (id, type, lines, patchable, `hash` for \
 baseHash) and `sha256`. If `unrecorded_edit` is set, patches are refused until a person runs its \
 record_command.";
@@ -162,7 +147,7 @@ refusal is a result {ok: false, code, error}, code as in §3.5 (target_missing, 
 unrecorded_edit, ...): fix and retry.";
 
 const PATCH_BLOCK_LIST: &str = "Apply ops to a .noma document all or nothing; a refusal names \
-its op_index. Ops and other arguments as patch_block's.";
+its op_index. Each op as patch_block's `op`, with its own baseHash.";
 
 const TRANSCRIPT_READ: &str =
     "A document's newest transcript records (<file>.patches); page with after_op_id and limit.";
@@ -170,82 +155,11 @@ const TRANSCRIPT_READ: &str =
 const DESCRIBE_CAPABILITIES: &str = "Ops granted per directive by <file>.capabilities.yml \
 (advisory: others apply with a warning).";
 
-/// The output schemas. Each accepts the tool's answer and its failure body
-/// `{ok: false, error, code?}` (every result carries `structuredContent`,
-/// the failures too).
-mod out {
-    use serde_json::{json, Value};
-
-    /// An object with the `required` members of an answer, or a failure
-    /// body (`error`). The members' shapes are in the tool description;
-    /// `tools/list` is in every agent's context, so no more is spelled out.
-    fn object(props: Value, required: &[&str]) -> Value {
-        let mut schema = json!({
-            "type": "object",
-            "anyOf": [{"required": required}, {"required": ["error"]}],
-        });
-        if props.as_object().is_some_and(|p| !p.is_empty()) {
-            schema["properties"] = props;
-        }
-        schema
-    }
-
-    pub(super) fn read_doc() -> Value {
-        object(json!({}), &["blocks", "sha256", "unrecorded_edit"])
-    }
-
-    pub(super) fn list_ids() -> Value {
-        object(json!({}), &["ids", "aliases"])
-    }
-
-    pub(super) fn validate_doc() -> Value {
-        object(json!({}), &["ok", "diagnostics"])
-    }
-
-    pub(super) fn patch(list: bool) -> Value {
-        let entry = if list {
-            "transcript_entries"
-        } else {
-            "transcript_entry"
-        };
-        object(json!({}), &["ok", "post_validation", entry, "diagnostics"])
-    }
-
-    pub(super) fn transcript_read() -> Value {
-        object(json!({}), &["transcript", "exists", "records"])
-    }
-
-    pub(super) fn describe_capabilities() -> Value {
-        object(json!({}), &["sidecar", "exists", "grants"])
-    }
-
-    pub(super) fn changed(blocks: bool) -> Value {
-        let req: &[&str] = if blocks {
-            &["merge_base", "docs", "excluded"]
-        } else {
-            &["merge_base", "docs"]
-        };
-        object(json!({}), req)
-    }
-
-    pub(super) fn mark_reconciled() -> Value {
-        object(json!({}), &["updated", "docs"])
-    }
-
-    pub(super) fn clear_cache() -> Value {
-        object(json!({}), &["cleared"])
-    }
-
-    pub(super) fn snapshot_state() -> Value {
-        object(json!({}), &["state_path", "docs", "blocks"])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::registry::{ToolError, ToolResult};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn every_tool_has_an_object_schema_and_a_description() {
@@ -345,7 +259,43 @@ mod tests {
             let out = t.output_schema.as_ref().expect(name);
             assert_eq!(out["type"], "object", "{name}");
             assert!(out["anyOf"][0]["required"].is_array(), "{name}");
+            assert_typed(name, &Value::Object(out.as_ref().clone()));
         }
+    }
+
+    /// Every member `schema` declares, at any depth, has a type (or an enum).
+    fn assert_typed(at: &str, schema: &Value) {
+        let props = schema["properties"].as_object();
+        if schema["type"] == "object" && at.matches('.').count() < 1 {
+            assert!(props.is_some_and(|p| !p.is_empty()), "{at}: no properties");
+        }
+        for (k, v) in props.into_iter().flatten() {
+            let at = format!("{at}.{k}");
+            assert!(v.get("type").or(v.get("enum")).is_some(), "{at}: untyped");
+            assert_typed(&at, v);
+            if v["type"] == "array" {
+                assert!(v["items"].get("type").is_some(), "{at}: untyped items");
+                assert_typed(&format!("{at}[]"), &v["items"]);
+            }
+        }
+    }
+
+    #[test]
+    fn patch_block_list_declares_the_metadata_it_accepts() {
+        let reg = registry();
+        let pb = &reg.get("patch_block").unwrap().tool.input_schema;
+        let pbl = &reg.get("patch_block_list").unwrap().tool.input_schema;
+        for key in [
+            "actor",
+            "reason",
+            "expected_sha",
+            "base_sha256",
+            "parent_op_id",
+        ] {
+            assert_eq!(pbl["properties"][key], pb["properties"][key], "{key}");
+        }
+        // One hash for a whole list cannot hold: ops change blocks in turn.
+        assert!(pbl["properties"].get("base_hash").is_none());
     }
 
     #[test]

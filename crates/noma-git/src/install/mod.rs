@@ -80,6 +80,7 @@ pub mod clone_check;
 pub mod describe;
 pub mod husky;
 pub mod init;
+pub mod managers;
 pub mod setup;
 pub mod status_report;
 

@@ -142,8 +142,13 @@ pub fn init_repository(req: InitRequest) -> Console {
             )
         }
     };
+    // A hook manager that runs noma already keeps doing so: a second copy
+    // would run every check twice per commit.
+    let managed = (req.hooks && !req.force)
+        .then(|| super::managers::runs_noma(&layout))
+        .flatten();
     let opts = InitOptions {
-        hooks: req.hooks,
+        hooks: req.hooks && managed.is_none(),
         force: req.force,
         noma: noma.clone(),
         mcp: req.mcp,
@@ -160,7 +165,7 @@ pub fn init_repository(req: InitRequest) -> Console {
     // every transcript, hooks or not.
     c.extend(eol_install(&layout));
     c.extend(mcp_registered(report.mcp));
-    c.extend(init_hooks(&layout, &noma, report.hooks));
+    c.extend(init_hooks(&layout, &noma, report.hooks, managed));
     c
 }
 
@@ -169,13 +174,21 @@ fn init_hooks(
     layout: &Layout,
     noma: &Path,
     hooks: Option<(PathBuf, Result<Vec<InstallReport>, HooksError>)>,
+    managed: Option<super::managers::RunsNoma>,
 ) -> Console {
     let mut c = Console::default();
     let Some((dir, result)) = hooks else {
-        c.out(
-            "hooks: skipped (--no-hooks; a hook manager runs `noma hook pre-commit` and \
-             `noma hook pre-merge-commit`)",
-        );
+        c.out(match managed {
+            Some(m) => format!(
+                "hooks: not installed: {} already runs noma ({}); a second copy would run \
+                 every check twice per commit (--force installs noma's hooks anyway)",
+                m.manager,
+                m.file.display()
+            ),
+            None => "hooks: skipped (--no-hooks; a hook manager runs `noma hook pre-commit` \
+                     and `noma hook pre-merge-commit`)"
+                .to_string(),
+        });
         // A hook manager owns the hooks, not merges: without the driver
         // every concurrent transcript append would conflict.
         c.extend(driver_install(layout, noma));

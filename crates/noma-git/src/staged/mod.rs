@@ -49,7 +49,8 @@
 //! (`document`), the transcript check (`transcript`), the streamed check
 //! of a plain append (`streamed`), the merge-in-progress rules
 //! (`merging`), a transcript left without its document (`orphan`),
-//! signatures (`signatures`) and the findings they report (`findings`).
+//! signatures (`signatures`), a staged private key (`secrets`, any file)
+//! and the findings they report (`findings`).
 //! Each adds methods to [`Guard`], which holds what they share.
 
 mod document;
@@ -57,6 +58,7 @@ mod findings;
 mod merging;
 mod orphan;
 mod removal;
+mod secrets;
 mod signatures;
 mod streamed;
 mod transcript;
@@ -140,6 +142,10 @@ impl<'a> Guard<'a> {
             ..Report::default()
         };
         let staged = self.staged_against_reference()?;
+        // A merge's changes are the other branch's, committed there.
+        if self.merge.is_none() {
+            report.findings.extend(self.private_keys(&staged)?);
+        }
         let docs = self.documents_of(&staged);
         let links = self.staged_links(&staged, &docs)?;
         for (doc, head_path) in &docs {

@@ -8,6 +8,7 @@
 
 mod cli;
 mod prefetch;
+mod prefix;
 
 pub use cli::{WorktreeListing, WorktreeScan};
 
