@@ -104,6 +104,12 @@ fn print_human(report: &Report) {
     for f in &report.findings {
         eprintln!("{}", f.to_line());
     }
+    // A commit that touches no document or transcript says nothing: a line
+    // on every commit in a repository where noma has nothing to check is
+    // noise people learn to ignore.
+    if report.documents == 0 && report.transcripts == 0 && report.findings.is_empty() {
+        return;
+    }
     let errors = report.findings.iter().filter(|f| f.blocking).count();
     let warnings = report.findings.len() - errors;
     let verdict = if report.blocked {

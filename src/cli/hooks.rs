@@ -38,8 +38,14 @@ enum Action {
         #[arg(long, conflicts_with = "force")]
         driver_only: bool,
     },
-    /// Remove our hooks and put back whatever they replaced.
-    Uninstall,
+    /// Remove our hooks and put back whatever they replaced. The merge
+    /// lines of a committed .gitattributes stay (other clones use them).
+    Uninstall {
+        /// Also remove noma's lines from a committed .gitattributes (then
+        /// commit that change).
+        #[arg(long)]
+        gitattributes: bool,
+    },
     /// Show, per hook, what is installed and where.
     Status {
         /// Output format.
@@ -60,7 +66,7 @@ pub fn run(args: Args) -> i32 {
             noma: noma_path,
             driver_only,
         }),
-        Action::Uninstall => setup::hooks_uninstall(),
+        Action::Uninstall { gitattributes } => setup::hooks_uninstall(gitattributes),
         Action::Status { format } => status_report::hooks_status(format == Format::Json),
     })
 }

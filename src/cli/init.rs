@@ -26,6 +26,10 @@ pub struct Args {
     /// Do not register `noma mcp` in `.mcp.json`.
     #[arg(long)]
     no_mcp: bool,
+    /// Start a transcript (a genesis record, as `noma record` writes) for
+    /// each document that has none; without it they are only listed.
+    #[arg(long)]
+    record_existing: bool,
 }
 
 /// Runs `noma init`.
@@ -34,5 +38,6 @@ pub fn run(args: Args) -> i32 {
         hooks: !args.no_hooks,
         force: args.force,
         mcp: !args.no_mcp,
+        record_existing: args.record_existing,
     }))
 }

@@ -19,6 +19,7 @@ pub mod hook;
 pub mod hooks;
 pub mod ids;
 pub mod init;
+pub mod man;
 pub mod mcp;
 pub mod merge_driver;
 mod output;
@@ -88,10 +89,10 @@ enum Command {
     Approve(approve::Args),
     /// Signature payloads for ssh-keygen, and importing its signatures.
     Provenance(provenance::ProvenanceArgs),
-    /// Print shell completions (bash, zsh, fish, powershell).
+    /// Print shell completions (bash, elvish, fish, powershell, zsh).
     Completions(completions::Args),
-    /// Print the man page (roff, section 1).
-    Man,
+    /// Print a man page (roff, section 1), or write them all with --dir.
+    Man(man::Args),
     /// Print a synthetic benchmark document (for benchmark scripts).
     #[command(hide = true)]
     Synth {
@@ -131,7 +132,7 @@ pub fn main() -> i32 {
         Command::Changed(a) => changed::run(a),
         Command::Mcp(a) => mcp::run(a),
         Command::Completions(a) => completions::run(a),
-        Command::Man => completions::run_man(),
+        Command::Man(a) => man::run(a),
         Command::MergeDriver(a) => merge_driver::run(a),
         Command::Reconcile(a) => reconcile::run(a),
         Command::Approve(a) => approve::run(a),

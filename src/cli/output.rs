@@ -12,7 +12,7 @@ pub const EXIT_USAGE: i32 = 2;
 /// Output format shared by the commands that have one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum Format {
-    /// One line per finding, for people.
+    /// Text for people (what it holds depends on the command).
     #[default]
     Human,
     /// Machine-readable JSON.

@@ -15,12 +15,8 @@ use noma_store::engine::WriteMode;
 /// output (`document`), and no transcript record is appended.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Output: --inplace writes the document and appends one record per op to \
-<file>.patches (or --transcript); --out PATH writes the new text to PATH and leaves the document \
-and its transcript alone; neither = dry run that prints the changed lines as a unified diff \
-(--print-document: the whole new document). Exit 0 applied, \
-1 rejected (or an unrecorded edit was found), 2 could not run (an op that is not a catalogue op \
-with the right fields is refused unrecorded: exit 2, with `error.code` in JSON)."
+    after_help = concat!(include_str!("patch_output.txt"), "`noma patch --help` lists the 25 ops, with an example of each."),
+    after_long_help = concat!(include_str!("patch_output.txt"), "\n", include_str!("patch_ops.txt"))
 )]
 pub struct Args {
     /// The .noma document to patch.

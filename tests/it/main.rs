@@ -22,6 +22,7 @@ mod e2e_init;
 mod engine_concurrency;
 mod engine_crash;
 mod github_update;
+mod help_adopt;
 mod hook_append;
 mod hook_git;
 mod hook_private_key;

@@ -72,15 +72,15 @@ impl Answer {
             Answer::Blocks(r) => super::report::blocks_text(r),
             Answer::Docs(d) => super::report::docs_text(d),
             Answer::Marked(m) => format!(
-                "marked {} block versions in {} documents as reconciled",
+                "marked {} block versions in {} documents as reconciled\n",
                 m.updated, m.docs
             ),
             Answer::Snapshot(s) => format!(
-                "wrote {} ({} documents, {} block versions, HEAD {})",
+                "wrote {} ({} documents, {} block versions, HEAD {})\n",
                 s.state_path, s.docs, s.blocks, s.git_hash
             ),
-            Answer::Cleared(c) if c.cleared => "cleared the reconciliation marks".to_string(),
-            Answer::Cleared(_) => "no reconciliation marks to clear".to_string(),
+            Answer::Cleared(c) if c.cleared => "cleared the reconciliation marks\n".to_string(),
+            Answer::Cleared(_) => "no reconciliation marks to clear\n".to_string(),
         }
     }
 }
@@ -140,7 +140,7 @@ mod tests {
             serde_json::to_string(&cleared).unwrap(),
             r#"{"cleared":true}"#
         );
-        assert_eq!(cleared.human(), "cleared the reconciliation marks");
+        assert_eq!(cleared.human(), "cleared the reconciliation marks\n");
         let marked = Answer::Marked(Marked {
             updated: 3,
             docs: 1,
@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(marked.notices(), ["n".to_string()]);
         assert_eq!(
             marked.human(),
-            "marked 3 block versions in 1 documents as reconciled"
+            "marked 3 block versions in 1 documents as reconciled\n"
         );
         assert!(!Ask::Clear.uses_cache() && Ask::Docs(Query::default()).uses_cache());
     }

@@ -75,6 +75,7 @@
 //! echo "noma hook pre-merge-commit" >> .husky/pre-merge-commit
 //! ```
 
+pub mod adopt;
 pub mod attributes;
 pub mod clone_check;
 pub mod describe;
@@ -995,11 +996,13 @@ pub fn install_merge_driver(
 }
 
 /// Removes what [`install_merge_driver`] added: the config entries when
-/// they run `noma merge-driver`, and our marked `.gitattributes` lines
-/// (the file itself only when nothing else is left in it).
+/// they run `noma merge-driver`, and, when `attributes`, our marked
+/// `.gitattributes` lines (the file itself only when nothing else is left
+/// in it).
 pub fn uninstall_merge_driver(
     common_dir: &Path,
     work_tree: &Path,
+    attributes: bool,
 ) -> Result<DriverChange, HooksError> {
     let mut change = DriverChange::default();
     let status = merge_driver_status(common_dir, work_tree)?;
@@ -1010,6 +1013,9 @@ pub fn uninstall_merge_driver(
             git::config::remove(&cfg_path, "merge.noma.name").map_err(config_err(&cfg_path))?;
         }
         change.config = true;
+    }
+    if !attributes {
+        return Ok(change);
     }
     let path = work_tree.join(".gitattributes");
     let text = read_attributes(work_tree)?;
@@ -1211,7 +1217,7 @@ mod tests {
             DriverChange::default()
         );
         assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
-        let u = uninstall_merge_driver(&git, dir.path()).unwrap();
+        let u = uninstall_merge_driver(&git, dir.path(), true).unwrap();
         assert!(u.config);
         assert_eq!(u.attributes.len(), 3);
         assert_eq!(
@@ -1243,7 +1249,7 @@ mod tests {
         );
         install_merge_driver(&git, dir.path(), &noma()).unwrap();
         assert_eq!(fs::read_to_string(&attrs).unwrap(), text);
-        uninstall_merge_driver(&git, dir.path()).unwrap();
+        uninstall_merge_driver(&git, dir.path(), true).unwrap();
         assert!(!attrs.exists());
     }
 
@@ -1277,7 +1283,7 @@ mod tests {
             ]
         );
         assert!(c.notes.iter().any(|n| n.contains("merge=union")), "{c:?}");
-        uninstall_merge_driver(&git, dir.path()).unwrap();
+        uninstall_merge_driver(&git, dir.path(), true).unwrap();
         assert_eq!(fs::read_to_string(&attrs).unwrap(), "*.noma merge=union\n");
     }
 }

@@ -35,6 +35,8 @@ pub struct InitRequest {
     pub force: bool,
     /// Register `noma mcp` in `.mcp.json`.
     pub mcp: bool,
+    /// Start a transcript for each document that has none.
+    pub record_existing: bool,
 }
 
 /// `noma hooks install` in the repository git's environment names.
@@ -91,8 +93,11 @@ pub fn hooks_install(req: &HooksInstall) -> Console {
     c
 }
 
-/// `noma hooks uninstall` in the repository git's environment names.
-pub fn hooks_uninstall() -> Console {
+/// `noma hooks uninstall` in the repository git's environment names. The
+/// merge lines of a committed `.gitattributes` are everyone's: they are
+/// removed only when `gitattributes` (and the output says to commit that),
+/// otherwise left and named; an uncommitted file's lines go.
+pub fn hooks_uninstall(gitattributes: bool) -> Console {
     let layout = match Layout::from_env() {
         Ok(l) => l,
         Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
@@ -106,7 +111,7 @@ pub fn hooks_uninstall() -> Console {
     for r in &reports {
         c.out(describe::removed(r));
     }
-    c.extend(driver_uninstall(&layout));
+    c.extend(driver_uninstall(&layout, gitattributes));
     // Kept on purpose: without them a CRLF checkout breaks the transcripts
     // already committed.
     if layout.work_tree.is_some() {
@@ -166,6 +171,9 @@ pub fn init_repository(req: InitRequest) -> Console {
     c.extend(eol_install(&layout));
     c.extend(mcp_registered(report.mcp));
     c.extend(init_hooks(&layout, &noma, report.hooks, managed));
+    if let Some(wt) = &layout.work_tree {
+        c.extend(super::adopt::existing_documents(wt, req.record_existing));
+    }
     c
 }
 
@@ -295,13 +303,36 @@ fn driver_install(layout: &Layout, noma: &Path) -> Console {
     )
 }
 
-fn driver_uninstall(layout: &Layout) -> Console {
-    in_work_tree(
+fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Console {
+    let Some(wt) = &layout.work_tree else {
+        return Console::default();
+    };
+    // Committed (or staged): other clones have these lines too, and a
+    // teammate's uninstall must not take noma's merges away from them.
+    let shared = crate::git::repo::Repo::discover(wt)
+        .and_then(|r| r.index_blob(".gitattributes"))
+        .is_ok_and(|blob| blob.is_some());
+    let routed = super::merge_driver_status(&layout.common_dir, wt)
+        .map(|s| !s.routed_patterns().is_empty())
+        .unwrap_or(false);
+    let mut c = in_work_tree(
         layout,
         "noma hooks: merge driver",
-        |wt| super::uninstall_merge_driver(&layout.common_dir, wt),
+        |wt| super::uninstall_merge_driver(&layout.common_dir, wt, gitattributes || !shared),
         |change| describe::driver_removed(&change),
-    )
+    );
+    if routed && shared && !gitattributes {
+        c.out(
+            "note: the merge=noma lines of .gitattributes stay: the file is committed and other \
+             clones use them (noma hooks uninstall --gitattributes removes them; commit that)",
+        );
+    } else if routed && shared && c.verdict == Verdict::Passed {
+        c.out(
+            "note: removed noma's lines from the committed .gitattributes: commit the change \
+             to stop routing everyone's merges to noma",
+        );
+    }
+    c
 }
 
 /// Adds the line-ending rules to `.gitattributes` (see
