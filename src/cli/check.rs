@@ -11,9 +11,9 @@ use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 /// Arguments of `noma check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The .noma files to validate; a directory stands for the .noma files
-    /// under it that .gitignore does not exclude.
-    #[arg(required = true)]
+    /// The .noma files (or book manifests, .noma.yml) to validate; a
+    /// directory stands for the .noma files under it that .gitignore does
+    /// not exclude; none, for the repository's.
     files: Vec<PathBuf>,
     /// Output format: `human` (one line per diagnostic) or `json` (§4.3 diagnostics).
     #[arg(long, value_enum, default_value_t)]
@@ -43,14 +43,16 @@ pub fn run(args: Args) -> i32 {
     let mut exit = EXIT_OK;
     let mut reports = Vec::new();
     let mut last_tree = None;
-    let files = match expand_dirs(&args.files) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("noma check: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let (files, refused) = super::check_files::targets(&args.files);
+    if files.is_empty() {
+        return refused;
+    }
+    exit = exit.max(refused);
     for path in &files {
+        if noma_store::engine::is_book_manifest(path) {
+            exit = exit.max(check_book(&args, path, &mut reports));
+            continue;
+        }
         // Freed before the next file is read, so that checking many files
         // holds one tree at a time.
         drop(last_tree.take());
@@ -62,21 +64,9 @@ pub fn run(args: Args) -> i32 {
             }
         };
         let doc = parse(&src);
-        let opts = Options {
-            ignore_rules: args.ignore_rules.clone(),
-            profile: args.profile.clone(),
-            datasets: Some(noma_store::fsio::datasets_in(
-                path.parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map_or_else(|| PathBuf::from("."), PathBuf::from),
-            )),
-            ..Default::default()
-        };
-        let diags = validate::validate(&doc, &opts);
+        let diags = validate::validate(&doc, &options(&args, path));
         last_tree = Some(doc);
-        let failed = diags.iter().any(|d| {
-            d.severity == Severity::Error || (args.strict && d.severity == Severity::Warning)
-        });
+        let failed = fails(&diags, args.strict);
         if failed {
             exit = exit.max(EXIT_FAIL);
         }
@@ -120,26 +110,44 @@ pub fn run(args: Args) -> i32 {
     exit
 }
 
-/// `files` with each directory replaced by the documents under it; a
-/// directory without any is an error (a check of nothing passes vacuously).
-fn expand_dirs(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for f in files {
-        if !f.is_dir() {
-            out.push(f.clone());
-            continue;
+/// Checks the chapters of the book `path` names (§2.3 scoping), adding a
+/// report per chapter; returns the exit code.
+fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<Report>) -> i32 {
+    match noma_store::book::check(path, &options(args, path)) {
+        Ok(chapters) => chapters.into_iter().fold(EXIT_OK, |exit, c| {
+            let failed = fails(&c.diagnostics, args.strict);
+            reports.push((c.path.display().to_string(), c.diagnostics, failed));
+            exit.max(if failed { EXIT_FAIL } else { EXIT_OK })
+        }),
+        Err(e) => {
+            eprintln!("noma check: {e}");
+            EXIT_USAGE
         }
-        let found =
-            noma_store::fsio::noma_files_under(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        if found.is_empty() {
-            return Err(format!(
-                "{}: no .noma files under it (outside .gitignore)",
-                f.display()
-            ));
-        }
-        out.extend(found);
     }
-    Ok(out)
+}
+
+/// One file's findings: its shown path, diagnostics, and whether they fail.
+type Report = (String, Vec<Diagnostic>, bool);
+
+/// The validator's options for the document at `path`.
+fn options(args: &Args, path: &std::path::Path) -> Options {
+    Options {
+        ignore_rules: args.ignore_rules.clone(),
+        profile: args.profile.clone(),
+        datasets: Some(noma_store::fsio::datasets_in(
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), PathBuf::from),
+        )),
+        ..Default::default()
+    }
+}
+
+/// Whether `diags` fail the check (warnings too under `--strict`).
+fn fails(diags: &[Diagnostic], strict: bool) -> bool {
+    diags
+        .iter()
+        .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
 }
 
 /// `ERROR [code] path:line:col: message`, shared with the git hooks.

@@ -7,13 +7,14 @@
 
 use clap::{Parser, Subcommand};
 
-pub use output::{emit, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
+pub use output::{emit, noma_path, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
 pub mod approve;
 pub mod blocks;
 pub mod cache;
 pub mod changed;
 pub mod check;
+mod check_files;
 pub mod completions;
 pub mod hook;
 pub mod hooks;

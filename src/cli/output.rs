@@ -68,3 +68,36 @@ pub fn emit(console: noma_git::console::Console) -> i32 {
         Verdict::NotRun => EXIT_USAGE,
     }
 }
+
+/// Refuses a path that is not a `.noma` document, saying why and what to
+/// give instead: `Err(EXIT_USAGE)`. The hooks, `noma reconcile` and the
+/// merge driver look only at `*.noma` files, so a check or a transcript of
+/// any other name would pass unseen. A book manifest passes when `book` is
+/// set (the command has a book mode or its own refusal of one).
+pub fn noma_path(cmd: &str, path: &std::path::Path, book: bool) -> Result<(), i32> {
+    let name = path.to_string_lossy();
+    let why = if name.ends_with(".noma") {
+        return Ok(());
+    } else if noma_store::engine::is_book_manifest(path) {
+        if book {
+            return Ok(());
+        }
+        format!(
+            "{name} is a book manifest, which `noma {cmd}` does not take (§2.3); give one \
+             chapter's .noma file"
+        )
+    } else if let Some(doc) = [".patches", ".provenance"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s).filter(|d| d.ends_with(".noma")))
+    {
+        format!("{name} belongs to the document {doc}; run `noma {cmd} {doc}`")
+    } else {
+        format!(
+            "{name} is not a .noma document: noma guards only *.noma files (the hooks and \
+             `noma reconcile` never look at other names, so this would pass unchecked); rename \
+             it to end in .noma"
+        )
+    };
+    eprintln!("noma {cmd}: {why}");
+    Err(EXIT_USAGE)
+}

@@ -50,8 +50,7 @@ pub struct Args {
     pub print_document: bool,
 }
 
-/// `--actor-kind`: the transcript's [`ActorKind`] as a command-line value
-/// (the core crate knows no argument parser).
+/// `--actor-kind`: [`ActorKind`] as a value (the core knows no argument parser).
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ActorKindArg {
     /// A person.
@@ -105,6 +104,9 @@ pub struct Meta {
 
 /// Runs `noma patch`.
 pub fn run(args: Args) -> i32 {
+    if let Err(code) = super::noma_path("patch", &args.file, true) {
+        return code;
+    }
     let ops = match noma_store::op_list::read(args.op.as_deref(), args.ops.as_deref()) {
         Ok(o) => o,
         Err(e) => {

@@ -41,6 +41,9 @@ pub struct Args {
 
 /// Runs `noma record`.
 pub fn run(args: Args) -> i32 {
+    if let Err(code) = super::noma_path("record", &args.file, false) {
+        return code;
+    }
     let name = args
         .actor_name
         .clone()

@@ -51,6 +51,9 @@ pub struct Args {
 
 /// Runs `noma replay`.
 pub fn run(args: Args) -> i32 {
+    if let Err(code) = super::noma_path("replay", &args.file, false) {
+        return code;
+    }
     let req = Request {
         file: &args.file,
         transcript: args.transcript.as_deref(),

@@ -12,7 +12,8 @@ pub struct Args {
 }
 
 /// Runs `noma verify`: exit 0 when every fixture passes, 1 when any fails or
-/// is skipped, 2 when the directory is absent or does not exist.
+/// is skipped, 2 when the directory is absent, does not exist or holds no
+/// fixture.
 pub fn run(args: Args) -> i32 {
     let Some(dir) = args.dir else {
         eprintln!("noma verify: <fixture-dir> required");
@@ -28,10 +29,13 @@ pub fn run(args: Args) -> i32 {
     }
     let report = noma_verify::run(&dir);
     if report.fixtures.is_empty() {
+        // A CI step pointed at the wrong directory must not pass.
         eprintln!(
-            "noma verify: no fixtures (directories with input.noma) under {}",
+            "noma verify: no fixtures (directories with input.noma) under {}; give the corpus \
+root, e.g. `noma verify conformance`",
             dir.display()
         );
+        return super::EXIT_USAGE;
     }
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout

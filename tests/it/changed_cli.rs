@@ -504,7 +504,7 @@ fn errors_exit_2_with_a_clear_message() {
     let o = noma(d, &["changed", "--base", "no-such-branch"]);
     assert_eq!(o.status.code(), Some(2), "{}", all(&o));
     assert!(
-        all(&o).contains("no-such-branch: not a revision"),
+        all(&o).contains("`no-such-branch` is not a revision of this repository"),
         "{}",
         all(&o)
     );

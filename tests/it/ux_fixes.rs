@@ -121,7 +121,7 @@ fn check_dir_checks_the_documents_under_it_honouring_gitignore() {
     r.write("empty/readme.txt", "");
     let o = r.noma(&["check", "empty"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("no .noma files"), "{}", text(&o));
+    assert!(text(&o).contains("no .noma documents"), "{}", text(&o));
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn a_base_with_no_local_branch_is_the_remote_tracking_one() {
     r.ok(&["fetch", "-q", "upstream"]);
     let o = r.noma(&["changed", "--base", "main"]);
     assert!(!o.status.success(), "two remotes' main: {}", text(&o));
-    assert!(text(&o).contains("main: not a revision"), "{}", text(&o));
+    assert!(text(&o).contains("several remotes have it"), "{}", text(&o));
 }
 
 /// A clone of `r` over `file://` (so that `--depth` and `--filter` apply),

@@ -84,7 +84,8 @@ fn check(req: &Request<'_>) -> Result<Checked, Console> {
     // driver) diverges where the second begins: say how to repair it.
     let advice = (!report.ok && req.rev.is_none())
         .then(|| history_replay::join_advice(req.file, req.transcript))
-        .flatten();
+        .flatten()
+        .or_else(|| unrecorded_edit_advice(req, &report));
     Ok(Checked {
         notes,
         report,
@@ -92,6 +93,17 @@ fn check(req: &Request<'_>) -> Result<Checked, Console> {
         rev,
         signatures,
         advice,
+    })
+}
+
+/// The fix for a work-tree document edited after its last record.
+fn unrecorded_edit_advice(req: &Request<'_>, report: &Report) -> Option<String> {
+    let edited = report.divergence.as_ref()?.is_unrecorded_edit();
+    (edited && req.rev.is_none()).then(|| {
+        format!(
+            "the document was edited after the last record: record the edit with `noma record {}`",
+            noma_core::diag::shell_word(&req.file.display().to_string())
+        )
     })
 }
 

@@ -7,6 +7,7 @@
 //! ([`fsio`]), a patch request end to end ([`engine`]), and where a
 //! command line's op-list comes from ([`op_list`]).
 
+pub mod book;
 pub mod engine;
 pub mod fsio;
 pub mod op_list;

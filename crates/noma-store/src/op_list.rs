@@ -37,8 +37,12 @@ pub fn read(op: Option<&str>, ops: Option<&Path>) -> Result<Vec<Value>, String> 
 /// The op-list in `text`, read from `from` (named in the errors): a
 /// non-empty list of JSON objects.
 pub fn parse(text: &str, from: &str) -> Result<Vec<Value>, String> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("{from}: invalid JSON: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{from}: invalid JSON: {e}; quote every key and string (`noma schema patch-op` \
+             shows each op's fields)"
+        )
+    })?;
     let ops = match value {
         Value::Array(a) => a,
         Value::Object(mut o) if o.contains_key("ops") && !o.contains_key("op") => {

@@ -242,7 +242,9 @@ pub enum OpShapeError {
     #[error("an op must be a JSON object")]
     NotAnObject,
     /// A required field is absent.
-    #[error("missing required field `{0}`")]
+    #[error(
+        "missing required field `{0}` (`noma schema patch-op` prints every op and its fields)"
+    )]
     Missing(String),
     /// A field has the wrong JSON type.
     #[error("field `{field}` must {expected}")]

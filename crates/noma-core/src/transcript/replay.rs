@@ -75,6 +75,15 @@ pub struct Divergence {
     pub blocks: Vec<BlockDiff>,
 }
 
+impl Divergence {
+    /// Whether the records replay but leave other bytes than the
+    /// document's: an edit made after the last record, which `noma record`
+    /// turns into records (every other divergence names its record).
+    pub fn is_unrecorded_edit(&self) -> bool {
+        self.op_id.is_none() && self.expected_sha256.is_some()
+    }
+}
+
 /// The result of a replay.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {

@@ -143,7 +143,11 @@ pub(crate) fn check_references(cx: &mut Ctx<'_>) {
     let mut suggestions_left = MAX_SUGGESTIONS;
     for r in &refs {
         let target: &str = &r.target;
-        if cx.resolve(target).is_some() || !reported.insert((r.node_id, r.line, target)) {
+        let elsewhere = (cx.opts.known_elsewhere.as_ref()).is_some_and(|k| k.contains(target));
+        if cx.resolve(target).is_some()
+            || elsewhere
+            || !reported.insert((r.node_id, r.line, target))
+        {
             continue;
         }
         let how = match r.attr {

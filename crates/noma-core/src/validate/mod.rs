@@ -92,6 +92,9 @@ pub struct Options {
     /// Citation window override in days (`--stale-days`); a citation's own
     /// `stale_after_days=` still wins, as in the reference.
     pub stale_citation_days: Option<f64>,
+    /// Ids and aliases the other chapters of a book define (book mode,
+    /// §2.3): a reference to one of them resolves.
+    pub known_elsewhere: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 impl Default for Options {
@@ -103,6 +106,7 @@ impl Default for Options {
             require_evidence_for_claims: true,
             now: None,
             stale_citation_days: None,
+            known_elsewhere: None,
         }
     }
 }

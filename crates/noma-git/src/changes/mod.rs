@@ -120,11 +120,11 @@ pub struct Query {
 #[derive(Debug, thiserror::Error)]
 pub enum ChangesError {
     /// The base does not name a commit.
-    #[error("{rev}: not a revision of this repository ({msg})")]
+    #[error("{msg}")]
     UnknownBase {
         /// The revision as given.
         rev: String,
-        /// git's reason.
+        /// Why, naming the revision (and a near branch name, if any).
         msg: String,
     },
     /// HEAD and the base share no history.
@@ -691,7 +691,7 @@ fn merge_base_with(repo: &Repo, base: &str) -> Result<Oid, ChangesError> {
         .resolve_base(base)
         .map_err(|e| ChangesError::UnknownBase {
             rev: base.to_string(),
-            msg: e.detail(),
+            msg: format!("{}{}", e.detail(), repo.shallow_note()),
         })?;
     let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
     repo.merge_base(base_id, head)

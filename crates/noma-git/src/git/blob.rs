@@ -25,15 +25,15 @@ pub struct RevFile {
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     /// No repository around the current directory.
-    #[error("not in a git repository ({0})")]
+    #[error("not in a git repository ({0}); run `git init` first, or run noma inside a repository's work tree")]
     NoRepository(String),
     /// The revision does not name a commit or tree.
-    #[error("{rev}: not a revision of this repository ({msg})")]
+    #[error("{}", super::revision::unknown(rev, hint))]
     BadRevision {
         /// The revision as given.
         rev: String,
-        /// git's reason.
-        msg: String,
+        /// `"; did you mean …?"` or where to list the names.
+        hint: String,
     },
     /// The path is outside the working tree (or relative in a bare repo).
     #[error("{0}: outside the repository's working tree")]
@@ -101,11 +101,12 @@ fn locate(
     let spec = format!("{rev}:{rel_shown}");
     let tree = repo
         .revparse_single(rev)
-        .and_then(|o| o.peel_to_tree())
-        .map_err(|e| BlobError::BadRevision {
+        .map_err(|_| BlobError::BadRevision {
             rev: rev.to_string(),
-            msg: e.message().to_string(),
-        })?;
+            hint: super::revision::hint(repo, rev),
+        })?
+        .peel_to_tree()
+        .map_err(|e| BlobError::Git(format!("`{rev}`: {}", e.message())))?;
     let entry = match tree.get_path(&rel) {
         Ok(e) => e,
         Err(e) if e.code() == git2::ErrorCode::NotFound => {

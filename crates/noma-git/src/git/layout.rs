@@ -40,7 +40,7 @@ pub struct Layout {
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     /// No repository at or above the start directory (or `GIT_DIR` is wrong).
-    #[error("not in a git repository ({0})")]
+    #[error("not in a git repository ({0}); run `git init` first, or run noma inside a repository's work tree")]
     NotARepository(String),
     /// The repository configuration cannot be read or is unusable.
     #[error("cannot read the git configuration: {0}")]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod layout;
 mod oid;
 pub mod repo;
+pub mod revision;
 pub mod stream;
 
 pub use oid::{Oid, ParseOidError};

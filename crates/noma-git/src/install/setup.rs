@@ -130,12 +130,7 @@ pub fn hooks_uninstall(gitattributes: bool) -> Console {
 pub fn init_repository(req: InitRequest) -> Console {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => {
-            return Console::error(
-                format!("noma init: {e}; run `git init` first"),
-                Verdict::NotRun,
-            )
-        }
+        Err(e) => return Console::error(format!("noma init: {e}"), Verdict::NotRun),
     };
     // Needed with --no-hooks too: the merge driver names this binary.
     let noma = match super::current_noma() {

@@ -24,7 +24,7 @@ use super::transcript::Reconciled;
 use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
-use noma_core::diag::Severity;
+use noma_core::diag::{shell_word, Severity};
 use noma_core::transcript::{replay, transcript_path};
 
 mod prefetch;
@@ -152,7 +152,7 @@ pub enum ReconcileError {
     #[error("HEAD has no commit")]
     UnbornHead,
     /// The base revision does not name a commit.
-    #[error("{rev}: {source}{shallow}")]
+    #[error("{}{shallow}", source.detail())]
     UnknownBase {
         /// The revision as given.
         rev: String,
@@ -747,8 +747,10 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     }
     // Lines are the file's: replay_after counts the prefix's.
     let line = (d.line > 0).then_some(d.line);
+    let fix = unrecorded_edit_fix(&d, &rep.path, &files.tpath);
     if d.blocks.is_empty() {
-        let mut f = finding("error", "replay-diverged", &files.tpath, d.message.clone());
+        let message = format!("{}{fix}", d.message);
+        let mut f = finding("error", "replay-diverged", &files.tpath, message);
         f.line = line;
         rep.findings.push(f);
     }
@@ -759,11 +761,22 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
             "error",
             "replay-diverged",
             &rep.path,
-            format!("{} (block {} {})", d.message, b.id, b.change),
+            format!("{} (block {} {}){fix}", d.message, b.id, b.change),
         );
         f.block = Some(b.id.clone());
         rep.findings.push(f);
     }
+}
+
+/// The next step for a document edited after its last record (the records
+/// replay, but to other bytes than HEAD's): the hook's fix, `noma record`.
+/// Empty for any other divergence, which no new record would mend.
+fn unrecorded_edit_fix(d: &replay::Divergence, path: &str, tpath: &str) -> String {
+    if !d.is_unrecorded_edit() {
+        return String::new();
+    }
+    let (path_sh, tpath_sh) = (shell_word(path), shell_word(tpath));
+    format!("; an edit made after the last record: noma record {path_sh} && git add {path_sh} {tpath_sh}, then commit")
 }
 
 /// Step 3, for the records before the branch's: "replays" means what `noma
@@ -1196,7 +1209,7 @@ mod tests {
         git(d, &["commit", "-q", "-m", "one"]);
         let e = check_branch(d, "nope", false, &BlockCache::disabled()).unwrap_err();
         assert!(matches!(e, ReconcileError::UnknownBase { .. }), "{e:?}");
-        assert!(e.to_string().starts_with("nope: "), "{e}");
+        assert!(e.to_string().starts_with("`nope` is not a revision"), "{e}");
         // A second root commit shares no history with main.
         git(d, &["checkout", "-q", "--orphan", "other"]);
         git(d, &["commit", "-q", "-m", "two"]);

@@ -44,6 +44,15 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
         noma_store::fsio::contain::check_writable(p)
             .map_err(|e| format!("{}: {e}", p.display()))?;
     }
+    if std::fs::symlink_metadata(&tpath).is_err() {
+        return Err(format!(
+            "{}: no transcript ({}), so no record waits for approval; start one with \
+             `noma record {}` (agents' `noma patch --inplace` and MCP edits record themselves)",
+            doc.display(),
+            tpath.display(),
+            doc.display()
+        ));
+    }
     let report = super::report::for_doc(doc, None)?;
     let bytes =
         noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;

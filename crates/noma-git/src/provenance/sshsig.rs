@@ -23,7 +23,10 @@ pub const AGENT_ENV: &str = "SSH_AUTH_SOCK";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The file cannot be read.
-    #[error("{path}: cannot read the signing key: {source}")]
+    #[error(
+        "{path}: cannot read the signing key: {source}; check the path, or make a key with \
+         `ssh-keygen -t ed25519 -f {path}`"
+    )]
     Io {
         /// The key file.
         path: PathBuf,

@@ -113,8 +113,13 @@ pub enum CannotRun {
         /// The error resolving it.
         source: std::io::Error,
     },
-    /// The document is in no git repository.
-    #[error("{}: {source}", path.display())]
+    /// The document is in no git repository: name the two ways on.
+    #[error(
+        "{}: not in a git repository (noma record finds the state to record from in git): \
+         run `git init` and commit it; without git, `noma patch --inplace` writes and records \
+         edits itself",
+        path.display()
+    )]
     NotARepository {
         /// The document.
         path: PathBuf,

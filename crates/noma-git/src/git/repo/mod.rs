@@ -23,8 +23,17 @@ use super::Oid;
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     /// No repository at or above the working directory (or GIT_DIR).
-    #[error("not a git repository: {0}")]
+    #[error("not a git repository: {0}; run `git init` first, or run noma inside a repository's work tree")]
     NotARepo(String),
+    /// A revision that names nothing here; the message suggests a near
+    /// branch or tag name ([`super::revision`]).
+    #[error("{}", super::revision::unknown(rev, hint))]
+    UnknownRevision {
+        /// The revision as given.
+        rev: String,
+        /// `"; did you mean …?"` or where to list the names.
+        hint: String,
+    },
     /// A path name in the repository is not UTF-8.
     #[error("path name is not valid UTF-8 ({0}); rename it to check it")]
     NonUtf8Path(String),
@@ -285,7 +294,10 @@ impl Repo {
         let commit = self
             .repo
             .revparse_single(rev)
-            .map_err(libgit2)?
+            .map_err(|_| GitError::UnknownRevision {
+                rev: rev.to_string(),
+                hint: super::revision::hint(&self.repo, rev),
+            })?
             .peel_to_commit()
             .map_err(libgit2)?;
         Ok(Oid::from_raw(commit.id()))
