@@ -66,6 +66,7 @@ mod transcript_cli;
 mod transcript_props;
 mod ux_fixes;
 mod verify_cli;
+mod wheel;
 mod workflow_branches;
 mod workflow_changed;
 mod workflow_docs;

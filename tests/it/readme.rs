@@ -145,15 +145,10 @@ fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks(
     for l in &installs {
         assert!(l.contains("--locked"), "unpinned install: {l}");
     }
-    // The .pre-commit-config.yaml snippet runs the same entries, ids and
-    // stages as the shipped .pre-commit-hooks.yaml.
+    // The .pre-commit-config.yaml snippets: the recommended one uses the
+    // shipped hooks by id from this repository; the local one runs the same
+    // entries, ids and stages as the shipped .pre-commit-hooks.yaml.
     let guide = read("docs/git-workflows.md");
-    let start = guide
-        .find("```yaml\n# .pre-commit-config.yaml\n")
-        .expect("a .pre-commit-config.yaml snippet in docs/git-workflows.md");
-    let body = &guide[start + "```yaml\n".len()..];
-    let body = &body[..body.find("```").unwrap()];
-    let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(body).unwrap();
     let shipped: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(&read(".pre-commit-hooks.yaml")).unwrap();
     let key = |h: &serde_yaml_ng::Value| {
@@ -163,14 +158,29 @@ fn every_install_command_is_locked_and_the_pre_commit_snippet_matches_the_hooks(
             serde_yaml_ng::to_string(&h["stages"]).unwrap(),
         )
     };
-    let local: Vec<_> = config["repos"][0]["hooks"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(key)
-        .collect();
     let ours: Vec<_> = shipped.as_sequence().unwrap().iter().map(key).collect();
-    assert_eq!(local, ours);
+    let ids: Vec<_> = ours.iter().map(|k| k.0.clone()).collect();
+    let fence = "```yaml\n# .pre-commit-config.yaml\n";
+    let mut kinds = Vec::new();
+    for (start, _) in guide.match_indices(fence) {
+        let body = &guide[start + "```yaml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(body).unwrap();
+        let repo = &config["repos"][0];
+        let hooks = repo["hooks"].as_sequence().unwrap();
+        if repo["repo"].as_str() == Some("local") {
+            assert_eq!(hooks.iter().map(key).collect::<Vec<_>>(), ours);
+        } else {
+            let used: Vec<_> = hooks.iter().map(|h| key(h).0).collect();
+            assert_eq!(used, ids, "the recommended snippet uses every shipped hook");
+        }
+        kinds.push(repo["repo"].as_str() == Some("local"));
+    }
+    assert_eq!(
+        kinds,
+        [false, true],
+        "the recommended snippet, then the local one"
+    );
 }
 
 /// The last line of `noma verify DIR`, e.g. `105 fixtures, 105 passed`.
