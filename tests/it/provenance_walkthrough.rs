@@ -12,6 +12,9 @@ use crate::common::{text, Repo, NOMA};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n\n::evidence{id=\"e1\" for=\"c1\"}\nLooked up.\n::\n";
 
+/// What the linked file outside the work tree holds.
+const BASHRC: &str = "export EDITOR=vi\n";
+
 /// One command (continuation lines and a here-document joined) and what
 /// the walk-through shows it printing and exiting with.
 #[derive(Debug, PartialEq)]
@@ -23,8 +26,9 @@ struct Step {
     block: usize,
 }
 
-/// The first four `sh` blocks of the walk-through: the set-up, the agent's
-/// patch, the approval, and `noma provenance check-signers`.
+/// The first five `sh` blocks of the walk-through: the set-up, the agent's
+/// patch, the approval, `noma provenance check-signers`, and a write
+/// refused because the sidecar is a symbolic link.
 fn steps(doc: &str) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut blocks = 0;
@@ -34,7 +38,7 @@ fn steps(doc: &str) -> Vec<Step> {
             continue;
         }
         blocks += 1;
-        if blocks > 4 {
+        if blocks > 5 {
             break;
         }
         let mut pending = String::new();
@@ -129,6 +133,11 @@ fn the_provenance_walk_through_runs_as_printed() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let root = [r.path().to_path_buf(), r.path().canonicalize().unwrap()];
+    let home = [
+        r.home.path().to_path_buf(),
+        r.home.path().canonicalize().unwrap(),
+    ];
+    let bashrc = r.home.path().join(".bashrc");
     for step in &steps {
         if step.block == 4 && step.command.starts_with("noma provenance check-signers") {
             // The line the text describes: an option ssh-keygen skips.
@@ -137,9 +146,19 @@ fn the_provenance_walk_through_runs_as_printed() {
             signers.push_str(&format!("alice@example.com no-touch-required {alice}"));
             r.write(".noma/allowed_signers", &signers);
         }
+        if step.block == 5 {
+            // The hostile clone the text describes: the sidecar links to a
+            // file of the user's outside the work tree.
+            std::fs::write(&bashrc, BASHRC).unwrap();
+            std::fs::remove_file(r.path().join("plan.noma.provenance")).unwrap();
+            std::os::unix::fs::symlink(&bashrc, r.path().join("plan.noma.provenance")).unwrap();
+        }
         let (code, mut out) = run(&r, &step.command);
         for dir in &root {
             out = out.replace(dir.to_str().unwrap(), "/home/you/plan");
+        }
+        for dir in &home {
+            out = out.replace(dir.to_str().unwrap(), "/home/you");
         }
         let want = step
             .exit
@@ -158,6 +177,9 @@ fn the_provenance_walk_through_runs_as_printed() {
             );
         }
     }
+    assert!(steps.iter().any(|s| s.block == 5), "{steps:#?}");
+    // The refused write left the linked file as it was.
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), BASHRC);
     // The agent's key stayed outside the work tree; nothing secret was committed.
     assert!(ssh.join("noma_agent").is_file());
     let files = r.ok(&["ls-files"]);
