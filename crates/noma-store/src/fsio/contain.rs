@@ -189,7 +189,17 @@ fn no_follow(opts: &mut OpenOptions) {
     opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
 }
 
-#[cfg(not(unix))]
+// Windows' O_NOFOLLOW: FILE_FLAG_OPEN_REPARSE_POINT opens a symbolic link
+// (or junction) itself, never its target; the check of the opened file
+// then refuses it as not a regular file.
+#[cfg(windows)]
+fn no_follow(opts: &mut OpenOptions) {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    opts.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
+}
+
+#[cfg(not(any(unix, windows)))]
 fn no_follow(_: &mut OpenOptions) {}
 
 #[cfg(unix)]
