@@ -25,7 +25,11 @@ pub fn run(args: Args) -> i32 {
     if let Err(code) = super::noma_path("blame", &args.file, false) {
         return code;
     }
-    let lines = match history::blame(&args.file, args.transcript.as_deref()) {
+    let lines = match history::blame(
+        &super::cache::open_for_cwd(),
+        &args.file,
+        args.transcript.as_deref(),
+    ) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("noma: {e}");

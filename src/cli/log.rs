@@ -34,6 +34,7 @@ pub fn run(args: Args) -> i32 {
         return code;
     }
     let log = history::block_log(
+        &super::cache::open_for_cwd(),
         &args.file,
         args.transcript.as_deref(),
         args.block.as_deref(),

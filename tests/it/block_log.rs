@@ -258,3 +258,58 @@ fn log_json_snapshot() {
         assert!(!validator.is_valid(&bad), "{which}: the schema is closed");
     }
 }
+
+/// What replay learned is kept in the block cache by content: a repeated
+/// `noma log` answers from it even where the replay's base can no longer
+/// be found (the repository moved away), `noma cache clear` forgets it,
+/// and a transcript that grew is replayed again, never served stale.
+#[test]
+fn a_repeated_log_answers_from_the_block_cache_keyed_by_content() {
+    let r = Repo::init();
+    assert_ran(&r.noma(&["init"]));
+    r.write("plan.noma", DOC);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-verify", "-m", "plan, no transcript"]);
+    let op = json!({"op": "replace_block", "id": "a", "content": "::note{id=\"a\"}\nALPHA\n::"});
+    r.agent_patch("plan.noma", &op.to_string());
+    // The transcript starts from the committed document: its base is in git.
+    let cold = log(&r, &["plan.noma"]);
+    assert_eq!(
+        summary(&cold),
+        vec![(
+            "replace_block".into(),
+            pairs(&[("plan", "changed"), ("a", "changed")])
+        )]
+    );
+    let git = r.path().join(".git");
+    let away = r.path().join("git-away");
+    std::fs::rename(&git, &away).unwrap();
+    let warm = log(&r, &["plan.noma"]);
+    assert_eq!(summary(&warm), summary(&cold));
+    assert_ran(&r.noma(&["cache", "clear"]));
+    let o = r.noma(&["log", "plan.noma"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no version of plan.noma"), "{}", text(&o));
+    std::fs::rename(&away, &git).unwrap();
+
+    assert_eq!(summary(&log(&r, &["plan.noma"])), summary(&cold));
+    let op = json!({"op": "replace_block", "id": "c", "content": "::note{id=\"c\"}\nGAMMA\n::"});
+    r.agent_patch("plan.noma", &op.to_string());
+    assert_eq!(
+        summary(&log(&r, &["plan.noma"])),
+        vec![
+            (
+                "replace_block".into(),
+                pairs(&[
+                    ("plan", "changed"),
+                    ("details", "changed"),
+                    ("c", "changed")
+                ])
+            ),
+            (
+                "replace_block".into(),
+                pairs(&[("plan", "changed"), ("a", "changed")])
+            ),
+        ]
+    );
+}

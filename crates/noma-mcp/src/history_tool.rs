@@ -34,9 +34,14 @@ pub fn block_history(ctx: &Context, args: BlockHistoryArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "block_history")?;
     let tpath = ctx.derived(&engine::default_transcript_path(&doc))?;
     let limit = args.limit.unwrap_or(LIMIT.0).clamp(1, LIMIT.1) as usize;
-    let mut changes =
-        noma_git::history::block_log(&doc, Some(&tpath), Some(&args.id), Some(limit + 1))
-            .map_err(ToolError::system)?;
+    let mut changes = noma_git::history::block_log(
+        &ctx.cache,
+        &doc,
+        Some(&tpath),
+        Some(&args.id),
+        Some(limit + 1),
+    )
+    .map_err(ToolError::system)?;
     if changes.is_empty() {
         let src = super::documents::read_source(&doc)?;
         let reg = noma_core::doc::ids::registry(&noma_core::doc::parse(&src));

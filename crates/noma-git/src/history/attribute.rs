@@ -37,6 +37,80 @@ pub struct Attribution {
     pub alive: Vec<bool>,
 }
 
+/// The `change` words, in their stored order.
+const CHANGES: [&str; 5] = ["added", "changed", "moved", "renamed", "removed"];
+
+/// A stored [`Touch`]: (lineage, id_then, change index, renamed_from).
+type StoredTouch = (usize, String, u8, Option<String>);
+
+/// An [`Attribution`] as stored in the block cache.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    /// (entry index, [(lineage, id_then, change, renamed_from)]).
+    records: Vec<(usize, Vec<StoredTouch>)>,
+    final_ids: Vec<String>,
+    alive: Vec<bool>,
+}
+
+impl Attribution {
+    /// The bytes [`Attribution::decode`] reads back.
+    pub fn encode(&self) -> Vec<u8> {
+        let records = self
+            .records
+            .iter()
+            .map(|(index, touches)| {
+                let t = touches.iter().map(|t| {
+                    let change = CHANGES.iter().position(|c| *c == t.change).unwrap_or(1);
+                    (
+                        t.lineage,
+                        t.id_then.clone(),
+                        change as u8,
+                        t.renamed_from.clone(),
+                    )
+                });
+                (*index, t.collect())
+            })
+            .collect();
+        let stored = Stored {
+            records,
+            final_ids: self.final_ids.clone(),
+            alive: self.alive.clone(),
+        };
+        serde_json::to_vec(&stored).unwrap_or_default()
+    }
+
+    /// An attribution from stored bytes; None when they do not hold one
+    /// (another encoding, a damaged row): the caller replays instead.
+    pub fn decode(bytes: &[u8]) -> Option<Attribution> {
+        let stored: Stored = serde_json::from_slice(bytes).ok()?;
+        let lineages = stored.final_ids.len();
+        if stored.alive.len() != lineages {
+            return None;
+        }
+        let mut records = Vec::with_capacity(stored.records.len());
+        for (index, touches) in stored.records {
+            let mut list = Vec::with_capacity(touches.len());
+            for (lineage, id_then, change, renamed_from) in touches {
+                if lineage >= lineages {
+                    return None;
+                }
+                list.push(Touch {
+                    lineage,
+                    id_then,
+                    change: CHANGES.get(usize::from(change))?,
+                    renamed_from,
+                });
+            }
+            records.push((index, list));
+        }
+        Some(Attribution {
+            records,
+            final_ids: stored.final_ids,
+            alive: stored.alive,
+        })
+    }
+}
+
 /// Blocks of a text: ids in document order, and by id (sha256, parent id).
 #[derive(Default)]
 struct Blocks {

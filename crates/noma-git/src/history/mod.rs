@@ -10,7 +10,11 @@
 //! provenance sidecar ([`crate::provenance::check::check_worktree`]); the
 //! commit is the oldest one reachable from HEAD whose transcript (under any
 //! name) holds the record's op_id ([`crate::git::Repo::introducing_commits`]).
-//! Pure data in and out: the shells word it.
+//! What replay learned is kept in the block cache, keyed by the sha256s
+//! of the transcript and the document ([`BlockCache::history_known`]): a
+//! repeated query replays nothing; any other transcript bytes (one that
+//! extends the cached one included) are replayed whole. Pure data in and
+//! out: the shells word it.
 
 pub mod attribute;
 pub mod schema;
@@ -20,6 +24,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::cache::BlockCache;
 use crate::git::repo::Repo;
 use crate::history_replay::{find_in_worktree_history, wanted_base};
 use noma_core::doc::hash::sha256_hex;
@@ -91,12 +96,13 @@ pub struct BlameLine {
 /// `block`, followed across renames, when given), newest first, at most
 /// `limit`. `transcript` defaults to the document's own.
 pub fn block_log(
+    cache: &BlockCache,
     doc: &Path,
     transcript: Option<&Path>,
     block: Option<&str>,
     limit: Option<usize>,
 ) -> Result<Vec<BlockChange>, HistoryError> {
-    let mut all = changes(doc, transcript)?;
+    let mut all = changes(cache, doc, transcript)?;
     if let Some(id) = block {
         all.retain_mut(|c| {
             c.blocks.retain(|b| b.id == id);
@@ -109,9 +115,13 @@ pub fn block_log(
 }
 
 /// Every block of `doc`, in document order, with its last change.
-pub fn blame(doc: &Path, transcript: Option<&Path>) -> Result<Vec<BlameLine>, HistoryError> {
+pub fn blame(
+    cache: &BlockCache,
+    doc: &Path,
+    transcript: Option<&Path>,
+) -> Result<Vec<BlameLine>, HistoryError> {
     let text = read_doc(doc)?;
-    let all = changes(doc, transcript)?;
+    let all = changes(cache, doc, transcript)?;
     let mut last: HashMap<&str, &BlockChange> = HashMap::new();
     for c in &all {
         for b in &c.blocks {
@@ -140,7 +150,11 @@ fn read_doc(doc: &Path) -> Result<String, HistoryError> {
 }
 
 /// Every applied record, in file order, with the blocks it changed.
-fn changes(doc: &Path, transcript: Option<&Path>) -> Result<Vec<BlockChange>, HistoryError> {
+fn changes(
+    cache: &BlockCache,
+    doc: &Path,
+    transcript: Option<&Path>,
+) -> Result<Vec<BlockChange>, HistoryError> {
     let text = read_doc(doc)?;
     let tpath = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     let bytes = match noma_store::fsio::read_regular(&tpath) {
@@ -150,8 +164,7 @@ fn changes(doc: &Path, transcript: Option<&Path>) -> Result<Vec<BlockChange>, Hi
     };
     let parsed =
         parse_transcript(&bytes).map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-    let base = base_text(doc, &bytes, &text)?;
-    let attribution = attribute::attribute(&parsed.entries, base)
+    let attribution = attribution(cache, doc, (&bytes, &parsed.entries), &text)
         .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
     let statuses = signatures(doc, &bytes)?;
     let commits = commits(doc, &parsed.entries)?;
@@ -163,6 +176,29 @@ fn changes(doc: &Path, transcript: Option<&Path>) -> Result<Vec<BlockChange>, Hi
             change(entry, touches, &attribution, &statuses, &commits)
         })
         .collect())
+}
+
+/// What replay learns about the transcript `bytes` (its `entries`) and
+/// the document `text`: from the block cache when these exact contents
+/// were attributed before, else by replay (then stored).
+fn attribution(
+    cache: &BlockCache,
+    doc: &Path,
+    (bytes, entries): (&[u8], &[Entry]),
+    text: &str,
+) -> Result<attribute::Attribution, String> {
+    let key = (sha256_hex(bytes), sha256_hex(text.as_bytes()));
+    let cached = cache
+        .history_known(&key.0, &key.1)
+        .and_then(|b| attribute::Attribution::decode(&b))
+        .filter(|a| a.records.iter().all(|(i, _)| *i < entries.len()));
+    if let Some(found) = cached {
+        return Ok(found);
+    }
+    let base = base_text(doc, bytes, text).map_err(|e| e.0)?;
+    let found = attribute::attribute(entries, base)?;
+    cache.remember_history(&key.0, &key.1, &found.encode());
+    Ok(found)
 }
 
 /// The text replay starts from, found as `noma replay` finds it.
