@@ -17,9 +17,9 @@ pub struct Args {
     /// records under an id it was renamed from are included).
     #[arg(long, value_name = "ID")]
     pub block: Option<String>,
-    /// At most this many records (the newest).
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
+    /// At most this many records (the newest; at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
     /// The transcript (default: FILE.patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub fn run(args: Args) -> i32 {
         &args.file,
         args.transcript.as_deref(),
         args.block.as_deref(),
-        args.limit,
+        args.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     );
     let changes = match log {
         Ok(c) => c,

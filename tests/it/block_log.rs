@@ -158,6 +158,9 @@ fn log_follows_rename_move_and_hand_edit_newest_first_with_signer_and_commit() {
     );
     assert!(line("a").contains("x-noma/replace_lines"), "{out}");
 
+    // A limit of 0 is bad usage, not an empty answer.
+    let o = r.noma(&["log", "plan.noma", "--limit", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     // An id that never was is an error, not an empty answer.
     let o = r.noma(&["log", "plan.noma", "--block", "nope"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
