@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 pub use output::{emit, noma_path, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
 pub mod approve;
+pub mod blame;
 pub mod blocks;
 pub mod cache;
 pub mod changed;
@@ -20,6 +21,7 @@ pub mod hook;
 pub mod hooks;
 pub mod ids;
 pub mod init;
+pub mod log;
 pub mod man;
 pub mod mcp;
 pub mod merge_driver;
@@ -66,6 +68,10 @@ enum Command {
     Repair(repair::Args),
     /// List addressable blocks with their spans and baseHash values.
     Blocks(blocks::Args),
+    /// The records that changed a document's blocks, newest first (who, why, signer, commit).
+    Log(log::Args),
+    /// Every block of a document with the newest record that changed it.
+    Blame(blame::Args),
     /// Print JSON Schemas of the wire shapes.
     Schema(schema::Args),
     /// Set up a repository: policy file, cache, hooks (and MCP registration).
@@ -124,6 +130,8 @@ pub fn main() -> i32 {
         Command::Replay(a) => replay::run(a),
         Command::Repair(a) => repair::run(a),
         Command::Blocks(a) => blocks::run(a),
+        Command::Log(a) => log::run(a),
+        Command::Blame(a) => blame::run(a),
         Command::Schema(a) => schema::run(a),
         Command::Init(a) => init::run(a),
         Command::Hooks(a) => hooks::run(a),

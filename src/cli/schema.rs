@@ -11,6 +11,10 @@ pub enum Which {
     Transcript,
     /// A capability descriptor sidecar (Annex A).
     Capability,
+    /// The output of `noma log --format json`.
+    Log,
+    /// The output of `noma blame --format json`.
+    Blame,
 }
 
 /// Arguments of `noma schema`.
@@ -27,6 +31,8 @@ pub fn run(args: Args) -> i32 {
         Which::PatchOp => schema::patch_op(),
         Which::Transcript => schema::transcript(),
         Which::Capability => schema::capability(),
+        Which::Log => noma_git::history::schema::log(),
+        Which::Blame => noma_git::history::schema::blame(),
     };
     super::print_json(&v)
 }

@@ -8,6 +8,7 @@ mod action_steps;
 mod architecture;
 mod bad_input;
 mod blobless;
+mod block_log;
 mod cache_cli;
 mod chainless;
 mod changed_cli;

@@ -96,5 +96,5 @@ fn every_tool_validates_against_its_output_schema_in_the_python_sdk() {
         "{script:?} failed:\n{stdout}\n{stderr}",
         script = script.display()
     );
-    assert!(stdout.contains("ok: 12 tools"), "{stdout}");
+    assert!(stdout.contains("ok: 13 tools"), "{stdout}");
 }

@@ -247,6 +247,7 @@ fn initialize_and_tools_list_show_every_tool_with_its_schema() {
             "patch_block_list",
             "transcript_read",
             "describe_capabilities",
+            "block_history",
             "list_changed_docs",
             "get_changed_blocks",
             "mark_reconciled",

@@ -28,6 +28,7 @@ READ_ONLY = {
     "validate_doc",
     "transcript_read",
     "describe_capabilities",
+    "block_history",
     "list_changed_docs",
     "get_changed_blocks",
 }
@@ -71,7 +72,7 @@ async def main(noma: str, root: str) -> None:
             init = wire(await session.initialize())
             print("negotiated", init["protocolVersion"])
             tools = {t["name"]: t for t in (wire(t) for t in (await session.list_tools()).tools)}
-            assert len(tools) == 12, sorted(tools)
+            assert len(tools) == 13, sorted(tools)
             for name, t in tools.items():
                 assert t.get("title"), f"{name}: no title"
                 hints = t.get("annotations")
@@ -154,6 +155,14 @@ async def main(noma: str, root: str) -> None:
             await call("transcript_read", {**doc, "limit": 2}, error=False)
             await call("transcript_read", {**doc, "after_op_id": "unknown"}, error=True)
             await call("describe_capabilities", doc, error=False)
+            # Why c1 is as it is: the records above, newest first, bounded.
+            history = await call("block_history", {**doc, "id": "c1", "limit": 2}, error=False)
+            assert history["truncated"] is True and len(history["changes"]) == 2, history
+            assert history["changes"][0]["op_id"] == child["transcript_entries"][0]["op_id"], history
+            assert history["changes"][0]["actor"].startswith("agent "), history
+            assert {"id": "c1", "change": "changed"} in history["changes"][0]["blocks"], history
+            await call("block_history", {**doc, "id": "nope"}, error=True)
+            await call("block_history", {**doc, "id": "c1", "limit": 101}, error=True)
             # System errors: a path outside the repository, a book manifest.
             await call("read_doc", {"file": "../outside.noma"}, error=True)
             await call("validate_doc", {"file": "book.noma.yml"}, error=True)
@@ -178,7 +187,7 @@ async def main(noma: str, root: str) -> None:
             missing = set(tools) - set(called)
             assert not missing, f"tools never called: {sorted(missing)}"
             # The noma-only tools' failures were exercised as tool errors.
-            for name in ("transcript_read", "list_changed_docs", "get_changed_blocks", "mark_reconciled"):
+            for name in ("transcript_read", "block_history", "list_changed_docs", "get_changed_blocks", "mark_reconciled"):
                 assert True in called[name], name
             print(f"ok: {len(tools)} tools, {sum(len(v) for v in called.values())} outcome kinds checked")
 

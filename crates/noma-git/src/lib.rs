@@ -7,7 +7,8 @@
 //! installing hooks and the merge driver ([`install`]), blocks changed
 //! since a base ([`changes`]), the merge driver and `noma reconcile`
 //! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
-//! base looked up in history ([`history_replay`]). For the shells: one
+//! base looked up in history ([`history_replay`]), and who changed each
+//! block ([`history`]). For the shells: one
 //! patch request's options and report ([`patch`]), `noma replay`'s report
 //! ([`replay_report`]), a writer's default name ([`actor`]), and what a
 //! command says and how it ends ([`console`]).
@@ -18,6 +19,7 @@ pub mod changes;
 pub mod config;
 pub mod console;
 pub mod git;
+pub mod history;
 pub mod history_replay;
 pub mod install;
 pub mod merge;

@@ -29,6 +29,7 @@
 
 pub mod changes;
 pub mod documents;
+pub mod history_tool;
 pub mod op_schema;
 mod out_schema;
 pub mod patch_refusals;

@@ -119,6 +119,37 @@ pub(super) fn list_ids() -> Value {
     )
 }
 
+/// `noma_git::history::schema::change`, typed member by member as the
+/// other answers are (without its `required` lists: bytes of every
+/// agent's context).
+pub(super) fn block_history() -> Value {
+    let opt = || nullable(&[S, "null"]);
+    let touch = obj(&[
+        ("id", t(S)),
+        ("id_then", t(S)),
+        ("change", t(S)),
+        ("renamed_from", t(S)),
+    ]);
+    let change = obj(&[
+        ("line", t(I)),
+        ("op_id", t(S)),
+        ("op", t(S)),
+        ("actor", t(S)),
+        ("reason", opt()),
+        ("ts", t(S)),
+        ("parent_op_id", opt()),
+        ("signed_by", opt()),
+        ("approved_by", opt()),
+        ("needs_approval", t(B)),
+        ("commit", opt()),
+        ("blocks", arr(touch)),
+    ]);
+    answer(
+        vec![("id", t(S)), ("changes", arr(change)), ("truncated", t(B))],
+        &["id", "changes", "truncated"],
+    )
+}
+
 pub(super) fn validate_doc() -> Value {
     answer(
         vec![("diagnostics", arr(diagnostic()))],

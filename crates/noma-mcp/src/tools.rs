@@ -1,7 +1,8 @@
 //! The tools: Annex B's four (`read_doc`, `list_ids`, `validate_doc`,
 //! `patch_block`, shapes as §B.3–§B.7) and the v1.1 directions of §B.8
-//! (`patch_block_list`, `transcript_read`, `describe_capabilities`), plus
-//! the changed-block tools of [`super::changes`].
+//! (`patch_block_list`, `transcript_read`, `describe_capabilities`),
+//! `block_history` ([`super::history_tool`]), plus the changed-block tools
+//! of [`super::changes`].
 //!
 //! Every `file` argument goes through [`super::Context::doc_path`]: containment in
 //! the repository root ([`super::paths`]) and the book-manifest refusal
@@ -16,6 +17,7 @@
 //! [`super::registry`] for how its outcomes become MCP results).
 
 use super::changes as ch;
+use super::history_tool::{block_history, BLOCK_HISTORY};
 use super::out_schema as out;
 use super::patch_tools::{patch_block, patch_block_list};
 use super::read_tools::{list_ids, read_doc, validate_doc};
@@ -93,6 +95,11 @@ fn document_tools(registry: Registry) -> Registry {
             .titled("Describe capabilities", read_only())
             .output(out::describe_capabilities()),
         )
+        .with(
+            tool("block_history", BLOCK_HISTORY, block_history)
+                .titled("Block history", read_only())
+                .output(out::block_history()),
+        )
 }
 
 /// The changed-block tools of [`super::changes`].
@@ -165,7 +172,7 @@ mod tests {
     fn every_tool_has_an_object_schema_and_a_description() {
         let reg = registry();
         let tools = reg.tools();
-        assert_eq!(tools.len(), 12);
+        assert_eq!(tools.len(), 13);
         let changed = [
             "list_changed_docs",
             "get_changed_blocks",
@@ -234,6 +241,7 @@ mod tests {
             "validate_doc",
             "transcript_read",
             "describe_capabilities",
+            "block_history",
             "list_changed_docs",
             "get_changed_blocks",
         ];

@@ -14,6 +14,9 @@
 //! - `replays`: (transcript blob id, sha256 of a document, engine) for each
 //!   transcript this noma version replayed, from its first state, to that
 //!   document (`noma reconcile`'s checkpoint, [`BlockCache::replay_known`]).
+//! - `histories`: (sha256 of a transcript, sha256 of its document, engine)
+//!   → which records changed which blocks (`noma log`, `noma blame`,
+//!   [`BlockCache::history_known`]); schema version 3.
 //!
 //! One blob per document was measured against one row per block
 //! (`benches/cache.rs`, 96 KB document, 991 blocks): reading the rows took
@@ -38,6 +41,7 @@
 //! write on every hit, which would cost more than the lookups save.
 
 mod codec;
+mod histories;
 mod replays;
 
 use std::path::{Path, PathBuf};
@@ -50,9 +54,11 @@ use rusqlite::{ffi::ErrorCode, params, Connection, OpenFlags, OptionalExtension}
 use noma_core::doc::hash::{block_hashes, sha256_hex, BlockHash};
 
 /// Schema version stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 /// The version before `replays`: opened, it gains the table (same rows).
 const SCHEMA_VERSION_WITHOUT_REPLAYS: i64 = 1;
+/// The schema before the `histories` table (its rows stay valid).
+const SCHEMA_VERSION_WITHOUT_HISTORIES: i64 = 2;
 /// `PRAGMA application_id` of a noma cache ("NOMA").
 const APPLICATION_ID: i64 = 0x4e4f_4d41;
 /// File name of the cache database inside the cache directory.
@@ -92,6 +98,13 @@ CREATE TABLE IF NOT EXISTS replays(
     transcript BLOB NOT NULL,
     document   BLOB NOT NULL,
     engine     TEXT NOT NULL,
+    PRIMARY KEY(transcript, document, engine)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS histories(
+    transcript  BLOB NOT NULL,
+    document    BLOB NOT NULL,
+    engine      TEXT NOT NULL,
+    attribution BLOB NOT NULL,
     PRIMARY KEY(transcript, document, engine)
 ) WITHOUT ROWID;
 ";
@@ -371,6 +384,7 @@ impl BlockCache {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM blobs", [])?;
             tx.execute("DELETE FROM replays", [])?;
+            tx.execute("DELETE FROM histories", [])?;
             let n = tx.execute("DELETE FROM docs", [])?;
             tx.commit()?;
             Ok(n as u64)
@@ -739,7 +753,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
                     (SELECT application_id FROM pragma_application_id), \
                     (SELECT count(*) FROM sqlite_master), \
                     (SELECT count(*) FROM sqlite_master \
-                       WHERE type = 'table' AND name IN ('docs', 'blobs', 'replays'))",
+                       WHERE type = 'table' AND name IN ('docs', 'blobs', 'replays', 'histories'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
@@ -752,8 +766,10 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
             "not a noma cache (application_id {app:#x})"
         )));
     }
-    if version == SCHEMA_VERSION_WITHOUT_REPLAYS && tables == 2 {
-        // Not ready: `init_schema` adds the table and the version, and
+    if (version == SCHEMA_VERSION_WITHOUT_REPLAYS && tables == 2)
+        || (version == SCHEMA_VERSION_WITHOUT_HISTORIES && tables == 3)
+    {
+        // Not ready: `init_schema` adds the tables and the version, and
         // the rows stay.
         return Ok(false);
     }
@@ -762,7 +778,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
             "schema version {version}, expected {SCHEMA_VERSION}"
         )));
     }
-    if tables != 3 {
+    if tables != 4 {
         return Err(OpenError::Broken("tables missing".into()));
     }
     Ok(true)

@@ -85,12 +85,12 @@ mod tests {
         let info = c.doc_info("# A\n");
         drop(c);
         let conn = Connection::open(dir.path().join(".noma/cache").join(DB_FILE)).unwrap();
-        conn.execute_batch("DROP TABLE replays; PRAGMA user_version = 1;")
+        conn.execute_batch("DROP TABLE replays; DROP TABLE histories; PRAGMA user_version = 1;")
             .unwrap();
         drop(conn);
         let c = BlockCache::open(dir.path());
         assert!(c.notice().is_none(), "{:?}", c.notice());
-        assert_eq!(c.stats().schema_version, 2);
+        assert_eq!(c.stats().schema_version, super::super::SCHEMA_VERSION);
         assert_eq!(c.stats().entries, 1);
         assert_eq!(c.lookup_sha256(&info.sha256).as_deref(), Some(&*info));
         c.remember_replay(b"t", DOC);

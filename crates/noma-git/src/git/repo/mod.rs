@@ -7,6 +7,7 @@
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
 mod cli;
+mod introduced;
 mod prefetch;
 mod prefix;
 

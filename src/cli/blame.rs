@@ -1,0 +1,68 @@
+//! `noma blame`: every block of a document with the newest record that
+//! changed it (who, why, when, signer, approver, commit).
+
+use std::path::PathBuf;
+
+use noma_git::history;
+
+use super::Format;
+
+/// Arguments of `noma blame`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The .noma document.
+    pub file: PathBuf,
+    /// The transcript (default: FILE.patches).
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Runs `noma blame`.
+pub fn run(args: Args) -> i32 {
+    if let Err(code) = super::noma_path("blame", &args.file, false) {
+        return code;
+    }
+    let lines = match history::blame(
+        &super::cache::open_for_cwd(),
+        &args.file,
+        args.transcript.as_deref(),
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("noma: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    match args.format {
+        Format::Json => super::print_json(&serde_json::json!({
+            "document": args.file.display().to_string(),
+            "blocks": lines,
+        })),
+        Format::Human => {
+            let width = lines.iter().map(|l| l.id.len()).max().unwrap_or(0);
+            let mut out = String::new();
+            for l in &lines {
+                let span = format!("[{}, {}]", l.lines[0], l.lines[1]);
+                match &l.last {
+                    Some(c) => {
+                        let change = c.blocks.first().map_or("changed", |b| b.change);
+                        out.push_str(&format!(
+                            "{:<width$}  {span:<10}  {change:<8}  {}",
+                            l.id,
+                            super::log::describe(c)
+                        ));
+                    }
+                    None => out.push_str(&format!(
+                        "{:<width$}  {span:<10}  unchanged since the transcript began\n",
+                        l.id
+                    )),
+                }
+            }
+            print!("{out}");
+            super::EXIT_OK
+        }
+    }
+}

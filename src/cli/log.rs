@@ -1,0 +1,136 @@
+//! `noma log`: the records that changed a document's blocks (or one block,
+//! followed across renames), newest first, with who acted, why, when, who
+//! signed and approved, and the commit that introduced each record.
+
+use std::path::PathBuf;
+
+use noma_git::history::{self, BlockChange};
+
+use super::Format;
+
+/// Arguments of `noma log`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The .noma document.
+    pub file: PathBuf,
+    /// Only the records that changed this block (its current id; older
+    /// records under an id it was renamed from are included).
+    #[arg(long, value_name = "ID")]
+    pub block: Option<String>,
+    /// At most this many records (the newest; at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// The transcript (default: FILE.patches).
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Runs `noma log`.
+pub fn run(args: Args) -> i32 {
+    if let Err(code) = super::noma_path("log", &args.file, false) {
+        return code;
+    }
+    let log = history::block_log(
+        &super::cache::open_for_cwd(),
+        &args.file,
+        args.transcript.as_deref(),
+        args.block.as_deref(),
+        args.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+    );
+    let changes = match log {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("noma: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    if let Some(id) = args.block.as_deref().filter(|_| changes.is_empty()) {
+        if let Some(code) = unknown_block(&args.file, id) {
+            return code;
+        }
+    }
+    match args.format {
+        Format::Json => super::print_json(&serde_json::json!({
+            "document": args.file.display().to_string(),
+            "block": args.block,
+            "changes": changes,
+        })),
+        Format::Human => {
+            let mut out = String::new();
+            for c in &changes {
+                out.push_str(&describe(c));
+                for b in &c.blocks {
+                    out.push_str(&format!("    {:<8} {}\n", b.change, touched(b)));
+                }
+            }
+            if changes.is_empty() {
+                out.push_str("no record changed it\n");
+            }
+            print!("{out}");
+            super::EXIT_OK
+        }
+    }
+}
+
+/// Exit 2 with a message when `id` names no block of the document (a block
+/// that had records is found by them, even when removed since).
+fn unknown_block(file: &std::path::Path, id: &str) -> Option<i32> {
+    let src = match super::read_doc(file) {
+        Ok(s) => s,
+        Err(code) => return Some(code),
+    };
+    let reg = noma_core::doc::ids::registry(&noma_core::doc::parse(&src));
+    if reg.ids.iter().any(|i| &**i == id) {
+        return None;
+    }
+    eprintln!(
+        "noma: {}: no block with id {id:?} (and no record changed one by that id)",
+        file.display()
+    );
+    Some(super::EXIT_USAGE)
+}
+
+/// A block and how its id relates to the record's time.
+pub(super) fn touched(b: &history::BlockTouch) -> String {
+    let mut s = b.id.clone();
+    if let Some(then) = &b.id_then {
+        s.push_str(&format!(" (then {then})"));
+    }
+    if let Some(from) = &b.renamed_from {
+        s.push_str(&format!(" (from {from})"));
+    }
+    s
+}
+
+/// One record's heading and reason, for people.
+pub(super) fn describe(c: &BlockChange) -> String {
+    let mut s = format!("{}  {}  {}  by {}", c.ts, c.op, short(&c.op_id), c.actor);
+    match &c.signed_by {
+        Some(who) => s.push_str(&format!("  signed by {who}")),
+        None => s.push_str("  unsigned"),
+    }
+    match (c.needs_approval, &c.approved_by) {
+        (_, Some(who)) => s.push_str(&format!("  approved by {who}")),
+        (true, None) => s.push_str("  not approved"),
+        (false, None) => {}
+    }
+    match &c.commit {
+        Some(commit) => s.push_str(&format!("  commit {}", short(commit))),
+        None => s.push_str("  not committed"),
+    }
+    s.push('\n');
+    if let Some(from) = &c.parent_op_id {
+        s.push_str(&format!("    copied from {}\n", short(from)));
+    }
+    if let Some(reason) = &c.reason {
+        s.push_str(&format!("    reason: {reason}\n"));
+    }
+    s
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
