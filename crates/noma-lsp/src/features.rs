@@ -1,0 +1,196 @@
+//! The requests answered from one [`Analysis`]: symbols, hover,
+//! definition, references and completion.
+
+use lsp_types::{
+    CompletionItem, CompletionItemKind, DocumentSymbol, Hover, HoverContents, Location,
+    MarkupContent, MarkupKind, Position, SymbolKind, Url,
+};
+use noma_core::doc::{Node, NodeKind};
+
+use crate::analysis::{Analysis, REFERENCE_ATTRS};
+
+/// Headings and directives with ids, nested as in the document.
+pub fn document_symbols(a: &Analysis) -> Vec<DocumentSymbol> {
+    symbols_of(a, &a.doc.children)
+}
+
+fn symbols_of(a: &Analysis, nodes: &[Node]) -> Vec<DocumentSymbol> {
+    let mut out = Vec::new();
+    for node in nodes {
+        let children = symbols_of(a, node.children());
+        let (Some(id), Some((name, kind))) = (node.id_str(), symbol_name(node)) else {
+            // A block without an id is no symbol; its children still are.
+            out.extend(children);
+            continue;
+        };
+        let Some(def) = a.definition(id) else {
+            out.extend(children);
+            continue;
+        };
+        #[allow(deprecated)] // `deprecated` is a required field of the type
+        out.push(DocumentSymbol {
+            name,
+            detail: Some(id.to_string()),
+            kind,
+            tags: None,
+            deprecated: None,
+            range: def.block,
+            selection_range: def.range,
+            children: (!children.is_empty()).then_some(children),
+        });
+    }
+    out
+}
+
+/// A symbol's shown name and kind: a heading's text, `::name id` for a
+/// directive; other blocks are no symbols.
+fn symbol_name(node: &Node) -> Option<(String, SymbolKind)> {
+    match &node.kind {
+        NodeKind::Section { title, .. } => Some((title.to_string(), SymbolKind::NAMESPACE)),
+        NodeKind::Directive { name, .. } => Some((
+            format!("::{name} {}", node.id_str().unwrap_or_default()),
+            SymbolKind::OBJECT,
+        )),
+        _ => None,
+    }
+}
+
+/// The block under the cursor: id, kind, aliases, lines and `baseHash`.
+pub fn hover(a: &Analysis, pos: Position) -> Option<Hover> {
+    let node = match a.id_at(pos) {
+        Some(id) => a.doc.find(&id)?,
+        None => a.block_at(pos.line)?,
+    };
+    let id = node.id_str()?;
+    let kind = match node.directive_name() {
+        Some(name) => format!("directive `::{name}`"),
+        None => node.type_name().to_string(),
+    };
+    let mut text = format!(
+        "**{id}** — {kind}, lines {}–{}",
+        node.span.start, node.span.end
+    );
+    if !node.aliases.is_empty() {
+        let aliases: Vec<&str> = node.aliases.iter().map(|s| s.as_str()).collect();
+        text.push_str(&format!("\n\naliases: `{}`", aliases.join("`, `")));
+    }
+    if let Some(hash) = a.base_hash(id) {
+        text.push_str(&format!("\n\nbaseHash: `{hash}`"));
+    }
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: text,
+        }),
+        range: a.definition(id).map(|d| d.range),
+    })
+}
+
+/// Where the id under the cursor is defined.
+pub fn definition(a: &Analysis, uri: &Url, pos: Position) -> Option<Location> {
+    let id = a.id_at(pos)?;
+    let def = a.definition(&id)?;
+    Some(Location::new(uri.clone(), def.range))
+}
+
+/// Every reference to the id under the cursor (and its definition when
+/// `declaration`).
+pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> Vec<Location> {
+    let Some(id) = a.id_at(pos) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if declaration {
+        if let Some(def) = a.definition(&id) {
+            out.push(Location::new(uri.clone(), def.range));
+        }
+    }
+    for r in &a.references {
+        if a.resolve(&r.target) == Some(id.as_str()) {
+            out.push(Location::new(uri.clone(), r.range));
+        }
+    }
+    out
+}
+
+/// Ids and aliases, offered where an id is written: inside `[[` or the
+/// value of a reference attribute; nothing elsewhere.
+pub fn completion(a: &Analysis, pos: Position) -> Option<Vec<CompletionItem>> {
+    let line = a.index.line(&a.text, pos.line as usize);
+    let upto = a.index.offset(&a.text, pos) - a.index.line_start(pos.line as usize);
+    let before = &line[..upto.min(line.len())];
+    if !(in_wikilink(before) || in_reference_attr(before)) {
+        return None;
+    }
+    let mut items = Vec::new();
+    for node in a.doc.walk() {
+        let Some(id) = node.id_str() else { continue };
+        let detail = match &node.kind {
+            NodeKind::Section { title, .. } => format!("section: {title}"),
+            NodeKind::Directive { name, .. } => format!("::{name}"),
+            _ => node.type_name().to_string(),
+        };
+        items.push(CompletionItem {
+            label: id.to_string(),
+            kind: Some(CompletionItemKind::REFERENCE),
+            detail: Some(detail),
+            ..Default::default()
+        });
+        for alias in node.aliases.iter() {
+            items.push(CompletionItem {
+                label: alias.to_string(),
+                kind: Some(CompletionItemKind::REFERENCE),
+                detail: Some(format!("alias of {id}")),
+                ..Default::default()
+            });
+        }
+    }
+    Some(items)
+}
+
+/// Whether the text before the cursor ends inside an open `[[…`.
+fn in_wikilink(before: &str) -> bool {
+    let Some(open) = before.rfind("[[") else {
+        return false;
+    };
+    before[open + 2..].bytes().all(is_id_byte)
+}
+
+/// Whether the text before the cursor ends inside `key="…` (or `key=…`)
+/// of a reference attribute.
+fn in_reference_attr(before: &str) -> bool {
+    let partial = before.trim_end_matches(|c: char| c.is_ascii() && is_id_byte(c as u8));
+    let Some(eq) = partial
+        .strip_suffix('"')
+        .unwrap_or(partial)
+        .strip_suffix('=')
+    else {
+        return false;
+    };
+    let key_start = eq
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    REFERENCE_ATTRS.contains(&&eq[key_start..])
+}
+
+/// Bytes an id can hold (as the wikilink grammar reads them).
+fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completion_contexts() {
+        assert!(in_wikilink("see [["));
+        assert!(in_wikilink("see [[c"));
+        assert!(!in_wikilink("see [[c1]] and"));
+        assert!(in_reference_attr("::evidence{for=\""));
+        assert!(in_reference_attr("::evidence{for=\"c"));
+        assert!(in_reference_attr("::comment{target="));
+        assert!(!in_reference_attr("::claim{id=\"c"));
+        assert!(!in_reference_attr("plain words"));
+    }
+}
