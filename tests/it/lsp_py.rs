@@ -3,7 +3,11 @@
 //! CLI's for the same file: diagnostics against `noma check --format
 //! json` (codes, lines, severities, and exact UTF-16 ranges), symbols and
 //! completion against `noma ids`, hover's baseHash against `noma blocks`,
-//! definition and references on the reference's examples.
+//! definition and references on the reference's examples; in a real git
+//! repository, a hand edit of a committed, transcript-guarded document is
+//! `unrecorded-edit` on the changed block (as `noma hook pre-commit` says)
+//! and "Record this edit" writes the record after which `noma replay` and
+//! the hook pass.
 //!
 //! Needs a Python (`NOMA_PYTHON`, default `python3`) with `pytest-lsp`
 //! (`.ci/run` installs it, pinned) and the reference's examples under

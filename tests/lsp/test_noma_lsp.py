@@ -7,6 +7,8 @@ check --format json` for diagnostics, `noma ids` for ids, `noma blocks`
 for baseHash.
 """
 
+import ast
+import asyncio
 import json
 import os
 import subprocess
@@ -36,6 +38,16 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
+def next_diagnostics(client):
+    """An awaitable for the next publishDiagnostics, registered now: a
+    notification that follows a response closely can be read before the
+    awaiting test resumes, and a waiter registered after it would wait
+    forever."""
+    waiter = client.protocol.wait_for_notification_async(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    # A bound, not a pause: a server that never publishes fails the test.
+    return asyncio.wait_for(waiter, timeout=60)
+
+
 def cli_json(*args):
     out = subprocess.run([NOMA, *args], capture_output=True, text=True)
     assert out.returncode in (0, 1), out.stderr
@@ -46,12 +58,13 @@ async def open_doc(client, path: Path, text=None):
     """Opens `path` (its text, or `text`) and waits for its diagnostics."""
     uri = path.as_uri()
     text = path.read_text() if text is None else text
+    published = next_diagnostics(client)
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id="noma", version=1, text=text)
         )
     )
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published
     return uri
 
 
@@ -137,13 +150,14 @@ async def test_change_updates_diagnostics(client: LanguageClient, tmp_path):
     path.write_text("# T\n\nSee [[t]].\n")
     uri = await open_doc(client, path)
     assert list(client.diagnostics[uri]) == []
+    published = next_diagnostics(client)
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text="# T\n\nSee [[x]].\n")],
         )
     )
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published
     [d] = client.diagnostics[uri]
     assert d.code == "broken-reference" and d.range.start == types.Position(2, 6)
 
@@ -294,3 +308,118 @@ async def test_completion_offers_every_id_of_the_examples(client: LanguageClient
         registry = cli_json("ids", str(path))
         want = {r["id"] for r in registry["records"]} | set(registry["aliases"])
         assert {i.label for i in items} == want, path
+
+
+def git_env(home: Path):
+    env = dict(os.environ)
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CEILING_DIRECTORIES=str(home.parent),
+    )
+    return env
+
+
+def run(cwd: Path, *args):
+    out = subprocess.run(list(args), cwd=cwd, env=git_env(cwd), capture_output=True, text=True)
+    return out.returncode, out.stdout + out.stderr
+
+
+def guarded_repo(tmp_path: Path) -> Path:
+    """A repository with doc.noma committed with its transcript (a genesis
+    record from `noma record`)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "doc.noma").write_text(DOC)
+    for args in (
+        ["git", "init", "-q", "-b", "main"],
+        [NOMA, "record", "doc.noma"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-qm", "one"],
+    ):
+        code, out = run(repo, *args)
+        assert code == 0, (args, out)
+    assert (repo / "doc.noma.patches").is_file()
+    return repo
+
+
+def unrecorded(client, uri):
+    return [d for d in client.diagnostics[uri] if d.code == "unrecorded-edit"]
+
+
+async def test_an_unrecorded_edit_shows_and_record_this_edit_records_it(
+    client: LanguageClient, tmp_path
+):
+    repo = guarded_repo(tmp_path)
+    path = repo / "doc.noma"
+    uri = await open_doc(client, path)
+    assert unrecorded(client, uri) == []
+    # A hand edit of c1's text, saved: the hook would refuse it.
+    edited = DOC.replace("The sky is blue.", "The sky is green.")
+    path.write_text(edited)
+    published = next_diagnostics(client)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)],
+        )
+    )
+    await published
+    found = unrecorded(client, uri)
+    on_c1 = [d for d in found if d.range == types.Range(types.Position(2, 12), types.Position(2, 14))]
+    assert on_c1, found
+    assert "c1" in on_c1[0].message
+    # e1, untouched, is not reported; the section holding c1 is (its hash covers c1).
+    assert not any("block e1 " in d.message for d in found)
+    code, out = run(repo, "git", "add", "-A")
+    code, out = run(repo, NOMA, "hook", "pre-commit")
+    assert code == 1 and "unrecorded-edit" in out, out
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=on_c1[0].range,
+            context=types.CodeActionContext(diagnostics=on_c1),
+        )
+    )
+    [action] = actions
+    assert action.title == "Record this edit"
+    command = action.command
+    if isinstance(command, str):
+        # lsprotocol 2025.0.0 structures every code action that carries a
+        # command as a bare Command, the action's `command` object
+        # stringified into its `command` field: read it back.
+        command = types.Command(**ast.literal_eval(command))
+    assert command.command == "noma.record" and command.arguments == [uri]
+    published = next_diagnostics(client)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert "recorded" in result, result
+    await published
+    assert unrecorded(client, uri) == []
+    code, out = run(repo, NOMA, "replay", "doc.noma")
+    assert code == 0, out
+    code, out = run(repo, "git", "add", "-A")
+    code, out = run(repo, NOMA, "hook", "pre-commit")
+    assert code == 0, out
+    records = (repo / "doc.noma.patches").read_text().strip().split("\n")
+    assert len(records) == 2 and json.loads(records[1])["actor"]["kind"] == "human"
+
+
+async def test_record_this_edit_refuses_an_unsaved_buffer(client: LanguageClient, tmp_path):
+    repo = guarded_repo(tmp_path)
+    path = repo / "doc.noma"
+    edited = DOC.replace("Seen.", "Seen twice.")
+    uri = await open_doc(client, path, edited)
+    found = unrecorded(client, uri)
+    assert any("block e1 is changed" in d.message for d in found), found
+    with pytest.raises(Exception, match="save the document first"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="noma.record", arguments=[uri])
+        )
+    assert len((repo / "doc.noma.patches").read_text().strip().split("\n")) == 1

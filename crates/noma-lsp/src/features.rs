@@ -8,6 +8,7 @@ use lsp_types::{
 use noma_core::doc::{Node, NodeKind};
 
 use crate::analysis::{Analysis, REFERENCE_ATTRS};
+use crate::guard::{RECORD_COMMAND, UNRECORDED};
 
 /// Headings and directives with ids, nested as in the document.
 pub fn document_symbols(a: &Analysis) -> Vec<DocumentSymbol> {
@@ -176,6 +177,37 @@ fn in_reference_attr(before: &str) -> bool {
 /// Bytes an id can hold (as the wikilink grammar reads them).
 fn is_id_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':')
+}
+
+/// "Record this edit" for each `unrecorded-edit` diagnostic in the
+/// request's context: it runs `noma.record` on the document.
+pub fn record_actions(p: &lsp_types::CodeActionParams) -> Vec<lsp_types::CodeActionOrCommand> {
+    let code = lsp_types::NumberOrString::String(UNRECORDED.to_string());
+    let diagnostics: Vec<lsp_types::Diagnostic> = p
+        .context
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.as_ref() == Some(&code))
+        .cloned()
+        .collect();
+    if diagnostics.is_empty() {
+        return Vec::new();
+    }
+    let uri = serde_json::Value::String(p.text_document.uri.to_string());
+    vec![lsp_types::CodeActionOrCommand::CodeAction(
+        lsp_types::CodeAction {
+            title: "Record this edit".to_string(),
+            kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+            diagnostics: Some(diagnostics),
+            command: Some(lsp_types::Command::new(
+                "Record this edit".to_string(),
+                RECORD_COMMAND.to_string(),
+                Some(vec![uri]),
+            )),
+            is_preferred: Some(true),
+            ..Default::default()
+        },
+    )]
 }
 
 #[cfg(test)]
