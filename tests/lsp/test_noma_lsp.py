@@ -423,3 +423,26 @@ async def test_record_this_edit_refuses_an_unsaved_buffer(client: LanguageClient
             types.ExecuteCommandParams(command="noma.record", arguments=[uri])
         )
     assert len((repo / "doc.noma.patches").read_text().strip().split("\n")) == 1
+
+
+async def test_did_you_mean_fixes_a_broken_reference(client: LanguageClient, tmp_path):
+    path = tmp_path / "typo.noma"
+    text = DOC + "\nAnd [[plann]] too.\n"
+    path.write_text(text)
+    uri = await open_doc(client, path)
+    [broken] = [d for d in client.diagnostics[uri] if d.code == "broken-reference"]
+    assert 'did you mean "plan"' in broken.message
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=broken.range,
+            context=types.CodeActionContext(diagnostics=[broken]),
+        )
+    )
+    [fix] = actions
+    assert fix.title == 'Change to "plan"'
+    [edit] = fix.edit.changes[uri]
+    assert edit.range == broken.range and edit.new_text == "plan"
+    line = text.split("\n")[edit.range.start.line]
+    fixed = line[: edit.range.start.character] + "plan" + line[edit.range.end.character :]
+    assert fixed == "And [[plan]] too."

@@ -210,6 +210,55 @@ pub fn record_actions(p: &lsp_types::CodeActionParams) -> Vec<lsp_types::CodeAct
     )]
 }
 
+/// "Did you mean" quick fixes: a `broken-reference` whose message names
+/// a near miss, on a range that holds the written id, gets an action
+/// replacing it with the suggestion.
+pub fn did_you_mean(
+    a: &Analysis,
+    p: &lsp_types::CodeActionParams,
+) -> Vec<lsp_types::CodeActionOrCommand> {
+    let code = lsp_types::NumberOrString::String("broken-reference".to_string());
+    let mut out = Vec::new();
+    for d in p.context.diagnostics.iter() {
+        if d.code.as_ref() != Some(&code) {
+            continue;
+        }
+        let Some((written, suggestion)) = written_and_suggestion(&d.message) else {
+            continue;
+        };
+        let start = a.index.offset(&a.text, d.range.start);
+        let end = a.index.offset(&a.text, d.range.end);
+        if a.text.get(start..end) != Some(written) {
+            continue; // a line-wide range: nothing exact to replace
+        }
+        let edit = lsp_types::TextEdit::new(d.range, suggestion.to_string());
+        let changes = std::collections::HashMap::from([(p.text_document.uri.clone(), vec![edit])]);
+        out.push(lsp_types::CodeActionOrCommand::CodeAction(
+            lsp_types::CodeAction {
+                title: format!("Change to \"{suggestion}\""),
+                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![d.clone()]),
+                edit: Some(lsp_types::WorkspaceEdit::new(changes)),
+                is_preferred: Some(true),
+                ..Default::default()
+            },
+        ));
+    }
+    out
+}
+
+/// The id a `broken-reference` message names as written and the one it
+/// suggests: `[[x]] points at …; did you mean "y"?` or `for="x" points …`.
+fn written_and_suggestion(message: &str) -> Option<(&str, &str)> {
+    let (how, rest) = message.split_once(" points at ")?;
+    let suggestion = rest.split_once("did you mean \"")?.1.strip_suffix("\"?")?;
+    let written = match how.strip_prefix("[[") {
+        Some(w) => w.strip_suffix("]]")?,
+        None => how.split_once("=\"")?.1.strip_suffix('"')?,
+    };
+    Some((written, suggestion))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +273,15 @@ mod tests {
         assert!(in_reference_attr("::comment{target="));
         assert!(!in_reference_attr("::claim{id=\"c"));
         assert!(!in_reference_attr("plain words"));
+    }
+
+    #[test]
+    fn suggestions_are_read_from_broken_reference_messages() {
+        let wiki = "[[plann]] points at no block id or alias; did you mean \"plan\"?";
+        assert_eq!(written_and_suggestion(wiki), Some(("plann", "plan")));
+        let attr = "for=\"c2\" points at no block id or alias; did you mean \"c1\"?";
+        assert_eq!(written_and_suggestion(attr), Some(("c2", "c1")));
+        let none = "[[zz]] points at no block id or alias; fix the id or add a block with that id";
+        assert_eq!(written_and_suggestion(none), None);
     }
 }

@@ -292,7 +292,11 @@ fn dispatch(docs: &HashMap<Url, Open>, req: Request) -> Result<serde_json::Value
         }
         CodeActionRequest::METHOD => {
             let (_, p) = parse::<CodeActionRequest>(req)?;
-            json(serde_json::to_value(features::record_actions(&p)))
+            let mut actions = features::record_actions(&p);
+            if let Some(a) = doc(&p.text_document.uri) {
+                actions.extend(features::did_you_mean(a, &p));
+            }
+            json(serde_json::to_value(actions))
         }
         other => Err((
             ErrorCode::MethodNotFound,
