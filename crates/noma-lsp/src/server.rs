@@ -118,7 +118,9 @@ pub fn serve(connection: &Connection, guard: Option<&dyn Guard>) -> Result<(), E
             Message::Response(_) => {}
         }
     }
-    Ok(())
+    Err(Error(
+        "the client closed the connection without shutdown".to_string(),
+    ))
 }
 
 impl Session<'_> {
