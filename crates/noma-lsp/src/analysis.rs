@@ -99,7 +99,7 @@ impl Analysis {
 
     /// The innermost node with an id whose lines hold 0-based `line`.
     pub fn block_at(&self, line: u32) -> Option<&Node> {
-        let line = line + 1;
+        let line = line.saturating_add(1);
         self.doc
             .walk()
             .filter(|n| n.id.is_some() && n.span.contains(line))

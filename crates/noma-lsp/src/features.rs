@@ -276,6 +276,26 @@ mod tests {
     }
 
     #[test]
+    fn positions_past_the_text_answer_nothing_and_do_not_panic() {
+        let text = "# T {id=\"t\"}\n\nSee [[t]] and é.\n".to_string();
+        let a = Analysis::new(text, &noma_core::validate::Options::default());
+        let uri = Url::parse("file:///d.noma").unwrap();
+        for pos in [
+            Position::new(u32::MAX, u32::MAX),
+            Position::new(2, u32::MAX),
+            Position::new(9, 0),
+        ] {
+            assert!(hover(&a, pos).is_none() || pos.line == 2);
+            assert!(definition(&a, &uri, pos).is_none());
+            assert!(references(&a, &uri, pos, true).is_empty());
+            assert!(completion(&a, pos).is_none());
+        }
+        // Inside the wikilink: its definition is the heading's id.
+        let def = definition(&a, &uri, Position::new(2, 7)).unwrap();
+        assert_eq!(def.range.start, Position::new(0, 9));
+    }
+
+    #[test]
     fn suggestions_are_read_from_broken_reference_messages() {
         let wiki = "[[plann]] points at no block id or alias; did you mean \"plan\"?";
         assert_eq!(written_and_suggestion(wiki), Some(("plann", "plan")));
