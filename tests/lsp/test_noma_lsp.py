@@ -446,3 +446,24 @@ async def test_did_you_mean_fixes_a_broken_reference(client: LanguageClient, tmp
     line = text.split("\n")[edit.range.start.line]
     fixed = line[: edit.range.start.character] + "plan" + line[edit.range.end.character :]
     assert fixed == "And [[plan]] too."
+
+
+async def test_workspace_symbols_search_every_open_document(client: LanguageClient, tmp_path):
+    uris = {}
+    for path in example_files():
+        uris[await open_doc(client, path)] = path
+    symbols = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query=""))
+    got = sorted((s.location.uri, s.container_name, s.location.range.start.line + 1) for s in symbols)
+    want = sorted(
+        (uri, r["id"], r["line"])
+        for uri, path in uris.items()
+        for r in cli_json("ids", str(path))["records"]
+        if r["type"] in ("section", "directive")
+    )
+    assert got == want
+    # A query narrows by id or name, in any case.
+    some = want[0][1]
+    narrowed = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query=some.upper()))
+    assert narrowed and all(
+        some.lower() in (s.container_name + s.name).lower() for s in narrowed
+    )

@@ -56,6 +56,37 @@ fn symbol_name(node: &Node) -> Option<(String, SymbolKind)> {
     }
 }
 
+/// The headings and directives with ids of the open documents whose id or
+/// name holds `query` (any case).
+pub fn workspace_symbols<'a>(
+    docs: impl Iterator<Item = (&'a Url, &'a Analysis)>,
+    query: &str,
+) -> Vec<lsp_types::SymbolInformation> {
+    let query = query.to_lowercase();
+    let mut out = Vec::new();
+    for (uri, a) in docs {
+        for node in a.doc.walk() {
+            let (Some(id), Some((name, kind))) = (node.id_str(), symbol_name(node)) else {
+                continue;
+            };
+            let hit = |s: &str| s.to_lowercase().contains(&query);
+            let Some(def) = a.definition(id).filter(|_| hit(id) || hit(&name)) else {
+                continue;
+            };
+            #[allow(deprecated)] // `deprecated` is a required field of the type
+            out.push(lsp_types::SymbolInformation {
+                name,
+                kind,
+                tags: None,
+                deprecated: None,
+                location: Location::new(uri.clone(), def.range),
+                container_name: Some(id.to_string()),
+            });
+        }
+    }
+    out
+}
+
 /// The block under the cursor: id, kind, aliases, lines and `baseHash`.
 pub fn hover(a: &Analysis, pos: Position) -> Option<Hover> {
     let node = match a.id_at(pos) {

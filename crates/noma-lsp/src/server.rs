@@ -9,7 +9,7 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentSymbolRequest, ExecuteCommand, GotoDefinition,
-    HoverRequest, References, Request as RequestTrait,
+    HoverRequest, References, Request as RequestTrait, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DocumentSymbolResponse, ExecuteCommandOptions,
@@ -55,6 +55,7 @@ pub fn capabilities() -> ServerCapabilities {
         hover_provider: Some(lsp_types::HoverProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
+        workspace_symbol_provider: Some(OneOf::Left(true)),
         completion_provider: Some(CompletionOptions {
             trigger_characters: Some(vec!["[".into(), "\"".into(), "=".into()]),
             ..Default::default()
@@ -291,6 +292,13 @@ fn dispatch(docs: &HashMap<Url, Open>, req: Request) -> Result<serde_json::Value
             let items =
                 doc(&at.text_document.uri).and_then(|a| features::completion(a, at.position));
             json(serde_json::to_value(items))
+        }
+        WorkspaceSymbolRequest::METHOD => {
+            let (_, p) = parse::<WorkspaceSymbolRequest>(req)?;
+            let open = docs.iter().map(|(u, o)| (u, &o.analysis));
+            json(serde_json::to_value(features::workspace_symbols(
+                open, &p.query,
+            )))
         }
         CodeActionRequest::METHOD => {
             let (_, p) = parse::<CodeActionRequest>(req)?;
