@@ -22,6 +22,7 @@ pub mod hooks;
 pub mod ids;
 pub mod init;
 pub mod log;
+pub mod lsp;
 pub mod man;
 pub mod mcp;
 pub mod merge_driver;
@@ -92,6 +93,8 @@ enum Command {
     Changed(changed::Args),
     /// Serve the Annex B tools to agents over MCP (stdio).
     Mcp(mcp::Args),
+    /// Serve the language server to editors (stdio): diagnostics, symbols, hover, ids.
+    Lsp(lsp::Args),
     /// Approve an agent's records with a signed human approval.
     Approve(approve::Args),
     /// Signature payloads for ssh-keygen, and importing its signatures.
@@ -140,6 +143,7 @@ pub fn main() -> i32 {
         Command::Cache(a) => cache::run(a),
         Command::Changed(a) => changed::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Lsp(a) => lsp::run(a),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => man::run(a),
         Command::MergeDriver(a) => merge_driver::run(a),

@@ -1,5 +1,6 @@
 //! What the compiler cannot see about the architecture. The crate graph
-//! itself (`noma-core` → `noma-store` → `noma-git` → `noma-mcp`, and the
+//! itself (`noma-core` → `noma-store` → `noma-git` → `noma-mcp`, `noma-lsp`
+//! over `noma-core` and `noma-store`, and the
 //! `noma` binary on top; see `.noma/architecture.noma`) is enforced by
 //! Cargo: a crate cannot import one it does not depend on. Checked here:
 //! the graph is the documented one and `noma-core` pulls in no git,
@@ -16,17 +17,19 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's crates and the workspace crates each may depend on
 /// (normal dependencies): the crate graph of `.noma/architecture.noma`.
-const CRATE_GRAPH: [(&str, &[&str]); 6] = [
+const CRATE_GRAPH: [(&str, &[&str]); 7] = [
     ("noma-core", &[]),
     ("noma-store", &["noma-core"]),
     ("noma-git", &["noma-core", "noma-store"]),
     ("noma-verify", &["noma-core", "noma-store"]),
     ("noma-mcp", &["noma-core", "noma-git", "noma-store"]),
+    ("noma-lsp", &["noma-core", "noma-store"]),
     (
         "noma",
         &[
             "noma-core",
             "noma-git",
+            "noma-lsp",
             "noma-mcp",
             "noma-store",
             "noma-verify",

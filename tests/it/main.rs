@@ -32,6 +32,7 @@ mod hooks_cli;
 mod init_cli;
 mod init_managers;
 mod integrity;
+mod lsp_py;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;

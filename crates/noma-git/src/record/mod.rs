@@ -327,6 +327,23 @@ pub fn record_file_with(
     )
 }
 
+/// The transcript's last state for `doc_path`: the text `noma record`
+/// diffs the file against (so an editor can show the hook's verdict before
+/// a commit). `Ok(None)` when the document has no transcript or the
+/// transcript no applied record.
+pub fn last_state(doc_path: &Path) -> Result<Option<String>, RecordError> {
+    let tpath = engine::default_transcript_path(doc_path);
+    if !tpath.is_file() {
+        return Ok(None);
+    }
+    let prior = scan::scan(doc_path, &tpath)?;
+    if prior.last_applied_post().is_none() {
+        return Ok(None);
+    }
+    let place = Place::discover(doc_path)?;
+    prior.previous_state(&place).map(Some)
+}
+
 /// What recording needs of the transcript once it has been read and found
 /// valid (not joined, every line a record, no torn line).
 trait Prior {

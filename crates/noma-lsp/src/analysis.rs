@@ -1,0 +1,284 @@
+//! One open document as the server sees it: parsed, validated, and the
+//! places where ids are defined and referenced, with LSP ranges.
+
+use lsp_types::{DiagnosticSeverity, NumberOrString, Position, Range};
+use noma_core::diag::{Diagnostic, Severity};
+use noma_core::doc::{self, hash::block_hashes, Document, Node, NodeKind};
+use noma_core::validate::{self, Options};
+
+use crate::lines::LineIndex;
+
+/// Attributes whose value names another block, as the validator reads
+/// them (`for=`, `parent=`, `target=`, `block=`, `ref=`, replies,
+/// `dataset=`).
+pub const REFERENCE_ATTRS: &[&str] = &[
+    "for", "parent", "target", "block", "ref", "reply_to", "replyTo", "reply", "dataset",
+];
+
+/// Where a block's id is written (or, for a heading without `{id=…}`,
+/// the heading text its slug comes from).
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// Canonical id.
+    pub id: String,
+    /// The id token (or heading text).
+    pub range: Range,
+    /// The block's whole lines.
+    pub block: Range,
+}
+
+/// One reference to an id: a `[[wikilink]]` or a reference attribute.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// The id as written.
+    pub target: String,
+    /// The written id's range.
+    pub range: Range,
+}
+
+/// A parsed and validated document.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The text.
+    pub text: String,
+    /// Line table of `text`.
+    pub index: LineIndex,
+    /// The tree.
+    pub doc: Document,
+    /// What `noma check` reports for the text, as LSP diagnostics.
+    pub diagnostics: Vec<lsp_types::Diagnostic>,
+    /// Every id definition in document order.
+    pub definitions: Vec<Definition>,
+    /// Every reference in document order.
+    pub references: Vec<Reference>,
+}
+
+impl Analysis {
+    /// Parses and validates `text` with `options` (the ones `noma check`
+    /// would use for the same file).
+    pub fn new(text: String, options: &Options) -> Analysis {
+        let doc = doc::parse(&text);
+        let index = LineIndex::new(&text);
+        let mut a = Analysis {
+            definitions: Vec::new(),
+            references: Vec::new(),
+            diagnostics: Vec::new(),
+            text,
+            index,
+            doc,
+        };
+        a.definitions = a.find_definitions();
+        a.references = a.find_references();
+        let found = validate::validate(&a.doc, options);
+        a.diagnostics = found.iter().map(|d| a.lsp_diagnostic(d)).collect();
+        a
+    }
+
+    /// The canonical id `key` resolves to (itself or through an alias).
+    pub fn resolve(&self, key: &str) -> Option<&str> {
+        doc::ids::resolve(&self.doc, key)
+    }
+
+    /// The definition of canonical `id`.
+    pub fn definition(&self, id: &str) -> Option<&Definition> {
+        self.definitions.iter().find(|d| d.id == id)
+    }
+
+    /// The canonical id at `pos`: on a reference (resolved) or on a
+    /// definition.
+    pub fn id_at(&self, pos: Position) -> Option<String> {
+        let inside = |r: &Range| r.start <= pos && pos <= r.end;
+        if let Some(r) = self.references.iter().find(|r| inside(&r.range)) {
+            return self.resolve(&r.target).map(str::to_string);
+        }
+        self.definitions
+            .iter()
+            .find(|d| inside(&d.range))
+            .map(|d| d.id.clone())
+    }
+
+    /// The innermost node with an id whose lines hold 0-based `line`.
+    pub fn block_at(&self, line: u32) -> Option<&Node> {
+        let line = line.saturating_add(1);
+        self.doc
+            .walk()
+            .filter(|n| n.id.is_some() && n.span.contains(line))
+            .last()
+    }
+
+    /// The `baseHash` of block `id`: what `noma blocks` prints and agents
+    /// pass to `noma patch`.
+    pub fn base_hash(&self, id: &str) -> Option<String> {
+        block_hashes(&self.text, &self.doc)
+            .into_iter()
+            .find(|b| b.id == id)
+            .map(|b| b.sha256)
+    }
+
+    /// The range of 1-based inclusive `start..=end` lines.
+    pub fn lines_range(&self, start: u32, end: u32) -> Range {
+        let first = self.index.line_start(start.saturating_sub(1) as usize);
+        let last = end.saturating_sub(1) as usize;
+        let stop = self.index.line_start(last) + self.index.line(&self.text, last).len();
+        self.index.range(&self.text, first, stop.max(first))
+    }
+
+    fn find_definitions(&self) -> Vec<Definition> {
+        let mut out = Vec::new();
+        for node in self.doc.walk() {
+            let Some(id) = node.id.as_deref() else {
+                continue;
+            };
+            let line = node.span.start.saturating_sub(1) as usize;
+            let range = self
+                .token_on_line(line, "id", id)
+                .or_else(|| self.heading_text(node, line))
+                .unwrap_or_else(|| self.index.line_range(&self.text, line));
+            out.push(Definition {
+                id: id.to_string(),
+                range,
+                block: self.lines_range(node.span.start, node.span.end),
+            });
+        }
+        out
+    }
+
+    /// The range of `value` in `key="value"` (or `key=value`) on `line`.
+    fn token_on_line(&self, line: usize, key: &str, value: &str) -> Option<Range> {
+        let content = self.index.line(&self.text, line);
+        let start = self.index.line_start(line);
+        let mut from = 0;
+        while let Some(found) = content[from..].find(key) {
+            let at = from + found;
+            from = at + key.len();
+            let before_ok = at == 0 || !is_key_char(content.as_bytes()[at - 1]);
+            let rest = &content[at + key.len()..];
+            let Some(rest) = rest.strip_prefix('=') else {
+                continue;
+            };
+            let quoted = rest.strip_prefix('"');
+            let value_at = at + key.len() + 1 + usize::from(quoted.is_some());
+            if before_ok && quoted.unwrap_or(rest).starts_with(value) {
+                let s = start + value_at;
+                return Some(self.index.range(&self.text, s, s + value.len()));
+            }
+        }
+        None
+    }
+
+    /// A heading's text (the words its slug id comes from).
+    fn heading_text(&self, node: &Node, line: usize) -> Option<Range> {
+        let NodeKind::Section { title, .. } = &node.kind else {
+            return None;
+        };
+        let content = self.index.line(&self.text, line);
+        let at = content.find(title.as_str())?;
+        let s = self.index.line_start(line) + at;
+        Some(self.index.range(&self.text, s, s + title.len()))
+    }
+
+    fn find_references(&self) -> Vec<Reference> {
+        let mut skip = vec![false; self.index.line_count()];
+        let mut attr_lines = Vec::new();
+        for node in self.doc.walk() {
+            match &node.kind {
+                NodeKind::Code { .. } => {
+                    for l in node.span.start..=node.span.end {
+                        if let Some(s) = skip.get_mut(l.saturating_sub(1) as usize) {
+                            *s = true;
+                        }
+                    }
+                }
+                NodeKind::Directive { attrs, .. } => attr_lines.push((node.span.start, attrs)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (line, &skipped) in skip.iter().enumerate() {
+            if skipped {
+                continue;
+            }
+            let content = self.index.line(&self.text, line);
+            let start = self.index.line_start(line);
+            for (off, target) in noma_core::doc::inline::wikilinks(content) {
+                let s = start + off + 2;
+                out.push(Reference {
+                    target: target.to_string(),
+                    range: self.index.range(&self.text, s, s + target.len()),
+                });
+            }
+        }
+        for (line, attrs) in attr_lines {
+            let line = line.saturating_sub(1) as usize;
+            for (key, value) in attrs.iter() {
+                let Some(value) = value.as_str().filter(|_| REFERENCE_ATTRS.contains(&key)) else {
+                    continue;
+                };
+                if let Some(range) = self.token_on_line(line, key, value) {
+                    out.push(Reference {
+                        target: value.to_string(),
+                        range,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|r| r.range.start);
+        out
+    }
+
+    /// A validator diagnostic as an LSP one. The validator positions a
+    /// finding at a line (column 1); the range is narrowed to the token it
+    /// is about where that token can be found on the line (the broken
+    /// reference, the duplicated id), else it is the line's text.
+    fn lsp_diagnostic(&self, d: &Diagnostic) -> lsp_types::Diagnostic {
+        let line = d.pos.map_or(0, |p| p.line.saturating_sub(1)) as usize;
+        let on_line = |r: &Range| r.start.line as usize == line;
+        let narrowed = match d.code.as_str() {
+            "broken-reference" => self
+                .references
+                .iter()
+                .find(|r| on_line(&r.range) && self.resolve_anywhere(&r.target, d))
+                .map(|r| r.range),
+            _ => d
+                .node_id
+                .as_deref()
+                .and_then(|id| self.token_on_line(line, "id", id)),
+        };
+        lsp_types::Diagnostic {
+            range: narrowed.unwrap_or_else(|| self.index.line_range(&self.text, line)),
+            severity: Some(match d.severity {
+                Severity::Error => DiagnosticSeverity::ERROR,
+                Severity::Warning => DiagnosticSeverity::WARNING,
+                Severity::Info => DiagnosticSeverity::INFORMATION,
+            }),
+            code: Some(NumberOrString::String(d.code.clone())),
+            source: Some("noma".to_string()),
+            message: d.message.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Whether reference `target` is the one broken-reference `d` reports:
+    /// it does not resolve and the message names it as written.
+    fn resolve_anywhere(&self, target: &str, d: &Diagnostic) -> bool {
+        self.resolve(target).is_none()
+            && (d.message.starts_with(&format!("[[{target}]] "))
+                || d.message.contains(&format!("=\"{target}\" points")))
+    }
+}
+
+/// Whether `b` can be part of an attribute key.
+fn is_key_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':')
+}
+
+/// Options for `noma check`'s defaults, with `datasets` read beside the
+/// document when it is a file.
+pub fn options_for(path: Option<&std::path::Path>) -> Options {
+    Options {
+        datasets: path
+            .and_then(std::path::Path::parent)
+            .map(|dir| noma_store::fsio::datasets_in(dir.to_path_buf())),
+        ..Default::default()
+    }
+}

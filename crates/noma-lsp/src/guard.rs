@@ -1,0 +1,115 @@
+//! The hook's verdict while typing: the blocks of the open text that
+//! differ from the transcript's last state are edits the pre-commit hook
+//! will refuse as `unrecorded-edit` until they are recorded.
+//!
+//! The transcript's state and the recording come from the caller (the
+//! binary wires them to `noma record`'s own code), so this crate stays a
+//! layer over the core that knows no git.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use lsp_types::{DiagnosticSeverity, NumberOrString};
+use noma_core::doc::hash::{block_hashes, sha256_hex};
+use noma_core::doc::parse;
+
+use crate::analysis::Analysis;
+
+/// The code of the diagnostics on edits not in the transcript (the
+/// hook's).
+pub const UNRECORDED: &str = "unrecorded-edit";
+
+/// The command the "Record this edit" code action runs.
+pub const RECORD_COMMAND: &str = "noma.record";
+
+/// What the server needs of the repository.
+pub trait Guard {
+    /// The transcript's last state of the document at `path`: the text
+    /// `noma record` diffs the file against; `None` when the document has
+    /// no transcript (nothing to guard) or it cannot be rebuilt.
+    fn last_state(&self, path: &Path) -> Option<String>;
+    /// Records the edit of the file at `path` as `noma record` does: a
+    /// short report, or why it could not.
+    fn record(&self, path: &Path) -> Result<String, String>;
+}
+
+/// The transcript's last state, as block hashes.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    sha256: String,
+    blocks: Vec<(String, String)>,
+}
+
+impl Expected {
+    /// The state `text` (the transcript's last state).
+    pub fn of(text: &str) -> Expected {
+        let doc = parse(text);
+        Expected {
+            sha256: sha256_hex(text.as_bytes()),
+            blocks: block_hashes(text, &doc)
+                .into_iter()
+                .map(|b| (b.id, b.sha256))
+                .collect(),
+        }
+    }
+}
+
+/// `unrecorded-edit` diagnostics for the open text against `expected`:
+/// one on each changed or new block (on its id), one per removed block
+/// and, when the text differs outside every block, one on the first line.
+pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnostic> {
+    if sha256_hex(a.text.as_bytes()) == expected.sha256 {
+        return Vec::new();
+    }
+    let now: HashMap<String, String> = block_hashes(&a.text, &a.doc)
+        .into_iter()
+        .map(|b| (b.id, b.sha256))
+        .collect();
+    let before: HashMap<&str, &str> = expected
+        .blocks
+        .iter()
+        .map(|(i, s)| (i.as_str(), s.as_str()))
+        .collect();
+    let first_line = a.index.line_range(&a.text, 0);
+    let mut out = Vec::new();
+    for def in &a.definitions {
+        let what = match before.get(def.id.as_str()) {
+            Some(sha) if now.get(&def.id).map(String::as_str) == Some(*sha) => continue,
+            Some(_) => "changed",
+            None => "new",
+        };
+        out.push(diagnostic(
+            def.range,
+            format!("block {} is {what} outside its transcript", def.id),
+        ));
+    }
+    for (id, _) in &expected.blocks {
+        if !now.contains_key(id) {
+            out.push(diagnostic(
+                first_line,
+                format!("block {id} was removed outside its transcript"),
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push(diagnostic(
+            first_line,
+            "the document differs from its transcript's last state".to_string(),
+        ));
+    }
+    out
+}
+
+fn diagnostic(range: lsp_types::Range, what: String) -> lsp_types::Diagnostic {
+    lsp_types::Diagnostic {
+        range,
+        severity: Some(DiagnosticSeverity::ERROR),
+        code: Some(NumberOrString::String(UNRECORDED.to_string())),
+        source: Some("noma".to_string()),
+        message: format!(
+            "{what}: the pre-commit hook refuses it until it is recorded \
+             (the \"Record this edit\" action, or noma record)"
+        ),
+        ..Default::default()
+    }
+}

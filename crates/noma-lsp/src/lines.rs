@@ -1,0 +1,165 @@
+//! Byte offsets ↔ LSP positions. LSP counts a line's characters in UTF-16
+//! code units (its default position encoding); the parser counts lines
+//! from 1 and the text in bytes, so every range crosses this table.
+
+use lsp_types::{Position, Range};
+
+/// The start of every line of one text, for position conversions.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    /// Byte offset where each line starts; `starts[0] == 0`.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl LineIndex {
+    /// The index of `text` (lines end at `\n`; a `\r` before it belongs to
+    /// no line's content).
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(memchr_newlines(text).map(|i| i + 1));
+        LineIndex {
+            starts,
+            len: text.len(),
+        }
+    }
+
+    /// Number of lines (a text ending in `\n` has an empty last line).
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The content of 0-based `line` without its line ending, or `""` past
+    /// the end.
+    pub fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
+        let Some(&start) = self.starts.get(line) else {
+            return "";
+        };
+        let end = self.starts.get(line + 1).map_or(self.len, |&e| e - 1);
+        let s = &text[start..end.max(start)];
+        s.strip_suffix('\r').unwrap_or(s)
+    }
+
+    /// Byte offset where 0-based `line` starts (the text's end past it).
+    pub fn line_start(&self, line: usize) -> usize {
+        self.starts.get(line).copied().unwrap_or(self.len)
+    }
+
+    /// The LSP position of byte `offset` (clamped to the text and moved
+    /// back to a character boundary).
+    pub fn position(&self, text: &str, offset: usize) -> Position {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let character = utf16_len(&text[self.starts[line]..offset]);
+        Position::new(line as u32, character)
+    }
+
+    /// The byte offset of an LSP position: a character past the line's end
+    /// means its end, a line past the text's end means the text's end, and
+    /// a position inside a surrogate pair means the character's start.
+    pub fn offset(&self, text: &str, pos: Position) -> usize {
+        let line = pos.line as usize;
+        if line >= self.starts.len() {
+            return self.len;
+        }
+        let content = self.line(text, line);
+        let mut units = 0u32;
+        for (i, c) in content.char_indices() {
+            let next = units + c.len_utf16() as u32;
+            if next > pos.character {
+                return self.starts[line] + i;
+            }
+            units = next;
+        }
+        self.starts[line] + content.len()
+    }
+
+    /// The range of bytes `start..end` of the text.
+    pub fn range(&self, text: &str, start: usize, end: usize) -> Range {
+        Range::new(self.position(text, start), self.position(text, end))
+    }
+
+    /// The range of 0-based `line` from its first non-blank character to
+    /// its end (the whole line when it is blank).
+    pub fn line_range(&self, text: &str, line: usize) -> Range {
+        let content = self.line(text, line);
+        let start = self.line_start(line);
+        let trimmed = content.trim_start();
+        let lead = if trimmed.is_empty() {
+            0
+        } else {
+            content.len() - trimmed.len()
+        };
+        self.range(text, start + lead, start + content.len())
+    }
+}
+
+/// Offsets of every `\n` in `text`.
+fn memchr_newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
+    text.bytes()
+        .enumerate()
+        .filter(|&(_, b)| b == b'\n')
+        .map(|(i, _)| i)
+}
+
+/// Length of `s` in UTF-16 code units.
+pub fn utf16_len(s: &str) -> u32 {
+    s.chars().map(|c| c.len_utf16() as u32).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_positions_are_byte_columns() {
+        let t = "ab\ncd\n";
+        let ix = LineIndex::new(t);
+        assert_eq!(ix.position(t, 4), Position::new(1, 1));
+        assert_eq!(ix.offset(t, Position::new(1, 1)), 4);
+        assert_eq!(ix.line_count(), 3);
+        assert_eq!(ix.line(t, 1), "cd");
+    }
+
+    #[test]
+    fn characters_count_in_utf16_units() {
+        // é is 2 bytes and 1 unit; 😀 is 4 bytes and 2 units (a surrogate pair).
+        let t = "é😀[[x]]\n";
+        let ix = LineIndex::new(t);
+        let at_link = t.find("[[").unwrap();
+        assert_eq!(at_link, 6);
+        assert_eq!(ix.position(t, at_link), Position::new(0, 3));
+        assert_eq!(ix.offset(t, Position::new(0, 3)), at_link);
+        // Inside the surrogate pair: the emoji's start.
+        assert_eq!(ix.offset(t, Position::new(0, 2)), 2);
+        // Inside a multi-byte character: moved back to its start.
+        assert_eq!(ix.position(t, 1), Position::new(0, 0));
+    }
+
+    #[test]
+    fn crlf_and_out_of_range_positions() {
+        let t = "a\r\nbc\r\n";
+        let ix = LineIndex::new(t);
+        assert_eq!(ix.line(t, 0), "a");
+        assert_eq!(ix.offset(t, Position::new(0, 99)), 1);
+        assert_eq!(ix.offset(t, Position::new(9, 0)), t.len());
+        assert_eq!(ix.position(t, 99), Position::new(2, 0));
+        assert_eq!(
+            ix.line_range(t, 1),
+            Range::new(Position::new(1, 0), Position::new(1, 2))
+        );
+    }
+
+    #[test]
+    fn line_range_skips_leading_blanks() {
+        let t = "  ::note{id=\"n\"}\n";
+        let ix = LineIndex::new(t);
+        assert_eq!(
+            ix.line_range(t, 0),
+            Range::new(Position::new(0, 2), Position::new(0, 16))
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! The message loop: document sync, diagnostics, and request dispatch.
+
+use std::collections::HashMap;
+
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, DidSaveTextDocument,
+    Notification as NotificationTrait, PublishDiagnostics,
+};
+use lsp_types::request::{
+    CodeActionRequest, Completion, DocumentSymbolRequest, ExecuteCommand, GotoDefinition,
+    HoverRequest, References, Request as RequestTrait, WorkspaceSymbolRequest,
+};
+use lsp_types::{
+    CodeActionProviderCapability, CompletionOptions, DocumentSymbolResponse, ExecuteCommandOptions,
+    GotoDefinitionResponse, OneOf, PublishDiagnosticsParams, SaveOptions, ServerCapabilities,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, Url,
+};
+
+use crate::analysis::{options_for, Analysis};
+use crate::features;
+use crate::guard::{self, Expected, Guard, RECORD_COMMAND};
+
+/// Why the server stopped other than by the client's `exit`.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn err(e: impl std::fmt::Display) -> Error {
+    Error(e.to_string())
+}
+
+/// What the server announces in `initialize`.
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::FULL),
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(
+                    SaveOptions::default(),
+                )),
+                ..Default::default()
+            },
+        )),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        hover_provider: Some(lsp_types::HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        workspace_symbol_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["[".into(), "\"".into(), "=".into()]),
+            ..Default::default()
+        }),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: vec![RECORD_COMMAND.to_string()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Serves the language server on stdin/stdout until the client exits.
+pub fn serve_stdio(guard: Option<&dyn Guard>) -> Result<(), Error> {
+    let (connection, io_threads) = Connection::stdio();
+    serve(&connection, guard)?;
+    drop(connection);
+    io_threads.join().map_err(err)
+}
+
+/// One open document.
+struct Open {
+    analysis: Analysis,
+    /// The transcript's last state, for a document that has one.
+    expected: Option<Expected>,
+}
+
+/// The session's state.
+struct Session<'g> {
+    docs: HashMap<Url, Open>,
+    guard: Option<&'g dyn Guard>,
+}
+
+/// Serves one session on `connection`: the handshake, then messages until
+/// `shutdown` and `exit`.
+pub fn serve(connection: &Connection, guard: Option<&dyn Guard>) -> Result<(), Error> {
+    let caps = serde_json::to_value(capabilities()).map_err(err)?;
+    connection.initialize(caps).map_err(err)?;
+    let mut s = Session {
+        docs: HashMap::new(),
+        guard,
+    };
+    for msg in &connection.receiver {
+        match msg {
+            Message::Request(req) => {
+                if connection.handle_shutdown(&req).map_err(err)? {
+                    return Ok(());
+                }
+                let (resp, republish) = s.answer(req);
+                connection.sender.send(resp.into()).map_err(err)?;
+                if let Some(uri) = republish {
+                    s.publish(connection, uri)?;
+                }
+            }
+            Message::Notification(n) => {
+                if let Some(uri) = s.sync(n) {
+                    s.publish(connection, uri)?;
+                }
+            }
+            Message::Response(_) => {}
+        }
+    }
+    Err(Error(
+        "the client closed the connection without shutdown".to_string(),
+    ))
+}
+
+impl Session<'_> {
+    /// Applies a document notification; returns the document whose
+    /// diagnostics changed.
+    fn sync(&mut self, n: Notification) -> Option<Url> {
+        match n.method.as_str() {
+            DidOpenTextDocument::METHOD => {
+                let p: lsp_types::DidOpenTextDocumentParams =
+                    serde_json::from_value(n.params).ok()?;
+                let uri = p.text_document.uri;
+                let expected = self.expected(&uri);
+                let analysis = analyse(&uri, p.text_document.text);
+                self.docs.insert(uri.clone(), Open { analysis, expected });
+                Some(uri)
+            }
+            DidChangeTextDocument::METHOD => {
+                let p: lsp_types::DidChangeTextDocumentParams =
+                    serde_json::from_value(n.params).ok()?;
+                // Full sync: the last change holds the whole text.
+                let text = p.content_changes.into_iter().last()?.text;
+                let uri = p.text_document.uri;
+                let open = self.docs.get_mut(&uri)?;
+                open.analysis = analyse(&uri, text);
+                Some(uri)
+            }
+            DidSaveTextDocument::METHOD => {
+                // `noma record` in a terminal changes the transcript.
+                let p: lsp_types::DidSaveTextDocumentParams =
+                    serde_json::from_value(n.params).ok()?;
+                let uri = p.text_document.uri;
+                let expected = self.expected(&uri);
+                self.docs.get_mut(&uri)?.expected = expected;
+                Some(uri)
+            }
+            DidCloseTextDocument::METHOD => {
+                let p: lsp_types::DidCloseTextDocumentParams =
+                    serde_json::from_value(n.params).ok()?;
+                self.docs.remove(&p.text_document.uri);
+                Some(p.text_document.uri)
+            }
+            _ => None,
+        }
+    }
+
+    /// The transcript's last state of the file `uri` names, when the
+    /// server has a guard and the file a transcript.
+    fn expected(&self, uri: &Url) -> Option<Expected> {
+        let path = uri.to_file_path().ok()?;
+        let text = self.guard?.last_state(&path)?;
+        Some(Expected::of(&text))
+    }
+
+    /// Sends `uri`'s diagnostics (none once it is closed).
+    fn publish(&self, connection: &Connection, uri: Url) -> Result<(), Error> {
+        let diagnostics = self.docs.get(&uri).map_or_else(Vec::new, |o| {
+            let mut d = o.analysis.diagnostics.clone();
+            if let Some(e) = &o.expected {
+                d.extend(guard::unrecorded(&o.analysis, e));
+            }
+            d
+        });
+        let params = PublishDiagnosticsParams::new(uri, diagnostics, None);
+        let n = Notification::new(PublishDiagnostics::METHOD.to_string(), params);
+        connection.sender.send(n.into()).map_err(err)
+    }
+
+    /// The response to one request, and the document whose diagnostics
+    /// it changed.
+    fn answer(&mut self, req: Request) -> (Response, Option<Url>) {
+        let id = req.id.clone();
+        if req.method == ExecuteCommand::METHOD {
+            return match self.execute(req) {
+                Ok((value, uri)) => (Response::new_ok(id, value), uri),
+                Err((code, message)) => (Response::new_err(id, code as i32, message), None),
+            };
+        }
+        let resp = match dispatch(&self.docs, req) {
+            Ok(value) => Response::new_ok(id, value),
+            Err((code, message)) => Response::new_err(id, code as i32, message),
+        };
+        (resp, None)
+    }
+
+    /// `noma.record URI`: records the saved file's edit as `noma record`
+    /// does, then re-reads the transcript's state.
+    fn execute(&mut self, req: Request) -> Result<(serde_json::Value, Option<Url>), Failure> {
+        let (_, p) = parse::<ExecuteCommand>(req)?;
+        let invalid = |m: &str| (ErrorCode::InvalidParams, m.to_string());
+        if p.command != RECORD_COMMAND {
+            return Err(invalid(&format!("unknown command {}", p.command)));
+        }
+        let uri: Url = p
+            .arguments
+            .first()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(|| invalid("noma.record takes the document's URI"))?;
+        let path = uri.to_file_path().map_err(|_| invalid("not a file URI"))?;
+        let guard = self
+            .guard
+            .ok_or_else(|| invalid("no repository to record in"))?;
+        let open = self.docs.get(&uri).map(|o| o.analysis.text.as_str());
+        if open.is_some_and(|t| std::fs::read_to_string(&path).ok().as_deref() != Some(t)) {
+            // `noma record` records the file; the buffer's edit must be in it.
+            return Err((
+                ErrorCode::RequestFailed,
+                "save the document first: noma record records the file as saved".into(),
+            ));
+        }
+        let report = guard
+            .record(&path)
+            .map_err(|e| (ErrorCode::RequestFailed, e))?;
+        let expected = self.expected(&uri);
+        if let Some(o) = self.docs.get_mut(&uri) {
+            o.expected = expected;
+        }
+        Ok((serde_json::Value::String(report), Some(uri)))
+    }
+}
+
+fn analyse(uri: &Url, text: String) -> Analysis {
+    let path = uri.to_file_path().ok();
+    Analysis::new(text, &options_for(path.as_deref()))
+}
+
+/// An error response's code and message.
+type Failure = (ErrorCode, String);
+
+fn dispatch(docs: &HashMap<Url, Open>, req: Request) -> Result<serde_json::Value, Failure> {
+    let doc = |uri: &Url| docs.get(uri).map(|o| &o.analysis);
+    let json = |v: Result<serde_json::Value, serde_json::Error>| {
+        v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
+    };
+    match req.method.as_str() {
+        DocumentSymbolRequest::METHOD => {
+            let (_, p) = parse::<DocumentSymbolRequest>(req)?;
+            let symbols = doc(&p.text_document.uri).map(features::document_symbols);
+            json(serde_json::to_value(
+                symbols.map(DocumentSymbolResponse::Nested),
+            ))
+        }
+        HoverRequest::METHOD => {
+            let (_, p) = parse::<HoverRequest>(req)?;
+            let at = p.text_document_position_params;
+            let hover = doc(&at.text_document.uri).and_then(|a| features::hover(a, at.position));
+            json(serde_json::to_value(hover))
+        }
+        GotoDefinition::METHOD => {
+            let (_, p) = parse::<GotoDefinition>(req)?;
+            let at = p.text_document_position_params;
+            let uri = &at.text_document.uri;
+            let loc = doc(uri).and_then(|a| features::definition(a, uri, at.position));
+            json(serde_json::to_value(
+                loc.map(GotoDefinitionResponse::Scalar),
+            ))
+        }
+        References::METHOD => {
+            let (_, p) = parse::<References>(req)?;
+            let at = p.text_document_position;
+            let uri = &at.text_document.uri;
+            let decl = p.context.include_declaration;
+            let locs = doc(uri).map(|a| features::references(a, uri, at.position, decl));
+            json(serde_json::to_value(locs))
+        }
+        Completion::METHOD => {
+            let (_, p) = parse::<Completion>(req)?;
+            let at = p.text_document_position;
+            let items =
+                doc(&at.text_document.uri).and_then(|a| features::completion(a, at.position));
+            json(serde_json::to_value(items))
+        }
+        WorkspaceSymbolRequest::METHOD => {
+            let (_, p) = parse::<WorkspaceSymbolRequest>(req)?;
+            let open = docs.iter().map(|(u, o)| (u, &o.analysis));
+            json(serde_json::to_value(features::workspace_symbols(
+                open, &p.query,
+            )))
+        }
+        CodeActionRequest::METHOD => {
+            let (_, p) = parse::<CodeActionRequest>(req)?;
+            let mut actions = features::record_actions(&p);
+            if let Some(a) = doc(&p.text_document.uri) {
+                actions.extend(features::did_you_mean(a, &p));
+            }
+            json(serde_json::to_value(actions))
+        }
+        other => Err((
+            ErrorCode::MethodNotFound,
+            format!("noma lsp does not answer {other}"),
+        )),
+    }
+}
+
+/// The typed parameters of `req`, or an InvalidParams error.
+fn parse<R: RequestTrait>(req: Request) -> Result<(RequestId, R::Params), Failure> {
+    req.extract::<R::Params>(R::METHOD)
+        .map_err(|e| (ErrorCode::InvalidParams, format!("{e:?}")))
+}

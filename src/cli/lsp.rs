@@ -1,0 +1,72 @@
+//! `noma lsp`: the language server on stdin/stdout.
+//!
+//! stdout carries the protocol only; messages for people go to stderr.
+//! Exit codes: 0 the client shut the session down, 2 the session broke
+//! (the client went away without `shutdown`, a malformed handshake).
+
+use std::path::Path;
+
+use noma_core::transcript::{Actor, ActorKind};
+use noma_git::record::{record_file_with, Outcome};
+
+use super::{EXIT_OK, EXIT_USAGE};
+
+/// Arguments of `noma lsp`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Editors start it as `noma lsp` for .noma files; set-up for VS Code, \
+Neovim, Helix and Zed: docs/editors.md"
+)]
+pub struct Args {
+    /// Accepted for editors that pass it by default (stdio is the only transport).
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+/// Runs `noma lsp`.
+pub fn run(_args: Args) -> i32 {
+    // A client that goes away must not kill us with SIGPIPE halfway through
+    // a write: a failed write ends the session with an error instead.
+    #[cfg(unix)]
+    // SAFETY: changes only the disposition of SIGPIPE, before any thread
+    // of ours is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    match noma_lsp::serve_stdio(Some(&Recorder)) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("noma lsp: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The transcript's state and `noma record`, for the server's
+/// `unrecorded-edit` diagnostics and its "Record this edit" action.
+struct Recorder;
+
+impl noma_lsp::Guard for Recorder {
+    fn last_state(&self, path: &Path) -> Option<String> {
+        noma_git::record::last_state(path).ok().flatten()
+    }
+
+    fn record(&self, path: &Path) -> Result<String, String> {
+        let actor = Actor {
+            kind: ActorKind::Human,
+            name: noma_git::actor::default_name(path),
+            model: None,
+            version: None,
+        };
+        // Signed as `noma record` signs by default (the policy's key).
+        let step =
+            noma_git::provenance::writer::step_for(path, None, false).map_err(|e| e.to_string())?;
+        match record_file_with(path, actor, None, step.as_ref()) {
+            Ok(Outcome::NothingToRecord) => Ok("nothing to record".to_string()),
+            Ok(Outcome::Recorded {
+                ops, transcript, ..
+            }) => Ok(format!("recorded {} op(s) in {transcript}", ops.len())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
