@@ -7,6 +7,8 @@
 use std::path::Path;
 
 use noma_core::transcript::{Actor, ActorKind};
+use noma_git::cache::BlockCache;
+use noma_git::history;
 use noma_git::record::{record_file_with, Outcome};
 
 use super::{EXIT_OK, EXIT_USAGE};
@@ -69,4 +71,32 @@ impl noma_lsp::Guard for Recorder {
             Err(e) => Err(e.to_string()),
         }
     }
+
+    fn history(&self, path: &Path, id: &str, limit: usize) -> Vec<String> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let cache = super::cache::cache_root(dir)
+            .map_or_else(BlockCache::disabled, |root| BlockCache::open(&root));
+        // A document without a transcript has no history: nothing to show.
+        let Ok(changes) = history::block_log(&cache, path, None, Some(id), Some(limit)) else {
+            return Vec::new();
+        };
+        changes.iter().map(change_line).collect()
+    }
+}
+
+/// One change as the hover shows it.
+fn change_line(c: &history::BlockChange) -> String {
+    let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".to_string());
+    let commit = c
+        .commit
+        .as_deref()
+        .map_or("uncommitted", |s| &s[..s.len().min(8)]);
+    format!(
+        "`{}` by {} at {}; signed by {}, approved by {}; commit {commit}",
+        c.op,
+        c.actor,
+        c.ts,
+        or_none(&c.signed_by),
+        or_none(&c.approved_by),
+    )
 }

@@ -409,6 +409,20 @@ async def test_an_unrecorded_edit_shows_and_record_this_edit_records_it(
     assert code == 0, out
     records = (repo / "doc.noma.patches").read_text().strip().split("\n")
     assert len(records) == 2 and json.loads(records[1])["actor"]["kind"] == "human"
+    # The hover on c1 now shows that change, as `noma log --block c1` lists it.
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(2, 12),
+        )
+    )
+    text = hover.contents.value
+    code, out = run(repo, NOMA, "log", "doc.noma", "--block", "c1", "--format", "json")
+    assert code == 0, out
+    [last, *_] = json.loads(out)["changes"]
+    assert "Last changes" in text, text
+    assert f"`{last['op']}` by {last['actor']} at {last['ts']}" in text, (text, last)
+    assert "signed by —, approved by —" in text, text
 
 
 async def test_record_this_edit_refuses_an_unsaved_buffer(client: LanguageClient, tmp_path):

@@ -88,7 +88,9 @@ pub fn workspace_symbols<'a>(
 }
 
 /// The block under the cursor: id, kind, aliases, lines and `baseHash`.
-pub fn hover(a: &Analysis, pos: Position) -> Option<Hover> {
+///
+/// `history` gives the block's last changes (Markdown lines) for its id.
+pub fn hover(a: &Analysis, pos: Position, history: &dyn Fn(&str) -> Vec<String>) -> Option<Hover> {
     let node = match a.id_at(pos) {
         Some(id) => a.doc.find(&id)?,
         None => a.block_at(pos.line)?,
@@ -108,6 +110,13 @@ pub fn hover(a: &Analysis, pos: Position) -> Option<Hover> {
     }
     if let Some(hash) = a.base_hash(id) {
         text.push_str(&format!("\n\nbaseHash: `{hash}`"));
+    }
+    let changes = history(id);
+    if !changes.is_empty() {
+        text.push_str("\n\nLast changes (`noma log`):\n");
+        for line in changes {
+            text.push_str(&format!("\n- {line}"));
+        }
     }
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {

@@ -31,6 +31,11 @@ pub trait Guard {
     /// Records the edit of the file at `path` as `noma record` does: a
     /// short report, or why it could not.
     fn record(&self, path: &Path) -> Result<String, String>;
+    /// The last `limit` changes of block `id` of the document at `path`,
+    /// newest first, one Markdown line each (op, actor, time, signer,
+    /// approver, commit), as `noma log --block` lists them; empty when
+    /// the block has no recorded history.
+    fn history(&self, path: &Path, id: &str, limit: usize) -> Vec<String>;
 }
 
 /// The transcript's last state, as block hashes.

@@ -199,7 +199,7 @@ impl Session<'_> {
                 Err((code, message)) => (Response::new_err(id, code as i32, message), None),
             };
         }
-        let resp = match dispatch(&self.docs, req) {
+        let resp = match dispatch(&self.docs, self.guard, req) {
             Ok(value) => Response::new_ok(id, value),
             Err((code, message)) => Response::new_err(id, code as i32, message),
         };
@@ -242,6 +242,9 @@ impl Session<'_> {
     }
 }
 
+/// How many of a block's last changes its hover lists.
+const HOVER_HISTORY: usize = 3;
+
 fn analyse(uri: &Url, text: String) -> Analysis {
     let path = uri.to_file_path().ok();
     Analysis::new(text, &options_for(path.as_deref()))
@@ -250,7 +253,11 @@ fn analyse(uri: &Url, text: String) -> Analysis {
 /// An error response's code and message.
 type Failure = (ErrorCode, String);
 
-fn dispatch(docs: &HashMap<Url, Open>, req: Request) -> Result<serde_json::Value, Failure> {
+fn dispatch(
+    docs: &HashMap<Url, Open>,
+    guard: Option<&dyn Guard>,
+    req: Request,
+) -> Result<serde_json::Value, Failure> {
     let doc = |uri: &Url| docs.get(uri).map(|o| &o.analysis);
     let json = |v: Result<serde_json::Value, serde_json::Error>| {
         v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
@@ -266,7 +273,13 @@ fn dispatch(docs: &HashMap<Url, Open>, req: Request) -> Result<serde_json::Value
         HoverRequest::METHOD => {
             let (_, p) = parse::<HoverRequest>(req)?;
             let at = p.text_document_position_params;
-            let hover = doc(&at.text_document.uri).and_then(|a| features::hover(a, at.position));
+            let path = at.text_document.uri.to_file_path().ok();
+            let history = |id: &str| match (guard, path.as_deref()) {
+                (Some(g), Some(p)) => g.history(p, id, HOVER_HISTORY),
+                _ => Vec::new(),
+            };
+            let hover =
+                doc(&at.text_document.uri).and_then(|a| features::hover(a, at.position, &history));
             json(serde_json::to_value(hover))
         }
         GotoDefinition::METHOD => {
