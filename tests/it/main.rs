@@ -20,6 +20,7 @@ mod docs_team;
 mod changed_watch;
 mod converge_props;
 mod e2e_init;
+mod editors;
 mod engine_concurrency;
 mod engine_crash;
 mod false_pass;
