@@ -481,3 +481,54 @@ async def test_workspace_symbols_search_every_open_document(client: LanguageClie
     assert narrowed and all(
         some.lower() in (s.container_name + s.name).lower() for s in narrowed
     )
+
+
+async def test_renaming_an_id_writes_a_rename_id_record(client: LanguageClient, tmp_path):
+    repo = guarded_repo(tmp_path)
+    path = repo / "doc.noma"
+    uri = await open_doc(client, path)
+    edit = await client.text_document_rename_async(
+        types.RenameParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(2, 12),
+            new_name="sky",
+        )
+    )
+    [change] = edit.changes[uri]
+    assert change.range.start == types.Position(0, 0), change
+    # The edit turns the buffer into the file the patch wrote.
+    assert change.new_text == path.read_text()
+    assert 'id="sky"' in change.new_text and 'for="sky"' in change.new_text
+    assert "[[sky]]" in change.new_text and "c1" not in change.new_text
+    records = (repo / "doc.noma.patches").read_text().strip().split("\n")
+    last = json.loads(records[-1])
+    assert last["op"]["op"] == "rename_id" and last["op"]["from"] == "c1", last
+    code, out = run(repo, NOMA, "replay", "doc.noma")
+    assert code == 0, out
+    code, out = run(repo, "git", "add", "-A")
+    code, out = run(repo, NOMA, "hook", "pre-commit")
+    assert code == 0, out
+
+
+async def test_rename_refuses_an_unsaved_buffer(client: LanguageClient, tmp_path):
+    repo = guarded_repo(tmp_path)
+    path = repo / "doc.noma"
+    uri = await open_doc(client, path)
+    edited = DOC.replace("The sky is blue.", "The sky is green.")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)],
+        )
+    )
+    before = (repo / "doc.noma.patches").read_text()
+    with pytest.raises(Exception, match="save the document first"):
+        await client.text_document_rename_async(
+            types.RenameParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(2, 12),
+                new_name="sky",
+            )
+        )
+    assert path.read_text() == DOC
+    assert (repo / "doc.noma.patches").read_text() == before

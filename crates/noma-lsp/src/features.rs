@@ -299,6 +299,16 @@ fn written_and_suggestion(message: &str) -> Option<(&str, &str)> {
     Some((written, suggestion))
 }
 
+/// One edit replacing the whole of `before` with `after`.
+pub fn replace_all(before: &str, after: String) -> lsp_types::TextEdit {
+    let lines = crate::lines::LineIndex::new(before);
+    let end = lines.position(before, before.len());
+    lsp_types::TextEdit::new(
+        lsp_types::Range::new(lsp_types::Position::new(0, 0), end),
+        after,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,10 @@ pub trait Guard {
     /// approver, commit), as `noma log --block` lists them; empty when
     /// the block has no recorded history.
     fn history(&self, path: &Path, id: &str, limit: usize) -> Vec<String>;
+    /// Renames block `from` to `to` in the saved file at `path` as `noma
+    /// patch` applies a `rename_id` op (references updated, the record
+    /// appended to the transcript): the document's new text, or why not.
+    fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String>;
 }
 
 /// The transcript's last state, as block hashes.

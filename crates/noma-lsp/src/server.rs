@@ -9,7 +9,7 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentSymbolRequest, ExecuteCommand, GotoDefinition,
-    HoverRequest, References, Request as RequestTrait, WorkspaceSymbolRequest,
+    HoverRequest, References, Rename, Request as RequestTrait, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DocumentSymbolResponse, ExecuteCommandOptions,
@@ -61,6 +61,7 @@ pub fn capabilities() -> ServerCapabilities {
             ..Default::default()
         }),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        rename_provider: Some(OneOf::Left(true)),
         execute_command_provider: Some(ExecuteCommandOptions {
             commands: vec![RECORD_COMMAND.to_string()],
             ..Default::default()
@@ -193,6 +194,13 @@ impl Session<'_> {
     /// it changed.
     fn answer(&mut self, req: Request) -> (Response, Option<Url>) {
         let id = req.id.clone();
+        if req.method == Rename::METHOD {
+            let result = parse::<Rename>(req).and_then(|(_, p)| self.rename(p));
+            return match result {
+                Ok((value, uri)) => (Response::new_ok(id, value), uri),
+                Err((code, message)) => (Response::new_err(id, code as i32, message), None),
+            };
+        }
         if req.method == ExecuteCommand::METHOD {
             return match self.execute(req) {
                 Ok((value, uri)) => (Response::new_ok(id, value), uri),
@@ -204,6 +212,50 @@ impl Session<'_> {
             Err((code, message)) => Response::new_err(id, code as i32, message),
         };
         (resp, None)
+    }
+
+    /// Renames the id under the cursor through a `rename_id` record (the
+    /// saved file is patched and the transcript appended, as `noma patch`
+    /// does), and answers the edit that turns the buffer into the result.
+    fn rename(
+        &mut self,
+        p: lsp_types::RenameParams,
+    ) -> Result<(serde_json::Value, Option<Url>), Failure> {
+        let at = p.text_document_position;
+        let uri = at.text_document.uri;
+        let invalid = |m: &str| (ErrorCode::InvalidParams, m.to_string());
+        let open = self
+            .docs
+            .get(&uri)
+            .ok_or_else(|| invalid("the document is not open"))?;
+        let from = open
+            .analysis
+            .id_at(at.position)
+            .ok_or_else(|| invalid("no block id under the cursor"))?;
+        let path = uri.to_file_path().map_err(|_| invalid("not a file URI"))?;
+        let guard = self
+            .guard
+            .ok_or_else(|| invalid("no repository to record in"))?;
+        let before = open.analysis.text.clone();
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(before.as_str()) {
+            return Err((
+                ErrorCode::RequestFailed,
+                "save the document first: the rename is recorded on the file as saved".into(),
+            ));
+        }
+        let after = guard
+            .rename(&path, &from, &p.new_name)
+            .map_err(|e| (ErrorCode::RequestFailed, e))?;
+        let edit = features::replace_all(&before, after);
+        let mut changes = HashMap::new();
+        changes.insert(uri.clone(), vec![edit]);
+        let value = serde_json::to_value(lsp_types::WorkspaceEdit::new(changes))
+            .map_err(|e| (ErrorCode::InternalError, e.to_string()))?;
+        let expected = self.expected(&uri);
+        if let Some(o) = self.docs.get_mut(&uri) {
+            o.expected = expected;
+        }
+        Ok((value, Some(uri)))
     }
 
     /// `noma.record URI`: records the saved file's edit as `noma record`
