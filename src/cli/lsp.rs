@@ -103,6 +103,32 @@ impl noma_lsp::Guard for Recorder {
         std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    fn provenance(&self, path: &Path) -> Vec<noma_lsp::RecordProblem> {
+        // As the hook: nothing to report unless the policy asks for
+        // signatures or approvals (`--signatures` would check anyway).
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let root = super::cache::cache_root(dir).unwrap_or_else(|| dir.to_path_buf());
+        let asks = noma_git::config::Policy::load(&root).is_ok_and(|p| !p.file.provenance.is_off());
+        if !asks {
+            return Vec::new();
+        }
+        let Ok(report) = noma_git::provenance::report::for_doc(path, None) else {
+            return Vec::new();
+        };
+        report
+            .records
+            .iter()
+            .flat_map(|r| &r.problems)
+            .filter(|p| p.level != "note")
+            .map(|p| noma_lsp::RecordProblem {
+                error: p.level == "error",
+                code: p.code.to_string(),
+                line: p.line,
+                message: p.message.clone(),
+            })
+            .collect()
+    }
+
     fn history(&self, path: &Path, id: &str, limit: usize) -> Vec<String> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let cache = super::cache::cache_root(dir)

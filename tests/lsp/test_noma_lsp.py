@@ -532,3 +532,26 @@ async def test_rename_refuses_an_unsaved_buffer(client: LanguageClient, tmp_path
         )
     assert path.read_text() == DOC
     assert (repo / "doc.noma.patches").read_text() == before
+
+
+async def test_provenance_problems_of_the_records_show_as_diagnostics(
+    client: LanguageClient, tmp_path
+):
+    repo = guarded_repo(tmp_path)
+    path = repo / "doc.noma"
+    uri = await open_doc(client, path)
+    assert not [d for d in client.diagnostics[uri] if d.code == "unsigned-record"]
+    # The policy now asks for signatures: the genesis record has none.
+    (repo / ".noma").mkdir(exist_ok=True)
+    (repo / ".noma" / "config.yml").write_text("provenance:\n  signatures: warn\n")
+    code, out = run(repo, NOMA, "replay", "doc.noma", "--signatures")
+    assert "unsigned-record" in out, out
+    published = next_diagnostics(client)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await published
+    [found] = [d for d in client.diagnostics[uri] if d.code == "unsigned-record"]
+    assert found.severity == types.DiagnosticSeverity.Warning, found
+    assert found.message.startswith("transcript line 1: "), found
+    assert found.range.start.line == 0, found

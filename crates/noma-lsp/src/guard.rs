@@ -40,6 +40,24 @@ pub trait Guard {
     /// patch` applies a `rename_id` op (references updated, the record
     /// appended to the transcript): the document's new text, or why not.
     fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String>;
+    /// The signature and approval problems of the transcript's records
+    /// (as `noma replay --signatures` reports them), under the work
+    /// tree's policy; empty when there are none or no policy asks.
+    fn provenance(&self, path: &Path) -> Vec<RecordProblem>;
+}
+
+/// A record's signature or approval problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordProblem {
+    /// An error (the hook or the PR check refuses it), else a warning.
+    pub error: bool,
+    /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
+    /// `approval-missing`, `approval-invalid` or `signer-mismatch`.
+    pub code: String,
+    /// The record's 1-based transcript line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
 }
 
 /// The transcript's last state, as block hashes.
@@ -47,6 +65,8 @@ pub trait Guard {
 pub struct Expected {
     sha256: String,
     blocks: Vec<(String, String)>,
+    /// The records' provenance problems.
+    pub problems: Vec<RecordProblem>,
 }
 
 impl Expected {
@@ -59,6 +79,7 @@ impl Expected {
                 .into_iter()
                 .map(|b| (b.id, b.sha256))
                 .collect(),
+            problems: Vec::new(),
         }
     }
 }
@@ -107,6 +128,29 @@ pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnosti
         ));
     }
     out
+}
+
+/// The transcript's provenance problems, on the document's first line (a
+/// record belongs to the document, not to one block), each naming its
+/// transcript line.
+pub fn provenance(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnostic> {
+    let first_line = a.index.line_range(&a.text, 0);
+    expected
+        .problems
+        .iter()
+        .map(|p| lsp_types::Diagnostic {
+            range: first_line,
+            severity: Some(if p.error {
+                DiagnosticSeverity::ERROR
+            } else {
+                DiagnosticSeverity::WARNING
+            }),
+            code: Some(NumberOrString::String(p.code.clone())),
+            source: Some("noma".to_string()),
+            message: format!("transcript line {}: {}", p.line, p.message),
+            ..Default::default()
+        })
+        .collect()
 }
 
 fn diagnostic(range: lsp_types::Range, what: String) -> lsp_types::Diagnostic {

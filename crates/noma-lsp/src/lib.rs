@@ -21,5 +21,5 @@ pub mod lines;
 mod server;
 
 pub use analysis::Analysis;
-pub use guard::Guard;
+pub use guard::{Guard, RecordProblem};
 pub use server::{serve, serve_stdio, Error};

@@ -168,12 +168,16 @@ impl Session<'_> {
         }
     }
 
-    /// The transcript's last state of the file `uri` names, when the
-    /// server has a guard and the file a transcript.
+    /// The transcript's last state of the file `uri` names, and its
+    /// records' provenance problems, when the server has a guard and the
+    /// file a transcript.
     fn expected(&self, uri: &Url) -> Option<Expected> {
         let path = uri.to_file_path().ok()?;
-        let text = self.guard?.last_state(&path)?;
-        Some(Expected::of(&text))
+        let guard = self.guard?;
+        let text = guard.last_state(&path)?;
+        let mut expected = Expected::of(&text);
+        expected.problems = guard.provenance(&path);
+        Some(expected)
     }
 
     /// Sends `uri`'s diagnostics (none once it is closed).
@@ -182,6 +186,7 @@ impl Session<'_> {
             let mut d = o.analysis.diagnostics.clone();
             if let Some(e) = &o.expected {
                 d.extend(guard::unrecorded(&o.analysis, e));
+                d.extend(guard::provenance(&o.analysis, e));
             }
             d
         });
