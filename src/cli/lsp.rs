@@ -8,11 +8,8 @@ use std::path::Path;
 
 use noma_core::transcript::{Actor, ActorKind};
 use noma_git::cache::BlockCache;
-use noma_git::console::{Console, Say, Verdict};
 use noma_git::history;
-use noma_git::patch::options::{Request, Signing};
 use noma_git::record::{record_file_with, Outcome};
-use noma_store::engine::WriteMode;
 
 use super::{EXIT_OK, EXIT_USAGE};
 
@@ -76,55 +73,17 @@ impl noma_lsp::Guard for Recorder {
     }
 
     fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String> {
-        let op = serde_json::json!({"op": "rename_id", "from": from, "to": to});
-        // A person's edit, signed as `noma patch` signs by default.
-        let req = Request {
-            actor_kind: ActorKind::Human,
-            actor_name: None,
-            actor_model: None,
-            actor_version: None,
-            reason: Some("renamed in the editor".to_string()),
-            expected_sha: None,
-            base_sha256: None,
-            parent_op_id: None,
-            transcript: None,
-            write: WriteMode::InPlace,
-            strict: false,
-            force: false,
-            signing: Signing::Configured {
-                key: None,
-                no_sign: false,
-            },
-        };
-        let console = noma_git::patch::run(path, &[op], req, noma_git::patch::View::default());
-        if console.verdict != Verdict::Passed {
-            return Err(said(&console));
-        }
-        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+        noma_git::patch::rename::rename_in_place(path, from, to, "renamed in the editor")
     }
 
     fn provenance(&self, path: &Path) -> Vec<noma_lsp::RecordProblem> {
-        // As the hook: nothing to report unless the policy asks for
-        // signatures or approvals (`--signatures` would check anyway).
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let root = super::cache::cache_root(dir).unwrap_or_else(|| dir.to_path_buf());
-        let asks = noma_git::config::Policy::load(&root).is_ok_and(|p| !p.file.provenance.is_off());
-        if !asks {
-            return Vec::new();
-        }
-        let Ok(report) = noma_git::provenance::report::for_doc(path, None) else {
-            return Vec::new();
-        };
-        report
-            .records
-            .iter()
-            .flat_map(|r| &r.problems)
-            .filter(|p| p.level != "note")
+        noma_git::provenance::report::problems_if_asked(path)
+            .into_iter()
             .map(|p| noma_lsp::RecordProblem {
                 error: p.level == "error",
                 code: p.code.to_string(),
                 line: p.line,
-                message: p.message.clone(),
+                message: p.message,
             })
             .collect()
     }
@@ -139,19 +98,6 @@ impl noma_lsp::Guard for Recorder {
         };
         changes.iter().map(change_line).collect()
     }
-}
-
-/// What a refused patch said, as one message.
-fn said(console: &Console) -> String {
-    let lines: Vec<String> = console
-        .said
-        .iter()
-        .map(|s| match s {
-            Say::Out(t) | Say::Err(t) => t.trim_end().to_string(),
-            Say::Json(v) => v.to_string(),
-        })
-        .collect();
-    lines.join("\n")
 }
 
 /// One change as the hover shows it.

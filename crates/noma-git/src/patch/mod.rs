@@ -5,6 +5,7 @@
 
 pub mod options;
 pub mod remove;
+pub mod rename;
 pub mod report;
 
 use std::path::Path;

@@ -24,6 +24,30 @@ pub fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, 
     check_worktree(doc, &bytes)
 }
 
+/// The signature and approval problems (notes left out) of `doc`'s
+/// records when the work tree's policy asks for signatures or approvals,
+/// as the hook reads it; none otherwise, or when they cannot be checked.
+pub fn problems_if_asked(doc: &Path) -> Vec<super::verify::Problem> {
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = crate::git::blob::worktree_root(dir).unwrap_or_else(|| dir.to_path_buf());
+    let asks = crate::config::Policy::load(&root).is_ok_and(|p| !p.file.provenance.is_off());
+    if !asks {
+        return Vec::new();
+    }
+    let Ok(report) = for_doc(doc, None) else {
+        return Vec::new();
+    };
+    report
+        .records
+        .into_iter()
+        .flat_map(|r| r.problems)
+        .filter(|p| p.level != "note")
+        .collect()
+}
+
 /// The report as text: who signed and approved each record, and every
 /// problem found.
 pub fn signatures_text(r: &WorktreeReport) -> String {
