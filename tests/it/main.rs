@@ -7,6 +7,7 @@ mod action_release;
 mod action_steps;
 mod architecture;
 mod bad_input;
+mod blame_cache;
 mod blobless;
 mod block_log;
 mod cache_cli;

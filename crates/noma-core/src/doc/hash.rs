@@ -70,33 +70,39 @@ impl<'a> SliceHasher<'a> {
     }
 
     fn hash(&self, start: u32, end: u32) -> String {
+        let mut h = Sha256::new();
+        self.feed(start, end, |b| h.update(b));
+        hex(&h.finalize())
+    }
+
+    /// Hands the block's source slice (lines `start..=end`, joined by
+    /// `\n`) to `f`, in pieces.
+    fn feed(&self, start: u32, end: u32, mut f: impl FnMut(&[u8])) {
         let s = (start.max(1) - 1) as usize;
         let e = (end as usize).min(self.lines.len());
         let (Some(first), Some(last)) = (
             self.lines.get(s),
             e.checked_sub(1).and_then(|i| self.lines.get(i)),
         ) else {
-            return sha256_hex(b"");
+            return;
         };
         if s >= e {
-            return sha256_hex(b"");
+            return;
         }
         if self.lf_only {
             let from = first.start_in(self.src);
             let end_byte = last.start_in(self.src) + last.text.len();
-            return sha256_hex(self.src.as_bytes().get(from..end_byte).unwrap_or_default());
+            return f(self.src.as_bytes().get(from..end_byte).unwrap_or_default());
         }
-        let mut h = Sha256::new();
         let bytes = self.src.as_bytes();
         for (k, line) in self.lines[s..e].iter().enumerate() {
             if k > 0 {
-                h.update(b"\n");
+                f(b"\n");
             }
             let end = line.start_in(self.src) + line.text.len();
             let crlf = bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n');
-            h.update(&bytes[end - line.text.len()..end + usize::from(crlf)]);
+            f(&bytes[end - line.text.len()..end + usize::from(crlf)]);
         }
-        hex(&h.finalize())
     }
 }
 
@@ -113,9 +119,51 @@ fn hex(digest: &[u8]) -> String {
 /// Every node with a canonical id, in document order, with its source hash.
 /// `src` must be the text `doc` was parsed from.
 pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
-    let hasher = SliceHasher::new(src.strip_prefix('\u{feff}').unwrap_or(src));
     let mut out = Vec::new();
-    // Pre-order walk with the nearest id-bearing ancestor.
+    walk_blocks(src, doc, |h, node, id, parent| {
+        let name = match &node.kind {
+            NodeKind::Directive { name, .. } => Some(name.to_string()),
+            _ => None,
+        };
+        out.push(BlockHash {
+            id: id.to_string(),
+            kind: node.type_name(),
+            name,
+            lines: [node.span.start, node.span.end],
+            sha256: h.hash(node.span.start, node.span.end),
+            parent: parent.map(str::to_string),
+        });
+    });
+    out
+}
+
+/// [`block_hashes`]' blocks as (id, BLAKE3 of the same source slice,
+/// parent id): for comparing states, where no `baseHash` is shown and the
+/// sha256 of every block of every state would cost more than the rest.
+pub fn block_digests(src: &str, doc: &Document) -> Vec<(String, [u8; 32], Option<String>)> {
+    let mut out = Vec::new();
+    walk_blocks(src, doc, |h, node, id, parent| {
+        let mut d = blake3::Hasher::new();
+        h.feed(node.span.start, node.span.end, |b| {
+            d.update(b);
+        });
+        out.push((
+            id.to_string(),
+            *d.finalize().as_bytes(),
+            parent.map(str::to_string),
+        ));
+    });
+    out
+}
+
+/// Calls `f` for every node with a canonical id, in pre-order, with the
+/// nearest id-bearing ancestor's id.
+fn walk_blocks<'d>(
+    src: &str,
+    doc: &'d Document,
+    mut f: impl FnMut(&SliceHasher<'_>, &'d super::ast::Node, &'d str, Option<&'d str>),
+) {
+    let hasher = SliceHasher::new(src.strip_prefix('\u{feff}').unwrap_or(src));
     let mut stack: Vec<(Option<&str>, std::slice::Iter<'_, super::ast::Node>)> =
         vec![(None, doc.children.iter())];
     while let Some((parent, iter)) = stack.last_mut() {
@@ -125,25 +173,13 @@ pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
         };
         let parent = *parent;
         if let Some(id) = &node.id {
-            let name = match &node.kind {
-                NodeKind::Directive { name, .. } => Some(name.to_string()),
-                _ => None,
-            };
-            out.push(BlockHash {
-                id: id.to_string(),
-                kind: node.type_name(),
-                name,
-                lines: [node.span.start, node.span.end],
-                sha256: hasher.hash(node.span.start, node.span.end),
-                parent: parent.map(str::to_string),
-            });
+            f(&hasher, node, id, parent);
         }
         let kids = node.children();
         if !kids.is_empty() {
             stack.push((node.id.as_deref().or(parent), kids.iter()));
         }
     }
-    out
 }
 
 #[cfg(test)]

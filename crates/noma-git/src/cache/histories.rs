@@ -5,6 +5,12 @@
 //! stale, and never served for a transcript with any other bytes (one that
 //! extends the cached one is replayed whole). The engine names the noma
 //! version and the meaning of the stored bytes.
+//!
+//! The same table holds finished answers (`noma blame`, one `noma log`
+//! question) under their own engine: there the `transcript` column is the
+//! BLAKE3 hash of the transcript and the `document` column the hash of
+//! everything else the answer depends on (`crate::history::answer`), so a
+//! warm query parses nothing.
 
 use rusqlite::{params, OptionalExtension};
 
@@ -13,17 +19,42 @@ use super::{codec, BlockCache};
 /// The noma version and the attribution encoding the rows hold.
 const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 history/1");
 
+/// The noma version and the answer encoding the answer rows hold.
+const ANSWER_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 answer/1");
+
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
     /// sha256s, as [`BlockCache::remember_history`] stored it.
     pub fn history_known(&self, transcript_sha256: &str, document_sha256: &str) -> Option<Vec<u8>> {
+        self.history_row(transcript_sha256, document_sha256, HISTORY_ENGINE)
+    }
+
+    /// The finished answer stored for the transcript with this hash (hex)
+    /// and the rest of its inputs (`inputs_hash`), as
+    /// [`BlockCache::remember_answer`] stored it.
+    pub fn answer_known(&self, transcript_hash: &str, inputs_hash: &str) -> Option<Vec<u8>> {
+        self.history_row(transcript_hash, inputs_hash, ANSWER_ENGINE)
+    }
+
+    /// Stores a finished answer (opaque bytes). A failed write only costs
+    /// a slower query later.
+    pub fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
+        self.store_history_row(transcript_hash, inputs_hash, ANSWER_ENGINE, answer);
+    }
+
+    fn history_row(
+        &self,
+        transcript_sha256: &str,
+        document_sha256: &str,
+        engine: &str,
+    ) -> Option<Vec<u8>> {
         let t = codec::hex_to_bytes(transcript_sha256)?;
         let d = codec::hex_to_bytes(document_sha256)?;
         self.with_conn(|c| {
             c.prepare_cached(
                 "SELECT attribution FROM histories WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
             )?
-            .query_row(params![&t[..], &d[..], HISTORY_ENGINE], |r| r.get(0))
+            .query_row(params![&t[..], &d[..], engine], |r| r.get(0))
             .optional()
         })
         .flatten()
@@ -37,6 +68,21 @@ impl BlockCache {
         document_sha256: &str,
         attribution: &[u8],
     ) {
+        self.store_history_row(
+            transcript_sha256,
+            document_sha256,
+            HISTORY_ENGINE,
+            attribution,
+        );
+    }
+
+    fn store_history_row(
+        &self,
+        transcript_sha256: &str,
+        document_sha256: &str,
+        engine: &str,
+        bytes: &[u8],
+    ) {
         let (Some(t), Some(d)) = (
             codec::hex_to_bytes(transcript_sha256),
             codec::hex_to_bytes(document_sha256),
@@ -47,7 +93,7 @@ impl BlockCache {
             c.prepare_cached(
                 "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute(params![&t[..], &d[..], HISTORY_ENGINE, attribution])
+            .execute(params![&t[..], &d[..], engine, bytes])
         });
     }
 }

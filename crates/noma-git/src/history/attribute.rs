@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 
-use noma_core::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
+use noma_core::doc::hash::{block_digests, sha256_hex, EMPTY_SHA256};
+use noma_core::doc::ParseMemo;
 use noma_core::transcript::{Entry, PatchResult};
 use serde_json::Value;
 
@@ -39,6 +40,33 @@ pub struct Attribution {
 
 /// The `change` words, in their stored order.
 const CHANGES: [&str; 5] = ["added", "changed", "moved", "renamed", "removed"];
+
+/// A [`super::BlockTouch`] as read back from the answer cache: its
+/// `change` word owned, until matched to its `'static` form.
+#[derive(serde::Deserialize)]
+struct TouchRow {
+    id: String,
+    id_then: Option<String>,
+    change: String,
+    renamed_from: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for super::BlockTouch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let row = TouchRow::deserialize(d)?;
+        let change = CHANGES
+            .iter()
+            .copied()
+            .find(|c| *c == row.change)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown change {:?}", row.change)))?;
+        Ok(super::BlockTouch {
+            id: row.id,
+            id_then: row.id_then,
+            change,
+            renamed_from: row.renamed_from,
+        })
+    }
+}
 
 /// A stored [`Touch`]: (lineage, id_then, change index, renamed_from).
 type StoredTouch = (usize, String, u8, Option<String>);
@@ -111,15 +139,16 @@ impl Attribution {
     }
 }
 
-/// Blocks of a text: ids in document order, and by id (sha256, parent id).
+/// Blocks of a text: ids in document order, and by id (the BLAKE3 of its
+/// source slice, parent id).
 #[derive(Default)]
 struct Blocks {
     order: Vec<String>,
-    by_id: HashMap<String, (String, Option<String>)>,
+    by_id: HashMap<String, ([u8; 32], Option<String>)>,
 }
 
 impl Blocks {
-    fn get(&self, id: &str) -> Option<&(String, Option<String>)> {
+    fn get(&self, id: &str) -> Option<&([u8; 32], Option<String>)> {
         self.by_id.get(id)
     }
 
@@ -128,11 +157,18 @@ impl Blocks {
     }
 }
 
-fn blocks_of(text: &str) -> Blocks {
+/// The blocks of `text`, an edit of `before` when given: its tree is
+/// spliced from the one `memo` holds (the op just parsed `before` there),
+/// re-parsing only the edited lines, and stays there for the next op.
+fn blocks_of(memo: &mut ParseMemo, before: Option<&str>, text: &str) -> Blocks {
+    let tree = match before {
+        Some(b) => memo.parse_edited(b, text).0,
+        None => memo.parse(text),
+    };
     let mut out = Blocks::default();
-    for b in block_hashes(text, &noma_core::doc::parse(text)) {
-        out.order.push(b.id.clone());
-        out.by_id.insert(b.id, (b.sha256, b.parent));
+    for (id, digest, parent) in block_digests(text, &tree) {
+        out.order.push(id.clone());
+        out.by_id.insert(id, (digest, parent));
     }
     out
 }
@@ -145,8 +181,13 @@ pub fn attribute(entries: &[Entry], base: Option<String>) -> Result<Attribution,
     let mut text = base;
     let mut alias: HashMap<String, usize> = HashMap::new();
     let mut before = Blocks::default();
+    // One memo for the whole replay, as `noma replay` keeps one; and the
+    // sha256 of the replayed state once checked, so it is not hashed again
+    // as the next record's pre state.
+    let mut memo = ParseMemo::new();
+    let mut text_sha: Option<String> = None;
     if let Some(t) = &text {
-        before = blocks_of(t);
+        before = blocks_of(&mut memo, None, t);
         for id in &before.order {
             new_lineage(&mut out, &mut alias, id);
         }
@@ -166,24 +207,30 @@ pub fn attribute(entries: &[Entry], base: Option<String>) -> Result<Attribution,
                 ))
             }
         };
-        if sha256_hex(current.as_bytes()) != rec.pre_sha256 {
+        let pre = text_sha
+            .take()
+            .unwrap_or_else(|| sha256_hex(current.as_bytes()));
+        if pre != rec.pre_sha256 {
             return Err(format!("line {} (op_id {}): the record does not start from the replayed state (run `noma replay`)", entry.line, rec.op_id));
         }
         let next =
-            noma_core::patch::apply_ops(&current, std::slice::from_ref(&rec.op)).map_err(|e| {
-                format!(
-                    "line {} (op_id {}): the op does not apply again: {}",
-                    entry.line, rec.op_id, e.message
-                )
-            })?;
-        if sha256_hex(next.as_bytes()) != rec.post_sha256 {
+            noma_core::patch::apply_ops_with(&mut memo, &current, std::slice::from_ref(&rec.op))
+                .map_err(|e| {
+                    format!(
+                        "line {} (op_id {}): the op does not apply again: {}",
+                        entry.line, rec.op_id, e.message
+                    )
+                })?;
+        let post = sha256_hex(next.as_bytes());
+        if post != rec.post_sha256 {
             return Err(format!("line {} (op_id {}): re-applying the op does not give its post_sha256 (run `noma replay`)", entry.line, rec.op_id));
         }
-        let after = blocks_of(&next);
+        let after = blocks_of(&mut memo, Some(&current), &next);
         let touches = touches(&mut out, &mut alias, (&before, &after), &rec.op);
         out.records.push((index, touches));
         before = after;
         text = Some(next);
+        text_sha = Some(post);
     }
     for (id, lineage) in alias {
         out.final_ids[lineage] = id;

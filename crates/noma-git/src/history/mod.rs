@@ -13,16 +13,19 @@
 //! What replay learned is kept in the block cache, keyed by the sha256s
 //! of the transcript and the document ([`BlockCache::history_known`]): a
 //! repeated query replays nothing; any other transcript bytes (one that
-//! extends the cached one included) are replayed whole. Pure data in and
-//! out: the shells word it.
+//! extends the cached one included) are replayed whole. The finished
+//! answers are kept too ([`answer`]), keyed by every input they depend on,
+//! so a repeated question parses nothing. Pure data in and out: the
+//! shells word it.
 
+mod answer;
 pub mod attribute;
 pub mod schema;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::BlockCache;
 use crate::git::repo::Repo;
@@ -52,7 +55,7 @@ pub struct BlockTouch {
 }
 
 /// One applied record and the blocks it changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockChange {
     /// 1-based transcript line.
     pub line: usize,
@@ -81,7 +84,7 @@ pub struct BlockChange {
 }
 
 /// A block of the document and its last change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlameLine {
     /// The block's id.
     pub id: String,
@@ -102,16 +105,20 @@ pub fn block_log(
     block: Option<&str>,
     limit: Option<usize>,
 ) -> Result<Vec<BlockChange>, HistoryError> {
-    let mut all = changes(cache, doc, transcript)?;
-    if let Some(id) = block {
-        all.retain_mut(|c| {
-            c.blocks.retain(|b| b.id == id);
-            !c.blocks.is_empty()
-        });
-    }
-    all.reverse();
-    all.truncate(limit.unwrap_or(usize::MAX));
-    Ok(all)
+    let inputs = Inputs::read(doc, transcript)?;
+    let question = format!("log {block:?} {limit:?}");
+    answer::cached(cache, inputs.key(doc, &question).as_ref(), || {
+        let mut all = changes(cache, doc, &inputs)?;
+        if let Some(id) = block {
+            all.retain_mut(|c| {
+                c.blocks.retain(|b| b.id == id);
+                !c.blocks.is_empty()
+            });
+        }
+        all.reverse();
+        all.truncate(limit.unwrap_or(usize::MAX));
+        Ok(all)
+    })
 }
 
 /// Every block of `doc`, in document order, with its last change.
@@ -120,16 +127,23 @@ pub fn blame(
     doc: &Path,
     transcript: Option<&Path>,
 ) -> Result<Vec<BlameLine>, HistoryError> {
-    let text = read_doc(doc)?;
-    let all = changes(cache, doc, transcript)?;
+    let inputs = Inputs::read(doc, transcript)?;
+    answer::cached(cache, inputs.key(doc, "blame").as_ref(), || {
+        let all = changes(cache, doc, &inputs)?;
+        Ok(blame_lines(&inputs.text, &all))
+    })
+}
+
+/// Every block of `text` with the newest of `all` that changed it.
+fn blame_lines(text: &str, all: &[BlockChange]) -> Vec<BlameLine> {
     let mut last: HashMap<&str, &BlockChange> = HashMap::new();
-    for c in &all {
+    for c in all {
         for b in &c.blocks {
             last.insert(b.id.as_str(), c);
         }
     }
-    let hashes = noma_core::doc::hash::block_hashes(&text, &noma_core::doc::parse(&text));
-    Ok(hashes
+    let hashes = noma_core::doc::hash::block_hashes(text, &noma_core::doc::parse(text));
+    hashes
         .into_iter()
         .map(|b| BlameLine {
             last: last.get(b.id.as_str()).map(|c| {
@@ -140,7 +154,46 @@ pub fn blame(
             id: b.id,
             lines: b.lines,
         })
-        .collect())
+        .collect()
+}
+
+/// The document's text, and its transcript's path and hash (None: no
+/// transcript); the transcript's bytes are read only when the answer is
+/// not cached ([`Inputs::transcript`]).
+struct Inputs {
+    text: String,
+    tpath: std::path::PathBuf,
+    hash: Option<String>,
+}
+
+impl Inputs {
+    fn read(doc: &Path, transcript: Option<&Path>) -> Result<Inputs, HistoryError> {
+        let text = read_doc(doc)?;
+        let tpath = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+        let hash = answer::file_hash(&tpath)
+            .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
+        Ok(Inputs { text, tpath, hash })
+    }
+
+    /// The answer cache's key for `question` (None: not cached, as when
+    /// there is no transcript: nothing to replay).
+    fn key(&self, doc: &Path, question: &str) -> Option<(String, String)> {
+        answer::key(doc, self.hash.as_deref()?, &self.text, question)
+    }
+
+    /// The transcript's bytes (None: there is none), the very bytes the
+    /// key hashed: an answer is never stored for other bytes.
+    fn transcript(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        let Some(hash) = &self.hash else {
+            return Ok(None);
+        };
+        let err = |e: String| HistoryError(format!("{}: {e}", self.tpath.display()));
+        let bytes = noma_store::fsio::read_regular(&self.tpath).map_err(|e| err(e.to_string()))?;
+        if blake3::hash(&bytes).to_hex().as_str() != hash {
+            return Err(err("changed while it was read; run the query again".into()));
+        }
+        Ok(Some(bytes))
+    }
 }
 
 fn read_doc(doc: &Path) -> Result<String, HistoryError> {
@@ -153,20 +206,18 @@ fn read_doc(doc: &Path) -> Result<String, HistoryError> {
 fn changes(
     cache: &BlockCache,
     doc: &Path,
-    transcript: Option<&Path>,
+    inputs: &Inputs,
 ) -> Result<Vec<BlockChange>, HistoryError> {
-    let text = read_doc(doc)?;
-    let tpath = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
-    let bytes = match noma_store::fsio::read_regular(&tpath) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(HistoryError(format!("{}: {e}", tpath.display()))),
+    let (text, tpath) = (&inputs.text, &inputs.tpath);
+    let Some(bytes) = inputs.transcript()? else {
+        return Ok(Vec::new());
     };
+    let bytes = &bytes[..];
     let parsed =
-        parse_transcript(&bytes).map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-    let attribution = attribution(cache, doc, (&bytes, &parsed.entries), &text)
+        parse_transcript(bytes).map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
+    let attribution = attribution(cache, doc, (bytes, &parsed.entries), text)
         .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-    let statuses = signatures(doc, &bytes)?;
+    let statuses = signatures(doc, bytes)?;
     let commits = commits(doc, &parsed.entries)?;
     Ok(attribution
         .records
