@@ -501,3 +501,31 @@ pub fn keygen(r: &Repo, name: &str) -> (PathBuf, String) {
     let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
     (path, public.trim().to_string())
 }
+
+/// The Python (`NOMA_PYTHON`, default `python3`) that imports `modules`
+/// (a comma-separated import list), with `dist`'s version printed; `None`
+/// after a printed `SKIP` when there is none, and a panic under `CI`,
+/// which must provide it (`.ci/run` installs the pinned versions).
+pub fn python_with(modules: &str, dist: &str, test: &str) -> Option<String> {
+    let python = std::env::var("NOMA_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = format!(
+        "import {modules}; from importlib.metadata import version; print(version('{dist}'))"
+    );
+    let why = match Command::new(&python).args(["-c", &script]).output() {
+        Ok(o) if o.status.success() => {
+            eprintln!("{dist} {}", String::from_utf8_lossy(&o.stdout).trim());
+            return Some(python);
+        }
+        Ok(o) => format!(
+            "{python} cannot import {modules} ({}); `{python} -m pip install {dist}`",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => format!("cannot run {python}: {e}"),
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: CI is set but {dist} is not available: {why}"
+    );
+    println!("SKIP {test}: {why}");
+    None
+}

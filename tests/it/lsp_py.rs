@@ -17,41 +17,16 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{shared_reference, NOMA};
-
-/// The Python to run pytest-lsp with, or why there is none.
-fn python_with_pytest_lsp() -> Result<String, String> {
-    let python = std::env::var("NOMA_PYTHON").unwrap_or_else(|_| "python3".into());
-    let probe = Command::new(&python)
-        .args([
-            "-c",
-            "import pytest_lsp; from importlib.metadata import version; print(version('pytest-lsp'))",
-        ])
-        .output();
-    match probe {
-        Ok(o) if o.status.success() => {
-            eprintln!("pytest-lsp {}", String::from_utf8_lossy(&o.stdout).trim());
-            Ok(python)
-        }
-        Ok(o) => Err(format!(
-            "{python} has no `pytest_lsp` module ({}); `{python} -m pip install pytest-lsp`",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!("cannot run {python}: {e}")),
-    }
-}
+use crate::common::{python_with, shared_reference, NOMA};
 
 #[test]
 fn the_language_server_answers_a_real_lsp_client_as_the_cli_does() {
-    let python = match python_with_pytest_lsp() {
-        Ok(p) => p,
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but pytest-lsp is not available: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIP the_language_server_answers_a_real_lsp_client_as_the_cli_does: {why}");
-            return;
-        }
+    let Some(python) = python_with(
+        "pytest_lsp",
+        "pytest-lsp",
+        "the_language_server_answers_a_real_lsp_client_as_the_cli_does",
+    ) else {
+        return;
     };
     let Some(reference) = shared_reference("lsp_py") else {
         return;

@@ -11,6 +11,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::python_with;
+
 const NOMA: &str = env!("CARGO_BIN_EXE_noma");
 
 const DOC: &str = "# Plan {id=\"plan\"}\n\nIntro.\n\n::claim{id=\"c1\" confidence=0.5}\nThe sky is blue.\n::\n\n## Later {id=\"later\"}\n\nText.\n";
@@ -32,42 +34,14 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(ok.success(), "git {args:?}");
 }
 
-/// The Python to run the SDK with, or why there is none.
-fn python_with_mcp() -> Result<String, String> {
-    let python = std::env::var("NOMA_PYTHON").unwrap_or_else(|_| "python3".into());
-    let probe = Command::new(&python)
-        .args([
-            "-c",
-            "import mcp, jsonschema; from importlib.metadata import version; print(version('mcp'))",
-        ])
-        .output();
-    match probe {
-        Ok(o) if o.status.success() => {
-            eprintln!(
-                "MCP Python SDK {}",
-                String::from_utf8_lossy(&o.stdout).trim()
-            );
-            Ok(python)
-        }
-        Ok(o) => Err(format!(
-            "{python} has no `mcp` package ({}); `{python} -m pip install mcp`",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!("cannot run {python}: {e}")),
-    }
-}
-
 #[test]
 fn every_tool_validates_against_its_output_schema_in_the_python_sdk() {
-    let python = match python_with_mcp() {
-        Ok(p) => p,
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but the MCP Python SDK is not available: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(python) = python_with(
+        "mcp, jsonschema",
+        "mcp",
+        "every_tool_validates_against_its_output_schema_in_the_python_sdk",
+    ) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
