@@ -478,6 +478,28 @@ pub fn git_proptest_cases() -> u32 {
         .unwrap_or(8)
 }
 
+/// Turns provenance on in `r`'s work tree (not committed): signatures
+/// required, agents (`*@agents.example`) need a person's approval, and
+/// `.noma/allowed_signers` lists alice@example.com and bot@agents.example
+/// with keys made by [`keygen`]; returns their private key files (alice,
+/// the agent).
+pub fn signed_policy(r: &Repo) -> (PathBuf, PathBuf) {
+    let (alice, alice_pub) = keygen(r, "alice");
+    let (agent, agent_pub) = keygen(r, "bot");
+    let mut config = r.read(".noma/config.yml");
+    config.push_str(
+        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
+    );
+    r.write(".noma/config.yml", &config);
+    r.write(
+        ".noma/allowed_signers",
+        &format!(
+            "alice@example.com namespaces=\"noma\" {alice_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
+        ),
+    );
+    (alice, agent)
+}
+
 /// An Ed25519 key pair made by ssh-keygen outside the work tree (in the
 /// repository's HOME); returns the private key file and the public key
 /// line.

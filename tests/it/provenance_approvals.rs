@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, keygen, text, Repo};
+use crate::common::{assert_ran, keygen, signed_policy, text, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -25,19 +25,7 @@ struct Setup {
 /// alice (a person) and bot (an agent principal) in allowed_signers, and
 /// commits it.
 fn provenance_on(r: Repo) -> Setup {
-    let (alice, alice_pub) = keygen(&r, "alice");
-    let (bot, bot_pub) = keygen(&r, "bot");
-    let mut config = r.read(".noma/config.yml");
-    config.push_str(
-        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
-    );
-    r.write(".noma/config.yml", &config);
-    r.write(
-        ".noma/allowed_signers",
-        &format!(
-            "alice@example.com namespaces=\"noma\" {alice_pub}\nbot@agents.example namespaces=\"noma\" {bot_pub}\n"
-        ),
-    );
+    let (alice, bot) = signed_policy(&r);
     r.commit_all("provenance on");
     Setup { r, alice, bot }
 }

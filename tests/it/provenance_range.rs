@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, keygen, text, McpClient, Repo};
+use crate::common::{assert_ran, signed_policy, text, McpClient, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -29,19 +29,7 @@ fn set(id: &str, v: f64) -> Value {
 
 fn setup() -> Setup {
     let r = Repo::with_genesis_record(DOC);
-    let (alice, alice_pub) = keygen(&r, "alice");
-    let (agent, agent_pub) = keygen(&r, "bot");
-    let mut config = r.read(".noma/config.yml");
-    config.push_str(
-        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
-    );
-    r.write(".noma/config.yml", &config);
-    r.write(
-        ".noma/allowed_signers",
-        &format!(
-            "alice@example.com namespaces=\"noma\" {alice_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
-        ),
-    );
+    let (alice, agent) = signed_policy(&r);
     r.commit_all("provenance on");
     let s = Setup { r, alice, agent };
     s.alice_patch(&set("c1", 0.6), "alice");

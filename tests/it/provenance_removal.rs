@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, keygen, text, Repo};
+use crate::common::{assert_ran, signed_policy, text, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -20,19 +20,7 @@ const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::cl
 /// the private keys (alice, agent).
 fn signed_main() -> (Repo, PathBuf, PathBuf) {
     let r = Repo::with_genesis_record(DOC);
-    let (alice, alice_pub) = keygen(&r, "alice");
-    let (agent, agent_pub) = keygen(&r, "bot");
-    let mut config = r.read(".noma/config.yml");
-    config.push_str(
-        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
-    );
-    r.write(".noma/config.yml", &config);
-    r.write(
-        ".noma/allowed_signers",
-        &format!(
-            "alice@example.com namespaces=\"noma\" {alice_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
-        ),
-    );
+    let (alice, agent) = signed_policy(&r);
     r.commit_all("provenance on");
     for (id, v) in [("c1", 0.7), ("c2", 0.8)] {
         let op = json!({"op": "update_attribute", "id": id, "key": "confidence", "value": v});

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, keygen, text, tool_body, Repo, NOMA};
+use crate::common::{assert_ran, signed_policy, text, tool_body, Repo, NOMA};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -65,19 +65,7 @@ struct Fixture {
 
 fn setup() -> Fixture {
     let r = Repo::with_genesis_record(DOC);
-    let (person, person_pub) = keygen(&r, "alice");
-    let (agent, agent_pub) = keygen(&r, "bot");
-    let mut config = r.read(".noma/config.yml");
-    config.push_str(
-        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
-    );
-    r.write(".noma/config.yml", &config);
-    r.write(
-        ".noma/allowed_signers",
-        &format!(
-            "alice@example.com namespaces=\"noma\" {person_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
-        ),
-    );
+    let (person, agent) = signed_policy(&r);
     r.commit_all("provenance on");
     let o = r.sh(&format!(
         "NOMA_SIGNING_KEY='{}' noma patch plan.noma --inplace --actor-kind agent --actor-name bot --op '{}'",
