@@ -25,6 +25,12 @@ pub struct Args {
     /// private key (an agent runtime's own key), into <doc>.provenance.
     #[arg(long, value_name = "FILE")]
     pub signing_key: Option<PathBuf>,
+    /// Repeat every result in full as JSON text beside its structured
+    /// content, whatever protocol revision the client negotiated (from
+    /// 2025-06-18 on a big result's text is otherwise a short summary):
+    /// for hosts and SDKs that read only the text.
+    #[arg(long)]
+    pub full_text: bool,
 }
 
 /// Runs `noma mcp`.
@@ -71,7 +77,12 @@ pub fn run(args: Args) -> i32 {
         eprintln!("noma mcp: signing records as {}", s.principal);
     }
     eprintln!("noma mcp: serving {} on stdio", root.display());
-    match noma_mcp::serve(&ServeOptions { root, signer }) {
+    let full_text = args.full_text;
+    match noma_mcp::serve(&ServeOptions {
+        root,
+        signer,
+        full_text,
+    }) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("noma mcp: {e}");

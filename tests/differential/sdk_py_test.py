@@ -65,7 +65,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _options(root: Path) -> StdioMcpClientOptions:
-    return StdioMcpClientOptions(command=_noma(), args=["mcp", "--root", str(root)])
+    # The SDK parses the text content as JSON: --full-text keeps it the
+    # whole body whatever revision the SDK negotiates.
+    return StdioMcpClientOptions(command=_noma(), args=["mcp", "--root", str(root), "--full-text"])
 
 
 def _block(blocks, block_id: str):

@@ -244,8 +244,7 @@ fn mcp_get_changed_blocks(dir: &Path, args: Value) -> Value {
     let _ = child.wait();
     let msg = answer.expect("an answer to tools/call");
     assert_ne!(msg["result"]["isError"], true, "{msg}");
-    let text = msg["result"]["content"][0]["text"].as_str().unwrap();
-    serde_json::from_str(text).unwrap()
+    crate::common::tool_body(&msg).1
 }
 
 #[test]

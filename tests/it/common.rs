@@ -405,16 +405,18 @@ impl McpClient {
     }
 }
 
-/// (isError, parsed text body) of a `tools/call` response.
+/// (isError, body) of a `tools/call` response: its `structuredContent`,
+/// else its text content parsed (a big body's text is only a summary from
+/// 2025-06-18 on).
 pub fn tool_body(r: &serde_json::Value) -> (bool, serde_json::Value) {
     let result = r
         .get("result")
         .unwrap_or_else(|| panic!("not a tool result: {r}"));
-    let text = result["content"][0]["text"].as_str().unwrap();
-    (
-        result["isError"] == serde_json::json!(true),
-        serde_json::from_str(text).unwrap(),
-    )
+    let body = match result.get("structuredContent") {
+        Some(body) => body.clone(),
+        None => serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap(),
+    };
+    (result["isError"] == serde_json::json!(true), body)
 }
 
 /// A temporary git repository with `doc` committed as `a.noma`, for

@@ -35,6 +35,7 @@ mod init_cli;
 mod init_managers;
 mod integrity;
 mod lsp_py;
+mod mcp_answer_size;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;

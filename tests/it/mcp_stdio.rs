@@ -142,14 +142,11 @@ impl Server {
         self.wait_for(&id)
     }
 
-    /// Calls a tool; returns (isError, parsed text body) or panics on a
-    /// JSON-RPC error.
+    /// Calls a tool; returns (isError, body) or panics on a JSON-RPC error.
     fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
         let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let result = r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
-        let text = result["content"][0]["text"].as_str().unwrap();
-        let body: Value = serde_json::from_str(text).unwrap();
-        (result["isError"] == json!(true), body)
+        r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
+        crate::common::tool_body(&r)
     }
 
     fn ok(&mut self, tool: &str, args: Value) -> Value {

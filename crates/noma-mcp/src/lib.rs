@@ -8,7 +8,9 @@
 //!   goes to stderr.
 //! - [`registry`]: tools as typed handlers with derived input schemas,
 //!   titles, hints and output schemas; outcomes become results with
-//!   `structuredContent`.
+//!   `structuredContent` and a text content sized for the client
+//!   ([`registry::TextCopy`]: the full JSON text before 2025-06-18 or under
+//!   `--full-text`, a short text from 2025-06-18 on).
 //! - [`tools`]: the list of tools; they live in [`read_tools`],
 //!   [`patch_tools`] (refusals worded by [`patch_refusals`]),
 //!   [`transcript_tools`] and [`changes`], on [`documents`] (the document
@@ -94,6 +96,7 @@ pub struct NomaServer {
     ctx: Arc<Context>,
     registry: Arc<Registry>,
     instructions: String,
+    full_text: bool,
 }
 
 impl NomaServer {
@@ -103,7 +106,16 @@ impl NomaServer {
             ctx: Arc::new(ctx),
             registry: Arc::new(registry),
             instructions,
+            full_text: false,
         }
+    }
+
+    /// Sends every result's full JSON text copy whatever the negotiated
+    /// revision (`noma mcp --full-text`): for hosts and SDKs that read only
+    /// the text content.
+    pub fn with_full_text(mut self, full_text: bool) -> NomaServer {
+        self.full_text = full_text;
+        self
     }
 
     /// Runs a tool by name on the blocking pool, as a client that negotiated
@@ -117,7 +129,9 @@ impl NomaServer {
     /// 2025-11-25 on (SEP-1303), arguments that do not match the tool's
     /// input schema are a tool execution error (`isError: true`, body
     /// `{ok: false, error}`) the model can read and correct, not a JSON-RPC
-    /// error; an unknown tool stays `-32602` in every revision.
+    /// error; an unknown tool stays `-32602` in every revision. From
+    /// 2025-06-18 on, a big body's text copy is a short summary
+    /// ([`registry::TextCopy`]) unless the server sends full text.
     pub async fn call_for(
         &self,
         name: &str,
@@ -141,7 +155,8 @@ impl NomaServer {
             // A panicking tool is a bug; the session survives it.
             Err(e) => Err(ToolError::system(format!("internal error in {name}: {e}"))),
         };
-        Ok(spec.to_call_result(result))
+        let text = registry::TextCopy::for_session(version, self.full_text);
+        Ok(spec.to_call_result_with(result, text))
     }
 }
 
@@ -263,6 +278,9 @@ pub struct ServeOptions {
     pub root: PathBuf,
     /// The signer of every record the tools write, if any.
     pub signer: Option<std::sync::Arc<noma_git::provenance::Signer>>,
+    /// Send every result's full JSON text copy beside `structuredContent`,
+    /// whatever revision the client negotiated.
+    pub full_text: bool,
 }
 
 /// Why the server could not run.
@@ -295,7 +313,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
         }
     }
     let text = instructions(ctx.workspace.root(), &ctx.cache);
-    let server = NomaServer::new(ctx, tools::registry(), text);
+    let server = NomaServer::new(ctx, tools::registry(), text).with_full_text(opts.full_text);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)

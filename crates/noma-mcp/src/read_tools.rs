@@ -23,13 +23,13 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let doc = noma_core::doc::parse(&src);
     let info = ctx.cache.doc_info(&src);
     let mut hashes = info.blocks.iter().peekable();
-    let mut blocks = Vec::new();
+    let mut blocks = Vec::with_capacity(info.blocks.len() * 2);
     let plain = |kind: &str, lines: [u32; 2]| json!({"type": kind, "childCount": 0, "lines": lines, "patchable": false});
     if let Some(fm) = doc.frontmatter.as_ref().filter(|fm| !fm.raw.is_empty()) {
         blocks.push(plain("frontmatter", [fm.span.start, fm.span.end]));
     }
     for node in doc.walk() {
-        let mut b = Map::new();
+        let mut b = Map::with_capacity(10);
         if let Some(id) = &node.id {
             b.insert("id".into(), json!(id));
         }
@@ -82,7 +82,12 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
             blocks.push(plain("list_item", [item.span.start, item.span.end]));
         }
     }
-    let mut out = json!({ "blocks": blocks, "sha256": info.sha256 });
+    // Moved in, not through `json!`, which would serialize the blocks into
+    // a second tree: that copy was the costliest part of a large read.
+    let mut out = Map::with_capacity(4);
+    out.insert("blocks".into(), Value::Array(blocks));
+    out.insert("sha256".into(), json!(info.sha256));
+    let mut out = Value::Object(out);
     match unrecorded_edit(ctx, &path) {
         Ok(edit) => out["unrecorded_edit"] = edit,
         Err(e) => {

@@ -8,8 +8,9 @@
 //! input schema from the args type and turns the three outcomes into MCP
 //! results:
 //!
-//! - `Ok(value)`: `value` as `structuredContent`, and JSON-encoded as the
-//!   text content for clients before structured output (2025-06-18);
+//! - `Ok(value)`: `value` as `structuredContent`, with a text content per
+//!   [`TextCopy`]: the same body JSON-encoded for clients before structured
+//!   output (2025-06-18), a short text for the others when the body is big;
 //! - `Err(ToolError::User { .. })`: `{ok: false, error, code}`; a normal
 //!   result (`isError: false`) for the patch tools, whose §3.5 codes an
 //!   agent branches on (§B.7, [`Refusals::AsResult`]), an `isError: true`
@@ -29,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, ProtocolVersion, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -192,15 +193,118 @@ impl ToolSpec {
     /// The MCP result of an outcome of this tool: the body as
     /// `structuredContent` and as JSON text, `isError` per the module rule.
     pub fn to_call_result(&self, result: ToolResult) -> CallToolResult {
-        match result {
+        self.to_call_result_with(result, TextCopy::Full)
+    }
+
+    /// [`ToolSpec::to_call_result`] with the text content `text` asks for.
+    pub fn to_call_result_with(&self, result: ToolResult, text: TextCopy) -> CallToolResult {
+        let (body, is_error) = match result {
             // Moved, not cloned: read_doc's body of a large document is big.
-            Ok(v) => CallToolResult::structured(v),
+            Ok(v) => (v, false),
             Err(e @ ToolError::User { .. }) if self.refusals == Refusals::AsResult => {
-                CallToolResult::structured(e.body())
+                (e.body(), false)
             }
-            Err(e) => CallToolResult::structured_error(e.body()),
+            Err(e) => (e.body(), true),
+        };
+        let text = match text {
+            TextCopy::Full => body.to_string(),
+            TextCopy::Short => short_text(self.name(), &body),
+        };
+        let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
+        out.structured_content = Some(body);
+        out.is_error = Some(is_error);
+        out
+    }
+}
+
+/// What a result's text content carries beside its `structuredContent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextCopy {
+    /// The body again, JSON-encoded: for clients before 2025-06-18, which
+    /// know no `structuredContent`, and for every client of a server run
+    /// with `--full-text` (hosts and SDKs that read only the text).
+    Full,
+    /// The JSON text when it is at most [`SHORT_TEXT`] bytes, else a
+    /// summary naming the body's fields that points to `structuredContent`:
+    /// clients of 2025-06-18 and later (the agent hosts that read structured
+    /// output give the model `structuredContent` and drop the text, so a
+    /// second copy of a big body is bytes every call pays for nothing).
+    Short,
+}
+
+impl TextCopy {
+    /// The text copy for a session that negotiated `version` (`None`: not
+    /// known, as [`super::NomaServer::call`]), `Full` whatever the revision
+    /// when `full_text` is set.
+    pub fn for_session(version: Option<&ProtocolVersion>, full_text: bool) -> TextCopy {
+        match version {
+            Some(v) if !full_text && *v >= ProtocolVersion::V_2025_06_18 => TextCopy::Short,
+            _ => TextCopy::Full,
         }
     }
+}
+
+/// Bodies whose JSON is at most this many bytes keep their full text copy
+/// for every client: the patch tools' answers and refusals, validations,
+/// small reads. Only big bodies (read_doc, transcript_read of a large
+/// document) get the summary.
+pub const SHORT_TEXT: usize = 4096;
+
+/// The short text of `tool`'s `body` ([`TextCopy::Short`]).
+fn short_text(tool: &str, body: &Value) -> String {
+    if let Some(json) = json_within(body, SHORT_TEXT) {
+        return json;
+    }
+    let fields: Vec<String> = match body.as_object() {
+        Some(o) => o
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", brief(v)))
+            .collect(),
+        None => vec![brief(body)],
+    };
+    // The pointer first: a client that shows or parses only the first
+    // characters of the text still learns where the result is.
+    format!(
+        "{tool}: the full result is this answer's structuredContent (a client that reads only \
+         text: run the server as `noma mcp --full-text`). {}",
+        fields.join("; ")
+    )
+}
+
+/// One field of a summary: an array's length, a small object in full, a
+/// long string cut, scalars as JSON.
+fn brief(v: &Value) -> String {
+    const CUT: usize = 200;
+    match v {
+        Value::Array(items) => format!("{} items", items.len()),
+        Value::Object(o) => json_within(v, 1024).unwrap_or_else(|| format!("{} fields", o.len())),
+        Value::String(s) if s.chars().count() > CUT => {
+            let head: String = s.chars().take(CUT).collect();
+            format!("{}…", Value::String(head))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `v` as JSON when that takes at most `limit` bytes; stops writing as
+/// soon as it would take more, so a big body costs only `limit` bytes here.
+fn json_within(v: &Value, limit: usize) -> Option<String> {
+    struct Bounded(Vec<u8>, usize);
+    impl std::io::Write for Bounded {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() + b.len() > self.1 {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded(Vec::new(), limit);
+    serde_json::to_writer(&mut out, v).ok()?;
+    String::from_utf8(out.0).ok()
 }
 
 /// Builds a [`ToolSpec`] from a typed handler; the input schema comes from `A`.
@@ -415,6 +519,83 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_text_copy_follows_the_revision_unless_full_text_is_asked() {
+        use ProtocolVersion as V;
+        for (version, full, want) in [
+            (None, false, TextCopy::Full),
+            (Some(V::V_2024_11_05), false, TextCopy::Full),
+            (Some(V::V_2025_03_26), false, TextCopy::Full),
+            (Some(V::V_2025_06_18), false, TextCopy::Short),
+            (Some(V::V_2025_11_25), false, TextCopy::Short),
+            (Some(V::V_2025_11_25), true, TextCopy::Full),
+        ] {
+            assert_eq!(
+                TextCopy::for_session(version.as_ref(), full),
+                want,
+                "{version:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_text_is_the_json_of_a_small_body_and_a_summary_of_a_big_one() {
+        let small = json!({"ok": false, "code": "target_missing", "error": "no block x"});
+        assert_eq!(short_text("patch_block", &small), small.to_string());
+        let long = "x".repeat(5000);
+        let big = json!({
+            "blocks": vec![json!({"type": "paragraph"}); 300],
+            "sha256": "ab12",
+            "unrecorded_edit": null,
+            "edit": {"line": 3},
+            "note": long,
+        });
+        let text = short_text("read_doc", &big);
+        assert!(text.starts_with("read_doc: the full result is this answer's structuredContent"));
+        assert!(text.contains("`noma mcp --full-text`"), "{text}");
+        // The body's fields in its order; a long string cut at 200 characters.
+        let fields = format!(
+            r#"blocks: 300 items; sha256: "ab12"; unrecorded_edit: null; edit: {{"line":3}}; note: "{}"…"#,
+            "x".repeat(200)
+        );
+        assert!(text.ends_with(&fields), "{text}");
+        assert!(text.len() < 600, "{text}");
+        // Exactly at the limit the JSON is kept; one byte over, it is not.
+        let pad = |n: usize| json!({"a": "y".repeat(n)});
+        let at = SHORT_TEXT - pad(0).to_string().len();
+        assert_eq!(short_text("t", &pad(at)), pad(at).to_string());
+        assert!(short_text("t", &pad(at + 1)).starts_with("t: the full result"));
+    }
+
+    #[test]
+    fn results_carry_the_text_copy_asked_for() {
+        let registry = crate::tools::registry();
+        let spec = registry.get("list_ids").unwrap();
+        let body = json!({"items": vec![json!("abcdefgh"); 1000]});
+        let full = spec.to_call_result_with(Ok(body.clone()), TextCopy::Full);
+        let short = spec.to_call_result_with(Ok(body.clone()), TextCopy::Short);
+        for r in [&full, &short] {
+            assert_eq!(r.structured_content.as_ref(), Some(&body));
+            assert_eq!(r.is_error, Some(false));
+        }
+        let text = |r: &CallToolResult| {
+            let block = serde_json::to_value(&r.content[0]).unwrap();
+            block["text"].as_str().unwrap().to_string()
+        };
+        assert_eq!(text(&full), body.to_string());
+        assert!(
+            text(&short).starts_with("list_ids: the full result"),
+            "{}",
+            text(&short)
+        );
+        let err = spec.to_call_result_with(Err(ToolError::system("gone")), TextCopy::Short);
+        assert_eq!(err.is_error, Some(true));
+        assert_eq!(
+            text(&err),
+            json!({"ok": false, "error": "gone"}).to_string()
+        );
+    }
 
     #[test]
     fn compacting_drops_noise_but_keeps_properties_named_like_keywords() {
