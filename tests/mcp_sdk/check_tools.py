@@ -7,7 +7,9 @@ The repository (a git work tree on a branch `work` whose `main` holds
 which runs this script. The SDK's ClientSession validates every non-error
 result's `structuredContent` against the tool's `outputSchema` (it raises
 otherwise); this script also validates the error results against it, checks
-that the text content repeats the structured body, and checks each tool's
+that the text content repeats the structured body (or, for a body over
+4,096 bytes of JSON on a 2025-06-18 or later session, is a summary pointing
+to `structuredContent`: `big.noma`, written here, gets one), and checks each tool's
 title and annotations. Every tool is called at least once, on success and on
 failure paths. Exit 0 when all holds; an assertion error otherwise.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import jsonschema
 from mcp import ClientSession, StdioServerParameters
@@ -32,6 +35,8 @@ READ_ONLY = {
     "list_changed_docs",
     "get_changed_blocks",
 }
+# A body up to this many bytes of JSON keeps its JSON text on every session.
+SHORT_TEXT = 4096
 DESTRUCTIVE = {"patch_block", "patch_block_list", "clear_cache", "snapshot_state"}
 
 
@@ -71,6 +76,7 @@ async def main(noma: str, root: str) -> None:
         async with ClientSession(read, write) as session:
             init = wire(await session.initialize())
             print("negotiated", init["protocolVersion"])
+            short_session = init["protocolVersion"] >= "2025-06-18"
             tools = {t["name"]: t for t in (wire(t) for t in (await session.list_tools()).tools)}
             assert len(tools) == 13, sorted(tools)
             for name, t in tools.items():
@@ -89,6 +95,7 @@ async def main(noma: str, root: str) -> None:
                 jsonschema.validators.validator_for(t["inputSchema"]).check_schema(t["inputSchema"])
 
             called: dict[str, set[bool]] = {}
+            summarized: list[str] = []
 
             async def call(name: str, args: dict, *, error: bool) -> dict:
                 # The SDK raises here when a non-error result's structured
@@ -98,7 +105,15 @@ async def main(noma: str, root: str) -> None:
                 assert is_error == error, (name, args, result)
                 body = result.get("structuredContent")
                 assert isinstance(body, dict), (name, result)
-                assert json.loads(result["content"][0]["text"]) == body, (name, result)
+                text = result["content"][0]["text"]
+                size = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
+                if size <= SHORT_TEXT or not short_session:
+                    assert json.loads(text) == body, (name, result)
+                else:
+                    # Sent once: the text is a summary naming where it is.
+                    assert text.startswith(f"{name}: the full result is this answer's structuredContent"), text
+                    assert "noma mcp --full-text" in text, text
+                    summarized.append(name)
                 # Error results too match the schema (the SDK skips those),
                 # and every body names only members the schema declares.
                 jsonschema.validate(body, closed(tools[name]["outputSchema"]))
@@ -189,6 +204,13 @@ async def main(noma: str, root: str) -> None:
             # The noma-only tools' failures were exercised as tool errors.
             for name in ("transcript_read", "block_history", "list_changed_docs", "get_changed_blocks", "mark_reconciled"):
                 assert True in called[name], name
+            # A big body goes through the SDK's own output-schema check with
+            # only a summary as its text.
+            sections = "".join(f"## Part {i} {{id=\"p{i}\"}}\n\nText {i}.\n\n" for i in range(200))
+            (Path(root) / "big.noma").write_text(f"# Big {{id=\"big\"}}\n\n{sections}", encoding="utf-8")
+            big = await call("read_doc", {"file": "big.noma"}, error=False)
+            assert len(big["blocks"]) > 200, big
+            assert summarized == (["read_doc"] if short_session else []), summarized
             print(f"ok: {len(tools)} tools, {sum(len(v) for v in called.values())} outcome kinds checked")
 
 
