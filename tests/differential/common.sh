@@ -48,3 +48,15 @@ child.on("error", (e) => { console.error("noma-mcp stub: " + e.message); process
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 `);' "$1" "$2" "$3"
 }
+
+# build_ref_lsp REF OUT
+#                           compiles the reference's language server
+#                           (REF/packages/lsp-server) into OUT/dist with the
+#                           reference's own tsc, writing nothing under REF
+#                           (OUT/node_modules links to REF's)
+build_ref_lsp() {
+  local ref="$1" out="$2"
+  ln -sfn "$ref/node_modules" "$out/node_modules"
+  (cd "$ref" && node node_modules/typescript/bin/tsc -p packages/lsp-server \
+    --outDir "$out/dist" --declarationDir "$out/dist" --sourceMap false) >&2
+}

@@ -34,6 +34,7 @@ mod hooks_cli;
 mod init_cli;
 mod init_managers;
 mod integrity;
+mod lsp_hover_provenance;
 mod lsp_py;
 mod mcp_answer_size;
 mod mcp_envelopes;

@@ -160,6 +160,21 @@ async def test_change_updates_diagnostics(client: LanguageClient, tmp_path):
     await published
     [d] = client.diagnostics[uri]
     assert d.code == "broken-reference" and d.range.start == types.Position(2, 6)
+    # Incremental sync (what the server advertises): two ranged edits in
+    # one notification, applied in order: `x` -> `tt` -> `t`.
+    published = next_diagnostics(client)
+    at = lambda a, b: types.Range(types.Position(2, a), types.Position(2, b))  # noqa: E731
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[
+                types.TextDocumentContentChangePartial(range=at(6, 7), text="tt"),
+                types.TextDocumentContentChangePartial(range=at(7, 8), text=""),
+            ],
+        )
+    )
+    await published
+    assert list(client.diagnostics[uri]) == []
 
 
 def flatten(symbols):
@@ -215,6 +230,14 @@ def wikilinks(text):
     return out
 
 
+def the_link(answer):
+    """The one LocationLink of a definition answer (the client, as VS Code,
+    takes links)."""
+    assert isinstance(answer, list) and len(answer) == 1, answer
+    assert isinstance(answer[0], types.LocationLink), answer
+    return answer[0]
+
+
 async def test_definition_and_references_on_the_examples(client: LanguageClient):
     answered = 0
     for path in example_files():
@@ -233,7 +256,8 @@ async def test_definition_and_references_on_the_examples(client: LanguageClient)
             loc = await client.text_document_definition_async(
                 types.DefinitionParams(text_document=at.text_document, position=at.position)
             )
-            assert loc is not None and loc.range.start.line + 1 == lines[canonical], (path, target)
+            link = the_link(loc)
+            assert link.target_range.start.line + 1 == lines[canonical], (path, target)
             refs = await client.text_document_references_async(
                 types.ReferenceParams(
                     text_document=at.text_document,
@@ -272,7 +296,22 @@ async def test_definition_references_and_completion_of_reference_attributes(
     loc = await client.text_document_definition_async(
         types.DefinitionParams(text_document=doc_id, position=types.Position(6, 26))
     )
-    assert loc.range == types.Range(types.Position(2, 12), types.Position(2, 14))
+    link = the_link(loc)
+    # The block's lines, selecting the id; the origin is the written value.
+    assert link.target_range == types.Range(types.Position(2, 0), types.Position(4, 2))
+    assert link.target_selection_range == types.Range(types.Position(2, 12), types.Position(2, 14))
+    assert link.origin_selection_range == types.Range(types.Position(6, 24), types.Position(6, 26))
+    # On a wikilink's brackets too (the origin is the whole `[[c1]]`).
+    for char in (3, 9):
+        link = the_link(
+            await client.text_document_definition_async(
+                types.DefinitionParams(text_document=doc_id, position=types.Position(10, char))
+            )
+        )
+        assert link.target_selection_range.start == types.Position(2, 12), char
+        assert link.origin_selection_range == types.Range(
+            types.Position(10, 3), types.Position(10, 9)
+        )
     refs = await client.text_document_references_async(
         types.ReferenceParams(
             text_document=doc_id,

@@ -1,6 +1,9 @@
 //! One open document as the server sees it: parsed, validated, and the
 //! places where ids are defined and referenced, with LSP ranges.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
 use lsp_types::{DiagnosticSeverity, NumberOrString, Position, Range};
 use noma_core::diag::{Diagnostic, Severity};
 use noma_core::doc::{self, hash::block_hashes, Document, Node, NodeKind};
@@ -34,6 +37,9 @@ pub struct Reference {
     pub target: String,
     /// The written id's range.
     pub range: Range,
+    /// Where the cursor finds the reference: a wikilink's whole `[[…]]`
+    /// (brackets included, as clients select it), else `range`.
+    pub hit: Range,
 }
 
 /// A parsed and validated document.
@@ -47,10 +53,11 @@ pub struct Analysis {
     pub doc: Document,
     /// What `noma check` reports for the text, as LSP diagnostics.
     pub diagnostics: Vec<lsp_types::Diagnostic>,
-    /// Every id definition in document order.
-    pub definitions: Vec<Definition>,
-    /// Every reference in document order.
-    pub references: Vec<Reference>,
+    /// Found on first use: a keystroke needs only the diagnostics.
+    definitions: OnceCell<Vec<Definition>>,
+    references: OnceCell<Vec<Reference>>,
+    /// Index in `definitions` of each id's first definition.
+    by_id: OnceCell<HashMap<String, usize>>,
 }
 
 impl Analysis {
@@ -60,18 +67,27 @@ impl Analysis {
         let doc = doc::parse(&text);
         let index = LineIndex::new(&text);
         let mut a = Analysis {
-            definitions: Vec::new(),
-            references: Vec::new(),
+            definitions: OnceCell::new(),
+            references: OnceCell::new(),
+            by_id: OnceCell::new(),
             diagnostics: Vec::new(),
             text,
             index,
             doc,
         };
-        a.definitions = a.find_definitions();
-        a.references = a.find_references();
         let found = validate::validate(&a.doc, options);
         a.diagnostics = found.iter().map(|d| a.lsp_diagnostic(d)).collect();
         a
+    }
+
+    /// Every id definition in document order.
+    pub fn definitions(&self) -> &[Definition] {
+        self.definitions.get_or_init(|| self.find_definitions())
+    }
+
+    /// Every reference in document order.
+    pub fn references(&self) -> &[Reference] {
+        self.references.get_or_init(|| self.find_references())
     }
 
     /// The canonical id `key` resolves to (itself or through an alias).
@@ -81,17 +97,24 @@ impl Analysis {
 
     /// The definition of canonical `id`.
     pub fn definition(&self, id: &str) -> Option<&Definition> {
-        self.definitions.iter().find(|d| d.id == id)
+        let by_id = self.by_id.get_or_init(|| {
+            let mut map = HashMap::new();
+            for (i, d) in self.definitions().iter().enumerate() {
+                map.entry(d.id.clone()).or_insert(i);
+            }
+            map
+        });
+        by_id.get(id).map(|&i| &self.definitions()[i])
     }
 
     /// The canonical id at `pos`: on a reference (resolved) or on a
     /// definition.
     pub fn id_at(&self, pos: Position) -> Option<String> {
         let inside = |r: &Range| r.start <= pos && pos <= r.end;
-        if let Some(r) = self.references.iter().find(|r| inside(&r.range)) {
+        if let Some(r) = self.references().iter().find(|r| inside(&r.hit)) {
             return self.resolve(&r.target).map(str::to_string);
         }
-        self.definitions
+        self.definitions()
             .iter()
             .find(|d| inside(&d.range))
             .map(|d| d.id.clone())
@@ -202,9 +225,11 @@ impl Analysis {
             let start = self.index.line_start(line);
             for (off, target) in noma_core::doc::inline::wikilinks(content) {
                 let s = start + off + 2;
+                let end = s + target.len();
                 out.push(Reference {
                     target: target.to_string(),
-                    range: self.index.range(&self.text, s, s + target.len()),
+                    range: self.index.range(&self.text, s, end),
+                    hit: self.index.range(&self.text, start + off, end + 2),
                 });
             }
         }
@@ -218,6 +243,7 @@ impl Analysis {
                     out.push(Reference {
                         target: value.to_string(),
                         range,
+                        hit: range,
                     });
                 }
             }
@@ -235,7 +261,7 @@ impl Analysis {
         let on_line = |r: &Range| r.start.line as usize == line;
         let narrowed = match d.code.as_str() {
             "broken-reference" => self
-                .references
+                .references()
                 .iter()
                 .find(|r| on_line(&r.range) && self.resolve_anywhere(&r.target, d))
                 .map(|r| r.range),

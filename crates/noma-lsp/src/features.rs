@@ -3,7 +3,7 @@
 
 use lsp_types::{
     CompletionItem, CompletionItemKind, DocumentSymbol, Hover, HoverContents, Location,
-    MarkupContent, MarkupKind, Position, SymbolKind, Url,
+    LocationLink, MarkupContent, MarkupKind, Position, SymbolKind, Url,
 };
 use noma_core::doc::{Node, NodeKind};
 
@@ -134,6 +134,22 @@ pub fn definition(a: &Analysis, uri: &Url, pos: Position) -> Option<Location> {
     Some(Location::new(uri.clone(), def.range))
 }
 
+/// Where the id under the cursor is defined, as a link: the target range
+/// is the defining block's lines (what an editor shows of it), the
+/// selection its id (or heading text), the origin the reference under the
+/// cursor.
+pub fn definition_link(a: &Analysis, uri: &Url, pos: Position) -> Option<LocationLink> {
+    let id = a.id_at(pos)?;
+    let def = a.definition(&id)?;
+    let inside = |r: &lsp_types::Range| r.start <= pos && pos <= r.end;
+    Some(LocationLink {
+        origin_selection_range: a.references().iter().map(|r| r.hit).find(inside),
+        target_uri: uri.clone(),
+        target_range: def.block,
+        target_selection_range: def.range,
+    })
+}
+
 /// Every reference to the id under the cursor (and its definition when
 /// `declaration`).
 pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> Vec<Location> {
@@ -146,7 +162,7 @@ pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> 
             out.push(Location::new(uri.clone(), def.range));
         }
     }
-    for r in &a.references {
+    for r in a.references() {
         if a.resolve(&r.target) == Some(id.as_str()) {
             out.push(Location::new(uri.clone(), r.range));
         }

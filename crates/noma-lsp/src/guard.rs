@@ -102,7 +102,7 @@ pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnosti
         .collect();
     let first_line = a.index.line_range(&a.text, 0);
     let mut out = Vec::new();
-    for def in &a.definitions {
+    for def in a.definitions() {
         let what = match before.get(def.id.as_str()) {
             Some(sha) if now.get(&def.id).map(String::as_str) == Some(*sha) => continue,
             Some(_) => "changed",

@@ -97,12 +97,23 @@ impl LineIndex {
     }
 }
 
+/// `text` with one `didChange` content change applied: its range (LSP
+/// positions, clamped as [`LineIndex::offset`] clamps them) replaced by
+/// its text, or the whole text replaced when it has no range.
+pub fn apply_change(mut text: String, change: lsp_types::TextDocumentContentChangeEvent) -> String {
+    let Some(range) = change.range else {
+        return change.text;
+    };
+    let index = LineIndex::new(&text);
+    let start = index.offset(&text, range.start);
+    let end = index.offset(&text, range.end).max(start);
+    text.replace_range(start..end, &change.text);
+    text
+}
+
 /// Offsets of every `\n` in `text`.
 fn memchr_newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
-    text.bytes()
-        .enumerate()
-        .filter(|&(_, b)| b == b'\n')
-        .map(|(i, _)| i)
+    memchr::memchr_iter(b'\n', text.as_bytes())
 }
 
 /// Length of `s` in UTF-16 code units.
@@ -151,6 +162,33 @@ mod tests {
             ix.line_range(t, 1),
             Range::new(Position::new(1, 0), Position::new(1, 2))
         );
+    }
+
+    #[test]
+    fn changes_apply_by_range_or_replace_the_text() {
+        use lsp_types::TextDocumentContentChangeEvent as Change;
+        let at = |l, c| Position::new(l, c);
+        let edit = |start, end, text: &str| Change {
+            range: Some(Range::new(start, end)),
+            range_length: None,
+            text: text.to_string(),
+        };
+        let t = "ab\r\né😀x\n".to_string();
+        // Typing after the surrogate pair (UTF-16 column 3).
+        let t = apply_change(t, edit(at(1, 3), at(1, 3), "Z"));
+        assert_eq!(t, "ab\r\né😀Zx\n");
+        // Deleting across the CRLF line end.
+        let t = apply_change(t, edit(at(0, 1), at(1, 1), ""));
+        assert_eq!(t, "a😀Zx\n");
+        // Past the end: clamped to the text's end.
+        let t = apply_change(t, edit(at(9, 0), at(9, 4), "!"));
+        assert_eq!(t, "a😀Zx\n!");
+        let whole = Change {
+            range: None,
+            range_length: None,
+            text: "new".to_string(),
+        };
+        assert_eq!(apply_change(t, whole), "new");
     }
 
     #[test]

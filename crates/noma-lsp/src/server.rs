@@ -44,7 +44,7 @@ pub fn capabilities() -> ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {
                 open_close: Some(true),
-                change: Some(TextDocumentSyncKind::FULL),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
                 save: Some(TextDocumentSyncSaveOptions::SaveOptions(
                     SaveOptions::default(),
                 )),
@@ -81,6 +81,8 @@ pub fn serve_stdio(guard: Option<&dyn Guard>) -> Result<(), Error> {
 /// One open document.
 struct Open {
     analysis: Analysis,
+    /// The text after changes not analysed yet (`analysis` is then stale).
+    pending: Option<String>,
     /// The transcript's last state, for a document that has one.
     expected: Option<Expected>,
 }
@@ -89,18 +91,36 @@ struct Open {
 struct Session<'g> {
     docs: HashMap<Url, Open>,
     guard: Option<&'g dyn Guard>,
+    /// The client takes `LocationLink`s for definitions.
+    links: bool,
 }
 
 /// Serves one session on `connection`: the handshake, then messages until
 /// `shutdown` and `exit`.
 pub fn serve(connection: &Connection, guard: Option<&dyn Guard>) -> Result<(), Error> {
     let caps = serde_json::to_value(capabilities()).map_err(err)?;
-    connection.initialize(caps).map_err(err)?;
+    let init = connection.initialize(caps).map_err(err)?;
+    let links = init
+        .pointer("/capabilities/textDocument/definition/linkSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     let mut s = Session {
         docs: HashMap::new(),
         guard,
+        links,
     };
-    for msg in &connection.receiver {
+    loop {
+        // Changes are analysed once the queue holds no more of them: a
+        // burst of keystrokes costs one analysis, not one per keystroke.
+        if connection.receiver.is_empty() {
+            s.catch_up(connection)?;
+        }
+        let Ok(msg) = connection.receiver.recv() else {
+            break;
+        };
+        if !matches!(&msg, Message::Notification(n) if n.method == DidChangeTextDocument::METHOD) {
+            s.catch_up(connection)?;
+        }
         match msg {
             Message::Request(req) => {
                 if connection.handle_shutdown(&req).map_err(err)? {
@@ -136,18 +156,30 @@ impl Session<'_> {
                 let uri = p.text_document.uri;
                 let expected = self.expected(&uri);
                 let analysis = analyse(&uri, p.text_document.text);
-                self.docs.insert(uri.clone(), Open { analysis, expected });
+                let open = Open {
+                    analysis,
+                    pending: None,
+                    expected,
+                };
+                self.docs.insert(uri.clone(), open);
                 Some(uri)
             }
             DidChangeTextDocument::METHOD => {
                 let p: lsp_types::DidChangeTextDocumentParams =
                     serde_json::from_value(n.params).ok()?;
-                // Full sync: the last change holds the whole text.
-                let text = p.content_changes.into_iter().last()?.text;
+                // Incremental sync: a keystroke sends its edit, not the
+                // whole text (a change without a range still replaces it).
                 let uri = p.text_document.uri;
                 let open = self.docs.get_mut(&uri)?;
-                open.analysis = analyse(&uri, text);
-                Some(uri)
+                let mut text = match open.pending.take() {
+                    Some(text) => text,
+                    None => open.analysis.text.clone(),
+                };
+                for change in p.content_changes {
+                    text = crate::lines::apply_change(text, change);
+                }
+                open.pending = Some(text);
+                None
             }
             DidSaveTextDocument::METHOD => {
                 // `noma record` in a terminal changes the transcript.
@@ -166,6 +198,25 @@ impl Session<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Analyses the documents with changes not analysed yet and publishes
+    /// their diagnostics.
+    fn catch_up(&mut self, connection: &Connection) -> Result<(), Error> {
+        let mut changed = Vec::new();
+        let mut old = Vec::new();
+        for (uri, open) in self.docs.iter_mut() {
+            if let Some(text) = open.pending.take() {
+                old.push(std::mem::replace(&mut open.analysis, analyse(uri, text)));
+                changed.push(uri.clone());
+            }
+        }
+        for uri in changed {
+            self.publish(connection, uri)?;
+        }
+        // Freed after the diagnostics are out: a large tree takes a while.
+        drop(old);
+        Ok(())
     }
 
     /// The transcript's last state of the file `uri` names, and its
@@ -212,7 +263,7 @@ impl Session<'_> {
                 Err((code, message)) => (Response::new_err(id, code as i32, message), None),
             };
         }
-        let resp = match dispatch(&self.docs, self.guard, req) {
+        let resp = match dispatch(self, req) {
             Ok(value) => Response::new_ok(id, value),
             Err((code, message)) => Response::new_err(id, code as i32, message),
         };
@@ -310,11 +361,8 @@ fn analyse(uri: &Url, text: String) -> Analysis {
 /// An error response's code and message.
 type Failure = (ErrorCode, String);
 
-fn dispatch(
-    docs: &HashMap<Url, Open>,
-    guard: Option<&dyn Guard>,
-    req: Request,
-) -> Result<serde_json::Value, Failure> {
+fn dispatch(s: &Session, req: Request) -> Result<serde_json::Value, Failure> {
+    let (docs, guard) = (&s.docs, s.guard);
     let doc = |uri: &Url| docs.get(uri).map(|o| &o.analysis);
     let json = |v: Result<serde_json::Value, serde_json::Error>| {
         v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
@@ -343,10 +391,8 @@ fn dispatch(
             let (_, p) = parse::<GotoDefinition>(req)?;
             let at = p.text_document_position_params;
             let uri = &at.text_document.uri;
-            let loc = doc(uri).and_then(|a| features::definition(a, uri, at.position));
-            json(serde_json::to_value(
-                loc.map(GotoDefinitionResponse::Scalar),
-            ))
+            let found = doc(uri).and_then(|a| definition(a, uri, at.position, s.links));
+            json(serde_json::to_value(found))
         }
         References::METHOD => {
             let (_, p) = parse::<References>(req)?;
@@ -385,8 +431,84 @@ fn dispatch(
     }
 }
 
+/// Where the id at `pos` is defined: a link to the block (selecting its
+/// id) for a client that takes links, else the id's location.
+fn definition(
+    a: &Analysis,
+    uri: &Url,
+    pos: lsp_types::Position,
+    links: bool,
+) -> Option<GotoDefinitionResponse> {
+    if links {
+        let link = features::definition_link(a, uri, pos)?;
+        return Some(GotoDefinitionResponse::Link(vec![link]));
+    }
+    features::definition(a, uri, pos).map(GotoDefinitionResponse::Scalar)
+}
+
 /// The typed parameters of `req`, or an InvalidParams error.
 fn parse<R: RequestTrait>(req: Request) -> Result<(RequestId, R::Params), Failure> {
     req.extract::<R::Params>(R::METHOD)
         .map_err(|e| (ErrorCode::InvalidParams, format!("{e:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn note(method: &str, params: serde_json::Value) -> Message {
+        Notification::new(method.to_string(), params).into()
+    }
+
+    fn change(version: i32, start: u32, end: u32, text: &str) -> Message {
+        let range = json!({"start": {"line": 2, "character": start},
+                           "end": {"line": 2, "character": end}});
+        note(
+            DidChangeTextDocument::METHOD,
+            json!({"textDocument": {"uri": "file:///d.noma", "version": version},
+                   "contentChanges": [{"range": range, "text": text}]}),
+        )
+    }
+
+    /// Keystrokes queued behind each other are analysed once, after the
+    /// last: one publication for the burst, with the final text's
+    /// diagnostics (typing `[[t]]` into `[[xyz]]` one edit at a time).
+    #[test]
+    fn a_burst_of_changes_is_analysed_once() {
+        let (server, client) = Connection::memory();
+        let send = |m: Message| client.sender.send(m).unwrap();
+        send(Request::new(1.into(), "initialize".into(), json!({"capabilities": {}})).into());
+        send(note("initialized", json!({})));
+        let text = "# T\n\nSee [[t]].\n";
+        send(note(
+            DidOpenTextDocument::METHOD,
+            json!({"textDocument": {"uri": "file:///d.noma", "languageId": "noma",
+                   "version": 1, "text": text}}),
+        ));
+        send(change(2, 6, 7, "x"));
+        send(change(3, 7, 7, "y"));
+        send(change(4, 8, 8, "z"));
+        let uri = json!({"uri": "file:///d.noma"});
+        let symbols = json!({"textDocument": uri});
+        send(Request::new(2.into(), DocumentSymbolRequest::METHOD.into(), symbols).into());
+        send(Request::new(3.into(), "shutdown".into(), json!(null)).into());
+        send(note("exit", json!(null)));
+        serve(&server, None).unwrap();
+        let published: Vec<serde_json::Value> = client
+            .receiver
+            .try_iter()
+            .filter_map(|m| match m {
+                Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
+                    Some(n.params)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(published.len(), 2, "{published:?}");
+        assert_eq!(published[0]["diagnostics"], json!([]));
+        let last = &published[1]["diagnostics"];
+        assert_eq!(last[0]["code"], "broken-reference", "{last}");
+        assert!(last[0]["message"].as_str().unwrap().contains("[[xyz]]"));
+    }
 }
