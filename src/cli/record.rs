@@ -80,7 +80,8 @@ pub fn run(args: Args) -> i32 {
                 } => {
                     let mut names: Vec<&str> = ops
                         .iter()
-                        .filter_map(|o| o.get("op").and_then(|v| v.as_str()))
+                        .filter_map(|o| noma_core::patch::Op::parse(o).ok())
+                        .map(|o| o.name())
                         .collect();
                     if genesis {
                         println!(

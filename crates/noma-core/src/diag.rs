@@ -35,6 +35,45 @@ pub struct Pos {
     pub column: u32,
 }
 
+/// Where a diagnostic's finding is in the text: the token it is about (an
+/// id, an attribute value, a reference) or else its line or block, as
+/// 1-based line/byte-column positions and byte offsets (half-open) of the
+/// text the range was computed over (see [`crate::doc::range`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceRange {
+    /// Where the finding starts.
+    pub start: Pos,
+    /// Where it ends (exclusive).
+    pub end: Pos,
+    /// Byte offset of `start`.
+    pub start_byte: usize,
+    /// Byte offset of `end`.
+    pub end_byte: usize,
+}
+
+impl SourceRange {
+    /// The range of bytes `bytes` of `index`'s text.
+    pub fn of_bytes(index: &crate::doc::LineIndex<'_>, bytes: std::ops::Range<usize>) -> Self {
+        let pos = |b: usize| {
+            let lc = index.line_col(b);
+            Pos {
+                line: lc.line,
+                column: lc.column,
+            }
+        };
+        SourceRange {
+            start: pos(bytes.start),
+            end: pos(bytes.end),
+            start_byte: bytes.start,
+            end_byte: bytes.end,
+        }
+    }
+    /// The byte range.
+    pub fn bytes(&self) -> std::ops::Range<usize> {
+        self.start_byte..self.end_byte
+    }
+}
+
 /// Which validation run produced a transcript diagnostic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -64,6 +103,11 @@ pub struct Diagnostic {
     /// `pre`/`post` inside transcripts; absent in `noma check` output.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub phase: Option<Phase>,
+    /// The finding's exact range, for editors: filled on request by
+    /// [`crate::validate::attach_ranges`], never serialised (every JSON
+    /// output and transcript keeps the §4.3 shape).
+    #[serde(skip)]
+    pub range: Option<SourceRange>,
 }
 
 impl Diagnostic {
@@ -76,6 +120,7 @@ impl Diagnostic {
             pos: None,
             node_id: None,
             phase: None,
+            range: None,
         }
     }
     /// Sets the position to `line`, column 1.

@@ -75,7 +75,7 @@ impl Analysis {
             index,
             doc,
         };
-        let found = validate::validate(&a.doc, options);
+        let found = validate::validate_with_ranges(&a.text, &a.doc, options);
         a.diagnostics = found.iter().map(|d| a.lsp_diagnostic(d)).collect();
         a
     }
@@ -252,26 +252,16 @@ impl Analysis {
         out
     }
 
-    /// A validator diagnostic as an LSP one. The validator positions a
-    /// finding at a line (column 1); the range is narrowed to the token it
-    /// is about where that token can be found on the line (the broken
-    /// reference, the duplicated id), else it is the line's text.
+    /// A validator diagnostic as an LSP one, over the range the core
+    /// narrowed it to (the token it is about, else its line or block;
+    /// `validate::attach_ranges`), else the first line's text.
     fn lsp_diagnostic(&self, d: &Diagnostic) -> lsp_types::Diagnostic {
-        let line = d.pos.map_or(0, |p| p.line.saturating_sub(1)) as usize;
-        let on_line = |r: &Range| r.start.line as usize == line;
-        let narrowed = match d.code.as_str() {
-            "broken-reference" => self
-                .references()
-                .iter()
-                .find(|r| on_line(&r.range) && self.resolve_anywhere(&r.target, d))
-                .map(|r| r.range),
-            _ => d
-                .node_id
-                .as_deref()
-                .and_then(|id| self.token_on_line(line, "id", id)),
+        let range = match d.range {
+            Some(r) => self.index.range(&self.text, r.start_byte, r.end_byte),
+            None => self.index.line_range(&self.text, 0),
         };
         lsp_types::Diagnostic {
-            range: narrowed.unwrap_or_else(|| self.index.line_range(&self.text, line)),
+            range,
             severity: Some(match d.severity {
                 Severity::Error => DiagnosticSeverity::ERROR,
                 Severity::Warning => DiagnosticSeverity::WARNING,
@@ -282,14 +272,6 @@ impl Analysis {
             message: d.message.clone(),
             ..Default::default()
         }
-    }
-
-    /// Whether reference `target` is the one broken-reference `d` reports:
-    /// it does not resolve and the message names it as written.
-    fn resolve_anywhere(&self, target: &str, d: &Diagnostic) -> bool {
-        self.resolve(target).is_none()
-            && (d.message.starts_with(&format!("[[{target}]] "))
-                || d.message.contains(&format!("=\"{target}\" points")))
     }
 }
 

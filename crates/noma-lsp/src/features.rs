@@ -315,14 +315,17 @@ fn written_and_suggestion(message: &str) -> Option<(&str, &str)> {
     Some((written, suggestion))
 }
 
-/// One edit replacing the whole of `before` with `after`.
-pub fn replace_all(before: &str, after: String) -> lsp_types::TextEdit {
+/// The edits turning `before` into `after`: only the bytes that changed
+/// (`noma_core::patch::text_edits`), as LSP ranges of `before`.
+pub fn edits_between(before: &str, after: &str) -> Vec<lsp_types::TextEdit> {
     let lines = crate::lines::LineIndex::new(before);
-    let end = lines.position(before, before.len());
-    lsp_types::TextEdit::new(
-        lsp_types::Range::new(lsp_types::Position::new(0, 0), end),
-        after,
-    )
+    noma_core::patch::text_edits(before, after)
+        .into_iter()
+        .map(|e| {
+            let range = lines.range(before, e.range.start, e.range.end);
+            lsp_types::TextEdit::new(range, e.new_text)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -302,9 +302,8 @@ impl Session<'_> {
         let after = guard
             .rename(&path, &from, &p.new_name)
             .map_err(|e| (ErrorCode::RequestFailed, e))?;
-        let edit = features::replace_all(&before, after);
         let mut changes = HashMap::new();
-        changes.insert(uri.clone(), vec![edit]);
+        changes.insert(uri.clone(), features::edits_between(&before, &after));
         let value = serde_json::to_value(lsp_types::WorkspaceEdit::new(changes))
             .map_err(|e| (ErrorCode::InternalError, e.to_string()))?;
         let expected = self.expected(&uri);

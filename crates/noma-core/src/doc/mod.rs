@@ -13,6 +13,7 @@ mod line_match;
 pub mod lines;
 pub mod memo;
 pub mod parse;
+pub mod range;
 pub mod render;
 pub mod reparse;
 pub mod slug;
@@ -22,6 +23,7 @@ pub mod yaml;
 pub use ast::*;
 pub use memo::ParseMemo;
 pub use parse::{parse, MAX_FENCE_COLONS};
+pub use range::{LineCol, LineIndex};
 
 /// `text` without a leading BOM: the text the parser reads and spans index.
 pub fn strip_bom(text: &str) -> &str {

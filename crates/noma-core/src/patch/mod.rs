@@ -19,6 +19,7 @@
 mod body;
 mod core;
 mod dataset;
+mod edits;
 mod fence;
 mod heading_id;
 mod line_buf;
@@ -34,6 +35,7 @@ use serde_json::Value;
 
 use crate::doc::{self, Document, Node, ParseMemo};
 
+pub use edits::{apply_ops_with_edits, apply_text_edits, text_edits, Patched, TextEdit};
 pub use op::{
     is_catalogue_op, op_name, op_target, unknown_op_message, Column, NoteKind, Op, OpShapeError,
     OP_NAMES,
@@ -242,7 +244,7 @@ fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<St
         doc: memo.parse(body),
         prefix: if bom { "\u{feff}" } else { "" },
     };
-    check_base_hash(&ctx, value)?;
+    check_base_hash(&ctx, value, &op)?;
     dispatch(&ctx, &op)
 }
 
@@ -264,7 +266,7 @@ fn nul_field(v: &Value, at: &str) -> Option<String> {
 
 /// §3.4 `baseHash`: the target block's source hash must start with it.
 /// A missing target is left to the op, which reports its own code.
-fn check_base_hash(ctx: &Ctx<'_>, value: &Value) -> OpResult<()> {
+fn check_base_hash(ctx: &Ctx<'_>, value: &Value, op: &Op) -> OpResult<()> {
     let Some(base) = value.get("baseHash") else {
         return Ok(());
     };
@@ -281,7 +283,7 @@ fn check_base_hash(ctx: &Ctx<'_>, value: &Value) -> OpResult<()> {
             "baseHash must be 8 to 64 hex characters (a prefix of the block's sha256)",
         );
     }
-    let Some(target) = op_target(value) else {
+    let Some(target) = op.target() else {
         return Ok(());
     };
     let Some(node) = ctx.find(target) else {

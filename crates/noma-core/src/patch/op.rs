@@ -481,6 +481,93 @@ impl Op {
     }
 }
 
+impl Op {
+    /// The op's wire name (`replace_block`, ..., the extension ops' names).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::ReplaceBlock { .. } => "replace_block",
+            Op::AddBlock { .. } => "add_block",
+            Op::DeleteBlock { .. } => "delete_block",
+            Op::UpdateAttribute { .. } => "update_attribute",
+            Op::RenameId { .. } => "rename_id",
+            Op::ReplaceBody { .. } => "replace_body",
+            Op::UpdateHeading { .. } => "update_heading",
+            Op::AddComment { .. } => "add_comment",
+            Op::ResolveComment { .. } => "resolve_comment",
+            Op::RemoveAttribute { .. } => "remove_attribute",
+            Op::AddNote {
+                kind: NoteKind::Footnote,
+                ..
+            } => "add_footnote",
+            Op::AddNote { .. } => "add_endnote",
+            Op::AddChangeRequest { .. } => "add_change_request",
+            Op::UpdateTableCell { .. } => "update_table_cell",
+            Op::UpdateTableHeaderCell { .. } => "update_table_header_cell",
+            Op::InsertTableRow { .. } => "insert_table_row",
+            Op::DeleteTableRow { .. } => "delete_table_row",
+            Op::InsertTableColumn { .. } => "insert_table_column",
+            Op::DeleteTableColumn { .. } => "delete_table_column",
+            Op::UpdateDatasetCell { .. } => "update_dataset_cell",
+            Op::InsertDatasetRow { .. } => "insert_dataset_row",
+            Op::DeleteDatasetRow { .. } => "delete_dataset_row",
+            Op::InsertDatasetColumn { .. } => "insert_dataset_column",
+            Op::DeleteDatasetColumn { .. } => "delete_dataset_column",
+            Op::MoveBlock { .. } => "move_block",
+            Op::ReplaceLines { .. } => super::replace_lines::REPLACE_LINES,
+            Op::RemoveDocument => super::remove_document::REMOVE_DOCUMENT,
+        }
+    }
+
+    /// The id the op's `baseHash` precondition applies to (as
+    /// [`op_target`]): `rename_id.from`, `add_block.parent`, the `target`
+    /// of the add-note/comment/change ops, else `id`; none for the
+    /// extension ops.
+    pub fn target(&self) -> Option<&str> {
+        Some(match self {
+            Op::RenameId { from, .. } => from,
+            Op::AddBlock { parent, .. } => parent,
+            Op::AddComment { target, .. }
+            | Op::AddNote { target, .. }
+            | Op::AddChangeRequest { target, .. } => target,
+            Op::ReplaceLines { .. } | Op::RemoveDocument => return None,
+            Op::ReplaceBlock { id, .. }
+            | Op::DeleteBlock { id }
+            | Op::UpdateAttribute { id, .. }
+            | Op::ReplaceBody { id, .. }
+            | Op::UpdateHeading { id, .. }
+            | Op::ResolveComment { id, .. }
+            | Op::RemoveAttribute { id, .. }
+            | Op::UpdateTableCell { id, .. }
+            | Op::UpdateTableHeaderCell { id, .. }
+            | Op::InsertTableRow { id, .. }
+            | Op::DeleteTableRow { id, .. }
+            | Op::InsertTableColumn { id, .. }
+            | Op::DeleteTableColumn { id, .. }
+            | Op::UpdateDatasetCell { id, .. }
+            | Op::InsertDatasetRow { id, .. }
+            | Op::DeleteDatasetRow { id, .. }
+            | Op::InsertDatasetColumn { id, .. }
+            | Op::DeleteDatasetColumn { id, .. }
+            | Op::MoveBlock { id, .. } => id,
+        })
+    }
+}
+
+impl TryFrom<&Value> for Op {
+    type Error = OpShapeError;
+    fn try_from(v: &Value) -> Result<Op, OpShapeError> {
+        Op::parse(v)
+    }
+}
+
+/// An op deserialises through [`Op::parse`], with its shape errors.
+impl<'de> serde::Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
+        let v = Value::deserialize(d)?;
+        Op::parse(&v).map_err(serde::de::Error::custom)
+    }
+}
+
 /// One family of ops each: `Ok(None)` when `name` is not in the family, so
 /// [`Op::parse`] tries the next.
 impl Fields<'_> {
@@ -758,5 +845,29 @@ mod tests {
             Some("m")
         );
         assert_eq!(OP_NAMES.len(), 25);
+    }
+
+    /// The typed op answers what the JSON reads answer: every op of the
+    /// catalogue and the extension ops, with every field it takes.
+    #[test]
+    fn typed_names_and_targets_match_the_json_reads() {
+        let extensions = [super::super::REPLACE_LINES, super::super::REMOVE_DOCUMENT];
+        for name in OP_NAMES.iter().chain(&extensions) {
+            let mut v = json!({ "op": name });
+            for field in op_fields(name).unwrap_or(&[]) {
+                v[*field] = match *field {
+                    "row" | "line" | "position" | "column" => json!(1),
+                    "cells" => json!(["c"]),
+                    _ => json!(format!("{field}-value")),
+                };
+            }
+            let op = Op::parse(&v).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(op.name(), op_name(&v).unwrap());
+            assert_eq!(op.target(), op_target(&v), "{name}");
+            let back: Op = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(back, op);
+        }
+        let err = serde_json::from_value::<Op>(json!({"op": "explode"})).unwrap_err();
+        assert!(err.to_string().contains("unknown op `explode`"), "{err}");
     }
 }

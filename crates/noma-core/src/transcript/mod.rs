@@ -16,6 +16,7 @@ pub mod capability_descriptor;
 pub mod prefix;
 pub mod replay;
 pub mod schema;
+pub mod stamp;
 pub mod tombstone;
 
 /// The only transcript version this crate reads or writes.
@@ -333,18 +334,26 @@ pub fn short_sha(full: &str) -> String {
     full.chars().take(8).collect()
 }
 
-/// A fresh UUID v4 string.
+/// A fresh UUID v4 string (the system's random source; see
+/// [`stamp`] for caller-supplied ids).
+#[cfg(feature = "std-clock")]
 pub fn new_uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
+    use stamp::IdSource;
+    stamp::RandomIds.new_id().to_string()
 }
 
-/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`. The `time` crate does
-/// the calendar maths; RFC 3339's own formatter would print nanoseconds.
+/// The current UTC time in the record form (the system clock; see
+/// [`stamp`] for a caller-supplied clock).
+#[cfg(feature = "std-clock")]
 pub fn now_ts() -> String {
-    format_ts(time::OffsetDateTime::now_utc())
+    use stamp::Clock;
+    format_ts(stamp::SystemClock.now())
 }
 
-fn format_ts(t: time::OffsetDateTime) -> String {
+/// `t` as a record's `ts`: UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`. The `time`
+/// crate does the calendar maths; RFC 3339's own formatter would print
+/// nanoseconds.
+pub fn format_ts(t: time::OffsetDateTime) -> String {
     let fmt = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );

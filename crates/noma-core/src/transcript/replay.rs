@@ -16,8 +16,6 @@
 //! stops the replay and is named by line and op_id. Replay reads; it never
 //! changes a file.
 
-use std::time::Instant;
-
 use serde::Serialize;
 
 use super::{parse_record, short_sha, PatchResult, Record};
@@ -290,12 +288,18 @@ fn replay_lines_with(
     texts: (Option<&str>, &str),
     fingerprint: fn(&str) -> u64,
 ) -> Report {
-    let started = Instant::now();
+    // Timing reads the system clock, which a build without `std-clock`
+    // (a web build) has none of: there `elapsed_ms` stays 0.
+    #[cfg(feature = "std-clock")]
+    let started = std::time::Instant::now();
     let mut report = Report::nothing_yet();
     let result = run(after, lines, texts, fingerprint, &mut report);
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
-    report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+    #[cfg(feature = "std-clock")]
+    {
+        report.elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+    }
     report
 }
 

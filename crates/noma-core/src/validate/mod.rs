@@ -49,7 +49,10 @@ pub mod computed;
 pub mod formula;
 pub mod integrity;
 pub mod profiles;
+mod ranges;
 mod util;
+
+pub use ranges::{attach_ranges, validate_with_ranges};
 
 /// Hash map with a fast, per-process-seeded hasher (ids come from untrusted
 /// input, so a fixed-seed hash would invite collision attacks).
@@ -87,7 +90,8 @@ pub struct Options {
     pub datasets: Option<Arc<dyn DatasetFiles>>,
     /// Whether `claim-without-evidence` runs (default on).
     pub require_evidence_for_claims: bool,
-    /// The clock for `stale-citation` (None = the system clock).
+    /// The clock for `stale-citation`: None = the system clock with the
+    /// default `std-clock` feature, the epoch (nothing stale) without it.
     pub now: Option<SystemTime>,
     /// Citation window override in days (`--stale-days`); a citation's own
     /// `stale_after_days=` still wins, as in the reference.
@@ -215,11 +219,7 @@ pub(crate) struct Ctx<'d> {
 impl<'d> Ctx<'d> {
     /// A fresh context for validating `doc` with `opts`.
     fn new(doc: &'d Document, opts: &'d Options) -> Ctx<'d> {
-        let now = opts.now.unwrap_or_else(SystemTime::now);
-        let now_ms = match now.duration_since(SystemTime::UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-            Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
-        };
+        let now_ms = now_ms(opts.now);
         let stale_days = opts
             .stale_citation_days
             .filter(|d| d.is_finite() && *d > 0.0)
@@ -293,6 +293,20 @@ impl<'d> Ctx<'d> {
     /// Resolves `key` against canonical ids, then aliases.
     pub fn resolve(&self, key: &str) -> Option<&'d Node> {
         self.ids.get(key).or_else(|| self.aliases.get(key)).copied()
+    }
+}
+
+/// `now` in milliseconds since the epoch. Without the `std-clock`
+/// feature the core reads no clock: a caller that gives no `now` gets the
+/// epoch, so no citation is ever stale by a clock nobody supplied.
+fn now_ms(now: Option<SystemTime>) -> i64 {
+    #[cfg(feature = "std-clock")]
+    let now = now.unwrap_or_else(SystemTime::now);
+    #[cfg(not(feature = "std-clock"))]
+    let now = now.unwrap_or(SystemTime::UNIX_EPOCH);
+    match now.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
     }
 }
 

@@ -97,13 +97,11 @@ pub(super) fn apply_narrowest(
     old: Option<&str>,
 ) -> Option<(Vec<Value>, String)> {
     let wide = noma_core::patch::apply_one(cur, &op).ok()?;
-    let split = match (
-        op["op"].as_str(),
-        op["id"].as_str(),
-        op["content"].as_str(),
-        old,
-    ) {
-        (Some("replace_block"), Some(id), Some(new), Some(old)) => split_ops(id, old, new),
+    // `op` has just applied, so it parses.
+    let split = match (noma_core::patch::Op::parse(&op), old) {
+        (Ok(noma_core::patch::Op::ReplaceBlock { id, content }), Some(old)) => {
+            split_ops(&id, old, &content)
+        }
         _ => None,
     };
     if let Some(ops) = split.filter(|ops| !ops.is_empty()) {

@@ -92,26 +92,20 @@ pub fn load(doc: &Path) -> Result<Option<(PathBuf, CapabilityFile)>, CapabilityE
     }
 }
 
-/// The field naming the block an op targets (same rule as `baseHash`, §3.4).
-pub fn target_field(op_name: &str) -> &'static str {
-    match op_name {
-        "rename_id" => "from",
-        "add_block" => "parent",
-        "add_comment" | "add_footnote" | "add_endnote" | "add_change_request" => "target",
-        _ => "id",
-    }
-}
-
 /// Advisory warnings (phase `pre`) for `op` against `state`, the document
 /// the op will be applied to. Empty when the descriptor grants the op.
 pub fn advise(file: &CapabilityFile, state: &Document, op: &Value) -> Vec<Diagnostic> {
     let desc = &file.noma_agent;
-    let name = op.get("op").and_then(Value::as_str).unwrap_or("");
-    let Some(op_name) = OpName::parse(name) else {
-        // Unknown ops are rejected by the engine anyway.
+    // Requests reach here checked (`check_request`); an op that is not one
+    // is rejected by the engine anyway.
+    let Ok(typed) = noma_core::patch::Op::parse(op) else {
         return Vec::new();
     };
-    let target = op.get(target_field(name)).and_then(Value::as_str);
+    let name = typed.name();
+    let Some(op_name) = OpName::parse(name) else {
+        return Vec::new();
+    };
+    let target = typed.target();
     let node = target.and_then(|t| state.find(t));
     let block = node
         .map(|n| n.directive_name().unwrap_or(n.type_name()).to_string())
