@@ -159,7 +159,10 @@ fn a_row_is_used_only_for_the_reference_transcript() {
         r.agent_patch("plan.noma", &op("b", "BETA"));
         r.commit_all("append, read side by side");
         let right = blake3::hash(&r.git(&["cat-file", "blob", &head]).stdout);
-        assert_eq!(remembered(&r, &head).as_deref(), Some(&right.as_bytes()[..]));
+        assert_eq!(
+            remembered(&r, &head).as_deref(),
+            Some(&right.as_bytes()[..])
+        );
         cache(&r)
             .execute("UPDATE transcript_ends SET blake3 = zeroblob(32)", [])
             .unwrap();
@@ -167,7 +170,11 @@ fn a_row_is_used_only_for_the_reference_transcript() {
         r.commit_all("append, the row damaged");
         let now = blob(&r, "HEAD~1");
         let right = blake3::hash(&r.git(&["cat-file", "blob", &now]).stdout);
-        assert_eq!(remembered(&r, &now).as_deref(), Some(&right.as_bytes()[..]), "{env}");
+        assert_eq!(
+            remembered(&r, &now).as_deref(),
+            Some(&right.as_bytes()[..]),
+            "{env}"
+        );
     }
 }
 

@@ -147,7 +147,10 @@ mod tests {
             ("UPDATE transcript_ends SET last_line = NULL", b"c"),
             ("UPDATE transcript_ends SET nbytes = -1", b"d"),
             ("UPDATE transcript_ends SET lines = 'many'", b"e"),
-            ("UPDATE transcript_ends SET engine = 'noma 0.0.1 ends/1'", b"f"),
+            (
+                "UPDATE transcript_ends SET engine = 'noma 0.0.1 ends/1'",
+                b"f",
+            ),
         ] {
             c.remember_transcript_ends(&[(blob, &end(1))]);
             assert!(c.transcript_end(blob).is_some());

@@ -71,7 +71,8 @@ impl Guard<'_> {
     fn remember_end(&self, staged: &Staged, tpath: &str, bytes: &[u8]) -> Result<(), GitError> {
         let end = noma_core::transcript::prefix::End::of(bytes);
         if let (Some(end), Some(id)) = (end, self.repo.staged_blob_id(staged, tpath)?) {
-            self.cache.remember_transcript_ends(&[(id.as_bytes(), &end)]);
+            self.cache
+                .remember_transcript_ends(&[(id.as_bytes(), &end)]);
         }
         Ok(())
     }

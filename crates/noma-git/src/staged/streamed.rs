@@ -58,8 +58,13 @@ impl Guard<'_> {
             tail: Vec::new(),
         };
         let ext = extended.as_ref().map_or(&unchanged, |x| &x.ext);
-        let Ok(tail) = tail_records(path, tpath, ext.lines, ext.last_line_sha256.clone(), &ext.tail)
-        else {
+        let Ok(tail) = tail_records(
+            path,
+            tpath,
+            ext.lines,
+            ext.last_line_sha256.clone(),
+            &ext.tail,
+        ) else {
             return Ok(None);
         };
         let head_doc = self.head_text(head_path)?;
