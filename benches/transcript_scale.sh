@@ -11,6 +11,12 @@
 #   BATCH=k       ops per `noma patch --ops` request while building (default 10000)
 #   WORK=dir      where the repositories go (default: a new temporary directory)
 #   KEEP=1        keep them (their paths are printed), e.g. to time them again
+#   SCENARIOS=... which scenarios run, in this order (default: "replay hook
+#                 patch reconcile"; also "hook-read", below; "" builds only)
+#   REUSE=1       time the repositories an earlier KEEP=1 run left in WORK
+#                 instead of building them again (only after SCENARIOS that
+#                 leave the staged one-record append alone: replay, hook,
+#                 hook-read)
 #
 # For each N: a repository with one small document (`noma synth --sections 20`,
 # ~5 KB), and a transcript built by N/BATCH `noma patch --inplace --ops`
@@ -28,6 +34,12 @@
 #            appended): cold removes .noma/cache first (a fresh CI checkout,
 #            the history replayed once), warm keeps what the run before
 #            remembered (the checkpoint: only the branch's records replayed)
+#   hook-read     `noma hook pre-commit` (A) against one `git cat-file blob`
+#                 of the staged transcript (B), alternating, the ratio taken
+#                 pair by pair: the hook's floor is one read of the staged
+#                 blob (issue 47). The untimed first hook run remembers the
+#                 committed transcript, as the hook that accepted the
+#                 previous commit would have.
 # Every run's exit status must be 0 (the hook and replay accept; the script
 # stops otherwise). NOMA_MAX_FILE_BYTES is raised to 4 GB for every process so
 # a binary that still caps transcripts at 512 MiB can be timed past it.
@@ -43,6 +55,7 @@ abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 NOMA="$(abs "$NOMA")"
 NOMA_B="${NOMA_B:+$(abs "$NOMA_B")}"
 RUNS="${RUNS:-5}"
+SCENARIOS="${SCENARIOS-replay hook patch reconcile}"
 BATCH="${BATCH:-10000}"
 sizes=("$@")
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(10000 100000 1000000)
@@ -84,13 +97,25 @@ OP='{"op":"update_attribute","id":"claim-4","key":"confidence","value":0.@PID@}'
 scenario() {
   local label="$1" records="$2"
   shift 2
+  if [[ -n "$NOMA_B" ]]; then
+    versus "$label" "$records" "$(printf '%q ' "${EXEC[@]}" "$NOMA_B" "$@")" "${EXEC[@]}" "$NOMA" "$@"
+  else
+    versus "$label" "$records" "" "${EXEC[@]}" "$NOMA" "$@"
+  fi
+}
+
+# Like `scenario` for any two commands: $1 = label, $2 = records, $3 = B
+# (one shell-quoted string, run by bash -c; empty: A alone), rest = A.
+versus() {
+  local label="$1" records="$2" cmd_b="$3"
+  shift 3
   local a b
   a="$(mktemp)" b="$(mktemp)"
-  "${EXEC[@]}" "$NOMA" "$@" >/dev/null 2>&1 || true # untimed first run
-  [[ -n "$NOMA_B" ]] && { "${EXEC[@]}" "$NOMA_B" "$@" >/dev/null 2>&1 || true; }
+  "$@" >/dev/null 2>&1 || true # untimed first run
+  [[ -n "$cmd_b" ]] && { bash -c "$cmd_b" >/dev/null 2>&1 || true; }
   for ((r = 0; r < RUNS; r++)); do
-    timed "$a" "${EXEC[@]}" "$NOMA" "$@"
-    [[ -n "$NOMA_B" ]] && timed "$b" "${EXEC[@]}" "$NOMA_B" "$@"
+    timed "$a" "$@"
+    [[ -n "$cmd_b" ]] && timed "$b" bash -c "exec $cmd_b"
   done
   python3 - "$label" "$records" "$a" "$b" <<'PY'
 import statistics as st, sys
@@ -127,12 +152,8 @@ PY
 echo "A = $NOMA"
 [[ -n "$NOMA_B" ]] && echo "B = $NOMA_B"
 echo "$RUNS runs each$([[ -n "$NOMA_B" ]] && echo ", A and B alternating"); work in $WORK"
-for n in "${sizes[@]}"; do
-  repo="$WORK/r$n"
-  rm -rf "$repo"
-  mkdir -p "$repo"
-  cd "$repo"
-  git init -q
+build() { # $1 = N: the repository with N records and one more staged
+  local n="$1"
   "$NOMA" synth --sections 20 >doc.noma
   cp doc.noma "$WORK/base$n.noma"
   # Committed first, so the first patch writes no genesis record and the
@@ -152,19 +173,46 @@ for n in "${sizes[@]}"; do
   "$NOMA" patch doc.noma --inplace \
     --op '{"op":"update_attribute","id":"claim-3","key":"confidence","value":0.123}' >/dev/null
   git add doc.noma doc.noma.patches
-  records=$(wc -l <doc.noma.patches)
-  bytes=$(wc -c <doc.noma.patches)
-  echo "== $records records ($bytes bytes); built in $((t1 - t0)) s, committed in $((t2 - t1)) s"
-  scenario replay "$records" replay doc.noma --base "$WORK/base$n.noma"
-  scenario hook 0 hook pre-commit
-  scenario patch 0 patch doc.noma --inplace --op "$OP"
-  git checkout -qb agent
-  git add doc.noma doc.noma.patches
-  git commit -qm "more records" --no-verify
-  export COLD=1
-  scenario reconcile-cold 0 reconcile --base main --format json
-  unset COLD
-  scenario reconcile-warm 0 reconcile --base main --format json
+  built="built in $((t1 - t0)) s, committed in $((t2 - t1)) s"
+}
+
+for n in "${sizes[@]}"; do
+  repo="$WORK/r$n"
+  if [[ "${REUSE:-0}" == 1 && -d "$repo/.git" ]]; then
+    cd "$repo"
+    built="reused"
+  else
+    rm -rf "$repo"
+    mkdir -p "$repo"
+    cd "$repo"
+    git init -q
+    build "$n"
+  fi
+  records=$(git cat-file -p :doc.noma.patches | wc -l)
+  bytes=$(git cat-file -s :doc.noma.patches)
+  echo "== $records records ($bytes bytes); $built"
+  for s in $SCENARIOS; do
+    case "$s" in
+      replay) scenario replay "$records" replay doc.noma --base "$WORK/base$n.noma" ;;
+      hook) scenario hook 0 hook pre-commit ;;
+      hook-read)
+        # B reads the blob the hook must read once: the staged transcript.
+        versus hook-vs-read 0 "git cat-file blob $(git rev-parse :doc.noma.patches)" \
+          "${EXEC[@]}" "$NOMA" hook pre-commit
+        ;;
+      patch) scenario patch 0 patch doc.noma --inplace --op "$OP" ;;
+      reconcile)
+        git checkout -qb agent
+        git add doc.noma doc.noma.patches
+        git commit -qm "more records" --no-verify
+        export COLD=1
+        scenario reconcile-cold 0 reconcile --base main --format json
+        unset COLD
+        scenario reconcile-warm 0 reconcile --base main --format json
+        ;;
+      *) echo "unknown scenario $s" >&2; exit 2 ;;
+    esac
+  done
   cd "$WORK"
   [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo" "$WORK/base$n.noma"
 done

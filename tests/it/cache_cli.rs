@@ -148,7 +148,7 @@ fn blocks_rev_reads_committed_versions_through_the_cache() {
     let s = stats(&repo);
     assert_eq!(s["entries"], 3, "{s}");
     assert_eq!(s["blob_ids"], 2, "{s}");
-    assert_eq!(s["schema_version"], 3, "{s}");
+    assert_eq!(s["schema_version"], 4, "{s}");
     assert_eq!(s["backing"], "file", "{s}");
     assert!(s["size_bytes"].as_u64().unwrap_or(0) > 0, "{s}");
 
@@ -214,7 +214,7 @@ fn stats_and_clear() {
     assert!(blocks >= 8, "{s}");
     let human = stdout(&repo.noma(&["cache", "stats"]));
     assert!(
-        human.contains("entries: 2") && human.contains("schema version: 3"),
+        human.contains("entries: 2") && human.contains("schema version: 4"),
         "{human}"
     );
 

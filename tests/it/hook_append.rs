@@ -13,7 +13,7 @@ fn doc() -> String {
     s
 }
 
-fn op(id: &str, body: &str) -> String {
+pub(crate) fn op(id: &str, body: &str) -> String {
     serde_json::json!({
         "op": "replace_block",
         "id": id,
@@ -24,7 +24,7 @@ fn op(id: &str, body: &str) -> String {
 
 /// A repository whose hooks run noma with `env` set, `plan.noma` committed
 /// with three records.
-fn repo(env: &str) -> Repo {
+pub(crate) fn repo(env: &str) -> Repo {
     let r = Repo::init();
     let hook = r.path().join(".git/hooks/pre-commit");
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
@@ -52,9 +52,9 @@ fn repo(env: &str) -> Repo {
     r
 }
 
-const MODES: [&str; 2] = ["", "NOMA_STREAM_BLOBS_OVER=0"];
+pub(crate) const MODES: [&str; 2] = ["", "NOMA_STREAM_BLOBS_OVER=0"];
 
-fn lines(r: &Repo) -> Vec<String> {
+pub(crate) fn lines(r: &Repo) -> Vec<String> {
     r.read("plan.noma.patches")
         .lines()
         .map(|l| format!("{l}\n"))

@@ -29,6 +29,7 @@ mod github_update;
 mod help_adopt;
 mod hook_append;
 mod hook_git;
+mod hook_once;
 mod hook_private_key;
 mod hooks_cli;
 mod init_cli;

@@ -131,8 +131,10 @@ mod tests {
         drop(c);
         let db = dir.path().join(".noma/cache").join(super::super::DB_FILE);
         let conn = rusqlite::Connection::open(db).unwrap();
-        conn.execute_batch("DROP TABLE histories; PRAGMA user_version = 2;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP TABLE histories; DROP TABLE transcript_ends; PRAGMA user_version = 2;",
+        )
+        .unwrap();
         drop(conn);
         let c = BlockCache::open(dir.path());
         assert!(c.notice().is_none(), "{:?}", c.notice());

@@ -17,6 +17,10 @@
 //! - `histories`: (sha256 of a transcript, sha256 of its document, engine)
 //!   → which records changed which blocks (`noma log`, `noma blame`,
 //!   [`BlockCache::history_known`]); schema version 3.
+//! - `transcript_ends`: (transcript blob id, engine) → its length, BLAKE3,
+//!   lines and last line's sha256, so the pre-commit hook checks an append
+//!   reading only the staged transcript ([`BlockCache::transcript_end`]);
+//!   schema version 4.
 //!
 //! One blob per document was measured against one row per block
 //! (`benches/cache.rs`, 96 KB document, 991 blocks): reading the rows took
@@ -41,6 +45,7 @@
 //! write on every hit, which would cost more than the lookups save.
 
 mod codec;
+mod ends;
 mod histories;
 mod replays;
 
@@ -54,11 +59,13 @@ use rusqlite::{ffi::ErrorCode, params, Connection, OpenFlags, OptionalExtension}
 use noma_core::doc::hash::{block_hashes, sha256_hex, BlockHash};
 
 /// Schema version stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 /// The version before `replays`: opened, it gains the table (same rows).
 const SCHEMA_VERSION_WITHOUT_REPLAYS: i64 = 1;
 /// The schema before the `histories` table (its rows stay valid).
 const SCHEMA_VERSION_WITHOUT_HISTORIES: i64 = 2;
+/// The schema before the `transcript_ends` table (its rows stay valid).
+const SCHEMA_VERSION_WITHOUT_ENDS: i64 = 3;
 /// `PRAGMA application_id` of a noma cache ("NOMA").
 const APPLICATION_ID: i64 = 0x4e4f_4d41;
 /// File name of the cache database inside the cache directory.
@@ -106,6 +113,15 @@ CREATE TABLE IF NOT EXISTS histories(
     engine      TEXT NOT NULL,
     attribution BLOB NOT NULL,
     PRIMARY KEY(transcript, document, engine)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS transcript_ends(
+    blob      BLOB NOT NULL,
+    engine    TEXT NOT NULL,
+    nbytes    INTEGER NOT NULL,
+    blake3    BLOB NOT NULL,
+    lines     INTEGER NOT NULL,
+    last_line BLOB,
+    PRIMARY KEY(blob, engine)
 ) WITHOUT ROWID;
 ";
 
@@ -385,6 +401,7 @@ impl BlockCache {
             tx.execute("DELETE FROM blobs", [])?;
             tx.execute("DELETE FROM replays", [])?;
             tx.execute("DELETE FROM histories", [])?;
+            tx.execute("DELETE FROM transcript_ends", [])?;
             let n = tx.execute("DELETE FROM docs", [])?;
             tx.commit()?;
             Ok(n as u64)
@@ -753,7 +770,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
                     (SELECT application_id FROM pragma_application_id), \
                     (SELECT count(*) FROM sqlite_master), \
                     (SELECT count(*) FROM sqlite_master \
-                       WHERE type = 'table' AND name IN ('docs', 'blobs', 'replays', 'histories'))",
+                       WHERE type = 'table' AND name IN ('docs', 'blobs', 'replays', 'histories', 'transcript_ends'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
@@ -768,6 +785,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
     }
     if (version == SCHEMA_VERSION_WITHOUT_REPLAYS && tables == 2)
         || (version == SCHEMA_VERSION_WITHOUT_HISTORIES && tables == 3)
+        || (version == SCHEMA_VERSION_WITHOUT_ENDS && tables == 4)
     {
         // Not ready: `init_schema` adds the tables and the version, and
         // the rows stay.
@@ -778,7 +796,7 @@ fn schema_ready(conn: &Connection) -> Result<bool, OpenError> {
             "schema version {version}, expected {SCHEMA_VERSION}"
         )));
     }
-    if tables != 4 {
+    if tables != 5 {
         return Err(OpenError::Broken("tables missing".into()));
     }
     Ok(true)

@@ -85,7 +85,9 @@ mod tests {
         let info = c.doc_info("# A\n");
         drop(c);
         let conn = Connection::open(dir.path().join(".noma/cache").join(DB_FILE)).unwrap();
-        conn.execute_batch("DROP TABLE replays; DROP TABLE histories; PRAGMA user_version = 1;")
+        conn.execute_batch(
+            "DROP TABLE replays; DROP TABLE histories; DROP TABLE transcript_ends; PRAGMA user_version = 1;",
+        )
             .unwrap();
         drop(conn);
         let c = BlockCache::open(dir.path());

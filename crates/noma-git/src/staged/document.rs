@@ -59,7 +59,22 @@ impl Guard<'_> {
             return Ok((out, false));
         };
         out.extend(self.check_staged_transcript(paths, head_t, &staged_t, text)?);
+        if !out.iter().any(|f| f.blocking) {
+            self.remember_end(staged, &tpath, &staged_t)?;
+        }
         Ok((out, true))
+    }
+
+    /// Remembers how the accepted staged transcript `bytes` (at `tpath`)
+    /// ends, so the next commit's append reads only its own staged blob
+    /// ([`Guard::streamed_append`]): this check held it whole already.
+    fn remember_end(&self, staged: &Staged, tpath: &str, bytes: &[u8]) -> Result<(), GitError> {
+        let end = noma_core::transcript::prefix::End::of(bytes);
+        if let (Some(end), Some(id)) = (end, self.repo.staged_blob_id(staged, tpath)?) {
+            self.cache
+                .remember_transcript_ends(&[(id.as_bytes(), &end)]);
+        }
+        Ok(())
     }
 
     /// The finding for a document staged without a transcript (`paths` =

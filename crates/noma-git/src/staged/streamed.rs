@@ -1,20 +1,28 @@
 //! The check of a plain append without reading either transcript whole
-//! (issue 35).
+//! (issue 35), and without reading the committed one at all when the cache
+//! remembers how it ends (issue 47).
 
 use super::transcript::{tail_records, Tail};
 use super::{Finding, Guard};
 use crate::git::repo::{GitError, Staged};
-use noma_core::transcript::{self, transcript_path};
+use crate::git::Oid;
+use noma_core::transcript::prefix::{self, Extended, Extension};
+use noma_core::transcript::transcript_path;
 
 impl Guard<'_> {
     /// The check of an append that holds neither transcript (issue 35):
+    /// only the appended records are kept and replayed, from the committed
+    /// document. When the cache remembers how the committed transcript
+    /// ends ([`crate::cache::BlockCache::transcript_end`], written by the
+    /// hook that accepted it), only the staged blob is read, its first
+    /// bytes checked against the remembered digest (issue 47); otherwise
     /// the committed and staged blobs are read side by side, a buffer at a
-    /// time, and only the appended records are kept and replayed, from the
-    /// committed document. `Some` only when that accepts the commit (or
-    /// finds nothing blocking); anything else — a merge, no committed
-    /// transcript, a rewritten or torn committed line, a record that does
-    /// not replay — returns None and the whole-file check runs, which
-    /// names the cause as before. A stream that fails is treated the same.
+    /// time, and how both end is remembered. `Some` only when that accepts
+    /// the commit (or finds nothing blocking); anything else — a merge, no
+    /// committed transcript, a rewritten or torn committed line, a record
+    /// that does not replay — returns None and the whole-file check runs,
+    /// which names the cause as before. A stream that fails is treated the
+    /// same.
     pub(super) fn streamed_append(
         &self,
         staged: &Staged,
@@ -35,33 +43,64 @@ impl Guard<'_> {
         ) else {
             return Ok(None);
         };
-        let ext = if staged_id == head_id {
+        let extended = if staged_id == head_id {
             // Unchanged: nothing appended (the document alone changed).
-            transcript::prefix::Extension {
-                lines: 0,
-                last_line_sha256: None,
-                tail: Vec::new(),
-            }
+            None
         } else {
-            let streams = self
-                .repo
-                .blob_stream(head_id)
-                .and_then(|h| Ok((h, self.repo.blob_stream(staged_id)?)));
-            let Ok((mut committed, mut staged_t)) = streams else {
+            let Some(x) = self.extended(head_id, staged_id) else {
                 return Ok(None);
             };
-            match transcript::prefix::extension(&mut committed, &mut staged_t) {
-                Ok(Some(ext)) => ext,
-                Ok(None) | Err(_) => return Ok(None),
-            }
+            Some(x)
         };
-        let Ok(tail) = tail_records(path, tpath, ext.lines, ext.last_line_sha256, &ext.tail) else {
+        let unchanged = Extension {
+            lines: 0,
+            last_line_sha256: None,
+            tail: Vec::new(),
+        };
+        let ext = extended.as_ref().map_or(&unchanged, |x| &x.ext);
+        let Ok(tail) = tail_records(
+            path,
+            tpath,
+            ext.lines,
+            ext.last_line_sha256.clone(),
+            &ext.tail,
+        ) else {
             return Ok(None);
         };
         let head_doc = self.head_text(head_path)?;
         match self.verify_new(paths, &tail, true, head_doc.as_deref(), staged_doc)? {
-            Tail::Checked(found) if found.iter().all(|f| !f.blocking) => Ok(Some(found)),
+            Tail::Checked(found) if found.iter().all(|f| !f.blocking) => {
+                // The commit will hold the staged blob: the next one's
+                // append is checked from how it ends.
+                if let Some(end) = extended.as_ref().and_then(|x| x.staged.as_ref()) {
+                    self.cache
+                        .remember_transcript_ends(&[(staged_id.as_bytes(), end)]);
+                }
+                Ok(Some(found))
+            }
             _ => Ok(None),
         }
+    }
+
+    /// What staged transcript `staged_id` adds to committed `head_id`:
+    /// from the committed transcript's remembered end when the staged
+    /// blob's first bytes match it (the committed blob is not read), else
+    /// by reading both, remembering how the committed one ends. None when
+    /// it is no append or a stream fails.
+    fn extended(&self, head_id: Oid, staged_id: Oid) -> Option<Extended> {
+        if let Some(end) = self.cache.transcript_end(head_id.as_bytes()) {
+            let mut s = self.repo.blob_stream(staged_id).ok()?;
+            if let Ok(Some(x)) = prefix::extension_after(&end, &mut s) {
+                return Some(x);
+            }
+            // Not an append of what the row describes (or a wrong row):
+            // the transcripts themselves decide.
+        }
+        let mut committed = self.repo.blob_stream(head_id).ok()?;
+        let mut staged_t = self.repo.blob_stream(staged_id).ok()?;
+        let x = prefix::extension_with_ends(&mut committed, &mut staged_t).ok()??;
+        self.cache
+            .remember_transcript_ends(&[(head_id.as_bytes(), &x.committed)]);
+        Some(x)
     }
 }
