@@ -16,7 +16,9 @@
 //!   document (`noma reconcile`'s checkpoint, [`BlockCache::replay_known`]).
 //! - `histories`: (sha256 of a transcript, sha256 of its document, engine)
 //!   → which records changed which blocks (`noma log`, `noma blame`,
-//!   [`BlockCache::history_known`]); schema version 3.
+//!   [`BlockCache::history_known`]); schema version 3. Under its own
+//!   engine it also holds the checkpoint's rows, keyed like `replays`
+//!   ([`BlockCache::checkpoint_known`]).
 //!
 //! One blob per document was measured against one row per block
 //! (`benches/cache.rs`, 96 KB document, 991 blocks): reading the rows took
