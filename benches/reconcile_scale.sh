@@ -25,6 +25,8 @@
 #   replay --signatures          peak memory of `noma replay --signatures` of a
 #                                 SIGNED_REPLAY_N-record signed transcript,
 #                                 against plain `noma replay` of it
+# At a million records the signed row is slow while provenance on still
+# reads whole transcripts (about 5 minutes and 6 GiB a run): RUNS=1 for it.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
