@@ -62,6 +62,7 @@ mod readme_walkthrough;
 mod reconcile_cli;
 mod reconcile_markdown;
 mod reconcile_replay_props;
+mod reconcile_scale;
 mod record_narrow;
 mod reference_docs;
 mod rename_merge;

@@ -16,7 +16,9 @@
 //!   document (`noma reconcile`'s checkpoint, [`BlockCache::replay_known`]).
 //! - `histories`: (sha256 of a transcript, sha256 of its document, engine)
 //!   → which records changed which blocks (`noma log`, `noma blame`,
-//!   [`BlockCache::history_known`]); schema version 3.
+//!   [`BlockCache::history_known`]); schema version 3. Under its own
+//!   engine it also holds the checkpoint's rows, keyed like `replays`
+//!   ([`BlockCache::checkpoint_known`]).
 //! - `transcript_ends`: (transcript blob id, engine) → its length, BLAKE3,
 //!   lines and last line's sha256, so the pre-commit hook checks an append
 //!   reading only the staged transcript ([`BlockCache::transcript_end`]);

@@ -43,6 +43,45 @@ impl BlockCache {
     }
 }
 
+/// The noma version and the meaning of a checkpoint row's bytes (what
+/// `merge::proved` encodes). Rows live in the `histories` table under this
+/// engine: same key shape (blob id, document sha256), no schema change.
+const CHECKPOINT_ENGINE: &str =
+    concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 checkpoint/1");
+
+impl BlockCache {
+    /// The checkpoint row stored for the transcript whose git blob id is
+    /// `transcript` (raw bytes), proved to replay to the document whose
+    /// sha256 is `document_sha256`, as [`BlockCache::remember_checkpoint`]
+    /// stored it.
+    pub fn checkpoint_known(&self, transcript: &[u8], document_sha256: &str) -> Option<Vec<u8>> {
+        let doc = codec::hex_to_bytes(document_sha256)?;
+        self.with_conn(|c| {
+            c.prepare_cached(
+                "SELECT attribution FROM histories WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
+            )?
+            .query_row(params![transcript, &doc[..], CHECKPOINT_ENGINE], |r| r.get(0))
+            .optional()
+        })
+        .flatten()
+    }
+
+    /// Stores what the checkpoint learned about a proved transcript
+    /// (opaque bytes). A failed write only costs a slower check later.
+    pub fn remember_checkpoint(&self, transcript: &[u8], document_sha256: &str, row: &[u8]) {
+        let Some(doc) = codec::hex_to_bytes(document_sha256) else {
+            return;
+        };
+        let _ = self.with_conn(|c| {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![transcript, &doc[..], CHECKPOINT_ENGINE, row])
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{BlockCache, DB_FILE};
@@ -72,8 +111,12 @@ mod tests {
         assert!(!BlockCache::disabled().replay_known(b"t1", DOC));
         // `noma cache clear` forgets them too.
         c.remember_replay(b"t3", DOC);
+        c.remember_checkpoint(b"t3", DOC, b"row");
+        assert_eq!(c.checkpoint_known(b"t3", DOC).as_deref(), Some(&b"row"[..]));
+        assert_eq!(c.checkpoint_known(b"t1", DOC), None);
         c.clear().expect("clears");
         assert!(!c.replay_known(b"t3", DOC));
+        assert_eq!(c.checkpoint_known(b"t3", DOC), None);
     }
 
     /// A cache written before the table existed gains it and keeps its

@@ -13,9 +13,12 @@
 //! the merge base's document, and the block cache remembers it by blob id
 //! and document sha256; the next check against the same base (the
 //! Action's other formats, a rerun, the next push to the branch) replays
-//! only the branch's records, and looks for their op_ids in the history's
-//! bytes. Anything this does not accept returns None and the whole-file
-//! check runs, which names the cause.
+//! only the branch's records. The pass that compared the merge base's
+//! bytes also built its checkpoint row ([`super::proved`]): later checks
+//! read HEAD's blob once, compare its first bytes by the row's digest and
+//! look the branch's op_ids up in the row's fingerprints (issue 47).
+//! Anything this does not accept returns None and the whole-file check
+//! runs, which names the cause.
 //!
 //! When the base revision appended records too, [`branch_replays`] proves
 //! the branch's part the same way, and the caller re-applies the base's
@@ -27,7 +30,9 @@ use crate::cache::BlockCache;
 use crate::git::repo::Repo;
 use crate::git::Oid;
 use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{parse_record, prefix, replay, split_lines};
+use noma_core::transcript::{parse_record, prefix, replay, split_lines, RawLine};
+
+use super::proved::{Builder, Proved, Tee};
 
 /// A document's transcript blob at the merge base, at HEAD and at the
 /// base revision.
@@ -43,21 +48,54 @@ pub(super) struct TranscriptIds {
 /// records replay from `mb_doc` to `head_doc`, and the history replays
 /// (see the module's doc; `find` finds its first state). None: the
 /// whole-file check decides.
+///
+/// Warm (a checkpoint row for the merge base's blob and document), HEAD's
+/// transcript is read once and the merge base's not at all: its first
+/// bytes must hash to the remembered digest, and the branch's op_ids must
+/// be absent from the remembered fingerprints ([`super::proved`]).
 pub(super) fn appended_records(
     (repo, cache): (&Repo, Option<&BlockCache>),
     ids: TranscriptIds,
-    [mb_doc, head_doc]: [&str; 2],
+    docs: [&str; 2],
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<usize> {
     if ids.base != ids.merge_base {
         return None; // the base's records may need re-applying
     }
+    if let Some(p) = remembered(cache, ids.merge_base, docs[0]) {
+        let ext = p
+            .extension_of(&mut repo.blob_stream(ids.head).ok()?)
+            .ok()??;
+        return branch_proved(&p, &ext, docs);
+    }
+    // Cold: the two streams side by side, the merge base's bytes also
+    // building its checkpoint row.
+    let mut builder = Builder::default();
     let ext = {
-        let mut committed = repo.blob_stream(ids.merge_base).ok()?;
+        let mut committed = Tee {
+            inner: repo.blob_stream(ids.merge_base).ok()?,
+            builder: &mut builder,
+        };
         let mut head = repo.blob_stream(ids.head).ok()?;
         prefix::extension(&mut committed, &mut head).ok()??
     };
-    branch_replays((repo, cache), ids, &ext, [mb_doc, head_doc], find)
+    let proved = builder.finish();
+    replays_proving((repo, cache), ids, &ext, docs, find, proved.as_ref())
+}
+
+/// The branch's record count when HEAD's transcript extends the proved
+/// history `p` by `ext`, its records replay from `mb_doc` to `head_doc`,
+/// and none may reuse a history op_id.
+pub(super) fn branch_proved(p: &Proved, ext: &prefix::Extension, docs: [&str; 2]) -> Option<usize> {
+    let lines = tail_replays(ext, docs)?;
+    (!reuses_any(&lines, &|op| p.may_hold(op))?).then_some(lines.len())
+}
+
+/// The checkpoint row of transcript blob `id` proved to replay to
+/// `mb_doc`, when the cache has one.
+pub(super) fn remembered(cache: Option<&BlockCache>, id: Oid, mb_doc: &str) -> Option<Proved> {
+    let row = cache?.checkpoint_known(id.as_bytes(), &sha256_hex(mb_doc.as_bytes()))?;
+    Proved::decode(&row)
 }
 
 /// [`appended_records`] once HEAD's transcript is known to extend the
@@ -65,13 +103,22 @@ pub(super) fn appended_records(
 /// are re-applied by the caller): the branch's record count when they and
 /// the history replay.
 pub(super) fn branch_replays(
-    (repo, cache): (&Repo, Option<&BlockCache>),
+    store: (&Repo, Option<&BlockCache>),
     ids: TranscriptIds,
     ext: &prefix::Extension,
-    [mb_doc, head_doc]: [&str; 2],
+    docs: [&str; 2],
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<usize> {
-    // An empty history is where genesis records pair up: not this path.
+    replays_proving(store, ids, ext, docs, find, None)
+}
+
+/// The branch's lines in `ext`, when they replay from the merge base's
+/// document to HEAD's after the history's last line. None for an empty
+/// history: that is where genesis records pair up, not this path.
+fn tail_replays<'a>(
+    ext: &'a prefix::Extension,
+    [mb_doc, head_doc]: [&str; 2],
+) -> Option<Vec<RawLine<'a>>> {
     let last = ext.last_line_sha256.as_deref()?;
     let after = replay::Continuation {
         prev_line_sha256: last,
@@ -81,16 +128,49 @@ pub(super) fn branch_replays(
     if r.divergence.is_some() {
         return None;
     }
-    let (lines, _) = split_lines(&ext.tail);
+    Some(split_lines(&ext.tail).0)
+}
+
+/// Whether a branch line's op_id may be a history record's (`held`); None
+/// when a line is no record.
+fn reuses_any(lines: &[RawLine<'_>], held: &dyn Fn(&str) -> bool) -> Option<bool> {
+    for l in lines {
+        if held(&parse_record(l.number, l.raw).ok()?.op_id) {
+            return Some(true); // maybe a reused op_id: the whole check says which
+        }
+    }
+    Some(false)
+}
+
+/// [`branch_replays`], remembering `proved` (the merge base's checkpoint
+/// row, built as its bytes were compared) once the history is proved.
+fn replays_proving(
+    (repo, cache): (&Repo, Option<&BlockCache>),
+    ids: TranscriptIds,
+    ext: &prefix::Extension,
+    [mb_doc, head_doc]: [&str; 2],
+    find: &mut dyn FnMut(&str) -> Option<String>,
+    proved: Option<&Proved>,
+) -> Option<usize> {
+    let lines = tail_replays(ext, [mb_doc, head_doc])?;
     let (key, doc_sha) = (ids.merge_base.as_bytes(), sha256_hex(mb_doc.as_bytes()));
-    if cache.is_some_and(|c| c.replay_known(key, &doc_sha)) {
-        let op_ids: Vec<String> = lines
-            .iter()
-            .map(|l| parse_record(l.number, l.raw).map(|r| format!("\"{}\"", r.op_id)))
-            .collect::<Result<_, _>>()
-            .ok()?;
-        if mentions_any(repo, ids.merge_base, &op_ids)? {
-            return None; // maybe a reused op_id: the whole check says which
+    if let Some(c) = cache.filter(|c| c.replay_known(key, &doc_sha)) {
+        let reused = match proved {
+            Some(p) => reuses_any(&lines, &|op| p.may_hold(op))?,
+            None => {
+                let op_ids: Vec<String> = lines
+                    .iter()
+                    .map(|l| parse_record(l.number, l.raw).map(|r| format!("\"{}\"", r.op_id)))
+                    .collect::<Result<_, _>>()
+                    .ok()?;
+                mentions_any(repo, ids.merge_base, &op_ids)?
+            }
+        };
+        if reused {
+            return None;
+        }
+        if let Some(p) = proved {
+            c.remember_checkpoint(key, &doc_sha, &p.encode());
         }
         return Some(lines.len());
     }
@@ -109,6 +189,20 @@ pub(super) fn branch_replays(
     });
     if let Some(c) = remember {
         c.remember_replay(key, &doc_sha);
+        // Without the row built on the way (the base moved on): one more
+        // read of the merge base's blob, once, for the next check.
+        let built = proved.cloned().or_else(|| {
+            let mut b = Builder::default();
+            let mut tee = Tee {
+                inner: repo.blob_stream(ids.merge_base).ok()?,
+                builder: &mut b,
+            };
+            std::io::copy(&mut tee, &mut std::io::sink()).ok()?;
+            b.finish()
+        });
+        if let Some(p) = built {
+            c.remember_checkpoint(key, &doc_sha, &p.encode());
+        }
     }
     Some(lines.len())
 }

@@ -49,6 +49,7 @@ pub mod clashes;
 pub mod conflicted;
 pub mod driver;
 pub mod moved;
+mod proved;
 pub mod reconcile;
 pub mod report;
 mod streamed;

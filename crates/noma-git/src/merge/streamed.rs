@@ -115,6 +115,55 @@ pub(super) fn reconcile_streams(
     let mut checked = Checked::new(base.open()?, &needles);
     let ours_ext = prefix::extension(&mut checked, &mut ours.open()?).ok()??;
     let base_end = checked.finish()?;
+    rebase_sides(
+        [ours_ext, theirs_ext],
+        theirs_all,
+        base_end,
+        fallback_doc,
+        find_doc,
+    )
+}
+
+/// [`reconcile_streams`] when the base transcript is a proved checkpoint
+/// row (`p`, replayed to the document whose sha256 is `base_doc_sha256`):
+/// each side is read once and the base not at all — the sides' first
+/// bytes are compared by the row's digest, and their records' origins
+/// looked up in its fingerprints (one that may be there hands over to
+/// the whole-file path).
+pub(super) fn reconcile_proved(
+    p: &super::proved::Proved,
+    base_doc_sha256: String,
+    [ours, theirs]: [&dyn Source; 2],
+    fallback_doc: Option<&str>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<Streamed> {
+    let theirs_ext = p.extension_of(&mut theirs.open()?).ok()??;
+    let theirs_all = tail_records(&theirs_ext.tail, theirs_ext.lines)?;
+    if theirs_all.iter().any(|r| p.may_hold(origin(r))) {
+        return None;
+    }
+    let ours_ext = p.extension_of(&mut ours.open()?).ok()??;
+    // The proved history replays to the base document, so its last
+    // applied record's post_sha256 is that document's sha256.
+    let base_end = Some(base_doc_sha256);
+    rebase_sides(
+        [ours_ext, theirs_ext],
+        theirs_all,
+        base_end,
+        fallback_doc,
+        find_doc,
+    )
+}
+
+/// The rest of [`reconcile_streams`] once both sides' extensions of the
+/// base are known (`base_end`: the base's last applied post_sha256).
+fn rebase_sides(
+    [ours_ext, theirs_ext]: [Extension; 2],
+    theirs_all: Vec<Record>,
+    base_end: Option<String>,
+    fallback_doc: Option<&str>,
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<Streamed> {
     if ours_ext.lines == 0 {
         return None; // no common line: genesis records may pair up
     }
