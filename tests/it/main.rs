@@ -60,6 +60,7 @@ mod provenance_walkthrough;
 mod readme;
 mod readme_walkthrough;
 mod reconcile_cli;
+mod reconcile_many;
 mod reconcile_markdown;
 mod reconcile_replay_props;
 mod reconcile_scale;

@@ -19,7 +19,7 @@
 use serde::Serialize;
 
 use super::{parse_record, short_sha, PatchResult, Record};
-use crate::doc::hash::{block_hashes, sha256_hex, EMPTY_SHA256};
+use crate::doc::hash::{block_hashes, sha256_hex, BlockHash, EMPTY_SHA256};
 use crate::doc::ParseMemo;
 
 /// Where the replay started from.
@@ -129,6 +129,13 @@ impl Report {
 pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
     let e = block_hashes(expected, &crate::doc::parse(expected));
     let a = block_hashes(actual, &crate::doc::parse(actual));
+    diff_hashes(&e, &a)
+}
+
+/// [`diff_blocks`] of two texts' block tables ([`block_hashes`]), for a
+/// caller that has them already: the expected text's blocks in its order
+/// (`changed` or `missing`), then the actual text's new ones (`extra`).
+pub fn diff_hashes(e: &[BlockHash], a: &[BlockHash]) -> Vec<BlockDiff> {
     let amap: std::collections::HashMap<&str, &str> = a
         .iter()
         .map(|b| (b.id.as_str(), b.sha256.as_str()))
@@ -138,7 +145,7 @@ pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
         .map(|b| (b.id.as_str(), b.sha256.as_str()))
         .collect();
     let mut out = Vec::new();
-    for b in &e {
+    for b in e {
         match amap.get(b.id.as_str()) {
             Some(sha) if *sha == b.sha256 => {}
             Some(sha) => out.push(BlockDiff {
@@ -155,7 +162,7 @@ pub fn diff_blocks(expected: &str, actual: &str) -> Vec<BlockDiff> {
             }),
         }
     }
-    for b in &a {
+    for b in a {
         if !emap.contains_key(b.id.as_str()) {
             out.push(BlockDiff {
                 id: b.id.clone(),

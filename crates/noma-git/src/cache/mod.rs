@@ -175,6 +175,8 @@ pub struct BlockCache {
     conn: Mutex<Option<Connection>>,
     backing: Mutex<Backing>,
     memo: Mutex<foldhash::HashMap<[u8; 32], Arc<DocInfo>>>,
+    /// `replays` rows not written yet ([`BlockCache::remember_replay`]).
+    pending_replays: Mutex<Vec<replays::Row>>,
     notice: Mutex<Option<String>>,
     /// Where a notice goes when it is recorded (the library never prints).
     notice_sink: Option<NoticeSink>,
@@ -251,6 +253,7 @@ impl BlockCache {
             conn: Mutex::new(conn),
             backing: Mutex::new(backing),
             memo: Mutex::default(),
+            pending_replays: Mutex::default(),
             notice: Mutex::new(None),
             notice_sink: None,
             recovered: AtomicBool::new(false),
@@ -271,6 +274,7 @@ impl BlockCache {
             conn: Mutex::new(None),
             backing: Mutex::new(Backing::Disabled),
             memo: Mutex::default(),
+            pending_replays: Mutex::default(),
             notice: Mutex::new(None),
             notice_sink: None,
             recovered: AtomicBool::new(false),
@@ -394,6 +398,10 @@ impl BlockCache {
     /// Returns how many documents were removed, or SQLite's reason why not.
     pub fn clear(&self) -> Result<u64, rusqlite::Error> {
         self.memo_lock().clear();
+        self.pending_replays
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         let mut guard = self.conn_lock();
         let Some(conn) = guard.as_mut() else {
             return Ok(0);

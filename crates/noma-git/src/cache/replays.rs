@@ -3,10 +3,22 @@
 //! records start from (issue 35). A git blob id names the bytes and a
 //! sha256 the document, so a row can never go stale; the engine names the
 //! noma version whose replay said yes.
+//!
+//! A PR check remembers one row per document it proves, hundreds in one
+//! run: the rows wait in the handle and are written together, in one
+//! transaction, when [`FLUSH_AT`] are waiting and when the handle is
+//! dropped, instead of one write transaction (and its locks) each.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::{codec, BlockCache, ENGINE};
+
+/// A `replays` row waiting to be written: transcript blob id, document
+/// sha256.
+pub(super) type Row = (Vec<u8>, [u8; 32]);
+
+/// Rows waiting at most before they are written.
+const FLUSH_AT: usize = 1024;
 
 impl BlockCache {
     /// Whether this noma version replayed the transcript whose git blob id
@@ -16,6 +28,13 @@ impl BlockCache {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return false;
         };
+        if self
+            .pending()
+            .iter()
+            .any(|(t, d)| t == transcript && *d == doc)
+        {
+            return true;
+        }
         self.with_conn(|c| {
             c.prepare_cached(
                 "SELECT 1 FROM replays WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
@@ -28,18 +47,58 @@ impl BlockCache {
     }
 
     /// Remembers that the transcript `transcript` replays to the document
-    /// whose sha256 is `document_sha256`. A failed write only costs a
-    /// replay later.
+    /// whose sha256 is `document_sha256` (written with the rows waiting,
+    /// see the module's doc). A failed write only costs a replay later.
     pub fn remember_replay(&self, transcript: &[u8], document_sha256: &str) {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return;
         };
-        let _ = self.with_conn(|c| {
-            c.prepare_cached(
-                "INSERT OR IGNORE INTO replays(transcript, document, engine) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![transcript, &doc[..], ENGINE])
+        if self.is_disabled() {
+            return;
+        }
+        let mut pending = self.pending();
+        pending.push((transcript.to_vec(), doc));
+        if pending.len() >= FLUSH_AT {
+            let rows = std::mem::take(&mut *pending);
+            drop(pending);
+            self.write_replays(rows);
+        }
+    }
+
+    /// Writes the rows waiting (the handle's `Drop` calls it).
+    pub(super) fn flush_replays(&self) {
+        let rows = std::mem::take(&mut *self.pending());
+        self.write_replays(rows);
+    }
+
+    fn write_replays(&self, rows: Vec<Row>) {
+        if rows.is_empty() {
+            return;
+        }
+        let _ = self.with_conn_mut(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR IGNORE INTO replays(transcript, document, engine) VALUES (?1, ?2, ?3)",
+                )?;
+                for (transcript, doc) in &rows {
+                    insert.execute(params![transcript, &doc[..], ENGINE])?;
+                }
+            }
+            tx.commit()
         });
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Row>> {
+        self.pending_replays
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        self.flush_replays();
     }
 }
 

@@ -7,8 +7,10 @@
 //! that fails mid-way ends the stream with an error, never a short read
 //! that looks like the end of the blob.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use git2::{Oid, Repository};
 
@@ -27,10 +29,69 @@ fn whole_up_to() -> usize {
         .unwrap_or(WHOLE_UP_TO)
 }
 
+/// The last few small blobs a repository handle read whole, by id: one
+/// document's check reads the same transcript version several times (its
+/// prefix against HEAD's, its op_ids, its first state), and a PR check
+/// does that for each of hundreds of documents, where each read of a loose
+/// object was an open, a header inflate and a whole inflate. A blob's id
+/// names its bytes, so a kept copy is never stale.
+#[derive(Debug, Default)]
+pub struct RecentBlobs(Mutex<VecDeque<(Oid, Arc<Vec<u8>>)>>);
+
+impl RecentBlobs {
+    /// Blobs kept: the versions one document's check reads (document,
+    /// transcript and sidecar at three revisions) with room to spare.
+    const KEEP: usize = 16;
+    /// Bytes of the largest blob kept (16 MiB kept at most).
+    const UP_TO: usize = 1 << 20;
+
+    fn get(&self, id: Oid) -> Option<Arc<Vec<u8>>> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(k, _)| *k == id).map(|(_, b)| b.clone())
+    }
+
+    fn put(&self, id: Oid, bytes: &Arc<Vec<u8>>) {
+        if bytes.len() > Self::UP_TO {
+            return;
+        }
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.iter().any(|(k, _)| *k == id) {
+            return;
+        }
+        if kept.len() == Self::KEEP {
+            kept.pop_front();
+        }
+        kept.push_back((id, bytes.clone()));
+    }
+
+    /// The content of blob `id` ([`blob_content`]), kept for the next read
+    /// when small.
+    pub(super) fn content(&self, repo: &Repository, id: Oid) -> Result<Vec<u8>, git2::Error> {
+        if let Some(b) = self.get(id) {
+            return Ok(b.to_vec());
+        }
+        let bytes = blob_content(repo, id)?;
+        if bytes.len() <= Self::UP_TO {
+            self.put(id, &Arc::new(bytes.clone()));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Shared bytes a [`BlobStream::Whole`] reads.
+#[derive(Debug, Clone)]
+pub struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// The bytes of one blob, read as they are asked for.
 pub enum BlobStream {
     /// Read whole already.
-    Whole(io::Cursor<Vec<u8>>),
+    Whole(io::Cursor<Shared>),
     /// `git cat-file blob` writing it into a pipe.
     Git {
         /// The process (reaped at the end of the stream, killed if dropped
@@ -44,18 +105,27 @@ pub enum BlobStream {
 }
 
 impl BlobStream {
-    /// Opens blob `id` of `repo`.
-    pub(super) fn open(repo: &Repository, id: Oid) -> io::Result<BlobStream> {
-        BlobStream::open_whole_up_to(repo, id, whole_up_to())
+    /// Opens blob `id` of `repo` (`recent`: the blobs it read lately).
+    pub(super) fn open(repo: &Repository, recent: &RecentBlobs, id: Oid) -> io::Result<BlobStream> {
+        BlobStream::open_whole_up_to((repo, recent), id, whole_up_to())
     }
 
     /// [`BlobStream::open`], reading blobs up to `limit` bytes whole.
-    fn open_whole_up_to(repo: &Repository, id: Oid, limit: usize) -> io::Result<BlobStream> {
+    fn open_whole_up_to(
+        (repo, recent): (&Repository, &RecentBlobs),
+        id: Oid,
+        limit: usize,
+    ) -> io::Result<BlobStream> {
+        let whole = |b: Arc<Vec<u8>>| BlobStream::Whole(io::Cursor::new(Shared(b)));
+        if let Some(b) = recent.get(id).filter(|b| b.len() <= limit) {
+            return Ok(whole(b));
+        }
         let size = repo.odb().and_then(|db| db.read_header(id)).map(|(s, _)| s);
         if let Ok(size) = size {
             if size <= limit {
-                let bytes = blob_content(repo, id).map_err(io::Error::other)?;
-                return Ok(BlobStream::Whole(io::Cursor::new(bytes)));
+                let bytes = Arc::new(blob_content(repo, id).map_err(io::Error::other)?);
+                recent.put(id, &bytes);
+                return Ok(whole(bytes));
             }
         }
         let mut child = Command::new("git")
@@ -128,7 +198,7 @@ impl Drop for BlobStream {
 /// start): going back reopens the stream and skips forward, which costs a
 /// pass over the blob but keeps memory at one buffer.
 pub struct RereadBlob<'r> {
-    repo: &'r Repository,
+    repo: (&'r Repository, &'r RecentBlobs),
     id: Oid,
     /// [`BlobStream::open_whole_up_to`]'s limit.
     limit: usize,
@@ -138,11 +208,19 @@ pub struct RereadBlob<'r> {
 }
 
 impl<'r> RereadBlob<'r> {
-    pub(super) fn open(repo: &'r Repository, id: Oid) -> io::Result<RereadBlob<'r>> {
-        RereadBlob::open_whole_up_to(repo, id, whole_up_to())
+    pub(super) fn open(
+        repo: &'r Repository,
+        recent: &'r RecentBlobs,
+        id: Oid,
+    ) -> io::Result<RereadBlob<'r>> {
+        RereadBlob::open_whole_up_to((repo, recent), id, whole_up_to())
     }
 
-    fn open_whole_up_to(repo: &'r Repository, id: Oid, limit: usize) -> io::Result<RereadBlob<'r>> {
+    fn open_whole_up_to(
+        repo: (&'r Repository, &'r RecentBlobs),
+        id: Oid,
+        limit: usize,
+    ) -> io::Result<RereadBlob<'r>> {
         let stream = BlobStream::open_whole_up_to(repo, id, limit)?;
         Ok(RereadBlob {
             repo,
@@ -250,7 +328,8 @@ mod tests {
             .collect();
         let id = repo.blob(&bytes).expect("blob");
         for limit in [usize::MAX, 0] {
-            let mut r = RereadBlob::open_whole_up_to(&repo, id, limit).expect("opens");
+            let recent = RecentBlobs::default();
+            let mut r = RereadBlob::open_whole_up_to((&repo, &recent), id, limit).expect("opens");
             let mut line = Vec::new();
             r.read_until(b'\n', &mut line).expect("reads");
             assert_eq!(line, b"line 0\n");

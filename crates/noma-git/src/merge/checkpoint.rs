@@ -214,7 +214,12 @@ fn mentions_any(repo: &Repo, id: Oid, needles: &[String]) -> Option<bool> {
     if needles.is_empty() {
         return Some(false);
     }
-    let ac = aho_corasick::AhoCorasick::new(needles).ok()?;
+    // A few needles over one blob, once per document of a PR: the default
+    // (a DFA for so few patterns) cost more to build than the search.
+    let ac = aho_corasick::AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+        .build(needles)
+        .ok()?;
     let stream = repo.blob_stream(id).ok()?;
     match ac.stream_find_iter(stream).next() {
         None => Some(false),

@@ -25,6 +25,7 @@ use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::{shell_word, Severity};
+use noma_core::doc::hash::{block_hashes, BlockHash};
 use noma_core::transcript::{replay, transcript_path};
 
 mod prefetch;
@@ -308,6 +309,19 @@ impl Branch<'_> {
         self.repo.blob_at(commit, path).ok().flatten()
     }
 
+    /// The document at the merge base (under its old path `old`) and at
+    /// the base revision (under `path`, else `old`): the versions a record's
+    /// state is looked for in first. The base's is None when it is the
+    /// merge base's blob (the everyday case: read and offered once).
+    fn mb_and_base_docs(&self, path: &str, old: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
+        let read = |id: Option<Oid>| id.and_then(|id| self.repo.blob(id).ok());
+        let mb = id(self.merge_base, old);
+        let base = id(self.base_tip, path).or_else(|| id(self.base_tip, old));
+        let base_doc = if base == mb { None } else { read(base) };
+        (read(mb), base_doc)
+    }
+
     /// The report for one document changed on the branch, `None` for the
     /// old path of a document the branch moved, or a document the merge
     /// base never had; `Err` only when `--write` could not write. A
@@ -336,9 +350,12 @@ impl Branch<'_> {
                 .push(finding("error", "not-text", path, "not UTF-8 text".into()));
             return Ok(rep);
         };
+        // Parsed once: validity, the blocks changed and (on a divergence)
+        // the innermost blocks named all read this tree.
+        let head_ast = noma_core::doc::parse(head_doc);
         // 1. Validity.
         if validate {
-            check_validity(&mut rep, head_doc);
+            check_validity(&mut rep, &head_ast);
         }
         // A document the branch moved is compared with its old path's
         // versions, at the base too unless the base has it under the new
@@ -349,7 +366,7 @@ impl Branch<'_> {
             self.blob(self.base_tip, p)
                 .or_else(|| self.blob(self.base_tip, old))
         };
-        let (mb_doc, base_doc) = (self.blob(self.merge_base, old), at_base(path, old));
+        let (mb_doc, base_doc) = self.mb_and_base_docs(path, old);
         let mut find = super::doc_finder(
             Some(self.repo),
             path,
@@ -362,7 +379,7 @@ impl Branch<'_> {
         // 2.-4. in the everyday case, without holding a transcript.
         if let Some(a) = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find) {
             self.rename_problem(&mut rep, path, old);
-            rep.blocks = branch_blocks(text(&mb_doc), head_doc);
+            rep.blocks = branch_blocks(text(&mb_doc), head_doc, &head_ast);
             match a {
                 Appended::Records(n) => rep.branch_records = n,
                 Appended::Rebased(s, head_t) => {
@@ -385,7 +402,7 @@ impl Branch<'_> {
         self.rename_problem(&mut rep, path, old);
         self.check_signatures(&mut rep, path, &files);
         // Blocks the branch changed.
-        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc);
+        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?
         if rep.append_only && files.head_t.is_some() {
             self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
@@ -655,8 +672,8 @@ fn nothing_to_rebase(files: &DocFiles, replays: bool) -> Option<usize> {
 
 /// Step 1: HEAD's document validates; its errors and warnings become
 /// findings.
-fn check_validity(rep: &mut DocReport, head_doc: &str) {
-    for d in noma_core::validate::validate(&noma_core::doc::parse(head_doc), &Default::default()) {
+fn check_validity(rep: &mut DocReport, head_ast: &noma_core::doc::Document) {
+    for d in noma_core::validate::validate(head_ast, &Default::default()) {
         let level = match d.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -766,7 +783,10 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
         rep.findings.push(f);
     }
     let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
-    let keep = innermost(&ids, head_doc);
+    let keep = innermost(
+        &ids,
+        &block_hashes(head_doc, &noma_core::doc::parse(head_doc)),
+    );
     for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
         let mut f = finding(
             "error",
@@ -821,10 +841,16 @@ fn check_whole_replay(
 
 /// The innermost blocks the branch changed since the merge base, each
 /// `ok` until a rebase conflict names it.
-fn branch_blocks(mb_doc: Option<&str>, head_doc: &str) -> Vec<BlockStatus> {
-    let diffs = replay::diff_blocks(mb_doc.unwrap_or(""), head_doc);
+fn branch_blocks(
+    mb_doc: Option<&str>,
+    head_doc: &str,
+    head_ast: &noma_core::doc::Document,
+) -> Vec<BlockStatus> {
+    let mb_doc = mb_doc.unwrap_or("");
+    let head = block_hashes(head_doc, head_ast);
+    let diffs = replay::diff_hashes(&block_hashes(mb_doc, &noma_core::doc::parse(mb_doc)), &head);
     let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
-    let keep = innermost(&ids, head_doc);
+    let keep = innermost(&ids, &head);
     diffs
         .iter()
         .filter(|b| keep.contains(b.id.as_str()))
@@ -840,11 +866,10 @@ fn branch_blocks(mb_doc: Option<&str>, head_doc: &str) -> Vec<BlockStatus> {
         .collect()
 }
 
-/// The ids of `ids` that are not an ancestor (in `doc`) of another id of
-/// `ids`: a section changes whenever a block inside it does, and only the
-/// inner block is worth reporting.
-fn innermost<'i>(ids: &[&'i str], doc: &str) -> BTreeSet<&'i str> {
-    let hashes = noma_core::doc::hash::block_hashes(doc, &noma_core::doc::parse(doc));
+/// The ids of `ids` that are not an ancestor (in the document whose block
+/// table is `hashes`) of another id of `ids`: a section changes whenever a
+/// block inside it does, and only the inner block is worth reporting.
+fn innermost<'i>(ids: &[&'i str], hashes: &[BlockHash]) -> BTreeSet<&'i str> {
     let parent: std::collections::HashMap<&str, &str> = hashes
         .iter()
         .filter_map(|h| h.parent.as_deref().map(|p| (h.id.as_str(), p)))

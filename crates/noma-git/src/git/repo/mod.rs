@@ -143,6 +143,9 @@ pub struct Staged {
 /// An open repository.
 pub struct Repo {
     repo: Repository,
+    /// Small blobs read lately, so a check that reads one version several
+    /// times inflates it once.
+    recent: super::stream::RecentBlobs,
 }
 
 impl std::fmt::Debug for Repo {
@@ -179,6 +182,13 @@ fn tune_libgit2() {
 pub const SHALLOW_NOTE: &str = "; this clone is shallow, so older history may be missing: fetch it (`git fetch --unshallow`; in GitHub Actions, actions/checkout with `fetch-depth: 0`)";
 
 impl Repo {
+    fn new(repo: Repository) -> Repo {
+        Repo {
+            repo,
+            recent: Default::default(),
+        }
+    }
+
     /// Opens the repository the way git itself would for the current
     /// process: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and friends are
     /// honoured, otherwise the repository is discovered from the cwd
@@ -186,7 +196,7 @@ impl Repo {
     pub fn from_env() -> Result<Repo, GitError> {
         tune_libgit2();
         Repository::open_from_env()
-            .map(|repo| Repo { repo })
+            .map(Repo::new)
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
@@ -200,7 +210,7 @@ impl Repo {
             git2::RepositoryOpenFlags::FROM_ENV,
             &[] as &[&std::ffi::OsStr],
         )
-        .map(|repo| Repo { repo })
+        .map(Repo::new)
         .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
@@ -208,7 +218,7 @@ impl Repo {
     pub fn discover(path: &Path) -> Result<Repo, GitError> {
         tune_libgit2();
         Repository::discover(path)
-            .map(|repo| Repo { repo })
+            .map(Repo::new)
             .map_err(|e| GitError::NotARepo(e.message().to_string()))
     }
 
@@ -538,13 +548,13 @@ impl Repo {
     /// Blob `id` as a stream ([`super::stream`]): memory does not follow
     /// its size.
     pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
-        super::stream::BlobStream::open(&self.repo, id.raw())
+        super::stream::BlobStream::open(&self.repo, &self.recent, id.raw())
     }
 
     /// Blob `id` as a stream that can seek back ([`super::stream::RereadBlob`]),
     /// for a replay that holds no transcript.
     pub fn blob_reader(&self, id: Oid) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
-        super::stream::RereadBlob::open(&self.repo, id.raw())
+        super::stream::RereadBlob::open(&self.repo, &self.recent, id.raw())
     }
 
     /// The bytes of the regular file at repository path `path` in the
@@ -736,7 +746,7 @@ impl Repo {
 
     /// The content of a blob.
     pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
-        super::stream::blob_content(&self.repo, id.raw()).map_err(libgit2)
+        self.recent.content(&self.repo, id.raw()).map_err(libgit2)
     }
 
     /// Walks the history reachable from `starts` (newest first) and returns
@@ -887,6 +897,38 @@ fn changes_of(diff: &git2::Diff<'_>) -> Result<Vec<StagedChange>, GitError> {
 mod tests {
     use super::*;
     use noma_testutil::git;
+
+    /// A small blob read again comes from the handle (one inflate per
+    /// version, however often a check reads it), seen here by removing
+    /// the object between the reads; a new handle reads the store again.
+    #[test]
+    fn a_blob_read_again_is_not_read_from_the_store_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("t.noma.patches"), "one\ntwo\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let r = Repo::discover(d).unwrap();
+        let head = r.head_commit().unwrap();
+        let id = r.blob_id_at(head, "t.noma.patches").unwrap().unwrap();
+        assert_eq!(r.blob(id).unwrap(), b"one\ntwo\n");
+        let hex = id.to_string();
+        let object = d.join(".git/objects").join(&hex[..2]).join(&hex[2..]);
+        std::fs::remove_file(object).unwrap();
+        let read = |mut s: Box<dyn std::io::Read + '_>| {
+            let mut v = Vec::new();
+            s.read_to_end(&mut v).unwrap();
+            v
+        };
+        assert_eq!(r.blob(id).unwrap(), b"one\ntwo\n");
+        assert_eq!(read(Box::new(r.blob_stream(id).unwrap())), b"one\ntwo\n");
+        assert_eq!(read(Box::new(r.blob_reader(id).unwrap())), b"one\ntwo\n");
+        assert!(
+            Repo::discover(d).unwrap().blob(id).is_err(),
+            "the object is gone from the store"
+        );
+    }
 
     #[test]
     fn staged_changes_renames_and_history() {
