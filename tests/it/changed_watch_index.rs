@@ -22,22 +22,34 @@ fn index_inode(d: &Path) -> u64 {
 /// A plain `git status` after an unchanged document's modification time
 /// moved: git refreshes the entry's stat data and rewrites the index, and
 /// the next call is still answered from the kept listing (it was a full
-/// scan before the index was followed entry by entry).
+/// scan before the index was followed entry by entry). The refresh changes
+/// git's answer: until it, `git diff-index` lists the touched document as
+/// modified (stat data differs, no id), so a follower that ignored stat
+/// data would keep that entry.
 #[test]
 fn a_stat_refresh_of_the_index_is_answered_incrementally() {
-    let (tmp, _repo, w, cache) = watched_repo();
+    let (tmp, repo, w, cache) = watched_repo();
     let d = tmp.path();
     compare(d, &w, &cache, "at the start");
     let f = std::fs::OpenOptions::new()
         .append(true)
         .open(d.join("a/d2.noma"))
         .expect("open");
-    f.set_modified(std::time::SystemTime::now()).expect("mtime");
+    // In the past: a time after the index's write would make git compare
+    // the contents (a racily clean entry) instead of listing it.
+    let past = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    f.set_modified(past).expect("mtime");
     drop(f);
     assert_eq!(
         compare(d, &w, &cache, "after the touch"),
         Answered::Incremental
     );
+    let mb = repo.head_commit().expect("head");
+    let listed = |w: &noma_git::changes::watch::WatchedChanges| {
+        let (l, _) = w.worktree_changes(&repo, mb).expect("listing");
+        l.iter().any(|c| c.path == "a/d2.noma")
+    };
+    assert!(listed(&w), "git lists the touched document until a refresh");
     let before = index_inode(d);
     must_git(d, &["status", "--porcelain"]);
     assert_ne!(index_inode(d), before, "git status rewrote the index");
@@ -46,6 +58,7 @@ fn a_stat_refresh_of_the_index_is_answered_incrementally() {
         Answered::Incremental,
         "a stat refresh scanned the tree"
     );
+    assert!(!listed(&w), "refreshed: no longer listed");
 }
 
 /// Staging and unstaging documents, new and changed, is followed entry by
