@@ -7,6 +7,7 @@
 #   CHANGED=K           documents changed on the branch (default 50)
 #   RUNS=R              timed runs / rounds (default 21)
 #   WARM=W              untimed MCP calls per server first (default 5)
+#   MODES="..."         MCP scenarios to run (default: idle edit add status)
 #   KEEP=1              keep the temporary repositories.
 #
 # For each N it writes N small documents (~0.5 KB, a section with four claims)
@@ -102,11 +103,14 @@ for n in "${sizes[@]}"; do
   # document is rewritten (the server must take in a new event); mode
   # "idle": nothing changes between calls; mode "add": the document is
   # rewritten and `git add`ed before each round (untimed), so git's index
-  # changes and the watched server's call is its fallback, a full scan.
-  # `git status` runs with --no-optional-locks: it scans the same, but does
-  # not rewrite the index (a rewritten index makes the watched server's
-  # next call a full scan, which mode "add" measures on purpose).
-  for mode in idle edit add; do
+  # changes by one entry, which the watched server follows entry by entry.
+  # In these three `git status` runs with --no-optional-locks: it scans the
+  # same, but does not rewrite the index. Mode "status": before each round
+  # an unchanged document's modification time moves (untimed), and the
+  # timed reference is a plain `git status --porcelain`, which refreshes
+  # that entry's stat data and rewrites the index (as editors and shell
+  # prompts do); the rounds in which it did are counted.
+  for mode in ${MODES:-idle edit add status}; do
     python3 - "$NOMA" "$RUNS" "$mode" "$(( (CHANGED - 1) * (n / CHANGED) ))" <<'PY'
 import json, os, statistics, subprocess, sys, time
 noma, runs, mode, k = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -139,6 +143,8 @@ class Server:
 watched, scanning = Server("1"), Server("0")
 doc = f"docs/d{k // 1000}/doc{k}.noma"
 original = open(doc).read()
+# An unchanged document (the changed ones are multiples of N / CHANGED).
+still = "docs/d0/doc1.noma"
 def touch(r):
     # Keeps the document changed (and its blocks the same ones) while
     # making its bytes new each round.
@@ -147,14 +153,22 @@ def touch(r):
 for _ in range(warm):
     watched.call(); scanning.call()
 g, w, s, rw, rs = [], [], [], [], []
+status = ["git", "--no-optional-locks", "status", "--porcelain"]
+rewrites = 0
 for r in range(runs):
     if mode in ("edit", "add"):
         touch(r)
     if mode == "add":
         subprocess.run(["git", "add", "--", doc], check=True)
+    if mode == "status":
+        os.utime(still)
+        status = ["git", "status", "--porcelain"]
+        before = os.stat(".git/index").st_ino
     t = time.perf_counter()
-    subprocess.run(["git", "--no-optional-locks", "status", "--porcelain"], stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(status, stdout=subprocess.DEVNULL, check=True)
     gt = (time.perf_counter() - t) * 1000
+    if mode == "status":
+        rewrites += os.stat(".git/index").st_ino != before
     wt, wa = watched.call()
     st, sa = scanning.call()
     assert json.loads(wa)["docs"] == json.loads(sa)["docs"], "watched and scanning servers disagree"
@@ -165,9 +179,10 @@ if mode == "add":
     subprocess.run(["git", "reset", "-q", "--", doc], check=True)
 watched.close(); scanning.close()
 med = statistics.median
-print(f"  MCP get_changed_blocks, {mode:4}, {runs} rounds: git status --porcelain {med(g):.1f} ms | "
+note = f" (the index rewritten in {rewrites} of {runs} rounds)" if mode == "status" else ""
+print(f"  MCP get_changed_blocks, {mode:6}, {runs} rounds: {' '.join(status[:-1])} --porcelain {med(g):.1f} ms | "
       f"watched server {med(w):.1f} ms ({med(rw):.3f}x git status) | "
-      f"scanning server {med(s):.1f} ms ({med(rs):.3f}x git status)")
+      f"scanning server {med(s):.1f} ms ({med(rs):.3f}x git status){note}")
 PY
   done
   cd /

@@ -3,7 +3,11 @@
 //! tree answers, after every step of random sequences of edits, creations,
 //! deletions, renames (plain and `git mv`), directory moves and removals,
 //! ignore-rule changes, `git checkout` of other branches, `git stash` /
-//! `stash pop`, `git add` and commits, all through the real `git` CLI.
+//! `stash pop`, `git add`, `git reset` (whole or one path), commits
+//! (`commit -a` too) and plain `git status` (which rewrites the index
+//! with refreshed stat data), all through the real `git` CLI. A step that
+//! changed only git's index (`status`, `add`, `reset`) must be answered
+//! incrementally while no entry is unmerged.
 //!
 //! The seed is printed first (`NOMA_TEST_SEED` reruns one); cases default
 //! to 24, about 12 s in the dev profile (`PROPTEST_CASES` overrides): a
@@ -49,6 +53,25 @@ enum Step {
     AddAll,
     AddOne(usize),
     Commit,
+    /// `git commit -a`.
+    CommitAll,
+    /// `git reset` (mixed, every path).
+    Reset,
+    /// `git reset -- <path>` of the `i`-th document.
+    ResetOne(usize),
+    /// A plain `git status`: refreshes the index's stat data.
+    Status,
+}
+
+impl Step {
+    /// Whether the step changes nothing but git's index (and files no
+    /// listing reads), so a call after it is answered incrementally.
+    fn index_only(&self) -> bool {
+        matches!(
+            self,
+            Step::AddAll | Step::AddOne(_) | Step::Reset | Step::ResetOne(_) | Step::Status
+        )
+    }
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -67,8 +90,12 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Stash),
         1 => Just(Step::StashPop),
         1 => Just(Step::AddAll),
-        1 => i.prop_map(Step::AddOne),
+        1 => i.clone().prop_map(Step::AddOne),
         1 => Just(Step::Commit),
+        1 => Just(Step::CommitAll),
+        1 => Just(Step::Reset),
+        1 => i.prop_map(Step::ResetOne),
+        2 => Just(Step::Status),
     ]
 }
 
@@ -88,7 +115,7 @@ fn git(dir: &Path, args: &[&str]) -> bool {
     run_at(dir, "git", args).status.success()
 }
 
-fn must_git(dir: &Path, args: &[&str]) {
+pub(crate) fn must_git(dir: &Path, args: &[&str]) {
     let o = run_at(dir, "git", args);
     assert!(o.status.success(), "git {args:?}: {}", text(&o));
 }
@@ -169,7 +196,7 @@ fn setup(d: &Path) {
 }
 
 /// Rewrites one claim line of `p` (or appends a note when none is left).
-fn edit(d: &Path, p: &str, v: u8, n: usize) {
+pub(crate) fn edit(d: &Path, p: &str, v: u8, n: usize) {
     let Ok(text) = std::fs::read_to_string(d.join(p)) else {
         return;
     };
@@ -281,14 +308,34 @@ fn apply(d: &Path, s: &Step, serial: &mut usize, last: &mut Option<String>) {
                 &["commit", "-q", "--no-verify", "-m", &format!("step {n}")],
             );
         }
+        Step::CommitAll => {
+            git(
+                d,
+                &["commit", "-qa", "--no-verify", "-m", &format!("step {n}")],
+            );
+        }
+        Step::Reset => {
+            git(d, &["reset", "-q"]);
+        }
+        Step::ResetOne(i) => {
+            if let Some(p) = pick(&docs, *i) {
+                git(d, &["reset", "-q", "--", p]);
+            }
+        }
+        Step::Status => {
+            must_git(d, &["status", "--porcelain"]);
+        }
     }
 }
 
-/// The watched and the scanned answers at this moment, compared; returns
-/// how the watched one was answered.
+/// Whether git's index has unmerged entries (the watcher scans then).
+fn unmerged(d: &Path) -> bool {
+    !run_at(d, "git", &["ls-files", "-u"]).stdout.is_empty()
+}
+
 /// A [`setup`] repository in a new directory, with a watcher on it and
 /// its block cache.
-fn watched_repo() -> (tempfile::TempDir, Repo, WatchedChanges, BlockCache) {
+pub(crate) fn watched_repo() -> (tempfile::TempDir, Repo, WatchedChanges, BlockCache) {
     let tmp = tempfile::tempdir().expect("tempdir");
     setup(tmp.path());
     let repo = Repo::discover(tmp.path()).expect("repo");
@@ -297,7 +344,9 @@ fn watched_repo() -> (tempfile::TempDir, Repo, WatchedChanges, BlockCache) {
     (tmp, repo, w, cache)
 }
 
-fn compare(d: &Path, w: &WatchedChanges, cache: &BlockCache, ctx: &str) -> Answered {
+/// The watched and the scanned answers at this moment, compared; returns
+/// how the watched one was answered.
+pub(crate) fn compare(d: &Path, w: &WatchedChanges, cache: &BlockCache, ctx: &str) -> Answered {
     let repo = Repo::discover(d).expect("repo");
     let base = repo.resolve_base("main").expect("main");
     let head = repo.head_commit().expect("head");
@@ -335,9 +384,17 @@ fn run_case(steps: &[Step]) -> (usize, usize) {
     let mut incremental = 0;
     for (k, s) in first.iter().enumerate() {
         apply(d, s, &mut serial, &mut last);
-        let how = compare(d, &w, &cache, &format!("after step {k} of {first:?}"));
+        let ctx = format!("after step {k} of {first:?}");
+        let how = compare(d, &w, &cache, &ctx);
         if k == 0 {
             assert_eq!(how, Answered::Incremental, "a plain edit scanned the tree");
+        }
+        if s.index_only() && !unmerged(d) {
+            assert_eq!(
+                how,
+                Answered::Incremental,
+                "an index rewrite scanned, {ctx}"
+            );
         }
         incremental += usize::from(how == Answered::Incremental);
     }

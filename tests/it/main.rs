@@ -19,6 +19,7 @@ mod docs_team;
 // The watcher runs on Linux only (inotify).
 #[cfg(target_os = "linux")]
 mod changed_watch;
+mod changed_watch_index;
 mod converge_props;
 mod e2e_init;
 mod editors;

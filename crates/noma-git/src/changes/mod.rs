@@ -32,6 +32,8 @@
 pub mod ask;
 pub mod diff;
 #[cfg(target_os = "linux")]
+mod index_file;
+#[cfg(target_os = "linux")]
 mod mounts;
 pub mod report;
 pub mod state;

@@ -5,13 +5,21 @@
 //!
 //! Why it is exact. The listing is git's diff of the merge base's tree
 //! against the working tree through the index (`diff-index -M`) plus the
-//! untracked, not ignored files, restricted to `*.noma`. While the index,
-//! HEAD, the refs and git's configuration stay as they were (any change
-//! there drops the kept listings), a path's entry can change only if its
-//! bytes or metadata in the work tree changed, and each such change is a
-//! watcher event naming the path. A query asks git about those paths only
-//! (`ls-files --others` for the untracked ones, `diff-index` for the
-//! tracked ones) and replaces their entries. Renames are the one
+//! untracked, not ignored files, restricted to `*.noma`. While HEAD, the
+//! refs and git's configuration stay as they were (any change there drops
+//! the kept listings), a path's entry can change only if its bytes or
+//! metadata in the work tree changed, each such change a watcher event
+//! naming the path, or if its entry in the index changed. An index rewrite
+//! is an event too: the query reads the index file's `.noma` entries
+//! (`changes/index_file.rs`) and compares them whole (stat data, object
+//! id, mode, flags) with the ones the listings agree with; the paths whose
+//! entry differs join the touched paths (none after a `git status` that
+//! rewrote the index with the same entries). A query asks git about those
+//! paths only (`ls-files --others` for the untracked ones, `diff-index`
+//! for the tracked ones and those that left the index) and replaces their
+//! entries. The index is read before any git process of the query starts,
+//! so a rewrite git saw and this read did not is an event the next query
+//! takes in. Renames are the one
 //! non-local part of git's answer: git pairs deleted with added tracked
 //! paths. When a touched path is, was or becomes such a candidate, git is
 //! asked about every candidate of the listing together with the touched
@@ -28,8 +36,11 @@
 //! Everything the watcher cannot follow falls back to the full scan: a
 //! queue overflow (the kernel's, or the bounded queue between the
 //! watcher's thread and the query) or watcher error (watcher rebuilt), any
-//! change inside `.git/` other than objects and logs (the index, HEAD,
-//! refs, config, `info/exclude`: the listing is dropped), a new directory
+//! change inside `.git/` other than objects, logs, lock files, `ORIG_HEAD`
+//! and the index (HEAD, refs, config, `info/exclude`: the listing is
+//! dropped), an index that cannot be followed entry by entry (split or
+//! sparse index, unreadable, more than [`MAX_PATHSPECS`] entries changed),
+//! a new directory
 //! (its watch is added after its first files may have been written:
 //! rebuilt), a directory removed or moved away, a changed `.gitignore` or
 //! `.gitattributes`, a changed user or system git configuration or global
@@ -51,6 +62,7 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{CreateKind, ModifyKind, RemoveKind, RenameMode};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
+use super::index_file::{self, IndexEntries};
 use crate::git::repo::{ChangeKind, GitError, Repo, StagedChange};
 use crate::git::Oid;
 
@@ -111,6 +123,8 @@ struct Kept {
     untracked: Vec<StagedChange>,
     /// `.noma` paths touched since the listing was made.
     paths: BTreeSet<String>,
+    /// `.noma` paths whose index entry changed since the listing was made.
+    restaged: BTreeSet<String>,
     last_use: u64,
 }
 
@@ -132,8 +146,13 @@ struct Inner {
     /// Every kept listing must be dropped (git's own state changed).
     invalidate: bool,
     kept: HashMap<Oid, Kept>,
-    /// The index's `.noma` paths (None: not read since it last changed).
-    tracked: Option<HashSet<String>>,
+    /// The index's `.noma` entries the kept listings agree with (None:
+    /// not read, or not followable: nothing is kept then).
+    index: Option<IndexEntries>,
+    /// The index file was replaced or written since the last query.
+    index_moved: bool,
+    /// An earlier read's memory, for the next read of the index.
+    spare: Option<IndexEntries>,
     /// The work tree's directories when the watcher started (a path moved
     /// away is a directory of documents only if it is one of these, as
     /// every newer directory rebuilds the watcher).
@@ -190,7 +209,8 @@ impl WatchedChanges {
     fn restart(&self, inner: &mut Inner) {
         inner.live = None;
         inner.kept.clear();
-        inner.tracked = None;
+        inner.index = None;
+        inner.index_moved = false;
         inner.dirs.clear();
         inner.invalidate = false;
         inner.rebuild = false;
@@ -255,13 +275,14 @@ impl WatchedChanges {
         }
         if inner.invalidate {
             inner.kept.clear();
-            inner.tracked = None;
+            inner.index = None;
             inner.invalidate = false;
         }
+        self.follow_index(inner);
         inner.clock += 1;
         let clock = inner.clock;
-        if let (Some(kept), Some(tracked)) = (inner.kept.get_mut(&mb), inner.tracked.as_ref()) {
-            let refreshed = refresh(repo, mb, kept, tracked);
+        if let (Some(kept), Some(index)) = (inner.kept.get_mut(&mb), inner.index.as_ref()) {
+            let refreshed = refresh(repo, mb, kept, index);
             if let Ok(Some(())) = refreshed {
                 kept.last_use = clock;
                 return Ok((kept.listing(), Answered::Incremental));
@@ -274,14 +295,13 @@ impl WatchedChanges {
         if inner.live.is_none() {
             return Ok((repo.worktree_changes(mb, "*.noma")?, Answered::FullScan));
         }
-        // git scans the work tree while this process reads the index.
-        let scan = repo.start_worktree_scan(mb, &["*.noma".to_string()]);
-        if inner.tracked.is_none() {
-            let (paths, conflicted) = repo.index_paths_all_stages(".noma")?;
-            if !conflicted {
-                inner.tracked = Some(paths.into_iter().collect());
-            }
+        // The index is read before git starts: a rewrite after this read
+        // is an event the next query diffs against what was read here,
+        // whether or not git's scan saw it.
+        if inner.index.is_none() {
+            inner.index = index_file::read(&self.git_dir, inner.spare.take()).ok();
         }
+        let scan = repo.start_worktree_scan(mb, &["*.noma".to_string()]);
         let scanned = match scan.finish() {
             Some(found) => {
                 let (tracked, untracked) = found?;
@@ -289,13 +309,14 @@ impl WatchedChanges {
                     tracked,
                     untracked,
                     paths: BTreeSet::new(),
+                    restaged: BTreeSet::new(),
                     last_use: clock,
                 }
             }
             None => return Ok((repo.worktree_changes(mb, "*.noma")?, Answered::FullScan)),
         };
         let listing = scanned.listing();
-        if inner.tracked.is_some() {
+        if inner.index.is_some() {
             if inner.kept.len() >= MAX_BASES {
                 let oldest = inner.kept.iter().min_by_key(|(_, k)| k.last_use);
                 if let Some(old) = oldest.map(|(id, _)| *id) {
@@ -305,6 +326,36 @@ impl WatchedChanges {
             inner.kept.insert(mb, scanned);
         }
         Ok((listing, Answered::FullScan))
+    }
+
+    /// Takes in a rewritten index: the paths whose entry it changed are
+    /// asked about again by each kept listing's next refresh (none after a
+    /// stat refresh that changed no entry). An index that cannot be
+    /// followed (see [`index_file`]) drops the listings.
+    fn follow_index(&self, inner: &mut Inner) {
+        if !std::mem::take(&mut inner.index_moved) {
+            return;
+        }
+        let Some(old) = inner.index.take() else {
+            return;
+        };
+        if inner.kept.is_empty() {
+            return;
+        }
+        let new = index_file::read(&self.git_dir, inner.spare.take()).ok();
+        let changed = new
+            .as_ref()
+            .and_then(|new| old.changed_paths(new, MAX_PATHSPECS));
+        inner.spare = Some(old);
+        match changed {
+            Some(changed) => {
+                for k in inner.kept.values_mut() {
+                    k.restaged.extend(changed.iter().cloned());
+                }
+                inner.index = new;
+            }
+            None => inner.kept.clear(),
+        }
     }
 
     /// Waits until every event of a change finished before this call has
@@ -365,6 +416,7 @@ impl WatchedChanges {
                 Touch::Nothing => {}
                 Touch::Rebuild => inner.rebuild = true,
                 Touch::Invalidate => inner.invalidate = true,
+                Touch::Index => inner.index_moved = true,
                 // A directory named like a document holds documents.
                 Touch::Path(_) if inner.dirs.contains(p) => inner.invalidate = true,
                 Touch::Path(rel) => inner.kept.values_mut().for_each(|k| {
@@ -381,17 +433,7 @@ impl WatchedChanges {
 
     fn classify(kind: &EventKind, p: &Path, root: &Path, git_dir: &Path) -> Touch {
         if let Ok(rel) = p.strip_prefix(git_dir) {
-            let first = rel.components().next().map(|c| c.as_os_str());
-            let ignorable = first.is_some_and(|f| {
-                f == "objects"
-                    || f == "logs"
-                    || f.to_str().is_some_and(|s| s.starts_with(COOKIE_PREFIX))
-            });
-            return if ignorable {
-                Touch::Nothing
-            } else {
-                Touch::Invalidate
-            };
+            return Self::classify_git(rel);
         }
         let Ok(rel) = p.strip_prefix(root) else {
             return Touch::Nothing;
@@ -427,6 +469,31 @@ impl WatchedChanges {
     }
 }
 
+impl WatchedChanges {
+    /// What a change of `rel` inside the git directory means. Lock files
+    /// are nothing: git replaces a file by renaming its lock onto it, and
+    /// that rename is an event naming the file itself. `ORIG_HEAD` (which
+    /// `git reset` writes) is no input of the listing.
+    fn classify_git(rel: &Path) -> Touch {
+        if rel == Path::new("index") {
+            return Touch::Index;
+        }
+        let first = rel.components().next().map(|c| c.as_os_str());
+        let ignorable = first.is_some_and(|f| {
+            f == "objects"
+                || f == "logs"
+                || f == "ORIG_HEAD"
+                || f.to_str().is_some_and(|s| s.starts_with(COOKIE_PREFIX))
+        });
+        let lock = rel.extension().is_some_and(|x| x == "lock");
+        if ignorable || lock {
+            Touch::Nothing
+        } else {
+            Touch::Invalidate
+        }
+    }
+}
+
 /// The watcher thread's handler: queues every event but reads (the
 /// watcher reports opens and closes, which never change git's answer),
 /// and flags `lost` instead of blocking when the queue is full.
@@ -448,6 +515,8 @@ enum Touch {
     Nothing,
     Rebuild,
     Invalidate,
+    /// The index file was written or replaced.
+    Index,
     Path(String),
     /// A path that left: a directory of documents if it was a directory.
     Directory,
@@ -536,21 +605,25 @@ fn literal<'a>(paths: impl IntoIterator<Item = &'a String>) -> Vec<String> {
         .collect()
 }
 
-/// Brings `kept` up to date by asking git about its touched paths only
-/// (see the module docs); None when git cannot run or too many paths were
-/// touched (the caller scans instead).
+/// Brings `kept` up to date by asking git about its touched and
+/// restaged paths only (see the module docs); None when git cannot run or
+/// too many paths were touched (the caller scans instead).
 fn refresh(
     repo: &Repo,
     mb: Oid,
     kept: &mut Kept,
-    tracked: &HashSet<String>,
+    index: &IndexEntries,
 ) -> Result<Option<()>, GitError> {
-    let touched = std::mem::take(&mut kept.paths);
-    let (known, unknown): (BTreeSet<String>, BTreeSet<String>) =
-        touched.into_iter().partition(|p| tracked.contains(p));
+    let restaged = std::mem::take(&mut kept.restaged);
+    let mut touched = std::mem::take(&mut kept.paths);
+    touched.extend(restaged.iter().cloned());
+    let (mut known, unknown): (BTreeSet<String>, BTreeSet<String>) =
+        touched.into_iter().partition(|p| index.contains(p));
     if known.len() + unknown.len() > MAX_PATHSPECS {
         return Ok(None);
     }
+    // A tracked path is no untracked file (it may just have been added).
+    kept.untracked.retain(|c| !known.contains(&c.path));
     if !unknown.is_empty() {
         let Some(found) = repo.untracked_by_cli(&literal(&unknown)) else {
             return Ok(None);
@@ -559,6 +632,9 @@ fn refresh(
         kept.untracked.retain(|c| !unknown.contains(&c.path));
         kept.untracked.extend(found);
     }
+    // A path that left the index: its tracked entry (a deletion, or none)
+    // follows from the index alone, so only a restaged one is asked.
+    known.extend(unknown.into_iter().filter(|p| restaged.contains(p)));
     if known.is_empty() {
         return Ok(Some(()));
     }
