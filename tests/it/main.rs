@@ -36,6 +36,7 @@ mod init_managers;
 mod integrity;
 mod lsp_py;
 mod mcp_answer_size;
+mod mcp_bad_lines;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;
