@@ -48,7 +48,11 @@ fn a_256_mib_line_is_not_buffered_and_the_session_goes_on() {
                "clientInfo": {"name": "t", "version": "1"}}),
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
     let before = peak_kib(child.id());
 
     // A request whose string never ends: 256 MiB, then the newline.
@@ -64,10 +68,11 @@ fn a_256_mib_line_is_not_buffered_and_the_session_goes_on() {
     let r = ask(&mut stdin, 3, "ping", json!({}));
     assert_eq!(r["id"], 3, "{r}");
     assert!(r["result"].is_object(), "{r}");
-    // At most the 16 MiB limit (and its buffer's growth) was ever held.
+    // At most the 16 MiB limit (and its buffer's growth) was ever held:
+    // measured +50 MiB, where buffering the line would take 256 MiB.
     let after = peak_kib(child.id());
     assert!(
-        after < before + 64 * 1024,
+        after < before + 96 * 1024,
         "peak memory grew from {before} KiB to {after} KiB"
     );
 

@@ -299,7 +299,11 @@ fn batches_are_refused_on_every_revision_and_bad_lines_get_no_reply() {
         // Well-formed JSON that is no message is answered with its id.
         s.send(&json!({"jsonrpc": "2.0", "id": 8}));
         let r = s.recv();
-        assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!(8), json!(-32600)), "{r}");
+        assert_eq!(
+            (r["id"].clone(), r["error"]["code"].clone()),
+            (json!(8), json!(-32600)),
+            "{r}"
+        );
         s.finish();
     }
 }

@@ -737,7 +737,11 @@ fn protocol_errors_escapes_and_manifests() {
     assert!(s.request("ping", json!({}))["result"].is_object());
     let out = s.all.clone();
     let err = s.finish();
-    assert_eq!(err.matches("dropped a line that is not JSON").count(), 2, "{err}");
+    assert_eq!(
+        err.matches("dropped a line that is not JSON").count(),
+        2,
+        "{err}"
+    );
     // Neither malformed line was answered (id 5 or null).
     for line in out.lock().unwrap().iter() {
         let v: Value = serde_json::from_str(line).unwrap();
@@ -776,7 +780,10 @@ fn huge_lines_within_the_limit_are_answered_and_longer_ones_dropped() {
     let err = s.finish();
     let limit = 16 * 1024 * 1024;
     assert!(
-        err.contains(&format!("dropped a line of {} bytes (limit {limit})", big.len())),
+        err.contains(&format!(
+            "dropped a line of {} bytes (limit {limit})",
+            big.len()
+        )),
         "{err}"
     );
     for line in out.lock().unwrap().iter() {
