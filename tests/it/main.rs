@@ -39,6 +39,7 @@ mod integrity;
 mod lsp_hover_provenance;
 mod lsp_py;
 mod mcp_answer_size;
+mod mcp_bad_lines;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;
