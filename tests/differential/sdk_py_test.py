@@ -136,9 +136,18 @@ async def test_read_validate_patch_round_trip(repo: Path) -> None:
 
         # Every transcript line reads as the SDK's TranscriptRecord.
         lines = (repo / "doc.noma.patches").read_text(encoding="utf-8").splitlines()
-        records = [TranscriptRecord.model_validate(json.loads(line)) for line in lines]
-        # (noma records refused ops too, as `rejected`.)
-        applied = [r for r in records if r.patch_result == "applied"]
+        raws = [json.loads(line) for line in lines]
+        records = [TranscriptRecord.model_validate(raw) for raw in raws]
+        # noma records refused ops too, as `rejected`; and an uncommitted
+        # document's first patch opens the transcript with noma's own genesis
+        # record (decision `genesis-on-first-patch`), written by the tool.
+        genesis = [raw for raw in raws if raw["actor"].get("kind") == "tool"]
+        assert raws.index(genesis[0]) == 0 if genesis else True
+        assert [g["op"]["op"] for g in genesis] in ([], ["x-noma/replace_lines"])
+        applied = [
+            r for r, raw in zip(records, raws)
+            if r.patch_result == "applied" and raw["actor"].get("kind") != "tool"
+        ]
         assert [r.op["op"] for r in applied] == ["update_attribute", "replace_body"]
         assert applied[1].pre_sha256 == applied[0].post_sha256
         assert all(r.patch_result in ("applied", "rejected") for r in records)
