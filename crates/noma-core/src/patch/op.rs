@@ -76,140 +76,250 @@ pub enum NoteKind {
     Endnote,
 }
 
-/// A parsed op.
+/// A parsed op: one variant per op of the v1.0 catalogue (§3.1 core, §1.5
+/// extended) and the two extension ops. Fields carry the op's JSON fields
+/// under the same names; an `id` names the block the op edits. Row, column
+/// and position indexes are zero-based; table and dataset rows count data
+/// rows only (a header is addressed by column).
 #[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)]
 pub enum Op {
+    /// `replace_block`: the directive `id` becomes `content`.
     ReplaceBlock {
+        /// The directive to replace.
         id: String,
+        /// The whole new directive, opening and closing fence included.
         content: String,
     },
+    /// `add_block`: a new directive as a child of `parent`.
     AddBlock {
+        /// The section or directive that receives the block.
         parent: String,
+        /// The whole new directive, opening and closing fence included.
         content: String,
+        /// Its index among `parent`'s children; None: after the last one
+        /// that keeps it a direct child.
         position: Option<Index>,
     },
+    /// `delete_block`: the block `id` and its lines are removed.
     DeleteBlock {
+        /// The directive or section to delete.
         id: String,
     },
+    /// `update_attribute`: sets attribute `key` of block `id`.
     /// `value: None` is JSON `null`: remove the attribute (§3.1.4).
     UpdateAttribute {
+        /// The directive whose attribute changes.
         id: String,
+        /// The attribute's name.
         key: String,
+        /// The new value; None removes the attribute.
         value: Option<AttrVal>,
     },
+    /// `rename_id`: the block `from` is called `to` from now on.
     RenameId {
+        /// The current id.
         from: String,
+        /// The new id.
         to: String,
     },
+    /// `replace_body`: the body of directive `id` becomes `content`, its
+    /// opening line and attributes kept.
     ReplaceBody {
+        /// The directive whose body changes.
         id: String,
+        /// The new body text (without the fences).
         content: String,
     },
+    /// `update_heading`: the heading text of section `id` becomes `title`.
     UpdateHeading {
+        /// The section whose heading changes.
         id: String,
+        /// The new heading text.
         title: String,
     },
+    /// `add_comment`: a `::comment` on `target`, or a reply in a thread.
     AddComment {
+        /// The new comment's id.
         id: String,
+        /// The block commented on.
         target: String,
+        /// The comment's text.
         content: String,
+        /// Who wrote it.
         author: Option<String>,
+        /// The author's initials.
         initials: Option<String>,
+        /// When it was written, as given.
         date: Option<String>,
+        /// The comment this one answers: threads it under that comment.
         reply_to: Option<String>,
     },
+    /// `resolve_comment`: marks comment `id` resolved.
     ResolveComment {
+        /// The comment to resolve.
         id: String,
+        /// Who resolved it.
         resolved_by: Option<String>,
+        /// When it was resolved, as given.
         resolved_at: Option<String>,
     },
+    /// `remove_attribute`: removes attribute `key` of block `id`.
     RemoveAttribute {
+        /// The directive whose attribute goes.
         id: String,
+        /// The attribute's name.
         key: String,
     },
+    /// `add_footnote` or `add_endnote` (by `kind`): a note on `target`.
     AddNote {
+        /// Footnote or endnote.
         kind: NoteKind,
+        /// The new note's id.
         id: String,
+        /// The block the note is for.
         target: String,
+        /// The note's text (not blank).
         content: String,
+        /// The note's label, one line.
         label: Option<String>,
     },
+    /// `add_change_request`: a `::change_request` proposing an insertion,
+    /// deletion or replacement in `target`.
     AddChangeRequest {
+        /// The new change request's id.
         id: String,
+        /// The block the change is proposed for.
         target: String,
+        /// `insert`, `delete` or `replace`.
         action: String,
+        /// The text to delete or replace (`delete`, `replace`).
         from: Option<String>,
+        /// The text to insert or replace with (`insert`, `replace`).
         to: Option<String>,
+        /// The text inserted or deleted, when `to`/`from` are not given.
         text: Option<String>,
+        /// The change request's body: why, in prose.
         content: Option<String>,
+        /// Who proposed it.
         author: Option<String>,
+        /// When it was proposed, as given.
         date: Option<String>,
     },
+    /// `update_table_cell`: one cell of a `::table`'s data rows.
     UpdateTableCell {
+        /// The table.
         id: String,
+        /// The data row.
         row: Index,
+        /// The cell's column.
         column: Column,
+        /// The cell's new text.
         value: String,
     },
+    /// `update_table_header_cell`: one cell of a `::table`'s header row.
     UpdateTableHeaderCell {
+        /// The table.
         id: String,
+        /// The header cell's column.
         column: Column,
+        /// The header's new text.
         value: String,
     },
+    /// `insert_table_row`: a data row inserted into a `::table`.
     InsertTableRow {
+        /// The table.
         id: String,
+        /// The index the new row takes.
         row: Index,
+        /// The new row's cells, in column order.
         cells: Vec<String>,
     },
+    /// `delete_table_row`: a data row removed from a `::table`.
     DeleteTableRow {
+        /// The table.
         id: String,
+        /// The row to remove.
         row: Index,
     },
+    /// `insert_table_column`: a column inserted into a `::table`.
     InsertTableColumn {
+        /// The table.
         id: String,
+        /// The index the new column takes.
         column: Column,
+        /// The new column's header, for a table with a header row.
         header: Option<String>,
+        /// The new column's cells, one per data row.
         cells: Vec<String>,
     },
+    /// `delete_table_column`: a column removed from a `::table`.
     DeleteTableColumn {
+        /// The table.
         id: String,
+        /// The column to remove.
         column: Column,
     },
+    /// `update_dataset_cell`: one cell of a `::dataset`'s rows.
     UpdateDatasetCell {
+        /// The dataset.
         id: String,
+        /// The row.
         row: Index,
+        /// The cell's column.
         column: Column,
+        /// The cell's new value, coerced by the column's type.
         value: String,
     },
+    /// `insert_dataset_row`: a row inserted into a `::dataset`.
     InsertDatasetRow {
+        /// The dataset.
         id: String,
+        /// The index the new row takes.
         row: Index,
+        /// The new row's cells, in column order.
         cells: Vec<String>,
     },
+    /// `delete_dataset_row`: a row removed from a `::dataset`.
     DeleteDatasetRow {
+        /// The dataset.
         id: String,
+        /// The row to remove.
         row: Index,
     },
+    /// `insert_dataset_column`: a column inserted into a `::dataset`.
     InsertDatasetColumn {
+        /// The dataset.
         id: String,
+        /// The index the new column takes.
         column: Column,
+        /// The new column's name.
         header: String,
+        /// The new column's cells, one per row.
         cells: Vec<String>,
     },
+    /// `delete_dataset_column`: a column removed from a `::dataset`.
     DeleteDatasetColumn {
+        /// The dataset.
         id: String,
+        /// The column to remove.
         column: Column,
     },
+    /// `move_block`: the block `id` becomes a child of `parent`.
     MoveBlock {
+        /// The directive to move.
         id: String,
+        /// Its new parent, a section or directive.
         parent: String,
+        /// Its index among `parent`'s children; None: as `add_block`.
         position: Option<Index>,
     },
     /// The extension op [`super::REPLACE_LINES`] (not in the v1.0 catalogue).
     ReplaceLines {
+        /// The 1-based line where `old` starts.
         line: Index,
+        /// The whole lines replaced; also the op's precondition.
         old: String,
+        /// The whole lines that take their place.
         new: String,
     },
     /// The extension op [`super::REMOVE_DOCUMENT`] (not in the v1.0
