@@ -82,6 +82,7 @@ pub fn run(args: Args) -> i32 {
         root,
         signer,
         full_text,
+        notices: noma_mcp::Notices::new(|m| eprintln!("noma mcp: {m}")),
     }) {
         Ok(()) => EXIT_OK,
         Err(e) => {

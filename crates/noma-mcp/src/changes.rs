@@ -164,7 +164,7 @@ mod tests {
         git(d, &["commit", "-q", "-m", "one"]);
         git(d, &["checkout", "-q", "-b", "work"]);
         std::fs::write(d.join("a.noma"), edited).expect("write");
-        let ctx = Context::open(d).expect("context");
+        let ctx = Context::open(d, crate::Notices::discard()).expect("context");
         (tmp, ctx)
     }
 

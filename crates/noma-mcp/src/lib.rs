@@ -32,6 +32,7 @@
 pub mod changes;
 pub mod documents;
 pub mod history_tool;
+mod notices;
 pub mod op_schema;
 mod out_schema;
 pub mod patch_refusals;
@@ -44,6 +45,7 @@ pub mod tools;
 pub mod transcript_tools;
 pub mod transport;
 
+pub use notices::Notices;
 pub use server::{
     instructions, serve, validation_is_a_tool_error, Context, NomaServer, ServeError, ServeOptions,
 };

@@ -162,7 +162,8 @@ fn run_patch(
         Ok(outcome) => {
             if let Some(r) = outcome.recovery.as_ref().filter(|r| !r.messages.is_empty()) {
                 for m in &r.messages {
-                    eprintln!("noma mcp: {}: recovery: {m}", ctx.shown(&path));
+                    ctx.notices
+                        .say(&format!("{}: recovery: {m}", ctx.shown(&path)));
                 }
             }
             Ok(outcome)

@@ -34,20 +34,25 @@ pub struct Context {
     /// The incremental changed-document index of a running server (None:
     /// every changed-blocks query scans the work tree).
     pub watched: Option<noma_git::changes::watch::WatchedChanges>,
+    /// Where the server's messages for people go (the binary prints them).
+    pub notices: crate::Notices,
 }
 
 impl Context {
-    /// Opens the context for the repository rooted at `root`.
-    pub fn open(root: &Path) -> std::io::Result<Context> {
+    /// Opens the context for the repository rooted at `root`; what the
+    /// server has to tell people goes to `notices`.
+    pub fn open(root: &Path, notices: crate::Notices) -> std::io::Result<Context> {
         let workspace = Workspace::new(root)?;
-        // The server's log is its stderr (stdout is the protocol).
-        let cache = BlockCache::open(workspace.root())
-            .with_notice_sink(Box::new(|msg| eprintln!("noma mcp: block cache {msg}")));
+        let to_cache = notices.clone();
+        let cache = BlockCache::open(workspace.root()).with_notice_sink(Box::new(move |msg| {
+            to_cache.say(&format!("block cache {msg}"))
+        }));
         Ok(Context {
             workspace,
             cache,
             signer: None,
             watched: None,
+            notices,
         })
     }
 }
@@ -276,6 +281,8 @@ pub struct ServeOptions {
     /// Send every result's full JSON text copy beside `structuredContent`,
     /// whatever revision the client negotiated.
     pub full_text: bool,
+    /// Where the server's messages for people go (`noma mcp`: stderr).
+    pub notices: crate::Notices,
 }
 
 /// Why the server could not run.
@@ -291,7 +298,7 @@ pub enum ServeError {
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
-    let mut ctx = Context::open(&opts.root)?;
+    let mut ctx = Context::open(&opts.root, opts.notices.clone())?;
     ctx.signer = opts.signer.clone();
     // A long-running server keeps the changed documents current from a
     // file-system watcher; NOMA_MCP_WATCH=0 turns it off (every query then
@@ -301,7 +308,9 @@ pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
             .ok()
             .and_then(|r| noma_git::changes::watch::WatchedChanges::new(&r));
         if let Some(why) = ctx.watched.as_ref().and_then(|w| w.unusable()) {
-            eprintln!("noma mcp: no file-system watcher ({why}); changed-blocks queries scan the work tree");
+            ctx.notices.say(&format!(
+                "no file-system watcher ({why}); changed-blocks queries scan the work tree"
+            ));
         }
     }
     let text = instructions(ctx.workspace.root(), &ctx.cache);
@@ -313,6 +322,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
     let transport = transport::spawn(
         std::io::BufReader::with_capacity(64 * 1024, std::io::stdin()),
         std::io::stdout(),
+        opts.notices.clone(),
     )?;
     let outcome = runtime.block_on(async move {
         let running = rmcp::serve_server(server, transport)

@@ -523,7 +523,7 @@ mod tests {
         std::fs::write(&doc, "# A\n").unwrap();
         let tpath = engine::default_transcript_path(&doc);
         let sidecar = noma_git::provenance::sidecar_path(&doc);
-        let ctx = Context::open(dir.path()).unwrap();
+        let ctx = Context::open(dir.path(), crate::Notices::discard()).unwrap();
         let seen = std::cell::RefCell::new([0; 7]);
         let mut runner = TestRunner::new(Config {
             cases: 512,

@@ -3,7 +3,7 @@
 //! `mcp-bad-input-follows-rmcp`). As in rmcp and the other official SDKs
 //! (modelcontextprotocol/rust-sdk#938), a line that is not JSON or is longer
 //! than [`MAX_LINE`] (never buffered past it) gets no reply. Added here: each
-//! dropped line is named on stderr (rmcp logs only through `tracing`); a
+//! dropped line is named in the notices (rmcp logs only through `tracing`); a
 //! notification before `initialize` is dropped (rmcp 3.9 would end the
 //! session); well-formed JSON that is no message, a batch included, gets
 //! `-32600` with the id it names (rmcp's has a null id). A thread reads
@@ -23,8 +23,7 @@ use tokio::sync::mpsc;
 /// `DEFAULT_MAX_LINE_LENGTH`.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// A line buffer shrinks back to this after a bigger line, so one huge
-/// request does not pin its memory for the whole session.
+/// A line buffer shrinks back to this after a bigger (huge) line.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
 /// What to do with one input line.
@@ -34,7 +33,7 @@ pub enum Inbound {
     Message(Box<ClientJsonRpcMessage>),
     /// Answer with this JSON-RPC error response; rmcp never sees the line.
     Reply(Value),
-    /// No reply; the reason goes to stderr.
+    /// No reply; the reason goes to the notices (`noma mcp`: stderr).
     Drop(String),
     /// A blank line.
     Skip,
@@ -156,6 +155,7 @@ impl Transport<RoleServer> for LineTransport {
 struct Reader {
     to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
     out: Out,
+    notices: crate::Notices,
     /// A request that starts the session went to rmcp.
     started: bool,
 }
@@ -169,13 +169,13 @@ impl Reader {
         };
         match inbound {
             Inbound::Message(m) if !self.started && !self.starts(&m) => {
-                eprintln!("noma mcp: dropped a notification or response sent before initialize");
+                self.notices.say("dropped a message sent before initialize");
                 true
             }
             Inbound::Message(m) => self.to_rmcp.blocking_send(*m).is_ok(),
             Inbound::Reply(v) => write_line(&self.out, &v).is_ok(),
             Inbound::Drop(what) => {
-                eprintln!("noma mcp: dropped {what}; no reply");
+                self.notices.say(&format!("dropped {what}; no reply"));
                 true
             }
             Inbound::Skip => true,
@@ -201,7 +201,7 @@ impl Reader {
 /// Starts the reader thread on `input` and returns the transport to give
 /// rmcp, writing to `output`. The reader's EOF ends rmcp's receive loop: a
 /// clean shutdown.
-pub fn spawn<R, W>(input: R, output: W) -> io::Result<LineTransport>
+pub fn spawn<R, W>(input: R, output: W, notices: crate::Notices) -> io::Result<LineTransport>
 where
     R: BufRead + Send + 'static,
     W: Write + Send + 'static,
@@ -213,13 +213,14 @@ where
     let mut reader = Reader {
         to_rmcp,
         out: out.clone(),
+        notices,
         started: false,
     };
     std::thread::Builder::new()
         .name("mcp-stdin".into())
         .spawn(move || {
             if let Err(e) = read_lines(input, MAX_LINE, |line| reader.line(line)) {
-                eprintln!("noma mcp: reading stdin: {e}");
+                reader.notices.say(&format!("reading stdin: {e}"));
             }
         })?;
     Ok(LineTransport { inbound, out })
