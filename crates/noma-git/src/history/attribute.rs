@@ -339,6 +339,19 @@ impl<'t> Pair<'t> {
         {
             return true;
         }
+        // Holding the whole edit, with the same bytes before and after it:
+        // different, since the texts differ (a long block, often the
+        // whole document, is then not read).
+        let differ =
+            self.prefix < self.old.len().min(self.new.len()) || self.old.len() != self.new.len();
+        if differ
+            && os == ns
+            && os <= self.prefix
+            && oe >= self.old.len() - self.suffix
+            && self.old.len() - oe == self.new.len() - ne
+        {
+            return false;
+        }
         self.old.as_bytes()[os..oe] == self.new.as_bytes()[ns..ne]
     }
 }
