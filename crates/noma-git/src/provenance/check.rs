@@ -9,7 +9,7 @@ use super::sidecar::{sidecar_path, Sidecar};
 use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
 use super::verify::{verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
-use noma_core::transcript::transcript_path;
+use noma_core::transcript::{transcript_path, Entry};
 
 /// The code of a sidecar that cannot be read.
 pub const SIDECAR_INVALID: &str = "sidecar-invalid";
@@ -266,20 +266,7 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
 /// `doc` is in ([`worktree_trust`]).
 pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
     let (trust, root) = worktree_trust(doc)?;
-    let side_path = sidecar_path(doc);
-    // The sidecar grows with the history, as the transcript does: no size
-    // cap (a FIFO or device is still refused), so a long history is never
-    // refused at some record count.
-    let read_side = |p: &Path| -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut noma_store::fsio::open_lines(p)?, &mut bytes)?;
-        Ok(bytes)
-    };
-    let side = match read_side(&side_path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", side_path.display())),
-    };
+    let side = read_sidecar(doc)?;
     let (mut records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
         Ok(r) => (r, None),
         Err(p) => (Vec::new(), Some(p)),
@@ -296,6 +283,64 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
         sidecar,
         warnings: trust.warnings(),
     })
+}
+
+/// The bytes of `doc`'s sidecar (None: it has none). The sidecar grows
+/// with the history, as the transcript does: no size cap (a FIFO or
+/// device is still refused), so a long history is never refused at some
+/// record count.
+fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
+    let path = sidecar_path(doc);
+    let mut bytes = Vec::new();
+    let read = noma_store::fsio::open_lines(&path)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes));
+    match read {
+        Ok(_) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// [`check_worktree`]'s statuses of the records `shown` only (records of
+/// `doc`'s work-tree transcript, with their lines), in line order: only
+/// their signatures are verified. `related` gives every record of the
+/// transcript that stands for one of the given ops (by
+/// [`super::canonical::origin_op_id`]), in line order. A status depends on
+/// no other record but those: an earlier record for the same op makes it
+/// a repeat, and an approval is judged by the records it names, whose ops
+/// are asked for too; so each status is the one the whole transcript's
+/// check gives it. None when the sidecar does not parse (as the whole
+/// check then has no status).
+pub fn check_worktree_shown(
+    doc: &Path,
+    shown: &[Entry],
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
+) -> Result<Option<Vec<RecordStatus>>, String> {
+    use super::canonical::origin_op_id;
+    let (trust, _) = worktree_trust(doc)?;
+    let side = read_sidecar(doc)?;
+    let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
+        return Ok(None);
+    };
+    let mut ops: HashSet<String> = (shown.iter())
+        .map(|e| origin_op_id(&e.record).to_string())
+        .collect();
+    let named: Vec<String> = (side.approvals.iter())
+        .filter(|(_, a)| a.body.op_ids.iter().any(|id| ops.contains(id)))
+        .flat_map(|(_, a)| a.body.op_ids.iter().cloned())
+        .collect();
+    ops.extend(named);
+    let entries = related(&ops)?;
+    let lines: HashSet<usize> = shown.iter().map(|e| e.line).collect();
+    let in_range = |_: usize, e: &Entry| lines.contains(&e.line);
+    let mut statuses = verify_where(&trust, &entries, &side, &in_range);
+    super::adoption::mark_pre_policy_of(doc, &mut statuses, || {
+        (entries.iter())
+            .filter(|e| lines.contains(&e.line))
+            .map(|e| Some(origin_op_id(&e.record).to_string()))
+            .collect()
+    });
+    Ok(Some(statuses))
 }
 
 /// A problem and the repository file its line is in.
