@@ -99,19 +99,37 @@ pub fn check_after_touched(
     sidecar: Option<&[u8]>,
     touched: &HashSet<String>,
 ) -> Result<Vec<RecordStatus>, Problem> {
-    let side = Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
+    let side = parse_sidecar(sidecar)?;
+    Ok(check_parsed(trust, transcript, history, &side, touched))
+}
+
+/// A sidecar's entries (none when there is no sidecar), or its
+/// [`SIDECAR_INVALID`] problem.
+pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
+    Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
         level: "error",
         code: SIDECAR_INVALID,
         line: e.line,
         op_id: String::new(),
         message: format!("the provenance sidecar does not parse: {}", e.message),
-    })?;
+    })
+}
+
+/// [`check_after_touched`] against a sidecar already parsed, so its bytes
+/// need not be held while the records are parsed and verified.
+pub fn check_parsed(
+    trust: &Trust,
+    transcript: &[u8],
+    history: History<'_>,
+    side: &Sidecar,
+    touched: &HashSet<String>,
+) -> Vec<RecordStatus> {
     // Records with their lines; no line hashes (the chain is replay's).
     let (lines, _) = noma_core::transcript::split_lines(transcript);
     let mut entries = Vec::with_capacity(lines.len());
     for l in lines {
         let Ok(record) = noma_core::transcript::parse_record(l.number, l.raw) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         entries.push(noma_core::transcript::Entry {
             line: l.number,
@@ -122,9 +140,9 @@ pub fn check_after_touched(
     }
     let history_of = match history {
         History::Lines(from) => {
-            return Ok(verify_where(trust, &entries, &side, &|i, e| {
+            return verify_where(trust, &entries, side, &|i, e| {
                 i >= from || touched.contains(&e.record.op_id)
-            }))
+            })
         }
         History::Of(bytes) => proved_history(&entries, bytes),
     };
@@ -134,9 +152,9 @@ pub fn check_after_touched(
         !touched.is_empty()
             && super::canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
     };
-    Ok(verify_where(trust, &entries, &side, &|i, e| {
+    verify_where(trust, &entries, side, &|i, e| {
         !history_of[i] || touched.contains(&e.record.op_id) || copy_touched(e)
-    }))
+    })
 }
 
 /// Which of `entries` the older transcript `base` holds, proved, not
@@ -267,8 +285,18 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
 pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
     let (trust, root) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
-    let (mut records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
-        Ok(r) => (r, None),
+    // Parsed, and its bytes dropped, before the transcript's records are
+    // parsed and verified: both held at once set the peak.
+    let parsed = parse_sidecar(side.as_deref());
+    drop(side);
+    let (mut records, sidecar) = match parsed {
+        Ok(s) => {
+            let all = History::Lines(0);
+            (
+                check_parsed(&trust, transcript, all, &s, &HashSet::new()),
+                None,
+            )
+        }
         Err(p) => (Vec::new(), Some(p)),
     };
     super::adoption::mark_pre_policy(doc, transcript, &mut records);
