@@ -156,6 +156,29 @@ pub fn block_digests(src: &str, doc: &Document) -> Vec<(String, [u8; 32], Option
     out
 }
 
+/// BLAKE3 digests of line ranges of one source, each the digest
+/// [`block_digests`] gives a block spanning those lines; the source's
+/// lines are split once, for comparing a few blocks of two states.
+pub struct SliceDigests<'a>(SliceHasher<'a>);
+
+impl<'a> SliceDigests<'a> {
+    /// The digests of `src` (a leading U+FEFF is not part of line 1).
+    pub fn new(src: &'a str) -> Self {
+        SliceDigests(SliceHasher::new(
+            src.strip_prefix('\u{feff}').unwrap_or(src),
+        ))
+    }
+
+    /// The digest of lines `start..=end`.
+    pub fn digest(&self, start: u32, end: u32) -> [u8; 32] {
+        let mut d = blake3::Hasher::new();
+        self.0.feed(start, end, |b| {
+            d.update(b);
+        });
+        *d.finalize().as_bytes()
+    }
+}
+
 /// Calls `f` for every node with a canonical id, in pre-order, with the
 /// nearest id-bearing ancestor's id.
 fn walk_blocks<'d>(

@@ -84,11 +84,20 @@ fn count_newlines(bytes: &[u8]) -> usize {
 /// Compared a page at a time (one `memcmp` each), then byte by byte.
 const COMPARE_CHUNK: usize = 4096;
 
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+/// The length of the longest common prefix of `a` and `b`: a page at a
+/// time, then a word at a time.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + COMPARE_CHUNK <= n && a[i..i + COMPARE_CHUNK] == b[i..i + COMPARE_CHUNK] {
         i += COMPARE_CHUNK;
+    }
+    while i + 8 <= n {
+        let x = word(&a[i..i + 8]) ^ word(&b[i..i + 8]);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
     }
     i + a[i..n]
         .iter()
@@ -97,7 +106,9 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+/// The length of the longest common suffix of `a` and `b`, as
+/// [`common_prefix`] counts it from the other end.
+pub fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
     let mut k = 0;
@@ -106,12 +117,26 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     {
         k += COMPARE_CHUNK;
     }
+    while k + 8 <= n {
+        let x = word(&a[n - k - 8..n - k]) ^ word(&b[n - k - 8..n - k]);
+        if x != 0 {
+            return k + (x.leading_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
     k + a[..n - k]
         .iter()
         .rev()
         .zip(b[..n - k].iter().rev())
         .take_while(|(x, y)| x == y)
         .count()
+}
+
+/// Eight bytes as a little-endian word (the first byte lowest).
+fn word(bytes: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(bytes);
+    u64::from_le_bytes(w)
 }
 
 /// The changed lines between two LF texts, or `None` when they are equal
@@ -620,6 +645,21 @@ mod tests {
         }
         assert_eq!(common_prefix(&a, &a[..100]), 100);
         assert_eq!(common_suffix(&a, &a[..100]), 100);
+    }
+
+    proptest! {
+        /// Word-at-a-time comparisons end where byte-at-a-time ones do.
+        #[test]
+        fn word_comparisons_equal_byte_comparisons(
+            a in prop::collection::vec(0u8..3, 0..80),
+            b in prop::collection::vec(0u8..3, 0..80),
+        ) {
+            let same = |x: &mut dyn Iterator<Item = (&u8, &u8)>| x.take_while(|(p, q)| p == q).count();
+            prop_assert_eq!(common_prefix(&a, &b), same(&mut a.iter().zip(&b)));
+            prop_assert_eq!(common_suffix(&a, &b), same(&mut a.iter().rev().zip(b.iter().rev())));
+            let long: Vec<u8> = a.iter().chain(&b).copied().collect();
+            prop_assert_eq!(common_suffix(&long, &b), b.len());
+        }
     }
 
     #[test]

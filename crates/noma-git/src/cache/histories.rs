@@ -1,6 +1,6 @@
 //! What replay learned about a transcript (which records changed which
 //! blocks, `crate::history`), so a repeated `noma log`, `noma blame` or
-//! `block_history` does not replay again. Keyed by the sha256 of the
+//! `block_history` does not replay again. Keyed by the BLAKE3 hash of the
 //! transcript's bytes and of the document: content, so a row can never go
 //! stale, and never served for a transcript with any other bytes (one that
 //! extends the cached one is replayed whole). The engine names the noma
@@ -17,16 +17,16 @@ use rusqlite::{params, OptionalExtension};
 use super::{codec, BlockCache};
 
 /// The noma version and the attribution encoding the rows hold.
-const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 history/1");
+const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 history/2");
 
 /// The noma version and the answer encoding the answer rows hold.
 const ANSWER_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 answer/1");
 
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
-    /// sha256s, as [`BlockCache::remember_history`] stored it.
-    pub fn history_known(&self, transcript_sha256: &str, document_sha256: &str) -> Option<Vec<u8>> {
-        self.history_row(transcript_sha256, document_sha256, HISTORY_ENGINE)
+    /// hashes (hex), as [`BlockCache::remember_history`] stored it.
+    pub fn history_known(&self, transcript_hash: &str, document_hash: &str) -> Option<Vec<u8>> {
+        self.history_row(transcript_hash, document_hash, HISTORY_ENGINE)
     }
 
     /// The finished answer stored for the transcript with this hash (hex)
@@ -61,19 +61,9 @@ impl BlockCache {
     }
 
     /// Stores an attribution (opaque bytes) for the transcript and document
-    /// with these sha256s. A failed write only costs a replay later.
-    pub fn remember_history(
-        &self,
-        transcript_sha256: &str,
-        document_sha256: &str,
-        attribution: &[u8],
-    ) {
-        self.store_history_row(
-            transcript_sha256,
-            document_sha256,
-            HISTORY_ENGINE,
-            attribution,
-        );
+    /// with these hashes (hex). A failed write only costs a replay later.
+    pub fn remember_history(&self, transcript_hash: &str, document_hash: &str, attribution: &[u8]) {
+        self.store_history_row(transcript_hash, document_hash, HISTORY_ENGINE, attribution);
     }
 
     fn store_history_row(

@@ -21,6 +21,7 @@
 mod answer;
 pub mod attribute;
 pub mod schema;
+mod stream;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -29,9 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::BlockCache;
 use crate::git::repo::Repo;
-use crate::history_replay::{find_in_worktree_history, wanted_base};
-use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{parse_transcript, replay, Entry};
+use noma_core::transcript::Entry;
 use noma_store::engine;
 
 /// Why a history cannot be told.
@@ -108,16 +107,25 @@ pub fn block_log(
     let inputs = Inputs::read(doc, transcript)?;
     let question = format!("log {block:?} {limit:?}");
     answer::cached(cache, inputs.key(doc, &question).as_ref(), || {
-        let mut all = changes(cache, doc, &inputs)?;
-        if let Some(id) = block {
-            all.retain_mut(|c| {
-                c.blocks.retain(|b| b.id == id);
-                !c.blocks.is_empty()
-            });
+        let Some(hash) = &inputs.hash else {
+            return Ok(Vec::new());
+        };
+        let found = stream::attributed(cache, doc, &inputs, hash)?;
+        let mut picked = Vec::new();
+        for (k, (index, _)) in found.records.iter().enumerate().rev() {
+            if picked.len() == limit.unwrap_or(usize::MAX) {
+                break;
+            }
+            let mut blocks = block_touches(found.touches_of(k), &found);
+            if let Some(id) = block {
+                blocks.retain(|b| b.id == id);
+                if blocks.is_empty() {
+                    continue;
+                }
+            }
+            picked.push((*index, blocks));
         }
-        all.reverse();
-        all.truncate(limit.unwrap_or(usize::MAX));
-        Ok(all)
+        shown(doc, &inputs, &found, picked)
     })
 }
 
@@ -129,20 +137,48 @@ pub fn blame(
 ) -> Result<Vec<BlameLine>, HistoryError> {
     let inputs = Inputs::read(doc, transcript)?;
     answer::cached(cache, inputs.key(doc, "blame").as_ref(), || {
-        let all = changes(cache, doc, &inputs)?;
-        Ok(blame_lines(&inputs.text, &all))
+        let text = &inputs.text;
+        let hashes = noma_core::doc::hash::block_hashes(text, &noma_core::doc::parse(text));
+        let Some(hash) = &inputs.hash else {
+            return Ok(blame_lines(hashes, &[]));
+        };
+        let found = stream::attributed(cache, doc, &inputs, hash)?;
+        // The newest record that touched each id, as it is now.
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for at in 0..found.records.len() {
+            for t in found.touches_of(at) {
+                last.insert(found.final_ids[t.lineage as usize].as_str(), at);
+            }
+        }
+        let mut wanted: Vec<usize> = (hashes.iter())
+            .filter_map(|b| last.get(b.id.as_str()).copied())
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let picked = (wanted.iter())
+            .map(|&at| {
+                (
+                    found.records[at].0,
+                    block_touches(found.touches_of(at), &found),
+                )
+            })
+            .collect();
+        Ok(blame_lines(hashes, &shown(doc, &inputs, &found, picked)?))
     })
 }
 
-/// Every block of `text` with the newest of `all` that changed it.
-fn blame_lines(text: &str, all: &[BlockChange]) -> Vec<BlameLine> {
+/// Every block of `hashes` (the document's) with the newest of `shown`
+/// that changed it.
+fn blame_lines(
+    hashes: Vec<noma_core::doc::hash::BlockHash>,
+    shown: &[BlockChange],
+) -> Vec<BlameLine> {
     let mut last: HashMap<&str, &BlockChange> = HashMap::new();
-    for c in all {
+    for c in shown {
         for b in &c.blocks {
             last.insert(b.id.as_str(), c);
         }
     }
-    let hashes = noma_core::doc::hash::block_hashes(text, &noma_core::doc::parse(text));
     hashes
         .into_iter()
         .map(|b| BlameLine {
@@ -158,8 +194,8 @@ fn blame_lines(text: &str, all: &[BlockChange]) -> Vec<BlameLine> {
 }
 
 /// The document's text, and its transcript's path and hash (None: no
-/// transcript); the transcript's bytes are read only when the answer is
-/// not cached ([`Inputs::transcript`]).
+/// transcript); the transcript is read only when the answer is not
+/// cached ([`stream`]).
 struct Inputs {
     text: String,
     tpath: std::path::PathBuf,
@@ -181,18 +217,8 @@ impl Inputs {
         answer::key(doc, self.hash.as_deref()?, &self.text, question)
     }
 
-    /// The transcript's bytes (None: there is none), the very bytes the
-    /// key hashed: an answer is never stored for other bytes.
-    fn transcript(&self) -> Result<Option<Vec<u8>>, HistoryError> {
-        let Some(hash) = &self.hash else {
-            return Ok(None);
-        };
-        let err = |e: String| HistoryError(format!("{}: {e}", self.tpath.display()));
-        let bytes = noma_store::fsio::read_regular(&self.tpath).map_err(|e| err(e.to_string()))?;
-        if blake3::hash(&bytes).to_hex().as_str() != hash {
-            return Err(err("changed while it was read; run the query again".into()));
-        }
-        Ok(Some(bytes))
+    fn error(&self, e: impl std::fmt::Display) -> HistoryError {
+        HistoryError(format!("{}: {e}", self.tpath.display()))
     }
 }
 
@@ -202,84 +228,74 @@ fn read_doc(doc: &Path) -> Result<String, HistoryError> {
     String::from_utf8(bytes).map_err(|_| HistoryError(format!("{}: not UTF-8", doc.display())))
 }
 
-/// Every applied record, in file order, with the blocks it changed.
-fn changes(
-    cache: &BlockCache,
+/// The blocks one attributed record touched, by their ids now.
+fn block_touches(touches: &[attribute::Touch], found: &attribute::Attribution) -> Vec<BlockTouch> {
+    touches
+        .iter()
+        .map(|t| {
+            let id = found.final_ids[t.lineage as usize].clone();
+            let then = &found.ids[t.id_then as usize];
+            BlockTouch {
+                id_then: (*then != id).then(|| then.clone()),
+                id,
+                change: t.change,
+                renamed_from: t.renamed_from.map(|r| found.ids[r as usize].clone()),
+            }
+        })
+        .collect()
+}
+
+/// The changes an answer shows: the records on the lines `picked` (0-based
+/// line index, the blocks it touched), in that order, read again by
+/// offset, with the signer, approver and commit of each; the transcript
+/// must still hash to the answer's key afterwards (an answer is never
+/// stored for other bytes).
+fn shown(
     doc: &Path,
     inputs: &Inputs,
+    found: &attribute::Attribution,
+    picked: Vec<(usize, Vec<BlockTouch>)>,
 ) -> Result<Vec<BlockChange>, HistoryError> {
-    let (text, tpath) = (&inputs.text, &inputs.tpath);
-    let Some(bytes) = inputs.transcript()? else {
+    if picked.is_empty() {
         return Ok(Vec::new());
-    };
-    let bytes = &bytes[..];
-    let parsed =
-        parse_transcript(bytes).map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-    let attribution = attribution(cache, doc, (bytes, &parsed.entries), text)
-        .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-    let statuses = signatures(doc, bytes)?;
-    let commits = commits(doc, &parsed.entries)?;
-    Ok(attribution
-        .records
-        .iter()
-        .map(|(index, touches)| {
-            let entry = &parsed.entries[*index];
-            change(entry, touches, &attribution, &statuses, &commits)
+    }
+    let mut file = noma_store::fsio::open_lines(&inputs.tpath)
+        .map_err(|e| inputs.error(e))?
+        .into_inner();
+    let entries = stream::read_entries(&mut file, &found.lines, picked.iter().map(|p| p.0))
+        .map_err(|e| inputs.error(e))?;
+    let statuses = signatures(doc, &entries, |ops| {
+        stream::related(&mut file, &found.lines, ops)
+    })?;
+    let commits = commits(doc, &entries)?;
+    if answer::file_hash(&inputs.tpath).ok().flatten() != inputs.hash {
+        return Err(inputs.error("changed while it was read; run the query again"));
+    }
+    let by_line: HashMap<usize, &Entry> = entries.iter().map(|e| (e.line, e)).collect();
+    Ok(picked
+        .into_iter()
+        .filter_map(|(index, blocks)| {
+            let entry = by_line.get(&(index + 1))?;
+            Some(change(entry, blocks, &statuses, &commits))
         })
         .collect())
 }
 
-/// What replay learns about the transcript `bytes` (its `entries`) and
-/// the document `text`: from the block cache when these exact contents
-/// were attributed before, else by replay (then stored).
-fn attribution(
-    cache: &BlockCache,
+/// Signer, approver and whether approval is needed, by line.
+type Statuses = HashMap<usize, (Option<String>, Option<String>, bool)>;
+
+/// The statuses of `shown`, only their signatures verified.
+fn signatures(
     doc: &Path,
-    (bytes, entries): (&[u8], &[Entry]),
-    text: &str,
-) -> Result<attribute::Attribution, String> {
-    let key = (sha256_hex(bytes), sha256_hex(text.as_bytes()));
-    let cached = cache
-        .history_known(&key.0, &key.1)
-        .and_then(|b| attribute::Attribution::decode(&b))
-        .filter(|a| a.records.iter().all(|(i, _)| *i < entries.len()));
-    if let Some(found) = cached {
-        return Ok(found);
-    }
-    let base = base_text(doc, bytes, text).map_err(|e| e.0)?;
-    let found = attribute::attribute(entries, base)?;
-    cache.remember_history(&key.0, &key.1, &found.encode());
-    Ok(found)
-}
-
-/// The text replay starts from, found as `noma replay` finds it.
-fn base_text(doc: &Path, transcript: &[u8], text: &str) -> Result<Option<String>, HistoryError> {
-    let first_pre = replay::first_applied_pre_sha256(transcript);
-    match wanted_base(first_pre.as_deref(), text) {
-        None if first_pre.as_deref() == Some(&sha256_hex(text.as_bytes())) => {
-            Ok(Some(text.to_string()))
-        }
-        None => Ok(None),
-        Some(sha) => match find_in_worktree_history(doc, &sha) {
-            (Some(found), _) => Ok(Some(found)),
-            (None, searched) => Err(HistoryError(format!(
-                "no version of {} with sha256 {sha} (the state the transcript starts from) in {}",
-                doc.display(),
-                searched.unwrap_or_else(|e| e)
-            ))),
-        },
-    }
-}
-
-/// Signer, approver and whether approval is needed, by op_id.
-type Statuses = HashMap<String, (Option<String>, Option<String>, bool)>;
-
-fn signatures(doc: &Path, transcript: &[u8]) -> Result<Statuses, HistoryError> {
-    let report = crate::provenance::check::check_worktree(doc, transcript).map_err(HistoryError)?;
-    Ok(report
-        .records
+    shown: &[Entry],
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
+) -> Result<Statuses, HistoryError> {
+    let found = crate::provenance::check::check_worktree_shown(doc, shown, related)
+        .map_err(HistoryError)?;
+    Ok(found
+        .unwrap_or_default()
         .into_iter()
-        .map(|s| (s.op_id, (s.signed_by, s.approved_by, s.needs_approval)))
+        .map(|s| (s.line, (s.signed_by, s.approved_by, s.needs_approval)))
         .collect())
 }
 
@@ -290,52 +306,72 @@ fn commits(doc: &Path, entries: &[Entry]) -> Result<HashMap<String, String>, His
         return Ok(HashMap::new());
     };
     let wanted: HashSet<String> = entries.iter().map(|e| e.record.op_id.clone()).collect();
+    let key = memchr::memmem::Finder::new(b"\"op_id\"");
     let found = repo
         .introducing_commits(
             ".noma.patches",
             &wanted,
             crate::git::HISTORY_LIMIT,
-            op_ids_of,
+            |bytes| wanted_op_ids(bytes, &key, &wanted),
         )
         .map_err(|e| HistoryError(e.to_string()))?;
     Ok(found.into_iter().map(|(k, v)| (k, v.to_string())).collect())
 }
 
-/// The op_ids of a transcript's lines (lines that are no record skipped).
-fn op_ids_of(bytes: &[u8]) -> Vec<String> {
+/// The op_ids of `wanted` that the lines of a transcript version carry
+/// (lines that are no record skipped). A line is parsed only when it
+/// has an escape, or when a `"op_id"` in it (`key` finds them) is
+/// followed by one of them or by anything but a plain string: in a
+/// line without `\\`, every string is written as it reads, so its
+/// op_id is one of those.
+fn wanted_op_ids(
+    bytes: &[u8],
+    key: &memchr::memmem::Finder<'_>,
+    wanted: &HashSet<String>,
+) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct OpId {
         op_id: String,
     }
+    let maybe = |line: &[u8]| {
+        memchr::memchr(b'\\', line).is_some()
+            || key.find_iter(line).any(|at| {
+                let rest = &line[at + 7..];
+                let skip = |r: &[u8]| {
+                    r.iter()
+                        .position(|b| !b.is_ascii_whitespace())
+                        .unwrap_or(r.len())
+                };
+                let rest = &rest[skip(rest)..];
+                let Some(rest) = rest.strip_prefix(b":") else {
+                    return true;
+                };
+                let rest = &rest[skip(rest)..];
+                let Some(rest) = rest.strip_prefix(b"\"") else {
+                    return true;
+                };
+                let value = rest.split(|b| *b == b'"').next().unwrap_or_default();
+                std::str::from_utf8(value).map_or(true, |v| wanted.contains(v))
+            })
+    };
     bytes
         .split(|b| *b == b'\n')
+        .filter(|l| maybe(l))
         .filter_map(|l| serde_json::from_slice::<OpId>(l).ok())
         .map(|r| r.op_id)
+        .filter(|id| wanted.contains(id))
         .collect()
 }
 
 fn change(
     entry: &Entry,
-    touches: &[attribute::Touch],
-    attribution: &attribute::Attribution,
+    blocks: Vec<BlockTouch>,
     statuses: &Statuses,
     commits: &HashMap<String, String>,
 ) -> BlockChange {
     let rec = &entry.record;
     let (signed_by, approved_by, needs_approval) =
-        statuses.get(&rec.op_id).cloned().unwrap_or_default();
-    let blocks = touches
-        .iter()
-        .map(|t| {
-            let id = attribution.final_ids[t.lineage].clone();
-            BlockTouch {
-                id_then: (t.id_then != id).then(|| t.id_then.clone()),
-                id,
-                change: t.change,
-                renamed_from: t.renamed_from.clone(),
-            }
-        })
-        .collect();
+        statuses.get(&entry.line).cloned().unwrap_or_default();
     BlockChange {
         line: entry.line,
         op_id: rec.op_id.clone(),
@@ -349,5 +385,58 @@ fn change(
         needs_approval,
         commit: commits.get(&rec.op_id).cloned(),
         blocks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every line parsed, then filtered: what the prefilter must equal.
+    fn parsed_all(bytes: &[u8], wanted: &HashSet<String>) -> Vec<String> {
+        #[derive(serde::Deserialize)]
+        struct OpId {
+            op_id: String,
+        }
+        bytes
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<OpId>(l).ok())
+            .map(|r| r.op_id)
+            .filter(|id| wanted.contains(id))
+            .collect()
+    }
+
+    /// A line carrying op_id `id`, written plainly, escaped, with other
+    /// fields naming it, or not a record.
+    fn line(id: &str, how: u8) -> String {
+        let escaped: String = id.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+        match how % 8 {
+            6 => format!(r#"{{"op" : {{"op_id":"x"}}, "op_id" :  "{id}"}}"#),
+            7 => format!(r#"{{"op_id":{{"not":"{id}"}}, "op_id":"{id}"}}"#),
+            0 => format!(r#"{{"op_id":"{id}","op":{{"op":"x"}}}}"#),
+            1 => format!(r#"{{"op":{{"op":"x"}},"op_id":"{escaped}"}}"#),
+            2 => format!(r#"{{"op_id":"other","parent_op_id":"{id}","reason":"op {id}"}}"#),
+            3 => format!(r#"{{"reason":"a \"quote\"", "op_id" : "{id}"}}"#),
+            4 => format!("not json {id}"),
+            _ => format!(r#"{{"op_id":"{id}x"}}"#),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_op_id_prefilter_finds_what_parsing_every_line_finds(
+            lines in prop::collection::vec((0..6usize, any::<u8>()), 0..40),
+            wanted in prop::collection::hash_set(0..6usize, 1..4),
+        ) {
+            let ids = ["a1", "b2", "c/3", "d\u{e9}4", "e5", "a1x"];
+            let bytes: String = lines.iter().map(|(i, how)| line(ids[*i], *how) + "\n").collect();
+            let wanted: HashSet<String> = wanted.into_iter().map(|i| ids[i].to_string()).collect();
+            let key = memchr::memmem::Finder::new(b"\"op_id\"");
+            prop_assert_eq!(
+                wanted_op_ids(bytes.as_bytes(), &key, &wanted),
+                parsed_all(bytes.as_bytes(), &wanted)
+            );
+        }
     }
 }

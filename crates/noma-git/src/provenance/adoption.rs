@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::canonical::original_of;
+use super::canonical::{origin_op_id, original_of};
 use super::verify::{codes, RecordStatus};
 use crate::config::Policy;
 use crate::git::repo::Repo;
@@ -74,6 +74,24 @@ fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
 /// `unsigned-record` and `approval-missing` become notes with
 /// [`PRE_POLICY`]. Git is read only when such a problem exists.
 pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStatus]) {
+    mark_pre_policy_of(doc, statuses, || {
+        let (lines, _) = split_lines(transcript);
+        (lines.iter())
+            .map(|l| parse_record(l.number, l.raw).ok())
+            .map(|r| r.map(|r| origin_op_id(&r).to_string()))
+            .collect()
+    });
+}
+
+/// [`mark_pre_policy`] for statuses of any of the transcript's records:
+/// `origins` gives, one per status in order, the op_id its record stands
+/// for ([`origin_op_id`]; None: a record that does not parse, where the
+/// marking stops). It is called only when a status has such a problem.
+pub fn mark_pre_policy_of(
+    doc: &Path,
+    statuses: &mut [RecordStatus],
+    origins: impl FnOnce() -> Vec<Option<String>>,
+) {
     let old = |c: &str| c == codes::UNSIGNED || c == codes::APPROVAL_MISSING;
     if !statuses
         .iter()
@@ -86,11 +104,8 @@ pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStat
         return;
     };
     let short: String = commit.to_string().chars().take(8).collect();
-    let (lines, _) = split_lines(transcript);
-    let records = lines.iter().map(|l| parse_record(l.number, l.raw).ok());
-    for (s, r) in statuses.iter_mut().zip(records) {
-        let Some(r) = r else { return };
-        let id = original_of(&r).map_or(r.op_id, |o| o.op_id);
+    for (s, id) in statuses.iter_mut().zip(origins()) {
+        let Some(id) = id else { return };
         if !ids.contains(&id) {
             continue;
         }

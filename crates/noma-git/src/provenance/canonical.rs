@@ -76,6 +76,18 @@ pub fn original_of(rec: &Record) -> Option<Record> {
     Some(o)
 }
 
+/// The op_id of the op `rec` stands for: its original's for a merge copy
+/// ([`original_of`] would rebuild one), else its own.
+pub fn origin_op_id(rec: &Record) -> &str {
+    let copy_of = rec.parent_op_id.as_deref().filter(|parent| {
+        (rec.reason.as_deref())
+            .and_then(|r| r.strip_prefix("reconciled: op "))
+            .and_then(|r| r.strip_prefix(*parent))
+            .is_some_and(|r| r.starts_with(" from the merged branch"))
+    });
+    copy_of.unwrap_or(&rec.op_id)
+}
+
 /// The intent of a record: the fields a signature and an approval bind.
 pub fn intent(rec: &Record) -> Value {
     json!({

@@ -9,7 +9,7 @@ use super::sidecar::{sidecar_path, Sidecar};
 use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
 use super::verify::{verify_where, Problem, RecordStatus, Trust};
 use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
-use noma_core::transcript::transcript_path;
+use noma_core::transcript::{transcript_path, Entry};
 
 /// The code of a sidecar that cannot be read.
 pub const SIDECAR_INVALID: &str = "sidecar-invalid";
@@ -99,19 +99,37 @@ pub fn check_after_touched(
     sidecar: Option<&[u8]>,
     touched: &HashSet<String>,
 ) -> Result<Vec<RecordStatus>, Problem> {
-    let side = Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
+    let side = parse_sidecar(sidecar)?;
+    Ok(check_parsed(trust, transcript, history, &side, touched))
+}
+
+/// A sidecar's entries (none when there is no sidecar), or its
+/// [`SIDECAR_INVALID`] problem.
+pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
+    Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
         level: "error",
         code: SIDECAR_INVALID,
         line: e.line,
         op_id: String::new(),
         message: format!("the provenance sidecar does not parse: {}", e.message),
-    })?;
+    })
+}
+
+/// [`check_after_touched`] against a sidecar already parsed, so its bytes
+/// need not be held while the records are parsed and verified.
+pub fn check_parsed(
+    trust: &Trust,
+    transcript: &[u8],
+    history: History<'_>,
+    side: &Sidecar,
+    touched: &HashSet<String>,
+) -> Vec<RecordStatus> {
     // Records with their lines; no line hashes (the chain is replay's).
     let (lines, _) = noma_core::transcript::split_lines(transcript);
     let mut entries = Vec::with_capacity(lines.len());
     for l in lines {
         let Ok(record) = noma_core::transcript::parse_record(l.number, l.raw) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         entries.push(noma_core::transcript::Entry {
             line: l.number,
@@ -122,9 +140,9 @@ pub fn check_after_touched(
     }
     let history_of = match history {
         History::Lines(from) => {
-            return Ok(verify_where(trust, &entries, &side, &|i, e| {
+            return verify_where(trust, &entries, side, &|i, e| {
                 i >= from || touched.contains(&e.record.op_id)
-            }))
+            })
         }
         History::Of(bytes) => proved_history(&entries, bytes),
     };
@@ -134,9 +152,9 @@ pub fn check_after_touched(
         !touched.is_empty()
             && super::canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
     };
-    Ok(verify_where(trust, &entries, &side, &|i, e| {
+    verify_where(trust, &entries, side, &|i, e| {
         !history_of[i] || touched.contains(&e.record.op_id) || copy_touched(e)
-    }))
+    })
 }
 
 /// Which of `entries` the older transcript `base` holds, proved, not
@@ -266,22 +284,19 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
 /// `doc` is in ([`worktree_trust`]).
 pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
     let (trust, root) = worktree_trust(doc)?;
-    let side_path = sidecar_path(doc);
-    // The sidecar grows with the history, as the transcript does: no size
-    // cap (a FIFO or device is still refused), so a long history is never
-    // refused at some record count.
-    let read_side = |p: &Path| -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut noma_store::fsio::open_lines(p)?, &mut bytes)?;
-        Ok(bytes)
-    };
-    let side = match read_side(&side_path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", side_path.display())),
-    };
-    let (mut records, sidecar) = match check_range(&trust, transcript, 0, side.as_deref()) {
-        Ok(r) => (r, None),
+    let side = read_sidecar(doc)?;
+    // Parsed, and its bytes dropped, before the transcript's records are
+    // parsed and verified: both held at once set the peak.
+    let parsed = parse_sidecar(side.as_deref());
+    drop(side);
+    let (mut records, sidecar) = match parsed {
+        Ok(s) => {
+            let all = History::Lines(0);
+            (
+                check_parsed(&trust, transcript, all, &s, &HashSet::new()),
+                None,
+            )
+        }
         Err(p) => (Vec::new(), Some(p)),
     };
     super::adoption::mark_pre_policy(doc, transcript, &mut records);
@@ -296,6 +311,64 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
         sidecar,
         warnings: trust.warnings(),
     })
+}
+
+/// The bytes of `doc`'s sidecar (None: it has none). The sidecar grows
+/// with the history, as the transcript does: no size cap (a FIFO or
+/// device is still refused), so a long history is never refused at some
+/// record count.
+fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
+    let path = sidecar_path(doc);
+    let mut bytes = Vec::new();
+    let read = noma_store::fsio::open_lines(&path)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes));
+    match read {
+        Ok(_) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// [`check_worktree`]'s statuses of the records `shown` only (records of
+/// `doc`'s work-tree transcript, with their lines), in line order: only
+/// their signatures are verified. `related` gives every record of the
+/// transcript that stands for one of the given ops (by
+/// [`super::canonical::origin_op_id`]), in line order. A status depends on
+/// no other record but those: an earlier record for the same op makes it
+/// a repeat, and an approval is judged by the records it names, whose ops
+/// are asked for too; so each status is the one the whole transcript's
+/// check gives it. None when the sidecar does not parse (as the whole
+/// check then has no status).
+pub fn check_worktree_shown(
+    doc: &Path,
+    shown: &[Entry],
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
+) -> Result<Option<Vec<RecordStatus>>, String> {
+    use super::canonical::origin_op_id;
+    let (trust, _) = worktree_trust(doc)?;
+    let side = read_sidecar(doc)?;
+    let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
+        return Ok(None);
+    };
+    let mut ops: HashSet<String> = (shown.iter())
+        .map(|e| origin_op_id(&e.record).to_string())
+        .collect();
+    let named: Vec<String> = (side.approvals.iter())
+        .filter(|(_, a)| a.body.op_ids.iter().any(|id| ops.contains(id)))
+        .flat_map(|(_, a)| a.body.op_ids.iter().cloned())
+        .collect();
+    ops.extend(named);
+    let entries = related(&ops)?;
+    let lines: HashSet<usize> = shown.iter().map(|e| e.line).collect();
+    let in_range = |_: usize, e: &Entry| lines.contains(&e.line);
+    let mut statuses = verify_where(&trust, &entries, &side, &in_range);
+    super::adoption::mark_pre_policy_of(doc, &mut statuses, || {
+        (entries.iter())
+            .filter(|e| lines.contains(&e.line))
+            .map(|e| Some(origin_op_id(&e.record).to_string()))
+            .collect()
+    });
+    Ok(Some(statuses))
 }
 
 /// A problem and the repository file its line is in.

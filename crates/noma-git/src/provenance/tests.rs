@@ -404,3 +404,56 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
         .iter()
         .any(|p| p.code == codes::APPROVAL_INVALID));
 }
+
+/// A history with every kind of problem: a missing approval, an unsigned
+/// record, a key not allowed for its principal, an edited record, and
+/// copies repeating an op_id (one beside an edited original).
+fn every_problem() -> (Vec<Entry>, Sidecar) {
+    let (mut t, mut side) = signed();
+    approve(&mut side, &person(), &t[..1], &sha(1));
+    t.push(record(4, true));
+    let stranger = Signer::new(
+        SigningKey::from_openssh(AGENT_KEY, Path::new("k")).unwrap(),
+        Some("alice@example.com".into()),
+        None,
+    )
+    .unwrap();
+    let (r5, r6) = (record(5, true), record(6, true));
+    for (by, r) in [(&stranger, &r5), (&person(), &r6)] {
+        if let SidecarEntry::Signature(s) = by.sign_record(&r.record).unwrap() {
+            side.signatures.push((side.signatures.len() + 1, s));
+        }
+    }
+    let mut edited = r6.clone();
+    edited.record.reason = Some("other".into());
+    t.extend([r5, edited, copy_of(&t[0], 7), copy_of(&r6, 8)]);
+    (t, side)
+}
+
+#[test]
+fn chunked_verification_finds_what_one_batch_finds() {
+    let tr = trust("required", true);
+    let (t, side) = every_problem();
+    let all = verify::verify_chunked(&tr, &t, &side, &|_, _| true, usize::MAX);
+    assert_eq!(
+        codes_of(&all),
+        [
+            (2, codes::APPROVAL_MISSING, "error"),
+            (4, codes::UNSIGNED, "error"),
+            (5, codes::NOT_ALLOWED, "error"),
+            (5, codes::APPROVAL_MISSING, "error"),
+            // The edited original is a forgery even though a faithful
+            // copy of it, verified in the same batch, would verify.
+            (6, codes::INVALID, "error"),
+            (7, codes::INVALID, "error"),
+            (7, codes::APPROVAL_MISSING, "error"),
+            (8, codes::INVALID, "error"),
+        ]
+    );
+    for chunk in [0, 1, 2, 3, 5, 1024] {
+        let st = verify::verify_chunked(&tr, &t, &side, &|_, _| true, chunk);
+        assert_eq!(st, all, "chunk {chunk}");
+    }
+    let from_4 = verify::verify_chunked(&tr, &t, &side, &|i, _| i >= 3, 2);
+    assert_eq!(from_4, all[3..]);
+}

@@ -280,7 +280,7 @@ fn record_signer(
     trust: &Trust,
     rec: &Record,
     sigs: &[(usize, &super::sidecar::RecordSignature)],
-    checked: &[Option<Result<ssh_key::PublicKey, sshsig::SigError>>],
+    checked: &[Result<ssh_key::PublicKey, sshsig::SigError>],
 ) -> (
     Result<String, (&'static str, String)>,
     Vec<ssh_key::PublicKey>,
@@ -293,15 +293,7 @@ fn record_signer(
     }
     let at = trust.judged_at(&rec.ts);
     let (mut worst, mut keys) = (None, Vec::new());
-    for &(i, s) in sigs {
-        let verified;
-        let result = match &checked[i] {
-            Some(r) => r,
-            None => {
-                verified = sshsig::verify(&s.sig, &record_payload(rec, &s.signer));
-                &verified
-            }
-        };
+    for (&(_, s), result) in sigs.iter().zip(checked) {
         match result {
             Ok(key) if trust.signers.allows_at(&s.signer, key, at) => {
                 keys.push(key.clone());
@@ -409,36 +401,49 @@ impl<'a> Approvals<'a> {
     }
 }
 
-/// Every signature of the records in range, verified in one batch: by
-/// the signature's index in the sidecar (`None`: not verified here).
-fn verify_in_range(
+/// Records whose signatures are verified together: their payloads and
+/// parsed signatures are held only while their chunk is judged, so a long
+/// history's verification holds a bounded number of them at a time.
+const VERIFY_CHUNK: usize = 1024;
+
+/// The signatures of each record of `chunk` (indices into `origins`),
+/// verified in one batch over that record's own payload; in the order of
+/// `sigs` for its op_id. A repeated op_id's signatures are not verified:
+/// its verdict is [`repeated`] whatever they say.
+fn verify_chunk(
     origins: &[Origin<'_>],
-    in_range: &dyn Fn(usize, &Entry) -> bool,
+    chunk: &[usize],
     sigs: &HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>>,
-    count: usize,
-) -> Vec<Option<Result<ssh_key::PublicKey, sshsig::SigError>>> {
-    let mut index = Vec::new();
+    repeats: &HashMap<usize, usize>,
+) -> Vec<Vec<Result<ssh_key::PublicKey, sshsig::SigError>>> {
+    let mut counts = Vec::with_capacity(chunk.len());
+    let mut armored = Vec::new();
     let mut payloads = Vec::new();
-    for (n, o) in origins.iter().enumerate() {
-        if !in_range(n, o.entry) {
-            continue;
-        }
+    for &n in chunk {
+        let o = &origins[n];
         let rec = o.original.as_ref();
-        for &(i, s) in sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice) {
-            index.push((i, s.sig.as_str()));
+        let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
+        let found = if repeats.contains_key(&o.entry.line) {
+            &[][..]
+        } else {
+            found
+        };
+        counts.push(found.len());
+        for &(_, s) in found {
+            armored.push(s.sig.as_str());
             payloads.push(record_payload(rec, &s.signer));
         }
     }
-    let items: Vec<(&str, &[u8])> = index
+    let items: Vec<(&str, &[u8])> = armored
         .iter()
         .zip(&payloads)
-        .map(|((_, sig), p)| (*sig, p.as_slice()))
+        .map(|(sig, p)| (*sig, p.as_slice()))
         .collect();
-    let mut out = vec![None; count];
-    for ((i, _), r) in index.into_iter().zip(sshsig::verify_many(&items)) {
-        out[i] = Some(r);
-    }
-    out
+    let mut results = sshsig::verify_many(&items).into_iter();
+    counts
+        .into_iter()
+        .map(|k| results.by_ref().take(k).collect())
+        .collect()
 }
 
 /// Verifies `transcript[from..]` (the checked range; earlier records are
@@ -460,22 +465,63 @@ pub fn verify_where(
     sidecar: &Sidecar,
     in_range: &dyn Fn(usize, &Entry) -> bool,
 ) -> Vec<RecordStatus> {
-    let prov = &trust.policy.file.provenance;
+    verify_chunked(trust, transcript, sidecar, in_range, VERIFY_CHUNK)
+}
+
+/// [`verify_where`], verifying `chunk` records' signatures at a time.
+pub(super) fn verify_chunked(
+    trust: &Trust,
+    transcript: &[Entry],
+    sidecar: &Sidecar,
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+    chunk: usize,
+) -> Vec<RecordStatus> {
     let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> =
         HashMap::default();
     for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
         sigs.entry(s.op_id.as_str()).or_default().push((i, s));
     }
     let origins: Vec<Origin> = transcript.iter().map(Origin::of).collect();
-    let checked = verify_in_range(&origins, in_range, &sigs, sidecar.signatures.len());
     let (by_op_id, repeats) = first_carriers(&origins);
-    let mut approvals = Approvals::new(trust, sidecar);
-    let mut out = Vec::new();
-    for (i, origin) in origins.iter().enumerate() {
-        let e = origin.entry;
-        if !in_range(i, e) {
-            continue;
+    let mut judge = Judge {
+        trust,
+        sigs,
+        repeats,
+        approvals: Approvals::new(trust, sidecar),
+    };
+    let wanted: Vec<usize> = (origins.iter().enumerate())
+        .filter(|(i, o)| in_range(*i, o.entry))
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = Vec::with_capacity(wanted.len());
+    for chunk in wanted.chunks(chunk.max(1)) {
+        let checked = verify_chunk(&origins, chunk, &judge.sigs, &judge.repeats);
+        for (&n, checked) in chunk.iter().zip(checked) {
+            out.push(judge.status(&origins[n], &checked, &by_op_id));
         }
+    }
+    out
+}
+
+/// What judging one record needs of the whole transcript and sidecar.
+struct Judge<'a> {
+    trust: &'a Trust,
+    sigs: HashMap<&'a str, Vec<(usize, &'a super::sidecar::RecordSignature)>>,
+    repeats: HashMap<usize, usize>,
+    approvals: Approvals<'a>,
+}
+
+impl Judge<'_> {
+    /// The status of the record `origin`, whose signatures verified as
+    /// `checked` says (in the order of `sigs` for its op_id).
+    fn status(
+        &mut self,
+        origin: &Origin<'_>,
+        checked: &[Result<ssh_key::PublicKey, sshsig::SigError>],
+        by_op_id: &HashMap<&str, &Origin<'_>>,
+    ) -> RecordStatus {
+        let (trust, prov) = (self.trust, &self.trust.policy.file.provenance);
+        let e = origin.entry;
         let rec = origin.original.as_ref();
         let mut status = RecordStatus {
             line: e.line,
@@ -486,11 +532,11 @@ pub fn verify_where(
             approved_by: None,
             problems: Vec::new(),
         };
-        let found = sigs.get(rec.op_id.as_str()).map_or(&[][..], Vec::as_slice);
-        let repeat = repeats.get(&e.line);
+        let found = (self.sigs.get(rec.op_id.as_str())).map_or(&[][..], Vec::as_slice);
+        let repeat = self.repeats.get(&e.line);
         let (signer, keys) = match repeat {
             Some(&first) => (Err(repeated(rec, first)), Vec::new()),
-            None => record_signer(trust, rec, found, &checked),
+            None => record_signer(trust, rec, found, checked),
         };
         note_signer(&mut status, e, rec, signer, prov.signatures);
         // An agent's key needs approval whatever principal it signs as:
@@ -509,7 +555,7 @@ pub fn verify_where(
             let (code, message) = approval_problem(&status, rec, Vec::new());
             status.problems.push(problem(e, "error", code, message));
         } else if status.needs_approval {
-            match approvals.covering(origin, &by_op_id) {
+            match self.approvals.covering(origin, by_op_id) {
                 Ok(approver) => status.approved_by = Some(approver),
                 Err(reasons) => {
                     let (code, message) = approval_problem(&status, rec, reasons);
@@ -517,9 +563,8 @@ pub fn verify_where(
                 }
             }
         }
-        out.push(status);
+        status
     }
-    out
 }
 
 /// The signature verdict of a record standing for an op that line

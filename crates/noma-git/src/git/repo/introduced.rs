@@ -56,7 +56,13 @@ impl Repo {
                 if d.status() == Delta::Deleted || !named || !seen_blobs.insert(blob) {
                     continue;
                 }
-                for op_id in op_ids_of(&self.blob(blob)?) {
+                // The blob's bytes where libgit2 holds them (no copy of a
+                // long transcript), else as `git cat-file` gives them.
+                let ids = match self.repo.find_blob(blob.raw()) {
+                    Ok(b) => op_ids_of(b.content()),
+                    Err(_) => op_ids_of(&self.blob(blob)?),
+                };
+                for op_id in ids {
                     if wanted.contains(&op_id) && !found.contains_key(&op_id) {
                         found.insert(op_id, Oid::from_raw(id));
                     }

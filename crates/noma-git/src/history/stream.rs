@@ -1,0 +1,160 @@
+//! The transcript read for a history: streamed once, a line at a time,
+//! while replay attributes its records ([`attributed`]); afterwards only
+//! the lines an answer shows (and the few their signatures depend on) are
+//! read again, by offset ([`read_entries`]). No record is held past its
+//! line, so memory follows the document and the answer, not the history.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::attribute::{Attribution, Attributor, LineRef};
+use super::{HistoryError, Inputs};
+use crate::cache::BlockCache;
+use crate::history_replay::{find_in_worktree_history, wanted_base};
+use crate::provenance::canonical::origin_op_id;
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::{parse_record, Entry, PatchResult};
+
+/// What replay learns about the transcript and the document: from the
+/// block cache when these exact contents were attributed before, else by
+/// streaming the transcript (then stored). Keyed by the BLAKE3 hashes the
+/// answer's key was made of, so a cached attribution reads nothing more.
+pub(super) fn attributed(
+    cache: &BlockCache,
+    doc: &Path,
+    inputs: &Inputs,
+    hash: &str,
+) -> Result<Attribution, HistoryError> {
+    let text_hash = blake3::hash(inputs.text.as_bytes()).to_hex();
+    if let Some(found) = cache
+        .history_known(hash, &text_hash)
+        .and_then(|b| Attribution::decode(&b))
+    {
+        return Ok(found);
+    }
+    let found = replay_stream(doc, inputs, hash)
+        .map_err(|e| HistoryError(format!("{}: {e}", inputs.tpath.display())))?;
+    cache.remember_history(hash, &text_hash, &found.encode());
+    Ok(found)
+}
+
+/// The first 8 bytes of the BLAKE3 of an op_id.
+pub(super) fn fingerprint(op_id: &str) -> u64 {
+    let h = blake3::hash(op_id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// Replays the transcript a line at a time; Err when a line is no record,
+/// when the records do not replay, or when the bytes read are not the
+/// ones hashed to `hash`.
+fn replay_stream(doc: &Path, inputs: &Inputs, hash: &str) -> Result<Attribution, String> {
+    let mut reader = noma_store::fsio::open_lines(&inputs.tpath).map_err(|e| e.to_string())?;
+    let mut hasher = blake3::Hasher::new();
+    let (mut raw, mut lines) = (Vec::new(), Vec::new());
+    let mut attributor: Option<Attributor> = None;
+    let mut offset = 0u64;
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| e.to_string())?;
+        hasher.update(&raw);
+        // The end, or a torn last line: no record (as replay reads it).
+        if n == 0 || raw.last() != Some(&b'\n') {
+            break;
+        }
+        let index = lines.len();
+        let rec = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
+        lines.push(LineRef {
+            offset,
+            len: n as u64,
+            origin: fingerprint(origin_op_id(&rec)),
+        });
+        offset += n as u64;
+        if rec.patch_result != PatchResult::Applied {
+            continue;
+        }
+        let a = match &mut attributor {
+            Some(a) => a,
+            None => attributor.insert(Attributor::new(base_text(
+                doc,
+                &rec.pre_sha256,
+                &inputs.text,
+            )?)),
+        };
+        a.applied(index, index + 1, &rec)?;
+    }
+    if hasher.finalize().to_hex().as_str() != hash {
+        return Err("changed while it was read; run the query again".into());
+    }
+    Ok(attributor
+        .unwrap_or_else(|| Attributor::new(None))
+        .finish(lines))
+}
+
+/// The text replay starts from, found as `noma replay` finds it, for a
+/// transcript whose first applied record starts from `first_pre`.
+fn base_text(doc: &Path, first_pre: &str, text: &str) -> Result<Option<String>, String> {
+    match wanted_base(Some(first_pre), text) {
+        None if first_pre == sha256_hex(text.as_bytes()) => Ok(Some(text.to_string())),
+        None => Ok(None),
+        Some(sha) => match find_in_worktree_history(doc, &sha) {
+            (Some(found), _) => Ok(Some(found)),
+            (None, searched) => Err(format!(
+                "no version of {} with sha256 {sha} (the state the transcript starts from) in {}",
+                doc.display(),
+                searched.unwrap_or_else(|e| e)
+            )),
+        },
+    }
+}
+
+/// The records on the lines `indices` (0-based, any order) of the
+/// transcript `file`, in line order, read by offset.
+pub(super) fn read_entries(
+    file: &mut File,
+    lines: &[LineRef],
+    indices: impl IntoIterator<Item = usize>,
+) -> Result<Vec<Entry>, String> {
+    let mut indices: Vec<usize> = indices.into_iter().collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let mut out = Vec::with_capacity(indices.len());
+    let mut raw = Vec::new();
+    for index in indices {
+        let at = lines.get(index).ok_or("a line that is not there")?;
+        raw.clear();
+        file.seek(SeekFrom::Start(at.offset))
+            .and_then(|_| (&mut *file).take(at.len).read_to_end(&mut raw))
+            .map_err(|e| e.to_string())?;
+        let record = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
+        out.push(Entry {
+            line: index + 1,
+            offset: at.offset as usize,
+            line_sha256: String::new(),
+            record,
+        });
+    }
+    Ok(out)
+}
+
+/// The records that stand for one of the ops `ops` (by op_id, a merge
+/// copy by its original's), in line order: the lines whose fingerprint
+/// matches, read again and checked by the op_id itself.
+pub(super) fn related(
+    file: &mut File,
+    lines: &[LineRef],
+    ops: &HashSet<String>,
+) -> Result<Vec<Entry>, String> {
+    let wanted: HashSet<u64> = ops.iter().map(|o| fingerprint(o)).collect();
+    let candidates = (lines.iter().enumerate())
+        .filter(|(_, l)| wanted.contains(&l.origin))
+        .map(|(i, _)| i);
+    let mut found = read_entries(file, lines, candidates)?;
+    found.retain(|e| ops.contains(origin_op_id(&e.record)));
+    Ok(found)
+}
