@@ -1,5 +1,5 @@
 //! Block cache: parse + block hashes (a miss) against a cache hit, for a
-//! ~100 KB and a ~3 MB document. Target (issue 4): a hit costs < 10% of
+//! ~100 KB and a ~3 MB document. Target: a hit costs < 10% of
 //! the parse for 100 KB.
 //!
 //! - `parse+hashes`: what every command paid before the cache.

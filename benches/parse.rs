@@ -1,5 +1,5 @@
 //! Parse + validate throughput on a ~3 MB, 10,000-section document.
-//! Target (issue 2): at least 100 MB/s on one core (parsing and
+//! Target: at least 100 MB/s on one core (parsing and
 //! validation run on the calling thread only).
 //!
 //! `cpu-calibration` times a fixed integer loop (no memory traffic) before

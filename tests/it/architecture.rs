@@ -227,7 +227,7 @@ fn declares_hidden_state(line: &str) -> bool {
 }
 
 /// The engine is pure functions over values: a cache that one step fills
-/// for the next (the thread-local parse memo of issue 20) is a value passed
+/// for the next (the parse memo, once thread-local) is a value passed
 /// where it is used (`doc::ParseMemo`), never state behind the callers.
 #[test]
 fn engine_modules_keep_no_hidden_state() {

@@ -115,8 +115,9 @@ fn missing_file_is_named() {
 
 #[test]
 fn directory_passed_as_file_is_refused() {
-    // `noma check DIR` checks the documents under DIR (issue 36); the
-    // commands that read one document refuse a directory.
+    // `noma check DIR` checks the documents under DIR (decision
+    // `check-scope`); the commands that read one document refuse a
+    // directory.
     let dir = tempfile::tempdir().unwrap();
     noma()
         .arg("parse")
@@ -266,7 +267,7 @@ fn closed_stdout_ends_quietly() {
     );
 }
 
-/// Issue 35: the size cap is checked before anything is written. A patch
+/// The size cap is checked before anything is written. A patch
 /// that would carry the document over `NOMA_MAX_FILE_BYTES` is refused
 /// whole (it used to be written, after which every patch and replay
 /// refused the file), the transcript — over the cap, which it no longer
@@ -281,7 +282,7 @@ fn a_request_that_would_cross_the_size_cap_writes_nothing() {
     let cap = "2500";
     let patch = |v: usize| {
         // The body grows: the document reaches the cap; the transcript,
-        // which has no cap of its own (issue 35), passes it first.
+        // which has no cap of its own, passes it first.
         let body = "v".repeat(150 * (v + 1));
         let op = format!(r#"{{"op":"replace_body","id":"a","content":"{body}"}}"#);
         r.cmd(

@@ -1,4 +1,4 @@
-//! Issue 18, randomized: three branches make random patch commits on
+//! Randomized: three branches make random patch commits on
 //! disjoint blocks (agents patching through `noma patch --inplace`, every
 //! commit through the hooks), then meet main in random orders by random
 //! means — `git merge`, `git rebase`, `git pull --rebase` from a clone,

@@ -1,11 +1,12 @@
-//! The pre-commit hook reads each transcript once (issue 47): the hook
-//! that accepts a transcript remembers how it ends (length, BLAKE3, last
-//! line) under its blob id, so the next commit's append is checked from
-//! the staged blob alone. Proved by deleting the committed transcript's
-//! object: the append still passes. Every refusal of `hook_append` stands
-//! with the cache warm; a row is used only for the reference commit's own
-//! transcript; `noma cache clear` brings back the slow path. Each case runs
-//! with blobs read whole and streamed through `git cat-file`.
+//! The pre-commit hook reads each transcript once (decision
+//! `hook-remembers-transcript-ends`): the hook that accepts a transcript
+//! remembers how it ends (length, BLAKE3, last line) under its blob id, so
+//! the next commit's append is checked from the staged blob alone. Proved
+//! by deleting the committed transcript's object: the append still passes.
+//! Every refusal of `hook_append` stands with the cache warm; a row is used
+//! only for the reference commit's own transcript; `noma cache clear`
+//! brings back the slow path. Each case runs with blobs read whole and
+//! streamed through `git cat-file`.
 
 use std::path::PathBuf;
 

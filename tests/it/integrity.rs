@@ -1,7 +1,8 @@
-//! Transcript integrity through the real binary (issue 17): complete
-//! requests are never cut, verifiers never write, tampering is named by
-//! line, malformed requests write nothing, a restored document is never
-//! rolled forward, records stay small, and unreadable inputs fail at once.
+//! Transcript integrity through the real binary (the rules of
+//! `.noma/transcripts.noma`): complete requests are never cut, verifiers
+//! never write, tampering is named by line, malformed requests write
+//! nothing, a restored document is never rolled forward, records stay
+//! small, and unreadable inputs fail at once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

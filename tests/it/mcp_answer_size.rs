@@ -1,9 +1,9 @@
-//! `noma mcp` sizes a tool result's text copy for the client (issue 47),
-//! over real stdio: a client that negotiated 2025-03-26 gets the body twice
-//! (`structuredContent` and its JSON text), as before; from 2025-06-18 on a
-//! big body's text is a short summary pointing to `structuredContent`,
-//! while a small one keeps its JSON text; `--full-text` restores the full
-//! copy for every revision.
+//! `noma mcp` sizes a tool result's text copy for the client (decision
+//! `mcp-text-copy-sized-for-the-client`), over real stdio: a client that
+//! negotiated 2025-03-26 gets the body twice (`structuredContent` and its
+//! JSON text), as before; from 2025-06-18 on a big body's text is a short
+//! summary pointing to `structuredContent`, while a small one keeps its
+//! JSON text; `--full-text` restores the full copy for every revision.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! `noma mcp` as an MCP server describes itself and keeps the protocol's
-//! session rules (issue 33), over real stdio line by line: the size of
+//! session rules, over real stdio line by line: the size of
 //! `tools/list`, titles, annotations and output schemas with
 //! `structuredContent`, `isError` for the noma-only tools' failures while a
 //! rejected patch stays a result (Annex B), `-32602` for an unknown cursor,

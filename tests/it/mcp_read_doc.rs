@@ -1,7 +1,7 @@
-//! `read_doc` lists the blocks the reference's server lists (issue 19,
-//! point 1): the frontmatter, every node in pre-order, a list's items after
-//! it, with spans that end at a section's last non-blank line and hashes of
-//! the lines as in the file.
+//! `read_doc` lists the blocks the reference's server lists (decision
+//! `spans-match-the-reference`): the frontmatter, every node in pre-order,
+//! a list's items after it, with spans that end at a section's last
+//! non-blank line and hashes of the lines as in the file.
 
 use serde_json::{json, Value};
 

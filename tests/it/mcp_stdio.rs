@@ -555,7 +555,7 @@ fn patch_block_list_is_atomic_and_transcript_read_pages() {
     s.finish();
 }
 
-/// `transcript_read` reads the transcript a line at a time (issue 35), so
+/// `transcript_read` reads the transcript a line at a time, so
 /// a transcript over the whole-file size cap is still paged; only the
 /// provenance check, which needs the whole file, stays under the cap.
 #[test]

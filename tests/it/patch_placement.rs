@@ -1,7 +1,8 @@
-//! Issue 33, on the documents the reference's tools wrote: the most common
-//! agent edit, a note added under an existing directive, and a nested
-//! block replaced, both with content fenced `::` (an agent cannot know its
-//! destination's depth), applied to every directive of every example
+//! Placement (decision `parsed-directive-is-inserted`), on the documents
+//! the reference's tools wrote: the most common agent edit, a note added
+//! under an existing directive, and a nested block replaced, both with
+//! content fenced `::` (an agent cannot know its destination's depth),
+//! applied to every directive of every example
 //! (`../shared/reference/noma/examples/**/*.noma`).
 
 use std::path::{Path, PathBuf};

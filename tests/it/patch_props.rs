@@ -725,17 +725,17 @@ fn accepted_ops_keep_structure_and_touch_only_their_target() {
 }
 
 // ---------------------------------------------------------------------------
-// Placement (issue 33): add_block and replace_block insert the *parsed*
-// directive, re-fenced to the depth its place needs, whatever depth the
-// content was written with (an agent cannot know it). Property, over the
-// generated documents above and content fenced with 2 to 5 colons (with,
-// half the time, a child fenced with as many colons as the block or more):
-// every accepted op leaves the new block's parent in the re-parsed result
-// equal to the op's parent (for replace_block, the replaced block's
-// parent), adds no error (but the broken links to a replaced block) and
-// no parse issue, and keeps the new block's
-// child its child. A section inside a directive holds nothing (its heading
-// line only, see `doc::parse`), so a block added to one is that
+// Placement (decision `parsed-directive-is-inserted`): add_block and
+// replace_block insert the *parsed* directive, re-fenced to the depth its
+// place needs, whatever depth the content was written with (an agent cannot
+// know it). Property, over the generated documents above and content fenced
+// with 2 to 5 colons (with, half the time, a child fenced with as many
+// colons as the block or more): every accepted op leaves the new block's
+// parent in the re-parsed result equal to the op's parent (for
+// replace_block, the replaced block's parent), adds no error (but the
+// broken links to a replaced block) and no parse issue, and keeps the new
+// block's child its child. A section inside a directive holds nothing (its
+// heading line only, see `doc::parse`), so a block added to one is that
 // directive's child, which is the parent the property expects then.
 // ---------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-//! How `noma patch` answers a refused op (issue 33): a rejected record
+//! How `noma patch` answers a refused op: a rejected record
 //! leads with the op's own cause, even on a document with standing errors;
 //! an op with a field its schema does not allow is refused unrecorded,
 //! naming the field and the one it most likely meant.

@@ -1,4 +1,4 @@
-//! Issue 32: a document's history follows its content, not its path.
+//! A document's history follows its content, not its path.
 //! Renamed, copied and new documents replay in a fresh clone, merge with
 //! patches of the same document on another branch, and pass `noma
 //! reconcile --base main`; a patch through a symlink is refused (the

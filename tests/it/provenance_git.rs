@@ -1,8 +1,9 @@
-//! Issue 34 as a reviewer tries it, with the real `git` and `ssh-keygen`:
-//! signed agent records on a branch, `noma reconcile --base main` failing
-//! with `approval-missing` per record line until a person runs `noma
-//! approve`; each forgery failing with its own code and line; the hook
-//! blocking a forged signature; ssh-keygen interop both ways.
+//! Signed records and approval as a reviewer tries them, with the real
+//! `git` and `ssh-keygen`: signed agent records on a branch, `noma
+//! reconcile --base main` failing with `approval-missing` per record line
+//! until a person runs `noma approve`; each forgery failing with its own
+//! code and line; the hook blocking a forged signature; ssh-keygen interop
+//! both ways.
 
 use std::path::PathBuf;
 

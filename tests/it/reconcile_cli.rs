@@ -203,13 +203,14 @@ fn outside_a_repository_cannot_run() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
-/// Issue 35: a branch that only appended is checked without holding a
-/// transcript (its records replayed from the merge base's document, the
-/// history before it replayed a line at a time from the blob), and the
-/// report is the same whether git's blobs are read whole or streamed
-/// through `git cat-file`, in the everyday case and when main's history
-/// was broken past the hook (a changed op, a reused op_id: the replay
-/// seeks back in the stream to name the first record with that id).
+/// A branch that only appended is checked without holding a transcript
+/// (decision `reconcile-from-a-checkpoint`: its records replayed from the
+/// merge base's document, the history before it replayed a line at a time
+/// from the blob), and the report is the same whether git's blobs are read
+/// whole or streamed through `git cat-file`, in the everyday case and when
+/// main's history was broken past the hook (a changed op, a reused op_id:
+/// the replay seeks back in the stream to name the first record with that
+/// id).
 #[test]
 fn an_appending_branch_reports_the_same_read_whole_or_streamed() {
     // Each run from an empty cache, but the last, which answers from

@@ -1,4 +1,5 @@
-//! `noma reconcile --format markdown` (issue 36): the reviewer's summary
+//! `noma reconcile --format markdown` (decision `pr-summary-from-records`):
+//! the reviewer's summary
 //! on a real branch — per document the changed blocks, the actors (agent
 //! and human) and their reasons, each check's verdict — and the fold into
 //! `<details>` past a size; GitHub annotations always carry `line=`.

@@ -1,4 +1,4 @@
-//! Issue 32, randomized: over generated branch histories — agent patches,
+//! Randomized: over generated branch histories — agent patches,
 //! recorded hand edits, moves, copies and new documents patched before
 //! their first commit, and edits that break a transcript committed past
 //! the hook (`--no-verify`: an unrecorded edit, a record's op changed, the

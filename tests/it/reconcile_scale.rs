@@ -1,12 +1,12 @@
-//! Issue 47: the PR check of a branch that appended reads HEAD's
-//! transcript once when warm — the merge base's transcript is compared by
-//! the digest its checkpoint row remembers, and the branch's op_ids are
-//! looked up in the row's fingerprints — and says exactly what the cold
-//! check (a fresh cache, both transcripts streamed and the history
-//! replayed) says: for a clean append, and for branches that rewrite a
-//! base record or reuse a base record's op_id after the row was written;
-//! and the same when the base moved on (each side read once, the base's
-//! records re-applied from the row).
+//! The PR check of a branch that appended reads HEAD's transcript once when
+//! warm (decision `checkpoint-remembers-a-digest`) — the merge base's
+//! transcript is compared by the digest its checkpoint row remembers, and
+//! the branch's op_ids are looked up in the row's fingerprints — and says
+//! exactly what the cold check (a fresh cache, both transcripts streamed
+//! and the history replayed) says: for a clean append, and for branches
+//! that rewrite a base record or reuse a base record's op_id after the row
+//! was written; and the same when the base moved on (each side read once,
+//! the base's records re-applied from the row).
 
 use crate::common::{text, Repo};
 

@@ -513,7 +513,7 @@ fn conformance_replay_chain_fixture() {
         .success();
 }
 
-/// Issue 34: the op of a trailing rejected record is anchored by replay:
+/// The op of a trailing rejected record is anchored by replay:
 /// swapped for one that applies, or for one refused with another code,
 /// replay fails naming the line.
 #[test]

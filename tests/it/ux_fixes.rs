@@ -1,4 +1,4 @@
-//! The small fixes of issue 36 that make an error or a default name the
+//! The small fixes that make an error or a default name the
 //! fix: actor names from git, the merge driver without the hooks, "did you
 //! mean" for op names and block ids.
 

@@ -1,4 +1,4 @@
-//! Issue 18: the ways branches meet with the real `git` CLI — updating a
+//! The ways branches meet with the real `git` CLI — updating a
 //! branch from main and merging it back, fast-forwards, rebase,
 //! `pull --rebase`, cherry-pick, `noma reconcile --write` and undoing
 //! history (revert, `rebase -i` drop, picking a later commit) — with the

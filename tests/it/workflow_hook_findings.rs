@@ -1,4 +1,4 @@
-//! Issue 18: what the pre-commit hook reports, in the workflows teams use:
+//! What the pre-commit hook reports, in the workflows teams use:
 //! leftover merge-conflict blocks, one diagnostic format, file line numbers,
 //! orphaned transcripts, symlinked documents, and hints that are commands
 //! that work (each test runs the hint it was given).

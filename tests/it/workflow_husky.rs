@@ -1,4 +1,4 @@
-//! Issue 18: `noma init` in a repository managed by husky 9 keeps the
+//! `noma init` in a repository managed by husky 9 keeps the
 //! team's hook running and adds noma's check. The husky layout is built by
 //! hand (no npm): the files husky 9 writes, `core.hooksPath=.husky/_`.
 #![cfg(unix)]

@@ -1,4 +1,4 @@
-//! Issue 18: documents and transcripts survive checkouts that convert line
+//! Documents and transcripts survive checkouts that convert line
 //! endings (`core.autocrlf=true`, Git for Windows' default, and `input`).
 //! Real `git` and the real binary; the hooks are the ones `noma init`
 //! installs.
@@ -112,8 +112,8 @@ fn rules_are_appended_once_after_the_teams_and_reported() {
         once.starts_with("* text=auto\n*.png binary\n# noma"),
         "{once}"
     );
-    // --no-hooks still registers the merge driver (issue 36): its rules
-    // follow the line-ending ones.
+    // --no-hooks still registers the merge driver (decision
+    // `driver-without-hooks`): its rules follow the line-ending ones.
     assert!(
         once.ends_with("*.noma -text\n*.noma.patches -text\n# noma merge driver (added by `noma hooks install`)\n*.noma merge=noma\n*.noma.patches merge=noma\n*.noma.provenance merge=union\n"),
         "{once}"

@@ -1,4 +1,4 @@
-//! Issue 18 (i) and (j): `noma record` makes every hand edit committable —
+//! `noma record` makes every hand edit committable —
 //! v1.0 ops where they reach, the extension op `x-noma/replace_lines` for
 //! prose, lists, cards in an id-less grid and frontmatter — and one
 //! command (`noma record`, a genesis record) starts the transcript of a new
@@ -182,7 +182,8 @@ fn new_and_existing_documents_start_a_transcript_under_require_transcript() {
 }
 
 /// An agent's first patch of a document no commit holds opens its
-/// transcript with a genesis record (issue 32; it used to start at a state
+/// transcript with a genesis record (decision `genesis-on-first-patch`;
+/// it used to start at a state
 /// no clone could find, which `strict` refused): the commit passes the
 /// hook, and the transcript replays from its own content.
 #[test]
@@ -448,7 +449,7 @@ fn the_fix_for_a_hostile_file_name_runs_as_printed_and_runs_nothing_else() {
     assert!(ok, "{out}");
 }
 
-/// Issue 35: `noma record` reads the transcript a line at a time and never
+/// `noma record` reads the transcript a line at a time and never
 /// holds it, so a transcript past `NOMA_MAX_FILE_BYTES` (which a transcript
 /// no longer has) is recorded onto, chained to its last line; the cap
 /// still guards the document.

@@ -228,7 +228,7 @@ fn rev_errors_are_usage_errors() {
     assert!(text(&o).contains("not in a git repository"), "{}", text(&o));
 }
 
-/// `--rev` reads the transcript a line at a time from its blob (issue 35):
+/// `--rev` reads the transcript a line at a time from its blob:
 /// the report is the same whether git's blob is read whole or streamed
 /// through `git cat-file`, for a history that replays, one with a record
 /// changed and one with an op_id reused (replay seeks back in the stream

@@ -174,7 +174,7 @@ pub fn replay_at_rev(
     let doc_read = blob::read_rev_text(cwd, rev, doc);
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
-    // The transcript is read a line at a time from its blob (issue 35).
+    // The transcript is read a line at a time from its blob, never whole.
     let tfile = blob::locate_rev_path(cwd, rev, &tpath).map_err(|e| match (e, &doc_read) {
         (BlobError::NotFound { spec, .. }, Ok((dfile, _))) => format!(
             "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",

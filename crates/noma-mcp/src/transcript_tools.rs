@@ -35,7 +35,7 @@ const TRANSCRIPT_LIMIT: (u32, u32) = (20, 500);
 
 /// `transcript_read` (§B.8 direction). The transcript is read a line at
 /// a time, keeping only the newest `limit` records, so memory follows
-/// `limit` and the longest record, not the file (issue 35).
+/// `limit` and the longest record, not the file.
 pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "transcript_read")?;
     let tpath = ctx.derived(&engine::default_transcript_path(&doc))?;
@@ -279,7 +279,7 @@ mod tests {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
 
-    /// `transcript_read` as it was before issue 35, kept as the oracle:
+    /// `transcript_read` as it was before it streamed, kept as the oracle:
     /// the whole file read and parsed, then sliced.
     fn transcript_read_whole(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
         let doc = ctx.doc_path(&args.file, "transcript_read")?;

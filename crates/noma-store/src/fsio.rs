@@ -67,7 +67,7 @@ pub fn check_regular(path: &Path) -> io::Result<std::fs::Metadata> {
 }
 
 /// [`check_regular`] without the size cap: for a transcript, which is read
-/// a line or a tail at a time and so has no cap of its own (issue 35).
+/// a line or a tail at a time and so has no cap of its own.
 pub fn check_kind(path: &Path) -> io::Result<std::fs::Metadata> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
@@ -88,7 +88,7 @@ pub fn check_kind(path: &Path) -> io::Result<std::fs::Metadata> {
 /// A transcript opened to be read a line at a time: FIFOs, devices and
 /// directories are refused as [`read_regular`] refuses them (by
 /// [`contain::open_read`], which never blocks), but no size cap applies,
-/// since memory then follows the longest line, not the file (issue 35).
+/// since memory then follows the longest line, not the file.
 pub fn open_lines(path: &Path) -> io::Result<io::BufReader<File>> {
     Ok(io::BufReader::with_capacity(
         64 * 1024,

@@ -47,7 +47,7 @@ fn to_value(v: &impl Serialize) -> Value {
 
 /// The document's JSON as a [`Serialize`] value: written straight to an
 /// output (`noma parse`, `noma render --to json`) it never builds the JSON
-/// tree, whose values weigh many times the document (issue 35: a 100 MB
+/// tree, whose values weigh many times the document (a 100 MB
 /// document's tree of JSON values took 6 GB).
 pub struct DocumentJson<'a> {
     doc: &'a Document,

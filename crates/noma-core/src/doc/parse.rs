@@ -12,7 +12,8 @@
 //! - `aliases=` on a directive registers aliases (§2.2).
 //!
 //! Where the protocol is silent or ambiguous we agree with the reference
-//! (issue 19), so that block hashes and `baseHash` preconditions match:
+//! (decision `spans-match-the-reference`), so that block hashes and
+//! `baseHash` preconditions match:
 //! - an implicit section ends on the last line of its last child (its heading
 //!   line when it has none): blank lines before the next heading are outside
 //!   it. §6.3's wording ("the line before the next heading") would include

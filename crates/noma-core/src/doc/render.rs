@@ -515,9 +515,10 @@ mod tests {
         let _ = render_noma(&doc);
     }
 
-    /// Lines that mix block syntax with the edge cases of issue 19: blank
-    /// titles in every kind of whitespace, unmatched backticks in table
-    /// cells, and U+FEFF at the start of a line.
+    /// Lines that mix block syntax with the edge cases where the reference
+    /// writes otherwise (`.noma/reference-differences.noma`): blank titles
+    /// in every kind of whitespace, unmatched backticks in table cells, and
+    /// U+FEFF at the start of a line.
     const LINES: &[&str] = &[
         "",
         "para text",

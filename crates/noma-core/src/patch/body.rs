@@ -40,10 +40,10 @@ pub(crate) fn replace_body(ctx: &Ctx<'_>, id: &str, content: &str) -> OpResult<S
     let mut body = line_text::fragment_lines(content);
     // The block with its new body must still be one closed block: a body
     // that opens a code fence (or a directive) it does not close would
-    // swallow the closing fence and the rest of the document. Directives
-    // in the body are re-fenced below the block's own depth, as
-    // add_block's content is (issue 33): the block is read fenced `::`,
-    // so a body directive of any depth is its child.
+    // swallow the closing fence and the rest of the document. Directives in
+    // the body are re-fenced below the block's own depth, as add_block's
+    // content is (decision `parsed-directive-is-inserted`): the block is
+    // read fenced `::`, so a body directive of any depth is its child.
     if closed {
         let shallow = |l: &str| format!("::{}", l.trim_start_matches(':'));
         let mut whole = vec![shallow(lines.get(start - 1))];

@@ -14,7 +14,7 @@
 //!
 //! rename_id and delete_block on a section are the two exceptions:
 //! §3.1.3 and §3.1.5 word them for directives, but the reference applies
-//! both, and a transcript it wrote must replay here (issue 19).
+//! both, and a transcript it wrote must replay here.
 //! rename_id gives the heading an explicit `{id="…"}`, which writes nothing
 //! a §2.1 parser reads differently (see [`rename_id`]); delete_block
 //! removes the section's lines (see [`delete_block`]).
@@ -371,11 +371,12 @@ const REF_ATTRS: [&str; 5] = ["for", "parent", "dataset", "block", "ref"];
 ///
 /// A section is renamed as the reference does it, by giving its heading an
 /// explicit `{id="to"}` (replacing an `id=` already there). §3.1.5 words
-/// rename_id for directive blocks; issue 19 asks for the reference's
-/// behaviour, which only adds an explicit id. Explicit ids take no part in
-/// heading-slug suffixing (§2.1), so later headings with the same slug would
-/// renumber (`overview-2` becoming `overview`); those are pinned to their
-/// current ids, as update_heading does.
+/// rename_id for directive blocks; the reference's behaviour, which only
+/// adds an explicit id, is followed so that its transcripts replay here.
+/// Explicit ids take no part in heading-slug suffixing (§2.1), so later
+/// headings with the same slug would renumber (`overview-2` becoming
+/// `overview`); those are pinned to their current ids, as update_heading
+/// does.
 pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String> {
     let node = ctx.require(from, E::TargetMissing, "block")?;
     if ctx.id_taken(to) {
@@ -609,7 +610,8 @@ mod tests {
         assert!(!is_valid_key("a=b"));
     }
 
-    /// Content fenced too shallow for its place is re-fenced (issue 33):
+    /// Content fenced too shallow for its place is re-fenced (decision
+    /// `parsed-directive-is-inserted`):
     /// the block lands where the op put it, every other line unchanged.
     #[test]
     fn content_fenced_too_shallow_is_re_fenced() {

@@ -574,7 +574,7 @@ impl Op {
         };
         // A field the op does not take is refused, not ignored: an agent
         // that writes `index` for `position` must not see its block land
-        // at the end (issue 33), and the record must fit the schema.
+        // at the end, and the record must fit the schema.
         unknown_field(name, map)?;
         let families = [
             Fields::block_op,

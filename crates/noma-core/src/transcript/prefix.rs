@@ -1,12 +1,13 @@
 //! Whether one transcript extends another, read from two streams at once:
 //! the committed transcript's bytes must be the staged one's first bytes,
-//! and only what the staged one adds is kept (issue 35: a hook checks a
-//! one-record append to a million records without holding either file).
+//! and only what the staged one adds is kept (decision
+//! `hook-streams-appends`: a hook checks a one-record append to a million
+//! records without holding either file).
 //!
 //! A committed transcript's [`End`] (its length, BLAKE3 digest, line count
 //! and last line's hash) is what a cache keeps of it, so that the next
 //! append is checked by reading the staged transcript alone
-//! ([`extension_after`], issue 47).
+//! ([`extension_after`], decision `hook-remembers-transcript-ends`).
 
 use std::io::{self, Read};
 

@@ -236,7 +236,7 @@ pub fn replay_after(
 
 /// [`replay`] of a transcript read a line at a time from `reader`: memory
 /// follows the longest record and the document, not the transcript's
-/// length (issue 35: a million records). A read error ends the replay as
+/// length (a million records). A read error ends the replay as
 /// a divergence on the line it struck.
 pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str) -> Report {
     // A source that cannot say where it is cannot be re-read for the
@@ -823,7 +823,7 @@ impl State<'_> {
 pub struct Chain {
     prev_line_sha256: Option<String>,
     /// A 64-bit fingerprint of every op_id seen: 8 bytes a record (a
-    /// million records stay within ~30 MB, issue 35). A fingerprint seen
+    /// million records stay within ~30 MB). A fingerprint seen
     /// before is only a suspicion: the earlier lines are searched for the
     /// id itself before a repeat is reported.
     op_ids: std::collections::HashSet<u64>,

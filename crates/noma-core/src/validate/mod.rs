@@ -34,7 +34,8 @@
 //!   a closer with nothing open as paragraph text, without a diagnostic.
 //! - `directive-depth-mismatch` is a warning (an error under `--strict`
 //!   and the hooks' `strict: true`): an opener with as many colons as its
-//!   parent is read as the parent's child (issue 33; the reference reads
+//!   parent is read as the parent's child (decision
+//!   `equal-colon-children`; the reference reads
 //!   it and the parent's second closer as text), which is how the Annex C
 //!   fixture `patch/add_block` nests a `::risk` in a `::section`; §1 asks
 //!   children for strictly more colons, so it is still reported.

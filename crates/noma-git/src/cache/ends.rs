@@ -1,8 +1,9 @@
-//! How committed transcripts end (issue 47): the pre-commit hook that
-//! accepts an append remembers the staged transcript's length, BLAKE3
-//! digest, line count and last line's hash under its git blob id, so the
-//! next commit, whose HEAD holds that blob, checks its append by reading
-//! the staged transcript alone ([`noma_core::transcript::prefix::extension_after`]).
+//! How committed transcripts end (decision
+//! `hook-remembers-transcript-ends`): the pre-commit hook that accepts an
+//! append remembers the staged transcript's length, BLAKE3 digest, line
+//! count and last line's hash under its git blob id, so the next commit,
+//! whose HEAD holds that blob, checks its append by reading the staged
+//! transcript alone ([`noma_core::transcript::prefix::extension_after`]).
 //!
 //! A row describes the bytes of the blob its key names, computed by noma
 //! from those bytes; it is looked up only under the reference commit's

@@ -81,9 +81,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// spans or hashes change for the same bytes, so tables computed by an
 /// older build (same package version) are recomputed, never served.
 /// `blocks/2`: sections end at their last child, headings inside
-/// directives do not fold, CRLF lines hash with their `\r` (issue 19).
+/// directives do not fold, CRLF lines hash with their `\r`.
 /// `blocks/3`: a heading inside a directive is a section of its own line,
-/// without children (issue 19, as in the reference engine).
+/// without children, as in the reference engine. Both follow decision
+/// `spans-match-the-reference`.
 const ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3");
 /// Documents remembered in-process (besides SQLite) before the memo resets.
 const MEMO_MAX: usize = 64;

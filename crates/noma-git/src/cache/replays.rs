@@ -1,8 +1,8 @@
 //! Transcripts known to replay: `noma reconcile` replays the merge base's
 //! transcript from its first state to prove the checkpoint its branch's
-//! records start from (issue 35). A git blob id names the bytes and a
-//! sha256 the document, so a row can never go stale; the engine names the
-//! noma version whose replay said yes.
+//! records start from (decision `reconcile-from-a-checkpoint`). A git blob
+//! id names the bytes and a sha256 the document, so a row can never go
+//! stale; the engine names the noma version whose replay said yes.
 //!
 //! A PR check remembers one row per document it proves, hundreds in one
 //! run: the rows wait in the handle and are written together, in one

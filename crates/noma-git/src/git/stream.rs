@@ -1,5 +1,6 @@
 //! A blob read as a stream, so that a hook can compare two transcripts of
-//! hundreds of megabytes without holding either (issue 35).
+//! hundreds of megabytes without holding either (decision
+//! `hook-streams-appends`).
 //!
 //! Small blobs are read whole through libgit2 (no process to start); a
 //! blob over [`WHOLE_UP_TO`] ([`WHOLE_UP_TO_ENV`]) is streamed by `git cat-file blob`, which

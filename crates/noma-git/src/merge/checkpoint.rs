@@ -1,12 +1,12 @@
-//! `noma reconcile`'s everyday history check without holding a
-//! transcript (issue 35): the branch appended records to a transcript the
-//! base revision left as the merge base had it. The branch's records are
-//! replayed from the checkpoint (the merge base's document, which its
-//! transcript ends at); what is kept is the appended records, never the
-//! history.
+//! `noma reconcile`'s everyday history check without holding a transcript
+//! (decision `reconcile-from-a-checkpoint`): the branch appended records to
+//! a transcript the base revision left as the merge base had it. The
+//! branch's records are replayed from the checkpoint (the merge base's
+//! document, which its transcript ends at); what is kept is the appended
+//! records, never the history.
 //!
 //! The answer must be what the whole-file check says ("replays" means
-//! what `noma replay` says, issue 32), so the history before the branch
+//! what `noma replay` says), so the history before the branch
 //! is proved too. The first time, HEAD's transcript is replayed from its
 //! first state, a line at a time from the blob (which also sees an op_id
 //! the branch reused). That proves the merge base's transcript replays to
@@ -16,7 +16,8 @@
 //! only the branch's records. The pass that compared the merge base's
 //! bytes also built its checkpoint row ([`super::proved`]): later checks
 //! read HEAD's blob once, compare its first bytes by the row's digest and
-//! look the branch's op_ids up in the row's fingerprints (issue 47).
+//! look the branch's op_ids up in the row's fingerprints (decision
+//! `checkpoint-remembers-a-digest`).
 //! Anything this does not accept returns None and the whole-file check
 //! runs, which names the cause.
 //!

@@ -41,7 +41,8 @@
 //! The transcript driver's everyday merge, where the base's transcript is
 //! a byte prefix of both sides', is reconciled from the appended records
 //! alone ([`streamed`]) and written by appending to ours: the same bytes
-//! and messages, without holding a transcript (issue 35).
+//! and messages, without holding a transcript (decision
+//! `merge-driver-appends`).
 
 pub mod blocks;
 mod checkpoint;
@@ -289,8 +290,9 @@ fn reconcile_checked(
 ) -> Result<Reconciled, Unreconcilable> {
     let (ot, tt) = (ot.unwrap_or_default(), tt.unwrap_or_default());
     // When the base's transcript is a prefix of both (the everyday merge),
-    // the history is not parsed into records and kept (issue 35); anything
-    // else, or anything the stream does not accept, is reconciled whole.
+    // the history is not parsed into records and kept (decision
+    // `merge-driver-appends`); anything else, or anything the stream does
+    // not accept, is reconciled whole.
     let streamed = bt
         .and_then(|bt| streamed::reconcile_streams([&bt, &ot, &tt], Some(o), find_doc))
         .map(|s| s.reconciled);

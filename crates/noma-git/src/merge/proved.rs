@@ -1,4 +1,5 @@
-//! What the checkpoint remembers about a transcript it proved (issue 47),
+//! What the checkpoint remembers about a transcript it proved (decision
+//! `checkpoint-remembers-a-digest`),
 //! so the next PR check against the same merge base reads HEAD's
 //! transcript once and never the merge base's: the proved blob's length
 //! and BLAKE3 digest (HEAD's first bytes must hash to it: the branch

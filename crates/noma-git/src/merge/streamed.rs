@@ -1,8 +1,9 @@
-//! The transcript merge driver's everyday case without holding a
-//! transcript (issue 35): the merge base's transcript (`%O`) is a byte
-//! prefix of ours (`%A`) and of theirs (`%B`), each side having appended
-//! records. Only what the sides appended is held; the merged transcript
-//! keeps ours as a byte prefix, so it is written by appending to `%A`.
+//! The transcript merge driver's everyday case without holding a transcript
+//! (decision `merge-driver-appends`): the merge base's transcript (`%O`) is
+//! a byte prefix of ours (`%A`) and of theirs (`%B`), each side having
+//! appended records. Only what the sides appended is held; the merged
+//! transcript keeps ours as a byte prefix, so it is written by appending to
+//! `%A`.
 //!
 //! The answer must be [`super::transcript::reconcile_transcripts`]'s, byte
 //! for byte, so both run [`super::transcript::rebase_tails`] on the same

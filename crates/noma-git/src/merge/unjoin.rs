@@ -82,7 +82,7 @@ impl<'r> Link<'r> {
 }
 
 /// [`find_join`] fed a line at a time, for a reader that never holds the
-/// transcript (issue 35): it keeps the last line's sha256 and state and
+/// transcript: it keeps the last line's sha256 and state and
 /// the first break only. The prefix a break joins onto is looked for only
 /// when the break is the one join candidate, by reading the lines before
 /// it again ([`JoinScan::finish`]).

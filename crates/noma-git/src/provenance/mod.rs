@@ -1,5 +1,5 @@
 //! Provenance: signed transcript records and human approval of agent
-//! edits (issue 34; the design and its threat model are in
+//! edits (the design and its threat model are in
 //! `.noma/provenance.noma`).
 //!
 //! - [`canonical`]: the RFC 8785 payloads a signature and an approval bind;

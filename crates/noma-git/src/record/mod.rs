@@ -31,7 +31,7 @@
 //! appended under the transcript lock in one write; the document itself is
 //! not rewritten (it already holds the result).
 //!
-//! **Memory (issue 35).** The transcript is never held: it is read a line
+//! **Memory.** The transcript is never held: it is read a line
 //! at a time and checked as it goes (`scan`: every line a record, no torn
 //! line, not joined), keeping the last applied state's sha256 and the
 //! last line's. In the everyday case HEAD's document is that state and no

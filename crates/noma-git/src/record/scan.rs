@@ -1,5 +1,5 @@
 //! The transcript as `noma record` reads it: a line at a time, keeping
-//! what the next check needs and never the file (issue 35).
+//! what the next check needs and never the file.
 //!
 //! One pass ([`scan`]) refuses what the whole-file read refused, with the
 //! same errors in the same order: a joined transcript

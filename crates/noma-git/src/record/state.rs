@@ -1,5 +1,5 @@
 //! The transcript's last state rebuilt from a scanned transcript, walking
-//! its records forward a line at a time (issue 35): memory follows the
+//! its records forward a line at a time: memory follows the
 //! document and one record, never the transcript.
 //!
 //! The state is found as the whole-file path found it: the empty document

@@ -151,8 +151,9 @@ impl<'a> Guard<'a> {
         for (doc, head_path) in &docs {
             self.check_entry(&staged, [doc, head_path], &links, &mut report)?;
         }
-        // Signatures (issue 34), trusted from the reference commit: a
-        // forgery blocks the commit, a missing approval never does.
+        // Signatures, trusted from the reference commit (a commit cannot
+        // trust a key it adds): a forgery blocks the commit, a missing
+        // approval never does.
         if report.transcripts > 0 {
             self.check_signatures(&staged, &docs, &mut report.findings)?;
         }

@@ -1,5 +1,5 @@
-//! The signatures of the staged documents' records (issue 34), trusted
-//! from the reference commit.
+//! The signatures of the staged documents' records, trusted from the
+//! reference commit, so that a commit cannot trust a key it adds itself.
 
 use std::collections::BTreeMap;
 

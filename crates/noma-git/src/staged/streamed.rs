@@ -1,6 +1,7 @@
 //! The check of a plain append without reading either transcript whole
-//! (issue 35), and without reading the committed one at all when the cache
-//! remembers how it ends (issue 47).
+//! (decision `hook-streams-appends`), and without reading the committed one
+//! at all when the cache remembers how it ends (decision
+//! `hook-remembers-transcript-ends`).
 
 use super::transcript::{tail_records, Tail};
 use super::{Finding, Guard};
@@ -10,19 +11,20 @@ use noma_core::transcript::prefix::{self, Extended, Extension};
 use noma_core::transcript::transcript_path;
 
 impl Guard<'_> {
-    /// The check of an append that holds neither transcript (issue 35):
-    /// only the appended records are kept and replayed, from the committed
-    /// document. When the cache remembers how the committed transcript
-    /// ends ([`crate::cache::BlockCache::transcript_end`], written by the
-    /// hook that accepted it), only the staged blob is read, its first
-    /// bytes checked against the remembered digest (issue 47); otherwise
-    /// the committed and staged blobs are read side by side, a buffer at a
-    /// time, and how both end is remembered. `Some` only when that accepts
-    /// the commit (or finds nothing blocking); anything else — a merge, no
-    /// committed transcript, a rewritten or torn committed line, a record
-    /// that does not replay — returns None and the whole-file check runs,
-    /// which names the cause as before. A stream that fails is treated the
-    /// same.
+    /// The check of an append that holds neither transcript (decision
+    /// `hook-streams-appends`): only the appended records are kept and
+    /// replayed, from the committed document. When the cache remembers how
+    /// the committed transcript ends
+    /// ([`crate::cache::BlockCache::transcript_end`], written by the hook
+    /// that accepted it), only the staged blob is read, its first bytes
+    /// checked against the remembered digest (decision
+    /// `hook-remembers-transcript-ends`); otherwise the committed and
+    /// staged blobs are read side by side, a buffer at a time, and how both
+    /// end is remembered. `Some` only when that accepts the commit (or
+    /// finds nothing blocking); anything else — a merge, no committed
+    /// transcript, a rewritten or torn committed line, a record that does
+    /// not replay — returns None and the whole-file check runs, which names
+    /// the cause as before. A stream that fails is treated the same.
     pub(super) fn streamed_append(
         &self,
         staged: &Staged,

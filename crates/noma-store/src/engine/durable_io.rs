@@ -295,7 +295,7 @@ fn stage_document(
     }
     // The document's size cap is checked before the first byte is written:
     // a request that would carry it over is refused whole. The transcript
-    // has no cap of its own: every reader streams it (issue 35), and one
+    // has no cap of its own: every reader streams it, and one
     // request adds at most its records.
     fsio::check_growth(new_text.len() as u64).map_err(io_err("refused", doc_path))?;
     let staged = StagedFile::write(doc_path, new_text.as_bytes())

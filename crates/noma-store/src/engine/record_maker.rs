@@ -34,7 +34,7 @@ impl RecordMaker<'_> {
         let mut diags = Vec::with_capacity(pre_part.len() + extra.len() + post_part.len() + 1);
         // A rejected record leads with why it was rejected: a client that
         // reads the first error must not find the standing-diagnostics
-        // summary there (issue 33).
+        // summary there.
         if result == PatchResult::Rejected {
             diags.extend(extra);
             diags.extend(pre_part.iter().cloned());

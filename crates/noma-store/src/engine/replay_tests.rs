@@ -238,7 +238,7 @@ fn an_applied_record_must_change_the_document() {
     assert!(!replay(&forged, Some("x"), &text).ok);
 }
 
-/// Issue 34: a rejected record's op is re-applied to the state it was
+/// A rejected record's op is re-applied to the state it was
 /// tried on, so the last line's op cannot be swapped for one that applies
 /// (or fails otherwise); a rolled-back list's earlier ops must apply.
 #[test]
