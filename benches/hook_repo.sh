@@ -20,12 +20,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$here/target}"
-NOMA="${NOMA:-$target/release/noma}"
-if [[ ! -x "$NOMA" ]]; then
-  (cd "$here" && cargo build --release --quiet)
-fi
-NOMA="$(cd "$(dirname "$NOMA")" && pwd)/$(basename "$NOMA")"
+# shellcheck source=benches/common.sh
+source "$here/benches/common.sh"
+bench_noma
 SAMPLE="${SAMPLE:-1000}"
 sizes=("$@")
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(1000 10000)

@@ -22,12 +22,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$here/target}"
-NOMA="${NOMA:-$target/release/noma}"
-if [[ ! -x "$NOMA" ]]; then
-  (cd "$here" && cargo build --release --quiet)
-fi
-NOMA="$(cd "$(dirname "$NOMA")" && pwd)/$(basename "$NOMA")"
+# shellcheck source=benches/common.sh
+source "$here/benches/common.sh"
+bench_noma
 REF_MCP="${REF_MCP:-/tmp/chainless-ref/packages/mcp-server/dist/index.js}"
 SECTIONS="${SECTIONS:-918}"
 CALLS="${CALLS:-40}"
@@ -35,12 +32,7 @@ revisions=("$@")
 [[ ${#revisions[@]} -eq 0 ]] && revisions=(2025-06-18)
 WORK="${WORK:-$(mktemp -d)}"
 mkdir -p "$WORK"
-export GIT_CONFIG_NOSYSTEM=1
-export HOME="$WORK/.home"
-mkdir -p "$HOME"
-git config --global user.name bench
-git config --global user.email bench@example.com
-git config --global init.defaultBranch main
+bench_home "$WORK"
 
 repo="$WORK/repo"
 rm -rf "$repo"

@@ -30,12 +30,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$here/target}"
-NOMA="${NOMA:-$target/release/noma}"
-if [[ ! -x "$NOMA" ]]; then
-  (cd "$here" && cargo build --release --quiet)
-fi
-NOMA="$(cd "$(dirname "$NOMA")" && pwd)/$(basename "$NOMA")"
+# shellcheck source=benches/common.sh
+source "$here/benches/common.sh"
+bench_noma
 RUNS="${RUNS:-5}"
 n="${1:-1000000}"
 rn="${2:-100000}"
@@ -44,12 +41,7 @@ mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 export NOMA_MAX_FILE_BYTES=4000000000
 export NOMA_SIGNING_PRINCIPAL=bench@example.com
-export GIT_CONFIG_NOSYSTEM=1
-export HOME="$WORK/.home"
-mkdir -p "$HOME"
-git config --global user.name bench
-git config --global user.email bench@example.com
-git config --global init.defaultBranch main
+bench_home "$WORK"
 
 ops_file() { # $1 = file, $2 = first global index, $3 = count
   python3 - "$1" "$2" "$3" <<'PY'

@@ -46,13 +46,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$here/target}"
-NOMA="${NOMA:-$target/release/noma}"
-if [[ ! -x "$NOMA" ]]; then
-  (cd "$here" && cargo build --release --quiet)
-fi
+# shellcheck source=benches/common.sh
+source "$here/benches/common.sh"
+bench_noma
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
-NOMA="$(abs "$NOMA")"
 NOMA_B="${NOMA_B:+$(abs "$NOMA_B")}"
 RUNS="${RUNS:-5}"
 SCENARIOS="${SCENARIOS-replay hook patch reconcile}"
@@ -62,12 +59,7 @@ sizes=("$@")
 WORK="${WORK:-$(mktemp -d)}"
 mkdir -p "$WORK"
 export NOMA_MAX_FILE_BYTES=4000000000
-export GIT_CONFIG_NOSYSTEM=1
-export HOME="$WORK/.home"
-mkdir -p "$HOME"
-git config --global user.name bench
-git config --global user.email bench@example.com
-git config --global init.defaultBranch main
+bench_home "$WORK"
 
 # Runs "$@" once under /usr/bin/time; appends "wall_s peak_kib" to $1's file.
 timed() {

@@ -307,6 +307,12 @@ impl McpClient {
 
     /// [`McpClient::start`] with more arguments (`--signing-key FILE`).
     pub fn start_with(root: &Path, args: &[&str]) -> McpClient {
+        McpClient::start_at(root, "2025-06-18", args)
+    }
+
+    /// [`McpClient::start_with`], negotiating protocol revision `version`
+    /// (asserted to be the one the server answers).
+    pub fn start_at(root: &Path, version: &str, args: &[&str]) -> McpClient {
         use std::process::Stdio;
         let mut child = Command::new(NOMA)
             .arg("mcp")
@@ -329,10 +335,11 @@ impl McpClient {
         };
         let init = m.request(
             "initialize",
-            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            serde_json::json!({"protocolVersion": version, "capabilities": {},
                    "clientInfo": {"name": "test", "version": "1"}}),
         );
         assert_eq!(init["result"]["serverInfo"]["name"], "noma", "{init}");
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
         m.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         m
     }
@@ -346,23 +353,37 @@ impl McpClient {
 
     /// Reads the next line the server writes.
     pub fn recv(&mut self) -> serde_json::Value {
+        self.recv_sized().0
+    }
+
+    /// [`McpClient::recv`] with the line's length in bytes.
+    pub fn recv_sized(&mut self) -> (serde_json::Value, usize) {
         use std::io::BufRead;
         let mut line = String::new();
         assert!(self.out.read_line(&mut line).unwrap() > 0, "server EOF");
-        serde_json::from_str(&line).unwrap()
+        (serde_json::from_str(&line).unwrap(), line.len())
     }
 
     /// Sends a request and returns its response (other lines are skipped).
     pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.request_sized(method, params).0
+    }
+
+    /// [`McpClient::request`] with the response line's length in bytes.
+    pub fn request_sized(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> (serde_json::Value, usize) {
         self.next_id += 1;
         let id = serde_json::json!(self.next_id);
         self.send(
             &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
         );
         loop {
-            let v = self.recv();
+            let (v, len) = self.recv_sized();
             if v["id"] == id {
-                return v;
+                return (v, len);
             }
         }
     }

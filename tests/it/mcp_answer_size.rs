@@ -5,87 +5,19 @@
 //! summary pointing to `structuredContent`, while a small one keeps its
 //! JSON text; `--full-text` restores the full copy for every revision.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{mcp_repo, NOMA};
+use crate::common::{mcp_repo, McpClient, NOMA};
 
-/// One `noma mcp` session at a given revision.
-struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    out: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(root: &Path, version: &str, args: &[&str]) -> Session {
-        let mut child = Command::new(NOMA)
-            .arg("mcp")
-            .args(args)
-            .current_dir(root)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Session {
-            child,
-            stdin,
-            out,
-            next_id: 0,
-        };
-        let (init, _) = s.request(
-            "initialize",
-            json!({"protocolVersion": version, "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        s
-    }
-
-    fn send(&mut self, v: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The response to one request and the length of its line.
-    fn request(&mut self, method: &str, params: Value) -> (Value, usize) {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(self.out.read_line(&mut line).unwrap() > 0, "server EOF");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return (v, line.len());
-            }
-        }
-    }
-
-    /// A tool's result (not a JSON-RPC error) and its line's length.
-    fn call(&mut self, tool: &str, args: Value) -> (Value, usize) {
-        let (r, len) = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let result = r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
-        assert!(result["structuredContent"].is_object(), "{r}");
-        assert_eq!(result["content"].as_array().map(Vec::len), Some(1), "{r}");
-        (result.clone(), len)
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin.take());
-        assert!(self.child.wait().unwrap().success());
-    }
+/// A tool's result (not a JSON-RPC error) and its line's length.
+fn call(s: &mut McpClient, tool: &str, args: Value) -> (Value, usize) {
+    let (r, len) = s.request_sized("tools/call", json!({"name": tool, "arguments": args}));
+    let result = r.get("result").unwrap_or_else(|| panic!("{tool}: {r}"));
+    assert!(result["structuredContent"].is_object(), "{r}");
+    assert_eq!(result["content"].as_array().map(Vec::len), Some(1), "{r}");
+    (result.clone(), len)
 }
 
 fn text_of(result: &Value) -> &str {
@@ -116,8 +48,8 @@ fn a_big_result_is_sent_once_from_2025_06_18_and_twice_before() {
     let doc = json!({"file": "a.noma"});
     let mut sizes = Vec::new();
     for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
-        let mut s = Session::start(dir.path(), version, &[]);
-        let (read, len) = s.call("read_doc", doc.clone());
+        let mut s = McpClient::start_at(dir.path(), version, &[]);
+        let (read, len) = call(&mut s, "read_doc", doc.clone());
         assert_eq!(read["isError"], false, "{read}");
         let blocks = read["structuredContent"]["blocks"]
             .as_array()
@@ -141,13 +73,13 @@ fn a_big_result_is_sent_once_from_2025_06_18_and_twice_before() {
         }
         // Small bodies keep their JSON text in every revision: a host that
         // shows the model only text still sees a patch's outcome and code.
-        let (valid, _) = s.call("validate_doc", doc.clone());
+        let (valid, _) = call(&mut s, "validate_doc", doc.clone());
         assert_full_copy(&valid);
         let refused = json!({"file": "a.noma", "op": {"op": "delete_block", "id": "nope"}});
-        let (r, _) = s.call("patch_block", refused);
+        let (r, _) = call(&mut s, "patch_block", refused);
         assert_eq!(r["structuredContent"]["code"], "target_missing", "{r}");
         assert_full_copy(&r);
-        let (missing, _) = s.call("read_doc", json!({"file": "nope.noma"}));
+        let (missing, _) = call(&mut s, "read_doc", json!({"file": "nope.noma"}));
         assert_eq!(missing["isError"], true, "{missing}");
         assert_full_copy(&missing);
         s.finish();
@@ -162,10 +94,10 @@ fn a_big_result_is_sent_once_from_2025_06_18_and_twice_before() {
 fn full_text_sends_the_json_copy_to_every_revision() {
     let dir = big_repo();
     for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
-        let mut s = Session::start(dir.path(), version, &["--full-text"]);
-        let (read, _) = s.call("read_doc", json!({"file": "a.noma"}));
+        let mut s = McpClient::start_at(dir.path(), version, &["--full-text"]);
+        let (read, _) = call(&mut s, "read_doc", json!({"file": "a.noma"}));
         assert_full_copy(&read);
-        let (log, _) = s.call("transcript_read", json!({"file": "a.noma"}));
+        let (log, _) = call(&mut s, "transcript_read", json!({"file": "a.noma"}));
         assert_full_copy(&log);
         s.finish();
     }
