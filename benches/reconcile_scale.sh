@@ -7,7 +7,8 @@
 # Usage: benches/reconcile_scale.sh [N [SIGNED_REPLAY_N]]   (default: 1000000 100000)
 #   NOMA=path   the binary (default: $CARGO_TARGET_DIR/release/noma, built if missing)
 #   RUNS=k      timed runs of each command (default 5, after one untimed run each),
-#               the two commands of a row alternating (farm-bench --vs)
+#               the two commands of a row alternating (bench_pair in
+#               benches/common.sh: /usr/bin/time, ratios pair by pair)
 #   WORK=dir    where the repositories go (default: a new temporary directory);
 #               repositories already built there are reused
 #
@@ -16,7 +17,7 @@
 # --inplace --ops` requests of 10,000 `update_attribute` ops (the signed one
 # with `--key`, every record signed, `provenance: signatures: required` and
 # `.noma/allowed_signers` committed on main), then a branch `agent` with 10
-# more records (one request). Rows (farm-bench medians and pairwise ratios):
+# more records (one request). Rows (medians and pairwise ratios):
 #   reconcile-warm vs cat-file   `noma reconcile --base main --format json` on
 #                                 `agent` after one untimed run (the checkpoint
 #                                 remembered) / `git cat-file blob
@@ -98,13 +99,12 @@ for kind in plain signed; do
   (cd "$WORK/$kind$n" && "${reconcile[@]}" >"$WORK/verdict-$kind.json") ||
     { echo "reconcile of $kind$n failed:" >&2; tail -c 2000 "$WORK/verdict-$kind.json" >&2; exit 1; }
 done
-fb=(farm-bench -n "$RUNS" --timeout 3000)
 echo "== reconcile-warm ($n records + 10) vs one git cat-file blob of the transcript"
-(cd "$WORK/plain$n" && "${fb[@]}" --vs "sh -c 'exec git cat-file blob agent:doc.noma.patches >/dev/null'" \
-  -- "${reconcile[@]}")
+(cd "$WORK/plain$n" && bench_pair "$RUNS" "exec ${reconcile[*]}" \
+  "exec git cat-file blob agent:doc.noma.patches")
 echo "== reconcile-warm, provenance on (every record signed) vs off"
-(cd "$WORK/signed$n" && "${fb[@]}" --vs "sh -c 'cd $WORK/plain$n && exec ${reconcile[*]}'" \
-  -- "${reconcile[@]}")
+(cd "$WORK/signed$n" && bench_pair "$RUNS" "exec ${reconcile[*]}" \
+  "cd $WORK/plain$n && exec ${reconcile[*]}")
 
 # Signed replay of rn records: no repository, the key's principal from the
 # environment, trusted through .noma/allowed_signers in the directory.
@@ -126,5 +126,5 @@ fi
 echo "== replay --signatures vs replay, $rn signed records"
 (cd "$rdir" && "$NOMA" replay doc.noma --base start.noma --signatures >/dev/null) ||
   { echo "replay --signatures failed" >&2; exit 1; }
-(cd "$rdir" && "${fb[@]}" --vs "$NOMA replay doc.noma --base start.noma" \
-  -- "$NOMA" replay doc.noma --base start.noma --signatures)
+(cd "$rdir" && bench_pair "$RUNS" "exec $NOMA replay doc.noma --base start.noma --signatures" \
+  "exec $NOMA replay doc.noma --base start.noma")
