@@ -38,21 +38,6 @@ mkdir -p "$WORK"
 export NOMA_MAX_FILE_BYTES=4000000000
 bench_home "$WORK"
 
-# Runs "$@" once under /usr/bin/time; appends "wall_s peak_kib" to $1's file.
-timed() {
-  local out="$1"
-  shift
-  local t
-  t="$(mktemp)"
-  if ! /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null 2>"$t.err"; then
-    echo "failed: $*" >&2
-    cat "$t.err" >&2
-    exit 1
-  fi
-  cat "$t" >>"$out"
-  rm -f "$t" "$t.err"
-}
-
 # A shell that execs noma (so the figures are noma's); its first argument
 # is the mode: `cold` removes the block cache first (a few ms of rm).
 EXEC=(bash -c '[[ "$1" == cold ]] && rm -rf .noma/cache; shift; exec "$@"' bash)

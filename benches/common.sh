@@ -25,6 +25,22 @@ bench_home() {
   git config --global init.defaultBranch main
 }
 
+# timed FILE CMD...: runs CMD once under /usr/bin/time and appends
+# "wall_s peak_kib" to FILE; a failing run stops the script.
+timed() {
+  local out="$1"
+  shift
+  local t
+  t="$(mktemp)"
+  if ! /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null 2>"$t.err"; then
+    echo "failed: $*" >&2
+    cat "$t.err" >&2
+    exit 1
+  fi
+  cat "$t" >>"$out"
+  rm -f "$t" "$t.err"
+}
+
 # bench_pair RUNS A B: the shell commands A and B (run by `sh -c`) in turn,
 # one untimed run of each first, then RUNS timed runs of each, A B A B ...,
 # each under /usr/bin/time. Prints each one's median wall and CPU seconds

@@ -61,21 +61,6 @@ mkdir -p "$WORK"
 export NOMA_MAX_FILE_BYTES=4000000000
 bench_home "$WORK"
 
-# Runs "$@" once under /usr/bin/time; appends "wall_s peak_kib" to $1's file.
-timed() {
-  local out="$1"
-  shift
-  local t
-  t="$(mktemp)"
-  if ! /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null 2>"$t.err"; then
-    echo "failed: $*" >&2
-    cat "$t.err" >&2
-    exit 1
-  fi
-  cat "$t" >>"$out"
-  rm -f "$t" "$t.err"
-}
-
 # Every timed process is a shell that execs noma (so the figures are noma's)
 # with @PID@ in its arguments replaced by the process id: one more patch then
 # applies whatever ran before it.

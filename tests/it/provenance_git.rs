@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use noma_core::doc::hash::sha256_hex;
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, keygen, text, McpClient, Repo};
+use crate::common::{assert_ran, keygen, signed_policy, text, McpClient, Repo};
 
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
@@ -18,7 +18,6 @@ struct Setup {
     r: Repo,
     person: PathBuf,
     agent: PathBuf,
-    agent_pub: String,
 }
 
 /// main: plan.noma with its genesis record, `signatures: required`,
@@ -27,31 +26,14 @@ struct Setup {
 /// `.gitattributes` line `noma init` wrote (no step of the test's).
 fn setup() -> Setup {
     let r = Repo::with_genesis_record(DOC);
-    let (person, person_pub) = keygen(&r, "alice");
-    let (agent, agent_pub) = keygen(&r, "bot");
-    let mut config = r.read(".noma/config.yml");
-    config.push_str(
-        "provenance:\n  signatures: required\n  agents_need_approval: true\n  agent_principals: [\"*@agents.example\"]\n",
-    );
-    r.write(".noma/config.yml", &config);
-    r.write(
-        ".noma/allowed_signers",
-        &format!(
-            "alice@example.com namespaces=\"noma\" {person_pub}\nbot@agents.example namespaces=\"noma\" {agent_pub}\n"
-        ),
-    );
+    let (person, agent) = signed_policy(&r);
     assert!(
         r.read(".gitattributes")
             .contains("\n*.noma.provenance merge=union\n"),
         "noma init routes sidecars to the union driver"
     );
     r.commit_all("provenance on");
-    Setup {
-        r,
-        person,
-        agent,
-        agent_pub,
-    }
+    Setup { r, person, agent }
 }
 
 impl Setup {
@@ -389,7 +371,6 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
     );
     r.commit_all("approval of another draft");
     s.fails_with("[approval-invalid] plan.noma.patches:2");
-    let _ = &s.agent_pub;
 }
 
 /// ssh-keygen verifies what noma signed over the payload noma prints, and
