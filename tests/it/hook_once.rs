@@ -203,3 +203,28 @@ fn after_cache_clear_the_committed_transcript_is_read_again() {
         r.commit_all("append");
     }
 }
+
+/// A branch that commits the block cache brings its rows with it on
+/// checkout: the hook then reads the committed transcript itself, as
+/// `noma reconcile` ignores such a cache. Shown as in the fast-path test:
+/// with HEAD's transcript object gone, the append is no longer accepted.
+#[test]
+fn a_committed_cache_is_not_trusted() {
+    for env in MODES {
+        let r = repo(env);
+        let head = blob(&r, "HEAD");
+        assert!(remembered(&r, &head).is_some(), "{env}");
+        r.ok(&["add", "-f", ".noma/cache"]);
+        r.ok(&["commit", "-q", "--no-verify", "-m", "a cache in the tree"]);
+        assert_eq!(blob(&r, "HEAD"), head, "{env}");
+        assert!(remembered(&r, &head).is_some(), "{env}");
+        let (file, bytes) = remove_object(&r, &head);
+        r.agent_patch("plan.noma", &op("b", "BETA"));
+        r.ok(&["add", "-A"]);
+        let (ok, out) = r.try_commit("the row is the branch's word");
+        assert!(!ok, "{env}: the committed transcript must be read: {out}");
+        std::fs::write(&file, bytes).unwrap();
+        let (ok, out) = r.try_commit("it is back");
+        assert!(ok, "{env}: {out}");
+    }
+}

@@ -90,7 +90,11 @@ impl Guard<'_> {
     /// by reading both, remembering how the committed one ends. None when
     /// it is no append or a stream fails.
     fn extended(&self, head_id: Oid, staged_id: Oid) -> Option<Extended> {
-        if let Some(end) = self.cache.transcript_end(head_id.as_bytes()) {
+        let remembered = self
+            .cache_is_this_machines()
+            .then(|| self.cache.transcript_end(head_id.as_bytes()))
+            .flatten();
+        if let Some(end) = remembered {
             let mut s = self.repo.blob_stream(staged_id).ok()?;
             if let Ok(Some(x)) = prefix::extension_after(&end, &mut s) {
                 return Some(x);
@@ -104,5 +108,14 @@ impl Guard<'_> {
         self.cache
             .remember_transcript_ends(&[(head_id.as_bytes(), &x.committed)]);
         Some(x)
+    }
+
+    /// False when HEAD commits the block cache (`.noma/cache`): a checkout
+    /// then wrote the branch's file over this machine's, and a forged row
+    /// could pass a rewritten history, as `noma reconcile` refuses too.
+    fn cache_is_this_machines(&self) -> bool {
+        let dir = crate::install::init::CACHE_IGNORE.trim_end_matches('/');
+        self.head
+            .is_none_or(|h| !self.repo.has_path_at(h, dir).unwrap_or(true))
     }
 }
