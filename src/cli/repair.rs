@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use super::Format;
-use noma_git::merge::unjoin as joined;
+use noma_git::merge::unjoin_file::unjoin_file;
+use noma_merge::unjoin as joined;
 use noma_store::engine;
 
 /// Arguments of `noma repair`.
@@ -67,7 +68,7 @@ pub fn run(args: Args) -> i32 {
     // A transcript two branches' records were joined into is made linear
     // first: until then the document is no state of it.
     let unjoined = if tpath.is_file() {
-        match joined::unjoin_file(&args.file, &tpath) {
+        match unjoin_file(&args.file, &tpath) {
             Ok(u) => u,
             Err(e) => {
                 eprintln!("noma repair: {e}");

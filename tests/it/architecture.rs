@@ -1,10 +1,10 @@
 //! What the compiler cannot see about the architecture. The crate graph
-//! itself (`noma-core` → `noma-store` → `noma-git` → `noma-mcp`, `noma-lsp`
-//! over `noma-core` and `noma-store`, and the
+//! itself (`noma-core` → `noma-store` → `noma-merge` → `noma-git` →
+//! `noma-mcp`, `noma-lsp` over `noma-core` and `noma-store`, and the
 //! `noma` binary on top; see `.noma/architecture.noma`) is enforced by
 //! Cargo: a crate cannot import one it does not depend on. Checked here:
-//! the graph is the documented one and `noma-core` pulls in no git,
-//! database or async crate; the engine crates keep no state behind their
+//! the graph is the documented one and the pure crates ([`PURE_CRATES`])
+//! pull in no git, database or async crate; the engine crates keep no state behind their
 //! callers (a thread-local or static cache); only `noma-git`'s `git`
 //! module names `git2`; inside a crate no two top-level modules and no two
 //! sibling files import each other; no function outgrows what a reader
@@ -19,12 +19,16 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's crates and the workspace crates each may depend on
 /// (normal dependencies): the crate graph of `.noma/architecture.noma`.
-const CRATE_GRAPH: [(&str, &[&str]); 7] = [
+const CRATE_GRAPH: [(&str, &[&str]); 8] = [
     ("noma-core", &[]),
     ("noma-store", &["noma-core"]),
-    ("noma-git", &["noma-core", "noma-store"]),
+    ("noma-merge", &["noma-core", "noma-store"]),
+    ("noma-git", &["noma-core", "noma-merge", "noma-store"]),
     ("noma-verify", &["noma-core", "noma-store"]),
-    ("noma-mcp", &["noma-core", "noma-git", "noma-store"]),
+    (
+        "noma-mcp",
+        &["noma-core", "noma-git", "noma-merge", "noma-store"],
+    ),
     ("noma-lsp", &["noma-core", "noma-store"]),
     (
         "noma",
@@ -33,15 +37,21 @@ const CRATE_GRAPH: [(&str, &[&str]); 7] = [
             "noma-git",
             "noma-lsp",
             "noma-mcp",
+            "noma-merge",
             "noma-store",
             "noma-verify",
         ],
     ),
 ];
 
-/// Crates `noma-core` must never pull in, directly or through another
-/// crate: git, SQLite, an async runtime, the MCP SDK.
-const NOT_IN_CORE: [&str; 6] = [
+/// The crates that need no repository, database or server (bytes in,
+/// bytes out): none may pull in a crate of [`NOT_IN_PURE`], directly or
+/// through another crate.
+const PURE_CRATES: [&str; 2] = ["noma-core", "noma-merge"];
+
+/// Crates the [`PURE_CRATES`] must never pull in: git, SQLite, an async
+/// runtime, the MCP SDK.
+const NOT_IN_PURE: [&str; 6] = [
     "git2",
     "libgit2-sys",
     "rusqlite",
@@ -108,20 +118,27 @@ fn dependency_names(krate: &str) -> Vec<String> {
     names
 }
 
-#[test]
-fn noma_core_depends_on_no_git_database_or_async_crate() {
-    let core = dependency_names("noma-core");
+/// The crates of [`NOT_IN_PURE`] that `krate` pulls in.
+fn forbidden_in_pure(krate: &str) -> Vec<String> {
+    let deps = dependency_names(krate);
     assert!(
-        core.iter().any(|n| n == "serde_json"),
-        "cargo tree shows no dependencies: {core:?}"
+        deps.iter().any(|n| n == "serde_json"),
+        "cargo tree shows no dependencies of {krate}: {deps:?}"
     );
-    let bad: Vec<&String> = core
-        .iter()
-        .filter(|n| NOT_IN_CORE.contains(&n.as_str()))
-        .collect();
-    assert!(bad.is_empty(), "noma-core depends on {bad:?}");
-    // The check sees them where they are.
-    let git = dependency_names("noma-git");
+    deps.into_iter()
+        .filter(|n| NOT_IN_PURE.contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn pure_crates_depend_on_no_git_database_or_async_crate() {
+    for krate in PURE_CRATES {
+        let bad = forbidden_in_pure(krate);
+        assert!(bad.is_empty(), "{krate} depends on {bad:?}");
+    }
+    // The check sees them where they are: a pure crate that added one
+    // (directly or through a crate that has it) would fail as noma-git does.
+    let git = forbidden_in_pure("noma-git");
     assert!(
         git.iter().any(|n| n == "git2") && git.iter().any(|n| n == "rusqlite"),
         "{git:?}"

@@ -369,7 +369,7 @@ fn f_appends_to_a_long_transcript_merge_cleanly_as_the_whole_reconciliation_says
     let mut find = |sha: &str| {
         (noma_core::doc::hash::sha256_hex(start.as_bytes()) == sha).then(|| start.clone())
     };
-    let whole = noma_git::merge::transcript::reconcile_transcripts(
+    let whole = noma_merge::transcript::reconcile_transcripts(
         ours_t.as_bytes(),
         theirs_t.as_bytes(),
         Some(base_t.as_bytes()),

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use noma_core::transcript::{Actor, ActorKind};
-use noma_git::merge::{merge_documents, reconcile, Labels, Side};
+use noma_merge::blocks::{merge_documents, Labels};
+use noma_merge::transcript::{reconcile, Side};
 use noma_store::engine::{chain_and_serialise, plan, Context, Options};
 
 const BLOCKS: usize = 8;

@@ -324,7 +324,7 @@ fn a_branch_behind_a_moved_base_reports_and_writes_the_same_read_whole_or_stream
             (noma_core::doc::hash::sha256_hex(mb_doc.as_bytes()) == sha).then(|| mb_doc.clone())
         };
         let head_doc = show("feature", "plan.noma");
-        let expected = noma_git::merge::transcript::reconcile_transcripts(
+        let expected = noma_merge::transcript::reconcile_transcripts(
             show("feature", "plan.noma.patches").as_bytes(),
             show("main", "plan.noma.patches").as_bytes(),
             Some(show(&mb, "plan.noma.patches").as_bytes()),

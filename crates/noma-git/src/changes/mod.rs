@@ -10,7 +10,7 @@
 //! the index (so unchanged files are settled by the index's stat data),
 //! restricted to `*.noma`; only those documents are read. Block tables come
 //! from the [`BlockCache`] (old versions keyed by blob id), so a repeated
-//! query hashes nothing new. The block diff itself is [`diff`].
+//! query hashes nothing new. The block diff itself is [`noma_merge::diff`].
 //!
 //! Documents: a document added since the base is `added` and its top-level
 //! blocks are listed as `added` (their children are part of them); a deleted
@@ -30,7 +30,6 @@
 //! honour too. `bypass_cache` ignores both and the block cache.
 
 pub mod ask;
-pub mod diff;
 #[cfg(target_os = "linux")]
 mod index_file;
 #[cfg(target_os = "linux")]
@@ -96,7 +95,7 @@ use crate::cache::{BlockCache, DocInfo};
 use crate::git::repo::Repo;
 use noma_core::doc::hash::{block_hashes, sha256_hex};
 
-pub use diff::{diff_blocks, diff_docs, BlockChange, Change, DocDiff, Side};
+use noma_merge::diff::{diff_blocks, BlockChange, Change, DocDiff, Side};
 
 /// A changed-blocks query.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]

@@ -149,4 +149,13 @@ mod tests {
             "no changed documents since main (merge base 0123456789ab)\n"
         );
     }
+
+    #[test]
+    fn a_block_moved_and_edited_says_both() {
+        let old = "# A\n\n::claim{id=\"c\"}\nOne.\n::\n\n# B\n\nText.\n";
+        let new = "# A\n\n# B\n\nText.\n\n::claim{id=\"c\"}\nTwo.\n::\n";
+        let d = noma_merge::diff::diff_docs(old, new);
+        assert_eq!(d.changes.len(), 1, "{:?}", d.changes);
+        assert!(block_line(&d.changes[0]).contains("moved+modified"));
+    }
 }

@@ -13,8 +13,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{FileMerge, Labels, Versions};
+use super::{FileMerge, Versions};
 use crate::git::repo::Repo;
+use noma_merge::blocks::Labels;
 use noma_store::fsio::{self, LockedTranscript};
 
 const MARKERS: [&[u8]; 4] = [b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"];
@@ -198,7 +199,7 @@ pub(super) fn merge_document(
         tr.ours.as_deref().unwrap_or_default(),
         tr.theirs.as_deref().unwrap_or_default(),
     );
-    let r = super::transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find)
+    let r = noma_merge::transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find)
         .map_err(|e| e.to_string())?;
     let base = tr
         .base

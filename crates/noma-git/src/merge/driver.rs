@@ -11,8 +11,9 @@ use std::path::Path;
 use noma_core::diag::shell_word;
 use noma_core::transcript::{document_path, transcript_path};
 
-use super::{FileMerge, Labels, Versions};
+use super::{FileMerge, Versions};
 use crate::git::repo::Repo;
+use noma_merge::blocks::Labels;
 
 /// What git passes the driver.
 #[derive(Debug, Clone, Copy)]

@@ -18,7 +18,7 @@
 //! Both drivers compute the same reconciliation
 //! ([`transcript::reconcile_transcripts`]): ours is kept as a byte prefix
 //! and their records whose op we lack are re-applied onto our final state
-//! (see [`succession`] for op identity), unless the merge base holds the
+//! (see [`noma_merge::succession`] for op identity), unless the merge base holds the
 //! record too: then our side removed it (a cherry-pick of a later commit,
 //! `rebase -i` dropping one) and it stays removed. A base record only
 //! theirs removed (`git revert`) is not reconcilable. Neither driver reads the merge's
@@ -35,7 +35,7 @@
 //! what the reconciliation computes too.
 //!
 //! Without transcripts (or when they do not explain the documents) the
-//! document falls back to [`blocks::merge_documents`]; a transcript that
+//! document falls back to [`noma_merge::blocks::merge_documents`]; a transcript that
 //! cannot be reconciled is left as ours and reported as a conflict.
 //!
 //! The transcript driver's everyday merge, where the base's transcript is
@@ -44,9 +44,7 @@
 //! and messages, without holding a transcript (decision
 //! `merge-driver-appends`).
 
-pub mod blocks;
 mod checkpoint;
-pub mod clashes;
 pub mod conflicted;
 pub mod driver;
 pub mod moved;
@@ -54,15 +52,11 @@ mod proved;
 pub mod reconcile;
 pub mod report;
 mod streamed;
-pub mod succession;
 pub mod summary;
-#[cfg(test)]
-mod test_support;
-pub mod transcript;
-pub mod unjoin;
+pub mod unjoin_file;
 
-pub use blocks::{merge_documents, BlockConflict, DocMerge, Labels};
-pub use transcript::{reconcile, OpConflict, Reconciled, Side, Unreconcilable};
+use noma_merge::blocks::{merge_documents, Labels};
+use noma_merge::transcript::{self, OpConflict, Reconciled, Unreconcilable};
 
 use crate::git::repo::Repo;
 use noma_core::doc::hash::sha256_hex;
@@ -357,8 +351,8 @@ fn reconciled_transcript(conflicts: &[OpConflict], content: Vec<u8>) -> FileMerg
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::{body, extend, BASE};
     use super::*;
+    use noma_merge::test_support::{body, extend, BASE};
 
     #[test]
     fn the_prefix_ending_at_a_state_is_the_base_transcript() {

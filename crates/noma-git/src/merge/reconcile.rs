@@ -7,7 +7,7 @@
 //! ([`super::succession`]: an append, or what merging the base into the
 //! branch wrote) and replays to HEAD's exact bytes; and the base
 //! revision's newer records re-apply onto the branch without conflict
-//! ([`super::transcript::reconcile_transcripts`] with ours = HEAD). With
+//! ([`noma_merge::transcript::reconcile_transcripts`] with ours = HEAD). With
 //! `write`, that result is written to the work tree: the branch's
 //! transcript stays a byte prefix, so the commit passes the pre-commit
 //! hook, and it is the same bytes `git merge <base>` on the branch writes.
@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::transcript::Reconciled;
 use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::{shell_word, Severity};
 use noma_core::doc::hash::{block_hashes, BlockHash};
 use noma_core::transcript::{replay, transcript_path};
+use noma_merge::transcript::Reconciled;
 
 mod prefetch;
 mod removal;
@@ -524,7 +524,7 @@ impl Branch<'_> {
             rep.branch_records = appended;
             return Ok(());
         }
-        let res = super::transcript::reconcile_transcripts(
+        let res = noma_merge::transcript::reconcile_transcripts(
             files.head_transcript(),
             files.base_t.as_deref().unwrap_or_default(),
             files.mb_t.as_deref(),
@@ -705,7 +705,7 @@ fn check_history(
 ) {
     let (prefix, head_tb) = (files.prefix(), files.head_transcript());
     let succ = (!head_tb.starts_with(prefix))
-        .then(|| super::succession::check(prefix, head_tb, head_doc, find));
+        .then(|| noma_merge::succession::check(prefix, head_tb, head_doc, find));
     if let Some(Err(v)) = &succ {
         rep.append_only = false;
         let diverged = v.kind == "replay" || v.kind == "base-unknown";
@@ -765,9 +765,9 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     let r = replay::replay_after(after, tail, text(&files.mb_doc), head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
-    if let Some(join) = super::unjoin::find_join(files.head_transcript()) {
+    if let Some(join) = noma_merge::unjoin::find_join(files.head_transcript()) {
         // Two branches' records kept one after the other: one cause, one fix.
-        let advice = super::unjoin::advice(&rep.path, join);
+        let advice = noma_merge::unjoin::advice(&rep.path, join);
         let mut f = finding("error", "transcript-joined", &files.tpath, advice);
         f.line = Some(join.second_line);
         rep.findings.push(f);
@@ -894,7 +894,7 @@ fn innermost<'i>(ids: &[&'i str], hashes: &[BlockHash]) -> BTreeSet<&'i str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::merge::test_support::{body, extend, find, BASE};
+    use noma_merge::test_support::{body, extend, find, BASE};
     use noma_testutil::git;
 
     fn files(mb_t: &[u8], base_t: &[u8], head_t: &[u8]) -> DocFiles {
@@ -927,7 +927,7 @@ mod tests {
                         .then(|| mb_doc.clone())
                 })
             };
-            let full = crate::merge::transcript::reconcile_transcripts(
+            let full = noma_merge::transcript::reconcile_transcripts(
                 &head_t,
                 &mb_t,
                 Some(&mb_t),

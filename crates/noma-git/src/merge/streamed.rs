@@ -5,8 +5,8 @@
 //! transcript keeps ours as a byte prefix, so it is written by appending to
 //! `%A`.
 //!
-//! The answer must be [`super::transcript::reconcile_transcripts`]'s, byte
-//! for byte, so both run [`super::transcript::rebase_tails`] on the same
+//! The answer must be [`noma_merge::transcript::reconcile_transcripts`]'s, byte
+//! for byte, so both run [`noma_merge::transcript::rebase_tails`] on the same
 //! records; what the whole path learns from the common prefix is learnt
 //! here in one pass over the base, a line at a time:
 //!
@@ -38,11 +38,13 @@ use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::prefix::{self, Extension};
 use noma_core::transcript::{parse_record, split_lines, PatchResult, Record};
 
-use super::succession::origin;
-use super::transcript::{last_applied_post, rebase_tails, start_doc, Merged, Reconciled, Tails};
 use super::FileMerge;
 use crate::git::repo::Repo;
 use crate::git::Oid;
+use noma_merge::succession::origin;
+use noma_merge::transcript::{
+    last_applied_post, rebase_tails, start_doc, Merged, Reconciled, Tails,
+};
 
 /// One transcript, read from its start each time it is opened (the base
 /// is read twice).
@@ -102,7 +104,7 @@ pub(super) fn merge_transcript_files(
     ))
 }
 
-/// [`super::transcript::reconcile_transcripts`] of `[base, ours, theirs]`
+/// [`noma_merge::transcript::reconcile_transcripts`] of `[base, ours, theirs]`
 /// read as streams; see the module's doc.
 pub(super) fn reconcile_streams(
     [base, ours, theirs]: [&dyn Source; 3],
@@ -286,10 +288,10 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-    use super::super::test_support::{body, BASE};
-    use super::super::transcript::{reconcile_transcripts, Unreconcilable};
     use super::super::{merge_transcript, Versions};
     use super::*;
+    use noma_merge::test_support::{body, BASE};
+    use noma_merge::transcript::{reconcile_transcripts, Unreconcilable};
 
     /// Applies `ops` one at a time from `doc`, appending every record (a
     /// rejected op's too) to `t`; each document passed through joins `docs`.

@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use super::reconcile::{DocReport, Finding};
 use crate::cache::BlockCache;
-use crate::changes::{self, BlockChange, Query};
+use crate::changes::{self, Query};
 use crate::git::repo::Repo;
 use crate::provenance::verify::{signer_matches_actor, RecordStatus};
+use noma_merge::diff::BlockChange;
 
 /// Rows (blocks plus findings) a document shows before its section folds.
 pub const OPEN_ROWS: usize = 8;

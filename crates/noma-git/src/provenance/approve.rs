@@ -8,7 +8,8 @@ use noma_core::transcript::{self, Entry, Record};
 use noma_store::engine::default_transcript_path;
 
 use super::{approval, check, writer, Signer, Trust};
-use crate::changes::{diff_docs, report::block_line, DocDiff};
+use crate::changes::report::block_line;
+use noma_merge::diff::{diff_docs, DocDiff};
 
 /// What an approval would cover.
 pub struct Plan {

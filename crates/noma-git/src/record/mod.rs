@@ -39,13 +39,11 @@
 //! at a time from the state found (`state`). Under the lock, the
 //! transcript's length and last line show that nobody wrote since.
 
-mod narrow;
-mod ops;
 mod place;
 mod scan;
 mod state;
 
-pub use ops::{edit_ops, TextEditsOff};
+use noma_merge::ops::{edit_ops, TextEditsOff};
 
 use noma_core::diag::shell_word;
 use std::path::{Path, PathBuf};
@@ -188,7 +186,7 @@ pub enum CannotRecord {
     Joined {
         /// The transcript.
         transcript: PathBuf,
-        /// What to do ([`crate::merge::unjoin::advice`]).
+        /// What to do ([`noma_merge::unjoin::advice`]).
         advice: String,
     },
     /// A line of the transcript is not a valid record.
@@ -236,7 +234,10 @@ pub enum CannotRecord {
         from_committed: bool,
     },
     /// Only text ops could record the edit, and the policy forbids them.
-    #[error(transparent)]
+    #[error(
+        "{0} ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
+        config = crate::config::CONFIG_PATH
+    )]
     TextEditsOff(#[from] TextEditsOff),
     /// The planned records do not reproduce the file.
     #[error("the engine did not reproduce the file with the computed ops; nothing was recorded")]

@@ -524,3 +524,18 @@ fn the_witness_under_the_lock_sees_every_write() {
         assert_eq!(whole.unchanged(&mut locked).unwrap(), whole_same, "{what}");
     }
 }
+
+/// The policy file is named where the refusal is worded (the edit's ops
+/// are computed without one).
+#[test]
+fn text_edits_off_names_the_policy_file() {
+    let err = edit_ops("# Plan\n\nsome prose\n", "# Plan\n\nother prose\n", false).unwrap_err();
+    let said = CannotRecord::from(err).to_string();
+    assert!(said.starts_with("lines 3-3 of the file"), "{said}");
+    assert!(
+        said.ends_with(
+            "(.noma/config.yml has record_text_edits: false, so only v1.0 block ops may record it)"
+        ),
+        "{said}"
+    );
+}

@@ -8,10 +8,10 @@ use super::findings::{
 };
 use super::{Finding, Guard};
 use crate::git::repo::{GitError, Staged};
-use crate::merge::unjoin;
 use noma_core::diag::{shell_word, Severity};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::transcript_path;
+use noma_merge::unjoin;
 
 impl Guard<'_> {
     /// The findings for the staged document at `path` (at `head_path` in

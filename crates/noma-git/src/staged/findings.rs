@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::merge::unjoin;
 use noma_core::diag::{shell_word, Severity};
 use noma_core::transcript::{self, replay, split_lines, Record};
+use noma_merge::unjoin;
 
 /// One problem found by a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,10 +9,10 @@ use super::merging::Merged;
 use super::{Finding, Guard};
 use crate::git::repo::GitError;
 use crate::git::Oid;
-use crate::merge::unjoin;
 use noma_core::diag::{shell_word, Severity};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{self, replay, split_lines, PatchResult, Record};
+use noma_merge::unjoin;
 
 impl Guard<'_> {
     #[allow(clippy::too_many_arguments)]

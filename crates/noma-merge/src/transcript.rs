@@ -13,7 +13,7 @@
 //!   pre/post hashes set to the state it lands on (replay requires every
 //!   record to start from the replayed state), so nothing is dropped.
 //!
-//! Conflicts: an op of theirs whose touches ([`super::clashes`]: its target
+//! Conflicts: an op of theirs whose touches ([`crate::clashes`]: its target
 //! and the innermost blocks it changed, some ops only one part of their
 //! target) clash with a touch of one of our ops, or of one of their own
 //! already-conflicting ops, or that no longer applies, is a conflict naming
@@ -46,7 +46,7 @@
 //!
 //! Determinism (the document and transcript merge drivers compute this
 //! independently and must agree): a reconciled record's `op_id` is
-//! [`super::succession::copy_id`] of its origin and its own `pre_sha256`,
+//! [`crate::succession::copy_id`] of its origin and its own `pre_sha256`,
 //! so rebasing records one commit at a time gives the bytes merging them
 //! at once gives; its `ts` is the original's; `elapsed_ms` is omitted.
 //! Their records whose origin ours already holds (copies either way) are
@@ -56,8 +56,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::clashes::{touched, Part, Touch, Touches};
-use super::succession::{copy_id, genesis_state, origin, start_state};
+use crate::clashes::{touched, Part, Touch, Touches};
+use crate::succession::{copy_id, genesis_state, origin, start_state};
 use noma_core::doc::hash::{sha256_hex, slice_hash};
 use noma_core::doc::{strip_bom, Document, ParseMemo};
 use noma_core::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};
@@ -317,9 +317,9 @@ pub fn reconcile_transcripts(
 
 /// The records both sides appended after their common prefix, and what the
 /// analysis needs to know of that prefix and of the merge base: the whole
-/// reconciliation and the streamed one ([`super::streamed`]) share
+/// reconciliation and the streamed one (noma-git's `merge::streamed`) share
 /// [`rebase_tails`].
-pub(super) struct Tails<'a> {
+pub struct Tails<'a> {
     /// Our records after the common prefix.
     pub onew: &'a [Record],
     /// Their records after the common prefix.
@@ -339,7 +339,7 @@ pub(super) struct Tails<'a> {
 /// The merged transcript, told relative to the inputs (the streamed path
 /// appends to ours instead of building it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Merged {
+pub enum Merged {
     /// Ours as it is.
     Ours,
     /// Theirs as it is (a fast-forward: ours is a line prefix of it).
@@ -350,15 +350,17 @@ pub(super) enum Merged {
 
 /// What [`rebase_tails`] decided: the merged transcript, and the rest of
 /// the [`Reconciled`] (its `transcript` left empty).
-pub(super) struct Rebased {
+pub struct Rebased {
+    /// The merged transcript.
     pub merged: Merged,
+    /// The reconciliation, its `transcript` left empty.
     pub reconciled: Reconciled,
 }
 
 /// Replays both sides' new records from `start` (the document the common
 /// prefix ends at) and carries their unique records onto our final state:
 /// the decision of [`reconcile_transcripts`] once the prefix is known.
-pub(super) fn rebase_tails(t: &Tails<'_>, start: &str) -> Result<Rebased, Unreconcilable> {
+pub fn rebase_tails(t: &Tails<'_>, start: &str) -> Result<Rebased, Unreconcilable> {
     let (our_doc, our_steps) = replay_side(start, t.onew, "ours")?;
     let (their_doc, their_steps) = replay_side(start, t.tnew, "theirs")?;
     let lacked = |r: &&Record| !t.ours_all.contains(origin(r));
@@ -433,7 +435,7 @@ impl Reconciled {
 /// The records of the merge base's transcript (none when unknown).
 fn base_records(base_t: Option<&[u8]>) -> Result<Vec<Record>, Unreconcilable> {
     match base_t {
-        Some(b) => super::succession::records(b).map_err(|v| {
+        Some(b) => crate::succession::records(b).map_err(|v| {
             Unreconcilable::new(format!("the merge base's transcript cannot be read ({v})"))
         }),
         None => Ok(Vec::new()),
@@ -544,7 +546,7 @@ impl Fork {
 }
 
 /// The `post_sha256` of the last applied record of `prefix`.
-pub(super) fn last_applied_post(prefix: &[Record]) -> Option<String> {
+pub fn last_applied_post(prefix: &[Record]) -> Option<String> {
     (prefix.iter().rev())
         .find(|r| r.patch_result == PatchResult::Applied)
         .map(|r| r.post_sha256.clone())
@@ -554,7 +556,7 @@ pub(super) fn last_applied_post(prefix: &[Record]) -> Option<String> {
 /// record's `post_sha256`), which both sides replay from: found by the
 /// sha256 the records name, else `fallback_doc` when no record was ever
 /// applied.
-pub(super) fn start_doc(
+pub fn start_doc(
     prefix_end: Option<String>,
     [onew, tnew]: [&[Record]; 2],
     fallback_doc: Option<&str>,
@@ -688,11 +690,11 @@ impl Rebase<'_> {
     }
 
     /// Their `op` with the blocks it names
-    /// ([`super::succession::BLOCK_FIELDS`]) followed through our renames.
+    /// ([`crate::succession::BLOCK_FIELDS`]) followed through our renames.
     fn retarget(&self, op: &Value) -> Value {
         let mut op = op.clone();
         if let Some(fields) = op.as_object_mut() {
-            for key in super::succession::BLOCK_FIELDS {
+            for key in crate::succession::BLOCK_FIELDS {
                 if let Some(Value::String(id)) = fields.get_mut(key) {
                     *id = self.follow(id);
                 }
@@ -856,7 +858,7 @@ fn rebase_hash(body: &str, doc: &Document, op: &Value) -> Value {
 /// record, and returns the final text with the blocks each applied op touched.
 /// The document `records` lead to from `start` (their applied ops
 /// re-applied and checked against their hashes).
-pub(super) fn replay_records(start: &str, records: &[Record]) -> Result<String, Unreconcilable> {
+pub(crate) fn replay_records(start: &str, records: &[Record]) -> Result<String, Unreconcilable> {
     replay_side(start, records, "the common records").map(|(doc, _)| doc)
 }
 
@@ -909,8 +911,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use super::super::succession::{check, is_copy, records};
-    use super::super::test_support::{self as fx, BASE};
+    use crate::succession::{check, is_copy, records};
+    use crate::test_support::{self as fx, BASE};
 
     fn side(ops: &[Value]) -> (String, Vec<u8>) {
         let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {

@@ -3,7 +3,7 @@
 //! the body changed, one `update_attribute` per changed attribute (value
 //! `null` for a removed one) when only the opener did, both when both did
 //! — because the merge driver lets ops on different parts of one block
-//! commute ([`crate::merge::clashes::Part`]) and a whole-block replacement
+//! commute ([`crate::clashes::Part`]) and a whole-block replacement
 //! commutes with nothing. The split is used only when it writes the same
 //! bytes as the replacement; otherwise the replacement stands.
 
@@ -60,7 +60,7 @@ fn parts(text: &str, id: &str) -> Option<Parts> {
 /// The ops that change the parts `old` and `new` (block `id`'s texts)
 /// differ in, or `None` when the name, fence or closer changed, or the
 /// new body is empty (which `replace_body` cannot write).
-pub(super) fn split_ops(id: &str, old: &str, new: &str) -> Option<Vec<Value>> {
+pub(crate) fn split_ops(id: &str, old: &str, new: &str) -> Option<Vec<Value>> {
     let (a, b) = (parts(old, id)?, parts(new, id)?);
     if a.name != b.name || a.colons != b.colons || a.closer != b.closer {
         return None;
@@ -91,7 +91,7 @@ pub(super) fn split_ops(id: &str, old: &str, new: &str) -> Option<Vec<Value>> {
 /// ([`split_ops`] of `old`, the block's current text) writes the same
 /// bytes, the split ops and the text; else `op` and its result. `None`
 /// when the engine refuses `op`.
-pub(super) fn apply_narrowest(
+pub(crate) fn apply_narrowest(
     cur: &str,
     op: Value,
     old: Option<&str>,

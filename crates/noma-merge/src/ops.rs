@@ -19,8 +19,7 @@ use noma_core::patch::REPLACE_LINES;
 /// `record_text_edits: false` ([`edit_ops`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout) ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
-    config = crate::config::CONFIG_PATH
+    "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout)"
 )]
 pub struct TextEditsOff {
     /// First changed line (1-based) of the edited file.
@@ -158,7 +157,7 @@ fn block_ops(old: &str, new: &str) -> (Vec<Value>, String) {
             let old = op["id"].as_str().and_then(|id| cb.get(id));
             // An op the engine refuses is left to the line hunks.
             let Some((narrowest, next)) =
-                super::narrow::apply_narrowest(&cur, op, old.map(|b| b.text.as_str()))
+                crate::narrow::apply_narrowest(&cur, op, old.map(|b| b.text.as_str()))
             else {
                 return (ops, cur);
             };
@@ -381,7 +380,6 @@ mod tests {
         assert_eq!((err.first, err.last), (3, 3));
         let err = err.to_string();
         assert!(err.contains("lines 3-3"), "{err}");
-        assert!(err.contains("record_text_edits: false"), "{err}");
     }
 
     #[test]

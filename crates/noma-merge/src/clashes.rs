@@ -1,5 +1,5 @@
 //! What a replayed op touched, and which touches clash: the conflict rule
-//! of the transcript merge ([`super::transcript`]).
+//! of the transcript merge ([`crate::transcript`]).
 //!
 //! An op touches its target block plus the innermost blocks whose source
 //! changed when it ran (an ancestor that only changed because a child did
@@ -40,7 +40,7 @@ pub enum Part {
     /// A table's header row (`update_table_header_cell`).
     Header,
     /// Its id (`rename_id`): the other side's ops on the block follow it
-    /// to its new id ([`super::transcript`] retargets them).
+    /// to its new id ([`crate::transcript`] retargets them).
     Id,
 }
 
@@ -208,7 +208,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use super::super::test_support::BASE;
+    use crate::test_support::BASE;
 
     fn touch(block: &str, part: Part) -> Touch {
         Touch {

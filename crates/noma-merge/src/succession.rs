@@ -142,7 +142,7 @@ fn violation(kind: &'static str, line: usize, message: String) -> Violation {
 }
 
 /// The op without what a rebase may recompute: its `baseHash`, and an
-/// `add_block`'s `position` (see [`super::transcript`]).
+/// `add_block`'s `position` (see [`crate::transcript`]).
 fn op_key(op: &Value) -> Value {
     let add_block = noma_core::patch::op_name(op) == Some("add_block");
     let mut op = op.clone();
@@ -156,7 +156,7 @@ fn op_key(op: &Value) -> Value {
 }
 
 /// The op fields that name a block by id: a reconciled copy may name a
-/// block by the id the other side renamed it to (see [`super::transcript`]).
+/// block by the id the other side renamed it to (see [`crate::transcript`]).
 pub const BLOCK_FIELDS: [&str; 4] = ["id", "parent", "target", "reply_to"];
 
 /// [`op_key`] without the [`BLOCK_FIELDS`].
@@ -335,8 +335,8 @@ fn no_op_twice(nrecs: &[Record]) -> Result<(), Violation> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{body, extend, find, BASE};
     use super::*;
+    use crate::test_support::{body, extend, find, BASE};
 
     #[test]
     fn derived_ids_are_deterministic_uuids() {

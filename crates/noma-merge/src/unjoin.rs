@@ -10,7 +10,7 @@
 //! starts from the state `P` ends at, not from where `X` leaves the
 //! document. [`unjoin`] makes it linear the way the merge driver would
 //! have: `P` and `X` stay byte for byte, and `Y` is rebased onto `X` as
-//! reconciled copies ([`super::transcript`]), deterministically, so that
+//! reconciled copies ([`crate::transcript`]), deterministically, so that
 //! `noma repair` and the hook compute the same bytes.
 
 use std::io::BufRead;
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::transcript::{reconcile_transcripts, replay_records, Reconciled, Unreconcilable};
+use crate::transcript::{reconcile_transcripts, replay_records, Reconciled, Unreconcilable};
 use noma_core::doc::hash::{sha256_hex, EMPTY_SHA256};
 use noma_core::transcript::{parse_record, split_lines, PatchResult, Record};
 use noma_store::fsio::LockedTranscript;
@@ -231,7 +231,7 @@ pub fn unjoin(
     second.extend_from_slice(&t[join.second..]);
     // The state `P` ends at is usually a committed version; when it is not,
     // `P` leads there from the state it starts at.
-    let common = super::succession::records(prefix)
+    let common = crate::succession::records(prefix)
         .map_err(|v| Unreconcilable::new(format!("the common records cannot be read ({v})")))?;
     let mut find = |sha: &str| {
         find_doc(sha).or_else(|| {
@@ -329,13 +329,20 @@ pub fn kept_path(tpath: &Path) -> PathBuf {
 
 /// Makes the joined transcript `tpath` of `doc` linear in place (see the
 /// module docs), under the transcript's lock. None when it is not joined.
+/// The document versions the records start from are the empty document,
+/// `doc` as it is, else what `history` finds by sha256 (noma-git looks in
+/// the repository's history).
 ///
 /// The transcript is never renamed (writers lock its inode), so it is cut
 /// back to the first branch's records and the rebased ones are appended;
 /// the bytes as they were are saved to [`kept_path`] first. A run killed
 /// between the two leaves a prefix of the result, which the next run
 /// finishes from the kept copy.
-pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinError> {
+pub fn unjoin_file(
+    doc: &Path,
+    tpath: &Path,
+    history: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<Option<Unjoined>, UnjoinError> {
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| UnjoinError::Io { path, source }
@@ -354,14 +361,13 @@ pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinE
             None => return Ok(None),
         },
     };
-    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
-    let repo = crate::git::repo::Repo::discover(dir.unwrap_or(Path::new("."))).ok();
-    let rel = repo.as_ref().and_then(|r| r.relative_path(doc));
-    let mut find = super::doc_finder(
-        repo.as_ref(),
-        rel.as_deref().unwrap_or_default(),
-        vec![text.as_bytes().to_vec()],
-    );
+    let text_sha256 = sha256_hex(text.as_bytes());
+    let mut find = |sha: &str| match sha {
+        // A genesis record's state: the empty document.
+        EMPTY_SHA256 => Some(String::new()),
+        _ if sha == text_sha256 => Some(text.clone()),
+        _ => history(sha),
+    };
     let shown = tpath.display().to_string();
     let r = unjoin(&source, join, Some(&text), &mut find).map_err(|reason| {
         UnjoinError::Unreconcilable {
@@ -413,8 +419,8 @@ pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinE
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{body, extend, find, BASE};
     use super::*;
+    use crate::test_support::{body, extend, find, BASE};
     use noma_core::transcript::replay;
 
     /// `P` (one record), then `X` and `Y` from the state `P` ends at.
@@ -567,34 +573,38 @@ mod tests {
     fn unjoin_file_finishes_what_a_killed_run_left() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        noma_testutil::git(d, &["init", "-q"]);
         let (doc, tpath) = (d.join("plan.noma"), d.join("plan.noma.patches"));
-        std::fs::write(&doc, BASE).unwrap();
-        noma_testutil::git(d, &["add", "-A"]);
-        noma_testutil::git(d, &["commit", "-q", "-m", "base"]);
         let (t, px, _) = joined();
         let join = find_join(&t).unwrap();
         let want = unjoin(&t, join, None, &mut find).unwrap();
         std::fs::write(&doc, &want.doc).unwrap();
         std::fs::write(&tpath, &t).unwrap();
 
-        let u = unjoin_file(&doc, &tpath).unwrap().expect("joined");
+        let u = unjoin_file(&doc, &tpath, &mut find)
+            .unwrap()
+            .expect("joined");
         assert!(u.document_matches && u.next_step.is_none(), "{u:?}");
         assert_eq!(u.rebased, 1);
         assert_eq!(std::fs::read(&tpath).unwrap(), want.transcript);
         assert_eq!(std::fs::read(kept_path(&tpath)).unwrap(), t);
-        assert!(unjoin_file(&doc, &tpath).unwrap().is_none(), "done");
+        assert!(
+            unjoin_file(&doc, &tpath, &mut find).unwrap().is_none(),
+            "done"
+        );
 
         // Killed after the cut, and inside the append.
         for cut in [px.len(), px.len() + 10] {
             std::fs::write(&tpath, &want.transcript[..cut]).unwrap();
-            assert!(unjoin_file(&doc, &tpath).unwrap().is_some(), "{cut}");
+            assert!(
+                unjoin_file(&doc, &tpath, &mut find).unwrap().is_some(),
+                "{cut}"
+            );
             assert_eq!(std::fs::read(&tpath).unwrap(), want.transcript, "{cut}");
         }
         // Grown since: not touched again.
         let (_, grown) = extend(&want.doc, &want.transcript, &[body("b", "B2")]);
         std::fs::write(&tpath, &grown).unwrap();
-        assert!(unjoin_file(&doc, &tpath).unwrap().is_none());
+        assert!(unjoin_file(&doc, &tpath, &mut find).unwrap().is_none());
         assert_eq!(std::fs::read(&tpath).unwrap(), grown);
     }
 }
