@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::Format;
-use noma_git::merge::unjoin_file::unjoin_file;
-use noma_merge::unjoin as joined;
+use noma_git::merge::joined_file::unjoin_file;
+use noma_merge::joined;
 use noma_store::engine;
 
 /// Arguments of `noma repair`.

@@ -257,8 +257,8 @@ pub fn join_advice(doc: &Path, transcript: Option<&Path>) -> Option<String> {
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     let t = noma_store::fsio::read_regular(&tpath).ok()?;
-    let join = noma_merge::unjoin::find_join(&t)?;
-    Some(noma_merge::unjoin::advice(&doc.to_string_lossy(), join))
+    let join = noma_merge::joined::find_join(&t)?;
+    Some(noma_merge::joined::advice(&doc.to_string_lossy(), join))
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ pub fn refusal(
 fn unrecorded(ctx: &Context, path: &Path, edit: &engine::recover::UnrecordedEdit) -> ToolError {
     let shown = ctx.shown(path);
     let tpath = engine::default_transcript_path(path);
-    if let Some(advice) = noma_merge::unjoin::advice_for_file(&shown, &tpath) {
+    if let Some(advice) = noma_merge::joined::advice_for_file(&shown, &tpath) {
         return ToolError::user(
             "unrecorded_edit",
             format!("{shown}: the transcript {advice}; nothing was written or recorded"),

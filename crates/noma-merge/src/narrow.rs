@@ -3,7 +3,7 @@
 //! the body changed, one `update_attribute` per changed attribute (value
 //! `null` for a removed one) when only the opener did, both when both did
 //! — because the merge driver lets ops on different parts of one block
-//! commute ([`crate::clashes::Part`]) and a whole-block replacement
+//! commute ([`crate::overlap::Part`]) and a whole-block replacement
 //! commutes with nothing. The split is used only when it writes the same
 //! bytes as the replacement; otherwise the replacement stands.
 

@@ -13,7 +13,7 @@
 //!   pre/post hashes set to the state it lands on (replay requires every
 //!   record to start from the replayed state), so nothing is dropped.
 //!
-//! Conflicts: an op of theirs whose touches ([`crate::clashes`]: its target
+//! Conflicts: an op of theirs whose touches ([`crate::overlap`]: its target
 //! and the innermost blocks it changed, some ops only one part of their
 //! target) clash with a touch of one of our ops, or of one of their own
 //! already-conflicting ops, or that no longer applies, is a conflict naming
@@ -46,7 +46,7 @@
 //!
 //! Determinism (the document and transcript merge drivers compute this
 //! independently and must agree): a reconciled record's `op_id` is
-//! [`crate::succession::copy_id`] of its origin and its own `pre_sha256`,
+//! [`crate::lineage::copy_id`] of its origin and its own `pre_sha256`,
 //! so rebasing records one commit at a time gives the bytes merging them
 //! at once gives; its `ts` is the original's; `elapsed_ms` is omitted.
 //! Their records whose origin ours already holds (copies either way) are
@@ -56,8 +56,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::clashes::{touched, Part, Touch, Touches};
-use crate::succession::{copy_id, genesis_state, origin, start_state};
+use crate::lineage::{copy_id, genesis_state, origin, start_state};
+use crate::overlap::{touched, Part, Touch, Touches};
 use noma_core::doc::hash::{sha256_hex, slice_hash};
 use noma_core::doc::{strip_bom, Document, ParseMemo};
 use noma_core::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};
@@ -435,7 +435,7 @@ impl Reconciled {
 /// The records of the merge base's transcript (none when unknown).
 fn base_records(base_t: Option<&[u8]>) -> Result<Vec<Record>, Unreconcilable> {
     match base_t {
-        Some(b) => crate::succession::records(b).map_err(|v| {
+        Some(b) => crate::lineage::records(b).map_err(|v| {
             Unreconcilable::new(format!("the merge base's transcript cannot be read ({v})"))
         }),
         None => Ok(Vec::new()),
@@ -690,11 +690,11 @@ impl Rebase<'_> {
     }
 
     /// Their `op` with the blocks it names
-    /// ([`crate::succession::BLOCK_FIELDS`]) followed through our renames.
+    /// ([`crate::lineage::BLOCK_FIELDS`]) followed through our renames.
     fn retarget(&self, op: &Value) -> Value {
         let mut op = op.clone();
         if let Some(fields) = op.as_object_mut() {
-            for key in crate::succession::BLOCK_FIELDS {
+            for key in crate::lineage::BLOCK_FIELDS {
                 if let Some(Value::String(id)) = fields.get_mut(key) {
                     *id = self.follow(id);
                 }
@@ -911,7 +911,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::succession::{check, is_copy, records};
+    use crate::lineage::{check, is_copy, records};
     use crate::test_support::{self as fx, BASE};
 
     fn side(ops: &[Value]) -> (String, Vec<u8>) {

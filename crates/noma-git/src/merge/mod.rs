@@ -18,7 +18,7 @@
 //! Both drivers compute the same reconciliation
 //! ([`transcript::reconcile_transcripts`]): ours is kept as a byte prefix
 //! and their records whose op we lack are re-applied onto our final state
-//! (see [`noma_merge::succession`] for op identity), unless the merge base holds the
+//! (see [`noma_merge::lineage`] for op identity), unless the merge base holds the
 //! record too: then our side removed it (a cherry-pick of a later commit,
 //! `rebase -i` dropping one) and it stays removed. A base record only
 //! theirs removed (`git revert`) is not reconcilable. Neither driver reads the merge's
@@ -47,13 +47,13 @@
 mod checkpoint;
 pub mod conflicted;
 pub mod driver;
+pub mod joined_file;
 pub mod moved;
 mod proved;
 pub mod reconcile;
 pub mod report;
 mod streamed;
 pub mod summary;
-pub mod unjoin_file;
 
 use noma_merge::blocks::{merge_documents, Labels};
 use noma_merge::transcript::{self, OpConflict, Reconciled, Unreconcilable};

@@ -4,7 +4,7 @@
 //! For every `.noma` document whose text or transcript changed between the
 //! merge base of HEAD and the base revision and HEAD: the HEAD document is
 //! valid; HEAD's transcript is a successor of the merge base's
-//! ([`super::succession`]: an append, or what merging the base into the
+//! ([`noma_merge::lineage`]: an append, or what merging the base into the
 //! branch wrote) and replays to HEAD's exact bytes; and the base
 //! revision's newer records re-apply onto the branch without conflict
 //! ([`noma_merge::transcript::reconcile_transcripts`] with ours = HEAD). With
@@ -694,7 +694,7 @@ fn check_validity(rep: &mut DocReport, head_ast: &noma_core::doc::Document) {
 }
 
 /// Steps 2 and 3: HEAD's transcript is a successor of the merge base's
-/// (append-only, or what merging or rebasing produce: see `succession`),
+/// (append-only, or what merging or rebasing produce: see `noma_merge::lineage`),
 /// or its appended records replay to HEAD's bytes; a document changed
 /// without any transcript gets a note.
 fn check_history(
@@ -705,7 +705,7 @@ fn check_history(
 ) {
     let (prefix, head_tb) = (files.prefix(), files.head_transcript());
     let succ = (!head_tb.starts_with(prefix))
-        .then(|| noma_merge::succession::check(prefix, head_tb, head_doc, find));
+        .then(|| noma_merge::lineage::check(prefix, head_tb, head_doc, find));
     if let Some(Err(v)) = &succ {
         rep.append_only = false;
         let diverged = v.kind == "replay" || v.kind == "base-unknown";
@@ -765,9 +765,9 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
     let r = replay::replay_after(after, tail, text(&files.mb_doc), head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
-    if let Some(join) = noma_merge::unjoin::find_join(files.head_transcript()) {
+    if let Some(join) = noma_merge::joined::find_join(files.head_transcript()) {
         // Two branches' records kept one after the other: one cause, one fix.
-        let advice = noma_merge::unjoin::advice(&rep.path, join);
+        let advice = noma_merge::joined::advice(&rep.path, join);
         let mut f = finding("error", "transcript-joined", &files.tpath, advice);
         f.line = Some(join.second_line);
         rep.findings.push(f);

@@ -41,7 +41,7 @@ use noma_core::transcript::{parse_record, split_lines, PatchResult, Record};
 use super::FileMerge;
 use crate::git::repo::Repo;
 use crate::git::Oid;
-use noma_merge::succession::origin;
+use noma_merge::lineage::origin;
 use noma_merge::transcript::{
     last_applied_post, rebase_tails, start_doc, Merged, Reconciled, Tails,
 };

@@ -137,7 +137,7 @@ pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Cons
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(file));
-            noma_merge::unjoin::advice_for_file(&file.to_string_lossy(), &tpath)
+            noma_merge::joined::advice_for_file(&file.to_string_lossy(), &tpath)
         }
         _ => None,
     };

@@ -43,7 +43,7 @@ mod place;
 mod scan;
 mod state;
 
-use noma_merge::ops::{edit_ops, TextEditsOff};
+use noma_merge::hand_edit::{edit_ops, TextEditsOff};
 
 use noma_core::diag::shell_word;
 use std::path::{Path, PathBuf};
@@ -186,7 +186,7 @@ pub enum CannotRecord {
     Joined {
         /// The transcript.
         transcript: PathBuf,
-        /// What to do ([`noma_merge::unjoin::advice`]).
+        /// What to do ([`noma_merge::joined::advice`]).
         advice: String,
     },
     /// A line of the transcript is not a valid record.

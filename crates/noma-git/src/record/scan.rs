@@ -3,7 +3,7 @@
 //!
 //! One pass ([`scan`]) refuses what the whole-file read refused, with the
 //! same errors in the same order: a joined transcript
-//! ([`noma_merge::unjoin::JoinScan`] follows the chain line by line), a
+//! ([`noma_merge::joined::JoinScan`] follows the chain line by line), a
 //! line that is no record (the first one), a torn last line. It keeps the
 //! first applied record's `pre_sha256`, the last one's `post_sha256`, and
 //! the last line's sha256 and length. Later passes
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::{CannotRecord, CannotRun, RecordError};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{parse_record, PatchResult, ReadError, Record};
-use noma_merge::unjoin::{advice, JoinScan, Link};
+use noma_merge::joined::{advice, JoinScan, Link};
 use noma_store::fsio::{self, LockedTranscript};
 
 /// A record's state hashes, read without the rest of it: the walks that

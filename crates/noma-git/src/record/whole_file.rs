@@ -33,10 +33,10 @@ impl WholeFile {
                 .into())
             }
         };
-        if let Some(join) = noma_merge::unjoin::find_join(&bytes) {
+        if let Some(join) = noma_merge::joined::find_join(&bytes) {
             return Err(CannotRecord::Joined {
                 transcript: tpath.to_path_buf(),
-                advice: noma_merge::unjoin::advice(&doc_path.to_string_lossy(), join),
+                advice: noma_merge::joined::advice(&doc_path.to_string_lossy(), join),
             }
             .into());
         }

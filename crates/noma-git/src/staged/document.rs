@@ -11,7 +11,7 @@ use crate::git::repo::{GitError, Staged};
 use noma_core::diag::{shell_word, Severity};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::transcript_path;
-use noma_merge::unjoin;
+use noma_merge::joined;
 
 impl Guard<'_> {
     /// The findings for the staged document at `path` (at `head_path` in
@@ -270,14 +270,14 @@ impl Guard<'_> {
 }
 
 /// When the transcript check blocked and the staged transcript holds two
-/// branches' records joined line by line ([`unjoin`]), that one cause: a
+/// branches' records joined line by line ([`joined`]), that one cause: a
 /// fork finding (at a merge) keeps its account of both sides and gains
 /// the fix. Looked for only when something failed: it reads every line.
 fn joined_cause([path, tpath]: [&str; 2], staged_t: &[u8], found: &[Finding]) -> Option<Finding> {
     if !found.iter().any(|f| f.blocking) {
         return None;
     }
-    let join = unjoin::find_join(staged_t)?;
+    let join = joined::find_join(staged_t)?;
     let fix = joined_finding(path, tpath, join);
     Some(match found.iter().find(|f| f.code == "transcript-fork") {
         Some(fork) => Finding {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use noma_core::diag::{shell_word, Severity};
 use noma_core::transcript::{self, replay, split_lines, Record};
-use noma_merge::unjoin;
+use noma_merge::joined;
 
 /// One problem found by a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -341,8 +341,8 @@ pub(super) fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: 
 }
 
 /// The finding for a staged transcript whose records two branches joined
-/// line by line ([`unjoin`]).
-pub(super) fn joined_finding(path: &str, tpath: &str, join: unjoin::Join) -> Finding {
+/// line by line ([`joined`]).
+pub(super) fn joined_finding(path: &str, tpath: &str, join: joined::Join) -> Finding {
     Finding::error(
         "transcript-joined",
         tpath,

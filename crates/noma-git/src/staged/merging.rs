@@ -1,5 +1,5 @@
 //! The transcript check during a merge: the staged transcript may extend
-//! either parent, succeed both ([`noma_merge::succession`]), or show a
+//! either parent, succeed both ([`noma_merge::lineage`]), or show a
 //! fork, which is reported and never merged silently.
 
 use super::findings::fork_finding;
@@ -79,7 +79,7 @@ impl Guard<'_> {
         if self.succeeds_both(path, parents, staged_t, staged_doc) {
             // Not an append to either parent, but every op of both kept
             // once and the whole replays (e.g. a merge resolved with `noma
-            // reconcile`): see noma_merge::succession.
+            // reconcile`): see noma_merge::lineage.
             return Ok(Merged::Settled(None));
         }
         if !forked {
@@ -166,7 +166,7 @@ impl Guard<'_> {
     }
 
     /// Whether the staged transcript is a successor of both parents'
-    /// transcripts under [`noma_merge::succession`] (the one rule the
+    /// transcripts under [`noma_merge::lineage`] (the one rule the
     /// merge driver and `noma reconcile` use too).
     fn succeeds_both(
         &self,
@@ -177,7 +177,7 @@ impl Guard<'_> {
     ) -> bool {
         let mut find = crate::merge::doc_finder(Some(self.repo), path, Vec::new());
         parents.iter().all(|p| {
-            noma_merge::succession::check(
+            noma_merge::lineage::check(
                 p.as_deref().unwrap_or_default(),
                 staged_t,
                 staged_doc,

@@ -39,7 +39,7 @@
 //! During a merge, a merged transcript that is not linear on either parent
 //! (one parent's transcript followed by records that replay on top of it)
 //! is accepted when it is a successor of both parents under
-//! [`noma_merge::succession`] (every op of both kept exactly once, the
+//! [`noma_merge::lineage`] (every op of both kept exactly once, the
 //! whole replaying to the staged document). Otherwise, when both parents
 //! appended records to one transcript after their merge base, the fork is
 //! reported with the first record of each side: both claim the same

@@ -12,7 +12,7 @@ use crate::git::Oid;
 use noma_core::diag::{shell_word, Severity};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{self, replay, split_lines, PatchResult, Record};
-use noma_merge::unjoin;
+use noma_merge::joined;
 
 impl Guard<'_> {
     #[allow(clippy::too_many_arguments)]
@@ -62,7 +62,7 @@ impl Guard<'_> {
         Ok(())
     }
 
-    /// When `head_t` is joined ([`unjoin`]) and the staged transcript
+    /// When `head_t` is joined ([`joined`]) and the staged transcript
     /// extends its linear form (what `noma repair` writes), that form and
     /// the document it replays to. Computed only when the staged transcript
     /// does not simply extend `head_t`.
@@ -75,14 +75,14 @@ impl Guard<'_> {
         staged_doc: &str,
     ) -> Option<(Vec<u8>, String)> {
         let head_t = head_t.filter(|t| !staged_t.starts_with(t))?;
-        let join = unjoin::find_join(head_t)?;
+        let join = joined::find_join(head_t)?;
         let known = [head_doc, Some(staged_doc)]
             .into_iter()
             .flatten()
             .map(|d| d.as_bytes().to_vec())
             .collect();
         let mut find = crate::merge::doc_finder(Some(self.repo), path, known);
-        let r = unjoin::unjoin(head_t, join, head_doc, &mut find).ok()?;
+        let r = joined::unjoin(head_t, join, head_doc, &mut find).ok()?;
         staged_t
             .starts_with(&r.transcript)
             .then_some((r.transcript, r.doc))

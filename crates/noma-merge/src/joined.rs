@@ -231,7 +231,7 @@ pub fn unjoin(
     second.extend_from_slice(&t[join.second..]);
     // The state `P` ends at is usually a committed version; when it is not,
     // `P` leads there from the state it starts at.
-    let common = crate::succession::records(prefix)
+    let common = crate::lineage::records(prefix)
         .map_err(|v| Unreconcilable::new(format!("the common records cannot be read ({v})")))?;
     let mut find = |sha: &str| {
         find_doc(sha).or_else(|| {

@@ -1,14 +1,14 @@
 //! `noma repair`'s repository part of making a joined transcript linear
-//! ([`noma_merge::unjoin`]): the document versions its records start from
+//! ([`noma_merge::joined`]): the document versions its records start from
 //! are looked up in the path's history.
 
 use std::path::Path;
 
-use noma_merge::unjoin::{UnjoinError, Unjoined};
+use noma_merge::joined::{UnjoinError, Unjoined};
 
 use crate::git::repo::Repo;
 
-/// [`noma_merge::unjoin::unjoin_file`] with the document's versions found
+/// [`noma_merge::joined::unjoin_file`] with the document's versions found
 /// in the history of the repository holding `doc` (none outside one).
 pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinError> {
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
@@ -19,5 +19,5 @@ pub fn unjoin_file(doc: &Path, tpath: &Path) -> Result<Option<Unjoined>, UnjoinE
         let r = repo.as_ref()?;
         String::from_utf8(super::find_version(r, path, sha)?).ok()
     };
-    noma_merge::unjoin::unjoin_file(doc, tpath, &mut history)
+    noma_merge::joined::unjoin_file(doc, tpath, &mut history)
 }

@@ -54,12 +54,12 @@ use noma_core::transcript::{parse_record, split_lines, RawLine, Record};
 /// the state whose sha256 is `pre_sha256` (a UUID, v4 layout). Deriving it
 /// from the state rather than from the merge makes a merge, a rebase and a
 /// cherry-pick of the same records write the same bytes.
-pub fn copy_id(origin: &str, pre_sha256: &str) -> String {
+pub(crate) fn copy_id(origin: &str, pre_sha256: &str) -> String {
     derived_uuid(&["noma-reconcile", origin, pre_sha256])
 }
 
 /// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
-pub fn derived_uuid(parts: &[&str]) -> String {
+pub(crate) fn derived_uuid(parts: &[&str]) -> String {
     let digest = sha256_hex(parts.join("\n").as_bytes());
     let mut bytes = [0u8; 16];
     for (i, b) in bytes.iter_mut().enumerate() {
@@ -94,7 +94,7 @@ pub fn origin(r: &Record) -> &str {
 
 /// The state a genesis record writes, when `r` is one: an applied record
 /// from the empty document (what `noma record` starts a transcript with).
-pub fn genesis_state(r: &Record) -> Option<&str> {
+pub(crate) fn genesis_state(r: &Record) -> Option<&str> {
     (r.patch_result == noma_core::transcript::PatchResult::Applied
         && r.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256)
         .then_some(r.post_sha256.as_str())
@@ -157,7 +157,7 @@ fn op_key(op: &Value) -> Value {
 
 /// The op fields that name a block by id: a reconciled copy may name a
 /// block by the id the other side renamed it to (see [`crate::transcript`]).
-pub const BLOCK_FIELDS: [&str; 4] = ["id", "parent", "target", "reply_to"];
+pub(crate) const BLOCK_FIELDS: [&str; 4] = ["id", "parent", "target", "reply_to"];
 
 /// [`op_key`] without the [`BLOCK_FIELDS`].
 fn untargeted(op: &Value) -> Value {
