@@ -26,8 +26,10 @@
 #   replay --signatures          peak memory of `noma replay --signatures` of a
 #                                 SIGNED_REPLAY_N-record signed transcript,
 #                                 against plain `noma replay` of it
-# At a million records the signed row is slow while provenance on still
-# reads whole transcripts (about 5 minutes and 6 GiB a run): RUNS=1 for it.
+# The untimed run is the whole check (with provenance on it also remembers
+# the merge base's sidecar); the timed ones are warm, provenance on too
+# (decision signed-check-from-a-remembered-base). At a million records the
+# untimed signed run takes minutes and about 6 GiB.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"

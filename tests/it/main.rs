@@ -57,6 +57,7 @@ mod path_changes;
 mod provenance_approvals;
 mod provenance_git;
 mod provenance_range;
+mod provenance_reconcile;
 mod provenance_removal;
 mod provenance_walkthrough;
 mod readme;

@@ -108,6 +108,15 @@ impl Drop for BlockCache {
 const CHECKPOINT_ENGINE: &str =
     concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 checkpoint/1");
 
+/// The noma version and the meaning of a signed-base row's bytes (what
+/// `merge::reconcile::signed` encodes), keyed by the merge base's
+/// transcript and sidecar blob ids.
+const SIGNED_BASE_ENGINE: &str = concat!(
+    "noma ",
+    env!("CARGO_PKG_VERSION"),
+    " blocks/3 signed-base/1"
+);
+
 impl BlockCache {
     /// The checkpoint row stored for the transcript whose git blob id is
     /// `transcript` (raw bytes), proved to replay to the document whose
@@ -137,6 +146,33 @@ impl BlockCache {
                  VALUES (?1, ?2, ?3, ?4)",
             )?
             .execute(params![transcript, &doc[..], CHECKPOINT_ENGINE, row])
+        });
+    }
+
+    /// The signed-base row stored for the merge base's transcript blob
+    /// `transcript` and sidecar blob `sidecar` (raw ids), as
+    /// [`BlockCache::remember_signed_base`] stored it.
+    pub fn signed_base_known(&self, transcript: &[u8], sidecar: &[u8]) -> Option<Vec<u8>> {
+        self.with_conn(|c| {
+            c.prepare_cached(
+                "SELECT attribution FROM histories WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
+            )?
+            .query_row(params![transcript, sidecar, SIGNED_BASE_ENGINE], |r| r.get(0))
+            .optional()
+        })
+        .flatten()
+    }
+
+    /// Stores what a signed check learned about a merge base's transcript
+    /// and sidecar (opaque bytes). A failed write only costs a slower
+    /// check later.
+    pub fn remember_signed_base(&self, transcript: &[u8], sidecar: &[u8], row: &[u8]) {
+        let _ = self.with_conn(|c| {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![transcript, sidecar, SIGNED_BASE_ENGINE, row])
         });
     }
 }

@@ -116,7 +116,7 @@ pub(super) fn branch_replays(
 /// The branch's lines in `ext`, when they replay from the merge base's
 /// document to HEAD's after the history's last line. None for an empty
 /// history: that is where genesis records pair up, not this path.
-fn tail_replays<'a>(
+pub(super) fn tail_replays<'a>(
     ext: &'a prefix::Extension,
     [mb_doc, head_doc]: [&str; 2],
 ) -> Option<Vec<RawLine<'a>>> {

@@ -30,6 +30,7 @@ use noma_merge::transcript::Reconciled;
 
 mod prefetch;
 mod removal;
+mod signed;
 mod values;
 
 pub use values::VALUE_CHARS;
@@ -382,6 +383,10 @@ impl Branch<'_> {
             rep.blocks = branch_blocks(text(&mb_doc), head_doc, &head_ast);
             match a {
                 Appended::Records(n) => rep.branch_records = n,
+                Appended::Signed(n, signed) => {
+                    rep.branch_records = n;
+                    report_signed(&mut rep, *signed);
+                }
                 Appended::Rebased(s, head_t) => {
                     self.report_streamed_rebase(&mut rep, &s, head_t)?
                 }
@@ -401,6 +406,7 @@ impl Branch<'_> {
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
         self.check_signatures(&mut rep, path, &files);
+        self.remember_signed_base(path, old, &files);
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?
@@ -421,12 +427,7 @@ impl Branch<'_> {
             files.head_transcript(),
             files.prefix(),
         );
-        for l in signed.problems {
-            let mut f = finding(l.problem.level, l.problem.code, &l.path, l.problem.message);
-            f.line = (l.problem.line > 0).then_some(l.problem.line);
-            rep.findings.push(f);
-        }
-        rep.records = signed.records;
+        report_signed(rep, signed);
     }
 
     /// A moved document whose provenance sidecar did not follow it.
@@ -448,8 +449,8 @@ impl Branch<'_> {
     /// revision left it alone, the branch's record count; when the base
     /// appended too, the base's records re-applied from the streams
     /// ([`super::streamed`]). None when the whole-file checks must run
-    /// (they hold the three transcripts). Only with provenance off at the
-    /// base: its check reads the transcripts whole.
+    /// (they hold the three transcripts). With provenance on at the base,
+    /// only from the rows a whole check remembered ([`signed`]).
     fn appended_records(
         &self,
         [path, old]: [&str; 2],
@@ -458,7 +459,7 @@ impl Branch<'_> {
         find: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Option<Appended> {
         if !self.provenance_off {
-            return None;
+            return self.signed_appended([path, old], mb_doc?, head_doc, find);
         }
         let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
         let (tpath, old_t) = (transcript_path(path), transcript_path(old));
@@ -618,6 +619,18 @@ enum Appended {
     /// The base revision's records re-applied onto the branch, and HEAD's
     /// transcript blob (the merged transcript's first bytes).
     Rebased(Box<super::streamed::Streamed>, Oid),
+    /// Provenance on: the branch's record count and its records' check.
+    Signed(usize, Box<crate::provenance::check::BranchCheck>),
+}
+
+/// The signature check's problems as findings, and its records' statuses.
+fn report_signed(rep: &mut DocReport, signed: crate::provenance::check::BranchCheck) {
+    for l in signed.problems {
+        let mut f = finding(l.problem.level, l.problem.code, &l.path, l.problem.message);
+        f.line = (l.problem.line > 0).then_some(l.problem.line);
+        rep.findings.push(f);
+    }
+    rep.records = signed.records;
 }
 
 impl DocReport {
@@ -1128,6 +1141,7 @@ mod tests {
         a.map(|a| match a {
             Appended::Records(n) => n,
             Appended::Rebased(s, _) => s.reconciled.ours_new,
+            Appended::Signed(n, _) => n,
         })
     }
 

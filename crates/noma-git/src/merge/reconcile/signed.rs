@@ -1,0 +1,339 @@
+//! The warm PR check with provenance on (decision
+//! `signed-check-from-a-remembered-base`): HEAD's transcript and sidecar
+//! are each read once, the merge base's not at all, and only the branch's
+//! records are verified.
+//!
+//! The whole check ([`crate::provenance::check::branch_check`]) treats the
+//! merge base's records as history: it verifies the records HEAD adds and
+//! those whose sidecar lines the branch changed. What the merge base's
+//! part adds to its report is therefore nothing when (a) every base record
+//! is history (no two carry the same op: a second would stay in range),
+//! (b) HEAD's sidecar is the merge base's plus appended lines, (c) no
+//! appended line names a base record, and (d) no base line (transcript or
+//! sidecar) names a branch record. A whole check that ran against this
+//! merge base remembers (a), the base sidecar's digest and the
+//! fingerprints of every op_id its lines name (a "signed-base" row, beside
+//! the transcript's checkpoint row, [`super::super::proved`]); a warm check
+//! proves (b)-(d) from HEAD's bytes and the two rows, and any doubt (a
+//! fingerprint hit, a line that does not parse) hands over to the whole
+//! check. The trust (`.noma/config.yml`, `.noma/allowed_signers`) must be
+//! the same blobs at the merge base, the base revision and HEAD, so
+//! nothing the row stands for was judged under other settings.
+
+use std::io::{self, Read};
+
+use super::super::checkpoint::{self, TranscriptIds};
+use super::{Appended, Branch, DocFiles};
+use crate::git::Oid;
+use crate::provenance::canonical::origin_op_id;
+use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located};
+use crate::provenance::sidecar::{sidecar_rel, Sidecar};
+use crate::provenance::verify::verify_where;
+use crate::provenance::ALLOWED_SIGNERS_PATH;
+use noma_core::transcript::replay::op_id_fingerprint;
+use noma_core::transcript::{parse_record, split_lines, transcript_path, Entry};
+
+/// The sidecar key of a merge base without a sidecar.
+const NO_SIDECAR: &[u8] = b"none";
+
+/// The row's encoding version, its first byte.
+const VERSION: u8 = 1;
+
+/// What a whole check learned about a merge base's signed history: its
+/// sidecar's length and BLAKE3 digest, and the fingerprints of the op_ids
+/// the sidecar's lines name. Written only when every line of the merge
+/// base's transcript is a record and no two stand for the same op, and the
+/// sidecar parses and ends with a whole line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SignedBase {
+    len: u64,
+    digest: [u8; 32],
+    named: Vec<u64>,
+}
+
+impl SignedBase {
+    /// The row for the merge base's transcript and sidecar bytes; None
+    /// when the whole check must always run for them.
+    pub(super) fn build(transcript: &[u8], sidecar: &[u8]) -> Option<SignedBase> {
+        let (lines, torn) = split_lines(transcript);
+        if torn.is_some() {
+            return None;
+        }
+        let mut origins = foldhash::HashSet::default();
+        origins.reserve(lines.len());
+        for l in lines {
+            let r = parse_record(l.number, l.raw).ok()?;
+            // A 64-bit collision only costs the row.
+            if !origins.insert(op_id_fingerprint(origin_op_id(&r))) {
+                return None;
+            }
+        }
+        if !(sidecar.is_empty() || sidecar.ends_with(b"\n")) {
+            return None;
+        }
+        let mut named = named_op_ids(&Sidecar::parse(sidecar).ok()?);
+        named.sort_unstable();
+        named.dedup();
+        Some(SignedBase {
+            len: sidecar.len() as u64,
+            digest: *blake3::hash(sidecar).as_bytes(),
+            named,
+        })
+    }
+
+    /// Whether a line of the merge base's sidecar may name `op_id`.
+    fn may_name(&self, op_id: &str) -> bool {
+        self.named.binary_search(&op_id_fingerprint(op_id)).is_ok()
+    }
+
+    /// The bytes `head` appends to the remembered sidecar, read once;
+    /// None when its first bytes are not the remembered ones.
+    fn appended(&self, head: &mut dyn Read) -> io::Result<Option<Vec<u8>>> {
+        // Hashed as it streams: the merge base's part is never held.
+        let mut hasher = blake3::Hasher::new();
+        let copied = io::copy(&mut head.take(self.len), &mut hasher)?;
+        if copied != self.len || *hasher.finalize().as_bytes() != self.digest {
+            return Ok(None);
+        }
+        let mut rest = Vec::new();
+        head.read_to_end(&mut rest)?;
+        Ok(Some(rest))
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(41 + 8 * self.named.len());
+        out.push(VERSION);
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.digest);
+        for f in &self.named {
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<SignedBase> {
+        let (&version, rest) = bytes.split_first()?;
+        if version != VERSION || rest.len() < 40 || (rest.len() - 40) % 8 != 0 {
+            return None;
+        }
+        let u64_at = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+        let named: Vec<u64> = rest[40..].chunks_exact(8).filter_map(u64_at).collect();
+        named.windows(2).all(|w| w[0] < w[1]).then_some(())?;
+        Some(SignedBase {
+            len: u64_at(&rest[..8])?,
+            digest: rest[8..40].try_into().ok()?,
+            named,
+        })
+    }
+}
+
+/// The fingerprints of the op_ids a sidecar's lines name: a signature its
+/// record, an approval every record it approves.
+fn named_op_ids(side: &Sidecar) -> Vec<u64> {
+    let signed = side.signatures.iter().map(|(_, s)| s.op_id.as_str());
+    let approved =
+        (side.approvals.iter()).flat_map(|(_, a)| a.body.op_ids.iter().map(String::as_str));
+    signed.chain(approved).map(op_id_fingerprint).collect()
+}
+
+/// The cache key of a merge base's transcript and sidecar blobs.
+fn key(transcript: Oid, sidecar: Option<Oid>) -> (Vec<u8>, Vec<u8>) {
+    let side = sidecar.map_or(NO_SIDECAR.to_vec(), |s| s.as_bytes().to_vec());
+    (transcript.as_bytes().to_vec(), side)
+}
+
+impl Branch<'_> {
+    /// The merge base's, the base revision's and HEAD's trust settings are
+    /// the same blobs.
+    fn trust_unchanged(&self) -> bool {
+        [crate::config::CONFIG_PATH, ALLOWED_SIGNERS_PATH]
+            .iter()
+            .all(|p| {
+                let id = |c| self.repo.blob_id_at(c, p).ok();
+                let mb = id(self.merge_base);
+                mb.is_some() && mb == id(self.base_tip) && mb == id(self.head)
+            })
+    }
+
+    /// [`Branch::appended_records`] with provenance on: the branch's record
+    /// count and its records' check, when the base revision left the
+    /// transcript alone and the module's conditions hold. The first check
+    /// against a merge base proves its transcript's checkpoint here and
+    /// returns None: the whole check that follows remembers the sidecar.
+    pub(super) fn signed_appended(
+        &self,
+        [path, old]: [&str; 2],
+        mb_doc: &str,
+        head_doc: &str,
+        find: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Option<Appended> {
+        let cache = self.cache?;
+        if path != old || !self.trust_unchanged() {
+            return None;
+        }
+        let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
+        let (tpath, spath) = (transcript_path(path), sidecar_rel(path));
+        let ids = TranscriptIds {
+            merge_base: id(self.merge_base, &tpath)?,
+            head: id(self.head, &tpath)?,
+            base: id(self.base_tip, &tpath)?,
+        };
+        if ids.base != ids.merge_base {
+            return None;
+        }
+        let (t, s) = key(ids.merge_base, id(self.merge_base, &spath));
+        let row = cache
+            .signed_base_known(&t, &s)
+            .and_then(|b| SignedBase::decode(&b));
+        let proved = checkpoint::remembered(Some(cache), ids.merge_base, mb_doc);
+        let (Some(row), Some(proved)) = (row, proved) else {
+            let store = (self.repo, Some(cache));
+            let _ = checkpoint::appended_records(store, ids, [mb_doc, head_doc], find);
+            return None;
+        };
+        let ext = proved
+            .extension_of(&mut self.repo.blob_stream(ids.head).ok()?)
+            .ok()??;
+        let lines = checkpoint::tail_replays(&ext, [mb_doc, head_doc])?;
+        let held = |op: &str| proved.may_hold(op) || row.may_name(op);
+        let mut entries = Vec::with_capacity(lines.len());
+        for l in &lines {
+            let record = parse_record(l.number, l.raw).ok()?;
+            let ops = [Some(record.op_id.as_str()), record.parent_op_id.as_deref()];
+            if ops.into_iter().flatten().any(held) {
+                return None; // a base line may name it: the whole check says what that means
+            }
+            entries.push(Entry {
+                line: ext.lines + l.number,
+                offset: usize::try_from(proved.len).ok()? + l.offset,
+                line_sha256: String::new(),
+                record,
+            });
+        }
+        let appended = match id(self.head, &spath) {
+            Some(h) => row.appended(&mut self.repo.blob_stream(h).ok()?).ok()??,
+            None if row.len == 0 => Vec::new(),
+            None => return None,
+        };
+        let side = Sidecar::parse(&appended).ok()?;
+        if (side.signatures.iter().map(|(_, s)| &s.op_id))
+            .chain(side.approvals.iter().flat_map(|(_, a)| &a.body.op_ids))
+            .any(|op| held(op))
+        {
+            return None; // the branch re-signs or re-approves a base record
+        }
+        let check = self.judge(&tpath, &entries, &side)?;
+        Some(Appended::Signed(lines.len(), Box::new(check)))
+    }
+
+    /// The branch's records `entries` verified against the lines HEAD's
+    /// sidecar appends (`side`), trusting the base revision, as
+    /// [`crate::provenance::check::branch_check`] reports them. None when
+    /// the trust cannot be read: the whole check names that.
+    fn judge(&self, tpath: &str, entries: &[Entry], side: &Sidecar) -> Option<BranchCheck> {
+        let blob = |p: &str| self.repo.blob_at(self.base_tip, p).ok().flatten();
+        let mut trust = trust_from(blob(crate::config::CONFIG_PATH).as_deref(), || {
+            blob(ALLOWED_SIGNERS_PATH)
+        })
+        .ok()??;
+        trust.not_after = self.repo.commit_time(self.head);
+        let mut problems = signer_warnings(&trust);
+        let mut records = verify_where(&trust, entries, side, &|_, _| true);
+        for s in &mut records {
+            problems.extend(s.problems.drain(..).map(|problem| Located {
+                path: tpath.to_string(),
+                problem,
+            }));
+        }
+        Some(BranchCheck { problems, records })
+    }
+
+    /// After a whole check with provenance on: remembers the merge base's
+    /// signed-base row (see [`SignedBase::build`]) when the cache has none.
+    pub(super) fn remember_signed_base(&self, path: &str, old: &str, files: &DocFiles) {
+        let Some(cache) = self.cache.filter(|_| !self.provenance_off && path == old) else {
+            return;
+        };
+        let (Some(mb_t), Ok(Some(t_id))) = (
+            files.mb_t.as_deref(),
+            self.repo.blob_id_at(self.merge_base, &files.tpath),
+        ) else {
+            return;
+        };
+        let Ok(s_id) = self.repo.blob_id_at(self.merge_base, &sidecar_rel(path)) else {
+            return;
+        };
+        let (t, s) = key(t_id, s_id);
+        if cache.signed_base_known(&t, &s).is_some() {
+            return;
+        }
+        let side = match s_id {
+            Some(s) => match self.repo.blob(s) {
+                Ok(b) => b,
+                Err(_) => return,
+            },
+            None => Vec::new(),
+        };
+        if let Some(row) = SignedBase::build(mb_t, &side) {
+            cache.remember_signed_base(&t, &s, &row.encode());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(op: &str, parent: Option<&str>, reason: &str) -> String {
+        let (pre, post) = ("0".repeat(64), "1".repeat(64));
+        let mut v = serde_json::json!({
+            "protocol_version": "1.0", "tool_version": "0.1.0",
+            "op_id": op, "ts": "2026-11-28T00:00:00.000Z",
+            "actor": {"kind": "human", "name": "alice"}, "doc_uri": "d.noma",
+            "pre_sha256": pre, "post_sha256": post,
+            "pre_sha": &pre[..8], "post_sha": &post[..8],
+            "op": {"op": "update_attribute", "id": "a", "key": "v", "value": 1},
+            "patch_result": "applied", "pre_validation": "ok", "post_validation": "ok",
+            "reason": reason,
+        });
+        if let Some(p) = parent {
+            v["parent_op_id"] = p.into();
+        }
+        format!("{v}\n")
+    }
+
+    fn id(k: u32) -> String {
+        format!("00000000-0000-4000-8000-{k:012}")
+    }
+
+    #[test]
+    fn a_row_is_built_only_for_a_history_that_is_all_history() {
+        let (a, b, c) = (id(1), id(2), id(3));
+        let sig = format!(
+            "{{\"kind\":\"signature\",\"op_id\":\"{a}\",\"signer\":\"a@x\",\"sig\":\"s\"}}\n"
+        );
+        let t = line(&a, None, "why") + &line(&b, None, "why");
+        let row = SignedBase::build(t.as_bytes(), sig.as_bytes()).expect("row");
+        assert!(row.may_name(&a) && !row.may_name(&b));
+        assert_eq!(SignedBase::decode(&row.encode()), Some(row.clone()));
+        assert_eq!(SignedBase::decode(&row.encode()[1..]), None);
+        let mut head = format!("{sig}more\n");
+        let got = row.appended(&mut head.as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(&b"more\n"[..]));
+        head.replace_range(0..1, "[");
+        assert_eq!(row.appended(&mut head.as_bytes()).unwrap(), None);
+        // Two records for one op (the second a merge copy of the first):
+        // the whole check keeps the second in range.
+        let copy = line(
+            &c,
+            Some(a.as_str()),
+            &format!("reconciled: op {a} from the merged branch"),
+        );
+        let twice = line(&a, None, "why") + &copy;
+        assert!(SignedBase::build(twice.as_bytes(), b"").is_none());
+        // A sidecar that does not parse, or ends mid-line.
+        assert!(SignedBase::build(t.as_bytes(), b"junk\n").is_none());
+        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes()).is_none());
+        assert!(SignedBase::build(b"not a record\n", b"").is_none());
+    }
+}
