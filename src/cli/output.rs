@@ -48,8 +48,8 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
 
 /// Prints what a library command said, in order (so stdout and stderr
 /// interleave as written); returns its exit code.
-pub fn emit(console: noma_git::console::Console) -> i32 {
-    use noma_git::console::{Say, Verdict};
+pub fn emit(console: crate::report::output::Console) -> i32 {
+    use crate::report::output::{Say, Verdict};
     for said in console.said {
         match said {
             Say::Out(text) => print!("{text}"),

@@ -846,7 +846,6 @@ mod tests {
         );
         let json = serde_json::to_value(&d.changes[0]).unwrap();
         assert_eq!(json["modified"], true);
-        assert!(crate::changes::report::block_line(&d.changes[0]).contains("moved+modified"));
     }
 
     #[test]

@@ -52,7 +52,6 @@ pub mod driver;
 pub mod moved;
 mod proved;
 pub mod reconcile;
-pub mod report;
 mod streamed;
 pub mod succession;
 pub mod summary;

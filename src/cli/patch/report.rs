@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use noma_core::transcript::{PatchResult, Record};
 use noma_store::engine::{self, EngineError, Options};
 
-use crate::console::{Console, Say, Verdict};
+use crate::report::output::{Console, Say, Verdict};
 
 /// The JSON answer to a request refused before recording.
 pub fn refusal_json(e: &engine::InvalidOp) -> Value {
@@ -137,7 +137,7 @@ pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Cons
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(file));
-            crate::merge::unjoin::advice_for_file(&file.to_string_lossy(), &tpath)
+            noma_git::merge::unjoin::advice_for_file(&file.to_string_lossy(), &tpath)
         }
         _ => None,
     };

@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::console::{Console, Verdict};
-use crate::history_replay::{self, BaseLookup, RevRead};
-use crate::provenance::check::WorktreeReport;
+use crate::report::output::{Console, Verdict};
+use noma_git::history_replay::{self, BaseLookup, RevRead};
+use noma_git::provenance::check::WorktreeReport;
+use noma_git::provenance::signers::SIGNERS_WARNING;
+use noma_git::provenance::verify::codes;
 use noma_core::transcript::{self, replay::Report};
 
 /// What `noma replay` is asked.
@@ -77,7 +79,7 @@ fn check(req: &Request<'_>) -> Result<Checked, Console> {
     };
     let signatures = req
         .signatures
-        .then(|| crate::provenance::report::for_doc(req.file, req.transcript))
+        .then(|| noma_git::provenance::report::for_doc(req.file, req.transcript))
         .transpose()
         .map_err(|e| fail(&e, Verdict::NotRun))?;
     // A transcript two branches were joined into (a merge without the
@@ -161,7 +163,7 @@ impl Checked {
             out.push_str(&format!("  fix: {a}\n"));
         }
         if let Some(s) = &self.signatures {
-            out.push_str(&crate::provenance::report::signatures_text(s));
+            out.push_str(&signatures_text(s));
         }
         out
     }
@@ -200,4 +202,46 @@ impl Checked {
         }
         out
     }
+}
+
+/// The report as text: who signed and approved each record, and every
+/// problem found.
+pub fn signatures_text(r: &WorktreeReport) -> String {
+    let mut out = format!("signatures (trusting {}):\n", r.trust);
+    for s in &r.records {
+        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
+        // "unsigned" only for a record with no signature at all: one whose
+        // signature does not count says so, and its problem says why.
+        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
+        match &s.signed_by {
+            Some(p) => out.push_str(&format!("signed by {p}")),
+            None if unsigned => out.push_str("unsigned"),
+            None if s.problems.is_empty() => out.push_str("signature not checked"),
+            None => out.push_str("signature not accepted"),
+        }
+        match (&s.approved_by, s.needs_approval) {
+            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
+            (None, true) => out.push_str(", not approved\n"),
+            (None, false) => out.push('\n'),
+        }
+        for p in &s.problems {
+            out.push_str(&format!(
+                "    {} [{}] line {}: {}\n",
+                p.level.to_uppercase(),
+                p.code,
+                p.line,
+                p.message
+            ));
+        }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
+    }
+    if let Some(p) = &r.sidecar {
+        out.push_str(&format!(
+            "  ERROR [{}] sidecar line {}: {}\n",
+            p.code, p.line, p.message
+        ));
+    }
+    out
 }

@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::reconcile::{DocReport, Finding};
-use crate::provenance::verify::{signer_matches_actor, RecordStatus};
+use noma_git::merge::reconcile::{DocReport, Finding};
+use noma_git::provenance::verify::{signer_matches_actor, RecordStatus};
 use noma_core::transcript::transcript_path;
 
 fn yes(b: bool) -> &'static str {

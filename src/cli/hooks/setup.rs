@@ -10,10 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use super::describe::{self, line};
-use super::init::{self, InitOptions, McpConfigError, McpReport};
-use super::{HooksError, InstallOptions, InstallReport};
-use crate::console::{Console, Verdict};
-use crate::git::layout::Layout;
+use crate::report::output::{Console, Verdict};
+use noma_git::git::layout::Layout;
+use noma_git::install::init::{self, InitOptions, McpConfigError, McpReport};
+use noma_git::install::{self as install, HooksError, InstallOptions, InstallReport};
 
 /// What `noma hooks install` is asked.
 #[derive(Debug, Clone, Default)]
@@ -73,7 +73,7 @@ pub fn hooks_install(req: &HooksInstall) -> Console {
         noma: noma.clone(),
     };
     c.extend(hooks_installed(
-        super::install_in(&layout, &opts),
+        install::install_in(&layout, &opts),
         "noma hooks",
     ));
     if c.verdict == Verdict::Passed {
@@ -83,7 +83,7 @@ pub fn hooks_install(req: &HooksInstall) -> Console {
         c.extend(eol_install(&layout));
     }
     // husky's directory holds husky's files, not our scripts.
-    let husky = super::husky::detect(&layout.hooks_dir).is_some();
+    let husky = install::husky::detect(&layout.hooks_dir).is_some();
     if c.verdict == Verdict::Passed && layout.hooks_dir_in_work_tree() && !husky {
         c.out(
             "note: the hooks dir is inside the work tree; the scripts name this machine's noma \
@@ -102,7 +102,7 @@ pub fn hooks_uninstall(gitattributes: bool) -> Console {
         Ok(l) => l,
         Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
     };
-    let reports = match super::uninstall(&layout.hooks_dir) {
+    let reports = match install::uninstall(&layout.hooks_dir) {
         Ok(r) => r,
         Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
     };
@@ -133,7 +133,7 @@ pub fn init_repository(req: InitRequest) -> Console {
         Err(e) => return Console::error(format!("noma init: {e}"), Verdict::NotRun),
     };
     // Needed with --no-hooks too: the merge driver names this binary.
-    let noma = match super::current_noma() {
+    let noma = match install::current_noma() {
         Ok(p) => p,
         Err(e) => {
             return Console::error(
@@ -145,7 +145,7 @@ pub fn init_repository(req: InitRequest) -> Console {
     // A hook manager that runs noma already keeps doing so: a second copy
     // would run every check twice per commit.
     let managed = (req.hooks && !req.force)
-        .then(|| super::managers::runs_noma(&layout))
+        .then(|| install::managers::runs_noma(&layout))
         .flatten();
     let opts = InitOptions {
         hooks: req.hooks && managed.is_none(),
@@ -177,7 +177,7 @@ fn init_hooks(
     layout: &Layout,
     noma: &Path,
     hooks: Option<(PathBuf, Result<Vec<InstallReport>, HooksError>)>,
-    managed: Option<super::managers::RunsNoma>,
+    managed: Option<install::managers::RunsNoma>,
 ) -> Console {
     let mut c = Console::default();
     let Some((dir, result)) = hooks else {
@@ -233,7 +233,7 @@ fn mcp_registered(report: Option<Result<McpReport, McpConfigError>>) -> Console 
 fn resolve_noma(given: Option<PathBuf>) -> Result<PathBuf, Console> {
     let p = match given {
         Some(p) => p,
-        None => super::current_noma().map_err(|e| {
+        None => install::current_noma().map_err(|e| {
             Console::error(
                 format!("noma hooks: cannot locate this binary ({e}); pass --noma-path"),
                 Verdict::NotRun,
@@ -288,12 +288,12 @@ fn in_work_tree<T>(
 }
 
 /// Registers the merge driver after the hooks (see
-/// [`super::install_merge_driver`]).
+/// [`install::install_merge_driver`]).
 fn driver_install(layout: &Layout, noma: &Path) -> Console {
     in_work_tree(
         layout,
         "noma hooks: merge driver",
-        |wt| super::install_merge_driver(&layout.common_dir, wt, noma),
+        |wt| install::install_merge_driver(&layout.common_dir, wt, noma),
         |change| describe::driver_registered(&change),
     )
 }
@@ -304,16 +304,14 @@ fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Console {
     };
     // Committed (or staged): other clones have these lines too, and a
     // teammate's uninstall must not take noma's merges away from them.
-    let shared = crate::git::repo::Repo::discover(wt)
-        .and_then(|r| r.index_blob(".gitattributes"))
-        .is_ok_and(|blob| blob.is_some());
-    let routed = super::merge_driver_status(&layout.common_dir, wt)
+    let shared = install::attributes::gitattributes_committed(wt);
+    let routed = install::merge_driver_status(&layout.common_dir, wt)
         .map(|s| !s.routed_patterns().is_empty())
         .unwrap_or(false);
     let mut c = in_work_tree(
         layout,
         "noma hooks: merge driver",
-        |wt| super::uninstall_merge_driver(&layout.common_dir, wt, gitattributes || !shared),
+        |wt| install::uninstall_merge_driver(&layout.common_dir, wt, gitattributes || !shared),
         |change| describe::driver_removed(&change),
     );
     if routed && shared && !gitattributes {
@@ -336,7 +334,7 @@ fn eol_install(layout: &Layout) -> Console {
     in_work_tree(
         layout,
         "noma: line endings",
-        |wt| super::attributes::install_eol_rules(&layout.git_dir, wt),
+        |wt| install::attributes::install_eol_rules(&layout.git_dir, wt),
         describe::eol_rules,
     )
 }

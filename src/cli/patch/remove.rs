@@ -11,8 +11,8 @@ use std::path::Path;
 use noma_core::diag::shell_word;
 use noma_store::engine::{self, WriteMode};
 
-use super::options;
-use crate::console::{Console, Verdict};
+use crate::report::output::{Console, Verdict};
+use noma_git::patch::options;
 
 /// Removes `file` as the command line's request says (its `write` is
 /// taken as in place) and reports: passed when the removal is recorded
@@ -47,7 +47,7 @@ pub fn run(file: &Path, mut req: options::Request, json: bool) -> Console {
         .transcript
         .clone()
         .unwrap_or_else(|| engine::default_transcript_path(file));
-    let side = crate::provenance::sidecar::sidecar_path(file);
+    let side = noma_git::provenance::sidecar::sidecar_path(file);
     let mut c = Console::default();
     if json {
         let mut v = super::report::outcome_json(&outcome, false);

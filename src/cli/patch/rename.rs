@@ -7,8 +7,8 @@ use std::path::Path;
 use noma_core::transcript::ActorKind;
 use noma_store::engine::WriteMode;
 
-use super::options::{Request, Signing};
-use crate::console::{Say, Verdict};
+use crate::report::output::{Say, Verdict};
+use noma_git::patch::options::{Request, Signing};
 
 /// Renames block `from` to `to` in the document at `path` as the person
 /// the writer's git identity names, with `reason`; the document's new
@@ -33,7 +33,7 @@ pub fn rename_in_place(path: &Path, from: &str, to: &str, reason: &str) -> Resul
             no_sign: false,
         },
     };
-    let console = super::run(path, &[op], req, super::View::default());
+    let console = super::run::run(path, &[op], req, super::run::View::default());
     if console.verdict != Verdict::Passed {
         let said: Vec<String> = console
             .said
