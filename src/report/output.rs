@@ -1,14 +1,15 @@
-//! What a shell command says and how it ends, decided by the library and
-//! printed by the binary: text for stdout and stderr in the order it is
-//! written (a terminal, and the README's walkthrough, see both streams as
-//! one), JSON documents for stdout, and a [`Verdict`].
+//! What a command prints and how it exits, worded by the binary from the
+//! libraries' data and printed by [`crate::cli::emit`]: text for stdout
+//! and stderr in the order it is written (a terminal, and the README's
+//! walkthrough, see both streams as one), JSON documents for stdout, and
+//! an [`Exit`].
 
 use serde_json::Value;
 
 /// How a command ends; ordered, so the worst of several steps is the
 /// [`Ord::max`] of theirs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verdict {
+pub enum Exit {
     /// Done (exit 0).
     #[default]
     Passed,
@@ -20,69 +21,69 @@ pub enum Verdict {
 
 /// One piece of output.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Say {
+pub enum Part {
     /// Text for stdout, printed as is.
-    Out(String),
+    Stdout(String),
     /// Text for stderr, printed as is.
-    Err(String),
+    Stderr(String),
     /// A JSON document for stdout (pretty, one newline after it).
     Json(Value),
 }
 
-/// The output of a command, in order, and its verdict.
+/// The output of a command, in order, and how it exits.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Console {
+pub struct Output {
     /// What to print, in order.
-    pub said: Vec<Say>,
+    pub parts: Vec<Part>,
     /// How the command ends.
-    pub verdict: Verdict,
+    pub exit: Exit,
 }
 
-impl Console {
-    /// An empty console that ends with `verdict`.
-    pub fn ending(verdict: Verdict) -> Console {
-        Console {
-            said: Vec::new(),
-            verdict,
+impl Output {
+    /// An empty output that ends with `exit`.
+    pub fn ending(exit: Exit) -> Output {
+        Output {
+            parts: Vec::new(),
+            exit,
         }
     }
 
-    /// A console holding one stderr line, ending with `verdict`.
-    pub fn error(line: impl std::fmt::Display, verdict: Verdict) -> Console {
-        let mut c = Console::ending(verdict);
+    /// An output holding one stderr line, ending with `exit`.
+    pub fn error(line: impl std::fmt::Display, exit: Exit) -> Output {
+        let mut c = Output::ending(exit);
         c.err(line);
         c
     }
 
     /// Adds a stdout line (a newline is appended).
     pub fn out(&mut self, line: impl std::fmt::Display) {
-        self.said.push(Say::Out(format!("{line}\n")));
+        self.parts.push(Part::Stdout(format!("{line}\n")));
     }
 
     /// Adds stdout text as is.
     pub fn out_text(&mut self, text: impl Into<String>) {
-        self.said.push(Say::Out(text.into()));
+        self.parts.push(Part::Stdout(text.into()));
     }
 
     /// Adds a stderr line (a newline is appended).
     pub fn err(&mut self, line: impl std::fmt::Display) {
-        self.said.push(Say::Err(format!("{line}\n")));
+        self.parts.push(Part::Stderr(format!("{line}\n")));
     }
 
     /// Adds a JSON document for stdout.
     pub fn json(&mut self, value: Value) {
-        self.said.push(Say::Json(value));
+        self.parts.push(Part::Json(value));
     }
 
-    /// Makes the verdict at least `verdict`.
-    pub fn at_least(&mut self, verdict: Verdict) {
-        self.verdict = self.verdict.max(verdict);
+    /// Makes the exit at least `exit`.
+    pub fn at_least(&mut self, exit: Exit) {
+        self.exit = self.exit.max(exit);
     }
 
-    /// Appends another step's output; the verdict is the worse of the two.
-    pub fn extend(&mut self, other: Console) {
-        self.said.extend(other.said);
-        self.at_least(other.verdict);
+    /// Appends another step's output; the exit is the worse of the two.
+    pub fn extend(&mut self, other: Output) {
+        self.parts.extend(other.parts);
+        self.at_least(other.exit);
     }
 }
 
@@ -92,22 +93,22 @@ mod tests {
 
     #[test]
     fn the_worst_step_decides_and_order_is_kept() {
-        let mut c = Console::ending(Verdict::Passed);
+        let mut c = Output::ending(Exit::Passed);
         c.out("a");
-        let mut refused = Console::error("b", Verdict::Failed);
+        let mut refused = Output::error("b", Exit::Failed);
         refused.out_text("c");
         c.extend(refused);
-        c.extend(Console::ending(Verdict::Passed));
-        assert_eq!(c.verdict, Verdict::Failed);
+        c.extend(Output::ending(Exit::Passed));
+        assert_eq!(c.exit, Exit::Failed);
         assert_eq!(
-            c.said,
+            c.parts,
             vec![
-                Say::Out("a\n".into()),
-                Say::Err("b\n".into()),
-                Say::Out("c".into())
+                Part::Stdout("a\n".into()),
+                Part::Stderr("b\n".into()),
+                Part::Stdout("c".into())
             ]
         );
-        c.at_least(Verdict::NotRun);
-        assert_eq!(c.verdict, Verdict::NotRun);
+        c.at_least(Exit::NotRun);
+        assert_eq!(c.exit, Exit::NotRun);
     }
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::report::output::{Console, Verdict};
+use crate::report::output::{Exit, Output};
 use noma_git::install::adopt::{documents_without_transcript, start_transcript};
 use noma_git::record::Outcome;
 
@@ -13,15 +13,15 @@ use noma_git::record::Outcome;
 /// there are none; else their list and how to guard them, or, when
 /// `record`, a started transcript for each (a document that cannot be
 /// recorded is named and fails the step; the others are still started).
-pub fn existing_documents(work_tree: &Path, record: bool) -> Console {
-    let mut c = Console::default();
+pub fn existing_documents(work_tree: &Path, record: bool) -> Output {
+    let mut c = Output::default();
     let docs = match documents_without_transcript(work_tree) {
         Ok(d) => d,
         Err(e) => {
             c.err(format!(
                 "noma init: cannot list the existing documents: {e}"
             ));
-            c.at_least(Verdict::NotRun);
+            c.at_least(Exit::NotRun);
             return c;
         }
     };
@@ -55,8 +55,8 @@ pub fn existing_documents(work_tree: &Path, record: bool) -> Console {
 }
 
 /// Starts `doc`'s transcript and says so.
-fn started(work_tree: &Path, doc: &str) -> Console {
-    let mut c = Console::default();
+fn started(work_tree: &Path, doc: &str) -> Output {
+    let mut c = Output::default();
     match start_transcript(work_tree, doc) {
         Ok(Outcome::Recorded { .. }) => c.out(format!(
             "{doc}: started {doc}.patches with a genesis record (from the empty document)"
@@ -67,11 +67,11 @@ fn started(work_tree: &Path, doc: &str) -> Console {
     c
 }
 
-fn failed(doc: &str, e: impl std::fmt::Display) -> Console {
-    Console::error(
+fn failed(doc: &str, e: impl std::fmt::Display) -> Output {
+    Output::error(
         format!(
             "noma init: {doc}: transcript not started: {e}; fix it, then run noma record {doc}"
         ),
-        Verdict::Failed,
+        Exit::Failed,
     )
 }

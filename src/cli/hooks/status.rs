@@ -7,23 +7,23 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::describe::file_name;
-use crate::report::output::{Console, Verdict};
+use crate::report::output::{Exit, Output};
 use noma_git::git::layout::Layout;
 use noma_git::install::{self as install, HookStatus, State};
 
 /// The status of the repository git's environment names, as JSON when
 /// `json`, else as text.
-pub fn hooks_status(json: bool) -> Console {
+pub fn hooks_status(json: bool) -> Output {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
     let noma = install::current_noma().unwrap_or_default();
     let statuses = match install::status(&layout.hooks_dir, &noma) {
         Ok(s) => s,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     if json {
         let mut v = status_json(&layout, &statuses);
         v["merge_driver"] = driver_json(&layout);
@@ -58,7 +58,7 @@ fn signers_text(layout: &Layout) -> String {
         return String::new();
     };
     match noma_git::provenance::signers_check::load(None, wt) {
-        Ok(Some(check)) => check.text(),
+        Ok(Some(check)) => crate::report::signers::signers_check_text(&check),
         Ok(None) => String::new(),
         Err(e) => format!("allowed signers: {e}\n"),
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use noma_store::engine::{self, WriteMode};
 
 use super::report;
-use crate::report::output::{Console, Verdict};
+use crate::report::output::{Exit, Output};
 use noma_git::patch::options;
 
 /// How a command line shows the outcome.
@@ -25,10 +25,10 @@ pub struct View {
 /// tree) and reports the outcome: passed when every op applied, failed when
 /// the request was rejected (or an unrecorded edit was found), not run
 /// when it could not be carried out (a signing key that cannot be used).
-pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Console {
+pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Output {
     let opts = match options::build(file, options::WorkTree::Discover, req) {
         Ok(o) => o,
-        Err(e) => return Console::error(format!("noma patch: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma patch: {e}"), Exit::NotRun),
     };
     let opts = &opts;
     let outcome = match engine::patch_file(file, ops, opts) {
@@ -38,7 +38,7 @@ pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Con
     let dry = opts.write == WriteMode::DryRun;
     let accepted = outcome.accepted;
     let mut c = if view.json {
-        let mut c = Console::default();
+        let mut c = Output::default();
         c.json(report::outcome_json(&outcome, dry));
         c
     } else {
@@ -49,7 +49,7 @@ pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Con
         report::human(outcome, dry, before.as_deref(), file)
     };
     if !accepted {
-        c.at_least(Verdict::Failed);
+        c.at_least(Exit::Failed);
     }
     c
 }

@@ -1,5 +1,5 @@
 //! `noma replay` in one call: the replay (of the work tree, or of a
-//! revision's committed files, see [`crate::history_replay`]), the
+//! revision's committed files, see [`noma_git::history_replay`]), the
 //! records' signatures when asked, the repair advice for a transcript two
 //! branches were joined into, and the report for people or as JSON
 //! (`{"pending", "replay"}`, plus `base_lookup`, `rev`, `advice` and
@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::report::output::{Console, Verdict};
+use crate::report::output::{Exit, Output};
+use noma_core::transcript::{self, replay::Report};
 use noma_git::history_replay::{self, BaseLookup, RevRead};
 use noma_git::provenance::check::WorktreeReport;
 use noma_git::provenance::signers::SIGNERS_WARNING;
 use noma_git::provenance::verify::codes;
-use noma_core::transcript::{self, replay::Report};
 
 /// What `noma replay` is asked.
 #[derive(Debug, Clone, Copy)]
@@ -43,12 +43,12 @@ struct Checked {
 
 /// Replays as asked and reports: passed when the transcript reproduces the
 /// document (and no signature is at fault), failed when it does not.
-pub fn run(req: &Request<'_>, json: bool) -> Console {
+pub fn run(req: &Request<'_>, json: bool) -> Output {
     let checked = match check(req) {
         Ok(c) => c,
         Err(c) => return c,
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     if json {
         c.json(checked.json());
     } else {
@@ -56,32 +56,32 @@ pub fn run(req: &Request<'_>, json: bool) -> Console {
     }
     let faulty = checked.signatures.as_ref().is_some_and(|s| s.errors() > 0);
     if !checked.report.ok || faulty {
-        c.at_least(Verdict::Failed);
+        c.at_least(Exit::Failed);
     }
     c
 }
 
-fn check(req: &Request<'_>) -> Result<Checked, Console> {
-    let fail = |e: &dyn std::fmt::Display, v| Console::error(format!("noma replay: {e}"), v);
+fn check(req: &Request<'_>) -> Result<Checked, Output> {
+    let fail = |e: &dyn std::fmt::Display, v| Output::error(format!("noma replay: {e}"), v);
     let (notes, report, lookup, rev) = match req.rev {
         Some(rev) => {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             match history_replay::replay_at_rev(&cwd, rev, req.file, req.transcript) {
                 Ok((report, lookup, read)) => (Vec::new(), report, lookup, Some(read)),
-                Err(e) => return Err(fail(&e, Verdict::NotRun)),
+                Err(e) => return Err(fail(&e, Exit::NotRun)),
             }
         }
         None => match history_replay::replay_worktree(req.file, req.transcript, req.base) {
             Ok((notes, report, lookup)) => (notes, report, lookup, None),
-            Err(e) if e.is_check_failure() => return Err(fail(&e, Verdict::Failed)),
-            Err(e) => return Err(fail(&e, Verdict::NotRun)),
+            Err(e) if e.is_check_failure() => return Err(fail(&e, Exit::Failed)),
+            Err(e) => return Err(fail(&e, Exit::NotRun)),
         },
     };
     let signatures = req
         .signatures
         .then(|| noma_git::provenance::report::for_doc(req.file, req.transcript))
         .transpose()
-        .map_err(|e| fail(&e, Verdict::NotRun))?;
+        .map_err(|e| fail(&e, Exit::NotRun))?;
     // A transcript two branches were joined into (a merge without the
     // driver) diverges where the second begins: say how to repair it.
     let advice = (!report.ok && req.rev.is_none())

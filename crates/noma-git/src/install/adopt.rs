@@ -41,7 +41,8 @@ pub fn documents_without_transcript(work_tree: &Path) -> Result<Vec<String>, Str
 /// key is configured.
 pub fn start_transcript(work_tree: &Path, doc: &str) -> Result<Outcome, String> {
     let path = work_tree.join(doc);
-    let step = crate::provenance::writer::step_for(&path, None, false).map_err(|e| e.to_string())?;
+    let step =
+        crate::provenance::writer::step_for(&path, None, false).map_err(|e| e.to_string())?;
     let actor = Actor {
         kind: ActorKind::Human,
         name: crate::actor::default_name(&path),
