@@ -3,6 +3,7 @@
 //! `noma-mcp`); see `.noma/architecture.noma` for the crate graph.
 
 mod cli;
+mod report;
 
 // The parser builds many small nodes; mimalloc makes that markedly cheaper
 // than the system allocator (measured in benches/parse.rs).

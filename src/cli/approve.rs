@@ -2,7 +2,7 @@
 //! approval, over [`noma_git::provenance::approve`].
 
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -59,7 +59,7 @@ fn approve_inner(args: &Args) -> Result<i32, String> {
         );
         return Ok(super::EXIT_OK);
     }
-    print!("{}", plan.listing(&args.file));
+    print!("{}", listing(&plan, &args.file));
     if !args.yes && !confirm()? {
         println!("not approved");
         return Ok(super::EXIT_FAIL);
@@ -87,4 +87,49 @@ fn confirm() -> Result<bool, String> {
         .read_line(&mut line)
         .map_err(|e| e.to_string())?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+/// The listing a person reads before approving: one line per record
+/// (op, target, actor, reason), the blocks it changed under it.
+fn listing(plan: &approve::Plan, doc: &Path) -> String {
+    let pending = plan.pending();
+    let mut out = format!(
+        "{}: {} agent record(s) to approve as {}:\n",
+        doc.display(),
+        pending.len(),
+        plan.signer.principal
+    );
+    let blocks = plan.changed_blocks();
+    for (i, e) in pending.iter().enumerate() {
+        let r = &e.record;
+        out.push_str(&format!(
+            "  line {} {} {} by {}{}\n",
+            e.line,
+            r.op_name(),
+            target(&r.op),
+            r.actor.name,
+            r.reason
+                .as_deref()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default()
+        ));
+        match &blocks {
+            Ok(per_record) => {
+                for b in &per_record[i].changes {
+                    out.push_str(&format!("  {}", crate::report::changes::block_line(b)));
+                }
+            }
+            Err(why) if i == 0 => out.push_str(&format!("    (changed blocks unknown: {why})\n")),
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// The op's target, for the listing.
+fn target(op: &serde_json::Value) -> String {
+    ["id", "target", "parent"]
+        .iter()
+        .find_map(|k| op.get(*k).and_then(|v| v.as_str()))
+        .map_or_else(|| "(document)".to_string(), |b| format!("block {b}"))
 }

@@ -128,7 +128,7 @@ fn emit(format: Format, answer: &ask::Answer) -> i32 {
                 return super::EXIT_USAGE;
             }
         },
-        Format::Human => answer.human(),
+        Format::Human => crate::report::changes::answer_text(answer),
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     super::EXIT_OK

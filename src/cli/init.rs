@@ -8,7 +8,7 @@
 //! parsed (left untouched; the other steps are done),
 //! 2 could not run (no repository, bare repository, I/O error).
 
-use noma_git::install::setup::{self, InitRequest};
+use super::hooks::setup::{self, InitRequest};
 
 /// Arguments of `noma init`.
 #[derive(Debug, clap::Args)]

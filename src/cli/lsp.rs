@@ -73,7 +73,7 @@ impl noma_lsp::Guard for Recorder {
     }
 
     fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String> {
-        noma_git::patch::rename::rename_in_place(path, from, to, "renamed in the editor")
+        super::patch::rename::rename_in_place(path, from, to, "renamed in the editor")
     }
 
     fn provenance(&self, path: &Path) -> Vec<noma_lsp::RecordProblem> {

@@ -1,6 +1,6 @@
 //! How the command line prints and ends: exit codes, the `--format`
 //! values, JSON on stdout, and what a library command said
-//! ([`noma_git::console`]).
+//! ([`crate::report::output`]).
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
@@ -48,13 +48,13 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
 
 /// Prints what a library command said, in order (so stdout and stderr
 /// interleave as written); returns its exit code.
-pub fn emit(console: noma_git::console::Console) -> i32 {
-    use noma_git::console::{Say, Verdict};
-    for said in console.said {
-        match said {
-            Say::Out(text) => print!("{text}"),
-            Say::Err(text) => eprint!("{text}"),
-            Say::Json(value) => {
+pub fn emit(output: crate::report::output::Output) -> i32 {
+    use crate::report::output::{Exit, Part};
+    for part in output.parts {
+        match part {
+            Part::Stdout(text) => print!("{text}"),
+            Part::Stderr(text) => eprint!("{text}"),
+            Part::Json(value) => {
                 let code = print_json(&value);
                 if code != EXIT_OK {
                     return code;
@@ -62,10 +62,10 @@ pub fn emit(console: noma_git::console::Console) -> i32 {
             }
         }
     }
-    match console.verdict {
-        Verdict::Passed => EXIT_OK,
-        Verdict::Failed => EXIT_FAIL,
-        Verdict::NotRun => EXIT_USAGE,
+    match output.exit {
+        Exit::Passed => EXIT_OK,
+        Exit::Failed => EXIT_FAIL,
+        Exit::NotRun => EXIT_USAGE,
     }
 }
 

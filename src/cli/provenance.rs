@@ -111,7 +111,7 @@ fn check_signers(file: Option<&std::path::Path>, verdicts: bool) -> i32 {
             return super::EXIT_USAGE;
         }
     };
-    print!("{}", check.text());
+    print!("{}", crate::report::signers::signers_check_text(&check));
     if verdicts {
         for line in std::io::stdin().lock().lines() {
             let verdict = line

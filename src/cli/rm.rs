@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use super::patch::remove;
 use super::patch::Meta;
 use super::Format;
-use noma_git::patch::remove;
 use noma_store::engine::WriteMode;
 
 /// Arguments of `noma rm`.

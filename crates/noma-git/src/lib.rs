@@ -9,15 +9,13 @@
 //! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
 //! base looked up in history ([`history_replay`]), and who changed each
 //! block ([`history`]). For the shells: one
-//! patch request's options and report ([`patch`]), `noma replay`'s report
-//! ([`replay_report`]), a writer's default name ([`actor`]), and what a
-//! command says and how it ends ([`console`]).
+//! patch request's options ([`patch`]) and a writer's default name
+//! ([`actor`]). Libraries return data: the binary words it.
 
 pub mod actor;
 pub mod cache;
 pub mod changes;
 pub mod config;
-pub mod console;
 pub mod git;
 pub mod history;
 pub mod history_replay;
@@ -26,5 +24,4 @@ pub mod merge;
 pub mod patch;
 pub mod provenance;
 pub mod record;
-pub mod replay_report;
 pub mod staged;

@@ -65,24 +65,6 @@ impl Answer {
             Answer::Cleared(_) => &[],
         }
     }
-
-    /// The answer for people.
-    pub fn human(&self) -> String {
-        match self {
-            Answer::Blocks(r) => super::report::blocks_text(r),
-            Answer::Docs(d) => super::report::docs_text(d),
-            Answer::Marked(m) => format!(
-                "marked {} block versions in {} documents as reconciled\n",
-                m.updated, m.docs
-            ),
-            Answer::Snapshot(s) => format!(
-                "wrote {} ({} documents, {} block versions, HEAD {})\n",
-                s.state_path, s.docs, s.blocks, s.git_hash
-            ),
-            Answer::Cleared(c) if c.cleared => "cleared the reconciliation marks\n".to_string(),
-            Answer::Cleared(_) => "no reconciliation marks to clear\n".to_string(),
-        }
-    }
 }
 
 /// Answers `ask` in `repo`, reading blocks through `cache`.
@@ -140,17 +122,12 @@ mod tests {
             serde_json::to_string(&cleared).unwrap(),
             r#"{"cleared":true}"#
         );
-        assert_eq!(cleared.human(), "cleared the reconciliation marks\n");
         let marked = Answer::Marked(Marked {
             updated: 3,
             docs: 1,
             notices: vec!["n".into()],
         });
         assert_eq!(marked.notices(), ["n".to_string()]);
-        assert_eq!(
-            marked.human(),
-            "marked 3 block versions in 1 documents as reconciled\n"
-        );
         assert!(!Ask::Clear.uses_cache() && Ask::Docs(Query::default()).uses_cache());
     }
 }

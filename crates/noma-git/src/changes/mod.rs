@@ -34,7 +34,6 @@ pub mod ask;
 mod index_file;
 #[cfg(target_os = "linux")]
 mod mounts;
-pub mod report;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod watch;

@@ -192,6 +192,14 @@ pub fn install_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolInstall,
     Ok(EolInstall { change, restored })
 }
 
+/// Whether `.gitattributes` is committed (or staged) in `work_tree`'s
+/// repository: other clones have its lines too.
+pub fn gitattributes_committed(work_tree: &Path) -> bool {
+    crate::git::repo::Repo::discover(work_tree)
+        .and_then(|r| r.index_blob(".gitattributes"))
+        .is_ok_and(|blob| blob.is_some())
+}
+
 /// The paths of [`converted_files`]; none when they cannot be listed
 /// (a status report, which must not fail on it).
 pub fn converted_paths(work_tree: &Path) -> Vec<String> {

@@ -78,12 +78,9 @@
 pub mod adopt;
 pub mod attributes;
 pub mod clone_check;
-pub mod describe;
 pub mod husky;
 pub mod init;
 pub mod managers;
-pub mod setup;
-pub mod status_report;
 
 use crate::git;
 use std::fs;

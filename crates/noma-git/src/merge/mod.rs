@@ -51,7 +51,6 @@ pub mod joined_file;
 pub mod moved;
 mod proved;
 pub mod reconcile;
-pub mod report;
 mod streamed;
 pub mod summary;
 

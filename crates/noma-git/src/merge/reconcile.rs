@@ -115,17 +115,6 @@ impl DocReport {
     }
 }
 
-impl Finding {
-    /// The message, with a conflict's two values after it: what the text
-    /// formats (human, GitHub annotations, SARIF) show.
-    pub fn text(&self) -> String {
-        match (&self.ours, &self.theirs) {
-            (Some(o), Some(t)) => format!("{} (ours: {o}; theirs: {t})", self.message),
-            _ => self.message.clone(),
-        }
-    }
-}
-
 fn finding(level: &'static str, code: &str, path: &str, message: String) -> Finding {
     Finding {
         level,

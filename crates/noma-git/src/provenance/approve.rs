@@ -1,6 +1,7 @@
 //! `noma approve`: the agent records of a document that no valid approval
-//! covers, listed for the person about to approve them with the blocks
-//! each changed, and the signed approval written once they agree.
+//! covers, with the blocks each changed (the binary lists them for the
+//! person about to approve them), and the signed approval written once
+//! they agree.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,6 @@ use noma_core::transcript::{self, Entry, Record};
 use noma_store::engine::default_transcript_path;
 
 use super::{approval, check, writer, Signer, Trust};
-use crate::changes::report::block_line;
 use noma_merge::diff::{diff_docs, DocDiff};
 
 /// What an approval would cover.
@@ -88,44 +88,12 @@ impl Plan {
         self.pending.iter().map(|&i| &self.entries[i]).collect()
     }
 
-    /// The listing a person reads before approving: one line per record
-    /// (op, target, actor, reason), the blocks it changed under it.
-    pub fn listing(&self, doc: &Path) -> String {
+    /// The blocks each waiting record changed, in [`Plan::pending`]'s
+    /// order (as `noma changed` diffs them), or why they are unknown.
+    pub fn changed_blocks(&self) -> Result<Vec<DocDiff>, String> {
         let pending = self.pending();
-        let mut out = format!(
-            "{}: {} agent record(s) to approve as {}:\n",
-            doc.display(),
-            pending.len(),
-            self.signer.principal
-        );
-        let blocks = (self.start.clone())
-            .and_then(|start| pending_blocks(start, &self.bytes, &self.entries, &pending));
-        for (i, e) in pending.iter().enumerate() {
-            let r = &e.record;
-            out.push_str(&format!(
-                "  line {} {} {} by {}{}\n",
-                e.line,
-                r.op_name(),
-                target(&r.op),
-                r.actor.name,
-                r.reason
-                    .as_deref()
-                    .map(|w| format!(": {w}"))
-                    .unwrap_or_default()
-            ));
-            match &blocks {
-                Ok(per_record) => {
-                    for b in &per_record[i].changes {
-                        out.push_str(&format!("  {}", block_line(b)));
-                    }
-                }
-                Err(why) if i == 0 => {
-                    out.push_str(&format!("    (changed blocks unknown: {why})\n"))
-                }
-                Err(_) => {}
-            }
-        }
-        out
+        (self.start.clone())
+            .and_then(|start| pending_blocks(start, &self.bytes, &self.entries, &pending))
     }
 
     /// Appends the signed approval of every waiting record to `doc`'s
@@ -221,12 +189,4 @@ fn pending_blocks(
         text = after;
     }
     Ok(out)
-}
-
-/// The op's target, for the listing.
-fn target(op: &serde_json::Value) -> String {
-    ["id", "target", "parent"]
-        .iter()
-        .find_map(|k| op.get(*k).and_then(|v| v.as_str()))
-        .map_or_else(|| "(document)".to_string(), |b| format!("block {b}"))
 }

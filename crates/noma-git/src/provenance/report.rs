@@ -1,12 +1,9 @@
-//! The signature report of a document's work-tree transcript: computed
-//! for `noma replay --signatures` and `noma approve`, and written as
-//! `--signatures` prints it, one line per record.
+//! The signature report of a document's work-tree transcript, computed
+//! for `noma replay --signatures` and `noma approve` (the binary words it).
 
 use std::path::Path;
 
 use super::check::{check_worktree, WorktreeReport};
-use super::signers::SIGNERS_WARNING;
-use super::verify::codes;
 use noma_store::engine::default_transcript_path;
 
 /// The statuses of every record of `doc`'s transcript (`transcript`, or
@@ -46,46 +43,4 @@ pub fn problems_if_asked(doc: &Path) -> Vec<super::verify::Problem> {
         .flat_map(|r| r.problems)
         .filter(|p| p.level != "note")
         .collect()
-}
-
-/// The report as text: who signed and approved each record, and every
-/// problem found.
-pub fn signatures_text(r: &WorktreeReport) -> String {
-    let mut out = format!("signatures (trusting {}):\n", r.trust);
-    for s in &r.records {
-        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
-        // "unsigned" only for a record with no signature at all: one whose
-        // signature does not count says so, and its problem says why.
-        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
-        match &s.signed_by {
-            Some(p) => out.push_str(&format!("signed by {p}")),
-            None if unsigned => out.push_str("unsigned"),
-            None if s.problems.is_empty() => out.push_str("signature not checked"),
-            None => out.push_str("signature not accepted"),
-        }
-        match (&s.approved_by, s.needs_approval) {
-            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
-            (None, true) => out.push_str(", not approved\n"),
-            (None, false) => out.push('\n'),
-        }
-        for p in &s.problems {
-            out.push_str(&format!(
-                "    {} [{}] line {}: {}\n",
-                p.level.to_uppercase(),
-                p.code,
-                p.line,
-                p.message
-            ));
-        }
-    }
-    for w in &r.warnings {
-        out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
-    }
-    if let Some(p) = &r.sidecar {
-        out.push_str(&format!(
-            "  ERROR [{}] sidecar line {}: {}\n",
-            p.code, p.line, p.message
-        ));
-    }
-    out
 }

@@ -52,20 +52,6 @@ pub fn load(file: Option<&Path>, dir: &Path) -> Result<Option<SignersCheck>, Str
 }
 
 impl SignersCheck {
-    /// The check as text: a summary line, then one line per warning.
-    pub fn text(&self) -> String {
-        let mut out = format!(
-            "allowed signers: {} ({} usable line(s), {} warning(s))\n",
-            self.path.display(),
-            self.usable,
-            self.warnings.len()
-        );
-        for w in &self.warnings {
-            out.push_str(&format!("  warning: line {}: {}\n", w.line, w.message));
-        }
-        out
-    }
-
     /// The verdict for one query `PRINCIPAL<TAB>TIME<TAB>PUBLIC KEY`
     /// (TIME as `ssh-keygen -Overify-time=` takes it): whether
     /// `ssh-keygen -Y verify -n noma -I PRINCIPAL` accepts a signature by

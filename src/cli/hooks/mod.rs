@@ -10,7 +10,10 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use noma_git::install::{setup, status_report};
+pub mod adopt;
+pub mod describe;
+pub mod setup;
+pub mod status;
 
 use super::Format;
 
@@ -67,6 +70,6 @@ pub fn run(args: Args) -> i32 {
             driver_only,
         }),
         Action::Uninstall { gitattributes } => setup::hooks_uninstall(gitattributes),
-        Action::Status { format } => status_report::hooks_status(format == Format::Json),
+        Action::Status { format } => status::hooks_status(format == Format::Json),
     })
 }

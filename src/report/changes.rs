@@ -3,7 +3,9 @@
 //! OLD: counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`);
 //! `noma approve` lists the blocks it approves with the same lines.
 
-use super::{BlockChange, Change, ChangedBlocks, ChangedDocs, Counts, DocChange};
+use noma_git::changes::ask::Answer;
+use noma_git::changes::{ChangedBlocks, ChangedDocs, Counts, DocChange};
+use noma_merge::diff::{BlockChange, Change};
 
 /// The line of an answer with no changed document.
 fn nothing_since(base: &str, merge_base: &str) -> String {
@@ -123,6 +125,24 @@ pub fn blocks_text(r: &ChangedBlocks) -> String {
     out
 }
 
+/// An answer of `noma changed` for people.
+pub fn answer_text(answer: &Answer) -> String {
+    match answer {
+        Answer::Blocks(r) => blocks_text(r),
+        Answer::Docs(d) => docs_text(d),
+        Answer::Marked(m) => format!(
+            "marked {} block versions in {} documents as reconciled\n",
+            m.updated, m.docs
+        ),
+        Answer::Snapshot(s) => format!(
+            "wrote {} ({} documents, {} block versions, HEAD {})\n",
+            s.state_path, s.docs, s.blocks, s.git_hash
+        ),
+        Answer::Cleared(c) if c.cleared => "cleared the reconciliation marks\n".to_string(),
+        Answer::Cleared(_) => "no reconciliation marks to clear\n".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +177,21 @@ mod tests {
         let d = noma_merge::diff::diff_docs(old, new);
         assert_eq!(d.changes.len(), 1, "{:?}", d.changes);
         assert!(block_line(&d.changes[0]).contains("moved+modified"));
+    }
+
+    #[test]
+    fn answers_read_as_before() {
+        use noma_git::changes::{Cleared, Marked};
+        let cleared = Answer::Cleared(Cleared { cleared: true });
+        assert_eq!(answer_text(&cleared), "cleared the reconciliation marks\n");
+        let marked = Answer::Marked(Marked {
+            updated: 3,
+            docs: 1,
+            notices: vec!["n".into()],
+        });
+        assert_eq!(
+            answer_text(&marked),
+            "marked 3 block versions in 1 documents as reconciled\n"
+        );
     }
 }

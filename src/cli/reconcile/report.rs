@@ -1,13 +1,13 @@
 //! `noma reconcile`'s reports in the forms people and PR bots read them:
 //! lines for people, GitHub Actions workflow commands (annotations beside
 //! the diff) and a SARIF 2.1.0 log (code-scanning upload). The Markdown
-//! summary is [`super::summary`]'s.
+//! summary is [`super::markdown`]'s.
 
 use serde_json::{json, Value};
 
-use super::reconcile::{DocReport, Finding};
-use crate::provenance::verify::{signer_matches_actor, RecordStatus};
 use noma_core::transcript::transcript_path;
+use noma_git::merge::reconcile::{DocReport, Finding};
+use noma_git::provenance::verify::{signer_matches_actor, RecordStatus};
 
 fn yes(b: bool) -> &'static str {
     if b {
@@ -49,7 +49,7 @@ pub fn human(reports: &[DocReport]) -> String {
                 f.level.to_uppercase(),
                 f.code,
                 f.path,
-                f.text()
+                finding_text(f)
             ));
         }
     }
@@ -59,6 +59,15 @@ pub fn human(reports: &[DocReport]) -> String {
         reports.len()
     ));
     out
+}
+
+/// The message, with a conflict's two values after it: what the text
+/// formats (human, GitHub annotations, SARIF) show.
+fn finding_text(f: &Finding) -> String {
+    match (&f.ours, &f.theirs) {
+        (Some(o), Some(t)) => format!("{} (ours: {o}; theirs: {t})", f.message),
+        _ => f.message.clone(),
+    }
 }
 
 /// Who a checked record names, who verifiably signed it and who approved
@@ -126,8 +135,8 @@ pub fn github(reports: &[DocReport]) -> String {
             gh_escape(&format!("noma {}", f.code), true)
         ));
         let msg = match &f.block {
-            Some(b) => format!("[block {b}] {}", f.text()),
-            None => f.text(),
+            Some(b) => format!("[block {b}] {}", finding_text(f)),
+            None => finding_text(f),
         };
         out.push_str(&format!(
             "::{cmd} {}::{}\n",
@@ -174,7 +183,7 @@ fn sarif_result(f: &Finding, signer: Option<&RecordStatus>) -> Value {
     let mut result = json!({
         "ruleId": f.code,
         "level": match f.level { "error" => "error", "warning" => "warning", _ => "note" },
-        "message": {"text": f.text()},
+        "message": {"text": finding_text(f)},
         "locations": [{"physicalLocation": loc}],
     });
     if let Some(b) = &f.block {

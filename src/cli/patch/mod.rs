@@ -1,10 +1,15 @@
 //! `noma patch`: apply an op-list to a document and record it.
 
+pub mod remove;
+pub mod rename;
+pub mod report;
+pub mod run;
+
 use std::path::PathBuf;
 
 use super::Format;
 use noma_core::transcript::ActorKind;
-use noma_git::patch::{self, options};
+use noma_git::patch::options;
 use noma_store::engine::WriteMode;
 
 /// Arguments of `noma patch`.
@@ -114,7 +119,7 @@ pub fn run(args: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     };
-    let view = patch::View {
+    let view = run::View {
         json: args.format == Format::Json,
         print_document: args.print_document,
     };
@@ -124,7 +129,7 @@ pub fn run(args: Args) -> i32 {
         (None, false) => WriteMode::DryRun,
     };
     let req = args.meta.request(write, args.strict, args.force);
-    super::emit(patch::run(&args.file, &ops, req, view))
+    super::emit(run::run(&args.file, &ops, req, view))
 }
 
 impl Meta {

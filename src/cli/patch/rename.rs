@@ -7,8 +7,8 @@ use std::path::Path;
 use noma_core::transcript::ActorKind;
 use noma_store::engine::WriteMode;
 
-use super::options::{Request, Signing};
-use crate::console::{Say, Verdict};
+use crate::report::output::{Exit, Part};
+use noma_git::patch::options::{Request, Signing};
 
 /// Renames block `from` to `to` in the document at `path` as the person
 /// the writer's git identity names, with `reason`; the document's new
@@ -33,14 +33,14 @@ pub fn rename_in_place(path: &Path, from: &str, to: &str, reason: &str) -> Resul
             no_sign: false,
         },
     };
-    let console = super::run(path, &[op], req, super::View::default());
-    if console.verdict != Verdict::Passed {
-        let said: Vec<String> = console
-            .said
+    let output = super::run::run(path, &[op], req, super::run::View::default());
+    if output.exit != Exit::Passed {
+        let said: Vec<String> = output
+            .parts
             .iter()
             .map(|s| match s {
-                Say::Out(t) | Say::Err(t) => t.trim_end().to_string(),
-                Say::Json(v) => v.to_string(),
+                Part::Stdout(t) | Part::Stderr(t) => t.trim_end().to_string(),
+                Part::Json(v) => v.to_string(),
             })
             .collect();
         return Err(said.join("\n"));

@@ -5,14 +5,16 @@
 //! documents and transcripts. See [`noma_git::merge::reconcile`](mod@noma_git::merge::reconcile).
 //!
 //! Formats: `human`, `json`, `github` (workflow-command annotations),
-//! `sarif` (SARIF 2.1.0), rendered by [`noma_git::merge::report`], and `markdown` (the PR summary of
-//! [`noma_git::merge::summary`]). Exit 0 when nothing at error level was found,
+//! `sarif` (SARIF 2.1.0), rendered by [`report`], and `markdown` (the PR summary,
+//! [`markdown`]). Exit 0 when nothing at error level was found,
 //! 1 otherwise, 2 when the command could not run.
 
 use serde_json::json;
 
 use noma_git::merge::reconcile::{self, DocReport};
-use noma_git::merge::report;
+
+pub mod markdown;
+pub mod report;
 
 /// Output formats of `noma reconcile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -94,7 +96,7 @@ fn print_markdown(
 ) -> i32 {
     match noma_git::merge::summary::collect(cwd, base, reports, cache) {
         Ok(docs) => {
-            print!("{}", noma_git::merge::summary::markdown(reports, &docs));
+            print!("{}", markdown::markdown(reports, &docs));
             super::EXIT_OK
         }
         Err(e) => {

@@ -1,6 +1,6 @@
 //! `noma rm`: a document's removal as a recorded event. One
 //! `x-noma/remove_document` record (signed like any other write: the same
-//! [`super::options`] as `noma patch`) is appended to the transcript, then
+//! [`noma_git::patch::options`] as `noma patch`) is appended to the transcript, then
 //! the document is deleted; the transcript and the provenance sidecar stay
 //! as its tombstone, so the hook and `noma reconcile` can tell a recorded
 //! removal from a deletion nobody signed. Nothing is staged: as with
@@ -11,29 +11,29 @@ use std::path::Path;
 use noma_core::diag::shell_word;
 use noma_store::engine::{self, WriteMode};
 
-use super::options;
-use crate::console::{Console, Verdict};
+use crate::report::output::{Exit, Output};
+use noma_git::patch::options;
 
 /// Removes `file` as the command line's request says (its `write` is
 /// taken as in place) and reports: passed when the removal is recorded
 /// and the document deleted (or was already), failed when the request was
 /// refused (an unrecorded edit first needs `noma record`), not run when it
 /// could not be carried out.
-pub fn run(file: &Path, mut req: options::Request, json: bool) -> Console {
+pub fn run(file: &Path, mut req: options::Request, json: bool) -> Output {
     req.write = WriteMode::InPlace;
     let opts = match options::build(file, options::WorkTree::Discover, req) {
         Ok(o) => o,
-        Err(e) => return Console::error(format!("noma rm: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma rm: {e}"), Exit::NotRun),
     };
     let outcome = match engine::remove_file(file, &opts) {
         Ok(o) => o,
         Err(e) => {
             let verdict = if e.is_check_failure() {
-                Verdict::Failed
+                Exit::Failed
             } else {
-                Verdict::NotRun
+                Exit::NotRun
             };
-            let mut c = Console::error(format!("noma rm: {e}"), verdict);
+            let mut c = Output::error(format!("noma rm: {e}"), verdict);
             if e.is_check_failure() {
                 c.err(format!(
                     "noma rm: record the edit first (noma record {}), then remove it",
@@ -47,8 +47,8 @@ pub fn run(file: &Path, mut req: options::Request, json: bool) -> Console {
         .transcript
         .clone()
         .unwrap_or_else(|| engine::default_transcript_path(file));
-    let side = crate::provenance::sidecar::sidecar_path(file);
-    let mut c = Console::default();
+    let side = noma_git::provenance::sidecar::sidecar_path(file);
+    let mut c = Output::default();
     if json {
         let mut v = super::report::outcome_json(&outcome, false);
         v["removed"] = serde_json::json!(!file.exists());
@@ -85,7 +85,7 @@ pub fn run(file: &Path, mut req: options::Request, json: bool) -> Console {
         c.out(format!("commit it: git add -A -- {}", stage.join(" ")));
     }
     if !outcome.accepted {
-        c.at_least(Verdict::Failed);
+        c.at_least(Exit::Failed);
     }
     c
 }

@@ -2,7 +2,7 @@
 //! order they run, each reported as [`super::describe`] words it: which
 //! steps still run after one is refused, and how the command ends.
 //!
-//! Exit codes (through [`Verdict`]): done, refused (an existing hook or
+//! Exit codes (through [`Exit`]): done, refused (an existing hook or
 //! kept file is in the way, or `.mcp.json` could not be parsed; nothing of
 //! that step changed), could not run (no repository, bare repository, I/O
 //! error).
@@ -10,10 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use super::describe::{self, line};
-use super::init::{self, InitOptions, McpConfigError, McpReport};
-use super::{HooksError, InstallOptions, InstallReport};
-use crate::console::{Console, Verdict};
-use crate::git::layout::Layout;
+use crate::report::output::{Exit, Output};
+use noma_git::git::layout::Layout;
+use noma_git::install::init::{self, InitOptions, McpConfigError, McpReport};
+use noma_git::install::{self as install, HooksError, InstallOptions, InstallReport};
 
 /// What `noma hooks install` is asked.
 #[derive(Debug, Clone, Default)]
@@ -40,27 +40,27 @@ pub struct InitRequest {
 }
 
 /// `noma hooks install` in the repository git's environment names.
-pub fn hooks_install(req: &HooksInstall) -> Console {
+pub fn hooks_install(req: &HooksInstall) -> Output {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
     if layout.is_bare() {
-        return Console::error(
+        return Output::error(
             format!(
                 "noma hooks: {} is a bare repository: pre-commit hooks never run without a \
                  work tree. If you commit to it through a separate work tree, run this with \
                  GIT_DIR and GIT_WORK_TREE set.",
                 layout.git_dir.display()
             ),
-            Verdict::NotRun,
+            Exit::NotRun,
         );
     }
     let noma = match resolve_noma(req.noma.clone()) {
         Ok(p) => p,
         Err(c) => return c,
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     if req.driver_only {
         c.out("hooks: not touched (--driver-only)");
         c.extend(driver_install(&layout, &noma));
@@ -73,18 +73,18 @@ pub fn hooks_install(req: &HooksInstall) -> Console {
         noma: noma.clone(),
     };
     c.extend(hooks_installed(
-        super::install_in(&layout, &opts),
+        install::install_in(&layout, &opts),
         "noma hooks",
     ));
-    if c.verdict == Verdict::Passed {
+    if c.exit == Exit::Passed {
         c.extend(driver_install(&layout, &noma));
     }
-    if c.verdict == Verdict::Passed {
+    if c.exit == Exit::Passed {
         c.extend(eol_install(&layout));
     }
     // husky's directory holds husky's files, not our scripts.
-    let husky = super::husky::detect(&layout.hooks_dir).is_some();
-    if c.verdict == Verdict::Passed && layout.hooks_dir_in_work_tree() && !husky {
+    let husky = install::husky::detect(&layout.hooks_dir).is_some();
+    if c.exit == Exit::Passed && layout.hooks_dir_in_work_tree() && !husky {
         c.out(
             "note: the hooks dir is inside the work tree; the scripts name this machine's noma \
              binary, so keep them out of commits",
@@ -97,16 +97,16 @@ pub fn hooks_install(req: &HooksInstall) -> Console {
 /// merge lines of a committed `.gitattributes` are everyone's: they are
 /// removed only when `gitattributes` (and the output says to commit that),
 /// otherwise left and named; an uncommitted file's lines go.
-pub fn hooks_uninstall(gitattributes: bool) -> Console {
+pub fn hooks_uninstall(gitattributes: bool) -> Output {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
-    let reports = match super::uninstall(&layout.hooks_dir) {
+    let reports = match install::uninstall(&layout.hooks_dir) {
         Ok(r) => r,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     c.out(format!("hooks dir: {}", layout.hooks_dir.display()));
     for r in &reports {
         c.out(describe::removed(r));
@@ -127,25 +127,25 @@ pub fn hooks_uninstall(gitattributes: bool) -> Console {
 /// `noma init` in the repository git's environment names: every step of
 /// [`init::init`], then the line-ending rules, `.mcp.json`, the hooks and
 /// the merge driver, a refused step leaving the others done.
-pub fn init_repository(req: InitRequest) -> Console {
+pub fn init_repository(req: InitRequest) -> Output {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => return Console::error(format!("noma init: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma init: {e}"), Exit::NotRun),
     };
     // Needed with --no-hooks too: the merge driver names this binary.
-    let noma = match super::current_noma() {
+    let noma = match install::current_noma() {
         Ok(p) => p,
         Err(e) => {
-            return Console::error(
+            return Output::error(
                 format!("noma init: cannot locate this binary ({e})"),
-                Verdict::NotRun,
+                Exit::NotRun,
             )
         }
     };
     // A hook manager that runs noma already keeps doing so: a second copy
     // would run every check twice per commit.
     let managed = (req.hooks && !req.force)
-        .then(|| super::managers::runs_noma(&layout))
+        .then(|| install::managers::runs_noma(&layout))
         .flatten();
     let opts = InitOptions {
         hooks: req.hooks && managed.is_none(),
@@ -155,9 +155,9 @@ pub fn init_repository(req: InitRequest) -> Console {
     };
     let report = match init::init(&layout, &opts) {
         Ok(r) => r,
-        Err(e) => return Console::error(format!("noma init: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma init: {e}"), Exit::NotRun),
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     c.out(format!("repository: {}", report.root.display()));
     c.out(describe::policy_file(report.config));
     c.out(describe::gitignore(report.gitignore));
@@ -177,9 +177,9 @@ fn init_hooks(
     layout: &Layout,
     noma: &Path,
     hooks: Option<(PathBuf, Result<Vec<InstallReport>, HooksError>)>,
-    managed: Option<super::managers::RunsNoma>,
-) -> Console {
-    let mut c = Console::default();
+    managed: Option<install::managers::RunsNoma>,
+) -> Output {
+    let mut c = Output::default();
     let Some((dir, result)) = hooks else {
         c.out(match managed {
             Some(m) => format!(
@@ -199,7 +199,7 @@ fn init_hooks(
     };
     c.out(format!("hooks dir: {}", dir.display()));
     c.extend(hooks_installed(result, "noma init"));
-    if c.verdict != Verdict::Passed {
+    if c.exit != Exit::Passed {
         c.err(
             "noma init: the other steps are done; rerun with --force to replace the hooks (a \
              backup is kept) or with --no-hooks",
@@ -212,8 +212,8 @@ fn init_hooks(
 }
 
 /// `noma init`'s `.mcp.json` step; refused when the file was left untouched.
-fn mcp_registered(report: Option<Result<McpReport, McpConfigError>>) -> Console {
-    let mut c = Console::default();
+fn mcp_registered(report: Option<Result<McpReport, McpConfigError>>) -> Output {
+    let mut c = Output::default();
     match report {
         None => c.out(format!("{}: skipped (--no-mcp)", init::MCP_CONFIG)),
         Some(Ok(r)) => c.out(format!(
@@ -223,31 +223,31 @@ fn mcp_registered(report: Option<Result<McpReport, McpConfigError>>) -> Console 
         )),
         Some(Err(e)) => {
             c.err(format!("noma init: {e}"));
-            c.at_least(Verdict::Failed);
+            c.at_least(Exit::Failed);
         }
     }
     c
 }
 
 /// The binary the hooks should run, made absolute.
-fn resolve_noma(given: Option<PathBuf>) -> Result<PathBuf, Console> {
+fn resolve_noma(given: Option<PathBuf>) -> Result<PathBuf, Output> {
     let p = match given {
         Some(p) => p,
-        None => super::current_noma().map_err(|e| {
-            Console::error(
+        None => install::current_noma().map_err(|e| {
+            Output::error(
                 format!("noma hooks: cannot locate this binary ({e}); pass --noma-path"),
-                Verdict::NotRun,
+                Exit::NotRun,
             )
         })?,
     };
     std::path::absolute(&p)
-        .map_err(|e| Console::error(format!("noma hooks: {}: {e}", p.display()), Verdict::NotRun))
+        .map_err(|e| Output::error(format!("noma hooks: {}: {e}", p.display()), Exit::NotRun))
 }
 
 /// One line per hook installed; a conflict is refused (`who` names the
 /// command in its lines), any other error could not run.
-fn hooks_installed(result: Result<Vec<InstallReport>, HooksError>, who: &str) -> Console {
-    let mut c = Console::default();
+fn hooks_installed(result: Result<Vec<InstallReport>, HooksError>, who: &str) -> Output {
+    let mut c = Output::default();
     match result {
         Ok(reports) => reports.iter().for_each(|r| c.out(describe::installed(r))),
         Err(HooksError::Conflict(lines)) => {
@@ -255,11 +255,11 @@ fn hooks_installed(result: Result<Vec<InstallReport>, HooksError>, who: &str) ->
                 c.err(format!("{who}: {l}"));
             }
             c.err(format!("{who}: no hook was changed"));
-            c.at_least(Verdict::Failed);
+            c.at_least(Exit::Failed);
         }
         Err(e) => {
             c.err(format!("{who}: {e}"));
-            c.at_least(Verdict::NotRun);
+            c.at_least(Exit::NotRun);
         }
     }
     c
@@ -272,48 +272,46 @@ fn in_work_tree<T>(
     who: &str,
     step: impl FnOnce(&Path) -> Result<T, HooksError>,
     line: impl FnOnce(T) -> String,
-) -> Console {
+) -> Output {
     let Some(wt) = &layout.work_tree else {
-        return Console::default();
+        return Output::default();
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     match step(wt) {
         Ok(done) => c.out(line(done)),
         Err(e) => {
             c.err(format!("{who}: {e}"));
-            c.at_least(Verdict::NotRun);
+            c.at_least(Exit::NotRun);
         }
     }
     c
 }
 
 /// Registers the merge driver after the hooks (see
-/// [`super::install_merge_driver`]).
-fn driver_install(layout: &Layout, noma: &Path) -> Console {
+/// [`install::install_merge_driver`]).
+fn driver_install(layout: &Layout, noma: &Path) -> Output {
     in_work_tree(
         layout,
         "noma hooks: merge driver",
-        |wt| super::install_merge_driver(&layout.common_dir, wt, noma),
+        |wt| install::install_merge_driver(&layout.common_dir, wt, noma),
         |change| describe::driver_registered(&change),
     )
 }
 
-fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Console {
+fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Output {
     let Some(wt) = &layout.work_tree else {
-        return Console::default();
+        return Output::default();
     };
     // Committed (or staged): other clones have these lines too, and a
     // teammate's uninstall must not take noma's merges away from them.
-    let shared = crate::git::repo::Repo::discover(wt)
-        .and_then(|r| r.index_blob(".gitattributes"))
-        .is_ok_and(|blob| blob.is_some());
-    let routed = super::merge_driver_status(&layout.common_dir, wt)
+    let shared = install::attributes::gitattributes_committed(wt);
+    let routed = install::merge_driver_status(&layout.common_dir, wt)
         .map(|s| !s.routed_patterns().is_empty())
         .unwrap_or(false);
     let mut c = in_work_tree(
         layout,
         "noma hooks: merge driver",
-        |wt| super::uninstall_merge_driver(&layout.common_dir, wt, gitattributes || !shared),
+        |wt| install::uninstall_merge_driver(&layout.common_dir, wt, gitattributes || !shared),
         |change| describe::driver_removed(&change),
     );
     if routed && shared && !gitattributes {
@@ -321,7 +319,7 @@ fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Console {
             "note: the merge=noma lines of .gitattributes stay: the file is committed and other \
              clones use them (noma hooks uninstall --gitattributes removes them; commit that)",
         );
-    } else if routed && shared && c.verdict == Verdict::Passed {
+    } else if routed && shared && c.exit == Exit::Passed {
         c.out(
             "note: removed noma's lines from the committed .gitattributes: commit the change \
              to stop routing everyone's merges to noma",
@@ -331,12 +329,12 @@ fn driver_uninstall(layout: &Layout, gitattributes: bool) -> Console {
 }
 
 /// Adds the line-ending rules to `.gitattributes` (see
-/// [`super::attributes`]).
-fn eol_install(layout: &Layout) -> Console {
+/// [`noma_git::install::attributes`]).
+fn eol_install(layout: &Layout) -> Output {
     in_work_tree(
         layout,
         "noma: line endings",
-        |wt| super::attributes::install_eol_rules(&layout.git_dir, wt),
+        |wt| install::attributes::install_eol_rules(&layout.git_dir, wt),
         describe::eol_rules,
     )
 }

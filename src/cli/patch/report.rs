@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use noma_core::transcript::{PatchResult, Record};
 use noma_store::engine::{self, EngineError, Options};
 
-use crate::console::{Console, Say, Verdict};
+use crate::report::output::{Exit, Output, Part};
 
 /// The JSON answer to a request refused before recording.
 pub fn refusal_json(e: &engine::InvalidOp) -> Value {
@@ -45,8 +45,8 @@ pub fn outcome_json(outcome: &engine::Outcome, dry: bool) -> Value {
 /// reading, then the validation summary; a dry run prints the changed
 /// lines against `before` (without it, the new document) on stdout and the
 /// rest on stderr.
-pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &Path) -> Console {
-    let mut c = Console::default();
+pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &Path) -> Output {
+    let mut c = Output::default();
     if let Some(r) = &outcome.recovery {
         for m in &r.messages {
             c.err(format!("noma patch: recovery: {m}"));
@@ -65,10 +65,10 @@ pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &P
         ));
     }
     for line in lines {
-        c.said.push(if dry {
-            Say::Err(format!("{line}\n"))
+        c.parts.push(if dry {
+            Part::Stderr(format!("{line}\n"))
         } else {
-            Say::Out(format!("{line}\n"))
+            Part::Stdout(format!("{line}\n"))
         });
     }
     if !dry {
@@ -128,7 +128,7 @@ fn record_lines(r: &Record, lines: &mut Vec<String>) {
 /// A request the engine could not carry out: why (a joined transcript's
 /// repair advice where that is the cause), the refusal's JSON when `json`,
 /// and whether the check failed or the request could not run.
-pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Console {
+pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Output {
     let joined = match e {
         // A joined transcript (a merge without the driver) ends at neither
         // branch's document: that is the cause, and `noma repair` the fix.
@@ -142,11 +142,11 @@ pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Cons
         _ => None,
     };
     let mut c = match joined {
-        Some(advice) => Console::error(
+        Some(advice) => Output::error(
             format!("noma patch: {}: {advice}", file.display()),
-            Verdict::Passed,
+            Exit::Passed,
         ),
-        None => Console::error(format!("noma patch: {e}"), Verdict::Passed),
+        None => Output::error(format!("noma patch: {e}"), Exit::Passed),
     };
     match e {
         // Refused before anything was recorded ("could not run"), but with
@@ -155,10 +155,10 @@ pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Cons
             if json {
                 c.json(refusal_json(invalid));
             }
-            c.at_least(Verdict::NotRun);
+            c.at_least(Exit::NotRun);
         }
-        _ if e.is_check_failure() => c.at_least(Verdict::Failed),
-        _ => c.at_least(Verdict::NotRun),
+        _ if e.is_check_failure() => c.at_least(Exit::Failed),
+        _ => c.at_least(Exit::NotRun),
     }
     c
 }

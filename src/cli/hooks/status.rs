@@ -7,23 +7,23 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::describe::file_name;
-use super::{HookStatus, State};
-use crate::console::{Console, Verdict};
-use crate::git::layout::Layout;
+use crate::report::output::{Exit, Output};
+use noma_git::git::layout::Layout;
+use noma_git::install::{self as install, HookStatus, State};
 
 /// The status of the repository git's environment names, as JSON when
 /// `json`, else as text.
-pub fn hooks_status(json: bool) -> Console {
+pub fn hooks_status(json: bool) -> Output {
     let layout = match Layout::from_env() {
         Ok(l) => l,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
-    let noma = super::current_noma().unwrap_or_default();
-    let statuses = match super::status(&layout.hooks_dir, &noma) {
+    let noma = install::current_noma().unwrap_or_default();
+    let statuses = match install::status(&layout.hooks_dir, &noma) {
         Ok(s) => s,
-        Err(e) => return Console::error(format!("noma hooks: {e}"), Verdict::NotRun),
+        Err(e) => return Output::error(format!("noma hooks: {e}"), Exit::NotRun),
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     if json {
         let mut v = status_json(&layout, &statuses);
         v["merge_driver"] = driver_json(&layout);
@@ -44,7 +44,7 @@ fn signers_json(layout: &Layout) -> Value {
     let Some(wt) = &layout.work_tree else {
         return Value::Null;
     };
-    match crate::provenance::signers_check::load(None, wt) {
+    match noma_git::provenance::signers_check::load(None, wt) {
         Ok(Some(c)) => json!({"path": c.path, "usable": c.usable, "warnings": c.warnings}),
         Ok(None) => Value::Null,
         Err(e) => json!({"error": e}),
@@ -57,8 +57,8 @@ fn signers_text(layout: &Layout) -> String {
     let Some(wt) = &layout.work_tree else {
         return String::new();
     };
-    match crate::provenance::signers_check::load(None, wt) {
-        Ok(Some(check)) => check.text(),
+    match noma_git::provenance::signers_check::load(None, wt) {
+        Ok(Some(check)) => crate::report::signers::signers_check_text(&check),
         Ok(None) => String::new(),
         Err(e) => format!("allowed signers: {e}\n"),
     }
@@ -82,7 +82,7 @@ fn status_text(layout: &Layout, statuses: &[HookStatus]) -> String {
     if layout.is_bare() {
         out.push_str("note: bare repository: pre-commit hooks do not run without a work tree\n");
     }
-    match super::husky::detect(&layout.hooks_dir) {
+    match install::husky::detect(&layout.hooks_dir) {
         Some(h) => out.push_str(&format!("layout: {}\n", h.describe())),
         None => out.push_str("layout: plain git hooks\n"),
     }
@@ -203,7 +203,7 @@ fn status_json(layout: &Layout, statuses: &[HookStatus]) -> Value {
         "work_tree": layout.work_tree.as_deref().map(path),
         "bare": layout.is_bare(),
         "linked_worktree": layout.linked_worktree,
-        "layout": match super::husky::detect(&layout.hooks_dir) {
+        "layout": match install::husky::detect(&layout.hooks_dir) {
             Some(h) => format!("husky-v{}", h.version),
             None => "git".to_string(),
         },
@@ -215,7 +215,7 @@ fn driver_json(layout: &Layout) -> Value {
     let Some(wt) = &layout.work_tree else {
         return Value::Null;
     };
-    match super::merge_driver_status(&layout.common_dir, wt) {
+    match install::merge_driver_status(&layout.common_dir, wt) {
         Ok(s) => json!({
             "driver": s.driver,
             "ours": s.ours,
@@ -234,7 +234,7 @@ fn driver_text(layout: &Layout) -> String {
     let Some(wt) = &layout.work_tree else {
         return String::new();
     };
-    match super::merge_driver_status(&layout.common_dir, wt) {
+    match install::merge_driver_status(&layout.common_dir, wt) {
         Ok(s) => {
             let state = match (&s.driver, s.ours) {
                 (None, _) => "not registered",
@@ -257,9 +257,9 @@ fn eol_json(layout: &Layout) -> Value {
     let Some(wt) = &layout.work_tree else {
         return Value::Null;
     };
-    match super::attributes::eol_status(&layout.git_dir, wt) {
+    match install::attributes::eol_status(&layout.git_dir, wt) {
         Ok(s) => {
-            let converted = super::attributes::converted_paths(wt);
+            let converted = install::attributes::converted_paths(wt);
             json!({
                 "byte_exact": s.ok(),
                 "*.noma": s.byte_exact[0],
@@ -275,12 +275,12 @@ fn eol_text(layout: &Layout) -> String {
     let Some(wt) = &layout.work_tree else {
         return String::new();
     };
-    match super::attributes::eol_status(&layout.git_dir, wt) {
+    match install::attributes::eol_status(&layout.git_dir, wt) {
         Ok(s) if s.ok() => {
             let mut out = "line endings: byte-exact (.gitattributes unsets text for *.noma, \
                            *.noma.patches)\n"
                 .to_string();
-            let paths = super::attributes::converted_paths(wt);
+            let paths = install::attributes::converted_paths(wt);
             if !paths.is_empty() {
                 out.push_str(&format!(
                     "  but {} checked-out file(s) still hold the CRLF a checkout made before the rules ({}); run `noma hooks install` to restore them\n",

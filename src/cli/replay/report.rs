@@ -1,5 +1,5 @@
 //! `noma replay` in one call: the replay (of the work tree, or of a
-//! revision's committed files, see [`crate::history_replay`]), the
+//! revision's committed files, see [`noma_git::history_replay`]), the
 //! records' signatures when asked, the repair advice for a transcript two
 //! branches were joined into, and the report for people or as JSON
 //! (`{"pending", "replay"}`, plus `base_lookup`, `rev`, `advice` and
@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::console::{Console, Verdict};
-use crate::history_replay::{self, BaseLookup, RevRead};
-use crate::provenance::check::WorktreeReport;
+use crate::report::output::{Exit, Output};
 use noma_core::transcript::{self, replay::Report};
+use noma_git::history_replay::{self, BaseLookup, RevRead};
+use noma_git::provenance::check::WorktreeReport;
+use noma_git::provenance::signers::SIGNERS_WARNING;
+use noma_git::provenance::verify::codes;
 
 /// What `noma replay` is asked.
 #[derive(Debug, Clone, Copy)]
@@ -41,12 +43,12 @@ struct Checked {
 
 /// Replays as asked and reports: passed when the transcript reproduces the
 /// document (and no signature is at fault), failed when it does not.
-pub fn run(req: &Request<'_>, json: bool) -> Console {
+pub fn run(req: &Request<'_>, json: bool) -> Output {
     let checked = match check(req) {
         Ok(c) => c,
         Err(c) => return c,
     };
-    let mut c = Console::default();
+    let mut c = Output::default();
     if json {
         c.json(checked.json());
     } else {
@@ -54,32 +56,32 @@ pub fn run(req: &Request<'_>, json: bool) -> Console {
     }
     let faulty = checked.signatures.as_ref().is_some_and(|s| s.errors() > 0);
     if !checked.report.ok || faulty {
-        c.at_least(Verdict::Failed);
+        c.at_least(Exit::Failed);
     }
     c
 }
 
-fn check(req: &Request<'_>) -> Result<Checked, Console> {
-    let fail = |e: &dyn std::fmt::Display, v| Console::error(format!("noma replay: {e}"), v);
+fn check(req: &Request<'_>) -> Result<Checked, Output> {
+    let fail = |e: &dyn std::fmt::Display, v| Output::error(format!("noma replay: {e}"), v);
     let (notes, report, lookup, rev) = match req.rev {
         Some(rev) => {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             match history_replay::replay_at_rev(&cwd, rev, req.file, req.transcript) {
                 Ok((report, lookup, read)) => (Vec::new(), report, lookup, Some(read)),
-                Err(e) => return Err(fail(&e, Verdict::NotRun)),
+                Err(e) => return Err(fail(&e, Exit::NotRun)),
             }
         }
         None => match history_replay::replay_worktree(req.file, req.transcript, req.base) {
             Ok((notes, report, lookup)) => (notes, report, lookup, None),
-            Err(e) if e.is_check_failure() => return Err(fail(&e, Verdict::Failed)),
-            Err(e) => return Err(fail(&e, Verdict::NotRun)),
+            Err(e) if e.is_check_failure() => return Err(fail(&e, Exit::Failed)),
+            Err(e) => return Err(fail(&e, Exit::NotRun)),
         },
     };
     let signatures = req
         .signatures
-        .then(|| crate::provenance::report::for_doc(req.file, req.transcript))
+        .then(|| noma_git::provenance::report::for_doc(req.file, req.transcript))
         .transpose()
-        .map_err(|e| fail(&e, Verdict::NotRun))?;
+        .map_err(|e| fail(&e, Exit::NotRun))?;
     // A transcript two branches were joined into (a merge without the
     // driver) diverges where the second begins: say how to repair it.
     let advice = (!report.ok && req.rev.is_none())
@@ -161,7 +163,7 @@ impl Checked {
             out.push_str(&format!("  fix: {a}\n"));
         }
         if let Some(s) = &self.signatures {
-            out.push_str(&crate::provenance::report::signatures_text(s));
+            out.push_str(&signatures_text(s));
         }
         out
     }
@@ -200,4 +202,46 @@ impl Checked {
         }
         out
     }
+}
+
+/// The report as text: who signed and approved each record, and every
+/// problem found.
+pub fn signatures_text(r: &WorktreeReport) -> String {
+    let mut out = format!("signatures (trusting {}):\n", r.trust);
+    for s in &r.records {
+        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
+        // "unsigned" only for a record with no signature at all: one whose
+        // signature does not count says so, and its problem says why.
+        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
+        match &s.signed_by {
+            Some(p) => out.push_str(&format!("signed by {p}")),
+            None if unsigned => out.push_str("unsigned"),
+            None if s.problems.is_empty() => out.push_str("signature not checked"),
+            None => out.push_str("signature not accepted"),
+        }
+        match (&s.approved_by, s.needs_approval) {
+            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
+            (None, true) => out.push_str(", not approved\n"),
+            (None, false) => out.push('\n'),
+        }
+        for p in &s.problems {
+            out.push_str(&format!(
+                "    {} [{}] line {}: {}\n",
+                p.level.to_uppercase(),
+                p.code,
+                p.line,
+                p.message
+            ));
+        }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
+    }
+    if let Some(p) = &r.sidecar {
+        out.push_str(&format!(
+            "  ERROR [{}] sidecar line {}: {}\n",
+            p.code, p.line, p.message
+        ));
+    }
+    out
 }

@@ -2,8 +2,8 @@
 //!
 //! The base is looked up in git history and a `--rev` pair is read by
 //! [`noma_git::history_replay`] (see there for where the base comes from),
-//! and the report built by [`noma_git::replay_report`]; this module parses
-//! arguments and prints.
+//! and the report worded by [`report`]; this module parses arguments and
+//! prints.
 //!
 //! JSON output: `{"pending": [...], "replay": {...}}` as before, plus
 //! `"base_lookup": {"sha256", "found", "searched"}` when the base was
@@ -13,7 +13,9 @@
 use std::path::PathBuf;
 
 use super::Format;
-use noma_git::replay_report::{self, Request};
+use report::Request;
+
+pub mod report;
 
 /// Arguments of `noma replay`.
 ///
@@ -61,5 +63,5 @@ pub fn run(args: Args) -> i32 {
         rev: args.rev.as_deref(),
         signatures: args.signatures,
     };
-    super::emit(replay_report::run(&req, args.format == Format::Json))
+    super::emit(report::run(&req, args.format == Format::Json))
 }
