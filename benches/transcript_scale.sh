@@ -35,9 +35,9 @@
 #            the history replayed once), warm keeps what the run before
 #            remembered (the checkpoint: only the branch's records replayed)
 #   hook-read     `noma hook pre-commit` (A) against one `git cat-file blob`
-#                 of the staged transcript (B), alternating, the ratio taken
-#                 pair by pair: the hook's floor is one read of the staged
-#                 blob (issue 47). The untimed first hook run remembers the
+#                 of the staged transcript into /dev/null (B), alternating,
+#                 wall and CPU, the ratios taken pair by pair (bench_pair):
+#                 the hook's floor is one read of the staged blob (issue 47). The untimed first hook run remembers the
 #                 committed transcript, as the hook that accepted the
 #                 previous commit would have.
 # Every run's exit status must be 0 (the hook and replay accept; the script
@@ -174,8 +174,10 @@ for n in "${sizes[@]}"; do
       hook) scenario hook 0 hook pre-commit ;;
       hook-read)
         # B reads the blob the hook must read once: the staged transcript.
-        versus hook-vs-read 0 "git cat-file blob $(git rev-parse :doc.noma.patches)" \
-          "${EXEC[@]}" "$NOMA" hook pre-commit
+        # Wall, CPU (user + system, children included) and peak, pair by pair.
+        echo "  hook-vs-read   (A: noma hook pre-commit, B: git cat-file blob >/dev/null)"
+        bench_pair "$RUNS" "exec '$NOMA' hook pre-commit" \
+          "exec git cat-file blob $(git rev-parse :doc.noma.patches)"
         ;;
       patch) scenario patch 0 patch doc.noma --inplace --op "$OP" ;;
       reconcile)

@@ -1,8 +1,8 @@
 //! The pre-commit hook's streamed check of an append (decision
 //! `hook-streams-appends`): the committed and staged transcripts are read
 //! side by side and only the new records replay. Each case runs twice, with
-//! blobs read whole (small, the default) and streamed through `git
-//! cat-file` (`NOMA_STREAM_BLOBS_OVER=0`), against real git; whatever the
+//! blobs read whole (small, the default) and streamed, inflated from their
+//! object files (`NOMA_STREAM_BLOBS_OVER=0`), against real git; whatever the
 //! stream does not accept is judged by the whole-file check, so every
 //! refusal must name its cause as before.
 

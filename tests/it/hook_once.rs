@@ -6,7 +6,7 @@
 //! Every refusal of `hook_append` stands with the cache warm; a row is used
 //! only for the reference commit's own transcript; `noma cache clear`
 //! brings back the slow path. Each case runs with blobs read whole and
-//! streamed through `git cat-file`.
+//! streamed from their object files.
 
 use std::path::PathBuf;
 

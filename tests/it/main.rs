@@ -30,6 +30,7 @@ mod github_update;
 mod help_adopt;
 mod hook_append;
 mod hook_git;
+mod hook_inflate;
 mod hook_once;
 mod hook_private_key;
 mod hooks_cli;

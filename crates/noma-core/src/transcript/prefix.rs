@@ -122,11 +122,16 @@ pub fn extension_with_ends(
     }))
 }
 
+/// The buffer [`extension_after`] grows to: reading a long prefix a MiB
+/// at a time, an inflater copies its 32 KiB window once a MiB instead of
+/// every other 64 KiB, and BLAKE3 hashes large runs.
+const AFTER_CHUNK: usize = 1 << 20;
+
 /// What `staged` adds to the transcript that ends as `end`, reading only
 /// `staged`: its first `end.bytes` bytes must have `end.blake3` as their
 /// digest. `None` when they do not (or `staged` is shorter): the caller
-/// then compares the transcripts themselves. Memory: one chunk and the
-/// tail.
+/// then compares the transcripts themselves. Memory: one chunk (up to
+/// 1 MiB) and the tail.
 pub fn extension_after(end: &End, staged: &mut dyn Read) -> io::Result<Option<Extended>> {
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; FIRST_CHUNK];
@@ -139,8 +144,8 @@ pub fn extension_after(end: &End, staged: &mut dyn Read) -> io::Result<Option<Ex
             return Ok(None);
         }
         left -= n as u64;
-        if n == buf.len() && n < CHUNK {
-            buf.resize(2 * n, 0);
+        if n == buf.len() && n < AFTER_CHUNK {
+            buf.resize(4 * n, 0);
         }
     }
     if hasher.finalize().as_bytes() != &end.blake3 {

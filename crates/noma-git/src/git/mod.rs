@@ -8,6 +8,7 @@ pub mod amend;
 pub mod blob;
 pub mod config;
 pub mod layout;
+pub mod object;
 mod oid;
 pub mod repo;
 pub mod revision;

@@ -3,10 +3,12 @@
 //! `hook-streams-appends`).
 //!
 //! Small blobs are read whole through libgit2 (no process to start); a
-//! blob over [`WHOLE_UP_TO`] ([`WHOLE_UP_TO_ENV`]) is streamed by `git cat-file blob`, which
-//! inflates a loose or undeltified packed object a buffer at a time. A git
-//! that fails mid-way ends the stream with an error, never a short read
-//! that looks like the end of the blob.
+//! blob over [`WHOLE_UP_TO`] ([`WHOLE_UP_TO_ENV`]) that is a loose or
+//! undeltified packed object of the repository is inflated in-process a
+//! buffer at a time ([`super::object`], decision
+//! `hook-inflates-in-process`), and any other is streamed by `git cat-file
+//! blob`. A corrupt object, or a git that fails mid-way, ends the stream
+//! with an error, never a short read that looks like the end of the blob.
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -93,6 +95,8 @@ impl AsRef<[u8]> for Shared {
 pub enum BlobStream {
     /// Read whole already.
     Whole(io::Cursor<Shared>),
+    /// Inflated from the repository's object file.
+    Object(super::object::ObjectStream),
     /// `git cat-file blob` writing it into a pipe.
     Git {
         /// The process (reaped at the end of the stream, killed if dropped
@@ -129,6 +133,10 @@ impl BlobStream {
                 return Ok(whole(bytes));
             }
         }
+        let objects = repo.commondir().join("objects");
+        if let Some(object) = super::object::open(&objects, id)? {
+            return Ok(BlobStream::Object(object));
+        }
         let mut child = Command::new("git")
             .arg("--git-dir")
             .arg(repo.path())
@@ -160,6 +168,7 @@ impl Read for BlobStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             BlobStream::Whole(c) => c.read(buf),
+            BlobStream::Object(o) => o.read(buf),
             BlobStream::Git { child, out, done } => {
                 if *done {
                     return Ok(0);
@@ -347,5 +356,57 @@ mod tests {
             assert!(r.seek(SeekFrom::Start(bytes.len() as u64 + 1)).is_err());
             assert!(r.seek(SeekFrom::End(0)).is_err());
         }
+    }
+
+    /// A blob stored as a delta is not inflated in-process: `git cat-file`
+    /// streams it, and the bytes are the same.
+    #[test]
+    fn a_delta_is_streamed_by_git() {
+        use std::io::Write;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(tmp.path()).expect("init");
+        let base: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let versions: Vec<Vec<u8>> = (0..3)
+            .map(|k| [base.as_slice(), format!("{k}\n").as_bytes()].concat())
+            .collect();
+        let ids: Vec<Oid> = versions
+            .iter()
+            .map(|v| repo.blob(v).expect("blob"))
+            .collect();
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .arg("-C")
+                .arg(tmp.path())
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("git runs")
+        };
+        let mut pack = git(&["pack-objects", ".git/objects/pack/pack"]);
+        let list: String = ids.iter().map(|o| format!("{o}\n")).collect();
+        let mut stdin = pack.stdin.take().expect("stdin");
+        stdin.write_all(list.as_bytes()).expect("writes");
+        drop(stdin);
+        assert!(pack.wait().expect("waits").success());
+        assert!(git(&["prune-packed"]).wait().expect("waits").success());
+        let objects = tmp.path().join(".git/objects");
+        let mut by_git = 0;
+        for (id, bytes) in ids.iter().zip(&versions) {
+            if super::super::object::open(&objects, *id)
+                .expect("opens")
+                .is_none()
+            {
+                by_git += 1;
+            }
+            let recent = RecentBlobs::default();
+            let mut s = BlobStream::open_whole_up_to((&repo, &recent), *id, 0).expect("opens");
+            let mut all = Vec::new();
+            s.read_to_end(&mut all).expect("reads");
+            assert_eq!(&all, bytes);
+        }
+        assert!(by_git > 0, "one is a delta");
     }
 }

@@ -49,7 +49,7 @@ impl Guard<'_> {
             // Unchanged: nothing appended (the document alone changed).
             None
         } else {
-            let Some(x) = self.extended(head_id, staged_id) else {
+            let Some(x) = self.extended(head_id, staged_id, tpath)? else {
                 return Ok(None);
             };
             Some(x)
@@ -88,26 +88,43 @@ impl Guard<'_> {
     /// from the committed transcript's remembered end when the staged
     /// blob's first bytes match it (the committed blob is not read), else
     /// by reading both, remembering how the committed one ends. None when
-    /// it is no append or a stream fails.
-    fn extended(&self, head_id: Oid, staged_id: Oid) -> Option<Extended> {
+    /// it is no append or a stream fails; an error when an object file is
+    /// corrupt (`tpath` names it).
+    fn extended(
+        &self,
+        head_id: Oid,
+        staged_id: Oid,
+        tpath: &str,
+    ) -> Result<Option<Extended>, GitError> {
         let remembered = self
             .cache_is_this_machines()
             .then(|| self.cache.transcript_end(head_id.as_bytes()))
             .flatten();
         if let Some(end) = remembered {
-            let mut s = self.repo.blob_stream(staged_id).ok()?;
-            if let Ok(Some(x)) = prefix::extension_after(&end, &mut s) {
-                return Some(x);
+            let after = self
+                .repo
+                .blob_stream(staged_id)
+                .and_then(|mut s| prefix::extension_after(&end, &mut s));
+            match after {
+                Ok(Some(x)) => return Ok(Some(x)),
+                // Not an append of what the row describes (or a wrong
+                // row): the transcripts themselves decide.
+                Ok(None) => {}
+                Err(e) => return unreadable(e, tpath),
             }
-            // Not an append of what the row describes (or a wrong row):
-            // the transcripts themselves decide.
         }
-        let mut committed = self.repo.blob_stream(head_id).ok()?;
-        let mut staged_t = self.repo.blob_stream(staged_id).ok()?;
-        let x = prefix::extension_with_ends(&mut committed, &mut staged_t).ok()??;
+        let both = self.repo.blob_stream(head_id).and_then(|mut committed| {
+            let mut staged_t = self.repo.blob_stream(staged_id)?;
+            prefix::extension_with_ends(&mut committed, &mut staged_t)
+        });
+        let x = match both {
+            Ok(Some(x)) => x,
+            Ok(None) => return Ok(None),
+            Err(e) => return unreadable(e, tpath),
+        };
         self.cache
             .remember_transcript_ends(&[(head_id.as_bytes(), &x.committed)]);
-        Some(x)
+        Ok(Some(x))
     }
 
     /// False when HEAD commits the block cache (`.noma/cache`): a checkout
@@ -118,4 +135,17 @@ impl Guard<'_> {
         self.head
             .is_none_or(|h| !self.repo.has_path_at(h, dir).unwrap_or(true))
     }
+}
+
+/// A stream that failed: a corrupt object file ([`std::io::ErrorKind::InvalidData`],
+/// what the in-process inflater says) is an error naming `tpath`; any other
+/// failure leaves the verdict to the whole-file check.
+fn unreadable(e: std::io::Error, tpath: &str) -> Result<Option<Extended>, GitError> {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return Err(GitError::CorruptObject {
+            path: tpath.to_string(),
+            message: e.to_string(),
+        });
+    }
+    Ok(None)
 }

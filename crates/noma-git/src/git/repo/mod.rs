@@ -55,6 +55,15 @@ pub enum GitError {
         /// The part that did not parse.
         what: String,
     },
+    /// An object file that does not inflate to what its header says
+    /// ([`super::object`]): damaged after git wrote it.
+    #[error("{path}: {message}; `git fsck` lists the damaged objects")]
+    CorruptObject {
+        /// The path whose blob it holds.
+        path: String,
+        /// Which object and what is wrong with it.
+        message: String,
+    },
     /// The `git` command failed.
     #[error("git {command}: {message}")]
     Command {
