@@ -54,18 +54,29 @@ pub(super) fn fingerprint(op_id: &str) -> u64 {
 fn replay_stream(doc: &Path, inputs: &Inputs, hash: &str) -> Result<Attribution, String> {
     let mut reader = noma_store::fsio::open_lines(&inputs.tpath).map_err(|e| e.to_string())?;
     let mut hasher = blake3::Hasher::new();
-    let mut lines = Vec::new();
+    let (mut raw, mut lines) = (Vec::new(), Vec::new());
     let mut attributor: Option<Attributor> = None;
-    each_line(&mut reader, &mut hasher, |offset, raw| {
+    let mut offset = 0u64;
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| e.to_string())?;
+        hasher.update(&raw);
+        // The end, or a torn last line: no record (as replay reads it).
+        if n == 0 || raw.last() != Some(&b'\n') {
+            break;
+        }
         let index = lines.len();
-        let rec = parse_record(index + 1, raw).map_err(|e| e.to_string())?;
+        let rec = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
         lines.push(LineRef {
             offset,
-            len: raw.len() as u64,
+            len: n as u64,
             origin: fingerprint(origin_op_id(&rec)),
         });
+        offset += n as u64;
         if rec.patch_result != PatchResult::Applied {
-            return Ok(());
+            continue;
         }
         let a = match &mut attributor {
             Some(a) => a,
@@ -75,57 +86,14 @@ fn replay_stream(doc: &Path, inputs: &Inputs, hash: &str) -> Result<Attribution,
                 &inputs.text,
             )?)),
         };
-        a.applied(index, index + 1, &rec)
-    })?;
+        a.applied(index, index + 1, &rec)?;
+    }
     if hasher.finalize().to_hex().as_str() != hash {
         return Err("changed while it was read; run the query again".into());
     }
     Ok(attributor
         .unwrap_or_else(|| Attributor::new(None))
         .finish(lines))
-}
-
-/// Calls `line` with the offset and bytes (its `\n` included) of every
-/// complete line of `reader`, in order, and hashes every byte read (a
-/// torn last line too, which is no record, as replay reads it) into
-/// `hasher` a buffer at a time: BLAKE3 hashes a long input several
-/// chunks at once, and a line at a time only one, several times slower.
-fn each_line(
-    reader: &mut impl BufRead,
-    hasher: &mut blake3::Hasher,
-    mut line: impl FnMut(u64, &[u8]) -> Result<(), String>,
-) -> Result<(), String> {
-    // The start of a line the buffer ended in.
-    let mut carry = Vec::new();
-    let mut offset = 0u64;
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.to_string()),
-        };
-        if buf.is_empty() {
-            return Ok(());
-        }
-        hasher.update(buf);
-        let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', buf) {
-            let piece = &buf[start..=end];
-            let whole = if carry.is_empty() {
-                piece
-            } else {
-                carry.extend_from_slice(piece);
-                &carry[..]
-            };
-            line(offset, whole)?;
-            offset += whole.len() as u64;
-            carry.clear();
-            start = end + 1;
-        }
-        carry.extend_from_slice(&buf[start..]);
-        let n = buf.len();
-        reader.consume(n);
-    }
 }
 
 /// The text replay starts from, found as `noma replay` finds it, for a
@@ -189,44 +157,4 @@ pub(super) fn related(
     let mut found = read_entries(file, lines, candidates)?;
     found.retain(|e| ops.contains(origin_op_id(&e.record)));
     Ok(found)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Lines split across the reader's buffers come out whole, at their
-    /// offsets; the hash covers every byte, the torn last line's too.
-    #[test]
-    fn lines_across_buffers_come_out_whole_and_every_byte_is_hashed() {
-        let text = b"one\nlonger line two\n\nthree, torn";
-        for capacity in [1, 3, 7, 64] {
-            let mut reader = std::io::BufReader::with_capacity(capacity, &text[..]);
-            let mut hasher = blake3::Hasher::new();
-            let mut seen = Vec::new();
-            each_line(&mut reader, &mut hasher, |offset, raw| {
-                seen.push((offset, String::from_utf8(raw.to_vec()).unwrap()));
-                Ok(())
-            })
-            .unwrap();
-            let want = [(0, "one\n"), (4, "longer line two\n"), (20, "\n")];
-            let want: Vec<(u64, String)> = want.iter().map(|(o, l)| (*o, l.to_string())).collect();
-            assert_eq!(seen, want, "buffers of {capacity} bytes");
-            assert_eq!(hasher.finalize(), blake3::hash(text));
-        }
-    }
-
-    #[test]
-    fn an_error_stops_the_lines() {
-        let mut reader = std::io::BufReader::new(&b"a\nb\nc\n"[..]);
-        let mut n = 0;
-        let got = each_line(&mut reader, &mut blake3::Hasher::new(), |_, raw| {
-            n += 1;
-            if raw == b"b\n" {
-                return Err("stop".into());
-            }
-            Ok(())
-        });
-        assert_eq!((got, n), (Err("stop".to_string()), 2));
-    }
 }
