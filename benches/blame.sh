@@ -8,13 +8,18 @@
 #   BATCH=k       ops per `noma patch --ops` request while building (default 10000)
 #   WORK=dir      where the repositories go (default: a new temporary directory)
 #   KEEP=1        keep them (their paths are printed), e.g. to time them again
+#   REUSE=1       time the repositories a KEEP=1 run left in WORK, not new ones
+#   OTHER=path    another build: a third pair times cold `blame` of NOMA (A)
+#                 against OTHER's (B), e.g. the build before a change
 #
 # For each N: a repository with one small document (`noma synth --sections
 # 20`), and a transcript of N `update_attribute` records made by N/BATCH
 # `noma patch --inplace --ops` requests (as benches/transcript_scale.sh makes
 # it, ~670 bytes a record), committed without the hook. Timed as whole
-# processes with /usr/bin/time (wall seconds, peak resident memory), the two
-# commands of a pair in turn (A B A B ...), the ratio taken pair by pair:
+# processes by bench_pair (benches/common.sh: /usr/bin/time, wall and CPU
+# seconds, peak resident memory), the two commands of a pair in turn
+# (A B A B ...), the ratios taken pair by pair (on a loaded machine the CPU
+# ratio is the steadier one):
 #   cold    A = `noma blame doc.noma`,
 #           B = `noma replay doc.noma --base <the first state>`,
 #           each with .noma/cache removed first
@@ -38,43 +43,15 @@ mkdir -p "$WORK"
 export NOMA_MAX_FILE_BYTES=4000000000
 bench_home "$WORK"
 
-# A shell that execs noma (so the figures are noma's); its first argument
-# is the mode: `cold` removes the block cache first (a few ms of rm).
-EXEC=(bash -c '[[ "$1" == cold ]] && rm -rf .noma/cache; shift; exec "$@"' bash)
-
-# Prints a pair's rows: median wall and peak of A and of B, and the median
-# of the pairwise ratios A/B. $1 = label, $2 = both's mode (cold|warm),
-# $3 = A's arguments, $4 = B's arguments (one string each, split on spaces).
+# Prints a pair's rows (bench_pair: A B A B ..., medians of wall, CPU and
+# peak, and of the ratios A/B pair by pair). $1 = label, $2 = both's mode
+# (cold removes the block cache first, a few ms of rm inside the timing),
+# $3 and $4 = A's and B's arguments, $5 = B's binary (default $NOMA).
 pair() {
-  local label="$1" mode="$2" a_args="$3" b_args="$4" a b
-  a="$(mktemp)" b="$(mktemp)"
-  # shellcheck disable=SC2086
-  "${EXEC[@]}" "$mode" "$NOMA" $a_args >/dev/null 2>&1 || true # untimed
-  # shellcheck disable=SC2086
-  "${EXEC[@]}" "$mode" "$NOMA" $b_args >/dev/null 2>&1 || true
-  for ((r = 0; r < RUNS; r++)); do
-    # shellcheck disable=SC2086
-    timed "$a" "${EXEC[@]}" "$mode" "$NOMA" $a_args
-    # shellcheck disable=SC2086
-    timed "$b" "${EXEC[@]}" "$mode" "$NOMA" $b_args
-  done
-  python3 - "$label" "$a_args" "$b_args" "$a" "$b" <<'PY'
-import statistics as st, sys
-label, an, bn, fa, fb = sys.argv[1:6]
-def load(f):
-    return [tuple(float(x) for x in l.split()) for l in open(f) if l.strip()]
-a, b = load(fa), load(fb)
-def row(runs):
-    wall = st.median(r[0] for r in runs)
-    peak = st.median(r[1] for r in runs) / 1024
-    return f"wall {wall:.3f} s (min {min(r[0] for r in runs):.3f}, max {max(r[0] for r in runs):.3f}), peak {peak:.1f} MiB"
-print(f"  {label:5} A {an.split()[0]:7} {row(a)}")
-print(f"  {'':5} B {bn.split()[0]:7} {row(b)}")
-ratios = [x[0] / y[0] for x, y in zip(a, b) if y[0] > 0]
-if ratios:
-    print(f"  {'':5} A/B wall {st.median(ratios):.3f} (median of {len(ratios)} pairs)")
-PY
-  rm -f "$a" "$b"
+  local label="$1" mode="$2" a_args="$3" b_args="$4" b_bin="${5:-$NOMA}" pre=""
+  [[ "$mode" == cold ]] && pre="rm -rf .noma/cache; "
+  echo "  $label: A = $NOMA $a_args, B = $b_bin $b_args"
+  bench_pair "$RUNS" "${pre}exec $NOMA $a_args" "${pre}exec $b_bin $b_args"
 }
 
 ops_file() { # $1 = file, $2 = first global index, $3 = count
@@ -87,9 +64,10 @@ json.dump(ops, open(f, "w"))
 PY
 }
 
-echo "noma = $NOMA; $RUNS runs each, A and B alternating; work in $WORK"
-for n in "${sizes[@]}"; do
-  repo="$WORK/r$n"
+# Builds the repository $1 holding a document whose transcript has $2
+# records, and leaves the shell in it.
+build() {
+  local repo="$1" n="$2" done k
   rm -rf "$repo"
   mkdir -p "$repo"
   cd "$repo"
@@ -105,9 +83,22 @@ for n in "${sizes[@]}"; do
   done
   git add doc.noma doc.noma.patches
   git commit -qm "$n records" --no-verify
+}
+
+echo "noma = $NOMA; $RUNS runs each, A and B alternating; work in $WORK"
+for n in "${sizes[@]}"; do
+  repo="$WORK/r$n"
+  if [[ "${REUSE:-0}" == 1 && -f "$repo/doc.noma.patches" && -f "$WORK/base$n.noma" ]]; then
+    cd "$repo"
+  else
+    build "$repo" "$n"
+  fi
   echo "== $(wc -l <doc.noma.patches) records ($(wc -c <doc.noma.patches) bytes)"
   pair cold cold "blame doc.noma" "replay doc.noma --base $WORK/base$n.noma"
   pair warm warm "blame doc.noma" "log doc.noma --block claim-3 --limit 1"
+  if [[ -n "${OTHER:-}" ]]; then
+    pair "cold, against OTHER" cold "blame doc.noma" "blame doc.noma" "$OTHER"
+  fi
   cd "$WORK"
   [[ "${KEEP:-0}" == 1 ]] && echo "  kept $repo" || rm -rf "$repo" "$WORK/base$n.noma"
 done

@@ -17,7 +17,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{codec, BlockCache};
 
 /// The noma version and the attribution encoding the rows hold.
-const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 history/2");
+const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 history/3");
 
 /// The noma version and the answer encoding the answer rows hold.
 const ANSWER_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 answer/1");

@@ -69,7 +69,7 @@ pub struct Attribution {
 }
 
 /// The `change` words, in their stored order.
-const CHANGES: [&str; 5] = ["added", "changed", "moved", "renamed", "removed"];
+pub(super) const CHANGES: [&str; 5] = ["added", "changed", "moved", "renamed", "removed"];
 
 /// A [`super::BlockTouch`] as read back from the answer cache: its
 /// `change` word owned, until matched to its `'static` form.
@@ -98,94 +98,10 @@ impl<'de> serde::Deserialize<'de> for super::BlockTouch {
     }
 }
 
-/// A stored [`Touch`]: (lineage, id_then, change index, renamed_from).
-type StoredTouch = (u32, u32, u8, Option<u32>);
-
-/// An [`Attribution`] as stored in the block cache.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Stored {
-    /// (line index, touches start, touches end).
-    records: Vec<(usize, usize, usize)>,
-    touches: Vec<StoredTouch>,
-    ids: Vec<String>,
-    final_ids: Vec<String>,
-    alive: Vec<bool>,
-    /// (offset, len, origin) of every line.
-    lines: Vec<(u64, u64, u64)>,
-}
-
 impl Attribution {
     /// The touches of the `k`th applied record.
     pub fn touches_of(&self, k: usize) -> &[Touch] {
         &self.touches[self.records[k].1.clone()]
-    }
-
-    /// The bytes [`Attribution::decode`] reads back.
-    pub fn encode(&self) -> Vec<u8> {
-        let change = |c: &str| CHANGES.iter().position(|w| *w == c).unwrap_or(1) as u8;
-        let stored = Stored {
-            records: (self.records.iter())
-                .map(|(i, r)| (*i, r.start, r.end))
-                .collect(),
-            touches: (self.touches.iter())
-                .map(|t| (t.lineage, t.id_then, change(t.change), t.renamed_from))
-                .collect(),
-            ids: self.ids.clone(),
-            final_ids: self.final_ids.clone(),
-            alive: self.alive.clone(),
-            lines: (self.lines.iter())
-                .map(|l| (l.offset, l.len, l.origin))
-                .collect(),
-        };
-        serde_json::to_vec(&stored).unwrap_or_default()
-    }
-
-    /// An attribution from stored bytes; None when they do not hold one
-    /// (another encoding, a damaged row): the caller replays instead.
-    pub fn decode(bytes: &[u8]) -> Option<Attribution> {
-        let stored: Stored = serde_json::from_slice(bytes).ok()?;
-        let (lineages, ids) = (stored.final_ids.len(), stored.ids.len());
-        if stored.alive.len() != lineages {
-            return None;
-        }
-        let fits = |i: u32, n: usize| (i as usize) < n;
-        let mut touches = Vec::with_capacity(stored.touches.len());
-        for (lineage, id_then, change, renamed_from) in stored.touches {
-            let ok = fits(lineage, lineages)
-                && fits(id_then, ids)
-                && renamed_from.is_none_or(|r| fits(r, ids));
-            if !ok {
-                return None;
-            }
-            touches.push(Touch {
-                lineage,
-                id_then,
-                change: CHANGES.get(usize::from(change))?,
-                renamed_from,
-            });
-        }
-        let mut records = Vec::with_capacity(stored.records.len());
-        for (index, start, end) in stored.records {
-            if index >= stored.lines.len() || start > end || end > touches.len() {
-                return None;
-            }
-            records.push((index, start..end));
-        }
-        let lines = (stored.lines.into_iter())
-            .map(|(offset, len, origin)| LineRef {
-                offset,
-                len,
-                origin,
-            })
-            .collect();
-        Some(Attribution {
-            records,
-            touches,
-            ids: stored.ids,
-            final_ids: stored.final_ids,
-            alive: stored.alive,
-            lines,
-        })
     }
 }
 

@@ -10,8 +10,9 @@
 //! provenance sidecar ([`crate::provenance::check::check_worktree`]); the
 //! commit is the oldest one reachable from HEAD whose transcript (under any
 //! name) holds the record's op_id ([`crate::git::Repo::introducing_commits`]).
-//! What replay learned is kept in the block cache, keyed by the sha256s
-//! of the transcript and the document ([`BlockCache::history_known`]): a
+//! What replay learned is kept in the block cache as a binary row
+//! ([`row`]), keyed by the BLAKE3 hashes of the transcript and the
+//! document ([`BlockCache::history_known`]): a
 //! repeated query replays nothing; any other transcript bytes (one that
 //! extends the cached one included) are replayed whole. The finished
 //! answers are kept too ([`answer`]), keyed by every input they depend on,
@@ -20,6 +21,7 @@
 
 mod answer;
 pub mod attribute;
+mod row;
 pub mod schema;
 mod stream;
 
@@ -267,7 +269,7 @@ fn shown(
     let statuses = signatures(doc, &entries, |ops| {
         stream::related(&mut file, &found.lines, ops)
     })?;
-    let commits = commits(doc, &entries)?;
+    let commits = commits(doc, &inputs.tpath, &entries)?;
     if answer::file_hash(&inputs.tpath).ok().flatten() != inputs.hash {
         return Err(inputs.error("changed while it was read; run the query again"));
     }
@@ -299,8 +301,14 @@ fn signatures(
         .collect())
 }
 
-/// The commit that introduced each record's line, by op_id.
-fn commits(doc: &Path, entries: &[Entry]) -> Result<HashMap<String, String>, HistoryError> {
+/// The commit that introduced each record's line, by op_id; `entries`
+/// were read from the transcript `tpath`, so the blob that is that file
+/// holds them all without being read again.
+fn commits(
+    doc: &Path,
+    tpath: &Path,
+    entries: &[Entry],
+) -> Result<HashMap<String, String>, HistoryError> {
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
     let Ok(repo) = Repo::discover(dir.unwrap_or(Path::new("."))) else {
         return Ok(HashMap::new());
@@ -310,7 +318,7 @@ fn commits(doc: &Path, entries: &[Entry]) -> Result<HashMap<String, String>, His
     let found = repo
         .introducing_commits(
             ".noma.patches",
-            &wanted,
+            (&wanted, repo.worktree_blob_id(tpath)),
             crate::git::HISTORY_LIMIT,
             |bytes| wanted_op_ids(bytes, &key, &wanted),
         )

@@ -5,6 +5,7 @@
 //! document), and the walk stops as soon as every op_id is placed.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use git2::{Delta, DiffOptions};
 
@@ -16,11 +17,14 @@ impl Repo {
     /// (at most `max_commits` visited) whose version of some file ending
     /// with `suffix` holds a line naming it, as `op_ids_of` reads a blob's
     /// op_ids. An op_id no commit holds (a record not committed yet) is
-    /// absent from the answer.
+    /// absent from the answer. The blob `holds_all` (if any) is known to
+    /// hold every op_id of `wanted` and is not read: the working tree's
+    /// transcript they were read from, when it is that blob
+    /// ([`Repo::worktree_blob_id`]).
     pub fn introducing_commits(
         &self,
         suffix: &str,
-        wanted: &HashSet<String>,
+        (wanted, holds_all): (&HashSet<String>, Option<Oid>),
         max_commits: usize,
         op_ids_of: impl Fn(&[u8]) -> Vec<String>,
     ) -> Result<HashMap<String, Oid>, GitError> {
@@ -58,9 +62,13 @@ impl Repo {
                 }
                 // The blob's bytes where libgit2 holds them (no copy of a
                 // long transcript), else as `git cat-file` gives them.
-                let ids = match self.repo.find_blob(blob.raw()) {
-                    Ok(b) => op_ids_of(b.content()),
-                    Err(_) => op_ids_of(&self.blob(blob)?),
+                let ids = if holds_all == Some(blob) {
+                    wanted.iter().cloned().collect()
+                } else {
+                    match self.repo.find_blob(blob.raw()) {
+                        Ok(b) => op_ids_of(b.content()),
+                        Err(_) => op_ids_of(&self.blob(blob)?),
+                    }
                 };
                 for op_id in ids {
                     if wanted.contains(&op_id) && !found.contains_key(&op_id) {
@@ -73,5 +81,88 @@ impl Repo {
             }
         }
         Ok(found)
+    }
+
+    /// The id of the blob the index holds for the working tree file
+    /// `path`, when git would take the file to be that blob without
+    /// reading it: the size, modification and change times and inode the
+    /// index recorded are the file's, and the index was written after the
+    /// file was last modified (otherwise the entry is "racily clean" and
+    /// only the content could tell), and the blob is as long as the file.
+    /// None in every other case, and off
+    /// Unix, where the index's stat data are not all there.
+    pub fn worktree_blob_id(&self, path: &Path) -> Option<Oid> {
+        let rel = self.relative_path(path)?;
+        let index = self.repo.index().ok()?;
+        let entry = index.get_path(Path::new(&rel), 0)?;
+        let file = std::fs::symlink_metadata(path).ok()?;
+        let index_file = std::fs::metadata(self.repo.path().join("index")).ok()?;
+        // A filter (line ends converted on checkout) makes the blob other
+        // bytes than the file's; a blob of another size is not taken.
+        let (size, _) = self.repo.odb().ok()?.read_header(entry.id).ok()?;
+        (clean(&entry, &file, &index_file) && size as u64 == file.len())
+            .then(|| Oid::from_raw(entry.id))
+    }
+}
+
+/// Whether `entry` records `file`'s stat data, not racily (see
+/// [`Repo::worktree_blob_id`]).
+#[cfg(unix)]
+fn clean(entry: &git2::IndexEntry, file: &std::fs::Metadata, index: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // The index keeps 32 bits of each, as git truncates them.
+    let time = |t: &git2::IndexTime| (i64::from(t.seconds()) as u32, t.nanoseconds());
+    let at = |s: i64, ns: i64| (s as u32, ns as u32);
+    file.is_file()
+        && u64::from(entry.file_size) == file.len() & 0xffff_ffff
+        && entry.ino == file.ino() as u32
+        && time(&entry.mtime) == at(file.mtime(), file.mtime_nsec())
+        && time(&entry.ctime) == at(file.ctime(), file.ctime_nsec())
+        && time(&entry.mtime) < at(index.mtime(), index.mtime_nsec())
+}
+
+#[cfg(not(unix))]
+fn clean(_: &git2::IndexEntry, _: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use noma_testutil::git;
+
+    #[test]
+    fn a_file_is_its_index_blob_only_while_its_stat_data_match_not_racily() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let t = d.join("t.noma.patches");
+        std::fs::write(&t, "one\ntwo\n").unwrap();
+        // The index written in a later second than the file: not racy.
+        let old = std::process::Command::new("touch")
+            .args(["-d", "2001-01-01 00:00:00"])
+            .arg(&t)
+            .status()
+            .unwrap();
+        assert!(old.success());
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let r = Repo::discover(d).unwrap();
+        let head = r.head_commit().unwrap();
+        let id = r.blob_id_at(head, "t.noma.patches").unwrap().unwrap();
+        assert_eq!(r.worktree_blob_id(&t), Some(id));
+        assert_eq!(r.worktree_blob_id(&d.join("none.noma.patches")), None);
+        // Racily clean: the index no newer than the file.
+        let racy = std::process::Command::new("touch")
+            .args(["-d", "2000-01-01 00:00:00"])
+            .arg(d.join(".git/index"))
+            .status()
+            .unwrap();
+        assert!(racy.success());
+        assert_eq!(Repo::discover(d).unwrap().worktree_blob_id(&t), None);
+        // Rewritten (same size): its stat data no longer match.
+        git(d, &["update-index", "--refresh"]);
+        std::fs::write(&t, "one\nTWO\n").unwrap();
+        assert_eq!(Repo::discover(d).unwrap().worktree_blob_id(&t), None);
     }
 }
