@@ -51,41 +51,67 @@ pub fn problems_if_asked(doc: &Path) -> Vec<super::verify::Problem> {
 /// The report as text: who signed and approved each record, and every
 /// problem found.
 pub fn signatures_text(r: &WorktreeReport) -> String {
-    let mut out = format!("signatures (trusting {}):\n", r.trust);
+    let mut out = signatures_head(&r.trust);
     for s in &r.records {
-        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
-        // "unsigned" only for a record with no signature at all: one whose
-        // signature does not count says so, and its problem says why.
-        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
-        match &s.signed_by {
-            Some(p) => out.push_str(&format!("signed by {p}")),
-            None if unsigned => out.push_str("unsigned"),
-            None if s.problems.is_empty() => out.push_str("signature not checked"),
-            None => out.push_str("signature not accepted"),
-        }
-        match (&s.approved_by, s.needs_approval) {
-            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
-            (None, true) => out.push_str(", not approved\n"),
-            (None, false) => out.push('\n'),
-        }
-        for p in &s.problems {
-            out.push_str(&format!(
-                "    {} [{}] line {}: {}\n",
-                p.level.to_uppercase(),
-                p.code,
-                p.line,
-                p.message
-            ));
-        }
+        status_text(s, &mut out);
     }
-    for w in &r.warnings {
+    signatures_tail(&r.warnings, r.sidecar.as_ref(), &mut out);
+    out
+}
+
+/// The first line of [`signatures_text`].
+pub fn signatures_head(trust: &str) -> String {
+    format!("signatures (trusting {trust}):\n")
+}
+
+/// One record's lines of [`signatures_text`], appended to `out`.
+pub fn status_text(s: &super::verify::RecordStatus, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(out, "  line {} {}: ", s.line, s.op_id);
+    // "unsigned" only for a record with no signature at all: one whose
+    // signature does not count says so, and its problem says why.
+    let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
+    match &s.signed_by {
+        Some(p) => {
+            let _ = write!(out, "signed by {p}");
+        }
+        None if unsigned => out.push_str("unsigned"),
+        None if s.problems.is_empty() => out.push_str("signature not checked"),
+        None => out.push_str("signature not accepted"),
+    }
+    match (&s.approved_by, s.needs_approval) {
+        (Some(a), _) => {
+            let _ = writeln!(out, ", approved by {a}");
+        }
+        (None, true) => out.push_str(", not approved\n"),
+        (None, false) => out.push('\n'),
+    }
+    for p in &s.problems {
+        let _ = writeln!(
+            out,
+            "    {} [{}] line {}: {}",
+            p.level.to_uppercase(),
+            p.code,
+            p.line,
+            p.message
+        );
+    }
+}
+
+/// The last lines of [`signatures_text`]: the allowed-signers warnings and
+/// the sidecar's problem, appended to `out`.
+pub fn signatures_tail(
+    warnings: &[super::signers::SignersWarning],
+    sidecar: Option<&super::verify::Problem>,
+    out: &mut String,
+) {
+    for w in warnings {
         out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
     }
-    if let Some(p) = &r.sidecar {
+    if let Some(p) = sidecar {
         out.push_str(&format!(
             "  ERROR [{}] sidecar line {}: {}\n",
             p.code, p.line, p.message
         ));
     }
-    out
 }
