@@ -63,5 +63,14 @@ pub fn run(args: Args) -> i32 {
         rev: args.rev.as_deref(),
         signatures: args.signatures,
     };
-    super::emit(report::run(&req, args.format == Format::Json))
+    // The report is written as it is made (a long history's signatures
+    // are never held whole); stderr and the exit code come after.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let said = report::run(&req, args.format == Format::Json, &mut out);
+    if let Err(e) = std::io::Write::flush(&mut out) {
+        eprintln!("noma: cannot write output: {e}");
+        return super::EXIT_USAGE;
+    }
+    drop(out);
+    super::emit(said)
 }

@@ -3,8 +3,11 @@
 //! records' signatures when asked, the repair advice for a transcript two
 //! branches were joined into, and the report for people or as JSON
 //! (`{"pending", "replay"}`, plus `base_lookup`, `rev`, `advice` and
-//! `signatures` when they apply).
+//! `signatures` when they apply). The signatures of a long history are
+//! written as they are judged ([`noma_git::provenance::stream`]): neither
+//! the statuses nor the report are held whole.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -14,6 +17,7 @@ use noma_core::transcript::{self, replay::Report};
 use noma_git::history_replay::{self, BaseLookup, RevRead};
 use noma_git::provenance::check::WorktreeReport;
 use noma_git::provenance::signers::SIGNERS_WARNING;
+use noma_git::provenance::stream::{WorktreeStream, CHUNK};
 use noma_git::provenance::verify::codes;
 
 /// What `noma replay` is asked.
@@ -32,36 +36,51 @@ pub struct Request<'a> {
 }
 
 /// Everything a replay found.
-struct Checked {
+struct Checked<'a> {
     notes: Vec<String>,
     report: Report,
     lookup: Option<BaseLookup>,
     rev: Option<RevRead>,
-    signatures: Option<WorktreeReport>,
+    signatures: Option<WorktreeStream<'a>>,
     advice: Option<String>,
 }
 
 /// Replays as asked and reports: passed when the transcript reproduces the
-/// document (and no signature is at fault), failed when it does not.
-pub fn run(req: &Request<'_>, json: bool) -> Output {
-    let checked = match check(req) {
+/// document (and no signature is at fault), failed when it does not. The
+/// report goes to `out` (stdout), as it is made; the console returned
+/// holds what goes to stderr, and the verdict.
+pub fn run(req: &Request<'_>, json: bool, out: &mut dyn Write) -> Output {
+    let mut checked = match check(req) {
         Ok(c) => c,
         Err(c) => return c,
     };
-    let mut c = Output::default();
-    if json {
-        c.json(checked.json());
+    let written = if json {
+        checked.write_json(out)
     } else {
-        c.out_text(checked.human());
-    }
-    let faulty = checked.signatures.as_ref().is_some_and(|s| s.errors() > 0);
-    if !checked.report.ok || faulty {
+        checked.write_text(out)
+    };
+    let errors = match written {
+        Ok(errors) => errors,
+        Err(e) => return Output::error(format!("noma replay: {e}"), Exit::NotRun),
+    };
+    let mut c = Output::default();
+    if !checked.report.ok || errors > 0 {
         c.at_least(Exit::Failed);
     }
     c
 }
 
-fn check(req: &Request<'_>) -> Result<Checked, Output> {
+/// The text pieces of the report are joined into `out` a record at a
+/// time; a write that fails stops the report.
+fn put(out: &mut dyn Write, bytes: &[u8]) -> Result<(), String> {
+    out.write_all(bytes)
+        .map_err(|e| format!("cannot write output: {e}"))
+}
+
+/// Stands for the records' array in the JSON written around it.
+const RECORDS_HERE: &str = "\u{0}records\u{0}";
+
+fn check<'a>(req: &Request<'a>) -> Result<Checked<'a>, Output> {
     let fail = |e: &dyn std::fmt::Display, v| Output::error(format!("noma replay: {e}"), v);
     let (notes, report, lookup, rev) = match req.rev {
         Some(rev) => {
@@ -79,7 +98,7 @@ fn check(req: &Request<'_>) -> Result<Checked, Output> {
     };
     let signatures = req
         .signatures
-        .then(|| noma_git::provenance::report::for_doc(req.file, req.transcript))
+        .then(|| WorktreeStream::open(req.file, req.transcript))
         .transpose()
         .map_err(|e| fail(&e, Exit::NotRun))?;
     // A transcript two branches were joined into (a merge without the
@@ -109,7 +128,77 @@ fn unrecorded_edit_advice(req: &Request<'_>, report: &Report) -> Option<String> 
     })
 }
 
-impl Checked {
+impl Checked<'_> {
+    /// The JSON report, its records written one at a time (pretty, as
+    /// the whole document would be); the number of errors.
+    fn write_json(&mut self, out: &mut dyn Write) -> Result<usize, String> {
+        let mut v = self.json();
+        let Some(s) = self.signatures.as_mut() else {
+            let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+            put(out, text.as_bytes())?;
+            return put(out, b"\n").map(|()| 0);
+        };
+        let mut frame = json!(WorktreeReport {
+            trust: s.trust_source.clone(),
+            records: Vec::new(),
+            sidecar: s.sidecar().cloned(),
+            warnings: s.warnings(),
+        });
+        frame["records"] = json!(RECORDS_HERE);
+        v["signatures"] = frame;
+        let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+        let here = serde_json::to_string(RECORDS_HERE).map_err(|e| e.to_string())?;
+        let (head, tail) = text.split_once(&here).ok_or("no place for the records")?;
+        put(out, head.as_bytes())?;
+        put(out, b"[")?;
+        let (mut n, mut errors) = (0usize, 0usize);
+        let mut buf = Vec::new();
+        s.statuses(CHUNK, &mut |st| {
+            errors += st.problems.iter().filter(|p| p.level == "error").count();
+            buf.clear();
+            buf.extend_from_slice(if n == 0 { &b"\n"[..] } else { &b",\n"[..] });
+            let one = serde_json::to_vec_pretty(&st).map_err(|e| e.to_string())?;
+            // The array's items sit three levels deep: every line of the
+            // item is indented by six spaces, as the whole document's
+            // pretty printer would (a JSON string holds no raw newline).
+            for (k, line) in one.split(|&b| b == b'\n').enumerate() {
+                if k > 0 {
+                    buf.push(b'\n');
+                }
+                buf.extend_from_slice(b"      ");
+                buf.extend_from_slice(line);
+            }
+            n += 1;
+            put(out, &buf)
+        })?;
+        put(out, if n == 0 { &b"]"[..] } else { &b"\n    ]"[..] })?;
+        put(out, tail.as_bytes())?;
+        put(out, b"\n")?;
+        Ok(errors + usize::from(s.sidecar().is_some_and(|p| p.level == "error")))
+    }
+
+    /// The text report, its records written one at a time; the number of
+    /// errors.
+    fn write_text(&mut self, out: &mut dyn Write) -> Result<usize, String> {
+        put(out, self.human().as_bytes())?;
+        let Some(s) = self.signatures.as_mut() else {
+            return Ok(0);
+        };
+        put(out, signatures_head(&s.trust_source).as_bytes())?;
+        let (mut buf, mut errors) = (String::new(), 0usize);
+        s.statuses(CHUNK, &mut |st| {
+            errors += st.problems.iter().filter(|p| p.level == "error").count();
+            buf.clear();
+            status_text(&st, &mut buf);
+            put(out, buf.as_bytes())
+        })?;
+        buf.clear();
+        signatures_tail(&s.warnings(), s.sidecar(), &mut buf);
+        put(out, buf.as_bytes())?;
+        Ok(errors + usize::from(s.sidecar().is_some_and(|p| p.level == "error")))
+    }
+
+    /// The JSON report but for its signatures.
     fn json(&self) -> Value {
         let mut v = json!({ "pending": self.notes, "replay": self.report });
         if let Some(a) = &self.advice {
@@ -121,12 +210,10 @@ impl Checked {
         if let Some(r) = &self.rev {
             v["rev"] = json!(r);
         }
-        if let Some(s) = &self.signatures {
-            v["signatures"] = json!(s);
-        }
         v
     }
 
+    /// The text report but for its signatures.
     fn human(&self) -> String {
         let mut out = String::new();
         if let Some(r) = &self.rev {
@@ -161,9 +248,6 @@ impl Checked {
         out.push_str(&self.verdict_text());
         if let Some(a) = &self.advice {
             out.push_str(&format!("  fix: {a}\n"));
-        }
-        if let Some(s) = &self.signatures {
-            out.push_str(&signatures_text(s));
         }
         out
     }
@@ -204,44 +288,59 @@ impl Checked {
     }
 }
 
-/// The report as text: who signed and approved each record, and every
-/// problem found.
-pub fn signatures_text(r: &WorktreeReport) -> String {
-    let mut out = format!("signatures (trusting {}):\n", r.trust);
-    for s in &r.records {
-        out.push_str(&format!("  line {} {}: ", s.line, s.op_id));
-        // "unsigned" only for a record with no signature at all: one whose
-        // signature does not count says so, and its problem says why.
-        let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
-        match &s.signed_by {
-            Some(p) => out.push_str(&format!("signed by {p}")),
-            None if unsigned => out.push_str("unsigned"),
-            None if s.problems.is_empty() => out.push_str("signature not checked"),
-            None => out.push_str("signature not accepted"),
+/// The first line of the signatures' report.
+fn signatures_head(trust: &str) -> String {
+    format!("signatures (trusting {trust}):\n")
+}
+
+/// One record's lines of the signatures' report, appended to `out`.
+fn status_text(s: &noma_git::provenance::verify::RecordStatus, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(out, "  line {} {}: ", s.line, s.op_id);
+    // "unsigned" only for a record with no signature at all: one whose
+    // signature does not count says so, and its problem says why.
+    let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
+    match &s.signed_by {
+        Some(p) => {
+            let _ = write!(out, "signed by {p}");
         }
-        match (&s.approved_by, s.needs_approval) {
-            (Some(a), _) => out.push_str(&format!(", approved by {a}\n")),
-            (None, true) => out.push_str(", not approved\n"),
-            (None, false) => out.push('\n'),
-        }
-        for p in &s.problems {
-            out.push_str(&format!(
-                "    {} [{}] line {}: {}\n",
-                p.level.to_uppercase(),
-                p.code,
-                p.line,
-                p.message
-            ));
-        }
+        None if unsigned => out.push_str("unsigned"),
+        None if s.problems.is_empty() => out.push_str("signature not checked"),
+        None => out.push_str("signature not accepted"),
     }
-    for w in &r.warnings {
+    match (&s.approved_by, s.needs_approval) {
+        (Some(a), _) => {
+            let _ = writeln!(out, ", approved by {a}");
+        }
+        (None, true) => out.push_str(", not approved\n"),
+        (None, false) => out.push('\n'),
+    }
+    for p in &s.problems {
+        let _ = writeln!(
+            out,
+            "    {} [{}] line {}: {}",
+            p.level.to_uppercase(),
+            p.code,
+            p.line,
+            p.message
+        );
+    }
+}
+
+/// The last lines of the signatures' report: the allowed-signers warnings and
+/// the sidecar's problem, appended to `out`.
+fn signatures_tail(
+    warnings: &[noma_git::provenance::signers::SignersWarning],
+    sidecar: Option<&noma_git::provenance::verify::Problem>,
+    out: &mut String,
+) {
+    for w in warnings {
         out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
     }
-    if let Some(p) = &r.sidecar {
+    if let Some(p) = sidecar {
         out.push_str(&format!(
             "  ERROR [{}] sidecar line {}: {}\n",
             p.code, p.line, p.message
         ));
     }
-    out
 }

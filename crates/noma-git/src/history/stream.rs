@@ -13,7 +13,7 @@ use super::attribute::{Attribution, Attributor, LineRef};
 use super::{HistoryError, Inputs};
 use crate::cache::BlockCache;
 use crate::history_replay::{find_in_worktree_history, wanted_base};
-use crate::provenance::canonical::origin_op_id;
+use crate::provenance::canonical::{fingerprint, origin_op_id};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{parse_record, Entry, PatchResult};
 
@@ -38,14 +38,6 @@ pub(super) fn attributed(
         .map_err(|e| HistoryError(format!("{}: {e}", inputs.tpath.display())))?;
     cache.remember_history(hash, &text_hash, &found.encode());
     Ok(found)
-}
-
-/// The first 8 bytes of the BLAKE3 of an op_id.
-pub(super) fn fingerprint(op_id: &str) -> u64 {
-    let h = blake3::hash(op_id.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&h.as_bytes()[..8]);
-    u64::from_le_bytes(first)
 }
 
 /// Replays the transcript a line at a time; Err when a line is no record,

@@ -92,30 +92,54 @@ pub fn mark_pre_policy_of(
     statuses: &mut [RecordStatus],
     origins: impl FnOnce() -> Vec<Option<String>>,
 ) {
-    let old = |c: &str| c == codes::UNSIGNED || c == codes::APPROVAL_MISSING;
-    if !statuses
-        .iter()
-        .flat_map(|s| &s.problems)
-        .any(|p| old(p.code))
-    {
-        return;
+    PrePolicy::new(doc).mark(statuses, origins)
+}
+
+/// [`mark_pre_policy_of`] for statuses handed on a part at a time: git is
+/// read once, when the first part that needs it is marked.
+pub struct PrePolicy<'d> {
+    doc: &'d Path,
+    adopted: Option<Option<(Oid, HashSet<String>)>>,
+}
+
+impl<'d> PrePolicy<'d> {
+    /// Nothing looked up yet for `doc`.
+    pub fn new(doc: &'d Path) -> PrePolicy<'d> {
+        PrePolicy { doc, adopted: None }
     }
-    let Some((commit, ids)) = adopted(doc) else {
-        return;
-    };
-    let short: String = commit.to_string().chars().take(8).collect();
-    for (s, id) in statuses.iter_mut().zip(origins()) {
-        let Some(id) = id else { return };
-        if !ids.contains(&id) {
-            continue;
+
+    /// Marks `statuses` as [`mark_pre_policy_of`] does.
+    pub fn mark(
+        &mut self,
+        statuses: &mut [RecordStatus],
+        origins: impl FnOnce() -> Vec<Option<String>>,
+    ) {
+        let old = |c: &str| c == codes::UNSIGNED || c == codes::APPROVAL_MISSING;
+        if !statuses
+            .iter()
+            .flat_map(|s| &s.problems)
+            .any(|p| old(p.code))
+        {
+            return;
         }
-        for p in s.problems.iter_mut().filter(|p| old(p.code)) {
-            p.level = "note";
-            p.message = format!(
-                "older than the policy: the transcript already held this record when commit {short} turned provenance on ({}), so it is not checked",
-                p.code
-            );
-            p.code = PRE_POLICY;
+        let doc = self.doc;
+        let Some((commit, ids)) = self.adopted.get_or_insert_with(|| adopted(doc)) else {
+            return;
+        };
+        let short: String = commit.to_string().chars().take(8).collect();
+        for (s, id) in statuses.iter_mut().zip(origins()) {
+            let Some(id) = id else { return };
+            if !ids.contains(&id) {
+                continue;
+            }
+            for p in s.problems.iter_mut().filter(|p| old(p.code)) {
+                p.level = "note";
+                p.message = format!(
+                    "older than the policy: the transcript already held this record when commit {short} turned provenance on ({}), so it is not checked",
+                    p.code
+                );
+                p.code = PRE_POLICY;
+            }
         }
     }
 }

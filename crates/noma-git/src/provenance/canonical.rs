@@ -88,6 +88,15 @@ pub fn origin_op_id(rec: &Record) -> &str {
     copy_of.unwrap_or(&rec.op_id)
 }
 
+/// The first 8 bytes of the BLAKE3 of an op_id: what an index of a long
+/// history keeps of it (a match is a candidate, checked by the op_id).
+pub fn fingerprint(op_id: &str) -> u64 {
+    let h = blake3::hash(op_id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
 /// The intent of a record: the fields a signature and an approval bind.
 pub fn intent(rec: &Record) -> Value {
     json!({

@@ -106,13 +106,18 @@ pub fn check_after_touched(
 /// A sidecar's entries (none when there is no sidecar), or its
 /// [`SIDECAR_INVALID`] problem.
 pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
-    Sidecar::parse(sidecar.unwrap_or_default()).map_err(|e| Problem {
+    Sidecar::parse(sidecar.unwrap_or_default()).map_err(sidecar_problem)
+}
+
+/// The [`SIDECAR_INVALID`] problem of a sidecar line that is no entry.
+pub fn sidecar_problem(e: super::sidecar::SidecarError) -> Problem {
+    Problem {
         level: "error",
         code: SIDECAR_INVALID,
         line: e.line,
         op_id: String::new(),
         message: format!("the provenance sidecar does not parse: {}", e.message),
-    })
+    }
 }
 
 /// [`check_after_touched`] against a sidecar already parsed, so its bytes
@@ -301,16 +306,21 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
     };
     super::adoption::mark_pre_policy(doc, transcript, &mut records);
     Ok(WorktreeReport {
-        trust: format!(
-            "{} and {} in {}",
-            CONFIG_PATH,
-            ALLOWED_SIGNERS_PATH,
-            root.display()
-        ),
+        trust: trust_source(&root),
         records,
         sidecar,
         warnings: trust.warnings(),
     })
+}
+
+/// Where [`worktree_trust`] read the trust, as a report names it.
+pub fn trust_source(root: &Path) -> String {
+    format!(
+        "{} and {} in {}",
+        CONFIG_PATH,
+        ALLOWED_SIGNERS_PATH,
+        root.display()
+    )
 }
 
 /// The bytes of `doc`'s sidecar (None: it has none). The sidecar grows

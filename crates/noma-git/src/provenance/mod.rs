@@ -12,7 +12,9 @@
 //! - [`verify`]: what each record's signature and approval say, by code;
 //! - [`approval`]: the records waiting for a person's approval, and the
 //!   approval written;
-//! - [`adoption`]: records older than the policy, reported as notes.
+//! - [`adoption`]: records older than the policy, reported as notes;
+//! - [`stream`]: the work tree's statuses a chunk at a time, for a long
+//!   history.
 //!
 //! [`Signer`] is what writers (`noma patch`, `noma record`, `noma mcp`,
 //! `noma approve`) hold: a key and the principal it signs as.
@@ -34,6 +36,7 @@ pub mod sidecar_change;
 pub mod signers;
 pub mod signers_check;
 pub mod sshsig;
+pub mod stream;
 pub mod verify;
 pub mod writer;
 

@@ -19,12 +19,12 @@ DcpPITksyOW2rBwTwDyAAAAACmFnZW50QG5vbWEBAgM=
 -----END OPENSSH PRIVATE KEY-----
 ";
 
-fn person() -> Signer {
+pub(super) fn person() -> Signer {
     let k = sshsig::tests::test_key();
     Signer::new(k, Some("alice@example.com".into()), None).unwrap()
 }
 
-fn agent() -> Signer {
+pub(super) fn agent() -> Signer {
     let k = SigningKey::from_openssh(AGENT_KEY, Path::new("agent")).unwrap();
     Signer::new(k, Some("bot@agents.example".into()), None).unwrap()
 }
@@ -98,7 +98,7 @@ fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
     }
 }
 
-fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
+pub(super) fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
     st.iter()
         .flat_map(|s| &s.problems)
         .map(|p| (p.line, p.code, p.level))
@@ -408,7 +408,7 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
 /// A history with every kind of problem: a missing approval, an unsigned
 /// record, a key not allowed for its principal, an edited record, and
 /// copies repeating an op_id (one beside an edited original).
-fn every_problem() -> (Vec<Entry>, Sidecar) {
+pub(super) fn every_problem() -> (Vec<Entry>, Sidecar) {
     let (mut t, mut side) = signed();
     approve(&mut side, &person(), &t[..1], &sha(1));
     t.push(record(4, true));

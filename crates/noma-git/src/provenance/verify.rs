@@ -358,11 +358,14 @@ impl<'a> Origin<'a> {
 struct Approvals<'a> {
     trust: &'a Trust,
     by_record: HashMap<&'a str, Vec<(usize, &'a Approval)>>,
-    verdicts: HashMap<usize, Result<(), String>>,
+    verdicts: &'a mut Verdicts,
 }
 
+/// Approvals already judged, by their index in the sidecar's approvals.
+pub type Verdicts = HashMap<usize, Result<(), String>>;
+
 impl<'a> Approvals<'a> {
-    fn new(trust: &'a Trust, sidecar: &'a Sidecar) -> Approvals<'a> {
+    fn new(trust: &'a Trust, sidecar: &'a Sidecar, verdicts: &'a mut Verdicts) -> Approvals<'a> {
         let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::default();
         for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
             for id in &a.body.op_ids {
@@ -372,7 +375,7 @@ impl<'a> Approvals<'a> {
         Approvals {
             trust,
             by_record,
-            verdicts: HashMap::default(),
+            verdicts,
         }
     }
 
@@ -476,6 +479,22 @@ pub(super) fn verify_chunked(
     in_range: &dyn Fn(usize, &Entry) -> bool,
     chunk: usize,
 ) -> Vec<RecordStatus> {
+    let mut verdicts = Verdicts::default();
+    verify_judged(trust, transcript, sidecar, in_range, chunk, &mut verdicts)
+}
+
+/// [`verify_chunked`] with the verdicts of the approvals judged before
+/// (by their index in `sidecar.approvals`), to which the ones judged now
+/// are added: an approval named by records of many parts of a history is
+/// judged once, with the records it names read once.
+pub(super) fn verify_judged(
+    trust: &Trust,
+    transcript: &[Entry],
+    sidecar: &Sidecar,
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+    chunk: usize,
+    verdicts: &mut Verdicts,
+) -> Vec<RecordStatus> {
     let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> =
         HashMap::default();
     for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
@@ -487,7 +506,7 @@ pub(super) fn verify_chunked(
         trust,
         sigs,
         repeats,
-        approvals: Approvals::new(trust, sidecar),
+        approvals: Approvals::new(trust, sidecar, verdicts),
     };
     let wanted: Vec<usize> = (origins.iter().enumerate())
         .filter(|(i, o)| in_range(*i, o.entry))
