@@ -1,11 +1,12 @@
 //! `noma provenance payload|import|check-signers`: signatures made
-//! outside noma, over [`noma_git::provenance::external`], and the
+//! outside noma, over [`noma_provenance::external`], and the
 //! allowed-signers file as ssh-keygen reads it
 //! ([`noma_git::provenance::signers_check`]).
 
 use std::path::PathBuf;
 
-use noma_git::provenance::{external, signers_check, ALLOWED_SIGNERS_PATH};
+use noma_git::provenance::signers_check;
+use noma_provenance::{external, ALLOWED_SIGNERS_PATH};
 
 /// `noma provenance`: the signed bytes, for tools outside noma.
 #[derive(Debug, clap::Subcommand)]

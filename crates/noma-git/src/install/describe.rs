@@ -6,7 +6,7 @@ use std::path::Path;
 use super::attributes::EolInstall;
 use super::init::{Change, McpChange, McpReport, CACHE_IGNORE};
 use super::{DriverChange, InstallReport, Installed, Removed, UninstallReport};
-use crate::config::CONFIG_PATH;
+use noma_provenance::config::CONFIG_PATH;
 
 /// `<what>: <outcome>`, with the note in parentheses when there is one.
 pub fn line(what: &str, outcome: &str, note: Option<&str>) -> String {

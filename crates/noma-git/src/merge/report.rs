@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use super::reconcile::{DocReport, Finding};
-use crate::provenance::verify::{signer_matches_actor, RecordStatus};
 use noma_core::transcript::transcript_path;
+use noma_provenance::verify::{signer_matches_actor, RecordStatus};
 
 fn yes(b: bool) -> &'static str {
     if b {

@@ -15,7 +15,7 @@ use super::reconcile::{DocReport, Finding};
 use crate::cache::BlockCache;
 use crate::changes::{self, BlockChange, Query};
 use crate::git::repo::Repo;
-use crate::provenance::verify::{signer_matches_actor, RecordStatus};
+use noma_provenance::verify::{signer_matches_actor, RecordStatus};
 
 /// Rows (blocks plus findings) a document shows before its section folds.
 pub const OPEN_ROWS: usize = 8;

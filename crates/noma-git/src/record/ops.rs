@@ -20,7 +20,7 @@ use noma_core::patch::REPLACE_LINES;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "lines {first}-{last} of the file cannot be expressed as block ops (a change outside any directive with an id, e.g. prose in a section, or blank-line layout) ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
-    config = crate::config::CONFIG_PATH
+    config = noma_provenance::config::CONFIG_PATH
 )]
 pub struct TextEditsOff {
     /// First changed line (1-based) of the edited file.

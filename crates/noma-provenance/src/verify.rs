@@ -97,7 +97,7 @@ impl Trust {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// `error`, `warning`, or `note` (a record older than the policy,
-    /// [`super::adoption::PRE_POLICY`]).
+    /// [`codes::PRE_POLICY`]).
     pub level: &'static str,
     /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
     /// `approval-missing` or `approval-invalid`.
@@ -147,6 +147,9 @@ pub mod codes {
     pub const APPROVAL_INVALID: &str = "approval-invalid";
     /// A valid signature whose principal is not the record's actor.
     pub const MISMATCH: &str = "signer-mismatch";
+    /// A record older than the policy (noma-git's adoption module marks
+    /// them from the repository's history).
+    pub const PRE_POLICY: &str = "pre-policy-record";
 }
 
 /// Whether a verified principal may speak for a record's `actor.name`:
