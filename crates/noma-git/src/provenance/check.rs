@@ -10,6 +10,7 @@ use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_provenance::sidecar::{sidecar_path, Sidecar};
 use noma_provenance::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
 use noma_provenance::verify::{verify_where, Problem, RecordStatus, Trust};
+use noma_provenance::{canonical, sidecar, sidecar_change};
 
 /// The code of a sidecar that cannot be read.
 pub const SIDECAR_INVALID: &str = "sidecar-invalid";
@@ -89,7 +90,7 @@ pub fn check_after(
 }
 
 /// [`check_after`] with the records named in `touched` (op_ids whose
-/// sidecar lines changed, [`noma_provenance::sidecar_change::touched_op_ids`]) in the
+/// sidecar lines changed, [`sidecar_change::touched_op_ids`]) in the
 /// checked range too, history or not: a change to the sidecar alone
 /// re-signs, un-signs or re-approves them.
 pub fn check_after_touched(
@@ -150,8 +151,7 @@ pub fn check_parsed(
     // changed, the copy is checked again too.
     let copy_touched = |e: &noma_core::transcript::Entry| {
         !touched.is_empty()
-            && noma_provenance::canonical::original_of(&e.record)
-                .is_some_and(|o| touched.contains(&o.op_id))
+            && canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
     };
     verify_where(trust, &entries, side, &|i, e| {
         !history_of[i] || touched.contains(&e.record.op_id) || copy_touched(e)
@@ -168,7 +168,7 @@ pub fn check_parsed(
 /// like any other. The base is trusted (the branch cannot change it), so
 /// a record equal to one of its records needs no signature of its own.
 fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<bool> {
-    use noma_provenance::canonical::{canonical, intent};
+    use canonical::{canonical, intent};
     let (lines, _) = noma_core::transcript::split_lines(base);
     let mut by_origin: std::collections::HashMap<String, Vec<u8>> =
         std::collections::HashMap::with_capacity(lines.len());
@@ -176,7 +176,7 @@ fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<
         let Ok(r) = noma_core::transcript::parse_record(l.number, l.raw) else {
             continue;
         };
-        let o = noma_provenance::canonical::original_of(&r).unwrap_or(r);
+        let o = canonical::original_of(&r).unwrap_or(r);
         by_origin
             .entry(o.op_id.clone())
             .or_insert_with(|| canonical(&intent(&o)));
@@ -184,7 +184,7 @@ fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<
     entries
         .iter()
         .map(|e| {
-            let o = noma_provenance::canonical::original_of(&e.record);
+            let o = canonical::original_of(&e.record);
             let origin = o.as_ref().unwrap_or(&e.record);
             let Some(said) = by_origin.get(origin.op_id.as_str()) else {
                 return false;
@@ -334,7 +334,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
 /// `doc`'s work-tree transcript, with their lines), in line order: only
 /// their signatures are verified. `related` gives every record of the
 /// transcript that stands for one of the given ops (by
-/// [`noma_provenance::canonical::origin_op_id`]), in line order. A status depends on
+/// [`canonical::origin_op_id`]), in line order. A status depends on
 /// no other record but those: an earlier record for the same op makes it
 /// a repeat, and an approval is judged by the records it names, whose ops
 /// are asked for too; so each status is the one the whole transcript's
@@ -345,7 +345,7 @@ pub fn check_worktree_shown(
     shown: &[Entry],
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
 ) -> Result<Option<Vec<RecordStatus>>, String> {
-    use noma_provenance::canonical::origin_op_id;
+    use canonical::origin_op_id;
     let (trust, _) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
     let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
@@ -426,7 +426,7 @@ pub fn branch_check(
     // The sidecar the branch started from: a record whose lines the
     // branch changed is checked even when the merge base has it.
     let mb_doc = old.as_deref().filter(|_| moved.is_some()).unwrap_or(doc);
-    let mb_side = blob(merge_base, &noma_provenance::sidecar::sidecar_rel(mb_doc));
+    let mb_side = blob(merge_base, &sidecar::sidecar_rel(mb_doc));
     let mut trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
@@ -447,12 +447,11 @@ pub fn branch_check(
     };
     // The branch's records are in HEAD: none was signed after it.
     trust.not_after = repo.commit_time(head);
-    let side_path = noma_provenance::sidecar::sidecar_rel(doc);
+    let side_path = sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
     let tpath = transcript_path(doc);
     let mut problems = signer_warnings(&trust);
-    let touched =
-        noma_provenance::sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
+    let touched = sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
     match check_after_touched(
         &trust,
         head_transcript,
@@ -509,10 +508,7 @@ pub fn rename_problem(
         return None;
     }
     let (t_new, t_old) = (transcript_path(doc), transcript_path(old));
-    let (s_new, s_old) = (
-        noma_provenance::sidecar::sidecar_rel(doc),
-        noma_provenance::sidecar::sidecar_rel(old),
-    );
+    let (s_new, s_old) = (sidecar::sidecar_rel(doc), sidecar::sidecar_rel(old));
     let (left, moved, gone, to) = if has(&t_new) && !has(&s_new) && has(&s_old) {
         (&s_old, &t_new, "sidecar", &s_new)
     } else if has(&s_new) && !has(&t_new) && has(&t_old) {
@@ -570,8 +566,7 @@ pub fn hook_problems(
         History::Lines(0)
     };
     let tpath = transcript_path(doc);
-    let touched =
-        noma_provenance::sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
+    let touched = sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
     match check_after_touched(trust, t, history, staged_sidecar, &touched) {
         Ok(statuses) => statuses
             .into_iter()
@@ -583,7 +578,7 @@ pub fn hook_problems(
             })
             .collect(),
         Err(problem) => vec![Located {
-            path: noma_provenance::sidecar::sidecar_rel(doc),
+            path: sidecar::sidecar_rel(doc),
             problem,
         }],
     }
