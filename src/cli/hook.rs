@@ -1,10 +1,10 @@
 //! `noma hook <name>`: the checks the installed git hooks run.
 
 use super::Format;
-use noma_git::config::Policy;
 use noma_git::git::repo::Repo;
 use noma_git::install::clone_check;
 use noma_git::staged::{Guard, Report};
+use noma_provenance::config::Policy;
 
 /// Which hook to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,11 +1,12 @@
 //! `noma provenance payload|import|check-signers`: signatures made
-//! outside noma, over [`noma_git::provenance::external`], and the
+//! outside noma, over [`noma_provenance::outside_signatures`], and the
 //! allowed-signers file as ssh-keygen reads it
 //! ([`noma_git::provenance::signers_check`]).
 
 use std::path::PathBuf;
 
-use noma_git::provenance::{external, signers_check, ALLOWED_SIGNERS_PATH};
+use noma_git::provenance::signers_check;
+use noma_provenance::{outside_signatures, ALLOWED_SIGNERS_PATH};
 
 /// `noma provenance`: the signed bytes, for tools outside noma.
 #[derive(Debug, clap::Subcommand)]
@@ -72,7 +73,7 @@ pub fn provenance(args: ProvenanceArgs) -> i32 {
             file,
             op_id,
             signer,
-        } => external::payload(file, op_id, signer).and_then(|bytes| {
+        } => outside_signatures::payload(file, op_id, signer).and_then(|bytes| {
             use std::io::Write;
             std::io::stdout()
                 .write_all(&bytes)
@@ -83,7 +84,7 @@ pub fn provenance(args: ProvenanceArgs) -> i32 {
             op_id,
             signer,
             sig,
-        } => external::import(file, op_id, signer, sig).map(|side| {
+        } => outside_signatures::import(file, op_id, signer, sig).map(|side| {
             println!("{}: signature of {op_id} by {signer} added", side.display());
         }),
         ProvenanceCmd::CheckSigners { .. } => unreachable!("handled above"),

@@ -1,10 +1,12 @@
 //! What the compiler cannot see about the architecture. The crate graph
-//! itself (`noma-core` → `noma-store` → `noma-merge` → `noma-git` →
-//! `noma-mcp`, `noma-lsp` over `noma-core` and `noma-store`, and the
-//! `noma` binary on top; see `.noma/architecture.noma`) is enforced by
-//! Cargo: a crate cannot import one it does not depend on. Checked here:
-//! the graph is the documented one and the pure crates ([`PURE_CRATES`])
-//! pull in no git, database or async crate; the engine crates keep no state behind their
+//! itself (`noma-core` → `noma-store` → `noma-merge`, `noma-provenance` →
+//! `noma-git` → `noma-mcp`, `noma-lsp` over `noma-core` and `noma-store`,
+//! and the `noma` binary on top; see `.noma/architecture.noma`) is
+//! enforced by Cargo: a crate cannot import one it does not depend on.
+//! Checked here: the graph is the documented one, and the crates that
+//! need no repository ([`WITHOUT_A_REPOSITORY`]: `noma-core`,
+//! `noma-merge`, `noma-provenance`) pull in no git, database, async, MCP
+//! or file-watcher crate; the engine crates keep no state behind their
 //! callers (a thread-local or static cache); only `noma-git`'s `git`
 //! module names `git2`; inside a crate no two top-level modules and no two
 //! sibling files import each other; no function outgrows what a reader
@@ -19,15 +21,25 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's crates and the workspace crates each may depend on
 /// (normal dependencies): the crate graph of `.noma/architecture.noma`.
-const CRATE_GRAPH: [(&str, &[&str]); 8] = [
+const CRATE_GRAPH: [(&str, &[&str]); 9] = [
     ("noma-core", &[]),
     ("noma-store", &["noma-core"]),
     ("noma-merge", &["noma-core", "noma-store"]),
-    ("noma-git", &["noma-core", "noma-merge", "noma-store"]),
+    ("noma-provenance", &["noma-core", "noma-store"]),
+    (
+        "noma-git",
+        &["noma-core", "noma-merge", "noma-provenance", "noma-store"],
+    ),
     ("noma-verify", &["noma-core", "noma-store"]),
     (
         "noma-mcp",
-        &["noma-core", "noma-git", "noma-merge", "noma-store"],
+        &[
+            "noma-core",
+            "noma-git",
+            "noma-merge",
+            "noma-provenance",
+            "noma-store",
+        ],
     ),
     ("noma-lsp", &["noma-core", "noma-store"]),
     (
@@ -38,20 +50,22 @@ const CRATE_GRAPH: [(&str, &[&str]); 8] = [
             "noma-lsp",
             "noma-mcp",
             "noma-merge",
+            "noma-provenance",
             "noma-store",
             "noma-verify",
         ],
     ),
 ];
 
-/// The crates that need no repository, database or server (bytes in,
-/// bytes out): none may pull in a crate of [`NOT_IN_PURE`], directly or
-/// through another crate.
-const PURE_CRATES: [&str; 2] = ["noma-core", "noma-merge"];
+/// The crates that need no repository (decisions `crates-split-by-job`
+/// and `merge-crate`): bytes and files in, data out.
+const WITHOUT_A_REPOSITORY: [&str; 3] = ["noma-core", "noma-merge", "noma-provenance"];
 
-/// Crates the [`PURE_CRATES`] must never pull in: git, SQLite, an async
-/// runtime, the MCP SDK.
-const NOT_IN_PURE: [&str; 6] = [
+/// What a crate of [`WITHOUT_A_REPOSITORY`] must never pull in, directly
+/// or through another crate: git, SQLite, an async runtime, the MCP SDK,
+/// the changed-block watcher.
+const NOT_WITHOUT_A_REPOSITORY: [&str; 7] = [
+    "notify",
     "git2",
     "libgit2-sys",
     "rusqlite",
@@ -87,6 +101,28 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The package names of a `cargo tree --prefix none` listing
+/// (`name vX.Y.Z [(path)] [(*)]` per line), sorted, each once.
+fn tree_names(listing: &str) -> Vec<String> {
+    let mut names: Vec<String> = listing
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The packages of `names` (everything `krate` depends on) that are in
+/// `forbidden`, each worded for the failure.
+fn forbidden_dependencies(krate: &str, names: &[String], forbidden: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| forbidden.contains(&n.as_str()))
+        .map(|n| format!("{krate} depends on {n}"))
+        .collect()
+}
+
 /// `cargo tree` of one workspace crate: the names of the packages it
 /// depends on, directly or not (normal and build dependencies).
 fn dependency_names(krate: &str) -> Vec<String> {
@@ -109,39 +145,60 @@ fn dependency_names(krate: &str) -> Vec<String> {
         "cargo tree -p {krate}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let mut names: Vec<String> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(String::from))
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// The crates of [`NOT_IN_PURE`] that `krate` pulls in.
-fn forbidden_in_pure(krate: &str) -> Vec<String> {
-    let deps = dependency_names(krate);
-    assert!(
-        deps.iter().any(|n| n == "serde_json"),
-        "cargo tree shows no dependencies of {krate}: {deps:?}"
-    );
-    deps.into_iter()
-        .filter(|n| NOT_IN_PURE.contains(&n.as_str()))
-        .collect()
+    tree_names(&String::from_utf8_lossy(&o.stdout))
 }
 
 #[test]
-fn pure_crates_depend_on_no_git_database_or_async_crate() {
-    for krate in PURE_CRATES {
-        let bad = forbidden_in_pure(krate);
-        assert!(bad.is_empty(), "{krate} depends on {bad:?}");
+fn crates_without_a_repository_depend_on_no_git_database_async_or_watcher_crate() {
+    let mut bad = Vec::new();
+    for krate in WITHOUT_A_REPOSITORY {
+        let names = dependency_names(krate);
+        assert!(
+            names.iter().any(|n| n == "noma-core"),
+            "cargo tree shows no dependencies of {krate}: {names:?}"
+        );
+        bad.extend(forbidden_dependencies(
+            krate,
+            &names,
+            &NOT_WITHOUT_A_REPOSITORY,
+        ));
     }
-    // The check sees them where they are: a pure crate that added one
-    // (directly or through a crate that has it) would fail as noma-git does.
-    let git = forbidden_in_pure("noma-git");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // The same check over the crate that does need a repository finds
+    // what it holds.
+    let git = forbidden_dependencies(
+        "noma-git",
+        &dependency_names("noma-git"),
+        &NOT_WITHOUT_A_REPOSITORY,
+    );
     assert!(
-        git.iter().any(|n| n == "git2") && git.iter().any(|n| n == "rusqlite"),
+        git.iter().any(|f| f.ends_with(" git2")) && git.iter().any(|f| f.ends_with(" rusqlite")),
         "{git:?}"
+    );
+}
+
+#[test]
+fn the_dependency_check_sees_a_forbidden_crate_however_deep() {
+    // A `cargo tree --prefix none -p noma-provenance` listing after someone
+    // added a crate that pulls libgit2 in two levels down.
+    let listing = "noma-provenance v0.1.0 (/w/crates/noma-provenance)\n\
+                   noma-core v0.1.0 (/w/crates/noma-core)\n\
+                   some-vcs-helper v1.0.0\n\
+                   git2 v0.20.2\n\
+                   libgit2-sys v0.18.2+1.9.1\n\
+                   cc v1.2.0\n\
+                   noma-core v0.1.0 (/w/crates/noma-core) (*)\n";
+    let names = tree_names(listing);
+    assert_eq!(
+        forbidden_dependencies("noma-provenance", &names, &NOT_WITHOUT_A_REPOSITORY),
+        [
+            "noma-provenance depends on git2",
+            "noma-provenance depends on libgit2-sys"
+        ]
+    );
+    let clean = tree_names("noma-provenance v0.1.0 (/w)\nserde v1.0.0\n");
+    assert!(
+        forbidden_dependencies("noma-provenance", &clean, &NOT_WITHOUT_A_REPOSITORY).is_empty()
     );
 }
 

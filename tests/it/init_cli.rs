@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use noma_git::config::{Policy, PolicyFile};
+use noma_provenance::config::{Policy, PolicyFile};
 
 use crate::common::Sandbox;
 

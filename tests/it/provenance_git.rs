@@ -331,10 +331,10 @@ fn each_forgery_fails_the_check_with_its_code_and_line() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|v| v["kind"] == "approval")
         .unwrap();
-    let mut body: noma_git::provenance::canonical::ApprovalBody =
+    let mut body: noma_provenance::canonical::ApprovalBody =
         serde_json::from_value(approval.clone()).unwrap();
     body.approver = "bot@agents.example".into();
-    let payload = noma_git::provenance::canonical::approval_payload(&body);
+    let payload = noma_provenance::canonical::approval_payload(&body);
     r.write("payload", &String::from_utf8(payload).unwrap());
     let o = r.cmd(
         "ssh-keygen",

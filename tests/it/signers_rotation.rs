@@ -56,7 +56,7 @@ fn last_ts(r: &Repo) -> (String, u64) {
     let v: Value = serde_json::from_str(t.lines().last().unwrap()).unwrap();
     let ts = v["ts"].as_str().unwrap();
     let digits: String = ts[..19].chars().filter(char::is_ascii_digit).collect();
-    let secs = noma_git::provenance::openssh::rfc3339_seconds(ts).unwrap();
+    let secs = noma_provenance::openssh::rfc3339_seconds(ts).unwrap();
     (format!("{digits}Z"), secs)
 }
 
@@ -95,7 +95,7 @@ fn a_key_rotated_with_valid_before_keeps_its_records_and_signs_no_new_ones() {
 
     // What the old key signs later is refused. The key's window ends at a
     // whole second; the next record must be dated after it.
-    while noma_git::provenance::signers::now() <= t1 {
+    while noma_provenance::signers::now() <= t1 {
         std::thread::yield_now();
     }
     r.ok(&["checkout", "-q", "-b", "late"]);

@@ -2,11 +2,13 @@
 //!
 //! Everything that knows a repository: plumbing over `git2` ([`git`], the
 //! only module that names it), the content-addressed SQLite cache of
-//! block tables ([`cache`]), the repository policy ([`config`]), what the
+//! block tables ([`cache`]), what the
 //! hooks check ([`staged`]), hand edits turned into records ([`record`]),
 //! installing hooks and the merge driver ([`install`]), blocks changed
 //! since a base ([`changes`]), the merge driver and `noma reconcile`
-//! ([`merge`]), signed records and approvals ([`provenance`]), and replay's
+//! ([`merge`]), signed records and approvals where a repository is
+//! involved ([`provenance`]; the format, verification and the policy
+//! file are `noma_provenance`'s), and replay's
 //! base looked up in history ([`history_replay`]), and who changed each
 //! block ([`history`]). For the shells: one
 //! patch request's options ([`patch`]) and a writer's default name
@@ -15,7 +17,6 @@
 pub mod actor;
 pub mod cache;
 pub mod changes;
-pub mod config;
 pub mod git;
 pub mod history;
 pub mod history_replay;

@@ -135,7 +135,7 @@ fn run_patch(
     // engine writes neither through a link of any kind).
     ctx.derived(&engine::default_transcript_path(&path))?;
     ctx.derived(&capability::sidecar_path(&path))?;
-    ctx.derived(&noma_git::provenance::sidecar_path(&path))?;
+    ctx.derived(&noma_provenance::sidecar_path(&path))?;
     let (actor_kind, actor_name, actor_model, actor_version) = match meta.actor {
         Some(a) => (a.kind, a.name, a.model, a.version),
         None => (ActorKind::Agent, "unknown".into(), None, None),

@@ -30,7 +30,7 @@ pub struct Context {
     pub cache: BlockCache,
     /// The agent's signer (`--signing-key`): every record a tool writes
     /// is signed into the document's provenance sidecar.
-    pub signer: Option<std::sync::Arc<noma_git::provenance::Signer>>,
+    pub signer: Option<std::sync::Arc<noma_provenance::Signer>>,
     /// The incremental changed-document index of a running server (None:
     /// every changed-blocks query scans the work tree).
     pub watched: Option<noma_git::changes::watch::WatchedChanges>,
@@ -277,7 +277,7 @@ pub struct ServeOptions {
     /// The repository root.
     pub root: PathBuf,
     /// The signer of every record the tools write, if any.
-    pub signer: Option<std::sync::Arc<noma_git::provenance::Signer>>,
+    pub signer: Option<std::sync::Arc<noma_provenance::Signer>>,
     /// Send every result's full JSON text copy beside `structuredContent`,
     /// whatever revision the client negotiated.
     pub full_text: bool,

@@ -48,7 +48,7 @@ pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     // The provenance check needs the whole transcript, so only a document
     // with a sidecar has it read whole (under the size cap); the lines are
     // then walked in those bytes, so both answers see the same records.
-    let provenance = noma_git::provenance::sidecar_path(&doc).exists();
+    let provenance = noma_provenance::sidecar_path(&doc).exists();
     let opened = if provenance {
         noma_store::fsio::read_regular(&tpath).map(Opened::Whole)
     } else {
@@ -255,7 +255,7 @@ pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
 /// requests refuse it; `noma record` writes it for hand edits when the
 /// repository's policy allows (`record_text_edits`).
 fn extension_ops(ctx: &Context) -> Value {
-    let policy = noma_git::config::Policy::load(ctx.workspace.root());
+    let policy = noma_provenance::config::Policy::load(ctx.workspace.root());
     let (allowed, error) = match &policy {
         Ok(p) => (json!(p.file.record_text_edits), Value::Null),
         Err(e) => (Value::Null, json!(e.to_string())),
@@ -332,7 +332,7 @@ mod tests {
             "truncated": skip > 0,
             "torn_tail": parsed.torn_tail.is_some(),
         });
-        if noma_git::provenance::sidecar_path(&doc).exists() {
+        if noma_provenance::sidecar_path(&doc).exists() {
             let shown_ids: std::collections::HashSet<&str> =
                 records.iter().map(|r| r.op_id.as_str()).collect();
             match noma_git::provenance::check::check_worktree(&doc, &bytes) {
@@ -522,7 +522,7 @@ mod tests {
         let doc = dir.path().join("a.noma");
         std::fs::write(&doc, "# A\n").unwrap();
         let tpath = engine::default_transcript_path(&doc);
-        let sidecar = noma_git::provenance::sidecar_path(&doc);
+        let sidecar = noma_provenance::sidecar_path(&doc);
         let ctx = Context::open(dir.path(), crate::Notices::discard()).unwrap();
         let seen = std::cell::RefCell::new([0; 7]);
         let mut runner = TestRunner::new(Config {

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use noma_git::config::CONFIG_PATH;
 use noma_git::install::attributes::EolInstall;
 use noma_git::install::init::{Change, McpChange, McpReport, CACHE_IGNORE};
 use noma_git::install::{DriverChange, InstallReport, Installed, Removed, UninstallReport};
+use noma_provenance::config::CONFIG_PATH;
 
 /// `<what>: <outcome>`, with the note in parentheses when there is one.
 pub fn line(what: &str, outcome: &str, note: Option<&str>) -> String {

@@ -47,7 +47,7 @@ pub fn run(file: &Path, mut req: options::Request, json: bool) -> Output {
         .transcript
         .clone()
         .unwrap_or_else(|| engine::default_transcript_path(file));
-    let side = noma_git::provenance::sidecar::sidecar_path(file);
+    let side = noma_provenance::sidecar::sidecar_path(file);
     let mut c = Output::default();
     if json {
         let mut v = super::report::outcome_json(&outcome, false);

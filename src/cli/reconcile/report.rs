@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use noma_core::transcript::transcript_path;
 use noma_git::merge::reconcile::{DocReport, Finding};
-use noma_git::provenance::verify::{signer_matches_actor, RecordStatus};
+use noma_provenance::verify::{signer_matches_actor, RecordStatus};
 
 fn yes(b: bool) -> &'static str {
     if b {

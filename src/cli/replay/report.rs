@@ -16,9 +16,9 @@ use crate::report::output::{Exit, Output};
 use noma_core::transcript::{self, replay::Report};
 use noma_git::history_replay::{self, BaseLookup, RevRead};
 use noma_git::provenance::check::WorktreeReport;
-use noma_git::provenance::signers::SIGNERS_WARNING;
 use noma_git::provenance::stream::{WorktreeStream, CHUNK};
-use noma_git::provenance::verify::codes;
+use noma_provenance::signers::SIGNERS_WARNING;
+use noma_provenance::verify::codes;
 
 /// What `noma replay` is asked.
 #[derive(Debug, Clone, Copy)]
@@ -294,7 +294,7 @@ fn signatures_head(trust: &str) -> String {
 }
 
 /// One record's lines of the signatures' report, appended to `out`.
-fn status_text(s: &noma_git::provenance::verify::RecordStatus, out: &mut String) {
+fn status_text(s: &noma_provenance::verify::RecordStatus, out: &mut String) {
     use std::fmt::Write;
     let _ = write!(out, "  line {} {}: ", s.line, s.op_id);
     // "unsigned" only for a record with no signature at all: one whose
@@ -330,8 +330,8 @@ fn status_text(s: &noma_git::provenance::verify::RecordStatus, out: &mut String)
 /// The last lines of the signatures' report: the allowed-signers warnings and
 /// the sidecar's problem, appended to `out`.
 fn signatures_tail(
-    warnings: &[noma_git::provenance::signers::SignersWarning],
-    sidecar: Option<&noma_git::provenance::verify::Problem>,
+    warnings: &[noma_provenance::signers::SignersWarning],
+    sidecar: Option<&noma_provenance::verify::Problem>,
     out: &mut String,
 ) {
     for w in warnings {

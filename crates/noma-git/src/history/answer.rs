@@ -21,9 +21,9 @@ use serde::Serialize;
 
 use super::HistoryError;
 use crate::cache::BlockCache;
-use crate::config::CONFIG_PATH;
 use crate::git::repo::Repo;
-use crate::provenance::signers::ALLOWED_SIGNERS_PATH;
+use noma_provenance::config::CONFIG_PATH;
+use noma_provenance::signers::ALLOWED_SIGNERS_PATH;
 
 /// Answers larger than this are not stored: printing them costs more than
 /// computing them again saves.
@@ -55,7 +55,7 @@ pub(super) fn key(
         format!("head {head}"),
     ];
     for path in [
-        crate::provenance::sidecar::sidecar_path(doc),
+        noma_provenance::sidecar::sidecar_path(doc),
         root.join(CONFIG_PATH),
         root.join(ALLOWED_SIGNERS_PATH),
     ] {

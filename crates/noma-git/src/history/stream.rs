@@ -13,9 +13,10 @@ use super::attribute::{Attribution, Attributor, LineRef};
 use super::{HistoryError, Inputs};
 use crate::cache::BlockCache;
 use crate::history_replay::{find_in_worktree_history, wanted_base};
-use crate::provenance::canonical::{fingerprint, origin_op_id};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{parse_record, Entry, PatchResult};
+use noma_provenance::canonical::fingerprint;
+use noma_provenance::canonical::origin_op_id;
 
 /// What replay learns about the transcript and the document: from the
 /// block cache when these exact contents were attributed before, else by

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use crate::config::Policy;
 use crate::git::repo::Repo;
 use crate::record::{record_file_with, Outcome};
 use noma_core::transcript::{Actor, ActorKind};
+use noma_provenance::config::Policy;
 
 /// The documents the hooks check that have no transcript (`<doc>.patches`)
 /// beside them: tracked, or untracked and not ignored; repository-relative,

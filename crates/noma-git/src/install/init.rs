@@ -16,8 +16,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::config::{PolicyFile, CONFIG_PATH};
 use crate::git::layout::Layout;
+use noma_provenance::config::{PolicyFile, CONFIG_PATH};
 
 use super::{HooksError, InstallOptions, InstallReport};
 
@@ -390,7 +390,7 @@ fn normalise_pattern(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Policy;
+    use noma_provenance::config::Policy;
 
     #[test]
     fn template_parses_back_to_the_defaults() {

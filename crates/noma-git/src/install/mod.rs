@@ -800,7 +800,7 @@ pub const DRIVER_DESCRIPTION: &str = "noma block-level merge of .noma documents 
 
 /// The `.gitattributes` lines that route documents and transcripts to the
 /// driver, and provenance sidecars (a set of independent lines, see
-/// [`crate::provenance::sidecar`]) to git's `union` driver: two branches'
+/// [`noma_provenance::sidecar`]) to git's `union` driver: two branches'
 /// signatures then merge without a conflict wherever git merges, driver
 /// registered or not.
 pub const ATTRIBUTE_LINES: [&str; 3] = [

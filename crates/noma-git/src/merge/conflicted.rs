@@ -223,7 +223,7 @@ pub(super) fn merge_document(
 /// the union of both sides' lines (what git's `union` driver, which
 /// `.gitattributes` names for it, would have written).
 fn resolve_sidecar(doc: &Path) -> Result<bool, String> {
-    let path = crate::provenance::sidecar::sidecar_path(doc);
+    let path = noma_provenance::sidecar::sidecar_path(doc);
     let Ok(bytes) = fsio::read_regular(&path) else {
         return Ok(false);
     };
@@ -268,7 +268,7 @@ fn report(
             .map(|m| format!("{}: {m}", doc.display())),
     );
     if sidecar {
-        let path = crate::provenance::sidecar::sidecar_path(doc);
+        let path = noma_provenance::sidecar::sidecar_path(doc);
         messages.push(format!(
             "{}: conflict markers resolved to the union of both sides' lines",
             path.display()
@@ -278,7 +278,7 @@ fn report(
     let mut add = format!("git add {} {}", sh(doc), sh(tpath));
     if sidecar {
         add.push(' ');
-        add.push_str(&sh(&crate::provenance::sidecar::sidecar_path(doc)));
+        add.push_str(&sh(&noma_provenance::sidecar::sidecar_path(doc)));
     }
     let clean = transcript.clean && document.clean;
     let next_step = if clean {

@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::Versions;
 use crate::git::repo::Repo;
 use crate::git::Oid;
-use crate::provenance::sidecar::sidecar_rel;
 use noma_core::transcript::transcript_path;
+use noma_provenance::sidecar::sidecar_rel;
 use noma_store::fsio::{self, LockedTranscript};
 
 /// What [`resolve_moved`] did.

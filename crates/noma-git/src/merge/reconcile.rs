@@ -98,7 +98,7 @@ pub struct DocReport {
     /// names, the principal whose signature verifies and the approver
     /// (its problems are findings). Empty with provenance off.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub records: Vec<crate::provenance::verify::RecordStatus>,
+    pub records: Vec<noma_provenance::verify::RecordStatus>,
     /// Everything found.
     pub findings: Vec<Finding>,
     /// The branch removed the document: `recorded` (its transcript ends
@@ -242,9 +242,10 @@ impl<'r> Branch<'r> {
 fn provenance_off(repo: &Repo, base_tip: Oid) -> bool {
     let blob = |p: &str| repo.blob_at(base_tip, p).ok().flatten();
     matches!(
-        crate::provenance::check::trust_from(blob(crate::config::CONFIG_PATH).as_deref(), || {
-            blob(crate::provenance::ALLOWED_SIGNERS_PATH)
-        }),
+        crate::provenance::check::trust_from(
+            blob(noma_provenance::config::CONFIG_PATH).as_deref(),
+            || { blob(noma_provenance::ALLOWED_SIGNERS_PATH) }
+        ),
         Ok(None)
     )
 }
@@ -578,13 +579,13 @@ impl Branch<'_> {
                 };
                 let (tp, sp) = (
                     transcript_path(path),
-                    crate::provenance::sidecar::sidecar_rel(path),
+                    noma_provenance::sidecar::sidecar_rel(path),
                 );
                 noma_store::fsio::atomic_write(&wd.join(path), r.doc.as_bytes())
                     .and_then(|_| write_transcript(&wd.join(&tp)).map_err(named(&tp)))
                     // The base's records come with their signatures.
                     .and_then(|_| {
-                        crate::provenance::sidecar::union_into_file(
+                        noma_provenance::sidecar::union_into_file(
                             &wd.join(&sp),
                             self.blob(self.base_tip, &sp),
                         )

@@ -13,8 +13,8 @@ use super::reconcile::DocReport;
 use crate::cache::BlockCache;
 use crate::changes::{self, Query};
 use crate::git::repo::Repo;
-use crate::provenance::verify::{signer_matches_actor, RecordStatus};
 use noma_merge::diff::BlockChange;
+use noma_provenance::verify::{signer_matches_actor, RecordStatus};
 
 /// Who changed a block on the branch, and why.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use noma_core::transcript::{Actor, ActorKind};
 use noma_store::engine::{self, Options, WriteMode};
 
-use crate::provenance::{writer, Signer, SignerError};
+use crate::provenance::writer;
+use noma_provenance::{Signer, SignerError};
 
 /// What a shell asks of one patch request.
 #[derive(Debug, Clone)]

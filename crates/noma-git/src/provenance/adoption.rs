@@ -17,15 +17,12 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::canonical::{origin_op_id, original_of};
-use super::verify::{codes, RecordStatus};
-use crate::config::Policy;
 use crate::git::repo::Repo;
 use crate::git::Oid;
 use noma_core::transcript::{parse_record, split_lines};
-
-/// The code of a record older than the policy.
-pub const PRE_POLICY: &str = "pre-policy-record";
+use noma_provenance::canonical::{origin_op_id, original_of};
+use noma_provenance::config::Policy;
+use noma_provenance::verify::{codes, RecordStatus};
 
 /// The commit that turned provenance on for HEAD's history, and the
 /// op_ids `doc`'s transcript held in it. `None`: not in a repository,
@@ -38,7 +35,7 @@ fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
     let mut last: Option<(Option<Oid>, bool)> = None;
     let mut on = |c: Oid| {
         let id = repo
-            .blob_id_at(c, crate::config::CONFIG_PATH)
+            .blob_id_at(c, noma_provenance::config::CONFIG_PATH)
             .ok()
             .flatten();
         if let Some((_, verdict)) = last.filter(|(seen, _)| *seen == id) {
@@ -72,7 +69,7 @@ fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
 /// Marks, in `statuses` (one per record of `transcript`, `doc`'s work-tree
 /// transcript, in order), the records older than the policy: their
 /// `unsigned-record` and `approval-missing` become notes with
-/// [`PRE_POLICY`]. Git is read only when such a problem exists.
+/// [`codes::PRE_POLICY`]. Git is read only when such a problem exists.
 pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStatus]) {
     mark_pre_policy_of(doc, statuses, || {
         let (lines, _) = split_lines(transcript);
@@ -138,7 +135,7 @@ impl<'d> PrePolicy<'d> {
                     "older than the policy: the transcript already held this record when commit {short} turned provenance on ({}), so it is not checked",
                     p.code
                 );
-                p.code = PRE_POLICY;
+                p.code = codes::PRE_POLICY;
             }
         }
     }

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use noma_core::transcript::{self, Entry, Record};
 use noma_store::engine::default_transcript_path;
 
-use super::{approval, check, writer, Signer, Trust};
+use super::{check, writer};
 use noma_merge::diff::{diff_docs, DocDiff};
+use noma_provenance::{approval, Signer, Trust};
 
 /// What an approval would cover.
 pub struct Plan {
@@ -41,7 +42,7 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
     let tpath = default_transcript_path(doc);
     // The approval is appended to the sidecar under the transcript's lock:
     // a link or a FIFO in either place is refused before anything is read.
-    for p in [&tpath, &super::sidecar_path(doc)] {
+    for p in [&tpath, &noma_provenance::sidecar_path(doc)] {
         noma_store::fsio::contain::check_writable(p)
             .map_err(|e| format!("{}: {e}", p.display()))?;
     }
@@ -114,13 +115,13 @@ pub fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
     if trust.policy.is_agent_principal(principal) {
         return Some(format!(
             "{principal} is an agent principal (agent_principals in {}): only a person approves, so an approval signed with this key would never count; nothing was written",
-            crate::config::CONFIG_PATH
+            noma_provenance::config::CONFIG_PATH
         ));
     }
     if !trust.signers.allows(principal, signer.public_key()) {
         return Some(format!(
             "{} does not list this key ({}) for {principal}: an approval signed with it would never count; nothing was written (list `{principal} namespaces=\"noma\" {}` there on the base branch, or approve with a listed key)",
-            super::ALLOWED_SIGNERS_PATH,
+            noma_provenance::ALLOWED_SIGNERS_PATH,
             signer.public_key().fingerprint(ssh_key::HashAlg::Sha256),
             signer.public_key().to_openssh().unwrap_or_default()
         ));

@@ -5,11 +5,12 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::sidecar::{sidecar_path, Sidecar};
-use super::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
-use super::verify::{verify_where, Problem, RecordStatus, Trust};
-use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_core::transcript::{transcript_path, Entry};
+use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
+use noma_provenance::sidecar::{sidecar_path, Sidecar};
+use noma_provenance::signers::{AllowedSigners, ALLOWED_SIGNERS_PATH, SIGNERS_WARNING};
+use noma_provenance::verify::{verify_where, Problem, RecordStatus, Trust};
+use noma_provenance::{canonical, sidecar, sidecar_change};
 
 /// The code of a sidecar that cannot be read.
 pub const SIDECAR_INVALID: &str = "sidecar-invalid";
@@ -89,7 +90,7 @@ pub fn check_after(
 }
 
 /// [`check_after`] with the records named in `touched` (op_ids whose
-/// sidecar lines changed, [`super::sidecar_change::touched_op_ids`]) in the
+/// sidecar lines changed, [`sidecar_change::touched_op_ids`]) in the
 /// checked range too, history or not: a change to the sidecar alone
 /// re-signs, un-signs or re-approves them.
 pub fn check_after_touched(
@@ -110,7 +111,7 @@ pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
 }
 
 /// The [`SIDECAR_INVALID`] problem of a sidecar line that is no entry.
-pub fn sidecar_problem(e: super::sidecar::SidecarError) -> Problem {
+pub fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
     Problem {
         level: "error",
         code: SIDECAR_INVALID,
@@ -155,7 +156,7 @@ pub fn check_parsed(
     // changed, the copy is checked again too.
     let copy_touched = |e: &noma_core::transcript::Entry| {
         !touched.is_empty()
-            && super::canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
+            && canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
     };
     verify_where(trust, &entries, side, &|i, e| {
         !history_of[i] || touched.contains(&e.record.op_id) || copy_touched(e)
@@ -172,7 +173,7 @@ pub fn check_parsed(
 /// like any other. The base is trusted (the branch cannot change it), so
 /// a record equal to one of its records needs no signature of its own.
 fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<bool> {
-    use super::canonical::{canonical, intent};
+    use canonical::{canonical, intent};
     let (lines, _) = noma_core::transcript::split_lines(base);
     let mut by_origin: std::collections::HashMap<String, Vec<u8>> =
         std::collections::HashMap::with_capacity(lines.len());
@@ -180,7 +181,7 @@ fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<
         let Ok(r) = noma_core::transcript::parse_record(l.number, l.raw) else {
             continue;
         };
-        let o = super::canonical::original_of(&r).unwrap_or(r);
+        let o = canonical::original_of(&r).unwrap_or(r);
         by_origin
             .entry(o.op_id.clone())
             .or_insert_with(|| canonical(&intent(&o)));
@@ -188,7 +189,7 @@ fn proved_history(entries: &[noma_core::transcript::Entry], base: &[u8]) -> Vec<
     entries
         .iter()
         .map(|e| {
-            let o = super::canonical::original_of(&e.record);
+            let o = canonical::original_of(&e.record);
             let origin = o.as_ref().unwrap_or(&e.record);
             let Some(said) = by_origin.get(origin.op_id.as_str()) else {
                 return false;
@@ -234,7 +235,7 @@ pub struct WorktreeReport {
     /// What the allowed-signers file's owner should know (skipped lines,
     /// local times, agent keys listed for someone else too).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<super::signers::SignersWarning>,
+    pub warnings: Vec<noma_provenance::signers::SignersWarning>,
 }
 
 impl WorktreeReport {
@@ -343,7 +344,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
 /// `doc`'s work-tree transcript, with their lines), in line order: only
 /// their signatures are verified. `related` gives every record of the
 /// transcript that stands for one of the given ops (by
-/// [`super::canonical::origin_op_id`]), in line order. A status depends on
+/// [`canonical::origin_op_id`]), in line order. A status depends on
 /// no other record but those: an earlier record for the same op makes it
 /// a repeat, and an approval is judged by the records it names, whose ops
 /// are asked for too; so each status is the one the whole transcript's
@@ -354,7 +355,7 @@ pub fn check_worktree_shown(
     shown: &[Entry],
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
 ) -> Result<Option<Vec<RecordStatus>>, String> {
-    use super::canonical::origin_op_id;
+    use canonical::origin_op_id;
     let (trust, _) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
     let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
@@ -435,7 +436,7 @@ pub fn branch_check(
     // The sidecar the branch started from: a record whose lines the
     // branch changed is checked even when the merge base has it.
     let mb_doc = old.as_deref().filter(|_| moved.is_some()).unwrap_or(doc);
-    let mb_side = blob(merge_base, &super::sidecar::sidecar_rel(mb_doc));
+    let mb_side = blob(merge_base, &sidecar::sidecar_rel(mb_doc));
     let mut trust = match trust_from(blob(base, CONFIG_PATH).as_deref(), || {
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
@@ -456,11 +457,11 @@ pub fn branch_check(
     };
     // The branch's records are in HEAD: none was signed after it.
     trust.not_after = repo.commit_time(head);
-    let side_path = super::sidecar::sidecar_rel(doc);
+    let side_path = sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
     let tpath = transcript_path(doc);
     let mut problems = signer_warnings(&trust);
-    let touched = super::sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
+    let touched = sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
     match check_after_touched(
         &trust,
         head_transcript,
@@ -517,10 +518,7 @@ pub fn rename_problem(
         return None;
     }
     let (t_new, t_old) = (transcript_path(doc), transcript_path(old));
-    let (s_new, s_old) = (
-        super::sidecar::sidecar_rel(doc),
-        super::sidecar::sidecar_rel(old),
-    );
+    let (s_new, s_old) = (sidecar::sidecar_rel(doc), sidecar::sidecar_rel(old));
     let (left, moved, gone, to) = if has(&t_new) && !has(&s_new) && has(&s_old) {
         (&s_old, &t_new, "sidecar", &s_new)
     } else if has(&s_new) && !has(&t_new) && has(&t_old) {
@@ -578,7 +576,7 @@ pub fn hook_problems(
         History::Lines(0)
     };
     let tpath = transcript_path(doc);
-    let touched = super::sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
+    let touched = sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
     match check_after_touched(trust, t, history, staged_sidecar, &touched) {
         Ok(statuses) => statuses
             .into_iter()
@@ -590,7 +588,7 @@ pub fn hook_problems(
             })
             .collect(),
         Err(problem) => vec![Located {
-            path: super::sidecar::sidecar_rel(doc),
+            path: sidecar::sidecar_rel(doc),
             problem,
         }],
     }
@@ -599,8 +597,37 @@ pub fn hook_problems(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::tests::record;
     use noma_core::transcript::Entry;
+
+    /// Record `i` (1-based line): an agent's unless `human` (the shape of
+    /// noma-provenance's verification scenarios).
+    fn record(i: usize, human: bool) -> Entry {
+        let sha = |n: usize| noma_core::doc::hash::sha256_hex(&[n as u8]);
+        let (pre, post) = (sha(i - 1), sha(i));
+        let (kind, name) = if human {
+            ("human", "alice")
+        } else {
+            ("agent", "bot")
+        };
+        let v = serde_json::json!({
+            "protocol_version": "1.0", "tool_version": "0.1.0",
+            "op_id": format!("00000000-0000-4000-8000-{i:012}"),
+            "ts": "2026-11-26T10:00:00.000Z",
+            "actor": {"kind": kind, "name": name},
+            "doc_uri": "doc.noma",
+            "pre_sha256": pre, "post_sha256": post,
+            "pre_sha": &pre[..8], "post_sha": &post[..8],
+            "op": {"op": "update_attribute", "id": "a", "key": "v", "value": i},
+            "patch_result": "applied", "pre_validation": "ok", "post_validation": "ok",
+            "reason": "why",
+        });
+        Entry {
+            line: i,
+            offset: 0,
+            line_sha256: String::new(),
+            record: noma_core::transcript::parse_record(i, v.to_string().as_bytes()).unwrap(),
+        }
+    }
 
     fn lines(entries: &[Entry]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -24,13 +24,14 @@ pub fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, 
 /// The signature and approval problems (notes left out) of `doc`'s
 /// records when the work tree's policy asks for signatures or approvals,
 /// as the hook reads it; none otherwise, or when they cannot be checked.
-pub fn problems_if_asked(doc: &Path) -> Vec<super::verify::Problem> {
+pub fn problems_if_asked(doc: &Path) -> Vec<noma_provenance::verify::Problem> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let root = crate::git::blob::worktree_root(dir).unwrap_or_else(|| dir.to_path_buf());
-    let asks = crate::config::Policy::load(&root).is_ok_and(|p| !p.file.provenance.is_off());
+    let asks =
+        noma_provenance::config::Policy::load(&root).is_ok_and(|p| !p.file.provenance.is_off());
     if !asks {
         return Vec::new();
     }

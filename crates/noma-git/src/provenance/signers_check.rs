@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use ssh_key::PublicKey;
 
-use super::openssh::parse_absolute_time;
-use super::signers::{AllowedSigners, SignersWarning, ALLOWED_SIGNERS_PATH};
-use super::verify::Trust;
-use crate::config::{Policy, CONFIG_PATH};
+use noma_provenance::config::{Policy, CONFIG_PATH};
+use noma_provenance::openssh::parse_absolute_time;
+use noma_provenance::signers::{AllowedSigners, SignersWarning, ALLOWED_SIGNERS_PATH};
+use noma_provenance::verify::Trust;
 
 /// An allowed-signers file, read.
 #[derive(Debug)]

@@ -24,12 +24,12 @@ use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::adoption::PrePolicy;
-use super::canonical::{fingerprint, origin_op_id};
 use super::check::{sidecar_problem, worktree_trust};
-use super::sidecar::{sidecar_path, Approval, Sidecar, SidecarEntry, SidecarError};
-use super::signers::SignersWarning;
-use super::verify::{verify_judged, Problem, RecordStatus, Trust, Verdicts};
 use noma_core::transcript::{parse_record, Entry};
+use noma_provenance::canonical::{fingerprint, origin_op_id};
+use noma_provenance::sidecar::{sidecar_path, Approval, Sidecar, SidecarEntry, SidecarError};
+use noma_provenance::signers::SignersWarning;
+use noma_provenance::verify::{verify_judged, Problem, RecordStatus, Trust, Verdicts};
 use noma_store::engine::default_transcript_path;
 
 /// Records verified, and their statuses handed on, at a time.
@@ -378,7 +378,7 @@ impl SideIndex {
     fn signatures_of(
         &self,
         ops: &HashSet<&str>,
-    ) -> Result<Vec<(usize, super::sidecar::RecordSignature)>, String> {
+    ) -> Result<Vec<(usize, noma_provenance::sidecar::RecordSignature)>, String> {
         let mut found: Vec<(usize, Span)> = Vec::new();
         for op in ops {
             let fp = fingerprint(op);

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{key_source, sidecar, Signer, SignerError, ALLOWED_SIGNERS_PATH};
 use noma_core::transcript::Record;
+use noma_provenance::{key_source, sidecar, Signer, SignerError, ALLOWED_SIGNERS_PATH};
 use noma_store::engine::BeforeAppend;
 
 /// The step a writer runs on its records before appending them: their
@@ -64,13 +64,13 @@ fn signer_where(
     always_git: bool,
 ) -> Result<Option<Signer>, SignerError> {
     let explicit =
-        flag.is_some() || std::env::var_os(super::KEY_ENV).is_some_and(|v| !v.is_empty());
+        flag.is_some() || std::env::var_os(noma_provenance::KEY_ENV).is_some_and(|v| !v.is_empty());
     // git's key is used only where the policy turns provenance on (or for
     // an approval); the policy is read only when no key was named.
     let use_git = !explicit
         && (always_git
             || root.is_some_and(|r| {
-                crate::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
+                noma_provenance::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
             }));
     let git = |key: &str| -> Option<String> {
         crate::git::repo::Repo::discover(root?)

@@ -50,11 +50,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::Policy;
 use crate::git::repo::GitError;
 use noma_core::doc::hash::sha256_hex;
 use noma_core::patch::REPLACE_LINES;
 use noma_core::transcript::{self, Actor, Record};
+use noma_provenance::config::Policy;
 use noma_store::engine::{self, Context, Options};
 use noma_store::fsio;
 use place::Place;
@@ -144,7 +144,7 @@ pub enum CannotRun {
     },
     /// The repository's policy cannot be loaded.
     #[error(transparent)]
-    Policy(#[from] crate::config::ConfigError),
+    Policy(#[from] noma_provenance::config::ConfigError),
     /// Reading the document's history failed.
     #[error(transparent)]
     History(#[from] GitError),
@@ -212,7 +212,7 @@ pub enum CannotRecord {
     /// A genesis record needs the extension op the policy forbids.
     #[error(
         "starting a transcript with a genesis record needs {REPLACE_LINES}, which {} forbids (record_text_edits: false); an empty transcript is a valid start instead: touch \"{}\"",
-        crate::config::CONFIG_PATH,
+        noma_provenance::config::CONFIG_PATH,
         transcript.display()
     )]
     GenesisNeedsTextEdits {
@@ -236,7 +236,7 @@ pub enum CannotRecord {
     /// Only text ops could record the edit, and the policy forbids them.
     #[error(
         "{0} ({config} has record_text_edits: false, so only v1.0 block ops may record it)",
-        config = crate::config::CONFIG_PATH
+        config = noma_provenance::config::CONFIG_PATH
     )]
     TextEditsOff(#[from] TextEditsOff),
     /// The planned records do not reproduce the file.

@@ -6,9 +6,9 @@ use super::findings::fork_finding;
 use super::{Finding, Guard};
 use crate::git::repo::GitError;
 use crate::git::Oid;
-use crate::provenance::sidecar::sidecar_rel;
 use noma_core::diag::shell_word;
 use noma_core::transcript::transcript_path;
+use noma_provenance::sidecar::sidecar_rel;
 
 /// A transcript and the document it replays to, either possibly absent.
 pub(super) type Version = (Option<Vec<u8>>, Option<String>);

@@ -70,10 +70,10 @@ use std::collections::{BTreeMap, HashSet};
 use findings::symlink_finding;
 
 use crate::cache::BlockCache;
-use crate::config::Policy;
 use crate::git::repo::{GitError, Repo, Staged};
 use crate::git::Oid;
 use noma_core::transcript::{document_path, transcript_path};
+use noma_provenance::config::Policy;
 
 /// Everything a check run needs.
 pub struct Guard<'a> {
@@ -169,7 +169,7 @@ impl<'a> Guard<'a> {
             // A commit that changes only a provenance sidecar is checked as
             // a change of its document (where its transcript's path says
             // the document was: a sidecar can follow a move a commit late).
-            if let Some(doc) = crate::provenance::sidecar_change::document_of(&ch.path) {
+            if let Some(doc) = noma_provenance::sidecar_change::document_of(&ch.path) {
                 if self.policy.is_checked(doc) {
                     docs.entry(doc.to_string())
                         .or_insert_with(|| doc.to_string());

@@ -9,10 +9,10 @@
 //! document is [`Guard::orphan`]'s.
 
 use super::{Finding, Guard, Report};
-use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use crate::git::repo::{GitError, Staged};
 use noma_core::diag::{shell_word, Severity};
 use noma_core::transcript::{tombstone, transcript_path};
+use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
 
 /// The code of a guarded document deleted without a removal record.
 const DOCUMENT_REMOVED: &str = "document-removed";
@@ -61,7 +61,7 @@ impl Guard<'_> {
         if self.reference_blob(doc)?.is_none() || self.reference_blob(&tpath)?.is_none() {
             return Ok(None);
         }
-        let side = crate::provenance::sidecar::sidecar_rel(doc);
+        let side = noma_provenance::sidecar::sidecar_rel(doc);
         let mut restore = vec![shell_word(doc), shell_word(&tpath)];
         if self.reference_blob(&side)?.is_some() {
             restore.push(shell_word(&side));

@@ -17,8 +17,9 @@ impl Guard<'_> {
         docs: &BTreeMap<String, String>,
         out: &mut Vec<Finding>,
     ) -> Result<(), GitError> {
-        use crate::provenance::{check, sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
-        let config = self.reference_blob(crate::config::CONFIG_PATH)?;
+        use crate::provenance::check;
+        use noma_provenance::{sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
+        let config = self.reference_blob(noma_provenance::config::CONFIG_PATH)?;
         let mut trust = match check::trust_from(config.as_deref(), || {
             self.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
         }) {
@@ -27,7 +28,7 @@ impl Guard<'_> {
             Err(e) => {
                 out.push(Finding::error(
                     check::TRUST_INVALID,
-                    crate::config::CONFIG_PATH,
+                    noma_provenance::config::CONFIG_PATH,
                     None,
                     e,
                 ));
@@ -35,7 +36,7 @@ impl Guard<'_> {
             }
         };
         // The commit being made now holds the staged records.
-        trust.not_after = Some(crate::provenance::signers::now());
+        trust.not_after = Some(noma_provenance::signers::now());
         if !docs.is_empty() {
             for l in check::signer_warnings(&trust) {
                 let line = Some(l.problem.line).filter(|n| *n > 0);

@@ -209,7 +209,7 @@ impl Guard<'_> {
                 format!(
                     "a new record uses the extension op {}, which {} forbids (record_text_edits: false)",
                     noma_core::patch::REPLACE_LINES,
-                    crate::config::CONFIG_PATH
+                    noma_provenance::config::CONFIG_PATH
                 ),
             )
             .fix(format!(

@@ -28,15 +28,15 @@ pub(super) fn prefetch(repo: &Repo, [merge_base, head, base_tip]: [Oid; 3], docs
         let files = [
             d.clone(),
             transcript_path(d),
-            crate::provenance::sidecar::sidecar_rel(d),
+            noma_provenance::sidecar::sidecar_rel(d),
         ];
         for c in [merge_base, head, base_tip] {
             ids.extend(files.iter().filter_map(|p| id(c, p)));
         }
     }
     for p in [
-        crate::config::CONFIG_PATH,
-        crate::provenance::ALLOWED_SIGNERS_PATH,
+        noma_provenance::config::CONFIG_PATH,
+        noma_provenance::ALLOWED_SIGNERS_PATH,
     ] {
         ids.extend(id(base_tip, p));
     }

@@ -9,9 +9,9 @@
 //! document that never had a transcript is listed with a note.
 
 use super::{finding, Branch, DocReport, ReconcileError};
-use crate::config::{Policy, SignatureLevel, CONFIG_PATH};
 use noma_core::diag::shell_word;
 use noma_core::transcript::{tombstone, transcript_path};
+use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
 
 /// [`DocReport::removed`] of a removal `noma rm` recorded.
 pub(super) const RECORDED: &str = "recorded";
@@ -66,7 +66,7 @@ impl Branch<'_> {
                 None => "was deleted with it",
             };
             let mut restore = vec![shell_word(path), shell_word(&tpath)];
-            let side = crate::provenance::sidecar::sidecar_rel(path);
+            let side = noma_provenance::sidecar::sidecar_rel(path);
             if self.blob(self.merge_base, &side).is_some() {
                 restore.push(shell_word(&side));
             }

@@ -25,13 +25,13 @@ use std::io::{self, Read};
 use super::super::checkpoint::{self, TranscriptIds};
 use super::{Appended, Branch, DocFiles};
 use crate::git::Oid;
-use crate::provenance::canonical::origin_op_id;
 use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located};
-use crate::provenance::sidecar::{sidecar_rel, Sidecar};
-use crate::provenance::verify::verify_where;
-use crate::provenance::ALLOWED_SIGNERS_PATH;
 use noma_core::transcript::replay::op_id_fingerprint;
 use noma_core::transcript::{parse_record, split_lines, transcript_path, Entry};
+use noma_provenance::canonical::origin_op_id;
+use noma_provenance::sidecar::{sidecar_rel, Sidecar};
+use noma_provenance::verify::verify_where;
+use noma_provenance::ALLOWED_SIGNERS_PATH;
 
 /// The sidecar key of a merge base without a sidecar.
 const NO_SIDECAR: &[u8] = b"none";
@@ -146,7 +146,7 @@ impl Branch<'_> {
     /// The merge base's, the base revision's and HEAD's trust settings are
     /// the same blobs.
     fn trust_unchanged(&self) -> bool {
-        [crate::config::CONFIG_PATH, ALLOWED_SIGNERS_PATH]
+        [noma_provenance::config::CONFIG_PATH, ALLOWED_SIGNERS_PATH]
             .iter()
             .all(|p| {
                 let id = |c| self.repo.blob_id_at(c, p).ok();
@@ -232,9 +232,10 @@ impl Branch<'_> {
     /// the trust cannot be read: the whole check names that.
     fn judge(&self, tpath: &str, entries: &[Entry], side: &Sidecar) -> Option<BranchCheck> {
         let blob = |p: &str| self.repo.blob_at(self.base_tip, p).ok().flatten();
-        let mut trust = trust_from(blob(crate::config::CONFIG_PATH).as_deref(), || {
-            blob(ALLOWED_SIGNERS_PATH)
-        })
+        let mut trust = trust_from(
+            blob(noma_provenance::config::CONFIG_PATH).as_deref(),
+            || blob(ALLOWED_SIGNERS_PATH),
+        )
         .ok()??;
         trust.not_after = self.repo.commit_time(self.head);
         let mut problems = signer_warnings(&trust);

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::*;
 use crate::provenance::check::check_worktree;
-use crate::provenance::tests::{agent, codes_of, every_problem, person};
-use crate::provenance::verify::codes;
+use noma_provenance::tests::{agent, codes_of, every_problem, person};
+use noma_provenance::verify::codes;
 
 /// A work tree holding `doc.noma` with the transcript `t` and the sidecar
 /// `side` (its lines as given), under the policy the verification tests
@@ -21,8 +21,8 @@ fn work_tree(dir: &Path, transcript: &[u8], side: &[u8]) -> std::path::PathBuf {
         dir.join(".noma/allowed_signers"),
         format!(
             "alice@example.com namespaces=\"noma\" {}\n*@agents.example namespaces=\"noma\" {}\n",
-            person().key.public_openssh(),
-            agent().key.public_openssh()
+            person().public_openssh(),
+            agent().public_openssh()
         ),
     )
     .unwrap();
@@ -61,7 +61,7 @@ fn streamed_statuses_are_the_whole_checks() {
         transcript.extend_from_slice(serde_json::to_string(&r).unwrap().as_bytes());
         transcript.push(b'\n');
     }
-    let sig = |s: &crate::provenance::sidecar::RecordSignature| {
+    let sig = |s: &noma_provenance::sidecar::RecordSignature| {
         SidecarEntry::Signature(s.clone()).to_line()
     };
     let approval = SidecarEntry::Approval(side.approvals[0].1.clone()).to_line();

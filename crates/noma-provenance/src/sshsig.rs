@@ -331,7 +331,8 @@ pub fn verify_many(items: &[(&str, &[u8])]) -> Vec<Result<PublicKey, SigError>> 
         .collect()
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
+#[allow(missing_docs, dead_code)]
 pub(crate) mod tests {
     use super::*;
 

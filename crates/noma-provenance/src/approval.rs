@@ -57,7 +57,7 @@ pub fn pending<'a>(
         let pre_policy = s
             .problems
             .iter()
-            .any(|p| p.code == super::adoption::PRE_POLICY);
+            .any(|p| p.code == super::verify::codes::PRE_POLICY);
         if agent && s.approved_by.is_none() && !pre_policy {
             pending.push(e);
         }
@@ -103,7 +103,7 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::tests::record;
+    use crate::tests::record;
 
     fn status(needs: bool, approved: bool) -> RecordStatus {
         RecordStatus {

@@ -97,7 +97,7 @@ impl Trust {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// `error`, `warning`, or `note` (a record older than the policy,
-    /// [`super::adoption::PRE_POLICY`]).
+    /// [`codes::PRE_POLICY`]).
     pub level: &'static str,
     /// `unsigned-record`, `signature-invalid`, `signer-not-allowed`,
     /// `approval-missing` or `approval-invalid`.
@@ -147,6 +147,9 @@ pub mod codes {
     pub const APPROVAL_INVALID: &str = "approval-invalid";
     /// A valid signature whose principal is not the record's actor.
     pub const MISMATCH: &str = "signer-mismatch";
+    /// A record older than the policy (noma-git's adoption module marks
+    /// them from the repository's history).
+    pub const PRE_POLICY: &str = "pre-policy-record";
 }
 
 /// Whether a verified principal may speak for a record's `actor.name`:
@@ -487,7 +490,7 @@ pub(super) fn verify_chunked(
 /// (by their index in `sidecar.approvals`), to which the ones judged now
 /// are added: an approval named by records of many parts of a history is
 /// judged once, with the records it names read once.
-pub(super) fn verify_judged(
+pub fn verify_judged(
     trust: &Trust,
     transcript: &[Entry],
     sidecar: &Sidecar,

@@ -1,5 +1,6 @@
 //! Verification scenarios over hand-built records: each of the five codes,
 //! and signatures and approvals surviving a re-chained transcript.
+#![cfg_attr(not(test), allow(unused_imports))]
 
 use std::path::Path;
 
@@ -19,12 +20,12 @@ DcpPITksyOW2rBwTwDyAAAAACmFnZW50QG5vbWEBAgM=
 -----END OPENSSH PRIVATE KEY-----
 ";
 
-pub(super) fn person() -> Signer {
+pub fn person() -> Signer {
     let k = sshsig::tests::test_key();
     Signer::new(k, Some("alice@example.com".into()), None).unwrap()
 }
 
-pub(super) fn agent() -> Signer {
+pub fn agent() -> Signer {
     let k = SigningKey::from_openssh(AGENT_KEY, Path::new("agent")).unwrap();
     Signer::new(k, Some("bot@agents.example".into()), None).unwrap()
 }
@@ -98,7 +99,7 @@ fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
     }
 }
 
-pub(super) fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
+pub fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
     st.iter()
         .flat_map(|s| &s.problems)
         .map(|p| (p.line, p.code, p.level))
@@ -408,7 +409,7 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
 /// A history with every kind of problem: a missing approval, an unsigned
 /// record, a key not allowed for its principal, an edited record, and
 /// copies repeating an op_id (one beside an edited original).
-pub(super) fn every_problem() -> (Vec<Entry>, Sidecar) {
+pub fn every_problem() -> (Vec<Entry>, Sidecar) {
     let (mut t, mut side) = signed();
     approve(&mut side, &person(), &t[..1], &sha(1));
     t.push(record(4, true));

@@ -342,7 +342,7 @@ pub fn utc_text(t: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::sshsig::tests::test_key;
+    use crate::sshsig::tests::test_key;
 
     const OTHER: &str =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFxZ1qvERxUWNq0OrF6nzUIAVwLIKpQj490RP58Hq0td";
