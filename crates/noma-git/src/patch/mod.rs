@@ -1,18 +1,21 @@
-//! One patch request as a writer shell runs it: the engine options every
-//! shell builds the same way ([`options`]), and on a command line the
-//! request carried out and reported ([`report`]); a document's recorded
-//! removal, `noma rm` ([`remove`]).
+//! One patch request as a writer shell makes it: the writer's context
+//! gathered from the repository in one call ([`context()`]), from which
+//! the shell builds the engine's options and calls the engine itself; on a
+//! command line the outcome reported ([`answer`], [`report`]); a
+//! document's recorded removal, `noma rm` ([`remove`]); an editor's rename
+//! ([`rename`]).
 
-pub mod options;
+pub mod context;
 pub mod remove;
 pub mod rename;
 pub mod report;
 
+pub use crate::provenance::SignerError;
+pub use context::{context, Signing, WorkTree, Writer, WriterContext};
+
 use std::path::Path;
 
-use serde_json::Value;
-
-use noma_store::engine::{self, WriteMode};
+use noma_store::engine::{EngineError, Options, Outcome, WriteMode};
 
 use crate::console::{Console, Verdict};
 
@@ -25,18 +28,16 @@ pub struct View {
     pub print_document: bool,
 }
 
-/// `noma patch`: applies `ops` to `file` as the command line's request
-/// says (the options built as for every shell, in the document's work
-/// tree) and reports the outcome: passed when every op applied, failed when
-/// the request was rejected (or an unrecorded edit was found), not run
-/// when it could not be carried out (a signing key that cannot be used).
-pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Console {
-    let opts = match options::build(file, options::WorkTree::Discover, req) {
-        Ok(o) => o,
-        Err(e) => return Console::error(format!("noma patch: {e}"), Verdict::NotRun),
-    };
-    let opts = &opts;
-    let outcome = match engine::patch_file(file, ops, opts) {
+/// `noma patch`'s answer to the engine's `result` for `file` under `opts`:
+/// passed when every op applied, failed when the request was rejected (or
+/// an unrecorded edit was found), not run when it could not be carried out.
+pub fn answer(
+    file: &Path,
+    result: Result<Outcome, EngineError>,
+    opts: &Options,
+    view: View,
+) -> Console {
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => return report::failure(&e, file, opts, view.json),
     };
