@@ -38,6 +38,7 @@ pub mod replay;
 pub mod rm;
 pub mod schema;
 pub mod verify;
+pub mod writer;
 
 /// Guard and bookkeeper for agent-edited .noma documents.
 #[derive(Debug, Parser)]

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use super::patch::remove;
-use super::patch::Meta;
+use super::writer::Meta;
 use super::Format;
-use noma_store::engine::WriteMode;
+use noma_store::engine::{self, WriteMode};
 
 /// Arguments of `noma rm`.
 #[derive(Debug, clap::Args)]
@@ -31,6 +31,20 @@ pub struct Args {
 
 /// Runs `noma rm`.
 pub fn run(args: Args) -> i32 {
-    let req = args.meta.request(WriteMode::InPlace, false, false);
-    super::emit(remove::run(&args.file, req, args.format == Format::Json))
+    let opts = match args
+        .meta
+        .options(&args.file, WriteMode::InPlace, false, false)
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("noma rm: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let result = engine::remove_file(&args.file, &opts);
+    super::emit(remove::answer(
+        &args.file,
+        result,
+        args.format == Format::Json,
+    ))
 }

@@ -919,3 +919,190 @@ fn the_lint_check_sees_a_violation() {
         ]
     );
 }
+
+/// The workspace crates a file's code names (`noma_git::…`), `noma_core`
+/// left out: its items are values and pure functions (no file, git or
+/// database), so naming them is not a step into another layer.
+fn layers_named(code: &[(usize, String)]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (_, line) in code {
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("noma_") {
+            let before = line.len() - rest.len() + at;
+            let boundary = before == 0
+                || !line.as_bytes()[before - 1].is_ascii_alphanumeric()
+                    && line.as_bytes()[before - 1] != b'_';
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            if boundary && rest.starts_with("::") && name != "noma_core" {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The `noma_store` paths a file's code names (`engine::BeforeAppend`).
+fn store_paths_named(code: &[(usize, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, line) in code {
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("noma_store::") {
+            rest = &rest[at + "noma_store::".len()..];
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || "_:{}, ".contains(*c))
+                .collect();
+            out.push(path.trim_end_matches([',', ' ', ':']).to_string());
+        }
+    }
+    out
+}
+
+/// Fields of the engine's `Options`: a struct elsewhere holding six or
+/// more of them is a second copy of the request, to be kept in step by
+/// hand.
+const OPTIONS_FIELDS: [&str; 13] = [
+    "strict",
+    "reason",
+    "actor",
+    "expected_sha",
+    "base_sha256",
+    "parent_op_id",
+    "transcript",
+    "doc_uri",
+    "write",
+    "force",
+    "validate",
+    "genesis",
+    "before_append",
+];
+
+/// The structs of a file's code holding six or more of [`OPTIONS_FIELDS`].
+fn options_copies(code: &[(usize, String)]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String, usize)> = None;
+    for (n, line) in code {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("pub struct ").or(t.strip_prefix("struct ")) {
+            if t.ends_with('{') {
+                let name = rest.split([' ', '<', '{']).next().unwrap_or("").to_string();
+                open = Some((*n, name, 0));
+            }
+            continue;
+        }
+        let Some((at, name, count)) = open.as_mut() else {
+            continue;
+        };
+        if t == "}" {
+            if *count >= 6 {
+                out.push((*at, name.clone()));
+            }
+            open = None;
+            continue;
+        }
+        let field = t.strip_prefix("pub ").unwrap_or(t);
+        let field = field.split(':').next().unwrap_or("");
+        if t.contains(':') && OPTIONS_FIELDS.contains(&field) {
+            *count += 1;
+        }
+    }
+    out
+}
+
+/// Whether a line opens an `impl` block of the hook's `Guard`.
+fn implements_guard(line: &str) -> bool {
+    line.starts_with("impl") && (line.contains(" Guard<") || line.contains(" Guard {"))
+}
+
+/// `noma patch`'s route (decision `patch-request-one-path`): the command
+/// (`src/cli/patch/mod.rs`, its outcome `src/cli/patch/run.rs` and the
+/// writer flags it shares, `src/cli/writer.rs`)
+/// steps into two crates, once each: `noma_git` for the writer's context
+/// (root, actor, genesis, signer) and `noma_store` for the engine; the
+/// context names nothing of the engine but the signing step it fills
+/// (it never reaches back into store helpers); no struct outside the
+/// engine copies the engine's `Options`; and the hook's `Guard` is
+/// implemented in one file, its steps plain functions called by path.
+#[test]
+fn a_patch_request_crosses_crates_at_most_twice() {
+    let cli = root().join("src/cli");
+    let mut layers = std::collections::BTreeSet::new();
+    for f in ["patch/mod.rs", "patch/run.rs", "writer.rs"] {
+        layers.extend(layers_named(&non_test_code(&cli.join(f))));
+    }
+    let want: std::collections::BTreeSet<String> = ["noma_git".into(), "noma_store".into()].into();
+    assert_eq!(layers, want, "the crates `noma patch` steps into");
+    let ctx = root().join("crates/noma-git/src/patch/context.rs");
+    let named = store_paths_named(&non_test_code(&ctx));
+    assert_eq!(named, ["engine::BeforeAppend"], "{}", shown(&ctx));
+    let mut files = Vec::new();
+    for r in source_roots() {
+        rust_files(&r, &mut files);
+    }
+    let mut bad = Vec::new();
+    let mut guard_files = Vec::new();
+    for f in &files {
+        let code = non_test_code(f);
+        if !f.ends_with("crates/noma-store/src/engine/mod.rs") {
+            for (n, name) in options_copies(&code) {
+                bad.push(format!(
+                    "{}:{n}: struct {name} copies the engine's Options",
+                    shown(f)
+                ));
+            }
+        }
+        if code.iter().any(|(_, l)| implements_guard(l)) {
+            guard_files.push(shown(f));
+        }
+    }
+    assert_eq!(guard_files.len(), 1, "impl Guard in {guard_files:?}");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn the_patch_route_checks_see_a_violation() {
+    let lines = |text: &str| -> Vec<(usize, String)> {
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.to_string()))
+            .collect()
+    };
+    // The shape before: the command named three layers, the request was a
+    // copy of Options, and the context reached back into store helpers.
+    let cli = lines(
+        "use noma_git::patch::{self, options};\nlet o = noma_store::op_list::read(a, b);\n\
+         let v = noma_mcp::serve();\nuse noma_core::transcript::ActorKind;\n",
+    );
+    assert_eq!(
+        layers_named(&cli).into_iter().collect::<Vec<_>>(),
+        ["noma_git", "noma_mcp", "noma_store"]
+    );
+    let ctx = lines(
+        "use noma_store::engine::{self, Options, WriteMode};\n\
+         opts.doc_uri = Some(noma_store::uri::portable_doc_uri(root, doc));\n",
+    );
+    assert_eq!(
+        store_paths_named(&ctx),
+        [
+            "engine::{self, Options, WriteMode}",
+            "uri::portable_doc_uri"
+        ]
+    );
+    let request = lines(
+        "pub struct Request {\n    pub actor_kind: ActorKind,\n    pub reason: Option<String>,\n\
+         pub expected_sha: Option<String>,\n    pub base_sha256: Option<String>,\n\
+         pub parent_op_id: Option<String>,\n    pub transcript: Option<PathBuf>,\n\
+         pub write: WriteMode,\n    pub strict: bool,\n}\n\
+         struct Small {\n    reason: String,\n    force: bool,\n}\n",
+    );
+    assert_eq!(options_copies(&request), [(1, "Request".to_string())]);
+    assert!(implements_guard("impl Guard<'_> {"));
+    assert!(implements_guard("impl<'a> Guard<'a> {"));
+    assert!(!implements_guard(
+        "    let guard = Guard::new(&repo, &policy, &cache);"
+    ));
+}

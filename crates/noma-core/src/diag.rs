@@ -1,10 +1,13 @@
 //! The canonical Diagnostic record (§4.3 of the protocol), shared by the
 //! validator, the patch engine and every output format.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Diagnostic severity; `Error > Warning > Info` for summary derivation (§4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Informational note.
@@ -27,7 +30,7 @@ impl Severity {
 }
 
 /// A 1-based source position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Pos {
     /// 1-based line.
     pub line: u32,
@@ -75,7 +78,7 @@ impl SourceRange {
 }
 
 /// Which validation run produced a transcript diagnostic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Pre-validation (before the op-list is applied).
@@ -85,7 +88,7 @@ pub enum Phase {
 }
 
 /// One diagnostic. `phase` is present only inside transcript records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Diagnostic {
     /// Severity.
@@ -215,7 +218,7 @@ impl SeverityCounts {
 }
 
 /// The three-valued validation summary of a transcript record (§4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Summary {
     /// No diagnostics (or only `info`).

@@ -1,7 +1,8 @@
 //! The patch tools: `patch_block` (§B.6) and `patch_block_list` (§B.8
-//! direction, an atomic op-list), their arguments and schemas. The engine
-//! options come from [`noma_git::patch::options`], as `noma patch`'s do;
-//! refusals are worded by [`super::patch_refusals`].
+//! direction, an atomic op-list), their arguments and schemas. The
+//! writer's context comes from [`noma_git::patch::context()`], as `noma
+//! patch`'s does, and the engine options are built here; refusals are
+//! worded by [`super::patch_refusals`].
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
@@ -11,9 +12,9 @@ use super::patch_refusals::{accepted, refusal, rejection};
 use super::registry::{ToolError, ToolResult};
 use super::Context;
 use noma_core::diag::Diagnostic;
-use noma_core::transcript::ActorKind;
-use noma_git::patch::options::{self, Signing, WorkTree};
-use noma_store::engine::{self, capability, WriteMode};
+use noma_core::transcript::{Actor, ActorKind};
+use noma_git::patch::{context, Signing, WorkTree, Writer};
+use noma_store::engine::{self, capability, Options, WriteMode};
 
 /// The caller's identity, recorded in the transcript.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -133,31 +134,40 @@ fn run_patch(
     // The engine appends to <doc>.patches and <doc>.provenance and reads
     // <doc>.capabilities.yml: none may lead outside the root (and the
     // engine writes neither through a link of any kind).
-    ctx.derived(&engine::default_transcript_path(&path))?;
+    let tpath = engine::default_transcript_path(&path);
+    ctx.derived(&tpath)?;
     ctx.derived(&capability::sidecar_path(&path))?;
     ctx.derived(&noma_provenance::sidecar_path(&path))?;
-    let (actor_kind, actor_name, actor_model, actor_version) = match meta.actor {
-        Some(a) => (a.kind, a.name, a.model, a.version),
-        None => (ActorKind::Agent, "unknown".into(), None, None),
+    let actor = match meta.actor {
+        Some(a) => Actor {
+            kind: a.kind,
+            name: a.name,
+            model: a.model,
+            version: a.version,
+        },
+        None => Actor {
+            kind: ActorKind::Agent,
+            name: "unknown".into(),
+            model: None,
+            version: None,
+        },
     };
-    let request = options::Request {
-        actor_kind,
-        actor_name: Some(actor_name),
-        actor_model,
-        actor_version,
-        reason: meta.reason.filter(|r| !r.is_empty()),
-        expected_sha: meta.expected_sha,
-        base_sha256: meta.base_sha256,
-        parent_op_id: meta.parent_op_id,
-        transcript: None,
-        write: WriteMode::InPlace,
-        strict: false,
-        force: false,
+    let writer = Writer {
+        tree: WorkTree::Root(ctx.workspace.root()),
+        actor_name: Some(actor.name.clone()),
+        appends_to: Some(&tpath),
         signing: Signing::Signer(ctx.signer.clone()),
     };
-    let root = ctx.workspace.root();
     // Fails only on a configured key, and the server's signer is loaded.
-    let opts = options::build(&path, WorkTree::Root(root), request).map_err(ToolError::system)?;
+    let writer = context(&path, writer).map_err(ToolError::system)?;
+    let mut opts = Options::for_document(&path, writer.root.as_deref(), actor);
+    opts.reason = meta.reason.filter(|r| !r.is_empty());
+    opts.expected_sha = meta.expected_sha;
+    opts.base_sha256 = meta.base_sha256;
+    opts.parent_op_id = meta.parent_op_id;
+    opts.write = WriteMode::InPlace;
+    opts.genesis = writer.genesis;
+    opts.before_append = writer.before_append;
     match engine::patch_file(&path, ops, &opts) {
         Ok(outcome) => {
             if let Some(r) = outcome.recovery.as_ref().filter(|r| !r.messages.is_empty()) {

@@ -7,10 +7,9 @@ pub mod run;
 
 use std::path::PathBuf;
 
+use super::writer::Meta;
 use super::Format;
-use noma_core::transcript::ActorKind;
-use noma_git::patch::options;
-use noma_store::engine::WriteMode;
+use noma_store::engine::{self, WriteMode};
 
 /// Arguments of `noma patch`.
 ///
@@ -55,58 +54,6 @@ pub struct Args {
     pub print_document: bool,
 }
 
-/// `--actor-kind`: [`ActorKind`] as a value (the core knows no argument parser).
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ActorKindArg {
-    /// A person.
-    Human,
-    /// An AI agent.
-    Agent,
-    /// An automated tool.
-    Tool,
-}
-
-/// The less common options, boxed to keep the subcommand enum small.
-#[derive(Debug, clap::Args)]
-pub struct Meta {
-    /// Why the patch is made (recorded as `reason`).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
-    /// Actor kind.
-    #[arg(long, value_enum, default_value = "human", value_name = "K")]
-    pub actor_kind: ActorKindArg,
-    /// Actor name (default: git's user.name, then $USER).
-    #[arg(long, value_name = "N")]
-    pub actor_name: Option<String>,
-    /// Model name (agents).
-    #[arg(long, value_name = "M")]
-    pub actor_model: Option<String>,
-    /// Actor version.
-    #[arg(long, value_name = "V")]
-    pub actor_version: Option<String>,
-    /// Reject unless the document's 8-char pre_sha is S.
-    #[arg(long, value_name = "S")]
-    pub expected_sha: Option<String>,
-    /// The sha256 the patch was prepared against (drift is a warning).
-    #[arg(long = "base-sha256", value_name = "S")]
-    pub base_sha256: Option<String>,
-    /// op_id of a causally prior record.
-    #[arg(long, value_name = "ID")]
-    pub parent_op_id: Option<String>,
-    /// Transcript path (default: the document path plus .patches).
-    #[arg(long, value_name = "PATH")]
-    pub transcript: Option<PathBuf>,
-    /// Sign the records with this Ed25519 OpenSSH private key, into
-    /// <file>.provenance (default: $NOMA_SIGNING_KEY, or git's
-    /// user.signingkey with gpg.format=ssh when the policy turns
-    /// provenance on).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
-    /// Do not sign, even when a key is configured.
-    #[arg(long, conflicts_with = "key")]
-    pub no_sign: bool,
-}
-
 /// Runs `noma patch`.
 pub fn run(args: Args) -> i32 {
     if let Err(code) = super::noma_path("patch", &args.file, true) {
@@ -128,34 +75,16 @@ pub fn run(args: Args) -> i32 {
         (None, true) => WriteMode::InPlace,
         (None, false) => WriteMode::DryRun,
     };
-    let req = args.meta.request(write, args.strict, args.force);
-    super::emit(run::run(&args.file, &ops, req, view))
-}
-
-impl Meta {
-    /// The writer's request these flags make (`noma patch`, `noma rm`).
-    pub fn request(&self, write: WriteMode, strict: bool, force: bool) -> options::Request {
-        options::Request {
-            actor_kind: match self.actor_kind {
-                ActorKindArg::Human => ActorKind::Human,
-                ActorKindArg::Agent => ActorKind::Agent,
-                ActorKindArg::Tool => ActorKind::Tool,
-            },
-            actor_name: self.actor_name.clone(),
-            actor_model: self.actor_model.clone(),
-            actor_version: self.actor_version.clone(),
-            reason: self.reason.clone(),
-            expected_sha: self.expected_sha.clone(),
-            base_sha256: self.base_sha256.clone(),
-            parent_op_id: self.parent_op_id.clone(),
-            transcript: self.transcript.clone(),
-            write,
-            strict,
-            force,
-            signing: options::Signing::Configured {
-                key: self.key.clone(),
-                no_sign: self.no_sign,
-            },
+    let opts = match args
+        .meta
+        .options(&args.file, write, args.strict, args.force)
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("noma patch: {e}");
+            return super::EXIT_USAGE;
         }
-    }
+    };
+    let result = engine::patch_file(&args.file, &ops, &opts);
+    super::emit(run::answer(&args.file, result, &opts, view))
 }

@@ -1,6 +1,6 @@
 //! `noma rm`: a document's removal as a recorded event. One
 //! `x-noma/remove_document` record (signed like any other write: the same
-//! [`noma_git::patch::options`] as `noma patch`) is appended to the transcript, then
+//! [`noma_git::patch::context()`] as `noma patch`) is appended to the transcript, then
 //! the document is deleted; the transcript and the provenance sidecar stay
 //! as its tombstone, so the hook and `noma reconcile` can tell a recorded
 //! removal from a deletion nobody signed. Nothing is staged: as with
@@ -9,23 +9,16 @@
 use std::path::Path;
 
 use noma_core::diag::shell_word;
-use noma_store::engine::{self, WriteMode};
+use noma_store::engine::{self, EngineError, Outcome};
 
 use crate::report::output::{Exit, Output};
-use noma_git::patch::options;
 
-/// Removes `file` as the command line's request says (its `write` is
-/// taken as in place) and reports: passed when the removal is recorded
-/// and the document deleted (or was already), failed when the request was
-/// refused (an unrecorded edit first needs `noma record`), not run when it
-/// could not be carried out.
-pub fn run(file: &Path, mut req: options::Request, json: bool) -> Output {
-    req.write = WriteMode::InPlace;
-    let opts = match options::build(file, options::WorkTree::Discover, req) {
-        Ok(o) => o,
-        Err(e) => return Output::error(format!("noma rm: {e}"), Exit::NotRun),
-    };
-    let outcome = match engine::remove_file(file, &opts) {
+/// `noma rm`'s answer to the engine's `result` for `file`: passed when the
+/// removal is recorded and the document deleted (or was already), failed
+/// when the request was refused (an unrecorded edit first needs `noma
+/// record`), not run when it could not be carried out.
+pub fn answer(file: &Path, result: Result<Outcome, EngineError>, json: bool) -> Output {
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => {
             let verdict = if e.is_check_failure() {

@@ -4,36 +4,45 @@
 
 use std::path::Path;
 
-use noma_core::transcript::ActorKind;
-use noma_store::engine::WriteMode;
+use noma_core::transcript::{Actor, ActorKind};
+use noma_store::engine::{self, Options, WriteMode};
 
-use crate::report::output::{Exit, Part};
-use noma_git::patch::options::{Request, Signing};
+use crate::report::output::{Exit, Output, Part};
+use noma_git::patch::{context, Signing, WorkTree, Writer};
 
 /// Renames block `from` to `to` in the document at `path` as the person
 /// the writer's git identity names, with `reason`; the document's new
 /// text, or everything the refusal said.
 pub fn rename_in_place(path: &Path, from: &str, to: &str, reason: &str) -> Result<String, String> {
     let op = serde_json::json!({"op": "rename_id", "from": from, "to": to});
-    let req = Request {
-        actor_kind: ActorKind::Human,
+    let tpath = engine::default_transcript_path(path);
+    let writer = Writer {
+        tree: WorkTree::Discover,
         actor_name: None,
-        actor_model: None,
-        actor_version: None,
-        reason: Some(reason.to_string()),
-        expected_sha: None,
-        base_sha256: None,
-        parent_op_id: None,
-        transcript: None,
-        write: WriteMode::InPlace,
-        strict: false,
-        force: false,
+        appends_to: Some(&tpath),
         signing: Signing::Configured {
             key: None,
             no_sign: false,
         },
     };
-    let output = super::run::run(path, &[op], req, super::run::View::default());
+    let output = match context(path, writer) {
+        Ok(ctx) => {
+            let actor = Actor {
+                kind: ActorKind::Human,
+                name: ctx.actor_name,
+                model: None,
+                version: None,
+            };
+            let mut opts = Options::for_document(path, ctx.root.as_deref(), actor);
+            opts.reason = Some(reason.to_string());
+            opts.write = WriteMode::InPlace;
+            opts.genesis = ctx.genesis;
+            opts.before_append = ctx.before_append;
+            let result = engine::patch_file(path, &[op], &opts);
+            super::run::answer(path, result, &opts, super::run::View::default())
+        }
+        Err(e) => Output::error(format!("noma patch: {e}"), Exit::NotRun),
+    };
     if output.exit != Exit::Passed {
         let said: Vec<String> = output
             .parts

@@ -1,15 +1,12 @@
-//! `noma patch` carried out and reported: the request's options built as
-//! for every shell, the engine's outcome worded ([`super::report`]).
+//! `noma patch`'s outcome worded: the engine's result for one request
+//! ([`super::report`] holds the pieces).
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use noma_store::engine::{self, WriteMode};
+use noma_store::engine::{EngineError, Options, Outcome, WriteMode};
 
 use super::report;
 use crate::report::output::{Exit, Output};
-use noma_git::patch::options;
 
 /// How a command line shows the outcome.
 #[derive(Debug, Clone, Copy, Default)]
@@ -20,18 +17,16 @@ pub struct View {
     pub print_document: bool,
 }
 
-/// `noma patch`: applies `ops` to `file` as the command line's request
-/// says (the options built as for every shell, in the document's work
-/// tree) and reports the outcome: passed when every op applied, failed when
-/// the request was rejected (or an unrecorded edit was found), not run
-/// when it could not be carried out (a signing key that cannot be used).
-pub fn run(file: &Path, ops: &[Value], req: options::Request, view: View) -> Output {
-    let opts = match options::build(file, options::WorkTree::Discover, req) {
-        Ok(o) => o,
-        Err(e) => return Output::error(format!("noma patch: {e}"), Exit::NotRun),
-    };
-    let opts = &opts;
-    let outcome = match engine::patch_file(file, ops, opts) {
+/// `noma patch`'s answer to the engine's `result` for `file` under `opts`:
+/// passed when every op applied, failed when the request was rejected (or
+/// an unrecorded edit was found), not run when it could not be carried out.
+pub fn answer(
+    file: &Path,
+    result: Result<Outcome, EngineError>,
+    opts: &Options,
+    view: View,
+) -> Output {
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => return report::failure(&e, file, opts, view.json),
     };

@@ -147,10 +147,8 @@ pub struct Record {
     /// applied | rejected | noop.
     pub patch_result: PatchResult,
     /// Highest severity of the `pre` diagnostics.
-    #[schemars(with = "SummarySchema")]
     pub pre_validation: Summary,
     /// Highest severity of the `post` diagnostics.
-    #[schemars(with = "SummarySchema")]
     pub post_validation: Summary,
     /// Why the patch was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,7 +161,6 @@ pub struct Record {
     pub base_sha256: Option<String>,
     /// Structured diagnostics, each with `phase`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<DiagnosticSchema>>")]
     pub diagnostics: Option<Vec<Diagnostic>>,
     /// Wall-clock milliseconds spent on this op, whole (clients such as the
     /// reference's Python SDK read it as an integer). Fractional values
@@ -193,53 +190,6 @@ fn whole_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D
         ))),
         None => Ok(None),
     }
-}
-
-/// Schema-only mirror of [`Summary`] (which lives outside this module).
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum SummarySchema {
-    Ok,
-    Warn,
-    Error,
-}
-
-/// Schema-only mirror of [`Diagnostic`] as it appears inside a record.
-#[derive(JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct DiagnosticSchema {
-    severity: SeveritySchema,
-    code: String,
-    message: String,
-    pos: Option<PosSchema>,
-    node_id: Option<String>,
-    phase: PhaseSchema,
-}
-
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum SeveritySchema {
-    Error,
-    Warning,
-    Info,
-}
-
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum PhaseSchema {
-    Pre,
-    Post,
-}
-
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct PosSchema {
-    line: u32,
-    column: u32,
 }
 
 /// A record whose fields parse but break a §5.2 value rule

@@ -275,6 +275,17 @@ pub fn transcript() -> Value {
             props.insert("signature".into(), json!({ "type": "null" }));
             props.insert("op".into(), patch_op_ref());
         }
+        // Every diagnostic a record carries has its `phase` (§4.2); the
+        // type leaves it optional because `noma check` output has none.
+        let diagnostic = obj.get_mut("$defs").and_then(|d| d.get_mut("Diagnostic"));
+        if let Some(d) = diagnostic.and_then(Value::as_object_mut) {
+            if let Some(props) = d.get_mut("properties").and_then(Value::as_object_mut) {
+                props.insert("phase".into(), json!({ "$ref": "#/$defs/Phase" }));
+            }
+            if let Some(req) = d.get_mut("required").and_then(Value::as_array_mut) {
+                req.push(json!("phase"));
+            }
+        }
     }
     v
 }
@@ -291,6 +302,72 @@ pub fn capability() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schema with its `$ref`s inlined, descriptions dropped, a `oneOf`
+    /// of string constants written as the string `enum` it means, and the order
+    /// of `enum` and `required` ignored: what a validator accepts.
+    fn meaning(v: &Value, defs: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                    let name = r.rsplit('/').next().unwrap_or("");
+                    return meaning(&defs[name], defs);
+                }
+                let consts: Option<Vec<Value>> = o
+                    .get("oneOf")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().map(|c| c.get("const").cloned()).collect());
+                let mut out = serde_json::Map::new();
+                for (k, x) in o {
+                    match k.as_str() {
+                        "description" | "$defs" | "$schema" | "title" => {}
+                        "oneOf" if consts.is_some() => {
+                            let consts = consts.clone().unwrap_or_default();
+                            if consts.iter().all(Value::is_string) {
+                                out.insert("type".into(), json!("string"));
+                            }
+                            out.insert("enum".into(), sorted(consts));
+                        }
+                        "enum" | "required" => {
+                            out.insert(
+                                k.clone(),
+                                sorted(x.as_array().cloned().unwrap_or_default()),
+                            );
+                        }
+                        _ => {
+                            out.insert(k.clone(), meaning(x, defs));
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| meaning(x, defs)).collect()),
+            x => x.clone(),
+        }
+    }
+
+    fn sorted(mut v: Vec<Value>) -> Value {
+        v.sort_by_key(|x| x.to_string());
+        Value::Array(v)
+    }
+
+    #[test]
+    fn the_transcript_schema_derived_from_the_real_types_means_what_the_mirrors_did() {
+        // `noma schema transcript` as written from the hand-kept mirror
+        // types before the schema was derived from `Diagnostic`, `Summary`,
+        // `Severity`, `Phase` and `Pos` themselves.
+        let before: Value =
+            serde_json::from_str(include_str!("transcript.schema.before.json")).unwrap();
+        let now = transcript();
+        assert_eq!(
+            meaning(&now, &now["$defs"]),
+            meaning(&before, &before["$defs"])
+        );
+        assert!(now["$defs"].get("DiagnosticSchema").is_none());
+        assert!(now["$defs"]["Diagnostic"]["properties"]
+            .get("range")
+            .is_none());
+    }
 
     #[test]
     fn schemas_cover_the_catalog_and_required_fields() {

@@ -3,7 +3,7 @@
 //! `hook-streams-appends`).
 //!
 //! Small blobs are read whole through libgit2 (no process to start); a
-//! blob over [`WHOLE_UP_TO`] ([`WHOLE_UP_TO_ENV`]) that is a loose or
+//! blob over [`WHOLE_UP_TO`] that is a loose or
 //! undeltified packed object of the repository is inflated in-process a
 //! buffer at a time ([`super::object`], decision
 //! `hook-inflates-in-process`), and any other is streamed by `git cat-file
@@ -18,18 +18,43 @@ use std::sync::{Arc, Mutex};
 use git2::{Oid, Repository};
 
 /// Blobs up to this size are read whole (their bytes are cheaper than a
-/// process), unless [`WHOLE_UP_TO_ENV`] says otherwise.
+/// process).
 pub const WHOLE_UP_TO: usize = 4 << 20;
 
 /// Overrides [`WHOLE_UP_TO`] (bytes; `0` streams every blob through git,
 /// which is how the tests exercise the stream on small repositories).
+/// A test seam: read only with the `test-seams` feature, which the
+/// binary's dev-dependency turns on for `cargo test` builds (decision
+/// `test-seams-behind-features`); a release build ignores it.
+#[cfg(feature = "test-seams")]
 pub const WHOLE_UP_TO_ENV: &str = "NOMA_STREAM_BLOBS_OVER";
 
+#[cfg(feature = "test-seams")]
 fn whole_up_to() -> usize {
     std::env::var(WHOLE_UP_TO_ENV)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(WHOLE_UP_TO)
+}
+
+#[cfg(not(feature = "test-seams"))]
+fn whole_up_to() -> usize {
+    WHOLE_UP_TO
+}
+
+#[cfg(all(test, not(feature = "test-seams")))]
+mod without_test_seams {
+    /// Built without the feature (`cargo test -p noma-git`), the limit is
+    /// the constant whatever the environment says: the variable the
+    /// integration tests set is not read.
+    #[test]
+    fn the_limit_ignores_the_test_variable() {
+        // No other code of this build reads the variable, so setting it
+        // here races with nothing.
+        std::env::set_var("NOMA_STREAM_BLOBS_OVER", "0");
+        assert_eq!(super::whole_up_to(), super::WHOLE_UP_TO);
+        std::env::remove_var("NOMA_STREAM_BLOBS_OVER");
+    }
 }
 
 /// The last few small blobs a repository handle read whole, by id: one

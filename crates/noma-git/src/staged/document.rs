@@ -13,259 +13,256 @@ use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::transcript_path;
 use noma_merge::joined;
 
-impl Guard<'_> {
-    /// The findings for the staged document at `path` (at `head_path` in
-    /// the reference commit) and whether it has a transcript to verify.
-    pub(super) fn check_doc(
-        &self,
-        staged: &Staged,
-        path: &str,
-        head_path: &str,
-        bytes: &[u8],
-    ) -> Result<(Vec<Finding>, bool), GitError> {
-        if let Some(f) = too_large(path, bytes.len()) {
+/// The findings for the staged document at `path` (at `head_path` in
+/// the reference commit) and whether it has a transcript to verify.
+pub(super) fn check_doc(
+    g: &Guard<'_>,
+    staged: &Staged,
+    path: &str,
+    head_path: &str,
+    bytes: &[u8],
+) -> Result<(Vec<Finding>, bool), GitError> {
+    if let Some(f) = too_large(path, bytes.len()) {
+        return Ok((vec![f], false));
+    }
+    let text = match noma_core::doc::source::decode(path, bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let f = Finding::error("not-text", path, None, format!("staged content: {e}")).fix(
+                format!(
+                    "save it as UTF-8 text, then git add {path_sh}",
+                    path_sh = shell_word(path)
+                ),
+            );
             return Ok((vec![f], false));
         }
-        let text = match noma_core::doc::source::decode(path, bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                let f = Finding::error("not-text", path, None, format!("staged content: {e}")).fix(
-                    format!(
-                        "save it as UTF-8 text, then git add {path_sh}",
-                        path_sh = shell_word(path)
-                    ),
-                );
-                return Ok((vec![f], false));
-            }
-        };
-        let mut out = Vec::new();
-        self.validate(path, text, &mut out);
-        let tpath = transcript_path(path);
-        let head_tpath = transcript_path(head_path);
-        let paths = [path, head_path, tpath.as_str()];
-        if let Some(found) = self.streamed_append(staged, paths, text)? {
-            out.extend(found);
-            return Ok((out, true));
-        }
-        let staged_t = self.repo.staged_blob(staged, &tpath)?;
-        let head_t = self.reference_blob(&head_tpath)?;
-        let Some(staged_t) = staged_t else {
-            out.extend(self.without_staged_transcript(
-                paths,
-                &head_tpath,
-                head_t.is_some(),
-                text,
-            )?);
-            return Ok((out, false));
-        };
-        out.extend(self.check_staged_transcript(paths, head_t, &staged_t, text)?);
-        if !out.iter().any(|f| f.blocking) {
-            self.remember_end(staged, &tpath, &staged_t)?;
-        }
-        Ok((out, true))
+    };
+    let mut out = Vec::new();
+    validate(g, path, text, &mut out);
+    let tpath = transcript_path(path);
+    let head_tpath = transcript_path(head_path);
+    let paths = [path, head_path, tpath.as_str()];
+    if let Some(found) = super::streamed::streamed_append(g, staged, paths, text)? {
+        out.extend(found);
+        return Ok((out, true));
     }
-
-    /// Remembers how the accepted staged transcript `bytes` (at `tpath`)
-    /// ends, so the next commit's append reads only its own staged blob
-    /// ([`Guard::streamed_append`]): this check held it whole already.
-    fn remember_end(&self, staged: &Staged, tpath: &str, bytes: &[u8]) -> Result<(), GitError> {
-        let end = noma_core::transcript::prefix::End::of(bytes);
-        if let (Some(end), Some(id)) = (end, self.repo.staged_blob_id(staged, tpath)?) {
-            self.cache
-                .remember_transcript_ends(&[(id.as_bytes(), &end)]);
-        }
-        Ok(())
+    let staged_t = g.repo.staged_blob(staged, &tpath)?;
+    let head_t = g.reference_blob(&head_tpath)?;
+    let Some(staged_t) = staged_t else {
+        out.extend(without_staged_transcript(
+            g,
+            paths,
+            &head_tpath,
+            head_t.is_some(),
+            text,
+        )?);
+        return Ok((out, false));
+    };
+    out.extend(check_staged_transcript(g, paths, head_t, &staged_t, text)?);
+    if !out.iter().any(|f| f.blocking) {
+        remember_end(g, staged, &tpath, &staged_t)?;
     }
+    Ok((out, true))
+}
 
-    /// The finding for a document staged without a transcript (`paths` =
-    /// [document, its path at HEAD, transcript]): the reference commit's
-    /// was removed or left behind, a new one is left unstaged, or the
-    /// policy requires one.
-    fn without_staged_transcript(
-        &self,
-        paths: [&str; 3],
-        head_tpath: &str,
-        had_transcript: bool,
-        text: &str,
-    ) -> Result<Option<Finding>, GitError> {
-        let [path, head_path, tpath] = paths;
-        if had_transcript {
-            return Ok(Some(removed_transcript_finding(
-                [path, head_path],
-                [tpath, head_tpath],
-            )));
-        }
-        // `git commit -a` and `git commit <doc>` leave a new transcript
-        // behind: its records would miss the commit.
-        if let Some(f) = self.unstaged_transcript(paths, None, text)? {
-            return Ok(Some(f));
-        }
-        Ok(self
-            .policy
-            .requires_transcript(path)
-            .then(|| missing_transcript_finding(path, tpath)))
+/// Remembers how the accepted staged transcript `bytes` (at `tpath`)
+/// ends, so the next commit's append reads only its own staged blob
+/// ([`super::streamed::streamed_append`]): this check held it whole already.
+fn remember_end(g: &Guard<'_>, staged: &Staged, tpath: &str, bytes: &[u8]) -> Result<(), GitError> {
+    let end = noma_core::transcript::prefix::End::of(bytes);
+    if let (Some(end), Some(id)) = (end, g.repo.staged_blob_id(staged, tpath)?) {
+        g.cache.remember_transcript_ends(&[(id.as_bytes(), &end)]);
     }
+    Ok(())
+}
 
-    /// The findings for a staged transcript (`head_t` the reference
-    /// commit's): the transcript check, with a failure traced to its cause
-    /// when one is known.
-    pub(super) fn check_staged_transcript(
-        &self,
-        paths: [&str; 3],
-        head_t: Option<Vec<u8>>,
-        staged_t: &[u8],
-        text: &str,
-    ) -> Result<Vec<Finding>, GitError> {
-        let [path, head_path, tpath] = paths;
-        let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
-        if cut && self.undoes_reverted_commit(paths, staged_t, text)? {
-            return Ok(Vec::new());
-        }
-        let head_doc = self.head_text(head_path)?;
-        let mut found = Vec::new();
-        self.check_transcript(paths, head_t, head_doc, staged_t, text, &mut found)?;
-        if let Some(f) = joined_cause([path, tpath], staged_t, &found) {
-            return Ok(vec![f]);
-        }
-        self.explain_unrecorded(paths, staged_t, text, &mut found)?;
-        Ok(found)
+/// The finding for a document staged without a transcript (`paths` =
+/// [document, its path at HEAD, transcript]): the reference commit's
+/// was removed or left behind, a new one is left unstaged, or the
+/// policy requires one.
+fn without_staged_transcript(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    head_tpath: &str,
+    had_transcript: bool,
+    text: &str,
+) -> Result<Option<Finding>, GitError> {
+    let [path, head_path, tpath] = paths;
+    if had_transcript {
+        return Ok(Some(removed_transcript_finding(
+            [path, head_path],
+            [tpath, head_tpath],
+        )));
     }
-
-    /// Replaces a blocking unrecorded edit of the document by its cause
-    /// when the working tree shows it: the records are in the working
-    /// tree's transcript, unstaged (`git commit <doc>`), so `git add` is
-    /// the whole fix; or the document is staged in part.
-    fn explain_unrecorded(
-        &self,
-        paths: [&str; 3],
-        staged_t: &[u8],
-        text: &str,
-        found: &mut Vec<Finding>,
-    ) -> Result<(), GitError> {
-        let [path, _, tpath] = paths;
-        let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
-        if !found.iter().any(unrecorded) {
-            return Ok(());
-        }
-        let cause = match self.unstaged_transcript(paths, Some(staged_t), text)? {
-            Some(f) => Some(f),
-            None => self.partly_staged(path, tpath, staged_t),
-        };
-        if let Some(f) = cause {
-            found.retain(|f| !unrecorded(f));
-            found.push(f);
-        }
-        Ok(())
+    // `git commit -a` and `git commit <doc>` leave a new transcript
+    // behind: its records would miss the commit.
+    if let Some(f) = unstaged_transcript(g, paths, None, text)? {
+        return Ok(Some(f));
     }
+    Ok(g.policy
+        .requires_transcript(path)
+        .then(|| missing_transcript_finding(path, tpath)))
+}
 
-    /// `git revert -n` of the commit that made the document and transcript
-    /// what HEAD holds, then `git commit`: the staged pair is byte for byte
-    /// what the reverted commit's parent held, a pair this hook accepted
-    /// then. `git revert` without `-n` writes the same bytes and commits
-    /// without running the hook, so both are treated alike.
-    fn undoes_reverted_commit(
-        &self,
-        [path, _, tpath]: [&str; 3],
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> Result<bool, GitError> {
-        let Ok(reverted) = self.repo.resolve("REVERT_HEAD") else {
-            return Ok(false);
-        };
-        let Some(parent) = self.repo.first_parent(reverted) else {
-            return Ok(false);
-        };
-        Ok(
-            self.repo.blob_at(parent, tpath)?.as_deref() == Some(staged_t)
-                && self.repo.blob_at(parent, path)?.as_deref() == Some(staged_doc.as_bytes()),
+/// The findings for a staged transcript (`head_t` the reference
+/// commit's): the transcript check, with a failure traced to its cause
+/// when one is known.
+pub(super) fn check_staged_transcript(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    head_t: Option<Vec<u8>>,
+    staged_t: &[u8],
+    text: &str,
+) -> Result<Vec<Finding>, GitError> {
+    let [path, head_path, tpath] = paths;
+    let cut = head_t.as_ref().is_some_and(|h| !staged_t.starts_with(h));
+    if cut && undoes_reverted_commit(g, paths, staged_t, text)? {
+        return Ok(Vec::new());
+    }
+    let head_doc = g.head_text(head_path)?;
+    let mut found = Vec::new();
+    super::transcript::check_transcript(g, paths, head_t, head_doc, staged_t, text, &mut found)?;
+    if let Some(f) = joined_cause([path, tpath], staged_t, &found) {
+        return Ok(vec![f]);
+    }
+    explain_unrecorded(g, paths, staged_t, text, &mut found)?;
+    Ok(found)
+}
+
+/// Replaces a blocking unrecorded edit of the document by its cause
+/// when the working tree shows it: the records are in the working
+/// tree's transcript, unstaged (`git commit <doc>`), so `git add` is
+/// the whole fix; or the document is staged in part.
+fn explain_unrecorded(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    staged_t: &[u8],
+    text: &str,
+    found: &mut Vec<Finding>,
+) -> Result<(), GitError> {
+    let [path, _, tpath] = paths;
+    let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
+    if !found.iter().any(unrecorded) {
+        return Ok(());
+    }
+    let cause = match unstaged_transcript(g, paths, Some(staged_t), text)? {
+        Some(f) => Some(f),
+        None => partly_staged(g, path, tpath, staged_t),
+    };
+    if let Some(f) = cause {
+        found.retain(|f| !unrecorded(f));
+        found.push(f);
+    }
+    Ok(())
+}
+
+/// `git revert -n` of the commit that made the document and transcript
+/// what HEAD holds, then `git commit`: the staged pair is byte for byte
+/// what the reverted commit's parent held, a pair this hook accepted
+/// then. `git revert` without `-n` writes the same bytes and commits
+/// without running the hook, so both are treated alike.
+fn undoes_reverted_commit(
+    g: &Guard<'_>,
+    [path, _, tpath]: [&str; 3],
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Result<bool, GitError> {
+    let Ok(reverted) = g.repo.resolve("REVERT_HEAD") else {
+        return Ok(false);
+    };
+    let Some(parent) = g.repo.first_parent(reverted) else {
+        return Ok(false);
+    };
+    Ok(g.repo.blob_at(parent, tpath)?.as_deref() == Some(staged_t)
+        && g.repo.blob_at(parent, path)?.as_deref() == Some(staged_doc.as_bytes()))
+}
+
+/// The finding for a working-tree transcript that differs from the
+/// staged one (`staged_t`, None when absent) and explains the staged
+/// document on its own: the edit is recorded, only `git add` is missing.
+/// This is the one read of the working tree, and only a check that
+/// would otherwise pass a bare document or report an unrecorded edit
+/// makes it.
+fn unstaged_transcript(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    staged_t: Option<&[u8]>,
+    staged_doc: &str,
+) -> Result<Option<Finding>, GitError> {
+    let [path, head_path, tpath] = paths;
+    let Some(work_t) = g.repo.worktree_file(tpath) else {
+        return Ok(None);
+    };
+    if staged_t == Some(work_t.as_slice()) {
+        return Ok(None);
+    }
+    let head_t = g.reference_blob(&transcript_path(head_path))?;
+    let head_doc = g.head_text(head_path)?;
+    let mut found = Vec::new();
+    super::transcript::check_transcript(
+        g, paths, head_t, head_doc, &work_t, staged_doc, &mut found,
+    )?;
+    if found.iter().any(|f| f.blocking) {
+        return Ok(None);
+    }
+    let what = if staged_t.is_some() {
+        "its new records are not staged"
+    } else {
+        "it is untracked (`git commit -a` leaves new files out)"
+    };
+    Ok(Some(
+        Finding::error(
+            "transcript-unstaged",
+            tpath,
+            None,
+            format!("records the staged change of {path}, but {what}"),
         )
-    }
+        .fix(format!("git add {tpath_sh}", tpath_sh = shell_word(tpath))),
+    ))
+}
 
-    /// The finding for a working-tree transcript that differs from the
-    /// staged one (`staged_t`, None when absent) and explains the staged
-    /// document on its own: the edit is recorded, only `git add` is missing.
-    /// This is the one read of the working tree, and only a check that
-    /// would otherwise pass a bare document or report an unrecorded edit
-    /// makes it.
-    fn unstaged_transcript(
-        &self,
-        paths: [&str; 3],
-        staged_t: Option<&[u8]>,
-        staged_doc: &str,
-    ) -> Result<Option<Finding>, GitError> {
-        let [path, head_path, tpath] = paths;
-        let Some(work_t) = self.repo.worktree_file(tpath) else {
-            return Ok(None);
-        };
-        if staged_t == Some(work_t.as_slice()) {
-            return Ok(None);
-        }
-        let head_t = self.reference_blob(&transcript_path(head_path))?;
-        let head_doc = self.head_text(head_path)?;
-        let mut found = Vec::new();
-        self.check_transcript(paths, head_t, head_doc, &work_t, staged_doc, &mut found)?;
-        if found.iter().any(|f| f.blocking) {
-            return Ok(None);
-        }
-        let what = if staged_t.is_some() {
-            "its new records are not staged"
-        } else {
-            "it is untracked (`git commit -a` leaves new files out)"
-        };
-        Ok(Some(
-            Finding::error(
-                "transcript-unstaged",
-                tpath,
-                None,
-                format!("records the staged change of {path}, but {what}"),
-            )
-            .fix(format!("git add {tpath_sh}", tpath_sh = shell_word(tpath))),
-        ))
-    }
+/// The finding for a document staged in part (`git add -p`) while its
+/// transcript is staged whole: the working-tree document is exactly the
+/// state the staged transcript ends at, so staging the rest is the fix.
+fn partly_staged(g: &Guard<'_>, path: &str, tpath: &str, staged_t: &[u8]) -> Option<Finding> {
+    let work = g.repo.worktree_file(path)?;
+    let end = crate::merge::final_state(staged_t)?;
+    (sha256_hex(&work) == end).then(|| {
+        Finding::error(
+            "document-unstaged",
+            path,
+            None,
+            format!(
+                "the staged document lacks changes that {tpath} records, and the working-tree document has them all (`git add -p` stages part of a file): stage the whole document, or make the edits you want to commit separately, one commit each"
+            ),
+        )
+        .fix(format!("git add {path_sh}", path_sh = shell_word(path)))
+    })
+}
 
-    /// The finding for a document staged in part (`git add -p`) while its
-    /// transcript is staged whole: the working-tree document is exactly the
-    /// state the staged transcript ends at, so staging the rest is the fix.
-    fn partly_staged(&self, path: &str, tpath: &str, staged_t: &[u8]) -> Option<Finding> {
-        let work = self.repo.worktree_file(path)?;
-        let end = crate::merge::final_state(staged_t)?;
-        (sha256_hex(&work) == end).then(|| {
-            Finding::error(
-                "document-unstaged",
-                path,
-                None,
-                format!(
-                    "the staged document lacks changes that {tpath} records, and the working-tree document has them all (`git add -p` stages part of a file): stage the whole document, or make the edits you want to commit separately, one commit each"
-                ),
-            )
-            .fix(format!("git add {path_sh}", path_sh = shell_word(path)))
-        })
-    }
-
-    /// The validator's findings for `text` (infos dropped; warnings block
-    /// under `strict`).
-    fn validate(&self, path: &str, text: &str, out: &mut Vec<Finding>) {
-        let opts = noma_core::validate::Options {
-            ignore_rules: self.policy.file.ignore_rules.clone(),
-            ..noma_core::validate::Options::default()
-        };
-        let doc = noma_core::doc::parse(text);
-        for d in noma_core::validate::validate(&doc, &opts) {
-            if d.severity == Severity::Info {
-                continue;
-            }
-            let blocking = d.severity == Severity::Error || self.policy.file.strict;
-            out.push(Finding {
-                severity: d.severity,
-                blocking,
-                code: d.code,
-                path: path.to_string(),
-                line: d.pos.map(|p| p.line as usize),
-                column: d.pos.map(|p| p.column as usize),
-                message: d.message,
-                fix: None,
-            });
+/// The validator's findings for `text` (infos dropped; warnings block
+/// under `strict`).
+fn validate(g: &Guard<'_>, path: &str, text: &str, out: &mut Vec<Finding>) {
+    let opts = noma_core::validate::Options {
+        ignore_rules: g.policy.file.ignore_rules.clone(),
+        ..noma_core::validate::Options::default()
+    };
+    let doc = noma_core::doc::parse(text);
+    for d in noma_core::validate::validate(&doc, &opts) {
+        if d.severity == Severity::Info {
+            continue;
         }
+        let blocking = d.severity == Severity::Error || g.policy.file.strict;
+        out.push(Finding {
+            severity: d.severity,
+            blocking,
+            code: d.code,
+            path: path.to_string(),
+            line: d.pos.map(|p| p.line as usize),
+            column: d.pos.map(|p| p.column as usize),
+            message: d.message,
+            fix: None,
+        });
     }
 }
 

@@ -37,155 +37,154 @@ struct Move {
     sidecar: bool,
 }
 
-impl Guard<'_> {
-    /// Which parent's version the staged transcript (`paths` = [document,
-    /// its path at HEAD, transcript]) extends during the merge of `theirs`
-    /// into `head`, starting with ours (`ours`): linear on ours, else on
-    /// theirs; a successor of both or a fork is settled here.
-    pub(super) fn merge_reference(
-        &self,
-        (head, theirs): (Oid, Oid),
-        paths: [&str; 3],
-        ours: Version,
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> Result<Merged, GitError> {
-        let [path, _, tpath] = paths;
-        let other = self.their_side(head, theirs, paths)?;
-        let extends = |t: &Option<Vec<u8>>| {
-            t.as_ref()
-                .is_some_and(|t| t.len() > other.base.len() && t.starts_with(&other.base))
-        };
-        let forked = extends(&ours.0) && extends(&other.transcript);
-        if let Some(m) = other.moved.as_ref().filter(|_| forked) {
-            // A moved document's transcripts git did not pair: keeping one
-            // side's (and recording the merged document on top) would
-            // replay, but drop the other side's records, their actors and
-            // signatures with them.
-            let parents = [&ours.0, &other.transcript];
-            if !self.succeeds_both(path, parents, staged_t, staged_doc) {
-                let f = fork([path, tpath], &other.base, parents, staged_t);
-                return Ok(Merged::Settled(Some(moved_fork(f, path, m.sidecar))));
-            }
+/// Which parent's version the staged transcript (`paths` = [document,
+/// its path at HEAD, transcript]) extends during the merge of `theirs`
+/// into `head`, starting with ours (`ours`): linear on ours, else on
+/// theirs; a successor of both or a fork is settled here.
+pub(super) fn merge_reference(
+    g: &Guard<'_>,
+    (head, theirs): (Oid, Oid),
+    paths: [&str; 3],
+    ours: Version,
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Result<Merged, GitError> {
+    let [path, _, tpath] = paths;
+    let other = their_side(g, head, theirs, paths)?;
+    let extends = |t: &Option<Vec<u8>>| {
+        t.as_ref()
+            .is_some_and(|t| t.len() > other.base.len() && t.starts_with(&other.base))
+    };
+    let forked = extends(&ours.0) && extends(&other.transcript);
+    if let Some(m) = other.moved.as_ref().filter(|_| forked) {
+        // A moved document's transcripts git did not pair: keeping one
+        // side's (and recording the merged document on top) would
+        // replay, but drop the other side's records, their actors and
+        // signatures with them.
+        let parents = [&ours.0, &other.transcript];
+        if !succeeds_both(g, path, parents, staged_t, staged_doc) {
+            let f = fork([path, tpath], &other.base, parents, staged_t);
+            return Ok(Merged::Settled(Some(moved_fork(f, path, m.sidecar))));
         }
-        if self.linear_on(paths, &ours, staged_t, staged_doc)? {
-            return Ok(Merged::Extends(ours));
-        }
-        let theirs_version = (other.transcript, other.doc);
-        if self.linear_on(paths, &theirs_version, staged_t, staged_doc)? {
-            return Ok(Merged::Extends(theirs_version));
-        }
-        let parents = [&ours.0, &theirs_version.0];
-        if self.succeeds_both(path, parents, staged_t, staged_doc) {
-            // Not an append to either parent, but every op of both kept
-            // once and the whole replays (e.g. a merge resolved with `noma
-            // reconcile`): see noma_merge::lineage.
-            return Ok(Merged::Settled(None));
-        }
-        if !forked {
-            return Ok(Merged::Extends(ours));
-        }
-        let f = fork([path, tpath], &other.base, parents, staged_t);
-        Ok(Merged::Settled(Some(f)))
     }
-
-    /// The merged side's files and the merge base's transcript. A side or
-    /// the merge base may hold the files under the name HEAD has (the
-    /// other side moved them): the staged path first, then HEAD's.
-    fn their_side(
-        &self,
-        head: Oid,
-        theirs: Oid,
-        [path, head_path, tpath]: [&str; 3],
-    ) -> Result<Theirs, GitError> {
-        let head_tpath = transcript_path(head_path);
-        let at = |commit: Oid, p: &str, old: &str| -> Result<Option<Vec<u8>>, GitError> {
-            match self.repo.blob_at(commit, p)? {
-                Some(b) => Ok(Some(b)),
-                None => self.repo.blob_at(commit, old),
-            }
-        };
-        let mut transcript = at(theirs, tpath, &head_tpath)?;
-        let mut doc = at(theirs, path, head_path)?;
-        let merge_base = self.repo.merge_base(head, theirs);
-        let mut base = match merge_base {
-            Some(b) => at(b, tpath, &head_tpath)?,
-            None => None,
-        };
-        let mut moved = (path != head_path).then_some(());
-        // Ours moved it and theirs patched it under the merge base's name,
-        // where git did not pair the transcripts.
-        let old = merge_base.filter(|_| transcript.is_none()).and_then(|mb| {
-            crate::merge::moved::moved_from(self.repo, mb, &[head], head_path).map(|o| (mb, o))
-        });
-        if let Some((mb, old)) = &old {
-            transcript = self.repo.blob_at(theirs, &transcript_path(old))?;
-            doc = self.repo.blob_at(theirs, old)?;
-            base = self.repo.blob_at(*mb, &transcript_path(old))?;
-            moved = Some(());
-        }
-        let has_sidecar = |c: Oid, p: &str| {
-            self.repo
-                .blob_id_at(c, &sidecar_rel(p))
-                .ok()
-                .flatten()
-                .is_some()
-        };
-        let names = [path, head_path];
-        let moved = moved.map(|_| Move {
-            sidecar: names
-                .iter()
-                .any(|p| has_sidecar(head, p) || has_sidecar(theirs, p))
-                || old.as_ref().is_some_and(|(_, o)| has_sidecar(theirs, o)),
-        });
-        Ok(Theirs {
-            transcript,
-            doc: doc.and_then(|b| String::from_utf8(b).ok()),
-            base: base.unwrap_or_default(),
-            moved,
-        })
+    if linear_on(g, paths, &ours, staged_t, staged_doc)? {
+        return Ok(Merged::Extends(ours));
     }
+    let theirs_version = (other.transcript, other.doc);
+    if linear_on(g, paths, &theirs_version, staged_t, staged_doc)? {
+        return Ok(Merged::Extends(theirs_version));
+    }
+    let parents = [&ours.0, &theirs_version.0];
+    if succeeds_both(g, path, parents, staged_t, staged_doc) {
+        // Not an append to either parent, but every op of both kept
+        // once and the whole replays (e.g. a merge resolved with `noma
+        // reconcile`): see noma_merge::lineage.
+        return Ok(Merged::Settled(None));
+    }
+    if !forked {
+        return Ok(Merged::Extends(ours));
+    }
+    let f = fork([path, tpath], &other.base, parents, staged_t);
+    Ok(Merged::Settled(Some(f)))
+}
 
-    /// Linear on top of one parent: that parent's transcript is a prefix
-    /// of the staged one and the rest replays from that parent's document.
-    fn linear_on(
-        &self,
-        paths: [&str; 3],
-        (t, d): &Version,
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> Result<bool, GitError> {
-        let Some(t) = t else { return Ok(false) };
-        if !staged_t.starts_with(t) {
-            return Ok(false);
+/// The merged side's files and the merge base's transcript. A side or
+/// the merge base may hold the files under the name HEAD has (the
+/// other side moved them): the staged path first, then HEAD's.
+fn their_side(
+    g: &Guard<'_>,
+    head: Oid,
+    theirs: Oid,
+    [path, head_path, tpath]: [&str; 3],
+) -> Result<Theirs, GitError> {
+    let head_tpath = transcript_path(head_path);
+    let at = |commit: Oid, p: &str, old: &str| -> Result<Option<Vec<u8>>, GitError> {
+        match g.repo.blob_at(commit, p)? {
+            Some(b) => Ok(Some(b)),
+            None => g.repo.blob_at(commit, old),
         }
-        Ok(self
-            .verify_tail(paths, Some(t), d.as_deref(), staged_t, staged_doc)?
+    };
+    let mut transcript = at(theirs, tpath, &head_tpath)?;
+    let mut doc = at(theirs, path, head_path)?;
+    let merge_base = g.repo.merge_base(head, theirs);
+    let mut base = match merge_base {
+        Some(b) => at(b, tpath, &head_tpath)?,
+        None => None,
+    };
+    let mut moved = (path != head_path).then_some(());
+    // Ours moved it and theirs patched it under the merge base's name,
+    // where git did not pair the transcripts.
+    let old = merge_base.filter(|_| transcript.is_none()).and_then(|mb| {
+        crate::merge::moved::moved_from(g.repo, mb, &[head], head_path).map(|o| (mb, o))
+    });
+    if let Some((mb, old)) = &old {
+        transcript = g.repo.blob_at(theirs, &transcript_path(old))?;
+        doc = g.repo.blob_at(theirs, old)?;
+        base = g.repo.blob_at(*mb, &transcript_path(old))?;
+        moved = Some(());
+    }
+    let has_sidecar = |c: Oid, p: &str| {
+        g.repo
+            .blob_id_at(c, &sidecar_rel(p))
+            .ok()
+            .flatten()
+            .is_some()
+    };
+    let names = [path, head_path];
+    let moved = moved.map(|_| Move {
+        sidecar: names
             .iter()
-            .all(|f| !f.blocking))
-    }
+            .any(|p| has_sidecar(head, p) || has_sidecar(theirs, p))
+            || old.as_ref().is_some_and(|(_, o)| has_sidecar(theirs, o)),
+    });
+    Ok(Theirs {
+        transcript,
+        doc: doc.and_then(|b| String::from_utf8(b).ok()),
+        base: base.unwrap_or_default(),
+        moved,
+    })
+}
 
-    /// Whether the staged transcript is a successor of both parents'
-    /// transcripts under [`noma_merge::lineage`] (the one rule the
-    /// merge driver and `noma reconcile` use too).
-    fn succeeds_both(
-        &self,
-        path: &str,
-        parents: [&Option<Vec<u8>>; 2],
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> bool {
-        let mut find = crate::merge::doc_finder(Some(self.repo), path, Vec::new());
-        parents.iter().all(|p| {
-            noma_merge::lineage::check(
-                p.as_deref().unwrap_or_default(),
-                staged_t,
-                staged_doc,
-                &mut find,
-            )
-            .is_ok()
-        })
+/// Linear on top of one parent: that parent's transcript is a prefix
+/// of the staged one and the rest replays from that parent's document.
+fn linear_on(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    (t, d): &Version,
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Result<bool, GitError> {
+    let Some(t) = t else { return Ok(false) };
+    if !staged_t.starts_with(t) {
+        return Ok(false);
     }
+    Ok(
+        super::replay::verify_tail(g, paths, Some(t), d.as_deref(), staged_t, staged_doc)?
+            .iter()
+            .all(|f| !f.blocking),
+    )
+}
+
+/// Whether the staged transcript is a successor of both parents'
+/// transcripts under [`noma_merge::lineage`] (the one rule the
+/// merge driver and `noma reconcile` use too).
+fn succeeds_both(
+    g: &Guard<'_>,
+    path: &str,
+    parents: [&Option<Vec<u8>>; 2],
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> bool {
+    let mut find = crate::merge::doc_finder(Some(g.repo), path, Vec::new());
+    parents.iter().all(|p| {
+        noma_merge::lineage::check(
+            p.as_deref().unwrap_or_default(),
+            staged_t,
+            staged_doc,
+            &mut find,
+        )
+        .is_ok()
+    })
 }
 
 /// The fork finding for the parents' transcripts (`[ours, theirs]`) that

@@ -46,18 +46,24 @@
 //! prior state. Forks are never merged silently.
 //!
 //! The checks live in files named for their step: the per-document check
-//! (`document`), the transcript check (`transcript`), the streamed check
+//! (`document`), the transcript check (`transcript`) and the replay of its
+//! new records (`replay`), the streamed check
 //! of a plain append (`streamed`), the merge-in-progress rules
 //! (`merging`), a transcript left without its document (`orphan`),
 //! signatures (`signatures`), a staged private key (`secrets`, any file)
 //! and the findings they report (`findings`).
-//! Each adds methods to [`Guard`], which holds what they share.
+//! Each step is a plain function of its file taking the [`Guard`] (which
+//! holds what they share) as `g`, called by its path (`document::check_doc`),
+//! so a reader follows a call to its file by name; `Guard`'s own methods,
+//! all in this file, are the run's sequence ([`Guard::check_index`]) and
+//! the reference commit's reads (decision `patch-request-one-path`).
 
 mod document;
 mod findings;
 mod merging;
 mod orphan;
 mod removal;
+mod replay;
 mod secrets;
 mod signatures;
 mod streamed;
@@ -144,7 +150,9 @@ impl<'a> Guard<'a> {
         let staged = self.staged_against_reference()?;
         // A merge's changes are the other branch's, committed there.
         if self.merge.is_none() {
-            report.findings.extend(self.private_keys(&staged)?);
+            report
+                .findings
+                .extend(secrets::private_keys(self, &staged)?);
         }
         let docs = self.documents_of(&staged);
         let links = self.staged_links(&staged, &docs)?;
@@ -155,7 +163,7 @@ impl<'a> Guard<'a> {
         // trust a key it adds): a forgery blocks the commit, a missing
         // approval never does.
         if report.transcripts > 0 {
-            self.check_signatures(&staged, &docs, &mut report.findings)?;
+            signatures::check_signatures(self, &staged, &docs, &mut report.findings)?;
         }
         report.blocked = report.findings.iter().any(|f| f.blocking);
         Ok(report)
@@ -220,7 +228,7 @@ impl<'a> Guard<'a> {
 
     /// Checks one document (`[doc, its path at HEAD]`) into `report`: a
     /// missing one for an orphaned transcript, a symlinked one (or
-    /// transcript) refused, any other by [`Guard::check_doc`].
+    /// transcript) refused, any other by [`document::check_doc`].
     fn check_entry(
         &self,
         staged: &Staged,
@@ -229,7 +237,7 @@ impl<'a> Guard<'a> {
         report: &mut Report,
     ) -> Result<(), GitError> {
         let Some(bytes) = self.repo.staged_blob(staged, doc)? else {
-            return self.check_missing(staged, [doc, head_path], report);
+            return removal::check_missing(self, staged, [doc, head_path], report);
         };
         if links.contains(doc) {
             report.findings.push(symlink_finding(doc, &bytes));
@@ -242,7 +250,7 @@ impl<'a> Guard<'a> {
             return Ok(());
         }
         report.documents += 1;
-        let (findings, had_transcript) = self.check_doc(staged, doc, head_path, &bytes)?;
+        let (findings, had_transcript) = document::check_doc(self, staged, doc, head_path, &bytes)?;
         report.transcripts += usize::from(had_transcript);
         report.findings.extend(findings);
         Ok(())

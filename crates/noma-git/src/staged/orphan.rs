@@ -6,94 +6,89 @@ use crate::git::repo::{GitError, Staged};
 use noma_core::diag::shell_word;
 use noma_core::transcript::transcript_path;
 
-impl Guard<'_> {
-    /// A document missing from the index: its transcript must not stay.
-    pub(super) fn orphan(
-        &self,
-        staged: &Staged,
-        doc: &str,
-        head_path: &str,
-    ) -> Result<Option<Finding>, GitError> {
-        let tpath = transcript_path(doc);
-        if self.repo.staged_blob(staged, &tpath)?.is_none() {
-            return Ok(None); // both gone (or neither there): nothing to check
-        }
-        let at_head = self.reference_blob(head_path)?.is_some();
-        let f = if head_path != doc && at_head {
-            Finding::error(
-                "transcript-orphaned",
-                &tpath,
-                None,
-                format!("the transcript moved but its document {head_path} did not move along"),
-            )
-            .fix(format!(
-                "git mv {head_path_sh} {doc_sh}",
-                head_path_sh = shell_word(head_path),
-                doc_sh = shell_word(doc)
-            ))
-        } else if at_head {
-            Finding::error(
-                "transcript-orphaned",
-                &tpath,
-                None,
-                format!("{doc} is deleted but its transcript stays, and it records no removal"),
-            )
-            .fix(format!(
-                "keep the document (git restore --staged --worktree --source=HEAD {doc_sh}), then remove it with a record: noma rm {doc_sh}",
-                doc_sh = shell_word(doc),
-            ))
-        } else if let Some(moved) = self.moved_copy_of(staged, &tpath)? {
-            // A merge across a rename git did not detect for the transcript
-            // (its records are long unique lines) leaves the other branch's
-            // copy at the old path.
-            Finding::error(
-                "transcript-orphaned",
-                &tpath,
-                None,
-                format!(
-                    "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is an old copy (a merge across the move leaves it): record what it added with `noma record` on the moved document, then remove it"
-                ),
-            )
-            .fix(format!("git rm -q -f {tpath_sh}", tpath_sh = shell_word(&tpath)))
-        } else {
-            Finding::error(
-                "transcript-orphaned",
-                &tpath,
-                None,
-                format!("the transcript is staged without its document {doc}"),
-            )
-            .fix(format!("git add {doc_sh}", doc_sh = shell_word(doc)))
-        };
-        Ok(Some(f))
+/// A document missing from the index: its transcript must not stay.
+pub(super) fn orphan(
+    g: &Guard<'_>,
+    staged: &Staged,
+    doc: &str,
+    head_path: &str,
+) -> Result<Option<Finding>, GitError> {
+    let tpath = transcript_path(doc);
+    if g.repo.staged_blob(staged, &tpath)?.is_none() {
+        return Ok(None); // both gone (or neither there): nothing to check
     }
+    let at_head = g.reference_blob(head_path)?.is_some();
+    let f = if head_path != doc && at_head {
+        Finding::error(
+            "transcript-orphaned",
+            &tpath,
+            None,
+            format!("the transcript moved but its document {head_path} did not move along"),
+        )
+        .fix(format!(
+            "git mv {head_path_sh} {doc_sh}",
+            head_path_sh = shell_word(head_path),
+            doc_sh = shell_word(doc)
+        ))
+    } else if at_head {
+        Finding::error(
+            "transcript-orphaned",
+            &tpath,
+            None,
+            format!("{doc} is deleted but its transcript stays, and it records no removal"),
+        )
+        .fix(format!(
+            "keep the document (git restore --staged --worktree --source=HEAD {doc_sh}), then remove it with a record: noma rm {doc_sh}",
+            doc_sh = shell_word(doc),
+        ))
+    } else if let Some(moved) = moved_copy_of(g, staged, &tpath)? {
+        // A merge across a rename git did not detect for the transcript
+        // (its records are long unique lines) leaves the other branch's
+        // copy at the old path.
+        Finding::error(
+            "transcript-orphaned",
+            &tpath,
+            None,
+            format!(
+                "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is an old copy (a merge across the move leaves it): record what it added with `noma record` on the moved document, then remove it"
+            ),
+        )
+        .fix(format!("git rm -q -f {tpath_sh}", tpath_sh = shell_word(&tpath)))
+    } else {
+        Finding::error(
+            "transcript-orphaned",
+            &tpath,
+            None,
+            format!("the transcript is staged without its document {doc}"),
+        )
+        .fix(format!("git add {doc_sh}", doc_sh = shell_word(doc)))
+    };
+    Ok(Some(f))
+}
 
-    /// Another staged transcript whose first line is the first line of
-    /// the one at `tpath`: the same history under a new path.
-    fn moved_copy_of(&self, staged: &Staged, tpath: &str) -> Result<Option<String>, GitError> {
-        let first_line = |b: &[u8]| {
-            b.split_inclusive(|&c| c == b'\n')
-                .next()
-                .map(<[u8]>::to_vec)
-        };
-        let Some(ours) = self
-            .repo
-            .staged_blob(staged, tpath)?
-            .and_then(|b| first_line(&b))
-        else {
-            return Ok(None);
-        };
-        for other in self
-            .repo
-            .index_paths_ending_with(&transcript_path(".noma"))?
-        {
-            if other == tpath {
-                continue;
-            }
-            let first = self.repo.index_blob(&other)?.and_then(|b| first_line(&b));
-            if first.as_deref() == Some(ours.as_slice()) {
-                return Ok(Some(other));
-            }
+/// Another staged transcript whose first line is the first line of
+/// the one at `tpath`: the same history under a new path.
+fn moved_copy_of(g: &Guard<'_>, staged: &Staged, tpath: &str) -> Result<Option<String>, GitError> {
+    let first_line = |b: &[u8]| {
+        b.split_inclusive(|&c| c == b'\n')
+            .next()
+            .map(<[u8]>::to_vec)
+    };
+    let Some(ours) = g
+        .repo
+        .staged_blob(staged, tpath)?
+        .and_then(|b| first_line(&b))
+    else {
+        return Ok(None);
+    };
+    for other in g.repo.index_paths_ending_with(&transcript_path(".noma"))? {
+        if other == tpath {
+            continue;
         }
-        Ok(None)
+        let first = g.repo.index_blob(&other)?.and_then(|b| first_line(&b));
+        if first.as_deref() == Some(ours.as_slice()) {
+            return Ok(Some(other));
+        }
     }
+    Ok(None)
 }

@@ -6,7 +6,7 @@
 //! transcript the reference commit had, nothing records who removed it:
 //! `document-removed`, blocking when the reference commit's policy
 //! requires signatures, a warning otherwise. A transcript left without its
-//! document is [`Guard::orphan`]'s.
+//! document is [`super::orphan::orphan`]'s.
 
 use super::{Finding, Guard, Report};
 use crate::git::repo::{GitError, Staged};
@@ -17,83 +17,83 @@ use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
 /// The code of a guarded document deleted without a removal record.
 const DOCUMENT_REMOVED: &str = "document-removed";
 
-impl Guard<'_> {
-    /// Checks `doc` (at `head_path` in the reference commit), which the
-    /// index does not hold, into `report`.
-    pub(super) fn check_missing(
-        &self,
-        staged: &Staged,
-        [doc, head_path]: [&str; 2],
-        report: &mut Report,
-    ) -> Result<(), GitError> {
-        let tpath = transcript_path(doc);
-        let staged_t = self.repo.staged_blob(staged, &tpath)?;
-        let tombstone = staged_t
-            .as_deref()
-            .filter(|t| tombstone::removal(t).is_some());
-        if let Some(t) = tombstone {
-            report.transcripts += 1;
-            let head_t = self.reference_blob(&transcript_path(head_path))?;
-            let paths = [doc, head_path, tpath.as_str()];
-            let found = self.check_staged_transcript(paths, head_t, t, "")?;
-            report.findings.extend(found);
-            return Ok(());
-        }
-        if staged_t.is_none() {
-            // A document git pairs as moved, whose transcript it does not
-            // pair (too short to stay 50% alike with a new record), is
-            // checked at its new path against this one's transcript.
-            let moved = (staged.changes.iter()).any(|c| c.old_path.as_deref() == Some(doc));
-            if !moved {
-                report.findings.extend(self.unrecorded_removal(doc)?);
-            }
-            return Ok(());
-        }
-        report.findings.extend(self.orphan(staged, doc, head_path)?);
-        Ok(())
+/// Checks `doc` (at `head_path` in the reference commit), which the
+/// index does not hold, into `report`.
+pub(super) fn check_missing(
+    g: &Guard<'_>,
+    staged: &Staged,
+    [doc, head_path]: [&str; 2],
+    report: &mut Report,
+) -> Result<(), GitError> {
+    let tpath = transcript_path(doc);
+    let staged_t = g.repo.staged_blob(staged, &tpath)?;
+    let tombstone = staged_t
+        .as_deref()
+        .filter(|t| tombstone::removal(t).is_some());
+    if let Some(t) = tombstone {
+        report.transcripts += 1;
+        let head_t = g.reference_blob(&transcript_path(head_path))?;
+        let paths = [doc, head_path, tpath.as_str()];
+        let found = super::document::check_staged_transcript(g, paths, head_t, t, "")?;
+        report.findings.extend(found);
+        return Ok(());
     }
+    if staged_t.is_none() {
+        // A document git pairs as moved, whose transcript it does not
+        // pair (too short to stay 50% alike with a new record), is
+        // checked at its new path against this one's transcript.
+        let moved = (staged.changes.iter()).any(|c| c.old_path.as_deref() == Some(doc));
+        if !moved {
+            report.findings.extend(unrecorded_removal(g, doc)?);
+        }
+        return Ok(());
+    }
+    report
+        .findings
+        .extend(super::orphan::orphan(g, staged, doc, head_path)?);
+    Ok(())
+}
 
-    /// The finding for `doc` deleted with its transcript, when the
-    /// reference commit had both (a document with no transcript was never
-    /// guarded, and one new in this commit was never committed).
-    fn unrecorded_removal(&self, doc: &str) -> Result<Option<Finding>, GitError> {
-        let tpath = transcript_path(doc);
-        if self.reference_blob(doc)?.is_none() || self.reference_blob(&tpath)?.is_none() {
-            return Ok(None);
-        }
-        let side = noma_provenance::sidecar::sidecar_rel(doc);
-        let mut restore = vec![shell_word(doc), shell_word(&tpath)];
-        if self.reference_blob(&side)?.is_some() {
-            restore.push(shell_word(&side));
-        }
-        let mut f = Finding::error(
-            DOCUMENT_REMOVED,
-            doc,
-            None,
-            format!(
-                "{doc} is deleted with its transcript and no record says who removed it or why; a document with a transcript is removed with `noma rm`, which appends a signed final record and keeps the transcript as its tombstone"
-            ),
-        )
-        .fix(format!(
-            "git restore --staged --worktree --source=HEAD -- {} && noma rm {}",
-            restore.join(" "),
-            shell_word(doc)
-        ));
-        if !self.signatures_required()? {
-            f.severity = Severity::Warning;
-            f.blocking = false;
-        }
-        Ok(Some(f))
+/// The finding for `doc` deleted with its transcript, when the
+/// reference commit had both (a document with no transcript was never
+/// guarded, and one new in this commit was never committed).
+fn unrecorded_removal(g: &Guard<'_>, doc: &str) -> Result<Option<Finding>, GitError> {
+    let tpath = transcript_path(doc);
+    if g.reference_blob(doc)?.is_none() || g.reference_blob(&tpath)?.is_none() {
+        return Ok(None);
     }
+    let side = noma_provenance::sidecar::sidecar_rel(doc);
+    let mut restore = vec![shell_word(doc), shell_word(&tpath)];
+    if g.reference_blob(&side)?.is_some() {
+        restore.push(shell_word(&side));
+    }
+    let mut f = Finding::error(
+        DOCUMENT_REMOVED,
+        doc,
+        None,
+        format!(
+            "{doc} is deleted with its transcript and no record says who removed it or why; a document with a transcript is removed with `noma rm`, which appends a signed final record and keeps the transcript as its tombstone"
+        ),
+    )
+    .fix(format!(
+        "git restore --staged --worktree --source=HEAD -- {} && noma rm {}",
+        restore.join(" "),
+        shell_word(doc)
+    ));
+    if !signatures_required(g)? {
+        f.severity = Severity::Warning;
+        f.blocking = false;
+    }
+    Ok(Some(f))
+}
 
-    /// Whether the reference commit's policy says `signatures: required`
-    /// (an unreadable policy counts as requiring them).
-    fn signatures_required(&self) -> Result<bool, GitError> {
-        let config = self.reference_blob(CONFIG_PATH)?.unwrap_or_default();
-        Ok(
-            Policy::from_yaml(&String::from_utf8_lossy(&config)).map_or(true, |p| {
-                p.file.provenance.signatures == SignatureLevel::Required
-            }),
-        )
-    }
+/// Whether the reference commit's policy says `signatures: required`
+/// (an unreadable policy counts as requiring them).
+fn signatures_required(g: &Guard<'_>) -> Result<bool, GitError> {
+    let config = g.reference_blob(CONFIG_PATH)?.unwrap_or_default();
+    Ok(
+        Policy::from_yaml(&String::from_utf8_lossy(&config)).map_or(true, |p| {
+            p.file.provenance.signatures == SignatureLevel::Required
+        }),
+    )
 }

@@ -29,24 +29,22 @@ pub fn is_private_key(head: &[u8]) -> bool {
     label.ends_with("PRIVATE KEY") || label == "PGP PRIVATE KEY BLOCK"
 }
 
-impl Guard<'_> {
-    /// A finding per staged private key.
-    pub(super) fn private_keys(&self, staged: &Staged) -> Result<Vec<Finding>, GitError> {
-        let files: Vec<(&str, Oid)> = staged
-            .changes
-            .iter()
-            .filter(|ch| !ch.new_link)
-            .filter_map(|ch| Some((ch.path.as_str(), ch.new_id.filter(|id| !id.is_zero())?)))
-            .collect();
-        let ids: Vec<Oid> = files.iter().map(|(_, id)| *id).collect();
-        let heads = self.repo.blob_prefixes(&ids, PREFIX, MAX_KEY_BYTES)?;
-        Ok(files
-            .iter()
-            .zip(heads)
-            .filter(|(_, head)| head.as_deref().is_some_and(is_private_key))
-            .map(|((path, _), _)| key_finding(path))
-            .collect())
-    }
+/// A finding per staged private key.
+pub(super) fn private_keys(g: &Guard<'_>, staged: &Staged) -> Result<Vec<Finding>, GitError> {
+    let files: Vec<(&str, Oid)> = staged
+        .changes
+        .iter()
+        .filter(|ch| !ch.new_link)
+        .filter_map(|ch| Some((ch.path.as_str(), ch.new_id.filter(|id| !id.is_zero())?)))
+        .collect();
+    let ids: Vec<Oid> = files.iter().map(|(_, id)| *id).collect();
+    let heads = g.repo.blob_prefixes(&ids, PREFIX, MAX_KEY_BYTES)?;
+    Ok(files
+        .iter()
+        .zip(heads)
+        .filter(|(_, head)| head.as_deref().is_some_and(is_private_key))
+        .map(|((path, _), _)| key_finding(path))
+        .collect())
 }
 
 fn key_finding(path: &str) -> Finding {

@@ -8,83 +8,81 @@ use crate::git::repo::{GitError, Staged};
 use noma_core::diag::{shell_word, Severity};
 use noma_core::transcript::transcript_path;
 
-impl Guard<'_> {
-    /// The provenance findings of the staged documents (nothing read past
-    /// the reference commit's policy when it turns provenance off).
-    pub(super) fn check_signatures(
-        &self,
-        staged: &Staged,
-        docs: &BTreeMap<String, String>,
-        out: &mut Vec<Finding>,
-    ) -> Result<(), GitError> {
-        use crate::provenance::check;
-        use noma_provenance::{sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
-        let config = self.reference_blob(noma_provenance::config::CONFIG_PATH)?;
-        let mut trust = match check::trust_from(config.as_deref(), || {
-            self.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
+/// The provenance findings of the staged documents (nothing read past
+/// the reference commit's policy when it turns provenance off).
+pub(super) fn check_signatures(
+    g: &Guard<'_>,
+    staged: &Staged,
+    docs: &BTreeMap<String, String>,
+    out: &mut Vec<Finding>,
+) -> Result<(), GitError> {
+    use crate::provenance::check;
+    use noma_provenance::{sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
+    let config = g.reference_blob(noma_provenance::config::CONFIG_PATH)?;
+    let mut trust = match check::trust_from(config.as_deref(), || {
+        g.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
+    }) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            out.push(Finding::error(
+                check::TRUST_INVALID,
+                noma_provenance::config::CONFIG_PATH,
+                None,
+                e,
+            ));
+            return Ok(());
+        }
+    };
+    // The commit being made now holds the staged records.
+    trust.not_after = Some(noma_provenance::signers::now());
+    if !docs.is_empty() {
+        for l in check::signer_warnings(&trust) {
+            let line = Some(l.problem.line).filter(|n| *n > 0);
+            let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+            f.severity = Severity::Warning;
+            f.blocking = false;
+            out.push(f);
+        }
+    }
+    for (doc, head_path) in docs {
+        let mut staged_files = std::collections::HashMap::new();
+        for p in [
+            transcript_path(doc),
+            transcript_path(head_path),
+            sidecar_rel(doc),
+            sidecar_rel(head_path),
+        ] {
+            let there = g.repo.staged_blob(staged, &p)?.is_some();
+            staged_files.insert(p, there);
+        }
+        if let Some((l, fix)) = check::rename_problem(doc, head_path, &|p| {
+            staged_files.get(p).copied().unwrap_or(false)
         }) {
-            Ok(Some(t)) => t,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                out.push(Finding::error(
-                    check::TRUST_INVALID,
-                    noma_provenance::config::CONFIG_PATH,
-                    None,
-                    e,
-                ));
-                return Ok(());
-            }
-        };
-        // The commit being made now holds the staged records.
-        trust.not_after = Some(noma_provenance::signers::now());
-        if !docs.is_empty() {
-            for l in check::signer_warnings(&trust) {
-                let line = Some(l.problem.line).filter(|n| *n > 0);
-                let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+            out.push(Finding::error(l.problem.code, &l.path, None, l.problem.message).fix(fix));
+        }
+        let t = g.repo.staged_blob(staged, &transcript_path(doc))?;
+        let head_t = g.reference_blob(&transcript_path(head_path))?;
+        let side = g.repo.staged_blob(staged, &sidecar_rel(doc))?;
+        let head_side = g.reference_blob(&sidecar_rel(head_path))?;
+        for l in check::hook_problems(
+            &trust,
+            doc,
+            [t.as_deref(), head_t.as_deref()],
+            [side.as_deref(), head_side.as_deref()],
+        ) {
+            let line = Some(l.problem.line).filter(|n| *n > 0);
+            let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
+            // `signatures: warn` reports without blocking.
+            if l.problem.level != "error" {
                 f.severity = Severity::Warning;
                 f.blocking = false;
-                out.push(f);
             }
+            out.push(f.fix(format!(
+                "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
+                shell_word(&sidecar_rel(doc))
+            )));
         }
-        for (doc, head_path) in docs {
-            let mut staged_files = std::collections::HashMap::new();
-            for p in [
-                transcript_path(doc),
-                transcript_path(head_path),
-                sidecar_rel(doc),
-                sidecar_rel(head_path),
-            ] {
-                let there = self.repo.staged_blob(staged, &p)?.is_some();
-                staged_files.insert(p, there);
-            }
-            if let Some((l, fix)) = check::rename_problem(doc, head_path, &|p| {
-                staged_files.get(p).copied().unwrap_or(false)
-            }) {
-                out.push(Finding::error(l.problem.code, &l.path, None, l.problem.message).fix(fix));
-            }
-            let t = self.repo.staged_blob(staged, &transcript_path(doc))?;
-            let head_t = self.reference_blob(&transcript_path(head_path))?;
-            let side = self.repo.staged_blob(staged, &sidecar_rel(doc))?;
-            let head_side = self.reference_blob(&sidecar_rel(head_path))?;
-            for l in check::hook_problems(
-                &trust,
-                doc,
-                [t.as_deref(), head_t.as_deref()],
-                [side.as_deref(), head_side.as_deref()],
-            ) {
-                let line = Some(l.problem.line).filter(|n| *n > 0);
-                let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
-                // `signatures: warn` reports without blocking.
-                if l.problem.level != "error" {
-                    f.severity = Severity::Warning;
-                    f.blocking = false;
-                }
-                out.push(f.fix(format!(
-                    "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
-                    shell_word(&sidecar_rel(doc))
-                )));
-            }
-        }
-        Ok(())
     }
+    Ok(())
 }

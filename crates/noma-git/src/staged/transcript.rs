@@ -2,456 +2,86 @@
 //! (append-only), its new records chain on and replay to the staged
 //! document, and what they do not explain is an unrecorded edit. The
 //! merge-in-progress rules that pick the parent to extend are
-//! [`super::merging`]'s.
+//! [`super::merging`]'s; the replay of the new records is
+//! [`super::replay`]'s.
 
-use super::findings::{block_changes, describe, divergence_finding, tamper_finding};
 use super::merging::Merged;
+use super::replay::verify_tail;
 use super::{Finding, Guard};
 use crate::git::repo::GitError;
-use crate::git::Oid;
-use noma_core::diag::{shell_word, Severity};
-use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{self, replay, split_lines, PatchResult, Record};
 use noma_merge::joined;
 
-impl Guard<'_> {
-    #[allow(clippy::too_many_arguments)]
-    /// Checks the staged transcript against the reference commit's
-    /// (`head_t`, whose document is `head_doc`), or during a merge against
-    /// the parent it extends. `paths` = [document, its path at HEAD,
-    /// transcript].
-    pub(super) fn check_transcript(
-        &self,
-        paths: [&str; 3],
-        head_t: Option<Vec<u8>>,
-        head_doc: Option<String>,
-        staged_t: &[u8],
-        staged_doc: &str,
-        out: &mut Vec<Finding>,
-    ) -> Result<(), GitError> {
-        let [path, _, _] = paths;
-        let mut reference = (head_t, head_doc);
-        if let Some((t, doc)) = self.unjoined(
-            path,
-            reference.0.as_deref(),
-            reference.1.as_deref(),
-            staged_t,
-            staged_doc,
-        ) {
-            // HEAD holds a joined transcript (a merge made without the
-            // driver); what `noma repair` makes of it stands in for it.
-            reference = (Some(t), Some(doc));
-        }
-        if let Some(merge) = self.merge {
-            match self.merge_reference(merge, paths, reference, staged_t, staged_doc)? {
-                Merged::Extends(parent) => reference = parent,
-                Merged::Settled(found) => {
-                    out.extend(found);
-                    return Ok(());
-                }
-            }
-        }
-        let (ref_t, ref_doc) = reference;
-        out.extend(self.verify_tail(
-            paths,
-            ref_t.as_deref(),
-            ref_doc.as_deref(),
-            staged_t,
-            staged_doc,
-        )?);
-        Ok(())
+#[allow(clippy::too_many_arguments)]
+/// Checks the staged transcript against the reference commit's
+/// (`head_t`, whose document is `head_doc`), or during a merge against
+/// the parent it extends. `paths` = [document, its path at HEAD,
+/// transcript].
+pub(super) fn check_transcript(
+    g: &Guard<'_>,
+    paths: [&str; 3],
+    head_t: Option<Vec<u8>>,
+    head_doc: Option<String>,
+    staged_t: &[u8],
+    staged_doc: &str,
+    out: &mut Vec<Finding>,
+) -> Result<(), GitError> {
+    let [path, _, _] = paths;
+    let mut reference = (head_t, head_doc);
+    if let Some((t, doc)) = unjoined(
+        g,
+        path,
+        reference.0.as_deref(),
+        reference.1.as_deref(),
+        staged_t,
+        staged_doc,
+    ) {
+        // HEAD holds a joined transcript (a merge made without the
+        // driver); what `noma repair` makes of it stands in for it.
+        reference = (Some(t), Some(doc));
     }
-
-    /// When `head_t` is joined ([`joined`]) and the staged transcript
-    /// extends its linear form (what `noma repair` writes), that form and
-    /// the document it replays to. Computed only when the staged transcript
-    /// does not simply extend `head_t`.
-    fn unjoined(
-        &self,
-        path: &str,
-        head_t: Option<&[u8]>,
-        head_doc: Option<&str>,
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> Option<(Vec<u8>, String)> {
-        let head_t = head_t.filter(|t| !staged_t.starts_with(t))?;
-        let join = joined::find_join(head_t)?;
-        let known = [head_doc, Some(staged_doc)]
-            .into_iter()
-            .flatten()
-            .map(|d| d.as_bytes().to_vec())
-            .collect();
-        let mut find = crate::merge::doc_finder(Some(self.repo), path, known);
-        let r = joined::unjoin(head_t, join, head_doc, &mut find).ok()?;
-        staged_t
-            .starts_with(&r.transcript)
-            .then_some((r.transcript, r.doc))
-    }
-    /// Checks that `staged_t` extends `prev_t` and that the new records
-    /// replay from `prev_doc` (or a base found in history) to `staged_doc`.
-    pub(super) fn verify_tail(
-        &self,
-        paths: [&str; 3],
-        prev_t: Option<&[u8]>,
-        prev_doc: Option<&str>,
-        staged_t: &[u8],
-        staged_doc: &str,
-    ) -> Result<Vec<Finding>, GitError> {
-        let [path, _, tpath] = paths;
-        let tail = match new_records(path, tpath, prev_t.unwrap_or_default(), staged_t) {
-            Ok(t) => t,
-            Err(f) => return Ok(vec![*f]),
-        };
-        match self.verify_new(paths, &tail, prev_t.is_some(), prev_doc, staged_doc)? {
-            Tail::Checked(findings) => Ok(findings),
-            Tail::Diverged {
-                finding,
-                first_pre,
-                base_is_first_pre,
-            } => {
-                let off_the_committed_doc = || {
-                    prev_t.and_then(crate::merge::final_state).as_deref()
-                        == Some(first_pre.as_str())
-                        && !base_is_first_pre
-                };
-                if prev_doc.is_some() && off_the_committed_doc() {
-                    // The previous commit holds a document its transcript does not
-                    // end at (a rebase, which runs no hooks, merged it block by
-                    // block), and the new records go on from where the transcript
-                    // ends (`noma record`, as the merge driver advised): the whole
-                    // transcript must replay to the staged document, from its base
-                    // in history. Only this failure pays for the second replay.
-                    return self.verify_tail(paths, None, None, staged_t, staged_doc);
-                }
-                Ok(vec![finding])
+    if let Some(merge) = g.merge {
+        match super::merging::merge_reference(g, merge, paths, reference, staged_t, staged_doc)? {
+            Merged::Extends(parent) => reference = parent,
+            Merged::Settled(found) => {
+                out.extend(found);
+                return Ok(());
             }
         }
     }
-
-    /// Checks that the records `tail` adds (to a committed transcript when
-    /// `has_prev`) replay from `prev_doc` (or a base found in history) to
-    /// `staged_doc`.
-    pub(super) fn verify_new(
-        &self,
-        paths: [&str; 3],
-        tail: &NewRecords<'_>,
-        has_prev: bool,
-        prev_doc: Option<&str>,
-        staged_doc: &str,
-    ) -> Result<Tail, GitError> {
-        let [path, head_path, tpath] = paths;
-        if let Some(f) = self.extension_op_finding(path, tpath, &tail.records) {
-            return Ok(Tail::Checked(vec![f]));
-        }
-        let applied: Vec<&(usize, Record)> = tail
-            .records
-            .iter()
-            .filter(|(_, r)| r.patch_result == PatchResult::Applied)
-            .collect();
-        let (Some((first_line, first)), Some((_, last))) = (applied.first(), applied.last()) else {
-            // No new applied record: the document must be what it was.
-            return Ok(Tail::Checked(match prev_doc {
-                Some(before) if before != staged_doc => {
-                    vec![self.unrecorded(path, before, staged_doc, tpath)]
-                }
-                _ => Vec::new(),
-            }));
-        };
-        let base: Option<String> = match prev_doc {
-            Some(d) if has_prev => Some(d.to_string()),
-            _ => self.find_base(head_path, &first.pre_sha256, prev_doc)?,
-        };
-        let Some(base) = base else {
-            return Ok(Tail::Checked(self.base_unknown(
-                [path, tpath],
-                (*first_line, &first.pre_sha256),
-                &last.post_sha256,
-                !has_prev,
-                staged_doc,
-            )));
-        };
-        let after = tail
-            .prev_last
-            .as_deref()
-            .map(|prev_line_sha256| replay::Continuation {
-                prev_line_sha256,
-                lines_before: tail.offset,
-            });
-        let rep = replay::replay_after(after, tail.bytes, Some(&base), staged_doc);
-        Ok(match rep.divergence {
-            None => Tail::Checked(Vec::new()),
-            Some(d) => Tail::Diverged {
-                finding: divergence_finding([path, tpath], d, prev_doc == Some(staged_doc)),
-                first_pre: first.pre_sha256.clone(),
-                base_is_first_pre: sha256_hex(base.as_bytes()) == first.pre_sha256,
-            },
-        })
-    }
-    /// With `record_text_edits: false`, a new record carrying the
-    /// extension op blocks the commit.
-    fn extension_op_finding(
-        &self,
-        path: &str,
-        tpath: &str,
-        records: &[(usize, Record)],
-    ) -> Option<Finding> {
-        if self.policy.file.record_text_edits {
-            return None;
-        }
-        let (line, _) = records.iter().find(|(_, r)| {
-            noma_core::patch::op_name(&r.op) == Some(noma_core::patch::REPLACE_LINES)
-        })?;
-        Some(
-            Finding::error(
-                "transcript-extension-op",
-                tpath,
-                Some(*line),
-                format!(
-                    "a new record uses the extension op {}, which {} forbids (record_text_edits: false)",
-                    noma_core::patch::REPLACE_LINES,
-                    noma_provenance::config::CONFIG_PATH
-                ),
-            )
-            .fix(format!(
-                "git restore --staged --worktree --source=HEAD {path_sh} {tpath_sh}, then make the edit inside directives (`noma patch --inplace`, or hand edits `noma record` can express as v1.0 block ops)",
-                path_sh = shell_word(path),
-                tpath_sh = shell_word(tpath),
-            )),
-        )
-    }
-
-    /// No version of the document, under any name, has the first new
-    /// record's pre_sha256: the transcript can never replay, so the commit
-    /// is blocked with the fix, except in a shallow clone, where the
-    /// version may lie beyond the cut (a warning there, an error under
-    /// `strict`); only the final hash is compared with the staged document.
-    fn base_unknown(
-        &self,
-        [path, tpath]: [&str; 2],
-        (first_line, first_pre): (usize, &str),
-        last_post: &str,
-        new_transcript: bool,
-        staged_doc: &str,
-    ) -> Vec<Finding> {
-        let mut w = Finding::error(
-            "transcript-base-unknown",
-            tpath,
-            Some(first_line),
-            format!(
-                "cannot replay: no version of any document in the history has sha256 {first_pre} (the first applied record's pre_sha256){}",
-                self.repo.shallow_note()
-            ),
-        );
-        if !self.repo.shallow_note().is_empty() {
-            w.severity = Severity::Warning;
-            w.blocking = self.policy.file.strict;
-        }
-        if new_transcript {
-            // A new transcript that starts at a never-committed state (made
-            // by a tool that writes no genesis record, or copied in): start
-            // it over with a genesis record (the old one is kept aside).
-            w.message.push_str(
-                "; start it over from the document as it is now (the old transcript is kept aside)",
-            );
-            w = w.fix(format!(
-                "mv {tpath_sh} {old_sh} && noma record {path_sh} && git add {tpath_sh}",
-                tpath_sh = shell_word(tpath),
-                old_sh = shell_word(&format!("{tpath}.old")),
-                path_sh = shell_word(path)
-            ));
-        }
-        let mut out = vec![w];
-        if last_post != sha256_hex(staged_doc.as_bytes()) {
-            out.push(
-                Finding::error(
-                    "unrecorded-edit",
-                    path,
-                    None,
-                    "the document differs from the state its transcript ends at".into(),
-                )
-                .fix(format!(
-                    "noma record {path_sh} && git add {path_sh} {tpath_sh}",
-                    path_sh = shell_word(path),
-                    tpath_sh = shell_word(tpath)
-                )),
-            );
-        }
-        out
-    }
-
-    /// The text whose sha256 is `sha`: the HEAD document, else the first
-    /// matching version in the path's history.
-    fn find_base(
-        &self,
-        path: &str,
-        sha: &str,
-        head_doc: Option<&str>,
-    ) -> Result<Option<String>, GitError> {
-        if sha == noma_core::doc::hash::EMPTY_SHA256 {
-            // A genesis record: the transcript starts from no bytes.
-            return Ok(Some(String::new()));
-        }
-        if let Some(d) = head_doc {
-            // A sha256 comparison needs no parse: hash the bytes directly.
-            if sha256_hex(d.as_bytes()) == sha {
-                return Ok(Some(d.to_string()));
-            }
-        }
-        // By content: the version may have lived under another name
-        // (a rename, a copy) or in a merged branch.
-        let starts: Vec<Oid> = [self.repo.head_commit(), self.repo.merge_head()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let found = self.repo.find_document(&starts, &[path], sha)?;
-        Ok(found.and_then(|b| String::from_utf8(b).ok()))
-    }
-
-    /// The finding for a document that differs from `before`, the state
-    /// its transcript ends at: the blocks that changed, or a CRLF
-    /// conversion by checkout.
-    fn unrecorded(&self, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
-        if noma_core::doc::lines::is_crlf_conversion(before.as_bytes(), after.as_bytes()) {
-            // Not an edit: a checkout converted it before the -text rules.
-            return Finding::error(
-                "line-endings-converted",
-                path,
-                None,
-                "the staged document is the committed one with CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; committing it would change every line".into(),
-            )
-            .fix(format!(
-                "noma hooks install && git restore --staged --worktree --source=HEAD {path_sh}",
-                path_sh = shell_word(path)
-            ));
-        }
-        let a = self.cache.doc_info(before);
-        let b = self.cache.doc_info(after);
-        let (blocks, line) = block_changes(&a.blocks, &b.blocks);
-        Finding::error(
-            "unrecorded-edit",
-            path,
-            line,
-            format!("changed outside its transcript: {}", describe(&blocks)),
-        )
-        .fix(format!(
-            "noma record {path_sh} && git add {path_sh} {tpath_sh}",
-            path_sh = shell_word(path),
-            tpath_sh = shell_word(tpath)
-        ))
-    }
+    let (ref_t, ref_doc) = reference;
+    out.extend(verify_tail(
+        g,
+        paths,
+        ref_t.as_deref(),
+        ref_doc.as_deref(),
+        staged_t,
+        staged_doc,
+    )?);
+    Ok(())
 }
 
-/// What [`Guard::verify_new`] found.
-pub(super) enum Tail {
-    /// The findings (none: the new records replay to the staged document).
-    Checked(Vec<Finding>),
-    /// The replay of the new records diverged.
-    Diverged {
-        /// Its finding.
-        finding: Finding,
-        /// The first new applied record's pre_sha256.
-        first_pre: String,
-        /// The base replay started from has that sha256.
-        base_is_first_pre: bool,
-    },
-}
-
-/// The records a staged transcript adds to the committed one.
-pub(super) struct NewRecords<'t> {
-    /// The added bytes.
-    bytes: &'t [u8],
-    /// Lines of the committed transcript before them.
-    offset: usize,
-    /// sha256 of the committed transcript's last line.
-    prev_last: Option<String>,
-    /// The added records with their line numbers in the file.
-    records: Vec<(usize, Record)>,
-}
-
-/// Reads the records `staged_t` appends to `prev`, or the one finding that
-/// stops the check: a rewritten committed line, a torn last line, an
-/// unreadable record, a broken chain. Lines are the file's (the chain is
-/// checked here rather than left to replay, which counts from the first
-/// new record).
-fn new_records<'t>(
+/// When `head_t` is joined ([`joined`]) and the staged transcript
+/// extends its linear form (what `noma repair` writes), that form and
+/// the document it replays to. Computed only when the staged transcript
+/// does not simply extend `head_t`.
+fn unjoined(
+    g: &Guard<'_>,
     path: &str,
-    tpath: &str,
-    prev: &[u8],
-    staged_t: &'t [u8],
-) -> Result<NewRecords<'t>, Box<Finding>> {
-    let Some(bytes) = staged_t.strip_prefix(prev) else {
-        return Err(Box::new(tamper_finding(path, tpath, prev, staged_t)));
-    };
-    let (prev_lines, _) = split_lines(prev);
-    let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));
-    tail_records(path, tpath, prev_lines.len(), prev_last, bytes)
-}
-
-/// The records in `bytes`, appended after `offset` committed lines whose
-/// last line has sha256 `prev_last`, or the one finding that stops the
-/// check (see [`new_records`]).
-pub(super) fn tail_records<'t>(
-    path: &str,
-    tpath: &str,
-    offset: usize,
-    prev_last: Option<String>,
-    bytes: &'t [u8],
-) -> Result<NewRecords<'t>, Box<Finding>> {
-    let (lines, torn) = split_lines(bytes);
-    if torn.is_some() {
-        return Err(Box::new(Finding::error(
-            "transcript-torn",
-            tpath,
-            Some(offset + lines.len() + 1),
-            "the last line has no newline (an interrupted append)".into(),
-        )
-        .fix(format!(
-            "noma repair {path_sh} && git add {tpath_sh} (the torn bytes are moved to {tpath}.torn)",
-            path_sh = shell_word(path),
-            tpath_sh = shell_word(tpath),
-        ))));
-    }
-    let mut records: Vec<(usize, Record)> = Vec::with_capacity(lines.len());
-    let mut prev_sha = prev_last.clone();
-    for l in &lines {
-        let line = offset + l.number;
-        let rec = transcript::parse_record(line, l.raw).map_err(|e| {
-            Box::new(Finding::error(
-                "transcript-invalid",
-                tpath,
-                Some(e.line()),
-                e.to_string(),
-            ))
-        })?;
-        if let (Some(claimed), Some(actual)) = (&rec.prev_entry_sha256, &prev_sha) {
-            if claimed != actual {
-                let what = if line == offset + 1 {
-                    format!("line {offset} of the committed transcript")
-                } else {
-                    format!("line {}", line - 1)
-                };
-                return Err(Box::new(Finding::error(
-                    "transcript-tampered",
-                    tpath,
-                    Some(line),
-                    format!(
-                        "prev_entry_sha256 does not chain onto {what} (a line was changed, removed or inserted)"
-                    ),
-                )
-                .fix(format!(
-                    "git restore --staged --worktree --source=HEAD {path_sh} {tpath_sh}, then redo the edits with `noma patch --inplace`",
-                    path_sh = shell_word(path),
-                    tpath_sh = shell_word(tpath),
-                ))));
-            }
-        }
-        prev_sha = Some(sha256_hex(l.raw));
-        records.push((line, rec));
-    }
-    Ok(NewRecords {
-        bytes,
-        offset,
-        prev_last,
-        records,
-    })
+    head_t: Option<&[u8]>,
+    head_doc: Option<&str>,
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Option<(Vec<u8>, String)> {
+    let head_t = head_t.filter(|t| !staged_t.starts_with(t))?;
+    let join = joined::find_join(head_t)?;
+    let known = [head_doc, Some(staged_doc)]
+        .into_iter()
+        .flatten()
+        .map(|d| d.as_bytes().to_vec())
+        .collect();
+    let mut find = crate::merge::doc_finder(Some(g.repo), path, known);
+    let r = joined::unjoin(head_t, join, head_doc, &mut find).ok()?;
+    staged_t
+        .starts_with(&r.transcript)
+        .then_some((r.transcript, r.doc))
 }

@@ -175,6 +175,17 @@ impl Options {
             before_append: None,
         }
     }
+
+    /// Defaults for a request on `doc` by `actor`, as every writer shell
+    /// starts them: the records' `doc_uri` is the document's path relative
+    /// to the work tree `root` ([`crate::uri::portable_doc_uri`]) and the
+    /// validator reads datasets beside the document.
+    pub fn for_document(doc: &Path, root: Option<&Path>, actor: Actor) -> Self {
+        let mut opts = Options::new(actor);
+        opts.doc_uri = Some(crate::uri::portable_doc_uri(root, doc));
+        opts.validate.datasets = doc.parent().map(crate::fsio::datasets_in);
+        opts
+    }
 }
 
 /// The conventional transcript path: the document path plus
@@ -357,6 +368,18 @@ pub(crate) mod tests {
             .flatten()
             .map(|d| d.code.clone())
             .collect()
+    }
+
+    #[test]
+    fn a_document_s_options_name_it_relative_to_its_work_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+        let doc = dir.path().join("docs/a.noma");
+        std::fs::write(&doc, "# A\n").unwrap();
+        let opts = Options::for_document(&doc, Some(dir.path()), actor());
+        assert_eq!(opts.doc_uri.as_deref(), Some("docs/a.noma"));
+        assert!(opts.validate.datasets.is_some());
+        assert!(opts.before_append.is_none() && !opts.genesis && !opts.strict);
     }
 
     #[test]
