@@ -229,5 +229,5 @@ impl KeySource {
 /// Verification scenarios and their fixtures, shared with `noma-git`'s
 /// tests through the `test-support` feature.
 #[cfg(any(test, feature = "test-support"))]
-#[allow(missing_docs, dead_code)]
+#[allow(dead_code)]
 pub mod tests;

@@ -332,7 +332,7 @@ pub fn verify_many(items: &[(&str, &[u8])]) -> Vec<Result<PublicKey, SigError>> 
 }
 
 #[cfg(any(test, feature = "test-support"))]
-#[allow(missing_docs, dead_code)]
+#[allow(dead_code)]
 pub(crate) mod tests {
     use super::*;
 

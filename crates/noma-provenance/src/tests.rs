@@ -20,11 +20,13 @@ DcpPITksyOW2rBwTwDyAAAAACmFnZW50QG5vbWEBAgM=
 -----END OPENSSH PRIVATE KEY-----
 ";
 
+/// The person who approves: alice@example.com with the test key.
 pub fn person() -> Signer {
     let k = sshsig::tests::test_key();
     Signer::new(k, Some("alice@example.com".into()), None).unwrap()
 }
 
+/// The agent who signs: bot@agents.example with its own key.
 pub fn agent() -> Signer {
     let k = SigningKey::from_openssh(AGENT_KEY, Path::new("agent")).unwrap();
     Signer::new(k, Some("bot@agents.example".into()), None).unwrap()
@@ -99,6 +101,7 @@ fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
     }
 }
 
+/// Every problem of `st` as (line, code, level).
 pub fn codes_of(st: &[RecordStatus]) -> Vec<(usize, &'static str, &'static str)> {
     st.iter()
         .flat_map(|s| &s.problems)
@@ -409,6 +412,7 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
 /// A history with every kind of problem: a missing approval, an unsigned
 /// record, a key not allowed for its principal, an edited record, and
 /// copies repeating an op_id (one beside an edited original).
+/// A history and sidecar with one record for each problem verification finds.
 pub fn every_problem() -> (Vec<Entry>, Sidecar) {
     let (mut t, mut side) = signed();
     approve(&mut side, &person(), &t[..1], &sha(1));
