@@ -23,13 +23,17 @@
 use std::io::{self, Read};
 
 use super::super::checkpoint::{self, TranscriptIds};
+use super::super::proved::{Builder, Tee};
 use super::{Appended, Branch, DocFiles};
+use crate::cache::BlockCache;
 use crate::git::Oid;
 use crate::provenance::canonical::origin_op_id;
 use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located};
 use crate::provenance::sidecar::{sidecar_rel, Sidecar};
 use crate::provenance::verify::verify_where;
 use crate::provenance::ALLOWED_SIGNERS_PATH;
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::replay;
 use noma_core::transcript::replay::op_id_fingerprint;
 use noma_core::transcript::{parse_record, split_lines, transcript_path, Entry};
 
@@ -158,14 +162,13 @@ impl Branch<'_> {
     /// [`Branch::appended_records`] with provenance on: the branch's record
     /// count and its records' check, when the base revision left the
     /// transcript alone and the module's conditions hold. The first check
-    /// against a merge base proves its transcript's checkpoint here and
-    /// returns None: the whole check that follows remembers the sidecar.
+    /// against a merge base returns None: the whole check that follows
+    /// remembers the transcript's checkpoint and the sidecar.
     pub(super) fn signed_appended(
         &self,
         [path, old]: [&str; 2],
         mb_doc: &str,
         head_doc: &str,
-        find: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Option<Appended> {
         let cache = self.cache?;
         if path != old || !self.trust_unchanged() {
@@ -186,9 +189,9 @@ impl Branch<'_> {
             .signed_base_known(&t, &s)
             .and_then(|b| SignedBase::decode(&b));
         let proved = checkpoint::remembered(Some(cache), ids.merge_base, mb_doc);
+        // Cold: the whole check that follows writes both rows from its own
+        // replay ([`Branch::remember_signed_base`]), not a second one here.
         let (Some(row), Some(proved)) = (row, proved) else {
-            let store = (self.repo, Some(cache));
-            let _ = checkpoint::appended_records(store, ids, [mb_doc, head_doc], find);
             return None;
         };
         let ext = proved
@@ -249,8 +252,16 @@ impl Branch<'_> {
     }
 
     /// After a whole check with provenance on: remembers the merge base's
-    /// signed-base row (see [`SignedBase::build`]) when the cache has none.
-    pub(super) fn remember_signed_base(&self, path: &str, old: &str, files: &DocFiles) {
+    /// signed-base row (see [`SignedBase::build`]) when the cache has none,
+    /// and, when `replayed` (that check found HEAD's transcript an append
+    /// of the merge base's that replays from its first state), the
+    /// transcript's checkpoint ([`remember_checkpoint`]).
+    pub(super) fn remember_signed_base(
+        &self,
+        [path, old]: [&str; 2],
+        files: &DocFiles,
+        replayed: bool,
+    ) {
         let Some(cache) = self.cache.filter(|_| !self.provenance_off && path == old) else {
             return;
         };
@@ -260,6 +271,9 @@ impl Branch<'_> {
         ) else {
             return;
         };
+        if replayed {
+            remember_checkpoint(cache, t_id, mb_t, files.mb_doc.as_deref());
+        }
         let Ok(s_id) = self.repo.blob_id_at(self.merge_base, &sidecar_rel(path)) else {
             return;
         };
@@ -277,6 +291,38 @@ impl Branch<'_> {
         if let Some(row) = SignedBase::build(mb_t, &side) {
             cache.remember_signed_base(&t, &s, &row.encode());
         }
+    }
+}
+
+/// The checkpoint rows (replay and [`super::super::proved::Proved`]) of the merge base's
+/// transcript `mb_t` (blob `id`) and document `mb_doc`, built from the
+/// bytes the whole check holds, after that check replayed HEAD's
+/// transcript from its first state to HEAD's document and the branch's
+/// records from `mb_doc` (so the history alone replays to it: the same
+/// proof as [`checkpoint::appended_records`]' cold path, without its
+/// second replay). Not when the history has no applied record: its first
+/// state is then chosen by the branch's records.
+fn remember_checkpoint(cache: &BlockCache, id: Oid, mb_t: &[u8], mb_doc: Option<&[u8]>) {
+    let Some(mb_doc) = mb_doc.and_then(|d| std::str::from_utf8(d).ok()) else {
+        return;
+    };
+    let doc_sha = sha256_hex(mb_doc.as_bytes());
+    if cache.checkpoint_known(id.as_bytes(), &doc_sha).is_some()
+        || replay::first_applied_pre_sha256(mb_t).is_none()
+    {
+        return;
+    }
+    let mut builder = Builder::default();
+    let mut tee = Tee {
+        inner: mb_t,
+        builder: &mut builder,
+    };
+    if io::copy(&mut tee, &mut io::sink()).is_err() {
+        return;
+    }
+    if let Some(p) = builder.finish() {
+        cache.remember_replay(id.as_bytes(), &doc_sha);
+        cache.remember_checkpoint(id.as_bytes(), &doc_sha, &p.encode());
     }
 }
 
