@@ -402,17 +402,11 @@ impl Branch<'_> {
         };
         // 2./3. HEAD's transcript continues the merge base's and replays.
         check_history(&mut rep, &files, head_doc, &mut find);
-        // HEAD's transcript appends to the merge base's and replays from
-        // its first state (check_history replayed it whole).
-        let replayed = rep.replays
-            && !files.prefix().is_empty()
-            && files.head_t.is_some()
-            && files.head_transcript().starts_with(files.prefix());
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
         self.check_signatures(&mut rep, path, &files);
-        self.remember_signed_base([path, old], &files, replayed);
+        self.remember_signed_base([path, old], &files, rep.replays);
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?

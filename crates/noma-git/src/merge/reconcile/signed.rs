@@ -57,8 +57,10 @@ pub(super) struct SignedBase {
 
 impl SignedBase {
     /// The row for the merge base's transcript and sidecar bytes; None
-    /// when the whole check must always run for them.
-    pub(super) fn build(transcript: &[u8], sidecar: &[u8]) -> Option<SignedBase> {
+    /// when the whole check must always run for them. `replayed`: replay
+    /// already parsed every transcript line as a record, so a plain line
+    /// gives its op_id without a second parse ([`plain_origin`]).
+    pub(super) fn build(transcript: &[u8], sidecar: &[u8], replayed: bool) -> Option<SignedBase> {
         let (lines, torn) = split_lines(transcript);
         if torn.is_some() {
             return None;
@@ -66,9 +68,12 @@ impl SignedBase {
         let mut origins = foldhash::HashSet::default();
         origins.reserve(lines.len());
         for l in lines {
-            let r = parse_record(l.number, l.raw).ok()?;
+            let origin = match replayed.then(|| plain_origin(l.raw)).flatten() {
+                Some(op_id) => op_id_fingerprint(op_id),
+                None => op_id_fingerprint(origin_op_id(&parse_record(l.number, l.raw).ok()?)),
+            };
             // A 64-bit collision only costs the row.
-            if !origins.insert(op_id_fingerprint(origin_op_id(&r))) {
+            if !origins.insert(origin) {
                 return None;
             }
         }
@@ -129,6 +134,30 @@ impl SignedBase {
             named,
         })
     }
+}
+
+/// The op_id of a record line (one that parses as a record) read without
+/// parsing it, when that is certain: the line has one `op_id"` (a key: a
+/// quote inside a string is escaped), in the plain `"op_id":"…"` form
+/// without escapes, and no merge copy's reason (whose origin is its
+/// parent's op). None: parse it.
+fn plain_origin(line: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"op_id\"";
+    let finder = memchr::memmem::Finder::new(KEY);
+    let mut keys = finder.find_iter(line);
+    let at = keys.next().filter(|&at| at > 0 && line[at - 1] == b'"')?;
+    if keys.next().is_some()
+        || memchr::memmem::find(line, b"reconciled: op ").is_some()
+        || memchr::memmem::find(line, b"\\u").is_some()
+    {
+        return None;
+    }
+    let value = line[at + KEY.len()..].strip_prefix(b":\"")?;
+    let value = &value[..memchr::memchr(b'"', value)?];
+    if value.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(value).ok()
 }
 
 /// The fingerprints of the op_ids a sidecar's lines name: a signature its
@@ -253,15 +282,19 @@ impl Branch<'_> {
 
     /// After a whole check with provenance on: remembers the merge base's
     /// signed-base row (see [`SignedBase::build`]) when the cache has none,
-    /// and, when `replayed` (that check found HEAD's transcript an append
-    /// of the merge base's that replays from its first state), the
-    /// transcript's checkpoint ([`remember_checkpoint`]).
+    /// and the transcript's checkpoint ([`remember_checkpoint`]) when that
+    /// check found HEAD's transcript an append of the merge base's that
+    /// replays (`replays`: its history check replayed it whole then).
     pub(super) fn remember_signed_base(
         &self,
         [path, old]: [&str; 2],
         files: &DocFiles,
-        replayed: bool,
+        replays: bool,
     ) {
+        let replayed = replays
+            && !files.prefix().is_empty()
+            && files.head_t.is_some()
+            && files.head_transcript().starts_with(files.prefix());
         let Some(cache) = self.cache.filter(|_| !self.provenance_off && path == old) else {
             return;
         };
@@ -288,7 +321,7 @@ impl Branch<'_> {
             },
             None => Vec::new(),
         };
-        if let Some(row) = SignedBase::build(mb_t, &side) {
+        if let Some(row) = SignedBase::build(mb_t, &side, replayed) {
             cache.remember_signed_base(&t, &s, &row.encode());
         }
     }
@@ -359,7 +392,7 @@ mod tests {
             "{{\"kind\":\"signature\",\"op_id\":\"{a}\",\"signer\":\"a@x\",\"sig\":\"s\"}}\n"
         );
         let t = line(&a, None, "why") + &line(&b, None, "why");
-        let row = SignedBase::build(t.as_bytes(), sig.as_bytes()).expect("row");
+        let row = SignedBase::build(t.as_bytes(), sig.as_bytes(), true).expect("row");
         assert!(row.may_name(&a) && !row.may_name(&b));
         assert_eq!(SignedBase::decode(&row.encode()), Some(row.clone()));
         assert_eq!(SignedBase::decode(&row.encode()[1..]), None);
@@ -376,10 +409,20 @@ mod tests {
             &format!("reconciled: op {a} from the merged branch"),
         );
         let twice = line(&a, None, "why") + &copy;
-        assert!(SignedBase::build(twice.as_bytes(), b"").is_none());
+        for replayed in [false, true] {
+            assert!(SignedBase::build(twice.as_bytes(), b"", replayed).is_none());
+        }
+        // Two records with one op_id, read without a parse.
+        let dup = line(&a, None, "why") + &line(&a, None, "again");
+        assert_eq!(
+            plain_origin(line(&a, None, "why").as_bytes()),
+            Some(a.as_str())
+        );
+        assert!(SignedBase::build(dup.as_bytes(), b"", true).is_none());
+        assert_eq!(plain_origin(copy.as_bytes()), None);
         // A sidecar that does not parse, or ends mid-line.
-        assert!(SignedBase::build(t.as_bytes(), b"junk\n").is_none());
-        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes()).is_none());
-        assert!(SignedBase::build(b"not a record\n", b"").is_none());
+        assert!(SignedBase::build(t.as_bytes(), b"junk\n", true).is_none());
+        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes(), true).is_none());
+        assert!(SignedBase::build(b"not a record\n", b"", false).is_none());
     }
 }
