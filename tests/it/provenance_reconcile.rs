@@ -211,6 +211,22 @@ fn a_branch_that_trusts_its_own_key_gets_the_whole_verdict() {
     );
 }
 
+#[test]
+fn a_branch_that_relaxes_the_policy_gets_the_whole_verdict() {
+    changed_reports_as_whole(
+        &|s| {
+            let config = s.r.read(".noma/config.yml");
+            let relaxed =
+                config.replace("agents_need_approval: true", "agents_need_approval: false");
+            assert_ne!(config, relaxed);
+            s.r.write(".noma/config.yml", &relaxed);
+            s.patch(&s.agent, "agent", "bot", &set("c2", 0.1));
+            s.amend("an unapproved agent record under a policy the branch relaxed");
+        },
+        "approval-missing",
+    );
+}
+
 /// A forged signed-base row vouching for a re-signed base sidecar: trusted
 /// as this machine's own memory while the cache is the machine's (the
 /// forgery works), refused once the branch commits the cache.

@@ -412,7 +412,6 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
 /// A history with every kind of problem: a missing approval, an unsigned
 /// record, a key not allowed for its principal, an edited record, and
 /// copies repeating an op_id (one beside an edited original).
-/// A history and sidecar with one record for each problem verification finds.
 pub fn every_problem() -> (Vec<Entry>, Sidecar) {
     let (mut t, mut side) = signed();
     approve(&mut side, &person(), &t[..1], &sha(1));

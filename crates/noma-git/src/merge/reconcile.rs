@@ -396,7 +396,7 @@ impl Branch<'_> {
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
         self.check_signatures(&mut rep, path, &files);
-        self.remember_signed_base(path, old, &files);
+        self.remember_signed_base([path, old], &files, rep.replays);
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?
@@ -449,7 +449,7 @@ impl Branch<'_> {
         find: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Option<Appended> {
         if !self.provenance_off {
-            return self.signed_appended([path, old], mb_doc?, head_doc, find);
+            return self.signed_appended([path, old], mb_doc?, head_doc);
         }
         let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
         let (tpath, old_t) = (transcript_path(path), transcript_path(old));

@@ -23,9 +23,13 @@
 use std::io::{self, Read};
 
 use super::super::checkpoint::{self, TranscriptIds};
+use super::super::proved::{Builder, Tee};
 use super::{Appended, Branch, DocFiles};
+use crate::cache::BlockCache;
 use crate::git::Oid;
 use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located};
+use noma_core::doc::hash::sha256_hex;
+use noma_core::transcript::replay;
 use noma_core::transcript::replay::op_id_fingerprint;
 use noma_core::transcript::{parse_record, split_lines, transcript_path, Entry};
 use noma_provenance::canonical::origin_op_id;
@@ -53,8 +57,10 @@ pub(super) struct SignedBase {
 
 impl SignedBase {
     /// The row for the merge base's transcript and sidecar bytes; None
-    /// when the whole check must always run for them.
-    pub(super) fn build(transcript: &[u8], sidecar: &[u8]) -> Option<SignedBase> {
+    /// when the whole check must always run for them. `replayed`: replay
+    /// already parsed every transcript line as a record, so a plain line
+    /// gives its op_id without a second parse ([`plain_origin`]).
+    pub(super) fn build(transcript: &[u8], sidecar: &[u8], replayed: bool) -> Option<SignedBase> {
         let (lines, torn) = split_lines(transcript);
         if torn.is_some() {
             return None;
@@ -62,9 +68,12 @@ impl SignedBase {
         let mut origins = foldhash::HashSet::default();
         origins.reserve(lines.len());
         for l in lines {
-            let r = parse_record(l.number, l.raw).ok()?;
+            let origin = match replayed.then(|| plain_origin(l.raw)).flatten() {
+                Some(op_id) => op_id_fingerprint(op_id),
+                None => op_id_fingerprint(origin_op_id(&parse_record(l.number, l.raw).ok()?)),
+            };
             // A 64-bit collision only costs the row.
-            if !origins.insert(op_id_fingerprint(origin_op_id(&r))) {
+            if !origins.insert(origin) {
                 return None;
             }
         }
@@ -127,6 +136,30 @@ impl SignedBase {
     }
 }
 
+/// The op_id of a record line (one that parses as a record) read without
+/// parsing it, when that is certain: the line has one `op_id"` (a key: a
+/// quote inside a string is escaped), in the plain `"op_id":"…"` form
+/// without escapes, and no merge copy's reason (whose origin is its
+/// parent's op). None: parse it.
+fn plain_origin(line: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"op_id\"";
+    let finder = memchr::memmem::Finder::new(KEY);
+    let mut keys = finder.find_iter(line);
+    let at = keys.next().filter(|&at| at > 0 && line[at - 1] == b'"')?;
+    if keys.next().is_some()
+        || memchr::memmem::find(line, b"reconciled: op ").is_some()
+        || memchr::memmem::find(line, b"\\u").is_some()
+    {
+        return None;
+    }
+    let value = line[at + KEY.len()..].strip_prefix(b":\"")?;
+    let value = &value[..memchr::memchr(b'"', value)?];
+    if value.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(value).ok()
+}
+
 /// The fingerprints of the op_ids a sidecar's lines name: a signature its
 /// record, an approval every record it approves.
 fn named_op_ids(side: &Sidecar) -> Vec<u64> {
@@ -158,14 +191,13 @@ impl Branch<'_> {
     /// [`Branch::appended_records`] with provenance on: the branch's record
     /// count and its records' check, when the base revision left the
     /// transcript alone and the module's conditions hold. The first check
-    /// against a merge base proves its transcript's checkpoint here and
-    /// returns None: the whole check that follows remembers the sidecar.
+    /// against a merge base returns None: the whole check that follows
+    /// remembers the transcript's checkpoint and the sidecar.
     pub(super) fn signed_appended(
         &self,
         [path, old]: [&str; 2],
         mb_doc: &str,
         head_doc: &str,
-        find: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Option<Appended> {
         let cache = self.cache?;
         if path != old || !self.trust_unchanged() {
@@ -186,9 +218,9 @@ impl Branch<'_> {
             .signed_base_known(&t, &s)
             .and_then(|b| SignedBase::decode(&b));
         let proved = checkpoint::remembered(Some(cache), ids.merge_base, mb_doc);
+        // Cold: the whole check that follows writes both rows from its own
+        // replay ([`Branch::remember_signed_base`]), not a second one here.
         let (Some(row), Some(proved)) = (row, proved) else {
-            let store = (self.repo, Some(cache));
-            let _ = checkpoint::appended_records(store, ids, [mb_doc, head_doc], find);
             return None;
         };
         let ext = proved
@@ -250,8 +282,20 @@ impl Branch<'_> {
     }
 
     /// After a whole check with provenance on: remembers the merge base's
-    /// signed-base row (see [`SignedBase::build`]) when the cache has none.
-    pub(super) fn remember_signed_base(&self, path: &str, old: &str, files: &DocFiles) {
+    /// signed-base row (see [`SignedBase::build`]) when the cache has none,
+    /// and the transcript's checkpoint ([`remember_checkpoint`]) when that
+    /// check found HEAD's transcript an append of the merge base's that
+    /// replays (`replays`: its history check replayed it whole then).
+    pub(super) fn remember_signed_base(
+        &self,
+        [path, old]: [&str; 2],
+        files: &DocFiles,
+        replays: bool,
+    ) {
+        let replayed = replays
+            && !files.prefix().is_empty()
+            && files.head_t.is_some()
+            && files.head_transcript().starts_with(files.prefix());
         let Some(cache) = self.cache.filter(|_| !self.provenance_off && path == old) else {
             return;
         };
@@ -261,6 +305,9 @@ impl Branch<'_> {
         ) else {
             return;
         };
+        if replayed {
+            remember_checkpoint(cache, t_id, mb_t, files.mb_doc.as_deref());
+        }
         let Ok(s_id) = self.repo.blob_id_at(self.merge_base, &sidecar_rel(path)) else {
             return;
         };
@@ -275,9 +322,41 @@ impl Branch<'_> {
             },
             None => Vec::new(),
         };
-        if let Some(row) = SignedBase::build(mb_t, &side) {
+        if let Some(row) = SignedBase::build(mb_t, &side, replayed) {
             cache.remember_signed_base(&t, &s, &row.encode());
         }
+    }
+}
+
+/// The checkpoint rows (replay and [`super::super::proved::Proved`]) of the merge base's
+/// transcript `mb_t` (blob `id`) and document `mb_doc`, built from the
+/// bytes the whole check holds, after that check replayed HEAD's
+/// transcript from its first state to HEAD's document and the branch's
+/// records from `mb_doc` (so the history alone replays to it: the same
+/// proof as [`checkpoint::appended_records`]' cold path, without its
+/// second replay). Not when the history has no applied record: its first
+/// state is then chosen by the branch's records.
+fn remember_checkpoint(cache: &BlockCache, id: Oid, mb_t: &[u8], mb_doc: Option<&[u8]>) {
+    let Some(mb_doc) = mb_doc.and_then(|d| std::str::from_utf8(d).ok()) else {
+        return;
+    };
+    let doc_sha = sha256_hex(mb_doc.as_bytes());
+    if cache.checkpoint_known(id.as_bytes(), &doc_sha).is_some()
+        || replay::first_applied_pre_sha256(mb_t).is_none()
+    {
+        return;
+    }
+    let mut builder = Builder::default();
+    let mut tee = Tee {
+        inner: mb_t,
+        builder: &mut builder,
+    };
+    if io::copy(&mut tee, &mut io::sink()).is_err() {
+        return;
+    }
+    if let Some(p) = builder.finish() {
+        cache.remember_replay(id.as_bytes(), &doc_sha);
+        cache.remember_checkpoint(id.as_bytes(), &doc_sha, &p.encode());
     }
 }
 
@@ -314,7 +393,7 @@ mod tests {
             "{{\"kind\":\"signature\",\"op_id\":\"{a}\",\"signer\":\"a@x\",\"sig\":\"s\"}}\n"
         );
         let t = line(&a, None, "why") + &line(&b, None, "why");
-        let row = SignedBase::build(t.as_bytes(), sig.as_bytes()).expect("row");
+        let row = SignedBase::build(t.as_bytes(), sig.as_bytes(), true).expect("row");
         assert!(row.may_name(&a) && !row.may_name(&b));
         assert_eq!(SignedBase::decode(&row.encode()), Some(row.clone()));
         assert_eq!(SignedBase::decode(&row.encode()[1..]), None);
@@ -331,10 +410,20 @@ mod tests {
             &format!("reconciled: op {a} from the merged branch"),
         );
         let twice = line(&a, None, "why") + &copy;
-        assert!(SignedBase::build(twice.as_bytes(), b"").is_none());
+        for replayed in [false, true] {
+            assert!(SignedBase::build(twice.as_bytes(), b"", replayed).is_none());
+        }
+        // Two records with one op_id, read without a parse.
+        let dup = line(&a, None, "why") + &line(&a, None, "again");
+        assert_eq!(
+            plain_origin(line(&a, None, "why").as_bytes()),
+            Some(a.as_str())
+        );
+        assert!(SignedBase::build(dup.as_bytes(), b"", true).is_none());
+        assert_eq!(plain_origin(copy.as_bytes()), None);
         // A sidecar that does not parse, or ends mid-line.
-        assert!(SignedBase::build(t.as_bytes(), b"junk\n").is_none());
-        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes()).is_none());
-        assert!(SignedBase::build(b"not a record\n", b"").is_none());
+        assert!(SignedBase::build(t.as_bytes(), b"junk\n", true).is_none());
+        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes(), true).is_none());
+        assert!(SignedBase::build(b"not a record\n", b"", false).is_none());
     }
 }
