@@ -365,11 +365,15 @@ fn non_test_code(path: &Path) -> Vec<(usize, String)> {
         return Vec::new();
     }
     let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        // Test modules, and test seams only test builds compile.
+    for (i, line) in lines.iter().enumerate() {
+        // Test modules, and test seams only test builds compile, run to
+        // the end of the file; a test-only item elsewhere still counts.
         let t = line.trim_start();
-        if t.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(feature = \"testing\")]") {
+        let test_only =
+            t.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(feature = \"testing\")]");
+        if test_only && opens_module_block(&lines[i + 1..]) {
             break;
         }
         if !line.trim_start().starts_with("//") {
@@ -377,6 +381,23 @@ fn non_test_code(path: &Path) -> Vec<(usize, String)> {
         }
     }
     out
+}
+
+/// Whether the item after an attribute (further attributes and comments
+/// skipped) is a module written in place (`mod tests {`), not `mod x;`.
+fn opens_module_block(rest: &[&str]) -> bool {
+    let Some(item) = rest
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty() && !l.starts_with("#[") && !l.starts_with("//"))
+    else {
+        return false;
+    };
+    let item = item
+        .strip_prefix("pub(crate) ")
+        .or_else(|| item.strip_prefix("pub "))
+        .unwrap_or(item);
+    item.starts_with("mod ") && item.ends_with('{')
 }
 
 /// The names a line reaches through `prefix` (`crate::` or `super::`),
@@ -1105,4 +1126,58 @@ fn the_patch_route_checks_see_a_violation() {
     assert!(!implements_guard(
         "    let guard = Guard::new(&repo, &policy, &cache);"
     ));
+}
+
+/// Whether a line declares a function other crates can call: `pub fn`
+/// (with `const`, `async` or `unsafe`), not `pub(crate)` or narrower.
+fn declares_public_fn(line: &str) -> bool {
+    let Some(mut rest) = line.trim_start().strip_prefix("pub ") else {
+        return false;
+    };
+    for q in ["const ", "async ", "unsafe "] {
+        rest = rest.strip_prefix(q).unwrap_or(rest);
+    }
+    rest.starts_with("fn ")
+}
+
+/// The `pub fn`s of a crate's code before its tests, free functions and
+/// methods alike: a count that errs high (a `pub fn` in a private module
+/// counts too), so the facade can only be smaller than it says.
+fn public_functions(krate: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates").join(krate).join("src"), &mut files);
+    let mut out = Vec::new();
+    for f in &files {
+        for (n, line) in non_test_code(f) {
+            if declares_public_fn(&line) {
+                out.push(format!("{}:{n}: {}", shown(f), line.trim()));
+            }
+        }
+    }
+    out
+}
+
+/// `noma_git` offers the binary and the MCP server a short facade
+/// (decision `git-crate-facade`): fewer than 100 public functions, what
+/// only the crate uses being `pub(crate)`.
+#[test]
+fn noma_git_offers_fewer_than_100_public_functions() {
+    let public = public_functions("noma-git");
+    assert!(
+        public.len() < 100,
+        "noma_git has {} public functions (fewer than 100 wanted; make what only the crate uses pub(crate)):\n{}",
+        public.len(),
+        public.join("\n")
+    );
+}
+
+#[test]
+fn the_public_function_count_sees_what_it_counts() {
+    assert!(declares_public_fn("    pub fn run(&self) {"));
+    assert!(declares_public_fn("pub const fn new() -> Self {"));
+    assert!(declares_public_fn("pub async unsafe fn go() {"));
+    assert!(!declares_public_fn("    pub(crate) fn run(&self) {"));
+    assert!(!declares_public_fn("pub(super) fn run() {"));
+    assert!(!declares_public_fn("fn private() {"));
+    assert!(!declares_public_fn("pub struct Fn;"));
 }

@@ -86,14 +86,17 @@ pub struct RevRead {
 /// state or it is the empty document's (a genesis record, which replay
 /// starts from the empty text). None too when the records cannot be read
 /// up to the first applied one (replay reports that line).
-pub fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> {
+pub(crate) fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> {
     let pre = first_pre?;
     (pre != sha256_hex(doc.as_bytes()) && pre != sha256_hex(b"")).then(|| pre.to_string())
 }
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
 /// from its git history, and what was searched (Err: why nothing was).
-pub fn find_in_worktree_history(doc: &Path, sha: &str) -> (Option<String>, Result<String, String>) {
+pub(crate) fn find_in_worktree_history(
+    doc: &Path,
+    sha: &str,
+) -> (Option<String>, Result<String, String>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -59,7 +59,7 @@ pub fn installed(r: &InstallReport) -> String {
             ),
         },
     };
-    line(r.hook.as_str(), &what, r.note.as_deref())
+    line(&r.hook.to_string(), &what, r.note.as_deref())
 }
 
 /// One hook's uninstall line.
@@ -75,7 +75,7 @@ pub fn removed(r: &UninstallReport) -> String {
         Removed::LeftForeign => "not ours; left alone".to_string(),
         Removed::NotInstalled => "not installed; nothing to do".to_string(),
     };
-    line(r.hook.as_str(), &what, r.note.as_deref())
+    line(&r.hook.to_string(), &what, r.note.as_deref())
 }
 
 /// The merge driver's registration line.

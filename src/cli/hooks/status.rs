@@ -179,7 +179,7 @@ fn hook_json(s: &HookStatus) -> Value {
         _ => None,
     };
     json!({
-        "name": s.hook.as_str(),
+        "name": s.hook.to_string(),
         "state": s.label(),
         "path": path(&s.path),
         "version": version,

@@ -25,20 +25,24 @@ const ANSWER_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
     /// hashes (hex), as [`BlockCache::remember_history`] stored it.
-    pub fn history_known(&self, transcript_hash: &str, document_hash: &str) -> Option<Vec<u8>> {
+    pub(crate) fn history_known(
+        &self,
+        transcript_hash: &str,
+        document_hash: &str,
+    ) -> Option<Vec<u8>> {
         self.history_row(transcript_hash, document_hash, HISTORY_ENGINE)
     }
 
     /// The finished answer stored for the transcript with this hash (hex)
     /// and the rest of its inputs (`inputs_hash`), as
     /// [`BlockCache::remember_answer`] stored it.
-    pub fn answer_known(&self, transcript_hash: &str, inputs_hash: &str) -> Option<Vec<u8>> {
+    pub(crate) fn answer_known(&self, transcript_hash: &str, inputs_hash: &str) -> Option<Vec<u8>> {
         self.history_row(transcript_hash, inputs_hash, ANSWER_ENGINE)
     }
 
     /// Stores a finished answer (opaque bytes). A failed write only costs
     /// a slower query later.
-    pub fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
+    pub(crate) fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
         self.store_history_row(transcript_hash, inputs_hash, ANSWER_ENGINE, answer);
     }
 
@@ -62,7 +66,12 @@ impl BlockCache {
 
     /// Stores an attribution (opaque bytes) for the transcript and document
     /// with these hashes (hex). A failed write only costs a replay later.
-    pub fn remember_history(&self, transcript_hash: &str, document_hash: &str, attribution: &[u8]) {
+    pub(crate) fn remember_history(
+        &self,
+        transcript_hash: &str,
+        document_hash: &str,
+        attribution: &[u8],
+    ) {
         self.store_history_row(transcript_hash, document_hash, HISTORY_ENGINE, attribution);
     }
 

@@ -331,13 +331,15 @@ impl BlockCache {
     /// sha256 of `text`. Computed directly, never looked up: hashing the
     /// text for the cache key costs as much as the sha256 itself (sha2 uses
     /// the CPU's SHA extensions), so a lookup could only be slower.
-    pub fn sha256_of(&self, text: &str) -> String {
+    #[cfg(test)]
+    pub(crate) fn sha256_of(&self, text: &str) -> String {
         sha256_hex(text.as_bytes())
     }
 
     /// The cached document whose sha256 is `sha256_hex`, if this noma
     /// version has seen it (e.g. a transcript record's `pre_sha256`).
-    pub fn lookup_sha256(&self, sha256_hex: &str) -> Option<Arc<DocInfo>> {
+    #[cfg(test)]
+    pub(crate) fn lookup_sha256(&self, sha256_hex: &str) -> Option<Arc<DocInfo>> {
         let sha = codec::hex_to_bytes(sha256_hex)?;
         let found = self.with_conn(|c| {
             c.prepare_cached(
@@ -457,7 +459,8 @@ impl BlockCache {
     }
 
     /// `(hits, misses)` served by this handle so far.
-    pub fn counters(&self) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn counters(&self) -> (u64, u64) {
         (
             self.hits.load(Ordering::Relaxed),
             self.misses.load(Ordering::Relaxed),

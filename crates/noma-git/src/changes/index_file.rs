@@ -65,7 +65,7 @@ impl IndexEntries {
     }
 
     /// Whether the index has an entry for `path`.
-    pub fn contains(&self, path: &str) -> bool {
+    pub(crate) fn contains(&self, path: &str) -> bool {
         self.spans
             .binary_search_by(|&(at, head, len)| {
                 self.raw[at + head..at + head + len].cmp(path.as_bytes())
@@ -76,7 +76,7 @@ impl IndexEntries {
     /// The paths whose entry differs between `self` and `new` (added,
     /// removed or changed in any byte), in order; None past `limit` paths
     /// or when one is not UTF-8 (git's listing could not name it).
-    pub fn changed_paths(&self, new: &IndexEntries, limit: usize) -> Option<Vec<String>> {
+    pub(crate) fn changed_paths(&self, new: &IndexEntries, limit: usize) -> Option<Vec<String>> {
         use std::cmp::Ordering;
         let (mut i, mut j) = (0, 0);
         let mut out = Vec::new();
@@ -118,7 +118,10 @@ impl IndexEntries {
 /// (none when it has no index file yet). `reuse` is an earlier answer
 /// whose memory is read into (fresh pages for an index of 100,000 entries
 /// cost more than reading it).
-pub fn read(git_dir: &Path, reuse: Option<IndexEntries>) -> Result<IndexEntries, Unfollowable> {
+pub(crate) fn read(
+    git_dir: &Path,
+    reuse: Option<IndexEntries>,
+) -> Result<IndexEntries, Unfollowable> {
     use std::io::Read as _;
     let mut out = reuse.unwrap_or_default();
     out.raw.clear();
@@ -155,7 +158,7 @@ fn varint(b: &[u8], at: &mut usize) -> Option<usize> {
 
 /// Parses an index file's bytes (see the module docs).
 #[cfg(test)]
-pub fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
+pub(crate) fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
     parse_into(IndexEntries {
         raw: b.to_vec(),
         spans: Vec::new(),

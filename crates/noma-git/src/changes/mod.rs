@@ -72,7 +72,7 @@ pub mod watch {
         }
 
         /// Unreachable: no value exists.
-        pub fn worktree_changes(
+        pub(crate) fn worktree_changes(
             &self,
             _repo: &Repo,
             _mb: Oid,
@@ -331,7 +331,7 @@ pub struct Cleared {
 }
 
 /// The changed documents with block counts (skipped blocks counted apart).
-pub fn list_changed_docs(
+pub(crate) fn list_changed_docs(
     repo: &Repo,
     base: &str,
     cache: &BlockCache,

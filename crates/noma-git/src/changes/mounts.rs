@@ -29,7 +29,7 @@ const REMOTE: &[&str] = &[
 /// The type of the file system `dir` (absolute, canonical) is on, when it
 /// is one whose changes made elsewhere the watcher cannot see; None for a
 /// local one, or when the mount table cannot be read (not Linux).
-pub fn remote_file_system(dir: &Path) -> Option<String> {
+pub(crate) fn remote_file_system(dir: &Path) -> Option<String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let fs = file_system_of(&table, dir)?;
     let remote = REMOTE.contains(&fs.as_str()) || fs == "fuse" || fs.starts_with("fuse.");

@@ -57,7 +57,7 @@ pub struct SnapshotFile {
 
 impl Store {
     /// Whether `(path, id, sha256)` is marked.
-    pub fn contains(&self, path: &str, id: &str, sha256: &str) -> bool {
+    pub(crate) fn contains(&self, path: &str, id: &str, sha256: &str) -> bool {
         self.docs
             .get(path)
             .and_then(|d| d.get(id))
@@ -65,7 +65,7 @@ impl Store {
     }
 
     /// Adds every block of a committed snapshot (the shared baseline).
-    pub fn merge_snapshot(&mut self, snap: SnapshotFile) {
+    pub(crate) fn merge_snapshot(&mut self, snap: SnapshotFile) {
         for (path, doc) in snap.docs {
             let d = self.docs.entry(path).or_default();
             for (id, shas) in doc.blocks {
@@ -98,7 +98,9 @@ pub enum StateFileError {
 }
 
 /// Reads a JSON state file: Ok(None) when absent.
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateFileError> {
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+) -> Result<Option<T>, StateFileError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -118,7 +120,7 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>,
 }
 
 /// Loads the local store; a notice is pushed when it had to be ignored.
-pub fn load_store(root: &Path, notices: &mut Vec<String>) -> Store {
+pub(crate) fn load_store(root: &Path, notices: &mut Vec<String>) -> Store {
     match read_json::<Store>(&root.join(STORE_PATH)) {
         Ok(Some(s)) if s.version == STATE_VERSION => s,
         Ok(Some(s)) => {
@@ -137,7 +139,7 @@ pub fn load_store(root: &Path, notices: &mut Vec<String>) -> Store {
 }
 
 /// Loads the committed snapshot, if any (notice when unusable).
-pub fn load_snapshot(root: &Path, notices: &mut Vec<String>) -> Option<SnapshotFile> {
+pub(crate) fn load_snapshot(root: &Path, notices: &mut Vec<String>) -> Option<SnapshotFile> {
     match read_json::<SnapshotFile>(&root.join(SNAPSHOT_PATH)) {
         Ok(Some(s)) if s.version == STATE_VERSION => Some(s),
         Ok(Some(s)) => {
@@ -158,7 +160,7 @@ pub fn load_snapshot(root: &Path, notices: &mut Vec<String>) -> Option<SnapshotF
 /// Writes `bytes` to `path` atomically (creating its directory): a temp
 /// file beside it, fsynced, then renamed over it, so readers see the old or
 /// the new file, never a part.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -176,7 +178,7 @@ pub struct StoreLock {
 }
 
 /// Blocks until the store's lock under `root` is ours.
-pub fn lock_store(root: &Path) -> std::io::Result<StoreLock> {
+pub(crate) fn lock_store(root: &Path) -> std::io::Result<StoreLock> {
     let path = root.join(STORE_LOCK_PATH);
     if let Some(dir) = path.parent() {
         // Every store write holds this lock first: a `.noma/cache` committed
@@ -191,7 +193,7 @@ pub fn lock_store(root: &Path) -> std::io::Result<StoreLock> {
 }
 
 /// Pretty JSON with a final newline (keys are sorted: every map is a BTreeMap).
-pub fn to_pretty<T: Serialize>(value: &T) -> Vec<u8> {
+pub(crate) fn to_pretty<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
     out.push(b'\n');
     out

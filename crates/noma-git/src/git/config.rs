@@ -8,14 +8,14 @@ use super::repo::{libgit2, GitError};
 
 /// The string value of `key` in the config file at `path`; None when the
 /// file or the key is absent or unreadable.
-pub fn get(path: &Path, key: &str) -> Option<String> {
+pub(crate) fn get(path: &Path, key: &str) -> Option<String> {
     git2::Config::open(path).ok()?.get_string(key).ok()
 }
 
 /// git's `user.name` as seen from `start`: the repository's config (with
 /// its global and system layers) when `start` is inside one, the global and
 /// system config otherwise; None when unset or empty.
-pub fn user_name(start: &Path) -> Option<String> {
+pub(crate) fn user_name(start: &Path) -> Option<String> {
     let cfg = match git2::Repository::discover(start) {
         Ok(repo) => repo.config().ok()?,
         Err(_) => git2::Config::open_default().ok()?,
@@ -27,7 +27,7 @@ pub fn user_name(start: &Path) -> Option<String> {
 
 /// Sets each `(key, value)` in the config file at `path` (created if
 /// absent).
-pub fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
+pub(crate) fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
     let mut cfg = git2::Config::open(path).map_err(libgit2)?;
     for (k, v) in entries {
         cfg.set_str(k, v).map_err(libgit2)?;
@@ -36,7 +36,7 @@ pub fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
 }
 
 /// Removes `key` from the config file at `path`.
-pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
+pub(crate) fn remove(path: &Path, key: &str) -> Result<(), GitError> {
     git2::Config::open(path)
         .map_err(libgit2)?
         .remove(key)
@@ -49,7 +49,11 @@ pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
 /// unsets it): git will never convert its line endings. Opened by git dir
 /// (GIT_DIR / GIT_WORK_TREE layouts have no `.git` in the work tree);
 /// `.gitattributes` files first, then the index, as git does on checkout.
-pub fn text_unset(git_dir: &Path, work_tree: &Path, paths: &[&str]) -> Result<Vec<bool>, GitError> {
+pub(crate) fn text_unset(
+    git_dir: &Path,
+    work_tree: &Path,
+    paths: &[&str],
+) -> Result<Vec<bool>, GitError> {
     let repo = git2::Repository::open(git_dir).map_err(libgit2)?;
     repo.set_workdir(work_tree, false).map_err(libgit2)?;
     paths

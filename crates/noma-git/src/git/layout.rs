@@ -153,7 +153,7 @@ impl Layout {
 /// The hooks directory git uses, given the configured `core.hooksPath`
 /// (already `~`-expanded), the work tree root (if any), the git dir of the
 /// worktree in use and the common git dir.
-pub fn resolve_hooks_dir(
+pub(crate) fn resolve_hooks_dir(
     configured: Option<&Path>,
     work_tree: Option<&Path>,
     git_dir: &Path,

@@ -12,12 +12,12 @@ pub struct Oid(git2::Oid);
 impl Oid {
     /// Whether this is the all-zero id, which git writes for "no object"
     /// (a side of a diff that does not exist, a file git has not hashed).
-    pub fn is_zero(self) -> bool {
+    pub(crate) fn is_zero(self) -> bool {
         self.0.is_zero()
     }
 
     /// The id's bytes (20), as a content-addressed store keys it.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
     }
 

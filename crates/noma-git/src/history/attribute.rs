@@ -100,7 +100,7 @@ impl<'de> serde::Deserialize<'de> for super::BlockTouch {
 
 impl Attribution {
     /// The touches of the `k`th applied record.
-    pub fn touches_of(&self, k: usize) -> &[Touch] {
+    pub(crate) fn touches_of(&self, k: usize) -> &[Touch] {
         &self.touches[self.records[k].1.clone()]
     }
 }
@@ -290,7 +290,7 @@ pub struct Attributor {
 impl Attributor {
     /// Attribution replayed from `base` (None: the first applied record
     /// must be a genesis record).
-    pub fn new(base: Option<String>) -> Attributor {
+    pub(crate) fn new(base: Option<String>) -> Attributor {
         let mut a = Attributor {
             lineages: Lineages::default(),
             memo: ParseMemo::new(),
@@ -318,7 +318,12 @@ impl Attributor {
     /// The line at `line` (1-based, its index `index`) holds the applied
     /// record `rec`: re-applies it and records what it touched. Err: where
     /// it does not replay (`noma replay` says more).
-    pub fn applied(&mut self, index: usize, line: usize, rec: &Record) -> Result<(), String> {
+    pub(crate) fn applied(
+        &mut self,
+        index: usize,
+        line: usize,
+        rec: &Record,
+    ) -> Result<(), String> {
         let current = match self.text.take() {
             Some(t) => t,
             None if rec.pre_sha256 == EMPTY_SHA256 => {
@@ -387,7 +392,7 @@ impl Attributor {
     }
 
     /// The attribution, with `lines` as the transcript's lines.
-    pub fn finish(self, lines: Vec<LineRef>) -> Attribution {
+    pub(crate) fn finish(self, lines: Vec<LineRef>) -> Attribution {
         let mut out = self.lineages.finish();
         out.lines = lines;
         out

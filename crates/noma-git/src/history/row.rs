@@ -12,7 +12,7 @@ const MAGIC: &[u8] = b"noma-attribution-1\n";
 impl Attribution {
     /// The bytes [`Attribution::decode`] reads back (empty, which decodes
     /// to nothing, for lines out of file order, which replay never gives).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(MAGIC.len() + 16 * self.lines.len());
         out.extend_from_slice(MAGIC);
         for n in [
@@ -58,7 +58,7 @@ impl Attribution {
 
     /// An attribution from stored bytes; None when they do not hold one
     /// (another encoding, a damaged row): the caller replays instead.
-    pub fn decode(bytes: &[u8]) -> Option<Attribution> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Attribution> {
         let mut r = Reader(bytes.strip_prefix(MAGIC)?);
         let mut count = || r.varint().and_then(|n| usize::try_from(n).ok());
         let (lines, records, touches) = (count()?, count()?, count()?);

@@ -9,7 +9,7 @@ fn opt_string() -> Value {
 }
 
 /// One [`super::BlockChange`].
-pub fn change() -> Value {
+pub(crate) fn change() -> Value {
     let touch = json!({
         "type": "object",
         "properties": {

@@ -132,7 +132,7 @@ pub fn eol_status(git_dir: &Path, work_tree: &Path) -> Result<EolStatus, HooksEr
 /// again, and the team's other lines are never touched. When our own line
 /// is present but a later rule overrides it, nothing is appended: a note
 /// says which.
-pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, HooksError> {
+pub(crate) fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, HooksError> {
     let status = eol_status(git_dir, work_tree)?;
     let mut change = EolChange::default();
     let mut missing = Vec::new();
@@ -177,7 +177,7 @@ pub fn ensure_eol_rules(git_dir: &Path, work_tree: &Path) -> Result<EolChange, H
 /// `core.autocrlf=true` checkout made of them before the rules were in
 /// force. With each, the staged bytes. A file that differs in any other
 /// way holds a person's edit and is not listed.
-pub fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
+pub(crate) fn converted_files(work_tree: &Path) -> Result<Vec<(String, Vec<u8>)>, HooksError> {
     converted_in(&open(work_tree)?, work_tree)
 }
 
@@ -239,7 +239,7 @@ fn converted_in(
 /// index stat data (a rewritten file of another size otherwise shows as
 /// modified). Returns the paths restored. Call it once the rules are in
 /// force: until then git would convert them again at checkout.
-pub fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
+pub(crate) fn restore_converted(work_tree: &Path) -> Result<Vec<String>, HooksError> {
     let repo = open(work_tree)?;
     let mut restored = Vec::new();
     for (path, staged) in converted_in(&repo, work_tree)? {

@@ -36,7 +36,7 @@ pub struct Husky {
 
 impl Husky {
     /// The team's script for `hook` (`.husky/pre-commit`).
-    pub fn script(&self, hook: HookName) -> PathBuf {
+    pub(crate) fn script(&self, hook: HookName) -> PathBuf {
         self.dir.join(hook.as_str())
     }
 
@@ -80,13 +80,13 @@ pub fn detect(hooks_dir: &Path) -> Option<Husky> {
 }
 
 /// The line we add to the team's script.
-pub fn line(hook: HookName) -> String {
+pub(crate) fn line(hook: HookName) -> String {
     format!("noma hook {hook} {MARKER}")
 }
 
 /// Whether `script` runs `noma hook <hook>` (ours, or a line the team
 /// wrote itself, e.g. from the README).
-pub fn runs_noma(script: &str, hook: HookName) -> bool {
+pub(crate) fn runs_noma(script: &str, hook: HookName) -> bool {
     script.lines().any(|l| {
         let code = l.split('#').next().unwrap_or_default();
         let words: Vec<&str> = code.split_whitespace().collect();
@@ -129,7 +129,7 @@ pub struct HuskyInstall {
 /// Makes the team's script for `hook` run `noma hook <hook>` after its
 /// own commands (appended; `sh -e` stops at the first failing command, so a
 /// failing team check still blocks first). Idempotent.
-pub fn install(h: &Husky, hook: HookName) -> Result<HuskyInstall, HooksError> {
+pub(crate) fn install(h: &Husky, hook: HookName) -> Result<HuskyInstall, HooksError> {
     let script = h.script(hook);
     let mut notes = Vec::new();
     let stub = h.hooks_dir.join(hook.as_str());
@@ -226,7 +226,7 @@ fn write_mode(path: &Path, bytes: &[u8], _mode: u32) -> Result<(), HooksError> {
 
 /// Removes our line from the team's script for `hook`; a script left with
 /// nothing but husky's header is removed. Returns whether anything changed.
-pub fn uninstall(h: &Husky, hook: HookName) -> Result<bool, HooksError> {
+pub(crate) fn uninstall(h: &Husky, hook: HookName) -> Result<bool, HooksError> {
     let script = h.script(hook);
     let Some(text) = read_opt(&script)? else {
         return Ok(false);

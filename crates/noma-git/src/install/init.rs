@@ -198,7 +198,7 @@ pub enum McpConfigError {
 /// bare `noma` is written when `noma` on `PATH` is this very binary, and
 /// the absolute path only when it is not (then the entry works here even
 /// though PATH has another or no noma).
-pub fn mcp_command(current: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+pub(crate) fn mcp_command(current: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
     let this = current.canonicalize().ok();
     let on_path = path_var.and_then(|p| {
         std::env::split_paths(p)
@@ -212,14 +212,14 @@ pub fn mcp_command(current: &Path, path_var: Option<&std::ffi::OsStr>) -> String
 }
 
 /// The entry registered for `command`.
-pub fn mcp_entry(command: &str) -> serde_json::Value {
+pub(crate) fn mcp_entry(command: &str) -> serde_json::Value {
     serde_json::json!({ "command": command, "args": ["mcp"] })
 }
 
 /// Writes or merges `<root>/.mcp.json` so it registers `noma mcp` under the
 /// server name `noma`. Other servers and keys are kept in their order; the
 /// file is replaced atomically; an existing `noma` entry is never changed.
-pub fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpConfigError> {
+pub(crate) fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpConfigError> {
     let path = root.join(MCP_CONFIG);
     let report = |change| McpReport {
         path: path.clone(),
@@ -277,7 +277,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InitError + '_ {
 
 /// Creates `<root>/.noma/config.yml` with [`policy_template`] unless it
 /// exists (never overwritten, even if empty or invalid).
-pub fn write_default_policy(root: &Path) -> Result<Change, InitError> {
+pub(crate) fn write_default_policy(root: &Path) -> Result<Change, InitError> {
     let path = root.join(CONFIG_PATH);
     if let Some(dir) = path.parent() {
         // `.noma` committed as a link would carry the file out of the tree.
@@ -300,7 +300,7 @@ pub fn write_default_policy(root: &Path) -> Result<Change, InitError> {
 
 /// The commented default policy file. Values come from
 /// [`PolicyFile::default`], so the text cannot drift from the code.
-pub fn policy_template() -> String {
+pub(crate) fn policy_template() -> String {
     let mut out = String::from(
         "# noma repository policy, read by the git hooks (`noma hook`).\n\
          # Written by `noma init` with the defaults; edit freely.\n",
@@ -341,7 +341,7 @@ pub fn policy_template() -> String {
 /// pattern such as `.noma/cache/`), appending it under `# {comment}`.
 /// Equivalent spellings (`/.noma/cache`, `.noma/cache`, …) count as
 /// present.
-pub fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change, InitError> {
+pub(crate) fn ensure_ignored(path: &Path, entry: &str, comment: &str) -> Result<Change, InitError> {
     use noma_store::fsio::contain::{check_writable, open_write, WriteMode};
     // A `.gitignore` committed as a link is refused before it is read.
     check_writable(path).map_err(io_err(path))?;

@@ -78,7 +78,7 @@ fn mentions_noma_hook(file: &Path) -> bool {
 /// Whether `text` runs `noma hook …` (a command line, a YAML `run:` or
 /// `entry:` value) or names the hooks this repository ships for the
 /// pre-commit framework (`id: noma-check`), outside comments.
-pub fn runs_noma_hook(text: &str) -> bool {
+pub(crate) fn runs_noma_hook(text: &str) -> bool {
     text.lines().any(|line| {
         let code = line.split(" #").next().unwrap_or_default();
         if code.trim_start().starts_with('#') {

@@ -29,7 +29,7 @@ fn marker(line: &[u8]) -> Option<usize> {
 }
 
 /// Whether `bytes` holds a git conflict marker line.
-pub fn has_markers(bytes: &[u8]) -> bool {
+pub(crate) fn has_markers(bytes: &[u8]) -> bool {
     bytes
         .split_inclusive(|b| *b == b'\n')
         .any(|l| marker(l) == Some(0))
@@ -37,7 +37,7 @@ pub fn has_markers(bytes: &[u8]) -> bool {
 
 /// The sides git's markers delimit in `bytes` (the base when diff3 gave
 /// one). None when the markers are not well nested.
-pub fn split_markers(bytes: &[u8]) -> Option<Versions> {
+pub(crate) fn split_markers(bytes: &[u8]) -> Option<Versions> {
     let (mut base, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     let (mut state, mut saw_base) = (None::<usize>, false);
     for line in bytes.split_inclusive(|b| *b == b'\n') {
@@ -64,7 +64,7 @@ pub fn split_markers(bytes: &[u8]) -> Option<Versions> {
 
 /// The union of the sides of a conflicted sidecar: every line once, ours
 /// first, in order.
-pub fn union_lines(bytes: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn union_lines(bytes: &[u8]) -> Option<Vec<u8>> {
     let sides = split_markers(bytes)?;
     let (ours, theirs) = (
         sides.ours.unwrap_or_default(),
@@ -166,7 +166,7 @@ fn io(p: &Path) -> impl FnOnce(std::io::Error) -> String + '_ {
 }
 
 /// Where [`resolve_file`] keeps the conflicted transcript.
-pub fn kept_path(tpath: &Path) -> std::path::PathBuf {
+pub(crate) fn kept_path(tpath: &Path) -> std::path::PathBuf {
     let mut p = tpath.as_os_str().to_owned();
     p.push(".conflicted");
     p.into()

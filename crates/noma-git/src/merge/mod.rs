@@ -92,14 +92,14 @@ pub struct Versions {
 /// The version of a document in the repository's history whose sha256 is
 /// `sha`: at `path` first, else under any name (a rename, a copy), by
 /// [`Repo::find_document`].
-pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
+pub(crate) fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
     repo.find_document(&repo.history_starts(), &[path], sha)
         .ok()
         .flatten()
 }
 
 /// The state a transcript ends at: its last applied record's post_sha256.
-pub fn final_state(t: &[u8]) -> Option<String> {
+pub(crate) fn final_state(t: &[u8]) -> Option<String> {
     let (lines, _) = noma_core::transcript::split_lines(t);
     lines.iter().rev().find_map(|l| {
         noma_core::transcript::parse_record(l.number, l.raw)
@@ -111,7 +111,7 @@ pub fn final_state(t: &[u8]) -> Option<String> {
 
 /// A version of the transcript at `tpath` that ends at the document state
 /// `doc`: `preferred` when it does, else the newest in history that does.
-pub fn find_transcript_for(
+pub(crate) fn find_transcript_for(
     repo: &Repo,
     tpath: &str,
     doc: &[u8],
@@ -139,7 +139,7 @@ pub fn find_transcript_for(
 /// transcript of the merge base; the base's is such a prefix of a side's
 /// (of ours after a revert, of theirs after a cherry-pick or a dropped
 /// commit), found without walking history.
-pub fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
+pub(crate) fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
     let (lines, _) = noma_core::transcript::split_lines(t);
     // One record parsed at a time: only the answer's offsets are kept.
     let (mut last_end, mut first_pre_matches) = (None, None);
@@ -163,7 +163,7 @@ pub fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
 
 /// A document finder for the reconciliation: the given versions first,
 /// then the path's history in `repo`.
-pub fn doc_finder<'a>(
+pub(crate) fn doc_finder<'a>(
     repo: Option<&'a Repo>,
     path: &'a str,
     known: Vec<Vec<u8>>,
@@ -193,7 +193,7 @@ fn text(b: Option<&[u8]>) -> Option<&str> {
 /// and theirs are needed to reconcile; base, when found, tells a record
 /// one side removed from one the other side added); `find_doc` returns a
 /// document version by sha256.
-pub fn merge_document(
+pub(crate) fn merge_document(
     doc: &Versions,
     transcripts: &Versions,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
@@ -308,7 +308,7 @@ fn reconcile_checked(
 
 /// Merges a transcript given its versions; `find_doc` returns a version of
 /// its document by sha256. The result keeps ours as a byte prefix.
-pub fn merge_transcript(
+pub(crate) fn merge_transcript(
     tr: &Versions,
     find_doc: &mut dyn FnMut(&str) -> Option<String>,
 ) -> FileMerge {

@@ -47,7 +47,7 @@ pub struct MovedMerge {
 /// The commits of the operation in progress: the other side and the base.
 /// A merge's base is the merge base; a rebase's or cherry-pick's is the
 /// picked commit's parent (what git merges against).
-pub fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
+pub(crate) fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
     if let Some(other) = repo.merge_head() {
         return Some((other, repo.merge_base(head, other)?));
     }
@@ -60,7 +60,7 @@ pub fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
 /// The path `rel` had at `base` when one side of the operation moved it
 /// there (git's rename detection between `base` and that side); None when
 /// `base` holds `rel` itself or neither side moved a document to it.
-pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<String> {
+pub(crate) fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<String> {
     if repo.blob_id_at(base, rel).ok().flatten().is_some() {
         return None;
     }
@@ -74,7 +74,7 @@ pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<St
 /// operation moved there and both sides changed the transcript of: what to
 /// run if git stops on the old transcript (it pairs a moved file only while
 /// it stays 50% alike, which the driver cannot know). None otherwise.
-pub fn unpaired_hint(repo: &Repo, rel: &str) -> Option<String> {
+pub(crate) fn unpaired_hint(repo: &Repo, rel: &str) -> Option<String> {
     let head = repo.head_commit()?;
     let (other, base) = operation_commits(repo, head)?;
     let old = moved_from(repo, base, &[head, other], rel)?;

@@ -40,14 +40,14 @@ const VERSION: u8 = 1;
 
 impl Proved {
     /// Whether a line of the proved transcript may carry `op_id`.
-    pub fn may_hold(&self, op_id: &str) -> bool {
+    pub(crate) fn may_hold(&self, op_id: &str) -> bool {
         self.op_ids.binary_search(&op_id_fingerprint(op_id)).is_ok()
     }
 
     /// What `head` adds when its first bytes are the proved transcript's
     /// (digest equal), read once; None when they are not (or it is
     /// shorter). Memory: one chunk and the tail.
-    pub fn extension_of(&self, head: &mut dyn Read) -> io::Result<Option<Extension>> {
+    pub(crate) fn extension_of(&self, head: &mut dyn Read) -> io::Result<Option<Extension>> {
         let mut hasher = blake3::Hasher::new();
         let mut buf = vec![0u8; 256 * 1024];
         let mut left = self.len;
@@ -75,7 +75,7 @@ impl Proved {
     }
 
     /// The checkpoint row's bytes.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(90 + 8 * self.op_ids.len());
         out.push(VERSION);
         out.extend_from_slice(&self.len.to_le_bytes());
@@ -95,7 +95,7 @@ impl Proved {
     }
 
     /// [`Proved::encode`]'s bytes read back; None for anything else.
-    pub fn decode(bytes: &[u8]) -> Option<Proved> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Proved> {
         let (&version, rest) = bytes.split_first()?;
         if version != VERSION || rest.len() < 49 {
             return None;
@@ -165,7 +165,7 @@ impl Builder {
 
     /// The proved transcript, when it ends with a newline and every line
     /// says its op_ids.
-    pub fn finish(mut self) -> Option<Proved> {
+    pub(crate) fn finish(mut self) -> Option<Proved> {
         if !self.current.is_empty() || self.unreadable {
             return None;
         }

@@ -86,7 +86,7 @@ pub fn collect(
 /// Who and why per block, from the records `after` appends to `before`
 /// (a transcript that is not an extension of the base's is read whole),
 /// with the signers and approvers reconcile verified for them.
-pub fn attribute(
+pub(crate) fn attribute(
     before: &[u8],
     after: &[u8],
     checked: &[RecordStatus],

@@ -70,7 +70,7 @@ fn adopted(doc: &Path) -> Option<(Oid, HashSet<String>)> {
 /// transcript, in order), the records older than the policy: their
 /// `unsigned-record` and `approval-missing` become notes with
 /// [`codes::PRE_POLICY`]. Git is read only when such a problem exists.
-pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStatus]) {
+pub(crate) fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStatus]) {
     mark_pre_policy_of(doc, statuses, || {
         let (lines, _) = split_lines(transcript);
         (lines.iter())
@@ -84,7 +84,7 @@ pub fn mark_pre_policy(doc: &Path, transcript: &[u8], statuses: &mut [RecordStat
 /// `origins` gives, one per status in order, the op_id its record stands
 /// for ([`origin_op_id`]; None: a record that does not parse, where the
 /// marking stops). It is called only when a status has such a problem.
-pub fn mark_pre_policy_of(
+pub(crate) fn mark_pre_policy_of(
     doc: &Path,
     statuses: &mut [RecordStatus],
     origins: impl FnOnce() -> Vec<Option<String>>,
@@ -101,12 +101,12 @@ pub struct PrePolicy<'d> {
 
 impl<'d> PrePolicy<'d> {
     /// Nothing looked up yet for `doc`.
-    pub fn new(doc: &'d Path) -> PrePolicy<'d> {
+    pub(crate) fn new(doc: &'d Path) -> PrePolicy<'d> {
         PrePolicy { doc, adopted: None }
     }
 
     /// Marks `statuses` as [`mark_pre_policy_of`] does.
-    pub fn mark(
+    pub(crate) fn mark(
         &mut self,
         statuses: &mut [RecordStatus],
         origins: impl FnOnce() -> Vec<Option<String>>,

@@ -110,7 +110,7 @@ impl Plan {
 /// base's, of which the work tree is the approver's best view): its
 /// principal is an agent principal, or the allowed signers do not list its
 /// key for that principal. `None`: it can count.
-pub fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
+pub(crate) fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
     let principal = &signer.principal;
     if trust.policy.is_agent_principal(principal) {
         return Some(format!(

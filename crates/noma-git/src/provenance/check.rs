@@ -18,7 +18,7 @@ pub const SIDECAR_INVALID: &str = "sidecar-invalid";
 /// The trust in a revision's `.noma/config.yml` and
 /// `.noma/allowed_signers` (absent files: defaults, no signer). `Ok(None)`
 /// when its policy turns provenance off: nothing else is read or checked.
-pub fn trust_from(
+pub(crate) fn trust_from(
     config: Option<&[u8]>,
     signers: impl FnOnce() -> Option<Vec<u8>>,
 ) -> Result<Option<Trust>, String> {
@@ -34,7 +34,7 @@ pub fn trust_from(
 
 /// The trust's warnings (see [`Trust::warnings`]) as problems of
 /// `.noma/allowed_signers`, at warning level: reported, never failing.
-pub fn signer_warnings(trust: &Trust) -> Vec<Located> {
+pub(crate) fn signer_warnings(trust: &Trust) -> Vec<Located> {
     trust
         .warnings()
         .into_iter()
@@ -51,20 +51,6 @@ pub fn signer_warnings(trust: &Trust) -> Vec<Located> {
         .collect()
 }
 
-/// The statuses of the records after the first `from` lines of
-/// `transcript`, against the sidecar's bytes (absent: no signature). A
-/// transcript that does not parse is replay's to report: no status. A
-/// sidecar that does not parse is one error problem ([`SIDECAR_INVALID`],
-/// its line in `line`).
-pub fn check_range(
-    trust: &Trust,
-    transcript: &[u8],
-    from: usize,
-    sidecar: Option<&[u8]>,
-) -> Result<Vec<RecordStatus>, Problem> {
-    check_after(trust, transcript, History::Lines(from), sidecar)
-}
-
 /// Which records of a transcript are history, not the checked range.
 #[derive(Debug, Clone, Copy)]
 pub enum History<'a> {
@@ -79,21 +65,11 @@ pub enum History<'a> {
     Of(&'a [u8]),
 }
 
-/// [`check_range`] with the history given as [`History`].
-pub fn check_after(
-    trust: &Trust,
-    transcript: &[u8],
-    history: History<'_>,
-    sidecar: Option<&[u8]>,
-) -> Result<Vec<RecordStatus>, Problem> {
-    check_after_touched(trust, transcript, history, sidecar, &HashSet::new())
-}
-
-/// [`check_after`] with the records named in `touched` (op_ids whose
-/// sidecar lines changed, [`sidecar_change::touched_op_ids`]) in the
+/// The statuses of the records of `transcript` past its `history`, with the records named in `touched` (op_ids whose
+/// sidecar lines changed, [`noma_provenance::sidecar_change::touched_op_ids`]) in the
 /// checked range too, history or not: a change to the sidecar alone
 /// re-signs, un-signs or re-approves them.
-pub fn check_after_touched(
+pub(crate) fn check_after_touched(
     trust: &Trust,
     transcript: &[u8],
     history: History<'_>,
@@ -106,12 +82,12 @@ pub fn check_after_touched(
 
 /// A sidecar's entries (none when there is no sidecar), or its
 /// [`SIDECAR_INVALID`] problem.
-pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
+pub(crate) fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
     Sidecar::parse(sidecar.unwrap_or_default()).map_err(sidecar_problem)
 }
 
 /// The [`SIDECAR_INVALID`] problem of a sidecar line that is no entry.
-pub fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
+pub(crate) fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
     Problem {
         level: "error",
         code: SIDECAR_INVALID,
@@ -123,7 +99,7 @@ pub fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
 
 /// [`check_after_touched`] against a sidecar already parsed, so its bytes
 /// need not be held while the records are parsed and verified.
-pub fn check_parsed(
+pub(crate) fn check_parsed(
     trust: &Trust,
     transcript: &[u8],
     history: History<'_>,
@@ -214,14 +190,6 @@ fn first_doc_uri(transcript: &[u8]) -> Option<String> {
     )
 }
 
-/// The problems of [`check_range`], flattened.
-pub fn problems(result: Result<Vec<RecordStatus>, Problem>) -> Vec<Problem> {
-    match result {
-        Ok(statuses) => statuses.into_iter().flat_map(|s| s.problems).collect(),
-        Err(p) => vec![p],
-    }
-}
-
 /// What `noma replay --signatures` reports.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorktreeReport {
@@ -238,26 +206,11 @@ pub struct WorktreeReport {
     pub warnings: Vec<noma_provenance::signers::SignersWarning>,
 }
 
-impl WorktreeReport {
-    /// Problems at error level.
-    pub fn errors(&self) -> usize {
-        self.all().filter(|p| p.level == "error").count()
-    }
-
-    /// Every problem.
-    pub fn all(&self) -> impl Iterator<Item = &Problem> {
-        self.records
-            .iter()
-            .flat_map(|r| &r.problems)
-            .chain(self.sidecar.as_ref())
-    }
-}
-
 /// The trust of the work tree `doc` is in (its directory outside a
 /// repository): its policy and allowed signers, and the root they were
 /// read from. A policy with provenance off reads as `warn`: asked for,
 /// signatures are reported, but only forgeries fail.
-pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
+pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -315,7 +268,7 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
 }
 
 /// Where [`worktree_trust`] read the trust, as a report names it.
-pub fn trust_source(root: &Path) -> String {
+pub(crate) fn trust_source(root: &Path) -> String {
     format!(
         "{} and {} in {}",
         CONFIG_PATH,
@@ -350,7 +303,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
 /// are asked for too; so each status is the one the whole transcript's
 /// check gives it. None when the sidecar does not parse (as the whole
 /// check then has no status).
-pub fn check_worktree_shown(
+pub(crate) fn check_worktree_shown(
     doc: &Path,
     shown: &[Entry],
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
@@ -410,7 +363,7 @@ pub struct BranchCheck {
 /// [`History::Of`]), against HEAD's sidecar, trusting `base`'s policy and
 /// allowed signers. Nothing is read past the base's policy when it turns
 /// provenance off.
-pub fn branch_check(
+pub(crate) fn branch_check(
     repo: &crate::git::repo::Repo,
     [base, head, merge_base]: [crate::git::Oid; 3],
     doc: &str,
@@ -509,7 +462,7 @@ pub const SIDECAR_NOT_RENAMED: &str = "sidecar-not-renamed";
 /// problem (on the file left behind) and the command that fixes it.
 /// Signatures bind no path, so nothing else says it: the records would
 /// simply read as unsigned under the new name.
-pub fn rename_problem(
+pub(crate) fn rename_problem(
     doc: &str,
     old: &str,
     has: &dyn Fn(&str) -> bool,
@@ -557,7 +510,7 @@ pub fn rename_problem(
 /// sidecar. Signature problems only, at their level (errors block: a
 /// forgery, and under `required` an unsigned or untrusted record);
 /// approval is a review gate, never a commit gate.
-pub fn hook_problems(
+pub(crate) fn hook_problems(
     trust: &Trust,
     doc: &str,
     [staged_transcript, reference_transcript]: [Option<&[u8]>; 2],

@@ -9,7 +9,7 @@ use noma_store::engine::default_transcript_path;
 /// The statuses of every record of `doc`'s transcript (`transcript`, or
 /// the document path plus `.patches`), trusting the work tree's policy
 /// and allowed signers.
-pub fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, String> {
+pub(crate) fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, String> {
     let tpath = transcript
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc));

@@ -18,7 +18,7 @@ use noma_store::engine::BeforeAppend;
 /// signatures appended to the document's sidecar, synced, before the
 /// records themselves (so a kill between the two leaves a signature of a
 /// record that never was, never a record whose signature was lost).
-pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
+pub(crate) fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
     BeforeAppend(Arc::new(move |doc: &Path, records: &[Record]| {
         let entries = signer
             .sign_records(records)
@@ -33,14 +33,20 @@ pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
 /// The signer a writer of `doc` uses: from `flag` (`--key`), the
 /// environment, or git when the repository's policy asks for signatures.
 /// `Ok(None)`: no key is configured.
-pub fn writer_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+pub(crate) fn writer_signer(
+    doc: &Path,
+    flag: Option<&Path>,
+) -> Result<Option<Signer>, SignerError> {
     signer_in(root_of(doc).as_deref(), flag)
 }
 
 /// The signer of an approval of `doc`: approving is signing, so git's
 /// `user.signingkey` (with `gpg.format=ssh`) is asked whatever the
 /// policy says.
-pub fn approver_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
+pub(crate) fn approver_signer(
+    doc: &Path,
+    flag: Option<&Path>,
+) -> Result<Option<Signer>, SignerError> {
     signer_where(root_of(doc).as_deref(), flag, true)
 }
 
@@ -99,7 +105,7 @@ pub fn step_for(
 }
 
 /// [`step_for`] in the work tree `root` the caller already found.
-pub fn step_in(
+pub(crate) fn step_in(
     root: Option<&Path>,
     flag: Option<&Path>,
     no_sign: bool,

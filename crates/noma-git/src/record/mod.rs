@@ -294,16 +294,7 @@ pub enum CannotRecord {
     },
 }
 
-/// Records the hand edit of `doc_path`.
-pub fn record_file(
-    doc_path: &Path,
-    actor: Actor,
-    reason: Option<String>,
-) -> Result<Outcome, RecordError> {
-    record_file_with(doc_path, actor, reason, None)
-}
-
-/// [`record_file`], with a step run on the records before they are
+/// Records the hand edit of `doc_path`, with a step run on the records before they are
 /// appended (a signer's, see [`engine::Options::before_append`]).
 pub fn record_file_with(
     doc_path: &Path,
@@ -489,7 +480,7 @@ fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), CannotRecord> {
 /// it was committed), and the policy allows the extension op. A
 /// transcript that starts at a committed document needs no genesis: its
 /// first state is found in history by content.
-pub fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
+pub(crate) fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
     if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
         return false;
     }

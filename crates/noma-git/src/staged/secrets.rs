@@ -19,7 +19,7 @@ const MAX_KEY_BYTES: usize = 16 * 1024;
 
 /// Whether `head`, a file's first bytes, opens a private key: an OpenSSH,
 /// PKCS#1/#8 (RSA, EC, DSA, encrypted) or PGP private key armour line.
-pub fn is_private_key(head: &[u8]) -> bool {
+pub(crate) fn is_private_key(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let text = text.trim_start_matches('\u{feff}').trim_start();
     let Some(rest) = text.strip_prefix("-----BEGIN ") else {

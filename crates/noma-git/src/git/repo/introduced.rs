@@ -21,7 +21,7 @@ impl Repo {
     /// hold every op_id of `wanted` and is not read: the working tree's
     /// transcript they were read from, when it is that blob
     /// ([`Repo::worktree_blob_id`]).
-    pub fn introducing_commits(
+    pub(crate) fn introducing_commits(
         &self,
         suffix: &str,
         (wanted, holds_all): (&HashSet<String>, Option<Oid>),
@@ -91,7 +91,7 @@ impl Repo {
     /// only the content could tell), and the blob is as long as the file.
     /// None in every other case, and off
     /// Unix, where the index's stat data are not all there.
-    pub fn worktree_blob_id(&self, path: &Path) -> Option<Oid> {
+    pub(crate) fn worktree_blob_id(&self, path: &Path) -> Option<Oid> {
         let rel = self.relative_path(path)?;
         let index = self.repo.index().ok()?;
         let entry = index.get_path(Path::new(&rel), 0)?;

@@ -77,7 +77,7 @@ pub enum GitError {
 impl GitError {
     /// The failure without the `git: ` prefix of its display (and
     /// without libgit2's class and code).
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             GitError::Libgit2 { message, .. } => message.clone(),
             GitError::UnparsableOutput { command, what } => {
@@ -212,7 +212,7 @@ impl Repo {
     /// Opens the repository around `start` the way git would from there:
     /// GIT_DIR and friends honoured, otherwise discovered upwards from
     /// `start` (the opener of [`crate::git::blob`]'s `REV:path` reads).
-    pub fn open_from(start: &Path) -> Result<Repo, GitError> {
+    pub(crate) fn open_from(start: &Path) -> Result<Repo, GitError> {
         tune_libgit2();
         Repository::open_ext(
             start,
@@ -246,7 +246,7 @@ impl Repo {
     /// `path` in the working tree (both sides canonical, so symlinked temp
     /// directories compare equal); None outside the working tree, in a bare
     /// repository, or for a path name that is not UTF-8.
-    pub fn relative_path(&self, path: &Path) -> Option<String> {
+    pub(crate) fn relative_path(&self, path: &Path) -> Option<String> {
         let root = std::fs::canonicalize(self.repo.workdir()?).ok()?;
         let abs = std::fs::canonicalize(path).ok()?;
         let rel = abs.strip_prefix(&root).ok()?;
@@ -274,7 +274,7 @@ impl Repo {
     }
 
     /// The first parent of `commit`, if it has one.
-    pub fn first_parent(&self, commit: Oid) -> Option<Oid> {
+    pub(crate) fn first_parent(&self, commit: Oid) -> Option<Oid> {
         let parent = self
             .repo
             .find_commit(commit.raw())
@@ -288,7 +288,7 @@ impl Repo {
     /// `git merge` runs the pre-merge-commit hook (MERGE_HEAD is written
     /// only after it) the `GITHEAD_<oid>` variable git exports for each
     /// merged head.
-    pub fn merge_head(&self) -> Option<Oid> {
+    pub(crate) fn merge_head(&self) -> Option<Oid> {
         if let Ok(text) = std::fs::read_to_string(self.repo.path().join("MERGE_HEAD")) {
             if let Some(id) = text
                 .lines()
@@ -310,7 +310,7 @@ impl Repo {
     }
 
     /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
-    pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
+    pub(crate) fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
         let commit = self
             .repo
             .revparse_single(rev)
@@ -326,7 +326,7 @@ impl Repo {
     /// `"; " + SHALLOW_NOTE` in a shallow clone, else `""`: appended to a
     /// message about history that was not found, since there it usually
     /// means the history was never fetched.
-    pub fn shallow_note(&self) -> &'static str {
+    pub(crate) fn shallow_note(&self) -> &'static str {
         if self.repo.is_shallow() {
             SHALLOW_NOTE
         } else {
@@ -366,7 +366,7 @@ impl Repo {
     /// writes no `MERGE_HEAD` and sets no `GITHEAD_*` before drivers run,
     /// but the commit being replayed is still reachable from its branch
     /// (or `ORIG_HEAD`). Sorted, without duplicates, commits only.
-    pub fn history_starts(&self) -> Vec<Oid> {
+    pub(crate) fn history_starts(&self) -> Vec<Oid> {
         let mut out: Vec<Oid> = self.head_commit().into_iter().collect();
         for name in [
             "MERGE_HEAD",
@@ -404,7 +404,7 @@ impl Repo {
     /// a changed path by its staged mode, any other by its mode at HEAD
     /// (which the index then holds unchanged). Never reads the whole
     /// index, so the cost is that of the paths asked about.
-    pub fn staged_symlinks(
+    pub(crate) fn staged_symlinks(
         &self,
         staged: &Staged,
         paths: &[&str],
@@ -430,7 +430,7 @@ impl Repo {
     /// The `.noma` documents whose document, transcript or provenance
     /// sidecar differs between commits `from` and `to`, as document paths
     /// (a transcript or sidecar names its document), sorted.
-    pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
+    pub(crate) fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
         let diff = self
             .repo
             .diff_tree_to_tree(Some(&self.tree_of(from)?), Some(&self.tree_of(to)?), None)
@@ -455,7 +455,11 @@ impl Repo {
     /// The `.noma` documents moved between two commits, as git's rename
     /// detection pairs them (a path gone, a new one at least 50% similar):
     /// new path -> old path.
-    pub fn moved_documents(&self, from: Oid, to: Oid) -> Result<HashMap<String, String>, GitError> {
+    pub(crate) fn moved_documents(
+        &self,
+        from: Oid,
+        to: Oid,
+    ) -> Result<HashMap<String, String>, GitError> {
         let mut opts = DiffOptions::new();
         opts.pathspec("*.noma");
         let mut diff = self
@@ -485,7 +489,8 @@ impl Repo {
 
     /// Staged changes of the index against HEAD (everything is "added" on an
     /// unborn branch), with rename detection. Sorted by path.
-    pub fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
+    #[cfg(test)]
+    pub(crate) fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
         Ok(self.staged()?.changes)
     }
 
@@ -496,13 +501,14 @@ impl Repo {
     /// `git diff-index --cached` skips unchanged directories through the
     /// index's cache-tree. The hook runs inside git, so the `git` CLI is
     /// there; when it cannot run, libgit2 answers instead.
-    pub fn staged(&self) -> Result<Staged, GitError> {
+    #[cfg(test)]
+    pub(crate) fn staged(&self) -> Result<Staged, GitError> {
         self.staged_against(self.head_commit())
     }
 
     /// [`Repo::staged`] against `head` instead of HEAD (HEAD's parent for
     /// `git commit --amend`; `None`: every entry is new).
-    pub fn staged_against(&self, head: Option<Oid>) -> Result<Staged, GitError> {
+    pub(crate) fn staged_against(&self, head: Option<Oid>) -> Result<Staged, GitError> {
         let changes = match head {
             Some(id) => match self.staged_by_cli(id) {
                 Some(changes) => changes?,
@@ -531,7 +537,11 @@ impl Repo {
 
     /// The staged content of `path` as seen by `staged`: the changed blob,
     /// or else the HEAD version (which the index then holds unchanged).
-    pub fn staged_blob(&self, staged: &Staged, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub(crate) fn staged_blob(
+        &self,
+        staged: &Staged,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, GitError> {
         match staged.ids.get(path) {
             Some(Some(id)) => Ok(Some(self.blob(*id)?)),
             Some(None) => Ok(None),
@@ -544,7 +554,11 @@ impl Repo {
 
     /// The staged blob id of `path` as seen by `staged` (see
     /// [`Repo::staged_blob`]); None when it is not in the index.
-    pub fn staged_blob_id(&self, staged: &Staged, path: &str) -> Result<Option<Oid>, GitError> {
+    pub(crate) fn staged_blob_id(
+        &self,
+        staged: &Staged,
+        path: &str,
+    ) -> Result<Option<Oid>, GitError> {
         match staged.ids.get(path) {
             Some(id) => Ok(*id),
             None => match staged.head {
@@ -556,20 +570,23 @@ impl Repo {
 
     /// Blob `id` as a stream ([`super::stream`]): memory does not follow
     /// its size.
-    pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
+    pub(crate) fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
         super::stream::BlobStream::open(&self.repo, &self.recent, id.raw())
     }
 
     /// Blob `id` as a stream that can seek back ([`super::stream::RereadBlob`]),
     /// for a replay that holds no transcript.
-    pub fn blob_reader(&self, id: Oid) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
+    pub(crate) fn blob_reader(
+        &self,
+        id: Oid,
+    ) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
         super::stream::RereadBlob::open(&self.repo, &self.recent, id.raw())
     }
 
     /// The bytes of the regular file at repository path `path` in the
     /// working tree; None for a bare repository, a missing file, a symlink
     /// or a path git ignores (`.gitignore`, `info/exclude`).
-    pub fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
+    pub(crate) fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
         let file = self.repo.workdir()?.join(path);
         if std::fs::symlink_metadata(&file).ok()?.is_symlink() {
             return None;
@@ -579,24 +596,6 @@ impl Repo {
         }
         // Bounded, and refuses what is not a regular file.
         noma_store::fsio::read_regular(&file).ok()
-    }
-
-    /// The paths of the index's entries (every stage) that end with
-    /// `suffix`, and whether any entry is unmerged (a scan of the whole
-    /// index).
-    pub fn index_paths_all_stages(&self, suffix: &str) -> Result<(Vec<String>, bool), GitError> {
-        let index = self.repo.index().map_err(libgit2)?;
-        let mut conflicted = false;
-        let mut paths = Vec::new();
-        for e in index.iter() {
-            conflicted |= (e.flags >> 12) & 0x3 != 0;
-            match String::from_utf8(e.path) {
-                Ok(p) if p.ends_with(suffix) => paths.push(p),
-                Ok(_) => {}
-                Err(_) => conflicted = true,
-            }
-        }
-        Ok((paths, conflicted))
     }
 
     fn staged_by_libgit2(&self, head: Option<Oid>) -> Result<Vec<StagedChange>, GitError> {
@@ -655,7 +654,7 @@ impl Repo {
 
     /// The paths of the index's stage-0 entries that end with `suffix`
     /// (a scan of the whole index: for rare diagnostics only).
-    pub fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         Ok(index
             .iter()
@@ -669,7 +668,7 @@ impl Repo {
     /// would: for files whose content is already staged, this only renews
     /// the stat data git compares first (a rewritten file of another size
     /// otherwise shows as modified in `git status` although it is not).
-    pub fn restage(&self, paths: &[String]) -> Result<(), GitError> {
+    pub(crate) fn restage(&self, paths: &[String]) -> Result<(), GitError> {
         let mut index = self.repo.index().map_err(libgit2)?;
         for p in paths {
             index.add_path(Path::new(p)).map_err(libgit2)?;
@@ -679,7 +678,7 @@ impl Repo {
     }
 
     /// The staged (stage 0) content of `path` in the index, if present.
-    pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub(crate) fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), 0) else {
             return Ok(None);
@@ -691,7 +690,11 @@ impl Repo {
 
     /// The content of `path` at index stage `stage` (1 base, 2 ours, 3
     /// theirs while the path is unmerged; 0 otherwise), if present.
-    pub fn index_stage_blob(&self, path: &str, stage: i32) -> Result<Option<Vec<u8>>, GitError> {
+    pub(crate) fn index_stage_blob(
+        &self,
+        path: &str,
+        stage: i32,
+    ) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), stage) else {
             return Ok(None);
@@ -702,7 +705,7 @@ impl Repo {
     }
 
     /// Blob id of `path` in commit `commit`, if the path is a file there.
-    pub fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
+    pub(crate) fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
         let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(Oid::from_raw(e.id()))),
@@ -714,7 +717,7 @@ impl Repo {
 
     /// Whether commit `commit` has anything (file, directory, link) at
     /// `path`.
-    pub fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
+    pub(crate) fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
         let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(_) => Ok(true),
@@ -725,28 +728,22 @@ impl Repo {
 
     /// The committer time of `commit`, in seconds since the epoch (None:
     /// no such commit, or a time before 1970).
-    pub fn commit_time(&self, commit: Oid) -> Option<u64> {
+    pub(crate) fn commit_time(&self, commit: Oid) -> Option<u64> {
         let c = self.repo.find_commit(commit.raw()).ok()?;
         let seconds = c.committer().when().seconds();
         u64::try_from(seconds).ok()
     }
 
     /// Content of `path` in commit `commit`, if present.
-    pub fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub(crate) fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.blob_id_at(commit, path)? {
             Some(id) => Ok(Some(self.blob(id)?)),
             None => Ok(None),
         }
     }
 
-    /// Content of `path` at revision `rev` (e.g. `HEAD`), if present.
-    pub fn blob_at_rev(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
-        let id = self.resolve(rev)?;
-        self.blob_at(id, path)
-    }
-
     /// Content of `path` at HEAD (None on an unborn branch or when absent).
-    pub fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub(crate) fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.head_commit() {
             Some(id) => self.blob_at(id, path),
             None => Ok(None),
@@ -754,7 +751,7 @@ impl Repo {
     }
 
     /// The content of a blob.
-    pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
+    pub(crate) fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
         self.recent.content(&self.repo, id.raw()).map_err(libgit2)
     }
 
@@ -767,7 +764,7 @@ impl Repo {
     /// rename, in the file it was copied from, or in any other file. Each
     /// distinct blob is offered once; at most `max_commits` commits are
     /// visited per pass so a huge history cannot stall a hook.
-    pub fn find_version(
+    pub(crate) fn find_version(
         &self,
         starts: &[Oid],
         paths: &[&str],
@@ -836,7 +833,7 @@ impl Repo {
     /// The version of a document whose sha256 is `sha`, by
     /// [`Repo::find_version`] over `.noma` files, bounded by
     /// [`crate::git::HISTORY_LIMIT`] commits.
-    pub fn find_document(
+    pub(crate) fn find_document(
         &self,
         starts: &[Oid],
         paths: &[&str],

@@ -20,7 +20,7 @@ impl Repo {
     /// (older gits' `git clone --filter`), else the first remote with
     /// `remote.<name>.promisor` set (what newer gits write); None in a
     /// full clone.
-    pub fn promisor_remote(&self) -> Option<String> {
+    pub(crate) fn promisor_remote(&self) -> Option<String> {
         let config = self.repo.config().ok()?;
         if let Ok(r) = config.get_string("extensions.partialclone") {
             return Some(r).filter(|r| !r.is_empty());
@@ -48,7 +48,10 @@ impl Repo {
     /// for (0 in a full clone, or when none is missing, without running
     /// git). A failure leaves the blobs to be fetched one by one when
     /// read, as before.
-    pub fn prefetch_blobs(&self, ids: impl IntoIterator<Item = Oid>) -> Result<usize, GitError> {
+    pub(crate) fn prefetch_blobs(
+        &self,
+        ids: impl IntoIterator<Item = Oid>,
+    ) -> Result<usize, GitError> {
         let Some(remote) = self.promisor_remote() else {
             return Ok(0);
         };
@@ -106,7 +109,7 @@ impl Repo {
     /// The blobs at `paths` in `since` and in every commit reachable from
     /// `tips` but not from `since` (at most `max_commits` of them), each
     /// once: what a check of the commits a branch and its base added reads.
-    pub fn blobs_since(
+    pub(crate) fn blobs_since(
         &self,
         tips: &[Oid],
         since: Oid,

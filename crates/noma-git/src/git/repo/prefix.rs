@@ -17,7 +17,7 @@ impl Repo {
     /// object (what `git add` writes) is streamed, so only its start is
     /// inflated; libgit2 cannot stream a packed one, which is read whole
     /// when small enough (its header says how big it is first).
-    pub fn blob_prefixes(
+    pub(crate) fn blob_prefixes(
         &self,
         ids: &[Oid],
         n: usize,

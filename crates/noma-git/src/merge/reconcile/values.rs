@@ -12,7 +12,7 @@ pub const VALUE_CHARS: usize = 120;
 /// `key unset`) when the bodies agree, else the bodies, else the block's
 /// source; `(absent)` for a side without the block. Each on one line and
 /// cut at [`VALUE_CHARS`].
-pub fn conflict_values(ours: &str, theirs: &str, id: &str) -> (String, String) {
+pub(crate) fn conflict_values(ours: &str, theirs: &str, id: &str) -> (String, String) {
     let (od, td) = (noma_core::doc::parse(ours), noma_core::doc::parse(theirs));
     let (o, t) = (od.find(id), td.find(id));
     let (o, t) = match (o, t) {
