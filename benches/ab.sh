@@ -12,7 +12,7 @@ a=$1 b=$2 rounds=${3:-5} runs=${4:-21}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 doc=$work/big.noma
-"$b" synth --sections 10000 >"$doc"
+"$(source "$(dirname "${BASH_SOURCE[0]}")/common.sh" && bench_synth)" 10000 >"$doc"
 op='{"op":"update_attribute","id":"claim-4999","key":"confidence","value":0.5}'
 
 ms() { # ms CMD...: one run's wall time in microseconds

@@ -12,8 +12,8 @@
 #   OTHER=path    another build: a third pair times cold `blame` of NOMA (A)
 #                 against OTHER's (B), e.g. the build before a change
 #
-# For each N: a repository with one small document (`noma synth --sections
-# 20`), and a transcript of N `update_attribute` records made by N/BATCH
+# For each N: a repository with one small document (`synth 20`),
+# and a transcript of N `update_attribute` records made by N/BATCH
 # `noma patch --inplace --ops` requests (as benches/transcript_scale.sh makes
 # it, ~670 bytes a record), committed without the hook. Timed as whole
 # processes by bench_pair (benches/common.sh: /usr/bin/time, wall and CPU
@@ -34,6 +34,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 RUNS="${RUNS:-5}"
 BATCH="${BATCH:-10000}"
 sizes=("$@")
@@ -72,7 +73,7 @@ build() {
   mkdir -p "$repo"
   cd "$repo"
   git init -q
-  "$NOMA" synth --sections 20 >doc.noma
+  "$SYNTH" 20 >doc.noma
   cp doc.noma "$WORK/base$n.noma"
   git add doc.noma
   git commit -qm "document" --no-verify

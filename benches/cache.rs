@@ -18,7 +18,7 @@ use noma_git::cache::BlockCache;
 
 fn bench(c: &mut Criterion) {
     for (label, sections) in [("100KB", 330usize), ("3MB", 10_000)] {
-        let src = noma_core::synth::document(sections);
+        let src = noma_testutil::synth::document(sections);
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = BlockCache::open(dir.path());
         cache.set_memo(false);

@@ -14,6 +14,20 @@ bench_noma() {
   NOMA="$(cd "$(dirname "$NOMA")" && pwd)/$(basename "$NOMA")"
 }
 
+# Prints the absolute path of the synthetic document generator
+# (examples/synth.rs: `synth N` prints a document of N sections), built
+# first when missing; the shipped binary has no generator.
+bench_synth() {
+  local here target
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  target="${CARGO_TARGET_DIR:-$here/target}"
+  case "$target" in /*) ;; *) target="$here/$target" ;; esac
+  if [[ ! -x "$target/release/examples/synth" ]]; then
+    (cd "$here" && cargo build --release --quiet --example synth) >&2
+  fi
+  echo "$target/release/examples/synth"
+}
+
 # Points HOME at DIR/.home with a git identity of its own and no system
 # git configuration, so the user's settings (hooks, signing) stay out.
 bench_home() {

@@ -9,8 +9,8 @@
 #                       and the hook only ever reads the transcripts of staged documents.
 #   KEEP=1              keep the temporary repositories.
 #
-# For each N it builds a temporary repository of N small documents (`noma synth
-# --sections 5`, ~1.6 KB each), gives SAMPLE of them a transcript via `noma patch
+# For each N it builds a temporary repository of N small documents (`synth 5`,
+# ~1.6 KB each), gives SAMPLE of them a transcript via `noma patch
 # --inplace`, commits everything in bulk (`git add -A`), then patches 10 documents
 # with transcripts, stages them and times `noma hook pre-commit` with a warm cache
 # (one untimed run first), 30 runs. Uses hyperfine when installed, else a `date +%s%N`
@@ -23,6 +23,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 SAMPLE="${SAMPLE:-1000}"
 sizes=("$@")
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(1000 10000)
@@ -40,7 +41,7 @@ for n in "${sizes[@]}"; do
   git -c init.defaultBranch=main init -q
   git config user.name bench
   git config user.email bench@example.com
-  "$NOMA" synth --sections 5 > "$repo/.template.noma"
+  "$SYNTH" 5 > "$repo/.template.noma"
   t0=$(date +%s%N)
   for ((i = 0; i < n; i++)); do
     d="docs/d$((i / 1000))"

@@ -41,6 +41,6 @@ trap 'rm -rf "$work"' EXIT
 build_ref_lsp "$ref" "$work"
 # Outside any repository: the document has no transcript to guard.
 mkdir "$work/doc"
-"$noma" synth --sections "$sections" > "$work/doc/big.noma"
+"$(source "$root/benches/common.sh" && bench_synth)" "$sections" > "$work/doc/big.noma"
 python3 "$root/benches/lsp_keystroke.py" --a "$noma lsp" \
   --b "node $work/dist/index.js --stdio" --doc "$work/doc/big.noma" "${args[@]}"

@@ -7,12 +7,12 @@
 #   REF_MCP=path   the reference server's entry point (default:
 #                  /tmp/chainless-ref/packages/mcp-server/dist/index.js, run with node)
 #   B='command'    server B instead of the reference (e.g. another noma: 'noma-old mcp')
-#   SECTIONS=k     `noma synth --sections k` (default 918: 270 KB)
+#   SECTIONS=k     `synth k` (default 918: 270 KB)
 #   CALLS=n        timed rounds (default 40), after one untimed call per server
 #   FULL_TEXT=1    start A with --full-text (the text copy for every revision)
 #   WORK=dir       where the repository goes (default: a new temporary directory)
 #
-# The document is `noma synth --sections $SECTIONS`, committed, then given a
+# The document is `synth $SECTIONS`, committed, then given a
 # transcript of 3 records by `noma patch --inplace` (read_doc's
 # unrecorded_edit check then reads a real transcript), committed again.
 # benches/mcp_read_doc.py is the client: one plain JSON-RPC stdio client for
@@ -25,6 +25,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 REF_MCP="${REF_MCP:-/tmp/chainless-ref/packages/mcp-server/dist/index.js}"
 SECTIONS="${SECTIONS:-918}"
 CALLS="${CALLS:-40}"
@@ -39,7 +40,7 @@ rm -rf "$repo"
 mkdir -p "$repo"
 cd "$repo"
 git init -q
-"$NOMA" synth --sections "$SECTIONS" >doc.noma
+"$SYNTH" "$SECTIONS" >doc.noma
 git add doc.noma
 git commit -qm doc
 for i in 1 2 3; do

@@ -5,7 +5,7 @@
 #
 # Usage: benches/merge_record.sh A B [RUNS]   (default RUNS 10)
 #
-# The repository: a 200-section document (`A synth`) on `main` with a
+# The repository: a 200-section document (`synth 200`, benches/common.sh) on `main` with a
 # 50-record transcript; then 20 records on a branch `agent` and 20 others
 # on `main`, so both sides appended. Rows (bench_pair in benches/common.sh:
 # A B A B ..., medians and ratios A/B pair by pair):
@@ -40,7 +40,7 @@ mkdir -p "$repo"
 cd "$repo"
 git init -q
 "$a" init --no-hooks --no-mcp >/dev/null
-"$a" synth --sections 200 >doc.noma
+"$(bench_synth)" 200 >doc.noma
 git add -A
 git commit -qm document --no-verify
 for i in $(seq 0 49); do patch_ops "$a" "$i" 1 1; done

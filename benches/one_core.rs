@@ -70,7 +70,7 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(20)
         .max(1);
-    let src = noma_core::synth::document(10_000);
+    let src = noma_testutil::synth::document(10_000);
     let mib = src.len() as f64 / (1024.0 * 1024.0);
     let opts = noma_core::validate::Options::default();
     let mut pairs: Vec<Pair> = Vec::new();

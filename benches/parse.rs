@@ -33,7 +33,7 @@ fn calibrate(c: &mut Criterion, when: &str) {
 
 fn bench(c: &mut Criterion) {
     calibrate(c, "before");
-    let src = noma_core::synth::document(10_000);
+    let src = noma_testutil::synth::document(10_000);
     let mut group = c.benchmark_group("document-10k-sections");
     group.throughput(Throughput::Bytes(src.len() as u64));
     group.sample_size(30);

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn bench(c: &mut Criterion) {
-    let src = noma_core::synth::document(10_000);
+    let src = noma_testutil::synth::document(10_000);
     let ops: [(&str, Value); 7] = [
         (
             "update_attribute",

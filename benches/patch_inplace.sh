@@ -14,7 +14,7 @@ a=$1 b=$2 runs=${3:-15}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bench_home "$work"
-"$b" synth --sections 10000 >"$work/big.noma"
+"$(bench_synth)" 10000 >"$work/big.noma"
 op='{"op":"update_attribute","id":"claim-4999","key":"confidence","value":0.5}'
 for side in a b; do
   mkdir "$work/$side"

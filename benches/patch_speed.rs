@@ -18,7 +18,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let src = noma_core::synth::document(10_000);
+    let src = noma_testutil::synth::document(10_000);
     let ops = [
         json!({"op": "update_attribute", "id": "claim-5000", "key": "confidence", "value": 0.9}),
         json!({"op": "replace_block", "id": "claim-5000",

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-15}
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/noma
+synth=$(source benches/common.sh && bench_synth)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -48,7 +49,7 @@ calibrate() {
 }
 echo "cpu calibration       : $(calibrate) (awk loop, before)"
 
-"$bin" synth --sections 10000 >"$work/big.noma"
+"$synth" 10000 >"$work/big.noma"
 size=$(wc -c <"$work/big.noma")
 echo "document: $size bytes, 10,000 sections"
 echo "noma check            : $(median_ms "$bin" check "$work/big.noma") ms"
@@ -67,7 +68,7 @@ echo "noma patch (1 op)     : $(median_ms patch_once) ms"
 # The work dir is no git repository, so replay gets its starting version
 # with --base; one checked run first, since median_ms ignores exit codes
 # (a replay that cannot start fails in a few ms and would time that).
-"$bin" synth --sections 20 >"$work/small.noma"
+"$synth" 20 >"$work/small.noma"
 cp "$work/small.noma" "$work/start.noma"
 python3 - "$work/ops.json" <<'PY'
 import json, sys

@@ -18,6 +18,7 @@ if [ -z "$bin" ]; then
   bin=${CARGO_TARGET_DIR:-target}/release/noma
 fi
 bin=$(realpath "$bin")
+synth=$(source benches/common.sh && bench_synth)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -27,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 ssh-keygen -q -t ed25519 -N "" -C bench -f "$work/key"
 mkdir -p "$work/.noma"
 echo "bench@example.com namespaces=\"noma\" $(cat "$work/key.pub")" >"$work/.noma/allowed_signers"
-"$bin" synth --sections 20 >"$work/small.noma"
+"$synth" 20 >"$work/small.noma"
 cp "$work/small.noma" "$work/start.noma"
 python3 - "$work/ops.json" <<'PY'
 import json, sys

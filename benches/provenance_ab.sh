@@ -27,7 +27,7 @@ git -c init.defaultBranch=main init -q
 printf '.noma/cache/\n' >.gitignore
 printf 'provenance:\n  signatures: required\n' >.noma/config.yml
 echo "bench@example.com namespaces=\"noma\" $(cat "$work/key.pub")" >.noma/allowed_signers
-"$b" synth --sections 5 >"$work/tpl.noma"
+"$(bench_synth)" 5 >"$work/tpl.noma"
 op() { printf '{"op":"update_attribute","id":"claim-%d","key":"confidence","value":0.%d}' "$1" "$2"; }
 for ((i = 0; i < docs; i++)); do
   cp "$work/tpl.noma" "d$i.noma"

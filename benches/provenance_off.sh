@@ -10,6 +10,7 @@ set -euo pipefail
 new=$(realpath "$1")
 old=$(realpath "$2")
 runs=${3:-20}
+synth=$(source "$(dirname "${BASH_SOURCE[0]}")/common.sh" && bench_synth)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GIT_CONFIG_NOSYSTEM=1 HOME="$work/home"
@@ -20,9 +21,9 @@ git -c init.defaultBranch=main init -q repo
 cd repo
 git config user.name b && git config user.email b@example.com && git config commit.gpgsign false
 "$new" init --no-mcp >/dev/null
-"$new" synth --sections 10000 >big.noma
+"$synth" 10000 >big.noma
 for i in $(seq 10); do
-  "$new" synth --sections 5 >"d$i.noma"
+  "$synth" 5 >"d$i.noma"
   "$new" patch "d$i.noma" --inplace --op '{"op":"update_attribute","id":"claim-1","key":"confidence","value":0.3}' >/dev/null
 done
 git add -A && git commit -q -m base

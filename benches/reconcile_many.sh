@@ -10,7 +10,7 @@
 #   REPO=dir            reuse (or build, when absent) the repository in dir
 #   KEEP=1              keep the temporary repository.
 #
-# It builds a repository of DOCS distinct documents (`noma synth --sections 5`,
+# It builds a repository of DOCS distinct documents (`synth 5`,
 # ~1.6 KB each, the heading numbered), each given a transcript by one
 # `noma patch --inplace` (a genesis record and one op), committed on `main`;
 # then a branch `pr` on which PATCHED documents (every other one) get one to
@@ -32,6 +32,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 NOMA_B="${NOMA_B:-}"
 RUNS="${RUNS:-11}"
 DOCS="${1:-2000}"
@@ -57,7 +58,7 @@ build() {
   git config user.email bench@example.com
   printf '.noma/cache/\n.home/\n' > .gitignore
   local tpl i n ops
-  tpl="$("$NOMA" synth --sections 5)"
+  tpl="$("$SYNTH" 5)"
   for ((i = 0; i < DOCS; i++)); do
     [[ $((i % 1000)) -eq 0 ]] && mkdir -p "docs/d$((i / 1000))"
     printf '%s\n' "${tpl/\# Synthetic/# Synthetic $i}" > "$(doc "$i")"

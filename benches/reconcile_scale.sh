@@ -12,7 +12,7 @@
 #   WORK=dir    where the repositories go (default: a new temporary directory);
 #               repositories already built there are reused
 #
-# Each repository holds one small document (`noma synth --sections 20`)
+# Each repository holds one small document (`synth 20`)
 # committed on `main` with an N-record transcript built by `noma patch
 # --inplace --ops` requests of 10,000 `update_attribute` ops (the signed one
 # with `--key`, every record signed, `provenance: signatures: required` and
@@ -36,6 +36,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 RUNS="${RUNS:-5}"
 n="${1:-1000000}"
 rn="${2:-100000}"
@@ -71,7 +72,7 @@ build() {
     printf 'provenance:\n  signatures: required\n' >>.noma/config.yml
     key=(--key "$WORK/key-$records")
   fi
-  "$NOMA" synth --sections 20 >doc.noma
+  "$SYNTH" 20 >doc.noma
   cp doc.noma "$WORK/start-$kind-$records.noma"
   git add -A
   git commit -qm "document" --no-verify
@@ -116,7 +117,7 @@ if [[ ! -f "$rdir/.built" ]]; then
   mkdir -p "$rdir/.noma"
   ssh-keygen -q -t ed25519 -N "" -C bench -f "$rdir/key"
   echo "bench@example.com namespaces=\"noma\" $(cat "$rdir/key.pub")" >"$rdir/.noma/allowed_signers"
-  "$NOMA" synth --sections 20 >"$rdir/doc.noma"
+  "$SYNTH" 20 >"$rdir/doc.noma"
   cp "$rdir/doc.noma" "$rdir/start.noma"
   for ((done = 0; done < rn; done += 10000)); do
     k=$((rn - done < 10000 ? rn - done : 10000))

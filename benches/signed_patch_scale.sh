@@ -9,7 +9,7 @@
 #               the two sizes alternating run by run
 #   WORK=dir    where the two directories go (default: a new temporary directory)
 #
-# Each directory holds one small document (`noma synth --sections 20`), an
+# Each directory holds one small document (`synth 20`), an
 # Ed25519 key made by ssh-keygen, `.noma/allowed_signers` listing it, and a
 # transcript of N applied `update_attribute` records built by signed
 # `noma patch --inplace --ops` requests of at most 10,000 ops, so every
@@ -26,6 +26,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 RUNS="${RUNS:-10}"
 small="${1:-1000}"
 large="${2:-1000000}"
@@ -43,7 +44,7 @@ build() { # $1 = records
   mkdir -p "$dir/.noma"
   ssh-keygen -q -t ed25519 -N "" -C bench -f "$dir/key"
   echo "bench@example.com namespaces=\"noma\" $(cat "$dir/key.pub")" >"$dir/.noma/allowed_signers"
-  "$NOMA" synth --sections 20 >"$dir/doc.noma"
+  "$SYNTH" 20 >"$dir/doc.noma"
   for ((done = 0; done < $1; done += 10000)); do
     k=$(($1 - done < 10000 ? $1 - done : 10000))
     python3 - "$WORK/ops.json" "$done" "$k" <<'PY'

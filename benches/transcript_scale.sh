@@ -18,7 +18,7 @@
 #                 leave the staged one-record append alone: replay, hook,
 #                 hook-read)
 #
-# For each N: a repository with one small document (`noma synth --sections 20`,
+# For each N: a repository with one small document (`synth 20`,
 # ~5 KB), and a transcript built by N/BATCH `noma patch --inplace --ops`
 # requests of `update_attribute` ops (each applies: the value changes every
 # time), so every record is a real one, chained and replayable (~670 bytes a
@@ -49,6 +49,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=benches/common.sh
 source "$here/benches/common.sh"
 bench_noma
+SYNTH="$(bench_synth)"
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 NOMA_B="${NOMA_B:+$(abs "$NOMA_B")}"
 RUNS="${RUNS:-5}"
@@ -131,7 +132,7 @@ echo "A = $NOMA"
 echo "$RUNS runs each$([[ -n "$NOMA_B" ]] && echo ", A and B alternating"); work in $WORK"
 build() { # $1 = N: the repository with N records and one more staged
   local n="$1"
-  "$NOMA" synth --sections 20 >doc.noma
+  "$SYNTH" 20 >doc.noma
   cp doc.noma "$WORK/base$n.noma"
   # Committed first, so the first patch writes no genesis record and the
   # replay starts from this version (--base).

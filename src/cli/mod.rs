@@ -104,13 +104,6 @@ enum Command {
     Completions(completions::Args),
     /// Print a man page (roff, section 1), or write them all with --dir.
     Man(man::Args),
-    /// Print a synthetic benchmark document (for benchmark scripts).
-    #[command(hide = true)]
-    Synth {
-        /// Number of level-2 sections (~310 bytes each).
-        #[arg(long, default_value_t = 10_000)]
-        sections: usize,
-    },
 }
 
 /// Runs the CLI with the process arguments; returns the exit code.
@@ -151,9 +144,5 @@ pub fn main() -> i32 {
         Command::Reconcile(a) => reconcile::run(a),
         Command::Approve(a) => approve::run(a),
         Command::Provenance(a) => provenance::provenance(a),
-        Command::Synth { sections } => {
-            print!("{}", noma_core::synth::document(sections));
-            EXIT_OK
-        }
     }
 }

@@ -147,7 +147,7 @@ fn one_bad_file_does_not_hide_the_others() {
 fn hundred_megabyte_file_is_checked() {
     let dir = tempfile::tempdir().unwrap();
     // ~310 bytes per section: 330,000 sections is a little over 100 MB.
-    let src = noma_core::synth::document(330_000);
+    let src = noma_testutil::synth::document(330_000);
     assert!(src.len() > 100_000_000, "{}", src.len());
     let path = write(&dir, "huge.noma", src.as_bytes());
     drop(src);
@@ -246,7 +246,7 @@ fn closed_stdout_ends_quietly() {
     let path = write(
         &dir,
         "big.noma",
-        noma_core::synth::document(2_000).as_bytes(),
+        noma_testutil::synth::document(2_000).as_bytes(),
     );
     let bin = assert_cmd::cargo::cargo_bin("noma");
     let out = std::process::Command::new("sh")

@@ -327,7 +327,7 @@ fn concurrent_processes_share_one_consistent_cache() {
     const ROUNDS: usize = 4;
     let repo = Repo::new();
     let texts: Vec<String> = (0..PROCS)
-        .map(|i| noma_core::synth::document(20 + i * 7))
+        .map(|i| noma_testutil::synth::document(20 + i * 7))
         .collect();
     for (i, t) in texts.iter().enumerate() {
         repo.write(&format!("f{i}.noma"), t.as_bytes());

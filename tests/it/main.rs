@@ -50,6 +50,7 @@ mod merge_everyday;
 mod merge_git;
 mod merge_props;
 mod mistakes;
+mod no_synth;
 mod patch_placement;
 mod patch_props;
 mod patch_reference_conformance;

@@ -5,11 +5,9 @@
 //! summary pointing to `structuredContent`, while a small one keeps its
 //! JSON text; `--full-text` restores the full copy for every revision.
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
-use crate::common::{mcp_repo, McpClient, NOMA};
+use crate::common::{mcp_repo, McpClient};
 
 /// A tool's result (not a JSON-RPC error) and its line's length.
 fn call(s: &mut McpClient, tool: &str, args: Value) -> (Value, usize) {
@@ -34,12 +32,7 @@ fn assert_full_copy(result: &Value) {
 
 /// A committed document of 40 sections: read_doc's body is ~40 KB.
 fn big_repo() -> tempfile::TempDir {
-    let synth = Command::new(NOMA)
-        .args(["synth", "--sections", "40"])
-        .output()
-        .unwrap();
-    assert!(synth.status.success());
-    mcp_repo(&String::from_utf8(synth.stdout).unwrap())
+    mcp_repo(&noma_testutil::synth::document(40))
 }
 
 #[test]

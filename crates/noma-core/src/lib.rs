@@ -13,8 +13,7 @@
 //! - [`patch`]: the 25 source-preserving patch ops, and the one extension
 //!   op `noma record` writes.
 //! - [`transcript`]: records, the hash chain, replay.
-//! - [`diag`] (diagnostics), [`suggest`] ("did you mean"), [`synth`]
-//!   (generated documents for benches and tests).
+//! - [`diag`] (diagnostics), [`suggest`] ("did you mean").
 //!
 //! Parse, validate with exact ranges, patch with edits, hash a block — all
 //! on strings, so the same code runs in an editor or a web page (build
@@ -69,6 +68,5 @@ pub mod diag;
 pub mod doc;
 pub mod patch;
 pub mod suggest;
-pub mod synth;
 pub mod transcript;
 pub mod validate;

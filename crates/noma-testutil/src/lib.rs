@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+pub mod synth;
+
 /// Runs `git` in `dir` with an isolated configuration and a fixed identity;
 /// panics when it fails.
 pub fn git(dir: &Path, args: &[&str]) {

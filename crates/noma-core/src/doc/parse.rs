@@ -1062,4 +1062,13 @@ mod tests {
         let d = parse("## Intro {id=\"intro\"}\n## Intro\n## !!!\n## ???\n");
         assert_eq!(ids(&d), ["intro", "intro", "section", "section-2"]);
     }
+
+    /// The bench generator (noma-testutil, which cannot depend on this
+    /// crate) makes documents that parse without issues.
+    #[test]
+    fn the_synthetic_bench_document_parses_cleanly() {
+        let d = parse(&noma_testutil::synth::document(100));
+        assert!(d.issues.is_empty(), "{:?}", d.issues);
+        assert_eq!(d.children[0].children().len(), 100);
+    }
 }

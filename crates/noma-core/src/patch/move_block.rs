@@ -219,7 +219,7 @@ mod tests {
     fn single_parse_matches_cut_and_reparse() {
         let src = format!(
             "{}\n::grid{{id=\"g\"}}\n:::card{{id=\"a\"}}\nA\n:::\n:::card{{id=\"b\"}}\nB\n:::\n\n:::card{{id=\"c\"}}\nC\n:::\n::\n\n## Tail\n\n::note{{id=\"n1\"}}\nN\n::\nText right after.\n- item\n::note{{id=\"n2\"}}\nM\n::\n\n- loose\n\n::note{{id=\"n3\"}}\nL\n::\n\n- more\n\n| a | b |\n| - | - |\n\n::note{{id=\"n4\"}}\nT\n::\npara\n\n::note{{id=\"n5\"}}\nP\n::\n",
-            crate::synth::document(6)
+            noma_testutil::synth::document(6)
         );
         let ids = [
             "claim-1", "ev-1", "claim-5", "ev-5", "a", "b", "c", "g", "n1", "n2",

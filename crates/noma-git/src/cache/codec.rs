@@ -239,7 +239,7 @@ mod tests {
     }
 
     fn noma_sample() -> String {
-        noma_core::synth::document(12)
+        noma_testutil::synth::document(12)
     }
 
     #[test]

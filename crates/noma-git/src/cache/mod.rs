@@ -889,7 +889,7 @@ mod tests {
     }
 
     fn text() -> String {
-        noma_core::synth::document(15)
+        noma_testutil::synth::document(15)
     }
 
     fn expected(text: &str) -> DocInfo {
@@ -1099,7 +1099,7 @@ mod tests {
         {
             let cache = BlockCache::open(dir.path());
             for n in 0..40 {
-                drop(cache.doc_info(&noma_core::synth::document(n)));
+                drop(cache.doc_info(&noma_testutil::synth::document(n)));
             }
         }
         let full = std::fs::read(db(dir.path())).expect("read");
@@ -1107,7 +1107,7 @@ mod tests {
         let cache = BlockCache::open(dir.path());
         cache.set_memo(false);
         for n in 0..40 {
-            let t = noma_core::synth::document(n);
+            let t = noma_testutil::synth::document(n);
             assert_eq!(*cache.doc_info(&t), expected(&t), "doc {n}");
         }
     }
@@ -1203,7 +1203,7 @@ mod tests {
                 let cache = &cache;
                 s.spawn(move || {
                     for n in 0..10 {
-                        let t = noma_core::synth::document(i + n);
+                        let t = noma_testutil::synth::document(i + n);
                         assert_eq!(*cache.doc_info(&t), expected(&t));
                     }
                 });
