@@ -50,7 +50,7 @@ fn sha(n: u8) -> String {
 }
 
 /// Record `i` (1-based line): agent records unless `human`.
-pub(super) fn record(i: usize, human: bool) -> Entry {
+pub fn record(i: usize, human: bool) -> Entry {
     let (pre, post) = (sha(i as u8 - 1), sha(i as u8));
     // Each actor is named as its signer's principal's local part, so a
     // signature is no signer-mismatch.

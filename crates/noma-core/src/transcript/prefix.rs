@@ -226,8 +226,9 @@ fn compare(
     Ok(Some((ext, hasher)))
 }
 
-/// Fills `buf` unless the stream ends first; the bytes read.
-fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Fills `buf` unless the stream ends first; the bytes read (a read
+/// that was interrupted is retried).
+pub fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {

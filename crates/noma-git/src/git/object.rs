@@ -19,6 +19,7 @@ use std::path::Path;
 
 use flate2::{Decompress, FlushDecompress, Status};
 use git2::Oid;
+use noma_core::transcript::prefix::read_full;
 
 /// Compressed bytes read from the file at a time.
 const INPUT: usize = 256 * 1024;
@@ -287,20 +288,6 @@ impl Read for ObjectStream {
         self.left -= n as u64;
         Ok(n)
     }
-}
-
-/// Fills `buf` unless the file ends first; the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -551,36 +551,7 @@ pub(crate) fn hook_problems(
 mod tests {
     use super::*;
     use noma_core::transcript::Entry;
-
-    /// Record `i` (1-based line): an agent's unless `human` (the shape of
-    /// noma-provenance's verification scenarios).
-    fn record(i: usize, human: bool) -> Entry {
-        let sha = |n: usize| noma_core::doc::hash::sha256_hex(&[n as u8]);
-        let (pre, post) = (sha(i - 1), sha(i));
-        let (kind, name) = if human {
-            ("human", "alice")
-        } else {
-            ("agent", "bot")
-        };
-        let v = serde_json::json!({
-            "protocol_version": "1.0", "tool_version": "0.1.0",
-            "op_id": format!("00000000-0000-4000-8000-{i:012}"),
-            "ts": "2026-11-26T10:00:00.000Z",
-            "actor": {"kind": kind, "name": name},
-            "doc_uri": "doc.noma",
-            "pre_sha256": pre, "post_sha256": post,
-            "pre_sha": &pre[..8], "post_sha": &post[..8],
-            "op": {"op": "update_attribute", "id": "a", "key": "v", "value": i},
-            "patch_result": "applied", "pre_validation": "ok", "post_validation": "ok",
-            "reason": "why",
-        });
-        Entry {
-            line: i,
-            offset: 0,
-            line_sha256: String::new(),
-            record: noma_core::transcript::parse_record(i, v.to_string().as_bytes()).unwrap(),
-        }
-    }
+    use noma_provenance::tests::record;
 
     fn lines(entries: &[Entry]) -> Vec<u8> {
         let mut out = Vec::new();
