@@ -1,7 +1,7 @@
 //! `noma changed`: the blocks that changed since the merge base with a base
 //! branch (committed, staged, unstaged and untracked edits), and the
 //! reconciliation bookkeeping around that query, asked through
-//! [`noma_git::changes::ask`].
+//! [`noma_git::changes::questions`].
 //!
 //! Paths given on the command line are repository-relative (the same as the
 //! library and MCP tools), whatever the current directory.
@@ -11,7 +11,7 @@
 //! counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`.
 
 use super::Format;
-use noma_git::changes::ask::{self, Ask};
+use noma_git::changes::questions::{self, Ask};
 use noma_git::changes::{ChangesError, Query};
 use noma_git::git::repo::Repo;
 
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> i32 {
     } else {
         super::cache::open(&root)
     };
-    let code = match ask::answer(&repo, asked, &cache) {
+    let code = match questions::answer(&repo, asked, &cache) {
         Ok(answer) => {
             for n in answer.notices() {
                 eprintln!("noma: notice: {n}");
@@ -118,7 +118,7 @@ fn asked(args: &Args) -> Ask {
 
 /// Prints JSON (compact: answers can be large and are read by programs) or
 /// the human text, in one write.
-fn emit(format: Format, answer: &ask::Answer) -> i32 {
+fn emit(format: Format, answer: &questions::Answer) -> i32 {
     use std::io::Write;
     let text = match format {
         Format::Json => match serde_json::to_string(answer) {

@@ -3,7 +3,7 @@
 //! OLD: counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`);
 //! `noma approve` lists the blocks it approves with the same lines.
 
-use noma_git::changes::ask::Answer;
+use noma_git::changes::questions::Answer;
 use noma_git::changes::{ChangedBlocks, ChangedDocs, Counts, DocChange};
 use noma_merge::diff::{BlockChange, Change};
 

@@ -29,11 +29,11 @@
 //! [`snapshot_state`] writes the committable baseline, which later queries
 //! honour too. `bypass_cache` ignores both and the block cache.
 
-pub mod ask;
 #[cfg(target_os = "linux")]
 mod index_file;
+pub mod questions;
 #[cfg(target_os = "linux")]
-mod mounts;
+mod remote_fs;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod watch;

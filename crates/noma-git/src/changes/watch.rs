@@ -48,7 +48,7 @@
 //! time are compared on each query), too many touched paths, an index with
 //! unmerged entries, a repository whose git directory is not `<root>/.git`
 //! (linked worktrees), a work tree on a network or host-shared file system
-//! (`changes/mounts.rs`), a watcher that cannot start (inotify watch
+//! (`changes/remote_fs.rs`), a watcher that cannot start (inotify watch
 //! limit), or no `git` CLI. Not followed: files the user's git
 //! configuration includes (`include.path`).
 
@@ -214,7 +214,7 @@ impl WatchedChanges {
         inner.dirs.clear();
         inner.invalidate = false;
         inner.rebuild = false;
-        if let Some(fs) = super::mounts::remote_file_system(&self.root) {
+        if let Some(fs) = super::remote_fs::remote_file_system(&self.root) {
             inner.unusable = Some(format!(
                 "the work tree is on {fs}, where changes made elsewhere are no events"
             ));

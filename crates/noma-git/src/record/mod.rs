@@ -39,7 +39,7 @@
 //! at a time from the state found (`state`). Under the lock, the
 //! transcript's length and last line show that nobody wrote since.
 
-mod place;
+mod location;
 mod scan;
 mod state;
 
@@ -51,13 +51,13 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::git::repo::GitError;
+use location::Location;
 use noma_core::doc::hash::sha256_hex;
 use noma_core::patch::REPLACE_LINES;
 use noma_core::transcript::{self, Actor, Record};
 use noma_provenance::config::Policy;
 use noma_store::engine::{self, Context, Options};
 use noma_store::fsio;
-use place::Place;
 
 /// What `record` did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -332,7 +332,7 @@ pub fn last_state(doc_path: &Path) -> Result<Option<String>, RecordError> {
     if prior.last_applied_post().is_none() {
         return Ok(None);
     }
-    let place = Place::discover(doc_path)?;
+    let place = Location::discover(doc_path)?;
     prior.previous_state(&place).map(Some)
 }
 
@@ -342,7 +342,7 @@ trait Prior {
     /// The last applied record's `post_sha256`, if any: the state to record from.
     fn last_applied_post(&self) -> Option<&str>;
     /// The text of that state, rebuilt (see the module docs).
-    fn previous_state(&self, place: &Place) -> Result<String, RecordError>;
+    fn previous_state(&self, place: &Location) -> Result<String, RecordError>;
     /// The sha256 of the last line, which the first appended record chains onto.
     fn last_line_sha(&self) -> Option<String>;
     /// Under the lock: whether the transcript is still the one read.
@@ -364,7 +364,7 @@ fn record_after(
     if prior.last_applied_post() == Some(doc_sha.as_str()) {
         return Ok(Outcome::NothingToRecord);
     }
-    let place = Place::discover(doc_path)?;
+    let place = Location::discover(doc_path)?;
     let policy = Policy::load(&place.root).map_err(CannotRun::from)?;
     let text_edits = policy.file.record_text_edits;
     let (prev, genesis) = starting_point(&place, prior, text_edits, text, tpath)?;
@@ -406,7 +406,7 @@ fn record_after(
 /// changed since. A policy without text edits starts from the committed
 /// version instead (found again in history by replay and the hooks).
 fn starting_point(
-    place: &Place,
+    place: &Location,
     prior: &dyn Prior,
     text_edits: bool,
     text: &str,
@@ -484,7 +484,7 @@ pub(crate) fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
     if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
         return false;
     }
-    let Ok(place) = Place::discover(doc_path) else {
+    let Ok(place) = Location::discover(doc_path) else {
         return false;
     };
     if !Policy::load(&place.root).is_ok_and(|p| p.file.record_text_edits) {

@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use super::place::Place;
+use super::location::Location;
 use super::scan::Scanned;
 use super::{CannotRecord, Prior, RecordError};
 use noma_core::doc::hash::{sha256_hex, EMPTY_SHA256};
@@ -25,7 +25,7 @@ impl Prior for Scanned {
         self.last_applied_post.as_deref()
     }
 
-    fn previous_state(&self, place: &Place) -> Result<String, RecordError> {
+    fn previous_state(&self, place: &Location) -> Result<String, RecordError> {
         let head = place.head_text()?;
         let Some(first_pre) = self.first_applied_pre.as_deref() else {
             return Err(CannotRecord::NoAppliedRecord {
@@ -114,7 +114,11 @@ fn reapply_one(text: String, r: &Record) -> Result<String, CannotRecord> {
 /// through (HEAD's document is none). The states are kept as the first 8
 /// bytes of their sha256, a fraction of the records; a version that
 /// matches one is confirmed by the walk from it.
-fn from_history(scanned: &Scanned, place: &Place, first_pre: &str) -> Result<String, RecordError> {
+fn from_history(
+    scanned: &Scanned,
+    place: &Location,
+    first_pre: &str,
+) -> Result<String, RecordError> {
     let mut keys = HashSet::from([key(first_pre)]);
     scanned.applied_hashes(&mut |h, _| {
         keys.insert(key(&h.post_sha256));

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::place::Place;
+use super::location::Location;
 use super::{CannotRecord, CannotRun, Prior, RecordError};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{self, PatchResult, Record};
@@ -71,7 +71,7 @@ impl Prior for WholeFile {
         self.applied().last().map(|r| r.post_sha256.as_str())
     }
 
-    fn previous_state(&self, place: &Place) -> Result<String, RecordError> {
+    fn previous_state(&self, place: &Location) -> Result<String, RecordError> {
         let applied = self.applied();
         let head = place.head_text()?;
         let Some(first) = applied.first() else {

@@ -7,7 +7,7 @@ use super::CannotRun;
 use crate::git::repo::Repo;
 
 /// Where the document lives in its repository.
-pub(super) struct Place {
+pub(super) struct Location {
     pub(super) repo: Repo,
     /// The work tree's root (canonical).
     pub(super) root: PathBuf,
@@ -15,8 +15,8 @@ pub(super) struct Place {
     pub(super) rel: String,
 }
 
-impl Place {
-    pub(super) fn discover(doc_path: &Path) -> Result<Place, CannotRun> {
+impl Location {
+    pub(super) fn discover(doc_path: &Path) -> Result<Location, CannotRun> {
         let path = || doc_path.to_path_buf();
         let abs = std::fs::canonicalize(doc_path).map_err(|source| CannotRun::Unresolvable {
             path: path(),
@@ -39,7 +39,7 @@ impl Place {
         let rel = parts
             .map(|p| p.join("/"))
             .ok_or_else(|| CannotRun::NonUtf8Path { path: path() })?;
-        Ok(Place { repo, root, rel })
+        Ok(Location { repo, root, rel })
     }
 
     /// The document as committed at HEAD, if it is and is text.
