@@ -202,8 +202,9 @@ fn the_dependency_check_sees_a_forbidden_crate_however_deep() {
     );
 }
 
-#[test]
-fn the_crate_graph_is_the_documented_one() {
+/// `cargo metadata --no-deps` of the workspace: its packages, their
+/// dependencies and targets.
+fn workspace_metadata() -> serde_json::Value {
     let o = std::process::Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -217,6 +218,12 @@ fn the_crate_graph_is_the_documented_one() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let meta: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    meta
+}
+
+#[test]
+fn the_crate_graph_is_the_documented_one() {
+    let meta = workspace_metadata();
     let mut got = Vec::new();
     for p in meta["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap().to_string();
@@ -850,19 +857,7 @@ fn lint_findings(workspace: &str, libraries: &[(String, String)]) -> Vec<String>
 /// The workspace's library crates (a `lib` target) with their manifests'
 /// text, those in `LINTS_PENDING` left out.
 fn library_manifests() -> Vec<(String, String)> {
-    let o = std::process::Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--offline",
-            "--format-version",
-            "1",
-            "--no-deps",
-        ])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let meta: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let meta = workspace_metadata();
     let mut out = Vec::new();
     for p in meta["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap().to_string();
