@@ -176,8 +176,9 @@ pub struct BlockCache {
     conn: Mutex<Option<Connection>>,
     backing: Mutex<Backing>,
     memo: Mutex<foldhash::HashMap<[u8; 32], Arc<DocInfo>>>,
-    /// `replays` rows not written yet ([`BlockCache::remember_replay`]).
-    pending_replays: Mutex<Vec<replays::Row>>,
+    /// `replays` and checkpoint rows not written yet
+    /// ([`BlockCache::remember_replay`]).
+    pending_replays: Mutex<replays::Pending>,
     notice: Mutex<Option<String>>,
     /// Where a notice goes when it is recorded (the library never prints).
     notice_sink: Option<NoticeSink>,
@@ -401,10 +402,10 @@ impl BlockCache {
     /// Returns how many documents were removed, or SQLite's reason why not.
     pub fn clear(&self) -> Result<u64, rusqlite::Error> {
         self.memo_lock().clear();
-        self.pending_replays
+        *self
+            .pending_replays
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+            .unwrap_or_else(|e| e.into_inner()) = replays::Pending::default();
         let mut guard = self.conn_lock();
         let Some(conn) = guard.as_mut() else {
             return Ok(0);

@@ -4,10 +4,11 @@
 //! id names the bytes and a sha256 the document, so a row can never go
 //! stale; the engine names the noma version whose replay said yes.
 //!
-//! A PR check remembers one row per document it proves, hundreds in one
-//! run: the rows wait in the handle and are written together, in one
-//! transaction, when [`FLUSH_AT`] are waiting and when the handle is
-//! dropped, instead of one write transaction (and its locks) each.
+//! A PR check remembers a replay and a checkpoint row per document it
+//! proves, hundreds in one run: the rows wait in the handle and are
+//! written together, in one transaction, when [`FLUSH_AT`] are waiting and
+//! when the handle is dropped, instead of one write transaction (and its
+//! locks) each.
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
@@ -15,7 +16,24 @@ use super::{codec, BlockCache, ENGINE};
 
 /// A `replays` row waiting to be written: transcript blob id, document
 /// sha256.
-pub(super) type Row = (Vec<u8>, [u8; 32]);
+type Row = (Vec<u8>, [u8; 32]);
+
+/// A checkpoint row waiting to be written: transcript blob id, document
+/// sha256, the row's bytes.
+type CheckpointRow = (Vec<u8>, [u8; 32], Vec<u8>);
+
+/// Rows a handle has not written yet.
+#[derive(Default)]
+pub(super) struct Pending {
+    replays: Vec<Row>,
+    checkpoints: Vec<CheckpointRow>,
+}
+
+impl Pending {
+    fn len(&self) -> usize {
+        self.replays.len() + self.checkpoints.len()
+    }
+}
 
 /// Rows waiting at most before they are written.
 const FLUSH_AT: usize = 1024;
@@ -30,6 +48,7 @@ impl BlockCache {
         };
         if self
             .pending()
+            .replays
             .iter()
             .any(|(t, d)| t == transcript && *d == doc)
         {
@@ -56,23 +75,29 @@ impl BlockCache {
         if self.is_disabled() {
             return;
         }
+        self.wait_or_write(|p| p.replays.push((transcript.to_vec(), doc)));
+    }
+
+    /// Adds a row to the waiting ones with `add`, and writes them all once
+    /// [`FLUSH_AT`] wait.
+    fn wait_or_write(&self, add: impl FnOnce(&mut Pending)) {
         let mut pending = self.pending();
-        pending.push((transcript.to_vec(), doc));
+        add(&mut pending);
         if pending.len() >= FLUSH_AT {
             let rows = std::mem::take(&mut *pending);
             drop(pending);
-            self.write_replays(rows);
+            self.write_pending(rows);
         }
     }
 
     /// Writes the rows waiting (the handle's `Drop` calls it).
     pub(super) fn flush_replays(&self) {
         let rows = std::mem::take(&mut *self.pending());
-        self.write_replays(rows);
+        self.write_pending(rows);
     }
 
-    fn write_replays(&self, rows: Vec<Row>) {
-        if rows.is_empty() {
+    fn write_pending(&self, rows: Pending) {
+        if rows.len() == 0 {
             return;
         }
         let _ = self.with_conn_mut(|c| {
@@ -81,15 +106,22 @@ impl BlockCache {
                 let mut insert = tx.prepare_cached(
                     "INSERT OR IGNORE INTO replays(transcript, document, engine) VALUES (?1, ?2, ?3)",
                 )?;
-                for (transcript, doc) in &rows {
+                for (transcript, doc) in &rows.replays {
                     insert.execute(params![transcript, &doc[..], ENGINE])?;
+                }
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (transcript, doc, row) in &rows.checkpoints {
+                    insert.execute(params![transcript, &doc[..], CHECKPOINT_ENGINE, row])?;
                 }
             }
             tx.commit()
         });
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Row>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending_replays
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -128,6 +160,16 @@ impl BlockCache {
         document_sha256: &str,
     ) -> Option<Vec<u8>> {
         let doc = codec::hex_to_bytes(document_sha256)?;
+        let waiting = self
+            .pending()
+            .checkpoints
+            .iter()
+            .rev()
+            .find(|(t, d, _)| t == transcript && *d == doc)
+            .map(|(_, _, row)| row.clone());
+        if waiting.is_some() {
+            return waiting;
+        }
         self.with_conn(|c| {
             c.prepare_cached(
                 "SELECT attribution FROM histories WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
@@ -139,18 +181,16 @@ impl BlockCache {
     }
 
     /// Stores what the checkpoint learned about a proved transcript
-    /// (opaque bytes). A failed write only costs a slower check later.
+    /// (opaque bytes), written with the rows waiting (see the module's
+    /// doc). A failed write only costs a slower check later.
     pub(crate) fn remember_checkpoint(&self, transcript: &[u8], document_sha256: &str, row: &[u8]) {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return;
         };
-        let _ = self.with_conn(|c| {
-            c.prepare_cached(
-                "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) \
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![transcript, &doc[..], CHECKPOINT_ENGINE, row])
-        });
+        if self.is_disabled() {
+            return;
+        }
+        self.wait_or_write(|p| p.checkpoints.push((transcript.to_vec(), doc, row.to_vec())));
     }
 
     /// The signed-base row stored for the merge base's transcript blob
@@ -216,6 +256,14 @@ mod tests {
         c.clear().expect("clears");
         assert!(!c.replay_known(b"t3", DOC));
         assert_eq!(c.checkpoint_known(b"t3", DOC), None);
+        // Checkpoint rows wait with the replays and are written when the
+        // handle goes; the last one for a key wins.
+        c.remember_checkpoint(b"t4", DOC, b"old");
+        c.remember_checkpoint(b"t4", DOC, b"new");
+        assert_eq!(c.checkpoint_known(b"t4", DOC).as_deref(), Some(&b"new"[..]));
+        drop(c);
+        let c = BlockCache::open(dir.path());
+        assert_eq!(c.checkpoint_known(b"t4", DOC).as_deref(), Some(&b"new"[..]));
     }
 
     /// A cache written before the table existed gains it and keeps its

@@ -7,17 +7,20 @@
 //!
 //! The answer must be what the whole-file check says ("replays" means
 //! what `noma replay` says), so the history before the branch
-//! is proved too. The first time, HEAD's transcript is replayed from its
-//! first state, a line at a time from the blob (which also sees an op_id
-//! the branch reused). That proves the merge base's transcript replays to
-//! the merge base's document, and the block cache remembers it by blob id
-//! and document sha256; the next check against the same base (the
-//! Action's other formats, a rerun, the next push to the branch) replays
-//! only the branch's records. The pass that compared the merge base's
-//! bytes also built its checkpoint row ([`super::proved`]): later checks
-//! read HEAD's blob once, compare its first bytes by the row's digest and
-//! look the branch's op_ids up in the row's fingerprints (decision
-//! `checkpoint-remembers-a-digest`).
+//! is proved too. The first time, the merge base's transcript is replayed
+//! from its first state to the merge base's document, a line at a time
+//! from the blob, and the branch's op_ids are looked up in the
+//! fingerprints of the history's, gathered as the two transcripts were
+//! compared (a hit hands over to the whole check, which names a reuse);
+//! without those fingerprints (the base moved on), HEAD's whole transcript
+//! is replayed instead, which compares every op_id. The block cache
+//! remembers the proof by blob id and document sha256; the next check
+//! against the same base (the Action's other formats, a rerun, the next
+//! push to the branch) replays only the branch's records. The pass that
+//! compared the merge base's bytes also built its checkpoint row
+//! ([`super::proved`]): later checks read HEAD's blob once, compare its
+//! first bytes by the row's digest and look the branch's op_ids up in the
+//! row's fingerprints (decision `checkpoint-remembers-a-digest`).
 //! Anything this does not accept returns None and the whole-file check
 //! runs, which names the cause.
 //!
@@ -175,7 +178,21 @@ fn replays_proving(
         }
         return Some(lines.len());
     }
-    if !replays_from_its_start(repo, ids.head, head_doc, find) {
+    // Cold. With the row built on the way, the history is proved alone:
+    // its records replay from their first state to the merge base's
+    // document, which the branch's replayed from above, and the row's
+    // fingerprints stand for the op_ids a whole replay would compare
+    // (what a warm check does). Otherwise HEAD's whole transcript replays,
+    // which also compares every op_id.
+    let history = match proved {
+        Some(p) => match history_replays(repo, ids.merge_base, mb_doc, find) {
+            Some(false) => return None,
+            Some(true) if reuses_any(&lines, &|op| p.may_hold(op))? => return None,
+            proved_alone => proved_alone,
+        },
+        None => None,
+    };
+    if history.is_none() && !replays_from_its_start(repo, ids.head, head_doc, find) {
         return None;
     }
     // HEAD's transcript replays, and its records after the merge base's
@@ -183,10 +200,12 @@ fn replays_proving(
     // history alone replays to it. Not when the history has no applied
     // record: its first state is then chosen by the branch's records.
     let remember = cache.filter(|_| {
-        repo.blob_reader(ids.merge_base)
-            .ok()
-            .and_then(|mut r| replay::first_applied_pre_sha256_in(&mut r))
-            .is_some()
+        history.is_some()
+            || repo
+                .blob_reader(ids.merge_base)
+                .ok()
+                .and_then(|mut r| replay::first_applied_pre_sha256_in(&mut r))
+                .is_some()
     });
     if let Some(c) = remember {
         c.remember_replay(key, &doc_sha);
@@ -227,6 +246,27 @@ fn mentions_any(repo: &Repo, id: Oid, needles: &[String]) -> Option<bool> {
         Some(Ok(_)) => Some(true),
         Some(Err(_)) => None,
     }
+}
+
+/// Whether the merge base's transcript blob `id` replays, from the state
+/// its first applied record starts at, to `mb_doc`; None when it has no
+/// applied record (the branch's records then fix the first state) or
+/// cannot be read.
+fn history_replays(
+    repo: &Repo,
+    id: Oid,
+    mb_doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<bool> {
+    let mut reader = repo.blob_reader(id).ok()?;
+    let first = replay::first_applied_pre_sha256_in(&mut reader)?;
+    let base = find(&first);
+    reader.seek(SeekFrom::Start(0)).ok()?;
+    Some(
+        replay::replay_reader(&mut reader, base.as_deref(), mb_doc)
+            .divergence
+            .is_none(),
+    )
 }
 
 /// Whether the transcript blob `id` replays, from the state its first
