@@ -395,8 +395,8 @@ impl Branch<'_> {
         // Signatures and approvals of the branch's records, trusted from
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
-        self.check_signatures(&mut rep, path, &files);
-        self.remember_signed_base([path, old], &files, rep.replays);
+        let read = self.check_signatures(&mut rep, path, &files);
+        self.remember_signed_base([path, old], &files, rep.replays, read);
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?
@@ -408,9 +408,14 @@ impl Branch<'_> {
 
     /// The branch records' signatures and approvals, trusted from the base
     /// revision: their problems as findings, and who signed and approved
-    /// each record.
-    fn check_signatures(&self, rep: &mut DocReport, path: &str, files: &DocFiles) {
-        let signed = crate::provenance::check::branch_check(
+    /// each record. Also the sidecars the check read.
+    fn check_signatures(
+        &self,
+        rep: &mut DocReport,
+        path: &str,
+        files: &DocFiles,
+    ) -> Option<crate::provenance::check::SidecarsRead> {
+        let (signed, read) = crate::provenance::check::branch_check(
             self.repo,
             [self.base_tip, self.head, self.merge_base],
             path,
@@ -418,6 +423,7 @@ impl Branch<'_> {
             files.prefix(),
         );
         report_signed(rep, signed);
+        read
     }
 
     /// A moved document whose provenance sidecar did not follow it.

@@ -362,14 +362,15 @@ pub struct BranchCheck {
 /// has beyond `prefix` (the merge base's transcript; see
 /// [`History::Of`]), against HEAD's sidecar, trusting `base`'s policy and
 /// allowed signers. Nothing is read past the base's policy when it turns
-/// provenance off.
+/// provenance off. Also the sidecars it read, when the merge base's is the
+/// document's own (not a moved one's).
 pub(crate) fn branch_check(
     repo: &crate::git::repo::Repo,
     [base, head, merge_base]: [crate::git::Oid; 3],
     doc: &str,
     head_transcript: &[u8],
     prefix: &[u8],
-) -> BranchCheck {
+) -> (BranchCheck, Option<SidecarsRead>) {
     let blob = |c, p: &str| repo.blob_at(c, p).ok().flatten();
     // A document the branch moved where git did not pair the move: its
     // history is the merge base's transcript under the path its first
@@ -394,9 +395,9 @@ pub(crate) fn branch_check(
         blob(base, ALLOWED_SIGNERS_PATH)
     }) {
         Ok(Some(t)) => t,
-        Ok(None) => return BranchCheck::default(),
+        Ok(None) => return (BranchCheck::default(), None),
         Err(message) => {
-            return BranchCheck::problems(vec![Located {
+            let problem = Located {
                 path: CONFIG_PATH.into(),
                 problem: Problem {
                     level: "error",
@@ -405,7 +406,8 @@ pub(crate) fn branch_check(
                     op_id: String::new(),
                     message: format!("the base's provenance settings cannot be read: {message}"),
                 },
-            }])
+            };
+            return (BranchCheck::problems(vec![problem]), None);
         }
     };
     // The branch's records are in HEAD: none was signed after it.
@@ -415,14 +417,16 @@ pub(crate) fn branch_check(
     let tpath = transcript_path(doc);
     let mut problems = signer_warnings(&trust);
     let touched = sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
-    match check_after_touched(
-        &trust,
-        head_transcript,
-        History::Of(prefix),
-        side.as_deref(),
-        &touched,
-    ) {
-        Ok(mut statuses) => {
+    let parsed = parse_sidecar(side.as_deref());
+    let check = match &parsed {
+        Ok(parsed) => {
+            let mut statuses = check_parsed(
+                &trust,
+                head_transcript,
+                History::Of(prefix),
+                parsed,
+                &touched,
+            );
             for s in &mut statuses {
                 problems.extend(s.problems.drain(..).map(|problem| Located {
                     path: tpath.clone(),
@@ -437,11 +441,31 @@ pub(crate) fn branch_check(
         Err(problem) => {
             problems.push(Located {
                 path: side_path,
-                problem,
+                problem: problem.clone(),
             });
             BranchCheck::problems(problems)
         }
-    }
+    };
+    let read = moved.is_none().then(|| {
+        let merge_base = mb_side.unwrap_or_default();
+        let extended = side.is_some_and(|h| h.starts_with(&merge_base));
+        SidecarsRead {
+            head: parsed.ok().filter(|_| extended),
+            merge_base,
+        }
+    });
+    (check, read)
+}
+
+/// The sidecars [`branch_check`] read, for what the PR check remembers of
+/// the merge base.
+#[derive(Debug)]
+pub(crate) struct SidecarsRead {
+    /// The merge base's sidecar bytes (empty when it has none).
+    pub merge_base: Vec<u8>,
+    /// HEAD's sidecar entries, when its bytes start with the merge base's
+    /// and parse: the merge base's lines are then its first lines.
+    pub head: Option<Sidecar>,
 }
 
 impl BranchCheck {

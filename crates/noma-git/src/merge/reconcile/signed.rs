@@ -27,7 +27,7 @@ use super::super::proved::{Builder, Tee};
 use super::{Appended, Branch, DocFiles};
 use crate::cache::BlockCache;
 use crate::git::Oid;
-use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located};
+use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located, SidecarsRead};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::replay;
 use noma_core::transcript::replay::op_id_fingerprint;
@@ -60,7 +60,14 @@ impl SignedBase {
     /// when the whole check must always run for them. `replayed`: replay
     /// already parsed every transcript line as a record, so a plain line
     /// gives its op_id without a second parse ([`plain_origin`]).
-    pub(super) fn build(transcript: &[u8], sidecar: &[u8], replayed: bool) -> Option<SignedBase> {
+    /// `extended`: the parse of a sidecar whose first bytes are `sidecar`,
+    /// whose first lines are then its entries, parsed already.
+    pub(super) fn build(
+        transcript: &[u8],
+        sidecar: &[u8],
+        replayed: bool,
+        extended: Option<&Sidecar>,
+    ) -> Option<SignedBase> {
         let (lines, torn) = split_lines(transcript);
         if torn.is_some() {
             return None;
@@ -80,7 +87,13 @@ impl SignedBase {
         if !(sidecar.is_empty() || sidecar.ends_with(b"\n")) {
             return None;
         }
-        let mut named = named_op_ids(&Sidecar::parse(sidecar).ok()?);
+        let mut named = match extended {
+            // Every line of `sidecar` is one of the parse's first lines,
+            // and parsed: each line the parse skipped (blank, or repeated)
+            // is skipped by a parse of `sidecar` alone too.
+            Some(parsed) => named_op_ids(parsed, memchr::memchr_iter(b'\n', sidecar).count()),
+            None => named_op_ids(&Sidecar::parse(sidecar).ok()?, usize::MAX),
+        };
         named.sort_unstable();
         named.dedup();
         Some(SignedBase {
@@ -160,12 +173,15 @@ fn plain_origin(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(value).ok()
 }
 
-/// The fingerprints of the op_ids a sidecar's lines name: a signature its
-/// record, an approval every record it approves.
-fn named_op_ids(side: &Sidecar) -> Vec<u64> {
-    let signed = side.signatures.iter().map(|(_, s)| s.op_id.as_str());
-    let approved =
-        (side.approvals.iter()).flat_map(|(_, a)| a.body.op_ids.iter().map(String::as_str));
+/// The fingerprints of the op_ids a sidecar's first `lines` lines name: a
+/// signature its record, an approval every record it approves.
+fn named_op_ids(side: &Sidecar, lines: usize) -> Vec<u64> {
+    let signed = (side.signatures.iter())
+        .filter(|(n, _)| *n <= lines)
+        .map(|(_, s)| s.op_id.as_str());
+    let approved = (side.approvals.iter())
+        .filter(|(n, _)| *n <= lines)
+        .flat_map(|(_, a)| a.body.op_ids.iter().map(String::as_str));
     signed.chain(approved).map(op_id_fingerprint).collect()
 }
 
@@ -286,11 +302,14 @@ impl Branch<'_> {
     /// and the transcript's checkpoint ([`remember_checkpoint`]) when that
     /// check found HEAD's transcript an append of the merge base's that
     /// replays (`replays`: its history check replayed it whole then).
+    /// `read`: the sidecars the signature check read, so that the merge
+    /// base's is neither read nor parsed again.
     pub(super) fn remember_signed_base(
         &self,
         [path, old]: [&str; 2],
         files: &DocFiles,
         replays: bool,
+        read: Option<SidecarsRead>,
     ) {
         let replayed = replays
             && !files.prefix().is_empty()
@@ -315,14 +334,15 @@ impl Branch<'_> {
         if cache.signed_base_known(&t, &s).is_some() {
             return;
         }
-        let side = match s_id {
-            Some(s) => match self.repo.blob(s) {
-                Ok(b) => b,
+        let (side, head) = match (read, s_id) {
+            (Some(read), _) => (read.merge_base, read.head),
+            (None, Some(s)) => match self.repo.blob(s) {
+                Ok(b) => (b, None),
                 Err(_) => return,
             },
-            None => Vec::new(),
+            (None, None) => (Vec::new(), None),
         };
-        if let Some(row) = SignedBase::build(mb_t, &side, replayed) {
+        if let Some(row) = SignedBase::build(mb_t, &side, replayed, head.as_ref()) {
             cache.remember_signed_base(&t, &s, &row.encode());
         }
     }
@@ -393,7 +413,7 @@ mod tests {
             "{{\"kind\":\"signature\",\"op_id\":\"{a}\",\"signer\":\"a@x\",\"sig\":\"s\"}}\n"
         );
         let t = line(&a, None, "why") + &line(&b, None, "why");
-        let row = SignedBase::build(t.as_bytes(), sig.as_bytes(), true).expect("row");
+        let row = SignedBase::build(t.as_bytes(), sig.as_bytes(), true, None).expect("row");
         assert!(row.may_name(&a) && !row.may_name(&b));
         assert_eq!(SignedBase::decode(&row.encode()), Some(row.clone()));
         assert_eq!(SignedBase::decode(&row.encode()[1..]), None);
@@ -411,7 +431,7 @@ mod tests {
         );
         let twice = line(&a, None, "why") + &copy;
         for replayed in [false, true] {
-            assert!(SignedBase::build(twice.as_bytes(), b"", replayed).is_none());
+            assert!(SignedBase::build(twice.as_bytes(), b"", replayed, None).is_none());
         }
         // Two records with one op_id, read without a parse.
         let dup = line(&a, None, "why") + &line(&a, None, "again");
@@ -419,11 +439,43 @@ mod tests {
             plain_origin(line(&a, None, "why").as_bytes()),
             Some(a.as_str())
         );
-        assert!(SignedBase::build(dup.as_bytes(), b"", true).is_none());
+        assert!(SignedBase::build(dup.as_bytes(), b"", true, None).is_none());
         assert_eq!(plain_origin(copy.as_bytes()), None);
         // A sidecar that does not parse, or ends mid-line.
-        assert!(SignedBase::build(t.as_bytes(), b"junk\n", true).is_none());
-        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes(), true).is_none());
-        assert!(SignedBase::build(b"not a record\n", b"", false).is_none());
+        assert!(SignedBase::build(t.as_bytes(), b"junk\n", true, None).is_none());
+        assert!(SignedBase::build(t.as_bytes(), sig.trim_end().as_bytes(), true, None).is_none());
+        assert!(SignedBase::build(b"not a record\n", b"", false, None).is_none());
+    }
+
+    /// The row built from the parse of a sidecar that extends the merge
+    /// base's (HEAD's, which the signature check parsed) is the one the
+    /// merge base's own parse gives: its blank and repeated lines, and
+    /// the appended lines' op_ids, change nothing.
+    #[test]
+    fn a_row_from_the_extending_sidecars_parse_is_the_merge_bases() {
+        let ids: Vec<String> = (1..=6).map(id).collect();
+        let sig = |op: &str| {
+            format!(
+                "{{\"kind\":\"signature\",\"op_id\":\"{op}\",\"signer\":\"a@x\",\"sig\":\"s\"}}\n"
+            )
+        };
+        let approval = |ops: &[&String]| {
+            let entry = serde_json::json!({
+                "kind": "approval", "approver": "b@x", "ts": "2026-11-28T00:00:00.000Z",
+                "doc_uri": "d.noma", "op_ids": ops, "draft_sha256": "0".repeat(64), "sig": "s",
+            });
+            format!("{entry}\n")
+        };
+        let t: String = ids[..3].iter().map(|a| line(a, None, "why")).collect();
+        let base = sig(&ids[0]) + "\n" + &sig(&ids[1]) + &sig(&ids[0]) + &approval(&[&ids[2]]);
+        let head = base.clone() + &sig(&ids[3]) + &sig(&ids[0]) + &approval(&[&ids[4], &ids[5]]);
+        let parsed = Sidecar::parse(head.as_bytes()).expect("the head sidecar parses");
+        let alone = SignedBase::build(t.as_bytes(), base.as_bytes(), true, None).expect("row");
+        let reused = SignedBase::build(t.as_bytes(), base.as_bytes(), true, Some(&parsed));
+        assert_eq!(reused.as_ref(), Some(&alone));
+        assert!(alone.may_name(&ids[0]) && alone.may_name(&ids[2]));
+        for later in &ids[3..] {
+            assert!(!alone.may_name(later), "{later} is the branch's");
+        }
     }
 }
