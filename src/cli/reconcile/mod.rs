@@ -47,13 +47,22 @@ pub struct Args {
     /// Write the rebased documents and transcripts into the work tree.
     #[arg(long)]
     pub write: bool,
+    /// Documents checked at once, at most (default: the machine's
+    /// processors, up to 8, one per 16 documents); `--write` checks one at
+    /// a time. The report is the same whatever the number.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<std::num::NonZeroUsize>,
 }
 
 /// Runs `noma reconcile`.
 pub fn run(args: Args) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let cache = super::cache::open_for_cwd();
-    let reports = match reconcile::check_branch(&cwd, &args.base, args.write, &cache) {
+    let run = reconcile::Run {
+        write: args.write,
+        jobs: args.jobs,
+    };
+    let reports = match reconcile::check_branch(&cwd, &args.base, run, &cache) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("noma reconcile: {e}");
