@@ -8,7 +8,10 @@
 #                       pairs time NOMA against NOMA_B instead of against git
 #   RUNS=R              timed pairs per mode (default 11)
 #   REPO=dir            reuse (or build, when absent) the repository in dir
-#   KEEP=1              keep the temporary repository.
+#   KEEP=1              keep the temporary repository
+#   PACKED=1            pack the repository (`git gc`) before timing; without
+#                       it the objects stay loose (automatic gc is off, so
+#                       which one is timed never depends on when git ran it).
 #
 # It builds a repository of DOCS distinct documents (`synth 5`,
 # ~1.6 KB each, the heading numbered), each given a transcript by one
@@ -56,6 +59,7 @@ build() {
   git -c init.defaultBranch=main init -q
   git config user.name bench
   git config user.email bench@example.com
+  git config gc.auto 0
   printf '.noma/cache/\n.home/\n' > .gitignore
   local tpl i n ops
   tpl="$("$SYNTH" 5)"
@@ -87,6 +91,7 @@ if [[ ! -d .git ]]; then
   echo "built $repo in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 fi
 git checkout -q pr
+[[ -n "${PACKED:-}" ]] && git gc -q
 
 # The check must pass and cover every patched document, or the timing means nothing.
 rm -rf .noma/cache

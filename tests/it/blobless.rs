@@ -98,7 +98,9 @@ fn fetches_in_one_batch(signed: bool) {
 
     let trace = clone.home.path().join("trace2.json");
     let env = format!("GIT_TRACE2_EVENT={}", trace.display());
-    let args = ["reconcile", "--base", "origin/main"];
+    // A thread per document: each opens its own repository handle, and
+    // none may fetch what the batch already did.
+    let args = ["reconcile", "--base", "origin/main", "--jobs", "3"];
     let o = clone.cmd("env", &[&[env.as_str(), NOMA][..], &args[..]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // The verdicts are the full repository's.
