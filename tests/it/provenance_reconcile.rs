@@ -87,6 +87,15 @@ fn reconcile(r: &Repo, fresh: bool) -> (Option<i32>, Value) {
     (o.status.code(), v)
 }
 
+/// [`reconcile`] on the warm cache with every blob streamed, as a large
+/// one is: HEAD's sidecar is then read on a thread of its own while the
+/// transcript is read.
+fn reconcile_streamed(r: &Repo) -> (Option<i32>, Value) {
+    let o = r.sh("NOMA_STREAM_BLOBS_OVER=0 noma reconcile --base main --format json");
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+    (o.status.code(), v)
+}
+
 /// The cache's rows of the engine ending in `engine`.
 fn rows(r: &Repo, engine: &str) -> i64 {
     let c = rusqlite::Connection::open(r.path().join(".noma/cache/blocks.sqlite3")).unwrap();
@@ -124,6 +133,7 @@ fn a_warm_signed_append_reads_no_merge_base_file_and_says_what_the_whole_check_s
     }
     let warm = reconcile(&s.r, false);
     assert_eq!(warm, cold);
+    assert_eq!(reconcile_streamed(&s.r), cold, "streamed");
     let d = &warm.1["documents"][0];
     assert_eq!(d["branch_records"], 2, "{d:#}");
     let recs = d["records"].as_array().unwrap();
@@ -140,8 +150,10 @@ fn changed_reports_as_whole(edit: &dyn Fn(&Setup), code: &str) {
     remembered(&s);
     edit(&s);
     let warm = reconcile(&s.r, false);
+    let streamed = reconcile_streamed(&s.r);
     let cold = reconcile(&s.r, true);
     assert_eq!(warm, cold, "{code}");
+    assert_eq!(streamed, cold, "{code}, streamed");
     assert_eq!(warm.0, Some(1), "{code}: {:#}", warm.1);
     assert!(warm.1.to_string().contains(code), "{code}: {:#}", warm.1);
 }

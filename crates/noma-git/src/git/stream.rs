@@ -135,6 +135,12 @@ pub enum BlobStream {
 }
 
 impl BlobStream {
+    /// Whether the blob was read whole already (a small one): reading it
+    /// costs no more than copying.
+    pub(crate) fn is_whole(&self) -> bool {
+        matches!(self, BlobStream::Whole(_))
+    }
+
     /// Opens blob `id` of `repo` (`recent`: the blobs it read lately).
     pub(super) fn open(repo: &Repository, recent: &RecentBlobs, id: Oid) -> io::Result<BlobStream> {
         BlobStream::open_whole_up_to((repo, recent), id, whole_up_to())

@@ -23,9 +23,10 @@
 use std::io::{self, Read};
 
 use super::super::checkpoint::{self, TranscriptIds};
-use super::super::proved::{Builder, Tee};
+use super::super::proved::{Builder, Proved, Tee};
 use super::{Appended, Branch, DocFiles};
 use crate::cache::BlockCache;
+use crate::git::stream::BlobStream;
 use crate::git::Oid;
 use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located, SidecarsRead};
 use noma_core::doc::hash::sha256_hex;
@@ -112,8 +113,12 @@ impl SignedBase {
     /// None when its first bytes are not the remembered ones.
     fn appended(&self, head: &mut dyn Read) -> io::Result<Option<Vec<u8>>> {
         // Hashed as it streams: the merge base's part is never held.
+        // In BLAKE3's own large reads (io::copy's 8 KiB left its wide
+        // SIMD path idle: a third of the hashing time).
         let mut hasher = blake3::Hasher::new();
-        let copied = io::copy(&mut head.take(self.len), &mut hasher)?;
+        let mut base = head.take(self.len);
+        hasher.update_reader(&mut base)?;
+        let copied = self.len - base.limit();
         if copied != self.len || *hasher.finalize().as_bytes() != self.digest {
             return Ok(None);
         }
@@ -239,11 +244,59 @@ impl Branch<'_> {
         let (Some(row), Some(proved)) = (row, proved) else {
             return None;
         };
+        let held = |op: &str| proved.may_hold(op) || row.may_name(op);
+        let side = match id(self.head, &spath) {
+            Some(h) => Some(self.repo.blob_stream(h).ok()?),
+            None if row.len == 0 => None,
+            None => return None,
+        };
+        let appended = |side: Option<BlobStream>| match side {
+            Some(mut s) => row.appended(&mut s).ok().flatten(),
+            None => Some(Vec::new()),
+        };
+        // A sidecar too big to have been read whole is hashed on another
+        // thread while this one reads the transcript: the two reads are
+        // the whole cost of a large history's check.
+        let ((count, entries), appended) = std::thread::scope(|s| {
+            let (side, reading) = match side {
+                Some(stream) if !stream.is_whole() => {
+                    (None, Some(s.spawn(|| appended(Some(stream)))))
+                }
+                side => (side, None),
+            };
+            let branch = self.branch_entries(&proved, ids.head, [mb_doc, head_doc], &held);
+            let appended = match reading {
+                Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                None => appended(side),
+            };
+            Some((branch?, appended?))
+        })?;
+        let side = Sidecar::parse(&appended).ok()?;
+        if (side.signatures.iter().map(|(_, s)| &s.op_id))
+            .chain(side.approvals.iter().flat_map(|(_, a)| &a.body.op_ids))
+            .any(|op| held(op))
+        {
+            return None; // the branch re-signs or re-approves a base record
+        }
+        let check = self.judge(&tpath, &entries, &side)?;
+        Some(Appended::Signed(count, Box::new(check)))
+    }
+
+    /// The branch's records in HEAD's transcript `head` (their count and
+    /// entries), when it extends the proved history `proved`, they replay
+    /// from `mb_doc` to `head_doc`, and none (nor its parent) may be one
+    /// `held` names.
+    fn branch_entries(
+        &self,
+        proved: &Proved,
+        head: Oid,
+        [mb_doc, head_doc]: [&str; 2],
+        held: &dyn Fn(&str) -> bool,
+    ) -> Option<(usize, Vec<Entry>)> {
         let ext = proved
-            .extension_of(&mut self.repo.blob_stream(ids.head).ok()?)
+            .extension_of(&mut self.repo.blob_stream(head).ok()?)
             .ok()??;
         let lines = checkpoint::tail_replays(&ext, [mb_doc, head_doc])?;
-        let held = |op: &str| proved.may_hold(op) || row.may_name(op);
         let mut entries = Vec::with_capacity(lines.len());
         for l in &lines {
             let record = parse_record(l.number, l.raw).ok()?;
@@ -258,20 +311,7 @@ impl Branch<'_> {
                 record,
             });
         }
-        let appended = match id(self.head, &spath) {
-            Some(h) => row.appended(&mut self.repo.blob_stream(h).ok()?).ok()??,
-            None if row.len == 0 => Vec::new(),
-            None => return None,
-        };
-        let side = Sidecar::parse(&appended).ok()?;
-        if (side.signatures.iter().map(|(_, s)| &s.op_id))
-            .chain(side.approvals.iter().flat_map(|(_, a)| &a.body.op_ids))
-            .any(|op| held(op))
-        {
-            return None; // the branch re-signs or re-approves a base record
-        }
-        let check = self.judge(&tpath, &entries, &side)?;
-        Some(Appended::Signed(lines.len(), Box::new(check)))
+        Some((lines.len(), entries))
     }
 
     /// The branch's records `entries` verified against the lines HEAD's
@@ -422,6 +462,8 @@ mod tests {
         assert_eq!(got.as_deref(), Some(&b"more\n"[..]));
         head.replace_range(0..1, "[");
         assert_eq!(row.appended(&mut head.as_bytes()).unwrap(), None);
+        // Shorter than the merge base's sidecar: no extension of it.
+        assert_eq!(row.appended(&mut &sig.as_bytes()[..3]).unwrap(), None);
         // Two records for one op (the second a merge copy of the first):
         // the whole check keeps the second in range.
         let copy = line(
