@@ -414,31 +414,15 @@ pub(crate) fn branch_check(
     trust.not_after = repo.commit_time(head);
     let side_path = sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
-    let tpath = transcript_path(doc);
-    let mut problems = signer_warnings(&trust);
     let touched = sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());
     let parsed = parse_sidecar(side.as_deref());
     let check = match &parsed {
         Ok(parsed) => {
-            let mut statuses = check_parsed(
-                &trust,
-                head_transcript,
-                History::Of(prefix),
-                parsed,
-                &touched,
-            );
-            for s in &mut statuses {
-                problems.extend(s.problems.drain(..).map(|problem| Located {
-                    path: tpath.clone(),
-                    problem,
-                }));
-            }
-            BranchCheck {
-                problems,
-                records: statuses,
-            }
+            let history = (head_transcript, History::Of(prefix));
+            judged(&trust, history, parsed, &touched, &transcript_path(doc))
         }
         Err(problem) => {
+            let mut problems = signer_warnings(&trust);
             problems.push(Located {
                 path: side_path,
                 problem: problem.clone(),
@@ -455,6 +439,30 @@ pub(crate) fn branch_check(
         }
     });
     (check, read)
+}
+
+/// [`branch_check`]'s verdict on the records of `transcript` beyond its
+/// `history`, against HEAD's parsed sidecar `side`, each problem located
+/// in the transcript `tpath`.
+fn judged(
+    trust: &Trust,
+    (transcript, history): (&[u8], History<'_>),
+    side: &Sidecar,
+    touched: &HashSet<String>,
+    tpath: &str,
+) -> BranchCheck {
+    let mut problems = signer_warnings(trust);
+    let mut statuses = check_parsed(trust, transcript, history, side, touched);
+    for s in &mut statuses {
+        problems.extend(s.problems.drain(..).map(|problem| Located {
+            path: tpath.to_string(),
+            problem,
+        }));
+    }
+    BranchCheck {
+        problems,
+        records: statuses,
+    }
 }
 
 /// The sidecars [`branch_check`] read, for what the PR check remembers of
