@@ -409,6 +409,21 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
         .any(|p| p.code == codes::APPROVAL_INVALID));
 }
 
+/// The problems [`every_problem`]'s history has, as [`codes_of`] lists
+/// them, whatever reads it (one batch, chunks, a stream).
+pub const EVERY_PROBLEM_CODES: [(usize, &str, &str); 8] = [
+    (2, codes::APPROVAL_MISSING, "error"),
+    (4, codes::UNSIGNED, "error"),
+    (5, codes::NOT_ALLOWED, "error"),
+    (5, codes::APPROVAL_MISSING, "error"),
+    // The edited original is a forgery even though a faithful copy of it,
+    // verified in the same batch, would verify.
+    (6, codes::INVALID, "error"),
+    (7, codes::INVALID, "error"),
+    (7, codes::APPROVAL_MISSING, "error"),
+    (8, codes::INVALID, "error"),
+];
+
 /// A history with every kind of problem: a missing approval, an unsigned
 /// record, a key not allowed for its principal, an edited record, and
 /// copies repeating an op_id (one beside an edited original).
@@ -439,21 +454,7 @@ fn chunked_verification_finds_what_one_batch_finds() {
     let tr = trust("required", true);
     let (t, side) = every_problem();
     let all = verify::verify_chunked(&tr, &t, &side, &|_, _| true, usize::MAX);
-    assert_eq!(
-        codes_of(&all),
-        [
-            (2, codes::APPROVAL_MISSING, "error"),
-            (4, codes::UNSIGNED, "error"),
-            (5, codes::NOT_ALLOWED, "error"),
-            (5, codes::APPROVAL_MISSING, "error"),
-            // The edited original is a forgery even though a faithful
-            // copy of it, verified in the same batch, would verify.
-            (6, codes::INVALID, "error"),
-            (7, codes::INVALID, "error"),
-            (7, codes::APPROVAL_MISSING, "error"),
-            (8, codes::INVALID, "error"),
-        ]
-    );
+    assert_eq!(codes_of(&all), EVERY_PROBLEM_CODES);
     for chunk in [0, 1, 2, 3, 5, 1024] {
         let st = verify::verify_chunked(&tr, &t, &side, &|_, _| true, chunk);
         assert_eq!(st, all, "chunk {chunk}");

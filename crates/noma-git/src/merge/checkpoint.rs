@@ -258,15 +258,10 @@ fn history_replays(
     mb_doc: &str,
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<bool> {
-    let mut reader = repo.blob_reader(id).ok()?;
-    let first = replay::first_applied_pre_sha256_in(&mut reader)?;
-    let base = find(&first);
-    reader.seek(SeekFrom::Start(0)).ok()?;
-    Some(
-        replay::replay_reader(&mut reader, base.as_deref(), mb_doc)
-            .divergence
-            .is_none(),
-    )
+    match replay_from_first_state(repo, id, mb_doc, find)? {
+        (true, replays) => Some(replays),
+        (false, _) => None,
+    }
 }
 
 /// Whether the transcript blob `id` replays, from the state its first
@@ -278,14 +273,25 @@ fn replays_from_its_start(
     doc: &str,
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> bool {
-    let Ok(mut reader) = repo.blob_reader(id) else {
-        return false;
-    };
-    let base = replay::first_applied_pre_sha256_in(&mut reader).and_then(|sha| find(&sha));
-    if reader.seek(SeekFrom::Start(0)).is_err() {
-        return false;
-    }
-    replay::replay_reader(&mut reader, base.as_deref(), doc)
+    replay_from_first_state(repo, id, doc, find).is_some_and(|(_, replays)| replays)
+}
+
+/// Transcript blob `id` replayed to `doc`, a line at a time, from the
+/// state its first applied record starts at (`find` gives its text):
+/// whether it has an applied record, and whether it replays. None when the
+/// blob cannot be read.
+fn replay_from_first_state(
+    repo: &Repo,
+    id: Oid,
+    doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<(bool, bool)> {
+    let mut reader = repo.blob_reader(id).ok()?;
+    let first = replay::first_applied_pre_sha256_in(&mut reader);
+    let base = first.as_deref().and_then(&mut *find);
+    reader.seek(SeekFrom::Start(0)).ok()?;
+    let replays = replay::replay_reader(&mut reader, base.as_deref(), doc)
         .divergence
-        .is_none()
+        .is_none();
+    Some((first.is_some(), replays))
 }

@@ -451,18 +451,8 @@ fn judged(
     touched: &HashSet<String>,
     tpath: &str,
 ) -> BranchCheck {
-    let mut problems = signer_warnings(trust);
-    let mut statuses = check_parsed(trust, transcript, history, side, touched);
-    for s in &mut statuses {
-        problems.extend(s.problems.drain(..).map(|problem| Located {
-            path: tpath.to_string(),
-            problem,
-        }));
-    }
-    BranchCheck {
-        problems,
-        records: statuses,
-    }
+    let statuses = check_parsed(trust, transcript, history, side, touched);
+    BranchCheck::located(signer_warnings(trust), statuses, tpath)
 }
 
 /// The sidecars [`branch_check`] read, for what the PR check remembers of
@@ -477,6 +467,23 @@ pub(crate) struct SidecarsRead {
 }
 
 impl BranchCheck {
+    /// The check of `records`: `problems` (the trust's), then each
+    /// record's problems, moved out of it and located in the transcript
+    /// `tpath`.
+    pub(crate) fn located(
+        mut problems: Vec<Located>,
+        mut records: Vec<RecordStatus>,
+        tpath: &str,
+    ) -> BranchCheck {
+        for s in &mut records {
+            problems.extend(s.problems.drain(..).map(|problem| Located {
+                path: tpath.to_string(),
+                problem,
+            }));
+        }
+        BranchCheck { problems, records }
+    }
+
     fn problems(problems: Vec<Located>) -> BranchCheck {
         BranchCheck {
             problems,

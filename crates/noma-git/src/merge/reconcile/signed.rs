@@ -28,7 +28,7 @@ use super::{Appended, Branch, DocFiles};
 use crate::cache::BlockCache;
 use crate::git::stream::BlobStream;
 use crate::git::Oid;
-use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, Located, SidecarsRead};
+use crate::provenance::check::{signer_warnings, trust_from, BranchCheck, SidecarsRead};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::replay;
 use noma_core::transcript::replay::op_id_fingerprint;
@@ -326,15 +326,12 @@ impl Branch<'_> {
         )
         .ok()??;
         trust.not_after = self.repo.commit_time(self.head);
-        let mut problems = signer_warnings(&trust);
-        let mut records = verify_where(&trust, entries, side, &|_, _| true);
-        for s in &mut records {
-            problems.extend(s.problems.drain(..).map(|problem| Located {
-                path: tpath.to_string(),
-                problem,
-            }));
-        }
-        Some(BranchCheck { problems, records })
+        let records = verify_where(&trust, entries, side, &|_, _| true);
+        Some(BranchCheck::located(
+            signer_warnings(&trust),
+            records,
+            tpath,
+        ))
     }
 
     /// After a whole check with provenance on: remembers the merge base's

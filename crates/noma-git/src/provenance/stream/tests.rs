@@ -4,8 +4,7 @@ use std::path::Path;
 
 use super::*;
 use crate::provenance::check::check_worktree;
-use noma_provenance::tests::{agent, codes_of, every_problem, person};
-use noma_provenance::verify::codes;
+use noma_provenance::tests::{agent, codes_of, every_problem, person, EVERY_PROBLEM_CODES};
 
 /// A work tree holding `doc.noma` with the transcript `t` and the sidecar
 /// `side` (its lines as given), under the policy the verification tests
@@ -73,19 +72,7 @@ fn streamed_statuses_are_the_whole_checks() {
     let doc = work_tree(dir.path(), &transcript, lines.concat().as_bytes());
     let whole = check_worktree(&doc, &transcript).unwrap();
     assert_eq!(whole.sidecar, None);
-    assert_eq!(
-        codes_of(&whole.records),
-        [
-            (2, codes::APPROVAL_MISSING, "error"),
-            (4, codes::UNSIGNED, "error"),
-            (5, codes::NOT_ALLOWED, "error"),
-            (5, codes::APPROVAL_MISSING, "error"),
-            (6, codes::INVALID, "error"),
-            (7, codes::INVALID, "error"),
-            (7, codes::APPROVAL_MISSING, "error"),
-            (8, codes::INVALID, "error"),
-        ]
-    );
+    assert_eq!(codes_of(&whole.records), EVERY_PROBLEM_CODES);
     assert_eq!(
         whole.records[0].approved_by.as_deref(),
         Some("alice@example.com")
