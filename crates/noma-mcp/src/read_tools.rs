@@ -3,99 +3,197 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+use std::cell::Cell;
+
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::documents::{read_source, validate_options, FileArgs};
-use super::registry::{ToolError, ToolResult};
+use super::registry::{JsonText, ToolError, ToolResult};
 use super::Context;
 use noma_core::diag::Severity;
-use noma_core::doc::{AttrValue, NodeKind};
+use noma_core::doc::hash::{slice_hash, BlockHash};
+use noma_core::doc::{number_to_json, AttrValue, Attrs, Document, Node, NodeKind, Span};
 use noma_store::engine;
 
 /// `read_doc` (§B.3): every block in document order, as the reference's
 /// server lists them: the frontmatter first (when it holds any text), then
 /// each node pre-order, a list followed by its `list_item` entries (a list's
 /// `childCount` is its item count). Blocks with an id carry their source
-/// hash, the `base_hash` to send back.
-pub fn read_doc(ctx: &Context, args: FileArgs) -> ToolResult {
+/// hash, the `base_hash` to send back. The answer is written straight to
+/// JSON text ([`JsonText`]), never built as a `Value` tree.
+pub fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
     let path = ctx.doc_path(&args.file, "read_doc")?;
     let src = read_source(&path)?;
     let doc = noma_core::doc::parse(&src);
     let info = ctx.cache.doc_info(&src);
-    let mut hashes = info.blocks.iter().peekable();
-    let mut blocks = Vec::with_capacity(info.blocks.len() * 2);
-    let plain = |kind: &str, lines: [u32; 2]| json!({"type": kind, "childCount": 0, "lines": lines, "patchable": false});
-    if let Some(fm) = doc.frontmatter.as_ref().filter(|fm| !fm.raw.is_empty()) {
-        blocks.push(plain("frontmatter", [fm.span.start, fm.span.end]));
+    let (edit, transcript_error) = match unrecorded_edit(ctx, &path) {
+        Ok(edit) => (edit, None),
+        Err(e) => (Value::Null, Some(Value::String(e))),
+    };
+    let listing = Listing {
+        src: &src,
+        doc: &doc,
+        hashes: &info.blocks,
+        count: Cell::new(0),
+    };
+    let sha256 = Value::String(info.sha256.clone());
+    // About 3.6 bytes of answer per byte of a typical document.
+    let mut json = Vec::with_capacity(src.len() * 4);
+    json.push(b'{');
+    let written = entry(&mut json, "blocks", &listing)
+        .and_then(|()| entry(&mut json, "sha256", &sha256))
+        .and_then(|()| entry(&mut json, "unrecorded_edit", &edit))
+        .and_then(|()| match &transcript_error {
+            Some(e) => entry(&mut json, "transcript_error", e),
+            None => Ok(()),
+        });
+    written.map_err(ToolError::system)?;
+    json.push(b'}');
+    let json = String::from_utf8(json).map_err(ToolError::system)?;
+    let mut text = JsonText::new(json)
+        .items("blocks", listing.count.get())
+        .field("sha256", &sha256)
+        .field("unrecorded_edit", &edit);
+    if let Some(e) = &transcript_error {
+        text = text.field("transcript_error", e);
     }
-    for node in doc.walk() {
-        let mut b = Map::with_capacity(10);
-        if let Some(id) = &node.id {
-            b.insert("id".into(), json!(id));
+    Ok(text)
+}
+
+/// Appends `"key":value` to the object open in `out`, as serde_json's
+/// compact form writes it (a comma first unless it is the first entry).
+fn entry<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) -> serde_json::Result<()> {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    serde_json::to_writer(&mut *out, key)?;
+    out.push(b':');
+    serde_json::to_writer(&mut *out, value)
+}
+
+/// `read_doc`'s block list, serialized as the document is walked.
+struct Listing<'a> {
+    src: &'a str,
+    doc: &'a Document,
+    /// The cache's id-bearing blocks, in the same pre-order.
+    hashes: &'a [BlockHash],
+    /// How many blocks the last serialization wrote.
+    count: Cell<usize>,
+}
+
+impl Serialize for Listing<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut seq = ser.serialize_seq(None)?;
+        let mut count = 0;
+        if let Some(fm) = self
+            .doc
+            .frontmatter
+            .as_ref()
+            .filter(|fm| !fm.raw.is_empty())
+        {
+            seq.serialize_element(&Plain("frontmatter", fm.span))?;
+            count += 1;
         }
-        b.insert("type".into(), json!(node.type_name()));
+        let mut hashes = self.hashes.iter().peekable();
+        for node in self.doc.walk() {
+            let hash = node.id.as_ref().map(|id| {
+                // Fall back to hashing the slice if the cache and the walk
+                // ever disagree.
+                match hashes.peek() {
+                    Some(h) if h.id == *id && h.lines == [node.span.start, node.span.end] => {
+                        Cow::Borrowed(hashes.next().map_or("", |h| h.sha256.as_str()))
+                    }
+                    _ => Cow::Owned(slice_hash(self.src, node.span.start, node.span.end)),
+                }
+            });
+            seq.serialize_element(&Block { node, hash })?;
+            count += 1;
+            if let NodeKind::List { items, .. } = &node.kind {
+                for item in items {
+                    seq.serialize_element(&Plain("list_item", item.span))?;
+                }
+                count += items.len();
+            }
+        }
+        self.count.set(count);
+        seq.end()
+    }
+}
+
+/// A block without an id or attributes: the frontmatter, a list item.
+struct Plain(&'static str, Span);
+
+impl Serialize for Plain {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut map = ser.serialize_map(Some(4))?;
+        map.serialize_entry("type", self.0)?;
+        map.serialize_entry("childCount", &0)?;
+        map.serialize_entry("lines", &[self.1.start, self.1.end])?;
+        map.serialize_entry("patchable", &false)?;
+        map.end()
+    }
+}
+
+/// One node's entry, its fields in the reference's order.
+struct Block<'a> {
+    node: &'a Node,
+    hash: Option<Cow<'a, str>>,
+}
+
+impl Serialize for Block<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let node = self.node;
+        let mut map = ser.serialize_map(None)?;
+        if let Some(id) = &node.id {
+            map.serialize_entry("id", id.as_str())?;
+        }
+        map.serialize_entry("type", node.type_name())?;
+        let mut items = 0;
         match &node.kind {
             NodeKind::Directive { name, attrs, .. } => {
-                b.insert("name".into(), json!(name));
-                let attrs: Map<String, Value> = attrs
-                    .iter()
-                    .filter(|(k, _)| *k != "id")
-                    .map(|(k, v)| (k.to_string(), AttrValue::to_json(v)))
-                    .collect();
-                b.insert("attrs".into(), Value::Object(attrs));
+                map.serialize_entry("name", name.as_str())?;
+                map.serialize_entry("attrs", &Attributes(attrs))?;
             }
             NodeKind::Section { title, level, .. } => {
-                b.insert("title".into(), json!(title));
-                b.insert("level".into(), json!(level));
+                map.serialize_entry("title", title.as_str())?;
+                map.serialize_entry("level", level)?;
             }
+            NodeKind::List { items: list, .. } => items = list.len(),
             _ => {}
         }
         if !node.aliases.is_empty() {
-            b.insert("aliases".into(), json!(node.aliases));
+            let aliases: Vec<&str> = node.aliases.iter().map(|a| a.as_str()).collect();
+            map.serialize_entry("aliases", &aliases)?;
         }
-        let items = match &node.kind {
-            NodeKind::List { items, .. } => items.as_slice(),
-            _ => &[],
-        };
-        b.insert(
-            "childCount".into(),
-            json!(node.children().len() + items.len()),
-        );
-        b.insert("lines".into(), json!([node.span.start, node.span.end]));
+        map.serialize_entry("childCount", &(node.children().len() + items))?;
+        map.serialize_entry("lines", &[node.span.start, node.span.end])?;
         let patchable = node.id.as_deref().is_some_and(|id| !id.is_empty());
-        b.insert("patchable".into(), json!(patchable));
-        if let Some(id) = &node.id {
-            // The cache lists id-bearing nodes in the same pre-order; fall
-            // back to hashing the slice if the two ever disagree.
-            let hash = match hashes.peek() {
-                Some(h) if h.id == id && h.lines == [node.span.start, node.span.end] => {
-                    let s = h.sha256.clone();
-                    hashes.next();
-                    s
-                }
-                _ => noma_core::doc::hash::slice_hash(&src, node.span.start, node.span.end),
-            };
-            b.insert("hash".into(), json!(hash));
+        map.serialize_entry("patchable", &patchable)?;
+        if let Some(hash) = &self.hash {
+            map.serialize_entry("hash", hash.as_ref())?;
         }
-        blocks.push(Value::Object(b));
-        for item in items {
-            blocks.push(plain("list_item", [item.span.start, item.span.end]));
-        }
+        map.end()
     }
-    // Moved in, not through `json!`, which would serialize the blocks into
-    // a second tree: that copy was the costliest part of a large read.
-    let mut out = Map::with_capacity(4);
-    out.insert("blocks".into(), Value::Array(blocks));
-    out.insert("sha256".into(), json!(info.sha256));
-    let mut out = Value::Object(out);
-    match unrecorded_edit(ctx, &path) {
-        Ok(edit) => out["unrecorded_edit"] = edit,
-        Err(e) => {
-            out["unrecorded_edit"] = Value::Null;
-            out["transcript_error"] = json!(e);
+}
+
+/// A directive's attributes but its id, as a JSON object.
+struct Attributes<'a>(&'a Attrs);
+
+impl Serialize for Attributes<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut map = ser.serialize_map(None)?;
+        for (key, value) in self.0.iter().filter(|(k, _)| *k != "id") {
+            match value {
+                AttrValue::Str(s) => map.serialize_entry(key, s.as_str())?,
+                AttrValue::Bool(b) => map.serialize_entry(key, b)?,
+                AttrValue::Num(n) => map.serialize_entry(key, &number_to_json(*n))?,
+            }
         }
+        map.end()
     }
-    Ok(out)
 }
 
 /// `read_doc`'s `unrecorded_edit`: the edit a patch would be refused for
@@ -145,4 +243,106 @@ pub fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
         noma_core::validate::validate(&noma_core::doc::parse(&src), &validate_options(&path));
     let ok = !diags.iter().any(|d| d.severity == Severity::Error);
     Ok(json!({ "ok": ok, "diagnostics": diags }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Body, TextCopy};
+
+    const RICH: &str = "---\ntitle: Rich\n---\n# Rich {id=\"top\" aliases=\"r1,r2\"}\n\n\
+        ::claim{id=\"c1\" confidence=0.9 n=3 ok neg=-2 big=12345678901234567 label=\"Ü \\\"q\\\" \\\\\"}\n\
+        Sky.\n::\n\n- a\n- b\n  more\n\n::note\nNo id.\n::\n";
+
+    fn read(ctx: &Context) -> JsonText {
+        read_doc(
+            ctx,
+            FileArgs {
+                file: "a.noma".into(),
+            },
+        )
+        .expect("read_doc")
+    }
+
+    /// The answer written as text is what the `Value` it stands for
+    /// serializes to, byte for byte (so clients see exactly the answer the
+    /// tool gave before it wrote text), and lists every kind of block with
+    /// its fields in the reference's order.
+    #[test]
+    fn the_written_answer_is_the_json_of_the_block_list() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.noma"), RICH).unwrap();
+        let ctx = Context::open(dir.path(), crate::Notices::discard()).unwrap();
+        let text = read(&ctx);
+        let value: Value = serde_json::from_str(text.json()).expect("valid JSON");
+        assert_eq!(value.to_string(), text.json());
+        let h = |a: u32, b: u32| slice_hash(RICH, a, b);
+        let plain = |t: &str, a: u32, b: u32| json!({"type": t, "childCount": 0, "lines": [a, b], "patchable": false});
+        let want = json!({
+            "blocks": [
+                plain("frontmatter", 1, 3),
+                {"id": "top", "type": "section", "title": "Rich", "level": 1,
+                 "aliases": ["r1", "r2"], "childCount": 3, "lines": [4, 16],
+                 "patchable": true, "hash": h(4, 16)},
+                {"id": "c1", "type": "directive", "name": "claim",
+                 "attrs": {"confidence": 0.9, "n": 3, "ok": true, "neg": -2,
+                           "big": 12345678901234567.0, "label": "Ü \"q\" \\"},
+                 "childCount": 1, "lines": [6, 8], "patchable": true, "hash": h(6, 8)},
+                plain("paragraph", 7, 7),
+                {"type": "list", "childCount": 2, "lines": [10, 12], "patchable": false},
+                plain("list_item", 10, 10),
+                plain("list_item", 11, 12),
+                {"type": "directive", "name": "note", "attrs": {}, "childCount": 1,
+                 "lines": [14, 16], "patchable": false},
+                plain("paragraph", 15, 15),
+            ],
+            "sha256": noma_core::doc::hash::sha256_hex(RICH.as_bytes()),
+            "unrecorded_edit": null,
+        });
+        assert_eq!(value, want, "{}", text.json());
+        // Whole numbers stay integers, as JSON numbers of the value tree did.
+        assert!(text
+            .json()
+            .contains(r#""n":3,"ok":true,"neg":-2,"big":1.2345678901234568e+16"#));
+    }
+
+    /// A transcript that cannot be read is named in the answer, and the
+    /// short text of a big answer summarizes every field.
+    #[test]
+    fn a_transcript_error_is_a_field_and_the_summary_names_every_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = RICH.repeat(40);
+        std::fs::write(dir.path().join("a.noma"), &body).unwrap();
+        // A directory where the transcript should be: unreadable.
+        std::fs::create_dir(dir.path().join("a.noma.patches")).unwrap();
+        let ctx = Context::open(dir.path(), crate::Notices::discard()).unwrap();
+        let text = read(&ctx);
+        let value: Value = serde_json::from_str(text.json()).unwrap();
+        assert_eq!(value.to_string(), text.json());
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            ["blocks", "sha256", "unrecorded_edit", "transcript_error"]
+        );
+        assert!(value["transcript_error"].is_string(), "{value}");
+        let n = value["blocks"].as_array().unwrap().len();
+        let spec = crate::tools::registry().get("read_doc").unwrap().clone();
+        let prepared = spec.prepare(Ok(Body::Text(text.clone())), TextCopy::Short);
+        let short = serde_json::to_value(&prepared.result.content[0]).unwrap();
+        let short = short["text"].as_str().unwrap();
+        let fields = format!(
+            "blocks: {n} items; sha256: {}; unrecorded_edit: null; transcript_error: {}",
+            value["sha256"], value["transcript_error"]
+        );
+        assert!(short.starts_with("read_doc: the full result is"), "{short}");
+        assert!(short.ends_with(&fields), "{short}\n{fields}");
+        // The structured content is the text's value, in process too.
+        assert_eq!(prepared.json.as_deref(), Some(text.json()));
+        assert_eq!(prepared.into_result().structured_content, Some(value));
+    }
 }

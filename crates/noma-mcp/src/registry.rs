@@ -8,9 +8,12 @@
 //! input schema from the args type and turns the three outcomes into MCP
 //! results:
 //!
-//! - `Ok(value)`: `value` as `structuredContent`, with a text content per
+//! - `Ok(body)`: `body` as `structuredContent`, with a text content per
 //!   [`TextCopy`]: the same body JSON-encoded for clients before structured
-//!   output (2025-06-18), a short text for the others when the body is big;
+//!   output (2025-06-18), a short text for the others when the body is big.
+//!   A body is a `Value` or, for `read_doc`, JSON text the tool wrote
+//!   ([`JsonText`]), which [`ToolSpec::prepare`] leaves as text for the
+//!   transport to write as it is;
 //! - `Err(ToolError::User { .. })`: `{ok: false, error, code}`; a normal
 //!   result (`isError: false`) for the patch tools, whose §3.5 codes an
 //!   agent branches on (§B.7, [`Refusals::AsResult`]), an `isError: true`
@@ -106,11 +109,95 @@ impl ToolError {
 /// What a tool returns.
 pub type ToolResult = Result<Value, ToolError>;
 
+/// A tool's success body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A JSON value: every tool but `read_doc`.
+    Value(Value),
+    /// JSON text the tool wrote itself.
+    Text(JsonText),
+}
+
+impl From<Value> for Body {
+    fn from(v: Value) -> Body {
+        Body::Value(v)
+    }
+}
+
+impl From<JsonText> for Body {
+    fn from(t: JsonText) -> Body {
+        Body::Text(t)
+    }
+}
+
+/// A success body written straight to JSON text: `read_doc`'s thousands
+/// of blocks, which as a [`Value`] tree cost more to build, serialize and
+/// drop than the rest of the call (decision `read-doc-writes-its-answer`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonText {
+    json: String,
+    fields: Vec<String>,
+}
+
+impl JsonText {
+    /// The body `json`, one JSON object; name its fields for the short
+    /// text with [`JsonText::field`] and [`JsonText::items`].
+    pub fn new(json: String) -> JsonText {
+        JsonText {
+            json,
+            fields: Vec::new(),
+        }
+    }
+
+    /// Adds the summary entry of field `key` holding `value`.
+    pub fn field(mut self, key: &str, value: &Value) -> JsonText {
+        self.fields.push(format!("{key}: {}", brief(value)));
+        self
+    }
+
+    /// Adds the summary entry of field `key` holding an array of `n` items.
+    pub fn items(mut self, key: &str, n: usize) -> JsonText {
+        self.fields.push(format!("{key}: {n} items"));
+        self
+    }
+
+    /// The JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+/// What a tool call comes to: a body or a failure.
+pub type Outcome = Result<Body, ToolError>;
+
+/// An MCP result whose `structuredContent` may still be JSON text, so
+/// that a transport can write that text as it is.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The result; `structured_content` is `None` when `json` holds it.
+    pub result: CallToolResult,
+    /// The `structuredContent`, as JSON text.
+    pub json: Option<String>,
+}
+
+impl Prepared {
+    /// The result with its `structuredContent` a [`Value`] (parsing the
+    /// JSON text, which this crate wrote: it always parses).
+    pub fn into_result(self) -> CallToolResult {
+        let mut result = self.result;
+        if let Some(json) = self.json {
+            result.structured_content =
+                Some(serde_json::from_str(&json).unwrap_or_else(|e| Value::String(e.to_string())));
+        }
+        result
+    }
+}
+
 /// The arguments did not match the tool's input type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidArgs(pub String);
 
-type Handler = dyn Fn(&Context, Value) -> Result<ToolResult, InvalidArgs> + Send + Sync;
+type Handler = dyn Fn(&Context, Value) -> Result<Outcome, InvalidArgs> + Send + Sync;
 
 /// How a tool's [`ToolError::User`] reaches the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +229,7 @@ impl std::fmt::Debug for ToolSpec {
 
 impl ToolSpec {
     /// Runs the tool on raw JSON arguments.
-    pub fn call(&self, ctx: &Context, args: Value) -> Result<ToolResult, InvalidArgs> {
+    pub fn call(&self, ctx: &Context, args: Value) -> Result<Outcome, InvalidArgs> {
         (self.handler)(ctx, args)
     }
 
@@ -198,22 +285,34 @@ impl ToolSpec {
 
     /// [`ToolSpec::to_call_result`] with the text content `text` asks for.
     pub fn to_call_result_with(&self, result: ToolResult, text: TextCopy) -> CallToolResult {
-        let (body, is_error) = match result {
+        self.prepare(result.map(Body::Value), text).into_result()
+    }
+
+    /// The MCP result of `outcome`, a [`Body::Text`] left as text.
+    pub fn prepare(&self, outcome: Outcome, text: TextCopy) -> Prepared {
+        let (body, is_error) = match outcome {
             // Moved, not cloned: read_doc's body of a large document is big.
-            Ok(v) => (v, false),
+            Ok(body) => (body, false),
             Err(e @ ToolError::User { .. }) if self.refusals == Refusals::AsResult => {
-                (e.body(), false)
+                (Body::Value(e.body()), false)
             }
-            Err(e) => (e.body(), true),
+            Err(e) => (Body::Value(e.body()), true),
         };
-        let text = match text {
-            TextCopy::Full => body.to_string(),
-            TextCopy::Short => short_text(self.name(), &body),
+        let (copy, structured, json) = match (body, text) {
+            (Body::Value(v), TextCopy::Full) => (v.to_string(), Some(v), None),
+            (Body::Value(v), TextCopy::Short) => (short_text(self.name(), &v), Some(v), None),
+            (Body::Text(t), TextCopy::Full) => (t.json.clone(), None, Some(t.json)),
+            (Body::Text(t), TextCopy::Short) if t.json.len() <= SHORT_TEXT => {
+                (t.json.clone(), None, Some(t.json))
+            }
+            (Body::Text(t), TextCopy::Short) => {
+                (summary(self.name(), &t.fields), None, Some(t.json))
+            }
         };
-        let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
-        out.structured_content = Some(body);
-        out.is_error = Some(is_error);
-        out
+        let mut result = CallToolResult::success(vec![ContentBlock::text(copy)]);
+        result.structured_content = structured;
+        result.is_error = Some(is_error);
+        Prepared { result, json }
     }
 }
 
@@ -262,6 +361,11 @@ fn short_text(tool: &str, body: &Value) -> String {
             .collect(),
         None => vec![brief(body)],
     };
+    summary(tool, &fields)
+}
+
+/// The summary of a big body whose fields read `fields`.
+fn summary(tool: &str, fields: &[String]) -> String {
     // The pointer first: a client that shows or parses only the first
     // characters of the text still learns where the result is.
     format!(
@@ -313,13 +417,14 @@ fn json_within(v: &Value, limit: usize) -> Option<String> {
 ///
 /// When `A`'s schema is not an object schema: a programming error caught by
 /// the registry's unit test, never by input.
-pub fn tool<A>(
+pub fn tool<A, B>(
     name: &'static str,
     description: &'static str,
-    f: fn(&Context, A) -> ToolResult,
+    f: fn(&Context, A) -> Result<B, ToolError>,
 ) -> ToolSpec
 where
     A: DeserializeOwned + JsonSchema + 'static,
+    B: Into<Body> + 'static,
 {
     let mut schema = match rmcp::handler::server::common::schema_for_input::<A>() {
         Ok(s) => s,
@@ -331,7 +436,7 @@ where
         check_args(name, &declared, &args)?;
         let args: A = serde_json::from_value(args)
             .map_err(|e| InvalidArgs(format!("invalid arguments for {name}: {e}")))?;
-        Ok(f(ctx, args))
+        Ok(f(ctx, args).map(Into::into))
     };
     ToolSpec {
         tool: Tool::new(name, description, schema),

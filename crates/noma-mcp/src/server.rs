@@ -64,6 +64,9 @@ pub struct NomaServer {
     registry: Arc<Registry>,
     instructions: String,
     full_text: bool,
+    /// Results go out through [`transport::LineTransport`], which writes
+    /// a body's JSON text as it is ([`transport::carry`]).
+    carried_json: bool,
 }
 
 impl NomaServer {
@@ -74,6 +77,7 @@ impl NomaServer {
             registry: Arc::new(registry),
             instructions,
             full_text: false,
+            carried_json: false,
         }
     }
 
@@ -105,6 +109,16 @@ impl NomaServer {
         args: Value,
         version: Option<&ProtocolVersion>,
     ) -> Result<CallToolResult, McpError> {
+        Ok(self.prepare(name, args, version).await?.into_result())
+    }
+
+    /// [`NomaServer::call_for`], a body written as JSON text left so.
+    async fn prepare(
+        &self,
+        name: &str,
+        args: Value,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<registry::Prepared, McpError> {
         let Some(spec) = self.registry.get(name).cloned() else {
             return Err(McpError::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the available tools"),
@@ -123,7 +137,7 @@ impl NomaServer {
             Err(e) => Err(ToolError::system(format!("internal error in {name}: {e}"))),
         };
         let text = registry::TextCopy::for_session(version, self.full_text);
-        Ok(spec.to_call_result_with(result, text))
+        Ok(spec.prepare(result, text))
     }
 }
 
@@ -190,7 +204,15 @@ impl ServerHandler for NomaServer {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let version = context.protocol_version();
-        let result = self.call_for(&request.name, args, version.as_ref()).await?;
+        let prepared = self.prepare(&request.name, args, version.as_ref()).await?;
+        let result = match prepared.json {
+            Some(json) if self.carried_json => {
+                let mut result = prepared.result;
+                result.structured_content = Some(transport::carry(json));
+                result
+            }
+            _ => prepared.into_result(),
+        };
         Ok(result.into())
     }
 }
@@ -314,7 +336,8 @@ pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
         }
     }
     let text = instructions(ctx.workspace.root(), &ctx.cache);
-    let server = NomaServer::new(ctx, tools::registry(), text).with_full_text(opts.full_text);
+    let mut server = NomaServer::new(ctx, tools::registry(), text).with_full_text(opts.full_text);
+    server.carried_json = true;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)

@@ -8,12 +8,17 @@
 //! session); well-formed JSON that is no message, a batch included, gets
 //! `-32600` with the id it names (rmcp's has a null id). A thread reads
 //! stdin; each outgoing message is ONE line written under one lock, so
-//! stdout carries JSON-RPC only.
+//! stdout carries JSON-RPC only. A tool result whose body the tool wrote as
+//! JSON text reaches this transport [`carry`]-marked, and its text is
+//! written in place (decision `read-doc-writes-its-answer`).
 
 use std::io::{self, BufRead, Read, Write};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ServerJsonRpcMessage,
+    ServerResult,
+};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -117,8 +122,77 @@ type Out = Arc<Mutex<dyn Write + Send>>;
 fn write_line<T: serde::Serialize>(out: &Out, msg: &T) -> io::Result<()> {
     let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
     line.push(b'\n');
+    write_bytes(out, &line)
+}
+
+/// Writes one whole line under the lock, flushed.
+fn write_bytes(out: &Out, line: &[u8]) -> io::Result<()> {
     let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
-    out.write_all(&line).and_then(|()| out.flush())
+    out.write_all(line).and_then(|()| out.flush())
+}
+
+/// This process's mark of a carried body: random, so that no text a client
+/// or a document supplies can be taken for one.
+fn mark() -> &'static str {
+    static MARK: OnceLock<String> = OnceLock::new();
+    MARK.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        format!("noma-carried-json-{random:016x}")
+    })
+}
+
+/// A `structuredContent` that is JSON text this crate wrote (`json`, one
+/// object), carried to [`LineTransport`], which writes it as it is instead
+/// of serializing a [`Value`] tree of it.
+pub fn carry(json: String) -> Value {
+    let mark = mark();
+    let mut carried = String::with_capacity(mark.len() + json.len());
+    carried.push_str(mark);
+    carried.push_str(&json);
+    Value::String(carried)
+}
+
+/// Takes a carried body ([`carry`]) out of `msg`, leaving the mark in its
+/// place.
+fn take_carried(msg: &mut ServerJsonRpcMessage) -> Option<String> {
+    let JsonRpcMessage::Response(response) = msg else {
+        return None;
+    };
+    let ServerResult::CallToolResult(result) = &mut response.result else {
+        return None;
+    };
+    match &mut result.structured_content {
+        Some(Value::String(s)) if s.starts_with(mark()) => {
+            Some(std::mem::replace(s, mark().to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// `msg` as one line, a carried body written in place of its mark.
+fn message_line(mut msg: ServerJsonRpcMessage) -> io::Result<Vec<u8>> {
+    let carried = take_carried(&mut msg);
+    let line = serde_json::to_vec(&msg).map_err(io::Error::other)?;
+    let Some(carried) = carried else {
+        let mut line = line;
+        line.push(b'\n');
+        return Ok(line);
+    };
+    let json = &carried.as_bytes()[mark().len()..];
+    // The mark is a JSON string needing no escapes, and no other string
+    // holds it (it is random), so its quoted form occurs exactly once.
+    let quoted = format!("\"{}\"", mark());
+    let at = memchr::memmem::rfind(&line, quoted.as_bytes())
+        .ok_or_else(|| io::Error::other("a carried body lost its place"))?;
+    let mut out = Vec::with_capacity(line.len() + json.len() + 1);
+    out.extend_from_slice(&line[..at]);
+    out.extend_from_slice(json);
+    out.extend_from_slice(&line[at + quoted.len()..]);
+    out.push(b'\n');
+    Ok(out)
 }
 
 /// The rmcp side of the framing: messages in from the reader thread, lines
@@ -135,7 +209,7 @@ impl Transport<RoleServer> for LineTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        std::future::ready(write_line(&self.out, &item))
+        std::future::ready(message_line(item).and_then(|line| write_bytes(&self.out, &line)))
     }
 
     fn receive(
@@ -275,6 +349,38 @@ mod tests {
         ] {
             assert!(!kind(n).starts_with('-'), "{}", kind(n));
         }
+    }
+
+    /// A tool-call response around `structured`, with `text` as content.
+    fn response(text: &str, structured: Value) -> ServerJsonRpcMessage {
+        let mut result =
+            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]);
+        result.structured_content = Some(structured);
+        result.is_error = Some(false);
+        let msg = json!({"jsonrpc": "2.0", "id": "r1", "result": result});
+        serde_json::from_value(msg).unwrap()
+    }
+
+    #[test]
+    fn a_carried_body_is_written_where_its_value_would_be() {
+        let body = r#"{"blocks":[{"type":"list","lines":[1,2]}],"note":"\"q\" \u0001"}"#;
+        let value: Value = serde_json::from_str(body).unwrap();
+        // The text copy quotes the body, and the client's text may look
+        // like anything; only the carried value is replaced.
+        for text in [body, "short", "\"noma-carried-json-0\""] {
+            let want = message_line(response(text, value.clone())).unwrap();
+            let got = message_line(response(text, carry(body.to_string()))).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
+        // A string body without this process's mark is written as a string.
+        let plain = Value::String(format!("{}x", &mark()[..10]));
+        let line = message_line(response("t", plain.clone())).unwrap();
+        let back: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(back["result"]["structuredContent"], plain);
+        assert!(line.ends_with(b"}\n") && line.iter().filter(|&&b| b == b'\n').count() == 1);
     }
 
     #[test]
