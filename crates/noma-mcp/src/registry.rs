@@ -181,13 +181,17 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The result with its `structuredContent` a [`Value`] (parsing the
-    /// JSON text, which this crate wrote: it always parses).
+    /// The result with its `structuredContent` a [`Value`], parsing the
+    /// JSON text (which this crate wrote; were it ever not JSON, the result
+    /// is a system error saying so rather than a wrong body).
     pub fn into_result(self) -> CallToolResult {
         let mut result = self.result;
         if let Some(json) = self.json {
-            result.structured_content =
-                Some(serde_json::from_str(&json).unwrap_or_else(|e| Value::String(e.to_string())));
+            let body = serde_json::from_str(&json).unwrap_or_else(|e| {
+                result.is_error = Some(true);
+                ToolError::system(format!("internal error: the answer is not JSON: {e}")).body()
+            });
+            result.structured_content = Some(body);
         }
         result
     }

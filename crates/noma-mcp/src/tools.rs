@@ -13,7 +13,8 @@
 //! [`super::patch_tools`], [`super::transcript_tools`] and
 //! [`super::changes`]. Adding a tool = an args struct deriving
 //! `Deserialize + JsonSchema`, a function `fn(&Context, Args) ->
-//! ToolResult`, and one [`tool`] line in [`registry`] (see
+//! ToolResult` (or, for a body it writes as text, `Result<JsonText,
+//! ToolError>`), and one [`tool`] line in [`registry`] (see
 //! [`super::registry`] for how its outcomes become MCP results).
 
 use super::changes as ch;

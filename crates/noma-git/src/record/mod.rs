@@ -332,8 +332,8 @@ pub fn last_state(doc_path: &Path) -> Result<Option<String>, RecordError> {
     if prior.last_applied_post().is_none() {
         return Ok(None);
     }
-    let place = Location::discover(doc_path)?;
-    prior.previous_state(&place).map(Some)
+    let location = Location::discover(doc_path)?;
+    prior.previous_state(&location).map(Some)
 }
 
 /// What recording needs of the transcript once it has been read and found
@@ -342,7 +342,7 @@ trait Prior {
     /// The last applied record's `post_sha256`, if any: the state to record from.
     fn last_applied_post(&self) -> Option<&str>;
     /// The text of that state, rebuilt (see the module docs).
-    fn previous_state(&self, place: &Location) -> Result<String, RecordError>;
+    fn previous_state(&self, location: &Location) -> Result<String, RecordError>;
     /// The sha256 of the last line, which the first appended record chains onto.
     fn last_line_sha(&self) -> Option<String>;
     /// Under the lock: whether the transcript is still the one read.
@@ -364,10 +364,10 @@ fn record_after(
     if prior.last_applied_post() == Some(doc_sha.as_str()) {
         return Ok(Outcome::NothingToRecord);
     }
-    let place = Location::discover(doc_path)?;
-    let policy = Policy::load(&place.root).map_err(CannotRun::from)?;
+    let location = Location::discover(doc_path)?;
+    let policy = Policy::load(&location.root).map_err(CannotRun::from)?;
     let text_edits = policy.file.record_text_edits;
-    let (prev, genesis) = starting_point(&place, prior, text_edits, text, tpath)?;
+    let (prev, genesis) = starting_point(&location, prior, text_edits, text, tpath)?;
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
@@ -377,7 +377,7 @@ fn record_after(
     let mut opts = Options::new(actor);
     opts.reason = reason.or_else(|| genesis.then(|| "start of the transcript".to_string()));
     let ctx = Context {
-        doc_uri: noma_store::uri::portable_doc_uri(Some(&place.root), doc_path),
+        doc_uri: noma_store::uri::portable_doc_uri(Some(&location.root), doc_path),
         ..Context::default()
     };
     let mut locked = lock_unchanged(doc_path, tpath, prior, text)?;
@@ -406,16 +406,16 @@ fn record_after(
 /// changed since. A policy without text edits starts from the committed
 /// version instead (found again in history by replay and the hooks).
 fn starting_point(
-    place: &Location,
+    location: &Location,
     prior: &dyn Prior,
     text_edits: bool,
     text: &str,
     tpath: &Path,
 ) -> Result<(String, Option<String>), RecordError> {
     if prior.last_applied_post().is_some() {
-        return Ok((prior.previous_state(place)?, None));
+        return Ok((prior.previous_state(location)?, None));
     }
-    let head = place.head_text()?;
+    let head = location.head_text()?;
     match (text_edits, head) {
         (true, head) => Ok((
             String::new(),
@@ -484,16 +484,16 @@ pub(crate) fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
     if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
         return false;
     }
-    let Ok(place) = Location::discover(doc_path) else {
+    let Ok(location) = Location::discover(doc_path) else {
         return false;
     };
-    if !Policy::load(&place.root).is_ok_and(|p| p.file.record_text_edits) {
+    if !Policy::load(&location.root).is_ok_and(|p| p.file.record_text_edits) {
         return false;
     }
     let Ok(bytes) = fsio::read_regular(doc_path) else {
         return false;
     };
-    match place.repo.head_blob(&place.rel) {
+    match location.repo.head_blob(&location.rel) {
         Ok(Some(committed)) => committed != bytes,
         Ok(None) => true,
         Err(_) => false,

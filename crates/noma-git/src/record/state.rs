@@ -25,11 +25,11 @@ impl Prior for Scanned {
         self.last_applied_post.as_deref()
     }
 
-    fn previous_state(&self, place: &Location) -> Result<String, RecordError> {
-        let head = place.head_text()?;
+    fn previous_state(&self, location: &Location) -> Result<String, RecordError> {
+        let head = location.head_text()?;
         let Some(first_pre) = self.first_applied_pre.as_deref() else {
             return Err(CannotRecord::NoAppliedRecord {
-                rel: place.rel.clone(),
+                rel: location.rel.clone(),
             }
             .into());
         };
@@ -47,7 +47,7 @@ impl Prior for Scanned {
                 return Ok(text);
             }
         }
-        from_history(self, place, first_pre)
+        from_history(self, location, first_pre)
     }
 
     fn last_line_sha(&self) -> Option<String> {
@@ -116,7 +116,7 @@ fn reapply_one(text: String, r: &Record) -> Result<String, CannotRecord> {
 /// matches one is confirmed by the walk from it.
 fn from_history(
     scanned: &Scanned,
-    place: &Location,
+    location: &Location,
     first_pre: &str,
 ) -> Result<String, RecordError> {
     let mut keys = HashSet::from([key(first_pre)]);
@@ -124,7 +124,7 @@ fn from_history(
         keys.insert(key(&h.post_sha256));
     })?;
     let mut walked = None;
-    place.find_in_history(|text| {
+    location.find_in_history(|text| {
         if !keys.contains(&key(&sha256_hex(text.as_bytes()))) {
             return false;
         }
@@ -140,7 +140,7 @@ fn from_history(
     match walked {
         Some(found) => Ok(found?.unwrap_or_default()),
         None => Err(CannotRecord::NoBaseFound {
-            rel: place.rel.clone(),
+            rel: location.rel.clone(),
             pre_sha256: first_pre.to_string(),
         }
         .into()),

@@ -71,12 +71,12 @@ impl Prior for WholeFile {
         self.applied().last().map(|r| r.post_sha256.as_str())
     }
 
-    fn previous_state(&self, place: &Location) -> Result<String, RecordError> {
+    fn previous_state(&self, location: &Location) -> Result<String, RecordError> {
         let applied = self.applied();
-        let head = place.head_text()?;
+        let head = location.head_text()?;
         let Some(first) = applied.first() else {
             return Err(CannotRecord::NoAppliedRecord {
-                rel: place.rel.clone(),
+                rel: location.rel.clone(),
             }
             .into());
         };
@@ -91,13 +91,13 @@ impl Prior for WholeFile {
         } else {
             match head.filter(|h| resume.contains_key(sha256_hex(h.as_bytes()).as_str())) {
                 Some(h) => Some(h),
-                None => place
+                None => location
                     .find_in_history(|t| resume.contains_key(sha256_hex(t.as_bytes()).as_str()))?,
             }
         };
         let Some(text) = known else {
             return Err(CannotRecord::NoBaseFound {
-                rel: place.rel.clone(),
+                rel: location.rel.clone(),
                 pre_sha256: first.pre_sha256.clone(),
             }
             .into());
