@@ -58,3 +58,51 @@ fn read_doc_lists_frontmatter_and_list_items() {
         json!(sha("::claim{id=\"c1\"}\nSky.\n::"))
     );
 }
+
+/// Big answers written as text (decision `read-doc-writes-its-answer`)
+/// keep to one JSON-RPC message per line when several calls are in flight
+/// at once, beside a refused request and a client id that looks like the
+/// transport's mark: each id gets its own whole answer, equal to an
+/// answer read alone.
+#[test]
+fn read_doc_answers_in_flight_together_stay_whole_and_apart() {
+    let dir = mcp_repo(&noma_testutil::synth::document(60));
+    let mut s = McpClient::start(dir.path());
+    let alone = s.request(
+        "tools/call",
+        json!({"name": "read_doc", "arguments": {"file": "a.noma"}}),
+    );
+    let body = alone["result"]["structuredContent"].clone();
+    assert!(body["blocks"].as_array().expect("blocks").len() > 500);
+    let ids = [
+        json!("first"),
+        json!("noma-carried-json-0000000000000000"),
+        json!(77),
+        json!("last"),
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": "read_doc", "arguments": {"file": "a.noma"}}}));
+        if i == 1 {
+            // A batch is refused with -32600 between the calls.
+            s.send(&json!([{"jsonrpc": "2.0", "id": 9, "method": "ping"}]));
+        }
+    }
+    let mut answered = Vec::new();
+    let mut refused = 0;
+    while answered.len() < ids.len() {
+        let line = s.recv();
+        if line["error"]["code"] == -32600 {
+            refused += 1;
+            continue;
+        }
+        assert_eq!(line["result"]["structuredContent"], body, "{}", line["id"]);
+        assert_eq!(line["result"]["isError"], false);
+        answered.push(line["id"].clone());
+    }
+    assert_eq!(refused, 1);
+    for id in &ids {
+        assert!(answered.contains(id), "{id} not answered: {answered:?}");
+    }
+    s.stop();
+}
