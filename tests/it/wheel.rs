@@ -164,6 +164,27 @@ fn the_release_builds_locked_wheels_for_every_platform_and_publishes_them() {
     assert!(publish.iter().any(|s| s["uses"]
         .as_str()
         .is_some_and(|u| u.starts_with("pypa/gh-action-pypi-publish@"))));
+    // PyPI before the tag: pre-commit users pin the tag, so a tag must
+    // never exist whose wheel PyPI lacks (docs/releasing.md).
+    let needs = |job: &str| -> Vec<String> {
+        match &jobs[job]["needs"] {
+            serde_yaml_ng::Value::String(s) => vec![s.clone()],
+            serde_yaml_ng::Value::Sequence(v) => {
+                v.iter().map(|n| n.as_str().unwrap().to_string()).collect()
+            }
+            _ => vec![],
+        }
+    };
+    assert!(
+        needs("publish").contains(&"pypi".to_string()),
+        "{:?}",
+        needs("publish")
+    );
+    assert!(
+        !needs("pypi").contains(&"publish".to_string()),
+        "{:?}",
+        needs("pypi")
+    );
     let release = step_script("publish", "Commit the checksums");
     assert!(
         release.contains("wheels/*.whl"),
@@ -224,8 +245,16 @@ fn binstall_finds_the_archives_the_release_makes() {
         let dir = tempfile::tempdir().unwrap();
         let built = dir.path().join(format!("target/{target}/dist"));
         std::fs::create_dir_all(&built).unwrap();
-        std::fs::write(built.join(exe), "stand-in").unwrap();
-        std::fs::write(dir.path().join("README.md"), "readme").unwrap();
+        // The step runs what it packaged: a stand-in that answers --version.
+        let stand_in = built.join(exe);
+        std::fs::write(&stand_in, "#!/bin/sh\necho \"noma stand-in $1\"\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        for f in ["README.md", "LICENSE-MIT", "LICENSE-APACHE"] {
+            std::fs::write(dir.path().join(f), f).unwrap();
+        }
         let o = Command::new("bash")
             .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
             .current_dir(dir.path())
@@ -237,18 +266,29 @@ fn binstall_finds_the_archives_the_release_makes() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("noma stand-in --version"),
+            "the step runs the packaged binary: {}",
+            text(&o)
+        );
         let archive = binstall(&url, version, target, ".tar.gz", "");
         assert_eq!(archive, format!("{want}.tar.gz"));
         let file = dir.path().join(archive.rsplit('/').next().unwrap());
         let listing = Command::new("tar").arg("tzf").arg(&file).output().unwrap();
         assert!(listing.status.success(), "{}", text(&listing));
         let inner = binstall(&bin_dir, version, target, "", "");
+        let listed = String::from_utf8_lossy(&listing.stdout);
         assert!(
-            String::from_utf8_lossy(&listing.stdout)
-                .lines()
-                .any(|l| l == inner),
+            listed.lines().any(|l| l == inner),
             "{target}: {inner} is not in the archive: {}",
             text(&listing)
         );
+        // The licences the project is offered under travel with the binary.
+        for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            assert!(
+                listed.lines().any(|l| l.ends_with(&format!("/{licence}"))),
+                "{target}: no {licence} in the archive: {listed}"
+            );
+        }
     }
 }
