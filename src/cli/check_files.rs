@@ -43,6 +43,14 @@ pub fn targets(given: &[PathBuf]) -> (Vec<PathBuf>, i32) {
 /// `"; did you mean `plan.noma`?"` for a document of that directory one
 /// or two typos away, else how to check them all.
 fn near(missing: &Path) -> String {
+    match near_name(missing) {
+        Some(n) => format!("; did you mean `{}`?", n.display()),
+        None => "; `noma check` with no path checks every document of the repository".into(),
+    }
+}
+
+/// A document of `missing`'s directory one or two typos from its name.
+pub(super) fn near_name(missing: &Path) -> Option<PathBuf> {
     let dir = missing.parent().filter(|d| !d.as_os_str().is_empty());
     let names: Vec<String> = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
         .map(|entries| {
@@ -53,10 +61,8 @@ fn near(missing: &Path) -> String {
         })
         .unwrap_or_default();
     let name = missing.file_name().unwrap_or_default().to_string_lossy();
-    match noma_core::suggest::near_miss(&name, names.iter().map(String::as_str)) {
-        Some(n) => format!("; did you mean `{}`?", missing.with_file_name(n).display()),
-        None => "; `noma check` with no path checks every document of the repository".into(),
-    }
+    noma_core::suggest::near_miss(&name, names.iter().map(String::as_str))
+        .map(|n| missing.with_file_name(n))
 }
 
 fn under(dir: &Path, shown: &str) -> Result<Vec<PathBuf>, i32> {

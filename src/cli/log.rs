@@ -33,6 +33,29 @@ pub fn run(args: Args) -> i32 {
     if let Err(code) = super::noma_path("log", &args.file, false) {
         return code;
     }
+    let transcript = args
+        .transcript
+        .clone()
+        .unwrap_or_else(|| noma_store::engine::default_transcript_path(&args.file));
+    let doc_exists = args.file.symlink_metadata().is_ok();
+    let transcript_exists = transcript.symlink_metadata().is_ok();
+    if !doc_exists && !transcript_exists {
+        // Neither the document nor a tombstone: most likely a typo.
+        let hint = match super::check_files::near_name(&args.file) {
+            Some(n) => format!("; did you mean `{}`?", n.display()),
+            None => "; `git ls-files '*.noma'` lists the documents".into(),
+        };
+        eprintln!("noma log: {}: no such document{hint}", args.file.display());
+        return super::EXIT_USAGE;
+    }
+    if !transcript_exists && matches!(args.format, Format::Human) {
+        println!(
+            "{} has no transcript, so no record changed it yet; `noma record {}` starts one",
+            args.file.display(),
+            args.file.display()
+        );
+        return super::EXIT_OK;
+    }
     let log = history::block_log(
         &super::cache::open_for_cwd(),
         &args.file,

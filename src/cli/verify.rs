@@ -8,6 +8,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// Corpus root (e.g. `conformance/`); every directory below it that holds
     /// `input.noma` is a fixture.
+    #[arg(required = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
 
@@ -16,7 +17,7 @@ pub struct Args {
 /// fixture.
 pub fn run(args: Args) -> i32 {
     let Some(dir) = args.dir else {
-        eprintln!("noma verify: <fixture-dir> required");
+        eprintln!("noma verify: give the corpus root, e.g. `noma verify conformance`");
         return super::EXIT_USAGE;
     };
     if !dir.exists() {

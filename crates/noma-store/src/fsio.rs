@@ -146,26 +146,41 @@ const TMP_MARK: &str = ".noma-tmp-";
 /// An open transcript holding the exclusive advisory lock. The lock is
 /// released when this value is dropped (closing the descriptor drops a
 /// `flock`), including when the process dies.
+///
+/// A transcript this value created and left empty (a first write that was
+/// refused) is removed on drop, so a refused request leaves no 0-byte
+/// `.patches` file behind for `git add -A` to stage.
 #[derive(Debug)]
 pub struct LockedTranscript {
     file: File,
     path: PathBuf,
+    /// This open created the file (it did not exist before).
+    created: bool,
 }
 
 impl LockedTranscript {
     /// Opens (creating if needed) `path` for append and blocks until the
     /// exclusive lock is ours. The transcript is never renamed, so every
-    /// process locks the same inode.
+    /// process locks the same inode; a lock won on a file another writer
+    /// removed meanwhile (its refused first write) is dropped and taken
+    /// again on the file now at `path`.
     pub fn open(path: &Path) -> io::Result<Self> {
-        // A link, FIFO or device is refused; the size is not: a transcript
-        // has no cap of its own (its growth is checked per request).
-        let file = contain::open_write(path, contain::WriteMode::Append)?;
-        // Fully qualified: newer std has an inherent `File::lock` too.
-        fs4::FileExt::lock(&file)?;
-        Ok(LockedTranscript {
-            file,
-            path: path.to_path_buf(),
-        })
+        loop {
+            let existed = path.symlink_metadata().is_ok();
+            // A link, FIFO or device is refused; the size is not: a
+            // transcript has no cap of its own (its growth is checked per
+            // request).
+            let file = contain::open_write(path, contain::WriteMode::Append)?;
+            // Fully qualified: newer std has an inherent `File::lock` too.
+            fs4::FileExt::lock(&file)?;
+            if still_at(&file, path) {
+                return Ok(LockedTranscript {
+                    file,
+                    path: path.to_path_buf(),
+                    created: !existed,
+                });
+            }
+        }
     }
 
     /// Opens an existing transcript read-only under a shared lock: a
@@ -176,6 +191,7 @@ impl LockedTranscript {
         Ok(LockedTranscript {
             file,
             path: path.to_path_buf(),
+            created: false,
         })
     }
 
@@ -242,6 +258,47 @@ impl LockedTranscript {
         self.file.sync_data()
     }
 }
+
+impl Drop for LockedTranscript {
+    fn drop(&mut self) {
+        // Still holding the lock: a writer waiting for it re-checks the
+        // path when it wins (`still_at`) and creates the file afresh.
+        if self.created && self.file.metadata().is_ok_and(|m| m.len() == 0) {
+            remove_if_same(&self.file, &self.path);
+        }
+    }
+}
+
+/// Whether `path` still names the file `file` has open.
+#[cfg(unix)]
+fn still_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), path.symlink_metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Elsewhere the empty file is kept (see `remove_if_same`), so the path
+/// always names the file that was opened.
+#[cfg(not(unix))]
+fn still_at(_file: &File, _path: &Path) -> bool {
+    true
+}
+
+/// Removes `path` when it is still `file`. Only on Unix, where a waiting
+/// writer can tell (by inode) that the file it locked was removed; on
+/// other systems the empty file stays, as it did before.
+#[cfg(unix)]
+fn remove_if_same(file: &File, path: &Path) {
+    if still_at(file, path) {
+        // Best effort: the file is empty, so nothing is lost if it stays.
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(not(unix))]
+fn remove_if_same(_file: &File, _path: &Path) {}
 
 /// The validator's dataset files, read from the directory a document is
 /// in (`src=` is relative to it).
@@ -470,6 +527,50 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_transcript_created_and_left_empty_is_removed_and_others_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        // Created, nothing appended (a refused first write): gone.
+        let fresh = dir.path().join("a.noma.patches");
+        drop(LockedTranscript::open(&fresh).unwrap());
+        assert!(!fresh.exists());
+        // Created and appended to: kept.
+        let written = dir.path().join("b.noma.patches");
+        let mut t = LockedTranscript::open(&written).unwrap();
+        t.append(b"{}\n").unwrap();
+        drop(t);
+        assert_eq!(std::fs::read(&written).unwrap(), b"{}\n");
+        // Empty before the open (not ours to remove): kept.
+        let existing = dir.path().join("c.noma.patches");
+        std::fs::write(&existing, b"").unwrap();
+        drop(LockedTranscript::open(&existing).unwrap());
+        assert!(existing.exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_writer_that_waited_on_a_removed_transcript_writes_to_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.noma.patches");
+        let first = LockedTranscript::open(&path).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p2 = path.clone();
+        let waiter = std::thread::spawn(move || {
+            // Opens the same inode and blocks on the lock the first holds.
+            tx.send(()).unwrap();
+            let mut t = LockedTranscript::open(&p2).unwrap();
+            t.append(b"kept\n").unwrap();
+        });
+        rx.recv().unwrap();
+        // The first writer's request is refused: its empty file goes.
+        // Whether the waiter opened it before or after the removal, its
+        // append must land in the file at `path`.
+        drop(first);
+        waiter.join().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"kept\n");
+    }
 
     #[test]
     fn atomic_write_replaces_and_cleans_up() {

@@ -55,7 +55,7 @@ pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &P
     // A dry run prints the document on stdout, so the summary goes to stderr.
     let mut lines = Vec::new();
     for r in &outcome.records {
-        record_lines(r, &mut lines);
+        record_lines(r, dry, &mut lines);
     }
     if let Some(first) = outcome.records.first() {
         lines.push(format!(
@@ -74,6 +74,7 @@ pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &P
     if !dry {
         return c;
     }
+    c.err("dry run: nothing was written or recorded; `--inplace` writes the document and records the ops".to_string());
     match before {
         Some(old) => {
             let shown = file.display().to_string();
@@ -91,15 +92,20 @@ pub fn human(outcome: engine::Outcome, dry: bool, before: Option<&str>, file: &P
 }
 
 /// One record's line and the diagnostics a person needs from it: the
-/// engine's own, and the errors of a rejected op.
-fn record_lines(r: &Record, lines: &mut Vec<String>) {
+/// engine's own, and the errors of a rejected op. A dry run's op is one
+/// that would apply: nothing was applied.
+fn record_lines(r: &Record, dry: bool, lines: &mut Vec<String>) {
     let target = ["id", "from", "parent", "target"]
         .iter()
         .find_map(|k| r.op.get(*k).and_then(Value::as_str))
         .unwrap_or("");
+    let result = match r.patch_result {
+        PatchResult::Applied if dry => "would apply",
+        other => other.as_str(),
+    };
     lines.push(format!(
         "{:<8} {} {}  {} -> {}",
-        r.patch_result.as_str(),
+        result,
         r.op_name(),
         target,
         r.pre_sha,
