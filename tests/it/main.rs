@@ -15,6 +15,7 @@ mod chainless;
 mod changed_cli;
 mod changed_rename;
 mod clone_driver;
+mod contributing;
 mod docs_team;
 // The watcher runs on Linux only (inotify).
 #[cfg(target_os = "linux")]

@@ -1,10 +1,11 @@
-//! The README and the documents under `docs/` render as intended: every
-//! code fence is closed, and a fence line holds only backticks and an
-//! optional language word (text after it would silently open a block that
-//! swallows the rest of the file, as it once did). The README's quick start
-//! stays two commands: one runs the main job, one runs every test. What the
-//! README and docs/ state about the program stays true: the conformance
-//! counts, the list of commands, the relative links and their anchors.
+//! The README, CONTRIBUTING.md and the documents under `docs/` render as
+//! intended: every code fence is closed, and a fence line holds only
+//! backticks and an optional language word (text after it would silently
+//! open a block that swallows the rest of the file, as it once did). The
+//! README's quick start stays two commands: one runs the main job, one
+//! runs every test. What the README and docs/ state about the program
+//! stays true: the conformance counts, the list of commands, the relative
+//! links and their anchors.
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +13,12 @@ fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// README.md and every `.md` file below `docs/`.
+/// README.md, CONTRIBUTING.md and every `.md` file below `docs/`.
 fn markdown_files() -> Vec<PathBuf> {
-    let mut files = vec![manifest_dir().join("README.md")];
+    let mut files = vec![
+        manifest_dir().join("README.md"),
+        manifest_dir().join("CONTRIBUTING.md"),
+    ];
     let mut stack = vec![manifest_dir().join("docs")];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
