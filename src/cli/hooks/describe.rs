@@ -156,9 +156,17 @@ pub fn gitignore(change: Change) -> String {
 
 /// `noma init`'s `.mcp.json` line (what follows the file name).
 pub fn mcp_registered(r: &McpReport) -> String {
+    // The file is shared: it names `noma`, found on each machine's PATH.
+    let path_note = if r.on_path {
+        String::new()
+    } else {
+        "; `noma` on this PATH is not this binary (or there is none): put its directory on PATH \
+         so MCP clients start it"
+            .to_string()
+    };
     match r.change {
-        McpChange::Created => format!("created, registering `{} mcp`", r.command),
-        McpChange::Added => format!("added the noma server (`{} mcp`)", r.command),
+        McpChange::Created => format!("created, registering `{} mcp`{path_note}", r.command),
+        McpChange::Added => format!("added the noma server (`{} mcp`){path_note}", r.command),
         McpChange::Unchanged => "already registers the noma server".to_string(),
         McpChange::KeptExisting => {
             "has its own noma entry; left as is (delete it and rerun to regenerate)".to_string()

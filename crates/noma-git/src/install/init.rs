@@ -129,8 +129,8 @@ pub fn init(layout: &Layout, opts: &InitOptions) -> Result<InitReport, InitError
     });
     let mcp = opts.mcp.then(|| {
         let current = super::current_noma().unwrap_or_else(|_| PathBuf::from(MCP_COMMAND));
-        let command = mcp_command(&current, std::env::var_os("PATH").as_deref());
-        register_mcp(&root, &command)
+        let on_path = mcp_command_on_path(&current, std::env::var_os("PATH").as_deref());
+        register_mcp(&root, MCP_COMMAND).map(|r| McpReport { on_path, ..r })
     });
     Ok(InitReport {
         root,
@@ -169,6 +169,9 @@ pub struct McpReport {
     pub command: String,
     /// What happened.
     pub change: McpChange,
+    /// `noma` on this machine's PATH is the binary that ran `noma init`
+    /// (else an MCP client here starts another noma, or none).
+    pub on_path: bool,
 }
 
 /// Why `.mcp.json` was not updated. The file is left untouched.
@@ -192,23 +195,20 @@ pub enum McpConfigError {
     },
 }
 
-/// The command `.mcp.json` should run. The hooks run the absolute path of
-/// this binary (they live in `.git/`, per machine), but `.mcp.json` is
-/// usually committed and shared, and an MCP client has no fallback: so the
-/// bare `noma` is written when `noma` on `PATH` is this very binary, and
-/// the absolute path only when it is not (then the entry works here even
-/// though PATH has another or no noma).
-pub(crate) fn mcp_command(current: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+/// Whether `noma` found on `path_var` (the `PATH` value) is `current`,
+/// this very binary. `.mcp.json` is committed and shared, so it always
+/// names the bare `noma` (an absolute path is one machine's, and a
+/// Windows path is nobody else's); when PATH leads elsewhere or nowhere,
+/// `noma init` says so instead of writing this machine's path.
+pub(crate) fn mcp_command_on_path(current: &Path, path_var: Option<&std::ffi::OsStr>) -> bool {
     let this = current.canonicalize().ok();
+    let exe = format!("{MCP_COMMAND}{}", std::env::consts::EXE_SUFFIX);
     let on_path = path_var.and_then(|p| {
         std::env::split_paths(p)
-            .map(|dir| dir.join(MCP_COMMAND))
+            .map(|dir| dir.join(&exe))
             .find(|cand| cand.is_file())
     });
-    match (this, on_path.and_then(|p| p.canonicalize().ok())) {
-        (Some(a), Some(b)) if a == b => MCP_COMMAND.to_string(),
-        _ => current.display().to_string(),
-    }
+    matches!((this, on_path.and_then(|p| p.canonicalize().ok())), (Some(a), Some(b)) if a == b)
 }
 
 /// The entry registered for `command`.
@@ -225,6 +225,7 @@ pub(crate) fn register_mcp(root: &Path, command: &str) -> Result<McpReport, McpC
         path: path.clone(),
         command: command.to_string(),
         change,
+        on_path: true,
     };
     let io_err = |source| McpConfigError::Io {
         path: path.clone(),
@@ -474,25 +475,23 @@ mod tests {
         }
     }
 
-    #[cfg(unix)]
     #[test]
-    fn mcp_command_is_bare_only_when_path_finds_this_binary() {
-        use std::os::unix::fs::PermissionsExt;
+    fn mcp_command_on_path_finds_this_binary_by_its_platform_name() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("bin");
         let other = tmp.path().join("other");
         fs::create_dir_all(&bin).unwrap();
         fs::create_dir_all(&other).unwrap();
-        let exe = bin.join("noma");
-        fs::write(&exe, "#!/bin/sh\n").unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
-        fs::write(other.join("noma"), "#!/bin/sh\n").unwrap();
+        // `noma.exe` on Windows: PATH must be searched by that name.
+        let name = format!("noma{}", std::env::consts::EXE_SUFFIX);
+        let exe = bin.join(&name);
+        fs::write(&exe, "stand-in").unwrap();
+        fs::write(other.join(&name), "stand-in").unwrap();
         let path_of = |dirs: &[&Path]| std::env::join_paths(dirs).unwrap();
-        assert_eq!(mcp_command(&exe, Some(&path_of(&[&bin]))), "noma");
-        // Another noma comes first on PATH, or none at all: absolute.
-        let abs = exe.display().to_string();
-        assert_eq!(mcp_command(&exe, Some(&path_of(&[&other, &bin]))), abs);
-        assert_eq!(mcp_command(&exe, None), abs);
+        assert!(mcp_command_on_path(&exe, Some(&path_of(&[&bin]))));
+        // Another noma comes first on PATH, or none at all.
+        assert!(!mcp_command_on_path(&exe, Some(&path_of(&[&other, &bin]))));
+        assert!(!mcp_command_on_path(&exe, None));
     }
 
     #[test]
