@@ -38,7 +38,8 @@ fn hostile_branch() -> (Repo, std::path::PathBuf) {
         "--reason",
         "PLACEHOLDER",
         "--op",
-        &json!({"op": "delete_block", "id": "c2"}).to_string(),
+        &json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.1})
+            .to_string(),
     ]);
     assert_ran(&o);
     let transcript = r.read("plan.noma.patches");
@@ -97,11 +98,10 @@ fn an_agents_hostile_reason_is_shown_escaped_everywhere() {
     shown_escaped("replay --signatures", &o, "\\e[2K");
     let o = r.noma(&["log", "plan.noma"]);
     shown_escaped("log", &o, reason);
+    // c1's last change is the hostile record.
     let o = r.noma(&["blame", "plan.noma"]);
-    // c2 is gone; c1's last change is the genesis record: blame shows
-    // the hostile actor only where it names the block's last record.
-    shown_escaped("blame", &o, "c1");
-    let o = r.noma(&["log", "plan.noma", "--block", "c2"]);
+    shown_escaped("blame", &o, reason);
+    let o = r.noma(&["log", "plan.noma", "--block", "c1"]);
     shown_escaped("log --block", &o, reason);
 }
 
@@ -308,4 +308,69 @@ fn under_warn_an_unsigned_claim_of_a_person_needs_approval() {
     r.commit_all("alice, signed");
     let o = r.noma(&["reconcile", "--base", "main"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// The language server's write paths (the "Record this edit" command and
+/// rename) refuse an actor name holding control characters, and write
+/// nothing.
+#[test]
+fn the_language_server_refuses_a_hostile_actor_name() {
+    use crate::lsp_hover_provenance::{framed, messages};
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let r = Repo::with_genesis_record(DOC);
+    let edited = DOC.replace("One.", "One, edited.");
+    r.write("plan.noma", &edited);
+    let before = r.read("plan.noma.patches");
+    let uri = format!("file://{}", r.path().join("plan.noma").display());
+    let mut input = Vec::new();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": uri, "languageId": "noma", "version": 1,
+            "text": edited}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "workspace/executeCommand",
+            "params": {"command": "noma.record", "arguments": [uri]}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/rename",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 13},
+            "newName": "c3"}}),
+        json!({"jsonrpc": "2.0", "id": 999, "method": "shutdown"}),
+        json!({"jsonrpc": "2.0", "method": "exit"}),
+    ] {
+        input.extend(framed(&m));
+    }
+    let mut child = Command::new(crate::common::NOMA)
+        .arg("lsp")
+        .current_dir(r.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", r.home.path())
+        .env("GIT_AUTHOR_NAME", "mallory\u{1b}[2K\ralice")
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let replies = messages(&out.stdout);
+    for id in [1, 2] {
+        let reply = replies
+            .iter()
+            .find(|m| m["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no reply {id}: {replies:?}"));
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("actor.name contains the control character U+001B"),
+            "{id}: {reply}"
+        );
+    }
+    assert_eq!(r.read("plan.noma.patches"), before);
+    assert_eq!(r.read("plan.noma"), edited);
 }
