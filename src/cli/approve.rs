@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::Format;
+use noma_core::display::escape as esc;
 use noma_git::provenance::approve;
 
 /// Arguments of `noma approve`.
@@ -44,7 +45,7 @@ pub fn run(args: Args) -> i32 {
     match approve_inner(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("noma approve: {e}");
+            eprintln!("noma approve: {}", esc(&e));
             super::EXIT_USAGE
         }
     }
@@ -90,14 +91,15 @@ fn confirm() -> Result<bool, String> {
 }
 
 /// The listing a person reads before approving: one line per record
-/// (op, target, actor, reason), the blocks it changed under it.
+/// (op, target, actor, reason), the blocks it changed under it. What the
+/// records' writers chose is escaped: a reason must not redraw the list.
 fn listing(plan: &approve::Plan, doc: &Path) -> String {
     let pending = plan.pending();
     let mut out = format!(
         "{}: {} agent record(s) to approve as {}:\n",
-        doc.display(),
+        esc(&doc.display().to_string()),
         pending.len(),
-        plan.signer.principal
+        esc(&plan.signer.principal)
     );
     let blocks = plan.changed_blocks();
     for (i, e) in pending.iter().enumerate() {
@@ -105,21 +107,24 @@ fn listing(plan: &approve::Plan, doc: &Path) -> String {
         out.push_str(&format!(
             "  line {} {} {} by {}{}\n",
             e.line,
-            r.op_name(),
-            target(&r.op),
-            r.actor.name,
+            esc(r.op_name()),
+            esc(&target(&r.op)),
+            esc(&r.actor.name),
             r.reason
                 .as_deref()
-                .map(|w| format!(": {w}"))
+                .map(|w| format!(": {}", esc(w)))
                 .unwrap_or_default()
         ));
         match &blocks {
             Ok(per_record) => {
                 for b in &per_record[i].changes {
-                    out.push_str(&format!("  {}", crate::report::changes::block_line(b)));
+                    let line = crate::report::changes::block_line(b);
+                    out.push_str(&format!("  {}", noma_core::display::escape_text(&line)));
                 }
             }
-            Err(why) if i == 0 => out.push_str(&format!("    (changed blocks unknown: {why})\n")),
+            Err(why) if i == 0 => {
+                out.push_str(&format!("    (changed blocks unknown: {})\n", esc(why)))
+            }
             Err(_) => {}
         }
     }

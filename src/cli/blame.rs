@@ -42,22 +42,24 @@ pub fn run(args: Args) -> i32 {
             "blocks": lines,
         })),
         Format::Human => {
-            let width = lines.iter().map(|l| l.id.len()).max().unwrap_or(0);
+            let ids: Vec<String> = lines
+                .iter()
+                .map(|l| noma_core::display::escape(&l.id).into_owned())
+                .collect();
+            let width = ids.iter().map(String::len).max().unwrap_or(0);
             let mut out = String::new();
-            for l in &lines {
+            for (l, id) in lines.iter().zip(&ids) {
                 let span = format!("[{}, {}]", l.lines[0], l.lines[1]);
                 match &l.last {
                     Some(c) => {
                         let change = c.blocks.first().map_or("changed", |b| b.change);
                         out.push_str(&format!(
-                            "{:<width$}  {span:<10}  {change:<8}  {}",
-                            l.id,
+                            "{id:<width$}  {span:<10}  {change:<8}  {}",
                             super::log::describe(c)
                         ));
                     }
                     None => out.push_str(&format!(
-                        "{:<width$}  {span:<10}  unchanged since the transcript began\n",
-                        l.id
+                        "{id:<width$}  {span:<10}  unchanged since the transcript began\n"
                     )),
                 }
             }

@@ -76,7 +76,7 @@ pub fn run(args: Args) -> i32 {
     let code = match questions::answer(&repo, asked, &cache) {
         Ok(answer) => {
             for n in answer.notices() {
-                eprintln!("noma: notice: {n}");
+                eprintln!("noma: notice: {}", noma_core::display::escape(n));
             }
             emit(args.format, &answer)
         }
@@ -128,7 +128,12 @@ fn emit(format: Format, answer: &questions::Answer) -> i32 {
                 return super::EXIT_USAGE;
             }
         },
-        Format::Human => crate::report::changes::answer_text(answer),
+        // Paths and block ids are whatever a commit named them: escaped
+        // but for the report's own lines and tabs.
+        Format::Human => {
+            noma_core::display::escape_text(&crate::report::changes::answer_text(answer))
+                .into_owned()
+        }
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     super::EXIT_OK

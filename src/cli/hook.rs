@@ -102,7 +102,9 @@ fn warn_missing_driver(repo: &Repo) {
 fn print_human(report: &Report) {
     // Findings go to stderr: git shows hook stderr to the committer.
     for f in &report.findings {
-        eprintln!("{}", f.to_line());
+        // A finding quotes what records say (actor, reason, op ids): shown
+        // escaped, so none reaches the terminal as a control sequence.
+        eprintln!("{}", noma_core::display::escape(&f.to_line()));
     }
     // A commit that touches no document or transcript says nothing: a line
     // on every commit in a repository where noma has nothing to check is

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use noma_core::display::escape as esc;
 use noma_git::history::{self, BlockChange};
 
 use super::Format;
@@ -118,25 +119,33 @@ fn unknown_block(file: &std::path::Path, id: &str) -> Option<i32> {
 
 /// A block and how its id relates to the record's time.
 pub(super) fn touched(b: &history::BlockTouch) -> String {
-    let mut s = b.id.clone();
+    let mut s = esc(&b.id).into_owned();
     if let Some(then) = &b.id_then {
-        s.push_str(&format!(" (then {then})"));
+        s.push_str(&format!(" (then {})", esc(then)));
     }
     if let Some(from) = &b.renamed_from {
-        s.push_str(&format!(" (from {from})"));
+        s.push_str(&format!(" (from {})", esc(from)));
     }
     s
 }
 
-/// One record's heading and reason, for people.
+/// One record's heading and reason, for people; every field the record's
+/// writer chose is escaped ([`esc`]), so none reaches the terminal as a
+/// control sequence.
 pub(super) fn describe(c: &BlockChange) -> String {
-    let mut s = format!("{}  {}  {}  by {}", c.ts, c.op, short(&c.op_id), c.actor);
+    let mut s = format!(
+        "{}  {}  {}  by {}",
+        esc(&c.ts),
+        esc(&c.op),
+        esc(short(&c.op_id)),
+        esc(&c.actor)
+    );
     match &c.signed_by {
-        Some(who) => s.push_str(&format!("  signed by {who}")),
+        Some(who) => s.push_str(&format!("  signed by {}", esc(who))),
         None => s.push_str("  unsigned"),
     }
     match (c.needs_approval, &c.approved_by) {
-        (_, Some(who)) => s.push_str(&format!("  approved by {who}")),
+        (_, Some(who)) => s.push_str(&format!("  approved by {}", esc(who))),
         (true, None) => s.push_str("  not approved"),
         (false, None) => {}
     }
@@ -146,14 +155,14 @@ pub(super) fn describe(c: &BlockChange) -> String {
     }
     s.push('\n');
     if let Some(from) = &c.parent_op_id {
-        s.push_str(&format!("    copied from {}\n", short(from)));
+        s.push_str(&format!("    copied from {}\n", esc(short(from))));
     }
     if let Some(reason) = &c.reason {
-        s.push_str(&format!("    reason: {reason}\n"));
+        s.push_str(&format!("    reason: {}\n", esc(reason)));
     }
     s
 }
 
 fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+    id.char_indices().nth(8).map_or(id, |(at, _)| &id[..at])
 }

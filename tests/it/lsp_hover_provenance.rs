@@ -13,13 +13,13 @@ use crate::common::{assert_ran, signed_policy, text, Repo, NOMA};
 const DOC: &str = "# Plan\n\n::claim{id=\"c1\" confidence=0.5}\nOne.\n::\n\n::claim{id=\"c2\" confidence=0.5}\nTwo.\n::\n";
 
 /// One framed LSP message.
-fn framed(v: &Value) -> Vec<u8> {
+pub(crate) fn framed(v: &Value) -> Vec<u8> {
     let body = v.to_string();
     format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
 }
 
 /// The messages of an LSP byte stream.
-fn messages(mut out: &[u8]) -> Vec<Value> {
+pub(crate) fn messages(mut out: &[u8]) -> Vec<Value> {
     let mut found = Vec::new();
     while let Some(head_end) = out.windows(4).position(|w| w == b"\r\n\r\n") {
         let head = String::from_utf8_lossy(&out[..head_end]).to_string();

@@ -77,6 +77,7 @@ mod signers_differential;
 mod signers_rotation;
 mod summary_budget;
 mod tamper_props;
+mod terminal_escape;
 mod transcript_cli;
 mod transcript_props;
 mod ux_fixes;

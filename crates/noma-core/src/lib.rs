@@ -13,7 +13,8 @@
 //! - [`patch`]: the 25 source-preserving patch ops, and the one extension
 //!   op `noma record` writes.
 //! - [`transcript`]: records, the hash chain, replay.
-//! - [`diag`] (diagnostics), [`suggest`] ("did you mean").
+//! - [`diag`] (diagnostics), [`suggest`] ("did you mean"), [`display`]
+//!   (untrusted text made safe for a terminal).
 //!
 //! Parse, validate with exact ranges, patch with edits, hash a block — all
 //! on strings, so the same code runs in an editor or a web page (build
@@ -65,6 +66,7 @@
 //! ```
 
 pub mod diag;
+pub mod display;
 pub mod doc;
 pub mod patch;
 pub mod suggest;

@@ -98,6 +98,14 @@ pub fn refusal(
             "{e}. The document has edits its transcript does not explain; a person should \
              run `noma record` (or review the change) before agents patch it again"
         )),
+        EngineError::UnsafeField(u) => ToolError::user(
+            if u.field == "reason" {
+                "invalid_reason"
+            } else {
+                "invalid_actor"
+            },
+            format!("{u}; nothing was written"),
+        ),
         e => ToolError::system(e),
     }
 }

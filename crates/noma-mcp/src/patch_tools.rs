@@ -16,10 +16,12 @@ use noma_core::transcript::{Actor, ActorKind};
 use noma_git::patch::{context, Signing, WorkTree, Writer};
 use noma_store::engine::{self, capability, Options, WriteMode};
 
-/// The caller's identity, recorded in the transcript.
+/// The caller's identity, recorded in the transcript. `kind: "human"` is
+/// refused, and with a signing key the server records the key's principal
+/// as the name.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ActorArg {
-    /// `human`, `agent` or `tool`.
+    /// `agent` or `tool` (`human` parses, to be refused with a code).
     pub kind: ActorKind,
     /// Display name (agent id, username, tool name).
     pub name: String,
@@ -41,7 +43,7 @@ pub struct PatchMeta {
     #[serde(default)]
     #[schemars(length(min = 8, max = 64))]
     pub expected_sha: Option<String>,
-    /// Who acts (default: agent "unknown").
+    /// Who acts (default: agent "unknown"; never a person).
     #[serde(default)]
     #[schemars(schema_with = "actor_schema")]
     pub actor: Option<ActorArg>,
@@ -61,7 +63,7 @@ fn actor_schema(_: &mut SchemaGenerator) -> Schema {
     Schema::try_from(json!({
         "type": "object",
         "required": ["kind", "name"],
-        "properties": {"kind": {"enum": ["human", "agent", "tool"]}, "name": s, "model": s, "version": s},
+        "properties": {"kind": {"enum": ["agent", "tool"]}, "name": s, "model": s, "version": s},
     }))
     .unwrap_or_default()
 }
@@ -138,20 +140,11 @@ fn run_patch(
     ctx.derived(&tpath)?;
     ctx.derived(&capability::sidecar_path(&path))?;
     ctx.derived(&noma_provenance::sidecar_path(&path))?;
-    let actor = match meta.actor {
-        Some(a) => Actor {
-            kind: a.kind,
-            name: a.name,
-            model: a.model,
-            version: a.version,
-        },
-        None => Actor {
-            kind: ActorKind::Agent,
-            name: "unknown".into(),
-            model: None,
-            version: None,
-        },
-    };
+    let actor = writing_actor(ctx, meta.actor)?;
+    if let Some(r) = &meta.reason {
+        noma_core::display::check_field("reason", r)
+            .map_err(|e| ToolError::user("invalid_reason", format!("{e}; nothing was written")))?;
+    }
     let writer = Writer {
         tree: WorkTree::Root(ctx.workspace.root()),
         actor_name: Some(actor.name.clone()),
@@ -180,6 +173,45 @@ fn run_patch(
         }
         Err(e) => Err(refusal(ctx, &path, ops, &opts, e)),
     }
+}
+
+/// The actor the server records: an agent or a tool, never a person (a
+/// client cannot vouch for one, and a person's record needs no approval),
+/// named by the server's signing key when it has one, else by the
+/// client. Refused: `kind: "human"` (`actor_not_allowed`), and a name,
+/// model or version holding a control character (`invalid_actor`).
+fn writing_actor(ctx: &Context, arg: Option<ActorArg>) -> Result<Actor, ToolError> {
+    let mut actor =
+        match arg {
+            Some(a) if a.kind == ActorKind::Human => return Err(ToolError::user(
+                "actor_not_allowed",
+                "actor kind \"human\" is refused: this server writes for agents and tools, and \
+                 a client cannot vouch for a person; send kind \"agent\" (or \"tool\"), and let a \
+                 person write with `noma patch` or `noma record` and their own key; nothing was \
+                 written",
+            )),
+            Some(a) => Actor {
+                kind: a.kind,
+                name: a.name,
+                model: a.model,
+                version: a.version,
+            },
+            None => Actor {
+                kind: ActorKind::Agent,
+                name: "unknown".into(),
+                model: None,
+                version: None,
+            },
+        };
+    // The key the server signs with says who writes; a client's name for
+    // itself would only be a claim beside it.
+    if let Some(signer) = &ctx.signer {
+        actor.name = signer.principal.clone();
+    }
+    actor
+        .check_printable()
+        .map_err(|e| ToolError::user("invalid_actor", format!("{e}; nothing was written")))?;
+    Ok(actor)
 }
 
 /// Refuses a request whose ops carry a `content` above [`MAX_CONTENT_BYTES`].

@@ -564,8 +564,13 @@ impl Judge<'_> {
         // An agent's key needs approval whatever principal it signs as:
         // a key also listed for a person would otherwise let the agent
         // pass as that person.
+        // Below `required`, a record no allowed key signed proves nobody:
+        // its `actor.kind` is whatever its writer typed, so it is not
+        // taken as a person's (under `required` it is an error anyway).
+        let unproved = prov.signatures != SignatureLevel::Required && status.signed_by.is_none();
         status.needs_approval = prov.agents_need_approval
             && (rec.actor.kind == ActorKind::Agent
+                || unproved
                 || status
                     .signed_by
                     .as_deref()
@@ -699,6 +704,16 @@ fn approval_problem(
         .signed_by
         .clone()
         .unwrap_or_else(|| format!("actor {}", rec.actor.name));
+    if rec.actor.kind != ActorKind::Agent && status.signed_by.is_none() {
+        return (
+            codes::APPROVAL_MISSING,
+            format!(
+                "a record claiming {} {} that no allowed key signed, so nothing proves a person wrote it, and no person approved it; sign it (or have it re-made signed), or run `noma approve`",
+                rec.actor.kind.as_str(),
+                rec.actor.name
+            ),
+        );
+    }
     (
         codes::APPROVAL_MISSING,
         format!("an agent record ({who}) that no person approved; run `noma approve`"),

@@ -23,12 +23,16 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
-/// `s` on one line, cut at `max` chars (with `…` when it was longer).
+/// `s` on one line, cut at `max` chars (with `…` when it was longer),
+/// its control characters and bidi overrides escaped.
 fn cut(s: &str, max: usize) -> String {
-    let mut one: String = s
+    let flat: String = s
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
         .collect();
+    // Any other control or bidi override would reorder or hide the text
+    // in the browser and in a terminal alike.
+    let mut one = noma_core::display::escape(&flat).into_owned();
     if let Some((at, _)) = one.char_indices().nth(max) {
         one.truncate(at);
         one.push('…');

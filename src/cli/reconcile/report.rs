@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use noma_core::display::escape as esc;
 use noma_core::transcript::transcript_path;
 use noma_git::merge::reconcile::{DocReport, Finding};
 use noma_provenance::verify::{signer_matches_actor, RecordStatus};
@@ -23,7 +24,7 @@ pub fn human(reports: &[DocReport]) -> String {
     for r in reports {
         out.push_str(&format!(
             "{}: {}valid {}, append-only {}, replays {}, rebases {} ({} branch record(s) onto {} new base record(s)){}\n",
-            r.path,
+            esc(&r.path),
             removal_word(r),
             yes(r.valid),
             yes(r.append_only),
@@ -36,11 +37,13 @@ pub fn human(reports: &[DocReport]) -> String {
         for b in &r.blocks {
             out.push_str(&format!(
                 "  block {}: {} on the branch, rebase {}\n",
-                b.id, b.change, b.rebase
+                esc(&b.id),
+                b.change,
+                b.rebase
             ));
         }
         for s in &r.records {
-            out.push_str(&format!("  record {}\n", signer_text(s)));
+            out.push_str(&format!("  record {}\n", esc(&signer_text(s))));
         }
         for f in &r.findings {
             let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
@@ -48,8 +51,8 @@ pub fn human(reports: &[DocReport]) -> String {
                 "  {} [{}] {}{at}: {}\n",
                 f.level.to_uppercase(),
                 f.code,
-                f.path,
-                finding_text(f)
+                esc(&f.path),
+                esc(&finding_text(f))
             ));
         }
     }
@@ -104,7 +107,16 @@ fn removal_word(r: &DocReport) -> &'static str {
 
 /// Escapes a workflow-command message (`%`, CR, LF) or property (also `:` and `,`).
 fn gh_escape(s: &str, property: bool) -> String {
-    let mut out = s
+    // Other controls (ESC, C1, bidi overrides) are shown escaped: the
+    // Actions log renders ANSI sequences.
+    let shown: String = s
+        .split_inclusive(['\r', '\n'])
+        .map(|part| {
+            let end = part.trim_end_matches(['\r', '\n']);
+            format!("{}{}", esc(end), &part[end.len()..])
+        })
+        .collect();
+    let mut out = shown
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A");
@@ -183,7 +195,7 @@ fn sarif_result(f: &Finding, signer: Option<&RecordStatus>) -> Value {
     let mut result = json!({
         "ruleId": f.code,
         "level": match f.level { "error" => "error", "warning" => "warning", _ => "note" },
-        "message": {"text": finding_text(f)},
+        "message": {"text": esc(&finding_text(f))},
         "locations": [{"physicalLocation": loc}],
     });
     if let Some(b) = &f.block {

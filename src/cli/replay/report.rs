@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::report::output::{Exit, Output};
+use noma_core::display::escape as esc;
 use noma_core::transcript::{self, replay::Report};
 use noma_git::history_replay::{self, BaseLookup, RevRead};
 use noma_git::provenance::check::WorktreeReport;
@@ -223,7 +224,7 @@ impl Checked<'_> {
             ));
         }
         for m in &self.notes {
-            out.push_str(&format!("pending: {m}\n"));
+            out.push_str(&format!("pending: {}\n", esc(m)));
         }
         if let Some(l) = self.lookup.as_ref().filter(|l| l.found) {
             out.push_str(&format!(
@@ -263,14 +264,14 @@ impl Checked<'_> {
         let who = d
             .op_id
             .as_deref()
-            .map(|o| format!(" (op_id {o})"))
+            .map(|o| format!(" (op_id {})", esc(o)))
             .unwrap_or_default();
-        let mut out = format!("DIVERGED at line {}{who}: {}\n", d.line, d.message);
+        let mut out = format!("DIVERGED at line {}{who}: {}\n", d.line, esc(&d.message));
         if let (Some(e), Some(a)) = (&d.expected_sha256, &d.actual_sha256) {
             out.push_str(&format!("  expected sha256 {e}\n  actual   sha256 {a}\n"));
         }
         for b in &d.blocks {
-            out.push_str(&format!("  block {} {}\n", b.id, b.change));
+            out.push_str(&format!("  block {} {}\n", esc(&b.id), b.change));
         }
         if let Some(l) = self.lookup.as_ref().filter(|l| !l.found) {
             let short = transcript::short_sha(&l.sha256);
@@ -296,13 +297,13 @@ fn signatures_head(trust: &str) -> String {
 /// One record's lines of the signatures' report, appended to `out`.
 fn status_text(s: &noma_provenance::verify::RecordStatus, out: &mut String) {
     use std::fmt::Write;
-    let _ = write!(out, "  line {} {}: ", s.line, s.op_id);
+    let _ = write!(out, "  line {} {}: ", s.line, esc(&s.op_id));
     // "unsigned" only for a record with no signature at all: one whose
     // signature does not count says so, and its problem says why.
     let unsigned = s.problems.iter().any(|p| p.code == codes::UNSIGNED);
     match &s.signed_by {
         Some(p) => {
-            let _ = write!(out, "signed by {p}");
+            let _ = write!(out, "signed by {}", esc(p));
         }
         None if unsigned => out.push_str("unsigned"),
         None if s.problems.is_empty() => out.push_str("signature not checked"),
@@ -310,7 +311,7 @@ fn status_text(s: &noma_provenance::verify::RecordStatus, out: &mut String) {
     }
     match (&s.approved_by, s.needs_approval) {
         (Some(a), _) => {
-            let _ = writeln!(out, ", approved by {a}");
+            let _ = writeln!(out, ", approved by {}", esc(a));
         }
         (None, true) => out.push_str(", not approved\n"),
         (None, false) => out.push('\n'),
@@ -322,7 +323,7 @@ fn status_text(s: &noma_provenance::verify::RecordStatus, out: &mut String) {
             p.level.to_uppercase(),
             p.code,
             p.line,
-            p.message
+            esc(&p.message)
         );
     }
 }
@@ -335,12 +336,17 @@ fn signatures_tail(
     out: &mut String,
 ) {
     for w in warnings {
-        out.push_str(&format!("  WARNING [{SIGNERS_WARNING}] {w}\n"));
+        out.push_str(&format!(
+            "  WARNING [{SIGNERS_WARNING}] {}\n",
+            esc(&w.to_string())
+        ));
     }
     if let Some(p) = sidecar {
         out.push_str(&format!(
             "  ERROR [{}] sidecar line {}: {}\n",
-            p.code, p.line, p.message
+            p.code,
+            p.line,
+            esc(&p.message)
         ));
     }
 }

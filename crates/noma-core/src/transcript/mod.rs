@@ -72,6 +72,37 @@ pub struct Actor {
     pub version: Option<String>,
 }
 
+impl Actor {
+    /// `Ok` when no field of the actor holds a character a terminal would
+    /// act on ([`crate::display::is_unsafe`]): what a writer checks before
+    /// it records an actor.
+    pub fn check_printable(&self) -> Result<(), crate::display::UnsafeField> {
+        crate::display::check_field("actor.name", &self.name)?;
+        if let Some(m) = &self.model {
+            crate::display::check_field("actor.model", m)?;
+        }
+        if let Some(v) = &self.version {
+            crate::display::check_field("actor.version", v)?;
+        }
+        Ok(())
+    }
+}
+
+/// `Ok` when the actor and the reason a writer is about to record hold no
+/// character a terminal would act on: every writer (CLI, MCP, language
+/// server) refuses them at write time, so a reviewer's listing shows what
+/// the records say.
+pub fn check_writer_fields(
+    actor: &Actor,
+    reason: Option<&str>,
+) -> Result<(), crate::display::UnsafeField> {
+    actor.check_printable()?;
+    if let Some(r) = reason {
+        crate::display::check_field("reason", r)?;
+    }
+    Ok(())
+}
+
 /// The kind of actor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -92,6 +92,10 @@ pub enum RecordError {
 /// Why `noma record` cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum CannotRun {
+    /// The actor or reason holds a control character; nothing was
+    /// recorded.
+    #[error(transparent)]
+    UnsafeField(#[from] noma_core::display::UnsafeField),
     /// The document cannot be read as text.
     #[error(transparent)]
     Document(#[from] noma_core::doc::source::SourceError),
@@ -302,6 +306,8 @@ pub fn record_file_with(
     reason: Option<String>,
     before_append: Option<&engine::BeforeAppend>,
 ) -> Result<Outcome, RecordError> {
+    noma_core::transcript::check_writer_fields(&actor, reason.as_deref())
+        .map_err(CannotRun::from)?;
     let text = noma_store::fsio::read_document(doc_path).map_err(CannotRun::from)?;
     let tpath = engine::default_transcript_path(doc_path);
     // Recording appends to it: a link or a FIFO there is refused before

@@ -29,6 +29,7 @@ const PAUSE_ENV: &str = "NOMA_TEST_PAUSE_BEFORE_RENAME_MS";
 /// Runs one patch request against a file.
 pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outcome, EngineError> {
     check_request(ops)?;
+    transcript::check_writer_fields(&opts.actor, opts.reason.as_deref())?;
     let book_manifest = is_book_manifest(doc_path);
     let capability = if book_manifest {
         None
@@ -60,6 +61,7 @@ pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outc
 /// (absent, its transcript ending with the removal) is no error and
 /// nothing is written.
 pub fn remove_file(doc_path: &Path, opts: &Options) -> Result<Outcome, EngineError> {
+    transcript::check_writer_fields(&opts.actor, opts.reason.as_deref())?;
     let tpath = opts
         .transcript
         .clone()

@@ -272,6 +272,10 @@ pub enum EngineError {
     /// Recovery failed or found an unrecorded edit.
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
+    /// The actor or reason holds a control character; nothing was
+    /// recorded.
+    #[error(transparent)]
+    UnsafeField(#[from] noma_core::display::UnsafeField),
 }
 
 impl EngineError {
