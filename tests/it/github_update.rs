@@ -170,7 +170,9 @@ fn the_update_step_makes_a_pr_whose_transcript_both_sides_appended_mergeable_by_
     let hook = "noma pre-merge-commit: 1 document(s), 1 transcript(s) checked; 0 error(s)";
     assert!(out.contains(hook), "{out}");
     assert!(
-        unstopped(&out).iter().all(|l| !l.contains("pre-merge-commit:")),
+        unstopped(&out)
+            .iter()
+            .all(|l| !l.contains("pre-merge-commit:")),
         "the hook's output is shown with workflow commands off: {out}"
     );
     assert!(
@@ -361,7 +363,10 @@ fn untrusted_text_reaches_the_log_escaped_with_workflow_commands_off() {
     assert_ran(&o);
     assert_eq!(hub.rev("pr"), before, "nothing pushed: {}", text(&o));
     let out = text(&o);
-    assert!(out.contains("::warning::forged"), "git names the file: {out}");
+    assert!(
+        out.contains("::warning::forged"),
+        "git names the file: {out}"
+    );
     assert!(
         !out.contains('\u{1b}') && !out.contains('\u{202e}'),
         "controls reach the log: {out:?}"
@@ -374,10 +379,7 @@ fn untrusted_text_reaches_the_log_escaped_with_workflow_commands_off() {
             "read as a command: {line:?}\n{out}"
         );
     }
-    assert!(
-        out.contains("\"notes\\n::warning::forged\\033[8m"),
-        "{out}"
-    );
+    assert!(out.contains("\"notes\\n::warning::forged\\033[8m"), "{out}");
 }
 
 /// The workflow (and the README's copy) checks the commenter's

@@ -107,7 +107,10 @@ fn a_key_inside_a_file_or_in_another_format_blocks_the_commit() {
     let ed = r.read("k/ed");
     let rsa = r.read("k/rsa");
     std::fs::remove_dir_all(r.path().join("k")).unwrap();
-    r.write("commented", &format!("# the deploy key, do not share\n{ed}"));
+    r.write(
+        "commented",
+        &format!("# the deploy key, do not share\n{ed}"),
+    );
     let prose = "Notes from the meeting, line after line of them.\n".repeat(17 * 1024 / 48 + 1);
     assert!(prose.len() > 17 * 1024);
     r.write("notes/long.md", &format!("{prose}\n{rsa}\nMore notes.\n"));

@@ -323,7 +323,10 @@ fn a_forward_dated_record_of_a_key_not_yet_valid_does_not_count() {
     let v: Value = serde_json::from_str(last).unwrap();
     let ts = v["ts"].as_str().unwrap();
     let forward = utc(later, "%Y-%m-%dT%H:%M:%SZ");
-    let last = last.replace(&format!("\"ts\":\"{ts}\""), &format!("\"ts\":\"{forward}\""));
+    let last = last.replace(
+        &format!("\"ts\":\"{ts}\""),
+        &format!("\"ts\":\"{forward}\""),
+    );
     assert_ne!(last, t.trim_end().rsplit_once('\n').unwrap().1);
     r.write("plan.noma.patches", &format!("{head}\n{last}\n"));
     let rec = noma_core::transcript::parse_record(2, last.as_bytes()).unwrap();
@@ -331,7 +334,16 @@ fn a_forward_dated_record_of_a_key_not_yet_valid_does_not_count() {
     r.write("payload", &String::from_utf8(payload).unwrap());
     let o = r.cmd(
         "ssh-keygen",
-        &["-q", "-Y", "sign", "-n", "noma", "-f", new.to_str().unwrap(), "payload"],
+        &[
+            "-q",
+            "-Y",
+            "sign",
+            "-n",
+            "noma",
+            "-f",
+            new.to_str().unwrap(),
+            "payload",
+        ],
     );
     assert_ran(&o);
     let sig = r.read("payload.sig");
@@ -364,7 +376,10 @@ fn a_forward_dated_record_of_a_key_not_yet_valid_does_not_count() {
         out.contains("[signer-not-allowed] plan.noma.patches:2") && out.contains("valid-after"),
         "{out}"
     );
-    assert!(!out.contains("signature-invalid"), "the signature itself verifies: {out}");
+    assert!(
+        !out.contains("signature-invalid"),
+        "the signature itself verifies: {out}"
+    );
 }
 
 /// `t` (seconds since the epoch) in UTC, formatted by `date(1)`.

@@ -47,7 +47,10 @@ pub(crate) fn writable(uri: &Url, roots: &[PathBuf]) -> Result<PathBuf, String> 
         .components()
         .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
     {
-        return Err(format!("{} names `.` or `..`: write refused", path.display()));
+        return Err(format!(
+            "{} names `.` or `..`: write refused",
+            path.display()
+        ));
     }
     let cwd;
     let roots = if roots.is_empty() {
@@ -129,6 +132,8 @@ mod tests {
         let dotdot = Url::parse(&format!("{}/docs/../../outside/b.noma", uri(&root))).unwrap();
         assert!(writable(&dotdot, &roots).is_err());
         let http = Url::parse("https://example.com/a.noma").unwrap();
-        assert!(writable(&http, &roots).unwrap_err().contains("not a file URI"));
+        assert!(writable(&http, &roots)
+            .unwrap_err()
+            .contains("not a file URI"));
     }
 }

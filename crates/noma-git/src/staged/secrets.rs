@@ -25,6 +25,9 @@ const MAX_PACKED: usize = 64 * 1024 * 1024;
 /// RFC 4716 SSH2 (`---- BEGIN SSH2 `) and PuTTY (`PuTTY-User-Key-File-`).
 const OPENERS: [&str; 3] = ["-----BEGIN ", "---- BEGIN SSH2 ", "PuTTY-User-Key-File-"];
 
+/// The longest armour line read (PuTTY's names the key's algorithm).
+const HEAD_LINE: usize = 128;
+
 /// Within this many bytes after an armour line a key's body starts.
 const BODY_WITHIN: usize = 1024;
 
@@ -90,42 +93,70 @@ pub(crate) fn is_private_key(bytes: &[u8]) -> bool {
         })
 }
 
-/// Whether the opener at `at` in `text` is a private key's armour: at a
-/// line's start (after blanks, a byte-order mark or a quote), naming a
-/// private key, with a base64 body soon after.
-fn armour_at(text: &[u8], at: usize) -> bool {
-    let line_start = text[..at]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let lead = &text[line_start..at];
-    let lead = lead.strip_prefix("\u{feff}".as_bytes()).unwrap_or(lead);
-    // Blanks only, or the opening quote of a string value (a JSON
-    // credentials file, an env file): not prose quoting the armour.
-    if !lead
-        .trim_ascii()
-        .last()
-        .is_none_or(|b| matches!(b, b'"' | b'\''))
-    {
+/// Whether `head`, a file's first bytes, shows a binary file (an image,
+/// an archive), which is not read further: a NUL byte, as git decides,
+/// unless the text is UTF-16 (a byte-order mark, or NULs in the high
+/// byte of most code units on one side).
+pub(crate) fn is_binary(head: &[u8]) -> bool {
+    if !head.contains(&0) || head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]) {
         return false;
     }
+    let units = head.len() / 2;
+    let zeros = |parity: usize| {
+        head.iter()
+            .skip(parity)
+            .step_by(2)
+            .filter(|&&b| b == 0)
+            .count()
+    };
+    // UTF-16 without a mark: mostly ASCII, so one side is mostly zeros.
+    !(units > 0 && (zeros(0) * 4 >= units * 3 || zeros(1) * 4 >= units * 3))
+}
+
+/// Whether the opener at `at` in `text` is a private key's armour: at a
+/// line's start (after blanks or a byte-order mark) or after a quote,
+/// naming a private key, with a base64 body soon after.
+fn armour_at(text: &[u8], at: usize) -> bool {
+    // Blanks only since the line's start (or a byte-order mark), or the
+    // opening quote of a string value (a JSON credentials file, an env
+    // file): not prose quoting the armour. Read back over blanks only, so
+    // a long line costs no more than a short one.
+    let mut i = at;
+    while i > 0 && matches!(text[i - 1], b' ' | b'\t') {
+        i -= 1;
+    }
+    let before = &text[..i];
+    let bom = "\u{feff}".as_bytes();
+    let lead_ok = before.is_empty()
+        || matches!(before.last(), Some(b'\n' | b'"' | b'\''))
+        || before == bom
+        || before.ends_with(&[&b"\n"[..], bom].concat());
+    if !lead_ok {
+        return false;
+    }
+    // The armour line ends at a newline or at an escaped one (`\n`).
     let rest = &text[at..];
-    let Some(head_end) = rest.iter().position(|&b| b == b'\n' || b == b'\\') else {
+    let Some(head_end) = rest
+        .iter()
+        .take(HEAD_LINE)
+        .position(|&b| b == b'\n' || b == b'\\')
+    else {
         return false;
     };
     let head = String::from_utf8_lossy(&rest[..head_end]);
     let head = head.trim_end();
     let names_private = if let Some(label) = head.strip_prefix("-----BEGIN ") {
-        label.strip_suffix("-----").is_some_and(|l| {
-            l.ends_with("PRIVATE KEY") || l == "PGP PRIVATE KEY BLOCK"
-        })
+        label
+            .strip_suffix("-----")
+            .is_some_and(|l| l.ends_with("PRIVATE KEY") || l == "PGP PRIVATE KEY BLOCK")
     } else if let Some(label) = head.strip_prefix("---- BEGIN SSH2 ") {
         label
             .strip_suffix(" ----")
             .is_some_and(|l| l.ends_with("PRIVATE KEY"))
     } else if let Some(rest) = head.strip_prefix("PuTTY-User-Key-File-") {
-        rest.split_once(": ")
-            .is_some_and(|(v, alg)| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && !alg.is_empty())
+        rest.split_once(": ").is_some_and(|(v, alg)| {
+            !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && !alg.is_empty()
+        })
     } else {
         false
     };
@@ -166,7 +197,7 @@ pub(super) fn private_keys(g: &Guard<'_>, staged: &Staged) -> Result<Vec<Finding
     let ids: Vec<Oid> = files.iter().map(|(_, id)| *id).collect();
     let keys = g
         .repo
-        .test_blob_prefixes(&ids, SCAN, MAX_PACKED, is_private_key)?;
+        .test_blob_prefixes(&ids, [SCAN, MAX_PACKED], is_binary, is_private_key)?;
     Ok(files
         .iter()
         .zip(keys)
@@ -198,7 +229,11 @@ mod tests {
     const BODY: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n";
 
     fn utf16(text: &str, be: bool) -> Vec<u8> {
-        let mut out = if be { vec![0xfe, 0xff] } else { vec![0xff, 0xfe] };
+        let mut out = if be {
+            vec![0xfe, 0xff]
+        } else {
+            vec![0xff, 0xfe]
+        };
         for u in text.encode_utf16() {
             out.extend(if be { u.to_be_bytes() } else { u.to_le_bytes() });
         }
@@ -244,6 +279,12 @@ mod tests {
             assert!(!is_private_key(text.as_bytes()), "{not}");
             assert!(!is_private_key(&utf16(&text, false)), "UTF-16: {not}");
         }
+        // A binary file is passed over; UTF-16 text is not.
+        assert!(is_binary(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"));
+        assert!(!is_binary(b"plain text"));
+        assert!(!is_binary(&utf16("# key\n", false)));
+        let unmarked = &utf16("# key, with no byte-order mark\n", true)[2..];
+        assert!(!is_binary(unmarked));
         // An armour line with no key after it (documentation showing the
         // shape) is not a key.
         let shape = "-----BEGIN OPENSSH PRIVATE KEY-----\n...\n-----END OPENSSH PRIVATE KEY-----\n";
