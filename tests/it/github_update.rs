@@ -170,6 +170,12 @@ fn the_update_step_makes_a_pr_whose_transcript_both_sides_appended_mergeable_by_
     let hook = "noma pre-merge-commit: 1 document(s), 1 transcript(s) checked; 0 error(s)";
     assert!(out.contains(hook), "{out}");
     assert!(
+        unstopped(&out)
+            .iter()
+            .all(|l| !l.contains("pre-merge-commit:")),
+        "the hook's output is shown with workflow commands off: {out}"
+    );
+    assert!(
         gh.contains("gh pr list --repo acme/plans --base main"),
         "{gh}"
     );
@@ -321,5 +327,100 @@ fn a_fork_gets_the_commands_as_a_comment_and_only_members_may_ask() {
         assert_ran(&o);
         assert!(gh.is_empty(), "{who} {body}: {gh}");
         assert!(text(&o).contains("nothing"), "{}", text(&o));
+    }
+}
+
+/// The lines of a step's log that the runner reads with workflow commands
+/// on (outside every `::stop-commands::TOKEN` … `::TOKEN::` span).
+fn unstopped(log: &str) -> Vec<&str> {
+    let mut token: Option<String> = None;
+    let mut out = Vec::new();
+    for line in log.lines() {
+        match &token {
+            Some(t) if line == format!("::{t}::") => token = None,
+            Some(_) => {}
+            None => match line.strip_prefix("::stop-commands::") {
+                Some(t) => token = Some(t.to_string()),
+                None => out.push(line),
+            },
+        }
+    }
+    assert!(token.is_none(), "commands stay off to the end: {log}");
+    out
+}
+
+/// A file name (or a record's actor name) with a newline, a `::` workflow
+/// command and terminal controls reaches the update step's log with the
+/// controls shown as `?` and inside a span with workflow commands off.
+#[test]
+fn untrusted_text_reaches_the_log_escaped_with_workflow_commands_off() {
+    let name = "notes\n::warning::forged\u{1b}[8m\u{202e}.txt";
+    let hub = Hub::new(&[(name, "one line", "main's line")]);
+    let before = hub.rev("pr");
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "3\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    assert_eq!(hub.rev("pr"), before, "nothing pushed: {}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("::warning::forged"),
+        "git names the file: {out}"
+    );
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "controls reach the log: {out:?}"
+    );
+    assert!(out.contains("forged?[8m?"), "{out:?}");
+    // Outside the span the file is named only as git quotes it.
+    for line in unstopped(&out) {
+        assert!(
+            !line.trim_start().starts_with("::") || !line.contains("forged"),
+            "read as a command: {line:?}\n{out}"
+        );
+    }
+    assert!(out.contains("\"notes\\n::warning::forged\\033[8m"), "{out}");
+}
+
+/// The workflow (and the README's copy) checks the commenter's
+/// association in the job's `if:`, so nobody else's comment starts a job,
+/// and queues runs per pull request in the job, so no run (a skipped one
+/// included) replaces another pull request's pending update.
+#[test]
+fn the_update_workflow_checks_members_in_the_job_and_queues_per_pull_request() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = std::fs::read_to_string(root.join(".github/workflows/noma-update.yml")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme.find("# .github/workflows/noma-update.yml").unwrap();
+    let copy = &readme[start..];
+    let copy = &copy[..copy.find("```").unwrap()];
+    for (name, text) in [("workflow", file.as_str()), ("README", copy)] {
+        let w: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).unwrap();
+        assert!(
+            w.get("concurrency").is_none(),
+            "{name}: a workflow-wide group lets any comment's run replace a pending update"
+        );
+        let job = &w["jobs"]["update"];
+        let cond = job["if"].as_str().unwrap();
+        for want in [
+            "github.event.comment.author_association",
+            "\"OWNER\"",
+            "\"MEMBER\"",
+            "\"COLLABORATOR\"",
+            "startsWith(github.event.comment.body, '/noma update')",
+            "github.event_name == 'push'",
+        ] {
+            assert!(cond.contains(want), "{name}: {want} in {cond}");
+        }
+        let group = job["concurrency"]["group"].as_str().unwrap();
+        assert!(
+            group.contains("${{ github.event.issue.number"),
+            "{name}: {group}"
+        );
+        assert_eq!(
+            job["concurrency"]["cancel-in-progress"].as_bool(),
+            Some(false),
+            "{name}"
+        );
     }
 }

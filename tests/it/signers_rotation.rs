@@ -131,6 +131,19 @@ fn a_key_rotated_with_valid_before_keeps_its_records_and_signs_no_new_ones() {
         "{out}"
     );
     assert!(!out.contains("unsigned-record"), "{out}");
+    // HEAD's committer date is the branch's to write: dated back into the
+    // old key's window, it does not make the late record count.
+    let back = format!("@{} +0000", t1 - 3600);
+    let o = r.sh(&format!(
+        "GIT_COMMITTER_DATE='{back}' git commit -q --amend --no-verify -C HEAD"
+    ));
+    assert_ran(&o);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 1, "HEAD dated back: {out}");
+    assert!(
+        out.contains("[signer-not-allowed] plan.noma.patches:3"),
+        "{out}"
+    );
 
     // The new key signs.
     r.ok(&["checkout", "-q", "main"]);
@@ -279,4 +292,102 @@ fn an_agent_key_listed_for_a_person_still_needs_approval_and_is_named() {
     r.commit_all("approved");
     let (code, out) = reconcile(&r);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A record dated forward into a key's `valid-after` window, in a commit
+/// dated forward too, does not count: the check caps the record's time at
+/// its own clock, not at HEAD's committer date, which the branch writes.
+#[test]
+fn a_forward_dated_record_of_a_key_not_yet_valid_does_not_count() {
+    let keys = std::cell::RefCell::new(None);
+    let day = 86_400;
+    let later = noma_provenance::signers::now() + 2 * day;
+    let from = utc(later - day, "%Y%m%d%H%M%SZ");
+    let r = repo(REQUIRED, &|r| {
+        let (new, new_pub) = keygen(r, "alice-next");
+        *keys.borrow_mut() = Some(new);
+        format!("alice@example.com namespaces=\"noma\",valid-after=\"{from}\" {new_pub}\n")
+    });
+    let new = keys.take().unwrap();
+    r.ok(&["checkout", "-q", "-b", "future"]);
+    assert_ran(&patch(
+        &r,
+        &new,
+        "NOMA_SIGNING_PRINCIPAL=alice@example.com",
+        &set("c1", 0.3),
+    ));
+    // The forger's record: dated two days ahead, inside the key's window,
+    // and signed again over that date with the key.
+    let t = r.read("plan.noma.patches");
+    let (head, last) = t.trim_end().rsplit_once('\n').unwrap();
+    let v: Value = serde_json::from_str(last).unwrap();
+    let ts = v["ts"].as_str().unwrap();
+    let forward = utc(later, "%Y-%m-%dT%H:%M:%SZ");
+    let last = last.replace(
+        &format!("\"ts\":\"{ts}\""),
+        &format!("\"ts\":\"{forward}\""),
+    );
+    assert_ne!(last, t.trim_end().rsplit_once('\n').unwrap().1);
+    r.write("plan.noma.patches", &format!("{head}\n{last}\n"));
+    let rec = noma_core::transcript::parse_record(2, last.as_bytes()).unwrap();
+    let payload = noma_provenance::canonical::record_payload(&rec, "alice@example.com");
+    r.write("payload", &String::from_utf8(payload).unwrap());
+    let o = r.cmd(
+        "ssh-keygen",
+        &[
+            "-q",
+            "-Y",
+            "sign",
+            "-n",
+            "noma",
+            "-f",
+            new.to_str().unwrap(),
+            "payload",
+        ],
+    );
+    assert_ran(&o);
+    let sig = r.read("payload.sig");
+    std::fs::remove_file(r.path().join("payload")).unwrap();
+    std::fs::remove_file(r.path().join("payload.sig")).unwrap();
+    let side: String = r
+        .read("plan.noma.provenance")
+        .lines()
+        .map(|l| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            if e["op_id"] == v["op_id"] {
+                e["sig"] = json!(sig);
+            }
+            format!("{e}\n")
+        })
+        .collect();
+    r.write("plan.noma.provenance", &side);
+    r.ok(&["add", "-A"]);
+    let (ok, hook) = r.try_commit("dated forward");
+    assert!(!ok, "{hook}");
+    assert!(hook.contains("[signer-not-allowed]"), "{hook}");
+    let o = r.sh(&format!(
+        "GIT_COMMITTER_DATE='@{} +0000' git commit -q --no-verify -m 'dated forward'",
+        later + 3600
+    ));
+    assert_ran(&o);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 1, "HEAD dated forward: {out}");
+    assert!(
+        out.contains("[signer-not-allowed] plan.noma.patches:2") && out.contains("valid-after"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("signature-invalid"),
+        "the signature itself verifies: {out}"
+    );
+}
+
+/// `t` (seconds since the epoch) in UTC, formatted by `date(1)`.
+fn utc(t: u64, format: &str) -> String {
+    let o = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{t}"), &format!("+{format}")])
+        .output()
+        .unwrap();
+    assert_ran(&o);
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
 }

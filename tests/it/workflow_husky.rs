@@ -167,3 +167,46 @@ fn an_earlier_chained_install_is_repaired() {
     assert!(ok, "{out}");
     assert_eq!(h.runs(), 1);
 }
+
+/// A committed `.husky` that is a symlink to a directory outside the
+/// repository (with husky's `core.hooksPath=.husky/_`): `noma init` and
+/// `noma hooks install` refuse to write through it, name the link, and
+/// leave the outside directory untouched.
+#[test]
+fn a_hooks_dir_linked_outside_the_repository_is_refused() {
+    let h = Husky::new();
+    let r = &h.repo;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("husky");
+    fs::rename(r.path().join(".husky"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, r.path().join(".husky")).unwrap();
+    let before = fs::read(target.join("pre-commit")).unwrap();
+
+    for args in [&["init", "--no-mcp"][..], &["hooks", "install"][..]] {
+        let o = r.noma(args);
+        let out = text(&o);
+        assert!(!o.status.success(), "{args:?}: {out}");
+        assert!(
+            out.contains("resolves to") && out.contains("outside the repository"),
+            "{args:?}: {out}"
+        );
+        assert!(out.contains(".husky"), "{args:?} names the link: {out}");
+        assert_eq!(
+            fs::read(target.join("pre-commit")).unwrap(),
+            before,
+            "{args:?} wrote through the link"
+        );
+        for hook in ["pre-commit", "pre-merge-commit", "commit-msg", "post-merge"] {
+            let stub = fs::read_to_string(target.join("_").join(hook)).unwrap_or_default();
+            assert!(!stub.contains("noma"), "{args:?} wrote {hook}: {stub}");
+        }
+    }
+
+    // A link that stays inside the work tree is followed as before.
+    fs::remove_file(r.path().join(".husky")).unwrap();
+    fs::rename(&target, r.path().join("team-hooks")).unwrap();
+    std::os::unix::fs::symlink("team-hooks", r.path().join(".husky")).unwrap();
+    let o = r.noma(&["hooks", "install"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(r.read("team-hooks/pre-commit").contains("noma"));
+}

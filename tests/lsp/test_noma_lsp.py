@@ -31,8 +31,12 @@ def example_files():
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[NOMA, "lsp"]))
-async def client(lsp_client: LanguageClient):
-    params = types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+async def client(lsp_client: LanguageClient, tmp_path):
+    # The test's directory is the workspace: rename and record write only
+    # inside it.
+    params = types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=tmp_path.as_uri()
+    )
     await lsp_client.initialize_session(params)
     yield
     await lsp_client.shutdown_session()
@@ -476,6 +480,33 @@ async def test_record_this_edit_refuses_an_unsaved_buffer(client: LanguageClient
             types.ExecuteCommandParams(command="noma.record", arguments=[uri])
         )
     assert len((repo / "doc.noma.patches").read_text().strip().split("\n")) == 1
+
+
+async def test_rename_and_record_write_only_inside_the_workspace_and_not_through_links(
+    client: LanguageClient, tmp_path, tmp_path_factory
+):
+    outside = guarded_repo(tmp_path_factory.mktemp("outside"))
+    (tmp_path / "linked").symlink_to(outside)
+    transcript = (outside / "doc.noma.patches").read_text()
+    for path, why in (
+        (outside / "doc.noma", "outside the workspace"),
+        (tmp_path / "linked" / "doc.noma", "symbolic link"),
+    ):
+        uri = await open_doc(client, path)
+        with pytest.raises(Exception, match=why):
+            await client.text_document_rename_async(
+                types.RenameParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(2, 12),
+                    new_name="sky",
+                )
+            )
+        with pytest.raises(Exception, match=why):
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="noma.record", arguments=[uri])
+            )
+    assert (outside / "doc.noma").read_text() == DOC
+    assert (outside / "doc.noma.patches").read_text() == transcript
 
 
 async def test_did_you_mean_fixes_a_broken_reference(client: LanguageClient, tmp_path):

@@ -15,6 +15,7 @@
 //! returns when the client has shut the session down.
 
 pub mod analysis;
+mod contain;
 pub mod features;
 pub mod guard;
 pub mod lines;

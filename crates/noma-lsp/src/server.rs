@@ -93,6 +93,9 @@ struct Session<'g> {
     guard: Option<&'g dyn Guard>,
     /// The client takes `LocationLink`s for definitions.
     links: bool,
+    /// The workspace roots the client named: where rename and record
+    /// may write.
+    roots: Vec<std::path::PathBuf>,
 }
 
 /// Serves one session on `connection`: the handshake, then messages until
@@ -108,6 +111,7 @@ pub fn serve(connection: &Connection, guard: Option<&dyn Guard>) -> Result<(), E
         docs: HashMap::new(),
         guard,
         links,
+        roots: crate::contain::roots(&init),
     };
     loop {
         // Changes are analysed once the queue holds no more of them: a
@@ -288,7 +292,7 @@ impl Session<'_> {
             .analysis
             .id_at(at.position)
             .ok_or_else(|| invalid("no block id under the cursor"))?;
-        let path = uri.to_file_path().map_err(|_| invalid("not a file URI"))?;
+        let path = crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e))?;
         let guard = self
             .guard
             .ok_or_else(|| invalid("no repository to record in"))?;
@@ -326,7 +330,7 @@ impl Session<'_> {
             .first()
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .ok_or_else(|| invalid("noma.record takes the document's URI"))?;
-        let path = uri.to_file_path().map_err(|_| invalid("not a file URI"))?;
+        let path = crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e))?;
         let guard = self
             .guard
             .ok_or_else(|| invalid("no repository to record in"))?;

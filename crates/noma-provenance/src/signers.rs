@@ -19,6 +19,7 @@
 //! `no-touch-required`, a bad key, a bad time) noma skips too, with a
 //! warning naming it: one bad line never locks the repository out.
 
+use foldhash::HashMap;
 use ssh_key::public::KeyData;
 use ssh_key::PublicKey;
 
@@ -112,6 +113,10 @@ impl std::fmt::Display for SignersWarning {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowedSigners {
     lines: Vec<Line>,
+    /// The lines that sign in namespace `noma`, by key, in file order:
+    /// every question is about one key, so it reads only that key's lines
+    /// and a check stays linear in the file's size.
+    noma_lines: HashMap<KeyData, Vec<usize>>,
     warnings: Vec<SignersWarning>,
 }
 
@@ -143,12 +148,29 @@ impl AllowedSigners {
                     if raw.options.cert_authority {
                         warn("a cert-authority line: noma verifies plain keys, not certificates, so this line allows no noma signature".into());
                     }
-                    out.lines.push(Line { number, raw });
+                    let line = Line { number, raw };
+                    if line.signs_noma() {
+                        out.noma_lines
+                            .entry(line.raw.key.clone())
+                            .or_default()
+                            .push(out.lines.len());
+                    }
+                    out.lines.push(line);
                 }
             }
             out.warnings.append(&mut said);
         }
         out
+    }
+
+    /// The lines listing `key` for namespace `noma` (plain keys, not CAs),
+    /// in file order.
+    fn noma_lines_of<'a>(&'a self, key: &KeyData) -> impl Iterator<Item = &'a Line> + Clone + 'a {
+        self.noma_lines
+            .get(key)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|&i| &self.lines[i])
     }
 
     /// What the owner of the file should know (skipped lines, local
@@ -195,11 +217,7 @@ impl AllowedSigners {
     /// lists it for namespace `noma`: that line's window (None: no line
     /// lists it, or one is valid).
     pub fn outside_window(&self, key: &PublicKey, at: u64) -> Option<String> {
-        let key = key.key_data();
-        let mut lines = self
-            .lines
-            .iter()
-            .filter(|l| l.signs_noma() && &l.raw.key == key);
+        let mut lines = self.noma_lines_of(key.key_data());
         if lines.clone().any(|l| l.valid_at(Some(at))) {
             return None;
         }
@@ -219,22 +237,16 @@ impl AllowedSigners {
         principal: &'a str,
         key: &'a PublicKey,
     ) -> impl Iterator<Item = &'a Line> + 'a {
-        let key = key.key_data();
-        self.lines.iter().filter(move |l| {
-            l.signs_noma()
-                && &l.raw.key == key
-                && match_pattern_list(principal, &l.raw.principals) == 1
-        })
+        self.noma_lines_of(key.key_data())
+            .filter(move |l| match_pattern_list(principal, &l.raw.principals) == 1)
     }
 
     /// The first principal named literally (no wildcard) for `key` with
     /// the `noma` namespace, on a line valid at `at`: who a signer with
     /// that key says it is.
     pub fn principal_of(&self, key: &PublicKey, at: u64) -> Option<String> {
-        let key = key.key_data();
-        self.lines
-            .iter()
-            .filter(|l| l.signs_noma() && &l.raw.key == key && l.valid_at(Some(at)))
+        self.noma_lines_of(key.key_data())
+            .filter(|l| l.valid_at(Some(at)))
             .flat_map(|l| l.listed().map(move |p| (l, p)))
             .find(|(l, p)| !p.contains(['*', '?']) && match_pattern_list(p, &l.raw.principals) == 1)
             .map(|(_, p)| p.to_string())
@@ -244,10 +256,7 @@ impl AllowedSigners {
     /// a principal `is_agent` says is an agent's: such a key is an agent's
     /// whatever principal it signs as.
     pub fn is_agent_key(&self, key: &KeyData, is_agent: &dyn Fn(&str) -> bool) -> bool {
-        self.lines
-            .iter()
-            .filter(|l| l.signs_noma() && &l.raw.key == key)
-            .any(|l| l.listed().any(is_agent))
+        self.noma_lines_of(key).any(|l| l.listed().any(is_agent))
     }
 
     /// One warning per key listed both for an agent principal and for
@@ -256,18 +265,18 @@ impl AllowedSigners {
     /// suggests they do not.
     pub fn agent_overlaps(&self, is_agent: &dyn Fn(&str) -> bool) -> Vec<SignersWarning> {
         let mut out = Vec::new();
-        let mut seen: Vec<&KeyData> = Vec::new();
-        for l in self.lines.iter().filter(|l| l.signs_noma()) {
+        // Each key once, at its first line, so the warnings come in file
+        // order and the whole pass reads every line a bounded number of
+        // times.
+        for (i, l) in self.lines.iter().enumerate() {
             let key = &l.raw.key;
-            if seen.contains(&key) || !self.is_agent_key(key, is_agent) {
+            let Some(indices) = self.noma_lines.get(key) else {
+                continue;
+            };
+            if indices.first() != Some(&i) || !self.is_agent_key(key, is_agent) {
                 continue;
             }
-            seen.push(key);
-            let same: Vec<&Line> = self
-                .lines
-                .iter()
-                .filter(|m| m.signs_noma() && &m.raw.key == key)
-                .collect();
+            let same: Vec<&Line> = indices.iter().map(|&j| &self.lines[j]).collect();
             let agents: Vec<String> = same
                 .iter()
                 .flat_map(|m| {
@@ -423,6 +432,44 @@ mod tests {
             "{why}"
         );
         assert_eq!(s.outside_window(&k, dec1), None);
+    }
+
+    /// A large file is read once and each question reads only the lines
+    /// of one key: 200,000 lines (one key each, a few shared with an
+    /// agent) answer at once. Scanning the file per line, as the overlap
+    /// check once did, does not finish here.
+    #[test]
+    fn a_200000_line_file_is_checked_in_one_pass() {
+        let lines = 200_000;
+        let key_of = |i: u32| {
+            let mut bytes = [0u8; 32];
+            bytes[..4].copy_from_slice(&i.to_le_bytes());
+            PublicKey::from(ssh_key::public::Ed25519PublicKey(bytes))
+        };
+        let mut text = String::new();
+        for i in 0..lines {
+            let key = key_of(i).to_openssh().unwrap();
+            text.push_str(&format!("user{i}@example.com namespaces=\"noma\" {key}\n"));
+            if i % 50_000 == 7 {
+                text.push_str(&format!("bot{i}@agents.example {key}\n"));
+            }
+        }
+        let s = AllowedSigners::parse(&text);
+        assert_eq!(s.len(), 200_004);
+        assert!(s.warnings().is_empty());
+        let is_agent = |p: &str| p.ends_with("@agents.example");
+        let w = s.agent_overlaps(&is_agent);
+        let named: Vec<usize> = w.iter().map(|w| w.line).collect();
+        assert_eq!(named, [8, 50_009, 100_010, 150_011], "{w:?}");
+        let last = key_of(lines - 1);
+        assert!(s.allows("user199999@example.com", &last));
+        assert!(!s.allows("user0@example.com", &last));
+        assert_eq!(
+            s.principal_of(&key_of(50_007), now()).as_deref(),
+            Some("user50007@example.com")
+        );
+        assert!(s.is_agent_key(key_of(100_007).key_data(), &is_agent));
+        assert!(!s.is_agent_key(key_of(100_008).key_data(), &is_agent));
     }
 
     #[test]

@@ -45,10 +45,11 @@ pub struct Trust {
     pub policy: Policy,
     /// The base revision's `.noma/allowed_signers`.
     pub signers: AllowedSigners,
-    /// The time of the commit holding the checked records, when one is
-    /// known (seconds since the epoch): a record is judged at its signed
-    /// `ts`, but no later than this, so a record dated after the commit
-    /// that carries it cannot borrow a key's later window.
+    /// A time no checked record can have been signed after, when one is
+    /// known (seconds since the epoch; the check's own clock, never a
+    /// committer time the branch chooses): a record is judged at its
+    /// signed `ts`, but no later than this, so a record dated forward
+    /// cannot borrow a key's later window.
     pub not_after: Option<u64>,
 }
 
@@ -64,8 +65,8 @@ impl Trust {
 
     /// The time a record or approval dated `ts` is judged at (the time
     /// `ssh-keygen -Y verify -Overify-time=` would be given): its `ts`,
-    /// capped at [`Trust::not_after`]; the commit time alone when `ts`
-    /// does not parse; None when neither is known.
+    /// capped at [`Trust::not_after`]; the cap alone when `ts` does not
+    /// parse; None when neither is known.
     pub fn judged_at(&self, ts: &str) -> Option<u64> {
         match (super::openssh::rfc3339_seconds(ts), self.not_after) {
             (Some(t), Some(cap)) => Some(t.min(cap)),

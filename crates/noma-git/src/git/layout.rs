@@ -136,6 +136,34 @@ impl Layout {
         self.work_tree.is_none()
     }
 
+    /// Where the hooks directory really is when it is named inside the work
+    /// tree but a link on the way leads outside it (husky's `.husky/_` with
+    /// `.husky` a committed symlink): the link, and where the directory
+    /// resolves. A commit can carry such a link, so writing through it
+    /// would let a repository write hooks anywhere. None when no link in
+    /// the work tree part of the path leads out (a hooks path the user
+    /// configured outside the repository is theirs to choose).
+    pub fn hooks_dir_link_escape(&self) -> Option<(PathBuf, PathBuf)> {
+        let wt = self.work_tree.as_deref()?;
+        let rest = self.hooks_dir.strip_prefix(wt).ok()?;
+        let real_wt = wt.canonicalize().ok()?;
+        let mut at = wt.to_path_buf();
+        let mut link = None;
+        for c in rest.components() {
+            at.push(c);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    link.get_or_insert_with(|| at.clone());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let link = link?;
+        let resolved = resolve_existing(&self.hooks_dir)?;
+        (!resolved.starts_with(&real_wt)).then_some((link, resolved))
+    }
+
     /// Whether the hooks directory lies inside the work tree but outside the
     /// git dirs, i.e. its files may be committed (a shared `.githooks/`).
     pub fn hooks_dir_in_work_tree(&self) -> bool {
@@ -165,6 +193,20 @@ pub(crate) fn resolve_hooks_dir(
         // dir of a bare repository, and resolves the path from there.
         Some(p) => clean(&work_tree.unwrap_or(git_dir).join(p)),
         None => clean(&common_dir.join("hooks")),
+    }
+}
+
+/// `p` with its deepest existing ancestor resolved (links, `..`) and the
+/// rest, which does not exist yet, appended.
+fn resolve_existing(p: &Path) -> Option<PathBuf> {
+    let mut tail = Vec::new();
+    let mut at = p;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return Some(tail.iter().rev().fold(real, |acc, c| acc.join(c)));
+        }
+        tail.push(at.file_name()?.to_os_string());
+        at = at.parent()?;
     }
 }
 

@@ -491,7 +491,9 @@ pub struct InstallReport {
 /// configuration) names a directory every repository shares: noma's hooks
 /// there would run in all of them, so that is refused, changing nothing,
 /// unless `opts.force`. The fix it prints gives the repository its own
-/// hooks directory.
+/// hooks directory. A hooks directory named inside the work tree that a
+/// link leads outside it is refused, `force` or not
+/// ([`git::layout::Layout::hooks_dir_link_escape`]).
 pub fn install_in(
     layout: &git::layout::Layout,
     opts: &InstallOptions,
@@ -506,6 +508,17 @@ pub fn install_in(
              rerun with --force to install into the shared directory",
             layout.hooks_dir.display(),
             own.display()
+        )]));
+    }
+    if let Some((link, resolved)) = layout.hooks_dir_link_escape() {
+        return Err(HooksError::Conflict(vec![format!(
+            "the hooks directory {} resolves to {}, outside the repository, through the link \
+             {}: noma writes hooks only inside the repository. Replace the link with a \
+             directory (or point core.hooksPath at a directory inside the work tree), then \
+             run this again",
+            layout.hooks_dir.display(),
+            resolved.display(),
+            link.display()
         )]));
     }
     install(&layout.hooks_dir, opts)

@@ -410,8 +410,11 @@ pub(crate) fn branch_check(
             return (BranchCheck::problems(vec![problem]), None);
         }
     };
-    // The branch's records are in HEAD: none was signed after it.
-    trust.not_after = repo.commit_time(head);
+    // None of the branch's records was signed after this check runs.
+    // HEAD's committer time would be a cap the branch chooses: dated
+    // forward, it lets a record borrow a key's later `valid-after`
+    // window; dated back, an expired key's window.
+    trust.not_after = Some(noma_provenance::signers::now());
     let side_path = sidecar::sidecar_rel(doc);
     let side = blob(head, &side_path);
     let touched = sidecar_change::touched_op_ids(mb_side.as_deref(), side.as_deref());

@@ -726,14 +726,6 @@ impl Repo {
         }
     }
 
-    /// The committer time of `commit`, in seconds since the epoch (None:
-    /// no such commit, or a time before 1970).
-    pub(crate) fn commit_time(&self, commit: Oid) -> Option<u64> {
-        let c = self.repo.find_commit(commit.raw()).ok()?;
-        let seconds = c.committer().when().seconds();
-        u64::try_from(seconds).ok()
-    }
-
     /// Content of `path` in commit `commit`, if present.
     pub(crate) fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.blob_id_at(commit, path)? {

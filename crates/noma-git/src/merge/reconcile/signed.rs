@@ -325,7 +325,9 @@ impl Branch<'_> {
             || blob(ALLOWED_SIGNERS_PATH),
         )
         .ok()??;
-        trust.not_after = self.repo.commit_time(self.head);
+        // The check's own clock, not HEAD's committer time, which the
+        // branch chooses (see `judged_at`).
+        trust.not_after = Some(noma_provenance::signers::now());
         let records = verify_where(&trust, entries, side, &|_, _| true);
         Some(BranchCheck::located(
             signer_warnings(&trust),
