@@ -46,7 +46,8 @@ fn completion_after_a_multibyte_character_and_equals_answers() {
         .enumerate()
     {
         let line = doc.lines().len() - 1;
-        let change = doc.edit((line, 0), (line, 0), typed);
+        let end = (line, doc.widths()[line]);
+        let change = doc.edit(end, end, typed);
         lsp.notify(
             "textDocument/didChange",
             json!({"textDocument": {"uri": uri, "version": version + 2}, "contentChanges": [change]}),

@@ -306,6 +306,15 @@ pub fn decode(body: &[u8]) -> Incoming {
             return malformed(salvaged.as_ref(), ErrorCode::ParseError, why);
         }
     };
+    if !value.is_object() {
+        // serde reads a struct from an array too: `[1, 2]` would pass as
+        // a response.
+        return malformed(
+            Some(&value),
+            ErrorCode::InvalidRequest,
+            "not a JSON-RPC message: not an object".to_string(),
+        );
+    }
     let invalid = match serde_json::from_value::<Message>(value.clone()) {
         // `lsp-server` reads an object with an id and nothing else as a
         // response; it is none.
@@ -509,6 +518,15 @@ mod tests {
             decode(br#"{"id":3}"#),
             Incoming::Malformed {
                 id: Some(_),
+                code: ErrorCode::InvalidRequest,
+                ..
+            }
+        ));
+        assert!(matches!(
+            decode(b"[1,2]"),
+            Incoming::Malformed {
+                id: None,
+                notification: false,
                 code: ErrorCode::InvalidRequest,
                 ..
             }
