@@ -171,8 +171,8 @@ fn lifecycle_messages_out_of_order_are_answered() {
 }
 
 /// `Content-Length: 1000000000` followed by that many bytes: the body is
-/// thrown away as it arrives (peak memory stays under 100 MiB) and the
-/// next request is answered.
+/// thrown away as it arrives (peak memory stays under 100 MiB), the
+/// request it began is refused by its id, and the next one is answered.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_huge_content_length_keeps_memory_bounded() {
@@ -180,13 +180,25 @@ fn a_huge_content_length_keeps_memory_bounded() {
     let mut lsp = Lsp::start(dir.path());
     lsp.initialize();
     lsp.write(b"Content-Length: 1000000000\r\n\r\n");
+    let start = br#"{"jsonrpc":"2.0","id":77,"method":"workspace/symbol","params":{"query":""#;
+    lsp.write(start);
     let chunk = vec![b' '; 1 << 20];
-    let mut left = 1_000_000_000usize;
+    let mut left = 1_000_000_000usize - start.len();
     while left > 0 {
         let n = left.min(chunk.len());
         lsp.write(&chunk[..n]);
         left -= n;
     }
+    // Refused by its id, read from the body's first bytes.
+    let r = lsp.answer(&json!(77));
+    assert_eq!(r["error"]["code"], INVALID_REQUEST, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than"),
+        "{r}"
+    );
     let r = lsp.request("workspace/symbol", json!({"query": ""}));
     assert_eq!(r["result"], json!([]), "{r}");
     let status = std::fs::read_to_string(format!("/proc/{}/status", lsp.pid())).unwrap();

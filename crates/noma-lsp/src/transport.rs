@@ -108,6 +108,7 @@ pub fn spawn_reader(mut input: impl Read + Send + 'static) -> Arc<Queue> {
                         .into_iter()
                         .map(|f| match f {
                             Frame::Body(body) => decode(&body),
+                            Frame::Oversized { len, head } => oversized(len, &head),
                             Frame::Skipped(why) => Incoming::Skipped(why),
                         })
                         .collect();
@@ -130,7 +131,18 @@ pub enum Frame {
     Body(Vec<u8>),
     /// Bytes skipped, and why.
     Skipped(String),
+    /// A body over [`MAX_BODY`], thrown away: its declared length and its
+    /// first bytes (to find the request's id in).
+    Oversized {
+        /// The declared length.
+        len: usize,
+        /// Up to [`OVERSIZED_HEAD`] first bytes.
+        head: Vec<u8>,
+    },
 }
+
+/// How much of an oversized body is kept to find its id.
+const OVERSIZED_HEAD: usize = 4 << 10;
 
 /// Where the framer is in the stream.
 #[derive(Debug, Default)]
@@ -142,8 +154,9 @@ enum State {
     LongLine,
     /// Reading a body of this many bytes.
     Body(usize),
-    /// Throwing away this many more bytes of an oversized body.
-    Discard(usize),
+    /// Throwing away the rest of an oversized body: its declared length
+    /// and how many bytes are left.
+    Discard(usize, usize),
 }
 
 /// `Content-Length` framing, fed bytes as they arrive.
@@ -164,13 +177,17 @@ impl Framer {
         let mut out = Vec::new();
         loop {
             match self.state {
-                State::Discard(left) => {
+                State::Discard(len, left) => {
                     let n = left.min(bytes.len());
+                    let keep = OVERSIZED_HEAD.saturating_sub(self.buf.len()).min(n);
+                    self.buf.extend_from_slice(&bytes[..keep]);
                     bytes = &bytes[n..];
                     if n < left {
-                        self.state = State::Discard(left - n);
+                        self.state = State::Discard(len, left - n);
                         return out;
                     }
+                    let head = std::mem::take(&mut self.buf);
+                    out.push(Frame::Oversized { len, head });
                     self.state = State::Header;
                 }
                 State::Body(len) => {
@@ -230,10 +247,8 @@ impl Framer {
         if line.is_empty() {
             match self.length.take() {
                 Some(len) if len > MAX_BODY => {
-                    out.push(Frame::Skipped(format!(
-                        "a body of {len} bytes (more than {MAX_BODY})"
-                    )));
-                    self.state = State::Discard(len);
+                    self.buf = Vec::with_capacity(OVERSIZED_HEAD);
+                    self.state = State::Discard(len, len);
                 }
                 Some(len) => {
                     self.buf = Vec::with_capacity(len.min(64 << 10));
@@ -329,6 +344,70 @@ pub fn decode(body: &[u8]) -> Incoming {
         ErrorCode::InvalidRequest,
         format!("not a JSON-RPC message: {invalid}"),
     )
+}
+
+/// The queue item for a body over [`MAX_BODY`] that began with `head`.
+fn oversized(len: usize, head: &[u8]) -> Incoming {
+    let keys = top_level_keys(head);
+    let id = keys
+        .iter()
+        .find(|(k, _)| k == "id")
+        .and_then(|(_, v)| serde_json::from_str::<RequestId>(v).ok());
+    let notification = id.is_none() && keys.iter().any(|(k, _)| k == "method");
+    Incoming::Malformed {
+        id,
+        notification,
+        code: ErrorCode::InvalidRequest,
+        message: format!("a message of {len} bytes, more than {MAX_BODY}"),
+    }
+}
+
+/// The top-level keys of the JSON object `head` begins with, each with its
+/// value's text when that value is a number or a string without escapes
+/// and ends within `head` (else an empty text).
+fn top_level_keys(head: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(head);
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let (mut depth, mut i) = (0usize, 0usize);
+    // Whether the next string at depth 1 is a key.
+    let mut key_next = false;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' => {
+                depth += 1;
+                key_next = depth == 1 && b[i] == b'{';
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => key_next = true,
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && key_next && i < b.len() {
+                    let key = text[start..i].to_string();
+                    let rest = text[i + 1..].trim_start();
+                    let value = rest.strip_prefix(':').unwrap_or("").trim_start();
+                    let end = if let Some(s) = value.strip_prefix('"') {
+                        s.find(['"', '\\'])
+                            .filter(|&e| s.as_bytes()[e] == b'"')
+                            .map_or(0, |e| e + 2)
+                    } else {
+                        value
+                            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                            .unwrap_or(0)
+                    };
+                    out.push((key, value[..end].to_string()));
+                    key_next = false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 fn malformed(value: Option<&Value>, code: ErrorCode, message: String) -> Incoming {
@@ -455,16 +534,42 @@ mod tests {
     fn an_oversized_body_is_discarded_as_it_arrives() {
         let mut f = Framer::default();
         let len = MAX_BODY + 10;
-        let got = f.feed(format!("Content-Length: {len}\r\n\r\n").as_bytes());
-        assert!(matches!(&got[..], [Frame::Skipped(w)] if w.contains("more than")));
+        let start = r#"{"jsonrpc":"2.0","params":{"id":1,"t":"a,\"id\":2"},"id":"r-9","method":"x","params":""#;
+        let got = f.feed(format!("Content-Length: {len}\r\n\r\n{start}").as_bytes());
+        assert!(got.is_empty());
         let chunk = vec![b' '; 1 << 20];
-        for _ in 0..len / chunk.len() {
+        let left = len - start.len();
+        for _ in 0..left / chunk.len() {
             assert!(f.feed(&chunk).is_empty());
         }
-        assert!(f.buf.capacity() < 1 << 20, "nothing kept");
-        let mut rest = vec![b' '; len % chunk.len()];
+        assert!(f.buf.len() <= OVERSIZED_HEAD, "only the head kept");
+        let mut rest = vec![b' '; left % chunk.len()];
         rest.extend(frame("{}"));
-        assert_eq!(f.feed(&rest), vec![body("{}")]);
+        let got = f.feed(&rest);
+        let [Frame::Oversized { len: l, head }, b] = &got[..] else {
+            panic!("{got:?}");
+        };
+        assert_eq!((*l, b), (len, &body("{}")));
+        assert_eq!(head.len(), OVERSIZED_HEAD);
+        match oversized(*l, head) {
+            Incoming::Malformed { id, message, .. } => {
+                assert_eq!(id, Some("r-9".to_string().into()), "the top-level id");
+                assert!(message.contains("more than"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let note = oversized(
+            len,
+            br#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"#,
+        );
+        assert!(matches!(
+            note,
+            Incoming::Malformed {
+                id: None,
+                notification: true,
+                ..
+            }
+        ));
         // A length past usize, and a long header line.
         let mut stream = b"Content-Length: 99999999999999999999999\r\n\r\n".to_vec();
         stream.extend(vec![b'x'; MAX_HEADER_LINE * 2]);
