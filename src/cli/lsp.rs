@@ -2,7 +2,8 @@
 //!
 //! stdout carries the protocol only; messages for people go to stderr.
 //! Exit codes: 0 the client shut the session down, 2 the session broke
-//! (the client went away without `shutdown`, a malformed handshake).
+//! (the client went away or sent `exit` without `shutdown`). A malformed
+//! message is answered with an error or skipped with a line on stderr.
 
 use std::path::Path;
 
@@ -25,6 +26,10 @@ pub struct Args {
     pub stdio: bool,
 }
 
+/// With `1`, the server logs each analysis on stderr and answers
+/// `noma/text` requests (for tests).
+const TRACE_ENV: &str = "NOMA_LSP_TRACE";
+
 /// Runs `noma lsp`.
 pub fn run(_args: Args) -> i32 {
     // A client that goes away must not kill us with SIGPIPE halfway through
@@ -35,7 +40,21 @@ pub fn run(_args: Args) -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    match noma_lsp::serve_stdio(Some(&Recorder)) {
+    // Tests count analyses and compare the server's text with theirs.
+    let trace = std::env::var_os(TRACE_ENV).is_some_and(|v| v == "1");
+    let log = |e: noma_lsp::Event<'_>| match e {
+        noma_lsp::Event::Skipped(why) => eprintln!("noma lsp: {why}"),
+        noma_lsp::Event::Analysed { uri, bytes } if trace => {
+            eprintln!("noma lsp: analysed {uri} ({bytes} bytes)");
+        }
+        noma_lsp::Event::Analysed { .. } => {}
+    };
+    let settings = noma_lsp::Settings {
+        guard: Some(&Recorder),
+        log: &log,
+        debug: trace,
+    };
+    match noma_lsp::serve_stdio(settings) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("noma lsp: {e}");

@@ -174,8 +174,10 @@ pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> 
 /// value of a reference attribute; nothing elsewhere.
 pub fn completion(a: &Analysis, pos: Position) -> Option<Vec<CompletionItem>> {
     let line = a.index.line(&a.text, pos.line as usize);
+    // Bytes of the line before the cursor (`offset` converts its UTF-16
+    // column and lands on a character boundary).
     let upto = a.index.offset(&a.text, pos) - a.index.line_start(pos.line as usize);
-    let before = &line[..upto.min(line.len())];
+    let before = line.get(..upto.min(line.len()))?;
     if !(in_wikilink(before) || in_reference_attr(before)) {
         return None;
     }
@@ -224,9 +226,12 @@ fn in_reference_attr(before: &str) -> bool {
     else {
         return false;
     };
+    // The key starts after the last character that cannot be in one (a
+    // multi-byte one is skipped whole, never cut).
     let key_start = eq
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     REFERENCE_ATTRS.contains(&&eq[key_start..])
 }
 
@@ -342,6 +347,14 @@ mod tests {
         assert!(in_reference_attr("::comment{target="));
         assert!(!in_reference_attr("::claim{id=\"c"));
         assert!(!in_reference_attr("plain words"));
+        // After a multi-byte character and `=`: no key, no panic.
+        for before in ["ε=", "café=\"", "x😀=\"a", "é", "=", "\"", "ε for=\""] {
+            let _ = in_reference_attr(before);
+            let _ = in_wikilink(before);
+        }
+        assert!(!in_reference_attr("ε="));
+        assert!(!in_reference_attr("café=\""));
+        assert!(in_reference_attr("ε for=\""));
     }
 
     #[test]

@@ -11,8 +11,11 @@
 //! outside the transcript are `unrecorded-edit`, with a "Record this edit"
 //! code action.
 //!
-//! The library never prints: stdout is the protocol. [`serve_stdio`]
-//! returns when the client has shut the session down.
+//! The library never prints: stdout is the protocol, and what a person
+//! may want to know (a malformed message skipped, an analysis made) is an
+//! [`Event`] for the caller to word. [`serve_stdio`] returns when the
+//! client has shut the session down; no message the client sends ends it
+//! earlier (see [`transport`]).
 
 pub mod analysis;
 mod contain;
@@ -20,7 +23,8 @@ pub mod features;
 pub mod guard;
 pub mod lines;
 mod server;
+pub mod transport;
 
 pub use analysis::Analysis;
 pub use guard::{Guard, RecordProblem};
-pub use server::{serve, serve_stdio, Error};
+pub use server::{serve, serve_stdio, Error, Event, Settings, TEXT_REQUEST};

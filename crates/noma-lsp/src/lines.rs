@@ -1,6 +1,8 @@
 //! Byte offsets ↔ LSP positions. LSP counts a line's characters in UTF-16
 //! code units (its default position encoding); the parser counts lines
-//! from 1 and the text in bytes, so every range crosses this table.
+//! from 1 and the text in bytes, so every range crosses this table. Lines
+//! end at `\n`, `\r\n` or a lone `\r`, as the LSP spec and the parser
+//! (`noma check`) both count them.
 
 use lsp_types::{Position, Range};
 
@@ -13,11 +15,20 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    /// The index of `text` (lines end at `\n`; a `\r` before it belongs to
-    /// no line's content).
+    /// The index of `text` (lines end at `\n`, `\r\n` or a lone `\r`).
     pub fn new(text: &str) -> LineIndex {
         let mut starts = vec![0];
-        starts.extend(memchr_newlines(text).map(|i| i + 1));
+        let bytes = text.as_bytes();
+        if memchr::memchr(b'\r', bytes).is_none() {
+            starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
+        } else {
+            for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+                // The `\r` of a `\r\n` pair does not end a line; its `\n` does.
+                if !(bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n')) {
+                    starts.push(at + 1);
+                }
+            }
+        }
         LineIndex {
             starts,
             len: text.len(),
@@ -35,8 +46,11 @@ impl LineIndex {
         let Some(&start) = self.starts.get(line) else {
             return "";
         };
-        let end = self.starts.get(line + 1).map_or(self.len, |&e| e - 1);
+        let end = self.starts.get(line + 1).map_or(self.len, |&e| e);
         let s = &text[start..end.max(start)];
+        // Its line end: `\n`, `\r\n` or `\r` (only the last line has none,
+        // and it cannot end in either).
+        let s = s.strip_suffix('\n').unwrap_or(s);
         s.strip_suffix('\r').unwrap_or(s)
     }
 
@@ -109,11 +123,6 @@ pub fn apply_change(mut text: String, change: lsp_types::TextDocumentContentChan
     let end = index.offset(&text, range.end).max(start);
     text.replace_range(start..end, &change.text);
     text
-}
-
-/// Offsets of every `\n` in `text`.
-fn memchr_newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
-    memchr::memchr_iter(b'\n', text.as_bytes())
 }
 
 /// Length of `s` in UTF-16 code units.
@@ -189,6 +198,33 @@ mod tests {
             text: "new".to_string(),
         };
         assert_eq!(apply_change(t, whole), "new");
+    }
+
+    /// A lone `\r` ends a line as `\n` and `\r\n` do, as the parser and
+    /// `noma check` count lines.
+    #[test]
+    fn lone_cr_ends_a_line_as_the_parser_counts() {
+        let t = "a\rb\r\nc\nd\r\re";
+        let ix = LineIndex::new(t);
+        let lines: Vec<&str> = (0..ix.line_count()).map(|l| ix.line(t, l)).collect();
+        assert_eq!(lines, ["a", "b", "c", "d", "", "e"]);
+        let parsed: Vec<&str> = noma_core::doc::lines::split(t)
+            .iter()
+            .map(|l| l.text)
+            .collect();
+        assert_eq!(lines, parsed);
+        assert_eq!(ix.position(t, 2), Position::new(1, 0));
+        assert_eq!(ix.offset(t, Position::new(4, 5)), 9);
+        assert_eq!(ix.offset(t, Position::new(5, 0)), 10);
+        // Typing at the start of the line after a lone CR.
+        use lsp_types::TextDocumentContentChangeEvent as Change;
+        let at = Position::new(1, 0);
+        let edit = Change {
+            range: Some(Range::new(at, at)),
+            range_length: None,
+            text: "X".to_string(),
+        };
+        assert_eq!(apply_change(t.to_string(), edit), "a\rXb\r\nc\nd\r\re");
     }
 
     #[test]

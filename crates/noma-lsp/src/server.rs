@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use std::io::{Read, Write};
+
+use lsp_server::{ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, DidSaveTextDocument,
     Notification as NotificationTrait, PublishDiagnostics,
@@ -21,6 +23,7 @@ use lsp_types::{
 use crate::analysis::{options_for, Analysis};
 use crate::features;
 use crate::guard::{self, Expected, Guard, RECORD_COMMAND};
+use crate::transport::{self, Incoming, Writer};
 
 /// Why the server stopped other than by the client's `exit`.
 #[derive(Debug)]
@@ -70,12 +73,40 @@ pub fn capabilities() -> ServerCapabilities {
     }
 }
 
+/// What the server tells its host besides the protocol (the binary words
+/// it on stderr).
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Bytes or a message skipped or refused, and why; the session goes on.
+    Skipped(&'a str),
+    /// A document's text was analysed (parsed and validated).
+    Analysed {
+        /// The document.
+        uri: &'a Url,
+        /// Its length in bytes.
+        bytes: usize,
+    },
+}
+
+/// How a session runs.
+#[derive(Clone, Copy)]
+pub struct Settings<'a> {
+    /// The repository's transcripts and `noma record`, when there is one.
+    pub guard: Option<&'a dyn Guard>,
+    /// Receives the session's [`Event`]s.
+    pub log: &'a dyn Fn(Event<'_>),
+    /// Also answer `noma/text` (`{"textDocument": {"uri": …}}`) with the
+    /// server's text of an open document, for tests that compare it with
+    /// the client's.
+    pub debug: bool,
+}
+
+/// The method of the debug request that answers a document's text.
+pub const TEXT_REQUEST: &str = "noma/text";
+
 /// Serves the language server on stdin/stdout until the client exits.
-pub fn serve_stdio(guard: Option<&dyn Guard>) -> Result<(), Error> {
-    let (connection, io_threads) = Connection::stdio();
-    serve(&connection, guard)?;
-    drop(connection);
-    io_threads.join().map_err(err)
+pub fn serve_stdio(settings: Settings<'_>) -> Result<(), Error> {
+    serve(std::io::stdin(), std::io::stdout(), settings)
 }
 
 /// One open document.
@@ -87,69 +118,172 @@ struct Open {
     expected: Option<Expected>,
 }
 
+/// Where the session is in the protocol's lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before `initialize`: requests are refused as `ServerNotInitialized`.
+    Waiting,
+    /// Between `initialize` and `shutdown`.
+    Running,
+    /// After `shutdown`: requests are refused, `exit` ends the session.
+    ShutDown,
+}
+
 /// The session's state.
 struct Session<'g> {
     docs: HashMap<Url, Open>,
     guard: Option<&'g dyn Guard>,
     /// The client takes `LocationLink`s for definitions.
     links: bool,
-    /// The workspace roots the client named: where rename and record
-    /// may write.
+    /// The workspace roots the client named in `initialize`: where
+    /// rename and record may write.
     roots: Vec<std::path::PathBuf>,
+    settings: Settings<'g>,
+    stage: Stage,
 }
 
-/// Serves one session on `connection`: the handshake, then messages until
-/// `shutdown` and `exit`.
-pub fn serve(connection: &Connection, guard: Option<&dyn Guard>) -> Result<(), Error> {
-    let caps = serde_json::to_value(capabilities()).map_err(err)?;
-    let init = connection.initialize(caps).map_err(err)?;
-    let links = init
-        .pointer("/capabilities/textDocument/definition/linkSupport")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
+/// Framed messages to the client.
+type Out<W> = Writer<W>;
+
+/// Serves one session: messages read from `input` (by a thread of its
+/// own, which is left blocked on `input` if the session ends first),
+/// answers written to `output`, until `exit` or the end of the input.
+/// No message ends it early: a malformed one is answered with an error
+/// or skipped with an [`Event::Skipped`].
+pub fn serve(
+    input: impl Read + Send + 'static,
+    output: impl Write,
+    settings: Settings<'_>,
+) -> Result<(), Error> {
+    let queue = transport::spawn_reader(input);
+    let mut out = Writer::new(output);
     let mut s = Session {
         docs: HashMap::new(),
-        guard,
-        links,
-        roots: crate::contain::roots(&init),
+        guard: settings.guard,
+        links: false,
+        roots: Vec::new(),
+        settings,
+        stage: Stage::Waiting,
     };
     loop {
         // Changes are analysed once the queue holds no more of them: a
         // burst of keystrokes costs one analysis, not one per keystroke.
-        if connection.receiver.is_empty() {
-            s.catch_up(connection)?;
+        if queue.is_empty() {
+            s.catch_up(&mut out)?;
         }
-        let Ok(msg) = connection.receiver.recv() else {
-            break;
+        let msg = match queue.pop() {
+            Incoming::Message(msg) => msg,
+            Incoming::End(why) => {
+                return match (s.stage, why) {
+                    (_, Some(why)) => Err(Error(format!("reading the client's messages: {why}"))),
+                    (Stage::ShutDown, None) => Ok(()),
+                    _ => Err(Error(
+                        "the client closed the connection without shutdown".to_string(),
+                    )),
+                };
+            }
+            Incoming::Skipped(why) => {
+                (s.settings.log)(Event::Skipped(&format!("skipped {why}")));
+                continue;
+            }
+            Incoming::Malformed {
+                id,
+                notification,
+                code,
+                message,
+            } => {
+                (s.settings.log)(Event::Skipped(&format!("a malformed message: {message}")));
+                if !notification {
+                    out.error(id.as_ref(), code, &message).map_err(err)?;
+                }
+                continue;
+            }
         };
         if !matches!(&msg, Message::Notification(n) if n.method == DidChangeTextDocument::METHOD) {
-            s.catch_up(connection)?;
+            s.catch_up(&mut out)?;
         }
         match msg {
-            Message::Request(req) => {
-                if connection.handle_shutdown(&req).map_err(err)? {
-                    return Ok(());
-                }
-                let (resp, republish) = s.answer(req);
-                connection.sender.send(resp.into()).map_err(err)?;
-                if let Some(uri) = republish {
-                    s.publish(connection, uri)?;
-                }
-            }
+            Message::Request(req) => s.request(req, &mut out)?,
             Message::Notification(n) => {
+                if n.method == "exit" {
+                    return match s.stage {
+                        Stage::ShutDown => Ok(()),
+                        _ => Err(Error("the client sent exit without shutdown".to_string())),
+                    };
+                }
+                if s.stage != Stage::Running {
+                    let why = format!("{} outside a running session", n.method);
+                    (s.settings.log)(Event::Skipped(&why));
+                    continue;
+                }
                 if let Some(uri) = s.sync(n) {
-                    s.publish(connection, uri)?;
+                    s.publish(&mut out, uri)?;
                 }
             }
             Message::Response(_) => {}
         }
     }
-    Err(Error(
-        "the client closed the connection without shutdown".to_string(),
-    ))
 }
 
 impl Session<'_> {
+    /// Answers one request as the lifecycle allows.
+    fn request<W: Write>(&mut self, req: Request, out: &mut Out<W>) -> Result<(), Error> {
+        let refuse = |code: ErrorCode, why: &str| {
+            Response::new_err(req.id.clone(), code as i32, why.to_string())
+        };
+        let resp = match (self.stage, req.method.as_str()) {
+            (Stage::Waiting, "initialize") => {
+                self.links = req
+                    .params
+                    .pointer("/capabilities/textDocument/definition/linkSupport")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false);
+                self.roots = crate::contain::roots(&req.params);
+                self.stage = Stage::Running;
+                let caps = serde_json::to_value(capabilities()).map_err(err)?;
+                Response::new_ok(req.id, serde_json::json!({ "capabilities": caps }))
+            }
+            (Stage::Waiting, _) => refuse(
+                ErrorCode::ServerNotInitialized,
+                "the server is not initialized: send initialize first",
+            ),
+            (_, "initialize") => {
+                refuse(ErrorCode::InvalidRequest, "initialize was already received")
+            }
+            (Stage::ShutDown, _) => refuse(
+                ErrorCode::InvalidRequest,
+                "the server is shut down: only exit is expected",
+            ),
+            (Stage::Running, "shutdown") => {
+                self.stage = Stage::ShutDown;
+                Response::new_ok(req.id, ())
+            }
+            (Stage::Running, TEXT_REQUEST) if self.settings.debug => {
+                let uri = req
+                    .params
+                    .pointer("/textDocument/uri")
+                    .and_then(|u| u.as_str());
+                let uri = uri.and_then(|u| Url::parse(u).ok());
+                let text = uri
+                    .and_then(|u| self.docs.get(&u))
+                    .map(|o| match &o.pending {
+                        Some(text) => text.as_str(),
+                        None => o.analysis.text.as_str(),
+                    });
+                Response::new_ok(req.id.clone(), text)
+            }
+            (Stage::Running, _) => {
+                let (resp, republish) = self.answer(req);
+                out.send(resp.into()).map_err(err)?;
+                if let Some(uri) = republish {
+                    self.publish(out, uri)?;
+                }
+                return Ok(());
+            }
+        };
+        out.send(resp.into()).map_err(err)
+    }
+
     /// Applies a document notification; returns the document whose
     /// diagnostics changed.
     fn sync(&mut self, n: Notification) -> Option<Url> {
@@ -159,7 +293,7 @@ impl Session<'_> {
                     serde_json::from_value(n.params).ok()?;
                 let uri = p.text_document.uri;
                 let expected = self.expected(&uri);
-                let analysis = analyse(&uri, p.text_document.text);
+                let analysis = analyse(&uri, p.text_document.text, self.settings.log);
                 let open = Open {
                     analysis,
                     pending: None,
@@ -206,17 +340,18 @@ impl Session<'_> {
 
     /// Analyses the documents with changes not analysed yet and publishes
     /// their diagnostics.
-    fn catch_up(&mut self, connection: &Connection) -> Result<(), Error> {
+    fn catch_up<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
         let mut changed = Vec::new();
         let mut old = Vec::new();
         for (uri, open) in self.docs.iter_mut() {
             if let Some(text) = open.pending.take() {
-                old.push(std::mem::replace(&mut open.analysis, analyse(uri, text)));
+                let analysis = analyse(uri, text, self.settings.log);
+                old.push(std::mem::replace(&mut open.analysis, analysis));
                 changed.push(uri.clone());
             }
         }
         for uri in changed {
-            self.publish(connection, uri)?;
+            self.publish(out, uri)?;
         }
         // Freed after the diagnostics are out: a large tree takes a while.
         drop(old);
@@ -236,7 +371,7 @@ impl Session<'_> {
     }
 
     /// Sends `uri`'s diagnostics (none once it is closed).
-    fn publish(&self, connection: &Connection, uri: Url) -> Result<(), Error> {
+    fn publish<W: Write>(&self, out: &mut Out<W>, uri: Url) -> Result<(), Error> {
         let diagnostics = self.docs.get(&uri).map_or_else(Vec::new, |o| {
             let mut d = o.analysis.diagnostics.clone();
             if let Some(e) = &o.expected {
@@ -247,7 +382,7 @@ impl Session<'_> {
         });
         let params = PublishDiagnosticsParams::new(uri, diagnostics, None);
         let n = Notification::new(PublishDiagnostics::METHOD.to_string(), params);
-        connection.sender.send(n.into()).map_err(err)
+        out.send(n.into()).map_err(err)
     }
 
     /// The response to one request, and the document whose diagnostics
@@ -356,9 +491,12 @@ impl Session<'_> {
 /// How many of a block's last changes its hover lists.
 const HOVER_HISTORY: usize = 3;
 
-fn analyse(uri: &Url, text: String) -> Analysis {
+fn analyse(uri: &Url, text: String, log: &dyn Fn(Event<'_>)) -> Analysis {
     let path = uri.to_file_path().ok();
-    Analysis::new(text, &options_for(path.as_deref()))
+    let bytes = text.len();
+    let analysis = Analysis::new(text, &options_for(path.as_deref()));
+    log(Event::Analysed { uri, bytes });
+    analysis
 }
 
 /// An error response's code and message.
@@ -460,11 +598,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn note(method: &str, params: serde_json::Value) -> Message {
-        Notification::new(method.to_string(), params).into()
+    fn frame(v: serde_json::Value) -> Vec<u8> {
+        let body = v.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
     }
 
-    fn change(version: i32, start: u32, end: u32, text: &str) -> Message {
+    fn note(method: &str, params: serde_json::Value) -> Vec<u8> {
+        frame(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    fn request(id: i32, method: &str, params: serde_json::Value) -> Vec<u8> {
+        frame(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    }
+
+    fn change(version: i32, start: u32, end: u32, text: &str) -> Vec<u8> {
         let range = json!({"start": {"line": 2, "character": start},
                            "end": {"line": 2, "character": end}});
         note(
@@ -474,44 +621,96 @@ mod tests {
         )
     }
 
+    /// The messages of an LSP byte stream.
+    fn messages(mut out: &[u8]) -> Vec<serde_json::Value> {
+        let mut found = Vec::new();
+        while let Some(head) = out.windows(4).position(|w| w == b"\r\n\r\n") {
+            let len: usize = std::str::from_utf8(&out[16..head])
+                .unwrap()
+                .parse()
+                .unwrap();
+            found.push(serde_json::from_slice(&out[head + 4..head + 4 + len]).unwrap());
+            out = &out[head + 4 + len..];
+        }
+        found
+    }
+
+    /// The session's output for `input` (read at once, as from a pipe
+    /// that holds it all), and its log.
+    fn session(input: Vec<u8>) -> (Result<(), Error>, Vec<serde_json::Value>, Vec<String>) {
+        let log = std::cell::RefCell::new(Vec::new());
+        let record = |e: Event<'_>| log.borrow_mut().push(format!("{e:?}"));
+        let settings = Settings {
+            guard: None,
+            log: &record,
+            debug: false,
+        };
+        let mut out = Vec::new();
+        let result = serve(std::io::Cursor::new(input), &mut out, settings);
+        (result, messages(&out), log.into_inner())
+    }
+
     /// Keystrokes queued behind each other are analysed once, after the
     /// last: one publication for the burst, with the final text's
     /// diagnostics (typing `[[t]]` into `[[xyz]]` one edit at a time).
     #[test]
     fn a_burst_of_changes_is_analysed_once() {
-        let (server, client) = Connection::memory();
-        let send = |m: Message| client.sender.send(m).unwrap();
-        send(Request::new(1.into(), "initialize".into(), json!({"capabilities": {}})).into());
-        send(note("initialized", json!({})));
+        let mut input = request(1, "initialize", json!({"capabilities": {}}));
+        input.extend(note("initialized", json!({})));
         let text = "# T\n\nSee [[t]].\n";
-        send(note(
+        input.extend(note(
             DidOpenTextDocument::METHOD,
             json!({"textDocument": {"uri": "file:///d.noma", "languageId": "noma",
                    "version": 1, "text": text}}),
         ));
-        send(change(2, 6, 7, "x"));
-        send(change(3, 7, 7, "y"));
-        send(change(4, 8, 8, "z"));
-        let uri = json!({"uri": "file:///d.noma"});
-        let symbols = json!({"textDocument": uri});
-        send(Request::new(2.into(), DocumentSymbolRequest::METHOD.into(), symbols).into());
-        send(Request::new(3.into(), "shutdown".into(), json!(null)).into());
-        send(note("exit", json!(null)));
-        serve(&server, None).unwrap();
-        let published: Vec<serde_json::Value> = client
-            .receiver
-            .try_iter()
-            .filter_map(|m| match m {
-                Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
-                    Some(n.params)
-                }
-                _ => None,
-            })
+        input.extend(change(2, 6, 7, "x"));
+        input.extend(change(3, 7, 7, "y"));
+        input.extend(change(4, 8, 8, "z"));
+        let symbols = json!({"textDocument": {"uri": "file:///d.noma"}});
+        input.extend(request(2, DocumentSymbolRequest::METHOD, symbols));
+        input.extend(request(3, "shutdown", json!(null)));
+        input.extend(note("exit", json!(null)));
+        let (result, out, log) = session(input);
+        result.unwrap();
+        let published: Vec<&serde_json::Value> = out
+            .iter()
+            .filter(|m| m["method"] == PublishDiagnostics::METHOD)
+            .map(|m| &m["params"])
             .collect();
         assert_eq!(published.len(), 2, "{published:?}");
+        assert_eq!(log.iter().filter(|l| l.starts_with("Analysed")).count(), 2);
         assert_eq!(published[0]["diagnostics"], json!([]));
         let last = &published[1]["diagnostics"];
         assert_eq!(last[0]["code"], "broken-reference", "{last}");
         assert!(last[0]["message"].as_str().unwrap().contains("[[xyz]]"));
+    }
+
+    /// Requests out of the lifecycle's order are refused with the codes
+    /// the spec gives, and the session goes on.
+    #[test]
+    fn out_of_order_requests_are_refused_and_the_session_goes_on() {
+        let mut input = request(1, "textDocument/hover", json!({}));
+        input.extend(note("initialized", json!({})));
+        input.extend(request(2, "initialize", json!({"capabilities": {}})));
+        input.extend(request(3, "initialize", json!({"capabilities": {}})));
+        input.extend(request(4, "shutdown", json!(null)));
+        input.extend(request(5, "workspace/symbol", json!({"query": ""})));
+        input.extend(note("exit", json!(null)));
+        let (result, out, log) = session(input);
+        result.unwrap();
+        let code = |i: usize| out[i]["error"]["code"].as_i64();
+        assert_eq!(out.len(), 5, "{out:?}");
+        assert_eq!(code(0), Some(ErrorCode::ServerNotInitialized as i64));
+        assert!(out[1]["result"]["capabilities"].is_object());
+        assert_eq!(code(2), Some(ErrorCode::InvalidRequest as i64));
+        assert_eq!(out[3]["result"], json!(null));
+        assert_eq!(out[3]["id"], 4);
+        assert_eq!(code(4), Some(ErrorCode::InvalidRequest as i64));
+        assert!(log[0].contains("initialized outside"), "{log:?}");
+        // Exit without shutdown, and the input's end without either.
+        let mut input = request(1, "initialize", json!({"capabilities": {}}));
+        input.extend(note("exit", json!(null)));
+        assert!(session(input).0.is_err());
+        assert!(session(Vec::new()).0.is_err());
     }
 }
