@@ -193,7 +193,10 @@ fn undecodable_lines_get_an_error_naming_the_problem_and_the_session_goes_on() {
     let (id, code, msg) =
         s.refused(br#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"s":"\ud800"}}"#);
     assert_eq!((id, code), (json!(7), -32700), "{msg}");
-    assert!(msg.contains(r"\ud800") && msg.contains("surrogate"), "{msg}");
+    assert!(
+        msg.contains(r"\ud800") && msg.contains("surrogate"),
+        "{msg}"
+    );
     s.alive(8);
     // A lone low surrogate after a valid pair, in a tool call's arguments.
     let call = br#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"read_doc","arguments":{"file":"\ud83d\ude00\udc00.noma"}}}"#;
@@ -212,7 +215,9 @@ fn undecodable_lines_get_an_error_naming_the_problem_and_the_session_goes_on() {
     assert_eq!((id, code), (Value::Null, -32700), "{msg}");
     // A notification with a lone surrogate is not answered: the next line
     // out is the ping's.
-    s.write(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\udfff"}}"#);
+    s.write(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\udfff"}}"#,
+    );
     s.alive(10);
     // An escaped backslash before `ud800` is no escape: a valid request.
     s.write(br#"{"jsonrpc":"2.0","id":11,"method":"no/such","params":{"s":"\\ud800"}}"#);

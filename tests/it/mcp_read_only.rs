@@ -17,10 +17,18 @@ fn a_read_only_session_outside_a_repository_creates_nothing() {
     let mut s = McpClient::start_with(dir.path(), &["--root", root.to_str().unwrap()]);
     let file = json!({"file": "a.noma"});
     let read = s.ok("read_doc", file.clone());
-    assert!(read["blocks"].as_array().is_some_and(|b| !b.is_empty()), "{read}");
+    assert!(
+        read["blocks"].as_array().is_some_and(|b| !b.is_empty()),
+        "{read}"
+    );
     // A second read hits no cache file either.
     assert_eq!(s.ok("read_doc", file.clone()), read);
-    for tool in ["list_ids", "validate_doc", "transcript_read", "describe_capabilities"] {
+    for tool in [
+        "list_ids",
+        "validate_doc",
+        "transcript_read",
+        "describe_capabilities",
+    ] {
         s.ok(tool, file.clone());
     }
     s.finish();

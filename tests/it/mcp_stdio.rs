@@ -797,7 +797,10 @@ fn huge_lines_within_the_limit_are_answered_and_longer_ones_refused() {
     assert_eq!(refusals.len(), 1, "{refusals:?}");
     assert_eq!(refusals[0]["error"]["code"], -32600, "{}", refusals[0]);
     let msg = refusals[0]["error"]["message"].as_str().unwrap();
-    assert!(msg.contains(&format!("over the limit of {limit} bytes")), "{msg}");
+    assert!(
+        msg.contains(&format!("over the limit of {limit} bytes")),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -533,7 +533,11 @@ mod tests {
         assert_eq!(text(&written), body.to_string());
         let broken = spec.answer(Ok(Body::Text(JsonText::new("{".into()))));
         assert_eq!(broken.is_error, Some(true));
-        assert!(text(&broken).contains("the answer is not JSON"), "{}", text(&broken));
+        assert!(
+            text(&broken).contains("the answer is not JSON"),
+            "{}",
+            text(&broken)
+        );
     }
 
     #[test]

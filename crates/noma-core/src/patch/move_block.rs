@@ -281,7 +281,11 @@ mod tests {
         };
         let err = move_block(&ctx, "n", "inner", None).unwrap_err();
         assert_eq!(err.code, E::ParentMissing);
-        assert!(err.message.contains("inside directive block \"g\""), "{}", err.message);
+        assert!(
+            err.message.contains("inside directive block \"g\""),
+            "{}",
+            err.message
+        );
         let op = serde_json::json!({"op": "add_block", "parent": "inner",
                                     "content": ":::note{id=\"m\"}\nM\n:::"});
         let err = crate::patch::apply_one(src, &op).unwrap_err();
@@ -322,13 +326,7 @@ mod tests {
     /// a `::grid` holding a heading between cards).
     fn nested_doc() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
-        let part = prop_oneof![
-            Just(0u8),
-            Just(1u8),
-            Just(2u8),
-            Just(3u8),
-            Just(4u8)
-        ];
+        let part = prop_oneof![Just(0u8), Just(1u8), Just(2u8), Just(3u8), Just(4u8)];
         proptest::collection::vec((part, 0u8..3), 1..9).prop_map(|parts| {
             let mut s = String::from("# Doc {id=\"top\"}\n");
             for (k, (part, extra)) in parts.into_iter().enumerate() {
@@ -375,7 +373,12 @@ mod tests {
             failure_persistence: None,
             ..Config::default()
         });
-        let strategy = (nested_doc(), 0usize..64, 0usize..64, proptest::option::of(0u8..4));
+        let strategy = (
+            nested_doc(),
+            0usize..64,
+            0usize..64,
+            proptest::option::of(0u8..4),
+        );
         runner
             .run(&strategy, |(src, pick_block, pick_parent, position)| {
                 let d = doc::parse(&src);
@@ -413,8 +416,18 @@ mod tests {
             })
             .unwrap();
         // Both outcomes occur, or the property would hold of nothing.
-        assert!(moved.get() >= 100, "{} moved, {} refused", moved.get(), refused.get());
-        assert!(refused.get() >= 20, "{} moved, {} refused", moved.get(), refused.get());
+        assert!(
+            moved.get() >= 100,
+            "{} moved, {} refused",
+            moved.get(),
+            refused.get()
+        );
+        assert!(
+            refused.get() >= 20,
+            "{} moved, {} refused",
+            moved.get(),
+            refused.get()
+        );
     }
 
     fn child_ids<'d>(d: &'d doc::Document, id: &str) -> Vec<Option<&'d str>> {
