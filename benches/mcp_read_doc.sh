@@ -9,7 +9,6 @@
 #   B='command'    server B instead of the reference (e.g. another noma: 'noma-old mcp')
 #   SECTIONS=k     `synth k` (default 918: 270 KB)
 #   CALLS=n        timed rounds (default 40), after one untimed call per server
-#   FULL_TEXT=1    start A with --full-text (the text copy for every revision)
 #   WORK=dir       where the repository goes (default: a new temporary directory)
 #
 # The document is `synth $SECTIONS`, committed, then given a
@@ -52,7 +51,6 @@ git commit -qm patched
 echo "document: $(wc -c <doc.noma) bytes, transcript: $(wc -l <doc.noma.patches) records"
 
 a="$NOMA mcp --root $repo"
-[[ "${FULL_TEXT:-}" == 1 ]] && a="$a --full-text"
 b="${B:-node $REF_MCP}"
 for rev in "${revisions[@]}"; do
   echo "== revision $rev: A = $a; B = $b"

@@ -25,11 +25,9 @@ pub struct Args {
     /// private key (an agent runtime's own key), into <doc>.provenance.
     #[arg(long, value_name = "FILE")]
     pub signing_key: Option<PathBuf>,
-    /// Repeat every result in full as JSON text beside its structured
-    /// content, whatever protocol revision the client negotiated (from
-    /// 2025-06-18 on a big result's text is otherwise a short summary):
-    /// for hosts and SDKs that read only the text.
-    #[arg(long)]
+    /// Deprecated, no effect: every result's text is its full JSON now.
+    /// Still accepted so that existing client configurations start.
+    #[arg(long, hide = true)]
     pub full_text: bool,
 }
 
@@ -76,12 +74,16 @@ pub fn run(args: Args) -> i32 {
     if let Some(s) = &signer {
         eprintln!("noma mcp: signing records as {}", s.principal);
     }
+    if args.full_text {
+        eprintln!(
+            "noma mcp: --full-text is deprecated and has no effect: every result's text is its \
+             full JSON"
+        );
+    }
     eprintln!("noma mcp: serving {} on stdio", root.display());
-    let full_text = args.full_text;
     match noma_mcp::serve(&ServeOptions {
         root,
         signer,
-        full_text,
         notices: noma_mcp::Notices::new(|m| eprintln!("noma mcp: {m}")),
     }) {
         Ok(()) => EXIT_OK,

@@ -7,11 +7,10 @@
 #                           set), built first when missing
 #   write_mcp_stub OUT NOMA ROOT
 #                           writes an ES-module server stub at OUT that runs
-#                           `NOMA mcp --root ROOT --full-text` (the SDKs pass
-#                           the server a filtered environment, so the paths
-#                           are baked in; they parse the text content as
-#                           JSON, which from 2025-06-18 on is the full body
-#                           only under --full-text)
+#                           `NOMA mcp --root ROOT` (the SDKs pass the server
+#                           a filtered environment, so the paths are baked
+#                           in; they parse the text content as JSON, which
+#                           every result's text is)
 
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -42,7 +41,7 @@ write_mcp_stub() {
 const [out, noma, root] = process.argv.slice(1);
 require("fs").writeFileSync(out,
 `import { spawn } from "node:child_process";
-const child = spawn(${JSON.stringify(noma)}, ["mcp", "--root", ${JSON.stringify(root)}, "--full-text"], { stdio: "inherit" });
+const child = spawn(${JSON.stringify(noma)}, ["mcp", "--root", ${JSON.stringify(root)}], { stdio: "inherit" });
 for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(s, () => child.kill(s));
 child.on("error", (e) => { console.error("noma-mcp stub: " + e.message); process.exit(127); });
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -65,9 +65,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _options(root: Path) -> StdioMcpClientOptions:
-    # The SDK parses the text content as JSON: --full-text keeps it the
-    # whole body whatever revision the SDK negotiates.
-    return StdioMcpClientOptions(command=_noma(), args=["mcp", "--root", str(root), "--full-text"])
+    # The SDK parses the text content as JSON, which every result's text is.
+    return StdioMcpClientOptions(command=_noma(), args=["mcp", "--root", str(root)])
 
 
 def _block(blocks, block_id: str):

@@ -48,6 +48,7 @@ mod mcp_bad_lines;
 mod mcp_envelopes;
 mod mcp_protocol;
 mod mcp_read_doc;
+mod mcp_read_only;
 mod mcp_sdk_py;
 mod mcp_stdio;
 mod merge_everyday;

@@ -72,7 +72,7 @@ fn read_doc_answers_in_flight_together_stay_whole_and_apart() {
         "tools/call",
         json!({"name": "read_doc", "arguments": {"file": "a.noma"}}),
     );
-    let body = alone["result"]["structuredContent"].clone();
+    let body = crate::common::tool_body(&alone).1;
     assert!(body["blocks"].as_array().expect("blocks").len() > 500);
     let ids = [
         json!("first"),
@@ -96,7 +96,7 @@ fn read_doc_answers_in_flight_together_stay_whole_and_apart() {
             refused += 1;
             continue;
         }
-        assert_eq!(line["result"]["structuredContent"], body, "{}", line["id"]);
+        assert_eq!(crate::common::tool_body(&line).1, body, "{}", line["id"]);
         assert_eq!(line["result"]["isError"], false);
         answered.push(line["id"].clone());
     }

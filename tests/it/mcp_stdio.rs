@@ -751,7 +751,7 @@ fn protocol_errors_escapes_and_manifests() {
 }
 
 #[test]
-fn huge_lines_within_the_limit_are_answered_and_longer_ones_dropped() {
+fn huge_lines_within_the_limit_are_answered_and_longer_ones_refused() {
     let repo = Repo::new();
     let mut s = Server::start(repo.path());
     // 10 MB: within the line limit, parsed and answered (the unknown
@@ -769,8 +769,9 @@ fn huge_lines_within_the_limit_are_answered_and_longer_ones_dropped() {
         "{}",
         &r.to_string()[..300.min(r.to_string().len())]
     );
-    // Over the 16 MiB limit: dropped without being buffered and without a
-    // reply (as rmcp does), named on stderr; the session goes on.
+    // Over the 16 MiB limit: refused without being buffered, with an error
+    // naming the limit (id null: the line is not kept), named on stderr;
+    // the session goes on.
     let pad = "y".repeat(17 * 1024 * 1024);
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1234,\"method\":\"ping\",\"pad\":\"{pad}\"}}");
     s.send_line(&big);
@@ -781,15 +782,25 @@ fn huge_lines_within_the_limit_are_answered_and_longer_ones_dropped() {
     let limit = 16 * 1024 * 1024;
     assert!(
         err.contains(&format!(
-            "dropped a line of {} bytes (limit {limit})",
+            "refused a line of {} bytes (limit {limit})",
             big.len()
         )),
         "{err}"
     );
-    for line in out.lock().unwrap().iter() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        assert_ne!(v["id"], json!(1234), "the oversized request was answered");
-    }
+    let refusals: Vec<Value> = out
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["id"].is_null())
+        .collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0]["error"]["code"], -32600, "{}", refusals[0]);
+    let msg = refusals[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("over the limit of {limit} bytes")),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -7,10 +7,11 @@ The repository (a git work tree on a branch `work` whose `main` holds
 which runs this script. The SDK's ClientSession validates every non-error
 result's `structuredContent` against the tool's `outputSchema` (it raises
 otherwise); this script also validates the error results against it, checks
-that the text content repeats the structured body (or, for a body over
-4,096 bytes of JSON on a 2025-06-18 or later session, is a summary pointing
-to `structuredContent`: `big.noma`, written here, gets one), and checks each tool's
-title and annotations. Every tool is called at least once, on success and on
+that the text content is the body as JSON (parsed as the reference's agent
+SDKs parse it) and equal to `structuredContent` where there is one: every
+tool but `read_doc`, which declares no output schema and answers its JSON
+text once, a big document's (`big.noma`, written here) included; and checks
+each tool's title and annotations. Every tool is called at least once, on success and on
 failure paths. Exit 0 when all holds; an assertion error otherwise.
 """
 
@@ -35,8 +36,8 @@ READ_ONLY = {
     "list_changed_docs",
     "get_changed_blocks",
 }
-# A body up to this many bytes of JSON keeps its JSON text on every session.
-SHORT_TEXT = 4096
+# Tools that answer with JSON text only, declaring no output schema.
+TEXT_ONLY = {"read_doc"}
 DESTRUCTIVE = {"patch_block", "patch_block_list", "clear_cache", "snapshot_state"}
 
 
@@ -76,7 +77,6 @@ async def main(noma: str, root: str) -> None:
         async with ClientSession(read, write) as session:
             init = wire(await session.initialize())
             print("negotiated", init["protocolVersion"])
-            short_session = init["protocolVersion"] >= "2025-06-18"
             tools = {t["name"]: t for t in (wire(t) for t in (await session.list_tools()).tools)}
             assert len(tools) == 13, sorted(tools)
             for name, t in tools.items():
@@ -88,6 +88,9 @@ async def main(noma: str, root: str) -> None:
                 if name not in READ_ONLY:
                     assert hints.get("destructiveHint", True) == (name in DESTRUCTIVE), (name, hints)
                 out = t.get("outputSchema")
+                if name in TEXT_ONLY:
+                    assert out is None, f"{name}: {out}"
+                    continue
                 assert out and out.get("type") == "object", f"{name}: {out}"
                 assert out.get("properties"), f"{name}: output schema declares no properties"
                 typed(name, out)
@@ -95,7 +98,6 @@ async def main(noma: str, root: str) -> None:
                 jsonschema.validators.validator_for(t["inputSchema"]).check_schema(t["inputSchema"])
 
             called: dict[str, set[bool]] = {}
-            summarized: list[str] = []
 
             async def call(name: str, args: dict, *, error: bool) -> dict:
                 # The SDK raises here when a non-error result's structured
@@ -103,20 +105,17 @@ async def main(noma: str, root: str) -> None:
                 result = wire(await session.call_tool(name, args))
                 is_error = result.get("isError", False)
                 assert is_error == error, (name, args, result)
-                body = result.get("structuredContent")
+                # The text is the body, as the reference's agent SDKs read it.
+                assert len(result["content"]) == 1, (name, result)
+                body = json.loads(result["content"][0]["text"])
                 assert isinstance(body, dict), (name, result)
-                text = result["content"][0]["text"]
-                size = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
-                if size <= SHORT_TEXT or not short_session:
-                    assert json.loads(text) == body, (name, result)
+                if name in TEXT_ONLY:
+                    assert "structuredContent" not in result, (name, result)
                 else:
-                    # Sent once: the text is a summary naming where it is.
-                    assert text.startswith(f"{name}: the full result is this answer's structuredContent"), text
-                    assert "noma mcp --full-text" in text, text
-                    summarized.append(name)
-                # Error results too match the schema (the SDK skips those),
-                # and every body names only members the schema declares.
-                jsonschema.validate(body, closed(tools[name]["outputSchema"]))
+                    assert result.get("structuredContent") == body, (name, result)
+                    # Error results too match the schema (the SDK skips those),
+                    # and every body names only members the schema declares.
+                    jsonschema.validate(body, closed(tools[name]["outputSchema"]))
                 called.setdefault(name, set()).add(is_error)
                 return body
 
@@ -204,13 +203,11 @@ async def main(noma: str, root: str) -> None:
             # The noma-only tools' failures were exercised as tool errors.
             for name in ("transcript_read", "block_history", "list_changed_docs", "get_changed_blocks", "mark_reconciled"):
                 assert True in called[name], name
-            # A big body goes through the SDK's own output-schema check with
-            # only a summary as its text.
+            # A big body is read from its text, in full.
             sections = "".join(f"## Part {i} {{id=\"p{i}\"}}\n\nText {i}.\n\n" for i in range(200))
             (Path(root) / "big.noma").write_text(f"# Big {{id=\"big\"}}\n\n{sections}", encoding="utf-8")
             big = await call("read_doc", {"file": "big.noma"}, error=False)
             assert len(big["blocks"]) > 200, big
-            assert summarized == (["read_doc"] if short_session else []), summarized
             print(f"ok: {len(tools)} tools, {sum(len(v) for v in called.values())} outcome kinds checked")
 
 

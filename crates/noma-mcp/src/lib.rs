@@ -8,9 +8,8 @@
 //!   carries protocol lines only, every log line goes to stderr.
 //! - [`registry`]: tools as typed handlers with derived input schemas,
 //!   titles, hints and output schemas; outcomes become results with
-//!   `structuredContent` and a text content sized for the client
-//!   ([`registry::TextCopy`]: the full JSON text before 2025-06-18 or under
-//!   `--full-text`, a short text from 2025-06-18 on).
+//!   `structuredContent` and the same body as JSON text, or, for a tool
+//!   answering in text only (`read_doc`), that JSON text once.
 //! - [`tools`]: the list of tools; they live in [`read_tools`],
 //!   [`patch_tools`] (refusals worded by [`patch_refusals`]),
 //!   [`transcript_tools`] and [`changes`], on [`documents`] (the document

@@ -76,41 +76,6 @@ fn answer(mut props: Vec<(&str, Value)>, required: &[&str]) -> Value {
     schema
 }
 
-pub(super) fn read_doc() -> Value {
-    let block = obj(&[
-        ("id", t(S)),
-        ("type", t(S)),
-        ("name", t(S)),
-        ("attrs", t("object")),
-        ("title", t(S)),
-        ("level", t(I)),
-        ("aliases", arr(t(S))),
-        ("childCount", t(I)),
-        ("lines", lines()),
-        ("patchable", t(B)),
-        ("hash", t(S)),
-    ]);
-    let edit = obj(&[
-        ("document_sha256", t(S)),
-        ("expected_sha256", t(S)),
-        ("line", t(I)),
-        ("op_id", t(S)),
-        ("record_command", t(S)),
-        ("message", t(S)),
-    ]);
-    let mut edit = edit;
-    edit["type"] = json!(["object", "null"]);
-    answer(
-        vec![
-            ("blocks", arr(block)),
-            ("sha256", t(S)),
-            ("unrecorded_edit", edit),
-            ("transcript_error", t(S)),
-        ],
-        &["blocks", "sha256", "unrecorded_edit"],
-    )
-}
-
 pub(super) fn list_ids() -> Value {
     let aliases = json!({"type": "object", "additionalProperties": {"type": "string"}});
     answer(

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
@@ -37,7 +36,6 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
         src: &src,
         doc: &doc,
         hashes: &info.blocks,
-        count: Cell::new(0),
     };
     let sha256 = Value::String(info.sha256.clone());
     // About 3.6 bytes of answer per byte of a typical document.
@@ -53,14 +51,7 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
     written.map_err(ToolError::system)?;
     json.push(b'}');
     let json = String::from_utf8(json).map_err(ToolError::system)?;
-    let mut text = JsonText::new(json)
-        .items("blocks", listing.count.get())
-        .field("sha256", &sha256)
-        .field("unrecorded_edit", &edit);
-    if let Some(e) = &transcript_error {
-        text = text.field("transcript_error", e);
-    }
-    Ok(text)
+    Ok(JsonText::new(json))
 }
 
 /// Appends `"key":value` to the object open in `out`, as serde_json's
@@ -80,14 +71,11 @@ struct Listing<'a> {
     doc: &'a Document,
     /// The cache's id-bearing blocks, in the same pre-order.
     hashes: &'a [BlockHash],
-    /// How many blocks the last serialization wrote.
-    count: Cell<usize>,
 }
 
 impl Serialize for Listing<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let mut seq = ser.serialize_seq(None)?;
-        let mut count = 0;
         if let Some(fm) = self
             .doc
             .frontmatter
@@ -95,7 +83,6 @@ impl Serialize for Listing<'_> {
             .filter(|fm| !fm.raw.is_empty())
         {
             seq.serialize_element(&Plain("frontmatter", fm.span))?;
-            count += 1;
         }
         let mut hashes = self.hashes.iter().peekable();
         for node in self.doc.walk() {
@@ -110,15 +97,12 @@ impl Serialize for Listing<'_> {
                 }
             });
             seq.serialize_element(&Block { node, hash })?;
-            count += 1;
             if let NodeKind::List { items, .. } = &node.kind {
                 for item in items {
                     seq.serialize_element(&Plain("list_item", item.span))?;
                 }
-                count += items.len();
             }
         }
-        self.count.set(count);
         seq.end()
     }
 }
@@ -248,7 +232,7 @@ pub fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Body, TextCopy};
+    use crate::registry::Body;
 
     const RICH: &str = "---\ntitle: Rich\n---\n# Rich {id=\"top\" aliases=\"r1,r2\"}\n\n\
         ::claim{id=\"c1\" confidence=0.9 n=3 ok neg=-2 big=12345678901234567 label=\"Ü \\\"q\\\" \\\\\"}\n\
@@ -307,9 +291,10 @@ mod tests {
     }
 
     /// A transcript that cannot be read is named in the answer, and the
-    /// short text of a big answer summarizes every field.
+    /// answer is the tool's text content as it is, with no
+    /// `structuredContent`.
     #[test]
-    fn a_transcript_error_is_a_field_and_the_summary_names_every_field() {
+    fn a_transcript_error_is_a_field_and_the_answer_is_sent_as_text() {
         let dir = tempfile::tempdir().unwrap();
         let body = RICH.repeat(40);
         std::fs::write(dir.path().join("a.noma"), &body).unwrap();
@@ -330,19 +315,11 @@ mod tests {
             ["blocks", "sha256", "unrecorded_edit", "transcript_error"]
         );
         assert!(value["transcript_error"].is_string(), "{value}");
-        let n = value["blocks"].as_array().unwrap().len();
         let spec = crate::tools::registry().get("read_doc").unwrap().clone();
-        let prepared = spec.prepare(Ok(Body::Text(text.clone())), TextCopy::Short);
-        let short = serde_json::to_value(&prepared.result.content[0]).unwrap();
-        let short = short["text"].as_str().unwrap();
-        let fields = format!(
-            "blocks: {n} items; sha256: {}; unrecorded_edit: null; transcript_error: {}",
-            value["sha256"], value["transcript_error"]
-        );
-        assert!(short.starts_with("read_doc: the full result is"), "{short}");
-        assert!(short.ends_with(&fields), "{short}\n{fields}");
-        // The structured content is the text's value, in process too.
-        assert_eq!(prepared.json.as_deref(), Some(text.json()));
-        assert_eq!(prepared.into_result().structured_content, Some(value));
+        let result = spec.answer(Ok(Body::Text(text.clone())));
+        let sent = serde_json::to_value(&result.content[0]).unwrap();
+        assert_eq!(sent["text"].as_str(), Some(text.json()));
+        assert_eq!(result.structured_content, None);
+        assert_eq!(result.is_error, Some(false));
     }
 }

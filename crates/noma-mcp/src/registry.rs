@@ -8,12 +8,12 @@
 //! input schema from the args type and turns the three outcomes into MCP
 //! results:
 //!
-//! - `Ok(body)`: `body` as `structuredContent`, with a text content per
-//!   [`TextCopy`]: the same body JSON-encoded for clients before structured
-//!   output (2025-06-18), a short text for the others when the body is big.
-//!   A body is a `Value` or, for `read_doc`, JSON text the tool wrote
-//!   ([`JsonText`]), which [`ToolSpec::prepare`] leaves as text for the
-//!   transport to write as it is;
+//! - `Ok(body)`: `body` as `structuredContent` and again as JSON text, the
+//!   text content every client can parse (the spec's advice, and what the
+//!   reference's agent SDKs read). A tool that answers with JSON text it
+//!   wrote ([`JsonText`], `read_doc`) declares no output schema and sends
+//!   that text once, as its text content ([`ToolSpec::text_only`];
+//!   decision `mcp-answers-every-client-reads`);
 //! - `Err(ToolError::User { .. })`: `{ok: false, error, code}`; a normal
 //!   result (`isError: false`) for the patch tools, whose §3.5 codes an
 //!   agent branches on (§B.7, [`Refusals::AsResult`]), an `isError: true`
@@ -33,7 +33,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, ProtocolVersion, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -136,29 +136,12 @@ impl From<JsonText> for Body {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonText {
     json: String,
-    fields: Vec<String>,
 }
 
 impl JsonText {
-    /// The body `json`, one JSON object; name its fields for the short
-    /// text with [`JsonText::field`] and [`JsonText::items`].
+    /// The body `json`, one JSON object.
     pub fn new(json: String) -> JsonText {
-        JsonText {
-            json,
-            fields: Vec::new(),
-        }
-    }
-
-    /// Adds the summary entry of field `key` holding `value`.
-    pub fn field(mut self, key: &str, value: &Value) -> JsonText {
-        self.fields.push(format!("{key}: {}", brief(value)));
-        self
-    }
-
-    /// Adds the summary entry of field `key` holding an array of `n` items.
-    pub fn items(mut self, key: &str, n: usize) -> JsonText {
-        self.fields.push(format!("{key}: {n} items"));
-        self
+        JsonText { json }
     }
 
     /// The JSON text.
@@ -169,33 +152,6 @@ impl JsonText {
 
 /// What a tool call comes to: a body or a failure.
 pub type Outcome = Result<Body, ToolError>;
-
-/// An MCP result whose `structuredContent` may still be JSON text, so
-/// that a transport can write that text as it is.
-#[derive(Debug)]
-pub struct Prepared {
-    /// The result; `structured_content` is `None` when `json` holds it.
-    pub result: CallToolResult,
-    /// The `structuredContent`, as JSON text.
-    pub json: Option<String>,
-}
-
-impl Prepared {
-    /// The result with its `structuredContent` a [`Value`], parsing the
-    /// JSON text (which this crate wrote; were it ever not JSON, the result
-    /// is a system error saying so rather than a wrong body).
-    pub fn into_result(self) -> CallToolResult {
-        let mut result = self.result;
-        if let Some(json) = self.json {
-            let body = serde_json::from_str(&json).unwrap_or_else(|e| {
-                result.is_error = Some(true);
-                ToolError::system(format!("internal error: the answer is not JSON: {e}")).body()
-            });
-            result.structured_content = Some(body);
-        }
-        result
-    }
-}
 
 /// The arguments did not match the tool's input type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,6 +177,7 @@ pub struct ToolSpec {
     pub tool: Tool,
     handler: Arc<Handler>,
     refusals: Refusals,
+    text_only: bool,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -281,20 +238,27 @@ impl ToolSpec {
         self.refusals
     }
 
+    /// Answers with the body as JSON text only, no `structuredContent`,
+    /// and declares no output schema (a tool that declares one must send
+    /// `structuredContent`, and a second copy of a big body is bytes every
+    /// call pays for): `read_doc`, whose answer is the size of the document
+    /// several times over.
+    pub fn text_only(mut self) -> ToolSpec {
+        self.tool.output_schema = None;
+        self.text_only = true;
+        self
+    }
+
     /// The MCP result of an outcome of this tool: the body as
     /// `structuredContent` and as JSON text, `isError` per the module rule.
     pub fn to_call_result(&self, result: ToolResult) -> CallToolResult {
-        self.to_call_result_with(result, TextCopy::Full)
+        self.answer(result.map(Body::Value))
     }
 
-    /// [`ToolSpec::to_call_result`] with the text content `text` asks for.
-    pub fn to_call_result_with(&self, result: ToolResult, text: TextCopy) -> CallToolResult {
-        self.prepare(result.map(Body::Value), text).into_result()
-    }
-
-    /// The MCP result of `outcome`, a [`Body::Text`] left as text.
-    pub fn prepare(&self, outcome: Outcome, text: TextCopy) -> Prepared {
-        let (body, is_error) = match outcome {
+    /// The MCP result of `outcome`: the body as JSON text, and as
+    /// `structuredContent` unless the tool answers in text only.
+    pub fn answer(&self, outcome: Outcome) -> CallToolResult {
+        let (body, mut is_error) = match outcome {
             // Moved, not cloned: read_doc's body of a large document is big.
             Ok(body) => (body, false),
             Err(e @ ToolError::User { .. }) if self.refusals == Refusals::AsResult => {
@@ -302,117 +266,29 @@ impl ToolSpec {
             }
             Err(e) => (Body::Value(e.body()), true),
         };
-        let (copy, structured, json) = match (body, text) {
-            (Body::Value(v), TextCopy::Full) => (v.to_string(), Some(v), None),
-            (Body::Value(v), TextCopy::Short) => (short_text(self.name(), &v), Some(v), None),
-            (Body::Text(t), TextCopy::Full) => (t.json.clone(), None, Some(t.json)),
-            (Body::Text(t), TextCopy::Short) if t.json.len() <= SHORT_TEXT => {
-                (t.json.clone(), None, Some(t.json))
-            }
-            (Body::Text(t), TextCopy::Short) => {
-                (summary(self.name(), &t.fields), None, Some(t.json))
-            }
+        if self.text_only {
+            let text = match body {
+                Body::Text(t) => t.json,
+                Body::Value(v) => v.to_string(),
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.is_error = Some(is_error);
+            return result;
+        }
+        let value = match body {
+            Body::Value(v) => v,
+            // Text this crate wrote; were it ever not JSON, the result is a
+            // system error saying so rather than a wrong body.
+            Body::Text(t) => serde_json::from_str(&t.json).unwrap_or_else(|e| {
+                is_error = true;
+                ToolError::system(format!("internal error: the answer is not JSON: {e}")).body()
+            }),
         };
-        let mut result = CallToolResult::success(vec![ContentBlock::text(copy)]);
-        result.structured_content = structured;
+        let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        result.structured_content = Some(value);
         result.is_error = Some(is_error);
-        Prepared { result, json }
+        result
     }
-}
-
-/// What a result's text content carries beside its `structuredContent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextCopy {
-    /// The body again, JSON-encoded: for clients before 2025-06-18, which
-    /// know no `structuredContent`, and for every client of a server run
-    /// with `--full-text` (hosts and SDKs that read only the text).
-    Full,
-    /// The JSON text when it is at most [`SHORT_TEXT`] bytes, else a
-    /// summary naming the body's fields that points to `structuredContent`:
-    /// clients of 2025-06-18 and later (the agent hosts that read structured
-    /// output give the model `structuredContent` and drop the text, so a
-    /// second copy of a big body is bytes every call pays for nothing).
-    Short,
-}
-
-impl TextCopy {
-    /// The text copy for a session that negotiated `version` (`None`: not
-    /// known, as [`super::NomaServer::call`]), `Full` whatever the revision
-    /// when `full_text` is set.
-    pub fn for_session(version: Option<&ProtocolVersion>, full_text: bool) -> TextCopy {
-        match version {
-            Some(v) if !full_text && *v >= ProtocolVersion::V_2025_06_18 => TextCopy::Short,
-            _ => TextCopy::Full,
-        }
-    }
-}
-
-/// Bodies whose JSON is at most this many bytes keep their full text copy
-/// for every client: the patch tools' answers and refusals, validations,
-/// small reads. Only big bodies (read_doc, transcript_read of a large
-/// document) get the summary.
-pub const SHORT_TEXT: usize = 4096;
-
-/// The short text of `tool`'s `body` ([`TextCopy::Short`]).
-fn short_text(tool: &str, body: &Value) -> String {
-    if let Some(json) = json_within(body, SHORT_TEXT) {
-        return json;
-    }
-    let fields: Vec<String> = match body.as_object() {
-        Some(o) => o
-            .iter()
-            .map(|(k, v)| format!("{k}: {}", brief(v)))
-            .collect(),
-        None => vec![brief(body)],
-    };
-    summary(tool, &fields)
-}
-
-/// The summary of a big body whose fields read `fields`.
-fn summary(tool: &str, fields: &[String]) -> String {
-    // The pointer first: a client that shows or parses only the first
-    // characters of the text still learns where the result is.
-    format!(
-        "{tool}: the full result is this answer's structuredContent (a client that reads only \
-         text: run the server as `noma mcp --full-text`). {}",
-        fields.join("; ")
-    )
-}
-
-/// One field of a summary: an array's length, a small object in full, a
-/// long string cut, scalars as JSON.
-fn brief(v: &Value) -> String {
-    const CUT: usize = 200;
-    match v {
-        Value::Array(items) => format!("{} items", items.len()),
-        Value::Object(o) => json_within(v, 1024).unwrap_or_else(|| format!("{} fields", o.len())),
-        Value::String(s) if s.chars().count() > CUT => {
-            let head: String = s.chars().take(CUT).collect();
-            format!("{}…", Value::String(head))
-        }
-        other => other.to_string(),
-    }
-}
-
-/// `v` as JSON when that takes at most `limit` bytes; stops writing as
-/// soon as it would take more, so a big body costs only `limit` bytes here.
-fn json_within(v: &Value, limit: usize) -> Option<String> {
-    struct Bounded(Vec<u8>, usize);
-    impl std::io::Write for Bounded {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            if self.0.len() + b.len() > self.1 {
-                return Err(std::io::Error::other("over the limit"));
-            }
-            self.0.extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut out = Bounded(Vec::new(), limit);
-    serde_json::to_writer(&mut out, v).ok()?;
-    String::from_utf8(out.0).ok()
 }
 
 /// Builds a [`ToolSpec`] from a typed handler; the input schema comes from `A`.
@@ -446,6 +322,7 @@ where
         tool: Tool::new(name, description, schema),
         handler: Arc::new(handler),
         refusals: Refusals::AsToolError,
+        text_only: false,
     }
 }
 
@@ -629,81 +506,57 @@ impl Registry {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_text_copy_follows_the_revision_unless_full_text_is_asked() {
-        use ProtocolVersion as V;
-        for (version, full, want) in [
-            (None, false, TextCopy::Full),
-            (Some(V::V_2024_11_05), false, TextCopy::Full),
-            (Some(V::V_2025_03_26), false, TextCopy::Full),
-            (Some(V::V_2025_06_18), false, TextCopy::Short),
-            (Some(V::V_2025_11_25), false, TextCopy::Short),
-            (Some(V::V_2025_11_25), true, TextCopy::Full),
-        ] {
-            assert_eq!(
-                TextCopy::for_session(version.as_ref(), full),
-                want,
-                "{version:?}"
-            );
-        }
+    fn text(r: &CallToolResult) -> String {
+        let block = serde_json::to_value(&r.content[0]).unwrap();
+        block["text"].as_str().unwrap().to_string()
     }
 
     #[test]
-    fn a_short_text_is_the_json_of_a_small_body_and_a_summary_of_a_big_one() {
-        let small = json!({"ok": false, "code": "target_missing", "error": "no block x"});
-        assert_eq!(short_text("patch_block", &small), small.to_string());
-        let long = "x".repeat(5000);
-        let big = json!({
-            "blocks": vec![json!({"type": "paragraph"}); 300],
-            "sha256": "ab12",
-            "unrecorded_edit": null,
-            "edit": {"line": 3},
-            "note": long,
-        });
-        let text = short_text("read_doc", &big);
-        assert!(text.starts_with("read_doc: the full result is this answer's structuredContent"));
-        assert!(text.contains("`noma mcp --full-text`"), "{text}");
-        // The body's fields in its order; a long string cut at 200 characters.
-        let fields = format!(
-            r#"blocks: 300 items; sha256: "ab12"; unrecorded_edit: null; edit: {{"line":3}}; note: "{}"…"#,
-            "x".repeat(200)
-        );
-        assert!(text.ends_with(&fields), "{text}");
-        assert!(text.len() < 600, "{text}");
-        // Exactly at the limit the JSON is kept; one byte over, it is not.
-        let pad = |n: usize| json!({"a": "y".repeat(n)});
-        let at = SHORT_TEXT - pad(0).to_string().len();
-        assert_eq!(short_text("t", &pad(at)), pad(at).to_string());
-        assert!(short_text("t", &pad(at + 1)).starts_with("t: the full result"));
-    }
-
-    #[test]
-    fn results_carry_the_text_copy_asked_for() {
+    fn every_result_carries_its_body_as_json_text() {
         let registry = crate::tools::registry();
         let spec = registry.get("list_ids").unwrap();
+        // A big body too: its text is the JSON, not a summary.
         let body = json!({"items": vec![json!("abcdefgh"); 1000]});
-        let full = spec.to_call_result_with(Ok(body.clone()), TextCopy::Full);
-        let short = spec.to_call_result_with(Ok(body.clone()), TextCopy::Short);
-        for r in [&full, &short] {
-            assert_eq!(r.structured_content.as_ref(), Some(&body));
-            assert_eq!(r.is_error, Some(false));
-        }
-        let text = |r: &CallToolResult| {
-            let block = serde_json::to_value(&r.content[0]).unwrap();
-            block["text"].as_str().unwrap().to_string()
-        };
-        assert_eq!(text(&full), body.to_string());
-        assert!(
-            text(&short).starts_with("list_ids: the full result"),
-            "{}",
-            text(&short)
-        );
-        let err = spec.to_call_result_with(Err(ToolError::system("gone")), TextCopy::Short);
+        let r = spec.to_call_result(Ok(body.clone()));
+        assert_eq!(r.structured_content.as_ref(), Some(&body));
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(text(&r), body.to_string());
+        let err = spec.to_call_result(Err(ToolError::system("gone")));
         assert_eq!(err.is_error, Some(true));
-        assert_eq!(
-            text(&err),
-            json!({"ok": false, "error": "gone"}).to_string()
+        let gone = json!({"ok": false, "error": "gone"});
+        assert_eq!(err.structured_content, Some(gone.clone()));
+        assert_eq!(text(&err), gone.to_string());
+        // JSON text written by a tool that declares a schema is parsed into
+        // its structuredContent; text that is not JSON is a system error.
+        let written = spec.answer(Ok(Body::Text(JsonText::new(body.to_string()))));
+        assert_eq!(written.structured_content.as_ref(), Some(&body));
+        assert_eq!(text(&written), body.to_string());
+        let broken = spec.answer(Ok(Body::Text(JsonText::new("{".into()))));
+        assert_eq!(broken.is_error, Some(true));
+        assert!(
+            text(&broken).contains("the answer is not JSON"),
+            "{}",
+            text(&broken)
         );
+    }
+
+    #[test]
+    fn a_text_only_tool_declares_no_schema_and_sends_its_text_once() {
+        let spec = tool("t", "d", |_: &Context, _: crate::documents::FileArgs| {
+            Ok(JsonText::new(r#"{"a":1}"#.into()))
+        })
+        .output(json!({"type": "object"}))
+        .text_only();
+        assert!(spec.tool.output_schema.is_none());
+        let ok = spec.answer(Ok(Body::Text(JsonText::new(r#"{"a":[1,"x"]}"#.into()))));
+        assert_eq!(ok.structured_content, None);
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(text(&ok), r#"{"a":[1,"x"]}"#);
+        let err = spec.answer(Err(ToolError::user("target_missing", "no such file")));
+        assert_eq!(err.structured_content, None);
+        assert_eq!(err.is_error, Some(true));
+        let body: Value = serde_json::from_str(&text(&err)).unwrap();
+        assert_eq!(body["code"], "target_missing");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::Value;
 use noma_git::cache::BlockCache;
 
 use crate::paths::Workspace;
-use crate::registry::{self, InvalidArgs, Registry, ToolError};
+use crate::registry::{InvalidArgs, Registry, ToolError};
 use crate::{tools, transport};
 
 /// What every tool call gets: the workspace and its block cache.
@@ -26,7 +26,8 @@ use crate::{tools, transport};
 pub struct Context {
     /// The repository root paths are confined to.
     pub workspace: Workspace,
-    /// The repository's block cache (`<root>/.noma/cache/`).
+    /// The repository's block cache (`<root>/.noma/cache/`; none kept
+    /// outside a repository).
     pub cache: BlockCache,
     /// The agent's signer (`--signing-key`): every record a tool writes
     /// is signed into the document's provenance sidecar.
@@ -44,7 +45,15 @@ impl Context {
     pub fn open(root: &Path, notices: crate::Notices) -> std::io::Result<Context> {
         let workspace = Workspace::new(root)?;
         let to_cache = notices.clone();
-        let cache = BlockCache::open(workspace.root()).with_notice_sink(Box::new(move |msg| {
+        // A directory that is no repository gets no `.noma/cache/` from a
+        // session: its reads compute block tables afresh, and no tool that
+        // writes documents keeps anything in the cache.
+        let cache = if is_repository(workspace.root()) {
+            BlockCache::open(workspace.root())
+        } else {
+            BlockCache::disabled()
+        };
+        let cache = cache.with_notice_sink(Box::new(move |msg| {
             to_cache.say(&format!("block cache {msg}"))
         }));
         Ok(Context {
@@ -57,16 +66,18 @@ impl Context {
     }
 }
 
+/// Whether `root` is a repository whose block cache a session may create:
+/// inside a git work tree, or holding a `.noma/` directory already.
+fn is_repository(root: &Path) -> bool {
+    root.join(".noma").is_dir() || noma_git::git::layout::Layout::discover(root).is_ok()
+}
+
 /// The MCP server: rmcp's [`ServerHandler`] over a [`Registry`].
 #[derive(Clone)]
 pub struct NomaServer {
     ctx: Arc<Context>,
     registry: Arc<Registry>,
     instructions: String,
-    full_text: bool,
-    /// Results go out through [`transport::LineTransport`], which writes
-    /// a body's JSON text as it is ([`transport::carry`]).
-    carried_json: bool,
 }
 
 impl NomaServer {
@@ -76,17 +87,7 @@ impl NomaServer {
             ctx: Arc::new(ctx),
             registry: Arc::new(registry),
             instructions,
-            full_text: false,
-            carried_json: false,
         }
-    }
-
-    /// Sends every result's full JSON text copy whatever the negotiated
-    /// revision (`noma mcp --full-text`): for hosts and SDKs that read only
-    /// the text content.
-    pub fn with_full_text(mut self, full_text: bool) -> NomaServer {
-        self.full_text = full_text;
-        self
     }
 
     /// Runs a tool by name on the blocking pool, as a client that negotiated
@@ -100,25 +101,13 @@ impl NomaServer {
     /// 2025-11-25 on (SEP-1303), arguments that do not match the tool's
     /// input schema are a tool execution error (`isError: true`, body
     /// `{ok: false, error}`) the model can read and correct, not a JSON-RPC
-    /// error; an unknown tool stays `-32602` in every revision. From
-    /// 2025-06-18 on, a big body's text copy is a short summary
-    /// ([`registry::TextCopy`]) unless the server sends full text.
+    /// error; an unknown tool stays `-32602` in every revision.
     pub async fn call_for(
         &self,
         name: &str,
         args: Value,
         version: Option<&ProtocolVersion>,
     ) -> Result<CallToolResult, McpError> {
-        Ok(self.prepare(name, args, version).await?.into_result())
-    }
-
-    /// [`NomaServer::call_for`], a body written as JSON text left so.
-    async fn prepare(
-        &self,
-        name: &str,
-        args: Value,
-        version: Option<&ProtocolVersion>,
-    ) -> Result<registry::Prepared, McpError> {
         let Some(spec) = self.registry.get(name).cloned() else {
             return Err(McpError::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the available tools"),
@@ -136,8 +125,7 @@ impl NomaServer {
             // A panicking tool is a bug; the session survives it.
             Err(e) => Err(ToolError::system(format!("internal error in {name}: {e}"))),
         };
-        let text = registry::TextCopy::for_session(version, self.full_text);
-        Ok(spec.prepare(result, text))
+        Ok(spec.answer(result))
     }
 }
 
@@ -204,15 +192,7 @@ impl ServerHandler for NomaServer {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let version = context.protocol_version();
-        let prepared = self.prepare(&request.name, args, version.as_ref()).await?;
-        let result = match prepared.json {
-            Some(json) if self.carried_json => {
-                let mut result = prepared.result;
-                result.structured_content = Some(transport::carry(json));
-                result
-            }
-            _ => prepared.into_result(),
-        };
+        let result = self.call_for(&request.name, args, version.as_ref()).await?;
         Ok(result.into())
     }
 }
@@ -284,7 +264,7 @@ fn notes(root: &Path, cache: &BlockCache) -> Vec<String> {
             }
         }
     }
-    if cache.stats().entries == 0 {
+    if cache.backing() != noma_git::cache::Backing::Disabled && cache.stats().entries == 0 {
         out.push(
             "the block cache is cold; the first read_doc of a large document parses it in full."
                 .into(),
@@ -300,9 +280,6 @@ pub struct ServeOptions {
     pub root: PathBuf,
     /// The signer of every record the tools write, if any.
     pub signer: Option<std::sync::Arc<noma_provenance::Signer>>,
-    /// Send every result's full JSON text copy beside `structuredContent`,
-    /// whatever revision the client negotiated.
-    pub full_text: bool,
     /// Where the server's messages for people go (`noma mcp`: stderr).
     pub notices: crate::Notices,
 }
@@ -336,8 +313,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), ServeError> {
         }
     }
     let text = instructions(ctx.workspace.root(), &ctx.cache);
-    let mut server = NomaServer::new(ctx, tools::registry(), text).with_full_text(opts.full_text);
-    server.carried_json = true;
+    let server = NomaServer::new(ctx, tools::registry(), text);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(4)

@@ -1,24 +1,22 @@
 //! Newline-delimited JSON-RPC on stdin/stdout in front of `rmcp`, keeping
 //! only what rmcp 3.9's stdio transport lacks (`.noma/mcp.noma`, decision
 //! `mcp-bad-input-follows-rmcp`). As in rmcp and the other official SDKs
-//! (modelcontextprotocol/rust-sdk#938), a line that is not JSON or is longer
-//! than [`MAX_LINE`] (never buffered past it) gets no reply. Added here: each
+//! (modelcontextprotocol/rust-sdk#938), a line that is not JSON gets no
+//! reply. Added here: a line longer than [`MAX_LINE`] (never buffered past
+//! it) gets a `-32600` naming the limit, and a JSON line that cannot be
+//! decoded (invalid UTF-8, half a surrogate pair) a `-32700` naming the
+//! problem (decision `mcp-answers-lines-it-cannot-read`); each
 //! dropped line is named in the notices (rmcp logs only through `tracing`); a
 //! notification before `initialize` is dropped (rmcp 3.9 would end the
 //! session); well-formed JSON that is no message, a batch included, gets
 //! `-32600` with the id it names (rmcp's has a null id). A thread reads
 //! stdin; each outgoing message is ONE line written under one lock, so
-//! stdout carries JSON-RPC only. A tool result whose body the tool wrote as
-//! JSON text reaches this transport [`carry`]-marked, and its text is
-//! written in place (decision `read-doc-writes-its-answer`).
+//! stdout carries JSON-RPC only.
 
 use std::io::{self, BufRead, Read, Write};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ServerJsonRpcMessage,
-    ServerResult,
-};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -61,6 +59,9 @@ pub fn classify(line: &[u8]) -> Inbound {
         Err(e) => e,
     };
     let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        if let Some(reply) = undecodable(line) {
+            return reply;
+        }
         return Inbound::Drop(format!("a line that is not JSON ({err})"));
     };
     let Some(obj) = value.as_object() else {
@@ -79,6 +80,109 @@ pub fn classify(line: &[u8]) -> Inbound {
         _ => Value::Null,
     };
     Inbound::Reply(invalid_request(id, format!("Invalid Request: {err}")))
+}
+
+/// The answer to a line that is JSON but cannot be decoded: invalid UTF-8
+/// (JSON text is UTF-8) or a `\uD800`-style escape of half a surrogate
+/// pair (no string holds one). Such a line is a client's encoding bug, not
+/// noise, and the client waits for its answer, so it gets a `-32700` naming
+/// the problem, with the line's id when the line, repaired, names one (a
+/// notification stays unanswered). `None`: the line is undecodable for
+/// another reason (not JSON at all).
+fn undecodable(line: &[u8]) -> Option<Inbound> {
+    let (problem, repaired) = match std::str::from_utf8(line) {
+        Err(e) => {
+            let at = e.valid_up_to();
+            let why = format!(
+                "the line is not valid UTF-8 (byte 0x{:02x} at offset {at})",
+                line[at]
+            );
+            (why, String::from_utf8_lossy(line).into_owned())
+        }
+        Ok(text) => {
+            let (repaired, lone) = replace_lone_surrogates(text)?;
+            let why = format!(
+                "the line holds the escape \\u{lone:04x}, half of a UTF-16 surrogate pair, \
+                 which no JSON string can decode to"
+            );
+            (why, repaired)
+        }
+    };
+    let id = match serde_json::from_str::<Value>(&repaired) {
+        Ok(Value::Object(obj)) => match obj.get("id") {
+            Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+            None if obj.contains_key("method") => {
+                return Some(Inbound::Drop(format!("a notification: {problem}")))
+            }
+            _ => Value::Null,
+        },
+        _ => Value::Null,
+    };
+    Some(Inbound::Reply(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32700, "message": format!("Parse error: {problem}")},
+    })))
+}
+
+/// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by
+/// `\ufffd`, and the first such code unit; `None` when there is none.
+fn replace_lone_surrogates(text: &str) -> Option<(String, u16)> {
+    let unit = |b: &[u8]| -> Option<u16> {
+        let hex = b.get(..4)?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut first, mut copied, mut i) = (None, 0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(u) = (bytes.get(i + 1) == Some(&b'u'))
+            .then(|| unit(&bytes[i + 2..]))
+            .flatten()
+        else {
+            // Any other escape: skip the escaped character too.
+            i += 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&u);
+        let low = (0xDC00..0xE000).contains(&u);
+        let paired = high
+            && bytes.get(i + 6) == Some(&b'\\')
+            && bytes.get(i + 7) == Some(&b'u')
+            && unit(&bytes[(i + 8).min(bytes.len())..])
+                .is_some_and(|l| (0xDC00..0xE000).contains(&l));
+        if paired {
+            i += 12;
+        } else if high || low {
+            first.get_or_insert(u);
+            out.push_str(&text[copied..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&text[copied..]);
+    first.map(|u| (out, u))
+}
+
+/// The answer to a request line of `len` bytes, over the limit: the line
+/// is not kept, so its id is unknown (`null`), but the client learns why
+/// its request goes unanswered rather than waiting for it.
+fn oversized(len: usize) -> Value {
+    invalid_request(
+        Value::Null,
+        format!(
+            "Invalid Request: a line of {len} bytes is over the limit of {MAX_LINE} bytes \
+             ({} MiB); the request was not read",
+            MAX_LINE / (1024 * 1024)
+        ),
+    )
 }
 
 /// Reads newline-terminated lines of at most `max` bytes from `input` and
@@ -131,70 +235,6 @@ fn write_bytes(out: &Out, line: &[u8]) -> io::Result<()> {
     out.write_all(line).and_then(|()| out.flush())
 }
 
-/// This process's mark of a carried body: random, so that no text a client
-/// or a document supplies can be taken for one.
-fn mark() -> &'static str {
-    static MARK: OnceLock<String> = OnceLock::new();
-    MARK.get_or_init(|| {
-        use std::hash::{BuildHasher, Hasher};
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        format!("noma-carried-json-{random:016x}")
-    })
-}
-
-/// A `structuredContent` that is JSON text this crate wrote (`json`, one
-/// object), carried to [`LineTransport`], which writes it as it is instead
-/// of serializing a [`Value`] tree of it.
-pub fn carry(json: String) -> Value {
-    let mark = mark();
-    let mut carried = String::with_capacity(mark.len() + json.len());
-    carried.push_str(mark);
-    carried.push_str(&json);
-    Value::String(carried)
-}
-
-/// Takes a carried body ([`carry`]) out of `msg`, leaving the mark in its
-/// place.
-fn take_carried(msg: &mut ServerJsonRpcMessage) -> Option<String> {
-    let JsonRpcMessage::Response(response) = msg else {
-        return None;
-    };
-    let ServerResult::CallToolResult(result) = &mut response.result else {
-        return None;
-    };
-    match &mut result.structured_content {
-        Some(Value::String(s)) if s.starts_with(mark()) => {
-            Some(std::mem::replace(s, mark().to_string()))
-        }
-        _ => None,
-    }
-}
-
-/// `msg` as one line, a carried body written in place of its mark.
-fn message_line(mut msg: ServerJsonRpcMessage) -> io::Result<Vec<u8>> {
-    let carried = take_carried(&mut msg);
-    let line = serde_json::to_vec(&msg).map_err(io::Error::other)?;
-    let Some(carried) = carried else {
-        let mut line = line;
-        line.push(b'\n');
-        return Ok(line);
-    };
-    let json = &carried.as_bytes()[mark().len()..];
-    // The mark is a JSON string needing no escapes, and no other string
-    // holds it (it is random), so its quoted form occurs exactly once.
-    let quoted = format!("\"{}\"", mark());
-    let at = memchr::memmem::rfind(&line, quoted.as_bytes())
-        .ok_or_else(|| io::Error::other("a carried body lost its place"))?;
-    let mut out = Vec::with_capacity(line.len() + json.len() + 1);
-    out.extend_from_slice(&line[..at]);
-    out.extend_from_slice(json);
-    out.extend_from_slice(&line[at + quoted.len()..]);
-    out.push(b'\n');
-    Ok(out)
-}
-
 /// The rmcp side of the framing: messages in from the reader thread, lines
 /// out to stdout.
 pub struct LineTransport {
@@ -209,7 +249,7 @@ impl Transport<RoleServer> for LineTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        std::future::ready(message_line(item).and_then(|line| write_bytes(&self.out, &line)))
+        std::future::ready(write_line(&self.out, &item))
     }
 
     fn receive(
@@ -239,7 +279,11 @@ impl Reader {
     fn line(&mut self, line: Result<&[u8], usize>) -> bool {
         let inbound = match line {
             Ok(bytes) => classify(bytes),
-            Err(len) => Inbound::Drop(format!("a line of {len} bytes (limit {MAX_LINE})")),
+            Err(len) => {
+                self.notices
+                    .say(&format!("refused a line of {len} bytes (limit {MAX_LINE})"));
+                Inbound::Reply(oversized(len))
+            }
         };
         match inbound {
             Inbound::Message(m) if !self.started && !self.starts(&m) => {
@@ -330,15 +374,17 @@ mod tests {
             (br#"{"method":"x"}"#, "a malformed notification"),
         ];
         let not_json = "a line that is not JSON";
-        for bad in [
-            &b"{"[..],
-            b"\xEF\xBB\xBFnot json",
-            b"{\"id\":5,",
-            b"\xff\xfe",
-        ] {
+        for bad in [&b"{"[..], b"\xEF\xBB\xBFnot json", b"{\"id\":5,"] {
             assert_eq!(kind(bad), not_json, "{}", String::from_utf8_lossy(bad));
         }
-        assert_eq!(kind(br#"{"id":9,"s":"\ud800"}"#), not_json);
+        // Undecodable lines are answered, with their id when it can be read.
+        assert_eq!(kind(b"\xff\xfe"), "-32700 null");
+        assert_eq!(kind(br#"{"id":9,"s":"\ud800"}"#), "-32700 9");
+        assert_eq!(kind(b"{\"id\":\"k\",\"s\":\"\xc3\"}"), "-32700 \"k\"");
+        assert_eq!(
+            kind(br#"{"method":"x","params":{"s":"\udc00"}}"#),
+            "a notification: the line holds the escape \\udc00, half of a UTF-16 surrogate pair, which no JSON string can decode to"
+        );
         for (line, want) in cases {
             assert_eq!(kind(line), *want, "{}", String::from_utf8_lossy(line));
         }
@@ -351,36 +397,19 @@ mod tests {
         }
     }
 
-    /// A tool-call response around `structured`, with `text` as content.
-    fn response(text: &str, structured: Value) -> ServerJsonRpcMessage {
-        let mut result =
-            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]);
-        result.structured_content = Some(structured);
-        result.is_error = Some(false);
-        let msg = json!({"jsonrpc": "2.0", "id": "r1", "result": result});
-        serde_json::from_value(msg).unwrap()
-    }
-
     #[test]
-    fn a_carried_body_is_written_where_its_value_would_be() {
-        let body = r#"{"blocks":[{"type":"list","lines":[1,2]}],"note":"\"q\" \u0001"}"#;
-        let value: Value = serde_json::from_str(body).unwrap();
-        // The text copy quotes the body, and the client's text may look
-        // like anything; only the carried value is replaced.
-        for text in [body, "short", "\"noma-carried-json-0\""] {
-            let want = message_line(response(text, value.clone())).unwrap();
-            let got = message_line(response(text, carry(body.to_string()))).unwrap();
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                String::from_utf8(want).unwrap()
-            );
-        }
-        // A string body without this process's mark is written as a string.
-        let plain = Value::String(format!("{}x", &mark()[..10]));
-        let line = message_line(response("t", plain.clone())).unwrap();
-        let back: Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(back["result"]["structuredContent"], plain);
-        assert!(line.ends_with(b"}\n") && line.iter().filter(|&&b| b == b'\n').count() == 1);
+    fn lone_surrogate_escapes_are_replaced_and_pairs_kept() {
+        let fix = |s: &str| replace_lone_surrogates(s).map(|(t, u)| (t, format!("{u:04x}")));
+        assert_eq!(fix(r#"{"a":"\ud83d\ude00 \\ud800 \n"}"#), None);
+        assert_eq!(
+            fix(r#"["\ud800x","\udc00","\ud83d\ude00\uDBFF"]"#),
+            Some((
+                r#"["\ufffdx","\ufffd","\ud83d\ude00\ufffd"]"#.to_string(),
+                "d800".to_string()
+            ))
+        );
+        // A truncated escape is left for the parser to refuse.
+        assert_eq!(fix(r#""\ud8"#), None);
     }
 
     #[test]

@@ -211,7 +211,42 @@ pub(crate) fn require_container<'c>(ctx: &'c Ctx<'_>, parent: &str) -> OpResult<
             format!("parent \"{parent}\" cannot have children"),
         );
     }
+    if let Some(holder) = directive_holding(ctx, node) {
+        // Inside a directive a heading is a section of its own line: a
+        // block placed after it stays the directive's child, so the op
+        // would report success at another place than the one asked for.
+        let name = holder
+            .id
+            .as_deref()
+            .map_or_else(|| "its directive".to_string(), |h| format!("\"{h}\""));
+        return fail(
+            E::ParentMissing,
+            format!(
+                "parent \"{parent}\" is a heading inside directive block {name}, which holds no \
+                 blocks (the blocks after it belong to the directive); use {name} as the parent, \
+                 with a position after the heading"
+            ),
+        );
+    }
     Ok(node)
+}
+
+/// The directive whose subtree holds section `node`, if any.
+fn directive_holding<'c>(ctx: &'c Ctx<'_>, node: &Node) -> Option<&'c Node> {
+    if !matches!(node.kind, NodeKind::Section { .. }) {
+        return None;
+    }
+    ctx.doc
+        .walk_with_parent()
+        .into_iter()
+        .find(|(_, n)| std::ptr::eq(*n, node))
+        .and_then(|(parent, _)| parent)
+        .and_then(|p| {
+            // A section's parent is a directive or a section; sections
+            // inside a directive own nothing, so the parent is the holder
+            // when the section is inside one at all.
+            matches!(p.kind, NodeKind::Directive { .. }).then_some(p)
+        })
 }
 
 /// Resolves `parent` + `position` for add_block/move_block.

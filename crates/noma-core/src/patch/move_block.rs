@@ -268,24 +268,166 @@ mod tests {
         assert!(fast_paths >= 300, "{fast_paths}");
     }
 
-    /// Inside a directive a section is its heading line: a block moved
-    /// into it lands right under the heading (the reference's place), one
-    /// colon deeper than the directive, and stays the directive's child.
+    /// Inside a directive a section is its heading line and holds no
+    /// blocks: a block moved (or added) "into" it would parse as the
+    /// directive's child, so the op is refused, naming the directive to use.
     #[test]
-    fn moving_into_a_section_inside_a_block_fences_one_deeper() {
+    fn moving_into_a_section_inside_a_block_is_refused() {
         let src = "::grid{id=\"g\"}\n## Inner\n\ntext\n::\n\n::note{id=\"n\"}\nN\n::\n";
         let ctx = Ctx {
             src,
             doc: std::sync::Arc::new(doc::parse(src)),
             prefix: "",
         };
-        let out = move_block(&ctx, "n", "inner", None).unwrap();
-        assert_eq!(
-            out,
-            "::grid{id=\"g\"}\n## Inner\n:::note{id=\"n\"}\nN\n:::\n\ntext\n::\n"
+        let err = move_block(&ctx, "n", "inner", None).unwrap_err();
+        assert_eq!(err.code, E::ParentMissing);
+        assert!(
+            err.message.contains("inside directive block \"g\""),
+            "{}",
+            err.message
         );
-        assert!(crate::patch::core::error_codes(&out).is_empty());
-        assert_eq!(slow(src, "n", "inner", None).unwrap(), out);
+        let op = serde_json::json!({"op": "add_block", "parent": "inner",
+                                    "content": ":::note{id=\"m\"}\nM\n:::"});
+        let err = crate::patch::apply_one(src, &op).unwrap_err();
+        assert_eq!(err.code, E::ParentMissing);
+    }
+
+    /// A document built like the reference's `examples/tech-doc.noma`: its
+    /// `### noma parse` heading sits inside the first `:::tab` of a `::tabs`
+    /// under `## Commands`.
+    const TECH_DOC: &str = "# Noma CLI Reference\n\n::summary\nA reference.\n::\n\n\
+        ## Install\n\n```sh\nnpm i -g noma\n```\n\n## Commands\n\n::tabs\n:::tab{title=\"parse\"}\n\
+        ### `noma parse <file>`\n\nParses a file.\n\n```sh\nnoma parse a.noma\n```\n:::\n\n\
+        :::tab{title=\"render\"}\n### `noma render <file>`\n\nRenders.\n:::\n::\n\n\
+        ## Common errors\n\n::callout{id=\"legal_ready\" tone=\"warning\"}\nCheck ids.\n::\n";
+
+    #[test]
+    fn moving_under_a_heading_inside_a_tab_is_refused_not_misplaced() {
+        let parsed = doc::parse(TECH_DOC);
+        let heading = parsed.find("noma-parse-file").expect("the heading's id");
+        assert!(matches!(heading.kind, NodeKind::Section { .. }));
+        let op = serde_json::json!({"op": "move_block", "id": "legal_ready",
+                                    "parent": "noma-parse-file"});
+        let err = crate::patch::apply_one(TECH_DOC, &op).unwrap_err();
+        assert_eq!(err.code, E::ParentMissing, "{}", err.message);
+        assert!(err.message.contains("noma-parse-file"), "{}", err.message);
+    }
+
+    /// The parent id of the block `id` in `d` (`None`: top level).
+    fn parent_id(d: &doc::Document, id: &str) -> Option<Option<String>> {
+        d.walk_with_parent()
+            .into_iter()
+            .find(|(_, n)| n.id.as_deref() == Some(id))
+            .map(|(p, _)| p.and_then(|p| p.id.as_deref().map(str::to_string)))
+    }
+
+    /// A random document of sections and directives, with headings inside
+    /// directives (`::tabs` / `:::tab` as in the reference's examples, and
+    /// a `::grid` holding a heading between cards).
+    fn nested_doc() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let part = prop_oneof![Just(0u8), Just(1u8), Just(2u8), Just(3u8), Just(4u8)];
+        proptest::collection::vec((part, 0u8..3), 1..9).prop_map(|parts| {
+            let mut s = String::from("# Doc {id=\"top\"}\n");
+            for (k, (part, extra)) in parts.into_iter().enumerate() {
+                let text = if extra == 0 { "" } else { "Some text.\n\n" };
+                s.push('\n');
+                match part {
+                    0 => s.push_str(&format!("## Part {k} {{id=\"s{k}\"}}\n\n{text}")),
+                    1 => s.push_str(&format!("::note{{id=\"n{k}\"}}\nN{k}\n::\n")),
+                    2 => s.push_str(&format!(
+                        "::tabs{{id=\"t{k}\"}}\n:::tab{{id=\"tab{k}\" title=\"a\"}}\n\
+                         ### Heading {k} {{id=\"h{k}\"}}\n\n{text}:::card{{id=\"c{k}\"}}\nC\n:::\n:::\n::\n"
+                    )),
+                    3 => s.push_str(&format!(
+                        "::grid{{id=\"g{k}\"}}\n:::card{{id=\"a{k}\"}}\nA\n:::\n\n\
+                         ### Inner {k} {{id=\"i{k}\"}}\n\n{text}::\n"
+                    )),
+                    _ => s.push_str(&format!("### Sub {k} {{id=\"u{k}\"}}\n\n{text}")),
+                }
+            }
+            s
+        })
+    }
+
+    /// After every move_block that succeeds, the re-parsed document shows
+    /// the block under the parent asked for, whatever the parent (sections,
+    /// directives, headings inside directives) and position.
+    #[test]
+    fn a_successful_move_lands_under_the_requested_parent() {
+        use proptest::prelude::*;
+        let (moved, refused) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+        use proptest::test_runner::{Config, RngSeed, TestRunner};
+        let seed = std::env::var("NOMA_MOVE_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            });
+        eprintln!("a_successful_move_lands_under_the_requested_parent: NOMA_MOVE_SEED={seed}");
+        let mut runner = TestRunner::new(Config {
+            cases: 512,
+            rng_seed: RngSeed::Fixed(seed),
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let strategy = (
+            nested_doc(),
+            0usize..64,
+            0usize..64,
+            proptest::option::of(0u8..4),
+        );
+        runner
+            .run(&strategy, |(src, pick_block, pick_parent, position)| {
+                let d = doc::parse(&src);
+                let ids: Vec<&str> = d.walk().filter_map(|n| n.id.as_deref()).collect();
+                let blocks: Vec<&str> = d
+                    .walk()
+                    .filter(|n| matches!(n.kind, NodeKind::Directive { .. }))
+                    .filter_map(|n| n.id.as_deref())
+                    .collect();
+                if blocks.is_empty() {
+                    return Ok(());
+                }
+                let id = blocks[pick_block % blocks.len()];
+                let parent = ids[pick_parent % ids.len()];
+                let mut op = serde_json::json!({"op": "move_block", "id": id, "parent": parent});
+                if let Some(p) = position {
+                    op["position"] = p.into();
+                }
+                match crate::patch::apply_one(&src, &op) {
+                    Ok(out) => {
+                        moved.set(moved.get() + 1);
+                        let after = doc::parse(&out);
+                        prop_assert_eq!(
+                            parent_id(&after, id),
+                            Some(Some(parent.to_string())),
+                            "{} in\n{}\nbecame\n{}",
+                            op,
+                            src,
+                            out
+                        );
+                    }
+                    Err(_) => refused.set(refused.get() + 1),
+                }
+                Ok(())
+            })
+            .unwrap();
+        // Both outcomes occur, or the property would hold of nothing.
+        assert!(
+            moved.get() >= 100,
+            "{} moved, {} refused",
+            moved.get(),
+            refused.get()
+        );
+        assert!(
+            refused.get() >= 20,
+            "{} moved, {} refused",
+            moved.get(),
+            refused.get()
+        );
     }
 
     fn child_ids<'d>(d: &'d doc::Document, id: &str) -> Vec<Option<&'d str>> {
