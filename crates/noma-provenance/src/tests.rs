@@ -327,6 +327,54 @@ fn a_signature_from_another_document_does_not_verify() {
     );
 }
 
+/// The same record, with its own `doc_uri`, in a transcript whose first
+/// record is another: its `/2` signature and `/3` approval bound the
+/// lineage of the transcript it was made in, so neither holds here. A `/1`
+/// signature binds no lineage: it verifies, and says so.
+#[test]
+fn a_record_and_approval_bind_the_transcripts_first_record() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    assert_eq!(codes_of(&verify(&tr, &t, 0, &side)), []);
+    let mut other = t.clone();
+    other[0].record.op_id = "another-genesis".into();
+    let st = verify(&tr, &other, 1, &side);
+    assert_eq!(
+        codes_of(&st),
+        [
+            (2, codes::INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error"),
+            (3, codes::INVALID, "error")
+        ]
+    );
+    assert!(st[0].problems[1].message.contains("another document"), "{st:?}");
+    // Over /1, the signature verifies wherever the record sits, flagged.
+    let v1 = |e: &Entry, by: &Signer| {
+        let sig = by
+            .key
+            .sign(&canonical::record_payload(&e.record, &by.principal))
+            .unwrap();
+        sidecar::RecordSignature {
+            op_id: e.record.op_id.clone(),
+            signer: by.principal.clone(),
+            sig,
+            payload: None,
+        }
+    };
+    let mut old = Sidecar::default();
+    old.signatures.push((1, v1(&other[2], &person())));
+    let st = verify(&tr, &other, 2, &old);
+    assert_eq!(codes_of(&st), [(3, codes::UNBOUND, "warning")]);
+    assert_eq!(st[0].signed_by.as_deref(), Some("alice@example.com"));
+    // A /1 signature relabelled as /2 in the sidecar verifies over neither.
+    old.signatures[0].1.payload = Some(canonical::RECORD_PAYLOAD_V2.into());
+    assert_eq!(
+        codes_of(&verify(&tr, &other, 2, &old)),
+        [(3, codes::INVALID, "error")]
+    );
+}
+
 /// A `noma-approval/1` of `t` by `by`, as approvals were written before
 /// `/2`: one subject over the records in order.
 fn approve_v1(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
