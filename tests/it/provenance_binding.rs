@@ -6,7 +6,7 @@
 //! plan.noma; a deleted or cut tombstone fails the check; honest work on
 //! the document itself still passes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -41,7 +41,7 @@ fn delete_r1() -> Value {
 
 impl Setup {
     /// `noma patch DOC --inplace --op OP` signed with `key` as `name`.
-    fn signed_patch(&self, doc: &str, key: &PathBuf, kind: &str, name: &str, op: &Value) {
+    fn signed_patch(&self, doc: &str, key: &Path, kind: &str, name: &str, op: &Value) {
         assert_ran(&self.r.noma(&[
             "patch",
             doc,

@@ -239,6 +239,7 @@ mod tests {
             op_id: "x".into(),
             signer: "a@b".into(),
             sig: "-----BEGIN SSH SIGNATURE-----\nAA\n-----END SSH SIGNATURE-----\n".into(),
+            payload: None,
         });
         let a = SidecarEntry::Approval(Approval {
             body: ApprovalBody {
@@ -249,6 +250,7 @@ mod tests {
                 subject_sha256: "s".into(),
                 intent_sha256: Vec::new(),
                 draft_sha256: "d".into(),
+                lineage: None,
             },
             sig: "sig".into(),
         });
@@ -322,6 +324,7 @@ mod tests {
             op_id: "x".into(),
             signer: "a".into(),
             sig: "s".into(),
+            payload: None,
         });
         append(&p, std::slice::from_ref(&e)).unwrap();
         std::fs::write(&p, format!("{}{{\"kind\":", e.to_line())).unwrap();

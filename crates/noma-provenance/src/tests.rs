@@ -348,7 +348,10 @@ fn a_record_and_approval_bind_the_transcripts_first_record() {
             (3, codes::INVALID, "error")
         ]
     );
-    assert!(st[0].problems[1].message.contains("another document"), "{st:?}");
+    assert!(
+        st[0].problems[1].message.contains("another document"),
+        "{st:?}"
+    );
     // Over /1, the signature verifies wherever the record sits, flagged.
     let v1 = |e: &Entry, by: &Signer| {
         let sig = by

@@ -288,6 +288,11 @@ fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), String> {
     }
 }
 
+/// A record's signature verdict: the allowed principal and whether it
+/// signed only a `noma-record-signature/1` (no lineage), or the code and
+/// message of the problem.
+type SignerVerdict = Result<(String, bool), (&'static str, String)>;
+
 /// How one record's signatures verify: the allowed signer, or the
 /// problem (the best one a signature reached: allowed, then valid but
 /// not allowed, then invalid); and every key whose signature over the
@@ -297,10 +302,7 @@ fn record_signer(
     rec: &Record,
     sigs: &[(usize, &super::sidecar::RecordSignature)],
     checked: &[Result<ssh_key::PublicKey, sshsig::SigError>],
-) -> (
-    Result<(String, bool), (&'static str, String)>,
-    Vec<ssh_key::PublicKey>,
-) {
+) -> (SignerVerdict, Vec<ssh_key::PublicKey>) {
     if sigs.is_empty() {
         return (
             Err((codes::UNSIGNED, "the record has no signature".into())),
@@ -683,7 +685,7 @@ fn note_signer(
     status: &mut RecordStatus,
     e: &Entry,
     rec: &Record,
-    signer: Result<(String, bool), (&'static str, String)>,
+    signer: SignerVerdict,
     signatures: SignatureLevel,
 ) {
     match signer {

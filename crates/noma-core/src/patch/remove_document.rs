@@ -41,13 +41,6 @@ pub(super) fn remove(source: &str, sha256: Option<&str>) -> super::OpResult<Stri
         ),
         _ => Ok(String::new()),
     }
-
-    /// A removal naming one document does not apply to another.
-    #[test]
-    fn a_removal_applies_only_to_the_document_it_names() {
-        let e = crate::patch::apply_one("b\n", &removal_op("a\n")).unwrap_err();
-        assert_eq!(e.code, crate::patch::PatchErrorCode::ShaMismatch, "{e:?}");
-    }
 }
 
 #[cfg(test)]
