@@ -79,6 +79,13 @@ pub fn record(i: usize, human: bool) -> Entry {
     }
 }
 
+/// [`verify`] of a history whose first record is not among `t` (a
+/// merged or reordered one keeps the original first record, which the
+/// fixtures leave out).
+fn verify_lin(tr: &Trust, t: &[Entry], from: usize, side: &Sidecar) -> Vec<RecordStatus> {
+    super::verify::verify_part(tr, Some(&lin()), t, side, &|i, _| i >= from)
+}
+
 /// The lineage of the transcripts here: their first record's.
 pub fn lin() -> canonical::Lineage {
     canonical::Lineage::of(&record(1, false).record)
@@ -291,7 +298,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     // main's transcript after merging the branch: its own record, then
     // the branch's records as copies.
     let merged = vec![t[2].clone(), copy_of(&t[0], 2), copy_of(&t[1], 3)];
-    let st = verify(&tr, &merged, 0, &side);
+    let st = verify_lin(&tr, &merged, 0, &side);
     assert_eq!(codes_of(&st), []);
     assert_eq!(st[1].signed_by.as_deref(), Some("bot@agents.example"));
     assert_eq!(st[2].approved_by.as_deref(), Some("alice@example.com"));
@@ -299,7 +306,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     let mut bad = merged.clone();
     bad[1].record.op["id"] = json!("b");
     assert_eq!(
-        codes_of(&verify(&tr, &bad, 0, &side)),
+        codes_of(&verify_lin(&tr, &bad, 0, &side)),
         [
             (2, codes::INVALID, "error"),
             (2, codes::APPROVAL_INVALID, "error")
@@ -309,7 +316,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     let mut replayed = t.clone();
     replayed.push(copy_of(&t[2], 4));
     assert_eq!(
-        codes_of(&verify(&tr, &replayed, 0, &side)),
+        codes_of(&verify_lin(&tr, &replayed, 0, &side)),
         [(4, codes::INVALID, "error")]
     );
 }
@@ -414,26 +421,26 @@ fn an_approval_covers_each_approved_intent_in_any_order() {
     approve(&mut side, &person(), &t[..2], &sha(2));
     assert_eq!(
         side.approvals[0].1.body.payload_type(),
-        canonical::APPROVAL_PAYLOAD_V2
+        canonical::APPROVAL_PAYLOAD_V3
     );
     // Reordered: both covered; the draft is not checked any more (the
     // document they leave is not the one approved).
-    let st = verify(&tr, &swapped(&t), 0, &side);
+    let st = verify_lin(&tr, &swapped(&t), 0, &side);
     assert_eq!(codes_of(&st), []);
     assert_eq!(st[0].approved_by.as_deref(), Some("alice@example.com"));
     // One approved record dropped (a conflict kept the other side): the
     // other is still covered.
     let dropped = vec![t[0].clone(), t[2].clone()];
-    assert_eq!(codes_of(&verify(&tr, &dropped, 0, &side)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &dropped, 0, &side)), []);
     // All present, originals, in order: the draft is checked.
     let mut later = t.clone();
     later[1].record.post_sha256 = sha(40);
-    let st = verify(&tr, &later, 0, &side);
+    let st = verify_lin(&tr, &later, 0, &side);
     assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
     assert!(st[0].problems[0].message.contains("draft"), "{st:?}");
     // An intent count that does not match its op_ids is refused.
     side.approvals[0].1.body.intent_sha256.pop();
-    let st = verify(&tr, &t, 0, &side);
+    let st = verify_lin(&tr, &t, 0, &side);
     assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
 }
 
@@ -443,13 +450,13 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
     let (t, side) = signed();
     let mut v1 = side.clone();
     approve_v1(&mut v1, &person(), &t[..2], &sha(2));
-    assert_eq!(codes_of(&verify(&tr, &t, 0, &v1)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &t, 0, &v1)), []);
     // Its subject is in its own order: a reordering keeps it.
-    assert_eq!(codes_of(&verify(&tr, &swapped(&t), 0, &v1)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &swapped(&t), 0, &v1)), []);
     // One subject over all: a dropped record leaves the other uncovered,
     // and the message says how to approve it again.
     let dropped = vec![t[0].clone(), t[2].clone()];
-    let st = verify(&tr, &dropped, 0, &v1);
+    let st = verify_lin(&tr, &dropped, 0, &v1);
     assert_eq!(codes_of(&st), [(1, codes::APPROVAL_INVALID, "error")]);
     assert!(
         st[0].problems[0].message.contains("noma-approval/1")
@@ -459,7 +466,7 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
     // An edited record fails the subject.
     let mut edited = t.clone();
     edited[1].record.reason = Some("other".into());
-    let st = verify(&tr, &edited, 0, &v1);
+    let st = verify_lin(&tr, &edited, 0, &v1);
     assert!(st[0]
         .problems
         .iter()
