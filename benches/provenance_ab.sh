@@ -3,7 +3,9 @@
 # `noma reconcile --base main` on a small repository whose policy requires
 # signatures (DOCS documents, each with a signed transcript on `main` and two
 # more signed records on the branch `pr`), and `noma replay --signatures`
-# of a RECORDS-record transcript, every record signed. Each pair of runs is
+# of a RECORDS-record transcript, every record signed, and one more signed
+# `noma patch --inplace` on a copy of that transcript for each binary (each
+# run appends one record to its own copy). Each pair of runs is
 # A then B (bench_pair in benches/common.sh), ratios A/B taken pair by pair.
 #
 #   bash benches/provenance_ab.sh A_NOMA B_NOMA [RUNS] [DOCS] [RECORDS]
@@ -63,3 +65,13 @@ bench_pair "$runs" "cd $repo && $a reconcile --base main --format json" \
   "cd $repo && $b reconcile --base main --format json"
 echo "replay --signatures:"
 bench_pair "$runs" "$a $replay" "$b $replay"
+
+# A signed write: each binary appends to its own copy of the transcript.
+for side in a b; do
+  mkdir -p "$work/w$side/.noma"
+  cp "$flat/.noma/allowed_signers" "$work/w$side/.noma/"
+  cp "$flat/doc.noma" "$flat/doc.noma.patches" "$flat/doc.noma.provenance" "$work/w$side/"
+done
+write() { echo "$1 patch $work/w$2/doc.noma --inplace --key $work/key --op '$(op 3 4)'"; }
+echo "signed patch (one record onto $records signed records):"
+bench_pair "$runs" "$(write "$a" a)" "$(write "$b" b)"

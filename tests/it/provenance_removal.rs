@@ -186,7 +186,11 @@ fn noma_rm_passes_the_hook_and_reconcile_and_the_tombstone_replays() {
     assert!(!r.path().join("plan.noma").exists());
     let last = r.read("plan.noma.patches");
     let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
-    assert_eq!(last["op"], json!({"op": "x-noma/remove_document"}));
+    // The op names the state it removes (its record's pre_sha256).
+    assert_eq!(
+        last["op"],
+        json!({"op": "x-noma/remove_document", "sha256": last["pre_sha256"]})
+    );
     assert_eq!(last["post_sha256"], noma_core::doc::hash::sha256_hex(b""));
     assert_eq!(last["reason"], "superseded by the roadmap");
     assert!(r

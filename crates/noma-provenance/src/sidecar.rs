@@ -46,8 +46,14 @@ pub struct RecordSignature {
     pub op_id: String,
     /// The principal the signer claims (looked up in allowed_signers).
     pub signer: String,
-    /// Armored SSHSIG over [`super::canonical::record_payload`].
+    /// Armored SSHSIG over [`super::canonical::record_payload`] (absent
+    /// `type`) or, when `type` is `noma-record-signature/2`,
+    /// [`super::canonical::record_payload_v2`]. The type is inside the
+    /// signed bytes, so editing it here only makes the signature fail.
     pub sig: String,
+    /// The payload type, absent for `noma-record-signature/1`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
 }
 
 /// A human approval of agent records.
@@ -233,6 +239,7 @@ mod tests {
             op_id: "x".into(),
             signer: "a@b".into(),
             sig: "-----BEGIN SSH SIGNATURE-----\nAA\n-----END SSH SIGNATURE-----\n".into(),
+            payload: None,
         });
         let a = SidecarEntry::Approval(Approval {
             body: ApprovalBody {
@@ -243,6 +250,7 @@ mod tests {
                 subject_sha256: "s".into(),
                 intent_sha256: Vec::new(),
                 draft_sha256: "d".into(),
+                lineage: None,
             },
             sig: "sig".into(),
         });
@@ -316,6 +324,7 @@ mod tests {
             op_id: "x".into(),
             signer: "a".into(),
             sig: "s".into(),
+            payload: None,
         });
         append(&p, std::slice::from_ref(&e)).unwrap();
         std::fs::write(&p, format!("{}{{\"kind\":", e.to_line())).unwrap();

@@ -79,13 +79,25 @@ pub fn record(i: usize, human: bool) -> Entry {
     }
 }
 
+/// [`verify`] of a history whose first record is not among `t` (a
+/// merged or reordered one keeps the original first record, which the
+/// fixtures leave out).
+fn verify_lin(tr: &Trust, t: &[Entry], from: usize, side: &Sidecar) -> Vec<RecordStatus> {
+    super::verify::verify_part(tr, Some(&lin()), t, side, &|i, _| i >= from)
+}
+
+/// The lineage of the transcripts here: their first record's.
+pub fn lin() -> canonical::Lineage {
+    canonical::Lineage::of(&record(1, false).record)
+}
+
 /// Two agent records and a human one, each signed by its own key.
 fn signed() -> (Vec<Entry>, Sidecar) {
     let t = vec![record(1, false), record(2, false), record(3, true)];
     let mut side = Sidecar::default();
     for (i, e) in t.iter().enumerate() {
         let s = if i < 2 { agent() } else { person() };
-        match s.sign_record(&e.record).unwrap() {
+        match s.sign_record(&e.record, &lin()).unwrap() {
             SidecarEntry::Signature(sig) => side.signatures.push((i + 1, sig)),
             SidecarEntry::Approval(_) => unreachable!(),
         }
@@ -95,7 +107,7 @@ fn signed() -> (Vec<Entry>, Sidecar) {
 
 fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
     let recs: Vec<&noma_core::transcript::Record> = t.iter().map(|e| &e.record).collect();
-    match by.approve("doc.noma", &recs, draft).unwrap() {
+    match by.approve("doc.noma", &recs, draft, &lin()).unwrap() {
         SidecarEntry::Approval(a) => side.approvals.push((9, a)),
         SidecarEntry::Signature(_) => unreachable!(),
     }
@@ -200,7 +212,7 @@ fn each_forgery_has_its_code_and_line() {
     side2
         .signatures
         .retain(|(_, s)| s.op_id != t[2].record.op_id);
-    if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record).unwrap() {
+    if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record, &lin()).unwrap() {
         side2.signatures.push((7, s));
     }
     // (The agent's key signing as alice: not allowed for her, and, being
@@ -286,7 +298,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     // main's transcript after merging the branch: its own record, then
     // the branch's records as copies.
     let merged = vec![t[2].clone(), copy_of(&t[0], 2), copy_of(&t[1], 3)];
-    let st = verify(&tr, &merged, 0, &side);
+    let st = verify_lin(&tr, &merged, 0, &side);
     assert_eq!(codes_of(&st), []);
     assert_eq!(st[1].signed_by.as_deref(), Some("bot@agents.example"));
     assert_eq!(st[2].approved_by.as_deref(), Some("alice@example.com"));
@@ -294,7 +306,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     let mut bad = merged.clone();
     bad[1].record.op["id"] = json!("b");
     assert_eq!(
-        codes_of(&verify(&tr, &bad, 0, &side)),
+        codes_of(&verify_lin(&tr, &bad, 0, &side)),
         [
             (2, codes::INVALID, "error"),
             (2, codes::APPROVAL_INVALID, "error")
@@ -304,7 +316,7 @@ fn merged_copies_keep_signatures_and_approvals_and_cannot_repeat() {
     let mut replayed = t.clone();
     replayed.push(copy_of(&t[2], 4));
     assert_eq!(
-        codes_of(&verify(&tr, &replayed, 0, &side)),
+        codes_of(&verify_lin(&tr, &replayed, 0, &side)),
         [(4, codes::INVALID, "error")]
     );
 }
@@ -322,6 +334,57 @@ fn a_signature_from_another_document_does_not_verify() {
     );
 }
 
+/// The same record, with its own `doc_uri`, in a transcript whose first
+/// record is another: its `/2` signature and `/3` approval bound the
+/// lineage of the transcript it was made in, so neither holds here. A `/1`
+/// signature binds no lineage: it verifies, and says so.
+#[test]
+fn a_record_and_approval_bind_the_transcripts_first_record() {
+    let tr = trust("required", true);
+    let (t, mut side) = signed();
+    approve(&mut side, &person(), &t[..2], &sha(2));
+    assert_eq!(codes_of(&verify(&tr, &t, 0, &side)), []);
+    let mut other = t.clone();
+    other[0].record.op_id = "another-genesis".into();
+    let st = verify(&tr, &other, 1, &side);
+    assert_eq!(
+        codes_of(&st),
+        [
+            (2, codes::INVALID, "error"),
+            (2, codes::APPROVAL_INVALID, "error"),
+            (3, codes::INVALID, "error")
+        ]
+    );
+    assert!(
+        st[0].problems[1].message.contains("another document"),
+        "{st:?}"
+    );
+    // Over /1, the signature verifies wherever the record sits, flagged.
+    let v1 = |e: &Entry, by: &Signer| {
+        let sig = by
+            .key
+            .sign(&canonical::record_payload(&e.record, &by.principal))
+            .unwrap();
+        sidecar::RecordSignature {
+            op_id: e.record.op_id.clone(),
+            signer: by.principal.clone(),
+            sig,
+            payload: None,
+        }
+    };
+    let mut old = Sidecar::default();
+    old.signatures.push((1, v1(&other[2], &person())));
+    let st = verify(&tr, &other, 2, &old);
+    assert_eq!(codes_of(&st), [(3, codes::UNBOUND, "warning")]);
+    assert_eq!(st[0].signed_by.as_deref(), Some("alice@example.com"));
+    // A /1 signature relabelled as /2 in the sidecar verifies over neither.
+    old.signatures[0].1.payload = Some(canonical::RECORD_PAYLOAD_V2.into());
+    assert_eq!(
+        codes_of(&verify(&tr, &other, 2, &old)),
+        [(3, codes::INVALID, "error")]
+    );
+}
+
 /// A `noma-approval/1` of `t` by `by`, as approvals were written before
 /// `/2`: one subject over the records in order.
 fn approve_v1(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
@@ -333,6 +396,7 @@ fn approve_v1(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
         subject_sha256: canonical::subject_sha256(t.iter().map(|e| &e.record)),
         intent_sha256: Vec::new(),
         draft_sha256: draft.into(),
+        lineage: None,
     };
     assert_eq!(body.payload_type(), canonical::APPROVAL_PAYLOAD);
     let sig = by.key.sign(&canonical::approval_payload(&body)).unwrap();
@@ -357,26 +421,26 @@ fn an_approval_covers_each_approved_intent_in_any_order() {
     approve(&mut side, &person(), &t[..2], &sha(2));
     assert_eq!(
         side.approvals[0].1.body.payload_type(),
-        canonical::APPROVAL_PAYLOAD_V2
+        canonical::APPROVAL_PAYLOAD_V3
     );
     // Reordered: both covered; the draft is not checked any more (the
     // document they leave is not the one approved).
-    let st = verify(&tr, &swapped(&t), 0, &side);
+    let st = verify_lin(&tr, &swapped(&t), 0, &side);
     assert_eq!(codes_of(&st), []);
     assert_eq!(st[0].approved_by.as_deref(), Some("alice@example.com"));
     // One approved record dropped (a conflict kept the other side): the
     // other is still covered.
     let dropped = vec![t[0].clone(), t[2].clone()];
-    assert_eq!(codes_of(&verify(&tr, &dropped, 0, &side)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &dropped, 0, &side)), []);
     // All present, originals, in order: the draft is checked.
     let mut later = t.clone();
     later[1].record.post_sha256 = sha(40);
-    let st = verify(&tr, &later, 0, &side);
+    let st = verify_lin(&tr, &later, 0, &side);
     assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
     assert!(st[0].problems[0].message.contains("draft"), "{st:?}");
     // An intent count that does not match its op_ids is refused.
     side.approvals[0].1.body.intent_sha256.pop();
-    let st = verify(&tr, &t, 0, &side);
+    let st = verify_lin(&tr, &t, 0, &side);
     assert_eq!(st[0].problems[0].code, codes::APPROVAL_INVALID, "{st:?}");
 }
 
@@ -386,13 +450,13 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
     let (t, side) = signed();
     let mut v1 = side.clone();
     approve_v1(&mut v1, &person(), &t[..2], &sha(2));
-    assert_eq!(codes_of(&verify(&tr, &t, 0, &v1)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &t, 0, &v1)), []);
     // Its subject is in its own order: a reordering keeps it.
-    assert_eq!(codes_of(&verify(&tr, &swapped(&t), 0, &v1)), []);
+    assert_eq!(codes_of(&verify_lin(&tr, &swapped(&t), 0, &v1)), []);
     // One subject over all: a dropped record leaves the other uncovered,
     // and the message says how to approve it again.
     let dropped = vec![t[0].clone(), t[2].clone()];
-    let st = verify(&tr, &dropped, 0, &v1);
+    let st = verify_lin(&tr, &dropped, 0, &v1);
     assert_eq!(codes_of(&st), [(1, codes::APPROVAL_INVALID, "error")]);
     assert!(
         st[0].problems[0].message.contains("noma-approval/1")
@@ -402,7 +466,7 @@ fn a_noma_approval_1_still_verifies_while_all_its_records_are_present() {
     // An edited record fails the subject.
     let mut edited = t.clone();
     edited[1].record.reason = Some("other".into());
-    let st = verify(&tr, &edited, 0, &v1);
+    let st = verify_lin(&tr, &edited, 0, &v1);
     assert!(st[0]
         .problems
         .iter()
@@ -439,7 +503,7 @@ pub fn every_problem() -> (Vec<Entry>, Sidecar) {
     .unwrap();
     let (r5, r6) = (record(5, true), record(6, true));
     for (by, r) in [(&stranger, &r5), (&person(), &r6)] {
-        if let SidecarEntry::Signature(s) = by.sign_record(&r.record).unwrap() {
+        if let SidecarEntry::Signature(s) = by.sign_record(&r.record, &lin()).unwrap() {
             side.signatures.push((side.signatures.len() + 1, s));
         }
     }
