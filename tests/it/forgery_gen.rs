@@ -410,6 +410,39 @@ fn snapshot(r: &Repo, sha: &str, branch: &str) -> Snap {
     }
 }
 
+/// The world's repository, as [`Repo::init`] makes one, but under the
+/// build's temporary directory: a static is never dropped, so its
+/// directories outlive the test binary; each run removes those of runs
+/// whose process is gone.
+fn world_repo() -> Repo {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("forgery");
+    std::fs::create_dir_all(&root).unwrap();
+    let mine = format!("{}-", std::process::id());
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name.split('-').next().unwrap_or_default();
+        let gone = !Path::new("/proc").join(pid).exists();
+        if Path::new("/proc/self").exists() && gone && !name.starts_with(&mine) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let made = |what: &str| {
+        tempfile::Builder::new()
+            .prefix(&format!("{mine}{what}-"))
+            .tempdir_in(&root)
+            .unwrap()
+    };
+    let r = Repo {
+        dir: made("repo"),
+        home: made("home"),
+    };
+    r.ok(&["-c", "init.defaultBranch=main", "init", "-q"]);
+    r.ok(&["config", "user.name", "Tester"]);
+    r.ok(&["config", "user.email", "t@example.com"]);
+    r.ok(&["config", "commit.gpgsign", "false"]);
+    r
+}
+
 /// Commits everything through the hooks (an honest history passes them).
 fn commit(r: &Repo, msg: &str) {
     r.commit_all(msg);
@@ -420,7 +453,7 @@ fn build_world() -> World {
     let mut rng = Rng(seed);
     let branches = env_number("NOMA_FORGERY_BRANCHES", 6) as usize;
     let started = std::time::Instant::now();
-    let r = Repo::init();
+    let r = world_repo();
     assert_ran(&r.noma(&["init"]));
     let (alice, bot) = signed_policy(&r);
     r.commit_all("provenance on");
@@ -637,6 +670,8 @@ fn worktree(w: &World, label: &str) -> PathBuf {
 struct Case {
     base: String,
     branch: String,
+    /// The mutation's sub-kind, tallied in the family's summary.
+    kind: String,
     variant: String,
     /// The forged or mutated record or sidecar line, or what was deleted.
     shown: String,
@@ -786,9 +821,12 @@ fn replay_case(snap: &Snap, doc: &str, src: &Src, as_copy: bool, from: &str) -> 
     changes.insert(format!("{doc}.patches"), Some(joined(&lines)));
     changes.insert(format!("{doc}.provenance"), Some(joined(&side)));
     let kind = if as_copy { "merge copy" } else { "verbatim" };
+    let op = src.rec["op"]["op"].as_str().unwrap_or("?");
+    let same_path = if src.doc == doc { ", same path" } else { "" };
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
+        kind: format!("{kind} {op}{same_path}"),
         variant: format!(
             "{} of {} {} on {} ({from}, {}) appended to {doc}",
             kind,
@@ -965,26 +1003,53 @@ fn strip_signature(d: &Draw, _: &str, rng: &mut Rng) -> Option<Case> {
         return None;
     }
     let (_, rec) = rng.pick(&range);
-    let id = json!(op_id(rec));
+    // A merge copy is vouched for by its original's lines; an original on
+    // main would vouch from the base, so only branch originals count.
+    let origin = match rec["parent_op_id"].as_str() {
+        Some(p)
+            if rec["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("reconciled: ")) =>
+        {
+            p
+        }
+        _ => rec["op_id"].as_str()?,
+    };
+    if w.main_ids.contains(origin) {
+        return None;
+    }
+    let id = json!(origin);
     let side = snap.sidecar(&doc);
     let parsed: Vec<Value> = side
         .iter()
         .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
         .collect();
-    let approval = rng.chance(40);
+    // What goes: its signature lines, the approvals naming it, both, or
+    // the whole sidecar.
+    let mode = rng.below(4);
     let drop: Vec<bool> = parsed
         .iter()
         .map(|v| {
-            if approval {
-                v["kind"] == "approval" && v["op_ids"].as_array().is_some_and(|a| a.contains(&id))
-            } else {
-                v["kind"] == "signature" && v["op_id"] == id
+            let approval =
+                v["kind"] == "approval" && v["op_ids"].as_array().is_some_and(|a| a.contains(&id));
+            let signature = v["kind"] == "signature" && v["op_id"] == id;
+            match mode {
+                0 => signature,
+                1 => approval,
+                2 => signature || approval,
+                _ => true,
             }
         })
         .collect();
     if !drop.contains(&true) {
         return None;
     }
+    let what = [
+        "signature",
+        "approval",
+        "signature and approval",
+        "whole sidecar",
+    ][mode];
     let kept: Vec<String> = side
         .iter()
         .zip(&drop)
@@ -998,15 +1063,13 @@ fn strip_signature(d: &Draw, _: &str, rng: &mut Rng) -> Option<Case> {
         .map(|(l, _)| l.clone())
         .collect();
     let mut changes = BTreeMap::new();
-    changes.insert(format!("{doc}.provenance"), Some(joined(&kept)));
+    let body = (mode < 3).then(|| joined(&kept));
+    changes.insert(format!("{doc}.provenance"), body);
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
-        variant: format!(
-            "{} of {} removed from {doc}.provenance",
-            if approval { "approval" } else { "signature" },
-            op_id(rec)
-        ),
+        kind: format!("{what} removed"),
+        variant: format!("{what} of {} removed from {doc}.provenance", op_id(rec)),
         shown: shown.join("\n"),
         changes,
     })
@@ -1053,6 +1116,7 @@ fn swap_signatures(d: &Draw, _: &str, rng: &mut Rng) -> Option<Case> {
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
+        kind: "two sigs swapped".into(),
         variant: format!(
             "signatures of {} and {} swapped in {doc}.provenance",
             parsed[a]["op_id"], parsed[b]["op_id"]
@@ -1106,6 +1170,7 @@ fn relabel_actor(d: &Draw, family: &str, rng: &mut Rng) -> Option<Case> {
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
+        kind: format!("{field} {} -> {to}", was.as_str().unwrap_or("?")),
         variant: format!("{doc} line {}: actor.{field} {was} -> {to:?}", i + 1),
         shown: lines[i].clone(),
         changes,
@@ -1130,7 +1195,7 @@ fn tombstone(d: &Draw, family: &str, rng: &mut Rng) -> Option<Case> {
     let doc = rng.pick(&tombs).clone();
     let lines = snap.transcript(&doc);
     let mut changes = BTreeMap::new();
-    let (variant, shown);
+    let (variant, shown, kind);
     if family == "delete-tombstone" {
         let which = rng.below(3);
         if which != 1 {
@@ -1142,6 +1207,10 @@ fn tombstone(d: &Draw, family: &str, rng: &mut Rng) -> Option<Case> {
         if changes.is_empty() {
             return None;
         }
+        kind = format!(
+            "deleted {}",
+            ["transcript", "transcript and sidecar", "sidecar"][which]
+        );
         variant = format!(
             "{doc}'s tombstone deleted: {}",
             changes.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -1162,9 +1231,15 @@ fn tombstone(d: &Draw, family: &str, rng: &mut Rng) -> Option<Case> {
             let state = replay_text(kept)?;
             changes.insert(doc.clone(), Some(state));
         }
-        if rng.chance(30) && snap.files.contains_key(&format!("{doc}.provenance")) {
+        let no_sidecar = rng.chance(30) && snap.files.contains_key(&format!("{doc}.provenance"));
+        if no_sidecar {
             changes.insert(format!("{doc}.provenance"), None);
         }
+        kind = format!(
+            "cut{}{}",
+            if restore { ", document restored" } else { "" },
+            if no_sidecar { ", sidecar deleted" } else { "" }
+        );
         variant = format!(
             "{doc}'s transcript cut to {keep} of {} line(s){}",
             lines.len(),
@@ -1179,6 +1254,7 @@ fn tombstone(d: &Draw, family: &str, rng: &mut Rng) -> Option<Case> {
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
+        kind,
         variant,
         shown,
         changes,
@@ -1244,6 +1320,11 @@ fn own_record_as_copy(d: &Draw, _: &str, rng: &mut Rng) -> Option<Case> {
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
+        kind: format!(
+            "{}{}",
+            rec["op"]["op"].as_str().unwrap_or("?"),
+            if moved.is_empty() { "" } else { ", moved" }
+        ),
         variant: format!(
             "{doc} line {}: own {} {} relabelled as a merge copy of itself{moved}{label}",
             i + 1,
@@ -1361,6 +1442,8 @@ fn run_family(family: &str) {
     let wt = worktree(w, family);
     let mut passed = Vec::new();
     let mut crashed = Vec::new();
+    // Per sub-kind: (cases, passed wrongly).
+    let mut tally: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for (i, (c, sha)) in cases.iter().zip(&shas).enumerate() {
         let o = reconcile_at(w, &wt, sha);
         let stderr = String::from_utf8_lossy(&o.stderr);
@@ -1376,14 +1459,34 @@ fn run_family(family: &str) {
                 text(&o).lines().take(12).collect::<Vec<_>>().join("\n")
             )
         };
+        let t = tally.entry(&c.kind).or_default();
+        t.0 += 1;
         if stderr.contains("panicked") || o.status.code() != Some(1) && o.status.code() != Some(0) {
             crashed.push(report());
         } else if o.status.code() == Some(0) {
-            passed.push(report());
+            t.1 += 1;
+            passed.push((c.kind.as_str(), report()));
         }
     }
+    let table: String = tally
+        .iter()
+        .map(|(k, (n, p))| format!("\n  {k}: {n} case(s), {p} passed wrongly"))
+        .collect();
+    // One sample per sub-kind that passed, so each can become a named test.
+    let mut shown_kinds = HashSet::new();
+    let samples: Vec<String> = crashed
+        .iter()
+        .cloned()
+        .chain(
+            passed
+                .iter()
+                .filter(|(k, _)| shown_kinds.insert(*k))
+                .map(|(_, r)| r.clone()),
+        )
+        .take(12)
+        .collect();
     eprintln!(
-        "forgery seed {} family {family}: {} mutated histories ({} draws), {} passed wrongly, {} crashed, in {:.1?}",
+        "forgery seed {} family {family}: {} mutated histories ({} draws), {} passed wrongly, {} crashed, in {:.1?}{table}",
         w.seed,
         cases.len(),
         tries,
@@ -1399,19 +1502,13 @@ fn run_family(family: &str) {
     );
     assert!(
         passed.is_empty() && crashed.is_empty(),
-        "seed {} (NOMA_FORGERY_SEED={} replays it): family {family}: {} of {} mutated histories passed `noma reconcile --base main`, {} crashed:\n{}",
+        "seed {} (NOMA_FORGERY_SEED={} replays it): family {family}: {} of {} mutated histories passed `noma reconcile --base main`, {} crashed:{table}\n\n{}",
         w.seed,
         w.seed,
         passed.len(),
         cases.len(),
         crashed.len(),
-        crashed
-            .iter()
-            .chain(passed.iter())
-            .take(8)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n\n")
+        samples.join("\n\n")
     );
 }
 
