@@ -58,6 +58,7 @@ mod patch_reference_conformance;
 mod patch_refusals;
 mod path_changes;
 mod provenance_approvals;
+mod provenance_binding;
 mod provenance_git;
 mod provenance_range;
 mod provenance_reconcile;

@@ -69,13 +69,14 @@ pub fn pending<'a>(
 }
 
 /// Signs `signer`'s approval of `records` (transcript order, not empty)
-/// and appends it to `doc`'s sidecar under the writers' lock on its
+/// of the document of lineage `lineage`, and appends it to `doc`'s sidecar under the writers' lock on its
 /// transcript `tpath`, like every sidecar append. Returns the sidecar.
 pub fn write(
     signer: &Signer,
     doc: &Path,
     tpath: &Path,
     records: &[&Record],
+    lineage: &canonical::Lineage,
 ) -> Result<PathBuf, ApprovalError> {
     // Copies a merge wrote stand for their originals.
     let originals: Vec<Record> = records
@@ -88,7 +89,7 @@ pub fn write(
         .map(|r| r.post_sha256.clone())
         .unwrap_or_default();
     let uri = records.first().map(|r| r.doc_uri.as_str()).unwrap_or("");
-    let entry = signer.approve(uri, &refs, &last)?;
+    let entry = signer.approve(uri, &refs, &last, lineage)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ApprovalError::Io { path, source }

@@ -8,6 +8,11 @@
 //! re-chain records without changing what they say, and every signature
 //! stays valid. A `type` member separates the two payload kinds, so a
 //! record signature can never be replayed as an approval or back.
+//!
+//! `noma-record-signature/2` and `noma-approval/3` also bind the document's
+//! [`Lineage`] (its transcript's first record), which a verifier takes
+//! from the transcript the record sits in, never from the record: a
+//! record or approval signed for one document does not verify in another.
 
 use serde_json::{json, Value};
 
@@ -16,6 +21,9 @@ use noma_core::transcript::Record;
 
 /// `type` of a record signature's payload.
 pub const RECORD_PAYLOAD: &str = "noma-record-signature/1";
+/// `type` of a record signature's payload that also binds the document's
+/// [`Lineage`].
+pub const RECORD_PAYLOAD_V2: &str = "noma-record-signature/2";
 /// `type` of an approval's payload that binds its records as one ordered
 /// subject (written before `noma-approval/2`; still verified).
 pub const APPROVAL_PAYLOAD: &str = "noma-approval/1";
@@ -23,6 +31,33 @@ pub const APPROVAL_PAYLOAD: &str = "noma-approval/1";
 /// own (`intent_sha256`, one per op_id), so each approved record still in
 /// the transcript stays covered, in any order.
 pub const APPROVAL_PAYLOAD_V2: &str = "noma-approval/2";
+/// `type` of a `noma-approval/2` that also binds the document's
+/// [`Lineage`].
+pub const APPROVAL_PAYLOAD_V3: &str = "noma-approval/3";
+
+/// A document's identity: its transcript's first record, by op_id and the
+/// document it left. Renames, copies of the transcript, merges, rebases
+/// and cherry-picks keep the first record, so they keep the lineage; a
+/// document started anew (`cp` + first patch) has its own. Two documents
+/// share one only when one's history is a copy of the other's from its
+/// first record on, same first state included.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lineage {
+    /// The first record's op_id.
+    pub genesis_op_id: String,
+    /// The document after the first record.
+    pub genesis_post_sha256: String,
+}
+
+impl Lineage {
+    /// The lineage of a transcript whose first record is `first`.
+    pub fn of(first: &Record) -> Lineage {
+        Lineage {
+            genesis_op_id: first.op_id.clone(),
+            genesis_post_sha256: first.post_sha256.clone(),
+        }
+    }
+}
 
 /// The RFC 8785 canonical bytes of `value`.
 pub fn canonical(value: &Value) -> Vec<u8> {
@@ -109,11 +144,22 @@ pub fn intent(rec: &Record) -> Value {
     })
 }
 
-/// The bytes `signer` signs for `rec`.
+/// The `noma-record-signature/1` bytes `signer` signed for `rec`
+/// (written before `/2`; binds no lineage, see [`record_payload_v2`]).
 pub fn record_payload(rec: &Record, signer: &str) -> Vec<u8> {
     let mut v = intent(rec);
     v["type"] = json!(RECORD_PAYLOAD);
     v["signer"] = json!(signer);
+    canonical(&v)
+}
+
+/// The `noma-record-signature/2` bytes `signer` signs for `rec` in the
+/// document of lineage `lineage`.
+pub fn record_payload_v2(rec: &Record, signer: &str, lineage: &Lineage) -> Vec<u8> {
+    let mut v = intent(rec);
+    v["type"] = json!(RECORD_PAYLOAD_V2);
+    v["signer"] = json!(signer);
+    v["lineage"] = json!(lineage);
     canonical(&v)
 }
 
@@ -150,16 +196,22 @@ pub struct ApprovalBody {
     pub intent_sha256: Vec<String>,
     /// sha256 of the document after the last approved record.
     pub draft_sha256: String,
+    /// `noma-approval/3` only: the lineage of the document approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<Lineage>,
 }
 
 impl ApprovalBody {
-    /// The payload type: `noma-approval/2` when the body binds each
-    /// record's intent, else `noma-approval/1`.
+    /// The payload type: `noma-approval/3` when the body binds each
+    /// record's intent and the lineage, `noma-approval/2` each record's
+    /// intent alone, else `noma-approval/1`.
     pub fn payload_type(&self) -> &'static str {
         if self.intent_sha256.is_empty() {
             APPROVAL_PAYLOAD
-        } else {
+        } else if self.lineage.is_none() {
             APPROVAL_PAYLOAD_V2
+        } else {
+            APPROVAL_PAYLOAD_V3
         }
     }
 }

@@ -121,15 +121,21 @@ impl Signer {
         Ok(Signer { key, principal })
     }
 
-    /// The sidecar entry signing `rec`.
-    pub fn sign_record(&self, rec: &Record) -> Result<SidecarEntry, SignerError> {
+    /// The sidecar entry signing `rec`, a record of the document of
+    /// lineage `lineage` (`noma-record-signature/2`).
+    pub fn sign_record(
+        &self,
+        rec: &Record,
+        lineage: &canonical::Lineage,
+    ) -> Result<SidecarEntry, SignerError> {
         let sig = self
             .key
-            .sign(&canonical::record_payload(rec, &self.principal))?;
+            .sign(&canonical::record_payload_v2(rec, &self.principal, lineage))?;
         Ok(SidecarEntry::Signature(sidecar::RecordSignature {
             op_id: rec.op_id.clone(),
             signer: self.principal.clone(),
             sig,
+            payload: Some(canonical::RECORD_PAYLOAD_V2.to_string()),
         }))
     }
 
@@ -138,20 +144,30 @@ impl Signer {
         self.key.public_key()
     }
 
-    /// The sidecar entries signing each of `records`.
-    pub fn sign_records(&self, records: &[Record]) -> Result<Vec<SidecarEntry>, SignerError> {
-        records.iter().map(|r| self.sign_record(r)).collect()
+    /// The sidecar entries signing each of `records`, records of the
+    /// document of lineage `lineage`.
+    pub fn sign_records(
+        &self,
+        records: &[Record],
+        lineage: &canonical::Lineage,
+    ) -> Result<Vec<SidecarEntry>, SignerError> {
+        records
+            .iter()
+            .map(|r| self.sign_record(r, lineage))
+            .collect()
     }
 
-    /// A `noma-approval/2` of `records` (in transcript order), whose last
-    /// one leaves the document at `draft_sha256`: each record's intent is
-    /// bound on its own, so the approval keeps covering each one still in
-    /// the transcript, wherever history work moves it.
+    /// A `noma-approval/3` of `records` (in transcript order) of the
+    /// document of lineage `lineage`, whose last one leaves the document
+    /// at `draft_sha256`: each record's intent is bound on its own, so the
+    /// approval keeps covering each one still in the transcript, wherever
+    /// history work moves it, and only in that document.
     pub fn approve(
         &self,
         doc_uri: &str,
         records: &[&Record],
         draft_sha256: &str,
+        lineage: &canonical::Lineage,
     ) -> Result<SidecarEntry, SignerError> {
         let body = canonical::ApprovalBody {
             approver: self.principal.clone(),
@@ -164,6 +180,7 @@ impl Signer {
                 .map(|r| canonical::intent_sha256(r))
                 .collect(),
             draft_sha256: draft_sha256.to_string(),
+            lineage: Some(lineage.clone()),
         };
         let sig = self.key.sign(&canonical::approval_payload(&body))?;
         Ok(SidecarEntry::Approval(sidecar::Approval { body, sig }))

@@ -9,38 +9,58 @@ use noma_store::engine::default_transcript_path;
 
 use super::{canonical, sidecar, sshsig, Sidecar, SidecarEntry};
 
-fn find_record(file: &Path, op_id: &str) -> Result<Record, String> {
+/// The record `op_id` of `file`'s transcript and the transcript's lineage.
+fn find_record(file: &Path, op_id: &str) -> Result<(Record, canonical::Lineage), String> {
     let tpath = default_transcript_path(file);
     let bytes =
         noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
     let parsed =
         transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
-    parsed
+    let lineage = parsed
+        .entries
+        .first()
+        .map(|e| canonical::Lineage::of(&e.record));
+    let record = parsed
         .entries
         .into_iter()
         .map(|e| e.record)
-        .find(|r| r.op_id == op_id)
-        .ok_or_else(|| format!("{}: no record {op_id}", tpath.display()))
+        .find(|r| r.op_id == op_id);
+    match (record, lineage) {
+        (Some(r), Some(l)) => Ok((r, l)),
+        _ => Err(format!("{}: no record {op_id}", tpath.display())),
+    }
 }
 
 /// The bytes `signer`'s signature of record `op_id` of `file`'s transcript
-/// covers (RFC 8785 JSON).
+/// covers (RFC 8785 JSON, `noma-record-signature/2`).
 pub fn payload(file: &Path, op_id: &str, signer: &str) -> Result<Vec<u8>, String> {
-    find_record(file, op_id).map(|r| canonical::record_payload(&r, signer))
+    find_record(file, op_id).map(|(r, l)| canonical::record_payload_v2(&r, signer, &l))
 }
 
 /// Adds the armored signature in `sig` of record `op_id` by `signer` to
-/// `file`'s sidecar, after checking it verifies over the record's payload;
-/// returns the sidecar's path.
+/// `file`'s sidecar, after checking it verifies over the record's payload
+/// (`/2`, or `/1` for a signature made over an older payload); returns the
+/// sidecar's path.
 pub fn import(file: &Path, op_id: &str, signer: &str, sig: &Path) -> Result<PathBuf, String> {
-    let r = find_record(file, op_id)?;
+    let (r, lineage) = find_record(file, op_id)?;
     let armored = std::fs::read_to_string(sig).map_err(|e| format!("{}: {e}", sig.display()))?;
-    sshsig::verify(&armored, &canonical::record_payload(&r, signer))
-        .map_err(|e| format!("{}: {e}", sig.display()))?;
+    let v2 = sshsig::verify(
+        &armored,
+        &canonical::record_payload_v2(&r, signer, &lineage),
+    );
+    let payload = match v2 {
+        Ok(_) => Some(canonical::RECORD_PAYLOAD_V2.to_string()),
+        Err(e) => {
+            sshsig::verify(&armored, &canonical::record_payload(&r, signer))
+                .map_err(|_| format!("{}: {e}", sig.display()))?;
+            None
+        }
+    };
     let entry = SidecarEntry::Signature(sidecar::RecordSignature {
         op_id: op_id.to_string(),
         signer: signer.to_string(),
         sig: armored,
+        payload,
     });
     let tpath = default_transcript_path(file);
     let locked = noma_store::fsio::LockedTranscript::open(&tpath).map_err(|e| e.to_string())?;

@@ -46,8 +46,14 @@ pub struct RecordSignature {
     pub op_id: String,
     /// The principal the signer claims (looked up in allowed_signers).
     pub signer: String,
-    /// Armored SSHSIG over [`super::canonical::record_payload`].
+    /// Armored SSHSIG over [`super::canonical::record_payload`] (absent
+    /// `type`) or, when `type` is `noma-record-signature/2`,
+    /// [`super::canonical::record_payload_v2`]. The type is inside the
+    /// signed bytes, so editing it here only makes the signature fail.
     pub sig: String,
+    /// The payload type, absent for `noma-record-signature/1`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
 }
 
 /// A human approval of agent records.

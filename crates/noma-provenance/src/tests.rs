@@ -79,13 +79,18 @@ pub fn record(i: usize, human: bool) -> Entry {
     }
 }
 
+/// The lineage of the transcripts here: their first record's.
+pub fn lin() -> canonical::Lineage {
+    canonical::Lineage::of(&record(1, false).record)
+}
+
 /// Two agent records and a human one, each signed by its own key.
 fn signed() -> (Vec<Entry>, Sidecar) {
     let t = vec![record(1, false), record(2, false), record(3, true)];
     let mut side = Sidecar::default();
     for (i, e) in t.iter().enumerate() {
         let s = if i < 2 { agent() } else { person() };
-        match s.sign_record(&e.record).unwrap() {
+        match s.sign_record(&e.record, &lin()).unwrap() {
             SidecarEntry::Signature(sig) => side.signatures.push((i + 1, sig)),
             SidecarEntry::Approval(_) => unreachable!(),
         }
@@ -95,7 +100,7 @@ fn signed() -> (Vec<Entry>, Sidecar) {
 
 fn approve(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
     let recs: Vec<&noma_core::transcript::Record> = t.iter().map(|e| &e.record).collect();
-    match by.approve("doc.noma", &recs, draft).unwrap() {
+    match by.approve("doc.noma", &recs, draft, &lin()).unwrap() {
         SidecarEntry::Approval(a) => side.approvals.push((9, a)),
         SidecarEntry::Signature(_) => unreachable!(),
     }
@@ -200,7 +205,7 @@ fn each_forgery_has_its_code_and_line() {
     side2
         .signatures
         .retain(|(_, s)| s.op_id != t[2].record.op_id);
-    if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record).unwrap() {
+    if let SidecarEntry::Signature(s) = stranger.sign_record(&t[2].record, &lin()).unwrap() {
         side2.signatures.push((7, s));
     }
     // (The agent's key signing as alice: not allowed for her, and, being
@@ -333,6 +338,7 @@ fn approve_v1(side: &mut Sidecar, by: &Signer, t: &[Entry], draft: &str) {
         subject_sha256: canonical::subject_sha256(t.iter().map(|e| &e.record)),
         intent_sha256: Vec::new(),
         draft_sha256: draft.into(),
+        lineage: None,
     };
     assert_eq!(body.payload_type(), canonical::APPROVAL_PAYLOAD);
     let sig = by.key.sign(&canonical::approval_payload(&body)).unwrap();
@@ -439,7 +445,7 @@ pub fn every_problem() -> (Vec<Entry>, Sidecar) {
     .unwrap();
     let (r5, r6) = (record(5, true), record(6, true));
     for (by, r) in [(&stranger, &r5), (&person(), &r6)] {
-        if let SidecarEntry::Signature(s) = by.sign_record(&r.record).unwrap() {
+        if let SidecarEntry::Signature(s) = by.sign_record(&r.record, &lin()).unwrap() {
             side.signatures.push((side.signatures.len() + 1, s));
         }
     }

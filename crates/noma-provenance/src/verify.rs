@@ -29,7 +29,8 @@ use serde::Serialize;
 use std::borrow::Cow;
 
 use super::canonical::{
-    approval_payload, intent_sha256, original_of, record_payload, subject_sha256,
+    approval_payload, intent_sha256, original_of, record_payload, record_payload_v2,
+    subject_sha256, Lineage, RECORD_PAYLOAD_V2,
 };
 use super::sidecar::{Approval, Sidecar};
 use super::signers::AllowedSigners;
@@ -150,6 +151,9 @@ pub mod codes {
     /// A record older than the policy (noma-git's adoption module marks
     /// them from the repository's history).
     pub const PRE_POLICY: &str = "pre-policy-record";
+    /// A record whose only valid signature is a `noma-record-signature/1`,
+    /// which binds no document: it verifies, and the reviewer is told.
+    pub const UNBOUND: &str = "signature-unbound";
 }
 
 /// Whether a verified principal may speak for a record's `actor.name`:
@@ -176,9 +180,18 @@ fn check_approval(
     trust: &Trust,
     a: &Approval,
     by_op_id: &HashMap<&str, &Origin<'_>>,
+    lineage: Option<&Lineage>,
 ) -> Result<(), String> {
     let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
         .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
+    if let Some(approved) = &a.body.lineage {
+        if lineage != Some(approved) {
+            return Err(format!(
+                "the approval by {} is of another document ({}, whose first record is {}), not this one",
+                a.body.approver, a.body.doc_uri, approved.genesis_op_id
+            ));
+        }
+    }
     let at = trust.judged_at(&a.body.ts);
     if !trust.signers.allows_at(&a.body.approver, &key, at) {
         return Err(
@@ -285,7 +298,7 @@ fn record_signer(
     sigs: &[(usize, &super::sidecar::RecordSignature)],
     checked: &[Result<ssh_key::PublicKey, sshsig::SigError>],
 ) -> (
-    Result<String, (&'static str, String)>,
+    Result<(String, bool), (&'static str, String)>,
     Vec<ssh_key::PublicKey>,
 ) {
     if sigs.is_empty() {
@@ -300,7 +313,7 @@ fn record_signer(
         match result {
             Ok(key) if trust.signers.allows_at(&s.signer, key, at) => {
                 keys.push(key.clone());
-                return (Ok(s.signer.clone()), keys);
+                return (Ok((s.signer.clone(), s.payload.is_none())), keys);
             }
             Ok(key) => {
                 keys.push(key.clone());
@@ -320,7 +333,7 @@ fn record_signer(
                     worst = Some((
                         codes::INVALID,
                         format!(
-                            "the signature claimed by {} does not verify over this record ({e}): the record was edited, or the signature belongs to another record",
+                            "the signature claimed by {} does not verify over this record in this document ({e}): the record was edited, or the signature belongs to another record or another document",
                             s.signer
                         ),
                     ))
@@ -360,6 +373,7 @@ impl<'a> Origin<'a> {
 /// lazily, when a record needs it.
 struct Approvals<'a> {
     trust: &'a Trust,
+    lineage: Option<&'a Lineage>,
     by_record: HashMap<&'a str, Vec<(usize, &'a Approval)>>,
     verdicts: &'a mut Verdicts,
 }
@@ -368,7 +382,12 @@ struct Approvals<'a> {
 pub type Verdicts = HashMap<usize, Result<(), String>>;
 
 impl<'a> Approvals<'a> {
-    fn new(trust: &'a Trust, sidecar: &'a Sidecar, verdicts: &'a mut Verdicts) -> Approvals<'a> {
+    fn new(
+        trust: &'a Trust,
+        lineage: Option<&'a Lineage>,
+        sidecar: &'a Sidecar,
+        verdicts: &'a mut Verdicts,
+    ) -> Approvals<'a> {
         let mut by_record: HashMap<&str, Vec<(usize, &Approval)>> = HashMap::default();
         for (i, (_, a)) in sidecar.approvals.iter().enumerate() {
             for id in &a.body.op_ids {
@@ -377,6 +396,7 @@ impl<'a> Approvals<'a> {
         }
         Approvals {
             trust,
+            lineage,
             by_record,
             verdicts,
         }
@@ -393,11 +413,11 @@ impl<'a> Approvals<'a> {
         let mut reasons = Vec::new();
         let op_id = o.original.op_id.as_str();
         for &(i, a) in self.by_record.get(op_id).map_or(&[][..], Vec::as_slice) {
-            let trust = self.trust;
+            let (trust, lineage) = (self.trust, self.lineage);
             let verdict = self
                 .verdicts
                 .entry(i)
-                .or_insert_with(|| check_approval(trust, a, by_op_id));
+                .or_insert_with(|| check_approval(trust, a, by_op_id, lineage));
             match verdict.clone().and_then(|()| covers(a, o)) {
                 Ok(()) => return Ok(a.body.approver.clone()),
                 Err(why) => reasons.push(why),
@@ -417,6 +437,7 @@ const VERIFY_CHUNK: usize = 1024;
 /// `sigs` for its op_id. A repeated op_id's signatures are not verified:
 /// its verdict is [`repeated`] whatever they say.
 fn verify_chunk(
+    lineage: Option<&Lineage>,
     origins: &[Origin<'_>],
     chunk: &[usize],
     sigs: &HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>>,
@@ -437,7 +458,7 @@ fn verify_chunk(
         counts.push(found.len());
         for &(_, s) in found {
             armored.push(s.sig.as_str());
-            payloads.push(record_payload(rec, &s.signer));
+            payloads.push(signed_payload(rec, s, lineage));
         }
     }
     let items: Vec<(&str, &[u8])> = armored
@@ -450,6 +471,22 @@ fn verify_chunk(
         .into_iter()
         .map(|k| results.by_ref().take(k).collect())
         .collect()
+}
+
+/// The payload `s` claims to sign for `rec` in the document of lineage
+/// `lineage`: by its type, `/1` when it names none; no bytes (so no
+/// signature verifies) for a type noma does not know or a `/2` with no
+/// lineage known.
+fn signed_payload(
+    rec: &Record,
+    s: &super::sidecar::RecordSignature,
+    lineage: Option<&Lineage>,
+) -> Vec<u8> {
+    match (s.payload.as_deref(), lineage) {
+        (None, _) => record_payload(rec, &s.signer),
+        (Some(RECORD_PAYLOAD_V2), Some(l)) => record_payload_v2(rec, &s.signer, l),
+        _ => Vec::new(),
+    }
 }
 
 /// Verifies `transcript[from..]` (the checked range; earlier records are
@@ -483,21 +520,59 @@ pub(super) fn verify_chunked(
     chunk: usize,
 ) -> Vec<RecordStatus> {
     let mut verdicts = Verdicts::default();
-    verify_judged(trust, transcript, sidecar, in_range, chunk, &mut verdicts)
+    let lineage = transcript.first().map(|e| Lineage::of(&e.record));
+    let part = Part {
+        lineage: lineage.as_ref(),
+        in_range,
+        chunk,
+    };
+    verify_judged(trust, transcript, sidecar, &part, &mut verdicts)
 }
 
-/// [`verify_chunked`] with the verdicts of the approvals judged before
-/// (by their index in `sidecar.approvals`), to which the ones judged now
-/// are added: an approval named by records of many parts of a history is
-/// judged once, with the records it names read once.
+/// [`verify_where`] of some of a transcript's records (not necessarily
+/// from its first), whose document's lineage is `lineage`.
+pub fn verify_part(
+    trust: &Trust,
+    lineage: Option<&Lineage>,
+    records: &[Entry],
+    sidecar: &Sidecar,
+    in_range: &dyn Fn(usize, &Entry) -> bool,
+) -> Vec<RecordStatus> {
+    let mut verdicts = Verdicts::default();
+    let part = Part {
+        lineage,
+        in_range,
+        chunk: VERIFY_CHUNK,
+    };
+    verify_judged(trust, records, sidecar, &part, &mut verdicts)
+}
+
+/// What [`verify_judged`] checks of the records it is given.
+pub struct Part<'a> {
+    /// The document's lineage (its transcript's first record), which
+    /// `/2` signatures and `/3` approvals must have bound.
+    pub lineage: Option<&'a Lineage>,
+    /// Whether a record (by index into the records given) is in the
+    /// checked range.
+    pub in_range: &'a dyn Fn(usize, &Entry) -> bool,
+    /// How many records' signatures are verified at a time.
+    pub chunk: usize,
+}
+
+/// [`verify_chunked`] of some of a transcript's records (with `part`'s
+/// lineage, that of the whole transcript), with the verdicts of the
+/// approvals judged before (by their index in `sidecar.approvals`), to
+/// which the ones judged now are added: an approval named by records of
+/// many parts of a history is judged once, with the records it names read
+/// once.
 pub fn verify_judged(
     trust: &Trust,
     transcript: &[Entry],
     sidecar: &Sidecar,
-    in_range: &dyn Fn(usize, &Entry) -> bool,
-    chunk: usize,
+    part: &Part<'_>,
     verdicts: &mut Verdicts,
 ) -> Vec<RecordStatus> {
+    let (lineage, in_range, chunk) = (part.lineage, part.in_range, part.chunk);
     let mut sigs: HashMap<&str, Vec<(usize, &super::sidecar::RecordSignature)>> =
         HashMap::default();
     for (i, (_, s)) in sidecar.signatures.iter().enumerate() {
@@ -509,7 +584,7 @@ pub fn verify_judged(
         trust,
         sigs,
         repeats,
-        approvals: Approvals::new(trust, sidecar, verdicts),
+        approvals: Approvals::new(trust, lineage, sidecar, verdicts),
     };
     let wanted: Vec<usize> = (origins.iter().enumerate())
         .filter(|(i, o)| in_range(*i, o.entry))
@@ -517,7 +592,7 @@ pub fn verify_judged(
         .collect();
     let mut out = Vec::with_capacity(wanted.len());
     for chunk in wanted.chunks(chunk.max(1)) {
-        let checked = verify_chunk(&origins, chunk, &judge.sigs, &judge.repeats);
+        let checked = verify_chunk(lineage, &origins, chunk, &judge.sigs, &judge.repeats);
         for (&n, checked) in chunk.iter().zip(checked) {
             out.push(judge.status(&origins[n], &checked, &by_op_id));
         }
@@ -608,11 +683,21 @@ fn note_signer(
     status: &mut RecordStatus,
     e: &Entry,
     rec: &Record,
-    signer: Result<String, (&'static str, String)>,
+    signer: Result<(String, bool), (&'static str, String)>,
     signatures: SignatureLevel,
 ) {
     match signer {
-        Ok(p) => {
+        Ok((p, unbound)) => {
+            if unbound {
+                let message = format!(
+                    "signed by {p} as {}, which binds no document: it says the record was made on {}, which only the record claims",
+                    super::canonical::RECORD_PAYLOAD,
+                    rec.doc_uri
+                );
+                status
+                    .problems
+                    .push(problem(e, "warning", codes::UNBOUND, message));
+            }
             if !signer_matches_actor(&p, &rec.actor.name) {
                 let message = format!(
                     "signed by {p}, but the record names {} {} as its actor: the verified signer is {p}",

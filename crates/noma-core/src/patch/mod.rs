@@ -231,9 +231,8 @@ fn apply_value(memo: &mut ParseMemo, source: &str, value: &Value) -> OpResult<St
         // Works on the file's bytes (BOM included), never on the parse.
         return replace_lines::replace_lines(source, *line, old, new);
     }
-    if let Op::RemoveDocument = op {
-        // Whatever the document held, its removal leaves no bytes.
-        return Ok(String::new());
+    if let Op::RemoveDocument { sha256 } = &op {
+        return remove_document::remove(source, sha256.as_deref());
     }
     let (bom, body) = match source.strip_prefix('\u{feff}') {
         Some(rest) => (true, rest),
@@ -341,7 +340,7 @@ fn dispatch(ctx: &Ctx<'_>, op: &Op) -> OpResult<String> {
             position,
         } => move_block::move_block(ctx, id, parent, *position),
         // Handled in `apply_value` on the whole source, before any parse.
-        Op::ReplaceLines { .. } | Op::RemoveDocument => fail(
+        Op::ReplaceLines { .. } | Op::RemoveDocument { .. } => fail(
             PatchErrorCode::UnsupportedOp,
             "the extension ops apply to the whole source",
         ),

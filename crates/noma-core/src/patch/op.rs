@@ -324,7 +324,12 @@ pub enum Op {
     },
     /// The extension op [`super::REMOVE_DOCUMENT`] (not in the v1.0
     /// catalogue): the document's final record.
-    RemoveDocument,
+    RemoveDocument {
+        /// The sha256 of the document it removes (absent in removals
+        /// written before the field existed): the op applies only to that
+        /// state, so a signed removal names what it removes.
+        sha256: Option<String>,
+    },
 }
 
 /// The `op` field of an op object, if it is a string.
@@ -437,7 +442,7 @@ fn op_fields(name: &str) -> Option<&'static [&'static str]> {
         "insert_table_column" | "insert_dataset_column" => &["id", "column", "header", "cells"],
         "delete_table_column" | "delete_dataset_column" => &["id", "column"],
         super::replace_lines::REPLACE_LINES => &["line", "old", "new"],
-        super::remove_document::REMOVE_DOCUMENT => &[],
+        super::remove_document::REMOVE_DOCUMENT => &["sha256"],
         _ => return None,
     })
 }
@@ -624,7 +629,7 @@ impl Op {
             Op::DeleteDatasetColumn { .. } => "delete_dataset_column",
             Op::MoveBlock { .. } => "move_block",
             Op::ReplaceLines { .. } => super::replace_lines::REPLACE_LINES,
-            Op::RemoveDocument => super::remove_document::REMOVE_DOCUMENT,
+            Op::RemoveDocument { .. } => super::remove_document::REMOVE_DOCUMENT,
         }
     }
 
@@ -639,7 +644,7 @@ impl Op {
             Op::AddComment { target, .. }
             | Op::AddNote { target, .. }
             | Op::AddChangeRequest { target, .. } => target,
-            Op::ReplaceLines { .. } | Op::RemoveDocument => return None,
+            Op::ReplaceLines { .. } | Op::RemoveDocument { .. } => return None,
             Op::ReplaceBlock { id, .. }
             | Op::DeleteBlock { id }
             | Op::UpdateAttribute { id, .. }
@@ -743,7 +748,9 @@ impl Fields<'_> {
                 old: self.str("old")?,
                 new: self.str("new")?,
             },
-            super::remove_document::REMOVE_DOCUMENT => Op::RemoveDocument,
+            super::remove_document::REMOVE_DOCUMENT => Op::RemoveDocument {
+                sha256: self.opt_str("sha256")?,
+            },
             _ => return Ok(None),
         }))
     }

@@ -13,6 +13,7 @@ use crate::diag::{Diagnostic, Summary};
 use crate::doc::hash::sha256_hex;
 
 pub mod capability_descriptor;
+pub mod genesis;
 pub mod prefix;
 pub mod replay;
 pub mod schema;

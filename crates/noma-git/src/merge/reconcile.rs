@@ -722,6 +722,17 @@ fn check_history(
     head_doc: &str,
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) {
+    if files.head_t.is_none() && files.mb_t.is_some() {
+        // A guarded document's history may not be dropped, even while
+        // the document stays.
+        rep.append_only = false;
+        rep.findings.push(finding(
+            "error",
+            removal::TRANSCRIPT_REMOVED,
+            &files.tpath,
+            "the transcript, which the merge base has, is deleted while the document stays (transcripts are append-only)".into(),
+        ));
+    }
     let (prefix, head_tb) = (files.prefix(), files.head_transcript());
     let succ = (!head_tb.starts_with(prefix))
         .then(|| noma_merge::lineage::check(prefix, head_tb, head_doc, find));

@@ -101,7 +101,15 @@ impl Plan {
     /// sidecar; returns the sidecar's path.
     pub fn approve(&self, doc: &Path) -> Result<PathBuf, String> {
         let records: Vec<&Record> = self.pending().into_iter().map(|e| &e.record).collect();
-        approval::write(&self.signer, doc, &self.transcript, &records).map_err(|e| e.to_string())
+        let Some(first) = self.entries.first() else {
+            return Err(format!(
+                "{}: no record to approve",
+                self.transcript.display()
+            ));
+        };
+        let lineage = noma_provenance::canonical::Lineage::of(&first.record);
+        approval::write(&self.signer, doc, &self.transcript, &records, &lineage)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -325,7 +325,17 @@ pub(crate) fn check_worktree_shown(
     let entries = related(&ops)?;
     let lines: HashSet<usize> = shown.iter().map(|e| e.line).collect();
     let in_range = |_: usize, e: &Entry| lines.contains(&e.line);
-    let mut statuses = verify_where(&trust, &entries, &side, &in_range);
+    // `entries` are some of the transcript's records: the lineage is its
+    // first record's.
+    let tpath = noma_store::engine::default_transcript_path(doc);
+    let first = match noma_store::fsio::open_lines(&tpath) {
+        Ok(mut r) => noma_core::transcript::genesis::first_record_in(&mut r)
+            .map_err(|e| format!("{}: {e}", tpath.display()))?,
+        Err(_) => None,
+    };
+    let lineage = first.map(|r| canonical::Lineage::of(&r));
+    let mut statuses =
+        noma_provenance::verify::verify_part(&trust, lineage.as_ref(), &entries, &side, &in_range);
     super::adoption::mark_pre_policy_of(doc, &mut statuses, || {
         (entries.iter())
             .filter(|e| lines.contains(&e.line))

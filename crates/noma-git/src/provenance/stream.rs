@@ -26,10 +26,11 @@ use std::path::Path;
 use super::adoption::PrePolicy;
 use super::check::{sidecar_problem, worktree_trust};
 use noma_core::transcript::{parse_record, Entry};
+use noma_provenance::canonical::Lineage;
 use noma_provenance::canonical::{fingerprint, origin_op_id};
 use noma_provenance::sidecar::{sidecar_path, Approval, Sidecar, SidecarEntry, SidecarError};
 use noma_provenance::signers::SignersWarning;
-use noma_provenance::verify::{verify_judged, Problem, RecordStatus, Trust, Verdicts};
+use noma_provenance::verify::{verify_judged, Part, Problem, RecordStatus, Trust, Verdicts};
 use noma_store::engine::default_transcript_path;
 
 /// Records verified, and their statuses handed on, at a time.
@@ -64,6 +65,9 @@ struct Records {
     lines: Vec<Span>,
     /// (fingerprint of the op each line stands for, its index), sorted.
     by_origin: Vec<(u64, usize)>,
+    /// The document's lineage (its first record), read with the first
+    /// chunk.
+    lineage: Option<Lineage>,
 }
 
 impl<'d> WorktreeStream<'d> {
@@ -87,6 +91,7 @@ impl<'d> WorktreeStream<'d> {
                 file,
                 lines,
                 by_origin,
+                lineage: None,
             }),
             side,
             pre: PrePolicy::new(doc),
@@ -151,6 +156,10 @@ impl Records {
         verdicts: &mut Verdicts,
         range: std::ops::Range<usize>,
     ) -> Result<(Vec<RecordStatus>, Vec<Option<String>>), String> {
+        if self.lineage.is_none() && !self.lines.is_empty() {
+            let first = read_run(&mut self.file, &self.lines, 0..1)?;
+            self.lineage = first.first().map(|e| Lineage::of(&e.record));
+        }
         let shown = read_run(&mut self.file, &self.lines, range.clone())?;
         let origins: Vec<Option<String>> = (shown.iter())
             .map(|e| Some(origin_op_id(&e.record).to_string()))
@@ -175,7 +184,12 @@ impl Records {
         entries.sort_by_key(|e| e.line);
         let (first, last) = (range.start + 1, range.end);
         let in_range = |_: usize, e: &Entry| (first..=last).contains(&e.line);
-        let statuses = verify_judged(trust, &entries, &chunk_side, &in_range, CHUNK, &mut local);
+        let part = Part {
+            lineage: self.lineage.as_ref(),
+            in_range: &in_range,
+            chunk: CHUNK,
+        };
+        let statuses = verify_judged(trust, &entries, &chunk_side, &part, &mut local);
         verdicts.extend(local.into_iter().map(|(j, v)| (naming[j], v)));
         Ok((statuses, origins))
     }

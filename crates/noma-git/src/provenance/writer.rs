@@ -19,15 +19,21 @@ use noma_store::engine::BeforeAppend;
 /// records themselves (so a kill between the two leaves a signature of a
 /// record that never was, never a record whose signature was lost).
 pub(crate) fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
-    BeforeAppend(Arc::new(move |doc: &Path, records: &[Record]| {
-        let entries = signer
-            .sign_records(records)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let path = sidecar::sidecar_path(doc);
-        // The engine names the transcript; the refusal is the sidecar's.
-        sidecar::append(&path, &entries)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
-    }))
+    BeforeAppend(Arc::new(
+        move |doc: &Path, records: &[Record], first: Option<&Record>| {
+            let Some(first) = first else {
+                return Ok(());
+            };
+            let lineage = noma_provenance::canonical::Lineage::of(first);
+            let entries = signer
+                .sign_records(records, &lineage)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let path = sidecar::sidecar_path(doc);
+            // The engine names the transcript; the refusal is the sidecar's.
+            sidecar::append(&path, &entries)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        },
+    ))
 }
 
 /// The signer a writer of `doc` uses: from `flag` (`--key`), the

@@ -383,7 +383,7 @@ fn record_after(
     let mut locked = lock_unchanged(doc_path, tpath, prior, text)?;
     let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
     check_plan(&plan, text)?;
-    before(before_append, doc_path, &plan.records)?;
+    before(before_append, (doc_path, tpath), &plan.records)?;
     let bytes = engine::chain_and_serialise(&mut plan.records, prior.last_line_sha());
     // The document already holds the edit: the request changes no bytes
     // of it, so the marker's pre- and post-state are the same.
@@ -503,12 +503,17 @@ pub(crate) fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
 /// Runs the caller's step on the records before they are appended.
 fn before(
     step: Option<&engine::BeforeAppend>,
-    doc_path: &Path,
+    (doc_path, tpath): (&Path, &Path),
     records: &[Record],
 ) -> Result<(), CannotRun> {
     match step {
         Some(engine::BeforeAppend(step)) => {
-            step(doc_path, records).map_err(|source| CannotRun::CannotSign {
+            let first =
+                engine::genesis_after(tpath, records).map_err(|source| CannotRun::CannotSign {
+                    path: tpath.to_path_buf(),
+                    source,
+                })?;
+            step(doc_path, records, first.as_ref()).map_err(|source| CannotRun::CannotSign {
                 path: doc_path.to_path_buf(),
                 source,
             })

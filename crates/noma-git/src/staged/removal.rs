@@ -16,6 +16,8 @@ use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
 
 /// The code of a guarded document deleted without a removal record.
 const DOCUMENT_REMOVED: &str = "document-removed";
+/// The code of a guarded transcript deleted.
+pub(super) const TRANSCRIPT_REMOVED: &str = "transcript-removed";
 
 /// Checks `doc` (at `head_path` in the reference commit), which the
 /// index does not hold, into `report`.
@@ -45,6 +47,7 @@ pub(super) fn check_missing(
         let moved = (staged.changes.iter()).any(|c| c.old_path.as_deref() == Some(doc));
         if !moved {
             report.findings.extend(unrecorded_removal(g, doc)?);
+            report.findings.extend(erased_tombstone(g, doc)?);
         }
         return Ok(());
     }
@@ -85,6 +88,35 @@ fn unrecorded_removal(g: &Guard<'_>, doc: &str) -> Result<Option<Finding>, GitEr
         f.blocking = false;
     }
     Ok(Some(f))
+}
+
+/// The finding for the tombstone of `doc` (absent in the reference
+/// commit, its transcript there) deleted: a removed document's history is
+/// append-only like any other, and without it nothing says it existed.
+fn erased_tombstone(g: &Guard<'_>, doc: &str) -> Result<Option<Finding>, GitError> {
+    let tpath = transcript_path(doc);
+    if g.reference_blob(doc)?.is_some() || g.reference_blob(&tpath)?.is_none() {
+        return Ok(None);
+    }
+    let side = noma_provenance::sidecar::sidecar_rel(doc);
+    let mut restore = vec![shell_word(&tpath)];
+    if g.reference_blob(&side)?.is_some() {
+        restore.push(shell_word(&side));
+    }
+    Ok(Some(
+        Finding::error(
+            super::removal::TRANSCRIPT_REMOVED,
+            &tpath,
+            None,
+            format!(
+                "the tombstone of {doc} (its transcript) is deleted: a removed document's history is append-only; it stays to say who removed it"
+            ),
+        )
+        .fix(format!(
+            "git restore --staged --worktree --source=HEAD -- {}",
+            restore.join(" ")
+        )),
+    ))
 }
 
 /// Whether the reference commit's policy says `signatures: required`

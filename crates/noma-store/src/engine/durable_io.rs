@@ -78,7 +78,12 @@ pub fn remove_file(doc_path: &Path, opts: &Options) -> Result<Outcome, EngineErr
     };
     let mut in_place = opts.clone();
     in_place.write = WriteMode::InPlace;
-    let outcome = patch_in_place(doc_path, ctx, &[noma_core::patch::removal_op()], &in_place)?;
+    // The op names the state it removes; a document that changes before
+    // the transcript's lock is taken fails the op (sha_mismatch), never
+    // records a removal of a state nobody saw.
+    let source = fsio::read_regular(doc_path).map_err(io_err("cannot read", doc_path))?;
+    let removal = noma_core::patch::removal_op(&String::from_utf8_lossy(&source));
+    let outcome = patch_in_place(doc_path, ctx, &[removal], &in_place)?;
     let removed = outcome.accepted
         && outcome
             .records
@@ -186,7 +191,10 @@ fn patch_in_place(
     let (recovery, source) = recover_and_read(doc_path, &mut locked, &mut ctx, opts)?;
     let mut plan = plan(&source, &ctx, ops, opts);
     if let Some(BeforeAppend(step)) = &opts.before_append {
-        step(doc_path, &plan.records).map_err(io_err("cannot sign the records", &tpath))?;
+        let first =
+            super::genesis_after(&tpath, &plan.records).map_err(io_err("cannot read", &tpath))?;
+        step(doc_path, &plan.records, first.as_ref())
+            .map_err(io_err("cannot sign the records", &tpath))?;
     }
     let changed = plan.accepted && plan.new_text != source;
     let last_line = recovery.last_line_sha256.clone();

@@ -141,9 +141,23 @@ pub struct Options {
     pub before_append: Option<BeforeAppend>,
 }
 
-/// The function of a [`BeforeAppend`]: given the document path and the
-/// records about to be appended.
-pub type BeforeAppendFn = dyn Fn(&Path, &[Record]) -> std::io::Result<()> + Send + Sync;
+/// The function of a [`BeforeAppend`]: given the document path, the
+/// records about to be appended and the transcript's first record once
+/// they are (its own, or the first of them for a new transcript; None when
+/// there is neither), which names the document's lineage.
+pub type BeforeAppendFn =
+    dyn Fn(&Path, &[Record], Option<&Record>) -> std::io::Result<()> + Send + Sync;
+
+/// The first record of the transcript at `tpath` once `records` are
+/// appended to it: its own first record, else the first of `records`.
+pub fn genesis_after(tpath: &Path, records: &[Record]) -> std::io::Result<Option<Record>> {
+    let own = match crate::fsio::open_lines(tpath) {
+        Ok(mut r) => noma_core::transcript::genesis::first_record_in(&mut r)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    Ok(own.or_else(|| records.first().cloned()))
+}
 
 /// A shell's step between planning a request's records and appending them
 /// ([`Options::before_append`]).

@@ -110,7 +110,7 @@ mod tests {
         assert!(noma_core::patch::apply_one("", &lines).is_ok());
         let e = check_request(&[lines]).unwrap_err();
         assert!(e.message.contains("noma record"), "{e}");
-        let e = check_request(&[noma_core::patch::removal_op()]).unwrap_err();
+        let e = check_request(&[noma_core::patch::removal_op("")]).unwrap_err();
         assert!(e.message.contains("noma rm"), "{e}");
         let e = check_request(&[json!({"op":"explode","id":"a"})]).unwrap_err();
         assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);

@@ -8,7 +8,7 @@
 //! signatures (nobody signed the removal), else a warning; a removed
 //! document that never had a transcript is listed with a note.
 
-use super::{finding, Branch, DocReport, ReconcileError};
+use super::{finding, Branch, DocReport, Finding, ReconcileError};
 use noma_core::diag::shell_word;
 use noma_core::transcript::{tombstone, transcript_path};
 use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
@@ -19,6 +19,16 @@ pub(super) const RECORDED: &str = "recorded";
 pub(super) const UNRECORDED: &str = "unrecorded";
 /// The code that lists a removed document.
 pub const DOCUMENT_REMOVED: &str = "document-removed";
+/// The code of a guarded transcript or sidecar the branch deleted.
+pub const TRANSCRIPT_REMOVED: &str = "transcript-removed";
+/// The code of a transcript that does not continue the merge base's.
+pub const TRANSCRIPT_REWRITTEN: &str = "transcript-rewritten";
+
+/// How many whole lines `a` and `b` share from their start.
+fn common_lines(a: &[u8], b: &[u8]) -> usize {
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    a[..same].iter().filter(|&&c| c == b'\n').count()
+}
 
 impl Branch<'_> {
     /// The report of `path`, absent at HEAD: `None` when it is the old
@@ -51,8 +61,15 @@ impl Branch<'_> {
             rep.findings.insert(0, note);
             return Ok(Some(rep));
         }
+        let erased = self.erased_history(path, &tpath, head_t.as_deref());
         if self.blob(self.merge_base, path).is_none() {
-            return Ok(None);
+            // A tombstone at the merge base: its history must stay.
+            return Ok((!erased.is_empty()).then(|| {
+                let mut rep = DocReport::unchecked(path);
+                rep.append_only = false;
+                rep.findings = erased;
+                rep
+            }));
         }
         let guarded = self.blob(self.merge_base, &tpath).is_some();
         let level = match (guarded, self.base_requires_signatures()) {
@@ -83,7 +100,72 @@ impl Branch<'_> {
         rep.removed = Some(UNRECORDED);
         rep.findings
             .push(finding(level, DOCUMENT_REMOVED, path, message));
+        // A removal without a record is judged above; what it did to the
+        // history it kept is judged here.
+        let cut: Vec<Finding> = (erased.into_iter())
+            .filter(|f| f.code == TRANSCRIPT_REWRITTEN)
+            .collect();
+        rep.append_only &= cut.is_empty();
+        rep.findings.extend(cut);
         Ok(Some(rep))
+    }
+
+    /// The history of `path` (absent at HEAD) the branch erased: its
+    /// transcript `tpath` or sidecar, which the merge base has, deleted
+    /// (`transcript-removed`), or the transcript no longer starting with
+    /// the merge base's (`transcript-rewritten`: cut before its removal
+    /// record, or edited). A tombstone is history like any transcript, so
+    /// it is append-only too; without this, deleting one left nothing to
+    /// check.
+    fn erased_history(&self, path: &str, tpath: &str, head_t: Option<&[u8]>) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let restore = |p: &str| {
+            format!(
+                "git restore --source={} -- {}",
+                shell_word(self.base_rev),
+                shell_word(p)
+            )
+        };
+        if let Some(mb_t) = self.blob(self.merge_base, tpath) {
+            match head_t {
+                None => out.push(finding(
+                    "error",
+                    TRANSCRIPT_REMOVED,
+                    tpath,
+                    format!(
+                        "the transcript of {path}, which the merge base has, is deleted: a document's history (a tombstone's too) is append-only; fix: {}",
+                        restore(tpath)
+                    ),
+                )),
+                Some(t) if !t.starts_with(&mb_t) => {
+                    let mut f = finding(
+                        "error",
+                        TRANSCRIPT_REWRITTEN,
+                        tpath,
+                        format!(
+                            "the transcript of {path} no longer starts with the merge base's: its records were cut or edited (a document's history, a tombstone's too, is append-only); fix: {}",
+                            restore(tpath)
+                        ),
+                    );
+                    f.line = Some(common_lines(&mb_t, t) + 1);
+                    out.push(f);
+                }
+                Some(_) => {}
+            }
+        }
+        let side = noma_provenance::sidecar::sidecar_rel(path);
+        if self.blob(self.merge_base, &side).is_some() && self.blob(self.head, &side).is_none() {
+            out.push(finding(
+                "error",
+                TRANSCRIPT_REMOVED,
+                &side,
+                format!(
+                    "the provenance sidecar of {path}, which the merge base has, is deleted: the signatures of its history must stay; fix: {}",
+                    restore(&side)
+                ),
+            ));
+        }
+        out
     }
 
     /// Whether the base revision's policy says `signatures: required` (an

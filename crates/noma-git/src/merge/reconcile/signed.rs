@@ -35,7 +35,7 @@ use noma_core::transcript::replay::op_id_fingerprint;
 use noma_core::transcript::{parse_record, split_lines, transcript_path, Entry};
 use noma_provenance::canonical::origin_op_id;
 use noma_provenance::sidecar::{sidecar_rel, Sidecar};
-use noma_provenance::verify::verify_where;
+use noma_provenance::verify::verify_part;
 use noma_provenance::ALLOWED_SIGNERS_PATH;
 
 /// The sidecar key of a merge base without a sidecar.
@@ -278,7 +278,16 @@ impl Branch<'_> {
         {
             return None; // the branch re-signs or re-approves a base record
         }
-        let check = self.judge(&tpath, &entries, &side)?;
+        // The tail starts after the first record, which names the
+        // document's lineage.
+        let first = self.repo.blob_stream(ids.head).ok().and_then(|s| {
+            let mut r = std::io::BufReader::new(s);
+            noma_core::transcript::genesis::first_record_in(&mut r)
+                .ok()
+                .flatten()
+        });
+        let lineage = first.map(|r| noma_provenance::canonical::Lineage::of(&r));
+        let check = self.judge(&tpath, (lineage.as_ref(), &entries), &side)?;
         Some(Appended::Signed(count, Box::new(check)))
     }
 
@@ -318,7 +327,12 @@ impl Branch<'_> {
     /// sidecar appends (`side`), trusting the base revision, as
     /// [`crate::provenance::check::branch_check`] reports them. None when
     /// the trust cannot be read: the whole check names that.
-    fn judge(&self, tpath: &str, entries: &[Entry], side: &Sidecar) -> Option<BranchCheck> {
+    fn judge(
+        &self,
+        tpath: &str,
+        (lineage, entries): (Option<&noma_provenance::canonical::Lineage>, &[Entry]),
+        side: &Sidecar,
+    ) -> Option<BranchCheck> {
         let blob = |p: &str| self.repo.blob_at(self.base_tip, p).ok().flatten();
         let mut trust = trust_from(
             blob(noma_provenance::config::CONFIG_PATH).as_deref(),
@@ -326,7 +340,7 @@ impl Branch<'_> {
         )
         .ok()??;
         trust.not_after = self.repo.commit_time(self.head);
-        let records = verify_where(&trust, entries, side, &|_, _| true);
+        let records = verify_part(&trust, lineage, entries, side, &|_, _| true);
         Some(BranchCheck::located(
             signer_warnings(&trust),
             records,

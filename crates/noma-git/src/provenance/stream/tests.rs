@@ -86,7 +86,12 @@ fn streamed_statuses_are_the_whole_checks() {
     // covers both.
     let (r2, r5) = (&t[1].record, &t[4].record);
     let both = person()
-        .approve("doc.noma", &[r2, r5], &r5.post_sha256)
+        .approve(
+            "doc.noma",
+            &[r2, r5],
+            &r5.post_sha256,
+            &noma_provenance::tests::lin(),
+        )
         .unwrap();
     let mut more = lines.concat();
     more.push_str(&both.to_line());
