@@ -822,7 +822,14 @@ fn replay_case(snap: &Snap, doc: &str, src: &Src, as_copy: bool, from: &str) -> 
     changes.insert(format!("{doc}.provenance"), Some(joined(&side)));
     let kind = if as_copy { "merge copy" } else { "verbatim" };
     let op = src.rec["op"]["op"].as_str().unwrap_or("?");
-    let same_path = if src.doc == doc { ", same path" } else { "" };
+    // Another lineage at this very path (a document another branch
+    // created under the same name).
+    let other_lineage = snap.lineage(doc).is_some_and(|l| l != src.lineage);
+    let same_path = if src.doc == doc && other_lineage {
+        ", same path"
+    } else {
+        ""
+    };
     Some(Case {
         base: snap.sha.clone(),
         branch: snap.branch.clone(),
