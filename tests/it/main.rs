@@ -27,6 +27,7 @@ mod editors;
 mod engine_concurrency;
 mod engine_crash;
 mod false_pass;
+mod forgery_gen;
 mod github_update;
 mod help_adopt;
 mod hook_append;
