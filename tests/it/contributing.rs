@@ -37,7 +37,7 @@ fn prose(text: &str) -> String {
 fn code_spans(text: &str) -> Option<Vec<String>> {
     let prose = prose(text);
     let parts: Vec<&str> = prose.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return None;
     }
     Some(
