@@ -133,3 +133,122 @@ fn a_record_forged_on_the_merged_in_side_is_still_refused_by_the_hook() {
     assert!(out.contains("the branch being merged"), "{out}");
     r.ok(&["merge", "--abort"]);
 }
+
+/// The document with blocks `a` and `b` holding `a` and `b`.
+fn doc_with(a: &str, b: &str) -> String {
+    DOC.replace("alpha", a).replace("beta", b)
+}
+
+/// The records of `rev`'s transcript.
+fn records_at(r: &Repo, rev: &str) -> Vec<serde_json::Value> {
+    r.ok(&["show", &format!("{rev}:plan.noma.patches")])
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A branch and main that both patched block `a` (main patched `b` too),
+/// and `git merge main` on the branch stopped on the conflict; returns the
+/// repository, what the merge printed, and main's record of `a`.
+fn merged_main_with_a_conflict() -> (Repo, String, serde_json::Value) {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.agent_patch("plan.noma", &body_op("b", "beta, main's"));
+    r.commit_all("main: a and b");
+    let theirs = records_at(&r, "main")
+        .into_iter()
+        .find(|rec| rec["op"]["content"] == "alpha, main's")
+        .unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    assert!(r.read("plan.noma").contains("::conflict"), "{out}");
+    (r, out, theirs)
+}
+
+/// What must hold once the merge of main is committed: the PR check
+/// passes, the document replays, every record of main is on the branch
+/// (as itself or as a copy), and plain git merges the branch into main.
+fn assert_first_class(r: &Repo, want_a: &str) {
+    assert!(r.read("plan.noma").contains(want_a));
+    assert!(r.read("plan.noma").contains("beta, main's"));
+    let (code, out) = reconcile(r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    let ours = records_at(r, "HEAD");
+    for rec in records_at(r, "main") {
+        let id = &rec["op_id"];
+        assert!(
+            ours.iter()
+                .any(|o| o["op_id"] == *id || o["parent_op_id"] == *id),
+            "main's record {id} was lost"
+        );
+    }
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+#[test]
+fn merging_main_and_keeping_ours_passes_the_pr_check() {
+    let (r, _, _) = merged_main_with_a_conflict();
+    // Ours is the first fenced version: the state the transcript ends at.
+    r.write(
+        "plan.noma",
+        &doc_with("alpha, the branch's", "beta, main's"),
+    );
+    r.commit_all("merge main, keeping ours");
+    assert_first_class(&r, "alpha, the branch's");
+}
+
+#[test]
+fn merging_main_and_keeping_theirs_by_the_printed_command_passes_the_pr_check() {
+    let (r, out, _) = merged_main_with_a_conflict();
+    r.write("plan.noma", &doc_with("alpha, main's", "beta, main's"));
+    // The driver's own fix, run as printed.
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("fix: once no ::conflict block is left, "))
+        .and_then(|(_, rest)| rest.split_once(", before"))
+        .map(|(cmd, _)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert_ran(&o);
+    assert_first_class(&r, "alpha, main's");
+}
+
+#[test]
+fn merging_main_and_reapplying_theirs_as_the_agent_passes_the_pr_check() {
+    let (r, _, theirs) = merged_main_with_a_conflict();
+    r.write(
+        "plan.noma",
+        &doc_with("alpha, the branch's", "beta, main's"),
+    );
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--actor-kind",
+        "agent",
+        "--actor-name",
+        "bot",
+        "--parent-op-id",
+        theirs["op_id"].as_str().unwrap(),
+        "--reason",
+        "merge main: its a wins",
+        "--op",
+        &body_op("a", "alpha, main's"),
+    ]);
+    assert_ran(&o);
+    r.commit_all("merge main, main's a re-applied");
+    assert_first_class(&r, "alpha, main's");
+    // The resolution is the branch's, and the agent's.
+    let last = records_at(&r, "HEAD").pop().unwrap();
+    assert_eq!(last["actor"]["kind"], "agent");
+    assert_eq!(last["parent_op_id"], theirs["op_id"]);
+}
