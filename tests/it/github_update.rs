@@ -424,3 +424,47 @@ fn the_update_workflow_checks_members_in_the_job_and_queues_per_pull_request() {
         );
     }
 }
+
+#[test]
+fn a_branch_older_than_a_signer_main_added_is_updated_and_pushed() {
+    use crate::merge_main::{add_signer, body_op as op, signed_patch, signed_repo};
+    let (dev, alice) = signed_repo();
+    let remote = tempfile::tempdir().unwrap();
+    git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+    dev.ok(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
+    dev.ok(&["push", "-q", "origin", "main"]);
+    dev.ok(&["checkout", "-q", "-b", "pr"]);
+    signed_patch(&dev, &alice, "alice", &op("a", "alpha, measured"));
+    dev.commit_all("pr: a measured");
+    dev.ok(&["push", "-q", "origin", "pr"]);
+    // Main moves on: carol joins and signs a record of her own.
+    dev.ok(&["checkout", "-q", "main"]);
+    let carol = add_signer(&dev, "carol");
+    signed_patch(&dev, &carol, "carol", &op("b", "beta, by carol"));
+    dev.commit_all("carol: b");
+    dev.ok(&["push", "-q", "origin", "main"]);
+    let hub = Hub { dev, remote };
+    assert!(hub.github_merge().is_err(), "plain git must conflict");
+    let before = hub.rev("pr");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "5\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    let out = text(&o);
+    assert!(out.contains("merged `main` into #5 (pr)"), "{out}");
+    assert!(!out.contains("signer-not-allowed"), "{out}");
+    git_in(
+        hub.remote(),
+        &["merge-base", "--is-ancestor", &before, "pr"],
+    );
+    git_in(hub.remote(), &["merge-base", "--is-ancestor", "main", "pr"]);
+    hub.github_merge().expect("plain git merges the updated PR");
+
+    // The PR check of the updated branch, trusting main's file.
+    let check_tmp = tempfile::tempdir().unwrap();
+    let check = hub.checkout(&check_tmp);
+    git_in(&check, &["checkout", "-q", "pr"]);
+    let o = run_at(&check, NOMA, &["reconcile", "--base", "origin/main"]);
+    assert_ran(&o);
+}

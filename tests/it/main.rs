@@ -54,6 +54,7 @@ mod mcp_sdk_py;
 mod mcp_stdio;
 mod merge_everyday;
 mod merge_git;
+mod merge_main;
 mod merge_props;
 mod mistakes;
 mod no_synth;

@@ -158,8 +158,17 @@ fn approvals_survive_a_conflicted_merge_that_drops_one_approved_record() {
     r.ok(&["add", "-A"]);
     let o = r.git(&["commit", "-q", "--no-edit"]);
     assert_ran(&o);
-    // The genesis, alice's record and the copy of agent c1's.
-    assert_eq!(r.read("plan.noma.patches").lines().count(), 3);
+    // The genesis, alice's record, the copy of agent c1's and the
+    // rejected copy of agent c2's (kept, not applied).
+    let t = r.read("plan.noma.patches");
+    assert_eq!(t.lines().count(), 4);
+    assert!(
+        t.lines()
+            .last()
+            .unwrap()
+            .contains("\"patch_result\":\"rejected\""),
+        "{t}"
+    );
     let o = r.noma(&["replay", "plan.noma"]);
     assert_ran(&o);
     let (code, out) = s.reconcile();

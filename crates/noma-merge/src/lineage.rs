@@ -14,7 +14,9 @@
 //!    what a textual union of two forks looks like);
 //! 2. every record of `old` after the two transcripts' longest common line
 //!    prefix is still in `new` after it, as the same op: a record with the
-//!    same *origin*, the same `patch_result` and the same op (its
+//!    same *origin*, the same `patch_result` (or a rejected copy: an op
+//!    of the other side that conflicted in a merge, kept but not applied)
+//!    and the same op (its
 //!    `baseHash`, and an `add_block` `position`, may be recomputed, and a
 //!    copy may name a block by the id the other side renamed it to), but
 //!    never the same `op_id` on different bytes (that is a committed line
@@ -298,7 +300,7 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
             ));
         }
         let kept = by_origin.get(origin(r)).is_some_and(|n| {
-            n.patch_result == r.patch_result
+            (n.patch_result == r.patch_result || conflicted_copy(n))
                 && (op_key(&n.op) == op_key(&r.op)
                     // A copy follows a block the other side renamed.
                     || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
@@ -312,6 +314,14 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A rejected copy: the merge driver's record of an op of the other side
+/// that conflicted and was not applied. It keeps the op (rule 2), whatever
+/// its original's result was: the person resolving the conflict records
+/// what they keep after it.
+fn conflicted_copy(n: &Record) -> bool {
+    n.patch_result == noma_core::transcript::PatchResult::Rejected && is_copy(n)
 }
 
 /// Rule 1: no origin occurs twice among `new`'s records.

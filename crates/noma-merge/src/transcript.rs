@@ -656,6 +656,7 @@ impl Rebase<'_> {
                 None => {
                     self.conflicts.push(c);
                     self.block(rec, &touched);
+                    self.carry_conflicted(rec);
                 }
             }
             return;
@@ -673,6 +674,7 @@ impl Rebase<'_> {
                 message: format!("no longer applies on our state ({})", rec.op_name()),
             });
             self.block(rec, &touched);
+            self.carry_conflicted(rec);
             return;
         };
         self.keep(rec, r, next_state);
@@ -725,6 +727,24 @@ impl Rebase<'_> {
         r.post_sha = r.pre_sha.clone();
         mark(&mut r, origin(rec));
         self.rebased.push((rec.op_id.clone(), r.op_id.clone()));
+        self.out.push(r);
+    }
+
+    /// A record of theirs that conflicts is carried as a rejected copy:
+    /// the transcript says their op was not applied here (whoever resolves
+    /// the conflict records what they keep after it), so it still holds
+    /// every op of both sides and succeeds theirs too (a branch that
+    /// merges main keeps main's records; see `crate::lineage`). It is not
+    /// counted among the rebased records.
+    fn carry_conflicted(&mut self, rec: &Record) {
+        let state_sha = sha256_hex(self.state.as_bytes());
+        let mut r = rec.clone();
+        r.patch_result = PatchResult::Rejected;
+        r.pre_sha256 = state_sha.clone();
+        r.post_sha256 = state_sha.clone();
+        r.pre_sha = short_sha(&state_sha).to_string();
+        r.post_sha = r.pre_sha.clone();
+        mark(&mut r, origin(rec));
         self.out.push(r);
     }
 

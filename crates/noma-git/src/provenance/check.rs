@@ -65,21 +65,6 @@ pub enum History<'a> {
     Of(&'a [u8]),
 }
 
-/// The statuses of the records of `transcript` past its `history`, with the records named in `touched` (op_ids whose
-/// sidecar lines changed, [`noma_provenance::sidecar_change::touched_op_ids`]) in the
-/// checked range too, history or not: a change to the sidecar alone
-/// re-signs, un-signs or re-approves them.
-pub(crate) fn check_after_touched(
-    trust: &Trust,
-    transcript: &[u8],
-    history: History<'_>,
-    sidecar: Option<&[u8]>,
-    touched: &HashSet<String>,
-) -> Result<Vec<RecordStatus>, Problem> {
-    let side = parse_sidecar(sidecar)?;
-    Ok(check_parsed(trust, transcript, history, &side, touched))
-}
-
 /// A sidecar's entries (none when there is no sidecar), or its
 /// [`SIDECAR_INVALID`] problem.
 pub(crate) fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
@@ -97,8 +82,12 @@ pub(crate) fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Prob
     }
 }
 
-/// [`check_after_touched`] against a sidecar already parsed, so its bytes
-/// need not be held while the records are parsed and verified.
+/// The statuses of the records of `transcript` past its `history`, with
+/// the records named in `touched` (op_ids whose sidecar lines changed,
+/// [`noma_provenance::sidecar_change::touched_op_ids`]) in the checked
+/// range too, history or not: a change to the sidecar alone re-signs,
+/// un-signs or re-approves them. Against a sidecar already parsed, so its
+/// bytes need not be held while the records are parsed and verified.
 pub(crate) fn check_parsed(
     trust: &Trust,
     transcript: &[u8],
@@ -555,6 +544,27 @@ pub(crate) fn rename_problem(
     ))
 }
 
+/// The parent a merge being committed brings in (MERGE_HEAD): the trust
+/// its own base files state (`None` when its policy turns provenance off)
+/// and the document's transcript and sidecar there.
+pub(crate) struct MergedIn<'a> {
+    /// MERGE_HEAD's policy and allowed signers.
+    pub trust: Option<&'a Trust>,
+    /// The document's transcript in MERGE_HEAD.
+    pub transcript: Option<&'a [u8]>,
+    /// The document's sidecar in MERGE_HEAD.
+    pub sidecar: Option<&'a [u8]>,
+}
+
+/// A problem of [`hook_problems`], and whether the record came with the
+/// merged-in parent (so its fix is on that side, not the committer's).
+pub(crate) struct HookProblem {
+    /// The problem, located in the transcript (or the sidecar).
+    pub located: Located,
+    /// The record is the merged-in parent's (or a faithful copy of one).
+    pub merged_in: bool,
+}
+
 /// The pre-commit and pre-merge-commit hooks' check of one staged
 /// document: the records its staged transcript adds to the reference
 /// commit's, and those whose sidecar lines the commit changed (the
@@ -562,12 +572,21 @@ pub(crate) fn rename_problem(
 /// sidecar. Signature problems only, at their level (errors block: a
 /// forgery, and under `required` an unsigned or untrusted record);
 /// approval is a review gate, never a commit gate.
+///
+/// During a merge (`merged_in`), a record the merged-in parent holds (as
+/// itself or as a faithful merge copy, proved as the PR check proves its
+/// history) was judged on that side, so it is judged by that side's trust,
+/// never by the reference commit's: a branch older than a key main added
+/// must be able to merge main. Only what the merge itself adds, and the
+/// records whose sidecar lines the merge changed against both parents, are
+/// judged by the reference commit's trust.
 pub(crate) fn hook_problems(
     trust: &Trust,
     doc: &str,
     [staged_transcript, reference_transcript]: [Option<&[u8]>; 2],
     [staged_sidecar, reference_sidecar]: [Option<&[u8]>; 2],
-) -> Vec<Located> {
+    merged_in: Option<MergedIn<'_>>,
+) -> Vec<HookProblem> {
     let Some(t) = staged_transcript else {
         return Vec::new();
     };
@@ -575,28 +594,93 @@ pub(crate) fn hook_problems(
     // committed bytes (a rewrite, which the guard blocks anyway) is
     // checked whole, so a forged committed line is named too.
     let prefix = reference_transcript.unwrap_or_default();
-    let history = if t.starts_with(prefix) {
-        History::Lines(memchr::memchr_iter(b'\n', prefix).count())
+    let from = if t.starts_with(prefix) {
+        memchr::memchr_iter(b'\n', prefix).count()
     } else {
-        History::Lines(0)
+        0
     };
     let tpath = transcript_path(doc);
-    let touched = sidecar_change::touched_op_ids(reference_sidecar, staged_sidecar);
-    match check_after_touched(trust, t, history, staged_sidecar, &touched) {
-        Ok(statuses) => statuses
+    // The sidecar is a set: both parents' lines, read together, are what
+    // the merge started from.
+    let both;
+    let before = match &merged_in {
+        Some(m) => {
+            let mut b = reference_sidecar.unwrap_or_default().to_vec();
+            b.push(b'\n');
+            b.extend_from_slice(m.sidecar.unwrap_or_default());
+            both = b;
+            Some(both.as_slice())
+        }
+        None => reference_sidecar,
+    };
+    let touched = sidecar_change::touched_op_ids(before, staged_sidecar);
+    let side = match parse_sidecar(staged_sidecar) {
+        Ok(side) => side,
+        Err(problem) => {
+            return vec![HookProblem {
+                located: Located {
+                    path: sidecar::sidecar_rel(doc),
+                    problem,
+                },
+                merged_in: false,
+            }]
+        }
+    };
+    let Some(entries) = parsed_entries(t) else {
+        return Vec::new();
+    };
+    let copy_touched = |e: &Entry| {
+        touched.contains(&e.record.op_id)
+            || canonical::original_of(&e.record).is_some_and(|o| touched.contains(&o.op_id))
+    };
+    let theirs = match &merged_in {
+        Some(m) => proved_history(&entries, m.transcript.unwrap_or_default()),
+        None => vec![false; entries.len()],
+    };
+    let mut statuses: Vec<(RecordStatus, bool)> = verify_where(trust, &entries, &side, &|i, e| {
+        (i >= from && !theirs[i]) || copy_touched(e)
+    })
+    .into_iter()
+    .map(|s| (s, false))
+    .collect();
+    if let Some(their_trust) = merged_in.as_ref().and_then(|m| m.trust) {
+        statuses.extend(
+            verify_where(their_trust, &entries, &side, &|i, e| {
+                i >= from && theirs[i] && !copy_touched(e)
+            })
             .into_iter()
-            .flat_map(|s| s.problems)
-            .filter(|p| !p.code.starts_with("approval-"))
-            .map(|problem| Located {
+            .map(|s| (s, true)),
+        );
+    }
+    statuses
+        .into_iter()
+        .flat_map(|(s, merged_in)| s.problems.into_iter().map(move |p| (p, merged_in)))
+        .filter(|(p, _)| !p.code.starts_with("approval-"))
+        .map(|(problem, merged_in)| HookProblem {
+            located: Located {
                 path: tpath.clone(),
                 problem,
-            })
-            .collect(),
-        Err(problem) => vec![Located {
-            path: sidecar::sidecar_rel(doc),
-            problem,
-        }],
+            },
+            merged_in,
+        })
+        .collect()
+}
+
+/// The records of a transcript with their lines, or `None` when one does
+/// not parse (replay reports it).
+fn parsed_entries(transcript: &[u8]) -> Option<Vec<Entry>> {
+    let (lines, _) = noma_core::transcript::split_lines(transcript);
+    let mut entries = Vec::with_capacity(lines.len());
+    for l in lines {
+        let record = noma_core::transcript::parse_record(l.number, l.raw).ok()?;
+        entries.push(Entry {
+            line: l.number,
+            offset: l.offset,
+            line_sha256: String::new(),
+            record,
+        });
     }
+    Some(entries)
 }
 
 #[cfg(test)]

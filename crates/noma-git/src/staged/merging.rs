@@ -204,7 +204,10 @@ fn fork(
         ours.as_deref().unwrap_or_default(),
         theirs.as_deref().unwrap_or_default(),
     );
-    if !parents.iter().any(|t| t.as_deref() == Some(staged_t)) {
+    if !parents
+        .iter()
+        .any(|t| t.as_deref().is_some_and(|t| copies_after(t, staged_t)))
+    {
         return f;
     }
     f.fix(format!(
@@ -212,6 +215,22 @@ fn fork(
         path_sh = shell_word(path),
         tpath_sh = shell_word(tpath)
     ))
+}
+
+/// Whether `staged_t` is `parent` followed only by merge copies (none
+/// included): what the driver writes for a conflicted merge, the other
+/// side's ops re-applied or, where they conflicted, kept as rejected
+/// copies. Recording the resolved document on top is then the fix.
+fn copies_after(parent: &[u8], staged_t: &[u8]) -> bool {
+    let Some(rest) = staged_t.strip_prefix(parent) else {
+        return false;
+    };
+    let (lines, torn) = noma_core::transcript::split_lines(rest);
+    torn.is_none()
+        && lines.iter().all(|l| {
+            noma_core::transcript::parse_record(l.number, l.raw)
+                .is_ok_and(|r| noma_merge::lineage::is_copy(&r))
+        })
 }
 
 /// The fork finding `f` of a moved document's transcripts, with its fix:

@@ -36,6 +36,26 @@ pub(super) fn check_signatures(
     };
     // The commit being made now holds the staged records.
     trust.not_after = Some(noma_provenance::signers::now());
+    // During a merge, the merged-in parent's records are judged by the
+    // trust that parent states (decision merge-trust-follows-the-side).
+    let their_trust = match g.merge {
+        Some((_, mh)) => {
+            let config = g.repo.blob_at(mh, noma_provenance::config::CONFIG_PATH)?;
+            let signers = g.repo.blob_at(mh, ALLOWED_SIGNERS_PATH)?;
+            match check::trust_from(config.as_deref(), || signers) {
+                Ok(t) => Some((
+                    mh,
+                    t.map(|mut t| {
+                        t.not_after = trust.not_after;
+                        t
+                    }),
+                )),
+                // Unreadable there: judged by the reference commit's.
+                Err(_) => None,
+            }
+        }
+        None => None,
+    };
     if !docs.is_empty() {
         for l in check::signer_warnings(&trust) {
             let line = Some(l.problem.line).filter(|n| *n > 0);
@@ -65,12 +85,29 @@ pub(super) fn check_signatures(
         let head_t = g.reference_blob(&transcript_path(head_path))?;
         let side = g.repo.staged_blob(staged, &sidecar_rel(doc))?;
         let head_side = g.reference_blob(&sidecar_rel(head_path))?;
-        for l in check::hook_problems(
+        let theirs = match &their_trust {
+            Some((mh, _)) => Some([
+                g.repo.blob_at(*mh, &transcript_path(doc))?,
+                g.repo.blob_at(*mh, &sidecar_rel(doc))?,
+            ]),
+            None => None,
+        };
+        let merged_in = match (&their_trust, &theirs) {
+            (Some((_, trust)), Some([mt, ms])) => Some(check::MergedIn {
+                trust: trust.as_ref(),
+                transcript: mt.as_deref(),
+                sidecar: ms.as_deref(),
+            }),
+            _ => None,
+        };
+        for p in check::hook_problems(
             &trust,
             doc,
             [t.as_deref(), head_t.as_deref()],
             [side.as_deref(), head_side.as_deref()],
+            merged_in,
         ) {
+            let l = p.located;
             let line = Some(l.problem.line).filter(|n| *n > 0);
             let mut f = Finding::error(l.problem.code, &l.path, line, l.problem.message);
             // `signatures: warn` reports without blocking.
@@ -78,10 +115,19 @@ pub(super) fn check_signatures(
                 f.severity = Severity::Warning;
                 f.blocking = false;
             }
-            out.push(f.fix(format!(
-                "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
-                shell_word(&sidecar_rel(doc))
-            )));
+            let fix = if p.merged_in {
+                // Judged by the merged-in side's own trust: the record is
+                // wrong there, and only that branch can mend it.
+                "the record came with the branch being merged and fails that branch's own \
+                 allowed signers: mend it there (sign it with its writer's key), then merge again"
+                    .to_string()
+            } else {
+                format!(
+                    "sign with the writer's key (noma patch --key, NOMA_SIGNING_KEY) and git add {}",
+                    shell_word(&sidecar_rel(doc))
+                )
+            };
+            out.push(f.fix(fix));
         }
     }
     Ok(())

@@ -1,0 +1,254 @@
+//! Merging main into a branch, as teams do it every week, with the real
+//! `git`, `ssh-keygen` and the installed hooks (never `--no-verify`): a
+//! signer main added after the branch was made does not lock the branch
+//! out of `git merge main`, while a key the branch adds itself still
+//! verifies nothing in `noma reconcile --base main`.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{assert_ran, keygen, text, Repo};
+
+pub(crate) const DOC: &str = "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n\n## Middle\n\nSome text.\n\nMore text.\n\n::note{id=\"b\"}\nbeta\n::\n";
+
+pub(crate) fn body_op(id: &str, body: &str) -> String {
+    serde_json::json!({"op": "replace_body", "id": id, "content": body}).to_string()
+}
+
+/// A repository where signatures are required and alice is the only
+/// allowed signer, committed on main; returns it and alice's key.
+pub(crate) fn signed_repo() -> (Repo, PathBuf) {
+    let r = Repo::with_genesis_record(DOC);
+    let (alice, alice_pub) = keygen(&r, "alice");
+    let mut config = r.read(".noma/config.yml");
+    config.push_str("provenance:\n  signatures: required\n");
+    r.write(".noma/config.yml", &config);
+    r.write(
+        ".noma/allowed_signers",
+        &format!("alice@example.com namespaces=\"noma\" {alice_pub}\n"),
+    );
+    r.commit_all("provenance on");
+    (r, alice)
+}
+
+/// `noma patch plan.noma` signed with `key` as the person `who`.
+pub(crate) fn signed_patch(r: &Repo, key: &Path, who: &str, op: &str) {
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--key",
+        key.to_str().unwrap(),
+        "--actor-name",
+        who,
+        "--op",
+        op,
+    ]);
+    assert_ran(&o);
+}
+
+/// Adds `who`'s new key to `.noma/allowed_signers` and commits it; returns
+/// the private key.
+pub(crate) fn add_signer(r: &Repo, who: &str) -> PathBuf {
+    let (key, public) = keygen(r, who);
+    let mut signers = r.read(".noma/allowed_signers");
+    signers.push_str(&format!("{who}@example.com namespaces=\"noma\" {public}\n"));
+    r.write(".noma/allowed_signers", &signers);
+    r.commit_all(&format!("{who} joins"));
+    key
+}
+
+fn reconcile(r: &Repo) -> (i32, String) {
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    (o.status.code().unwrap_or(-1), text(&o))
+}
+
+#[test]
+fn a_branch_older_than_a_signer_added_on_main_merges_main_through_the_hook() {
+    let (r, alice) = signed_repo();
+    signed_patch(&r, &alice, "alice", &body_op("a", "alpha, signed"));
+    r.commit_all("alice signs a");
+    // Two branches made before carol joins: one touching no document, one
+    // whose transcript main will append to as well.
+    r.ok(&["branch", "notes"]);
+    r.ok(&["checkout", "-q", "-b", "doc"]);
+    signed_patch(&r, &alice, "alice", &body_op("a", "alpha, on the branch"));
+    r.commit_all("alice again, on the branch");
+    r.ok(&["checkout", "-q", "notes"]);
+    r.write("notes.txt", "a note\n");
+    r.commit_all("a note");
+
+    r.ok(&["checkout", "-q", "main"]);
+    let carol = add_signer(&r, "carol");
+    signed_patch(&r, &carol, "carol", &body_op("b", "beta, by carol"));
+    r.commit_all("carol signs b");
+
+    for branch in ["notes", "doc"] {
+        r.ok(&["checkout", "-q", branch]);
+        let o = r.git(&["merge", "-q", "--no-edit", "main"]);
+        assert!(
+            o.status.success(),
+            "{branch}: git merge main refused: {}",
+            text(&o)
+        );
+        let doc = r.read("plan.noma");
+        assert!(doc.contains("beta, by carol"), "{branch}: {doc}");
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "{branch}: {out}");
+    }
+
+    // The branch still cannot trust a key it adds itself: dave's record
+    // verifies by the branch's file, not by main's.
+    let dave = add_signer(&r, "dave");
+    signed_patch(&r, &dave, "dave", &body_op("b", "beta, by dave"));
+    r.commit_all("dave signs b");
+    let (code, out) = reconcile(&r);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("signer-not-allowed"), "{out}");
+}
+
+#[test]
+fn a_record_forged_on_the_merged_in_side_is_still_refused_by_the_hook() {
+    let (r, _) = signed_repo();
+    r.ok(&["checkout", "-q", "-b", "topic"]);
+    r.write("notes.txt", "a note\n");
+    r.commit_all("a note");
+    r.ok(&["checkout", "-q", "main"]);
+    let carol = add_signer(&r, "carol");
+    signed_patch(&r, &carol, "carol", &body_op("b", "beta, by carol"));
+    // Main's record is edited after carol signed it, and committed past
+    // the hook: its signature no longer verifies on main's own terms.
+    let t = r.read("plan.noma.patches");
+    let forged = t.replace("\"name\":\"carol\"", "\"name\":\"mallory\"");
+    assert_ne!(forged, t);
+    r.write("plan.noma.patches", &forged);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-verify", "-m", "forged"]);
+
+    r.ok(&["checkout", "-q", "topic"]);
+    let o = r.git(&["merge", "-q", "--no-edit", "main"]);
+    assert!(!o.status.success(), "the forgery was merged: {}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("signature-invalid"), "{out}");
+    assert!(out.contains("the branch being merged"), "{out}");
+    r.ok(&["merge", "--abort"]);
+}
+
+/// The document with blocks `a` and `b` holding `a` and `b`.
+fn doc_with(a: &str, b: &str) -> String {
+    DOC.replace("alpha", a).replace("beta", b)
+}
+
+/// The records of `rev`'s transcript.
+fn records_at(r: &Repo, rev: &str) -> Vec<serde_json::Value> {
+    r.ok(&["show", &format!("{rev}:plan.noma.patches")])
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A branch and main that both patched block `a` (main patched `b` too),
+/// and `git merge main` on the branch stopped on the conflict; returns the
+/// repository, what the merge printed, and main's record of `a`.
+fn merged_main_with_a_conflict() -> (Repo, String, serde_json::Value) {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.agent_patch("plan.noma", &body_op("b", "beta, main's"));
+    r.commit_all("main: a and b");
+    let theirs = records_at(&r, "main")
+        .into_iter()
+        .find(|rec| rec["op"]["content"] == "alpha, main's")
+        .unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    assert!(r.read("plan.noma").contains("::conflict"), "{out}");
+    (r, out, theirs)
+}
+
+/// What must hold once the merge of main is committed: the PR check
+/// passes, the document replays, every record of main is on the branch
+/// (as itself or as a copy), and plain git merges the branch into main.
+fn assert_first_class(r: &Repo, want_a: &str) {
+    assert!(r.read("plan.noma").contains(want_a));
+    assert!(r.read("plan.noma").contains("beta, main's"));
+    let (code, out) = reconcile(r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    let ours = records_at(r, "HEAD");
+    for rec in records_at(r, "main") {
+        let id = &rec["op_id"];
+        assert!(
+            ours.iter()
+                .any(|o| o["op_id"] == *id || o["parent_op_id"] == *id),
+            "main's record {id} was lost"
+        );
+    }
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+#[test]
+fn merging_main_and_keeping_ours_passes_the_pr_check() {
+    let (r, _, _) = merged_main_with_a_conflict();
+    // Ours is the first fenced version: the state the transcript ends at.
+    r.write(
+        "plan.noma",
+        &doc_with("alpha, the branch's", "beta, main's"),
+    );
+    r.commit_all("merge main, keeping ours");
+    assert_first_class(&r, "alpha, the branch's");
+}
+
+#[test]
+fn merging_main_and_keeping_theirs_by_the_printed_command_passes_the_pr_check() {
+    let (r, out, _) = merged_main_with_a_conflict();
+    r.write("plan.noma", &doc_with("alpha, main's", "beta, main's"));
+    // The driver's own fix, run as printed.
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("fix: once no ::conflict block is left, "))
+        .and_then(|(_, rest)| rest.split_once(", before"))
+        .map(|(cmd, _)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    let o = r.git(&["commit", "-q", "--no-edit"]);
+    assert_ran(&o);
+    assert_first_class(&r, "alpha, main's");
+}
+
+#[test]
+fn merging_main_and_reapplying_theirs_as_the_agent_passes_the_pr_check() {
+    let (r, _, theirs) = merged_main_with_a_conflict();
+    r.write(
+        "plan.noma",
+        &doc_with("alpha, the branch's", "beta, main's"),
+    );
+    let o = r.noma(&[
+        "patch",
+        "plan.noma",
+        "--inplace",
+        "--actor-kind",
+        "agent",
+        "--actor-name",
+        "bot",
+        "--parent-op-id",
+        theirs["op_id"].as_str().unwrap(),
+        "--reason",
+        "merge main: its a wins",
+        "--op",
+        &body_op("a", "alpha, main's"),
+    ]);
+    assert_ran(&o);
+    r.commit_all("merge main, main's a re-applied");
+    assert_first_class(&r, "alpha, main's");
+    // The resolution is the branch's, and the agent's.
+    let last = records_at(&r, "HEAD").pop().unwrap();
+    assert_eq!(last["actor"]["kind"], "agent");
+    assert_eq!(last["parent_op_id"], theirs["op_id"]);
+}
