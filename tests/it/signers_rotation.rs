@@ -330,7 +330,13 @@ fn a_forward_dated_record_of_a_key_not_yet_valid_does_not_count() {
     assert_ne!(last, t.trim_end().rsplit_once('\n').unwrap().1);
     r.write("plan.noma.patches", &format!("{head}\n{last}\n"));
     let rec = noma_core::transcript::parse_record(2, last.as_bytes()).unwrap();
-    let payload = noma_provenance::canonical::record_payload(&rec, "alice@example.com");
+    // Signed as the writer signs today: bound to the transcript's first
+    // record (decision signatures-bind-the-document).
+    let first_line = t.lines().next().unwrap();
+    let first = noma_core::transcript::parse_record(1, first_line.as_bytes()).unwrap();
+    let lineage = noma_provenance::canonical::Lineage::of(&first);
+    let payload =
+        noma_provenance::canonical::record_payload_v2(&rec, "alice@example.com", &lineage);
     r.write("payload", &String::from_utf8(payload).unwrap());
     let o = r.cmd(
         "ssh-keygen",

@@ -36,7 +36,7 @@ pub(super) fn remove(source: &str, sha256: Option<&str>) -> super::OpResult<Stri
             super::PatchErrorCode::ShaMismatch,
             format!(
                 "this removal names the document with sha256 {}, not this one",
-                crate::transcript::short_sha(want)
+                want.get(..8).unwrap_or(want)
             ),
         ),
         _ => Ok(String::new()),

@@ -143,7 +143,7 @@ impl Layout {
     /// would let a repository write hooks anywhere. None when no link in
     /// the work tree part of the path leads out (a hooks path the user
     /// configured outside the repository is theirs to choose).
-    pub fn hooks_dir_link_escape(&self) -> Option<(PathBuf, PathBuf)> {
+    pub(crate) fn hooks_dir_link_escape(&self) -> Option<(PathBuf, PathBuf)> {
         let wt = self.work_tree.as_deref()?;
         let rest = self.hooks_dir.strip_prefix(wt).ok()?;
         let real_wt = wt.canonicalize().ok()?;

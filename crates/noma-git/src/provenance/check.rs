@@ -652,13 +652,19 @@ pub(crate) fn hook_problems(
             .map(|s| (s, true)),
         );
     }
+    hook_located(statuses, &tpath)
+}
+
+/// The hook's problems of `statuses` (each with whether the merged-in
+/// side's trust judged it), at `tpath`; approvals are reconcile's.
+fn hook_located(statuses: Vec<(RecordStatus, bool)>, tpath: &str) -> Vec<HookProblem> {
     statuses
         .into_iter()
         .flat_map(|(s, merged_in)| s.problems.into_iter().map(move |p| (p, merged_in)))
         .filter(|(p, _)| !p.code.starts_with("approval-"))
         .map(|(problem, merged_in)| HookProblem {
             located: Located {
-                path: tpath.clone(),
+                path: tpath.to_string(),
                 problem,
             },
             merged_in,

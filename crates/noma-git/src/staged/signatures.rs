@@ -17,7 +17,7 @@ pub(super) fn check_signatures(
     out: &mut Vec<Finding>,
 ) -> Result<(), GitError> {
     use crate::provenance::check;
-    use noma_provenance::{sidecar::sidecar_rel, ALLOWED_SIGNERS_PATH};
+    use noma_provenance::ALLOWED_SIGNERS_PATH;
     let config = g.reference_blob(noma_provenance::config::CONFIG_PATH)?;
     let mut trust = match check::trust_from(config.as_deref(), || {
         g.reference_blob(ALLOWED_SIGNERS_PATH).ok().flatten()
@@ -36,26 +36,7 @@ pub(super) fn check_signatures(
     };
     // The commit being made now holds the staged records.
     trust.not_after = Some(noma_provenance::signers::now());
-    // During a merge, the merged-in parent's records are judged by the
-    // trust that parent states (decision merge-trust-follows-the-side).
-    let their_trust = match g.merge {
-        Some((_, mh)) => {
-            let config = g.repo.blob_at(mh, noma_provenance::config::CONFIG_PATH)?;
-            let signers = g.repo.blob_at(mh, ALLOWED_SIGNERS_PATH)?;
-            match check::trust_from(config.as_deref(), || signers) {
-                Ok(t) => Some((
-                    mh,
-                    t.map(|mut t| {
-                        t.not_after = trust.not_after;
-                        t
-                    }),
-                )),
-                // Unreadable there: judged by the reference commit's.
-                Err(_) => None,
-            }
-        }
-        None => None,
-    };
+    let their_trust = merged_in_trust(g, trust.not_after)?;
     if !docs.is_empty() {
         for l in check::signer_warnings(&trust) {
             let line = Some(l.problem.line).filter(|n| *n > 0);
@@ -66,6 +47,53 @@ pub(super) fn check_signatures(
         }
     }
     for (doc, head_path) in docs {
+        check_document(g, staged, &trust, their_trust.as_ref(), doc, head_path, out)?;
+    }
+    Ok(())
+}
+
+/// During a merge, the trust the merged-in parent states, by which its
+/// records are judged (decision merge-trust-follows-the-side), with the
+/// same time cap; `None` outside a merge or when that side's policy
+/// cannot be read (then the reference commit's judges everything).
+fn merged_in_trust(
+    g: &Guard<'_>,
+    not_after: Option<u64>,
+) -> Result<Option<(crate::git::Oid, Option<noma_provenance::verify::Trust>)>, GitError> {
+    use noma_provenance::ALLOWED_SIGNERS_PATH;
+    let Some((_, mh)) = g.merge else {
+        return Ok(None);
+    };
+    let config = g.repo.blob_at(mh, noma_provenance::config::CONFIG_PATH)?;
+    let signers = g.repo.blob_at(mh, ALLOWED_SIGNERS_PATH)?;
+    Ok(
+        match crate::provenance::check::trust_from(config.as_deref(), || signers) {
+            Ok(t) => Some((
+                mh,
+                t.map(|mut t| {
+                    t.not_after = not_after;
+                    t
+                }),
+            )),
+            Err(_) => None,
+        },
+    )
+}
+
+/// One staged document's provenance findings: a rename that left its
+/// files behind, then each record's signature and approval.
+fn check_document(
+    g: &Guard<'_>,
+    staged: &Staged,
+    trust: &noma_provenance::verify::Trust,
+    their_trust: Option<&(crate::git::Oid, Option<noma_provenance::verify::Trust>)>,
+    doc: &str,
+    head_path: &str,
+    out: &mut Vec<Finding>,
+) -> Result<(), GitError> {
+    use crate::provenance::check;
+    use noma_provenance::sidecar::sidecar_rel;
+    {
         let mut staged_files = std::collections::HashMap::new();
         for p in [
             transcript_path(doc),
@@ -85,14 +113,14 @@ pub(super) fn check_signatures(
         let head_t = g.reference_blob(&transcript_path(head_path))?;
         let side = g.repo.staged_blob(staged, &sidecar_rel(doc))?;
         let head_side = g.reference_blob(&sidecar_rel(head_path))?;
-        let theirs = match &their_trust {
+        let theirs = match their_trust {
             Some((mh, _)) => Some([
                 g.repo.blob_at(*mh, &transcript_path(doc))?,
                 g.repo.blob_at(*mh, &sidecar_rel(doc))?,
             ]),
             None => None,
         };
-        let merged_in = match (&their_trust, &theirs) {
+        let merged_in = match (their_trust, &theirs) {
             (Some((_, trust)), Some([mt, ms])) => Some(check::MergedIn {
                 trust: trust.as_ref(),
                 transcript: mt.as_deref(),
@@ -101,7 +129,7 @@ pub(super) fn check_signatures(
             _ => None,
         };
         for p in check::hook_problems(
-            &trust,
+            trust,
             doc,
             [t.as_deref(), head_t.as_deref()],
             [side.as_deref(), head_side.as_deref()],
