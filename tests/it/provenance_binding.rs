@@ -392,3 +392,28 @@ fn a_new_document_like_a_removed_one_is_not_its_rename() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("transcript-rewritten"), "{out}");
 }
+
+/// A branch renames other.noma with its transcript, then
+/// removes it with `noma rm`: only the tombstone is left at the new path,
+/// and the old path is its move, not a removal without a record.
+#[test]
+fn a_document_renamed_then_removed_is_one_recorded_removal() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "retire"]);
+    for suffix in ["", ".patches"] {
+        s.r.ok(&[
+            "mv",
+            &format!("other.noma{suffix}"),
+            &format!("gone.noma{suffix}"),
+        ]);
+    }
+    s.r.commit_all("rename other to gone");
+    let o =
+        s.r.noma(&["rm", "gone.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.r.commit_all("remove gone");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("removed without a record"), "{out}");
+    assert!(out.contains("removed with `noma rm`"), "{out}");
+}

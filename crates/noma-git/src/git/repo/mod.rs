@@ -483,6 +483,32 @@ impl Repo {
                 moved.insert(c.path, old);
             }
         }
+        // A document moved and then removed with `noma rm` on the same
+        // side leaves only its transcript at the new path (the tombstone):
+        // git pairs the transcripts.
+        let mut opts = DiffOptions::new();
+        opts.pathspec("*.noma.patches");
+        let mut diff = self
+            .repo
+            .diff_tree_to_tree(
+                Some(&self.tree_of(from)?),
+                Some(&self.tree_of(to)?),
+                Some(&mut opts),
+            )
+            .map_err(libgit2)?;
+        let mut find = DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
+        for c in changes_of(&diff)? {
+            let Some(old_t) = c.old_path else { continue };
+            let doc = noma_core::transcript::document_path;
+            let (Some(new), Some(old)) = (doc(&c.path), doc(&old_t)) else {
+                continue;
+            };
+            if self.blob_id_at(to, new)?.is_none() && !moved.contains_key(new) {
+                moved.insert(new.to_string(), old.to_string());
+            }
+        }
         Ok(moved)
     }
 
