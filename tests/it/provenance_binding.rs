@@ -371,3 +371,49 @@ fn honest_records_renames_and_merges_still_verify() {
         "{out}"
     );
 }
+
+/// A branch removes other.noma with `noma rm` (its tombstone stays) and
+/// adds a new document with nearly the same text: git pairs the two as a
+/// rename, but a path whose transcript is still there was not moved, so
+/// the new document is checked as new and the removal as a removal.
+#[test]
+fn a_new_document_like_a_removed_one_is_not_its_rename() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "replace"]);
+    let o =
+        s.r.noma(&["rm", "other.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.r.write("fresh.noma", &DOC.replace("Two.", "Three."));
+    let o =
+        s.r.noma(&["record", "fresh.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.commit_unchecked("remove other, add fresh");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("transcript-rewritten"), "{out}");
+}
+
+/// A branch renames other.noma with its transcript, then
+/// removes it with `noma rm`: only the tombstone is left at the new path,
+/// and the old path is its move, not a removal without a record.
+#[test]
+fn a_document_renamed_then_removed_is_one_recorded_removal() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "retire"]);
+    for suffix in ["", ".patches"] {
+        s.r.ok(&[
+            "mv",
+            &format!("other.noma{suffix}"),
+            &format!("gone.noma{suffix}"),
+        ]);
+    }
+    s.r.commit_all("rename other to gone");
+    let o =
+        s.r.noma(&["rm", "gone.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.r.commit_all("remove gone");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("removed without a record"), "{out}");
+    assert!(out.contains("removed with `noma rm`"), "{out}");
+}

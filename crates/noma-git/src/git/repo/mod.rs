@@ -454,7 +454,9 @@ impl Repo {
 
     /// The `.noma` documents moved between two commits, as git's rename
     /// detection pairs them (a path gone, a new one at least 50% similar):
-    /// new path -> old path.
+    /// new path -> old path. A path whose transcript `to` still holds (a
+    /// tombstone left by `noma rm`) was removed, not moved: a new document
+    /// like it is new.
     pub(crate) fn moved_documents(
         &self,
         from: Oid,
@@ -473,10 +475,41 @@ impl Repo {
         let mut find = DiffFindOptions::new();
         find.renames(true);
         diff.find_similar(Some(&mut find)).map_err(libgit2)?;
-        Ok(changes_of(&diff)?
-            .into_iter()
-            .filter_map(|c| Some((c.path, c.old_path?)))
-            .collect())
+        let mut moved = HashMap::new();
+        for c in changes_of(&diff)? {
+            let Some(old) = c.old_path else { continue };
+            let tpath = noma_core::transcript::transcript_path(&old);
+            if self.blob_id_at(to, &tpath)?.is_none() {
+                moved.insert(c.path, old);
+            }
+        }
+        // A document moved and then removed with `noma rm` on the same
+        // side leaves only its transcript at the new path (the tombstone):
+        // git pairs the transcripts.
+        let mut opts = DiffOptions::new();
+        opts.pathspec("*.noma.patches");
+        let mut diff = self
+            .repo
+            .diff_tree_to_tree(
+                Some(&self.tree_of(from)?),
+                Some(&self.tree_of(to)?),
+                Some(&mut opts),
+            )
+            .map_err(libgit2)?;
+        let mut find = DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
+        for c in changes_of(&diff)? {
+            let Some(old_t) = c.old_path else { continue };
+            let doc = noma_core::transcript::document_path;
+            let (Some(new), Some(old)) = (doc(&c.path), doc(&old_t)) else {
+                continue;
+            };
+            if self.blob_id_at(to, new)?.is_none() && !moved.contains_key(new) {
+                moved.insert(new.to_string(), old.to_string());
+            }
+        }
+        Ok(moved)
     }
 
     /// The best common ancestor of two commits, if any.
