@@ -40,8 +40,8 @@ if [ ! -d node_modules ] || ! cmp -s package-lock.json node_modules/.noma-instal
   cp package-lock.json node_modules/.noma-installed-lock
 fi
 
-echo "== node --test test/ (the client's settings)"
-node --test test/
+echo "== node --test test/*.test.js (the client's settings)"
+node --test test/*.test.js
 
 echo "== vscode-tmgrammar-test (test/*.test.noma)"
 # The frontmatter embeds VS Code's YAML grammar, absent here: the tool says
