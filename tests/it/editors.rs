@@ -95,3 +95,79 @@ fn the_vs_code_problem_matcher_reads_every_finding() {
         assert!(!c[group("code")].is_empty());
     }
 }
+
+/// Waits (up to 20 s, woken by each message) for the diagnostics of the
+/// two `.noma` buffers, then writes them and the clients' roots.
+const NVIM_PROBE: &str = r#"
+local function wait_diags()
+  return vim.wait(20000, function() return #vim.diagnostic.get(0) > 0 end, 20)
+end
+local out = {}
+local function dump()
+  for _, d in ipairs(vim.diagnostic.get(0)) do
+    table.insert(out, table.concat({ vim.fn.expand("%:."), d.lnum, d.col, tostring(d.code) }, "\t"))
+  end
+end
+wait_diags()
+dump()
+vim.cmd("edit e.noma")
+wait_diags()
+dump()
+for _, c in ipairs(vim.lsp.get_active_clients()) do
+  table.insert(out, "client\t" .. c.name .. "\t" .. c.config.root_dir)
+end
+vim.fn.writefile(out, "nvim-out.txt")
+vim.cmd("qa!")
+"#;
+
+#[test]
+fn the_neovim_07_config_gets_diagnostics_from_noma_lsp() {
+    let have_nvim = std::process::Command::new("nvim")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_nvim {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide nvim");
+        println!("SKIP the_neovim_07_config_gets_diagnostics_from_noma_lsp: no nvim");
+        return;
+    }
+    let r = Repo::init();
+    r.write("sub/d.noma", "# T\n\nSee [[nowhere]].\n");
+    r.write("e.noma", "# E\n\nAnd [[gone]].\n");
+    r.write("init.lua", &fenced(&editors_md(), "lua", "start_client"));
+    r.write("probe.lua", NVIM_PROBE);
+    // `noma` on PATH is the binary under test, as the config names it.
+    let bin_dir = Path::new(crate::common::NOMA).parent().unwrap();
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let o = std::process::Command::new("nvim")
+        .args([
+            "--headless",
+            "-n",
+            "-i",
+            "NONE",
+            "-u",
+            "init.lua",
+            "sub/d.noma",
+        ])
+        .args(["-c", "luafile probe.lua"])
+        .current_dir(r.path())
+        .env("PATH", path)
+        .env("HOME", r.home.path())
+        .env("XDG_CONFIG_HOME", r.home.path().join("config"))
+        .env("XDG_STATE_HOME", r.home.path().join("state"))
+        .env("XDG_DATA_HOME", r.home.path().join("data"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let got = r.read("nvim-out.txt");
+    let root = std::fs::canonicalize(r.path()).unwrap();
+    let want = format!(
+        "sub/d.noma\t2\t6\tbroken-reference\ne.noma\t2\t6\tbroken-reference\nclient\tnoma\t{}\n",
+        root.display()
+    );
+    assert_eq!(got, want, "{}", text(&o));
+}

@@ -89,6 +89,7 @@ mod transcript_cli;
 mod transcript_props;
 mod ux_fixes;
 mod verify_cli;
+mod vscode_extension;
 mod wheel;
 mod workflow_branches;
 mod workflow_changed;
