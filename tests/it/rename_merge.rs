@@ -308,3 +308,130 @@ fn recording_over_a_dropped_side_is_blocked_and_reconcile_agrees_with_replay() {
     assert!(codes.contains(&"transcript-rewritten"), "{v:#}");
     assert!(!codes.contains(&"replay-diverged"), "{v:#}");
 }
+
+/// The command a message names in backquotes after `run `.
+fn named_run(out: &str) -> String {
+    let start = out
+        .find("run `noma repair")
+        .unwrap_or_else(|| panic!("no `noma repair` named:\n{out}"))
+        + "run `".len();
+    let len = out[start..].find('`').unwrap();
+    out[start..start + len].to_string()
+}
+
+/// Runs `noma repair` as `repair` names it, then the `git add` and the
+/// continuing command of its `next:` line, exactly as printed.
+fn follow_repair(s: &Setup, repair: &str) {
+    let o = s.r.sh(repair);
+    assert_ran(&o);
+    let out = text(&o);
+    let next = out
+        .lines()
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let (add, then) = next.split_once(", then ").unwrap();
+    assert_ran(&s.r.sh(add));
+    let then = then.trim_matches('`');
+    assert!(then.starts_with("git "), "{next}");
+    let o = s.r.sh(&format!("GIT_EDITOR=true {then}"));
+    assert_ran(&o);
+    assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+}
+
+/// The three ways a move meets a patch without a merge commit: the
+/// branch rebased onto main, the move cherry-picked onto main, and
+/// main's patch cherry-picked onto the moved side. Git stops on the old
+/// transcript; its own message names `noma repair` (the driver knows the
+/// picked commit from git's label), and running what it names, then the
+/// `next:` line, converges: main's agent record kept under x's name and
+/// signature, everything reconciles and replays.
+#[test]
+fn rebase_and_both_cherry_picks_converge_by_the_commands_the_messages_name() {
+    for how in ["rebase", "pick the move", "pick the patch"] {
+        let s = setup(1);
+        let o = match how {
+            "rebase" => {
+                s.r.ok(&["checkout", "-q", "feat"]);
+                s.r.git(&["rebase", "main"])
+            }
+            "pick the move" => {
+                s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+                s.r.git(&["cherry-pick", "feat"])
+            }
+            _ => {
+                s.r.ok(&["checkout", "-q", "feat"]);
+                s.r.git(&["cherry-pick", "main"])
+            }
+        };
+        stops_on_modify_delete(&o);
+        let repair = named_run(&text(&o));
+        assert_eq!(repair, "noma repair \"new.noma\"", "{how}");
+        follow_repair(&s, &repair);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{how}: {v:#}");
+        s.replays("new.noma");
+        let x = record_by(&s, "x", "c");
+        let rec = listed(&v, &x["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "{how}: {rec:#}");
+        assert_eq!(rec["signed_by"], "x@agents.example", "{how}: {rec:#}");
+        let rec = listed(&v, &record_by(&s, "bot", "b")["op_id"]);
+        assert_eq!(rec["signed_by"], "bot@agents.example", "{how}: {rec:#}");
+    }
+}
+
+/// `noma repair` with no argument during the stop finds the moved
+/// document itself.
+#[test]
+fn repair_without_an_argument_finds_the_moved_document() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["rebase", "main"]));
+    follow_repair(&s, "noma repair");
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(record_by(&s, "x", "c")["actor"]["name"], "x");
+    // Outside an operation there is nothing to find: a usage error.
+    let o = s.r.noma(&["repair"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("noma repair FILE"), "{}", text(&o));
+}
+
+/// A cherry-pick resolved as git's own message suggests (`git rm` of the
+/// old transcript, `--continue`): the hook blocks it and names `noma
+/// repair`, never a path HEAD lacks nor `noma record` (which would turn
+/// the agent's record into a person's edit); its fix, then `--continue`,
+/// passes and keeps the agent's actor.
+#[test]
+fn a_cherry_pick_resolved_by_git_rm_is_blocked_with_the_repair_fix() {
+    for pick_move in [true, false] {
+        let s = setup(1);
+        if pick_move {
+            s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "feat"]));
+        } else {
+            s.r.ok(&["checkout", "-q", "feat"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "main"]));
+        }
+        s.r.ok(&["rm", "-q", "plan.noma.patches"]);
+        let cont = ["GIT_EDITOR=true", "git", "cherry-pick", "--continue"];
+        let o = s.r.cmd("env", &cont);
+        assert!(!o.status.success(), "{pick_move}: {}", text(&o));
+        let out = text(&o);
+        assert!(!out.contains("noma record"), "{pick_move}: {out}");
+        assert!(!out.contains("HEAD:\"new.noma"), "{pick_move}: {out}");
+        let fix = fix_of(&out, "transcript-fork");
+        assert_eq!(
+            fix,
+            "noma repair \"new.noma\" && git add -A -- \"new.noma\" \"new.noma.patches\" \"new.noma.provenance\"",
+            "{pick_move}"
+        );
+        assert_ran(&s.r.sh(&fix));
+        assert_ran(&s.r.cmd("env", &cont));
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{pick_move}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "{pick_move}: {rec:#}");
+    }
+}

@@ -88,6 +88,48 @@ pub(super) fn merge_reference(
     Ok(Merged::Settled(Some(f)))
 }
 
+/// During a cherry-pick, or a commit made while a rebase is stopped (no
+/// merge commit: the picked commit's parent is the base), the fork
+/// finding naming `noma repair` when one side moved the document
+/// (`paths` = [document, its path at HEAD, transcript]), both sides
+/// added records, git did not pair the transcripts, and the staged one
+/// drops a side's records. None otherwise.
+pub(super) fn picked_move(
+    g: &Guard<'_>,
+    [path, _, tpath]: [&str; 3],
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Option<Finding> {
+    let head = g.head?;
+    let (other, base) = crate::merge::moved::operation_commits(g.repo, head)?;
+    let old = crate::merge::moved::moved_from(g.repo, base, &[head, other], path)?;
+    let names = [path, old.as_str()];
+    let at = |c: Oid, file: fn(&str) -> String| {
+        names
+            .iter()
+            .find_map(|p| g.repo.blob_at(c, &file(p)).ok().flatten())
+    };
+    let base_t = g.repo.blob_at(base, &transcript_path(&old)).ok().flatten();
+    let base_t = base_t.unwrap_or_default();
+    let extends = |t: &Option<Vec<u8>>| {
+        t.as_ref()
+            .is_some_and(|t| t.len() > base_t.len() && t.starts_with(&base_t))
+    };
+    let (ours, theirs) = (at(head, transcript_path), at(other, transcript_path));
+    if !(extends(&ours) && extends(&theirs)) {
+        return None;
+    }
+    let parents = [&ours, &theirs];
+    if succeeds_both(g, path, parents, staged_t, staged_doc) {
+        return None;
+    }
+    let sidecar = [head, other].iter().any(|c| at(*c, sidecar_rel).is_some());
+    let mut f = fork([path, tpath], &base_t, parents, staged_t);
+    // No merge commit: the other parent is the commit being picked.
+    f.message = f.message.replace("MERGE_HEAD has", "the picked commit has");
+    Some(moved_fork(f, path, sidecar))
+}
+
 /// The merged side's files and the merge base's transcript. A side or
 /// the merge base may hold the files under the name HEAD has (the
 /// other side moved them): the staged path first, then HEAD's.
