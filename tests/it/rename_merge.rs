@@ -435,3 +435,55 @@ fn a_cherry_pick_resolved_by_git_rm_is_blocked_with_the_repair_fix() {
         assert_eq!(rec["actor"], "agent x", "{pick_move}: {rec:#}");
     }
 }
+
+/// Main moves a document (a history long enough for git to pair the
+/// transcript) that a PR patched under the old name, then patches it
+/// again. The PR check against main compares with main's moved files (it
+/// used to read main's side as gone: a revert of every record); after
+/// the PR merges main the check passes too, and main merging the PR
+/// replays.
+#[test]
+fn main_renaming_a_document_a_pr_patched_reconciles() {
+    let r = Repo::init();
+    assert_ran(&r.noma(&["init"]));
+    r.write("plan.noma", DOC);
+    r.commit_all("plan");
+    let patch = |doc: &str, id: &str, content: &str| {
+        let op = json!({"op": "replace_body", "id": id, "content": content}).to_string();
+        r.agent_patch(doc, &op);
+    };
+    for i in 0..30 {
+        patch("plan.noma", "a", &format!("A{i}"));
+    }
+    r.commit_all("bot: a, 30 times");
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    patch("plan.noma", "b", "B1");
+    r.commit_all("pr: b");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["mv", "plan.noma", "new.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "new.noma.patches"]);
+    r.commit_all("move plan to new");
+    patch("new.noma", "c", "C1");
+    r.commit_all("main: c");
+    r.ok(&["checkout", "-q", "pr"]);
+    let reconcile = || {
+        let o = r.noma(&["reconcile", "--base", "main", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        (o.status.code(), v)
+    };
+    let (code, v) = reconcile();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["documents"][0]["rebases"], true, "{v:#}");
+    r.ok(&["merge", "--no-edit", "main"]);
+    let (code, v) = reconcile();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["documents"][0]["path"], "new.noma", "{v:#}");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "--no-edit", "pr"]);
+    assert_ran(&r.noma(&["replay", "new.noma"]));
+    let merged = r.read("new.noma");
+    assert!(
+        ["A29", "B1", "C1"].iter().all(|b| merged.contains(b)),
+        "{merged}"
+    );
+}
