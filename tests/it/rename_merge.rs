@@ -487,3 +487,34 @@ fn main_renaming_a_document_a_pr_patched_reconciles() {
         "{merged}"
     );
 }
+
+/// A moved transcript whose committed line was changed in the same
+/// commit: the hook's advice restores it from the path HEAD has (there
+/// is nothing at the new path in HEAD), and following it passes.
+#[test]
+fn a_rewritten_moved_transcript_is_restored_from_heads_path() {
+    let r = Repo::with_genesis_record(DOC);
+    let op = json!({"op": "replace_body", "id": "a", "content": "A1"}).to_string();
+    r.agent_patch("plan.noma", &op);
+    r.commit_all("bot: a");
+    r.ok(&["mv", "plan.noma", "new.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "new.noma.patches"]);
+    let t = r.read("new.noma.patches");
+    r.write("new.noma.patches", &t.replacen("\"bot\"", "\"b0t\"", 1));
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("move");
+    assert!(!ok, "{out}");
+    assert!(!out.contains("HEAD:\"new.noma.patches\""), "{out}");
+    assert!(!out.contains("--source=HEAD \"new.noma.patches\""), "{out}");
+    let fix = fix_of(&out, "transcript-tampered");
+    assert!(fix.contains("git show HEAD:\"plan.noma.patches\""), "{out}");
+    let keep = out
+        .split("record its change instead: ")
+        .nth(1)
+        .and_then(|s| s.split(" (fix: ").next())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_ran(&r.sh(keep));
+    let (ok, out) = r.try_commit("move");
+    assert!(ok, "{out}");
+    assert_ran(&r.noma(&["replay", "new.noma"]));
+}
