@@ -518,3 +518,28 @@ fn a_rewritten_moved_transcript_is_restored_from_heads_path() {
     assert!(ok, "{out}");
     assert_ran(&r.noma(&["replay", "new.noma"]));
 }
+
+/// The modify/delete conflict resolved by keeping the old transcript
+/// (`git add -A`): the hook blocks the merge, and its fix stages the old
+/// transcript's removal too, so no orphan of it is committed.
+#[test]
+fn the_hooks_rename_fix_removes_the_old_transcript() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    let fix = fix_of(&out, "transcript-fork");
+    assert!(fix.contains("\"plan.noma.patches\""), "{fix}");
+    assert_ran(&s.r.sh(&fix));
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    let files = s.r.ok(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(
+        !files.contains("plan.noma"),
+        "an orphan is committed: {files}"
+    );
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+}
