@@ -583,3 +583,74 @@ fn a_merge_queue_entry_is_clean_after_the_workflow_runs() {
         "{doc}"
     );
 }
+
+/// "Rebase and merge" replays the pull request's commits onto main with
+/// plain git: after the update step, the pull request merges (merge
+/// commit, squash) but does not rebase. Where the repository allows
+/// rebase merging, the Action's check fails naming the methods that work;
+/// where it does not, it says nothing.
+#[test]
+fn rebase_and_merge_is_refused_naming_merge_or_squash() {
+    let hub = Hub::new(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "1\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    let tree = hub.github_merge().expect("plain git merges the updated PR");
+    let merge = git_in(
+        hub.remote(),
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "main",
+            "-p",
+            "pr",
+            "-m",
+            "Merge #1",
+        ],
+    );
+    git_in(
+        hub.remote(),
+        &["update-ref", "refs/pull/1/merge", merge.trim()],
+    );
+    let check_tmp = tempfile::tempdir().unwrap();
+    let check = hub.checkout(&check_tmp);
+    git_in(&check, &["fetch", "-q", "origin", "refs/pull/1/merge"]);
+    git_in(&check, &["checkout", "-q", "--detach", "FETCH_HEAD"]);
+    for allowed in [true, false] {
+        // `gh api repos/OWNER/NAME --jq .allow_rebase_merge`, answered.
+        let stub = tempfile::tempdir().unwrap();
+        let gh = stub.path().join("gh");
+        std::fs::write(&gh, format!("#!/bin/sh\necho {allowed}\n")).unwrap();
+        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut runner = Runner::new();
+        runner.path.push(stub.path().to_path_buf());
+        let env = [
+            ("REPOSITORY", "acme/plans"),
+            ("GH_TOKEN", "token"),
+            ("BASE_REF", "main"),
+        ];
+        let o = runner.step(&hub.dev, &check, "merge-method", &env);
+        let out = text(&o);
+        if allowed {
+            assert!(!o.status.success(), "{out}");
+            assert!(
+                out.contains("::error title=noma::\"Rebase and merge\""),
+                "{out}"
+            );
+            assert!(
+                out.contains("\"Create a merge commit\" or \"Squash and merge\""),
+                "{out}"
+            );
+        } else {
+            assert_ran(&o);
+            assert!(!out.contains("::error"), "{out}");
+        }
+        // The check's scratch worktree is gone.
+        assert!(!git_in(&check, &["worktree", "list"]).contains("noma-rebase-check"));
+    }
+    // Plain git indeed cannot rebase it: what GitHub would meet.
+    let o = run_at(&check, "git", &["rebase", "origin/main", "origin/pr"]);
+    assert!(!o.status.success(), "{}", text(&o));
+}
