@@ -88,13 +88,25 @@ fn warn_missing_driver(repo: &Repo) {
     };
     let warned = repo.config_string(clone_check::WARNED_KEY).is_some();
     let configured = repo.config_string("merge.noma.driver");
-    let Some(missing) =
-        clone_check::missing_driver_once(&repo.common_dir(), &work_tree, configured, warned)
-    else {
+    // The pre-commit framework (which sets PRE_COMMIT) shows a passing
+    // hook's output only when the hook is `verbose`, which the hook cannot
+    // tell: there the warning is not marked shown, and repeats until fixed.
+    let framework = std::env::var_os("PRE_COMMIT").is_some();
+    let Some(missing) = clone_check::missing_driver_once(
+        &repo.common_dir(),
+        &work_tree,
+        configured,
+        (warned, !framework),
+    ) else {
         return;
     };
+    let repeat = if framework {
+        "Shown on each commit until fixed (pre-commit shows it with `verbose: true`)."
+    } else {
+        "Shown once per clone."
+    };
     eprintln!(
-        "noma: warning: .gitattributes routes {} to merge=noma but this clone has no merge.noma.driver (git does not clone .git/config): merges of transcripts will conflict as text. fix: noma hooks install --driver-only (or noma init). Shown once per clone.",
+        "noma: warning: .gitattributes routes {} to merge=noma but this clone has no merge.noma.driver (git does not clone .git/config): merges of transcripts will conflict as text. fix: noma hooks install --driver-only (or noma init). {repeat}",
         missing.patterns.join(" and ")
     );
 }

@@ -25,8 +25,9 @@ use noma_store::engine;
 /// record` records such an edit.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The .noma document.
-    pub file: PathBuf,
+    /// The .noma document. Omitted during a merge, rebase or cherry-pick:
+    /// every moved document whose old transcript git left unmerged.
+    pub file: Option<PathBuf>,
     /// Transcript path (default: the document path plus .patches).
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
@@ -37,15 +38,54 @@ pub struct Args {
 
 /// Runs `noma repair`.
 pub fn run(args: Args) -> i32 {
+    let Some(file) = args.file.clone() else {
+        return repair_unpaired(&args);
+    };
+    run_file(&args, file)
+}
+
+/// `noma repair` with no document: each moved document git left an
+/// unmerged old transcript for, as `noma repair NEW` would.
+fn repair_unpaired(args: &Args) -> i32 {
+    if args.transcript.is_some() {
+        eprintln!("noma repair: --transcript needs the document it belongs to");
+        return super::EXIT_USAGE;
+    }
+    let docs = match noma_git::merge::moved::unpaired_moves(std::path::Path::new(".")) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("noma repair: {e}");
+            return super::EXIT_FAIL;
+        }
+    };
+    if docs.is_empty() {
+        eprintln!(
+            "noma repair: no merge, rebase or cherry-pick left a moved document's old transcript unmerged; name the document: noma repair FILE"
+        );
+        return super::EXIT_USAGE;
+    }
+    docs.into_iter()
+        .map(|d| run_file(args, d))
+        .max()
+        .unwrap_or(super::EXIT_OK)
+}
+
+/// `noma repair FILE`.
+fn run_file(args: &Args, file: PathBuf) -> i32 {
+    let args = &Args {
+        file: Some(file.clone()),
+        transcript: args.transcript.clone(),
+        format: args.format,
+    };
     let tpath = args
         .transcript
         .clone()
-        .unwrap_or_else(|| engine::default_transcript_path(&args.file));
+        .unwrap_or_else(|| engine::default_transcript_path(&file));
     // A document one side moved and the other patched, whose transcripts
     // git did not pair: both sides' records merged at the new path.
     if args.transcript.is_none() {
-        match noma_git::merge::moved::resolve_moved(&args.file) {
-            Ok(Some(m)) => return report_done(&args, &m, &m.messages, &m.next_step),
+        match noma_git::merge::moved::resolve_moved(&file) {
+            Ok(Some(m)) => return report_done(args, &m, &m.messages, &m.next_step),
             Ok(None) => {}
             Err(e) => {
                 eprintln!("noma repair: {e}");
@@ -56,8 +96,8 @@ pub fn run(args: Args) -> i32 {
     // Git's conflict markers (a merge without noma's driver) are resolved
     // first, as the driver would have merged: until then nothing parses.
     if tpath.is_file() {
-        match noma_git::merge::conflicted::resolve_file(&args.file, &tpath) {
-            Ok(Some(r)) => return report_done(&args, &r, &r.messages, &r.next_step),
+        match noma_git::merge::conflicted::resolve_file(&file, &tpath) {
+            Ok(Some(r)) => return report_done(args, &r, &r.messages, &r.next_step),
             Ok(None) => {}
             Err(e) => {
                 eprintln!("noma repair: {e}");
@@ -68,7 +108,7 @@ pub fn run(args: Args) -> i32 {
     // A transcript two branches' records were joined into is made linear
     // first: until then the document is no state of it.
     let unjoined = if tpath.is_file() {
-        match unjoin_file(&args.file, &tpath) {
+        match unjoin_file(&file, &tpath) {
             Ok(u) => u,
             Err(e) => {
                 eprintln!("noma repair: {e}");
@@ -84,9 +124,9 @@ pub fn run(args: Args) -> i32 {
     if let Some(u) = unjoined.as_ref().filter(|u| !u.document_matches) {
         // The document awaits `noma record`; the checks below would only
         // call it an unrecorded edit.
-        return report(&args, Some(u), &engine::Recovery::default());
+        return report(args, Some(u), &engine::Recovery::default());
     }
-    let recovery = match engine::repair_file(&args.file, args.transcript.as_deref()) {
+    let recovery = match engine::repair_file(&file, args.transcript.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("noma repair: {e}");
@@ -97,7 +137,7 @@ pub fn run(args: Args) -> i32 {
             };
         }
     };
-    report(&args, unjoined.as_ref(), &recovery)
+    report(args, unjoined.as_ref(), &recovery)
 }
 
 /// What `noma repair` did: `unjoined` is the linearized joined transcript.

@@ -316,3 +316,38 @@ fn a_repeated_log_answers_from_the_block_cache_keyed_by_content() {
         ]
     );
 }
+
+/// `noma log` of a document removed with `noma rm` lists its history from
+/// the tombstone (the transcript that stays), the removal first.
+#[test]
+fn log_of_a_tombstone_lists_its_history() {
+    let r = Repo::with_genesis_record("# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");
+    r.agent_patch(
+        "plan.noma",
+        &json!({"op": "replace_body", "id": "a", "content": "A1"}).to_string(),
+    );
+    r.commit_all("bot: a");
+    assert_ran(&r.noma(&["rm", "plan.noma"]));
+    r.commit_all("remove plan");
+    assert!(!r.path().join("plan.noma").exists());
+    let o = r.noma(&["log", "plan.noma", "--format", "json"]);
+    assert_ran(&o);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let changes = v["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 3, "{v:#}");
+    assert_eq!(changes[0]["op"], "x-noma/remove_document", "{v:#}");
+    let bot = changes
+        .iter()
+        .find(|c| c["actor"] == "agent bot")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let blocks = bot["blocks"].as_array().unwrap();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["id"] == "a" && b["change"] == "changed"),
+        "{v:#}"
+    );
+    let o = r.noma(&["log", "plan.noma"]);
+    assert_ran(&o);
+    assert!(text(&o).contains("bot"), "{}", text(&o));
+}

@@ -265,3 +265,47 @@ fn a_same_block_conflict_is_left_as_the_driver_leaves_it() {
     assert!(o.status.success(), "the hook passes: {}", text(&o));
     assert!(r.noma(&["replay", "plan.noma"]).status.success());
 }
+
+/// Under the pre-commit framework (which sets `PRE_COMMIT` and hides a
+/// passing hook's output unless the hook is `verbose`) the warning is not
+/// marked shown, so it is not lost: it repeats until the driver is
+/// registered. The shipped hook and the guide's local snippet are
+/// `verbose`, so it is seen.
+#[test]
+fn under_pre_commit_the_warning_is_marked_shown_only_when_shown() {
+    let (_first, r) = team_and_clone();
+    let hook = || {
+        let o = r.cmd("env", &["PRE_COMMIT=1", NOMA, "hook", "pre-commit"]);
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    };
+    for run in ["first", "second"] {
+        let out = hook();
+        assert!(out.contains(WARNING), "{run} run: {out}");
+        assert!(out.contains("verbose: true"), "{out}");
+    }
+    let warned = r.git(&["config", "noma.driverWarned"]);
+    assert!(!warned.status.success(), "{}", text(&warned));
+    // Outside the framework it is shown, then marked.
+    let o = r.noma(&["hook", "pre-commit"]);
+    assert!(text(&o).contains("Shown once per clone"), "{}", text(&o));
+    assert!(r.git(&["config", "noma.driverWarned"]).status.success());
+    assert!(!text(&r.noma(&["hook", "pre-commit"])).contains(WARNING));
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = fs::read_to_string(root.join(".pre-commit-hooks.yaml")).unwrap();
+    let shipped: serde_yaml_ng::Value = serde_yaml_ng::from_str(&shipped).unwrap();
+    let check = shipped
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|h| h["id"] == "noma-check")
+        .unwrap();
+    assert_eq!(check["verbose"].as_bool(), Some(true), "{check:?}");
+    let guide = fs::read_to_string(root.join("docs/git-workflows.md")).unwrap();
+    let local = guide.find("  - repo: local").unwrap();
+    let snippet = &guide[local..local + guide[local..].find("```").unwrap()];
+    let check = &snippet[snippet.find("id: noma-check\n").unwrap()..];
+    let check = &check[..check.find("- id:").unwrap_or(check.len())];
+    assert!(check.contains("verbose: true"), "{check}");
+}

@@ -468,3 +468,189 @@ fn a_branch_older_than_a_signer_main_added_is_updated_and_pushed() {
     let o = run_at(&check, NOMA, &["reconcile", "--base", "origin/main"]);
     assert_ran(&o);
 }
+
+/// A merge queue: pr1 and pr2 both appended to one transcript, and GitHub
+/// built pr1's entry `main+pr1` with plain git. Its entry for pr2,
+/// `(main+pr1)+pr2`, conflicts. The update step on the `merge_group`
+/// event merges the entry into pr2 with the driver and pushes (pr1, which
+/// plain git merges with it, is left alone); then plain git builds pr2's entry cleanly,
+/// the PR check passes on it against main, and it replays.
+#[test]
+fn a_merge_queue_entry_is_clean_after_the_workflow_runs() {
+    let dev = Repo::with_genesis_record(DOC);
+    let remote = tempfile::tempdir().unwrap();
+    git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+    dev.ok(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
+    dev.ok(&["push", "-q", "origin", "main"]);
+    for (pr, id) in [("pr1", "a"), ("pr2", "b")] {
+        dev.ok(&["checkout", "-q", "-b", pr, "main"]);
+        dev.agent_patch("plan.noma", &body_op(id, &format!("{id}, by {pr}")));
+        dev.commit_all(pr);
+        dev.ok(&["push", "-q", "origin", pr]);
+    }
+    let hub = Hub { dev, remote };
+    // The queue's first entry, as GitHub builds it with plain git.
+    let tree = git_in(hub.remote(), &["merge-tree", "--write-tree", "main", "pr1"]);
+    let entry = git_in(
+        hub.remote(),
+        &[
+            "commit-tree",
+            tree.trim(),
+            "-p",
+            "main",
+            "-p",
+            "pr1",
+            "-m",
+            "Merge #1",
+        ],
+    );
+    let pr1 = hub.rev("pr1");
+    let queue = format!("gh-readonly-queue/main/pr-1-{pr1}");
+    let queue_ref = format!("refs/heads/{queue}");
+    git_in(hub.remote(), &["update-ref", &queue_ref, entry.trim()]);
+    let entry2 = |hub: &Hub| {
+        run_at(
+            hub.remote(),
+            "git",
+            &["merge-tree", "--write-tree", &queue, "pr2"],
+        )
+    };
+    assert_eq!(
+        entry2(&hub).status.code(),
+        Some(1),
+        "plain git must conflict"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let event = [
+        ("EVENT_NAME", "merge_group"),
+        ("QUEUE_HEAD", queue_ref.as_str()),
+        ("QUEUE_BASE", "refs/heads/main"),
+    ];
+    let prs = "1\tmain\tpr1\tfalse\n2\tmain\tpr2\tfalse\n";
+    let (o, gh) = update(&hub.dev, &ci, prs, &event);
+    assert_ran(&o);
+    let out = text(&o);
+    assert!(
+        out.contains(&format!("merged `{queue}` into #2 (pr2)")),
+        "{out}"
+    );
+    assert!(out.contains("#1 (pr1) merges with"), "{out}");
+    assert_eq!(hub.rev("pr1"), pr1, "the queued PR is left alone");
+    assert!(
+        gh.contains("gh pr list --repo acme/plans --base main"),
+        "{gh}"
+    );
+    let o = entry2(&hub);
+    assert_ran(&o);
+    let tree = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let entry = git_in(
+        hub.remote(),
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &queue,
+            "-p",
+            "pr2",
+            "-m",
+            "Merge #2",
+        ],
+    );
+    git_in(hub.remote(), &["update-ref", "refs/heads/q2", entry.trim()]);
+    let check_tmp = tempfile::tempdir().unwrap();
+    let check = hub.checkout(&check_tmp);
+    git_in(&check, &["checkout", "-q", "q2"]);
+    // The action's check on the entry: `merge_group` has no
+    // `github.base_ref`; the base is the queue's.
+    let runner = Runner::new();
+    let env = [
+        ("INPUT_BASE", ""),
+        ("BASE_REF", ""),
+        ("QUEUE_BASE", "refs/heads/main"),
+        ("INPUT_FORMAT", "github"),
+        ("INPUT_PATHS", ""),
+    ];
+    assert_ran(&runner.step(&hub.dev, &check, "reconcile", &env));
+    assert_eq!(runner.outputs()["status"], "0");
+    let summary = std::fs::read_to_string(runner.file("summary.md")).unwrap();
+    assert!(summary.contains("all checks pass"), "{summary}");
+    assert_ran(&run_at(&check, NOMA, &["replay", "plan.noma"]));
+    let doc = std::fs::read_to_string(check.join("plan.noma")).unwrap();
+    assert!(
+        doc.contains("a, by pr1") && doc.contains("b, by pr2"),
+        "{doc}"
+    );
+}
+
+/// "Rebase and merge" replays the pull request's commits onto main with
+/// plain git: after the update step, the pull request merges (merge
+/// commit, squash) but does not rebase. Where the repository allows
+/// rebase merging, the Action's check fails naming the methods that work;
+/// where it does not, it says nothing.
+#[test]
+fn rebase_and_merge_is_refused_naming_merge_or_squash() {
+    let hub = Hub::new(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let ci = hub.checkout(&tmp);
+    let (o, _) = update(&hub.dev, &ci, "1\tmain\tpr\tfalse\n", &PUSH);
+    assert_ran(&o);
+    let tree = hub.github_merge().expect("plain git merges the updated PR");
+    let merge = git_in(
+        hub.remote(),
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "main",
+            "-p",
+            "pr",
+            "-m",
+            "Merge #1",
+        ],
+    );
+    git_in(
+        hub.remote(),
+        &["update-ref", "refs/pull/1/merge", merge.trim()],
+    );
+    let check_tmp = tempfile::tempdir().unwrap();
+    let check = hub.checkout(&check_tmp);
+    git_in(&check, &["fetch", "-q", "origin", "refs/pull/1/merge"]);
+    git_in(&check, &["checkout", "-q", "--detach", "FETCH_HEAD"]);
+    for allowed in [true, false] {
+        // `gh api repos/OWNER/NAME --jq .allow_rebase_merge`, answered.
+        let stub = tempfile::tempdir().unwrap();
+        let gh = stub.path().join("gh");
+        std::fs::write(&gh, format!("#!/bin/sh\necho {allowed}\n")).unwrap();
+        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut runner = Runner::new();
+        runner.path.push(stub.path().to_path_buf());
+        let env = [
+            ("REPOSITORY", "acme/plans"),
+            ("GH_TOKEN", "token"),
+            ("BASE_REF", "main"),
+        ];
+        let o = runner.step(&hub.dev, &check, "merge-method", &env);
+        let out = text(&o);
+        if allowed {
+            assert!(!o.status.success(), "{out}");
+            assert!(
+                out.contains("::error title=noma::\"Rebase and merge\""),
+                "{out}"
+            );
+            assert!(
+                out.contains("\"Create a merge commit\" or \"Squash and merge\""),
+                "{out}"
+            );
+        } else {
+            assert_ran(&o);
+            assert!(!out.contains("::error"), "{out}");
+        }
+        // The check's scratch worktree is gone.
+        assert!(!git_in(&check, &["worktree", "list"]).contains("noma-rebase-check"));
+    }
+    // Plain git indeed cannot rebase it: what GitHub would meet.
+    let o = run_at(&check, "git", &["rebase", "origin/main", "origin/pr"]);
+    assert!(!o.status.success(), "{}", text(&o));
+}

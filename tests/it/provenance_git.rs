@@ -963,3 +963,42 @@ fn a_public_key_signs_through_the_running_ssh_agent() {
     ));
     assert_ran(&o);
 }
+
+/// The summary's overview table has a provenance column: a document
+/// whose only errors are missing approvals is not all ✅ there, and
+/// approved it is.
+#[test]
+fn the_overview_table_shows_provenance_errors() {
+    let s = setup();
+    let r = &s.r;
+    r.ok(&["checkout", "-q", "-b", "agent"]);
+    s.agent_patch(&set("c1", 0.9));
+    r.commit_all("agent edit, signed");
+    let row = || {
+        let o = r.noma(&["reconcile", "--base", "main", "--format", "markdown"]);
+        let out = text(&o);
+        let header = out
+            .lines()
+            .find(|l| l.starts_with("| Document |"))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(header.ends_with("| Provenance |"), "{header}");
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("| `plan.noma`"))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string();
+        (o.status.code(), row)
+    };
+    let (code, before) = row();
+    assert_eq!(code, Some(1));
+    assert!(
+        before.ends_with("| ✅ | ✅ | ✅ | ✅ | ❌ |"),
+        "approval-missing shows: {before}"
+    );
+    let key = s.person.to_str().unwrap();
+    assert_ran(&r.noma(&["approve", "plan.noma", "--key", key, "--yes"]));
+    r.commit_all("approved");
+    let (code, after) = row();
+    assert_eq!(code, Some(0), "{after}");
+    assert!(after.ends_with("| ✅ | ✅ | ✅ | ✅ | ✅ |"), "{after}");
+}

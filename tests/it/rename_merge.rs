@@ -308,3 +308,238 @@ fn recording_over_a_dropped_side_is_blocked_and_reconcile_agrees_with_replay() {
     assert!(codes.contains(&"transcript-rewritten"), "{v:#}");
     assert!(!codes.contains(&"replay-diverged"), "{v:#}");
 }
+
+/// The command a message names in backquotes after `run `.
+fn named_run(out: &str) -> String {
+    let start = out
+        .find("run `noma repair")
+        .unwrap_or_else(|| panic!("no `noma repair` named:\n{out}"))
+        + "run `".len();
+    let len = out[start..].find('`').unwrap();
+    out[start..start + len].to_string()
+}
+
+/// Runs `noma repair` as `repair` names it, then the `git add` and the
+/// continuing command of its `next:` line, exactly as printed.
+fn follow_repair(s: &Setup, repair: &str) {
+    let o = s.r.sh(repair);
+    assert_ran(&o);
+    let out = text(&o);
+    let next = out
+        .lines()
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let (add, then) = next.split_once(", then ").unwrap();
+    assert_ran(&s.r.sh(add));
+    let then = then.trim_matches('`');
+    assert!(then.starts_with("git "), "{next}");
+    let o = s.r.sh(&format!("GIT_EDITOR=true {then}"));
+    assert_ran(&o);
+    assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+}
+
+/// The three ways a move meets a patch without a merge commit: the
+/// branch rebased onto main, the move cherry-picked onto main, and
+/// main's patch cherry-picked onto the moved side. Git stops on the old
+/// transcript; its own message names `noma repair` (the driver knows the
+/// picked commit from git's label), and running what it names, then the
+/// `next:` line, converges: main's agent record kept under x's name and
+/// signature, everything reconciles and replays.
+#[test]
+fn rebase_and_both_cherry_picks_converge_by_the_commands_the_messages_name() {
+    for how in ["rebase", "pick the move", "pick the patch"] {
+        let s = setup(1);
+        let o = match how {
+            "rebase" => {
+                s.r.ok(&["checkout", "-q", "feat"]);
+                s.r.git(&["rebase", "main"])
+            }
+            "pick the move" => {
+                s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+                s.r.git(&["cherry-pick", "feat"])
+            }
+            _ => {
+                s.r.ok(&["checkout", "-q", "feat"]);
+                s.r.git(&["cherry-pick", "main"])
+            }
+        };
+        stops_on_modify_delete(&o);
+        let repair = named_run(&text(&o));
+        assert_eq!(repair, "noma repair \"new.noma\"", "{how}");
+        follow_repair(&s, &repair);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{how}: {v:#}");
+        s.replays("new.noma");
+        let x = record_by(&s, "x", "c");
+        let rec = listed(&v, &x["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "{how}: {rec:#}");
+        assert_eq!(rec["signed_by"], "x@agents.example", "{how}: {rec:#}");
+        let rec = listed(&v, &record_by(&s, "bot", "b")["op_id"]);
+        assert_eq!(rec["signed_by"], "bot@agents.example", "{how}: {rec:#}");
+    }
+}
+
+/// `noma repair` with no argument during the stop finds the moved
+/// document itself.
+#[test]
+fn repair_without_an_argument_finds_the_moved_document() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["rebase", "main"]));
+    follow_repair(&s, "noma repair");
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(record_by(&s, "x", "c")["actor"]["name"], "x");
+    // Outside an operation there is nothing to find: a usage error.
+    let o = s.r.noma(&["repair"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("noma repair FILE"), "{}", text(&o));
+}
+
+/// A cherry-pick resolved as git's own message suggests (`git rm` of the
+/// old transcript, `--continue`): the hook blocks it and names `noma
+/// repair`, never a path HEAD lacks nor `noma record` (which would turn
+/// the agent's record into a person's edit); its fix, then `--continue`,
+/// passes and keeps the agent's actor.
+#[test]
+fn a_cherry_pick_resolved_by_git_rm_is_blocked_with_the_repair_fix() {
+    for pick_move in [true, false] {
+        let s = setup(1);
+        if pick_move {
+            s.r.ok(&["checkout", "-q", "-b", "picked", "main"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "feat"]));
+        } else {
+            s.r.ok(&["checkout", "-q", "feat"]);
+            stops_on_modify_delete(&s.r.git(&["cherry-pick", "main"]));
+        }
+        s.r.ok(&["rm", "-q", "plan.noma.patches"]);
+        let cont = ["GIT_EDITOR=true", "git", "cherry-pick", "--continue"];
+        let o = s.r.cmd("env", &cont);
+        assert!(!o.status.success(), "{pick_move}: {}", text(&o));
+        let out = text(&o);
+        assert!(!out.contains("noma record"), "{pick_move}: {out}");
+        assert!(!out.contains("HEAD:\"new.noma"), "{pick_move}: {out}");
+        let fix = fix_of(&out, "transcript-fork");
+        assert_eq!(
+            fix,
+            "noma repair \"new.noma\" && git add -A -- \"new.noma\" \"new.noma.patches\" \"new.noma.provenance\"",
+            "{pick_move}"
+        );
+        assert_ran(&s.r.sh(&fix));
+        assert_ran(&s.r.cmd("env", &cont));
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "{pick_move}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "{pick_move}: {rec:#}");
+    }
+}
+
+/// Main moves a document (a history long enough for git to pair the
+/// transcript) that a PR patched under the old name, then patches it
+/// again. The PR check against main compares with main's moved files (it
+/// used to read main's side as gone: a revert of every record); after
+/// the PR merges main the check passes too, and main merging the PR
+/// replays.
+#[test]
+fn main_renaming_a_document_a_pr_patched_reconciles() {
+    let r = Repo::init();
+    assert_ran(&r.noma(&["init"]));
+    r.write("plan.noma", DOC);
+    r.commit_all("plan");
+    let patch = |doc: &str, id: &str, content: &str| {
+        let op = json!({"op": "replace_body", "id": id, "content": content}).to_string();
+        r.agent_patch(doc, &op);
+    };
+    for i in 0..30 {
+        patch("plan.noma", "a", &format!("A{i}"));
+    }
+    r.commit_all("bot: a, 30 times");
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    patch("plan.noma", "b", "B1");
+    r.commit_all("pr: b");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["mv", "plan.noma", "new.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "new.noma.patches"]);
+    r.commit_all("move plan to new");
+    patch("new.noma", "c", "C1");
+    r.commit_all("main: c");
+    r.ok(&["checkout", "-q", "pr"]);
+    let reconcile = || {
+        let o = r.noma(&["reconcile", "--base", "main", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        (o.status.code(), v)
+    };
+    let (code, v) = reconcile();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["documents"][0]["rebases"], true, "{v:#}");
+    r.ok(&["merge", "--no-edit", "main"]);
+    let (code, v) = reconcile();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["documents"][0]["path"], "new.noma", "{v:#}");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "--no-edit", "pr"]);
+    assert_ran(&r.noma(&["replay", "new.noma"]));
+    let merged = r.read("new.noma");
+    assert!(
+        ["A29", "B1", "C1"].iter().all(|b| merged.contains(b)),
+        "{merged}"
+    );
+}
+
+/// A moved transcript whose committed line was changed in the same
+/// commit: the hook's advice restores it from the path HEAD has (there
+/// is nothing at the new path in HEAD), and following it passes.
+#[test]
+fn a_rewritten_moved_transcript_is_restored_from_heads_path() {
+    let r = Repo::with_genesis_record(DOC);
+    let op = json!({"op": "replace_body", "id": "a", "content": "A1"}).to_string();
+    r.agent_patch("plan.noma", &op);
+    r.commit_all("bot: a");
+    r.ok(&["mv", "plan.noma", "new.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "new.noma.patches"]);
+    let t = r.read("new.noma.patches");
+    r.write("new.noma.patches", &t.replacen("\"bot\"", "\"b0t\"", 1));
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("move");
+    assert!(!ok, "{out}");
+    assert!(!out.contains("HEAD:\"new.noma.patches\""), "{out}");
+    assert!(!out.contains("--source=HEAD \"new.noma.patches\""), "{out}");
+    let fix = fix_of(&out, "transcript-tampered");
+    assert!(fix.contains("git show HEAD:\"plan.noma.patches\""), "{out}");
+    let keep = out
+        .split("record its change instead: ")
+        .nth(1)
+        .and_then(|s| s.split(" (fix: ").next())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_ran(&r.sh(keep));
+    let (ok, out) = r.try_commit("move");
+    assert!(ok, "{out}");
+    assert_ran(&r.noma(&["replay", "new.noma"]));
+}
+
+/// The modify/delete conflict resolved by keeping the old transcript
+/// (`git add -A`): the hook blocks the merge, and its fix stages the old
+/// transcript's removal too, so no orphan of it is committed.
+#[test]
+fn the_hooks_rename_fix_removes_the_old_transcript() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    let fix = fix_of(&out, "transcript-fork");
+    assert!(fix.contains("\"plan.noma.patches\""), "{fix}");
+    assert_ran(&s.r.sh(&fix));
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    let files = s.r.ok(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(
+        !files.contains("plan.noma"),
+        "an orphan is committed: {files}"
+    );
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+}

@@ -286,3 +286,29 @@ fn rev_reports_the_same_read_whole_or_streamed() {
 fn json_line(l: &str) -> Value {
     serde_json::from_str(l).unwrap()
 }
+
+/// An agent's first patch of a committed document, then `git stash`: the
+/// document is back at its committed state and the untracked transcript
+/// stays. `noma replay` does not advise `noma record` (which would record
+/// the undo as a person's edit) but names the undone record's line and
+/// `git stash pop`; after that it replays.
+#[test]
+fn stash_after_a_first_patch_gets_a_correct_message() {
+    let r = Repo::init();
+    crate::common::assert_ran(&r.noma(&["init"]));
+    r.write("plan.noma", "# Plan\n\n::note{id=\"a\"}\nalpha\n::\n");
+    r.commit_all("plan");
+    r.agent_patch(
+        "plan.noma",
+        r#"{"op":"replace_body","id":"a","content":"ALPHA"}"#,
+    );
+    r.ok(&["stash", "-q"]);
+    let o = r.noma(&["replay", "plan.noma"]);
+    assert!(!o.status.success());
+    let out = text(&o);
+    assert!(!out.contains("noma record"), "{out}");
+    assert!(out.contains("line 1's record"), "{out}");
+    assert!(out.contains("git stash pop"), "{out}");
+    r.ok(&["stash", "pop", "-q"]);
+    crate::common::assert_ran(&r.noma(&["replay", "plan.noma"]));
+}

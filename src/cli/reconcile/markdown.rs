@@ -264,6 +264,25 @@ fn removed_list(md: &mut Budget, reports: &[DocReport], order: &[usize]) -> usiz
     removed.len() - shown
 }
 
+/// No error about the records' signatures, approvals or sidecar: the
+/// checks the other columns do not show.
+fn provenance_holds(r: &DocReport) -> bool {
+    use noma_provenance::verify::codes;
+    let provenance = [
+        codes::UNSIGNED,
+        codes::INVALID,
+        codes::NOT_ALLOWED,
+        codes::APPROVAL_MISSING,
+        codes::APPROVAL_INVALID,
+        codes::MISMATCH,
+        codes::UNBOUND,
+    ];
+    !r.findings.iter().any(|f| {
+        f.level == "error"
+            && (provenance.contains(&f.code.as_str()) || f.code.starts_with("sidecar-"))
+    })
+}
+
 /// The documents table, in `order`, while it stays under [`TABLE_BUDGET`]
 /// and the whole budget; per [`rank`], the documents left out.
 fn table(
@@ -273,13 +292,13 @@ fn table(
     order: &[usize],
 ) -> [usize; 3] {
     let mut rows = Budget::new(TABLE_BUDGET.min(md.limit.saturating_sub(md.text.len())));
-    rows.push("| Document | Blocks | Valid | Append-only | Replays | Rebases |\n");
-    rows.push("| --- | ---: | :---: | :---: | :---: | :---: |\n");
+    rows.push("| Document | Blocks | Valid | Append-only | Replays | Rebases | Provenance |\n");
+    rows.push("| --- | ---: | :---: | :---: | :---: | :---: | :---: |\n");
     let mut left_out = [0; 3];
     for &i in order {
         let (r, d) = (&reports[i], &docs[i]);
         let row = format!(
-            "| `{}`{} | {} | {} | {} | {} | {} |\n",
+            "| `{}`{} | {} | {} | {} | {} | {} | {} |\n",
             cell(&r.path, 200),
             match r.removed {
                 Some("recorded") => " (removed)",
@@ -290,7 +309,8 @@ fn table(
             mark(r.valid),
             mark(r.append_only),
             mark(r.replays),
-            mark(r.rebases)
+            mark(r.rebases),
+            mark(provenance_holds(r))
         );
         if left_out != [0; 3] || !rows.push(&row) {
             left_out[rank(r)] += 1;

@@ -118,14 +118,40 @@ fn check<'a>(req: &Request<'a>) -> Result<Checked<'a>, Output> {
     })
 }
 
-/// The fix for a work-tree document edited after its last record.
+/// The fix for a work-tree document edited after its last record, or
+/// put back at the state a record started from (its change undone).
 fn unrecorded_edit_advice(req: &Request<'_>, report: &Report) -> Option<String> {
     let edited = report.divergence.as_ref()?.is_unrecorded_edit();
-    (edited && req.rev.is_none()).then(|| {
-        format!(
-            "the document was edited after the last record: record the edit with `noma record {}`",
-            noma_core::diag::shell_word(&req.file.display().to_string())
-        )
+    if !edited || req.rev.is_some() {
+        return None;
+    }
+    let file = noma_core::diag::shell_word(&req.file.display().to_string());
+    if let Some(line) = undone_from(req) {
+        // Recording it would record the undo as a person's edit.
+        return Some(format!(
+            "the document is back at the state line {line}'s record started from: that record's change (and any after it) was undone, e.g. by `git stash`, `git checkout` or `git restore`, which leave the transcript; bring the change back (`git stash pop`), or drop the transcript's lines from {line} on (restore the committed transcript, or remove it if no commit has it)"
+        ));
+    }
+    Some(format!(
+        "the document was edited after the last record: record the edit with `noma record {file}`"
+    ))
+}
+
+/// The line of the last record that starts from the document's current
+/// state: the document is a state the transcript already passed, that
+/// record's change (and its successors') undone.
+fn undone_from(req: &Request<'_>) -> Option<usize> {
+    let doc = std::fs::read(req.file).ok()?;
+    let sha = noma_core::doc::hash::sha256_hex(&doc);
+    let tpath = req.transcript.map_or_else(
+        || noma_store::engine::default_transcript_path(req.file),
+        Into::into,
+    );
+    let bytes = std::fs::read(tpath).ok()?;
+    let (lines, _) = noma_core::transcript::split_lines(&bytes);
+    lines.iter().rev().find_map(|l| {
+        let r = noma_core::transcript::parse_record(l.number, l.raw).ok()?;
+        (r.pre_sha256 == sha).then_some(l.number)
     })
 }
 

@@ -206,8 +206,15 @@ struct Inputs {
 
 impl Inputs {
     fn read(doc: &Path, transcript: Option<&Path>) -> Result<Inputs, HistoryError> {
-        let text = read_doc(doc)?;
         let tpath = transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+        // A document removed with `noma rm`: its transcript stays as the
+        // tombstone, whose removal record ends at the empty text.
+        let tombstone = doc.symlink_metadata().is_err() && tpath.is_file();
+        let text = if tombstone {
+            String::new()
+        } else {
+            read_doc(doc)?
+        };
         let hash = answer::file_hash(&tpath)
             .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
         Ok(Inputs { text, tpath, hash })

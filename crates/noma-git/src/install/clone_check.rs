@@ -25,15 +25,18 @@ pub struct MissingDriver {
 }
 
 /// Whether to warn now that `merge.noma.driver` is missing; marks the
-/// clone as warned when it returns `Some`. `configured` is the driver as
-/// git reads it (the repository's, the user's or the system's config);
-/// `common_dir` holds the clone's own config. Never fails the hook: a
-/// config that cannot be written only means the warning may repeat.
+/// clone as warned when it returns `Some` and `mark` (the caller knows
+/// the warning reaches the person: the pre-commit framework hides a
+/// passing hook's output unless the hook is `verbose`, which a hook
+/// cannot tell). `configured` is the driver as git reads it (the
+/// repository's, the user's or the system's config); `common_dir` holds
+/// the clone's own config. Never fails the hook: a config that cannot be
+/// written only means the warning may repeat.
 pub fn missing_driver_once(
     common_dir: &Path,
     work_tree: &Path,
     configured: Option<String>,
-    already_warned: bool,
+    (already_warned, mark): (bool, bool),
 ) -> Option<MissingDriver> {
     if configured.is_some_and(|d| !d.trim().is_empty()) || already_warned {
         return None;
@@ -47,6 +50,8 @@ pub fn missing_driver_once(
     if patterns.is_empty() {
         return None;
     }
-    let _ = git::config::set(&common_dir.join("config"), &[(WARNED_KEY, "true")]);
+    if mark {
+        let _ = git::config::set(&common_dir.join("config"), &[(WARNED_KEY, "true")]);
+    }
     Some(MissingDriver { patterns })
 }

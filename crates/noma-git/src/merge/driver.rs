@@ -71,9 +71,10 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
     }
     if document_path(path).is_none() {
         // A moved document: the transcripts may be left unpaired.
-        let hint = repo
-            .as_ref()
-            .and_then(|r| super::moved::unpaired_hint(r, path));
+        let hint = repo.as_ref().and_then(|r| {
+            let theirs = call.theirs_label.and_then(OsStr::to_str);
+            super::moved::unpaired_hint(r, path, theirs)
+        });
         messages.extend(hint.map(|h| format!("{path}: {h}")));
     }
     Ok(Driven {

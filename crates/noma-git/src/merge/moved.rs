@@ -14,7 +14,7 @@
 //! (the union of both sides' lines) are written at the new path and the
 //! old path's files leave the work tree.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -52,9 +52,34 @@ pub(crate) fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
         return Some((other, repo.merge_base(head, other)?));
     }
     ["CHERRY_PICK_HEAD", "REBASE_HEAD"].iter().find_map(|r| {
+        // Git leaves REBASE_HEAD behind when a rebase ends.
+        if *r == "REBASE_HEAD" && !rebasing(repo) {
+            return None;
+        }
         let other = repo.resolve(r).ok()?;
         Some((other, repo.first_parent(other)?))
     })
+}
+
+/// Whether a rebase is in progress (its state directory exists).
+fn rebasing(repo: &Repo) -> bool {
+    let dir = repo.git_dir();
+    ["rebase-merge", "rebase-apply"]
+        .iter()
+        .any(|d| dir.join(d).is_dir())
+}
+
+/// The commits of a rebase or cherry-pick whose merge is still running
+/// (git writes `CHERRY_PICK_HEAD` and `REBASE_HEAD` only once it stops):
+/// the picked commit named at the start of git's label for their side
+/// (`%Y`, "1a2b3c4 (subject)"), and its parent as the base.
+fn picked_by_label(repo: &Repo, theirs_label: &str) -> Option<(Oid, Oid)> {
+    let word = theirs_label.split_whitespace().next()?;
+    if word.len() < 4 || !word.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let other = repo.resolve(word).ok()?;
+    Some((other, repo.first_parent(other)?))
 }
 
 /// The path `rel` had at `base` when one side of the operation moved it
@@ -73,24 +98,35 @@ pub(crate) fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Op
 /// While the merge driver merges the document `rel` that one side of the
 /// operation moved there and both sides changed the transcript of: what to
 /// run if git stops on the old transcript (it pairs a moved file only while
-/// it stays 50% alike, which the driver cannot know). None otherwise.
-pub(crate) fn unpaired_hint(repo: &Repo, rel: &str) -> Option<String> {
+/// it stays 50% alike, which the driver cannot know). `theirs_label` is
+/// git's label for the other side, which names the picked commit of a
+/// rebase or cherry-pick. None otherwise.
+pub(crate) fn unpaired_hint(repo: &Repo, rel: &str, theirs_label: Option<&str>) -> Option<String> {
     let head = repo.head_commit()?;
-    let (other, base) = operation_commits(repo, head)?;
+    let (other, base) = operation_commits(repo, head)
+        .or_else(|| theirs_label.and_then(|l| picked_by_label(repo, l)))?;
     let old = moved_from(repo, base, &[head, other], rel)?;
-    let paths = [rel, old.as_str()];
-    let base_t = repo.blob_at(base, &transcript_path(&old)).ok().flatten();
-    let changed = |c| {
-        let t = at(repo, c, paths, transcript_path);
-        t.is_some() && t != base_t
-    };
-    (changed(head) && changed(other)).then(|| {
+    both_changed(repo, [head, other, base], [rel, &old]).then(|| {
         format!(
             "moved from {old}: if git reports a modify/delete conflict of {t}, run `noma repair {rel_sh}` and the `git add` it names (it merges both sides' records at the new path)",
             t = transcript_path(&old),
             rel_sh = noma_core::diag::shell_word(rel),
         )
     })
+}
+
+/// Whether both sides (`[head, other, base]`) changed the transcript of
+/// the document at `rel` (new path) or `old` since the base.
+fn both_changed(repo: &Repo, [head, other, base]: [Oid; 3], paths: [&str; 2]) -> bool {
+    let base_t = repo
+        .blob_at(base, &transcript_path(paths[1]))
+        .ok()
+        .flatten();
+    let changed = |c| {
+        let t = at(repo, c, paths, transcript_path);
+        t.is_some() && t != base_t
+    };
+    changed(head) && changed(other)
 }
 
 /// The file of `rel` (`file` maps a document path to the file's) at
@@ -170,13 +206,44 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
     messages.extend(merged.messages.iter().chain(&document.messages).cloned());
     let stage = to_stage(&repo, paths, sidecar.is_some());
     Ok(Some(MovedMerge {
-        next_step: next_step(&rel, &stage, clean),
+        next_step: next_step(&rel, &stage, clean, continue_command(&repo)),
         moved_from: old,
         clean,
         sidecar: sidecar.is_some(),
         messages,
         stage,
     }))
+}
+
+/// The documents (paths from the work-tree root) that `noma repair`
+/// with no argument merges: during a merge, rebase or cherry-pick, each
+/// document one side moved while both sides added records, which git
+/// pairs only while the moved transcript stays 50% alike (what the
+/// driver's hint names). Empty when no operation is in progress or no
+/// such document exists.
+pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, String> {
+    let Ok(repo) = Repo::discover(start) else {
+        return Ok(Vec::new());
+    };
+    let (Some(head), Some(root)) = (repo.head_commit(), repo.workdir()) else {
+        return Ok(Vec::new());
+    };
+    let Some((other, base)) = operation_commits(&repo, head) else {
+        return Ok(Vec::new());
+    };
+    let mut found = std::collections::BTreeSet::new();
+    for side in [head, other] {
+        let moved = repo
+            .moved_documents(base, side)
+            .map_err(|e| e.to_string())?;
+        found.extend(
+            moved
+                .into_iter()
+                .filter(|(new, old)| both_changed(&repo, [head, other, base], [new, old]))
+                .map(|(new, _)| new),
+        );
+    }
+    Ok(found.into_iter().map(|rel| root.join(rel)).collect())
 }
 
 /// The union of both sides' sidecar lines (each at the new path or the
@@ -269,18 +336,32 @@ fn to_stage(repo: &Repo, [rel, old]: [&str; 2], sidecar: bool) -> Vec<String> {
     paths
 }
 
-/// What is left after the files are written.
-fn next_step(rel: &str, stage: &[String], clean: bool) -> String {
+/// How the operation in progress goes on once the paths are staged.
+fn continue_command(repo: &Repo) -> &'static str {
+    if repo.merge_head().is_some() {
+        "commit"
+    } else if repo.resolve("CHERRY_PICK_HEAD").is_ok() {
+        "`git cherry-pick --continue`"
+    } else if rebasing(repo) {
+        "`git rebase --continue`"
+    } else {
+        "commit"
+    }
+}
+
+/// What is left after the files are written; `then` continues the
+/// operation.
+fn next_step(rel: &str, stage: &[String], clean: bool, then: &str) -> String {
     let sh = noma_core::diag::shell_word;
     let add = format!(
         "git add -A -- {}",
         stage.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ")
     );
     if clean {
-        format!("{add}, then commit (or `git rebase --continue`)")
+        format!("{add}, then {then}")
     } else {
         format!(
-            "resolve the ::conflict blocks in {doc}, then `noma record {doc}` and {add}",
+            "resolve the ::conflict blocks in {doc}, then `noma record {doc}` and {add}, then {then}",
             doc = sh(rel)
         )
     }

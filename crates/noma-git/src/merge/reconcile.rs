@@ -233,6 +233,7 @@ impl<'r> Branch<'r> {
             .unwrap_or(true);
         let branch = Branch {
             moved,
+            base_moved: std::sync::OnceLock::new(),
             repo,
             cache: (!committed_cache).then_some(cache),
             head,
@@ -269,6 +270,9 @@ struct Branch<'r> {
     cache: Option<&'r BlockCache>,
     /// Documents the branch moved: HEAD's path -> the merge base's.
     moved: std::collections::HashMap<String, String>,
+    /// Documents the base revision moved: the merge base's path -> the
+    /// base's, read when a document is missing at the base.
+    base_moved: std::sync::OnceLock<std::collections::HashMap<String, String>>,
     head: Oid,
     base_tip: Oid,
     merge_base: Oid,
@@ -310,6 +314,30 @@ impl Branch<'_> {
         self.repo.blob_at(commit, path).ok().flatten()
     }
 
+    /// Where the base revision moved the document the merge base holds at
+    /// `old` (git's rename detection), if it did: a branch that patched it
+    /// under the old name compares with the base's moved files.
+    fn base_moved_to(&self, old: &str) -> Option<&str> {
+        let moved = self.base_moved.get_or_init(|| {
+            let m = self.repo.moved_documents(self.merge_base, self.base_tip);
+            m.unwrap_or_default()
+                .into_iter()
+                .map(|(new, old)| (old, new))
+                .collect()
+        });
+        moved.get(old).map(String::as_str)
+    }
+
+    /// `file` (a document path to one of its files' paths) of the
+    /// document at the base revision: under `path`, else `old`, else where
+    /// the base moved `old` to.
+    fn base_file_id(&self, [path, old]: [&str; 2], file: fn(&str) -> String) -> Option<Oid> {
+        let id = |p: &str| self.repo.blob_id_at(self.base_tip, &file(p)).ok().flatten();
+        id(path)
+            .or_else(|| id(old))
+            .or_else(|| id(self.base_moved_to(old)?))
+    }
+
     /// The document at the merge base (under its old path `old`) and at
     /// the base revision (under `path`, else `old`): the versions a record's
     /// state is looked for in first. The base's is None when it is the
@@ -318,7 +346,7 @@ impl Branch<'_> {
         let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
         let read = |id: Option<Oid>| id.and_then(|id| self.repo.blob(id).ok());
         let mb = id(self.merge_base, old);
-        let base = id(self.base_tip, path).or_else(|| id(self.base_tip, old));
+        let base = self.base_file_id([path, old], str::to_string);
         let base_doc = if base == mb { None } else { read(base) };
         (read(mb), base_doc)
     }
@@ -363,10 +391,6 @@ impl Branch<'_> {
         // name already.
         let old = self.moved.get(path).map_or(path, String::as_str);
         let old_t = transcript_path(old);
-        let at_base = |p: &str, old: &str| {
-            self.blob(self.base_tip, p)
-                .or_else(|| self.blob(self.base_tip, old))
-        };
         let (mb_doc, base_doc) = self.mb_and_base_docs(path, old);
         let mut find = super::doc_finder(
             Some(self.repo),
@@ -397,7 +421,9 @@ impl Branch<'_> {
             mb_doc,
             mb_t: self.blob(self.merge_base, &old_t),
             head_t: self.blob(self.head, &tpath),
-            base_t: at_base(&tpath, &old_t),
+            base_t: self
+                .base_file_id([path, old], transcript_path)
+                .and_then(|id| self.repo.blob(id).ok()),
             tpath,
         };
         // 2./3. HEAD's transcript continues the merge base's and replays.
@@ -472,7 +498,7 @@ impl Branch<'_> {
         let ids = super::checkpoint::TranscriptIds {
             merge_base: id(self.merge_base, &old_t)?,
             head: id(self.head, &tpath)?,
-            base: id(self.base_tip, &tpath).or_else(|| id(self.base_tip, &old_t))?,
+            base: self.base_file_id([path, old], transcript_path)?,
         };
         let store = (self.repo, self.cache);
         let docs = [mb_doc?, head_doc];

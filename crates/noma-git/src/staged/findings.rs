@@ -287,8 +287,15 @@ pub(super) fn symlink_finding(path: &str, target: &[u8]) -> Finding {
     ))
 }
 
-/// Names the first line where `staged` stops repeating `committed`.
-pub(super) fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: &[u8]) -> Finding {
+/// Names the first line where `staged` stops repeating `committed`;
+/// `head_tpath` is where HEAD holds the committed transcript (the staged
+/// path, or the old one of a document moved since).
+pub(super) fn tamper_finding(
+    path: &str,
+    [tpath, head_tpath]: [&str; 2],
+    committed: &[u8],
+    staged: &[u8],
+) -> Finding {
     let (a, _) = split_lines(committed);
     let (b, _) = split_lines(staged);
     let mut line = a.len() + 1;
@@ -315,8 +322,21 @@ pub(super) fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: 
     // Keeping the staged document (an older version, or another branch's,
     // checked out with its transcript) is an edit like any other: the
     // committed transcript comes back and the change is recorded on top.
+    let restore = if head_tpath == tpath {
+        format!(
+            "git restore --staged --worktree --source=HEAD {}",
+            shell_word(tpath)
+        )
+    } else {
+        // HEAD has no file at the staged path to restore from.
+        format!(
+            "git show HEAD:{} > {}",
+            shell_word(head_tpath),
+            shell_word(tpath)
+        )
+    };
     let keep = format!(
-        "git restore --staged --worktree --source=HEAD {tpath_sh} && noma record {path_sh} && git add {path_sh} {tpath_sh}",
+        "{restore} && noma record {path_sh} && git add {path_sh} {tpath_sh}",
         tpath_sh = shell_word(tpath),
         path_sh = shell_word(path),
     );
@@ -336,7 +356,7 @@ pub(super) fn tamper_finding(path: &str, tpath: &str, committed: &[u8], staged: 
     ))
     .fix(format!(
         "restore the committed lines (git show HEAD:{tpath_sh}) and append new records only",
-        tpath_sh = shell_word(tpath),
+        tpath_sh = shell_word(head_tpath),
     ))
 }
 
@@ -402,12 +422,23 @@ mod tests {
 
     #[test]
     fn tamper_names_rewritten_and_removed_lines() {
-        let f = tamper_finding("d", "t", b"a\nb\nc\n", b"a\nX\nc\nd\n");
+        let f = tamper_finding("d", ["t", "t"], b"a\nb\nc\n", b"a\nX\nc\nd\n");
         assert_eq!(f.line, Some(2));
         assert!(f.message.contains("rewritten"));
-        let f = tamper_finding("d", "t", b"a\nb\nc\n", b"a\nb\n");
+        let f = tamper_finding("d", ["t", "t"], b"a\nb\nc\n", b"a\nb\n");
         assert_eq!(f.line, Some(3));
         assert!(f.message.contains("removed"));
+        // A moved transcript is restored from HEAD's path, never the new one.
+        let f = tamper_finding("n", ["n.patches", "o.patches"], b"a\nb\n", b"a\nX\n");
+        let fix = f.fix.unwrap_or_default();
+        assert!(fix.contains("HEAD:\"o.patches\""), "{fix}");
+        assert!(!f.message.contains("--source=HEAD"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("git show HEAD:\"o.patches\" > \"n.patches\""),
+            "{}",
+            f.message
+        );
     }
 
     #[test]

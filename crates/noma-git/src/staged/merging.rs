@@ -32,9 +32,11 @@ struct Theirs {
     moved: Option<Move>,
 }
 
-/// A move of the merged document: whether a parent has a sidecar.
+/// A move of the merged document: whether a parent has a sidecar, and
+/// its old path.
 struct Move {
     sidecar: bool,
+    old: String,
 }
 
 /// Which parent's version the staged transcript (`paths` = [document,
@@ -64,7 +66,8 @@ pub(super) fn merge_reference(
         let parents = [&ours.0, &other.transcript];
         if !succeeds_both(g, path, parents, staged_t, staged_doc) {
             let f = fork([path, tpath], &other.base, parents, staged_t);
-            return Ok(Merged::Settled(Some(moved_fork(f, path, m.sidecar))));
+            let fix = repair_fix(g, path, &m.old, m.sidecar);
+            return Ok(Merged::Settled(Some(moved_fork(f, fix))));
         }
     }
     if linear_on(g, paths, &ours, staged_t, staged_doc)? {
@@ -86,6 +89,48 @@ pub(super) fn merge_reference(
     }
     let f = fork([path, tpath], &other.base, parents, staged_t);
     Ok(Merged::Settled(Some(f)))
+}
+
+/// During a cherry-pick, or a commit made while a rebase is stopped (no
+/// merge commit: the picked commit's parent is the base), the fork
+/// finding naming `noma repair` when one side moved the document
+/// (`paths` = [document, its path at HEAD, transcript]), both sides
+/// added records, git did not pair the transcripts, and the staged one
+/// drops a side's records. None otherwise.
+pub(super) fn picked_move(
+    g: &Guard<'_>,
+    [path, _, tpath]: [&str; 3],
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Option<Finding> {
+    let head = g.head?;
+    let (other, base) = crate::merge::moved::operation_commits(g.repo, head)?;
+    let old = crate::merge::moved::moved_from(g.repo, base, &[head, other], path)?;
+    let names = [path, old.as_str()];
+    let at = |c: Oid, file: fn(&str) -> String| {
+        names
+            .iter()
+            .find_map(|p| g.repo.blob_at(c, &file(p)).ok().flatten())
+    };
+    let base_t = g.repo.blob_at(base, &transcript_path(&old)).ok().flatten();
+    let base_t = base_t.unwrap_or_default();
+    let extends = |t: &Option<Vec<u8>>| {
+        t.as_ref()
+            .is_some_and(|t| t.len() > base_t.len() && t.starts_with(&base_t))
+    };
+    let (ours, theirs) = (at(head, transcript_path), at(other, transcript_path));
+    if !(extends(&ours) && extends(&theirs)) {
+        return None;
+    }
+    let parents = [&ours, &theirs];
+    if succeeds_both(g, path, parents, staged_t, staged_doc) {
+        return None;
+    }
+    let sidecar = [head, other].iter().any(|c| at(*c, sidecar_rel).is_some());
+    let mut f = fork([path, tpath], &base_t, parents, staged_t);
+    // No merge commit: the other parent is the commit being picked.
+    f.message = f.message.replace("MERGE_HEAD has", "the picked commit has");
+    Some(moved_fork(f, repair_fix(g, path, &old, sidecar)))
 }
 
 /// The merged side's files and the merge base's transcript. A side or
@@ -131,7 +176,12 @@ fn their_side(
             .is_some()
     };
     let names = [path, head_path];
+    let old_name = old
+        .as_ref()
+        .map_or(head_path, |(_, o)| o.as_str())
+        .to_string();
     let moved = moved.map(|_| Move {
+        old: old_name,
         sidecar: names
             .iter()
             .any(|p| has_sidecar(head, p) || has_sidecar(theirs, p))
@@ -237,24 +287,33 @@ fn copies_after(parent: &[u8], staged_t: &[u8]) -> bool {
 /// `noma repair` merges both sides' records at the new path as the driver
 /// would (see [`crate::merge::moved`]), keeping the other side's actors
 /// and signatures, which recording the merged document would not.
-fn moved_fork(mut f: Finding, path: &str, sidecar: bool) -> Finding {
+fn moved_fork(mut f: Finding, fix: String) -> Finding {
     f.message.push_str(
         "; the document was moved on one side and git did not pair its transcripts, so the staged one drops a side's records",
     );
-    f.fix(repair_fix(path, sidecar))
+    f.fix(fix)
 }
 
-/// The command of [`moved_fork`]'s fix.
-fn repair_fix(path: &str, sidecar: bool) -> String {
+/// The command of [`moved_fork`]'s fix: `noma repair` and the `git add`
+/// of the new path's files and of the old path's (`old`) that the index
+/// still holds, whose removal `noma repair` leaves to stage (what its own
+/// `next:` line names; else the old transcript stays committed, an
+/// orphan).
+fn repair_fix(g: &Guard<'_>, path: &str, old: &str, sidecar: bool) -> String {
     let sh = |p: &str| shell_word(p);
-    let mut fix = format!(
-        "noma repair {p} && git add -A -- {p} {t}",
-        p = sh(path),
-        t = sh(&transcript_path(path))
-    );
+    let mut paths = vec![path.to_string(), transcript_path(path)];
     if sidecar {
-        fix.push(' ');
-        fix.push_str(&sh(&sidecar_rel(path)));
+        paths.push(sidecar_rel(path));
     }
-    fix
+    let indexed = |p: &str| (0..=3).any(|s| g.repo.index_stage_blob(p, s).ok().flatten().is_some());
+    if old != path {
+        let old_files = [transcript_path(old), sidecar_rel(old)];
+        paths.extend(old_files.into_iter().filter(|p| indexed(p)));
+    }
+    let add: Vec<String> = paths.iter().map(|p| sh(p)).collect();
+    format!(
+        "noma repair {} && git add -A -- {}",
+        sh(path),
+        add.join(" ")
+    )
 }

@@ -24,8 +24,19 @@ pub(super) fn verify_tail(
     staged_t: &[u8],
     staged_doc: &str,
 ) -> Result<Vec<Finding>, GitError> {
-    let [path, _, tpath] = paths;
-    let tail = match new_records(path, tpath, prev_t.unwrap_or_default(), staged_t) {
+    let [path, head_path, tpath] = paths;
+    let head_t = noma_core::transcript::transcript_path(head_path);
+    let at_head = |p: &str| {
+        g.head
+            .is_some_and(|h| g.repo.blob_id_at(h, p).ok().flatten().is_some())
+    };
+    // Advice restores from where HEAD has the transcript.
+    let head_t = if head_t != tpath && !at_head(tpath) && at_head(&head_t) {
+        head_t.as_str()
+    } else {
+        tpath
+    };
+    let tail = match new_records([path, tpath, head_t], prev_t.unwrap_or_default(), staged_t) {
         Ok(t) => t,
         Err(f) => return Ok(vec![*f]),
     };
@@ -300,13 +311,17 @@ pub(super) struct NewRecords<'t> {
 /// checked here rather than left to replay, which counts from the first
 /// new record).
 fn new_records<'t>(
-    path: &str,
-    tpath: &str,
+    [path, tpath, head_tpath]: [&str; 3],
     prev: &[u8],
     staged_t: &'t [u8],
 ) -> Result<NewRecords<'t>, Box<Finding>> {
     let Some(bytes) = staged_t.strip_prefix(prev) else {
-        return Err(Box::new(tamper_finding(path, tpath, prev, staged_t)));
+        return Err(Box::new(tamper_finding(
+            path,
+            [tpath, head_tpath],
+            prev,
+            staged_t,
+        )));
     };
     let (prev_lines, _) = split_lines(prev);
     let prev_last = prev_lines.last().map(|l| sha256_hex(l.raw));

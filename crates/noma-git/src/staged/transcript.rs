@@ -39,6 +39,14 @@ pub(super) fn check_transcript(
         // driver); what `noma repair` makes of it stands in for it.
         reference = (Some(t), Some(doc));
     }
+    if g.merge.is_none() {
+        // A cherry-pick or rebase of a move meeting a patch, whose
+        // transcripts git did not pair: `noma repair` is the fix.
+        if let Some(f) = super::merging::picked_move(g, paths, staged_t, staged_doc) {
+            out.push(f);
+            return Ok(());
+        }
+    }
     if let Some(merge) = g.merge {
         match super::merging::merge_reference(g, merge, paths, reference, staged_t, staged_doc)? {
             Merged::Extends(parent) => reference = parent,

@@ -99,6 +99,7 @@ pub(super) fn in_parallel(
 struct Parts<'r> {
     cache: Option<&'r BlockCache>,
     moved: std::collections::HashMap<String, String>,
+    base_moved: std::sync::OnceLock<std::collections::HashMap<String, String>>,
     oids: [Oid; 3],
     base_rev: &'r str,
     write: bool,
@@ -114,6 +115,7 @@ impl<'r> Parts<'r> {
             repo,
             cache: self.cache,
             moved: self.moved,
+            base_moved: self.base_moved,
             head,
             base_tip,
             merge_base,
@@ -131,6 +133,7 @@ impl<'r> Branch<'r> {
         Parts {
             cache: self.cache,
             moved: self.moved.clone(),
+            base_moved: self.base_moved.clone(),
             oids: [self.head, self.base_tip, self.merge_base],
             base_rev: self.base_rev,
             write: self.write,
