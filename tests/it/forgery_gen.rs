@@ -1621,7 +1621,6 @@ fn forgery_delete_tombstone() {
 }
 
 #[test]
-#[ignore = "not yet caught: an own approved record re-labelled as a merge copy of itself still counts, because a copy is judged by its claimed original's intent and signature (decision signatures-bind-intent-not-position) without requiring that the original exist in this document's lineage as the check sees it (the base's transcript, or the merged-in parent's in the hook); issue 56 asks for that rule, not yet decided or enforced"]
 fn forgery_own_record_as_copy() {
     run_family("own-record-as-copy");
 }

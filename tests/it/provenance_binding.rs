@@ -417,3 +417,46 @@ fn a_document_renamed_then_removed_is_one_recorded_removal() {
     assert!(!out.contains("removed without a record"), "{out}");
     assert!(out.contains("removed with `noma rm`"), "{out}");
 }
+
+/// The branch's own approved agent record, re-labelled as a merge copy of
+/// itself at another position: the branch rewrites plan.noma to main's
+/// state, has alice sign another edit, and appends the agent's op again,
+/// dressed as a copy of its committed record (the sidecar still holds
+/// that record's signature and alice's approval). The hook refuses the
+/// rewrite; committed past it, `noma reconcile` fails the copy at its
+/// line, since its original is the branch's own earlier record.
+#[test]
+fn an_own_record_relabelled_as_a_copy_at_another_position_fails() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "agent"]);
+    let raise = json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.9});
+    s.signed_patch("plan.noma", &s.agent, "agent", "bot", &raise);
+    let o = s.r.noma(&[
+        "approve",
+        "plan.noma",
+        "--key",
+        s.alice.to_str().unwrap(),
+        "--yes",
+    ]);
+    assert_ran(&o);
+    s.r.commit_all("bot raises c1; alice approves");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "honest: {out}");
+    let original = s.last_record("plan.noma");
+
+    // The agent's record goes after alice's next edit, as a "copy".
+    s.r.ok(&["checkout", "main", "--", "plan.noma", "plan.noma.patches"]);
+    s.signed_patch("plan.noma", &s.alice, "human", "alice", &delete_r1());
+    let line = s.replay_into_plan(&original, &raise, true, &[]);
+    let (ok, hook) = s.try_commit_all("the agent's record, moved as a copy");
+    assert!(!ok, "the hook let a rewritten record through: {hook}");
+    assert!(hook.contains("transcript-tampered"), "{hook}");
+    s.commit_unchecked("the agent's record, moved as a copy");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("[copy-of-own-record] plan.noma.patches:{line}")),
+        "{out}"
+    );
+    assert!(!out.contains("approved by alice"), "{out}");
+}
