@@ -460,3 +460,35 @@ fn an_own_record_relabelled_as_a_copy_at_another_position_fails() {
     );
     assert!(!out.contains("approved by alice"), "{out}");
 }
+
+/// As above, but alice edits the document four times between the rename
+/// and the removal: the tombstone's transcript is then five records where
+/// the old path's was one, too unlike it for git to pair, and the old
+/// path was reported as removed without a record. The two transcripts
+/// start with the same first record: that pairs them.
+#[test]
+fn a_document_renamed_edited_then_removed_is_one_recorded_removal() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "retire"]);
+    for suffix in ["", ".patches"] {
+        s.r.ok(&[
+            "mv",
+            &format!("other.noma{suffix}"),
+            &format!("gone.noma{suffix}"),
+        ]);
+    }
+    s.r.commit_all("rename other to gone");
+    for v in 1..=4 {
+        let op = json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": f64::from(v) / 10.0});
+        s.signed_patch("gone.noma", &s.alice, "human", "alice", &op);
+    }
+    s.r.commit_all("alice edits gone");
+    let o =
+        s.r.noma(&["rm", "gone.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.r.commit_all("remove gone");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("removed without a record"), "{out}");
+    assert!(out.contains("removed with `noma rm`"), "{out}");
+}
