@@ -417,3 +417,78 @@ fn a_document_renamed_then_removed_is_one_recorded_removal() {
     assert!(!out.contains("removed without a record"), "{out}");
     assert!(out.contains("removed with `noma rm`"), "{out}");
 }
+
+/// The branch's own approved agent record, re-labelled as a merge copy of
+/// itself at another position: the branch rewrites plan.noma to main's
+/// state, has alice sign another edit, and appends the agent's op again,
+/// dressed as a copy of its committed record (the sidecar still holds
+/// that record's signature and alice's approval). The hook refuses the
+/// rewrite; committed past it, `noma reconcile` fails the copy at its
+/// line, since its original is the branch's own earlier record.
+#[test]
+fn an_own_record_relabelled_as_a_copy_at_another_position_fails() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "agent"]);
+    let raise = json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": 0.9});
+    s.signed_patch("plan.noma", &s.agent, "agent", "bot", &raise);
+    let o = s.r.noma(&[
+        "approve",
+        "plan.noma",
+        "--key",
+        s.alice.to_str().unwrap(),
+        "--yes",
+    ]);
+    assert_ran(&o);
+    s.r.commit_all("bot raises c1; alice approves");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "honest: {out}");
+    let original = s.last_record("plan.noma");
+
+    // The agent's record goes after alice's next edit, as a "copy".
+    s.r.ok(&["checkout", "main", "--", "plan.noma", "plan.noma.patches"]);
+    s.signed_patch("plan.noma", &s.alice, "human", "alice", &delete_r1());
+    let line = s.replay_into_plan(&original, &raise, true, &[]);
+    let (ok, hook) = s.try_commit_all("the agent's record, moved as a copy");
+    assert!(!ok, "the hook let a rewritten record through: {hook}");
+    assert!(hook.contains("transcript-tampered"), "{hook}");
+    s.commit_unchecked("the agent's record, moved as a copy");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("[copy-of-own-record] plan.noma.patches:{line}")),
+        "{out}"
+    );
+    assert!(!out.contains("approved by alice"), "{out}");
+}
+
+/// As above, but alice edits the document four times between the rename
+/// and the removal: the tombstone's transcript is then five records where
+/// the old path's was one, too unlike it for git to pair, and the old
+/// path was reported as removed without a record. The two transcripts
+/// start with the same first record: that pairs them.
+#[test]
+fn a_document_renamed_edited_then_removed_is_one_recorded_removal() {
+    let s = setup();
+    s.r.ok(&["checkout", "-q", "-b", "retire"]);
+    for suffix in ["", ".patches"] {
+        s.r.ok(&[
+            "mv",
+            &format!("other.noma{suffix}"),
+            &format!("gone.noma{suffix}"),
+        ]);
+    }
+    s.r.commit_all("rename other to gone");
+    for v in 1..=4 {
+        let op = json!({"op": "update_attribute", "id": "c1", "key": "confidence", "value": f64::from(v) / 10.0});
+        s.signed_patch("gone.noma", &s.alice, "human", "alice", &op);
+    }
+    s.r.commit_all("alice edits gone");
+    let o =
+        s.r.noma(&["rm", "gone.noma", "--key", s.alice.to_str().unwrap()]);
+    assert_ran(&o);
+    s.r.commit_all("remove gone");
+    let (code, out) = s.reconcile();
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("removed without a record"), "{out}");
+    assert!(out.contains("removed with `noma rm`"), "{out}");
+}

@@ -115,6 +115,7 @@ mod tests {
             needs_approval: needs,
             approved_by: approved.then(|| "alice".into()),
             problems: Vec::new(),
+            copy_of: None,
         }
     }
 

@@ -133,6 +133,10 @@ pub struct RecordStatus {
     /// What is wrong, if anything.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
+    /// For a merge copy, the op_id of the original it claims to stand for
+    /// (a claim: the PR check asks where that original is).
+    #[serde(skip)]
+    pub copy_of: Option<String>,
 }
 
 /// The five codes.
@@ -631,6 +635,7 @@ impl Judge<'_> {
             needs_approval: false,
             approved_by: None,
             problems: Vec::new(),
+            copy_of: origin.is_copy.then(|| rec.op_id.clone()),
         };
         let found = (self.sigs.get(rec.op_id.as_str())).map_or(&[][..], Vec::as_slice);
         let repeat = self.repeats.get(&e.line);

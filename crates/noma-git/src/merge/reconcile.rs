@@ -28,6 +28,7 @@ use noma_core::doc::hash::{block_hashes, BlockHash};
 use noma_core::transcript::{replay, transcript_path};
 use noma_merge::transcript::Reconciled;
 
+mod own_copies;
 mod prefetch;
 mod removal;
 mod signed;
@@ -410,6 +411,7 @@ impl Branch<'_> {
                 Appended::Signed(n, signed) => {
                     rep.branch_records = n;
                     report_signed(&mut rep, *signed);
+                    self.own_copies(&mut rep, path, old);
                 }
                 Appended::Rebased(s, head_t) => {
                     self.report_streamed_rebase(&mut rep, &s, head_t)?
@@ -432,6 +434,7 @@ impl Branch<'_> {
         // the base revision (a branch cannot trust a key it adds itself).
         self.rename_problem(&mut rep, path, old);
         let read = self.check_signatures(&mut rep, path, &files);
+        self.own_copies(&mut rep, path, old);
         self.remember_signed_base([path, old], &files, rep.replays, read);
         // Blocks the branch changed.
         rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);

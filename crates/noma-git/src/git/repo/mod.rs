@@ -452,42 +452,78 @@ impl Repo {
         Ok(docs.into_iter().collect())
     }
 
-    /// The `.noma` documents moved between two commits, as git's rename
-    /// detection pairs them (a path gone, a new one at least 50% similar):
-    /// new path -> old path. A path whose transcript `to` still holds (a
-    /// tombstone left by `noma rm`) was removed, not moved: a new document
-    /// like it is new.
+    /// The `.noma` documents moved between two commits: new path -> old
+    /// path. A transcript moves its document: git's rename detection
+    /// pairs the transcripts (a path gone, a new one at least 50%
+    /// similar), and a transcript gone whose first record is the first
+    /// record of exactly one transcript new at `to` (and of no other gone
+    /// one) moved there, however much either changed (git misses a short
+    /// transcript that grew: a document renamed, edited, then removed with
+    /// `noma rm`). Then git's pairing of the documents themselves, for a
+    /// path neither pairing of transcripts names: a document copied
+    /// beside one renamed with its transcript is not the move. The old
+    /// document must be gone at `to`, and so must its transcript for a
+    /// pairing by the document alone: a path whose transcript `to` still
+    /// holds (a tombstone left by `noma rm`) was removed, not moved, and a
+    /// new document like it is new.
     pub(crate) fn moved_documents(
         &self,
         from: Oid,
         to: Oid,
     ) -> Result<HashMap<String, String>, GitError> {
-        let mut opts = DiffOptions::new();
-        opts.pathspec("*.noma");
-        let mut diff = self
-            .repo
-            .diff_tree_to_tree(
-                Some(&self.tree_of(from)?),
-                Some(&self.tree_of(to)?),
-                Some(&mut opts),
-            )
-            .map_err(libgit2)?;
-        let mut find = DiffFindOptions::new();
-        find.renames(true);
-        diff.find_similar(Some(&mut find)).map_err(libgit2)?;
+        let doc = noma_core::transcript::document_path;
         let mut moved = HashMap::new();
-        for c in changes_of(&diff)? {
+        let transcripts = self.renamed_changes(from, to, "*.noma.patches")?;
+        for c in &transcripts {
+            let Some(old_t) = &c.old_path else { continue };
+            let (Some(new), Some(old)) = (doc(&c.path), doc(old_t)) else {
+                continue;
+            };
+            if self.blob_id_at(to, old)?.is_none() {
+                moved.insert(new.to_string(), old.to_string());
+            }
+        }
+        let first = |id: Option<Oid>| id.and_then(|id| self.first_line(id));
+        let gone: Vec<(String, Vec<u8>)> = (transcripts.iter())
+            .filter(|c| c.kind == ChangeKind::Deleted)
+            .filter_map(|c| Some((doc(&c.path)?.to_string(), first(c.old_id)?)))
+            .collect();
+        let new: Vec<(String, Vec<u8>)> = (transcripts.iter())
+            .filter(|c| c.kind == ChangeKind::Added)
+            .filter_map(|c| Some((doc(&c.path)?.to_string(), first(c.new_id)?)))
+            .collect();
+        for (old, line) in &gone {
+            let same = |list: &[(String, Vec<u8>)]| list.iter().filter(|(_, l)| l == line).count();
+            let Some((path, _)) = new.iter().find(|(_, l)| l == line) else {
+                continue;
+            };
+            if same(&new) == 1 && same(&gone) == 1 && self.blob_id_at(to, old)?.is_none() {
+                moved.insert(path.clone(), old.clone());
+            }
+        }
+        for c in self.renamed_changes(from, to, "*.noma")? {
             let Some(old) = c.old_path else { continue };
+            if moved.contains_key(&c.path) || moved.values().any(|o| *o == old) {
+                continue;
+            }
             let tpath = noma_core::transcript::transcript_path(&old);
             if self.blob_id_at(to, &tpath)?.is_none() {
                 moved.insert(c.path, old);
             }
         }
-        // A document moved and then removed with `noma rm` on the same
-        // side leaves only its transcript at the new path (the tombstone):
-        // git pairs the transcripts.
+        Ok(moved)
+    }
+
+    /// The changes between `from`'s and `to`'s trees under `pathspec`,
+    /// paired as git's rename detection pairs them.
+    fn renamed_changes(
+        &self,
+        from: Oid,
+        to: Oid,
+        pathspec: &str,
+    ) -> Result<Vec<StagedChange>, GitError> {
         let mut opts = DiffOptions::new();
-        opts.pathspec("*.noma.patches");
+        opts.pathspec(pathspec);
         let mut diff = self
             .repo
             .diff_tree_to_tree(
@@ -499,17 +535,17 @@ impl Repo {
         let mut find = DiffFindOptions::new();
         find.renames(true);
         diff.find_similar(Some(&mut find)).map_err(libgit2)?;
-        for c in changes_of(&diff)? {
-            let Some(old_t) = c.old_path else { continue };
-            let doc = noma_core::transcript::document_path;
-            let (Some(new), Some(old)) = (doc(&c.path), doc(&old_t)) else {
-                continue;
-            };
-            if self.blob_id_at(to, new)?.is_none() && !moved.contains_key(new) {
-                moved.insert(new.to_string(), old.to_string());
-            }
-        }
-        Ok(moved)
+        changes_of(&diff)
+    }
+
+    /// The first line of blob `id` (a transcript's first record), without
+    /// reading the rest; None when it is empty or cannot be read.
+    fn first_line(&self, id: Oid) -> Option<Vec<u8>> {
+        use std::io::BufRead;
+        let mut line = Vec::new();
+        let mut r = std::io::BufReader::new(self.blob_stream(id).ok()?);
+        r.read_until(b'\n', &mut line).ok()?;
+        (!line.is_empty()).then_some(line)
     }
 
     /// The best common ancestor of two commits, if any.

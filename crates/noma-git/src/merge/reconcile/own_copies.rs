@@ -1,0 +1,122 @@
+//! Merge copies of the branch's own records (decision
+//! `a-merge-copy-comes-from-another-line` in `.noma/provenance.noma`).
+//!
+//! A merge copy stands for an op made on another line of history: the
+//! side a merge brought in, or the branch's own commits before a rebase,
+//! cherry-pick or squash rewrote them. The merge driver keeps HEAD's
+//! transcript as a byte prefix, so a record that HEAD's own line of
+//! history (its first-parent commits since the base) holds is never
+//! turned into a copy of itself. A copy in the checked range whose
+//! original such a commit holds is therefore the branch's own record
+//! relabelled, which would borrow its original's signature and approval
+//! for a record moved (an `add_block`'s position is not signed) and
+//! skip the approved-draft check that only originals get.
+
+use std::collections::HashSet;
+
+use super::{finding, Branch, DocReport};
+use crate::git::Oid;
+use noma_core::transcript::{parse_record, split_lines, transcript_path};
+
+/// The code of a merge copy whose original is a record of the branch's
+/// own line of history.
+pub const COPY_OF_OWN_RECORD: &str = "copy-of-own-record";
+
+/// A copy of the checked range: its line, its op_id and its original's.
+struct Claim {
+    line: usize,
+    op_id: String,
+    original: String,
+}
+
+impl Branch<'_> {
+    /// Reports each merge copy of `rep.records` whose original a
+    /// first-parent commit of HEAD since the base holds, in the
+    /// document's transcript at `path` or at its merge-base path `old`;
+    /// such a copy is neither signed nor approved by its original's
+    /// lines. Reads history only when the range holds a copy (a merge of
+    /// a side branch, a rebase or a cherry-pick): each distinct
+    /// transcript blob of that line once.
+    pub(super) fn own_copies(&self, rep: &mut DocReport, path: &str, old: &str) {
+        let mut claims: Vec<Claim> = (rep.records.iter())
+            .filter_map(|s| {
+                Some(Claim {
+                    line: s.line,
+                    op_id: s.op_id.clone(),
+                    original: s.copy_of.clone()?,
+                })
+            })
+            .collect();
+        if claims.is_empty() {
+            return;
+        }
+        let mut tpaths = vec![transcript_path(path)];
+        if old != path {
+            tpaths.push(transcript_path(old));
+        }
+        let mut read: HashSet<Oid> = HashSet::new();
+        let mut commit = self.repo.first_parent(self.head);
+        while let Some(c) = commit {
+            // The base's history: its records leave the range when a copy
+            // proves equal to one, and are not the branch's own.
+            if self.repo.merge_base(c, self.base_tip) == Some(c) {
+                break;
+            }
+            for tpath in &tpaths {
+                let Some(id) = self.repo.blob_id_at(c, tpath).ok().flatten() else {
+                    continue;
+                };
+                if !read.insert(id) {
+                    continue;
+                }
+                let Ok(bytes) = self.repo.blob(id) else {
+                    continue;
+                };
+                claims.retain(|claim| match held_at(&bytes, &claim.original) {
+                    Some(line) => {
+                        report(rep, claim, (c, tpath, line));
+                        false
+                    }
+                    None => true,
+                });
+            }
+            if claims.is_empty() {
+                break;
+            }
+            commit = self.repo.first_parent(c);
+        }
+    }
+}
+
+/// The 1-based line of the record of `transcript` whose op_id is
+/// `op_id`, if any.
+fn held_at(transcript: &[u8], op_id: &str) -> Option<usize> {
+    memchr::memmem::find(transcript, op_id.as_bytes())?;
+    let (lines, _) = split_lines(transcript);
+    lines.iter().find_map(|l| {
+        memchr::memmem::find(l.raw, op_id.as_bytes())?;
+        let rec = parse_record(l.number, l.raw).ok()?;
+        (rec.op_id == op_id).then_some(l.number)
+    })
+}
+
+/// The error at the copy, and its record's status without the signer and
+/// approver its original's lines named.
+fn report(rep: &mut DocReport, claim: &Claim, (commit, tpath, line): (Oid, &str, usize)) {
+    let short = &commit.to_string()[..10];
+    let mut f = finding(
+        "error",
+        COPY_OF_OWN_RECORD,
+        &transcript_path(&rep.path),
+        format!(
+            "record {} claims to be a merge copy of op {}, but that op is this branch's own record (commit {short}, {tpath}:{line}): a merge copies the other side's records, never its own line's, so its original's signature and approval do not vouch for it. fix: undo the commit that rewrote the record (the pre-commit hook refuses rewriting a committed record)",
+            claim.op_id, claim.original
+        ),
+    );
+    f.line = Some(claim.line);
+    rep.findings.push(f);
+    if let Some(s) = rep.records.iter_mut().find(|s| s.line == claim.line) {
+        s.signed_by = None;
+        s.approved_by = None;
+    }
+}
