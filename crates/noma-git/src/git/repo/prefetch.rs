@@ -107,11 +107,13 @@ impl Repo {
 
 impl Repo {
     /// Whether this is a partial clone and it lacks the blob `id`: a read
-    /// of it would be one round trip to the promisor remote.
+    /// of it would be one round trip to the promisor remote. The object
+    /// database is asked first: a full clone has every blob, so it never
+    /// reads its config here.
     pub(crate) fn lacks_blob(&self, id: Oid) -> bool {
         !id.is_zero()
-            && self.promisor_remote().is_some()
             && self.repo.odb().is_ok_and(|odb| !odb.exists(id.raw()))
+            && self.promisor_remote().is_some()
     }
 
     /// The blobs at `paths` in each of `commits`, each once.
