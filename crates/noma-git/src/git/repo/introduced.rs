@@ -39,8 +39,15 @@ impl Repo {
         let mut opts = DiffOptions::new();
         opts.pathspec(format!("*{suffix}"));
         let mut seen_blobs: HashSet<Oid> = HashSet::new();
-        for id in walk.take(max_commits) {
-            let id = id.map_err(libgit2)?;
+        let commits = (walk.take(max_commits))
+            .map(|id| id.map(Oid::from_raw))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(libgit2)?;
+        // In a partial clone, the first transcript version that is not
+        // here brings every later one in one fetch, not one each.
+        let mut batched = false;
+        for (k, id) in commits.iter().enumerate() {
+            let id = id.raw();
             let commit = self.repo.find_commit(id).map_err(libgit2)?;
             let parent = match commit.parent_ids().next() {
                 Some(p) => Some(self.tree_of(Oid::from_raw(p))?),
@@ -65,6 +72,11 @@ impl Repo {
                 let ids = if holds_all == Some(blob) {
                     wanted.iter().cloned().collect()
                 } else {
+                    if !batched && self.lacks_blob(blob) {
+                        batched = true;
+                        let rest = self.blobs_changed_in(&commits[k..], suffix)?;
+                        let _ = self.prefetch_blobs(rest);
+                    }
                     match self.repo.find_blob(blob.raw()) {
                         Ok(b) => op_ids_of(b.content()),
                         Err(_) => op_ids_of(&self.blob(blob)?),

@@ -13,7 +13,7 @@ mod prefix;
 
 pub use cli::{WorktreeListing, WorktreeScan};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Repository};
@@ -836,59 +836,82 @@ impl Repo {
         if starts.is_empty() {
             return Ok(None);
         }
+        let walk = self.walk(starts, max_commits)?;
         let mut seen: HashSet<Oid> = HashSet::new();
-        let mut offer = |id: Oid| -> Result<Option<Vec<u8>>, GitError> {
+        // In a partial clone, the first blob of a pass that is not here
+        // brings the rest of the pass's candidates in one fetch: one at a
+        // time, each would be a round trip.
+        let mut batched = false;
+        let mut offer = |id: Oid,
+                         batched: &mut bool,
+                         rest: &dyn Fn() -> Result<BTreeSet<Oid>, GitError>|
+         -> Result<Option<Vec<u8>>, GitError> {
             if id.is_zero() || !seen.insert(id) {
                 return Ok(None);
+            }
+            if !*batched && self.lacks_blob(id) {
+                *batched = true;
+                let _ = self.prefetch_blobs(rest()?);
             }
             let bytes = self.blob(id)?;
             Ok(matches(&bytes).then_some(bytes))
         };
-        for id in self.walk(starts, max_commits)? {
+        for (k, id) in walk.iter().enumerate() {
             for p in paths {
-                if let Some(blob) = self.blob_id_at(id, p)? {
-                    if let Some(found) = offer(blob)? {
+                if let Some(blob) = self.blob_id_at(*id, p)? {
+                    let rest = || self.blobs_at_paths(&walk[k..], paths);
+                    if let Some(found) = offer(blob, &mut batched, &rest)? {
                         return Ok(Some(found));
                     }
                 }
             }
         }
-        let mut opts = DiffOptions::new();
-        opts.pathspec(format!("*{suffix}"));
-        for id in self.walk(starts, max_commits)? {
-            let commit = self.repo.find_commit(id.raw()).map_err(libgit2)?;
-            let parent = match commit.parent_ids().next() {
-                Some(p) => Some(
-                    self.repo
-                        .find_commit(p)
-                        .map_err(libgit2)?
-                        .tree()
-                        .map_err(libgit2)?,
-                ),
-                None => None,
-            };
-            let diff = self
-                .repo
-                .diff_tree_to_tree(
-                    parent.as_ref(),
-                    Some(&commit.tree().map_err(libgit2)?),
-                    Some(&mut opts),
-                )
-                .map_err(libgit2)?;
-            for d in diff.deltas() {
-                let named = d
-                    .new_file()
-                    .path_bytes()
-                    .is_some_and(|p| p.ends_with(suffix.as_bytes()));
-                if d.status() == Delta::Deleted || !named {
-                    continue;
-                }
-                if let Some(found) = offer(Oid::from_raw(d.new_file().id()))? {
+        let mut batched = false;
+        for (k, id) in walk.iter().enumerate() {
+            for blob in self.changed_blobs(*id, suffix)? {
+                let rest = || self.blobs_changed_in(&walk[k..], suffix);
+                if let Some(found) = offer(blob, &mut batched, &rest)? {
                     return Ok(Some(found));
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The blobs of the files named with `suffix` that `commit` adds or
+    /// changes against its first parent, in the diff's order.
+    pub(crate) fn changed_blobs(&self, commit: Oid, suffix: &str) -> Result<Vec<Oid>, GitError> {
+        let mut opts = DiffOptions::new();
+        opts.pathspec(format!("*{suffix}"));
+        let commit = self.repo.find_commit(commit.raw()).map_err(libgit2)?;
+        let parent = match commit.parent_ids().next() {
+            Some(p) => Some(
+                self.repo
+                    .find_commit(p)
+                    .map_err(libgit2)?
+                    .tree()
+                    .map_err(libgit2)?,
+            ),
+            None => None,
+        };
+        let diff = self
+            .repo
+            .diff_tree_to_tree(
+                parent.as_ref(),
+                Some(&commit.tree().map_err(libgit2)?),
+                Some(&mut opts),
+            )
+            .map_err(libgit2)?;
+        Ok(diff
+            .deltas()
+            .filter(|d| {
+                d.status() != Delta::Deleted
+                    && d.new_file()
+                        .path_bytes()
+                        .is_some_and(|p| p.ends_with(suffix.as_bytes()))
+            })
+            .map(|d| Oid::from_raw(d.new_file().id()))
+            .collect())
     }
 
     /// The version of a document whose sha256 is `sha`, by

@@ -106,16 +106,55 @@ impl Repo {
 }
 
 impl Repo {
-    /// The blobs at `paths` in `since` and in every commit reachable from
-    /// `tips` but not from `since` (at most `max_commits` of them), each
-    /// once: what a check of the commits a branch and its base added reads.
-    pub(crate) fn blobs_since(
+    /// Whether this is a partial clone and it lacks the blob `id`: a read
+    /// of it would be one round trip to the promisor remote. The object
+    /// database is asked first: a full clone has every blob, so it never
+    /// reads its config here.
+    pub(crate) fn lacks_blob(&self, id: Oid) -> bool {
+        !id.is_zero()
+            && self.repo.odb().is_ok_and(|odb| !odb.exists(id.raw()))
+            && self.promisor_remote().is_some()
+    }
+
+    /// The blobs at `paths` in each of `commits`, each once.
+    pub(crate) fn blobs_at_paths(
+        &self,
+        commits: &[Oid],
+        paths: &[&str],
+    ) -> Result<BTreeSet<Oid>, GitError> {
+        let mut out = BTreeSet::new();
+        for c in commits {
+            for p in paths {
+                out.extend(self.blob_id_at(*c, p)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The blobs of files named with `suffix` that each of `commits` adds
+    /// or changes against its first parent, each once: what a search by
+    /// content under any name reads.
+    pub(crate) fn blobs_changed_in(
+        &self,
+        commits: &[Oid],
+        suffix: &str,
+    ) -> Result<BTreeSet<Oid>, GitError> {
+        let mut out = BTreeSet::new();
+        for c in commits {
+            out.extend(self.changed_blobs(*c, suffix)?);
+        }
+        Ok(out)
+    }
+
+    /// `since` and every commit reachable from `tips` but not from
+    /// `since` (at most `max_commits` of them): the commits a check of
+    /// what a branch and its base added reads.
+    pub(crate) fn commits_since(
         &self,
         tips: &[Oid],
         since: Oid,
-        paths: &[String],
         max_commits: usize,
-    ) -> Result<BTreeSet<Oid>, GitError> {
+    ) -> Result<Vec<Oid>, GitError> {
         let mut walk = self.repo.revwalk().map_err(super::libgit2)?;
         for t in tips {
             walk.push(t.raw()).map_err(super::libgit2)?;
@@ -125,12 +164,18 @@ impl Repo {
         for id in walk.take(max_commits) {
             commits.push(Oid::from_raw(id.map_err(super::libgit2)?));
         }
-        let mut out = BTreeSet::new();
-        for c in commits {
-            for p in paths {
-                out.extend(self.blob_id_at(c, p)?);
-            }
-        }
-        Ok(out)
+        Ok(commits)
+    }
+
+    /// The blobs at `paths` in the history a search by content walks
+    /// ([`Repo::find_version`] from [`Repo::history_starts`], at most
+    /// `max_commits` commits), each once.
+    pub(crate) fn history_blobs_at(
+        &self,
+        paths: &[&str],
+        max_commits: usize,
+    ) -> Result<BTreeSet<Oid>, GitError> {
+        let walk = self.walk(&self.history_starts(), max_commits)?;
+        self.blobs_at_paths(&walk, paths)
     }
 }
