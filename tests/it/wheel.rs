@@ -327,7 +327,9 @@ fn the_release_builds_and_checks_the_linux_wheels_with_wheel_check() {
         assert_eq!(s["if"].as_str(), Some("runner.os == 'Linux'"), "{s:?}");
         s["run"].as_str().unwrap().to_string()
     };
-    assert!(linux_step("Build the Linux wheel").contains(".ci/wheel-check build \"$TARGET\" wheels"));
+    assert!(
+        linux_step("Build the Linux wheel").contains(".ci/wheel-check build \"$TARGET\" wheels")
+    );
     assert!(linux_step("Check the Linux wheel").contains(".ci/wheel-check check wheels/*.whl"));
     let upload = steps
         .iter()
