@@ -292,3 +292,102 @@ fn binstall_finds_the_archives_the_release_makes() {
         }
     }
 }
+
+/// The Linux wheels the release uploads are the ones `.ci/wheel-check`
+/// builds and checks on a developer's machine: the workflow calls the
+/// script for each of the script's targets, checks the files it then
+/// uploads, and builds the sdist with it too.
+#[test]
+fn the_release_builds_and_checks_the_linux_wheels_with_wheel_check() {
+    let script = read(".ci/wheel-check");
+    let all = script
+        .lines()
+        .find_map(|l| l.strip_prefix("ALL_TARGETS=\""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect(".ci/wheel-check has ALL_TARGETS");
+    let mut script_targets: Vec<&str> = all.split(' ').collect();
+    script_targets.sort();
+    let workflow = release();
+    let wheels = &workflow["jobs"]["wheels"];
+    let mut linux: Vec<&str> = wheels["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter(|e| e["os"].as_str().unwrap().starts_with("ubuntu"))
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    linux.sort();
+    assert_eq!(linux, script_targets);
+    let steps = wheels["steps"].as_sequence().unwrap();
+    let linux_step = |prefix: &str| {
+        let s = steps
+            .iter()
+            .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no step {prefix:?}"));
+        assert_eq!(s["if"].as_str(), Some("runner.os == 'Linux'"), "{s:?}");
+        s["run"].as_str().unwrap().to_string()
+    };
+    assert!(
+        linux_step("Build the Linux wheel").contains(".ci/wheel-check build \"$TARGET\" wheels")
+    );
+    assert!(linux_step("Check the Linux wheel").contains(".ci/wheel-check check wheels/*.whl"));
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .unwrap();
+    assert_eq!(upload["with"]["path"].as_str(), Some("wheels/*.whl"));
+    // maturin-action builds only what the script does not.
+    let maturin = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("PyO3/maturin-action@"))
+        })
+        .unwrap();
+    assert_eq!(maturin["if"].as_str(), Some("runner.os != 'Linux'"));
+    // The profile and flags are the script's too.
+    assert!(maturin["with"]["args"]
+        .as_str()
+        .unwrap()
+        .contains("--locked --profile dist"));
+    assert!(script.contains("profile=\"${NOMA_WHEEL_PROFILE:-dist}\""));
+    assert!(script.contains("maturin build --zig --locked"));
+    let sdist = &workflow["jobs"]["sdist"]["steps"];
+    assert!(sdist
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|s| s["run"].as_str() == Some(".ci/wheel-check sdist wheels")));
+    for job in ["pypi", "publish"] {
+        let needs: Vec<&str> = workflow["jobs"][job]["needs"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert!(needs.contains(&"sdist"), "{job}: {needs:?}");
+    }
+}
+
+/// The wheel's licence files (`license-files` cannot reach above
+/// packaging/pypi) are the repository's, byte for byte.
+#[test]
+fn the_wheel_s_licence_files_are_the_repository_s() {
+    let wheel = read("packaging/pypi/pyproject.toml");
+    assert_eq!(
+        toml_value(&wheel, "project", "license-files").unwrap(),
+        "[\"LICENSE-MIT.txt\", \"LICENSE-APACHE.txt\"]"
+    );
+    for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert_eq!(
+            read(&format!("packaging/pypi/{licence}.txt")),
+            read(licence),
+            "packaging/pypi/{licence}.txt differs from {licence}"
+        );
+    }
+}
