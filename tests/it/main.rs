@@ -82,6 +82,7 @@ mod reference_docs;
 mod rename_merge;
 mod signers_differential;
 mod signers_rotation;
+mod sim;
 mod summary_budget;
 mod tamper_props;
 mod terminal_escape;

@@ -801,6 +801,19 @@ fn check_history(
     }
 }
 
+/// Whether `transcript`'s first record is a genesis record (from the empty
+/// document) that writes exactly `doc`.
+fn genesis_writes(transcript: &[u8], doc: Option<&[u8]>) -> bool {
+    let (Some(doc), Some(end)) = (doc, transcript.iter().position(|&b| b == b'\n')) else {
+        return false;
+    };
+    let Ok(first) = noma_core::transcript::parse_record(1, &transcript[..=end]) else {
+        return false;
+    };
+    first.pre_sha256 == noma_core::doc::hash::sha256_hex(b"")
+        && first.post_sha256 == noma_core::doc::hash::sha256_hex(doc)
+}
+
 /// Step 3: the records the branch appended replay, from the merge base's
 /// document, to HEAD's exact bytes; a divergence is reported at the
 /// innermost blocks it names (or at the transcript line when it names none).
@@ -821,7 +834,16 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
             prev_line_sha256,
             lines_before: lines.len(),
         });
-    let r = replay::replay_after(after, tail, text(&files.mb_doc), head_doc);
+    // `noma record` of a committed document edited since its commit opens
+    // the transcript with a genesis record from the empty document; one
+    // that writes exactly the merge base's document starts where the
+    // merge base is, so replaying from the empty document checks the same.
+    let start = if prefix.is_empty() && genesis_writes(tail, files.mb_doc.as_deref()) {
+        Some("")
+    } else {
+        text(&files.mb_doc)
+    };
+    let r = replay::replay_after(after, tail, start, head_doc);
     let Some(d) = r.divergence else { return };
     rep.replays = false;
     if let Some(join) = noma_merge::joined::find_join(files.head_transcript()) {

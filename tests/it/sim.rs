@@ -1,0 +1,1345 @@
+//! A simulator of team histories, with the real `git`, `ssh-keygen` and
+//! the installed hooks and merge driver: a bare remote (GitHub, with no
+//! merge driver) and three clones (alice, bob, carol) take random steps —
+//! agent patches, a person's recorded edits, signed and unsigned writes,
+//! approvals, `noma rm`, `git mv` of a document, new documents, a new
+//! teammate's key added on main, `git merge main` into a pull request,
+//! rebases, cherry-picks from another pull request, stashes — and land
+//! pull requests as GitHub does (a merge commit or a squash built by plain
+//! `git merge-tree`). Blocks are few, so the same block is often changed
+//! on both sides.
+//!
+//! When a command prints a `fix:` or `next:` line (hook, driver, repair,
+//! reconcile), the simulator runs the command it names, as a user would,
+//! and records it in the history's log; a `::conflict` block is resolved
+//! first by keeping one of its versions at random.
+//!
+//! Invariants, after every landing: every document with a transcript on
+//! main replays (`noma replay --rev`); every op_id ever on a landed branch
+//! is on main, as itself or as a copy (`parent_op_id`, transitively; a
+//! removed document's transcript stays as its tombstone); and each open
+//! pull request, after the update step (`git merge main` and the commands
+//! noma names), passes `noma reconcile --base main` and merges into main
+//! with plain `git merge-tree` cleanly.
+//!
+//! The run's seed is printed; `NOMA_SIM_SEED` replays (a number, or
+//! `random`), `NOMA_SIM_HISTORIES` (default 200; 1 when a seed is given)
+//! and `NOMA_SIM_STEPS` (default 30) scale it, `NOMA_SIM_THREADS` sets the
+//! worker threads. History `i` of a run with seed `s` has seed `s + i`. A
+//! failure prints its seed and the log: every command, its exit code, and
+//! every message followed.
+//!
+//! Cost: keys, the remote and three clones set up by `noma init` are made
+//! once per test binary and copied with `cp -r` per history; landings run
+//! in the bare remote without a work tree.
+#![cfg(unix)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::common::{text, NOMA};
+
+/// SplitMix64: the seed alone replays a history.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+    )
+}
+
+/// The teammates, one per clone; carol's key is not trusted until a step
+/// adds it on main.
+const PEOPLE: [&str; 3] = ["alice", "bob", "carol"];
+
+/// Three notes far enough apart that git's text merge of two different
+/// blocks is clean; every other line names the document, so git's rename
+/// detection never pairs two documents of a history as one (documents are
+/// less than half alike).
+fn document(name: &str) -> String {
+    let prose = |part: &str| {
+        (1..=4)
+            .map(|i| format!("{name}: {part}, line {i}.\n\n"))
+            .collect::<String>()
+    };
+    format!(
+        "# {name}\n\n::note{{id=\"c1\"}}\none of {name}\n::\n\n## {name} A\n\n{}::note{{id=\"c2\"}}\ntwo of {name}\n::\n\n## {name} B\n\n{}::note{{id=\"c3\"}}\nthree of {name}\n::\n",
+        prose("first"),
+        prose("second")
+    )
+}
+
+const BLOCKS: [&str; 3] = ["c1", "c2", "c3"];
+
+/// The environment every process of a history runs in: HOME is the
+/// history's directory, no system or global git configuration, git never
+/// looks above it, no editor and no ssh-agent.
+fn command(root: &Path, dir: &Path, program: &str) -> Command {
+    let mut c = Command::new(program);
+    c.current_dir(dir);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    let bin = Path::new(NOMA).parent().unwrap();
+    c.env("HOME", root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CEILING_DIRECTORIES", root)
+        .env("GIT_EDITOR", "true")
+        .env("GIT_MERGE_AUTOEDIT", "no")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env_remove("SSH_AUTH_SOCK");
+    c
+}
+
+fn output(mut c: Command) -> Output {
+    let mut tries = 0;
+    loop {
+        match c.output() {
+            // A binary another thread just wrote can be busy for an instant.
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 1000 => {
+                tries += 1;
+                std::thread::yield_now();
+            }
+            other => return other.expect("spawn"),
+        }
+    }
+}
+
+fn must(o: Output, what: &str) -> String {
+    assert!(o.status.success(), "{what}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The template every history copies: `remote.git` (bare, `main` with two
+/// documents and the policy) and clones `alice`, `bob`, `carol` with
+/// noma's hooks and driver, plus the four keys in `keys/`.
+fn template() -> &'static Path {
+    static T: OnceLock<tempfile::TempDir> = OnceLock::new();
+    T.get_or_init(|| {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let git = |dir: &Path, args: &[&str]| {
+            let mut c = command(root, dir, "git");
+            c.args(args);
+            must(output(c), &format!("git {args:?}"))
+        };
+        std::fs::create_dir_all(root.join("keys")).unwrap();
+        let mut signers = String::new();
+        for who in ["alice", "bob", "carol", "bot"] {
+            let key = root.join("keys").join(who);
+            let mut c = command(root, root, "ssh-keygen");
+            c.args(["-q", "-t", "ed25519", "-N", "", "-C", who, "-f"])
+                .arg(&key);
+            must(output(c), "ssh-keygen");
+            let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+            let principal = if who == "bot" {
+                "bot@agents.example".to_string()
+            } else {
+                format!("{who}@example.com")
+            };
+            let line = format!("{principal} namespaces=\"noma\" {}\n", public.trim());
+            std::fs::write(root.join("keys").join(format!("{who}.line")), &line).unwrap();
+            if who != "carol" {
+                signers.push_str(&line);
+            }
+        }
+        git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        let a = root.join("alice");
+        git(root, &["init", "-q", "-b", "main", "alice"]);
+        let mut c = command(root, &a, NOMA);
+        c.arg("init");
+        must(output(c), "noma init");
+        let mut config = std::fs::read_to_string(a.join(".noma/config.yml")).unwrap();
+        config.push_str(
+            "provenance:\n  signatures: warn\n  agent_principals: [\"*@agents.example\"]\n",
+        );
+        std::fs::write(a.join(".noma/config.yml"), config).unwrap();
+        std::fs::write(a.join(".noma/allowed_signers"), signers).unwrap();
+        // Main's documents start with a transcript (a genesis record
+        // signed by alice): see KNOWN_GAPS for two branches starting one.
+        for d in ["d1", "d2"] {
+            std::fs::write(a.join(format!("{d}.noma")), document(d)).unwrap();
+            let key = root.join("keys/alice");
+            let mut c = command(root, &a, NOMA);
+            c.args([
+                "record",
+                &format!("{d}.noma"),
+                "--actor-name",
+                "alice",
+                "--key",
+            ])
+            .arg(&key);
+            must(output(c), "noma record (genesis)");
+        }
+        git(&a, &["add", "-A"]);
+        git(
+            &a,
+            &[
+                "-c",
+                "user.name=alice",
+                "-c",
+                "user.email=alice@example.com",
+                "commit",
+                "-q",
+                "-m",
+                "start",
+            ],
+        );
+        git(&a, &["remote", "add", "origin", "../remote.git"]);
+        git(&a, &["push", "-q", "origin", "main"]);
+        for who in ["bob", "carol"] {
+            git(root, &["clone", "-q", "remote.git", who]);
+            let dir = root.join(who);
+            git(&dir, &["remote", "set-url", "origin", "../remote.git"]);
+            let mut c = command(root, &dir, NOMA);
+            c.args(["hooks", "install"]);
+            must(output(c), "noma hooks install");
+        }
+        for who in PEOPLE {
+            let dir = root.join(who);
+            git(&dir, &["config", "user.name", who]);
+            git(
+                &dir,
+                &["config", "user.email", &format!("{who}@example.com")],
+            );
+            git(&dir, &["fetch", "-q", "origin"]);
+        }
+        t
+    })
+    .path()
+}
+
+/// What a history failed on: the invariant or the step that could not
+/// go on.
+type R = Result<(), String>;
+
+/// How an operation git may stop in the middle of is continued.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Merge,
+    Rebase,
+    CherryPick,
+}
+
+struct Clone {
+    dir: PathBuf,
+    /// The open pull request's branch, if any.
+    pr: Option<String>,
+    /// Commits not yet pushed.
+    dirty: bool,
+    /// Documents this pull request added (the only ones it removes: see
+    /// [`KNOWN_GAPS`]).
+    own_docs: Vec<String>,
+}
+
+struct History {
+    root: PathBuf,
+    rng: Rng,
+    log: String,
+    clones: Vec<Clone>,
+    next_pr: usize,
+    next_doc: usize,
+    counter: usize,
+    carol_joined: bool,
+    /// Every op_id on a landed branch, with where it was seen first.
+    landed: BTreeMap<String, String>,
+    /// `parent_op_id` of every record seen: a copy names its original.
+    parents: BTreeMap<String, String>,
+    landings: usize,
+}
+
+impl History {
+    fn new(seed: u64, dir: &Path) -> History {
+        let root = dir.join("h");
+        let o = Command::new("cp")
+            .arg("-r")
+            .arg(template())
+            .arg(&root)
+            .output()
+            .expect("cp");
+        must(o, "cp -r template");
+        History {
+            clones: PEOPLE
+                .iter()
+                .map(|p| Clone {
+                    dir: root.join(p),
+                    pr: None,
+                    dirty: false,
+                    own_docs: Vec::new(),
+                })
+                .collect(),
+            root,
+            rng: Rng(seed),
+            log: String::new(),
+            next_pr: 0,
+            next_doc: 3,
+            counter: 0,
+            carol_joined: false,
+            landed: BTreeMap::new(),
+            parents: BTreeMap::new(),
+            landings: 0,
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        self.log.push_str(line);
+        self.log.push('\n');
+    }
+
+    /// Runs `program args` in clone `k` (or the remote with `None`),
+    /// logging the command, its exit code, and its output when it failed
+    /// or named a fix.
+    fn run_in(&mut self, k: Option<usize>, program: &str, args: &[&str]) -> Output {
+        let (dir, who) = match k {
+            Some(k) => (self.clones[k].dir.clone(), PEOPLE[k]),
+            None => (self.root.join("remote.git"), "remote"),
+        };
+        let mut c = command(&self.root, &dir, program);
+        c.args(args);
+        let o = output(c);
+        let shown = if program == NOMA { "noma" } else { program };
+        let mut line = format!("[{who}] $ {shown}");
+        for a in args {
+            if a.contains([' ', '"', '{', '\'']) {
+                let _ = write!(line, " '{a}'");
+            } else {
+                let _ = write!(line, " {a}");
+            }
+        }
+        let code = o.status.code().unwrap_or(-1);
+        let _ = write!(line, "  => {code}");
+        self.note(&line);
+        let out = text(&o);
+        if code != 0 || out.contains("fix:") || out.contains("next:") {
+            for l in out.lines().filter(|l| !l.trim().is_empty()) {
+                self.note(&format!("    | {l}"));
+            }
+        }
+        o
+    }
+
+    fn git(&mut self, k: usize, args: &[&str]) -> Output {
+        self.run_in(Some(k), "git", args)
+    }
+
+    fn git_ok(&mut self, k: usize, args: &[&str]) -> Result<String, String> {
+        let o = self.git(k, args);
+        if o.status.success() {
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        } else {
+            Err(format!("git {args:?} failed in {}", PEOPLE[k]))
+        }
+    }
+
+    fn remote_ok(&mut self, args: &[&str]) -> Result<String, String> {
+        let o = self.run_in(None, "git", args);
+        if o.status.success() {
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        } else {
+            Err(format!("git {args:?} failed in the remote"))
+        }
+    }
+
+    fn noma(&mut self, k: usize, args: &[&str]) -> Output {
+        self.run_in(Some(k), NOMA, args)
+    }
+
+    /// A shell command noma printed, run as printed.
+    fn sh(&mut self, k: usize, cmd: &str) -> Output {
+        self.note(&format!("    following: {cmd}"));
+        self.run_in(Some(k), "sh", &["-c", cmd])
+    }
+
+    fn key(&self, who: &str) -> String {
+        self.root.join("keys").join(who).display().to_string()
+    }
+
+    fn fresh(&mut self, k: usize) -> String {
+        self.counter += 1;
+        format!("{} {}", PEOPLE[k], self.counter)
+    }
+
+    /// The live documents of clone `k`'s work tree.
+    fn docs(&mut self, k: usize) -> Result<Vec<String>, String> {
+        let out = self.git_ok(k, &["ls-files", "--", "*.noma"])?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// Whether clone `k`'s allowed_signers trusts `who`'s key.
+    fn trusted(&self, k: usize, who: &str) -> bool {
+        let signers = std::fs::read_to_string(self.clones[k].dir.join(".noma/allowed_signers"))
+            .unwrap_or_default();
+        signers.contains(&format!("{who}@"))
+    }
+
+    /// `--key FILE` when `who` signs this write (trusted, and a coin).
+    fn signing(&mut self, k: usize, who: &str) -> Vec<String> {
+        if self.trusted(k, who) && self.rng.chance(60) {
+            vec!["--key".into(), self.key(who)]
+        } else {
+            vec!["--no-sign".into()]
+        }
+    }
+
+    // ---- the steps ----
+
+    fn step(&mut self, k: usize) -> R {
+        if self.clones[k].pr.is_none() {
+            if !self.carol_joined && self.rng.chance(10) {
+                return self.carol_joins(k);
+            }
+            return self.open_pr(k);
+        }
+        match self.rng.below(100) {
+            0..=29 => self.agent_patch(k),
+            30..=41 => self.person_edit(k),
+            42..=46 => self.approve(k),
+            47..=49 => self.remove(k),
+            50..=53 => self.rename(k),
+            54..=55 => self.new_document(k),
+            56..=65 => self.update(k),
+            66..=71 => self.rebase(k),
+            72..=76 => self.cherry_pick(k),
+            77..=81 => self.stash(k),
+            _ => self.land(k),
+        }
+    }
+
+    fn open_pr(&mut self, k: usize) -> R {
+        self.next_pr += 1;
+        let name = format!("pr{}", self.next_pr);
+        self.note(&format!("## {} opens {name}", PEOPLE[k]));
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.git_ok(k, &["checkout", "-q", "-B", &name, "origin/main"])?;
+        self.clones[k].pr = Some(name);
+        self.clones[k].own_docs.clear();
+        // Pushed at its first use: opened on GitHub.
+        self.clones[k].dirty = true;
+        Ok(())
+    }
+
+    /// A document and block to change in clone `k`, if it has any.
+    fn target(&mut self, k: usize) -> Result<Option<(String, &'static str)>, String> {
+        let docs = self.docs(k)?;
+        if docs.is_empty() {
+            return Ok(None);
+        }
+        let doc = docs[self.rng.below(docs.len())].clone();
+        let block = BLOCKS[self.rng.below(BLOCKS.len())];
+        Ok(Some((doc, block)))
+    }
+
+    fn agent_write(&mut self, k: usize) -> Result<bool, String> {
+        let Some((doc, block)) = self.target(k)? else {
+            return Ok(false);
+        };
+        let content = self.fresh(k);
+        let op =
+            serde_json::json!({"op": "replace_body", "id": block, "content": content}).to_string();
+        let sign = self.signing(k, "bot");
+        let mut args = vec![
+            "patch",
+            &doc,
+            "--inplace",
+            "--actor-kind",
+            "agent",
+            "--actor-name",
+            "bot",
+            "--op",
+            &op,
+        ];
+        args.extend(sign.iter().map(String::as_str));
+        let o = self.noma(k, &args);
+        if !o.status.success() {
+            return Err(format!("an agent's patch of {doc} was refused"));
+        }
+        Ok(true)
+    }
+
+    fn agent_patch(&mut self, k: usize) -> R {
+        self.note(&format!("## {}: an agent patches", PEOPLE[k]));
+        if self.agent_write(k)? {
+            self.commit(k, "agent patch")?;
+        }
+        Ok(())
+    }
+
+    fn person_edit(&mut self, k: usize) -> R {
+        let who = PEOPLE[k];
+        self.note(&format!("## {who} edits a block and records it"));
+        let Some((doc, block)) = self.target(k)? else {
+            return Ok(());
+        };
+        let path = self.clones[k].dir.join(&doc);
+        let body = self.fresh(k);
+        let Some(edited) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| set_body(&t, block, &body))
+        else {
+            return Ok(());
+        };
+        std::fs::write(&path, edited).unwrap();
+        let sign = self.signing(k, who);
+        let mut args = vec!["record", &doc, "--actor-name", who];
+        args.extend(sign.iter().map(String::as_str));
+        let o = self.noma(k, &args);
+        if !o.status.success() {
+            return Err(format!("noma record {doc} was refused"));
+        }
+        self.commit(k, "person edit")
+    }
+
+    fn approve(&mut self, k: usize) -> R {
+        let who = PEOPLE[k];
+        if !self.trusted(k, who) {
+            return self.agent_patch(k);
+        }
+        self.note(&format!("## {who} approves"));
+        // Only a document with a transcript has records to approve.
+        let docs: Vec<String> = self
+            .docs(k)?
+            .into_iter()
+            .filter(|d| self.clones[k].dir.join(format!("{d}.patches")).exists())
+            .collect();
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let doc = docs[self.rng.below(docs.len())].clone();
+        let key = self.key(who);
+        let o = self.noma(k, &["approve", &doc, "--yes", "--key", &key]);
+        if !o.status.success() {
+            return Err(format!("noma approve {doc} failed"));
+        }
+        self.commit(k, "approve")
+    }
+
+    fn remove(&mut self, k: usize) -> R {
+        let docs = self.docs(k)?;
+        let own: Vec<String> = docs
+            .into_iter()
+            .filter(|d| self.clones[k].own_docs.contains(d))
+            .collect();
+        if own.is_empty() {
+            return self.new_document(k);
+        }
+        let who = PEOPLE[k];
+        self.note(&format!("## {who} removes a document"));
+        let doc = own[self.rng.below(own.len())].clone();
+        let sign = self.signing(k, who);
+        let mut args = vec!["rm", &doc, "--actor-name", who];
+        args.extend(sign.iter().map(String::as_str));
+        let o = self.noma(k, &args);
+        if !o.status.success() {
+            return Err(format!("noma rm {doc} was refused"));
+        }
+        self.commit(k, "remove")
+    }
+
+    fn rename(&mut self, k: usize) -> R {
+        let Some((doc, _)) = self.target(k)? else {
+            return Ok(());
+        };
+        self.note(&format!("## {} moves {doc}", PEOPLE[k]));
+        self.next_doc += 1;
+        let new = format!("m{}.noma", self.next_doc);
+        for d in &mut self.clones[k].own_docs {
+            if *d == doc {
+                d.clone_from(&new);
+            }
+        }
+        self.git_ok(k, &["mv", &doc, &new])?;
+        for ext in [".patches", ".provenance"] {
+            if self.clones[k].dir.join(format!("{doc}{ext}")).exists() {
+                self.git_ok(k, &["mv", &format!("{doc}{ext}"), &format!("{new}{ext}")])?;
+            }
+        }
+        self.commit(k, "move")
+    }
+
+    fn new_document(&mut self, k: usize) -> R {
+        self.next_doc += 1;
+        let name = format!("n{}", self.next_doc);
+        self.note(&format!("## {} adds {name}.noma", PEOPLE[k]));
+        self.clones[k].own_docs.push(format!("{name}.noma"));
+        let doc = format!("{name}.noma");
+        std::fs::write(self.clones[k].dir.join(&doc), document(&name)).unwrap();
+        // Started with a genesis record, as main's documents are (see
+        // KNOWN_GAPS): a cherry-pick may carry it to another branch.
+        let who = PEOPLE[k];
+        let sign = self.signing(k, who);
+        let mut args = vec!["record", doc.as_str(), "--actor-name", who];
+        args.extend(sign.iter().map(String::as_str));
+        let o = self.noma(k, &args);
+        if !o.status.success() {
+            return Err(format!("noma record of the new {doc} was refused"));
+        }
+        self.commit(k, "new document")
+    }
+
+    /// The update step (what the update workflow runs): `git merge
+    /// origin/main` and the commands noma names.
+    fn update(&mut self, k: usize) -> R {
+        self.note(&format!("## {} merges main into {}", PEOPLE[k], self.pr(k)));
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        let o = self.git(k, &["merge", "-q", "--no-edit", "origin/main"]);
+        self.clones[k].dirty = true;
+        self.finish(k, Op::Merge, o)
+    }
+
+    fn rebase(&mut self, k: usize) -> R {
+        self.note(&format!("## {} rebases {} on main", PEOPLE[k], self.pr(k)));
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        let o = self.git(k, &["rebase", "-q", "origin/main"]);
+        self.clones[k].dirty = true;
+        self.finish(k, Op::Rebase, o)
+    }
+
+    fn cherry_pick(&mut self, k: usize) -> R {
+        let others: Vec<usize> = (0..self.clones.len())
+            .filter(|&j| j != k && self.clones[j].pr.is_some())
+            .collect();
+        if others.is_empty() {
+            return self.agent_patch(k);
+        }
+        let j = others[self.rng.below(others.len())];
+        self.push(j)?;
+        let theirs = self.pr(j);
+        self.note(&format!("## {} cherry-picks from {theirs}", PEOPLE[k]));
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        let range = format!("origin/main..origin/{theirs}");
+        let commits = self.git_ok(k, &["rev-list", "--no-merges", &range])?;
+        let commits: Vec<&str> = commits.lines().collect();
+        if commits.is_empty() {
+            return Ok(());
+        }
+        let c = commits[self.rng.below(commits.len())].to_string();
+        let o = self.git(k, &["cherry-pick", "-x", &c]);
+        self.clones[k].dirty = true;
+        self.finish(k, Op::CherryPick, o)
+    }
+
+    fn stash(&mut self, k: usize) -> R {
+        self.note(&format!("## {} stashes an agent's patch", PEOPLE[k]));
+        if !self.agent_write(k)? {
+            return Ok(());
+        }
+        self.git_ok(k, &["stash", "-q"])?;
+        let o = self.git(k, &["stash", "pop", "-q"]);
+        if !o.status.success() {
+            let advice = advice(&text(&o));
+            if advice.is_empty() {
+                return Err("git stash pop failed and nothing says what to do".into());
+            }
+            self.follow(k, &advice)?;
+        }
+        self.commit(k, "agent patch, stashed and popped")
+    }
+
+    /// A key for carol, committed on main and pushed (an admin's direct
+    /// change): every older branch must still merge main.
+    fn carol_joins(&mut self, k: usize) -> R {
+        self.note(&format!("## {} adds carol's key on main", PEOPLE[k]));
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.git_ok(k, &["checkout", "-q", "-B", "main", "origin/main"])?;
+        let line = std::fs::read_to_string(self.root.join("keys/carol.line")).unwrap();
+        let path = self.clones[k].dir.join(".noma/allowed_signers");
+        let mut signers = std::fs::read_to_string(&path).unwrap_or_default();
+        signers.push_str(&line);
+        std::fs::write(&path, signers).unwrap();
+        self.commit(k, "carol joins")?;
+        self.git_ok(k, &["push", "-q", "origin", "main"])?;
+        self.carol_joined = true;
+        self.after_landing()
+    }
+
+    fn pr(&self, k: usize) -> String {
+        self.clones[k].pr.clone().unwrap_or_default()
+    }
+
+    fn push(&mut self, k: usize) -> R {
+        if self.clones[k].dirty {
+            let pr = self.pr(k);
+            self.git_ok(k, &["push", "-q", "-f", "origin", &pr])?;
+            self.clones[k].dirty = false;
+        }
+        Ok(())
+    }
+
+    /// `git add -A` and `git commit`; a refusal's fixes are run and the
+    /// commit tried again.
+    fn commit(&mut self, k: usize, msg: &str) -> R {
+        self.git_ok(k, &["add", "-A"])?;
+        if self
+            .git_ok(k, &["status", "--porcelain"])?
+            .trim()
+            .is_empty()
+        {
+            return Ok(());
+        }
+        self.clones[k].dirty = true;
+        for _ in 0..4 {
+            let o = self.git(k, &["commit", "-q", "-m", msg]);
+            if o.status.success() {
+                return Ok(());
+            }
+            let advice = advice(&text(&o));
+            if advice.is_empty() {
+                return Err(format!("the hook refused `{msg}` and named no command"));
+            }
+            self.follow(k, &advice)?;
+        }
+        Err(format!("`{msg}` still refused after following every fix"))
+    }
+
+    /// Runs each command noma named.
+    fn follow(&mut self, k: usize, todo: &[Advice]) -> R {
+        for a in todo {
+            if a.resolve_conflicts {
+                self.resolve_conflict_blocks(k)?;
+            }
+            let o = self.sh(k, &a.cmd);
+            if !o.status.success() {
+                return Err(format!("the command noma named failed: {}", a.cmd));
+            }
+            // A command noma named may name the next one (`noma repair`'s
+            // `next:`).
+            let more = advice(&text(&o));
+            if !more.is_empty() {
+                self.follow(k, &more)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps one version of every `::conflict` block of the work tree's
+    /// documents, at random.
+    fn resolve_conflict_blocks(&mut self, k: usize) -> R {
+        let docs = self.git_ok(k, &["diff", "--name-only", "HEAD", "--", "*.noma"])?;
+        let untracked =
+            self.git_ok(k, &["ls-files", "-o", "--exclude-standard", "--", "*.noma"])?;
+        for doc in docs.lines().chain(untracked.lines()) {
+            let path = self.clones[k].dir.join(doc);
+            let Ok(t) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if !t.contains("::conflict{") {
+                continue;
+            }
+            let ours = self.rng.chance(50);
+            let side = if ours { "ours" } else { "theirs" };
+            self.note(&format!(
+                "    resolving the ::conflict blocks of {doc}: keeping {side}"
+            ));
+            let Some(resolved) = keep_side(&t, ours) else {
+                return Err(format!("a ::conflict block of {doc} has no two versions"));
+            };
+            std::fs::write(&path, resolved).unwrap();
+        }
+        Ok(())
+    }
+
+    /// Carries a merge, rebase or cherry-pick to its end by the commands
+    /// the messages name.
+    fn finish(&mut self, k: usize, op: Op, first: Output) -> R {
+        let mut out = text(&first);
+        let mut ok = first.status.success();
+        for _ in 0..12 {
+            if op == Op::CherryPick && out.contains("is now empty") {
+                // The branch has the change already.
+                self.git_ok(k, &["cherry-pick", "--skip"])?;
+                return Ok(());
+            }
+            let advice = advice(&out);
+            let in_progress = self.in_progress(k, op);
+            if ok && !in_progress {
+                // Done; a clean rebase or cherry-pick may still have named a
+                // record to commit on top.
+                if !advice.is_empty() {
+                    self.follow(k, &advice)?;
+                    self.commit(k, "record what the merge brought")?;
+                }
+                return Ok(());
+            }
+            if !in_progress {
+                return Err(format!("{} failed without stopping", op_name(op)));
+            }
+            if !ok && advice.is_empty() && !out.contains("CONFLICT") {
+                return Err(format!(
+                    "{} stopped and no message names a command",
+                    op_name(op)
+                ));
+            }
+            self.follow(k, &advice)?;
+            if advice.iter().all(|a| !a.resolve_conflicts) {
+                // A conflict block the driver left with no fix: resolve it
+                // anyway (its documents' fix is `noma record`).
+                self.resolve_conflict_blocks(k)?;
+            }
+            let unmerged = self.git_ok(k, &["diff", "--name-only", "--diff-filter=U"])?;
+            if !unmerged.trim().is_empty() {
+                if op == Op::CherryPick && advice.is_empty() {
+                    // git's own conflict (a document this branch lacks):
+                    // a person gives up the pick.
+                    self.note("    no message names a command: the pick is given up");
+                    self.git_ok(k, &["cherry-pick", "--abort"])?;
+                    return Ok(());
+                }
+                return Err(format!(
+                    "{} stopped with unmerged paths no message resolves: {}",
+                    op_name(op),
+                    unmerged.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+            let o = match op {
+                Op::Merge => self.git(k, &["commit", "-q", "--no-edit"]),
+                Op::Rebase => self.git(k, &["rebase", "--continue"]),
+                Op::CherryPick => self.git(k, &["cherry-pick", "--continue"]),
+            };
+            out = text(&o);
+            ok = o.status.success();
+        }
+        Err(format!(
+            "{} did not end after following every message",
+            op_name(op)
+        ))
+    }
+
+    fn in_progress(&self, k: usize, op: Op) -> bool {
+        let git = self.clones[k].dir.join(".git");
+        match op {
+            Op::Merge => git.join("MERGE_HEAD").exists(),
+            Op::Rebase => git.join("rebase-merge").exists() || git.join("rebase-apply").exists(),
+            Op::CherryPick => git.join("CHERRY_PICK_HEAD").exists(),
+        }
+    }
+
+    /// Lands clone `k`'s pull request as GitHub does: the update step,
+    /// the PR check, then a merge commit or a squash of plain git's merge.
+    fn land(&mut self, k: usize) -> R {
+        let pr = self.pr(k);
+        self.update(k)?;
+        self.push(k)?;
+        self.check_pr(k)?;
+        let squash = self.rng.chance(40);
+        self.note(&format!(
+            "## {pr} lands ({})",
+            if squash { "squash" } else { "merge commit" }
+        ));
+        let tree = self.remote_ok(&["merge-tree", "--write-tree", "main", &pr])?;
+        let tree = tree.lines().next().unwrap_or_default().to_string();
+        let msg = format!("land {pr}");
+        let mut args = vec![
+            "-c",
+            "user.name=GitHub",
+            "-c",
+            "user.email=noreply@github.com",
+            "commit-tree",
+            tree.as_str(),
+            "-p",
+            "main",
+        ];
+        if !squash {
+            args.extend(["-p", pr.as_str()]);
+        }
+        args.extend(["-m", msg.as_str()]);
+        let commit = self.remote_ok(&args)?.trim().to_string();
+        self.remote_ok(&["update-ref", "refs/heads/main", &commit])?;
+        for (id, parent, path) in self.records_at(&pr)? {
+            self.landed
+                .entry(id.clone())
+                .or_insert(format!("{pr}:{path}"));
+            if let Some(p) = parent {
+                self.parents.insert(id, p);
+            }
+        }
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.git_ok(k, &["checkout", "-q", "-B", "main", "origin/main"])?;
+        self.clones[k].pr = None;
+        self.clones[k].dirty = false;
+        self.landings += 1;
+        self.after_landing()
+    }
+
+    /// `noma reconcile --base origin/main` of clone `k`'s pushed branch,
+    /// and plain git's merge of it into main.
+    fn check_pr(&mut self, k: usize) -> R {
+        let pr = self.pr(k);
+        let o = self.noma(k, &["reconcile", "--base", "origin/main"]);
+        if !o.status.success() {
+            let advice = advice(&text(&o));
+            if advice.is_empty() {
+                return Err(format!(
+                    "noma reconcile --base main of {pr} fails after the update step"
+                ));
+            }
+            // The check named the fix: a team runs it and pushes.
+            self.follow(k, &advice)?;
+            self.commit(k, "the PR check's fix")?;
+            self.push(k)?;
+            let o = self.noma(k, &["reconcile", "--base", "origin/main"]);
+            if !o.status.success() {
+                return Err(format!("noma reconcile of {pr} fails after its own fix"));
+            }
+        }
+        let o = self.run_in(None, "git", &["merge-tree", "--write-tree", "main", &pr]);
+        if !o.status.success() {
+            return Err(format!("plain git does not merge {pr} into main cleanly"));
+        }
+        Ok(())
+    }
+
+    /// The invariants after main moved: main replays, no landed record is
+    /// lost, every open pull request updates and passes.
+    fn after_landing(&mut self) -> R {
+        self.note("## invariants");
+        let main = self.records_at("main")?;
+        let on_main: BTreeSet<&String> = main.iter().map(|(id, _, _)| id).collect();
+        for (id, parent, _) in &main {
+            if let Some(p) = parent {
+                self.parents.insert(id.clone(), p.clone());
+            }
+        }
+        // A copy (`parent_op_id`, of a copy …) stands for its original:
+        // a record is kept when its original, or any copy of it, is on
+        // main.
+        let root = |id: &str| {
+            let mut id = id.to_string();
+            let mut hops = 0;
+            while let Some(p) = self.parents.get(&id) {
+                hops += 1;
+                if hops > 10_000 {
+                    break;
+                }
+                id = p.clone();
+            }
+            id
+        };
+        let kept: BTreeSet<String> = on_main.iter().map(|id| root(id)).collect();
+        let lost: Vec<String> = self
+            .landed
+            .iter()
+            .filter(|(id, _)| !kept.contains(&root(id)))
+            .map(|(id, at)| format!("{id} (landed in {at})"))
+            .collect();
+        if !lost.is_empty() {
+            return Err(format!("records landed before are not on main: {lost:?}"));
+        }
+        for (id, _, path) in &main {
+            self.landed
+                .entry(id.clone())
+                .or_insert(format!("main:{path}"));
+        }
+        // Main replays, in the clone whose turn it was (fetched).
+        let k = 0;
+        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        let files = self.remote_ok(&["ls-tree", "-r", "--name-only", "main"])?;
+        let files: BTreeSet<&str> = files.lines().collect();
+        for doc in files.iter().filter(|f| f.ends_with(".noma")) {
+            if !files.contains(format!("{doc}.patches").as_str()) {
+                continue;
+            }
+            let o = self.noma(k, &["replay", doc, "--rev", "origin/main"]);
+            if !o.status.success() {
+                return Err(format!("main's {doc} does not replay"));
+            }
+        }
+        for j in 0..self.clones.len() {
+            if self.clones[j].pr.is_some() {
+                self.update(j)?;
+                self.push(j)?;
+                self.check_pr(j)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// (op_id, parent_op_id, transcript) of every record of every transcript at `rev`
+    /// in the remote.
+    fn records_at(&mut self, rev: &str) -> Result<Vec<(String, Option<String>, String)>, String> {
+        let files = self.remote_ok(&["ls-tree", "-r", "--name-only", rev])?;
+        let mut out = Vec::new();
+        for t in files.lines().filter(|f| f.ends_with(".noma.patches")) {
+            let mut c = command(&self.root, &self.root.join("remote.git"), "git");
+            c.args(["cat-file", "blob", &format!("{rev}:{t}")]);
+            let o = output(c);
+            if !o.status.success() {
+                return Err(format!("cannot read {rev}:{t}"));
+            }
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                if let Some(id) = v["op_id"].as_str() {
+                    let parent = v["parent_op_id"].as_str().map(str::to_string);
+                    out.push((id.to_string(), parent, t.to_string()));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Merge => "git merge",
+        Op::Rebase => "git rebase",
+        Op::CherryPick => "git cherry-pick",
+    }
+}
+
+/// A command a message named.
+#[derive(Debug, PartialEq)]
+struct Advice {
+    cmd: String,
+    /// "once no ::conflict block is left": resolve them first.
+    resolve_conflicts: bool,
+}
+
+/// The commands of the `fix:` and `next:` lines of `out`, in order, each
+/// once.
+fn advice(out: &str) -> Vec<Advice> {
+    let mut found: Vec<Advice> = Vec::new();
+    for line in out.lines() {
+        let (rest, paren) = if let Some(i) = line.find("(fix: ") {
+            (&line[i + "(fix: ".len()..], true)
+        } else if let Some(i) = line.find("fix: ") {
+            (&line[i + "fix: ".len()..], false)
+        } else if let Some(i) = line.find("next: ") {
+            (&line[i + "next: ".len()..], false)
+        } else {
+            continue;
+        };
+        let mut rest = rest.trim_end();
+        let mut resolve_conflicts = false;
+        if let Some(r) = rest.strip_prefix("once no ::conflict block is left, ") {
+            rest = r;
+            resolve_conflicts = true;
+        } else if let Some((_, r)) = rest.split_once(" is merged: ") {
+            rest = r;
+        }
+        for cut in [", before `git commit`", " before you commit"] {
+            if let Some((r, _)) = rest.split_once(cut) {
+                rest = r;
+            }
+        }
+        if paren {
+            rest = rest.strip_suffix(')').unwrap_or(rest);
+        }
+        let cmd = rest.trim().to_string();
+        if !(cmd.starts_with("noma ") || cmd.starts_with("git ")) {
+            continue;
+        }
+        if !found.iter().any(|a| a.cmd == cmd) {
+            found.push(Advice {
+                cmd,
+                resolve_conflicts,
+            });
+        }
+    }
+    found
+}
+
+/// `text` with block `id`'s body set to `body` (a note whose opening line
+/// is `::note{id="ID"}` and whose body is the lines up to `::`).
+fn set_body(text: &str, id: &str, body: &str) -> Option<String> {
+    let open = format!("::note{{id=\"{id}\"");
+    let start = text.find(&open)?;
+    let body_start = start + text[start..].find('\n')? + 1;
+    let end = body_start + text[body_start..].find("\n::\n")? + 1;
+    if text[body_start..end].contains("conflict") {
+        return None;
+    }
+    Some(format!("{}{body}\n{}", &text[..body_start], &text[end..]))
+}
+
+/// `text` with every `:::conflict` block replaced by its first (ours) or
+/// second (theirs) fenced version.
+fn keep_side(text: &str, ours: bool) -> Option<String> {
+    let mut out = String::new();
+    let mut lines = text.split_inclusive('\n');
+    while let Some(line) = lines.next() {
+        let colons = line.len() - line.trim_start_matches(':').len();
+        if colons < 2 || !line[colons..].starts_with("conflict{") {
+            out.push_str(line);
+            continue;
+        }
+        let close = &line[..colons];
+        let mut versions: Vec<String> = Vec::new();
+        let mut current: Option<String> = None;
+        for l in lines.by_ref() {
+            match (&mut current, l.trim_end()) {
+                (None, l) if l == close => break,
+                (None, f) if f.starts_with("```") => current = Some(String::new()),
+                (Some(_), "```") => versions.push(current.take().unwrap()),
+                (Some(v), _) => v.push_str(l),
+                (None, _) => {}
+            }
+        }
+        let [first, second] = &versions[..] else {
+            return None;
+        };
+        out.push_str(if ours { first } else { second });
+    }
+    Some(out)
+}
+
+/// Runs one history of `steps` steps; on failure, the report to print.
+fn run_history(seed: u64, steps: usize) -> Result<usize, String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::new(seed, tmp.path());
+    let mut result = Ok(());
+    for _ in 0..steps {
+        let k = h.rng.below(PEOPLE.len());
+        result = h.step(k);
+        if result.is_err() {
+            break;
+        }
+    }
+    match result {
+        Ok(()) => Ok(h.landings),
+        Err(why) => {
+            let kept = if std::env::var_os("NOMA_SIM_KEEP").is_some() {
+                format!("the repositories are kept in {}\n", tmp.keep().display())
+            } else {
+                "NOMA_SIM_KEEP=1 keeps the repositories\n".to_string()
+            };
+            Err(format!(
+                "history seed {seed} failed: {why}\n(replay: NOMA_SIM_SEED={seed} cargo test --test it sim::)\n{kept}--- log ---\n{}",
+                h.log
+            ))
+        }
+    }
+}
+
+/// The base seed: `NOMA_SIM_SEED` (a number, or `random`), else a fixed
+/// one, so CI is not turned red by a draw; and whether one was given.
+fn base_seed() -> (u64, bool) {
+    match std::env::var("NOMA_SIM_SEED") {
+        Ok(v) if v.trim() == "random" => {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            (t.as_nanos() as u64 ^ u64::from(std::process::id()), false)
+        }
+        Ok(v) => (
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("NOMA_SIM_SEED={v:?} is not a number or `random`")),
+            true,
+        ),
+        Err(_) => (DEFAULT_SEED, false),
+    }
+}
+
+const DEFAULT_SEED: u64 = 1;
+
+/// Flows the step generator does not make yet, each a product gap found by
+/// this simulator and left to its own change (not an invariant relaxed):
+///
+/// - `noma rm` of a document that another branch patched. Seed 1 (before
+///   the generator removed only documents its own pull request added):
+///   alice removes `d2.noma` on her branch while main's agent patches it;
+///   `git merge origin/main` stops on git's modify/delete conflict of
+///   `d2.noma` and an add/add conflict of `d2.noma.patches`, and no message
+///   names a command that resolves either.
+/// - Two branches each starting the transcript of one committed document
+///   (each one's first patch). Seeds 1, 3, 4, 5, 11 and 16 (before main's
+///   documents started with a transcript): `git merge origin/main` stops
+///   in the pre-merge-commit hook on `signature-invalid` for the other
+///   side's records ("does not verify over this record in this document":
+///   signatures bind the document's lineage, its transcript's first
+///   record, which differs on the two sides) or, after a rename, on
+///   `transcript-fork` at line 0; the hook's fix names no command.
+pub const KNOWN_GAPS: &str =
+    "noma rm vs a patch on another branch; two branches starting one document's transcript";
+
+/// Ignored until the product gaps it finds are fixed (run it with
+/// `--ignored`): at the default seed, 15 of the first 51 histories fail.
+/// Seeds 5, 6, 14, 22, 24, 27 and 39 stop a merge or rebase on git's
+/// modify/delete (or rename/delete) conflict of a transcript or sidecar
+/// that one side moved (`git mv`) and the other patched, and no message
+/// names a command (`noma repair NEW`); seed 33 on a rename/rename of one
+/// document on both sides. Seeds 9, 11, 16, 18, 20, 34 and 51 fail `noma
+/// reconcile --base main` with `transcript-rewritten` after the update
+/// step merged main (a same-block conflict resolved by the commands the
+/// driver named). Each is an item of the issue other changes are fixing;
+/// none is an invariant to relax.
+#[test]
+#[ignore = "finds open product gaps: see the doc comment for the seeds"]
+fn random_team_histories_keep_every_invariant() {
+    let (seed, given) = base_seed();
+    let histories =
+        env_number("NOMA_SIM_HISTORIES").unwrap_or(if given { 1 } else { 200 }) as usize;
+    let steps = env_number("NOMA_SIM_STEPS").unwrap_or(30) as usize;
+    let threads = env_number("NOMA_SIM_THREADS").map_or_else(
+        || {
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .clamp(2, 4)
+        },
+        |n| n as usize,
+    );
+    // The first failure stops the run unless NOMA_SIM_MAX_FAILURES asks
+    // for more (to see several kinds at once).
+    let max_failures = env_number("NOMA_SIM_MAX_FAILURES").unwrap_or(1) as usize;
+    eprintln!("sim: seed {seed}, {histories} histories of {steps} steps on {threads} threads (not generated yet: {KNOWN_GAPS})");
+    template();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let failures = Mutex::new(Vec::new());
+    let landings = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= histories || stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                match run_history(seed.wrapping_add(i as u64), steps) {
+                    Ok(n) => {
+                        landings.fetch_add(n, Ordering::SeqCst);
+                    }
+                    Err(report) => {
+                        let mut f = failures.lock().unwrap();
+                        f.push(report);
+                        if f.len() >= max_failures {
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    if !failures.is_empty() {
+        let heads: Vec<&str> = failures.iter().filter_map(|f| f.lines().next()).collect();
+        panic!(
+            "{} histories failed:\n{}\n\n{}",
+            failures.len(),
+            heads.join("\n"),
+            failures.join("\n\n")
+        );
+    }
+    eprintln!(
+        "sim: {histories} histories, {} landings, 0 invariant failures",
+        landings.load(Ordering::SeqCst)
+    );
+}
+
+/// Found by the simulator (seed 1 of the default run): a person's first
+/// `noma record` of a committed document opens its transcript with a
+/// genesis record from the empty document, which `noma replay` and the
+/// hook accept, but `noma reconcile --base main` replayed the branch's
+/// records from the merge base's document and reported `replay-diverged`.
+#[test]
+fn a_first_record_of_a_committed_document_passes_the_pr_check() {
+    let r = crate::common::Repo::init();
+    crate::common::assert_ran(&r.noma(&["init"]));
+    r.write("d.noma", &document("d"));
+    r.commit_all("d");
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.write("d.noma", &set_body(&document("d"), "c2", "edited").unwrap());
+    let o = r.noma(&["record", "d.noma", "--actor-name", "alice"]);
+    crate::common::assert_ran(&o);
+    assert!(text(&o).contains("genesis"), "{}", text(&o));
+    r.commit_all("a person's edit");
+    crate::common::assert_ran(&r.noma(&["replay", "d.noma"]));
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A genesis that writes another document than the merge base's is
+    // still checked from the merge base.
+    r.ok(&["checkout", "-q", "-b", "other", "main"]);
+    r.write("d.noma", &document("x"));
+    crate::common::assert_ran(&r.noma(&["record", "d.noma", "--actor-name", "alice"]));
+    r.write("d.noma", &document("d"));
+    r.ok(&["add", "-A"]);
+    r.ok(&[
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        "a transcript that starts elsewhere",
+    ]);
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(!o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn advice_lines_name_the_commands_to_run() {
+    let out = "noma merge-driver: d.noma: its transcript will not record how you resolve the conflict. fix: once no ::conflict block is left, noma record \"d.noma\" && git add \"d.noma\" \"d.noma.patches\", before `git commit` or `git rebase --continue` (a rebase runs no hooks)\n\
+ERROR [transcript-fork] m.noma.patches:3:1: forked (fix: noma repair \"m.noma\" && git add -A -- \"m.noma\" \"m.noma.patches\")\n\
+next: git add -A -- \"m.noma\"\n\
+x: fix: keep one side's transcript, re-apply the other side's ops\n";
+    let got = advice(out);
+    assert_eq!(
+        got,
+        vec![
+            Advice {
+                cmd: "noma record \"d.noma\" && git add \"d.noma\" \"d.noma.patches\"".into(),
+                resolve_conflicts: true
+            },
+            Advice {
+                cmd: "noma repair \"m.noma\" && git add -A -- \"m.noma\" \"m.noma.patches\"".into(),
+                resolve_conflicts: false
+            },
+            Advice {
+                cmd: "git add -A -- \"m.noma\"".into(),
+                resolve_conflicts: false
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_conflict_block_keeps_the_chosen_version() {
+    let t = "# D\n\n::note{id=\"c1\"}\n:::conflict{id=\"m\" block=\"c1\"}\nMerge conflict.\n\n```noma\npr one\n```\n\n```noma\nmain one\n```\n:::\n::\n";
+    assert_eq!(
+        keep_side(t, true).unwrap(),
+        "# D\n\n::note{id=\"c1\"}\npr one\n::\n"
+    );
+    assert_eq!(
+        keep_side(t, false).unwrap(),
+        "# D\n\n::note{id=\"c1\"}\nmain one\n::\n"
+    );
+    assert_eq!(
+        set_body(&document("d"), "c2", "x")
+            .unwrap()
+            .matches("\nx\n")
+            .count(),
+        1
+    );
+}
