@@ -348,7 +348,15 @@ pub(crate) fn watched_repo() -> (tempfile::TempDir, Repo, WatchedChanges, BlockC
 /// how the watched one was answered.
 pub(crate) fn compare(d: &Path, w: &WatchedChanges, cache: &BlockCache, ctx: &str) -> Answered {
     let repo = Repo::discover(d).expect("repo");
-    let base = repo.resolve_base("main").expect("main");
+    let main = std::process::Command::new("git")
+        .args(["rev-parse", "main"])
+        .current_dir(d)
+        .output()
+        .expect("git rev-parse");
+    let base: noma_git::git::Oid = String::from_utf8_lossy(&main.stdout)
+        .trim()
+        .parse()
+        .expect("main");
     let head = repo.head_commit().expect("head");
     let mb = repo.merge_base(base, head).expect("merge base");
     let (watched, how) = w.worktree_changes(&repo, mb).expect("watched");

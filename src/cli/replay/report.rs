@@ -142,17 +142,12 @@ fn unrecorded_edit_advice(req: &Request<'_>, report: &Report) -> Option<String> 
 /// record's change (and its successors') undone.
 fn undone_from(req: &Request<'_>) -> Option<usize> {
     let doc = std::fs::read(req.file).ok()?;
-    let sha = noma_core::doc::hash::sha256_hex(&doc);
     let tpath = req.transcript.map_or_else(
         || noma_store::engine::default_transcript_path(req.file),
         Into::into,
     );
     let bytes = std::fs::read(tpath).ok()?;
-    let (lines, _) = noma_core::transcript::split_lines(&bytes);
-    lines.iter().rev().find_map(|l| {
-        let r = noma_core::transcript::parse_record(l.number, l.raw).ok()?;
-        (r.pre_sha256 == sha).then_some(l.number)
-    })
+    noma_core::transcript::replay::last_record_starting_at(&bytes, &doc)
 }
 
 impl Checked<'_> {

@@ -932,3 +932,41 @@ impl Chain {
         Ok(())
     }
 }
+
+/// The line number of the last record of `transcript` that starts from
+/// the state `document` is in: the document went back to a state the
+/// transcript already passed (that record's change, and its successors',
+/// undone, e.g. by `git stash`), or `None`.
+pub fn last_record_starting_at(transcript: &[u8], document: &[u8]) -> Option<usize> {
+    let sha = crate::doc::hash::sha256_hex(document);
+    let (lines, _) = super::split_lines(transcript);
+    lines.iter().rev().find_map(|l| {
+        let r = super::parse_record(l.number, l.raw).ok()?;
+        (r.pre_sha256 == sha).then_some(l.number)
+    })
+}
+
+#[cfg(test)]
+mod undone_tests {
+    use super::last_record_starting_at;
+
+    #[test]
+    fn the_last_record_starting_at_a_state_is_found() {
+        let pre = crate::doc::hash::sha256_hex(b"a\n");
+        let line = |n: u32| {
+            let v = serde_json::json!({
+                "protocol_version": "1.0", "tool_version": "t", "op_id": format!("00000000-0000-4000-8000-00000000000{n}"),
+                "ts": "2026-01-01T00:00:00Z", "actor": {"kind": "agent", "name": "x"},
+                "doc_uri": "d.noma", "pre_sha256": pre, "post_sha256": pre,
+                "pre_sha": &pre[..8], "post_sha": &pre[..8],
+                "op": {"op": "delete_block", "id": "b"}, "patch_result": "noop",
+                "pre_validation": "ok",
+                "post_validation": "ok"
+            });
+            format!("{v}\n")
+        };
+        let t = format!("{}{}", line(1), line(2));
+        assert_eq!(last_record_starting_at(t.as_bytes(), b"a\n"), Some(2));
+        assert_eq!(last_record_starting_at(t.as_bytes(), b"b\n"), None);
+    }
+}

@@ -339,7 +339,7 @@ impl Repo {
     /// name, the remote-tracking branch `<remote>/<rev>` of the one remote
     /// that has it. CI checkouts and PR bots often have `origin/main` but
     /// no local `main`.
-    pub fn resolve_base(&self, rev: &str) -> Result<Oid, GitError> {
+    pub(crate) fn resolve_base(&self, rev: &str) -> Result<Oid, GitError> {
         let not_found = match self.resolve(rev) {
             Ok(id) => return Ok(id),
             Err(e) => e,
