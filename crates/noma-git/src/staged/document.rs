@@ -38,7 +38,7 @@ pub(super) fn check_doc(
         }
     };
     let mut out = Vec::new();
-    validate(g, path, text, &mut out);
+    validate(g, staged, path, text, &mut out)?;
     let tpath = transcript_path(path);
     let head_tpath = transcript_path(head_path);
     let paths = [path, head_path, tpath.as_str()];
@@ -240,22 +240,30 @@ fn partly_staged(g: &Guard<'_>, path: &str, tpath: &str, staged_t: &[u8]) -> Opt
     })
 }
 
-/// The validator's findings for `text` (infos dropped; warnings block
-/// under `strict`).
-fn validate(g: &Guard<'_>, path: &str, text: &str, out: &mut Vec<Finding>) {
-    let opts = noma_core::validate::Options {
-        ignore_rules: g.policy.file.ignore_rules.clone(),
-        ..noma_core::validate::Options::default()
-    };
+/// The validator's findings for `text` (infos dropped), with the options
+/// every entry point builds from the policy; its datasets are read from
+/// the index, the content being committed.
+fn validate(
+    g: &Guard<'_>,
+    staged: &Staged,
+    path: &str,
+    text: &str,
+    out: &mut Vec<Finding>,
+) -> Result<(), GitError> {
     let doc = noma_core::doc::parse(text);
+    let datasets = StagedDatasets::read(g, staged, path, &doc)?;
+    let opts = noma_provenance::config::validate_options(
+        g.policy,
+        &noma_provenance::config::Overrides::default(),
+        std::sync::Arc::new(datasets),
+    );
     for d in noma_core::validate::validate(&doc, &opts) {
         if d.severity == Severity::Info {
             continue;
         }
-        let blocking = d.severity == Severity::Error || g.policy.file.strict;
         out.push(Finding {
+            blocking: d.severity == Severity::Error,
             severity: d.severity,
-            blocking,
             code: d.code,
             path: path.to_string(),
             line: d.pos.map(|p| p.line as usize),
@@ -263,6 +271,75 @@ fn validate(g: &Guard<'_>, path: &str, text: &str, out: &mut Vec<Finding>) {
             message: d.message,
             fix: None,
         });
+    }
+    Ok(())
+}
+
+/// The staged files a document's `::dataset{src=...}` blocks name, read
+/// before validation (one blob each; nothing for a document without
+/// local dataset sources).
+#[derive(Debug, Default)]
+struct StagedDatasets {
+    /// `src` as written → its staged bytes (`None`: not in the index).
+    files: std::collections::HashMap<String, Option<Vec<u8>>>,
+}
+
+impl StagedDatasets {
+    fn read(
+        g: &Guard<'_>,
+        staged: &Staged,
+        doc_path: &str,
+        doc: &noma_core::doc::Document,
+    ) -> Result<Self, GitError> {
+        let mut files = std::collections::HashMap::new();
+        for node in doc.walk().filter(|n| n.is_directive("dataset")) {
+            let Some(src) = node.attrs().and_then(|a| a.get_str("src")) else {
+                continue;
+            };
+            if src.contains("://") || files.contains_key(src) {
+                continue;
+            }
+            let bytes = match repo_path(doc_path, src) {
+                Some(p) => g.repo.staged_blob(staged, &p)?,
+                None => None,
+            };
+            files.insert(src.to_string(), bytes);
+        }
+        Ok(StagedDatasets { files })
+    }
+}
+
+/// `src` relative to the directory of the document at `doc_path`, as a
+/// path of the repository; `None` when it leaves the repository.
+fn repo_path(doc_path: &str, src: &str) -> Option<String> {
+    let mut parts: Vec<&str> = doc_path.split('/').collect();
+    parts.pop();
+    if src.starts_with('/') {
+        return None;
+    }
+    for part in src.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+impl noma_core::validate::DatasetFiles for StagedDatasets {
+    fn readable(&self, src: &str) -> bool {
+        matches!(self.files.get(src), Some(Some(_)))
+    }
+
+    fn read_small(&self, src: &str, max: u64) -> Option<String> {
+        let bytes = self.files.get(src)?.as_ref()?;
+        if bytes.len() as u64 > max {
+            return None;
+        }
+        String::from_utf8(bytes.clone()).ok()
     }
 }
 
