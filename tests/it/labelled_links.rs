@@ -14,7 +14,10 @@ const DOC: &str = "# Plan\n\n::claim{id=\"c1\"}\nThe sky is blue.\n::\n\n::evide
 fn a_broken_labelled_link_fails_check_and_the_hook() {
     let r = Repo::with_genesis_record(DOC);
     assert_ran(&r.noma(&["hooks", "install"]));
-    r.write("plan.noma", &DOC.replace("[[c1|the claim]]", "[[zz|the claim]]"));
+    r.write(
+        "plan.noma",
+        &DOC.replace("[[c1|the claim]]", "[[zz|the claim]]"),
+    );
     let o = r.noma(&["check", "plan.noma"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = text(&o);
@@ -46,7 +49,10 @@ fn renaming_from_the_editor_retargets_labelled_links_keeping_the_label() {
                "newName": "sky"}),
     );
     assert!(answer.get("error").is_none(), "{answer}");
-    let edits = answer["result"]["changes"][&uri].as_array().unwrap().clone();
+    let edits = answer["result"]["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .clone();
     let mut doc = Doc {
         text: DOC.to_string(),
     };

@@ -325,3 +325,37 @@ fn check_hook_mcp_and_lsp_agree_under_each_policy() {
         );
     }
 }
+
+/// `noma reconcile` validates the branch's documents under the base's
+/// policy, with the same options: under `strict: true` a claim without
+/// evidence is an error there as in `noma check`, a warning without it.
+#[test]
+fn reconcile_validates_under_the_base_policy() {
+    const DOC: &str = "# Plan\n\n::claim{id=\"c\"}\nx\n::\n\n::note{id=\"a\"}\nalpha\n::\n";
+    for (policy, level) in [("", "warning"), ("strict: true\n", "error")] {
+        let r = Repo::init();
+        r.write(".noma/config.yml", policy);
+        r.write("plan.noma", DOC);
+        r.commit_all("base");
+        r.ok(&["checkout", "-q", "-b", "feature"]);
+        let op = json!({"op": "replace_body", "id": "a", "content": "alpha, edited"}).to_string();
+        common::assert_ran(&r.noma(&["patch", "plan.noma", "--inplace", "--op", &op]));
+        r.commit_all("feature");
+        let o = r.noma(&["reconcile", "--base", "main", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", common::text(&o)));
+        let findings = v["documents"][0]["findings"].as_array().unwrap();
+        let claim = findings
+            .iter()
+            .find(|f| f["code"] == "claim-without-evidence")
+            .unwrap_or_else(|| panic!("{v:#}"));
+        assert_eq!(claim["level"], level, "policy {policy:?}: {v:#}");
+        let check = r.noma(&["check", "--format", "json", "plan.noma"]);
+        let c: Value = serde_json::from_slice(&check.stdout).unwrap();
+        assert_eq!(
+            c[0]["diagnostics"][0]["severity"], level,
+            "policy {policy:?}: {c:#}"
+        );
+        assert_eq!(o.status.success(), level == "warning", "{v:#}");
+    }
+}

@@ -230,7 +230,9 @@ impl Analysis {
                     target: link.target.to_string(),
                     range: self.index.range(&self.text, s, end),
                     // A labelled link's label finds its target too.
-                    hit: self.index.range(&self.text, start + link.start, start + link.end),
+                    hit: self
+                        .index
+                        .range(&self.text, start + link.start, start + link.end),
                 });
             }
         }

@@ -681,7 +681,11 @@ fn broken_labelled_wikilink_is_an_error() {
     assert_eq!(found[0].code, "broken-reference");
     assert_eq!(found[0].severity, Severity::Error);
     assert_eq!(found[0].pos.map(|p| p.line), Some(3));
-    assert!(found[0].message.starts_with("[[zz]] points at"), "{}", found[0].message);
+    assert!(
+        found[0].message.starts_with("[[zz]] points at"),
+        "{}",
+        found[0].message
+    );
     // Its range is the target as written, inside the labelled link.
     let doc = parse(src);
     let ranged = validate_with_ranges(src, &doc, &opts());

@@ -251,7 +251,7 @@ fn validate(
     out: &mut Vec<Finding>,
 ) -> Result<(), GitError> {
     let doc = noma_core::doc::parse(text);
-    let datasets = StagedDatasets::read(g, staged, path, &doc)?;
+    let datasets = crate::datasets::Datasets::read(path, &doc, |p| g.repo.staged_blob(staged, p))?;
     let opts = noma_provenance::config::validate_options(
         g.policy,
         &noma_provenance::config::Overrides::default(),
@@ -273,74 +273,6 @@ fn validate(
         });
     }
     Ok(())
-}
-
-/// The staged files a document's `::dataset{src=...}` blocks name, read
-/// before validation (one blob each; nothing for a document without
-/// local dataset sources).
-#[derive(Debug, Default)]
-struct StagedDatasets {
-    /// `src` as written → its staged bytes (`None`: not in the index).
-    files: std::collections::HashMap<String, Option<Vec<u8>>>,
-}
-
-impl StagedDatasets {
-    fn read(
-        g: &Guard<'_>,
-        staged: &Staged,
-        doc_path: &str,
-        doc: &noma_core::doc::Document,
-    ) -> Result<Self, GitError> {
-        let mut files = std::collections::HashMap::new();
-        for node in doc.walk().filter(|n| n.is_directive("dataset")) {
-            let Some(src) = node.attrs().and_then(|a| a.get_str("src")) else {
-                continue;
-            };
-            if src.contains("://") || files.contains_key(src) {
-                continue;
-            }
-            let bytes = match repo_path(doc_path, src) {
-                Some(p) => g.repo.staged_blob(staged, &p)?,
-                None => None,
-            };
-            files.insert(src.to_string(), bytes);
-        }
-        Ok(StagedDatasets { files })
-    }
-}
-
-/// `src` relative to the directory of the document at `doc_path`, as a
-/// path of the repository; `None` when it leaves the repository.
-fn repo_path(doc_path: &str, src: &str) -> Option<String> {
-    let mut parts: Vec<&str> = doc_path.split('/').collect();
-    parts.pop();
-    if src.starts_with('/') {
-        return None;
-    }
-    for part in src.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
-}
-
-impl noma_core::validate::DatasetFiles for StagedDatasets {
-    fn readable(&self, src: &str) -> bool {
-        matches!(self.files.get(src), Some(Some(_)))
-    }
-
-    fn read_small(&self, src: &str, max: u64) -> Option<String> {
-        let bytes = self.files.get(src)?.as_ref()?;
-        if bytes.len() as u64 > max {
-            return None;
-        }
-        String::from_utf8(bytes.clone()).ok()
-    }
 }
 
 /// When the transcript check blocked and the staged transcript holds two
