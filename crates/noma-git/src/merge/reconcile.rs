@@ -352,6 +352,21 @@ impl Branch<'_> {
         }
     }
 
+    /// Step 1 with the options every entry point builds from the policy
+    /// (the base's), datasets read from HEAD.
+    fn check_validity(&self, rep: &mut DocReport, path: &str, head_ast: &noma_core::doc::Document) {
+        // An unreadable blob is a missing dataset (`dataset-src-missing`).
+        let datasets =
+            crate::datasets::Datasets::read(path, head_ast, |p| Ok(self.blob(self.head, p)))
+                .unwrap_or_default();
+        let opts = noma_provenance::config::validate_options(
+            &self.policy,
+            &Default::default(),
+            std::sync::Arc::new(datasets),
+        );
+        check_validity(rep, head_ast, &opts);
+    }
+
     /// The checks of the document `path` whose HEAD bytes are
     /// `head_doc_b`, validated when `validate` (a removed document's
     /// tombstone ends at the empty text, which is no document to validate).
@@ -374,16 +389,7 @@ impl Branch<'_> {
         let head_ast = noma_core::doc::parse(head_doc);
         // 1. Validity.
         if validate {
-            // An unreadable blob is a missing dataset (`dataset-src-missing`).
-            let datasets =
-                crate::datasets::Datasets::read(path, &head_ast, |p| Ok(self.blob(self.head, p)))
-                    .unwrap_or_default();
-            let opts = noma_provenance::config::validate_options(
-                &self.policy,
-                &Default::default(),
-                std::sync::Arc::new(datasets),
-            );
-            check_validity(&mut rep, &head_ast, &opts);
+            self.check_validity(&mut rep, path, &head_ast);
         }
         // A document the branch moved is compared with its old path's
         // versions, at the base too unless the base has it under the new
@@ -716,9 +722,8 @@ fn nothing_to_rebase(files: &DocFiles, replays: bool) -> Option<usize> {
     })
 }
 
-/// Step 1: HEAD's document validates (with the options every entry point
-/// builds from the policy, datasets read from HEAD); its errors and
-/// warnings become findings.
+/// Step 1: HEAD's document validates; its errors and warnings become
+/// findings.
 fn check_validity(
     rep: &mut DocReport,
     head_ast: &noma_core::doc::Document,
