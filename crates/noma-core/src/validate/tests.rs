@@ -689,6 +689,6 @@ fn broken_labelled_wikilink_is_an_error() {
     // Its range is the target as written, inside the labelled link.
     let doc = parse(src);
     let ranged = validate_with_ranges(src, &doc, &opts());
-    let r = ranged[0].range.clone().expect("a range").bytes();
+    let r = ranged[0].range.expect("a range").bytes();
     assert_eq!(&src[r], "zz");
 }
