@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use noma_core::diag::{Diagnostic, Severity};
 use noma_core::doc::parse;
 use noma_core::validate::{self, Options};
+use noma_provenance::config::{validate_options_for, Overrides};
 
 use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
 
@@ -18,10 +19,13 @@ pub struct Args {
     /// Output format: `human` (one line per diagnostic) or `json` (§4.3 diagnostics).
     #[arg(long, value_enum, default_value_t)]
     format: Format,
-    /// Treat warnings as failures too (exit 1 on any warning).
+    /// Treat warnings as errors (reported as errors, exit 1), as the
+    /// policy's `strict: true` does; the repository's `.noma/config.yml`
+    /// (`strict`, `ignore_rules`) applies as in the hooks.
     #[arg(long)]
     strict: bool,
-    /// Drop diagnostics with this rule code (repeatable).
+    /// Drop diagnostics with this rule code (repeatable), besides the
+    /// policy's `ignore_rules`.
     #[arg(long = "ignore-rule", value_name = "CODE")]
     ignore_rules: Vec<String>,
     /// Validate against this profile instead of the frontmatter's.
@@ -63,10 +67,17 @@ pub fn run(args: Args) -> i32 {
                 continue;
             }
         };
+        let opts = match options(&args, path) {
+            Ok(o) => o,
+            Err(code) => {
+                exit = exit.max(code);
+                continue;
+            }
+        };
         let doc = parse(&src);
-        let diags = validate::validate(&doc, &options(&args, path));
+        let diags = validate::validate(&doc, &opts);
         last_tree = Some(doc);
-        let failed = fails(&diags, args.strict);
+        let failed = fails(&diags);
         if failed {
             exit = exit.max(EXIT_FAIL);
         }
@@ -113,9 +124,13 @@ pub fn run(args: Args) -> i32 {
 /// Checks the chapters of the book `path` names (§2.3 scoping), adding a
 /// report per chapter; returns the exit code.
 fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<Report>) -> i32 {
-    match noma_store::book::check(path, &options(args, path)) {
+    let opts = match options(args, path) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    match noma_store::book::check(path, &opts) {
         Ok(chapters) => chapters.into_iter().fold(EXIT_OK, |exit, c| {
-            let failed = fails(&c.diagnostics, args.strict);
+            let failed = fails(&c.diagnostics);
             reports.push((c.path.display().to_string(), c.diagnostics, failed));
             exit.max(if failed { EXIT_FAIL } else { EXIT_OK })
         }),
@@ -129,25 +144,25 @@ fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<Report>) ->
 /// One file's findings: its shown path, diagnostics, and whether they fail.
 type Report = (String, Vec<Diagnostic>, bool);
 
-/// The validator's options for the document at `path`.
-fn options(args: &Args, path: &std::path::Path) -> Options {
-    Options {
+/// The validator's options for the document at `path`: its work tree's
+/// policy with the flags added, as the hooks and the editor build them; a
+/// malformed policy file is reported and gives the usage exit code.
+fn options(args: &Args, path: &std::path::Path) -> Result<Options, i32> {
+    let overrides = Overrides {
+        strict: args.strict,
         ignore_rules: args.ignore_rules.clone(),
         profile: args.profile.clone(),
-        datasets: Some(noma_store::fsio::datasets_in(
-            path.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), PathBuf::from),
-        )),
-        ..Default::default()
-    }
+    };
+    validate_options_for(path, &overrides).map_err(|e| {
+        eprintln!("noma check: {e}");
+        EXIT_USAGE
+    })
 }
 
-/// Whether `diags` fail the check (warnings too under `--strict`).
-fn fails(diags: &[Diagnostic], strict: bool) -> bool {
-    diags
-        .iter()
-        .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
+/// Whether `diags` fail the check: any error (warnings are errors under
+/// `--strict` or the policy's `strict: true`).
+fn fails(diags: &[Diagnostic]) -> bool {
+    diags.iter().any(|d| d.severity == Severity::Error)
 }
 
 /// `ERROR [code] path:line:col: message`, shared with the git hooks.

@@ -1,6 +1,7 @@
 //! What the compiler cannot see about the architecture. The crate graph
 //! itself (`noma-core` → `noma-store` → `noma-merge`, `noma-provenance` →
-//! `noma-git` → `noma-mcp`, `noma-lsp` over `noma-core` and `noma-store`,
+//! `noma-git` → `noma-mcp`, `noma-lsp` over `noma-core`, `noma-store` and
+//! `noma-provenance` (the policy file),
 //! and the `noma` binary on top; see `.noma/architecture.noma`) is
 //! enforced by Cargo: a crate cannot import one it does not depend on.
 //! Checked here: the graph is the documented one, and the crates that
@@ -41,7 +42,7 @@ const CRATE_GRAPH: [(&str, &[&str]); 9] = [
             "noma-store",
         ],
     ),
-    ("noma-lsp", &["noma-core", "noma-store"]),
+    ("noma-lsp", &["noma-core", "noma-provenance", "noma-store"]),
     (
         "noma",
         &[

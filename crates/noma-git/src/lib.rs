@@ -17,6 +17,7 @@
 pub mod actor;
 pub mod cache;
 pub mod changes;
+pub(crate) mod datasets;
 pub mod git;
 pub mod history;
 pub mod history_replay;

@@ -223,13 +223,16 @@ impl Analysis {
             }
             let content = self.index.line(&self.text, line);
             let start = self.index.line_start(line);
-            for (off, target) in noma_core::doc::inline::wikilinks(content) {
-                let s = start + off + 2;
-                let end = s + target.len();
+            for link in noma_core::doc::inline::wikilink_spans(content) {
+                let s = start + link.start + 2;
+                let end = s + link.target.len();
                 out.push(Reference {
-                    target: target.to_string(),
+                    target: link.target.to_string(),
                     range: self.index.range(&self.text, s, end),
-                    hit: self.index.range(&self.text, start + off, end + 2),
+                    // A labelled link's label finds its target too.
+                    hit: self
+                        .index
+                        .range(&self.text, start + link.start, start + link.end),
                 });
             }
         }
@@ -280,13 +283,13 @@ fn is_key_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':')
 }
 
-/// Options for `noma check`'s defaults, with `datasets` read beside the
-/// document when it is a file.
-pub fn options_for(path: Option<&std::path::Path>) -> Options {
-    Options {
-        datasets: path
-            .and_then(std::path::Path::parent)
-            .map(|dir| noma_store::fsio::datasets_in(dir.to_path_buf())),
-        ..Default::default()
+/// The options `noma check` and the hooks use for the document at `path`
+/// (its work tree's policy, datasets read beside it); an unsaved document
+/// gets the defaults. `Err` names a malformed policy file.
+pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, String> {
+    match path {
+        Some(p) => noma_provenance::config::validate_options_for(p, &Default::default())
+            .map_err(|e| e.to_string()),
+        None => Ok(Options::default()),
     }
 }

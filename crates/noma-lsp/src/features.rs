@@ -358,6 +358,27 @@ mod tests {
     }
 
     #[test]
+    fn labelled_links_are_references_with_definitions_and_completion() {
+        let text = "# T {id=\"t\"}\n\nSee [[t|the title]] and [[t]].\n".to_string();
+        let a = Analysis::new(text, &noma_core::validate::Options::default());
+        let uri = Url::parse("file:///d.noma").unwrap();
+        // In the id, and in the label: both find the heading.
+        for col in [6, 12, 17] {
+            let def = definition(&a, &uri, Position::new(2, col)).unwrap();
+            assert_eq!(def.range.start, Position::new(0, 9), "column {col}");
+        }
+        // Past the labelled link's `]]` there is none.
+        assert!(definition(&a, &uri, Position::new(2, 21)).is_none());
+        let refs = references(&a, &uri, Position::new(0, 9), false);
+        let starts: Vec<Position> = refs.iter().map(|l| l.range.start).collect();
+        assert_eq!(starts, [Position::new(2, 6), Position::new(2, 26)]);
+        assert_eq!(refs[0].range.end, Position::new(2, 7));
+        // Completion in the id part, none in the label.
+        assert!(completion(&a, Position::new(2, 7)).is_some());
+        assert!(completion(&a, Position::new(2, 12)).is_none());
+    }
+
+    #[test]
     fn positions_past_the_text_answer_nothing_and_do_not_panic() {
         let text = "# T {id=\"t\"}\n\nSee [[t]] and é.\n".to_string();
         let a = Analysis::new(text, &noma_core::validate::Options::default());

@@ -494,7 +494,25 @@ const HOVER_HISTORY: usize = 3;
 fn analyse(uri: &Url, text: String, log: &dyn Fn(Event<'_>)) -> Analysis {
     let path = uri.to_file_path().ok();
     let bytes = text.len();
-    let analysis = Analysis::new(text, &options_for(path.as_deref()));
+    let analysis = match options_for(path.as_deref()) {
+        Ok(options) => Analysis::new(text, &options),
+        Err(why) => {
+            // The hooks refuse to run on a malformed policy; the editor
+            // says so on the document instead of guessing a policy.
+            let mut a = Analysis::new(text, &noma_core::validate::Options::default());
+            a.diagnostics.insert(
+                0,
+                lsp_types::Diagnostic {
+                    severity: Some(lsp_types::DiagnosticSeverity::ERROR),
+                    code: Some(lsp_types::NumberOrString::String("invalid-policy".into())),
+                    source: Some("noma".to_string()),
+                    message: why,
+                    ..Default::default()
+                },
+            );
+            a
+        }
+    };
     log(Event::Analysed { uri, bytes });
     analysis
 }

@@ -76,10 +76,10 @@ pub fn read_source(path: &Path) -> Result<String, ToolError> {
     noma_store::fsio::read_document(path).map_err(ToolError::system)
 }
 
-/// Validator options for the document at `path`: its dataset directory.
-pub fn validate_options(path: &Path) -> noma_core::validate::Options {
-    noma_core::validate::Options {
-        datasets: path.parent().map(noma_store::fsio::datasets_in),
-        ..Default::default()
-    }
+/// Validator options for the document at `path`, built from its work
+/// tree's policy as `noma check`, the hooks and the language server build
+/// them (datasets read beside it); a malformed policy file is an error.
+pub fn validate_options(path: &Path) -> Result<noma_core::validate::Options, ToolError> {
+    noma_provenance::config::validate_options_for(path, &Default::default())
+        .map_err(ToolError::system)
 }

@@ -223,8 +223,8 @@ pub fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
 pub fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "validate_doc")?;
     let src = read_source(&path)?;
-    let diags =
-        noma_core::validate::validate(&noma_core::doc::parse(&src), &validate_options(&path));
+    let opts = validate_options(&path)?;
+    let diags = noma_core::validate::validate(&noma_core::doc::parse(&src), &opts);
     let ok = !diags.iter().any(|d| d.severity == Severity::Error);
     Ok(json!({ "ok": ok, "diagnostics": diags }))
 }

@@ -27,9 +27,33 @@ pub fn split_pipe_row(line: &str) -> Vec<&str> {
     cells
 }
 
-/// Every `[[target]]` wikilink in `text`, with its byte offset. A target is
-/// `[a-zA-Z_][\w\-./:]*`, as in the reference inline parser.
+/// One `[[target]]` or labelled `[[target|label]]` wikilink in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wikilink<'t> {
+    /// Byte offset of the opening `[[`.
+    pub start: usize,
+    /// Byte offset just past the closing `]]`.
+    pub end: usize,
+    /// The id or alias it points at.
+    pub target: &'t str,
+    /// The text shown instead of the target, as written (`None` without `|`).
+    pub label: Option<&'t str>,
+}
+
+/// Every `[[target]]` wikilink in `text`, with its byte offset (labelled
+/// ones included, see [`wikilink_spans`]).
 pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
+    wikilink_spans(text)
+        .into_iter()
+        .map(|l| (l.start, l.target))
+        .collect()
+}
+
+/// Every wikilink in `text`: `[[target]]` or `[[target|label]]`. A target
+/// is `[a-zA-Z_][\w\-./:]*`, as in the reference inline parser; a label is
+/// any text up to the closing `]]` on the same line, without `[` or `]`
+/// (the reference's `check` reports a broken labelled link like a plain one).
+pub fn wikilink_spans(text: &str) -> Vec<Wikilink<'_>> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut from = 0usize;
@@ -49,10 +73,33 @@ pub fn wikilinks(text: &str) -> Vec<(usize, &str)> {
             {
                 end += 1;
             }
+            let target = &text[start..end];
             if b.get(end) == Some(&b']') && b.get(end + 1) == Some(&b']') {
-                out.push((open, &text[start..end]));
+                out.push(Wikilink {
+                    start: open,
+                    end: end + 2,
+                    target,
+                    label: None,
+                });
                 from = end + 2;
                 continue;
+            }
+            if b.get(end) == Some(&b'|') {
+                let label_at = end + 1;
+                let stop = b[label_at..]
+                    .iter()
+                    .position(|c| matches!(c, b'[' | b']' | b'\n' | b'\r'))
+                    .map(|p| label_at + p);
+                if let Some(close) = stop.filter(|&c| b.get(c + 1) == Some(&b']') && b[c] == b']') {
+                    out.push(Wikilink {
+                        start: open,
+                        end: close + 2,
+                        target,
+                        label: Some(&text[label_at..close]),
+                    });
+                    from = close + 2;
+                    continue;
+                }
             }
         }
         from = open + 1;
@@ -138,6 +185,22 @@ mod tests {
             .map(|(_, t)| t)
             .collect();
         assert_eq!(found, ["a-b", "x", "c.d/e:f"]);
+    }
+
+    #[test]
+    fn finds_labelled_wikilinks() {
+        let text = "see [[a|the A]] and [[b|]] [[c|x]y]] [[d|two\nlines]] [[e|é ok]]";
+        let found: Vec<(&str, Option<&str>)> = wikilink_spans(text)
+            .into_iter()
+            .map(|l| (l.target, l.label))
+            .collect();
+        assert_eq!(
+            found,
+            [("a", Some("the A")), ("b", Some("")), ("e", Some("é ok"))]
+        );
+        let first = wikilink_spans(text)[0];
+        assert_eq!(&text[first.start..first.end], "[[a|the A]]");
+        assert_eq!(wikilinks(text)[0], (4, "a"));
     }
 
     #[test]

@@ -393,7 +393,8 @@ pub(crate) fn update_attribute(
 /// Attributes whose values rename_id retargets.
 const REF_ATTRS: [&str; 5] = ["for", "parent", "dataset", "block", "ref"];
 
-/// §3.1.5 rename_id: the id itself, `[[from]]` wikilinks anywhere, and
+/// §3.1.5 rename_id: the id itself, `[[from]]` wikilinks anywhere (and
+/// labelled `[[from|label]]` ones, the label kept), and
 /// `for=`/`parent=`/`dataset=`/`block=`/`ref=` values on directive open lines.
 ///
 /// Order of checks, as the reference: `from` missing is `target_missing`,
@@ -438,6 +439,8 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     let link_from = format!("[[{from}]]");
     let link_to = format!("[[{to}]]");
     let finder = memchr::memmem::Finder::new(link_from.as_bytes());
+    let labelled_from = format!("[[{from}|");
+    let labelled = memchr::memmem::Finder::new(labelled_from.as_bytes());
     // Both rewrites need `from` itself on the line: skip the rest cheaply.
     let any = memchr::memmem::Finder::new(from.as_bytes());
     for i in 0..lines.len() {
@@ -448,6 +451,10 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
         let mut next: Option<String> = None;
         if finder.find(line.as_bytes()).is_some() {
             next = Some(line.replace(&link_from, &link_to));
+        }
+        let cur = next.as_deref().unwrap_or(line);
+        if labelled.find(cur.as_bytes()).is_some() {
+            next = Some(retarget_labelled(cur, from, to));
         }
         let cur = next.as_deref().unwrap_or(line);
         if is_directive_line(cur) {
@@ -465,6 +472,23 @@ pub(crate) fn rename_id(ctx: &Ctx<'_>, from: &str, to: &str) -> OpResult<String>
     } else {
         Ok(out)
     }
+}
+
+/// `line` with every labelled `[[from|label]]` pointing at `to` instead,
+/// its label kept.
+fn retarget_labelled(line: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut copied = 0;
+    for link in crate::doc::inline::wikilink_spans(line) {
+        if link.target == from && link.label.is_some() {
+            let at = link.start + 2;
+            out.push_str(&line[copied..at]);
+            out.push_str(to);
+            copied = at + from.len();
+        }
+    }
+    out.push_str(&line[copied..]);
+    out
 }
 
 /// `/^:{2,}\w/` on the trimmed line.
@@ -564,6 +588,19 @@ mod tests {
         );
         assert_eq!(retarget_attrs(r#"::e{xfor="old"}"#, "old", "new"), None);
         assert_eq!(retarget_attrs(r#"::e{for="older"}"#, "old", "new"), None);
+    }
+
+    #[test]
+    fn rename_id_retargets_labelled_links_keeping_the_label() {
+        use crate::patch::apply_one;
+        use serde_json::json;
+        let src = "::claim{id=\"old\"}\nx\n::\n\nSee [[old|the claim]], [[old]], [[older|no]] and [[old|a|b]].\n";
+        let out = apply_one(src, &json!({"op": "rename_id", "from": "old", "to": "new"})).unwrap();
+        assert_eq!(
+            out,
+            "::claim{id=\"new\"}\nx\n::\n\nSee [[new|the claim]], [[new]], [[older|no]] and [[new|a|b]].\n"
+        );
+        assert_eq!(retarget_labelled("[[old|x", "old", "new"), "[[old|x");
     }
 
     #[test]

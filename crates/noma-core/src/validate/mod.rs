@@ -100,6 +100,10 @@ pub struct Options {
     /// Ids and aliases the other chapters of a book define (book mode,
     /// §2.3): a reference to one of them resolves.
     pub known_elsewhere: Option<Arc<std::collections::HashSet<String>>>,
+    /// Warnings are reported as errors (`--strict`, the policy's
+    /// `strict: true`), so that every entry point shows and counts the
+    /// same finding the same way; infos stay infos.
+    pub strict: bool,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             now: None,
             stale_citation_days: None,
             known_elsewhere: None,
+            strict: false,
         }
     }
 }
@@ -352,7 +357,15 @@ impl Validation {
     pub fn into_diagnostics(self, opts: &Options) -> Vec<Diagnostic> {
         let mut all = self.issues;
         all.extend(self.rules);
-        apply_ignore_rules(all, &opts.ignore_rules)
+        let mut all = apply_ignore_rules(all, &opts.ignore_rules);
+        if opts.strict {
+            for d in &mut all {
+                if d.severity == Severity::Warning {
+                    d.severity = Severity::Error;
+                }
+            }
+        }
+        all
     }
 
     /// The severity counts of [`Validation::diagnostics`], without building
@@ -371,6 +384,9 @@ impl Validation {
             for d in &notes {
                 counts.add(d.severity);
             }
+        }
+        if opts.strict {
+            counts.error += std::mem::take(&mut counts.warning);
         }
         counts
     }

@@ -672,3 +672,23 @@ fn files_in(dir: std::path::PathBuf) -> std::sync::Arc<dyn super::DatasetFiles> 
         std::fs::read_to_string(dir.join(src)).ok()
     }))
 }
+
+#[test]
+fn broken_labelled_wikilink_is_an_error() {
+    let src = "# T\n\nSee [[t|the title]] and [[zz|a label]].\n";
+    let found = run(src, &opts());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].code, "broken-reference");
+    assert_eq!(found[0].severity, Severity::Error);
+    assert_eq!(found[0].pos.map(|p| p.line), Some(3));
+    assert!(
+        found[0].message.starts_with("[[zz]] points at"),
+        "{}",
+        found[0].message
+    );
+    // Its range is the target as written, inside the labelled link.
+    let doc = parse(src);
+    let ranged = validate_with_ranges(src, &doc, &opts());
+    let r = ranged[0].range.expect("a range").bytes();
+    assert_eq!(&src[r], "zz");
+}

@@ -244,6 +244,7 @@ impl<'r> Branch<'r> {
             write,
             workdir: repo.workdir(),
             provenance_off: provenance_off(repo, base_tip),
+            policy: base_policy(repo, base_tip),
         };
         Ok((branch, docs))
     }
@@ -260,6 +261,21 @@ fn provenance_off(repo: &Repo, base_tip: Oid) -> bool {
         ),
         Ok(None)
     )
+}
+
+/// The base revision's policy, which the branch's documents are validated
+/// under (a branch cannot loosen its own check); the defaults when the
+/// base has none or an unreadable one (the provenance check reports that).
+fn base_policy(repo: &Repo, base_tip: Oid) -> noma_provenance::config::Policy {
+    let text = repo
+        .blob_at(base_tip, noma_provenance::config::CONFIG_PATH)
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    noma_provenance::config::Policy::from_yaml(&text).unwrap_or_else(|_| {
+        noma_provenance::config::Policy::from_yaml("").expect("the default policy compiles")
+    })
 }
 
 /// What every document's check shares: the repository, the three
@@ -284,6 +300,8 @@ struct Branch<'r> {
     /// The base revision's settings leave provenance off (its check reads
     /// whole transcripts; off, they can be streamed).
     provenance_off: bool,
+    /// The base revision's policy (`strict`, `ignore_rules`).
+    policy: noma_provenance::config::Policy,
 }
 
 /// One document's transcript and its other versions, as read from the
@@ -363,6 +381,21 @@ impl Branch<'_> {
         }
     }
 
+    /// Step 1 with the options every entry point builds from the policy
+    /// (the base's), datasets read from HEAD.
+    fn check_validity(&self, rep: &mut DocReport, path: &str, head_ast: &noma_core::doc::Document) {
+        // An unreadable blob is a missing dataset (`dataset-src-missing`).
+        let datasets =
+            crate::datasets::Datasets::read(path, head_ast, |p| Ok(self.blob(self.head, p)))
+                .unwrap_or_default();
+        let opts = noma_provenance::config::validate_options(
+            &self.policy,
+            &Default::default(),
+            std::sync::Arc::new(datasets),
+        );
+        check_validity(rep, head_ast, &opts);
+    }
+
     /// The checks of the document `path` whose HEAD bytes are
     /// `head_doc_b`, validated when `validate` (a removed document's
     /// tombstone ends at the empty text, which is no document to validate).
@@ -385,7 +418,7 @@ impl Branch<'_> {
         let head_ast = noma_core::doc::parse(head_doc);
         // 1. Validity.
         if validate {
-            check_validity(&mut rep, &head_ast);
+            self.check_validity(&mut rep, path, &head_ast);
         }
         // A document the branch moved is compared with its old path's
         // versions, at the base too unless the base has it under the new
@@ -720,8 +753,12 @@ fn nothing_to_rebase(files: &DocFiles, replays: bool) -> Option<usize> {
 
 /// Step 1: HEAD's document validates; its errors and warnings become
 /// findings.
-fn check_validity(rep: &mut DocReport, head_ast: &noma_core::doc::Document) {
-    for d in noma_core::validate::validate(head_ast, &Default::default()) {
+fn check_validity(
+    rep: &mut DocReport,
+    head_ast: &noma_core::doc::Document,
+    opts: &noma_core::validate::Options,
+) {
+    for d in noma_core::validate::validate(head_ast, opts) {
         let level = match d.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",

@@ -38,7 +38,7 @@ pub(super) fn check_doc(
         }
     };
     let mut out = Vec::new();
-    validate(g, path, text, &mut out);
+    validate(g, staged, path, text, &mut out)?;
     let tpath = transcript_path(path);
     let head_tpath = transcript_path(head_path);
     let paths = [path, head_path, tpath.as_str()];
@@ -240,22 +240,30 @@ fn partly_staged(g: &Guard<'_>, path: &str, tpath: &str, staged_t: &[u8]) -> Opt
     })
 }
 
-/// The validator's findings for `text` (infos dropped; warnings block
-/// under `strict`).
-fn validate(g: &Guard<'_>, path: &str, text: &str, out: &mut Vec<Finding>) {
-    let opts = noma_core::validate::Options {
-        ignore_rules: g.policy.file.ignore_rules.clone(),
-        ..noma_core::validate::Options::default()
-    };
+/// The validator's findings for `text` (infos dropped), with the options
+/// every entry point builds from the policy; its datasets are read from
+/// the index, the content being committed.
+fn validate(
+    g: &Guard<'_>,
+    staged: &Staged,
+    path: &str,
+    text: &str,
+    out: &mut Vec<Finding>,
+) -> Result<(), GitError> {
     let doc = noma_core::doc::parse(text);
+    let datasets = crate::datasets::Datasets::read(path, &doc, |p| g.repo.staged_blob(staged, p))?;
+    let opts = noma_provenance::config::validate_options(
+        g.policy,
+        &noma_provenance::config::Overrides::default(),
+        std::sync::Arc::new(datasets),
+    );
     for d in noma_core::validate::validate(&doc, &opts) {
         if d.severity == Severity::Info {
             continue;
         }
-        let blocking = d.severity == Severity::Error || g.policy.file.strict;
         out.push(Finding {
+            blocking: d.severity == Severity::Error,
             severity: d.severity,
-            blocking,
             code: d.code,
             path: path.to_string(),
             line: d.pos.map(|p| p.line as usize),
@@ -264,6 +272,7 @@ fn validate(g: &Guard<'_>, path: &str, text: &str, out: &mut Vec<Finding>) {
             fix: None,
         });
     }
+    Ok(())
 }
 
 /// When the transcript check blocked and the staged transcript holds two

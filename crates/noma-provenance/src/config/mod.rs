@@ -160,6 +160,78 @@ pub enum PolicyError {
     },
 }
 
+/// What one run adds to the policy: `noma check --strict`,
+/// `--ignore-rule` and `--profile`. The default adds nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Warnings are errors too (on top of the policy's `strict`).
+    pub strict: bool,
+    /// Rule codes dropped besides the policy's `ignore_rules`.
+    pub ignore_rules: Vec<String>,
+    /// Profile instead of the frontmatter's.
+    pub profile: Option<String>,
+}
+
+/// The validator's options for one document under `policy` (the only
+/// place they are built, so `noma check`, the hooks, MCP and the language
+/// server report the same findings): the policy's `strict` and
+/// `ignore_rules` with `overrides` added, the profile override, and the
+/// document's external datasets read through `datasets` (decision
+/// `one-validation-configuration`: always loaded; a shell passes where
+/// they are read from, the working tree or the index).
+pub fn validate_options(
+    policy: &Policy,
+    overrides: &Overrides,
+    datasets: std::sync::Arc<dyn noma_core::validate::DatasetFiles>,
+) -> noma_core::validate::Options {
+    let mut ignore_rules = policy.file.ignore_rules.clone();
+    for r in &overrides.ignore_rules {
+        if !ignore_rules.contains(r) {
+            ignore_rules.push(r.clone());
+        }
+    }
+    noma_core::validate::Options {
+        ignore_rules,
+        profile: overrides.profile.clone(),
+        datasets: Some(datasets),
+        strict: policy.file.strict || overrides.strict,
+        ..noma_core::validate::Options::default()
+    }
+}
+
+/// The policy of the git work tree that holds `doc` (the nearest
+/// directory above it with a `.git`, as the hooks see it), or the defaults
+/// outside any work tree. A malformed policy file is an error.
+pub fn policy_of(doc: &Path) -> Result<Policy, ConfigError> {
+    let abs = std::path::absolute(doc).unwrap_or_else(|_| doc.to_path_buf());
+    let root = abs.ancestors().skip(1).find(|d| d.join(".git").exists());
+    match root {
+        Some(root) => Policy::load(root),
+        None => Policy::compile(PolicyFile::default()).map_err(|source| ConfigError::Invalid {
+            path: CONFIG_PATH.to_string(),
+            source,
+        }),
+    }
+}
+
+/// [`validate_options`] for a document on disk: the policy of its work
+/// tree ([`policy_of`]) and its datasets read beside it.
+pub fn validate_options_for(
+    doc: &Path,
+    overrides: &Overrides,
+) -> Result<noma_core::validate::Options, ConfigError> {
+    let policy = policy_of(doc)?;
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| std::path::PathBuf::from("."), Path::to_path_buf);
+    Ok(validate_options(
+        &policy,
+        overrides,
+        noma_store::fsio::datasets_in(dir),
+    ))
+}
+
 impl Policy {
     /// Loads `<root>/.noma/config.yml`, or the defaults when it is absent.
     pub fn load(root: &Path) -> Result<Policy, ConfigError> {

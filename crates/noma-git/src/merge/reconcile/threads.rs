@@ -105,6 +105,7 @@ struct Parts<'r> {
     write: bool,
     workdir: Option<PathBuf>,
     provenance_off: bool,
+    policy: noma_provenance::config::Policy,
 }
 
 impl<'r> Parts<'r> {
@@ -123,6 +124,7 @@ impl<'r> Parts<'r> {
             write: self.write,
             workdir: self.workdir,
             provenance_off: self.provenance_off,
+            policy: self.policy,
         }
     }
 }
@@ -139,6 +141,7 @@ impl<'r> Branch<'r> {
             write: self.write,
             workdir: self.workdir.clone(),
             provenance_off: self.provenance_off,
+            policy: self.policy.clone(),
         }
     }
 }
