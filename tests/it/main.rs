@@ -58,6 +58,7 @@ mod merge_main;
 mod merge_props;
 mod mistakes;
 mod no_synth;
+mod own_docs;
 mod patch_placement;
 mod patch_props;
 mod patch_reference_conformance;
