@@ -48,6 +48,11 @@ pub fn run(args: Args) -> i32 {
         .actor_name
         .clone()
         .unwrap_or_else(|| noma_git::actor::default_name(&args.file));
+    if args.actor_name.is_none() && noma_git::actor::git_identity_missing(&args.file) {
+        eprintln!(
+            "noma record: warning: git has no user.name here, so records name \"{name}\" and commits will fail; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"
+        );
+    }
     let actor = Actor {
         kind: ActorKind::Human,
         name,

@@ -60,6 +60,7 @@ mod merge_props;
 mod mistakes;
 mod no_synth;
 mod one_truth;
+mod own_docs;
 mod patch_placement;
 mod patch_props;
 mod patch_reference_conformance;

@@ -63,6 +63,7 @@ const MISTAKES: &[(&str, &str, i32, &str)] = &[
     ("not a book", "echo 'title: x' > book.noma.yml && noma check book.noma.yml", 2, "it needs `chapters:`"),
     ("a book to record", "echo 'chapters: [plan.noma]' > book.noma.yml && noma record book.noma.yml", 2, "give one chapter's .noma file"),
     ("an id twice in a book", "printf '# B\\n\\n::note{id=\"speed\"}\\nx\\n::\\n' > b.noma && printf 'chapters: [plan.noma, b.noma]\\n' > book.noma.yml && noma check book.noma.yml", 1, "give one of them a different id="),
+    ("a chapter twice in a book", "printf 'chapters: [plan.noma, ./plan.noma]\\n' > book.noma.yml && noma check book.noma.yml", 2, "chapter ./plan.noma is listed twice in `chapters:` (entries 1 and 2); remove one of them"),
     // Missing transcript, key or base.
     ("no transcript", "KEYGEN && echo \"me namespaces=\\\"noma\\\" $(cat \"$HOME/k.pub\")\" > .noma/allowed_signers && printf '# New\\n' > new.noma && NOMA_SIGNING_PRINCIPAL=me noma approve new.noma --key \"$HOME/k\" --yes", 2, "start one with `noma record new.noma`"),
     ("no transcript", "printf '# New\\n' > new.noma && noma replay new.noma", 2, "`noma record new.noma` starts one"),
@@ -70,6 +71,9 @@ const MISTAKES: &[(&str, &str, i32, &str)] = &[
     ("key path typo", r#"noma patch plan.noma --inplace --key "$HOME/nokey" --op '{"op":"delete_block","id":"speed"}'"#, 2, "make a key with `ssh-keygen -t ed25519"),
     ("key not listed", "KEYGEN && noma approve plan.noma --key \"$HOME/k\"", 2, "list it in .noma/allowed_signers"),
     ("shallow clone", "git checkout -qb feat && git clone -q --depth 1 --branch feat \"file://$PWD\" \"$HOME/sh\" && cd \"$HOME/sh\" && noma reconcile --base main", 2, "fetch-depth: 0"),
+    ("shallow single-branch clone, advice followed", "git checkout -qb feat && git clone -q --depth 1 --branch feat \"file://$PWD\" \"$HOME/sh\" && cd \"$HOME/sh\" && { noma reconcile --base main 2> \"$HOME/err\"; cmd=$(grep -o 'git fetch --unshallow origin [^`]*' \"$HOME/err\") && echo \"ran: $cmd\" && $cmd 2>/dev/null && noma reconcile --base main; }", 0, "ran: git fetch --unshallow origin +refs/heads/main:refs/remotes/origin/main"),
+    // No identity: a warning that names the fix, and the fix works.
+    ("no git identity", "git config --unset user.name; git config --unset user.email; unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL; printf 'More.\\n' >> plan.noma && noma record plan.noma && git config --global user.name 'Your Name' && git config --global user.email you@example.com && git commit -qam edit", 0, "set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"),
     // Hand edits.
     ("hand edit committed", "HAND_EDIT && git commit -qam edit", 1, "fix: noma record \"plan.noma\" && git add"),
     ("hand edit, then a patch", r#"HAND_EDIT && noma patch plan.noma --inplace --op '{"op":"delete_block","id":"speed"}'"#, 1, "record it (`noma record`)"),

@@ -1,10 +1,11 @@
 //! `.noma/allowed_signers` read exactly as OpenSSH reads it: generated
 //! allowed-signers files (options, quoting, pattern lists with spaces and
-//! negation, validity windows in UTC and in a local zone with summer
-//! time, key types Ed25519, ECDSA and RSA, lines OpenSSH skips) get, for
-//! every principal × key × time, the verdict `ssh-keygen -Y verify
-//! -Overify-time=` gives. The seed is printed; `NOMA_SIGNERS_SEED=N`
-//! replays a run.
+//! negation, validity windows with and without a zone, key types
+//! Ed25519, ECDSA and RSA, lines OpenSSH skips) get, for every principal
+//! × key × time, the verdict `ssh-keygen -Y verify -Overify-time=` gives
+//! on a machine whose zone is UTC (noma reads a time without a zone as
+//! UTC whatever the machine's zone: noma runs in a zone with summer time
+//! here). The seed is printed; `NOMA_SIGNERS_SEED=N` replays a run.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -39,7 +40,7 @@ const FILES: usize = 200;
 const PRINCIPALS: &[&str] = &["p0@x", "p1@x", " p1@x"];
 /// Times asked about (`-Overify-time`), some equal to window bounds.
 const TIMES: &[&str] = &["20260101000000Z", "20260601Z", "202612010000"];
-/// A local zone with summer time, for bounds written without `Z`.
+/// A local zone with summer time, noma's: it must not change a verdict.
 const TZ: &str = "XST-5:30XDT,M3.5.0,M10.5.0";
 
 /// One principals entry.
@@ -151,7 +152,7 @@ fn ssh_keygen_verdicts(dir: &Path, files: usize, keys: usize) -> Vec<bool> {
     let o = Command::new("sh")
         .arg("verify.sh")
         .current_dir(dir)
-        .env("TZ", TZ)
+        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -299,5 +300,97 @@ fn allowed_signers_verdicts_agree_with_ssh_keygen() {
     println!(
         "{} verdicts agree ({allowed} accepted) over {FILES} files",
         FILES * per_file
+    );
+}
+
+/// `check-signers --verdicts` over `allowed` and `queries` in `dir`, under
+/// the zone `tz`: the warnings and verdicts it prints.
+fn verdicts_under(dir: &Path, tz: &str, queries: &str) -> String {
+    let mut child = Command::new(NOMA)
+        .args([
+            "provenance",
+            "check-signers",
+            "--verdicts",
+            "--file",
+            "allowed",
+        ])
+        .current_dir(dir)
+        .env("TZ", tz)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(queries.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    // 1: the file has warnings (the times without a zone), as intended.
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn validity_times_are_judged_alike_in_every_time_zone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let o = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "k", "-f", "key"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let public = std::fs::read_to_string(dir.join("key.pub")).unwrap();
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    let key = key.join(" ");
+    // Bounds at noon on 1 June 2026, written without a zone (and one with
+    // `Z`, for comparison); at that date Los Angeles is 7 hours behind UTC.
+    std::fs::write(
+        dir.join("allowed"),
+        format!(
+            "after@x namespaces=\"noma\",valid-after=\"202606011200\" {key}\n\
+             before@x namespaces=\"noma\",valid-before=\"202606011200\" {key}\n\
+             zoned@x namespaces=\"noma\",valid-after=\"202606011200Z\" {key}\n"
+        ),
+    )
+    .unwrap();
+    let times = [
+        "20260601115959Z",
+        "20260601120000Z",
+        "20260601185959Z",
+        "20260601190000Z",
+        "202606011200",
+    ];
+    let mut queries = String::new();
+    for p in ["after@x", "before@x", "zoned@x"] {
+        for t in times {
+            let _ = writeln!(queries, "{p}\t{t}\t{key}");
+        }
+    }
+    let utc = verdicts_under(dir, "UTC", &queries);
+    let la = verdicts_under(dir, "America/Los_Angeles", &queries);
+    assert_eq!(utc, la, "the verdicts depend on TZ");
+    let verdicts: Vec<&str> = utc
+        .lines()
+        .filter(|l| matches!(*l, "allowed" | "refused"))
+        .collect();
+    // The bound without a zone is noon UTC, as the one with `Z`.
+    let (a, r) = ("allowed", "refused");
+    assert_eq!(
+        verdicts,
+        [r, a, a, a, a, a, a, r, r, a, r, a, a, a, a],
+        "{utc}"
+    );
+    assert!(
+        utc.contains("noma reads it as UTC on every machine") && utc.contains("append Z"),
+        "{utc}"
     );
 }

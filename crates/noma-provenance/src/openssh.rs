@@ -39,8 +39,8 @@ pub(super) struct RawLine {
     pub principals: String,
     pub options: Options,
     pub key: KeyData,
-    /// `valid-after` / `valid-before` values without `Z` or `UTC`, read
-    /// in the local time zone.
+    /// `valid-after` / `valid-before` values without `Z` or `UTC` (read
+    /// as UTC, where ssh-keygen reads them in its machine's zone).
     pub local_times: Vec<String>,
 }
 
@@ -232,9 +232,13 @@ fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, S
 }
 
 /// `parse_absolute_time`: `YYYYMMDD`, `YYYYMMDDHHMM` or `YYYYMMDDHHMMSS`,
-/// in UTC with a `Z` (or `UTC`) suffix, else in the local time zone (as
-/// `mktime` reads it). Returns the seconds since the epoch and whether
-/// the time was UTC; None when OpenSSH refuses it.
+/// with or without a `Z` (or `UTC`) suffix. Both read as UTC, on every
+/// system and whatever `TZ` says: a verdict must not depend on the
+/// machine that gives it (the hook on a laptop, reconcile in CI).
+/// OpenSSH reads an unsuffixed time in its machine's zone, so noma
+/// agrees with it where that zone is UTC and warns about such times.
+/// Returns the seconds since the epoch and whether the time had its
+/// suffix; None when OpenSSH refuses it.
 pub fn parse_absolute_time(s: &str) -> Option<(u64, bool)> {
     let b = s.as_bytes();
     let mut l = b.len();
@@ -263,11 +267,7 @@ pub fn parse_absolute_time(s: &str) -> Option<(u64, bool)> {
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 61 {
         return None;
     }
-    let t = if utc {
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec
-    } else {
-        local_mktime(year, month, day, hour, min, sec)?
-    };
+    let t = days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec;
     u64::try_from(t).ok().map(|t| (t, utc))
 }
 
@@ -281,34 +281,6 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
-}
-
-/// `mktime` of a zeroed `struct tm` (so `tm_isdst` 0) holding the fields,
-/// in the process's time zone (`TZ`), as OpenSSH computes it.
-#[cfg(unix)]
-fn local_mktime(year: i64, month: i64, day: i64, hour: i64, min: i64, sec: i64) -> Option<i64> {
-    // SAFETY: a zeroed `tm` is a valid value; mktime reads and normalises
-    // it and reads the time zone, which this process never changes.
-    let t = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        tm.tm_year = i32::try_from(year - 1900).ok()?;
-        tm.tm_mon = i32::try_from(month - 1).ok()?;
-        tm.tm_mday = i32::try_from(day).ok()?;
-        tm.tm_hour = i32::try_from(hour).ok()?;
-        tm.tm_min = i32::try_from(min).ok()?;
-        tm.tm_sec = i32::try_from(sec).ok()?;
-        libc::mktime(&mut tm)
-    };
-    // time_t is narrower than i64 on some targets.
-    #[allow(clippy::useless_conversion)]
-    let t = i64::from(t);
-    (t >= 0).then_some(t)
-}
-
-/// Without `mktime`, local times are read as UTC (the warning says so).
-#[cfg(not(unix))]
-fn local_mktime(year: i64, month: i64, day: i64, hour: i64, min: i64, sec: i64) -> Option<i64> {
-    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec)
 }
 
 /// A record's `ts` (RFC 3339, `Z` or `±HH:MM`, fraction ignored) in
@@ -470,5 +442,11 @@ mod tests {
         let o = parse_options("valid-before=\"20270101\"", &mut l).unwrap();
         assert!(o.valid_before > 0);
         assert_eq!(l, ["valid-before=\"20270101\""]);
+        // Without a zone: the same instant as with `Z`, only flagged.
+        assert_eq!(o.valid_before, parse_absolute_time("20270101Z").unwrap().0);
+        assert_eq!(
+            parse_absolute_time("202701011230"),
+            Some((parse_absolute_time("202701011230UTC").unwrap().0, false))
+        );
     }
 }

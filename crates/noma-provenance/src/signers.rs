@@ -13,7 +13,7 @@
 //! negation wins; `"a@x, b@x"` lists `a@x` and ` b@x`, with the space);
 //! a `namespaces` option limits a key to the listed namespace patterns;
 //! `valid-after` / `valid-before` bound when the key may sign (inclusive,
-//! local time unless suffixed `Z`); `cert-authority` lines name CA keys,
+//! in UTC, suffixed `Z` or not, on every machine); `cert-authority` lines name CA keys,
 //! which never match a plain key's signature (noma does not verify
 //! certificates). A line OpenSSH would skip (an unknown option such as
 //! `no-touch-required`, a bad key, a bad time) noma skips too, with a
@@ -142,7 +142,7 @@ impl AllowedSigners {
                 Ok(Some(raw)) => {
                     for t in &raw.local_times {
                         warn(format!(
-                            "{t} has no time zone: it is read in this machine's local time, as ssh-keygen reads it; append Z (UTC) so every machine judges it alike"
+                            "{t} has no time zone: noma reads it as UTC on every machine, but ssh-keygen (and git) read it in their machine's local time; append Z so both judge it alike"
                         ));
                     }
                     if raw.options.cert_authority {

@@ -42,6 +42,19 @@ pub enum BookError {
         /// What is wrong.
         why: String,
     },
+    /// The manifest lists one chapter twice (which would otherwise read as
+    /// every id of it defined twice).
+    #[error("{}: chapter {chapter} is listed twice in `chapters:` (entries {first} and {second}); remove one of them", path.display())]
+    ChapterTwice {
+        /// The manifest.
+        path: PathBuf,
+        /// The chapter as listed the second time.
+        chapter: String,
+        /// The 1-based entries listing it.
+        first: usize,
+        /// See `first`.
+        second: usize,
+    },
     /// A chapter cannot be read.
     #[error(transparent)]
     Chapter(#[from] noma_core::doc::source::SourceError),
@@ -66,6 +79,23 @@ pub fn chapters(manifest: &Path) -> Result<Vec<PathBuf>, BookError> {
     let m: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| bad(e.to_string()))?;
     if m.chapters.is_empty() {
         return Err(bad("`chapters:` is empty".into()));
+    }
+    // Compared by their components, so `a.noma` and `./a.noma` are one.
+    let mut seen: std::collections::HashMap<Vec<std::path::Component<'_>>, usize> =
+        Default::default();
+    for (i, c) in m.chapters.iter().enumerate() {
+        let key = Path::new(c)
+            .components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect();
+        if let Some(first) = seen.insert(key, i + 1) {
+            return Err(BookError::ChapterTwice {
+                path: manifest.to_path_buf(),
+                chapter: c.clone(),
+                first,
+                second: i + 1,
+            });
+        }
     }
     let dir = manifest.parent().unwrap_or(Path::new(""));
     Ok(m.chapters.iter().map(|c| dir.join(c)).collect())

@@ -171,8 +171,7 @@ impl LockedTranscript {
             // transcript has no cap of its own (its growth is checked per
             // request).
             let file = contain::open_write(path, contain::WriteMode::Append)?;
-            // Fully qualified: newer std has an inherent `File::lock` too.
-            fs4::FileExt::lock(&file)?;
+            lock_exclusive(&file)?;
             if still_at(&file, path) {
                 return Ok(LockedTranscript {
                     file,
@@ -187,7 +186,7 @@ impl LockedTranscript {
     /// verifier sees no append half-done and never changes the file.
     pub fn open_shared(path: &Path) -> io::Result<Self> {
         let file = contain::open_read(path)?;
-        fs4::FileExt::lock_shared(&file)?;
+        lock_shared(&file)?;
         Ok(LockedTranscript {
             file,
             path: path.to_path_buf(),
@@ -300,6 +299,110 @@ fn remove_if_same(file: &File, path: &Path) {
 #[cfg(not(unix))]
 fn remove_if_same(_file: &File, _path: &Path) {}
 
+/// The byte the transcript lock covers, far past any data. Windows' locks
+/// are mandatory: a lock over the file's bytes (as `fs4` and std take it)
+/// fails every read of them by another handle, so a reader (`noma log`,
+/// an editor, a scanner) would fail during a write. A lock on this one
+/// byte excludes the other noma processes, which all lock it, and no
+/// reader.
+#[cfg(windows)]
+const LOCK_OFFSET: u64 = 1 << 62;
+
+/// Takes the transcript's exclusive lock, blocking until it is ours:
+/// `flock` on Unix (advisory); on Windows `LockFileEx` on one byte past
+/// the data ([`LOCK_OFFSET`]).
+fn lock_exclusive(file: &File) -> io::Result<()> {
+    #[cfg(windows)]
+    {
+        win_lock(file, true)
+    }
+    #[cfg(not(windows))]
+    {
+        // Fully qualified: newer std has an inherent `File::lock` too.
+        fs4::FileExt::lock(file)
+    }
+}
+
+/// Takes the transcript's shared lock (a verifier's), blocking while a
+/// writer holds the exclusive one.
+fn lock_shared(file: &File) -> io::Result<()> {
+    #[cfg(windows)]
+    {
+        win_lock(file, false)
+    }
+    #[cfg(not(windows))]
+    {
+        fs4::FileExt::lock_shared(file)
+    }
+}
+
+/// `LockFileEx` on the byte at [`LOCK_OFFSET`]; released when the handle
+/// is closed (dropping the [`LockedTranscript`]).
+#[cfg(windows)]
+fn win_lock(file: &File, exclusive: bool) -> io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{LockFileEx, LOCKFILE_EXCLUSIVE_LOCK};
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    // SAFETY: a zeroed OVERLAPPED is valid; its offset fields say where
+    // the range starts. The handle is open for the call's duration, and a
+    // synchronous handle makes the call return only once the lock is held.
+    let ok = unsafe {
+        let mut ov: OVERLAPPED = std::mem::zeroed();
+        ov.Anonymous.Anonymous.Offset = LOCK_OFFSET as u32;
+        ov.Anonymous.Anonymous.OffsetHigh = (LOCK_OFFSET >> 32) as u32;
+        let flags = if exclusive {
+            LOCKFILE_EXCLUSIVE_LOCK
+        } else {
+            0
+        };
+        LockFileEx(file.as_raw_handle() as _, flags, 0, 1, 0, &mut ov)
+    };
+    if ok == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// How long [`retry_transient`] waits before each retry: about 2.5 s in
+/// all, as cargo and rustup wait out a scanner or an indexer.
+const RETRY_DELAYS_MS: [u64; 8] = [10, 20, 40, 80, 160, 320, 640, 1280];
+
+/// Runs `op`, retrying it with backoff while it fails as a file another
+/// process holds open fails on Windows (access denied, sharing or lock
+/// violation): an editor's save, a virus scanner or a search indexer
+/// has the file for a moment. Elsewhere no error is transient and `op`
+/// runs once.
+pub fn retry_transient<T>(op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let delays = RETRY_DELAYS_MS.map(std::time::Duration::from_millis);
+    retry_when(is_transient, &delays, op)
+}
+
+/// [`retry_transient`] with the test of an error and the delays given.
+fn retry_when<T>(
+    transient: impl Fn(&io::Error) -> bool,
+    delays: &[std::time::Duration],
+    mut op: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    let mut delays = delays.iter();
+    loop {
+        match op() {
+            Err(e) if transient(&e) => match delays.next() {
+                Some(d) => std::thread::sleep(*d),
+                None => return Err(e),
+            },
+            done => return done,
+        }
+    }
+}
+
+/// Whether `e` is Windows' "someone else has the file open" error:
+/// ERROR_ACCESS_DENIED (a pending delete or a handle without delete
+/// sharing), ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION.
+fn is_transient(e: &io::Error) -> bool {
+    cfg!(windows) && matches!(e.raw_os_error(), Some(5 | 32 | 33))
+}
+
 /// The validator's dataset files, read from the directory a document is
 /// in (`src=` is relative to it).
 #[derive(Debug, Clone)]
@@ -400,8 +503,11 @@ impl StagedFile {
     }
 
     /// Renames the temp file over the target and makes the rename durable.
+    /// On Windows a target an editor or a virus scanner holds open without
+    /// delete sharing fails the rename for a moment; it is retried with
+    /// backoff ([`retry_transient`]) before the error is reported.
     pub fn commit(mut self) -> io::Result<()> {
-        std::fs::rename(&self.tmp, &self.path)?;
+        retry_transient(|| std::fs::rename(&self.tmp, &self.path))?;
         self.committed = true;
         sync_dir(&parent_dir(&self.path))
     }
@@ -659,6 +765,98 @@ mod tests {
         StagedFile::write(&p, b"new").unwrap().commit().unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn transient_failures_are_retried_and_others_are_not() {
+        let busy = || io::Error::other("busy");
+        let is_busy = |e: &io::Error| e.to_string() == "busy";
+        let delays = [std::time::Duration::ZERO; 3];
+        // Busy twice, then done: done, after three tries.
+        let mut tries = 0;
+        let r = retry_when(is_busy, &delays, || {
+            tries += 1;
+            if tries < 3 {
+                Err(busy())
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        // Busy for good: the error, after one try per delay and the first.
+        let mut tries = 0;
+        let r: io::Result<()> = retry_when(is_busy, &delays, || {
+            tries += 1;
+            Err(busy())
+        });
+        assert_eq!((r.unwrap_err().to_string(), tries), ("busy".into(), 4));
+        // Not transient: reported at once.
+        let mut tries = 0;
+        let r: io::Result<()> = retry_when(is_busy, &delays, || {
+            tries += 1;
+            Err(io::Error::from(io::ErrorKind::NotFound))
+        });
+        assert_eq!((r.unwrap_err().kind(), tries), (io::ErrorKind::NotFound, 1));
+        // Off Windows no OS error is transient.
+        let denied = io::Error::from_raw_os_error(if cfg!(windows) { 32 } else { 13 });
+        assert_eq!(is_transient(&denied), cfg!(windows));
+    }
+
+    #[test]
+    fn a_reader_reads_the_transcript_while_a_writer_holds_its_lock() {
+        // Windows' locks are mandatory: a lock over the data would fail
+        // this read (the lock is on a byte past the data instead).
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.noma.patches");
+        let mut t = LockedTranscript::open(&p).unwrap();
+        t.append(b"{\"a\":1}\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n");
+        let mut lines = String::new();
+        open_lines(&p).unwrap().read_to_string(&mut lines).unwrap();
+        assert_eq!(lines, "{\"a\":1}\n");
+        // And the writer still writes after the read.
+        t.append(b"{\"b\":2}\n").unwrap();
+        assert_eq!(t.read_all().unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    /// Windows semantics: a handle reading the document (opened as std
+    /// and most programs open files, sharing read, write and delete) does
+    /// not stop the replace; it goes on reading the old content.
+    #[cfg(windows)]
+    #[test]
+    fn a_document_is_replaced_while_another_handle_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.noma");
+        std::fs::write(&p, "old content\n").unwrap();
+        let mut reader = File::open(&p).unwrap();
+        let mut head = [0u8; 4];
+        reader.read_exact(&mut head).unwrap();
+        atomic_write(&p, b"new content\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new content\n");
+        let mut rest = String::new();
+        reader.read_to_string(&mut rest).unwrap();
+        assert_eq!((&head[..], rest.as_str()), (&b"old "[..], "content\n"));
+        drop(reader);
+        // No temp file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Windows semantics: a transcript under a verifier's shared lock is
+    /// readable by a third handle, and a writer waits for the lock, not
+    /// for the readers.
+    #[cfg(windows)]
+    #[test]
+    fn shared_and_exclusive_transcript_locks_leave_reads_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.noma.patches");
+        std::fs::write(&p, b"x\n").unwrap();
+        let mut shared = LockedTranscript::open_shared(&p).unwrap();
+        assert_eq!(shared.read_all().unwrap(), b"x\n");
+        assert_eq!(std::fs::read(&p).unwrap(), b"x\n");
+        drop(shared);
+        let mut w = LockedTranscript::open(&p).unwrap();
+        w.append(b"y\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"x\ny\n");
     }
 
     #[test]

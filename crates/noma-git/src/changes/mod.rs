@@ -129,7 +129,7 @@ pub enum ChangesError {
     },
     /// HEAD and the base share no history.
     #[error("{0}: no common ancestor with HEAD{1}")]
-    NoMergeBase(String, &'static str),
+    NoMergeBase(String, String),
     /// HEAD has no commit yet.
     #[error("HEAD has no commit yet; commit something first")]
     UnbornHead,
@@ -691,11 +691,11 @@ fn merge_base_with(repo: &Repo, base: &str) -> Result<Oid, ChangesError> {
         .resolve_base(base)
         .map_err(|e| ChangesError::UnknownBase {
             rev: base.to_string(),
-            msg: format!("{}{}", e.detail(), repo.shallow_note()),
+            msg: format!("{}{}", e.detail(), repo.shallow_note_for(base)),
         })?;
     let head = repo.head_commit().ok_or(ChangesError::UnbornHead)?;
     repo.merge_base(base_id, head)
-        .ok_or_else(|| ChangesError::NoMergeBase(base.to_string(), repo.shallow_note()))
+        .ok_or_else(|| ChangesError::NoMergeBase(base.to_string(), repo.shallow_note_for(base)))
 }
 
 /// The query's `files` as repository-relative paths, each a document at

@@ -152,12 +152,12 @@ pub enum ReconcileError {
         rev: String,
         /// git's reason.
         source: GitError,
-        /// [`Repo::shallow_note`]: a depth-1 CI checkout has no base branch.
-        shallow: &'static str,
+        /// [`Repo::shallow_note_for`]: a depth-1 CI checkout has no base branch.
+        shallow: String,
     },
     /// HEAD and the base revision share no history.
     #[error("HEAD and {0} have no merge base{1}")]
-    NoMergeBase(String, &'static str),
+    NoMergeBase(String, String),
     /// The documents changed on the branch could not be listed.
     #[error("{}", .0.detail())]
     ChangedDocuments(GitError),
@@ -212,10 +212,10 @@ impl<'r> Branch<'r> {
                 .map_err(|source| ReconcileError::UnknownBase {
                     rev: base_rev.to_string(),
                     source,
-                    shallow: repo.shallow_note(),
+                    shallow: repo.shallow_note_for(base_rev),
                 })?;
         let merge_base = repo.merge_base(head, base_tip).ok_or_else(|| {
-            ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note())
+            ReconcileError::NoMergeBase(base_rev.to_string(), repo.shallow_note_for(base_rev))
         })?;
         let docs = repo
             .changed_documents(merge_base, head)

@@ -105,11 +105,13 @@ pub fn open_write(path: &Path, mode: WriteMode) -> io::Result<File> {
         WriteMode::CreateNew => opts.write(true).create_new(true),
     };
     no_follow(&mut opts);
-    let file = opts.open(path).map_err(|e| match check_writable(path) {
-        // Swapped for a link or a FIFO since the check: say what it is.
-        Err(kind) => kind,
-        Ok(()) => e,
-    })?;
+    // A file a scanner holds for a moment (Windows) is waited for.
+    let file =
+        super::retry_transient(|| opts.open(path)).map_err(|e| match check_writable(path) {
+            // Swapped for a link or a FIFO since the check: say what it is.
+            Err(kind) => kind,
+            Ok(()) => e,
+        })?;
     check_meta(path, &file.metadata()?)?;
     Ok(file)
 }
@@ -127,7 +129,7 @@ pub fn open_read(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true);
     non_blocking(&mut opts);
-    let file = opts.open(path)?;
+    let file = super::retry_transient(|| opts.open(path))?;
     let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(io::Error::new(

@@ -334,6 +334,25 @@ impl Repo {
         }
     }
 
+    /// [`Repo::shallow_note`] for a comparison with `base`: names the
+    /// fetch that makes it work. A single-branch shallow clone (what
+    /// actions/checkout makes) has no `base` at all, and `--unshallow`
+    /// alone fetches only the branch it tracks, so the command names the
+    /// branch's refspec too.
+    pub(crate) fn shallow_note_for(&self, base: &str) -> String {
+        if !self.repo.is_shallow() {
+            return String::new();
+        }
+        let branch = base
+            .strip_prefix("refs/remotes/origin/")
+            .or_else(|| base.strip_prefix("origin/"))
+            .or_else(|| base.strip_prefix("refs/heads/"))
+            .unwrap_or(base);
+        format!(
+            "; this clone is shallow, so the history the comparison needs is missing: fetch it with `git fetch --unshallow origin +refs/heads/{branch}:refs/remotes/origin/{branch}` (in GitHub Actions, actions/checkout with `fetch-depth: 0`)"
+        )
+    }
+
     /// Resolves the base branch of a comparison the way `git checkout`
     /// finds a branch: `rev` itself, else, when no local revision has that
     /// name, the remote-tracking branch `<remote>/<rev>` of the one remote
