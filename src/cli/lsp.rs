@@ -75,7 +75,7 @@ impl noma_lsp::Guard for Recorder {
     fn record(&self, path: &Path) -> Result<String, String> {
         let actor = Actor {
             kind: ActorKind::Human,
-            name: noma_git::actor::default_name(path),
+            name: noma_git::actor::default_name(path).name,
             model: None,
             version: None,
         };

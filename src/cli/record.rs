@@ -44,11 +44,9 @@ pub fn run(args: Args) -> i32 {
     if let Err(code) = super::noma_path("record", &args.file, false) {
         return code;
     }
-    let name = args
-        .actor_name
-        .clone()
-        .unwrap_or_else(|| noma_git::actor::default_name(&args.file));
-    if args.actor_name.is_none() && noma_git::actor::git_identity_missing(&args.file) {
+    let guessed = noma_git::actor::default_name(&args.file);
+    let name = args.actor_name.clone().unwrap_or(guessed.name);
+    if args.actor_name.is_none() && !guessed.from_git {
         eprintln!(
             "noma record: warning: git has no user.name here, so records name \"{name}\" and commits will fail; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"
         );

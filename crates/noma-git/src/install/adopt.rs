@@ -45,7 +45,7 @@ pub fn start_transcript(work_tree: &Path, doc: &str) -> Result<Outcome, String> 
         crate::provenance::writer::step_for(&path, None, false).map_err(|e| e.to_string())?;
     let actor = Actor {
         kind: ActorKind::Human,
-        name: crate::actor::default_name(&path),
+        name: crate::actor::default_name(&path).name,
         model: None,
         version: None,
     };

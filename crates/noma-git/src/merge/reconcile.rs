@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
-use noma_core::diag::{shell_word, Severity};
+use noma_core::diag::shell_word;
 use noma_core::doc::hash::{block_hashes, BlockHash};
 use noma_core::transcript::{replay, transcript_path};
 use noma_merge::transcript::Reconciled;
@@ -33,7 +33,10 @@ mod prefetch;
 mod removal;
 mod signed;
 mod threads;
+mod validity;
 mod values;
+
+use validity::{base_policy, check_validity};
 
 pub use threads::{Run, AUTO_DOCS_PER_THREAD, AUTO_JOBS_AT_MOST};
 pub use values::VALUE_CHARS;
@@ -261,21 +264,6 @@ fn provenance_off(repo: &Repo, base_tip: Oid) -> bool {
         ),
         Ok(None)
     )
-}
-
-/// The base revision's policy, which the branch's documents are validated
-/// under (a branch cannot loosen its own check); the defaults when the
-/// base has none or an unreadable one (the provenance check reports that).
-fn base_policy(repo: &Repo, base_tip: Oid) -> noma_provenance::config::Policy {
-    let text = repo
-        .blob_at(base_tip, noma_provenance::config::CONFIG_PATH)
-        .ok()
-        .flatten()
-        .and_then(|b| String::from_utf8(b).ok())
-        .unwrap_or_default();
-    noma_provenance::config::Policy::from_yaml(&text).unwrap_or_else(|_| {
-        noma_provenance::config::Policy::from_yaml("").expect("the default policy compiles")
-    })
 }
 
 /// What every document's check shares: the repository, the three
@@ -749,33 +737,6 @@ fn nothing_to_rebase(files: &DocFiles, replays: bool) -> Option<usize> {
             .0
             .len()
     })
-}
-
-/// Step 1: HEAD's document validates; its errors and warnings become
-/// findings.
-fn check_validity(
-    rep: &mut DocReport,
-    head_ast: &noma_core::doc::Document,
-    opts: &noma_core::validate::Options,
-) {
-    for d in noma_core::validate::validate(head_ast, opts) {
-        let level = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => continue,
-        };
-        rep.valid &= level != "error";
-        rep.findings.push(Finding {
-            level,
-            code: d.code,
-            path: rep.path.clone(),
-            line: d.pos.map(|p| p.line as usize),
-            block: d.node_id,
-            message: d.message,
-            ours: None,
-            theirs: None,
-        });
-    }
 }
 
 /// Steps 2 and 3: HEAD's transcript is a successor of the merge base's

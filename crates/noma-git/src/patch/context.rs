@@ -83,7 +83,7 @@ pub fn context(doc: &Path, w: Writer<'_>) -> Result<WriterContext, SignerError> 
     };
     let actor_name = w
         .actor_name
-        .unwrap_or_else(|| crate::actor::default_name(doc));
+        .unwrap_or_else(|| crate::actor::default_name(doc).name);
     let (genesis, before_append) = match w.appends_to {
         None => (false, None),
         Some(tpath) => (

@@ -53,7 +53,12 @@ pub(super) fn orphan(
                 "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is an old copy (a merge across the move leaves it): record what it added with `noma record` on the moved document, then remove it"
             ),
         )
-        .fix(format!("git rm -q -f {tpath_sh}", tpath_sh = shell_word(&tpath)))
+        // Idempotent: another finding's fix (the moved document's repair)
+        // may have removed it already.
+        .fix(format!(
+            "git rm -q -f --ignore-unmatch {tpath_sh}",
+            tpath_sh = shell_word(&tpath)
+        ))
     } else {
         Finding::error(
             "transcript-orphaned",

@@ -203,8 +203,14 @@ pub fn validate_options(
 /// directory above it with a `.git`, as the hooks see it), or the defaults
 /// outside any work tree. A malformed policy file is an error.
 pub fn policy_of(doc: &Path) -> Result<Policy, ConfigError> {
-    let abs = std::path::absolute(doc).unwrap_or_else(|_| doc.to_path_buf());
-    let root = abs.ancestors().skip(1).find(|d| d.join(".git").exists());
+    // The directory as the file system resolves it: `repo/../elsewhere/d.noma`
+    // is not in `repo` (and a lexical walk would find its `.git`).
+    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
+    let abs = dir
+        .map_or_else(|| Path::new(".").canonicalize(), Path::canonicalize)
+        .or_else(|_| std::path::absolute(dir.unwrap_or(Path::new("."))))
+        .unwrap_or_else(|_| doc.to_path_buf());
+    let root = abs.ancestors().find(|d| d.join(".git").exists());
     match root {
         Some(root) => Policy::load(root),
         None => Policy::compile(PolicyFile::default()).map_err(|source| ConfigError::Invalid {
@@ -314,6 +320,21 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path that leaves a repository through `..` is judged by where it
+    /// leads, not by the repository its text passes through.
+    #[test]
+    fn a_path_through_dotdot_leaves_the_repository_policy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".noma")).unwrap();
+        std::fs::write(repo.join(CONFIG_PATH), "strict: true\n").unwrap();
+        std::fs::create_dir_all(tmp.path().join("elsewhere")).unwrap();
+        assert!(policy_of(&repo.join("a.noma")).unwrap().file.strict);
+        let outside = repo.join("..").join("elsewhere").join("d.noma");
+        assert!(!policy_of(&outside).unwrap().file.strict);
+    }
 
     #[test]
     fn defaults_check_every_noma_file() {
