@@ -59,12 +59,15 @@ const PATH_ENDINGS: [&str; 5] = [".rs", ".md", ".noma", ".yml", ".toml"];
 
 /// Whether a code span names one repository path: a single word with a `/`
 /// or a path ending, and no placeholder. Extension-op names
-/// (`x-noma/replace_lines`) and URLs are not paths.
+/// (`x-noma/replace_lines`), URLs and build outputs under `target/` (made
+/// by the build and the tests, so absent from a fresh clone) are not
+/// repository paths.
 fn is_path(span: &str) -> bool {
     let looks = span.contains('/') || PATH_ENDINGS.iter().any(|e| span.ends_with(e));
     let one_word = !span.is_empty() && !span.contains(char::is_whitespace);
     let excluded = span.chars().any(|c| NOT_ONE_PATH.contains(&c))
         || span.starts_with("x-noma/")
+        || span.starts_with("target/")
         || span.contains("://");
     looks && one_word && !excluded
 }
