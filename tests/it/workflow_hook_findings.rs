@@ -393,3 +393,67 @@ fn a_document_staged_in_part_is_told_to_stage_the_rest() {
 
     assert_eq!(r.ok(&["status", "--porcelain"]), "");
 }
+
+/// A document written where `noma rm` left a tombstone continues that
+/// transcript (from the empty document the removal left): unrecorded, it
+/// is an edit, as `noma reconcile` says (`replay-diverged`), and the
+/// hook's fix records it.
+#[test]
+fn a_document_written_over_its_tombstone_needs_a_record() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+    common::assert_ran(&r.noma(&["rm", "plan.noma"]));
+    assert!(add_commit(&r, "removed").0);
+    r.ok(&["tag", "removed"]);
+    r.write("plan.noma", &doc("reborn"));
+    let (ok, out) = add_commit(&r, "written over the tombstone");
+    assert!(!ok, "{out}");
+    run_hint(&r, &fix_of(&out, "unrecorded-edit"));
+    let (ok, out) = r.try_commit("recorded");
+    assert!(ok, "{out}");
+    let o = r.noma(&["reconcile", "--base", "removed"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// A guarded document moved to a path the policy does not guard (a
+/// non-`.noma` name, or outside the include globs) is reported as the
+/// removal it is, as `noma reconcile` reports it, and the fix moves it
+/// back.
+#[test]
+fn a_document_moved_out_of_its_guard_is_reported() {
+    let r = repo();
+    r.write(
+        ".noma/config.yml",
+        "include: [\"docs/**/*.noma\", \"*.noma\"]\nexclude: [\"vendor/**\"]\n",
+    );
+    r.write("plan.noma", &doc("alpha"));
+    assert!(add_commit(&r, "base").0);
+    patch(&r, "plan.noma", "a", "one");
+    assert!(add_commit(&r, "patched").0);
+    for (to, to_t) in [
+        ("plan.txt", "plan.txt.patches"),
+        ("vendor/plan.noma", "vendor/plan.noma.patches"),
+    ] {
+        if let Some(dir) = std::path::Path::new(to).parent() {
+            std::fs::create_dir_all(r.path().join(dir)).unwrap();
+        }
+        r.ok(&["mv", "plan.noma", to]);
+        r.ok(&["mv", "plan.noma.patches", to_t]);
+        let (ok, out) = r.try_commit("moved out of the guard");
+        assert!(!ok || out.contains("WARNING [document-removed]"), "{out}");
+        assert!(
+            out.contains(&format!("plan.noma is moved to {to}")),
+            "{out}"
+        );
+        // Not committed when it only warned: undo the commit to try the fix.
+        if ok {
+            r.ok(&["reset", "-q", "--soft", "HEAD~1"]);
+        }
+        run_hint(&r, &fix_of(&out, "document-removed"));
+        let o = r.git(&["status", "--porcelain"]);
+        assert_eq!(text(&o).trim(), "", "the fix restores the guarded paths");
+    }
+}

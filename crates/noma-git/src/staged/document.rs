@@ -119,7 +119,7 @@ pub(super) fn check_staged_transcript(
     if cut && undoes_reverted_commit(g, paths, staged_t, text)? {
         return Ok(Vec::new());
     }
-    let head_doc = g.head_text(head_path)?;
+    let head_doc = g.head_state(head_path)?;
     let mut found = Vec::new();
     super::transcript::check_transcript(g, paths, head_t, head_doc, staged_t, text, &mut found)?;
     if let Some(f) = joined_cause([path, tpath], staged_t, &found) {
@@ -197,7 +197,7 @@ fn unstaged_transcript(
         return Ok(None);
     }
     let head_t = g.reference_blob(&transcript_path(head_path))?;
-    let head_doc = g.head_text(head_path)?;
+    let head_doc = g.head_state(head_path)?;
     let mut found = Vec::new();
     super::transcript::check_transcript(
         g, paths, head_t, head_doc, &work_t, staged_doc, &mut found,

@@ -197,6 +197,14 @@ impl<'a> Guard<'a> {
                 continue;
             }
             if !self.policy.is_checked(&ch.path) {
+                // A guarded document moved to a name the policy does not
+                // guard leaves its transcript's guard: it is checked as
+                // missing at its old path, as `noma reconcile` does.
+                if let Some(old) = (ch.old_path.as_deref())
+                    .filter(|o| document_path(o).is_none() && self.policy.is_checked(o))
+                {
+                    docs.insert(old.to_string(), old.to_string());
+                }
                 continue;
             }
             // A deleted document is kept in the list: its transcript must go too.
@@ -262,5 +270,20 @@ impl<'a> Guard<'a> {
         Ok(self
             .reference_blob(path)?
             .and_then(|b| String::from_utf8(b).ok()))
+    }
+
+    /// The document at `path` as the reference commit leaves it: its
+    /// text, or the empty document where the commit holds only its
+    /// tombstone (removed with `noma rm`), so a document written over a
+    /// tombstone is an edit its transcript must record, not a new one.
+    fn head_state(&self, path: &str) -> Result<Option<String>, GitError> {
+        if let Some(t) = self.head_text(path)? {
+            return Ok(Some(t));
+        }
+        let tpath = noma_core::transcript::transcript_path(path);
+        Ok(self
+            .reference_blob(&tpath)?
+            .filter(|t| noma_core::transcript::tombstone::removal(t).is_some())
+            .map(|_| String::new()))
     }
 }

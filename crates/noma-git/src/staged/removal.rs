@@ -44,9 +44,17 @@ pub(super) fn check_missing(
         // A document git pairs as moved, whose transcript it does not
         // pair (too short to stay 50% alike with a new record), is
         // checked at its new path against this one's transcript.
-        let moved = (staged.changes.iter()).any(|c| c.old_path.as_deref() == Some(doc));
-        if !moved {
-            report.findings.extend(unrecorded_removal(g, doc)?);
+        let moved_to = |p: &str| {
+            (staged.changes.iter())
+                .find(|c| c.old_path.as_deref() == Some(p))
+                .map(|c| c.path.as_str())
+        };
+        let to = moved_to(doc);
+        if !to.is_some_and(|p| g.policy.is_checked(p)) {
+            let unguarded = to.map(|d| [d, moved_to(&transcript_path(doc)).unwrap_or("")]);
+            report
+                .findings
+                .extend(unrecorded_removal(g, doc, unguarded)?);
             report.findings.extend(erased_tombstone(g, doc)?);
         }
         return Ok(());
@@ -59,8 +67,14 @@ pub(super) fn check_missing(
 
 /// The finding for `doc` deleted with its transcript, when the
 /// reference commit had both (a document with no transcript was never
-/// guarded, and one new in this commit was never committed).
-fn unrecorded_removal(g: &Guard<'_>, doc: &str) -> Result<Option<Finding>, GitError> {
+/// guarded, and one new in this commit was never committed), or moved
+/// with it to `unguarded` (its new path and its transcript's, empty when
+/// that was not moved): a name the policy does not guard.
+fn unrecorded_removal(
+    g: &Guard<'_>,
+    doc: &str,
+    unguarded: Option<[&str; 2]>,
+) -> Result<Option<Finding>, GitError> {
     let tpath = transcript_path(doc);
     if g.reference_blob(doc)?.is_none() || g.reference_blob(&tpath)?.is_none() {
         return Ok(None);
@@ -70,19 +84,33 @@ fn unrecorded_removal(g: &Guard<'_>, doc: &str) -> Result<Option<Finding>, GitEr
     if g.reference_blob(&side)?.is_some() {
         restore.push(shell_word(&side));
     }
-    let mut f = Finding::error(
-        DOCUMENT_REMOVED,
-        doc,
-        None,
-        format!(
-            "{doc} is deleted with its transcript and no record says who removed it or why; a document with a transcript is removed with `noma rm`, which appends a signed final record and keeps the transcript as its tombstone"
-        ),
-    )
-    .fix(format!(
-        "git restore --staged --worktree --source=HEAD -- {} && noma rm {}",
-        restore.join(" "),
-        shell_word(doc)
-    ));
+    let removal = "a document with a transcript is removed with `noma rm`, which appends a signed final record and keeps the transcript as its tombstone";
+    let mut f = match unguarded {
+        None => Finding::error(
+            DOCUMENT_REMOVED,
+            doc,
+            None,
+            format!("{doc} is deleted with its transcript and no record says who removed it or why; {removal}"),
+        )
+        .fix(format!(
+            "git restore --staged --worktree --source=HEAD -- {} && noma rm {}",
+            restore.join(" "),
+            shell_word(doc)
+        )),
+        Some([to, to_t]) => {
+            let mut back = format!("git mv -f -- {} {}", shell_word(to), shell_word(doc));
+            if !to_t.is_empty() {
+                back += &format!(" && git mv -f -- {} {}", shell_word(to_t), shell_word(&tpath));
+            }
+            Finding::error(
+                DOCUMENT_REMOVED,
+                doc,
+                None,
+                format!("{doc} is moved to {to}, a path the policy does not guard (not a `.noma` name, or outside the globs of {CONFIG_PATH}): no transcript guards it there and no record says who removed it from the guarded documents or why; a name that keeps the `.noma` suffix inside the globs keeps its guard, and {removal}"),
+            )
+            .fix(back)
+        }
+    };
     if !signatures_required(g)? {
         f.severity = Severity::Warning;
         f.blocking = false;

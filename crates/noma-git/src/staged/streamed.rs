@@ -67,7 +67,7 @@ pub(super) fn streamed_append(
     ) else {
         return Ok(None);
     };
-    let head_doc = g.head_text(head_path)?;
+    let head_doc = g.head_state(head_path)?;
     match super::replay::verify_new(g, paths, &tail, true, head_doc.as_deref(), staged_doc)? {
         Tail::Checked(found) if found.iter().all(|f| !f.blocking) => {
             // The commit will hold the staged blob: the next one's
