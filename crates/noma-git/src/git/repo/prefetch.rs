@@ -167,6 +167,19 @@ impl Repo {
         Ok(commits)
     }
 
+    /// The first-parent line of `tip` down to the first commit `hidden`
+    /// reaches, that commit excluded, newest first: one walk, where
+    /// asking each commit's merge base with `hidden` walks once per
+    /// commit.
+    pub(crate) fn first_parents_since(&self, tip: Oid, hidden: Oid) -> Result<Vec<Oid>, GitError> {
+        let mut walk = self.repo.revwalk().map_err(super::libgit2)?;
+        walk.simplify_first_parent().map_err(super::libgit2)?;
+        walk.push(tip.raw()).map_err(super::libgit2)?;
+        walk.hide(hidden.raw()).map_err(super::libgit2)?;
+        walk.map(|id| id.map(Oid::from_raw).map_err(super::libgit2))
+            .collect()
+    }
+
     /// The blobs at `paths` in the history a search by content walks
     /// ([`Repo::find_version`] from [`Repo::history_starts`], at most
     /// `max_commits` commits), each once.

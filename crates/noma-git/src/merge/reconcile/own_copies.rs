@@ -55,13 +55,10 @@ impl Branch<'_> {
             tpaths.push(transcript_path(old));
         }
         let mut read: HashSet<Oid> = HashSet::new();
-        let mut commit = self.repo.first_parent(self.head);
-        while let Some(c) = commit {
-            // The base's history: its records leave the range when a copy
-            // proves equal to one, and are not the branch's own.
-            if self.repo.merge_base(c, self.base_tip) == Some(c) {
-                break;
-            }
+        // The base's history is left out: its records leave the range
+        // when a copy proves equal to one, and are not the branch's own.
+        let line = (self.repo.first_parents_since(self.head, self.base_tip)).unwrap_or_default();
+        for c in line.into_iter().filter(|c| *c != self.head) {
             for tpath in &tpaths {
                 let Some(id) = self.repo.blob_id_at(c, tpath).ok().flatten() else {
                     continue;
@@ -83,7 +80,6 @@ impl Branch<'_> {
             if claims.is_empty() {
                 break;
             }
-            commit = self.repo.first_parent(c);
         }
     }
 }
