@@ -38,44 +38,7 @@ use noma_core::transcript::{Actor, PatchResult};
 use noma_store::engine;
 use serde_json::{json, Value};
 
-use crate::common::{assert_ran, signed_policy, text, Repo, NOMA};
-
-/// A small deterministic generator (SplitMix64): the seed alone replays a
-/// run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len())]
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
+use crate::common::{assert_ran, env_number, signed_policy, text, Repo, Rng, NOMA};
 
 /// The seed the suite runs by default (see [`seed`]).
 const DEFAULT_SEED: u64 = 2;
@@ -459,7 +422,7 @@ fn commit(r: &Repo, msg: &str) {
 
 fn build_world(seed: u64) -> World {
     let mut rng = Rng(seed);
-    let branches = env_number("NOMA_FORGERY_BRANCHES", 6) as usize;
+    let branches = env_number("NOMA_FORGERY_BRANCHES").unwrap_or(6) as usize;
     let started = std::time::Instant::now();
     let r = world_repo();
     assert_ran(&r.noma(&["init"]));
@@ -1436,7 +1399,7 @@ fn family_index(family: &str) -> u64 {
 /// one that passed (or crashed) with the seed and the forged line.
 fn run_family(family: &str) {
     let w = world();
-    let wanted = env_number("NOMA_FORGERY_CASES", 185) as usize;
+    let wanted = env_number("NOMA_FORGERY_CASES").unwrap_or(185) as usize;
     let mut rng = Rng(w.seed ^ (family_index(family) + 1).wrapping_mul(0xA24B_AED4_963E_E407));
     let started = std::time::Instant::now();
     let mut cases = Vec::new();
