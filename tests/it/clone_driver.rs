@@ -309,3 +309,52 @@ fn under_pre_commit_the_warning_is_marked_shown_only_when_shown() {
     let check = &check[..check.find("- id:").unwrap_or(check.len())];
     assert!(check.contains("verbose: true"), "{check}");
 }
+
+/// The `block="…"` of each conflict block in `doc`, in order.
+fn conflict_blocks(doc: &str) -> Vec<String> {
+    doc.split(":::conflict{")
+        .skip(1)
+        .map(|c| {
+            let at = c.find("block=\"").expect("a block attribute") + "block=\"".len();
+            c[at..].split('"').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Two branches that each started the transcript of a committed document
+/// (so the transcripts share no base), one block changed on both, one
+/// on each side only: `noma repair` of git's textual merge leaves
+/// conflict blocks for exactly the blocks the driver leaves them for, the
+/// one changed on both sides (it merged from the document's base, as the
+/// driver does, not from an empty one).
+#[test]
+fn repair_leaves_the_conflict_blocks_the_driver_leaves() {
+    let r = Repo::init();
+    let o = r.noma(&["init", "--no-mcp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    r.write("plan.noma", &doc());
+    r.commit_all("plan, no transcript");
+    r.ok(&["checkout", "-q", "-b", "side"]);
+    r.agent_patch("plan.noma", &body_op("a", "side a"));
+    r.agent_patch("plan.noma", &body_op("b", "side b"));
+    r.commit_all("side");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "main a"));
+    r.agent_patch("plan.noma", &body_op("c", "main c"));
+    r.commit_all("main");
+
+    let o = r.git(&["merge", "--no-edit", "side"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let by_driver = conflict_blocks(&r.read("plan.noma"));
+    assert_eq!(by_driver, ["a"], "{}", r.read("plan.noma"));
+    r.ok(&["merge", "--abort"]);
+
+    r.ok(&["config", "--remove-section", "merge.noma"]);
+    let o = r.git(&["merge", "--no-edit", "side"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let o = r.noma(&["repair", "plan.noma"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let repaired = r.read("plan.noma");
+    assert_eq!(conflict_blocks(&repaired), by_driver, "{repaired}");
+    assert!(repaired.contains("side b") && repaired.contains("main c"), "{repaired}");
+}

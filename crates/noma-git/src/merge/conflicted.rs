@@ -147,8 +147,9 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String
             merged.messages.join("; ")
         ));
     }
-    let document =
-        merge_document(&tr, &mut find).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let base_doc = stage(repo.as_ref(), rel_doc.as_deref(), 1);
+    let document = merge_document(&tr, base_doc, &mut find)
+        .map_err(|e| format!("{}: {e}", tpath.display()))?;
     let kept = kept_path(tpath);
     fsio::atomic_write(&kept, &now).map_err(io(&kept))?;
     locked.truncate(0).map_err(io(tpath))?;
@@ -190,9 +191,13 @@ fn stages(repo: Option<&Repo>, tpath: Option<&str>) -> Option<Versions> {
 
 /// The document as the driver writes it, given the documents the two
 /// sides' transcripts replay to (so a side's uncommitted document needs
-/// no lookup in history).
+/// no lookup in history). The merge base's document is where the base
+/// transcript ends, else `base_doc` (git's base version of the document,
+/// when the two sides started their transcripts separately), as the
+/// driver is given it: a block only one side changed is then no conflict.
 pub(super) fn merge_document(
     tr: &Versions,
+    base_doc: Option<Vec<u8>>,
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<FileMerge, String> {
     let (ot, tt) = (
@@ -206,7 +211,8 @@ pub(super) fn merge_document(
         .as_deref()
         .and_then(super::final_state)
         .and_then(|sha| find(&sha))
-        .map(String::into_bytes);
+        .map(String::into_bytes)
+        .or(base_doc);
     let docs = Versions {
         base,
         ours: Some(r.ours_doc.into_bytes()),

@@ -177,18 +177,15 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
         // The other side added nothing the moved transcript lacks.
         return Ok(None);
     }
-    let known = [
-        doc_at(head),
-        doc_at(other),
-        repo.blob_at(base, &old).ok().flatten(),
-    ];
+    let base_doc = repo.blob_at(base, &old).ok().flatten();
+    let known = [doc_at(head), doc_at(other), base_doc.clone()];
     let mut find = super::doc_finder(Some(&repo), &rel, known.into_iter().flatten().collect());
     let merged = super::merge_transcript(&tr, &mut find);
     if merged.method == "unreconciled" {
         return Err(format!("{rel}: {}", merged.messages.join("; ")));
     }
-    let document =
-        super::conflicted::merge_document(&tr, &mut find).map_err(|e| format!("{rel}: {e}"))?;
+    let document = super::conflicted::merge_document(&tr, base_doc, &mut find)
+        .map_err(|e| format!("{rel}: {e}"))?;
     let root = repo.workdir().ok_or("a bare repository has no work tree")?;
     let sidecar = union_sidecars(&repo, [head, other], paths);
     let files = Merged {
