@@ -156,7 +156,7 @@ fn branch_merges_main_by_the_docs_recipe_keeping_the_agents_record_and_signature
     stops_on_modify_delete(&o);
     // The document's driver said what to run.
     assert!(
-        text(&o).contains("run `noma repair \"new.noma\"`"),
+        named_run(&text(&o)) == "noma repair \"new.noma\"",
         "{}",
         text(&o)
     );
@@ -191,7 +191,7 @@ fn main_merges_the_branch_by_the_docs_recipe() {
     let o = s.r.git(&["merge", "--no-edit", "feat"]);
     stops_on_modify_delete(&o);
     assert!(
-        text(&o).contains("run `noma repair \"new.noma\"`"),
+        named_run(&text(&o)) == "noma repair \"new.noma\"",
         "{}",
         text(&o)
     );
@@ -309,14 +309,13 @@ fn recording_over_a_dropped_side_is_blocked_and_reconcile_agrees_with_replay() {
     assert!(!codes.contains(&"replay-diverged"), "{v:#}");
 }
 
-/// The command a message names in backquotes after `run `.
+/// The `noma repair` command a message's `fix:` names (the end of its
+/// line).
 fn named_run(out: &str) -> String {
-    let start = out
-        .find("run `noma repair")
+    out.lines()
+        .find_map(|l| l.split_once("fix: noma repair").map(|(_, r)| r))
+        .map(|r| format!("noma repair{}", r.trim_end()))
         .unwrap_or_else(|| panic!("no `noma repair` named:\n{out}"))
-        + "run `".len();
-    let len = out[start..].find('`').unwrap();
-    out[start..start + len].to_string()
 }
 
 /// Runs `noma repair` as `repair` names it, then the `git add` and the
@@ -542,4 +541,159 @@ fn the_hooks_rename_fix_removes_the_old_transcript() {
     );
     let (code, v) = s.reconcile("main");
     assert_eq!(code, Some(0), "{v:#}");
+}
+
+/// The commands of the `fix:` and `next:` lines of `out`, as the team
+/// simulator reads them: the command ends the line, "once no ::conflict
+/// block is left, " (flagged) and ", then …" are not part of it.
+fn fix_lines(out: &str) -> Vec<(String, bool)> {
+    let mut found: Vec<(String, bool)> = Vec::new();
+    for line in out.lines() {
+        let Some(i) = line.find("fix: ").or_else(|| line.find("next: ")) else {
+            continue;
+        };
+        let rest = &line[i..];
+        let rest = rest[rest.find(": ").unwrap() + 2..].trim_end();
+        let (rest, blocks) = match rest.strip_prefix("once no ::conflict block is left, ") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let mut cmd = rest;
+        for cut in [", then ", ", before `git commit`", " before you commit"] {
+            cmd = cmd.split(cut).next().unwrap();
+        }
+        let cmd = cmd.strip_suffix(')').unwrap_or(cmd).to_string();
+        if (cmd.starts_with("noma ") || cmd.starts_with("git "))
+            && !found.iter().any(|f| f.0 == cmd)
+        {
+            found.push((cmd, blocks));
+        }
+    }
+    found
+}
+
+/// Keeps the first (ours) version of every `::conflict` block of `doc`.
+fn keep_ours(s: &Setup, doc: &str) {
+    let t = s.r.read(doc);
+    let mut out = String::new();
+    let mut lines = t.split_inclusive('\n');
+    while let Some(line) = lines.next() {
+        if !line.starts_with(":::conflict{") {
+            out.push_str(line);
+            continue;
+        }
+        let (mut fenced, mut kept) = (0, String::new());
+        for l in lines.by_ref() {
+            match l.trim_end() {
+                ":::" => break,
+                f if f.starts_with("```") => fenced += 1,
+                _ if fenced == 1 => kept.push_str(l),
+                _ => {}
+            }
+        }
+        out.push_str(&kept);
+    }
+    s.r.write(doc, &out);
+}
+
+/// Runs every command `out` names (and those their output names), in
+/// order, as the team simulator does.
+fn follow_all(s: &Setup, out: &str) {
+    for (cmd, blocks) in fix_lines(out) {
+        if blocks {
+            keep_ours(s, "new.noma");
+        }
+        let o = s.r.sh(&cmd);
+        assert_ran(&o);
+        follow_all(s, &text(&o));
+    }
+}
+
+/// Found by the team simulator (seeds 5 and 24): a merge or rebase that
+/// stops on the moved transcript's modify/delete conflict named `noma
+/// repair NEW` only in prose, so a user (or the simulator) who runs what
+/// the `fix:` and `next:` lines name ran nothing. Now the driver's line
+/// ends in `fix: noma repair "new.noma"`, and running every named command,
+/// then git's own continue, converges with main's agent record kept as
+/// agent x's.
+#[test]
+fn sim_seeds_5_and_24_the_moves_fix_is_a_line_the_user_can_run() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        stops_on_modify_delete(&o);
+        let fixes = fix_lines(&text(&o));
+        assert_eq!(
+            fixes,
+            vec![("noma repair \"new.noma\"".to_string(), false)],
+            "{}",
+            text(&o)
+        );
+        follow_all(&s, &text(&o));
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        assert_ran(&s.r.cmd("env", &cont));
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "rebase {rebase}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "rebase {rebase}: {rec:#}");
+        assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    }
+}
+
+/// Found by the team simulator (seeds 22 and 39): the moved document's
+/// block changed on both sides, so its driver also named `noma record
+/// NEW` once the conflict block is resolved. Run first, that recorded
+/// main's agent change as the merging person's edit, and the `noma
+/// repair` named after it then refused the transcript. Now the driver
+/// names only `noma repair`, whose `next:` line names the record of the
+/// resolution (the same command form), and following them converges.
+#[test]
+fn sim_seeds_22_and_39_a_moved_documents_conflict_names_repair_not_record() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        s.patch("plan.noma", "x", "b", "BX");
+        s.r.commit_all("x: b");
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        stops_on_modify_delete(&o);
+        let out = text(&o);
+        let fixes = fix_lines(&out);
+        assert_eq!(
+            fixes,
+            vec![("noma repair \"new.noma\"".to_string(), false)],
+            "{out}"
+        );
+        follow_all(&s, &out);
+        assert!(!s.r.read("new.noma").contains("conflict{"));
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        let o = s.r.cmd("env", &cont);
+        assert_ran(&o);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "rebase {rebase}: {v:#}");
+        s.replays("new.noma");
+        for block in ["b", "c"] {
+            let rec = listed(&v, &record_by(&s, "x", block)["op_id"]);
+            assert_eq!(rec["actor"], "agent x", "rebase {rebase}: {rec:#}");
+        }
+    }
 }

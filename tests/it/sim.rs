@@ -12,7 +12,12 @@
 //! When a command prints a `fix:` or `next:` line (hook, driver, repair,
 //! reconcile), the simulator runs the command it names, as a user would,
 //! and records it in the history's log; a `::conflict` block is resolved
-//! first by keeping one of its versions at random.
+//! first by keeping one of its versions at random. When git stops with
+//! unmerged paths that no command noma named resolved, the user does what
+//! git's own message says (`git add -A`, keeping the versions git left in
+//! the tree, then the operation's commit or `--continue`) and follows what
+//! the hook then names; a cherry-pick that no noma message explains is
+//! given up (`--abort`).
 //!
 //! Invariants, after every landing: every document with a transcript on
 //! main replays (`noma replay --rev`); every op_id ever on a landed branch
@@ -818,11 +823,11 @@ impl History {
                     self.git_ok(k, &["cherry-pick", "--abort"])?;
                     return Ok(());
                 }
-                return Err(format!(
-                    "{} stopped with unmerged paths no message resolves: {}",
-                    op_name(op),
-                    unmerged.split_whitespace().collect::<Vec<_>>().join(" ")
-                ));
+                // What git's own message says: mark them resolved (the
+                // versions it left in the tree) and go on; the hook, if
+                // one runs, names what is still wrong.
+                self.note("    unmerged paths no message resolves: `git add -A`, as git says");
+                self.git_ok(k, &["add", "-A"])?;
             }
             let o = match op {
                 Op::Merge => self.git(k, &["commit", "-q", "--no-edit"]),
@@ -1051,7 +1056,7 @@ fn advice(out: &str) -> Vec<Advice> {
         } else if let Some((_, r)) = rest.split_once(" is merged: ") {
             rest = r;
         }
-        for cut in [", before `git commit`", " before you commit"] {
+        for cut in [", before `git commit`", " before you commit", ", then "] {
             if let Some((r, _)) = rest.split_once(cut) {
                 rest = r;
             }

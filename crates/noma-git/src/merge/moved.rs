@@ -107,8 +107,10 @@ pub(crate) fn unpaired_hint(repo: &Repo, rel: &str, theirs_label: Option<&str>) 
         .or_else(|| theirs_label.and_then(|l| picked_by_label(repo, l)))?;
     let old = moved_from(repo, base, &[head, other], rel)?;
     both_changed(repo, [head, other, base], [rel, &old]).then(|| {
+        // The command ends the line, so it reads as a `fix:` (and is right
+        // whether or not git paired the files: the merge is the driver's).
         format!(
-            "moved from {old}: if git reports a modify/delete conflict of {t}, run `noma repair {rel_sh}` and the `git add` it names (it merges both sides' records at the new path)",
+            "moved from {old} while both sides added records: git pairs a moved transcript only while it stays 50% alike, and a modify/delete conflict of {t} leaves the other side's records in neither file; noma repair merges both sides' records at the new path (as this driver does when git pairs them) and names the `git add` to run. fix: noma repair {rel_sh}",
             t = transcript_path(&old),
             rel_sh = noma_core::diag::shell_word(rel),
         )
@@ -360,8 +362,9 @@ fn next_step(rel: &str, stage: &[String], clean: bool, then: &str) -> String {
     if clean {
         format!("{add}, then {then}")
     } else {
+        // Worded as the driver's record fix, so it reads as one command.
         format!(
-            "resolve the ::conflict blocks in {doc}, then `noma record {doc}` and {add}, then {then}",
+            "once no ::conflict block is left, noma record {doc} && {add}, then {then}",
             doc = sh(rel)
         )
     }
