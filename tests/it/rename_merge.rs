@@ -697,3 +697,67 @@ fn sim_seeds_22_and_39_a_moved_documents_conflict_names_repair_not_record() {
         }
     }
 }
+
+/// Found by the team simulator (seed 33): both sides moved one document,
+/// to different names (alice `git mv d.noma x.noma`, bob `git mv d.noma
+/// y.noma`); git stops on a rename/rename conflict, leaves the document
+/// under both names, and nothing named a command. Now the document's
+/// driver names `noma repair` with HEAD's name, which keeps one document
+/// with both sides' records (the other side's as merge copies, actors
+/// kept) and removes the other name; running what the lines name, then
+/// the continue, converges for a merge and a rebase.
+#[test]
+fn sim_seed_33_a_document_moved_apart_keeps_one_name_with_both_sides_records() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        for f in ["plan.noma", "plan.noma.patches", "plan.noma.provenance"] {
+            s.r.ok(&["mv", f, &f.replace("plan", "other")]);
+        }
+        s.r.commit_all("main moves plan to other");
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        assert!(!o.status.success(), "{}", text(&o));
+        let out = text(&o);
+        assert!(out.contains("CONFLICT (rename/rename)"), "{out}");
+        let fixes = fix_lines(&out);
+        let ours = if rebase { "other.noma" } else { "new.noma" };
+        assert_eq!(
+            fixes,
+            vec![(format!("noma repair \"{ours}\""), false)],
+            "rebase {rebase}: {out}"
+        );
+        follow_all(&s, &out);
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        assert_ran(&s.r.cmd("env", &cont));
+        let files = s.r.ok(&["ls-files"]);
+        let theirs = if rebase { "new.noma" } else { "other.noma" };
+        assert!(
+            files.contains(ours) && !files.contains(theirs) && !files.contains("plan.noma"),
+            "rebase {rebase}: {files}"
+        );
+        let o =
+            s.r.noma(&["reconcile", "--base", "main", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        assert_eq!(o.status.code(), Some(0), "rebase {rebase}: {v:#}");
+        assert_ran(&s.r.noma(&["replay", ours]));
+        let t = s.r.read(&format!("{ours}.patches"));
+        for (name, block) in [("x", "c"), ("bot", "b")] {
+            assert!(
+                t.lines().any(|l| {
+                    let r: Value = serde_json::from_str(l).unwrap();
+                    r["actor"] == json!({"kind": "agent", "name": name}) && r["op"]["id"] == block
+                }),
+                "rebase {rebase}: no record by agent {name} on {block}:\n{t}"
+            );
+        }
+    }
+}
