@@ -761,3 +761,32 @@ fn sim_seed_33_a_document_moved_apart_keeps_one_name_with_both_sides_records() {
         }
     }
 }
+
+/// The modify/delete conflict of a merge resolved as git says (`git add
+/// -A`, keeping the other side's old transcript) and committed: every
+/// finding of the hook names `noma repair` (the orphaned old transcript's
+/// too, which advised `noma record` on the moved document: the other
+/// side's agent record made the committer's edit), and running every fix
+/// it prints, in order, converges.
+#[test]
+fn after_git_add_all_every_hook_finding_names_the_repair() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    assert!(!out.contains("noma record"), "{out}");
+    let orphan = fix_of(&out, "transcript-orphaned");
+    assert!(orphan.starts_with("noma repair \"new.noma\""), "{out}");
+    for (cmd, _) in fix_lines(&out) {
+        assert_ran(&s.r.sh(&cmd));
+    }
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+    assert_eq!(rec["actor"], "agent x", "{rec:#}");
+}

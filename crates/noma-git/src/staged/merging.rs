@@ -299,7 +299,7 @@ fn moved_fork(mut f: Finding, fix: String) -> Finding {
 /// still holds, whose removal `noma repair` leaves to stage (what its own
 /// `next:` line names; else the old transcript stays committed, an
 /// orphan).
-fn repair_fix(g: &Guard<'_>, path: &str, old: &str, sidecar: bool) -> String {
+pub(super) fn repair_fix(g: &Guard<'_>, path: &str, old: &str, sidecar: bool) -> String {
     let sh = |p: &str| shell_word(p);
     let mut paths = vec![path.to_string(), transcript_path(path)];
     if sidecar {
