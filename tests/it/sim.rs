@@ -1193,12 +1193,13 @@ pub const KNOWN_GAPS: &str =
     "noma rm vs a patch on another branch; two branches starting one document's transcript";
 
 /// Ignored until the product gaps it finds are fixed (run it with
-/// `--ignored`): at the default seed, 15 of the first 51 histories fail.
-/// Seeds 5, 6, 14, 22, 24, 27 and 39 stop a merge or rebase on git's
-/// modify/delete (or rename/delete) conflict of a transcript or sidecar
-/// that one side moved (`git mv`) and the other patched, and no message
-/// names a command (`noma repair NEW`); seed 33 on a rename/rename of one
-/// document on both sides. Seeds 9, 11, 16, 18, 20, 34 and 51 fail `noma
+/// `--ignored`): at the default seed, 11 of the first 60 histories fail.
+/// Seeds 6 and 27 fail `noma reconcile --base main` with
+/// `transcript-rewritten` after the update step merged main across a move
+/// whose sides no longer extend the merge base's transcript (records each
+/// side holds as copies after earlier merges both ways), and seed 45 with
+/// `copy-of-own-record` (the driver copied a record both sides hold).
+/// Seeds 9, 11, 16, 18, 20, 34, 51 and 59 fail `noma
 /// reconcile --base main` with `transcript-rewritten` after the update
 /// step merged main (a same-block conflict resolved by the commands the
 /// driver named). Each is an item of the issue other changes are fixing;

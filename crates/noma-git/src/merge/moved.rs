@@ -437,10 +437,19 @@ fn continue_command(repo: &Repo) -> &'static str {
 /// operation.
 fn next_step(rel: &str, stage: &[String], clean: bool, then: &str) -> String {
     let sh = noma_core::diag::shell_word;
-    let add = format!(
-        "git add -A -- {}",
-        stage.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ")
-    );
+    let own = [rel.to_string(), transcript_path(rel), sidecar_rel(rel)];
+    let (new, gone): (Vec<&String>, Vec<&String>) = stage.iter().partition(|p| own.contains(p));
+    let words = |ps: &[&String]| ps.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ");
+    let mut add = format!("git add -A -- {}", words(&new));
+    if !gone.is_empty() {
+        // Unstaged with --ignore-unmatch, which still works when another
+        // fix removed them first (`git add` of a path gone from the index
+        // and the work tree fails), as the hook's fix does.
+        add.push_str(&format!(
+            " && git rm -q --cached --ignore-unmatch -- {}",
+            words(&gone)
+        ));
+    }
     if clean {
         format!("{add}, then {then}")
     } else {
