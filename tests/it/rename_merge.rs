@@ -156,7 +156,7 @@ fn branch_merges_main_by_the_docs_recipe_keeping_the_agents_record_and_signature
     stops_on_modify_delete(&o);
     // The document's driver said what to run.
     assert!(
-        text(&o).contains("run `noma repair \"new.noma\"`"),
+        named_run(&text(&o)) == "noma repair \"new.noma\"",
         "{}",
         text(&o)
     );
@@ -191,7 +191,7 @@ fn main_merges_the_branch_by_the_docs_recipe() {
     let o = s.r.git(&["merge", "--no-edit", "feat"]);
     stops_on_modify_delete(&o);
     assert!(
-        text(&o).contains("run `noma repair \"new.noma\"`"),
+        named_run(&text(&o)) == "noma repair \"new.noma\"",
         "{}",
         text(&o)
     );
@@ -309,14 +309,13 @@ fn recording_over_a_dropped_side_is_blocked_and_reconcile_agrees_with_replay() {
     assert!(!codes.contains(&"replay-diverged"), "{v:#}");
 }
 
-/// The command a message names in backquotes after `run `.
+/// The `noma repair` command a message's `fix:` names (the end of its
+/// line).
 fn named_run(out: &str) -> String {
-    let start = out
-        .find("run `noma repair")
+    out.lines()
+        .find_map(|l| l.split_once("fix: noma repair").map(|(_, r)| r))
+        .map(|r| format!("noma repair{}", r.trim_end()))
         .unwrap_or_else(|| panic!("no `noma repair` named:\n{out}"))
-        + "run `".len();
-    let len = out[start..].find('`').unwrap();
-    out[start..start + len].to_string()
 }
 
 /// Runs `noma repair` as `repair` names it, then the `git add` and the
@@ -542,4 +541,252 @@ fn the_hooks_rename_fix_removes_the_old_transcript() {
     );
     let (code, v) = s.reconcile("main");
     assert_eq!(code, Some(0), "{v:#}");
+}
+
+/// The commands of the `fix:` and `next:` lines of `out`, as the team
+/// simulator reads them: the command ends the line, "once no ::conflict
+/// block is left, " (flagged) and ", then …" are not part of it.
+fn fix_lines(out: &str) -> Vec<(String, bool)> {
+    let mut found: Vec<(String, bool)> = Vec::new();
+    for line in out.lines() {
+        let Some(i) = line.find("fix: ").or_else(|| line.find("next: ")) else {
+            continue;
+        };
+        let rest = &line[i..];
+        let rest = rest[rest.find(": ").unwrap() + 2..].trim_end();
+        let (rest, blocks) = match rest.strip_prefix("once no ::conflict block is left, ") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let mut cmd = rest;
+        for cut in [", then ", ", before `git commit`", " before you commit"] {
+            cmd = cmd.split(cut).next().unwrap();
+        }
+        let cmd = cmd.strip_suffix(')').unwrap_or(cmd).to_string();
+        if (cmd.starts_with("noma ") || cmd.starts_with("git "))
+            && !found.iter().any(|f| f.0 == cmd)
+        {
+            found.push((cmd, blocks));
+        }
+    }
+    found
+}
+
+/// Keeps the first (ours) version of every `::conflict` block of `doc`.
+fn keep_ours(s: &Setup, doc: &str) {
+    let t = s.r.read(doc);
+    let mut out = String::new();
+    let mut lines = t.split_inclusive('\n');
+    while let Some(line) = lines.next() {
+        if !line.starts_with(":::conflict{") {
+            out.push_str(line);
+            continue;
+        }
+        let (mut fenced, mut kept) = (0, String::new());
+        for l in lines.by_ref() {
+            match l.trim_end() {
+                ":::" => break,
+                f if f.starts_with("```") => fenced += 1,
+                _ if fenced == 1 => kept.push_str(l),
+                _ => {}
+            }
+        }
+        out.push_str(&kept);
+    }
+    s.r.write(doc, &out);
+}
+
+/// Runs every command `out` names (and those their output names), in
+/// order, as the team simulator does.
+fn follow_all(s: &Setup, out: &str) {
+    for (cmd, blocks) in fix_lines(out) {
+        if blocks {
+            keep_ours(s, "new.noma");
+        }
+        let o = s.r.sh(&cmd);
+        assert_ran(&o);
+        follow_all(s, &text(&o));
+    }
+}
+
+/// Found by the team simulator (seeds 5 and 24): a merge or rebase that
+/// stops on the moved transcript's modify/delete conflict named `noma
+/// repair NEW` only in prose, so a user (or the simulator) who runs what
+/// the `fix:` and `next:` lines name ran nothing. Now the driver's line
+/// ends in `fix: noma repair "new.noma"`, and running every named command,
+/// then git's own continue, converges with main's agent record kept as
+/// agent x's.
+#[test]
+fn sim_seeds_5_and_24_the_moves_fix_is_a_line_the_user_can_run() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        stops_on_modify_delete(&o);
+        let fixes = fix_lines(&text(&o));
+        assert_eq!(
+            fixes,
+            vec![("noma repair \"new.noma\"".to_string(), false)],
+            "{}",
+            text(&o)
+        );
+        follow_all(&s, &text(&o));
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        assert_ran(&s.r.cmd("env", &cont));
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "rebase {rebase}: {v:#}");
+        s.replays("new.noma");
+        let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+        assert_eq!(rec["actor"], "agent x", "rebase {rebase}: {rec:#}");
+        assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    }
+}
+
+/// Found by the team simulator (seeds 22 and 39): the moved document's
+/// block changed on both sides, so its driver also named `noma record
+/// NEW` once the conflict block is resolved. Run first, that recorded
+/// main's agent change as the merging person's edit, and the `noma
+/// repair` named after it then refused the transcript. Now the driver
+/// names only `noma repair`, whose `next:` line names the record of the
+/// resolution (the same command form), and following them converges.
+#[test]
+fn sim_seeds_22_and_39_a_moved_documents_conflict_names_repair_not_record() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        s.patch("plan.noma", "x", "b", "BX");
+        s.r.commit_all("x: b");
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        stops_on_modify_delete(&o);
+        let out = text(&o);
+        let fixes = fix_lines(&out);
+        assert_eq!(
+            fixes,
+            vec![("noma repair \"new.noma\"".to_string(), false)],
+            "{out}"
+        );
+        follow_all(&s, &out);
+        assert!(!s.r.read("new.noma").contains("conflict{"));
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        let o = s.r.cmd("env", &cont);
+        assert_ran(&o);
+        let (code, v) = s.reconcile("main");
+        assert_eq!(code, Some(0), "rebase {rebase}: {v:#}");
+        s.replays("new.noma");
+        for block in ["b", "c"] {
+            let rec = listed(&v, &record_by(&s, "x", block)["op_id"]);
+            assert_eq!(rec["actor"], "agent x", "rebase {rebase}: {rec:#}");
+        }
+    }
+}
+
+/// Found by the team simulator (seed 33): both sides moved one document,
+/// to different names (alice `git mv d.noma x.noma`, bob `git mv d.noma
+/// y.noma`); git stops on a rename/rename conflict, leaves the document
+/// under both names, and nothing named a command. Now the document's
+/// driver names `noma repair` with HEAD's name, which keeps one document
+/// with both sides' records (the other side's as merge copies, actors
+/// kept) and removes the other name; running what the lines name, then
+/// the continue, converges for a merge and a rebase.
+#[test]
+fn sim_seed_33_a_document_moved_apart_keeps_one_name_with_both_sides_records() {
+    for rebase in [false, true] {
+        let s = setup(1);
+        for f in ["plan.noma", "plan.noma.patches", "plan.noma.provenance"] {
+            s.r.ok(&["mv", f, &f.replace("plan", "other")]);
+        }
+        s.r.commit_all("main moves plan to other");
+        s.r.ok(&["checkout", "-q", "feat"]);
+        let o = if rebase {
+            s.r.git(&["rebase", "main"])
+        } else {
+            s.r.git(&["merge", "--no-edit", "main"])
+        };
+        assert!(!o.status.success(), "{}", text(&o));
+        let out = text(&o);
+        assert!(out.contains("CONFLICT (rename/rename)"), "{out}");
+        let fixes = fix_lines(&out);
+        let ours = if rebase { "other.noma" } else { "new.noma" };
+        assert_eq!(
+            fixes,
+            vec![(format!("noma repair \"{ours}\""), false)],
+            "rebase {rebase}: {out}"
+        );
+        follow_all(&s, &out);
+        assert_eq!(s.r.ok(&["ls-files", "-u"]), "", "still unmerged");
+        let cont = if rebase {
+            vec!["GIT_EDITOR=true", "git", "rebase", "--continue"]
+        } else {
+            vec!["git", "commit", "-q", "--no-edit"]
+        };
+        assert_ran(&s.r.cmd("env", &cont));
+        let files = s.r.ok(&["ls-files"]);
+        let theirs = if rebase { "new.noma" } else { "other.noma" };
+        assert!(
+            files.contains(ours) && !files.contains(theirs) && !files.contains("plan.noma"),
+            "rebase {rebase}: {files}"
+        );
+        let o =
+            s.r.noma(&["reconcile", "--base", "main", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        assert_eq!(o.status.code(), Some(0), "rebase {rebase}: {v:#}");
+        assert_ran(&s.r.noma(&["replay", ours]));
+        let t = s.r.read(&format!("{ours}.patches"));
+        for (name, block) in [("x", "c"), ("bot", "b")] {
+            assert!(
+                t.lines().any(|l| {
+                    let r: Value = serde_json::from_str(l).unwrap();
+                    r["actor"] == json!({"kind": "agent", "name": name}) && r["op"]["id"] == block
+                }),
+                "rebase {rebase}: no record by agent {name} on {block}:\n{t}"
+            );
+        }
+    }
+}
+
+/// The modify/delete conflict of a merge resolved as git says (`git add
+/// -A`, keeping the other side's old transcript) and committed: every
+/// finding of the hook names `noma repair` (the orphaned old transcript's
+/// too, which advised `noma record` on the moved document: the other
+/// side's agent record made the committer's edit), and running every fix
+/// it prints, in order, converges.
+#[test]
+fn after_git_add_all_every_hook_finding_names_the_repair() {
+    let s = setup(1);
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    assert!(!out.contains("noma record"), "{out}");
+    let orphan = fix_of(&out, "transcript-orphaned");
+    assert!(orphan.starts_with("noma repair \"new.noma\""), "{out}");
+    for (cmd, _) in fix_lines(&out) {
+        assert_ran(&s.r.sh(&cmd));
+    }
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
+    assert_eq!(rec["actor"], "agent x", "{rec:#}");
 }

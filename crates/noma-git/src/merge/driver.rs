@@ -48,12 +48,23 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
     let repo = Repo::from_env().ok().filter(|_| !path.is_empty());
     // Versions are found by sha256 in history, never from the merge's
     // commits: a rebase or cherry-pick names none (see noma_git::merge).
+    // A moved document: the transcripts may be left unpaired, and then
+    // `noma repair NEW` is the fix (it names `noma record` itself when a
+    // conflict block is left), never `noma record` alone, which would make
+    // the other side's records one person's edit.
+    let moved_hint = repo
+        .as_ref()
+        .filter(|_| document_path(path).is_none())
+        .and_then(|r| {
+            let theirs = call.theirs_label.and_then(OsStr::to_str);
+            super::moved::unpaired_hint(r, path, theirs)
+        });
     let (result, record_hint) = match document_path(path) {
         Some(doc) => (merge_transcript_file(call, repo.as_ref(), doc)?, None),
         None => {
             let (result, hint) = merge_document_file(&read(call)?, repo.as_ref(), path, call);
             write(call.ours, &result.content, false)?;
-            (result, hint)
+            (result, hint.filter(|_| moved_hint.is_none()))
         }
     };
     // Printed after the conflicts: how to make the transcript record the result.
@@ -69,14 +80,7 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
             path_sh = shell_word(path),
         ));
     }
-    if document_path(path).is_none() {
-        // A moved document: the transcripts may be left unpaired.
-        let hint = repo.as_ref().and_then(|r| {
-            let theirs = call.theirs_label.and_then(OsStr::to_str);
-            super::moved::unpaired_hint(r, path, theirs)
-        });
-        messages.extend(hint.map(|h| format!("{path}: {h}")));
-    }
+    messages.extend(moved_hint.map(|h| format!("{path}: {h}")));
     Ok(Driven {
         clean: result.clean,
         messages,

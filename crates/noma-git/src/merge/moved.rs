@@ -95,6 +95,34 @@ pub(crate) fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Op
     })
 }
 
+/// The other name of a document both sides of the operation moved apart
+/// (git's rename/rename conflict): `rel` is one side's new name for `old`,
+/// and the result is the name the other side gave it. None when only one
+/// side moved it, or both to `rel`.
+fn twin_name(repo: &Repo, base: Oid, sides: [Oid; 2], rel: &str, old: &str) -> Option<String> {
+    let moves: Vec<_> = sides
+        .iter()
+        .filter_map(|side| repo.moved_documents(base, *side).ok())
+        .collect();
+    let [a, b] = &moves[..] else { return None };
+    let named = |m: &std::collections::HashMap<String, String>| {
+        m.iter()
+            .find(|(_, o)| o.as_str() == old)
+            .map(|(n, _)| n.clone())
+    };
+    let (x, y) = (named(a)?, named(b)?);
+    if x == y {
+        return None;
+    }
+    if x == rel {
+        Some(y)
+    } else if y == rel {
+        Some(x)
+    } else {
+        None
+    }
+}
+
 /// While the merge driver merges the document `rel` that one side of the
 /// operation moved there and both sides changed the transcript of: what to
 /// run if git stops on the old transcript (it pairs a moved file only while
@@ -105,14 +133,38 @@ pub(crate) fn unpaired_hint(repo: &Repo, rel: &str, theirs_label: Option<&str>) 
     let head = repo.head_commit()?;
     let (other, base) = operation_commits(repo, head)
         .or_else(|| theirs_label.and_then(|l| picked_by_label(repo, l)))?;
+    if let Some(hint) = renamed_apart_hint(repo, base, [head, other], rel) {
+        return Some(hint);
+    }
     let old = moved_from(repo, base, &[head, other], rel)?;
     both_changed(repo, [head, other, base], [rel, &old]).then(|| {
+        // The command ends the line, so it reads as a `fix:` (and is right
+        // whether or not git paired the files: the merge is the driver's).
         format!(
-            "moved from {old}: if git reports a modify/delete conflict of {t}, run `noma repair {rel_sh}` and the `git add` it names (it merges both sides' records at the new path)",
+            "moved from {old} while both sides added records: git pairs a moved transcript only while it stays 50% alike, and a modify/delete conflict of {t} leaves the other side's records in neither file; noma repair merges both sides' records at the new path (as this driver does when git pairs them) and names the `git add` to run. fix: noma repair {rel_sh}",
             t = transcript_path(&old),
             rel_sh = noma_core::diag::shell_word(rel),
         )
     })
+}
+
+/// The fix for a document (`old`, the merge base's path) both sides moved,
+/// to different names: git leaves the merged document under both, and
+/// `noma repair` with HEAD's name keeps one with both sides' records.
+fn renamed_apart_hint(
+    repo: &Repo,
+    base: Oid,
+    [head, other]: [Oid; 2],
+    old: &str,
+) -> Option<String> {
+    let moved = repo.moved_documents(base, head).ok()?;
+    let (ours, _) = moved.iter().find(|(_, o)| o.as_str() == old)?;
+    let theirs = twin_name(repo, base, [head, other], ours, old)?;
+    let sh = noma_core::diag::shell_word;
+    Some(format!(
+        "moved to {ours} here and to {theirs} on the other side (git's rename/rename conflict leaves the document under both names); noma repair keeps it as {ours} with both sides' records, removes {theirs} and names the `git add` to run. fix: noma repair {}",
+        sh(ours)
+    ))
 }
 
 /// Whether both sides (`[head, other, base]`) changed the transcript of
@@ -123,7 +175,7 @@ fn both_changed(repo: &Repo, [head, other, base]: [Oid; 3], paths: [&str; 2]) ->
         .ok()
         .flatten();
     let changed = |c| {
-        let t = at(repo, c, paths, transcript_path);
+        let t = at(repo, c, &paths, transcript_path);
         t.is_some() && t != base_t
     };
     changed(head) && changed(other)
@@ -131,13 +183,8 @@ fn both_changed(repo: &Repo, [head, other, base]: [Oid; 3], paths: [&str; 2]) ->
 
 /// The file of `rel` (`file` maps a document path to the file's) at
 /// `commit`: at the new path first, else at the old.
-fn at(
-    repo: &Repo,
-    commit: Oid,
-    [rel, old]: [&str; 2],
-    file: fn(&str) -> String,
-) -> Option<Vec<u8>> {
-    [rel, old]
+fn at(repo: &Repo, commit: Oid, names: &[&str], file: fn(&str) -> String) -> Option<Vec<u8>> {
+    names
         .iter()
         .find_map(|p| repo.blob_at(commit, &file(p)).ok().flatten())
 }
@@ -163,7 +210,11 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
     let Some(old) = moved_from(&repo, base, &[head, other], &rel) else {
         return Ok(None);
     };
-    let paths = [rel.as_str(), old.as_str()];
+    // Both sides moved it, apart: the other name's files are merged in too.
+    let twin = twin_name(&repo, base, [head, other], &rel, &old);
+    let mut paths = vec![rel.as_str(), old.as_str()];
+    paths.extend(twin.as_deref());
+    let paths = &paths[..];
     let doc_at = |c| at(&repo, c, paths, str::to_string);
     let tr = Versions {
         base: repo.blob_at(base, &transcript_path(&old)).ok().flatten(),
@@ -173,7 +224,7 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
     let (Some(ours), Some(theirs)) = (&tr.ours, &tr.theirs) else {
         return Ok(None);
     };
-    if ours.starts_with(theirs) {
+    if twin.is_none() && ours.starts_with(theirs) {
         // The other side added nothing the moved transcript lacks.
         return Ok(None);
     }
@@ -194,12 +245,18 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
         document: &document.content,
         sidecar: sidecar.as_deref(),
     };
-    write_merge(&root, paths, &files)?;
+    write_merge(&root, [paths[0], paths[1]], twin.as_deref(), &files)?;
     let clean = merged.clean && document.clean;
-    let mut messages = vec![format!(
-        "{}: {old} was moved to {rel} on one side and patched on the other; git did not pair the transcripts: both sides' records kept, the other side's rebased as merge copies (actors and signatures kept) as the merge driver does; the old path's files removed",
-        transcript_path(&rel)
-    )];
+    let mut messages = vec![match &twin {
+        Some(t) => format!(
+            "{}: {old} was moved to {rel} on one side and to {t} on the other: both sides' records kept under {rel}, the other side's rebased as merge copies (actors and signatures kept) as the merge driver does; {t}'s files removed",
+            transcript_path(&rel)
+        ),
+        None => format!(
+            "{}: {old} was moved to {rel} on one side and patched on the other; git did not pair the transcripts: both sides' records kept, the other side's rebased as merge copies (actors and signatures kept) as the merge driver does; the old path's files removed",
+            transcript_path(&rel)
+        ),
+    }];
     messages.extend(merged.messages.iter().chain(&document.messages).cloned());
     let stage = to_stage(&repo, paths, sidecar.is_some());
     Ok(Some(MovedMerge {
@@ -240,12 +297,21 @@ pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, String> {
                 .map(|(new, _)| new),
         );
     }
+    // A document both sides moved apart: kept under HEAD's name.
+    for (new, old) in repo
+        .moved_documents(base, head)
+        .map_err(|e| e.to_string())?
+    {
+        if twin_name(&repo, base, [head, other], &new, &old).is_some() {
+            found.insert(new);
+        }
+    }
     Ok(found.into_iter().map(|rel| root.join(rel)).collect())
 }
 
 /// The union of both sides' sidecar lines (each at the new path or the
 /// old), ours first; None when neither side has a sidecar.
-fn union_sidecars(repo: &Repo, sides: [Oid; 2], paths: [&str; 2]) -> Option<Vec<u8>> {
+fn union_sidecars(repo: &Repo, sides: [Oid; 2], paths: &[&str]) -> Option<Vec<u8>> {
     let versions: Vec<Vec<u8>> = sides
         .iter()
         .filter_map(|c| at(repo, *c, paths, sidecar_rel))
@@ -283,7 +349,12 @@ struct Merged<'a> {
 /// and removes the old path's transcript and sidecar from the work tree.
 /// A transcript in the work tree that holds lines of neither side (a
 /// record made since the operation stopped) is refused, never overwritten.
-fn write_merge(root: &Path, [rel, old]: [&str; 2], files: &Merged<'_>) -> Result<(), String> {
+fn write_merge(
+    root: &Path,
+    [rel, old]: [&str; 2],
+    twin: Option<&str>,
+    files: &Merged<'_>,
+) -> Result<(), String> {
     let io = |p: &Path| {
         let p = p.display().to_string();
         move |e: std::io::Error| format!("{p}: {e}")
@@ -306,7 +377,11 @@ fn write_merge(root: &Path, [rel, old]: [&str; 2], files: &Merged<'_>) -> Result
         let s = root.join(sidecar_rel(rel));
         fsio::atomic_write(&s, bytes).map_err(io(&s))?;
     }
-    for gone in [transcript_path(old), sidecar_rel(old)] {
+    let mut gone = vec![transcript_path(old), sidecar_rel(old)];
+    if let Some(t) = twin {
+        gone.extend([t.to_string(), transcript_path(t), sidecar_rel(t)]);
+    }
+    for gone in gone {
         let p = root.join(gone);
         match std::fs::remove_file(&p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&p)(e)),
@@ -319,17 +394,26 @@ fn write_merge(root: &Path, [rel, old]: [&str; 2], files: &Merged<'_>) -> Result
 /// The paths `git add -A --` must name: the new path's files, and the old
 /// path's that the index still holds (a conflict git left, or a file not
 /// yet removed), whose removal is then staged.
-fn to_stage(repo: &Repo, [rel, old]: [&str; 2], sidecar: bool) -> Vec<String> {
+fn to_stage(repo: &Repo, names: &[&str], sidecar: bool) -> Vec<String> {
+    let rel = names[0];
     let mut paths = vec![rel.to_string(), transcript_path(rel)];
     if sidecar {
         paths.push(sidecar_rel(rel));
     }
-    let indexed = |p: &str| (0..=3).any(|s| repo.index_stage_blob(p, s).ok().flatten().is_some());
-    paths.extend(
-        [transcript_path(old), sidecar_rel(old)]
-            .into_iter()
-            .filter(|p| indexed(p)),
-    );
+    let at_stage = |p: &str, s: i32| repo.index_stage_blob(p, s).ok().flatten().is_some();
+    let indexed = |p: &str| (0..=3).any(|s| at_stage(p, s));
+    // The old path's transcript and sidecar, and its document when git
+    // left only the base's version (both sides moved it: rename/rename).
+    let old = names[1];
+    let mut gone = vec![transcript_path(old), sidecar_rel(old)];
+    if at_stage(old, 1) && !(0..=3).filter(|s| *s != 1).any(|s| at_stage(old, s)) {
+        gone.push(old.to_string());
+    }
+    // The other name of a rename/rename: all its files.
+    for twin in &names[2..] {
+        gone.extend([twin.to_string(), transcript_path(twin), sidecar_rel(twin)]);
+    }
+    paths.extend(gone.into_iter().filter(|p| indexed(p)));
     paths
 }
 
@@ -350,15 +434,25 @@ fn continue_command(repo: &Repo) -> &'static str {
 /// operation.
 fn next_step(rel: &str, stage: &[String], clean: bool, then: &str) -> String {
     let sh = noma_core::diag::shell_word;
-    let add = format!(
-        "git add -A -- {}",
-        stage.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ")
-    );
+    let own = [rel.to_string(), transcript_path(rel), sidecar_rel(rel)];
+    let (new, gone): (Vec<&String>, Vec<&String>) = stage.iter().partition(|p| own.contains(p));
+    let words = |ps: &[&String]| ps.iter().map(|p| sh(p)).collect::<Vec<_>>().join(" ");
+    let mut add = format!("git add -A -- {}", words(&new));
+    if !gone.is_empty() {
+        // Unstaged with --ignore-unmatch, which still works when another
+        // fix removed them first (`git add` of a path gone from the index
+        // and the work tree fails), as the hook's fix does.
+        add.push_str(&format!(
+            " && git rm -q --cached --ignore-unmatch -- {}",
+            words(&gone)
+        ));
+    }
     if clean {
         format!("{add}, then {then}")
     } else {
+        // Worded as the driver's record fix, so it reads as one command.
         format!(
-            "resolve the ::conflict blocks in {doc}, then `noma record {doc}` and {add}, then {then}",
+            "once no ::conflict block is left, noma record {doc} && {add}, then {then}",
             doc = sh(rel)
         )
     }

@@ -299,21 +299,33 @@ fn moved_fork(mut f: Finding, fix: String) -> Finding {
 /// still holds, whose removal `noma repair` leaves to stage (what its own
 /// `next:` line names; else the old transcript stays committed, an
 /// orphan).
-fn repair_fix(g: &Guard<'_>, path: &str, old: &str, sidecar: bool) -> String {
+pub(super) fn repair_fix(g: &Guard<'_>, path: &str, old: &str, sidecar: bool) -> String {
     let sh = |p: &str| shell_word(p);
     let mut paths = vec![path.to_string(), transcript_path(path)];
     if sidecar {
         paths.push(sidecar_rel(path));
     }
     let indexed = |p: &str| (0..=3).any(|s| g.repo.index_stage_blob(p, s).ok().flatten().is_some());
+    let mut old_files = Vec::new();
     if old != path {
-        let old_files = [transcript_path(old), sidecar_rel(old)];
-        paths.extend(old_files.into_iter().filter(|p| indexed(p)));
+        let files = [transcript_path(old), sidecar_rel(old)];
+        old_files.extend(files.into_iter().filter(|p| indexed(p)));
     }
     let add: Vec<String> = paths.iter().map(|p| sh(p)).collect();
-    format!(
+    let fix = format!(
         "noma repair {} && git add -A -- {}",
         sh(path),
         add.join(" ")
+    );
+    if old_files.is_empty() {
+        return fix;
+    }
+    // Unstaged by `git rm --cached --ignore-unmatch`, which still works
+    // when another finding's fix removed them first (a `git add` of a
+    // path gone from the index and the work tree fails).
+    let old: Vec<String> = old_files.iter().map(|p| sh(p)).collect();
+    format!(
+        "{fix} && git rm -q --cached --ignore-unmatch -- {}",
+        old.join(" ")
     )
 }

@@ -44,7 +44,22 @@ pub(super) fn orphan(
     } else if let Some(moved) = moved_copy_of(g, staged, &tpath)? {
         // A merge across a rename git did not detect for the transcript
         // (its records are long unique lines) leaves the other branch's
-        // copy at the old path.
+        // copy at the old path. While the operation is in progress its
+        // records are merged at the new path by `noma repair`, which keeps
+        // their actors; recording them would make them the committer's.
+        if let Some(fix) = repair_during_operation(g, doc, &moved) {
+            return Ok(Some(
+                Finding::error(
+                    "transcript-orphaned",
+                    &tpath,
+                    None,
+                    format!(
+                        "the transcript is staged without its document {doc}; it starts with the records of {moved}, so the document moved there and this is the other side's copy, left by git at the old path: noma repair merges its records into {moved} (their actors and signatures kept) and removes it"
+                    ),
+                )
+                .fix(fix),
+            ));
+        }
         Finding::error(
             "transcript-orphaned",
             &tpath,
@@ -69,6 +84,26 @@ pub(super) fn orphan(
         .fix(format!("git add {doc_sh}", doc_sh = shell_word(doc)))
     };
     Ok(Some(f))
+}
+
+/// During a merge, rebase or cherry-pick, the `noma repair` fix for the
+/// document moved from `doc` to the document of `moved` (a transcript
+/// path) by one side of it; None otherwise.
+fn repair_during_operation(g: &Guard<'_>, doc: &str, moved: &str) -> Option<String> {
+    let new = noma_core::transcript::document_path(moved)?;
+    let head = g.head?;
+    let (other, base) = crate::merge::moved::operation_commits(g.repo, head)?;
+    let old = crate::merge::moved::moved_from(g.repo, base, &[head, other], new)?;
+    if old != doc {
+        return None;
+    }
+    let sidecar = [head, other].iter().any(|c| {
+        [new, doc].iter().any(|p| {
+            let side = noma_provenance::sidecar::sidecar_rel(p);
+            g.repo.blob_id_at(*c, &side).ok().flatten().is_some()
+        })
+    });
+    Some(super::merging::repair_fix(g, new, doc, sidecar))
 }
 
 /// Another staged transcript whose first line is the first line of
