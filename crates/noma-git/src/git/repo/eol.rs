@@ -110,3 +110,58 @@ impl Repo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}");
+    }
+
+    /// Git is asked, and the setting that converts is named: attributes
+    /// before `core.autocrlf`, `-text` over everything.
+    #[test]
+    fn what_git_stores_and_which_setting_converts() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"]);
+        git(d, &["config", "core.autocrlf", "false"]);
+        let repo = Repo::discover(d).unwrap();
+        let (crlf, lf) = (b"a\r\nb\r\n".as_slice(), b"a\nb\n".as_slice());
+        let stored = |attrs: &str, autocrlf: &str| {
+            std::fs::write(d.join(".gitattributes"), attrs).unwrap();
+            git(d, &["config", "core.autocrlf", autocrlf]);
+            Repo::discover(d)
+                .unwrap()
+                .stored_on_commit("p.noma", crlf, lf)
+        };
+        let converted = |by: &str| Stored::Converted { by: by.into() };
+        assert_eq!(stored("", "false"), Stored::AsIs);
+        assert_eq!(stored("", "true"), converted("core.autocrlf=true"));
+        assert_eq!(stored("", "input"), converted("core.autocrlf=input"));
+        assert_eq!(stored("*.noma -text\n", "true"), Stored::AsIs);
+        assert_eq!(
+            stored("*.noma text\n", "false"),
+            converted("its `text` attribute")
+        );
+        assert_eq!(
+            stored("*.noma text=auto\n", "false"),
+            converted("its `text=auto` attribute")
+        );
+        assert_eq!(
+            stored("*.noma eol=crlf\n", "false"),
+            converted("its `eol=crlf` attribute")
+        );
+        // Git's answer is neither of the two texts named.
+        assert_eq!(
+            repo.stored_on_commit("p.noma", crlf, b"other"),
+            Stored::Unknown
+        );
+    }
+}
