@@ -200,7 +200,12 @@ pub fn uniform_eol(text: &[u8]) -> Option<Eol> {
 /// `model`'s (which must use one kind throughout) and `text` must use the
 /// other kind somewhere; a lone `\r` is left as it is. None otherwise.
 pub fn with_line_endings_of(model: &str, text: &str) -> Option<(Eol, String)> {
-    let eol = uniform_eol(model.as_bytes())?;
+    with_line_endings(uniform_eol(model.as_bytes())?, text)
+}
+
+/// `text` given `eol` line endings throughout, with the kind it used
+/// instead (see [`with_line_endings_of`]); None when it uses no other.
+pub fn with_line_endings(eol: Eol, text: &str) -> Option<(Eol, String)> {
     let (saved, out) = match eol {
         Eol::Lf if text.contains("\r\n") => (Eol::Crlf, text.replace("\r\n", "\n")),
         Eol::Crlf => {
