@@ -74,49 +74,7 @@ pub fn run(args: Args) -> i32 {
             if args.format == Format::Json {
                 return super::print_json(&out);
             }
-            match out {
-                Outcome::NothingToRecord => {
-                    println!("{shown}: nothing to record (the file is the transcript's last state)")
-                }
-                Outcome::LineEndingsRestored { line_endings } => {
-                    println!(
-                        "{shown}: {}; nothing else changed, nothing to record",
-                        line_endings_note(&line_endings)
-                    )
-                }
-                Outcome::Recorded {
-                    ops,
-                    transcript,
-                    genesis,
-                    line_endings,
-                } => {
-                    if let Some(l) = &line_endings {
-                        println!(
-                            "{shown}: {}; only the edit is recorded",
-                            line_endings_note(l)
-                        );
-                    }
-                    let mut names: Vec<&str> = ops
-                        .iter()
-                        .filter_map(|o| noma_core::patch::Op::parse(o).ok())
-                        .map(|o| o.name())
-                        .collect();
-                    if genesis {
-                        println!(
-                            "{shown}: started {transcript} with a genesis record (from the empty document)"
-                        );
-                        names.remove(0);
-                        if names.is_empty() {
-                            return super::EXIT_OK;
-                        }
-                    }
-                    println!(
-                        "{shown}: recorded {} op(s) in {transcript}: {}",
-                        names.len(),
-                        names.join(", ")
-                    );
-                }
-            }
+            print_outcome(&shown, out);
             super::EXIT_OK
         }
         Err(RecordError::Usage(e)) => {
@@ -126,6 +84,53 @@ pub fn run(args: Args) -> i32 {
         Err(RecordError::Check(e)) => {
             eprintln!("noma record: {shown}: {e}");
             super::EXIT_FAIL
+        }
+    }
+}
+
+/// Says what `noma record` did, for people.
+fn print_outcome(shown: &str, out: Outcome) {
+    match out {
+        Outcome::NothingToRecord => {
+            println!("{shown}: nothing to record (the file is the transcript's last state)")
+        }
+        Outcome::LineEndingsRestored { line_endings } => {
+            println!(
+                "{shown}: {}; nothing else changed, nothing to record",
+                line_endings_note(&line_endings)
+            )
+        }
+        Outcome::Recorded {
+            ops,
+            transcript,
+            genesis,
+            line_endings,
+        } => {
+            if let Some(l) = &line_endings {
+                println!(
+                    "{shown}: {}; only the edit is recorded",
+                    line_endings_note(l)
+                );
+            }
+            let mut names: Vec<&str> = ops
+                .iter()
+                .filter_map(|o| noma_core::patch::Op::parse(o).ok())
+                .map(|o| o.name())
+                .collect();
+            if genesis {
+                println!(
+                    "{shown}: started {transcript} with a genesis record (from the empty document)"
+                );
+                names.remove(0);
+                if names.is_empty() {
+                    return;
+                }
+            }
+            println!(
+                "{shown}: recorded {} op(s) in {transcript}: {}",
+                names.len(),
+                names.join(", ")
+            );
         }
     }
 }
