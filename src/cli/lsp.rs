@@ -84,6 +84,10 @@ impl noma_lsp::Guard for Recorder {
             noma_git::provenance::writer::step_for(path, None, false).map_err(|e| e.to_string())?;
         match record_file_with(path, actor, None, step.as_ref()) {
             Ok(Outcome::NothingToRecord) => Ok("nothing to record".to_string()),
+            Ok(Outcome::LineEndingsRestored { line_endings }) => Ok(format!(
+                "gave the file back its {} line endings; nothing else to record",
+                line_endings.recorded.name()
+            )),
             Ok(Outcome::Recorded {
                 ops, transcript, ..
             }) => Ok(format!("recorded {} op(s) in {transcript}", ops.len())),

@@ -14,8 +14,10 @@ the ops that reproduce the file exactly (actor kind \"human\"): v1.0 block ops w
 the extension op x-noma/replace_lines for the rest (prose, lists, frontmatter; policy \
 record_text_edits). A transcript with no applied record starts with a genesis record from the \
 empty document. An edit that introduces validation errors (an unresolved ::conflict block, say) \
-is not recorded. The document is not rewritten. Exit 0 recorded or nothing to record, 1 the edit \
-cannot be recorded, 2 could not run."
+is not recorded. The document is not rewritten, except that a file saved with other line endings \
+than its recorded state's (an editor's CRLF) gets the recorded ones back where git commits bytes \
+as they are; only the edited blocks are recorded either way. Exit 0 recorded or nothing to \
+record, 1 the edit cannot be recorded, 2 could not run."
 )]
 pub struct Args {
     /// The edited .noma document.
@@ -72,36 +74,7 @@ pub fn run(args: Args) -> i32 {
             if args.format == Format::Json {
                 return super::print_json(&out);
             }
-            match out {
-                Outcome::NothingToRecord => {
-                    println!("{shown}: nothing to record (the file is the transcript's last state)")
-                }
-                Outcome::Recorded {
-                    ops,
-                    transcript,
-                    genesis,
-                } => {
-                    let mut names: Vec<&str> = ops
-                        .iter()
-                        .filter_map(|o| noma_core::patch::Op::parse(o).ok())
-                        .map(|o| o.name())
-                        .collect();
-                    if genesis {
-                        println!(
-                            "{shown}: started {transcript} with a genesis record (from the empty document)"
-                        );
-                        names.remove(0);
-                        if names.is_empty() {
-                            return super::EXIT_OK;
-                        }
-                    }
-                    println!(
-                        "{shown}: recorded {} op(s) in {transcript}: {}",
-                        names.len(),
-                        names.join(", ")
-                    );
-                }
-            }
+            print_outcome(&shown, out);
             super::EXIT_OK
         }
         Err(RecordError::Usage(e)) => {
@@ -112,5 +85,66 @@ pub fn run(args: Args) -> i32 {
             eprintln!("noma record: {shown}: {e}");
             super::EXIT_FAIL
         }
+    }
+}
+
+/// Says what `noma record` did, for people.
+fn print_outcome(shown: &str, out: Outcome) {
+    match out {
+        Outcome::NothingToRecord => {
+            println!("{shown}: nothing to record (the file is the transcript's last state)")
+        }
+        Outcome::LineEndingsRestored { line_endings } => {
+            println!(
+                "{shown}: {}; nothing else changed, nothing to record",
+                line_endings_note(&line_endings)
+            )
+        }
+        Outcome::Recorded {
+            ops,
+            transcript,
+            genesis,
+            line_endings,
+        } => {
+            if let Some(l) = &line_endings {
+                println!(
+                    "{shown}: {}; only the edit is recorded",
+                    line_endings_note(l)
+                );
+            }
+            let mut names: Vec<&str> = ops
+                .iter()
+                .filter_map(|o| noma_core::patch::Op::parse(o).ok())
+                .map(|o| o.name())
+                .collect();
+            if genesis {
+                println!(
+                    "{shown}: started {transcript} with a genesis record (from the empty document)"
+                );
+                names.remove(0);
+                if names.is_empty() {
+                    return;
+                }
+            }
+            println!(
+                "{shown}: recorded {} op(s) in {transcript}: {}",
+                names.len(),
+                names.join(", ")
+            );
+        }
+    }
+}
+
+/// What `noma record` did about a file saved with other line endings
+/// than its recorded state's, and how git treats them.
+fn line_endings_note(l: &noma_git::record::LineEndings) -> String {
+    let (saved, recorded) = (l.saved.name(), l.recorded.name());
+    match &l.git_converts {
+        Some(by) => format!(
+            "saved with {saved} line endings, which git turns into {recorded} on commit ({by}): the records end at the {recorded} text git commits, and the file keeps its {saved} (`noma hooks install` keeps documents byte-exact instead)"
+        ),
+        None => format!(
+            "saved with {saved} line endings, where its recorded state has {recorded}: gave it back its {recorded} line endings, as git commits a document's bytes as they are (set the editor to keep a file's line endings, e.g. .editorconfig's end_of_line)"
+        ),
     }
 }

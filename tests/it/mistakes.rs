@@ -78,6 +78,9 @@ const MISTAKES: &[(&str, &str, i32, &str)] = &[
     ("hand edit committed", "HAND_EDIT && git commit -qam edit", 1, "fix: noma record \"plan.noma\" && git add"),
     ("hand edit, then a patch", r#"HAND_EDIT && noma patch plan.noma --inplace --op '{"op":"delete_block","id":"speed"}'"#, 1, "record it (`noma record`)"),
     ("hand edit, then replay", "HAND_EDIT && noma replay plan.noma", 1, "record the edit with `noma record \"plan.noma\"`"),
+    ("editor saved CRLF plus an edit, committed", "sed -i 's/$/\\r/; s/Fast\\./Faster./' plan.noma && git commit -qam edit", 1, "blocks speed (changed, line 8); and saved with CRLF line endings where its transcript's state has LF"),
+    ("editor saved CRLF plus an edit, advice followed", "sed -i 's/$/\\r/; s/Fast\\./Faster./' plan.noma && noma record plan.noma && git commit -qam edit && ! git show HEAD:plan.noma | grep -q \"$(printf '\\r')\"", 0, "only the edit is recorded\nplan.noma: recorded 1 op(s) in plan.noma.patches: replace_body"),
+    ("editor saved CRLF alone", "sed -i 's/$/\\r/' plan.noma && git commit -qam crlf", 1, "an editor saved it so"),
     ("hand edit past the hook", "git checkout -qb feat && HAND_EDIT && git commit -qam edit --no-verify && noma reconcile --base main", 1, "noma record \"plan.noma\" && git add \"plan.noma\" \"plan.noma.patches\""),
     // Outside a repository.
     ("no repository", "OUTSIDE && printf '# A\\n' > a.noma && noma record a.noma", 2, "run `git init` and commit it"),

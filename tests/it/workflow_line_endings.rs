@@ -223,3 +223,217 @@ fn installing_in_a_converted_clone_restores_the_committed_bytes() {
     let st = c.ok(&["status", "--short"]);
     assert!(!st.contains("plan.noma"), "{st}");
 }
+
+/// How git treats the line endings of a repository's documents.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Git {
+    /// `noma init`'s `-text` rules, no `core.autocrlf`: git commits a
+    /// document's bytes as they are.
+    Plain,
+    /// `core.autocrlf=true` and no `-text` rules: git commits LF.
+    AutoCrlf,
+}
+
+/// A repository with the hooks installed, set up as `git` says, and
+/// `plan.noma` (`doc`) committed; with its genesis record when `recorded`.
+fn eol_repo(git: Git, doc: &str, recorded: bool) -> Repo {
+    let r = Repo::init();
+    let o = r.noma(&["init", "--no-mcp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    if git == Git::AutoCrlf {
+        let attrs: String = r
+            .read(".gitattributes")
+            .lines()
+            .filter(|l| !l.ends_with(" -text"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        r.write(".gitattributes", &attrs);
+        r.ok(&["config", "core.autocrlf", "true"]);
+    }
+    r.write("plan.noma", doc);
+    if recorded {
+        let o = r.noma(&["record", "plan.noma"]);
+        assert!(o.status.success(), "genesis: {}", text(&o));
+    }
+    r.commit_all("plan");
+    r
+}
+
+/// The parsed `noma record --format json` of plan.noma, which must succeed.
+fn record_json(r: &Repo) -> serde_json::Value {
+    let o = r.noma(&["record", "plan.noma", "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// An editor saves the document with CRLF line endings (or LF, over a
+/// CRLF document) and one word of one block changed. `noma record`
+/// records that one block, the commit passes the hook, and the committed
+/// transcript replays to the committed bytes: the file given back its
+/// recorded line endings where git commits bytes as they are, the LF text
+/// git makes of it under `core.autocrlf=true`. Before, the record
+/// rewrote every line (`x-noma/replace_lines` of the whole document) and
+/// the hook listed every block as changed.
+#[test]
+fn a_crlf_save_plus_one_edit_is_recorded_as_that_one_block() {
+    let lf = doc();
+    let crlf = lf.replace('\n', "\r\n");
+    // (git, the committed document, the editor's save, a transcript first)
+    let cases = [
+        (Git::Plain, &lf, &crlf, true),
+        (Git::Plain, &lf, &crlf, false),
+        (Git::AutoCrlf, &lf, &crlf, true),
+        (Git::Plain, &crlf, &lf, true),
+    ];
+    for (git, committed, saved, recorded) in cases {
+        let case = format!("{git:?}, saved {:?}, transcript {recorded}", &saved[..8]);
+        let r = eol_repo(git, committed, recorded);
+        let before = if recorded {
+            r.read("plan.noma.patches").lines().count()
+        } else {
+            0
+        };
+        r.write("plan.noma", &saved.replace("beta", "BETA"));
+        // Without a transcript (none required) the hook has nothing to
+        // compare the edit with.
+        if recorded {
+            r.ok(&["add", "-A"]);
+            let (ok, out) = r.try_commit("unrecorded");
+            assert!(!ok, "{case}: {out}");
+            assert!(
+                out.contains("[unrecorded-edit] plan.noma:9:1: changed outside its transcript: blocks b (changed, line 9)"),
+                "{case}: only the edited block is named: {out}"
+            );
+            if git == Git::Plain {
+                assert!(
+                    out.contains(&format!(
+                        "saved with {} line endings where its transcript's state has {}",
+                        if saved.contains('\r') { "CRLF" } else { "LF" },
+                        if committed.contains('\r') {
+                            "CRLF"
+                        } else {
+                            "LF"
+                        },
+                    )),
+                    "{case}: {out}"
+                );
+            }
+        }
+
+        let v = record_json(&r);
+        let ops = v["ops"].as_array().unwrap();
+        let edits = if recorded { &ops[..] } else { &ops[1..] };
+        assert_eq!(edits.len(), 1, "{case}: {v}");
+        assert_eq!(edits[0]["op"], "replace_body", "{case}: {v}");
+        assert_eq!(edits[0]["id"], "b", "{case}: {v}");
+        let l = &v["line_endings"];
+        assert_eq!(
+            l["saved"],
+            if saved.contains('\r') { "crlf" } else { "lf" },
+            "{case}: {v}"
+        );
+        match git {
+            Git::Plain => {
+                assert_eq!(l["rewritten"], true, "{case}: {v}");
+                assert!(l.get("git_converts").is_none(), "{case}: {v}");
+                // The file has its recorded line endings back, the edit kept.
+                assert_eq!(
+                    r.read("plan.noma"),
+                    committed.replace("beta", "BETA"),
+                    "{case}"
+                );
+            }
+            Git::AutoCrlf => {
+                assert_eq!(l["rewritten"], false, "{case}: {v}");
+                assert_eq!(l["git_converts"], "core.autocrlf=true", "{case}: {v}");
+                assert_eq!(
+                    r.read("plan.noma"),
+                    saved.replace("beta", "BETA"),
+                    "{case}: left as saved"
+                );
+            }
+        }
+        let t = r.read("plan.noma.patches");
+        assert_eq!(
+            t.lines().count(),
+            before + usize::from(!recorded) + 1,
+            "{case}: one record for the edit: {t}"
+        );
+        let (ok, out) = {
+            r.ok(&["add", "-A"]);
+            r.try_commit("recorded")
+        };
+        assert!(ok, "{case}: {out}");
+        let o = r.git(&["show", "HEAD:plan.noma"]);
+        assert_eq!(
+            String::from_utf8(o.stdout).unwrap(),
+            committed.replace("beta", "BETA"),
+            "{case}: committed with the recorded line endings"
+        );
+        let o = r.noma(&["replay", "--rev", "HEAD", "plan.noma"]);
+        assert!(
+            o.status.success() && text(&o).contains("ok: replay reproduces the document"),
+            "{case}: {}",
+            text(&o)
+        );
+    }
+}
+
+/// A save that changed only the line endings is named as such, by the
+/// hook and by `noma record`, and each one's next step works: where git
+/// commits bytes as they are, `noma record` gives the file back its
+/// recorded line endings (the hook's fix); under `core.autocrlf=true`
+/// git converts them back itself, and `noma record` says which setting
+/// does. Before, the messages blamed a checkout in every case, and
+/// `noma record` refused where it could restore.
+#[test]
+fn a_crlf_save_alone_is_named_as_a_line_ending_change() {
+    let lf = doc();
+    let crlf = lf.replace('\n', "\r\n");
+
+    let r = eol_repo(Git::Plain, &lf, true);
+    let t = r.read("plan.noma.patches");
+    r.write("plan.noma", &crlf);
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("line endings");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[line-endings-converted] plan.noma: the staged document is the state its transcript ends at with CRLF line endings instead of LF, and nothing else changed: an editor saved it so"),
+        "{out}"
+    );
+    let fix = crate::common::fix_of(&out, "line-endings-converted");
+    let o = r.sh(&fix);
+    assert!(o.status.success(), "{fix}: {}", text(&o));
+    assert!(
+        text(&o).contains("plan.noma: saved with CRLF line endings, where its recorded state has LF: gave it back its LF line endings")
+            && text(&o).contains("nothing else changed, nothing to record"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(r.read("plan.noma"), lf);
+    assert_eq!(r.read("plan.noma.patches"), t, "nothing recorded");
+    let st = r.ok(&["status", "--short"]);
+    assert!(st.is_empty(), "{st}");
+    let v = {
+        r.write("plan.noma", &crlf);
+        record_json(&r)
+    };
+    assert_eq!(v["result"], "line_endings_restored", "{v}");
+    assert_eq!(v["line_endings"]["saved"], "crlf", "{v}");
+    assert_eq!(v["line_endings"]["recorded"], "lf", "{v}");
+
+    let r = eol_repo(Git::AutoCrlf, &lf, true);
+    r.write("plan.noma", &crlf);
+    let o = r.noma(&["record", "plan.noma"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("differs from the state its transcript ends at only by CRLF line endings, which git converts back on commit (core.autocrlf=true)")
+            && text(&o).contains("noma hooks install"),
+        "{}",
+        text(&o)
+    );
+    // Git commits the LF the transcript ends at: nothing to block.
+    r.ok(&["add", "-A"]);
+    let st = r.ok(&["status", "--short"]);
+    assert!(st.is_empty(), "{st}");
+}

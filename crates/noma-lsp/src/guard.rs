@@ -11,6 +11,7 @@ use std::path::Path;
 
 use lsp_types::{DiagnosticSeverity, NumberOrString};
 use noma_core::doc::hash::{block_hashes, sha256_hex};
+use noma_core::doc::lines::{uniform_eol, with_line_endings, Eol};
 use noma_core::doc::parse;
 
 use crate::analysis::Analysis;
@@ -65,6 +66,9 @@ pub struct RecordProblem {
 pub struct Expected {
     sha256: String,
     blocks: Vec<(String, String)>,
+    /// Its line endings, when of one kind: a text saved with the other
+    /// kind is compared as if it had them (`noma record` gives them back).
+    eol: Option<Eol>,
     /// The records' provenance problems.
     pub problems: Vec<RecordProblem>,
 }
@@ -75,6 +79,7 @@ impl Expected {
         let doc = parse(text);
         Expected {
             sha256: sha256_hex(text.as_bytes()),
+            eol: uniform_eol(text.as_bytes()),
             blocks: block_hashes(text, &doc)
                 .into_iter()
                 .map(|b| (b.id, b.sha256))
@@ -87,11 +92,37 @@ impl Expected {
 /// `unrecorded-edit` diagnostics for the open text against `expected`:
 /// one on each changed or new block (on its id), one per removed block
 /// and, when the text differs outside every block, one on the first line.
+/// A text saved with other line endings than the state's is compared by
+/// its lines, and the line endings named on the first line.
 pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnostic> {
     if sha256_hex(a.text.as_bytes()) == expected.sha256 {
         return Vec::new();
     }
-    let now: HashMap<String, String> = block_hashes(&a.text, &a.doc)
+    let first_line = a.index.line_range(&a.text, 0);
+    // Only the terminators change: the tree's line spans hold for both.
+    let resaved = expected.eol.and_then(|e| with_line_endings(e, &a.text));
+    let text = resaved
+        .as_ref()
+        .map_or(a.text.as_str(), |(_, t)| t.as_str());
+    let only_eol = sha256_hex(text.as_bytes()) == expected.sha256;
+    let eol_note = resaved.as_ref().map(|(saved, _)| {
+        let (saved, recorded) = (saved.name(), saved.other().name());
+        let then = if only_eol {
+            "; nothing else changed"
+        } else {
+            " and records only the blocks changed"
+        };
+        diagnostic(
+            first_line,
+            format!(
+                "the document is saved with {saved} line endings where its transcript's state has {recorded} (\"Record this edit\" gives it back its {recorded}{then})"
+            ),
+        )
+    });
+    if only_eol {
+        return eol_note.into_iter().collect();
+    }
+    let now: HashMap<String, String> = block_hashes(text, &a.doc)
         .into_iter()
         .map(|b| (b.id, b.sha256))
         .collect();
@@ -100,7 +131,6 @@ pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnosti
         .iter()
         .map(|(i, s)| (i.as_str(), s.as_str()))
         .collect();
-    let first_line = a.index.line_range(&a.text, 0);
     let mut out = Vec::new();
     for def in a.definitions() {
         let what = match before.get(def.id.as_str()) {
@@ -127,6 +157,7 @@ pub fn unrecorded(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnosti
             "the document differs from its transcript's last state".to_string(),
         ));
     }
+    out.extend(eol_note);
     out
 }
 
@@ -164,5 +195,59 @@ fn diagnostic(range: lsp_types::Range, what: String) -> lsp_types::Diagnostic {
              (the \"Record this edit\" action, or noma record)"
         ),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(text: &str, expected: &Expected) -> Vec<String> {
+        let a = Analysis::new(text.to_string(), &noma_core::validate::Options::default());
+        unrecorded(&a, expected)
+            .into_iter()
+            .map(|d| d.message)
+            .collect()
+    }
+
+    /// A CRLF save is named as such, and only the block edited is
+    /// reported (before, every block was).
+    #[test]
+    fn a_save_with_other_line_endings_names_them_and_the_edited_block() {
+        let lf = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\nbeta\n::\n";
+        let expected = Expected::of(lf);
+        let crlf = lf.replace('\n', "\r\n");
+        // The blocks an LF edit names (the note and its section).
+        let plain = messages(&lf.replace("beta", "BETA"), &expected);
+        assert!(
+            plain.iter().any(|m| m.starts_with("block b is changed")),
+            "{plain:?}"
+        );
+        assert!(
+            !plain.iter().any(|m| m.starts_with("block a ")),
+            "{plain:?}"
+        );
+        let m = messages(&crlf.replace("beta", "BETA"), &expected);
+        assert_eq!(m.len(), plain.len() + 1, "{m:?}");
+        assert_eq!(m[..plain.len()], plain[..], "{m:?}");
+        assert!(
+            m[plain.len()].starts_with("the document is saved with CRLF line endings where its transcript's state has LF (\"Record this edit\" gives it back its LF and records only the blocks changed)"),
+            "{m:?}"
+        );
+        let m = messages(&crlf, &expected);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].contains("gives it back its LF; nothing else changed"),
+            "{m:?}"
+        );
+        // The other way round, and the same line endings.
+        let m = messages(lf, &Expected::of(&crlf));
+        assert!(
+            m.len() == 1
+                && m[0]
+                    .contains("saved with LF line endings where its transcript's state has CRLF"),
+            "{m:?}"
+        );
+        assert!(messages(&crlf, &Expected::of(&crlf)).is_empty());
     }
 }

@@ -61,7 +61,9 @@ fn started(work_tree: &Path, doc: &str) -> Output {
         Ok(Outcome::Recorded { .. }) => c.out(format!(
             "{doc}: started {doc}.patches with a genesis record (from the empty document)"
         )),
-        Ok(Outcome::NothingToRecord) => c.out(format!("{doc}: nothing to record")),
+        Ok(Outcome::NothingToRecord | Outcome::LineEndingsRestored { .. }) => {
+            c.out(format!("{doc}: nothing to record"))
+        }
         Err(e) => return failed(doc, e),
     }
     c

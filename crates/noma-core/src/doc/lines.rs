@@ -152,6 +152,84 @@ pub fn is_crlf_conversion(old: &[u8], new: &[u8]) -> bool {
     lf == old
 }
 
+/// The line terminator a whole text uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Eol {
+    /// `\n`.
+    Lf,
+    /// `\r\n`.
+    Crlf,
+}
+
+impl Eol {
+    /// The name people know it by (`LF`, `CRLF`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Eol::Lf => "LF",
+            Eol::Crlf => "CRLF",
+        }
+    }
+
+    /// The other kind.
+    pub fn other(self) -> Eol {
+        match self {
+            Eol::Lf => Eol::Crlf,
+            Eol::Crlf => Eol::Lf,
+        }
+    }
+}
+
+/// The one terminator every line break of `text` uses; None when it has
+/// no line break, mixes `\n` and `\r\n`, or has a lone `\r`.
+pub fn uniform_eol(text: &[u8]) -> Option<Eol> {
+    let lf = memchr::memchr_iter(b'\n', text).count();
+    let cr = memchr::memchr_iter(b'\r', text).count();
+    let crlf = memchr::memmem::find_iter(text, b"\r\n").count();
+    match (lf, cr) {
+        (0, _) => None,
+        (_, 0) => Some(Eol::Lf),
+        _ if cr == crlf && crlf == lf => Some(Eol::Crlf),
+        _ => None,
+    }
+}
+
+/// A text saved with other line endings than `model`'s, given back
+/// `model`'s: what an editor that saves CRLF (or LF) did to a document,
+/// undone, so the edit left is the person's own. The terminators are
+/// `model`'s (which must use one kind throughout) and `text` must use the
+/// other kind somewhere; a lone `\r` is left as it is. None otherwise.
+pub fn with_line_endings_of(model: &str, text: &str) -> Option<(Eol, String)> {
+    with_line_endings(uniform_eol(model.as_bytes())?, text)
+}
+
+/// `text` given `eol` line endings throughout, with the kind it used
+/// instead (see [`with_line_endings_of`]); None when it uses no other.
+pub fn with_line_endings(eol: Eol, text: &str) -> Option<(Eol, String)> {
+    let (saved, out) = match eol {
+        Eol::Lf if text.contains("\r\n") => (Eol::Crlf, text.replace("\r\n", "\n")),
+        Eol::Crlf => {
+            let bytes = text.as_bytes();
+            let mut out = String::with_capacity(text.len() + text.len() / 32);
+            let (mut from, mut any) = (0, false);
+            for at in memchr::memchr_iter(b'\n', bytes) {
+                if at == 0 || bytes[at - 1] != b'\r' {
+                    out.push_str(&text[from..at]);
+                    out.push('\r');
+                    (from, any) = (at, true);
+                }
+            }
+            if !any {
+                return None;
+            }
+            out.push_str(&text[from..]);
+            (Eol::Lf, out)
+        }
+        Eol::Lf => return None,
+    };
+    Some((saved, out))
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -168,6 +246,39 @@ mod tests {
         );
     }
     use super::*;
+
+    #[test]
+    fn a_save_with_other_line_endings_is_given_back_the_models() {
+        use super::{uniform_eol, with_line_endings_of as back, Eol};
+        assert_eq!(uniform_eol(b"a\nb\n"), Some(Eol::Lf));
+        assert_eq!(uniform_eol(b"a\r\nb"), Some(Eol::Crlf));
+        assert_eq!(uniform_eol(b"a\r\nb\n"), None, "mixed");
+        assert_eq!(uniform_eol(b"a\rb\n"), None, "lone CR");
+        assert_eq!(uniform_eol(b"one line"), None);
+        // CRLF saved over LF, an edit included: the edit stays.
+        assert_eq!(
+            back("a\nb\n", "a\r\nB\r\nc\r\n"),
+            Some((Eol::Crlf, "a\nB\nc\n".to_string()))
+        );
+        // LF saved over CRLF; a line without terminator at the end.
+        assert_eq!(
+            back("a\r\nb", "a\nb\nc"),
+            Some((Eol::Lf, "a\r\nb\r\nc".to_string()))
+        );
+        assert_eq!(
+            back("a\r\n", "\nx\r\n"),
+            Some((Eol::Lf, "\r\nx\r\n".to_string()))
+        );
+        assert_eq!(back("a\nb\n", "a\nc\n"), None, "same line endings");
+        assert_eq!(back("a\r\nb\r\n", "a\r\nc\r\n"), None);
+        assert_eq!(back("a\r\nb\n", "a\r\nb\r\n"), None, "mixed model");
+        assert_eq!(back("ab", "a\r\nb"), None, "model has no line break");
+        // A lone CR is nobody's line ending convention: kept.
+        assert_eq!(
+            back("a\n", "a\r\nb\rc\r\n"),
+            Some((Eol::Crlf, "a\nb\rc\n".to_string()))
+        );
+    }
 
     #[test]
     fn splits_lf_crlf_and_cr() {

@@ -39,9 +39,12 @@
 //! at a time from the state found (`state`). Under the lock, the
 //! transcript's length and last line show that nobody wrote since.
 
+mod line_endings;
 mod location;
 mod scan;
 mod state;
+
+pub use line_endings::LineEndings;
 
 use noma_merge::hand_edit::{edit_ops, TextEditsOff};
 
@@ -73,6 +76,17 @@ pub enum Outcome {
         transcript: String,
         /// The records start the transcript from the empty document.
         genesis: bool,
+        /// The file was saved with other line endings than the state
+        /// recorded from; the records keep the recorded ones.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line_endings: Option<LineEndings>,
+    },
+    /// The file differed from the transcript's last state only by the
+    /// line endings it was saved with, and was given back the recorded
+    /// ones (git would have committed the saved ones); nothing recorded.
+    LineEndingsRestored {
+        /// What differed.
+        line_endings: LineEndings,
     },
 }
 
@@ -171,6 +185,14 @@ pub enum CannotRun {
     /// The marker of an interrupted write cannot be read.
     #[error("{0}")]
     PendingWrite(#[source] std::io::Error),
+    /// The document could not be given back its recorded line endings.
+    #[error("{}: cannot rewrite: {source}", path.display())]
+    CannotRewrite {
+        /// The document.
+        path: PathBuf,
+        /// The write's error.
+        source: std::io::Error,
+    },
     /// The append failed.
     #[error("{}: cannot append: {source}", path.display())]
     CannotAppend {
@@ -223,19 +245,22 @@ pub enum CannotRecord {
         /// The transcript.
         transcript: PathBuf,
     },
-    /// The document differs from the state to record from only by CRLF
-    /// line endings (a checkout converted it).
+    /// The document differs from the state to record from only by the
+    /// line endings it was saved or checked out with, which git converts
+    /// back on commit: nothing to record, and the file cannot be patched.
     #[error(
-        "{}: differs from {} only by CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; `noma hooks install` restores the committed bytes (nothing was recorded)",
-        doc.display(),
-        if *from_committed { "its committed version" } else { "the state its transcript ends at" }
+        "differs from {} only by {} line endings, which git converts back on commit ({by}): a checkout or an editor's save converted it; `noma hooks install` restores the committed bytes and keeps documents byte-exact (nothing was recorded)",
+        if *from_committed { "its committed version" } else { "the state its transcript ends at" },
+        saved.name()
     )]
     LineEndingsConverted {
-        /// The document.
-        doc: PathBuf,
         /// The state compared is the committed version (a genesis start),
         /// not the transcript's last state.
         from_committed: bool,
+        /// The line endings the file has.
+        saved: noma_core::doc::lines::Eol,
+        /// The setting that converts them on commit.
+        by: String,
     },
     /// Only text ops could record the edit, and the policy forbids them.
     #[error(
@@ -377,7 +402,27 @@ fn record_after(
     if prev == text {
         return Ok(Outcome::NothingToRecord);
     }
-    let ops = ops_from(doc_path, (&prev, genesis.as_deref()), text, text_edits)?;
+    let from = genesis.as_deref().unwrap_or(&prev);
+    let resaved = line_endings::resaved(&location, from, text);
+    let target = resaved.as_ref().map_or(text, |r| r.text.as_str());
+    if let Some(r) = resaved.as_ref().filter(|_| target == from) {
+        if let Some(by) = &r.line_endings.git_converts {
+            return Err(CannotRecord::LineEndingsConverted {
+                from_committed: genesis.is_some(),
+                saved: r.line_endings.saved,
+                by: by.clone(),
+            }
+            .into());
+        }
+        if genesis.is_none() {
+            let _locked = lock_unchanged(doc_path, tpath, prior, text)?;
+            rewrite(doc_path, target)?;
+            return Ok(Outcome::LineEndingsRestored {
+                line_endings: r.line_endings.clone(),
+            });
+        }
+    }
+    let ops = ops_from((&prev, genesis.as_deref()), target, text_edits)?;
     let genesis = genesis.is_some();
 
     let mut opts = Options::new(actor);
@@ -388,9 +433,19 @@ fn record_after(
     };
     let mut locked = lock_unchanged(doc_path, tpath, prior, text)?;
     let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
-    check_plan(&plan, text)?;
+    check_plan(&plan, target)?;
     before(before_append, (doc_path, tpath), &plan.records)?;
     let bytes = engine::chain_and_serialise(&mut plan.records, prior.last_line_sha());
+    let line_endings = resaved.as_ref().map(|r| r.line_endings.clone());
+    let doc_sha = if line_endings.as_ref().is_some_and(|l| l.rewritten) {
+        // The file first: stopped before the append, it holds the same
+        // edit with the recorded line endings, which `noma record`
+        // records again.
+        rewrite(doc_path, target)?;
+        sha256_hex(target.as_bytes())
+    } else {
+        doc_sha
+    };
     // The document already holds the edit: the request changes no bytes
     // of it, so the marker's pre- and post-state are the same.
     engine::commit_request(&mut locked, &bytes, &doc_sha, &doc_sha, None).map_err(|source| {
@@ -403,6 +458,16 @@ fn record_after(
         ops,
         transcript: tpath.display().to_string(),
         genesis,
+        line_endings,
+    })
+}
+
+/// Gives the document `text`: its own edit with the recorded line
+/// endings (see [`line_endings`]), replaced atomically.
+fn rewrite(doc_path: &Path, text: &str) -> Result<(), CannotRun> {
+    fsio::atomic_write(doc_path, text.as_bytes()).map_err(|source| CannotRun::CannotRewrite {
+        path: doc_path.to_path_buf(),
+        source,
     })
 }
 
@@ -439,22 +504,12 @@ fn starting_point(
 }
 
 /// The ops from `prev` to `text`, after a genesis record writing `genesis`
-/// when there is one (`prev` is then the empty document). An edit that
-/// only converts line endings to CRLF is refused: recording it would
-/// commit every line anew, with CRLF.
+/// when there is one (`prev` is then the empty document).
 fn ops_from(
-    doc_path: &Path,
     (prev, genesis): (&str, Option<&str>),
     text: &str,
     text_edits: bool,
 ) -> Result<Vec<Value>, CannotRecord> {
-    let from = genesis.unwrap_or(prev);
-    if noma_core::doc::lines::is_crlf_conversion(from.as_bytes(), text.as_bytes()) {
-        return Err(CannotRecord::LineEndingsConverted {
-            doc: doc_path.to_path_buf(),
-            from_committed: genesis.is_some(),
-        });
-    }
     let mut ops = Vec::new();
     let mut from = prev;
     if let Some(start) = genesis {

@@ -51,6 +51,11 @@ enum Edit {
     Heading,
     /// Back to an earlier state.
     Earlier(usize),
+    /// The heading renamed, saved with CRLF line endings (the file is
+    /// given back LF: the repository converts nothing).
+    CrlfHeading,
+    /// The last state saved with CRLF line endings, nothing else.
+    CrlfOnly,
 }
 
 /// What happened to the transcript besides the engine's appends.
@@ -233,6 +238,10 @@ fn repository(dir: &Path, case: &Case, b: &Built) -> std::path::PathBuf {
         Edit::Prose => format!("{last}\nA paragraph by hand.\n"),
         Edit::Heading => last.replacen("# T\n", "# T, by hand\n", 1),
         Edit::Earlier(j) => b.states[j % b.states.len()].clone(),
+        Edit::CrlfHeading => last
+            .replacen("# T\n", "# T, by hand\n", 1)
+            .replace('\n', "\r\n"),
+        Edit::CrlfOnly => last.replace('\n', "\r\n"),
     };
     std::fs::write(&doc, file).unwrap();
     doc
@@ -295,15 +304,19 @@ fn compare(case: &Case) -> String {
     let doc = repository(dir.path(), case, &b);
     let tpath = engine::default_transcript_path(&doc);
     let mut runs = Vec::new();
+    // A file saved with other line endings may be given back its own.
+    let file = std::fs::read(&doc).unwrap();
     for whole in [true, false] {
         std::fs::write(&tpath, &t).unwrap();
+        std::fs::write(&doc, &file).unwrap();
         let answer = answer(&doc, whole);
         let after = std::fs::read(&tpath).unwrap();
         assert!(
             after.starts_with(&t),
             "{case:?}: the transcript was rewritten"
         );
-        runs.push((answer, normalised(&after[t.len()..])));
+        let doc_after = std::fs::read(&doc).unwrap();
+        runs.push((answer, normalised(&after[t.len()..]), doc_after));
     }
     assert_eq!(runs[0], runs[1], "{case:?}");
     runs.swap_remove(0).0 .0
@@ -326,7 +339,9 @@ fn case() -> impl Strategy<Value = Case> {
         Just(Edit::None),
         Just(Edit::Prose),
         Just(Edit::Heading),
-        (0usize..8).prop_map(Edit::Earlier)
+        (0usize..8).prop_map(Edit::Earlier),
+        Just(Edit::CrlfHeading),
+        Just(Edit::CrlfOnly)
     ];
     let damage = prop_oneof![
         Just(Damage::Torn),
@@ -391,6 +406,9 @@ fn chosen() -> Vec<Case> {
         c(true, Head::State(2), Edit::Heading, vec![]),
         c(false, Head::State(4), Edit::None, vec![]),
         c(false, Head::State(4), Edit::Earlier(4), vec![]),
+        c(false, Head::State(4), Edit::CrlfHeading, vec![]),
+        c(true, Head::State(2), Edit::CrlfHeading, vec![]),
+        c(false, Head::State(4), Edit::CrlfOnly, vec![]),
         c(false, Head::State(4), Edit::Prose, vec![Torn]),
         c(false, Head::State(4), Edit::Prose, vec![Invalid(3)]),
         c(false, Head::State(4), Edit::Prose, vec![Invalid(0)]),
@@ -448,6 +466,7 @@ fn the_streamed_transcript_answers_as_the_whole_file() {
     for want in [
         "recorded",
         "nothing_to_record",
+        "line_endings_restored",
         "Joined",
         "TranscriptInvalid",
         "TornTranscript",

@@ -246,34 +246,40 @@ fn find_base(
 }
 
 /// The finding for a document that differs from `before`, the state
-/// its transcript ends at: the blocks that changed, or a CRLF
-/// conversion by checkout.
+/// its transcript ends at: the blocks that changed, or only the line
+/// endings it was saved with (which are named as such: compared by its
+/// lines, an editor's CRLF save changes every block).
 fn unrecorded(g: &Guard<'_>, path: &str, before: &str, after: &str, tpath: &str) -> Finding {
-    if noma_core::doc::lines::is_crlf_conversion(before.as_bytes(), after.as_bytes()) {
-        // Not an edit: a checkout converted it before the -text rules.
-        return Finding::error(
-            "line-endings-converted",
-            path,
-            None,
-            "the staged document is the committed one with CRLF line endings: git converted it at checkout (core.autocrlf) before the `-text` rules kept documents byte-exact; committing it would change every line".into(),
-        )
-        .fix(format!(
-            "noma hooks install && git restore --staged --worktree --source=HEAD {path_sh}",
-            path_sh = shell_word(path)
+    let path_sh = shell_word(path);
+    let resaved = noma_core::doc::lines::with_line_endings_of(before, after);
+    let eol_note = resaved
+        .as_ref()
+        .map(|(saved, _)| (saved.name(), saved.other().name()));
+    if let (Some((_, back)), Some((saved, recorded))) = (&resaved, eol_note) {
+        if back == before {
+            // Not an edit: an editor's save, or a checkout before the
+            // -text rules. `noma record` gives the recorded ones back.
+            return Finding::error(
+                "line-endings-converted",
+                path,
+                None,
+                format!("the staged document is the state its transcript ends at with {saved} line endings instead of {recorded}, and nothing else changed: an editor saved it so, or a checkout converted it (core.autocrlf) before the `-text` rules kept documents byte-exact; committing it would change every line"),
+            )
+            .fix(format!("noma record {path_sh} && git add {path_sh}"));
+        }
+    }
+    let edited = resaved.as_ref().map_or(after, |(_, t)| t.as_str());
+    let a = g.cache.doc_info(before);
+    let b = g.cache.doc_info(edited);
+    let (blocks, line) = block_changes(&a.blocks, &b.blocks);
+    let mut message = format!("changed outside its transcript: {}", describe(&blocks));
+    if let Some((saved, recorded)) = eol_note {
+        message.push_str(&format!(
+            "; and saved with {saved} line endings where its transcript's state has {recorded} (every line's bytes differ; `noma record` records only the blocks named and gives the file back its {recorded})"
         ));
     }
-    let a = g.cache.doc_info(before);
-    let b = g.cache.doc_info(after);
-    let (blocks, line) = block_changes(&a.blocks, &b.blocks);
-    Finding::error(
-        "unrecorded-edit",
-        path,
-        line,
-        format!("changed outside its transcript: {}", describe(&blocks)),
-    )
-    .fix(format!(
+    Finding::error("unrecorded-edit", path, line, message).fix(format!(
         "noma record {path_sh} && git add {path_sh} {tpath_sh}",
-        path_sh = shell_word(path),
         tpath_sh = shell_word(tpath)
     ))
 }

@@ -7,11 +7,13 @@
 //! path name is refused with [`GitError::NonUtf8Path`] rather than mangled.
 
 mod cli;
+mod eol;
 mod introduced;
 mod prefetch;
 mod prefix;
 
 pub use cli::{WorktreeListing, WorktreeScan};
+pub(crate) use eol::Stored;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
