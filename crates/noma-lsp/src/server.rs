@@ -139,6 +139,13 @@ struct Session<'g> {
     guard: Option<&'g (dyn Guard + Sync)>,
     /// Hovers waiting for their block's history, for the history thread.
     history: Option<mpsc::Sender<HoverJob>>,
+    /// Hovers handed to the history thread and not answered yet: the
+    /// answer to `shutdown`, and `exit`, wait for them.
+    hovers: usize,
+    /// `shutdown`'s id while hovers are pending.
+    shutdown: Option<RequestId>,
+    /// `exit` arrived while hovers were pending.
+    exiting: bool,
     /// The client takes `LocationLink`s for definitions.
     links: bool,
     /// The workspace roots the client named in `initialize`: where
@@ -216,6 +223,9 @@ fn run(
         docs: HashMap::new(),
         guard: settings.guard,
         history,
+        hovers: 0,
+        shutdown: None,
+        exiting: false,
         links: false,
         roots: Vec::new(),
         settings,
@@ -244,6 +254,15 @@ fn run(
             }
             Incoming::Answer(resp) => {
                 out.send(resp.into()).map_err(err)?;
+                s.hovers = s.hovers.saturating_sub(1);
+                if s.hovers == 0 {
+                    if let Some(id) = s.shutdown.take() {
+                        out.send(Response::new_ok(id, ()).into()).map_err(err)?;
+                    }
+                    if s.exiting {
+                        return Ok(());
+                    }
+                }
                 continue;
             }
             Incoming::Malformed {
@@ -266,6 +285,10 @@ fn run(
             Message::Request(req) => s.request(req, &mut out)?,
             Message::Notification(n) => {
                 if n.method == "exit" {
+                    if s.hovers > 0 && s.stage == Stage::ShutDown {
+                        s.exiting = true;
+                        continue;
+                    }
                     return match s.stage {
                         Stage::ShutDown => Ok(()),
                         _ => Err(Error("the client sent exit without shutdown".to_string())),
@@ -316,6 +339,10 @@ impl Session<'_> {
             ),
             (Stage::Running, "shutdown") => {
                 self.stage = Stage::ShutDown;
+                if self.hovers > 0 {
+                    self.shutdown = Some(req.id);
+                    return Ok(());
+                }
                 Response::new_ok(req.id, ())
             }
             (Stage::Running, TEXT_REQUEST) if self.settings.debug => {
@@ -351,7 +378,7 @@ impl Session<'_> {
 
     /// Answers a hover from the open document, or hands it to the history
     /// thread (`None`) when the block may have recorded history.
-    fn hover(&self, req: Request) -> Option<Response> {
+    fn hover(&mut self, req: Request) -> Option<Response> {
         let id = req.id.clone();
         let p = match parse::<HoverRequest>(req) {
             Ok((_, p)) => p,
@@ -371,7 +398,10 @@ impl Session<'_> {
                 };
                 // The thread ends only with the session.
                 match worker.send(job) {
-                    Ok(()) => return None,
+                    Ok(()) => {
+                        self.hovers += 1;
+                        return None;
+                    }
                     Err(mpsc::SendError(job)) => Some(job.hover),
                 }
             }
