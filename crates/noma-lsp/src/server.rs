@@ -146,6 +146,9 @@ struct Session<'g> {
     shutdown: Option<RequestId>,
     /// `exit` arrived while hovers were pending.
     exiting: bool,
+    /// The input ended (and why, when by an error) while hovers were
+    /// pending: the session ends once they are answered.
+    ended: Option<Option<String>>,
     /// The client takes `LocationLink`s for definitions.
     links: bool,
     /// The workspace roots the client named in `initialize`: where
@@ -226,6 +229,7 @@ fn run(
         hovers: 0,
         shutdown: None,
         exiting: false,
+        ended: None,
         links: false,
         roots: Vec::new(),
         settings,
@@ -240,13 +244,14 @@ fn run(
         let msg = match queue.pop() {
             Incoming::Message(msg) => msg,
             Incoming::End(why) => {
-                return match (s.stage, why) {
-                    (_, Some(why)) => Err(Error(format!("reading the client's messages: {why}"))),
-                    (Stage::ShutDown, None) => Ok(()),
-                    _ => Err(Error(
-                        "the client closed the connection without shutdown".to_string(),
-                    )),
-                };
+                // A client may write hover, shutdown and exit and close
+                // its end without waiting for answers (a pipe): the
+                // requests it sent are still answered before the end.
+                if s.hovers > 0 {
+                    s.ended = Some(why);
+                    continue;
+                }
+                return s.end(why);
             }
             Incoming::Skipped(why) => {
                 (s.settings.log)(Event::Skipped(&format!("skipped {why}")));
@@ -261,6 +266,9 @@ fn run(
                     }
                     if s.exiting {
                         return Ok(());
+                    }
+                    if let Some(why) = s.ended.take() {
+                        return s.end(why);
                     }
                 }
                 continue;
@@ -309,6 +317,18 @@ fn run(
 }
 
 impl Session<'_> {
+    /// How the session ends when the client's input does (`why`: the read
+    /// error, if any).
+    fn end(&self, why: Option<String>) -> Result<(), Error> {
+        match (self.stage, why) {
+            (_, Some(why)) => Err(Error(format!("reading the client's messages: {why}"))),
+            (Stage::ShutDown, None) => Ok(()),
+            _ => Err(Error(
+                "the client closed the connection without shutdown".to_string(),
+            )),
+        }
+    }
+
     /// Answers one request as the lifecycle allows.
     fn request<W: Write>(&mut self, req: Request, out: &mut Out<W>) -> Result<(), Error> {
         let refuse = |code: ErrorCode, why: &str| {
@@ -867,6 +887,22 @@ mod tests {
         }
     }
 
+    /// A [`Feed`] that says when it is dropped: the reader thread drops
+    /// its input only after it has queued the input's end.
+    struct Closing(Feed, mpsc::Sender<()>);
+
+    impl Read for Closing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Drop for Closing {
+        fn drop(&mut self) {
+            let _ = self.1.send(());
+        }
+    }
+
     /// Output the test reads as the session goes, a whole message at a
     /// time (the writer flushes after each).
     struct Tap(mpsc::Sender<Vec<u8>>, Vec<u8>);
@@ -997,5 +1033,72 @@ mod tests {
             feed.send(note("exit", json!(null))).unwrap();
             server.join().unwrap().unwrap();
         });
+    }
+
+    /// A client that writes hover, shutdown and exit and closes its end
+    /// at once (a pipe) still gets the hover's answer, then shutdown's,
+    /// and the session ends well; one that closes without shutdown gets
+    /// the hover's answer and the session ends with an error. The input's
+    /// end is queued before the history is let go.
+    #[test]
+    fn hovers_are_answered_when_the_input_ends_first() {
+        for shut_down in [true, false] {
+            let (started_tx, started) = mpsc::channel();
+            let (release, release_rx) = mpsc::channel();
+            let held = Held {
+                started: std::sync::Mutex::new(started_tx),
+                release: std::sync::Mutex::new(release_rx),
+            };
+            let (feed, input) = mpsc::channel();
+            let (dropped_tx, dropped) = mpsc::channel();
+            let (tap, output) = mpsc::channel::<Vec<u8>>();
+            let uri = "file:///tmp/held.noma";
+            let result = std::thread::scope(|scope| {
+                let held = &held;
+                let server = scope.spawn(move || {
+                    let log = |_: Event<'_>| {};
+                    let settings = Settings {
+                        guard: Some(held),
+                        log: &log,
+                        debug: false,
+                    };
+                    let input = Closing(Feed(input, Vec::new()), dropped_tx);
+                    serve(input, Tap(tap, Vec::new()), settings)
+                });
+                feed.send(request(1, "initialize", json!({"capabilities": {}})))
+                    .unwrap();
+                feed.send(note(
+                    DidOpenTextDocument::METHOD,
+                    json!({"textDocument": {"uri": uri, "languageId": "noma",
+                           "version": 1, "text": "# T {id=\"t\"}\n"}}),
+                ))
+                .unwrap();
+                let at = json!({"textDocument": {"uri": uri},
+                                "position": {"line": 0, "character": 2}});
+                feed.send(request(2, HoverRequest::METHOD, at)).unwrap();
+                started.recv().unwrap();
+                if shut_down {
+                    feed.send(request(3, "shutdown", json!(null))).unwrap();
+                    feed.send(note("exit", json!(null))).unwrap();
+                }
+                drop(feed);
+                dropped.recv().unwrap();
+                release.send(()).unwrap();
+                server.join().unwrap()
+            });
+            let seen: Vec<u8> = output.try_iter().flatten().collect();
+            let out = messages(&seen);
+            let at = |id: i64| out.iter().position(|m| m["id"] == id);
+            let hover = at(2).unwrap_or_else(|| panic!("no hover answer: {out:?}"));
+            let value = out[hover]["result"]["contents"]["value"].as_str();
+            assert!(value.unwrap().contains("released by the test"), "{out:?}");
+            if shut_down {
+                result.unwrap();
+                let shutdown = at(3).unwrap_or_else(|| panic!("no shutdown answer: {out:?}"));
+                assert!(hover < shutdown, "{out:?}");
+            } else {
+                assert!(result.is_err());
+            }
+        }
     }
 }
