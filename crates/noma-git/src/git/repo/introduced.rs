@@ -133,9 +133,9 @@ impl Repo {
                 }
                 // A blob a partial clone lacks has no header here either:
                 // its size is not asked of the remote (it is read if need be).
-                let size = (!self.lacks_blob(blob))
-                    .then(|| odb.read_header(blob.raw()).ok())
-                    .flatten()
+                let size = odb
+                    .read_header(blob.raw())
+                    .ok()
                     .map(|(size, _)| size as u64);
                 out.push(Version {
                     commit: k,
