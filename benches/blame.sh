@@ -11,11 +11,14 @@
 #   REUSE=1       time the repositories a KEEP=1 run left in WORK, not new ones
 #   OTHER=path    another build: a third pair times cold `blame` of NOMA (A)
 #                 against OTHER's (B), e.g. the build before a change
+#   COMMITS=c     spread the N records over c commits of N/c records each
+#                 (default 1); e.g. COMMITS=500 benches/blame.sh 5000
 #
 # For each N: a repository with one small document (`synth 20`),
 # and a transcript of N `update_attribute` records made by N/BATCH
 # `noma patch --inplace --ops` requests (as benches/transcript_scale.sh makes
-# it, ~670 bytes a record), committed without the hook. Timed as whole
+# it, ~670 bytes a record), committed without the hook (with COMMITS=c, one
+# commit each N/c records, each made by one request). Timed as whole
 # processes by bench_pair (benches/common.sh: /usr/bin/time, wall and CPU
 # seconds, peak resident memory), the two commands of a pair in turn
 # (A B A B ...), the ratios taken pair by pair (on a loaded machine the CPU
@@ -27,6 +30,12 @@
 #   warm    A = `noma blame doc.noma`, the answer cached by the run before,
 #           B = `noma log doc.noma --block claim-3 --limit 1`, also warm
 #           (the target: both under 50 ms)
+#   one more  then one more record is made and committed, and the block
+#           cache as the warm runs left it is saved; before each run it is
+#           put back (a copy inside the timing, for both), so every run is
+#           the first after that commit:
+#           A = `noma blame doc.noma`, B = `noma replay` as in cold
+#           (the target: A/B at most 1.3)
 # Every run's exit status must be 0 (the script stops otherwise).
 set -euo pipefail
 
@@ -37,6 +46,7 @@ bench_noma
 SYNTH="$(bench_synth)"
 RUNS="${RUNS:-5}"
 BATCH="${BATCH:-10000}"
+COMMITS="${COMMITS:-1}"
 sizes=("$@")
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(100000)
 WORK="${WORK:-$(mktemp -d)}"
@@ -77,13 +87,21 @@ build() {
   cp doc.noma "$WORK/base$n.noma"
   git add doc.noma
   git commit -qm "document" --no-verify
-  for ((done = 0; done < n; done += BATCH)); do
-    k=$((n - done < BATCH ? n - done : BATCH))
+  local per=$((n / COMMITS < BATCH ? n / COMMITS : BATCH))
+  ((per > 0)) || per=1
+  for ((done = 0; done < n; done += per)); do
+    k=$((n - done < per ? n - done : per))
     ops_file "$WORK/ops.json" "$done" "$k"
     "$NOMA" patch doc.noma --inplace --ops "$WORK/ops.json" >/dev/null
+    if ((COMMITS > 1)); then
+      git add doc.noma doc.noma.patches
+      git commit -qm "records to $((done + k))" --no-verify
+    fi
   done
-  git add doc.noma doc.noma.patches
-  git commit -qm "$n records" --no-verify
+  if ((COMMITS <= 1)); then
+    git add doc.noma doc.noma.patches
+    git commit -qm "$n records" --no-verify
+  fi
 }
 
 echo "noma = $NOMA; $RUNS runs each, A and B alternating; work in $WORK"
@@ -97,6 +115,18 @@ for n in "${sizes[@]}"; do
   echo "== $(wc -l <doc.noma.patches) records ($(wc -c <doc.noma.patches) bytes)"
   pair cold cold "blame doc.noma" "replay doc.noma --base $WORK/base$n.noma"
   pair warm warm "blame doc.noma" "log doc.noma --block claim-3 --limit 1"
+  if [[ "${REUSE:-0}" != 1 ]]; then
+    ops_file "$WORK/ops.json" "$n" 1
+    "$NOMA" patch doc.noma --inplace --ops "$WORK/ops.json" >/dev/null
+    git add doc.noma doc.noma.patches
+    git commit -qm "one more record" --no-verify
+    rm -rf "$WORK/cache.saved"
+    cp -a .noma/cache "$WORK/cache.saved"
+  fi
+  restore="rm -rf .noma/cache; cp -a $WORK/cache.saved .noma/cache; "
+  echo "  one more: A = $NOMA blame doc.noma, B = $NOMA replay doc.noma --base ...; the cache before the commit put back first"
+  bench_pair "$RUNS" "${restore}exec $NOMA blame doc.noma" \
+    "${restore}exec $NOMA replay doc.noma --base $WORK/base$n.noma"
   if [[ -n "${OTHER:-}" ]]; then
     pair "cold, against OTHER" cold "blame doc.noma" "blame doc.noma" "$OTHER"
   fi

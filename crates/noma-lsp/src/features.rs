@@ -91,6 +91,15 @@ pub fn workspace_symbols<'a>(
 ///
 /// `history` gives the block's last changes (Markdown lines) for its id.
 pub fn hover(a: &Analysis, pos: Position, history: &dyn Fn(&str) -> Vec<String>) -> Option<Hover> {
+    let (id, mut h) = hover_block(a, pos)?;
+    add_history(&mut h, &history(&id));
+    Some(h)
+}
+
+/// The hover of the block under the cursor without its history, and the
+/// block's id: the part the server answers from the open document alone,
+/// before history (which reads git) is looked up elsewhere.
+pub fn hover_block(a: &Analysis, pos: Position) -> Option<(String, Hover)> {
     let node = match a.id_at(pos) {
         Some(id) => a.doc.find(&id)?,
         None => a.block_at(pos.line)?,
@@ -111,20 +120,28 @@ pub fn hover(a: &Analysis, pos: Position, history: &dyn Fn(&str) -> Vec<String>)
     if let Some(hash) = a.base_hash(id) {
         text.push_str(&format!("\n\nbaseHash: `{hash}`"));
     }
-    let changes = history(id);
-    if !changes.is_empty() {
-        text.push_str("\n\nLast changes (`noma log`):\n");
-        for line in changes {
-            text.push_str(&format!("\n- {line}"));
-        }
-    }
-    Some(Hover {
+    let hover = Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
             value: text,
         }),
         range: a.definition(id).map(|d| d.range),
-    })
+    };
+    Some((id.to_string(), hover))
+}
+
+/// Appends a block's last changes (Markdown lines, newest first) to its
+/// hover; nothing when there are none.
+pub fn add_history(hover: &mut Hover, changes: &[String]) {
+    let HoverContents::Markup(m) = &mut hover.contents else {
+        return;
+    };
+    if !changes.is_empty() {
+        m.value.push_str("\n\nLast changes (`noma log`):\n");
+        for line in changes {
+            m.value.push_str(&format!("\n- {line}"));
+        }
+    }
 }
 
 /// Where the id under the cursor is defined.

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
 
 use lsp_server::{ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::{
@@ -23,7 +25,7 @@ use lsp_types::{
 use crate::analysis::{options_for, Analysis};
 use crate::features;
 use crate::guard::{self, Expected, Guard, RECORD_COMMAND};
-use crate::transport::{self, Incoming, Writer};
+use crate::transport::{self, Incoming, Queue, Writer};
 
 /// Why the server stopped other than by the client's `exit`.
 #[derive(Debug)]
@@ -92,7 +94,9 @@ pub enum Event<'a> {
 #[derive(Clone, Copy)]
 pub struct Settings<'a> {
     /// The repository's transcripts and `noma record`, when there is one.
-    pub guard: Option<&'a dyn Guard>,
+    /// Shared with the thread that looks up hover history, so that a
+    /// slow history never holds up diagnostics.
+    pub guard: Option<&'a (dyn Guard + Sync)>,
     /// Receives the session's [`Event`]s.
     pub log: &'a dyn Fn(Event<'_>),
     /// Also answer `noma/text` (`{"textDocument": {"uri": …}}`) with the
@@ -132,7 +136,19 @@ enum Stage {
 /// The session's state.
 struct Session<'g> {
     docs: HashMap<Url, Open>,
-    guard: Option<&'g dyn Guard>,
+    guard: Option<&'g (dyn Guard + Sync)>,
+    /// Hovers waiting for their block's history, for the history thread.
+    history: Option<mpsc::Sender<HoverJob>>,
+    /// Hovers handed to the history thread and not answered yet: the
+    /// answer to `shutdown`, and `exit`, wait for them.
+    hovers: usize,
+    /// `shutdown`'s id while hovers are pending.
+    shutdown: Option<RequestId>,
+    /// `exit` arrived while hovers were pending.
+    exiting: bool,
+    /// The input ended (and why, when by an error) while hovers were
+    /// pending: the session ends once they are answered.
+    ended: Option<Option<String>>,
     /// The client takes `LocationLink`s for definitions.
     links: bool,
     /// The workspace roots the client named in `initialize`: where
@@ -145,6 +161,35 @@ struct Session<'g> {
 /// Framed messages to the client.
 type Out<W> = Writer<W>;
 
+/// A hover answered but for its block's history.
+struct HoverJob {
+    request: RequestId,
+    hover: lsp_types::Hover,
+    block: String,
+    path: PathBuf,
+}
+
+/// Looks up the history of each hover in `jobs`, in order, and queues the
+/// finished answers for the message loop, which sends them between its
+/// other work: history reads git (seconds on a long one) and
+/// diagnostics must not wait for it. Ends when the loop drops its sender.
+fn history_worker(guard: &dyn Guard, jobs: mpsc::Receiver<HoverJob>, queue: &Queue) {
+    for job in jobs {
+        let mut hover = job.hover;
+        features::add_history(
+            &mut hover,
+            &guard.history(&job.path, &job.block, HOVER_HISTORY),
+        );
+        let resp = match serde_json::to_value(hover) {
+            Ok(v) => Response::new_ok(job.request, v),
+            Err(e) => {
+                Response::new_err(job.request, ErrorCode::InternalError as i32, e.to_string())
+            }
+        };
+        queue.push_all([Incoming::Answer(resp)]);
+    }
+}
+
 /// Serves one session: messages read from `input` (by a thread of its
 /// own, which is left blocked on `input` if the session ends first),
 /// answers written to `output`, until `exit` or the end of the input.
@@ -156,10 +201,35 @@ pub fn serve(
     settings: Settings<'_>,
 ) -> Result<(), Error> {
     let queue = transport::spawn_reader(input);
+    // Leaving the scope waits for a history lookup under way (its answer
+    // is then dropped): the guard is only borrowed for the session.
+    std::thread::scope(|scope| {
+        let history = settings.guard.map(|guard| {
+            let (send, jobs) = mpsc::channel();
+            let q = Arc::clone(&queue);
+            scope.spawn(move || history_worker(guard, jobs, &q));
+            send
+        });
+        run(&queue, output, settings, history)
+    })
+}
+
+/// The message loop of [`serve`].
+fn run(
+    queue: &Queue,
+    output: impl Write,
+    settings: Settings<'_>,
+    history: Option<mpsc::Sender<HoverJob>>,
+) -> Result<(), Error> {
     let mut out = Writer::new(output);
     let mut s = Session {
         docs: HashMap::new(),
         guard: settings.guard,
+        history,
+        hovers: 0,
+        shutdown: None,
+        exiting: false,
+        ended: None,
         links: false,
         roots: Vec::new(),
         settings,
@@ -174,16 +244,33 @@ pub fn serve(
         let msg = match queue.pop() {
             Incoming::Message(msg) => msg,
             Incoming::End(why) => {
-                return match (s.stage, why) {
-                    (_, Some(why)) => Err(Error(format!("reading the client's messages: {why}"))),
-                    (Stage::ShutDown, None) => Ok(()),
-                    _ => Err(Error(
-                        "the client closed the connection without shutdown".to_string(),
-                    )),
-                };
+                // A client may write hover, shutdown and exit and close
+                // its end without waiting for answers (a pipe): the
+                // requests it sent are still answered before the end.
+                if s.hovers > 0 {
+                    s.ended = Some(why);
+                    continue;
+                }
+                return s.end(why);
             }
             Incoming::Skipped(why) => {
                 (s.settings.log)(Event::Skipped(&format!("skipped {why}")));
+                continue;
+            }
+            Incoming::Answer(resp) => {
+                out.send(resp.into()).map_err(err)?;
+                s.hovers = s.hovers.saturating_sub(1);
+                if s.hovers == 0 {
+                    if let Some(id) = s.shutdown.take() {
+                        out.send(Response::new_ok(id, ()).into()).map_err(err)?;
+                    }
+                    if s.exiting {
+                        return Ok(());
+                    }
+                    if let Some(why) = s.ended.take() {
+                        return s.end(why);
+                    }
+                }
                 continue;
             }
             Incoming::Malformed {
@@ -206,6 +293,10 @@ pub fn serve(
             Message::Request(req) => s.request(req, &mut out)?,
             Message::Notification(n) => {
                 if n.method == "exit" {
+                    if s.hovers > 0 && s.stage == Stage::ShutDown {
+                        s.exiting = true;
+                        continue;
+                    }
                     return match s.stage {
                         Stage::ShutDown => Ok(()),
                         _ => Err(Error("the client sent exit without shutdown".to_string())),
@@ -226,6 +317,18 @@ pub fn serve(
 }
 
 impl Session<'_> {
+    /// How the session ends when the client's input does (`why`: the read
+    /// error, if any).
+    fn end(&self, why: Option<String>) -> Result<(), Error> {
+        match (self.stage, why) {
+            (_, Some(why)) => Err(Error(format!("reading the client's messages: {why}"))),
+            (Stage::ShutDown, None) => Ok(()),
+            _ => Err(Error(
+                "the client closed the connection without shutdown".to_string(),
+            )),
+        }
+    }
+
     /// Answers one request as the lifecycle allows.
     fn request<W: Write>(&mut self, req: Request, out: &mut Out<W>) -> Result<(), Error> {
         let refuse = |code: ErrorCode, why: &str| {
@@ -256,6 +359,10 @@ impl Session<'_> {
             ),
             (Stage::Running, "shutdown") => {
                 self.stage = Stage::ShutDown;
+                if self.hovers > 0 {
+                    self.shutdown = Some(req.id);
+                    return Ok(());
+                }
                 Response::new_ok(req.id, ())
             }
             (Stage::Running, TEXT_REQUEST) if self.settings.debug => {
@@ -272,6 +379,11 @@ impl Session<'_> {
                     });
                 Response::new_ok(req.id.clone(), text)
             }
+            (Stage::Running, HoverRequest::METHOD) => match self.hover(req) {
+                Some(resp) => resp,
+                // The history thread answers it.
+                None => return Ok(()),
+            },
             (Stage::Running, _) => {
                 let (resp, republish) = self.answer(req);
                 out.send(resp.into()).map_err(err)?;
@@ -282,6 +394,43 @@ impl Session<'_> {
             }
         };
         out.send(resp.into()).map_err(err)
+    }
+
+    /// Answers a hover from the open document, or hands it to the history
+    /// thread (`None`) when the block may have recorded history.
+    fn hover(&mut self, req: Request) -> Option<Response> {
+        let id = req.id.clone();
+        let p = match parse::<HoverRequest>(req) {
+            Ok((_, p)) => p,
+            Err((code, message)) => return Some(Response::new_err(id, code as i32, message)),
+        };
+        let at = p.text_document_position_params;
+        let found = (self.docs.get(&at.text_document.uri))
+            .and_then(|o| features::hover_block(&o.analysis, at.position));
+        let path = at.text_document.uri.to_file_path().ok();
+        let hover = match (found, path, &self.history) {
+            (Some((block, hover)), Some(path), Some(worker)) => {
+                let job = HoverJob {
+                    request: id.clone(),
+                    hover,
+                    block,
+                    path,
+                };
+                // The thread ends only with the session.
+                match worker.send(job) {
+                    Ok(()) => {
+                        self.hovers += 1;
+                        return None;
+                    }
+                    Err(mpsc::SendError(job)) => Some(job.hover),
+                }
+            }
+            (found, _, _) => found.map(|(_, h)| h),
+        };
+        Some(match serde_json::to_value(hover) {
+            Ok(v) => Response::new_ok(id, v),
+            Err(e) => Response::new_err(id, ErrorCode::InternalError as i32, e.to_string()),
+        })
     }
 
     /// Applies a document notification; returns the document whose
@@ -521,7 +670,7 @@ fn analyse(uri: &Url, text: String, log: &dyn Fn(Event<'_>)) -> Analysis {
 type Failure = (ErrorCode, String);
 
 fn dispatch(s: &Session, req: Request) -> Result<serde_json::Value, Failure> {
-    let (docs, guard) = (&s.docs, s.guard);
+    let docs = &s.docs;
     let doc = |uri: &Url| docs.get(uri).map(|o| &o.analysis);
     let json = |v: Result<serde_json::Value, serde_json::Error>| {
         v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
@@ -533,18 +682,6 @@ fn dispatch(s: &Session, req: Request) -> Result<serde_json::Value, Failure> {
             json(serde_json::to_value(
                 symbols.map(DocumentSymbolResponse::Nested),
             ))
-        }
-        HoverRequest::METHOD => {
-            let (_, p) = parse::<HoverRequest>(req)?;
-            let at = p.text_document_position_params;
-            let path = at.text_document.uri.to_file_path().ok();
-            let history = |id: &str| match (guard, path.as_deref()) {
-                (Some(g), Some(p)) => g.history(p, id, HOVER_HISTORY),
-                _ => Vec::new(),
-            };
-            let hover =
-                doc(&at.text_document.uri).and_then(|a| features::hover(a, at.position, &history));
-            json(serde_json::to_value(hover))
         }
         GotoDefinition::METHOD => {
             let (_, p) = parse::<GotoDefinition>(req)?;
@@ -730,5 +867,238 @@ mod tests {
         input.extend(note("exit", json!(null)));
         assert!(session(input).0.is_err());
         assert!(session(Vec::new()).0.is_err());
+    }
+
+    /// Input fed by the test as the session goes (a pipe's read end).
+    struct Feed(mpsc::Receiver<Vec<u8>>, Vec<u8>);
+
+    impl Read for Feed {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.1.is_empty() {
+                match self.0.recv() {
+                    Ok(bytes) => self.1 = bytes,
+                    Err(_) => return Ok(0),
+                }
+            }
+            let n = buf.len().min(self.1.len());
+            buf[..n].copy_from_slice(&self.1[..n]);
+            self.1.drain(..n);
+            Ok(n)
+        }
+    }
+
+    /// A [`Feed`] that says when it is dropped: the reader thread drops
+    /// its input only after it has queued the input's end.
+    struct Closing(Feed, mpsc::Sender<()>);
+
+    impl Read for Closing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Drop for Closing {
+        fn drop(&mut self) {
+            let _ = self.1.send(());
+        }
+    }
+
+    /// Output the test reads as the session goes, a whole message at a
+    /// time (the writer flushes after each).
+    struct Tap(mpsc::Sender<Vec<u8>>, Vec<u8>);
+
+    impl Write for Tap {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.1.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            let _ = self.0.send(std::mem::take(&mut self.1));
+            Ok(())
+        }
+    }
+
+    /// A guard whose history says when it starts and then waits for the
+    /// test to let it go.
+    struct Held {
+        started: std::sync::Mutex<mpsc::Sender<()>>,
+        release: std::sync::Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl Guard for Held {
+        fn last_state(&self, _: &std::path::Path) -> Option<String> {
+            None
+        }
+        fn record(&self, _: &std::path::Path) -> Result<String, String> {
+            Err("no".to_string())
+        }
+        fn rename(&self, _: &std::path::Path, _: &str, _: &str) -> Result<String, String> {
+            Err("no".to_string())
+        }
+        fn provenance(&self, _: &std::path::Path) -> Vec<guard::RecordProblem> {
+            Vec::new()
+        }
+        fn history(&self, _: &std::path::Path, _: &str, _: usize) -> Vec<String> {
+            self.started.lock().unwrap().send(()).unwrap();
+            // Bounded so that a server that waits on history fails the
+            // test instead of hanging it.
+            let wait = std::time::Duration::from_secs(20);
+            match self.release.lock().unwrap().recv_timeout(wait) {
+                Ok(()) => vec!["released by the test".to_string()],
+                Err(_) => vec!["never released".to_string()],
+            }
+        }
+    }
+
+    /// A keystroke typed while a hover's history is being looked up gets
+    /// its diagnostics before the history is done: the history is held
+    /// until the test has read them.
+    #[test]
+    fn diagnostics_are_published_while_a_hover_waits_for_history() {
+        let (started_tx, started) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let held = Held {
+            started: std::sync::Mutex::new(started_tx),
+            release: std::sync::Mutex::new(release_rx),
+        };
+        let (feed, input) = mpsc::channel();
+        let (tap, output) = mpsc::channel::<Vec<u8>>();
+        let uri = "file:///tmp/held.noma";
+        let mut seen = Vec::new();
+        // The first message written that `want` accepts, waiting for it.
+        fn next(
+            seen: &mut Vec<u8>,
+            output: &mpsc::Receiver<Vec<u8>>,
+            want: &dyn Fn(&serde_json::Value) -> bool,
+        ) -> serde_json::Value {
+            loop {
+                if let Some(m) = messages(seen).into_iter().find(|m| want(m)) {
+                    return m;
+                }
+                let wait = std::time::Duration::from_secs(10);
+                seen.extend(output.recv_timeout(wait).expect("the server went quiet"));
+            }
+        }
+        std::thread::scope(|scope| {
+            // Owned here: a failed assertion drops it, which ends the
+            // server's input and so the session, and the test fails
+            // instead of hanging.
+            let feed = feed;
+            let held = &held;
+            let server = scope.spawn(move || {
+                let log = |_: Event<'_>| {};
+                let settings = Settings {
+                    guard: Some(held),
+                    log: &log,
+                    debug: false,
+                };
+                serve(Feed(input, Vec::new()), Tap(tap, Vec::new()), settings)
+            });
+            feed.send(request(1, "initialize", json!({"capabilities": {}})))
+                .unwrap();
+            let text = "# T {id=\"t\"}\n\nSee [[t]].\n";
+            feed.send(note(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "noma",
+                       "version": 1, "text": text}}),
+            ))
+            .unwrap();
+            next(&mut seen, &output, &|m| {
+                m["method"] == PublishDiagnostics::METHOD
+            });
+            let at = json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 2}});
+            feed.send(request(2, HoverRequest::METHOD, at)).unwrap();
+            started.recv().unwrap();
+            let range = json!({"start": {"line": 2, "character": 6},
+                               "end": {"line": 2, "character": 7}});
+            feed.send(note(
+                DidChangeTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "version": 2},
+                       "contentChanges": [{"range": range, "text": "xyz"}]}),
+            ))
+            .unwrap();
+            let broken = next(&mut seen, &output, &|m| {
+                m["method"] == PublishDiagnostics::METHOD
+                    && m["params"]["diagnostics"][0]["code"] == "broken-reference"
+            });
+            assert_eq!(broken["params"]["uri"], uri);
+            // The hover is still waiting: it has not been answered.
+            assert!(messages(&seen).iter().all(|m| m["id"] != 2));
+            release.send(()).unwrap();
+            let hover = next(&mut seen, &output, &|m| m["id"] == 2);
+            let value = hover["result"]["contents"]["value"].as_str().unwrap();
+            assert!(value.contains("**t**"), "{value}");
+            assert!(value.contains("released by the test"), "{value}");
+            feed.send(request(3, "shutdown", json!(null))).unwrap();
+            feed.send(note("exit", json!(null))).unwrap();
+            server.join().unwrap().unwrap();
+        });
+    }
+
+    /// A client that writes hover, shutdown and exit and closes its end
+    /// at once (a pipe) still gets the hover's answer, then shutdown's,
+    /// and the session ends well; one that closes without shutdown gets
+    /// the hover's answer and the session ends with an error. The input's
+    /// end is queued before the history is let go.
+    #[test]
+    fn hovers_are_answered_when_the_input_ends_first() {
+        for shut_down in [true, false] {
+            let (started_tx, started) = mpsc::channel();
+            let (release, release_rx) = mpsc::channel();
+            let held = Held {
+                started: std::sync::Mutex::new(started_tx),
+                release: std::sync::Mutex::new(release_rx),
+            };
+            let (feed, input) = mpsc::channel();
+            let (dropped_tx, dropped) = mpsc::channel();
+            let (tap, output) = mpsc::channel::<Vec<u8>>();
+            let uri = "file:///tmp/held.noma";
+            let result = std::thread::scope(|scope| {
+                let held = &held;
+                let server = scope.spawn(move || {
+                    let log = |_: Event<'_>| {};
+                    let settings = Settings {
+                        guard: Some(held),
+                        log: &log,
+                        debug: false,
+                    };
+                    let input = Closing(Feed(input, Vec::new()), dropped_tx);
+                    serve(input, Tap(tap, Vec::new()), settings)
+                });
+                feed.send(request(1, "initialize", json!({"capabilities": {}})))
+                    .unwrap();
+                feed.send(note(
+                    DidOpenTextDocument::METHOD,
+                    json!({"textDocument": {"uri": uri, "languageId": "noma",
+                           "version": 1, "text": "# T {id=\"t\"}\n"}}),
+                ))
+                .unwrap();
+                let at = json!({"textDocument": {"uri": uri},
+                                "position": {"line": 0, "character": 2}});
+                feed.send(request(2, HoverRequest::METHOD, at)).unwrap();
+                started.recv().unwrap();
+                if shut_down {
+                    feed.send(request(3, "shutdown", json!(null))).unwrap();
+                    feed.send(note("exit", json!(null))).unwrap();
+                }
+                drop(feed);
+                dropped.recv().unwrap();
+                release.send(()).unwrap();
+                server.join().unwrap()
+            });
+            let seen: Vec<u8> = output.try_iter().flatten().collect();
+            let out = messages(&seen);
+            let at = |id: i64| out.iter().position(|m| m["id"] == id);
+            let hover = at(2).unwrap_or_else(|| panic!("no hover answer: {out:?}"));
+            let value = out[hover]["result"]["contents"]["value"].as_str();
+            assert!(value.unwrap().contains("released by the test"), "{out:?}");
+            if shut_down {
+                result.unwrap();
+                let shutdown = at(3).unwrap_or_else(|| panic!("no shutdown answer: {out:?}"));
+                assert!(hover < shutdown, "{out:?}");
+            } else {
+                assert!(result.is_err());
+            }
+        }
     }
 }

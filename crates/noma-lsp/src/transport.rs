@@ -48,6 +48,9 @@ pub enum Incoming {
     Skipped(String),
     /// The input ended (or failed to read: why).
     End(Option<String>),
+    /// A response worked out off the message loop (a hover's history),
+    /// for the server to send.
+    Answer(lsp_server::Response),
 }
 
 /// The queue between the reader thread and the server.

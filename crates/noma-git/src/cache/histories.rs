@@ -22,6 +22,13 @@ const HISTORY_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " block
 /// The noma version and the answer encoding the answer rows hold.
 const ANSWER_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 answer/1");
 
+/// The noma version and the encoding of the rows that say where a
+/// transcript's attribution stopped (`crate::history`'s tail rows).
+const TAIL_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " blocks/3 tail/1");
+
+/// The `document` column of tail rows (one row per transcript path).
+const TAIL_DOCUMENT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
     /// hashes (hex), as [`BlockCache::remember_history`] stored it.
@@ -44,6 +51,19 @@ impl BlockCache {
     /// a slower query later.
     pub(crate) fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
         self.store_history_row(transcript_hash, inputs_hash, ANSWER_ENGINE, answer);
+    }
+
+    /// Where the attribution of the transcript at the path with this hash
+    /// (hex) last stopped, as [`BlockCache::remember_tail`] stored it.
+    pub(crate) fn tail_known(&self, path_hash: &str) -> Option<Vec<u8>> {
+        self.history_row(path_hash, TAIL_DOCUMENT, TAIL_ENGINE)
+    }
+
+    /// Stores where a transcript's attribution stopped (opaque bytes),
+    /// replacing the row before. A failed write only costs a whole replay
+    /// later.
+    pub(crate) fn remember_tail(&self, path_hash: &str, tail: &[u8]) {
+        self.store_history_row(path_hash, TAIL_DOCUMENT, TAIL_ENGINE, tail);
     }
 
     fn history_row(

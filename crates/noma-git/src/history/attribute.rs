@@ -391,11 +391,46 @@ impl Attributor {
         Ok(())
     }
 
-    /// The attribution, with `lines` as the transcript's lines.
-    pub(crate) fn finish(self, lines: Vec<LineRef>) -> Attribution {
+    /// The attribution, with `lines` as the transcript's lines, and the replayed state after its last applied
+    /// record (None before the first), from which [`Attributor::resume`]
+    /// goes on when the transcript grows.
+    pub(crate) fn finish_with_state(self, lines: Vec<LineRef>) -> (Attribution, Option<String>) {
         let mut out = self.lineages.finish();
         out.lines = lines;
-        out
+        (out, self.text)
+    }
+
+    /// Attribution going on from `found` (its lines taken out), the
+    /// attribution of a transcript whose records replayed to `text`: the
+    /// lineages alive in it are the ids of `text`'s blocks.
+    pub(crate) fn resume(mut found: Attribution, text: String) -> Attributor {
+        let mut lineages = Lineages::default();
+        for (lineage, alive) in found.alive.iter_mut().enumerate() {
+            if std::mem::take(alive) {
+                (lineages.alias).insert(found.final_ids[lineage].clone(), lineage);
+            }
+        }
+        for (at, id) in found.ids.iter().enumerate() {
+            lineages.interned.insert(id.clone(), at as u32);
+        }
+        lineages.out = found;
+        let mut a = Attributor {
+            lineages,
+            memo: ParseMemo::new(),
+            text: None,
+            text_sha: None,
+            before: Vec::new(),
+            after: Vec::new(),
+            before_starts: Vec::new(),
+            after_starts: Vec::new(),
+        };
+        blocks_into(&a.memo.parse(&text), &mut a.before);
+        line_starts(
+            text.strip_prefix('\u{feff}').unwrap_or(&text),
+            &mut a.before_starts,
+        );
+        a.text = Some(text);
+        a
     }
 }
 
@@ -759,15 +794,35 @@ mod tests {
 
     /// The same through [`Attributor`].
     fn fast(base: &str, ops: &[Value]) -> Spelled {
+        fast_split(base, ops, None)
+    }
+
+    /// The same, stopped after `split` ops (if given), stored as the
+    /// block cache stores it, and resumed from there.
+    fn fast_split(base: &str, ops: &[Value], split: Option<usize>) -> Spelled {
         let mut a = Attributor::new(Some(base.to_string()));
         let mut text = base.to_string();
         for (i, op) in ops.iter().enumerate() {
+            if split == Some(i) {
+                // One line per record so far, as the stream keeps them.
+                let lines = (0..i as u64)
+                    .map(|k| LineRef {
+                        offset: k,
+                        len: 1,
+                        origin: 0,
+                    })
+                    .collect();
+                let (found, state) = a.finish_with_state(lines);
+                let mut found = Attribution::decode(&found.encode()).expect("decodes");
+                found.lines.clear();
+                a = Attributor::resume(found, state.expect("a state"));
+            }
             let next = noma_core::patch::apply_one(&text, op).expect("applies");
             a.applied(i, i + 1, &record(&text, &next, op))
                 .expect("replays");
             text = next;
         }
-        let out = a.finish(Vec::new());
+        let out = a.finish_with_state(Vec::new()).0;
         let spell = |t: &Touch| RefTouch {
             lineage: t.lineage as usize,
             id_then: out.ids[t.id_then as usize].clone(),
@@ -861,6 +916,19 @@ mod tests {
         ) {
             let ops = applied_ops(BASES[base], &seeds);
             prop_assert_eq!(fast(BASES[base], &ops), reference(BASES[base], &ops), "ops {:?}", ops);
+        }
+
+        /// Attribution stopped after any record, stored and resumed, gives
+        /// what attributing every record at once gives.
+        #[test]
+        fn resumed_attribution_equals_attributing_at_once(
+            base in 0..BASES.len(),
+            seeds in prop::collection::vec((any::<u8>(), 0..64usize, 0..64usize, 0..64usize), 1..24),
+            at in 0..24usize,
+        ) {
+            let ops = applied_ops(BASES[base], &seeds);
+            let split = (!ops.is_empty()).then(|| at % ops.len());
+            prop_assert_eq!(fast_split(BASES[base], &ops, split), fast(BASES[base], &ops), "ops {:?}", ops);
         }
     }
 

@@ -276,7 +276,7 @@ fn shown(
     let statuses = signatures(doc, &entries, |ops| {
         stream::related(&mut file, &found.lines, ops)
     })?;
-    let commits = commits(doc, &inputs.tpath, &entries)?;
+    let commits = commits(doc, &inputs.tpath, &entries, &found.lines)?;
     if answer::file_hash(&inputs.tpath).ok().flatten() != inputs.hash {
         return Err(inputs.error("changed while it was read; run the query again"));
     }
@@ -309,23 +309,31 @@ fn signatures(
 }
 
 /// The commit that introduced each record's line, by op_id; `entries`
-/// were read from the transcript `tpath`, so the blob that is that file
-/// holds them all without being read again.
+/// were read from the transcript `tpath`, whose lines are `lines`, so the
+/// blob that is that file holds them all without being read again, and
+/// an older version shorter than a line's end does not hold it.
 fn commits(
     doc: &Path,
     tpath: &Path,
     entries: &[Entry],
+    lines: &[attribute::LineRef],
 ) -> Result<HashMap<String, String>, HistoryError> {
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
     let Ok(repo) = Repo::discover(dir.unwrap_or(Path::new("."))) else {
         return Ok(HashMap::new());
     };
-    let wanted: HashSet<String> = entries.iter().map(|e| e.record.op_id.clone()).collect();
+    let ends: HashMap<String, u64> = (entries.iter())
+        .filter_map(|e| {
+            let at = lines.get(e.line.checked_sub(1)?)?;
+            Some((e.record.op_id.clone(), at.offset + at.len))
+        })
+        .collect();
+    let wanted: HashSet<String> = ends.keys().cloned().collect();
     let key = memchr::memmem::Finder::new(b"\"op_id\"");
     let found = repo
         .introducing_commits(
             ".noma.patches",
-            (&wanted, repo.worktree_blob_id(tpath)),
+            (&ends, repo.worktree_blob_id(tpath)),
             crate::git::HISTORY_LIMIT,
             |bytes| wanted_op_ids(bytes, &key, &wanted),
         )

@@ -3,6 +3,11 @@
 //! the lines an answer shows (and the few their signatures depend on) are
 //! read again, by offset ([`read_entries`]). No record is held past its
 //! line, so memory follows the document and the answer, not the history.
+//! Where the attribution of a transcript stopped (its length, the hash of
+//! those bytes, the replayed state and what was learned) is kept per
+//! transcript path ([`Tail`]): a transcript that grew by a record or a
+//! commit's worth is hashed up to there, checked, and only its new lines
+//! are replayed.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -35,31 +40,129 @@ pub(super) fn attributed(
     {
         return Ok(found);
     }
-    let found = replay_stream(doc, inputs, hash)
-        .map_err(|e| HistoryError(format!("{}: {e}", inputs.tpath.display())))?;
+    let path_key = tail_key(&inputs.tpath);
+    let tail = cache.tail_known(&path_key).and_then(|b| Tail::decode(&b));
+    let resumed = tail.is_some();
+    let found = match replay_stream(doc, inputs, hash, tail) {
+        // A stored state that does not go on (a damaged row): from the start.
+        Err(_) if resumed => replay_stream(doc, inputs, hash, None),
+        other => other,
+    };
+    let (found, tail) =
+        found.map_err(|e| HistoryError(format!("{}: {e}", inputs.tpath.display())))?;
     cache.remember_history(hash, &text_hash, &found.encode());
+    if let Some(tail) = tail {
+        cache.remember_tail(&path_key, &tail.encode(&found));
+    }
     Ok(found)
 }
 
-/// Replays the transcript a line at a time; Err when a line is no record,
-/// when the records do not replay, or when the bytes read are not the
-/// ones hashed to `hash`.
-fn replay_stream(doc: &Path, inputs: &Inputs, hash: &str) -> Result<Attribution, String> {
+/// The tail row's key: the BLAKE3 of the transcript's path as given.
+fn tail_key(tpath: &Path) -> String {
+    let path = tpath.canonicalize().unwrap_or_else(|_| tpath.to_path_buf());
+    blake3::hash(path.as_os_str().as_encoded_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// Where the attribution of a transcript stopped: the length of its
+/// complete lines then, their BLAKE3, the state their applied records
+/// replayed to (None: none applied yet) and what was learned (its lines
+/// included).
+pub(super) struct Tail {
+    len: u64,
+    prefix: [u8; 32],
+    state: Option<String>,
+    found: Attribution,
+}
+
+/// The first bytes of a tail row.
+const TAIL_MAGIC: &[u8] = b"noma-tail-1\n";
+
+impl Tail {
+    /// The row: the magic, the length, the hash, the state (a flag, its
+    /// length and bytes), then the attribution's own row.
+    fn encode(&self, found: &Attribution) -> Vec<u8> {
+        let state = self.state.as_deref().unwrap_or("");
+        let mut out = Vec::with_capacity(64 + state.len());
+        out.extend_from_slice(TAIL_MAGIC);
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.prefix);
+        out.push(u8::from(self.state.is_some()));
+        out.extend_from_slice(&(state.len() as u64).to_le_bytes());
+        out.extend_from_slice(state.as_bytes());
+        out.extend_from_slice(&found.encode());
+        out
+    }
+
+    /// A tail from its row; None for any other bytes.
+    fn decode(bytes: &[u8]) -> Option<Tail> {
+        let r = bytes.strip_prefix(TAIL_MAGIC)?;
+        let len = u64::from_le_bytes(r.get(..8)?.try_into().ok()?);
+        let prefix: [u8; 32] = r.get(8..40)?.try_into().ok()?;
+        let has_state = *r.get(40)? == 1;
+        let state_len =
+            usize::try_from(u64::from_le_bytes(r.get(41..49)?.try_into().ok()?)).ok()?;
+        let state = r.get(49..49usize.checked_add(state_len)?)?;
+        let state = has_state
+            .then(|| String::from_utf8(state.to_vec()).ok())
+            .flatten();
+        if has_state && state.is_none() {
+            return None;
+        }
+        let found = Attribution::decode(r.get(49 + state_len..)?)?;
+        Some(Tail {
+            len,
+            prefix,
+            state,
+            found,
+        })
+    }
+}
+
+/// Replays the transcript a line at a time (from where `tail` stopped,
+/// when the transcript's first bytes are still the ones it hashed); Err
+/// when a line is no record, when the records do not replay, or when the
+/// bytes read are not the ones hashed to `hash`. Also gives where this
+/// attribution stopped (None: nothing to go on from).
+fn replay_stream(
+    doc: &Path,
+    inputs: &Inputs,
+    hash: &str,
+    tail: Option<Tail>,
+) -> Result<(Attribution, Option<Tail>), String> {
     let mut reader = noma_store::fsio::open_lines(&inputs.tpath).map_err(|e| e.to_string())?;
     let mut hasher = blake3::Hasher::new();
     let (mut raw, mut lines) = (Vec::new(), Vec::new());
     let mut attributor: Option<Attributor> = None;
     let mut offset = 0u64;
+    if let Some(tail) = tail {
+        // Hashed, not parsed: its lines are the tail's.
+        let n = std::io::copy(&mut (&mut reader).take(tail.len), &mut hasher)
+            .map_err(|e| e.to_string())?;
+        if n != tail.len || hasher.clone().finalize().as_bytes() != &tail.prefix {
+            return Err("the transcript is not the one its stored attribution read".into());
+        }
+        let mut found = tail.found;
+        lines = std::mem::take(&mut found.lines);
+        attributor = tail.state.map(|state| Attributor::resume(found, state));
+        offset = tail.len;
+    }
+    // The hash of the complete lines (a torn last line is not part of
+    // where the attribution stopped).
+    let prefix: [u8; 32];
     loop {
         raw.clear();
         let n = reader
             .read_until(b'\n', &mut raw)
             .map_err(|e| e.to_string())?;
-        hasher.update(&raw);
         // The end, or a torn last line: no record (as replay reads it).
         if n == 0 || raw.last() != Some(&b'\n') {
+            prefix = *hasher.clone().finalize().as_bytes();
+            hasher.update(&raw);
             break;
         }
+        hasher.update(&raw);
         let index = lines.len();
         let rec = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
         lines.push(LineRef {
@@ -84,9 +187,16 @@ fn replay_stream(doc: &Path, inputs: &Inputs, hash: &str) -> Result<Attribution,
     if hasher.finalize().to_hex().as_str() != hash {
         return Err("changed while it was read; run the query again".into());
     }
-    Ok(attributor
+    let (found, state) = attributor
         .unwrap_or_else(|| Attributor::new(None))
-        .finish(lines))
+        .finish_with_state(lines);
+    let tail = Tail {
+        len: offset,
+        prefix,
+        state,
+        found: Attribution::default(),
+    };
+    Ok((found, Some(tail)))
 }
 
 /// The text replay starts from, found as `noma replay` finds it, for a

@@ -1,8 +1,14 @@
 //! The commit that introduced each of some transcript lines, found by the
-//! lines' op_ids: history is walked oldest first and a commit's changed
-//! transcripts (against its first parent) are read once, so a line is
-//! found under whatever name its transcript had then (a `git mv` of the
-//! document), and the walk stops as soon as every op_id is placed.
+//! lines' op_ids: history is walked oldest first, a commit's changed
+//! transcripts (against its first parent) are listed with their sizes
+//! (object headers, no content), so a line is found under whatever name
+//! its transcript had then (a `git mv` of the document). Transcripts are
+//! append-only (the hook and reconcile refuse anything else), so a version
+//! holds a line only if it is at least as long as the line's end in the
+//! current transcript: only versions that long are read, the oldest first,
+//! and the walk stops as soon as every op_id is placed. On a long history
+//! that reads the one or two versions that brought the wanted lines, not
+//! every version.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -12,19 +18,30 @@ use git2::{Delta, DiffOptions};
 use super::{libgit2, GitError, Repo};
 use crate::git::Oid;
 
+/// One transcript version a commit brought: the walk's position of the
+/// commit, the blob, and its size (None: not known without fetching it).
+struct Version {
+    commit: usize,
+    blob: Oid,
+    size: Option<u64>,
+}
+
 impl Repo {
     /// For each op_id of `wanted`, the oldest commit reachable from HEAD
     /// (at most `max_commits` visited) whose version of some file ending
     /// with `suffix` holds a line naming it, as `op_ids_of` reads a blob's
-    /// op_ids. An op_id no commit holds (a record not committed yet) is
-    /// absent from the answer. The blob `holds_all` (if any) is known to
-    /// hold every op_id of `wanted` and is not read: the working tree's
-    /// transcript they were read from, when it is that blob
-    /// ([`Repo::worktree_blob_id`]).
+    /// op_ids. Each op_id comes with the byte offset where its line ends
+    /// in the current transcript: a version shorter than that is taken
+    /// not to hold it and is not read (an append-only transcript's older
+    /// versions are its prefixes). An op_id no commit holds (a record not
+    /// committed yet) is absent from the answer. The blob `holds_all` (if
+    /// any) is known to hold every op_id of `wanted` and is not read: the
+    /// working tree's transcript they were read from, when it is that
+    /// blob ([`Repo::worktree_blob_id`]).
     pub(crate) fn introducing_commits(
         &self,
         suffix: &str,
-        (wanted, holds_all): (&HashSet<String>, Option<Oid>),
+        (wanted, holds_all): (&HashMap<String, u64>, Option<Oid>),
         max_commits: usize,
         op_ids_of: impl Fn(&[u8]) -> Vec<String>,
     ) -> Result<HashMap<String, Oid>, GitError> {
@@ -32,23 +49,70 @@ impl Repo {
         let Some(head) = self.head_commit() else {
             return Ok(found);
         };
+        if wanted.is_empty() {
+            return Ok(found);
+        }
         let mut walk = self.repo.revwalk().map_err(libgit2)?;
         walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
             .map_err(libgit2)?;
         walk.push(head.raw()).map_err(libgit2)?;
-        let mut opts = DiffOptions::new();
-        opts.pathspec(format!("*{suffix}"));
-        let mut seen_blobs: HashSet<Oid> = HashSet::new();
         let commits = (walk.take(max_commits))
             .map(|id| id.map(Oid::from_raw))
             .collect::<Result<Vec<_>, _>>()
             .map_err(libgit2)?;
+        let versions = self.versions(&commits, suffix)?;
+        // The ends still unplaced, longest last: a version reaches the
+        // shortest first.
+        let mut open: Vec<(u64, &String)> = wanted.iter().map(|(id, end)| (*end, id)).collect();
+        open.sort_unstable();
         // In a partial clone, the first transcript version that is not
         // here brings every later one in one fetch, not one each.
         let mut batched = false;
+        for v in &versions {
+            let Some(&(shortest, _)) = open.first() else {
+                break;
+            };
+            if v.size.is_some_and(|size| size < shortest) {
+                continue;
+            }
+            // The blob's bytes where libgit2 holds them (no copy of a
+            // long transcript), else as `git cat-file` gives them.
+            let ids: HashSet<String> = if holds_all == Some(v.blob) {
+                wanted.keys().cloned().collect()
+            } else {
+                if !batched && self.lacks_blob(v.blob) {
+                    batched = true;
+                    let rest = self.blobs_changed_in(&commits[v.commit..], suffix)?;
+                    let _ = self.prefetch_blobs(rest);
+                }
+                let ids = match self.repo.find_blob(v.blob.raw()) {
+                    Ok(b) => op_ids_of(b.content()),
+                    Err(_) => op_ids_of(&self.blob(v.blob)?),
+                };
+                ids.into_iter().collect()
+            };
+            open.retain(|(_, id)| {
+                if ids.contains(*id) {
+                    found.insert((*id).clone(), commits[v.commit]);
+                    return false;
+                }
+                true
+            });
+        }
+        Ok(found)
+    }
+
+    /// The transcript versions (files ending with `suffix`) each of
+    /// `commits` adds or changes against its first parent, each blob
+    /// once, at its first commit, with its size from the object's header.
+    fn versions(&self, commits: &[Oid], suffix: &str) -> Result<Vec<Version>, GitError> {
+        let mut opts = DiffOptions::new();
+        opts.pathspec(format!("*{suffix}"));
+        let odb = self.repo.odb().map_err(libgit2)?;
+        let mut seen: HashSet<Oid> = HashSet::new();
+        let mut out = Vec::new();
         for (k, id) in commits.iter().enumerate() {
-            let id = id.raw();
-            let commit = self.repo.find_commit(id).map_err(libgit2)?;
+            let commit = self.repo.find_commit(id.raw()).map_err(libgit2)?;
             let parent = match commit.parent_ids().next() {
                 Some(p) => Some(self.tree_of(Oid::from_raw(p))?),
                 None => None,
@@ -64,35 +128,23 @@ impl Repo {
                     .new_file()
                     .path_bytes()
                     .is_some_and(|p| p.ends_with(suffix.as_bytes()));
-                if d.status() == Delta::Deleted || !named || !seen_blobs.insert(blob) {
+                if d.status() == Delta::Deleted || !named || !seen.insert(blob) {
                     continue;
                 }
-                // The blob's bytes where libgit2 holds them (no copy of a
-                // long transcript), else as `git cat-file` gives them.
-                let ids = if holds_all == Some(blob) {
-                    wanted.iter().cloned().collect()
-                } else {
-                    if !batched && self.lacks_blob(blob) {
-                        batched = true;
-                        let rest = self.blobs_changed_in(&commits[k..], suffix)?;
-                        let _ = self.prefetch_blobs(rest);
-                    }
-                    match self.repo.find_blob(blob.raw()) {
-                        Ok(b) => op_ids_of(b.content()),
-                        Err(_) => op_ids_of(&self.blob(blob)?),
-                    }
-                };
-                for op_id in ids {
-                    if wanted.contains(&op_id) && !found.contains_key(&op_id) {
-                        found.insert(op_id, Oid::from_raw(id));
-                    }
-                }
-            }
-            if found.len() == wanted.len() {
-                break;
+                // A blob a partial clone lacks has no header here either:
+                // its size is not asked of the remote (it is read if need be).
+                let size = odb
+                    .read_header(blob.raw())
+                    .ok()
+                    .map(|(size, _)| size as u64);
+                out.push(Version {
+                    commit: k,
+                    blob,
+                    size,
+                });
             }
         }
-        Ok(found)
+        Ok(out)
     }
 
     /// The id of the blob the index holds for the working tree file
