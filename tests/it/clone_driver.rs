@@ -356,5 +356,8 @@ fn repair_leaves_the_conflict_blocks_the_driver_leaves() {
     assert!(o.status.success(), "{}", text(&o));
     let repaired = r.read("plan.noma");
     assert_eq!(conflict_blocks(&repaired), by_driver, "{repaired}");
-    assert!(repaired.contains("side b") && repaired.contains("main c"), "{repaired}");
+    assert!(
+        repaired.contains("side b") && repaired.contains("main c"),
+        "{repaired}"
+    );
 }
