@@ -252,3 +252,60 @@ fn merging_main_and_reapplying_theirs_as_the_agent_passes_the_pr_check() {
     assert_eq!(last["actor"]["kind"], "agent");
     assert_eq!(last["parent_op_id"], theirs["op_id"]);
 }
+
+/// Found by the team-history simulator (seeds 9, 11, 16, 18, 20, 34 and
+/// 51): pr2 merged main while main held the agent's record of `a`, so pr2
+/// holds an applied copy of it; pr1 then merged main, resolved the
+/// same-block conflict by the driver's printed fix (keeping main's `a`)
+/// and landed, so main holds that record's rejected copy. pr2's next `git
+/// merge main` keeps its applied copy and drops the rejected one (one
+/// record per op), which `noma reconcile --base main` reported as main's
+/// line removed (`transcript-rewritten`).
+#[test]
+fn merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["branch", "pr1"]);
+    r.ok(&["branch", "pr2"]);
+    r.ok(&["checkout", "-q", "pr1"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, pr1's"));
+    r.commit_all("pr1: a");
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.agent_patch("plan.noma", &body_op("b", "beta, pr2's"));
+    r.commit_all("pr2: b");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.commit_all("main: a");
+    let mains = records_at(&r, "main").pop().unwrap();
+    // pr2 is updated first: main's record of `a` arrives as an applied copy.
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.ok(&["merge", "-q", "--no-edit", "main"]);
+    // pr1 is updated, keeps main's `a` by the driver's fix, and lands.
+    r.ok(&["checkout", "-q", "pr1"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    r.write("plan.noma", &doc_with("alpha, main's", "beta"));
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("fix: once no ::conflict block is left, "))
+        .and_then(|(_, rest)| rest.split_once(", before"))
+        .map(|(cmd, _)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "-q", "--no-ff", "--no-edit", "pr1"]);
+    let rejected = records_at(&r, "main")
+        .into_iter()
+        .find(|rec| rec["parent_op_id"] == mains["op_id"] && rec["patch_result"] == "rejected");
+    assert!(rejected.is_some(), "main holds no rejected copy");
+    // pr2 is updated again: the PR check passes.
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.ok(&["merge", "-q", "--no-edit", "main"]);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    assert!(r.read("plan.noma").contains("beta, pr2's"));
+    assert!(r.read("plan.noma").contains("alpha, main's"));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr2"]);
+}
