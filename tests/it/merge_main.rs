@@ -309,3 +309,42 @@ fn merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check() {
     assert!(r.read("plan.noma").contains("alpha, main's"));
     r.ok(&["merge-tree", "--write-tree", "main", "pr2"]);
 }
+
+/// Found by the team-history simulator (a `KNOWN_GAPS` flow): a branch
+/// removed the document with `noma rm` while main patched it; `git merge
+/// main` stopped on git's modify/delete of the document and a conflict of
+/// its transcript, and no message named a command. The driver now names
+/// the one that keeps the removal (the merged transcript holds main's
+/// records as rejected copies), and the hook and the PR check accept the
+/// tombstone that ends with them.
+#[test]
+fn merging_main_into_a_branch_that_removed_a_document_main_patched_converges() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("pr: remove plan");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.commit_all("main: a");
+    let mains = records_at(&r, "main").pop().unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("keeps the removal and the other side's records. fix: "))
+        .map(|(_, cmd)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    assert!(!r.path().join("plan.noma").exists());
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    // Main's record is kept, as a copy.
+    assert!(records_at(&r, "HEAD")
+        .iter()
+        .any(|rec| rec["parent_op_id"] == mains["op_id"]));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}

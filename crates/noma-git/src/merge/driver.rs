@@ -69,6 +69,9 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
             path_sh = shell_word(path),
         ));
     }
+    if let Some(doc) = document_path(path) {
+        messages.extend(kept_removal_fix(call, doc, path));
+    }
     if document_path(path).is_none() {
         // A moved document: the transcripts may be left unpaired.
         let hint = repo.as_ref().and_then(|r| {
@@ -80,6 +83,29 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
     Ok(Driven {
         clean: result.clean,
         messages,
+    })
+}
+
+/// A document removed on our side (`noma rm`) and edited on theirs: git
+/// stops on modify/delete of `doc` and leaves their version in the tree,
+/// while the merged transcript keeps the removal (their edits stay as
+/// rejected copies, so no record is lost). The command that keeps the
+/// removal; recording their edit instead is `git add`, then `noma rm`.
+fn kept_removal_fix(call: &Call<'_>, doc: &str, path: &str) -> Option<String> {
+    use noma_core::transcript::tombstone;
+    let removed = |p: &Path| {
+        noma_store::fsio::open_lines(p)
+            .ok()
+            .and_then(|mut r| tombstone::removal_in(&mut r).ok().flatten())
+            .is_some()
+    };
+    let edited_there = std::fs::read(call.theirs).ok() != std::fs::read(call.base).ok();
+    (removed(call.ours) && !removed(call.theirs) && edited_there).then(|| {
+        format!(
+            "{path}: {doc} was removed here and edited on the other side; the merged transcript keeps the removal and the other side's records. fix: git rm -q --ignore-unmatch {doc_sh} && git add {path_sh}",
+            doc_sh = shell_word(doc),
+            path_sh = shell_word(path),
+        )
     })
 }
 
