@@ -348,3 +348,37 @@ fn merging_main_into_a_branch_that_removed_a_document_main_patched_converges() {
         .any(|rec| rec["parent_op_id"] == mains["op_id"]));
     r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
 }
+
+/// The other way round: main removed the document (`noma rm`) while the
+/// branch patched it. The driver names the command that keeps the edit
+/// (main's removal stays as a rejected copy), and the PR check passes.
+#[test]
+fn merging_main_that_removed_a_document_the_branch_patched_converges() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("main: remove plan");
+    let removal = records_at(&r, "main").pop().unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("then noma rm \"plan.noma\"). fix: "))
+        .map(|(_, cmd)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    assert!(r.read("plan.noma").contains("alpha, the branch's"));
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    assert!(records_at(&r, "HEAD")
+        .iter()
+        .any(|rec| rec["parent_op_id"] == removal["op_id"]));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
