@@ -252,3 +252,133 @@ fn merging_main_and_reapplying_theirs_as_the_agent_passes_the_pr_check() {
     assert_eq!(last["actor"]["kind"], "agent");
     assert_eq!(last["parent_op_id"], theirs["op_id"]);
 }
+
+/// Found by the team-history simulator (seeds 9, 11, 16, 18, 20, 34 and
+/// 51): pr2 merged main while main held the agent's record of `a`, so pr2
+/// holds an applied copy of it; pr1 then merged main, resolved the
+/// same-block conflict by the driver's printed fix (keeping main's `a`)
+/// and landed, so main holds that record's rejected copy. pr2's next `git
+/// merge main` keeps its applied copy and drops the rejected one (one
+/// record per op), which `noma reconcile --base main` reported as main's
+/// line removed (`transcript-rewritten`).
+#[test]
+fn merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["branch", "pr1"]);
+    r.ok(&["branch", "pr2"]);
+    r.ok(&["checkout", "-q", "pr1"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, pr1's"));
+    r.commit_all("pr1: a");
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.agent_patch("plan.noma", &body_op("b", "beta, pr2's"));
+    r.commit_all("pr2: b");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.commit_all("main: a");
+    let mains = records_at(&r, "main").pop().unwrap();
+    // pr2 is updated first: main's record of `a` arrives as an applied copy.
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.ok(&["merge", "-q", "--no-edit", "main"]);
+    // pr1 is updated, keeps main's `a` by the driver's fix, and lands.
+    r.ok(&["checkout", "-q", "pr1"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    r.write("plan.noma", &doc_with("alpha, main's", "beta"));
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("fix: once no ::conflict block is left, "))
+        .and_then(|(_, rest)| rest.split_once(", before"))
+        .map(|(cmd, _)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["merge", "-q", "--no-ff", "--no-edit", "pr1"]);
+    let rejected = records_at(&r, "main")
+        .into_iter()
+        .find(|rec| rec["parent_op_id"] == mains["op_id"] && rec["patch_result"] == "rejected");
+    assert!(rejected.is_some(), "main holds no rejected copy");
+    // pr2 is updated again: the PR check passes.
+    r.ok(&["checkout", "-q", "pr2"]);
+    r.ok(&["merge", "-q", "--no-edit", "main"]);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    assert!(r.read("plan.noma").contains("beta, pr2's"));
+    assert!(r.read("plan.noma").contains("alpha, main's"));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr2"]);
+}
+
+/// Found by the team-history simulator (a `KNOWN_GAPS` flow): a branch
+/// removed the document with `noma rm` while main patched it; `git merge
+/// main` stopped on git's modify/delete of the document and a conflict of
+/// its transcript, and no message named a command. The driver now names
+/// the one that keeps the removal (the merged transcript holds main's
+/// records as rejected copies), and the hook and the PR check accept the
+/// tombstone that ends with them.
+#[test]
+fn merging_main_into_a_branch_that_removed_a_document_main_patched_converges() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("pr: remove plan");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+    r.commit_all("main: a");
+    let mains = records_at(&r, "main").pop().unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("keeps the removal and the other side's records. fix: "))
+        .map(|(_, cmd)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    assert!(!r.path().join("plan.noma").exists());
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    // Main's record is kept, as a copy.
+    assert!(records_at(&r, "HEAD")
+        .iter()
+        .any(|rec| rec["parent_op_id"] == mains["op_id"]));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// The other way round: main removed the document (`noma rm`) while the
+/// branch patched it. The driver names the command that keeps the edit
+/// (main's removal stays as a rejected copy), and the PR check passes.
+#[test]
+fn merging_main_that_removed_a_document_the_branch_patched_converges() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("main: remove plan");
+    let removal = records_at(&r, "main").pop().unwrap();
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("then noma rm \"plan.noma\"). fix: "))
+        .map(|(_, cmd)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    assert!(r.read("plan.noma").contains("alpha, the branch's"));
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "plan.noma"]));
+    assert!(records_at(&r, "HEAD")
+        .iter()
+        .any(|rec| rec["parent_op_id"] == removal["op_id"]));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}

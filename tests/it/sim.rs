@@ -1178,9 +1178,17 @@ const DEFAULT_SEED: u64 = 1;
 /// - `noma rm` of a document that another branch patched. Seed 1 (before
 ///   the generator removed only documents its own pull request added):
 ///   alice removes `d2.noma` on her branch while main's agent patches it;
-///   `git merge origin/main` stops on git's modify/delete conflict of
-///   `d2.noma` and an add/add conflict of `d2.noma.patches`, and no message
-///   names a command that resolves either.
+///   `git merge origin/main` stopped on git's modify/delete conflict of
+///   `d2.noma` and a conflict of `d2.noma.patches`, and no message named a
+///   command. The transcript driver now names one both ways (see
+///   `merge_main::merging_main_into_a_branch_that_removed_a_document_main_patched_converges`
+///   and `merging_main_that_removed_a_document_the_branch_patched_converges`),
+///   but with any document removable, seeds 101, 107 and 108 (base 100)
+///   still stop: the removal meets a `git mv` of the document on the other
+///   side (rename/delete of the document, modify/delete of its sidecar,
+///   which no message resolves); seeds 102 (a rebase stops on
+///   `d1.noma.patches`), 110 (the driver's `noma record` fix is refused)
+///   and 112 (a merge stops on `d1.noma.patches`) are not analysed yet.
 /// - Two branches each starting the transcript of one committed document
 ///   (each one's first patch). Seeds 1, 3, 4, 5, 11 and 16 (before main's
 ///   documents started with a transcript): `git merge origin/main` stops

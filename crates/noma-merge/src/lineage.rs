@@ -14,9 +14,10 @@
 //!    what a textual union of two forks looks like);
 //! 2. every record of `old` after the two transcripts' longest common line
 //!    prefix is still in `new` after it, as the same op: a record with the
-//!    same *origin*, the same `patch_result` (or a rejected copy: an op
-//!    of the other side that conflicted in a merge, kept but not applied)
-//!    and the same op (its
+//!    same *origin*, the same `patch_result` (or a rejected copy on
+//!    either side: an op of the other side that conflicted in a merge,
+//!    kept but not applied, stands for its op whether the other line
+//!    applied it or not) and the same op (its
 //!    `baseHash`, and an `add_block` `position`, may be recomputed, and a
 //!    copy may name a block by the id the other side renamed it to), but
 //!    never the same `op_id` on different bytes (that is a committed line
@@ -300,7 +301,7 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
             ));
         }
         let kept = by_origin.get(origin(r)).is_some_and(|n| {
-            (n.patch_result == r.patch_result || conflicted_copy(n))
+            (n.patch_result == r.patch_result || conflicted_copy(n) || conflicted_copy(r))
                 && (op_key(&n.op) == op_key(&r.op)
                     // A copy follows a block the other side renamed.
                     || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
@@ -319,7 +320,10 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
 /// A rejected copy: the merge driver's record of an op of the other side
 /// that conflicted and was not applied. It keeps the op (rule 2), whatever
 /// its original's result was: the person resolving the conflict records
-/// what they keep after it.
+/// what they keep after it. The other way round too: a line that applied
+/// the op (its original, or an applied copy from an earlier merge) keeps
+/// an older line's rejected copy of it, which the driver drops as the
+/// same origin when the two lines meet.
 fn conflicted_copy(n: &Record) -> bool {
     n.patch_result == noma_core::transcript::PatchResult::Rejected && is_copy(n)
 }

@@ -80,10 +80,44 @@ pub fn run(call: &Call<'_>) -> Result<Driven, String> {
             path_sh = shell_word(path),
         ));
     }
+    if let Some(doc) = document_path(path) {
+        messages.extend(kept_removal_fix(call, doc, path));
+    }
     messages.extend(moved_hint.map(|h| format!("{path}: {h}")));
     Ok(Driven {
         clean: result.clean,
         messages,
+    })
+}
+
+/// A document removed on our side (`noma rm`) and edited on theirs: git
+/// stops on modify/delete of `doc` and leaves their version in the tree,
+/// while the merged transcript keeps the removal (their edits stay as
+/// rejected copies, so no record is lost). The command that keeps the
+/// removal; and, when the other side removed a document we edited, the
+/// one that keeps the edit (`noma rm` after it removes it after all).
+fn kept_removal_fix(call: &Call<'_>, doc: &str, path: &str) -> Option<String> {
+    use noma_core::transcript::tombstone;
+    let removed = |p: &Path| {
+        noma_store::fsio::open_lines(p)
+            .ok()
+            .and_then(|mut r| tombstone::removal_in(&mut r).ok().flatten())
+            .is_some()
+    };
+    let base = std::fs::read(call.base).ok();
+    let edited = |p: &Path| std::fs::read(p).ok() != base;
+    let (doc_sh, path_sh) = (shell_word(doc), shell_word(path));
+    if removed(call.ours) && !removed(call.theirs) && edited(call.theirs) {
+        return Some(format!(
+            "{path}: {doc} was removed here and edited on the other side; the merged transcript keeps the removal and the other side's records. fix: git rm -q --ignore-unmatch {doc_sh} && git add {path_sh}"
+        ));
+    }
+    // The other way round the merged transcript keeps our edit and their
+    // removal as a rejected copy: the document stays unless removed again.
+    (removed(call.theirs) && !removed(call.ours) && edited(call.ours)).then(|| {
+        format!(
+            "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {doc_sh}). fix: git add {doc_sh} {path_sh}"
+        )
     })
 }
 
