@@ -222,19 +222,7 @@ fn run(
     history: Option<mpsc::Sender<HoverJob>>,
 ) -> Result<(), Error> {
     let mut out = Writer::new(output);
-    let mut s = Session {
-        docs: HashMap::new(),
-        guard: settings.guard,
-        history,
-        hovers: 0,
-        shutdown: None,
-        exiting: false,
-        ended: None,
-        links: false,
-        roots: Vec::new(),
-        settings,
-        stage: Stage::Waiting,
-    };
+    let mut s = Session::new(settings, history);
     loop {
         // Changes are analysed once the queue holds no more of them: a
         // burst of keystrokes costs one analysis, not one per keystroke.
@@ -258,18 +246,8 @@ fn run(
                 continue;
             }
             Incoming::Answer(resp) => {
-                out.send(resp.into()).map_err(err)?;
-                s.hovers = s.hovers.saturating_sub(1);
-                if s.hovers == 0 {
-                    if let Some(id) = s.shutdown.take() {
-                        out.send(Response::new_ok(id, ()).into()).map_err(err)?;
-                    }
-                    if s.exiting {
-                        return Ok(());
-                    }
-                    if let Some(why) = s.ended.take() {
-                        return s.end(why);
-                    }
+                if let Some(ended) = s.answered(resp, &mut out)? {
+                    return ended;
                 }
                 continue;
             }
@@ -316,7 +294,46 @@ fn run(
     }
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// A session waiting for `initialize`.
+    fn new(settings: Settings<'a>, history: Option<mpsc::Sender<HoverJob>>) -> Session<'a> {
+        Session {
+            docs: HashMap::new(),
+            guard: settings.guard,
+            history,
+            hovers: 0,
+            shutdown: None,
+            exiting: false,
+            ended: None,
+            links: false,
+            roots: Vec::new(),
+            settings,
+            stage: Stage::Waiting,
+        }
+    }
+
+    /// Sends a history lookup's answer; after the last one pending, what
+    /// waited for it: the `shutdown` answer, then the end of the session
+    /// when `exit` or the end of input came meanwhile (Some: how it ends).
+    fn answered(
+        &mut self,
+        resp: lsp_server::Response,
+        out: &mut Writer<impl Write>,
+    ) -> Result<Option<Result<(), Error>>, Error> {
+        out.send(resp.into()).map_err(err)?;
+        self.hovers = self.hovers.saturating_sub(1);
+        if self.hovers > 0 {
+            return Ok(None);
+        }
+        if let Some(id) = self.shutdown.take() {
+            out.send(Response::new_ok(id, ()).into()).map_err(err)?;
+        }
+        if self.exiting {
+            return Ok(Some(Ok(())));
+        }
+        Ok(self.ended.take().map(|why| self.end(why)))
+    }
+
     /// How the session ends when the client's input does (`why`: the read
     /// error, if any).
     fn end(&self, why: Option<String>) -> Result<(), Error> {
