@@ -37,7 +37,7 @@ use super::line_match::{
 };
 use super::lines::{self, Line};
 use super::slug::{heading_slug, is_js_space};
-use super::yaml::{frontmatter_value, looks_like_yaml_mapping};
+use super::yaml::{looks_like_yaml_mapping, yaml_to_json_value};
 
 /// Openers with more colons than this, or nested deeper than this many
 /// directives, are read as text (and reported), which bounds every walk.
@@ -304,7 +304,7 @@ impl<'a> Parser<'a> {
         } else {
             lines::slice_joined(&self.lines, 2, close as u32)
         };
-        let meta = match frontmatter_value(&raw) {
+        let meta = match yaml_to_json_value(&raw) {
             Ok(Value::Object(m)) => m,
             Ok(Value::Null) if raw.trim().is_empty() => Map::new(),
             Ok(_) => return (Map::new(), None, 0),

@@ -28,39 +28,6 @@ pub fn yaml_to_json_value(raw: &str) -> Result<Value, serde_yaml_ng::Error> {
     Ok(yaml_to_json(value, 0))
 }
 
-/// Frontmatter longer than this is not kept by [`frontmatter_value`].
-const MEMO_MAX_BYTES: usize = 16 * 1024;
-
-thread_local! {
-    /// The last frontmatter converted on this thread and its value.
-    static LAST_FRONTMATTER: std::cell::RefCell<Option<(String, Value)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// [`yaml_to_json_value`] of a document's frontmatter, remembered for the
-/// next call with the same text on this thread: replaying a transcript
-/// parses every state of one document, and a PR check parses each
-/// document's versions several times, nearly always with the same
-/// frontmatter, whose YAML parse was a tenth of the check. Only a
-/// successful conversion is kept (one entry, at most
-/// [`MEMO_MAX_BYTES`]); the answer is the conversion's either way.
-pub(super) fn frontmatter_value(raw: &str) -> Result<Value, serde_yaml_ng::Error> {
-    let hit = LAST_FRONTMATTER.with(|m| {
-        m.borrow()
-            .as_ref()
-            .filter(|(text, _)| text == raw)
-            .map(|(_, v)| v.clone())
-    });
-    if let Some(v) = hit {
-        return Ok(v);
-    }
-    let v = yaml_to_json_value(raw)?;
-    if raw.len() <= MEMO_MAX_BYTES {
-        LAST_FRONTMATTER.with(|m| *m.borrow_mut() = Some((raw.to_string(), v.clone())));
-    }
-    Ok(v)
-}
-
 /// `^[\w"'][\w\s"'.-]*:(?:\s|$)` on the first non-blank, non-comment line.
 pub(super) fn looks_like_yaml_mapping(raw: &str) -> bool {
     let Some(first) = raw
@@ -139,37 +106,6 @@ mod tests {
 
     fn nested(depth: usize, tag: &str) -> String {
         format!("{}x{}", format!("{tag}[").repeat(depth), "]".repeat(depth))
-    }
-
-    /// The remembered frontmatter answers only for its own text: every
-    /// call gives what the conversion gives, a failure included.
-    #[test]
-    fn the_frontmatter_memo_answers_what_the_conversion_answers() {
-        let texts = [
-            "title: A\n",
-            "title: A\n",
-            "title: B\nprofile: research\n",
-            "title: [unclosed\n",
-            "title: B\nprofile: research\n",
-            "title: A\n",
-            "",
-        ];
-        for t in texts {
-            match (frontmatter_value(t), yaml_to_json_value(t)) {
-                (Ok(memo), Ok(plain)) => assert_eq!(memo, plain, "{t:?}"),
-                (Err(_), Err(_)) => {}
-                (memo, plain) => panic!("{t:?}: {memo:?} against {plain:?}"),
-            }
-        }
-        let long = format!("title: \"{}\"\n", "x".repeat(MEMO_MAX_BYTES));
-        assert_eq!(
-            frontmatter_value(&long).ok(),
-            yaml_to_json_value(&long).ok()
-        );
-        assert_eq!(
-            frontmatter_value("title: A\n").unwrap(),
-            json!({"title": "A"})
-        );
     }
 
     #[test]
