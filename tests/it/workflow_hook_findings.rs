@@ -457,3 +457,32 @@ fn a_document_moved_out_of_its_guard_is_reported() {
         assert_eq!(text(&o).trim(), "", "the fix restores the guarded paths");
     }
 }
+
+/// `noma rm` of a document and a similar new one in the same commit: git
+/// pairs the two as a rename, but the removed one's tombstone stays at its
+/// path, so the new document is new, not the old one moved without its
+/// transcript (the hook's `transcript-removed` said so before, with a fix
+/// that would have moved the tombstone). Reconcile agrees.
+#[test]
+fn a_removed_document_and_a_similar_new_one_are_not_a_move() {
+    let r = repo();
+    r.write("plan.noma", &doc("alpha with a body long enough to pair"));
+    assert!(add_commit(&r, "base").0);
+    patch(
+        &r,
+        "plan.noma",
+        "a",
+        "alpha with a body long enough to pair",
+    );
+    assert!(add_commit(&r, "patched").0);
+    r.ok(&["tag", "before"]);
+    common::assert_ran(&r.noma(&["rm", "plan.noma"]));
+    r.write("next.noma", &doc("alpha with a body long enough to pair!"));
+    r.ok(&["add", "-A"]);
+    let status = text(&r.git(&["status", "--porcelain"]));
+    assert!(status.contains("R  plan.noma -> next.noma"), "{status}");
+    let (ok, out) = r.try_commit("removed one, added another");
+    assert!(ok, "{out}");
+    let o = r.noma(&["reconcile", "--base", "before"]);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -207,11 +207,25 @@ impl<'a> Guard<'a> {
                 }
                 continue;
             }
-            // A deleted document is kept in the list: its transcript must go too.
-            let head = ch.old_path.clone().unwrap_or_else(|| ch.path.clone());
+            // A deleted document is kept in the list: its transcript must go
+            // too. git pairs a document removed with `noma rm` with a
+            // similar new one as a rename; its tombstone says it is not.
+            let head = match ch.old_path.as_deref() {
+                Some(old) if !self.removed_in_index(staged, old) => old.to_string(),
+                _ => ch.path.clone(),
+            };
             docs.insert(ch.path.clone(), head);
         }
         docs
+    }
+
+    /// Whether the index holds `doc`'s transcript as a tombstone (its
+    /// last record a removal). A transcript that cannot be read counts as
+    /// none here; its own check reports it.
+    fn removed_in_index(&self, staged: &Staged, doc: &str) -> bool {
+        let tpath = noma_core::transcript::transcript_path(doc);
+        (self.repo.staged_blob(staged, &tpath).ok().flatten())
+            .is_some_and(|t| noma_core::transcript::tombstone::removal(&t).is_some())
     }
 
     /// Which of the documents and their transcripts are staged as
