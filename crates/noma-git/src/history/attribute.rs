@@ -416,13 +416,7 @@ impl Attributor {
         lineages.out = found;
         let mut a = Attributor {
             lineages,
-            memo: ParseMemo::new(),
-            text: None,
-            text_sha: None,
-            before: Vec::new(),
-            after: Vec::new(),
-            before_starts: Vec::new(),
-            after_starts: Vec::new(),
+            ..Attributor::new(None)
         };
         blocks_into(&a.memo.parse(&text), &mut a.before);
         line_starts(
