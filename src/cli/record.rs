@@ -46,13 +46,20 @@ pub fn run(args: Args) -> i32 {
     if let Err(code) = super::noma_path("record", &args.file, false) {
         return code;
     }
-    let guessed = noma_git::actor::default_name(&args.file);
-    let name = args.actor_name.clone().unwrap_or(guessed.name);
-    if args.actor_name.is_none() && !guessed.from_git {
-        eprintln!(
-            "noma record: warning: git has no user.name here, so records name \"{name}\" and commits will fail; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"
-        );
-    }
+    // The name given, else git's (which opens the repository's config).
+    let name = match args.actor_name.clone() {
+        Some(name) => name,
+        None => {
+            let guessed = noma_git::actor::default_name(&args.file);
+            if !guessed.from_git {
+                eprintln!(
+                    "noma record: warning: git has no user.name here, so records name \"{}\" and commits will fail; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
+                    guessed.name
+                );
+            }
+            guessed.name
+        }
+    };
     let actor = Actor {
         kind: ActorKind::Human,
         name,
