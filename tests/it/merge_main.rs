@@ -382,3 +382,54 @@ fn merging_main_that_removed_a_document_the_branch_patched_converges() {
         .any(|rec| rec["parent_op_id"] == removal["op_id"]));
     r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
 }
+
+/// Found by the team-history simulator (seed 45): a branch that moved a
+/// document merges main twice; between the two, main's transcript was
+/// rewritten by a landed PR that had merged main itself (its record first,
+/// main's as a copy). git takes main's transcript whole at the second
+/// merge, so the branch holds main's copy, while its first-parent line
+/// (the first merge) held the original: that copy is main's, not the
+/// branch relabelling its own record (`copy-of-own-record` said so
+/// before), and the PR check passes.
+#[test]
+fn a_copy_made_on_main_is_not_the_branchs_own_after_a_move() {
+    let (r, alice) = signed_repo();
+    // As the simulator runs: signatures warned about, not required (the
+    // genesis record predates the policy).
+    let config = r.read(".noma/config.yml");
+    r.write(
+        ".noma/config.yml",
+        &config.replace("signatures: required", "signatures: warn"),
+    );
+    r.commit_all("signatures: warn");
+    // A signed record first, so the sidecar exists and moves with it.
+    signed_patch(&r, &alice, "alice", &body_op("a", "zero"));
+    r.commit_all("signed");
+    assert!(r.path().join("plan.noma.provenance").exists());
+    r.ok(&["branch", "pr2"]);
+    r.ok(&["checkout", "-q", "-b", "pr3"]);
+    r.ok(&["mv", "plan.noma", "moved.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+    r.ok(&["mv", "plan.noma.provenance", "moved.noma.provenance"]);
+    r.commit_all("move");
+    // pr1 lands: alice's record A on main.
+    r.ok(&["checkout", "-q", "main"]);
+    signed_patch(&r, &alice, "alice", &body_op("a", "one"));
+    r.commit_all("pr1: A");
+    r.ok(&["checkout", "-q", "pr3"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    // pr2 merges main (A becomes a copy after pr2's own record) and lands.
+    r.ok(&["checkout", "-q", "pr2"]);
+    signed_patch(&r, &alice, "alice", &body_op("b", "two"));
+    r.commit_all("pr2: C");
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "pr2"]));
+    // pr3 merges main again: git takes main's rewritten transcript.
+    r.ok(&["checkout", "-q", "pr3"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    let t = r.read("moved.noma.patches");
+    assert!(t.contains("\"parent_op_id\""), "main's copy arrived: {t}");
+    let o = r.noma(&["reconcile", "--base", "main"]);
+    assert!(o.status.success(), "{}", text(&o));
+}

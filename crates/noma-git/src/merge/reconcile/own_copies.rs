@@ -54,6 +54,17 @@ impl Branch<'_> {
         if old != path {
             tpaths.push(transcript_path(old));
         }
+        // A copy the base's transcript holds itself was made on the base's
+        // line (a merge there) and came to the branch with `git merge`: not
+        // the branch's relabelling, whatever its original's history.
+        let base_held: Vec<Vec<u8>> = (tpaths.iter())
+            .filter_map(|t| self.repo.blob_id_at(self.base_tip, t).ok().flatten())
+            .filter_map(|id| self.repo.blob(id).ok())
+            .collect();
+        claims.retain(|c| !base_held.iter().any(|b| held_at(b, &c.op_id).is_some()));
+        if claims.is_empty() {
+            return;
+        }
         let mut read: HashSet<Oid> = HashSet::new();
         // The base's history is left out: its records leave the range
         // when a copy proves equal to one, and are not the branch's own.
