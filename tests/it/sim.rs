@@ -1171,20 +1171,21 @@ pub const KNOWN_GAPS: &str =
     "noma rm vs a patch on another branch; two branches starting one document's transcript";
 
 /// Ignored until the product gaps it finds are fixed (run it with
-/// `--ignored`): at the default seed, 2 of the first 60 histories fail
-/// (60 histories of 30 steps: 120 s on two threads of an idle two-core
-/// machine). Seed 27 fails `noma reconcile --base main` with
-/// `transcript-rewritten` after the update step merged main across a move
-/// whose sides no longer extend the merge base's transcript (records each
-/// side holds as copies after earlier merges both ways); seed 45 with
-/// `copy-of-own-record` after a clean merge of main across a move (the
-/// driver copied a record both sides hold). Both are criss-cross merges
-/// across a move, an item of the issue still open; neither is an
-/// invariant to relax. Fixed since the simulator found them, each with
+/// `--ignored`): at the default seed, 1 of the first 60 histories fails
+/// (60 histories of 30 steps: 88 s on two threads of an idle two-core
+/// machine). Seed 27 fails `noma reconcile --base main` after the update
+/// step merged main across a move whose sides no longer extend the merge
+/// base's transcript (records each side holds as copies after earlier
+/// merges both ways): the hook names `noma repair`, and the repaired
+/// transcript still does not pass as following both parents. A
+/// criss-cross merge across a move, an item of the issue still open; not
+/// an invariant to relax. Fixed since the simulator found them, each with
 /// its named test: the modify/delete and rename/rename stops of a move
-/// meeting a patch (seeds 5, 6, 14, 22, 24, 33, 39: `rename_merge::sim_seed*`)
-/// and the update step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20,
-/// 34, 51, 59: `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`).
+/// meeting a patch (seeds 5, 6, 14, 22, 24, 33, 39: `rename_merge::sim_seed*`),
+/// the update step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20, 34,
+/// 51, 59: `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`)
+/// and main's copy taken for the branch's own (seed 45:
+/// `merge_main::a_copy_made_on_main_is_not_the_branchs_own_after_a_move`).
 #[test]
 #[ignore = "finds open product gaps: see the doc comment for the seeds"]
 fn random_team_histories_keep_every_invariant() {
