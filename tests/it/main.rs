@@ -16,6 +16,7 @@ mod changed_cli;
 mod changed_rename;
 mod clone_driver;
 mod contributing;
+mod decision_checks;
 mod docs_team;
 // The watcher runs on Linux only (inotify).
 #[cfg(target_os = "linux")]

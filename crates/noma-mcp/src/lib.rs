@@ -31,6 +31,7 @@
 pub mod changes;
 pub mod documents;
 pub mod history_tool;
+mod inbound;
 mod notices;
 pub mod op_schema;
 mod out_schema;

@@ -13,7 +13,7 @@ use super::registry::ToolError;
 use super::Context;
 use noma_core::diag::{Diagnostic, Phase, Severity};
 use noma_core::transcript::{self, Record};
-use noma_store::engine::{self, EngineError, Options, RecoveryError, WriteMode};
+use noma_store::engine::{self, EngineCode, EngineError, Options, RecoveryError, WriteMode};
 
 /// The ids of the merge driver's `::conflict` blocks in `text`.
 fn conflict_blocks(text: &str) -> Vec<String> {
@@ -48,8 +48,9 @@ pub fn rejection(records: &[Record]) -> ToolError {
         r.diagnostics.iter().flatten().rev().find(|d| {
             d.severity == Severity::Error
                 && d.phase == Some(Phase::Pre)
-                && !d.code.contains('-')
-                && d.code != "op_list_aborted"
+                && EngineCode::of(d).is_some_and(|c| {
+                    c != EngineCode::Patch(noma_core::patch::PatchErrorCode::OpListAborted)
+                })
         })
     }
     for (i, r) in records.iter().enumerate().rev() {

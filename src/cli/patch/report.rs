@@ -116,7 +116,7 @@ fn record_lines(r: &Record, dry: bool, lines: &mut Vec<String>) {
         if d.code == engine::UNCHANGED_DIAGNOSTICS {
             continue;
         }
-        let engine_code = !d.code.contains('-');
+        let engine_code = engine::EngineCode::of(d).is_some();
         if engine_code
             || r.patch_result == PatchResult::Rejected
                 && d.severity == noma_core::diag::Severity::Error

@@ -67,6 +67,24 @@ pub enum PatchErrorCode {
 }
 
 impl PatchErrorCode {
+    /// Every code, in §3.5's order.
+    pub const ALL: [PatchErrorCode; 9] = [
+        PatchErrorCode::TargetMissing,
+        PatchErrorCode::ParentMissing,
+        PatchErrorCode::IdConflict,
+        PatchErrorCode::InvalidContent,
+        PatchErrorCode::IdAttributeProtected,
+        PatchErrorCode::ShaMismatch,
+        PatchErrorCode::PreValidationBlocked,
+        PatchErrorCode::OpListAborted,
+        PatchErrorCode::UnsupportedOp,
+    ];
+
+    /// The code a wire spelling names, if it names one.
+    pub fn from_wire(code: &str) -> Option<PatchErrorCode> {
+        PatchErrorCode::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {

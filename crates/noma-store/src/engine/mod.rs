@@ -77,6 +77,7 @@ use noma_core::diag::Diagnostic;
 use noma_core::transcript::{Actor, Record};
 
 pub mod capability;
+mod codes;
 mod diagnostic_delta;
 mod durable_io;
 mod planner;
@@ -84,6 +85,7 @@ mod record_maker;
 pub mod recover;
 mod request;
 
+pub use codes::EngineCode;
 pub use diagnostic_delta::UNCHANGED_DIAGNOSTICS;
 pub use durable_io::{commit_request, patch_file, remove_file, repair_file, replay_file};
 pub use planner::{plan, plan_with};

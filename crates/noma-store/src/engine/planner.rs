@@ -89,7 +89,7 @@ fn drift_warning(opts: &Options, pre_sha256: &str) -> Vec<Diagnostic> {
         if !base.eq_ignore_ascii_case(pre_sha256) {
             shared.push(engine_diag(
                 Severity::Warning,
-                "base_sha_drift",
+                super::EngineCode::BaseShaDrift.as_str(),
                 format!(
                     "the document changed since the caller read it: base_sha256 {} but pre_sha256 {}",
                     transcript::short_sha(base),
