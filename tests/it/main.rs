@@ -64,6 +64,7 @@ mod one_truth;
 mod own_docs;
 mod patch_placement;
 mod patch_props;
+mod patch_reads_once;
 mod patch_reference_conformance;
 mod patch_refusals;
 mod path_changes;

@@ -25,6 +25,15 @@ pub(crate) fn user_name(start: &Path) -> Option<String> {
     (!name.is_empty()).then(|| name.to_string())
 }
 
+/// git's `user.name` outside any repository: the global and system
+/// configuration's.
+pub(crate) fn user_name_outside() -> Option<String> {
+    git2::Config::open_default()
+        .ok()?
+        .get_string("user.name")
+        .ok()
+}
+
 /// Sets each `(key, value)` in the config file at `path` (created if
 /// absent).
 pub(crate) fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {

@@ -7,12 +7,15 @@
 //! The shell builds the engine's [`Options`](noma_store::engine::Options)
 //! from it and calls the engine itself (decision `patch-request-one-path`).
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use noma_store::engine::BeforeAppend;
 
+use crate::git::repo::Repo;
 use crate::provenance::writer;
+use noma_provenance::config::Policy;
 use noma_provenance::{Signer, SignerError};
 
 /// What a shell knows of its writer before the repository is asked.
@@ -71,30 +74,41 @@ pub struct WriterContext {
 /// The writer's context for a request on `doc`; fails only when a
 /// configured signing key cannot be used.
 pub fn context(doc: &Path, w: Writer<'_>) -> Result<WriterContext, SignerError> {
+    // The repository is opened and the policy read at most once each, and
+    // only when something asks: the work tree, the git identity, the
+    // genesis check and the signer share them.
+    let dir = doc
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let opened = OnceCell::new();
+    let repo = || opened.get_or_init(|| Repo::open_from(dir).ok()).as_ref();
+    let read = OnceCell::new();
+    let policy = || {
+        read.get_or_init(|| Policy::load(&repo()?.workdir()?).ok())
+            .as_ref()
+    };
     let root = match w.tree {
-        WorkTree::Discover => {
-            let dir = doc
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            crate::git::blob::worktree_root(dir)
-        }
+        WorkTree::Discover => repo().and_then(Repo::workdir),
         WorkTree::Root(r) => Some(r.to_path_buf()),
     };
     let actor_name = w
         .actor_name
-        .unwrap_or_else(|| crate::actor::default_name(doc).name);
-    let (genesis, before_append) = match w.appends_to {
-        None => (false, None),
-        Some(tpath) => (
-            crate::record::first_patch_needs_genesis(doc, tpath),
-            match w.signing {
-                Signing::Configured { key, no_sign } => {
-                    writer::step_in(root.as_deref(), key.as_deref(), no_sign)?
-                }
-                Signing::Signer(signer) => signer.map(writer::signing_step),
-            },
-        ),
+        .unwrap_or_else(|| crate::actor::default_name_in(repo()).name);
+    let Some(tpath) = w.appends_to else {
+        return Ok(WriterContext {
+            root,
+            actor_name,
+            genesis: false,
+            before_append: None,
+        });
+    };
+    let genesis = crate::record::first_patch_needs_genesis(repo, policy, doc, tpath);
+    let before_append = match w.signing {
+        Signing::Configured { key, no_sign } => {
+            writer::step_in(root.as_deref(), repo, policy, key.as_deref(), no_sign)?
+        }
+        Signing::Signer(signer) => signer.map(writer::signing_step),
     };
     Ok(WriterContext {
         root,

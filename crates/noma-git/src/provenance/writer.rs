@@ -14,6 +14,9 @@ use noma_core::transcript::Record;
 use noma_provenance::{key_source, sidecar, Signer, SignerError, ALLOWED_SIGNERS_PATH};
 use noma_store::engine::BeforeAppend;
 
+use crate::git::repo::Repo;
+use noma_provenance::config::Policy;
+
 /// The step a writer runs on its records before appending them: their
 /// signatures appended to the document's sidecar, synced, before the
 /// records themselves (so a kill between the two leaves a signature of a
@@ -75,20 +78,32 @@ fn signer_where(
     flag: Option<&Path>,
     always_git: bool,
 ) -> Result<Option<Signer>, SignerError> {
-    let explicit =
-        flag.is_some() || std::env::var_os(noma_provenance::KEY_ENV).is_some_and(|v| !v.is_empty());
-    // git's key is used only where the policy turns provenance on (or for
-    // an approval); the policy is read only when no key was named.
-    let use_git = !explicit
-        && (always_git
-            || root.is_some_and(|r| {
-                noma_provenance::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
-            }));
+    let policy_on = || {
+        root.is_some_and(|r| {
+            noma_provenance::config::Policy::load(r).is_ok_and(|p| !p.file.provenance.is_off())
+        })
+    };
     let git = |key: &str| -> Option<String> {
         crate::git::repo::Repo::discover(root?)
             .ok()?
             .config_string(key)
     };
+    signer_with(root, flag, || always_git || policy_on(), git)
+}
+
+/// The signer from `flag`, the environment, or (when `use_git` says so,
+/// asked only when no key was named) git's configuration read by `git`.
+fn signer_with(
+    root: Option<&Path>,
+    flag: Option<&Path>,
+    use_git: impl FnOnce() -> bool,
+    git: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Signer>, SignerError> {
+    let explicit =
+        flag.is_some() || std::env::var_os(noma_provenance::KEY_ENV).is_some_and(|v| !v.is_empty());
+    // git's key is used only where the policy turns provenance on (or for
+    // an approval); the policy is asked only when no key was named.
+    let use_git = !explicit && use_git();
     let Some(source) = key_source(flag, use_git, &git) else {
         return Ok(None);
     };
@@ -110,14 +125,23 @@ pub fn step_for(
     Ok(writer_signer(doc, flag)?.map(|s| signing_step(Arc::new(s))))
 }
 
-/// [`step_for`] in the work tree `root` the caller already found.
-pub(crate) fn step_in(
+/// [`step_for`] with what the caller already read: the work tree `root`,
+/// its repository and its policy (a request reads each once).
+pub(crate) fn step_in<'r>(
     root: Option<&Path>,
+    repo: impl Fn() -> Option<&'r Repo>,
+    policy: impl FnOnce() -> Option<&'r Policy>,
     flag: Option<&Path>,
     no_sign: bool,
 ) -> Result<Option<BeforeAppend>, SignerError> {
     if no_sign {
         return Ok(None);
     }
-    Ok(signer_in(root, flag)?.map(|s| signing_step(Arc::new(s))))
+    let signer = signer_with(
+        root,
+        flag,
+        || policy().is_some_and(|p| !p.file.provenance.is_off()),
+        |key| repo()?.config_string(key),
+    )?;
+    Ok(signer.map(|s| signing_step(Arc::new(s))))
 }

@@ -53,7 +53,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::git::repo::GitError;
+use crate::git::repo::{GitError, Repo};
 use location::Location;
 use noma_core::doc::hash::sha256_hex;
 use noma_core::patch::REPLACE_LINES;
@@ -541,20 +541,28 @@ fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), CannotRecord> {
 /// it was committed), and the policy allows the extension op. A
 /// transcript that starts at a committed document needs no genesis: its
 /// first state is found in history by content.
-pub(crate) fn first_patch_needs_genesis(doc_path: &Path, tpath: &Path) -> bool {
+pub(crate) fn first_patch_needs_genesis<'r>(
+    repo: impl FnOnce() -> Option<&'r Repo>,
+    policy: impl FnOnce() -> Option<&'r Policy>,
+    doc_path: &Path,
+    tpath: &Path,
+) -> bool {
     if std::fs::metadata(tpath).is_ok_and(|m| m.len() > 0) {
         return false;
     }
-    let Ok(location) = Location::discover(doc_path) else {
+    let Some(repo) = repo() else {
         return false;
     };
-    if !Policy::load(&location.root).is_ok_and(|p| p.file.record_text_edits) {
+    if !policy().is_some_and(|p| p.file.record_text_edits) {
         return false;
     }
+    let Some(rel) = repo.relative_path(doc_path) else {
+        return false;
+    };
     let Ok(bytes) = fsio::read_regular(doc_path) else {
         return false;
     };
-    match location.repo.head_blob(&location.rel) {
+    match repo.head_blob(&rel) {
         Ok(Some(committed)) => committed != bytes,
         Ok(None) => true,
         Err(_) => false,
