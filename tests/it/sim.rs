@@ -119,13 +119,28 @@ fn must(o: Output, what: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A directory for a history (or the template): on a memory file system
+/// when there is one (`/dev/shm`), since a history is thousands of small
+/// git writes and, beside another job's disk load, copying the template
+/// alone took seconds on the disk against a tenth of one there; else the
+/// system's temp dir.
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(t) = tempfile::Builder::new().prefix("noma-sim").tempdir_in(shm) {
+            return t;
+        }
+    }
+    tempfile::tempdir().unwrap()
+}
+
 /// The template every history copies: `remote.git` (bare, `main` with two
 /// documents and the policy) and clones `alice`, `bob`, `carol` with
 /// noma's hooks and driver, plus the four keys in `keys/`.
 fn template() -> &'static Path {
     static T: OnceLock<tempfile::TempDir> = OnceLock::new();
     T.get_or_init(|| {
-        let t = tempfile::tempdir().unwrap();
+        let t = scratch();
         let root = t.path();
         let git = |dir: &Path, args: &[&str]| {
             let mut c = command(root, dir, "git");
@@ -153,6 +168,12 @@ fn template() -> &'static Path {
             }
         }
         git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        // No `git maintenance run --auto` or `gc --auto` after every
+        // commit, merge, fetch and push (a third of a history's git
+        // processes): histories are short-lived and never large.
+        let remote = root.join("remote.git");
+        git(&remote, &["config", "receive.autogc", "false"]);
+        git(&remote, &["config", "gc.auto", "0"]);
         let a = root.join("alice");
         git(root, &["init", "-q", "-b", "main", "alice"]);
         let mut c = command(root, &a, NOMA);
@@ -207,6 +228,8 @@ fn template() -> &'static Path {
         for who in PEOPLE {
             let dir = root.join(who);
             git(&dir, &["config", "user.name", who]);
+            git(&dir, &["config", "maintenance.auto", "false"]);
+            git(&dir, &["config", "gc.auto", "0"]);
             git(
                 &dir,
                 &["config", "user.email", &format!("{who}@example.com")],
@@ -239,6 +262,8 @@ struct Clone {
     /// Documents this pull request added (the only ones it removes: see
     /// [`KNOWN_GAPS`]).
     own_docs: Vec<String>,
+    /// [`History::remote_changed`] when this clone last fetched.
+    fetched: usize,
 }
 
 struct History {
@@ -255,6 +280,9 @@ struct History {
     /// `parent_op_id` of every record seen: a copy names its original.
     parents: BTreeMap<String, String>,
     landings: usize,
+    /// How often the remote's refs changed (pushes, landings): a clone
+    /// whose last fetch saw the same count has nothing to fetch.
+    remote_changed: usize,
 }
 
 impl History {
@@ -275,6 +303,7 @@ impl History {
                     pr: None,
                     dirty: false,
                     own_docs: Vec::new(),
+                    fetched: 0,
                 })
                 .collect(),
             root,
@@ -287,6 +316,7 @@ impl History {
             landed: BTreeMap::new(),
             parents: BTreeMap::new(),
             landings: 0,
+            remote_changed: 0,
         }
     }
 
@@ -359,6 +389,16 @@ impl History {
         self.run_in(Some(k), "sh", &["-c", cmd])
     }
 
+    /// `git fetch origin` in clone `k`, unless nothing changed in the
+    /// remote since its last fetch (the template's clones have fetched).
+    fn fetch(&mut self, k: usize) -> R {
+        if self.clones[k].fetched != self.remote_changed {
+            self.git_ok(k, &["fetch", "-q", "origin"])?;
+            self.clones[k].fetched = self.remote_changed;
+        }
+        Ok(())
+    }
+
     fn key(&self, who: &str) -> String {
         self.root.join("keys").join(who).display().to_string()
     }
@@ -418,7 +458,7 @@ impl History {
         self.next_pr += 1;
         let name = format!("pr{}", self.next_pr);
         self.note(&format!("## {} opens {name}", PEOPLE[k]));
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         self.git_ok(k, &["checkout", "-q", "-B", &name, "origin/main"])?;
         self.clones[k].pr = Some(name);
         self.clones[k].own_docs.clear();
@@ -589,7 +629,7 @@ impl History {
     /// origin/main` and the commands noma names.
     fn update(&mut self, k: usize) -> R {
         self.note(&format!("## {} merges main into {}", PEOPLE[k], self.pr(k)));
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         let o = self.git(k, &["merge", "-q", "--no-edit", "origin/main"]);
         self.clones[k].dirty = true;
         self.finish(k, Op::Merge, o)
@@ -597,7 +637,7 @@ impl History {
 
     fn rebase(&mut self, k: usize) -> R {
         self.note(&format!("## {} rebases {} on main", PEOPLE[k], self.pr(k)));
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         let o = self.git(k, &["rebase", "-q", "origin/main"]);
         self.clones[k].dirty = true;
         self.finish(k, Op::Rebase, o)
@@ -614,7 +654,7 @@ impl History {
         self.push(j)?;
         let theirs = self.pr(j);
         self.note(&format!("## {} cherry-picks from {theirs}", PEOPLE[k]));
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         let range = format!("origin/main..origin/{theirs}");
         let commits = self.git_ok(k, &["rev-list", "--no-merges", &range])?;
         let commits: Vec<&str> = commits.lines().collect();
@@ -648,7 +688,7 @@ impl History {
     /// change): every older branch must still merge main.
     fn carol_joins(&mut self, k: usize) -> R {
         self.note(&format!("## {} adds carol's key on main", PEOPLE[k]));
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         self.git_ok(k, &["checkout", "-q", "-B", "main", "origin/main"])?;
         let line = std::fs::read_to_string(self.root.join("keys/carol.line")).unwrap();
         let path = self.clones[k].dir.join(".noma/allowed_signers");
@@ -657,6 +697,7 @@ impl History {
         std::fs::write(&path, signers).unwrap();
         self.commit(k, "carol joins")?;
         self.git_ok(k, &["push", "-q", "origin", "main"])?;
+        self.remote_changed += 1;
         self.carol_joined = true;
         self.after_landing()
     }
@@ -669,6 +710,7 @@ impl History {
         if self.clones[k].dirty {
             let pr = self.pr(k);
             self.git_ok(k, &["push", "-q", "-f", "origin", &pr])?;
+            self.remote_changed += 1;
             self.clones[k].dirty = false;
         }
         Ok(())
@@ -828,14 +870,12 @@ impl History {
         let pr = self.pr(k);
         self.update(k)?;
         self.push(k)?;
-        self.check_pr(k)?;
+        let tree = self.check_pr(k)?;
         let squash = self.rng.chance(40);
         self.note(&format!(
             "## {pr} lands ({})",
             if squash { "squash" } else { "merge commit" }
         ));
-        let tree = self.remote_ok(&["merge-tree", "--write-tree", "main", &pr])?;
-        let tree = tree.lines().next().unwrap_or_default().to_string();
         let msg = format!("land {pr}");
         let mut args = vec![
             "-c",
@@ -853,7 +893,8 @@ impl History {
         args.extend(["-m", msg.as_str()]);
         let commit = self.remote_ok(&args)?.trim().to_string();
         self.remote_ok(&["update-ref", "refs/heads/main", &commit])?;
-        for (id, parent, path) in self.records_at(&pr)? {
+        self.remote_changed += 1;
+        for (id, parent, path) in self.records_at(&pr)?.0 {
             self.landed
                 .entry(id.clone())
                 .or_insert(format!("{pr}:{path}"));
@@ -861,7 +902,7 @@ impl History {
                 self.parents.insert(id, p);
             }
         }
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
+        self.fetch(k)?;
         self.git_ok(k, &["checkout", "-q", "-B", "main", "origin/main"])?;
         self.clones[k].pr = None;
         self.clones[k].dirty = false;
@@ -870,8 +911,9 @@ impl History {
     }
 
     /// `noma reconcile --base origin/main` of clone `k`'s pushed branch,
-    /// and plain git's merge of it into main.
-    fn check_pr(&mut self, k: usize) -> R {
+    /// and plain git's merge of it into main: the merged tree, which a
+    /// landing commits.
+    fn check_pr(&mut self, k: usize) -> Result<String, String> {
         let pr = self.pr(k);
         let o = self.noma(k, &["reconcile", "--base", "origin/main"]);
         if !o.status.success() {
@@ -894,14 +936,15 @@ impl History {
         if !o.status.success() {
             return Err(format!("plain git does not merge {pr} into main cleanly"));
         }
-        Ok(())
+        let out = String::from_utf8_lossy(&o.stdout);
+        Ok(out.lines().next().unwrap_or_default().to_string())
     }
 
     /// The invariants after main moved: main replays, no landed record is
     /// lost, every open pull request updates and passes.
     fn after_landing(&mut self) -> R {
         self.note("## invariants");
-        let main = self.records_at("main")?;
+        let (main, files) = self.records_at("main")?;
         let on_main: BTreeSet<&String> = main.iter().map(|(id, _, _)| id).collect();
         for (id, parent, _) in &main {
             if let Some(p) = parent {
@@ -940,9 +983,8 @@ impl History {
         }
         // Main replays, in the clone whose turn it was (fetched).
         let k = 0;
-        self.git_ok(k, &["fetch", "-q", "origin"])?;
-        let files = self.remote_ok(&["ls-tree", "-r", "--name-only", "main"])?;
-        let files: BTreeSet<&str> = files.lines().collect();
+        self.fetch(k)?;
+        let files: BTreeSet<&str> = files.iter().map(String::as_str).collect();
         for doc in files.iter().filter(|f| f.ends_with(".noma")) {
             if !files.contains(format!("{doc}.patches").as_str()) {
                 continue;
@@ -962,19 +1004,61 @@ impl History {
         Ok(())
     }
 
-    /// (op_id, parent_op_id, transcript) of every record of every transcript at `rev`
-    /// in the remote.
-    fn records_at(&mut self, rev: &str) -> Result<Vec<(String, Option<String>, String)>, String> {
+    /// (op_id, parent_op_id, transcript) of every record of every
+    /// transcript at `rev` in the remote, and the paths of `rev`'s tree:
+    /// the transcripts read by one `git cat-file --batch`.
+    #[allow(clippy::type_complexity)]
+    fn records_at(
+        &mut self,
+        rev: &str,
+    ) -> Result<(Vec<(String, Option<String>, String)>, Vec<String>), String> {
         let files = self.remote_ok(&["ls-tree", "-r", "--name-only", rev])?;
+        let files: Vec<String> = files.lines().map(str::to_string).collect();
+        let transcripts: Vec<&String> = files
+            .iter()
+            .filter(|f| f.ends_with(".noma.patches"))
+            .collect();
         let mut out = Vec::new();
-        for t in files.lines().filter(|f| f.ends_with(".noma.patches")) {
-            let mut c = command(&self.root, &self.root.join("remote.git"), "git");
-            c.args(["cat-file", "blob", &format!("{rev}:{t}")]);
-            let o = output(c);
-            if !o.status.success() {
-                return Err(format!("cannot read {rev}:{t}"));
-            }
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
+        if transcripts.is_empty() {
+            return Ok((out, files));
+        }
+        let mut c = command(&self.root, &self.root.join("remote.git"), "git");
+        c.args(["cat-file", "--batch"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().map_err(|e| format!("git cat-file: {e}"))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let names: String = transcripts.iter().map(|t| format!("{rev}:{t}\n")).collect();
+        // Written from a thread: the answers fill the pipe meanwhile.
+        let writer =
+            std::thread::spawn(move || std::io::Write::write_all(&mut stdin, names.as_bytes()));
+        let o = child
+            .wait_with_output()
+            .map_err(|e| format!("git cat-file: {e}"))?;
+        let _ = writer.join();
+        if !o.status.success() {
+            return Err(format!("git cat-file --batch failed at {rev}"));
+        }
+        let mut rest = &o.stdout[..];
+        for t in transcripts {
+            let header_end = rest
+                .iter()
+                .position(|&b| b == b'\n')
+                .ok_or_else(|| format!("cannot read {rev}:{t}"))?;
+            let header = String::from_utf8_lossy(&rest[..header_end]).into_owned();
+            let size: usize = match header.split(' ').collect::<Vec<_>>()[..] {
+                [_, "blob", n] => n.parse().map_err(|_| format!("cannot read {rev}:{t}"))?,
+                _ => return Err(format!("cannot read {rev}:{t}: {header}")),
+            };
+            let (Some(body), Some(after)) = (
+                rest.get(header_end + 1..header_end + 1 + size),
+                rest.get(header_end + 2 + size..),
+            ) else {
+                return Err(format!("cannot read {rev}:{t}: cut short"));
+            };
+            rest = after;
+            for line in String::from_utf8_lossy(body).lines() {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                     continue;
                 };
@@ -984,7 +1068,7 @@ impl History {
                 }
             }
         }
-        Ok(out)
+        Ok((out, files))
     }
 }
 
@@ -1094,7 +1178,7 @@ fn keep_side(text: &str, ours: bool) -> Option<String> {
 
 /// Runs one history of `steps` steps; on failure, the report to print.
 fn run_history(seed: u64, steps: usize) -> Result<usize, String> {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch();
     let mut h = History::new(seed, tmp.path());
     let mut result = Ok(());
     for _ in 0..steps {
