@@ -35,8 +35,11 @@
 //! every message followed.
 //!
 //! Cost: keys, the remote and three clones set up by `noma init` are made
-//! once per test binary and copied with `cp -r` per history; landings run
-//! in the bare remote without a work tree.
+//! once per run and copied with `cp -r` per history, on `/dev/shm` when it
+//! exists; git's automatic maintenance is off in them; a clone fetches
+//! only when the remote changed; a revision's transcripts are read by one
+//! `git cat-file --batch`; landings run in the bare remote without a work
+//! tree, committing the tree the PR check's `merge-tree` computed.
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,7 +47,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use crate::common::{env_number, text, Rng, NOMA};
 
@@ -136,109 +139,105 @@ fn scratch() -> tempfile::TempDir {
 
 /// The template every history copies: `remote.git` (bare, `main` with two
 /// documents and the policy) and clones `alice`, `bob`, `carol` with
-/// noma's hooks and driver, plus the four keys in `keys/`.
-fn template() -> &'static Path {
-    static T: OnceLock<tempfile::TempDir> = OnceLock::new();
-    T.get_or_init(|| {
-        let t = scratch();
-        let root = t.path();
-        let git = |dir: &Path, args: &[&str]| {
-            let mut c = command(root, dir, "git");
-            c.args(args);
-            must(output(c), &format!("git {args:?}"))
-        };
-        std::fs::create_dir_all(root.join("keys")).unwrap();
-        let mut signers = String::new();
-        for who in ["alice", "bob", "carol", "bot"] {
-            let key = root.join("keys").join(who);
-            let mut c = command(root, root, "ssh-keygen");
-            c.args(["-q", "-t", "ed25519", "-N", "", "-C", who, "-f"])
-                .arg(&key);
-            must(output(c), "ssh-keygen");
-            let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-            let principal = if who == "bot" {
-                "bot@agents.example".to_string()
-            } else {
-                format!("{who}@example.com")
-            };
-            let line = format!("{principal} namespaces=\"noma\" {}\n", public.trim());
-            std::fs::write(root.join("keys").join(format!("{who}.line")), &line).unwrap();
-            if who != "carol" {
-                signers.push_str(&line);
-            }
-        }
-        git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-        // No `git maintenance run --auto` or `gc --auto` after every
-        // commit, merge, fetch and push (a third of a history's git
-        // processes): histories are short-lived and never large.
-        let remote = root.join("remote.git");
-        git(&remote, &["config", "receive.autogc", "false"]);
-        git(&remote, &["config", "gc.auto", "0"]);
-        let a = root.join("alice");
-        git(root, &["init", "-q", "-b", "main", "alice"]);
-        let mut c = command(root, &a, NOMA);
-        c.arg("init");
-        must(output(c), "noma init");
-        let mut config = std::fs::read_to_string(a.join(".noma/config.yml")).unwrap();
-        config.push_str(
-            "provenance:\n  signatures: warn\n  agent_principals: [\"*@agents.example\"]\n",
-        );
-        std::fs::write(a.join(".noma/config.yml"), config).unwrap();
-        std::fs::write(a.join(".noma/allowed_signers"), signers).unwrap();
-        // Main's documents start with a transcript (a genesis record
-        // signed by alice): see KNOWN_GAPS for two branches starting one.
-        for d in ["d1", "d2"] {
-            std::fs::write(a.join(format!("{d}.noma")), document(d)).unwrap();
-            let key = root.join("keys/alice");
-            let mut c = command(root, &a, NOMA);
-            c.args([
-                "record",
-                &format!("{d}.noma"),
-                "--actor-name",
-                "alice",
-                "--key",
-            ])
+/// noma's hooks and driver, plus the four keys in `keys/`. Made once per
+/// run and removed with it.
+fn template() -> tempfile::TempDir {
+    let t = scratch();
+    let root = t.path();
+    let git = |dir: &Path, args: &[&str]| {
+        let mut c = command(root, dir, "git");
+        c.args(args);
+        must(output(c), &format!("git {args:?}"))
+    };
+    std::fs::create_dir_all(root.join("keys")).unwrap();
+    let mut signers = String::new();
+    for who in ["alice", "bob", "carol", "bot"] {
+        let key = root.join("keys").join(who);
+        let mut c = command(root, root, "ssh-keygen");
+        c.args(["-q", "-t", "ed25519", "-N", "", "-C", who, "-f"])
             .arg(&key);
-            must(output(c), "noma record (genesis)");
+        must(output(c), "ssh-keygen");
+        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+        let principal = if who == "bot" {
+            "bot@agents.example".to_string()
+        } else {
+            format!("{who}@example.com")
+        };
+        let line = format!("{principal} namespaces=\"noma\" {}\n", public.trim());
+        std::fs::write(root.join("keys").join(format!("{who}.line")), &line).unwrap();
+        if who != "carol" {
+            signers.push_str(&line);
         }
-        git(&a, &["add", "-A"]);
+    }
+    git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+    // No `git maintenance run --auto` or `gc --auto` after every
+    // commit, merge, fetch and push (a third of a history's git
+    // processes): histories are short-lived and never large.
+    let remote = root.join("remote.git");
+    git(&remote, &["config", "receive.autogc", "false"]);
+    git(&remote, &["config", "gc.auto", "0"]);
+    let a = root.join("alice");
+    git(root, &["init", "-q", "-b", "main", "alice"]);
+    let mut c = command(root, &a, NOMA);
+    c.arg("init");
+    must(output(c), "noma init");
+    let mut config = std::fs::read_to_string(a.join(".noma/config.yml")).unwrap();
+    config
+        .push_str("provenance:\n  signatures: warn\n  agent_principals: [\"*@agents.example\"]\n");
+    std::fs::write(a.join(".noma/config.yml"), config).unwrap();
+    std::fs::write(a.join(".noma/allowed_signers"), signers).unwrap();
+    // Main's documents start with a transcript (a genesis record
+    // signed by alice): see KNOWN_GAPS for two branches starting one.
+    for d in ["d1", "d2"] {
+        std::fs::write(a.join(format!("{d}.noma")), document(d)).unwrap();
+        let key = root.join("keys/alice");
+        let mut c = command(root, &a, NOMA);
+        c.args([
+            "record",
+            &format!("{d}.noma"),
+            "--actor-name",
+            "alice",
+            "--key",
+        ])
+        .arg(&key);
+        must(output(c), "noma record (genesis)");
+    }
+    git(&a, &["add", "-A"]);
+    git(
+        &a,
+        &[
+            "-c",
+            "user.name=alice",
+            "-c",
+            "user.email=alice@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "start",
+        ],
+    );
+    git(&a, &["remote", "add", "origin", "../remote.git"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    for who in ["bob", "carol"] {
+        git(root, &["clone", "-q", "remote.git", who]);
+        let dir = root.join(who);
+        git(&dir, &["remote", "set-url", "origin", "../remote.git"]);
+        let mut c = command(root, &dir, NOMA);
+        c.args(["hooks", "install"]);
+        must(output(c), "noma hooks install");
+    }
+    for who in PEOPLE {
+        let dir = root.join(who);
+        git(&dir, &["config", "user.name", who]);
+        git(&dir, &["config", "maintenance.auto", "false"]);
+        git(&dir, &["config", "gc.auto", "0"]);
         git(
-            &a,
-            &[
-                "-c",
-                "user.name=alice",
-                "-c",
-                "user.email=alice@example.com",
-                "commit",
-                "-q",
-                "-m",
-                "start",
-            ],
+            &dir,
+            &["config", "user.email", &format!("{who}@example.com")],
         );
-        git(&a, &["remote", "add", "origin", "../remote.git"]);
-        git(&a, &["push", "-q", "origin", "main"]);
-        for who in ["bob", "carol"] {
-            git(root, &["clone", "-q", "remote.git", who]);
-            let dir = root.join(who);
-            git(&dir, &["remote", "set-url", "origin", "../remote.git"]);
-            let mut c = command(root, &dir, NOMA);
-            c.args(["hooks", "install"]);
-            must(output(c), "noma hooks install");
-        }
-        for who in PEOPLE {
-            let dir = root.join(who);
-            git(&dir, &["config", "user.name", who]);
-            git(&dir, &["config", "maintenance.auto", "false"]);
-            git(&dir, &["config", "gc.auto", "0"]);
-            git(
-                &dir,
-                &["config", "user.email", &format!("{who}@example.com")],
-            );
-            git(&dir, &["fetch", "-q", "origin"]);
-        }
-        t
-    })
-    .path()
+        git(&dir, &["fetch", "-q", "origin"]);
+    }
+    t
 }
 
 /// What a history failed on: the invariant or the step that could not
@@ -286,11 +285,11 @@ struct History {
 }
 
 impl History {
-    fn new(seed: u64, dir: &Path) -> History {
+    fn new(seed: u64, dir: &Path, template: &Path) -> History {
         let root = dir.join("h");
         let o = Command::new("cp")
             .arg("-r")
-            .arg(template())
+            .arg(template)
             .arg(&root)
             .output()
             .expect("cp");
@@ -636,8 +635,17 @@ impl History {
     }
 
     fn rebase(&mut self, k: usize) -> R {
-        self.note(&format!("## {} rebases {} on main", PEOPLE[k], self.pr(k)));
         self.fetch(k)?;
+        // A branch that merged main is updated by merging it again (see
+        // KNOWN_GAPS: a rebase dropping that merge).
+        if !self
+            .git_ok(k, &["rev-list", "--merges", "origin/main..HEAD"])?
+            .trim()
+            .is_empty()
+        {
+            return self.update(k);
+        }
+        self.note(&format!("## {} rebases {} on main", PEOPLE[k], self.pr(k)));
         let o = self.git(k, &["rebase", "-q", "origin/main"]);
         self.clones[k].dirty = true;
         self.finish(k, Op::Rebase, o)
@@ -1177,9 +1185,9 @@ fn keep_side(text: &str, ours: bool) -> Option<String> {
 }
 
 /// Runs one history of `steps` steps; on failure, the report to print.
-fn run_history(seed: u64, steps: usize) -> Result<usize, String> {
+fn run_history(seed: u64, steps: usize, template: &Path) -> Result<usize, String> {
     let tmp = scratch();
-    let mut h = History::new(seed, tmp.path());
+    let mut h = History::new(seed, tmp.path(), template);
     let mut result = Ok(());
     for _ in 0..steps {
         let k = h.rng.below(PEOPLE.len());
@@ -1251,8 +1259,20 @@ const DEFAULT_SEED: u64 = 1;
 ///   signatures bind the document's lineage, its transcript's first
 ///   record, which differs on the two sides) or, after a rename, on
 ///   `transcript-fork` at line 0; the hook's fix names no command.
+/// - `git rebase origin/main` of a branch that merged main before (the
+///   rebase drops the merge and re-picks the branch's commits onto main).
+///   Seeds 81, 85, 125 and 175 (default run of 200, base 1): the branch's
+///   merge of main resolved a same-block conflict; re-picking the
+///   branch's record of that block, the document's driver rebased it onto
+///   main's without a conflict while the transcript's driver reported
+///   one, and no message named a command; `git add -A` and `git rebase
+///   --continue` (which runs no hook) committed a transcript that does not
+///   explain the document (`replay-diverged` in `noma reconcile`, whose
+///   `noma record` advice is worded as prose), or (seed 85) later merges
+///   of main stopped on `transcript-fork`. Such a branch is updated by
+///   merging main instead.
 pub const KNOWN_GAPS: &str =
-    "noma rm vs a patch on another branch; two branches starting one document's transcript";
+    "noma rm vs a patch on another branch; two branches starting one document's transcript; a rebase of a branch that merged main";
 
 /// Ignored until the product gaps it finds are fixed (run it with
 /// `--ignored`): at the default seed, 1 of the first 60 histories fails
@@ -1289,7 +1309,7 @@ fn random_team_histories_keep_every_invariant() {
     // for more (to see several kinds at once).
     let max_failures = env_number("NOMA_SIM_MAX_FAILURES").unwrap_or(1) as usize;
     eprintln!("sim: seed {seed}, {histories} histories of {steps} steps on {threads} threads (not generated yet: {KNOWN_GAPS})");
-    template();
+    let template = template();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let failures = Mutex::new(Vec::new());
@@ -1301,7 +1321,7 @@ fn random_team_histories_keep_every_invariant() {
                 if i >= histories || stop.load(Ordering::SeqCst) {
                     break;
                 }
-                match run_history(seed.wrapping_add(i as u64), steps) {
+                match run_history(seed.wrapping_add(i as u64), steps, template.path()) {
                     Ok(n) => {
                         landings.fetch_add(n, Ordering::SeqCst);
                     }
