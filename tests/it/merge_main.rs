@@ -433,3 +433,37 @@ fn a_copy_made_on_main_is_not_the_branchs_own_after_a_move() {
     let o = r.noma(&["reconcile", "--base", "main"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// Found by the simulator (seed 27, after merges both ways across a move):
+/// main and the branch made the same change, so main's record arrives in
+/// `git merge main` as a copy that changes nothing (`noop`). The hook let
+/// the merge through, but `noma reconcile --base main` reported main's
+/// applied record as `transcript-rewritten`: only a rejected copy stood
+/// for its op. A no-op copy keeps it too (its effect is in the state).
+#[test]
+fn sim_seed_27_main_making_the_branchs_change_again_passes_the_pr_check() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "the same"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    r.agent_patch("plan.noma", &body_op("a", "the same"));
+    r.commit_all("main: a");
+    r.ok(&["checkout", "-q", "pr"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    let main_rec = records_at(&r, "main").pop().unwrap();
+    let copy = records_at(&r, "HEAD").pop().unwrap();
+    assert_eq!(copy["parent_op_id"], main_rec["op_id"]);
+    assert_eq!(copy["patch_result"], "noop");
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+    // A removed record is still refused: the copy dropped.
+    let t = r.read("plan.noma.patches");
+    let kept: String = t.lines().take(2).map(|l| format!("{l}\n")).collect();
+    r.write("plan.noma.patches", &kept);
+    r.ok(&["add", "-A"]);
+    r.ok(&["commit", "-q", "--no-verify", "-m", "drop main's copy"]);
+    let (code, out) = reconcile(&r);
+    assert_ne!(code, 0, "{out}");
+}

@@ -14,9 +14,10 @@
 //!    what a textual union of two forks looks like);
 //! 2. every record of `old` after the two transcripts' longest common line
 //!    prefix is still in `new` after it, as the same op: a record with the
-//!    same *origin*, the same `patch_result` (or a rejected copy on
-//!    either side: an op of the other side that conflicted in a merge,
-//!    kept but not applied, stands for its op whether the other line
+//!    same *origin*, the same `patch_result` (or a copy that applied
+//!    nothing on either side: an op of the other side that conflicted in
+//!    a merge, kept but not applied, or that found its effect already in
+//!    the state (a no-op), stands for its op whether the other line
 //!    applied it or not) and the same op (its
 //!    `baseHash`, and an `add_block` `position`, may be recomputed, and a
 //!    copy may name a block by the id the other side renamed it to), but
@@ -301,7 +302,7 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
             ));
         }
         let kept = by_origin.get(origin(r)).is_some_and(|n| {
-            (n.patch_result == r.patch_result || conflicted_copy(n) || conflicted_copy(r))
+            (n.patch_result == r.patch_result || unapplied_copy(n) || unapplied_copy(r))
                 && (op_key(&n.op) == op_key(&r.op)
                     // A copy follows a block the other side renamed.
                     || is_copy(n) && untargeted(&n.op) == untargeted(&r.op))
@@ -317,15 +318,21 @@ fn keeps_every_op(orecs: &[Record], nrecs: &[Record], common: usize) -> Result<(
     Ok(())
 }
 
-/// A rejected copy: the merge driver's record of an op of the other side
-/// that conflicted and was not applied. It keeps the op (rule 2), whatever
-/// its original's result was: the person resolving the conflict records
-/// what they keep after it. The other way round too: a line that applied
-/// the op (its original, or an applied copy from an earlier merge) keeps
-/// an older line's rejected copy of it, which the driver drops as the
-/// same origin when the two lines meet.
-fn conflicted_copy(n: &Record) -> bool {
-    n.patch_result == noma_core::transcript::PatchResult::Rejected && is_copy(n)
+/// A copy that applied nothing: rejected (the merge driver's record of an
+/// op of the other side that conflicted and was not applied) or a no-op
+/// (the op re-applied onto a state that already held its effect, as when
+/// both lines resolved a conflict to the same text). It keeps the op (rule
+/// 2), whatever its original's result was: the person resolving the
+/// conflict records what they keep after it, and a no-op's effect is in
+/// the state it replays from. The other way round too: a line that
+/// applied the op (its original, or an applied copy from an earlier merge)
+/// keeps an older line's unapplied copy of it, which the driver drops as
+/// the same origin when the two lines meet.
+fn unapplied_copy(n: &Record) -> bool {
+    matches!(
+        n.patch_result,
+        noma_core::transcript::PatchResult::Rejected | noma_core::transcript::PatchResult::Noop
+    ) && is_copy(n)
 }
 
 /// Rule 1: no origin occurs twice among `new`'s records.
