@@ -176,11 +176,7 @@ fn replay_stream(
         }
         let a = match &mut attributor {
             Some(a) => a,
-            None => attributor.insert(Attributor::new(base_text(
-                doc,
-                inputs,
-                &rec.pre_sha256,
-            )?)),
+            None => attributor.insert(Attributor::new(base_text(doc, inputs, &rec.pre_sha256)?)),
         };
         a.applied(index, index + 1, &rec)?;
     }

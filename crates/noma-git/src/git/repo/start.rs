@@ -289,7 +289,10 @@ mod tests {
         git(d, &["merge", "-q", "--no-ff", "-m", "merge", "side"]);
         let (walk, line) = both(d, "b.noma.patches");
         assert_eq!(walk.len(), 5);
-        assert_eq!(line, None, "a merge: the first-parent line is not the history");
+        assert_eq!(
+            line, None,
+            "a merge: the first-parent line is not the history"
+        );
     }
 
     #[test]
@@ -326,7 +329,10 @@ mod tests {
                 })
                 .unwrap();
                 assert_eq!(got, (first < n).then_some(first), "n {n} first {first}");
-                assert!(asked <= 2 + (n as f64).log2().ceil() as usize, "n {n}: {asked} asks");
+                assert!(
+                    asked <= 2 + (n as f64).log2().ceil() as usize,
+                    "n {n}: {asked} asks"
+                );
             }
         }
     }
