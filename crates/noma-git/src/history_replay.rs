@@ -93,19 +93,35 @@ pub(crate) fn wanted_base(first_pre: Option<&str>, doc: &str) -> Option<String> 
 
 /// The version of the working-tree document `doc` whose sha256 is `sha`,
 /// from its git history, and what was searched (Err: why nothing was).
+/// The versions where its transcript (`transcript`, default
+/// [`engine::default_transcript_path`]) started are tried first
+/// ([`Repo::transcript_start_documents`]): a transcript's first record
+/// usually starts there, and the search by content reads every version.
 pub(crate) fn find_in_worktree_history(
     doc: &Path,
+    transcript: Option<&Path>,
     sha: &str,
 ) -> (Option<String>, Result<String, String>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let repo = match Repo::discover(dir) {
-        Ok(r) => r,
-        Err(_) => return (None, Err("not in a git repository".into())),
+    find_in_repo_history(Repo::discover(dir).ok().as_ref(), doc, transcript, sha)
+}
+
+/// [`find_in_worktree_history`] in the repository `repo` (None: not in
+/// one), for a caller that reads more of it with the same handle (whose
+/// object cache then serves the commits this search read).
+pub(crate) fn find_in_repo_history(
+    repo: Option<&Repo>,
+    doc: &Path,
+    transcript: Option<&Path>,
+    sha: &str,
+) -> (Option<String>, Result<String, String>) {
+    let Some(repo) = repo else {
+        return (None, Err("not in a git repository".into()));
     };
-    let Some(rel) = relative_path(&repo, doc) else {
+    let Some(rel) = relative_path(repo, doc) else {
         return (
             None,
             Err(format!(
@@ -114,7 +130,15 @@ pub(crate) fn find_in_worktree_history(
             )),
         );
     };
-    let found = crate::merge::doc_finder(Some(&repo), &rel, Vec::new())(sha);
+    let tpath: PathBuf =
+        transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
+    let known = relative_path(repo, &tpath)
+        .and_then(|t| {
+            repo.transcript_start_documents(&rel, &t, crate::git::HISTORY_LIMIT)
+                .ok()
+        })
+        .unwrap_or_default();
+    let found = crate::merge::doc_finder(Some(repo), &rel, known)(sha);
     (
         found,
         Ok(format!(
@@ -156,7 +180,7 @@ pub fn replay_worktree(
     let mut lookup: Option<BaseLookup> = None;
     let mut find = |first_pre: Option<&str>, text: &str| -> Option<String> {
         let sha = wanted_base(first_pre, text)?;
-        let (found, searched) = find_in_worktree_history(doc, &sha);
+        let (found, searched) = find_in_worktree_history(doc, transcript, &sha);
         lookup = Some(BaseLookup::new(sha, found.is_some(), searched));
         found
     };
@@ -290,7 +314,7 @@ mod tests {
             "{} is inside a git repository",
             tmp.path().display()
         );
-        let (found, searched) = find_in_worktree_history(&doc, &sha256_hex(b"# B\n"));
+        let (found, searched) = find_in_worktree_history(&doc, None, &sha256_hex(b"# B\n"));
         assert_eq!(found, None);
         assert_eq!(searched, Err("not in a git repository".to_string()));
     }
@@ -308,14 +332,14 @@ mod tests {
         git(d, &["add", "-A"]);
         git(d, &["commit", "-q", "-m", "two"]);
         let doc = d.join("new.noma");
-        let (found, searched) = find_in_worktree_history(&doc, &sha256_hex(b"# Old\n"));
+        let (found, searched) = find_in_worktree_history(&doc, None, &sha256_hex(b"# Old\n"));
         assert_eq!(found.as_deref(), Some("# Old\n"));
         let searched = searched.expect("searched");
         assert!(
             searched.starts_with("the git history reachable from HEAD"),
             "{searched}"
         );
-        let (found, _) = find_in_worktree_history(&doc, &sha256_hex(b"# Never\n"));
+        let (found, _) = find_in_worktree_history(&doc, None, &sha256_hex(b"# Never\n"));
         assert_eq!(found, None);
     }
 

@@ -202,6 +202,10 @@ struct Inputs {
     text: String,
     tpath: std::path::PathBuf,
     hash: Option<String>,
+    /// The document's repository, opened once when first needed: the
+    /// base search and the commit search read the same commits, which
+    /// one handle's object cache then holds.
+    repo: std::cell::OnceCell<Option<Repo>>,
 }
 
 impl Inputs {
@@ -217,13 +221,28 @@ impl Inputs {
         };
         let hash = answer::file_hash(&tpath)
             .map_err(|e| HistoryError(format!("{}: {e}", tpath.display())))?;
-        Ok(Inputs { text, tpath, hash })
+        Ok(Inputs {
+            text,
+            tpath,
+            hash,
+            repo: std::cell::OnceCell::new(),
+        })
     }
 
     /// The answer cache's key for `question` (None: not cached, as when
     /// there is no transcript: nothing to replay).
     fn key(&self, doc: &Path, question: &str) -> Option<(String, String)> {
         answer::key(doc, self.hash.as_deref()?, &self.text, question)
+    }
+
+    /// The repository the document is in (None: not in one).
+    fn repo(&self, doc: &Path) -> Option<&Repo> {
+        self.repo
+            .get_or_init(|| {
+                let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
+                Repo::discover(dir.unwrap_or(Path::new("."))).ok()
+            })
+            .as_ref()
     }
 
     fn error(&self, e: impl std::fmt::Display) -> HistoryError {
@@ -276,7 +295,7 @@ fn shown(
     let statuses = signatures(doc, &entries, |ops| {
         stream::related(&mut file, &found.lines, ops)
     })?;
-    let commits = commits(doc, &inputs.tpath, &entries, &found.lines)?;
+    let commits = commits(inputs.repo(doc), &inputs.tpath, &entries, &found.lines)?;
     if answer::file_hash(&inputs.tpath).ok().flatten() != inputs.hash {
         return Err(inputs.error("changed while it was read; run the query again"));
     }
@@ -313,13 +332,12 @@ fn signatures(
 /// blob that is that file holds them all without being read again, and
 /// an older version shorter than a line's end does not hold it.
 fn commits(
-    doc: &Path,
+    repo: Option<&Repo>,
     tpath: &Path,
     entries: &[Entry],
     lines: &[attribute::LineRef],
 ) -> Result<HashMap<String, String>, HistoryError> {
-    let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
-    let Ok(repo) = Repo::discover(dir.unwrap_or(Path::new("."))) else {
+    let Some(repo) = repo else {
         return Ok(HashMap::new());
     };
     let ends: HashMap<String, u64> = (entries.iter())
@@ -332,7 +350,7 @@ fn commits(
     let key = memchr::memmem::Finder::new(b"\"op_id\"");
     let found = repo
         .introducing_commits(
-            ".noma.patches",
+            (".noma.patches", repo.relative_path(tpath).as_deref()),
             (&ends, repo.worktree_blob_id(tpath)),
             crate::git::HISTORY_LIMIT,
             |bytes| wanted_op_ids(bytes, &key, &wanted),

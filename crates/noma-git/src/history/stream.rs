@@ -17,7 +17,7 @@ use std::path::Path;
 use super::attribute::{Attribution, Attributor, LineRef};
 use super::{HistoryError, Inputs};
 use crate::cache::BlockCache;
-use crate::history_replay::{find_in_worktree_history, wanted_base};
+use crate::history_replay::{find_in_repo_history, wanted_base};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{parse_record, Entry, PatchResult};
 use noma_provenance::canonical::fingerprint;
@@ -176,11 +176,7 @@ fn replay_stream(
         }
         let a = match &mut attributor {
             Some(a) => a,
-            None => attributor.insert(Attributor::new(base_text(
-                doc,
-                &rec.pre_sha256,
-                &inputs.text,
-            )?)),
+            None => attributor.insert(Attributor::new(base_text(doc, inputs, &rec.pre_sha256)?)),
         };
         a.applied(index, index + 1, &rec)?;
     }
@@ -201,11 +197,12 @@ fn replay_stream(
 
 /// The text replay starts from, found as `noma replay` finds it, for a
 /// transcript whose first applied record starts from `first_pre`.
-fn base_text(doc: &Path, first_pre: &str, text: &str) -> Result<Option<String>, String> {
+fn base_text(doc: &Path, inputs: &Inputs, first_pre: &str) -> Result<Option<String>, String> {
+    let text = &inputs.text;
     match wanted_base(Some(first_pre), text) {
         None if first_pre == sha256_hex(text.as_bytes()) => Ok(Some(text.to_string())),
         None => Ok(None),
-        Some(sha) => match find_in_worktree_history(doc, &sha) {
+        Some(sha) => match find_in_repo_history(inputs.repo(doc), doc, Some(&inputs.tpath), &sha) {
             (Some(found), _) => Ok(Some(found)),
             (None, searched) => Err(format!(
                 "no version of {} with sha256 {sha} (the state the transcript starts from) in {}",

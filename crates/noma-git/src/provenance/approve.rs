@@ -156,7 +156,7 @@ fn start_state(doc: &Path, entries: &[Entry]) -> Result<Option<String>, String> 
     if noma_core::doc::hash::sha256_hex(text.as_bytes()) == pre {
         return Ok(Some(text));
     }
-    match crate::history_replay::find_in_worktree_history(doc, pre) {
+    match crate::history_replay::find_in_worktree_history(doc, None, pre) {
         (Some(found), _) => Ok(Some(found)),
         (None, searched) => Err(format!(
             "the transcript starts from sha256 {}, and no version of the document has it ({})",

@@ -37,14 +37,23 @@ impl Repo {
     /// committed yet) is absent from the answer. The blob `holds_all` (if
     /// any) is known to hold every op_id of `wanted` and is not read: the
     /// working tree's transcript they were read from, when it is that
-    /// blob ([`Repo::worktree_blob_id`]).
+    /// blob ([`Repo::worktree_blob_id`]). `path`, the transcript's path
+    /// in the repository, lets a history that is one line be bisected
+    /// instead ([`Repo::introducing_on_line`]).
     pub(crate) fn introducing_commits(
         &self,
-        suffix: &str,
+        (suffix, path): (&str, Option<&str>),
         (wanted, holds_all): (&HashMap<String, u64>, Option<Oid>),
         max_commits: usize,
         op_ids_of: impl Fn(&[u8]) -> Vec<String>,
     ) -> Result<HashMap<String, Oid>, GitError> {
+        if let Some(path) = path.filter(|_| !wanted.is_empty()) {
+            let on_line =
+                self.introducing_on_line(path, (wanted, holds_all), max_commits, &op_ids_of)?;
+            if let Some(found) = on_line {
+                return Ok(found);
+            }
+        }
         let mut found: HashMap<String, Oid> = HashMap::new();
         let Some(head) = self.head_commit() else {
             return Ok(found);

@@ -11,6 +11,7 @@ mod eol;
 mod introduced;
 mod prefetch;
 mod prefix;
+mod start;
 
 pub use cli::{WorktreeListing, WorktreeScan};
 pub(crate) use eol::Stored;
