@@ -303,8 +303,11 @@ pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, String> {
 pub struct Policies {
     /// Per work tree: the policy file's bytes (`None`: absent) and what
     /// they compiled to.
-    trees: HashMap<std::path::PathBuf, (Option<Vec<u8>>, Result<Policy, String>)>,
+    trees: HashMap<std::path::PathBuf, (Option<Vec<u8>>, Compiled)>,
 }
+
+/// A policy file compiled, or why it does not compile.
+type Compiled = Result<Policy, String>;
 
 impl Policies {
     /// [`options_for`], with the policy from the cache while its file
