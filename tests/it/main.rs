@@ -44,6 +44,7 @@ mod labelled_links;
 mod lsp_client;
 mod lsp_fuzz;
 mod lsp_hover_provenance;
+mod lsp_keystroke;
 mod lsp_pipes;
 mod lsp_py;
 mod mcp_answer_size;

@@ -8,6 +8,7 @@ use lsp_types::{DiagnosticSeverity, NumberOrString, Position, Range};
 use noma_core::diag::{Diagnostic, Severity};
 use noma_core::doc::{self, hash::block_hashes, Document, Node, NodeKind};
 use noma_core::validate::{self, Options};
+use noma_provenance::config::{self, Policy};
 
 use crate::lines::LineIndex;
 
@@ -147,23 +148,28 @@ impl Analysis {
     }
 
     fn find_definitions(&self) -> Vec<Definition> {
-        let mut out = Vec::new();
-        for node in self.doc.walk() {
-            let Some(id) = node.id.as_deref() else {
-                continue;
-            };
-            let line = node.span.start.saturating_sub(1) as usize;
-            let range = self
-                .token_on_line(line, "id", id)
-                .or_else(|| self.heading_text(node, line))
-                .unwrap_or_else(|| self.index.line_range(&self.text, line));
-            out.push(Definition {
-                id: id.to_string(),
-                range,
-                block: self.lines_range(node.span.start, node.span.end),
-            });
+        self.doc
+            .walk()
+            .filter(|n| n.id.is_some())
+            .map(|n| self.definition_of(n))
+            .collect()
+    }
+
+    /// The definition `node` (one of this document's, with an id) makes,
+    /// found alone: a keystroke's diagnostics need only the few that
+    /// changed, not [`Analysis::definitions`].
+    pub fn definition_of(&self, node: &Node) -> Definition {
+        let id = node.id.as_deref().unwrap_or_default();
+        let line = node.span.start.saturating_sub(1) as usize;
+        let range = self
+            .token_on_line(line, "id", id)
+            .or_else(|| self.heading_text(node, line))
+            .unwrap_or_else(|| self.index.line_range(&self.text, line));
+        Definition {
+            id: id.to_string(),
+            range,
+            block: self.lines_range(node.span.start, node.span.end),
         }
-        out
     }
 
     /// The range of `value` in `key="value"` (or `key=value`) on `line`.
@@ -287,9 +293,71 @@ fn is_key_char(b: u8) -> bool {
 /// (its work tree's policy, datasets read beside it); an unsaved document
 /// gets the defaults. `Err` names a malformed policy file.
 pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, String> {
-    match path {
-        Some(p) => noma_provenance::config::validate_options_for(p, &Default::default())
-            .map_err(|e| e.to_string()),
-        None => Ok(Options::default()),
+    Policies::default().options_for(path)
+}
+
+/// The work trees' policies, each compiled once and again only when its
+/// file's bytes change: [`options_for`] for every keystroke without
+/// parsing `.noma/config.yml` each time.
+#[derive(Debug, Default)]
+pub struct Policies {
+    /// Per work tree: the policy file's bytes (`None`: absent) and what
+    /// they compiled to.
+    trees: HashMap<std::path::PathBuf, (Option<Vec<u8>>, Compiled)>,
+}
+
+/// A policy file compiled, or why it does not compile.
+type Compiled = Result<Policy, String>;
+
+impl Policies {
+    /// [`options_for`], with the policy from the cache while its file
+    /// reads the same.
+    pub fn options_for(&mut self, path: Option<&std::path::Path>) -> Result<Options, String> {
+        let Some(path) = path else {
+            return Ok(Options::default());
+        };
+        let Some(root) = config::work_tree_root(path) else {
+            return config::validate_options_for(path, &Default::default())
+                .map_err(|e| e.to_string());
+        };
+        let read = Policy::read(&root);
+        let bytes = match &read {
+            Ok(b) => Some(b.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // Not cached: an unreadable file is read again next time.
+            Err(_) => {
+                self.trees.remove(&root);
+                return Policy::from_read(&root, read)
+                    .map(|p| options_under(&p, path))
+                    .map_err(|e| e.to_string());
+            }
+        };
+        let stale = self.trees.get(&root).is_none_or(|(b, _)| *b != bytes);
+        if stale {
+            let policy = Policy::from_read(&root, read).map_err(|e| e.to_string());
+            self.trees.insert(root.clone(), (bytes, policy));
+        }
+        match self.trees.get(&root).map(|(_, p)| p) {
+            Some(Ok(policy)) => Ok(options_under(policy, path)),
+            Some(Err(e)) => Err(e.clone()),
+            None => Ok(Options::default()),
+        }
     }
+}
+
+/// The options for the document at `path` under `policy`, as
+/// [`config::validate_options_for`] builds them.
+fn options_under(policy: &Policy, path: &std::path::Path) -> Options {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from("."),
+            std::path::Path::to_path_buf,
+        );
+    config::validate_options(
+        policy,
+        &Default::default(),
+        noma_store::fsio::datasets_in(dir),
+    )
 }

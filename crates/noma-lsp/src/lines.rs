@@ -115,14 +115,34 @@ impl LineIndex {
 /// positions, clamped as [`LineIndex::offset`] clamps them) replaced by
 /// its text, or the whole text replaced when it has no range.
 pub fn apply_change(mut text: String, change: lsp_types::TextDocumentContentChangeEvent) -> String {
-    let Some(range) = change.range else {
-        return change.text;
-    };
-    let index = LineIndex::new(&text);
-    let start = index.offset(&text, range.start);
-    let end = index.offset(&text, range.end).max(start);
-    text.replace_range(start..end, &change.text);
+    apply_change_with(&mut text, change, None);
     text
+}
+
+/// [`apply_change`] in place, with `index` the line table of `text` when
+/// the caller has it (the first keystroke after an analysis): the byte
+/// range of the old text replaced, or `None` when the whole text was.
+pub fn apply_change_with(
+    text: &mut String,
+    change: lsp_types::TextDocumentContentChangeEvent,
+    index: Option<&LineIndex>,
+) -> Option<(usize, usize)> {
+    let Some(range) = change.range else {
+        *text = change.text;
+        return None;
+    };
+    let owned;
+    let index = match index {
+        Some(ix) => ix,
+        None => {
+            owned = LineIndex::new(text);
+            &owned
+        }
+    };
+    let start = index.offset(text, range.start);
+    let end = index.offset(text, range.end).max(start);
+    text.replace_range(start..end, &change.text);
+    Some((start, end))
 }
 
 /// Length of `s` in UTF-16 code units.

@@ -22,9 +22,10 @@ use lsp_types::{
     TextDocumentSyncSaveOptions, Url,
 };
 
-use crate::analysis::{options_for, Analysis};
+use crate::analysis::{Analysis, Policies};
 use crate::features;
-use crate::guard::{self, Expected, Guard, RECORD_COMMAND};
+use crate::guard::{self, Blocks, Changed, Expected, Guard, RECORD_COMMAND};
+use crate::lines::apply_change_with;
 use crate::transport::{self, Incoming, Queue, Writer};
 
 /// Why the server stopped other than by the client's `exit`.
@@ -120,6 +121,34 @@ struct Open {
     pending: Option<String>,
     /// The transcript's last state, for a document that has one.
     expected: Option<Expected>,
+    /// The block digests of `analysis`, kept while there is `expected`
+    /// to compare them with.
+    blocks: Option<Blocks>,
+    /// Where `pending` differs from `analysis`'s text.
+    changed: Option<Changed>,
+}
+
+impl Open {
+    /// A document opened (or re-read) with the transcript state
+    /// `expected`.
+    fn new(analysis: Analysis, expected: Option<Expected>) -> Open {
+        let blocks = expected.as_ref().map(|_| Blocks::of(&analysis));
+        Open {
+            analysis,
+            pending: None,
+            expected,
+            blocks,
+            changed: None,
+        }
+    }
+
+    /// The transcript's state read again.
+    fn set_expected(&mut self, expected: Option<Expected>) {
+        if expected.is_some() && self.blocks.is_none() {
+            self.blocks = Some(Blocks::of(&self.analysis));
+        }
+        self.expected = expected;
+    }
 }
 
 /// Where the session is in the protocol's lifecycle.
@@ -156,6 +185,8 @@ struct Session<'g> {
     roots: Vec<std::path::PathBuf>,
     settings: Settings<'g>,
     stage: Stage,
+    /// The work trees' policies, read again only when changed.
+    policies: Policies,
 }
 
 /// Framed messages to the client.
@@ -309,6 +340,7 @@ impl<'a> Session<'a> {
             roots: Vec::new(),
             settings,
             stage: Stage::Waiting,
+            policies: Policies::default(),
         }
     }
 
@@ -459,13 +491,13 @@ impl<'a> Session<'a> {
                     serde_json::from_value(n.params).ok()?;
                 let uri = p.text_document.uri;
                 let expected = self.expected(&uri);
-                let analysis = analyse(&uri, p.text_document.text, self.settings.log);
-                let open = Open {
-                    analysis,
-                    pending: None,
-                    expected,
-                };
-                self.docs.insert(uri.clone(), open);
+                let analysis = analyse(
+                    &uri,
+                    p.text_document.text,
+                    &mut self.policies,
+                    self.settings.log,
+                );
+                self.docs.insert(uri.clone(), Open::new(analysis, expected));
                 Some(uri)
             }
             DidChangeTextDocument::METHOD => {
@@ -475,14 +507,33 @@ impl<'a> Session<'a> {
                 // whole text (a change without a range still replaces it).
                 let uri = p.text_document.uri;
                 let open = self.docs.get_mut(&uri)?;
-                let mut text = match open.pending.take() {
-                    Some(text) => text,
-                    None => open.analysis.text.clone(),
+                // The analysed text is taken, not copied (3 MB on a large
+                // document): every request catches up before it reads.
+                let (mut text, mut changed, mut index) = match open.pending.take() {
+                    Some(text) => (text, open.changed.take(), None),
+                    None => (
+                        std::mem::take(&mut open.analysis.text),
+                        None,
+                        Some(&open.analysis.index),
+                    ),
                 };
                 for change in p.content_changes {
-                    text = crate::lines::apply_change(text, change);
+                    let old_len = text.len();
+                    let step = if change.range.is_some() {
+                        let inserted = change.text.len();
+                        let (start, end) = apply_change_with(&mut text, change, index.take())
+                            .unwrap_or((0, old_len));
+                        Changed::edit(start, end, inserted, old_len)
+                    } else {
+                        // The whole text: what changed is what differs.
+                        let step = Changed::between(&text, &change.text);
+                        text = change.text;
+                        step
+                    };
+                    changed = Some(changed.map_or(step, |c: Changed| c.then(step)));
                 }
                 open.pending = Some(text);
+                open.changed = changed;
                 None
             }
             DidSaveTextDocument::METHOD => {
@@ -491,7 +542,7 @@ impl<'a> Session<'a> {
                     serde_json::from_value(n.params).ok()?;
                 let uri = p.text_document.uri;
                 let expected = self.expected(&uri);
-                self.docs.get_mut(&uri)?.expected = expected;
+                self.docs.get_mut(&uri)?.set_expected(expected);
                 Some(uri)
             }
             DidCloseTextDocument::METHOD => {
@@ -511,7 +562,15 @@ impl<'a> Session<'a> {
         let mut old = Vec::new();
         for (uri, open) in self.docs.iter_mut() {
             if let Some(text) = open.pending.take() {
-                let analysis = analyse(uri, text, self.settings.log);
+                let analysis = analyse(uri, text, &mut self.policies, self.settings.log);
+                // Only the blocks around the change are hashed again.
+                open.blocks = match (&open.expected, &open.blocks, open.changed.take()) {
+                    (None, _, _) => None,
+                    (Some(_), Some(old), Some(changed)) => {
+                        Some(Blocks::after(&analysis, old, changed))
+                    }
+                    (Some(_), _, _) => Some(Blocks::of(&analysis)),
+                };
                 old.push(std::mem::replace(&mut open.analysis, analysis));
                 changed.push(uri.clone());
             }
@@ -540,8 +599,8 @@ impl<'a> Session<'a> {
     fn publish<W: Write>(&self, out: &mut Out<W>, uri: Url) -> Result<(), Error> {
         let diagnostics = self.docs.get(&uri).map_or_else(Vec::new, |o| {
             let mut d = o.analysis.diagnostics.clone();
-            if let Some(e) = &o.expected {
-                d.extend(guard::unrecorded(&o.analysis, e));
+            if let (Some(e), Some(b)) = (&o.expected, &o.blocks) {
+                d.extend(guard::unrecorded(&o.analysis, b, e));
                 d.extend(guard::provenance(&o.analysis, e));
             }
             d
@@ -613,7 +672,7 @@ impl<'a> Session<'a> {
             .map_err(|e| (ErrorCode::InternalError, e.to_string()))?;
         let expected = self.expected(&uri);
         if let Some(o) = self.docs.get_mut(&uri) {
-            o.expected = expected;
+            o.set_expected(expected);
         }
         Ok((value, Some(uri)))
     }
@@ -648,7 +707,7 @@ impl<'a> Session<'a> {
             .map_err(|e| (ErrorCode::RequestFailed, e))?;
         let expected = self.expected(&uri);
         if let Some(o) = self.docs.get_mut(&uri) {
-            o.expected = expected;
+            o.set_expected(expected);
         }
         Ok((serde_json::Value::String(report), Some(uri)))
     }
@@ -657,10 +716,10 @@ impl<'a> Session<'a> {
 /// How many of a block's last changes its hover lists.
 const HOVER_HISTORY: usize = 3;
 
-fn analyse(uri: &Url, text: String, log: &dyn Fn(Event<'_>)) -> Analysis {
+fn analyse(uri: &Url, text: String, policies: &mut Policies, log: &dyn Fn(Event<'_>)) -> Analysis {
     let path = uri.to_file_path().ok();
     let bytes = text.len();
-    let analysis = match options_for(path.as_deref()) {
+    let analysis = match policies.options_for(path.as_deref()) {
         Ok(options) => Analysis::new(text, &options),
         Err(why) => {
             // The hooks refuse to run on a malformed policy; the editor

@@ -75,6 +75,24 @@ impl<'a> SliceHasher<'a> {
         hex(&h.finalize())
     }
 
+    /// Where lines `start..=end` start and end (the last one's
+    /// terminator excluded), as [`SliceHasher::feed`] reads them; `(0, 0)`
+    /// when it feeds nothing.
+    fn bytes(&self, start: u32, end: u32) -> (usize, usize) {
+        let s = (start.max(1) - 1) as usize;
+        let e = (end as usize).min(self.lines.len());
+        match (
+            self.lines.get(s),
+            e.checked_sub(1).and_then(|i| self.lines.get(i)),
+        ) {
+            (Some(first), Some(last)) if s < e => (
+                first.start_in(self.src),
+                last.start_in(self.src) + last.text.len(),
+            ),
+            _ => (0, 0),
+        }
+    }
+
     /// Hands the block's source slice (lines `start..=end`, joined by
     /// `\n`) to `f`, in pieces.
     fn feed(&self, start: u32, end: u32, mut f: impl FnMut(&[u8])) {
@@ -152,6 +170,49 @@ pub fn block_digests(src: &str, doc: &Document) -> Vec<(String, [u8; 32], Option
             *d.finalize().as_bytes(),
             parent.map(str::to_string),
         ));
+    });
+    out
+}
+
+/// One block's [`block_digests`] digest and where its lines are in the
+/// source. The digest is a function of the bytes from the first line's
+/// start to two bytes past the last line's end (whether that line ends in
+/// `\r\n` is hashed): a block over the same lines, with the same bytes
+/// there, has the same digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockDigest {
+    /// Where the block's first line starts and its last line ends (before
+    /// its terminator), in bytes of the source (a leading U+FEFF counted).
+    pub bytes: (usize, usize),
+    /// BLAKE3 of the block's source slice, as [`block_digests`] has it.
+    pub digest: [u8; 32],
+}
+
+/// [`block_digests`]' digests, in the same order (the nodes with an id in
+/// pre-order, as `doc.walk()` visits them), each with the bytes it depends
+/// on. `known(bytes)` may give the digest of a block over the same lines
+/// with the same bytes (two past the end included) from an earlier
+/// version of the text (an editor's last keystroke): only
+/// the blocks it does not know are hashed, so a keystroke costs the blocks
+/// around it, not the document.
+pub fn block_digests_reusing(
+    src: &str,
+    doc: &Document,
+    mut known: impl FnMut((usize, usize)) -> Option<[u8; 32]>,
+) -> Vec<BlockDigest> {
+    let bom = src.len() - src.strip_prefix('\u{feff}').unwrap_or(src).len();
+    let mut out = Vec::new();
+    walk_blocks(src, doc, |h, node, _, _| {
+        let (from, to) = h.bytes(node.span.start, node.span.end);
+        let bytes = (bom + from, bom + to);
+        let digest = known(bytes).unwrap_or_else(|| {
+            let mut d = blake3::Hasher::new();
+            h.feed(node.span.start, node.span.end, |b| {
+                d.update(b);
+            });
+            *d.finalize().as_bytes()
+        });
+        out.push(BlockDigest { bytes, digest });
     });
     out
 }
@@ -248,6 +309,32 @@ mod tests {
             return String::new();
         }
         lines[s..e].join("\n")
+    }
+
+    /// The reusing walk hashes as `block_digests` does, and what it is
+    /// told it knows (for the bytes it names) is taken as it is.
+    #[test]
+    fn digests_reusing_agree_with_block_digests() {
+        for src in [
+            "# A\n\n::claim{id=\"c\"}\nx\n::\n",
+            "\u{feff}# A\r\n\r\n::claim{id=\"c\"}\r\nx\r\n::",
+            "# A\r\rb\n::claim{id=\"c\"}\rx\r\n::\r",
+        ] {
+            let doc = parse(src);
+            let plain: Vec<[u8; 32]> = block_digests(src, &doc).iter().map(|b| b.1).collect();
+            let fresh = block_digests_reusing(src, &doc, |_| None);
+            let got: Vec<[u8; 32]> = fresh.iter().map(|b| b.digest).collect();
+            assert_eq!(got, plain, "{src:?}");
+            for b in &fresh {
+                assert!(b.bytes.0 <= b.bytes.1 && b.bytes.1 <= src.len(), "{src:?}");
+            }
+            let told = block_digests_reusing(src, &doc, |_| Some([7; 32]));
+            assert!(told.iter().all(|b| b.digest == [7; 32]));
+            assert_eq!(
+                told.iter().map(|b| b.bytes).collect::<Vec<_>>(),
+                fresh.iter().map(|b| b.bytes).collect::<Vec<_>>()
+            );
+        }
     }
 
     /// CRLF lines are hashed with their `\r`, as the reference does (it

@@ -203,6 +203,18 @@ pub fn validate_options(
 /// directory above it with a `.git`, as the hooks see it), or the defaults
 /// outside any work tree. A malformed policy file is an error.
 pub fn policy_of(doc: &Path) -> Result<Policy, ConfigError> {
+    match work_tree_root(doc) {
+        Some(root) => Policy::load(&root),
+        None => Policy::compile(PolicyFile::default()).map_err(|source| ConfigError::Invalid {
+            path: CONFIG_PATH.to_string(),
+            source,
+        }),
+    }
+}
+
+/// The git work tree that holds `doc`, whose policy [`policy_of`] reads:
+/// the nearest directory above it with a `.git`; `None` outside any.
+pub fn work_tree_root(doc: &Path) -> Option<std::path::PathBuf> {
     // The directory as the file system resolves it: `repo/../elsewhere/d.noma`
     // is not in `repo` (and a lexical walk would find its `.git`).
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
@@ -210,14 +222,9 @@ pub fn policy_of(doc: &Path) -> Result<Policy, ConfigError> {
         .map_or_else(|| Path::new(".").canonicalize(), Path::canonicalize)
         .or_else(|_| std::path::absolute(dir.unwrap_or(Path::new("."))))
         .unwrap_or_else(|_| doc.to_path_buf());
-    let root = abs.ancestors().find(|d| d.join(".git").exists());
-    match root {
-        Some(root) => Policy::load(root),
-        None => Policy::compile(PolicyFile::default()).map_err(|source| ConfigError::Invalid {
-            path: CONFIG_PATH.to_string(),
-            source,
-        }),
-    }
+    abs.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// [`validate_options`] for a document on disk: the policy of its work
@@ -241,10 +248,20 @@ pub fn validate_options_for(
 impl Policy {
     /// Loads `<root>/.noma/config.yml`, or the defaults when it is absent.
     pub fn load(root: &Path) -> Result<Policy, ConfigError> {
-        let path = root.join(CONFIG_PATH);
-        let shown = path.display().to_string();
+        Policy::from_read(root, Policy::read(root))
+    }
+
+    /// The bytes of `<root>/.noma/config.yml` as [`Policy::load`] reads
+    /// them (a caller that keeps a policy compares them to see it change).
+    pub fn read(root: &Path) -> std::io::Result<Vec<u8>> {
         // Never blocks: a FIFO or device in its place is refused at once.
-        let read = noma_store::fsio::read_regular(&path).and_then(|b| {
+        noma_store::fsio::read_regular(&root.join(CONFIG_PATH))
+    }
+
+    /// The policy of `<root>` from the result of [`Policy::read`].
+    pub fn from_read(root: &Path, read: std::io::Result<Vec<u8>>) -> Result<Policy, ConfigError> {
+        let shown = root.join(CONFIG_PATH).display().to_string();
+        let read = read.and_then(|b| {
             String::from_utf8(b)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
         });
