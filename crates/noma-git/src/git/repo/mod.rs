@@ -805,6 +805,53 @@ impl Repo {
         }
     }
 
+    /// The id and git mode (octal 100644, 040000, ...) of whatever commit
+    /// `commit` has at `path`, if anything.
+    pub(crate) fn tree_entry_at(
+        &self,
+        commit: Oid,
+        path: &str,
+    ) -> Result<Option<(Oid, u32)>, GitError> {
+        let tree = self.tree_of(commit)?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) => Ok(Some((Oid::from_raw(e.id()), e.filemode() as u32))),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(libgit2(e)),
+        }
+    }
+
+    /// The blob id of the work-tree file `file` (at `path`, relative to
+    /// the work tree) as git would hash it, when git stores its bytes as
+    /// they are: None when a setting may convert them on the way in
+    /// (`core.autocrlf`, or a `text`, `eol`, `crlf`, `filter`, `ident` or
+    /// `working-tree-encoding` attribute) or the file cannot be read.
+    pub(crate) fn unconverted_blob_id(&self, path: &str, file: &Path) -> Option<Oid> {
+        if self
+            .config_string("core.autocrlf")
+            .is_some_and(|v| !v.eq_ignore_ascii_case("false"))
+        {
+            return None;
+        }
+        for name in [
+            "text",
+            "eol",
+            "crlf",
+            "filter",
+            "ident",
+            "working-tree-encoding",
+        ] {
+            let set =
+                self.repo
+                    .get_attr(Path::new(path), name, git2::AttrCheckFlags::FILE_THEN_INDEX);
+            if !matches!(set, Ok(None)) {
+                return None;
+            }
+        }
+        git2::Oid::hash_file(ObjectType::Blob, file)
+            .ok()
+            .map(Oid::from_raw)
+    }
+
     /// Whether commit `commit` has anything (file, directory, link) at
     /// `path`.
     pub(crate) fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
