@@ -17,15 +17,15 @@
 //! (`core.fileMode`), a racily clean file whose bytes differ from its id
 //! or whose bytes a setting converts (`core.autocrlf`, attributes), a
 //! symbolic link, submodule or directory on either side, a file that is
-//! missing or not a regular file, and assume-unchanged, skip-worktree or
-//! intent-to-add entries. Unmerged, split and sparse indexes are never
-//! read (`index_file.rs`).
+//! missing or not a regular file, assume-unchanged, skip-worktree or
+//! intent-to-add entries, and a configured file system monitor. Unmerged,
+//! split and sparse indexes are never read (`index_file.rs`).
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 use super::index_file::IndexEntries;
-use crate::git::repo::{ChangeKind, GitError, Repo, StagedChange};
+use crate::git::repo::{ChangeKind, Repo, StagedChange};
 use crate::git::Oid;
 
 /// Git's modes of a regular file.
@@ -53,10 +53,14 @@ pub(crate) fn staged_view(
     mb: Oid,
     index: &IndexEntries,
     path: &str,
-) -> Result<View, GitError> {
-    let old = repo.tree_entry_at(mb, path)?;
+) -> View {
+    // A path through a file of the tree, or a tree libgit2 cannot read:
+    // git's own answer (and error) then.
+    let Ok(old) = repo.tree_entry_at(mb, path) else {
+        return View::Unsure("the merge base's tree entry");
+    };
     if old.is_some_and(|(_, mode)| !REGULAR.contains(&mode)) {
-        return Ok(View::Unsure("not a regular file at the merge base"));
+        return View::Unsure("not a regular file at the merge base");
     }
     let change = |kind, new_id, old_id| StagedChange {
         kind,
@@ -68,27 +72,23 @@ pub(crate) fn staged_view(
     };
     let Some(e) = index.get(path) else {
         // Not in the index: deleted, or nothing to list.
-        return Ok(View::Sure(
-            old.map(|(id, _)| change(ChangeKind::Deleted, None, Some(id))),
-        ));
+        return View::Sure(old.map(|(id, _)| change(ChangeKind::Deleted, None, Some(id))));
     };
     if e.special {
-        return Ok(View::Unsure(
-            "assume-unchanged, skip-worktree or intent-to-add",
-        ));
+        return View::Unsure("assume-unchanged, skip-worktree or intent-to-add");
     }
     if !REGULAR.contains(&e.mode) {
-        return Ok(View::Unsure("a link or submodule in the index"));
+        return View::Unsure("a link or submodule in the index");
     }
     let file = root.join(path);
     let Ok(st) = std::fs::symlink_metadata(&file) else {
-        return Ok(View::Unsure("no file in the work tree"));
+        return View::Unsure("no file in the work tree");
     };
     if !st.file_type().is_file() {
-        return Ok(View::Unsure("not a regular file in the work tree"));
+        return View::Unsure("not a regular file in the work tree");
     }
     if (st.mode() ^ e.mode) & 0o100 != 0 {
-        return Ok(View::Unsure("the executable bit differs"));
+        return View::Unsure("the executable bit differs");
     }
     // Git compares the low 32 bits, as its index stores them.
     let changed = st.size() as u32 != e.size
@@ -105,9 +105,7 @@ pub(crate) fn staged_view(
             && (st.dev() as u32, st.ino() as u32, st.uid(), st.gid())
                 == (e.dev, e.ino, e.uid, e.gid);
         if !same {
-            return Ok(View::Unsure(
-                "stat data differs in fields git may not compare",
-            ));
+            return View::Unsure("stat data differs in fields git may not compare");
         }
         // Racily clean: written in the same second as the index (or
         // after), so git reads the bytes. Seconds only: a build that
@@ -117,7 +115,7 @@ pub(crate) fn staged_view(
         if racy {
             let id = Oid::from_bytes(&e.id);
             if id.is_none() || repo.unconverted_blob_id(path, &file) != id {
-                return Ok(View::Unsure("a racily clean entry"));
+                return View::Unsure("a racily clean entry");
             }
         }
         true
@@ -127,30 +125,38 @@ pub(crate) fn staged_view(
     } else {
         Some(Oid::zero())
     };
-    Ok(View::Sure(match old {
+    View::Sure(match old {
         None => Some(change(ChangeKind::Added, new_id, None)),
         Some((id, mode)) if clean && Some(id) == new_id && mode == e.mode => None,
         Some((id, _)) => Some(change(ChangeKind::Modified, new_id, Some(id))),
-    }))
+    })
 }
 
 /// [`staged_view`] of every path of `paths`, in order; None when any one
-/// is unsure (the caller asks git about them all).
+/// is unsure (the caller asks git about them all), and always with a file
+/// system monitor configured (`core.fsmonitor`: git then takes entries the
+/// monitor vouches for without their stat data).
 pub(crate) fn staged_views<'a>(
     repo: &Repo,
     root: &Path,
     mb: Oid,
     index: &IndexEntries,
     paths: impl IntoIterator<Item = &'a String>,
-) -> Result<Option<Vec<StagedChange>>, GitError> {
+) -> Option<Vec<StagedChange>> {
+    if repo
+        .config_string("core.fsmonitor")
+        .is_some_and(|v| !v.eq_ignore_ascii_case("false"))
+    {
+        return None;
+    }
     let mut out = Vec::new();
     for p in paths {
-        match staged_view(repo, root, mb, index, p)? {
+        match staged_view(repo, root, mb, index, p) {
             View::Sure(c) => out.extend(c),
-            View::Unsure(_) => return Ok(None),
+            View::Unsure(_) => return None,
         }
     }
-    Ok(Some(out))
+    Some(out)
 }
 
 #[cfg(test)]
@@ -189,7 +195,7 @@ mod tests {
         let one = repo.blob_id_at(mb, "a.noma").unwrap();
         assert_ne!(two, one);
         assert_eq!(
-            staged_view(&repo, d, mb, &index, "a.noma").unwrap(),
+            staged_view(&repo, d, mb, &index, "a.noma"),
             View::Sure(Some(StagedChange {
                 kind: ChangeKind::Modified,
                 path: "a.noma".into(),
@@ -206,21 +212,21 @@ mod tests {
         bytes[at..at + 20].copy_from_slice(one.unwrap().as_bytes());
         let patched = super::super::index_file::parse(&bytes).unwrap();
         assert_eq!(
-            staged_view(&repo, d, mb, &patched, "a.noma").unwrap(),
+            staged_view(&repo, d, mb, &patched, "a.noma"),
             View::Unsure("a racily clean entry")
         );
         // Not in the index: a deletion, from the tree alone.
         git(d, &["rm", "-q", "--cached", "a.noma"]);
         let index = super::super::index_file::read(&d.join(".git"), None).unwrap();
         assert!(matches!(
-            staged_view(&repo, d, mb, &index, "a.noma").unwrap(),
+            staged_view(&repo, d, mb, &index, "a.noma"),
             View::Sure(Some(StagedChange {
                 kind: ChangeKind::Deleted,
                 ..
             }))
         ));
         assert_eq!(
-            staged_view(&repo, d, mb, &index, "none.noma").unwrap(),
+            staged_view(&repo, d, mb, &index, "none.noma"),
             View::Sure(None)
         );
     }

@@ -692,7 +692,7 @@ fn refresh(at: &Refresh<'_>, kept: &mut Kept) -> Result<Option<()>, GitError> {
         .any(|c| c.kind == ChangeKind::Renamed && involves(c, &known));
     let found = match renamed {
         true => None,
-        false => match staged_views(repo, at.root, at.mb, index, &known)? {
+        false => match staged_views(repo, at.root, at.mb, index, &known) {
             Some(found) => Some(found),
             None if !paired => match at.tracked(&known) {
                 Some(found) => Some(found?),
