@@ -256,7 +256,8 @@ fn removed_and_renamed_documents_after_git() {
 /// git, and the answers stay the scan's: intent-to-add, the executable
 /// bit, a symbolic link, a submodule entry, stat data that differs only in
 /// fields git compares under some settings (inode, ctime), and a racily
-/// clean entry whose bytes a setting converts (`core.autocrlf`).
+/// clean entry whose bytes an attribute (`ident`) or a setting
+/// (`core.autocrlf`) converts.
 #[test]
 fn what_git_decides_is_asked_of_git() {
     let (tmp, _repo, w, cache) = watched_repo();
@@ -321,22 +322,35 @@ fn what_git_decides_is_asked_of_git() {
         asked_after(d, &w, &cache, &[]) >= 1,
         "inode and ctime differ"
     );
+    // An attribute file in the document's directory: libgit2 is asked
+    // whether it converts, and it does (`ident`): git is asked.
+    std::fs::write(d.join("b/.gitattributes"), "*.noma ident\n").expect("write");
+    compare(d, &w, &cache, "attributes changed: scanned");
+    let future = |p: &str| {
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join(p))
+            .expect("open");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100);
+        f.set_modified(later).expect("mtime");
+    };
+    std::fs::write(d.join("b/ident.noma"), "# $Id$\n").expect("write");
+    future("b/ident.noma");
+    asked_after(d, &w, &cache, &[]);
+    assert!(
+        asked_after(d, &w, &cache, &["add", "b/ident.noma"]) >= 1,
+        "an attribute converts"
+    );
     // A setting that converts line endings: a racily clean entry's bytes
     // are not the blob's.
     must_git(d, &["config", "core.autocrlf", "true"]);
     compare(d, &w, &cache, "config changed: scanned");
-    std::fs::write(d.join("b/crlf.noma"), "# CRLF\r\n\r\nText.\r\n").expect("write");
+    std::fs::write(d.join("a/crlf.noma"), "# CRLF\r\n\r\nText.\r\n").expect("write");
     // In the future: racily clean for certain once added.
-    let f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(d.join("b/crlf.noma"))
-        .expect("open");
-    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100);
-    f.set_modified(later).expect("mtime");
-    drop(f);
+    future("a/crlf.noma");
     asked_after(d, &w, &cache, &[]);
     assert!(
-        asked_after(d, &w, &cache, &["add", "b/crlf.noma"]) >= 1,
+        asked_after(d, &w, &cache, &["add", "a/crlf.noma"]) >= 1,
         "autocrlf"
     );
 }

@@ -51,6 +51,9 @@ pub struct IndexEntries {
     /// The index file's modification time (seconds, nanoseconds) when it
     /// was read: git's test for a racily clean entry compares with it.
     mtime: Option<(u32, u32)>,
+    /// Some entry is a `.gitattributes` file (git may read attributes
+    /// from the index).
+    attributes: bool,
 }
 
 /// One index entry's stat data, object id, mode and flags, as git wrote
@@ -106,6 +109,11 @@ impl IndexEntries {
     /// was no index file).
     pub(crate) fn mtime(&self) -> Option<(u32, u32)> {
         self.mtime
+    }
+
+    /// Whether the index holds a `.gitattributes` file anywhere.
+    pub(crate) fn has_attributes(&self) -> bool {
+        self.attributes
     }
 
     /// The entry of `path` (stage 0: an index with unmerged entries is
@@ -189,6 +197,7 @@ pub(crate) fn read(
     out.raw.clear();
     out.spans.clear();
     out.mtime = None;
+    out.attributes = false;
     match std::fs::File::open(git_dir.join("index")) {
         Ok(mut f) => {
             use std::os::unix::fs::MetadataExt as _;
@@ -230,6 +239,7 @@ pub(crate) fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
         raw: b.to_vec(),
         spans: Vec::new(),
         mtime: None,
+        attributes: false,
     })
 }
 
@@ -251,6 +261,7 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
     let mut arena: Vec<u8> = Vec::new();
     let mut name: Vec<u8> = Vec::new();
     let mut unmerged = false;
+    let mut attributes = false;
     let mut at = 12;
     for _ in 0..count {
         let fixed = b.get(at..at + 62).ok_or(bad("entry past the end"))?;
@@ -278,6 +289,10 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
         } else {
             &rest[..nul]
         };
+        if path.ends_with(b".gitattributes") && (path.len() == 14 || path[path.len() - 15] == b'/')
+        {
+            attributes = true;
+        }
         if path.ends_with(b".noma") {
             if let Some(&(s, h, l)) = spans.last() {
                 let last = if version == 4 { &arena } else { b };
@@ -311,6 +326,7 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
         out.raw = arena;
     }
     out.spans = spans;
+    out.attributes = attributes;
     Ok(out)
 }
 

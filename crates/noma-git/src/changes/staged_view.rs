@@ -114,7 +114,8 @@ pub(crate) fn staged_view(
         let racy = index.mtime().is_none_or(|(sec, _)| sec <= e.mtime.0);
         if racy {
             let id = Oid::from_bytes(&e.id);
-            if id.is_none() || repo.unconverted_blob_id(path, &file) != id {
+            let attributes = attribute_files(repo, root, index, path);
+            if id.is_none() || repo.unconverted_blob_id(path, &file, attributes) != id {
                 return View::Unsure("a racily clean entry");
             }
         }
@@ -130,6 +131,34 @@ pub(crate) fn staged_view(
         Some((id, mode)) if clean && Some(id) == new_id && mode == e.mode => None,
         Some((id, _)) => Some(change(ChangeKind::Modified, new_id, Some(id))),
     })
+}
+
+/// Whether any attribute file may apply to `path`: one in the index, in
+/// the work tree in its directory or above, `.git/info/attributes`, the
+/// user's (`core.attributesFile`, or git's default under the XDG or home
+/// configuration directory) or the system's (`/etc/gitattributes`).
+/// Looked at on disk: libgit2's lookup loads the whole index.
+fn attribute_files(repo: &Repo, root: &Path, index: &IndexEntries, path: &str) -> bool {
+    if index.has_attributes() {
+        return true;
+    }
+    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    let mut dir = Path::new(path).parent();
+    while let Some(d) = dir {
+        if exists(&root.join(d).join(".gitattributes")) {
+            return true;
+        }
+        dir = d.parent();
+    }
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let xdg = var("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| Path::new(&h).join(".config")));
+    // Unknown settings count as attributes (libgit2 then looks).
+    exists(&root.join(".git/info/attributes"))
+        || exists(Path::new("/etc/gitattributes"))
+        || repo.config_string("core.attributesFile").is_some()
+        || xdg.is_none_or(|x| exists(&x.join("git/attributes")))
 }
 
 /// [`staged_view`] of every path of `paths`, in order; None when any one

@@ -99,6 +99,16 @@ pub(in crate::git) fn libgit2(e: git2::Error) -> GitError {
     }
 }
 
+/// The attributes that convert a file's bytes when git stores them.
+const ATTRIBUTES: [&str; 6] = [
+    "text",
+    "eol",
+    "crlf",
+    "filter",
+    "ident",
+    "working-tree-encoding",
+];
+
 /// How a staged path differs from HEAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -825,21 +835,22 @@ impl Repo {
     /// they are: None when a setting may convert them on the way in
     /// (`core.autocrlf`, or a `text`, `eol`, `crlf`, `filter`, `ident` or
     /// `working-tree-encoding` attribute) or the file cannot be read.
-    pub(crate) fn unconverted_blob_id(&self, path: &str, file: &Path) -> Option<Oid> {
+    /// `attributes` false says no attribute file applies (the caller
+    /// looked), sparing libgit2's lookup, which loads the whole index.
+    pub(crate) fn unconverted_blob_id(
+        &self,
+        path: &str,
+        file: &Path,
+        attributes: bool,
+    ) -> Option<Oid> {
         if self
             .config_string("core.autocrlf")
             .is_some_and(|v| !v.eq_ignore_ascii_case("false"))
         {
             return None;
         }
-        for name in [
-            "text",
-            "eol",
-            "crlf",
-            "filter",
-            "ident",
-            "working-tree-encoding",
-        ] {
+        let names = if attributes { &ATTRIBUTES[..] } else { &[] };
+        for name in names.iter().copied() {
             let set =
                 self.repo
                     .get_attr(Path::new(path), name, git2::AttrCheckFlags::FILE_THEN_INDEX);
