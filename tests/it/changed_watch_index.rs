@@ -354,3 +354,25 @@ fn what_git_decides_is_asked_of_git() {
         "autocrlf"
     );
 }
+
+/// A sparse index holds directories outside the cone as single entries
+/// (`sdir`): never followed or worked out in-process, every call after it
+/// changed scans, and the answers stay the scan's.
+#[test]
+fn a_sparse_index_is_scanned_not_followed() {
+    let (tmp, _repo, w, cache) = watched_repo();
+    let d = tmp.path();
+    compare(d, &w, &cache, "at the start");
+    must_git(
+        d,
+        &["sparse-checkout", "set", "--cone", "--sparse-index", "a"],
+    );
+    compare(d, &w, &cache, "after making the index sparse");
+    edit(d, "a/d2.noma", 1, 1);
+    compare(d, &w, &cache, "after an edit");
+    must_git(d, &["add", "a/d2.noma"]);
+    assert_eq!(
+        compare(d, &w, &cache, "after an add to the sparse index"),
+        Answered::FullScan
+    );
+}
