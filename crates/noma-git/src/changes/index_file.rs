@@ -48,6 +48,34 @@ pub struct IndexEntries {
     /// Each `.noma` entry: where it starts in `raw`, the length of its
     /// fixed part (stat data, id, flags, extended flags) and of its path.
     spans: Vec<(usize, usize, usize)>,
+    /// The index file's modification time (seconds, nanoseconds) when it
+    /// was read: git's test for a racily clean entry compares with it.
+    mtime: Option<(u32, u32)>,
+    /// Some entry is a `.gitattributes` file (git may read attributes
+    /// from the index).
+    attributes: bool,
+}
+
+/// One index entry's stat data, object id, mode and flags, as git wrote
+/// them (32-bit fields: git truncates larger values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Status change time (seconds, nanoseconds).
+    pub ctime: (u32, u32),
+    /// Modification time (seconds, nanoseconds).
+    pub mtime: (u32, u32),
+    pub dev: u32,
+    pub ino: u32,
+    /// Git's mode: 100644, 100755, 120000 or 160000 (octal).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u32,
+    /// The staged blob's id.
+    pub id: [u8; OID],
+    /// Assume-unchanged, skip-worktree or intent-to-add: git takes the
+    /// entry's data without looking at the file, or shows it as new.
+    pub special: bool,
 }
 
 impl IndexEntries {
@@ -66,11 +94,53 @@ impl IndexEntries {
 
     /// Whether the index has an entry for `path`.
     pub(crate) fn contains(&self, path: &str) -> bool {
+        self.find(path).is_some()
+    }
+
+    fn find(&self, path: &str) -> Option<usize> {
         self.spans
             .binary_search_by(|&(at, head, len)| {
                 self.raw[at + head..at + head + len].cmp(path.as_bytes())
             })
-            .is_ok()
+            .ok()
+    }
+
+    /// The index file's modification time when it was read (None: there
+    /// was no index file).
+    pub(crate) fn mtime(&self) -> Option<(u32, u32)> {
+        self.mtime
+    }
+
+    /// Whether the index holds a `.gitattributes` file anywhere.
+    pub(crate) fn has_attributes(&self) -> bool {
+        self.attributes
+    }
+
+    /// The entry of `path` (stage 0: an index with unmerged entries is
+    /// not read), if the index has one.
+    pub(crate) fn get(&self, path: &str) -> Option<Entry> {
+        let (fixed, _) = self.entry(self.find(path)?);
+        let w = |at: usize| {
+            u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]])
+        };
+        let mut id = [0; OID];
+        id.copy_from_slice(&fixed[40..40 + OID]);
+        let flags = u16::from_be_bytes([fixed[60], fixed[61]]);
+        // Extended flags (skip-worktree, intent-to-add) exist only when
+        // set; assume-unchanged is in the first word.
+        let special = flags & 0x8000 != 0 || fixed.len() > 62 && fixed[62..64] != [0, 0];
+        Some(Entry {
+            ctime: (w(0), w(4)),
+            mtime: (w(8), w(12)),
+            dev: w(16),
+            ino: w(20),
+            mode: w(24),
+            uid: w(28),
+            gid: w(32),
+            size: w(36),
+            id,
+            special,
+        })
     }
 
     /// The paths whose entry differs between `self` and `new` (added,
@@ -126,8 +196,14 @@ pub(crate) fn read(
     let mut out = reuse.unwrap_or_default();
     out.raw.clear();
     out.spans.clear();
+    out.mtime = None;
+    out.attributes = false;
     match std::fs::File::open(git_dir.join("index")) {
         Ok(mut f) => {
+            use std::os::unix::fs::MetadataExt as _;
+            // The file read, not the path: git stats the index it reads.
+            let meta = f.metadata().map_err(|e| Unfollowable::Read(e.kind()))?;
+            out.mtime = Some((meta.mtime() as u32, meta.mtime_nsec() as u32));
             f.read_to_end(&mut out.raw)
                 .map_err(|e| Unfollowable::Read(e.kind()))?;
             parse_into(out)
@@ -162,6 +238,8 @@ pub(crate) fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
     parse_into(IndexEntries {
         raw: b.to_vec(),
         spans: Vec::new(),
+        mtime: None,
+        attributes: false,
     })
 }
 
@@ -183,6 +261,7 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
     let mut arena: Vec<u8> = Vec::new();
     let mut name: Vec<u8> = Vec::new();
     let mut unmerged = false;
+    let mut attributes = false;
     let mut at = 12;
     for _ in 0..count {
         let fixed = b.get(at..at + 62).ok_or(bad("entry past the end"))?;
@@ -210,6 +289,10 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
         } else {
             &rest[..nul]
         };
+        if path.ends_with(b".gitattributes") && (path.len() == 14 || path[path.len() - 15] == b'/')
+        {
+            attributes = true;
+        }
         if path.ends_with(b".noma") {
             if let Some(&(s, h, l)) = spans.last() {
                 let last = if version == 4 { &arena } else { b };
@@ -243,6 +326,7 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
         out.raw = arena;
     }
     out.spans = spans;
+    out.attributes = attributes;
     Ok(out)
 }
 

@@ -34,6 +34,8 @@ mod index_file;
 pub mod questions;
 #[cfg(target_os = "linux")]
 mod remote_fs;
+#[cfg(target_os = "linux")]
+mod staged_view;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod watch;

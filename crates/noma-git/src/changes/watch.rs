@@ -17,11 +17,13 @@
 //! rewrote the index with the same entries). A query asks git about those
 //! paths only (`ls-files --others` for the untracked ones, `diff-index`
 //! for the tracked ones and those that left the index) and replaces their
-//! entries. The index is read before any git process of the query starts,
-//! so a rewrite git saw and this read did not is an event the next query
-//! takes in. Renames are the one
-//! non-local part of git's answer: git pairs deleted with added tracked
-//! paths. When a touched path is, was or becomes such a candidate, git is
+//! entries; the `diff-index` entries are first worked out in-process from
+//! the index entry, the merge base's tree entry and the file's stat data
+//! (`changes/staged_view.rs`, git's own rule), and git is asked only when
+//! that cannot be sure. The index is read before any git process of the
+//! query starts, so a rewrite git saw and this read did not is an event
+//! the next query takes in. Renames are the one non-local part of git's
+//! answer: git pairs deleted with added tracked paths. When a touched path is, was or becomes such a candidate, git is
 //! asked about every candidate of the listing together with the touched
 //! paths, which is exactly the set the full diff pairs among, so even the
 //! pairs are the full diff's.
@@ -36,13 +38,12 @@
 //! Everything the watcher cannot follow falls back to the full scan: a
 //! queue overflow (the kernel's, or the bounded queue between the
 //! watcher's thread and the query) or watcher error (watcher rebuilt), any
-//! change inside `.git/` other than objects, logs, lock files, `ORIG_HEAD`
-//! and the index (HEAD, refs, config, `info/exclude`: the listing is
-//! dropped), an index that cannot be followed entry by entry (split or
-//! sparse index, unreadable, more than [`MAX_PATHSPECS`] entries changed),
-//! a new directory
-//! (its watch is added after its first files may have been written:
-//! rebuilt), a directory removed or moved away, a changed `.gitignore` or
+//! change inside `.git/` other than objects, logs, lock files, `ORIG_HEAD`,
+//! `AUTO_MERGE` and the index (HEAD, refs, config, `info/exclude`: the
+//! listing is dropped), an index that cannot be followed entry by entry
+//! (split or sparse index, unreadable, more than [`MAX_PATHSPECS`] entries
+//! changed), a new directory (its watch is added after its first files
+//! may have been written: rebuilt), a directory removed or moved away, a changed `.gitignore` or
 //! `.gitattributes`, a changed user or system git configuration or global
 //! excludes or attributes file (not watched: their length and modification
 //! time are compared on each query), too many touched paths, an index with
@@ -63,6 +64,7 @@ use notify::event::{CreateKind, ModifyKind, RemoveKind, RenameMode};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use super::index_file::{self, IndexEntries};
+use super::staged_view::staged_views;
 use crate::git::repo::{ChangeKind, GitError, Repo, StagedChange};
 use crate::git::Oid;
 
@@ -97,6 +99,8 @@ pub struct WatchedChanges {
     root: PathBuf,
     git_dir: PathBuf,
     inner: Mutex<Inner>,
+    /// Git processes incremental answers have started.
+    asked: AtomicU64,
 }
 
 impl std::fmt::Debug for WatchedChanges {
@@ -184,6 +188,7 @@ impl WatchedChanges {
         let w = WatchedChanges {
             root,
             git_dir,
+            asked: AtomicU64::new(0),
             inner: Mutex::new(Inner {
                 rebuild: true,
                 ..Inner::default()
@@ -195,6 +200,14 @@ impl WatchedChanges {
         w.restart(&mut inner);
         drop(inner);
         Some(w)
+    }
+
+    /// How many git processes incremental answers have started so far
+    /// (full scans not counted): the entries of paths git's index and the
+    /// work tree settle are worked out in-process (see
+    /// `changes/staged_view.rs`), and only the others are asked.
+    pub fn git_processes(&self) -> u64 {
+        self.asked.load(Ordering::Relaxed)
     }
 
     /// Why the watcher is not running, if it is not.
@@ -282,7 +295,14 @@ impl WatchedChanges {
         inner.clock += 1;
         let clock = inner.clock;
         if let (Some(kept), Some(index)) = (inner.kept.get_mut(&mb), inner.index.as_ref()) {
-            let refreshed = refresh(repo, mb, kept, index);
+            let at = Refresh {
+                repo,
+                root: &self.root,
+                mb,
+                index,
+                asked: &self.asked,
+            };
+            let refreshed = refresh(&at, kept);
             if let Ok(Some(())) = refreshed {
                 kept.last_use = clock;
                 return Ok((kept.listing(), Answered::Incremental));
@@ -473,7 +493,9 @@ impl WatchedChanges {
     /// What a change of `rel` inside the git directory means. Lock files
     /// are nothing: git replaces a file by renaming its lock onto it, and
     /// that rename is an event naming the file itself. `ORIG_HEAD` (which
-    /// `git reset` writes) is no input of the listing.
+    /// `git reset` writes) and `AUTO_MERGE` (the tree a merge, `stash pop`
+    /// among them, leaves for `git diff AUTO_MERGE`, removed by the next
+    /// `git reset`) are no inputs of the listing.
     fn classify_git(rel: &Path) -> Touch {
         if rel == Path::new("index") {
             return Touch::Index;
@@ -483,6 +505,7 @@ impl WatchedChanges {
             f == "objects"
                 || f == "logs"
                 || f == "ORIG_HEAD"
+                || f == "AUTO_MERGE"
                 || f.to_str().is_some_and(|s| s.starts_with(COOKIE_PREFIX))
         });
         let lock = rel.extension().is_some_and(|x| x == "lock");
@@ -605,15 +628,30 @@ fn literal<'a>(paths: impl IntoIterator<Item = &'a String>) -> Vec<String> {
         .collect()
 }
 
-/// Brings `kept` up to date by asking git about its touched and
-/// restaged paths only (see the module docs); None when git cannot run or
-/// too many paths were touched (the caller scans instead).
-fn refresh(
-    repo: &Repo,
+/// What [`refresh`] works from.
+struct Refresh<'a> {
+    repo: &'a Repo,
+    root: &'a Path,
     mb: Oid,
-    kept: &mut Kept,
-    index: &IndexEntries,
-) -> Result<Option<()>, GitError> {
+    index: &'a IndexEntries,
+    asked: &'a AtomicU64,
+}
+
+impl Refresh<'_> {
+    /// `git diff-index` of the merge base for `paths` (counted).
+    fn tracked(&self, paths: &BTreeSet<String>) -> Option<Result<Vec<StagedChange>, GitError>> {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        self.repo.tracked_changes_by_cli(self.mb, &literal(paths))
+    }
+}
+
+/// Brings `kept` up to date by asking git about its touched and
+/// restaged paths only (see the module docs), or by working their
+/// entries out in-process when the index and the work tree settle
+/// them (`changes/staged_view.rs`); None when git cannot run or too
+/// many paths were touched (the caller scans instead).
+fn refresh(at: &Refresh<'_>, kept: &mut Kept) -> Result<Option<()>, GitError> {
+    let (repo, index) = (at.repo, at.index);
     let restaged = std::mem::take(&mut kept.restaged);
     let mut touched = std::mem::take(&mut kept.paths);
     touched.extend(restaged.iter().cloned());
@@ -625,6 +663,7 @@ fn refresh(
     // A tracked path is no untracked file (it may just have been added).
     kept.untracked.retain(|c| !known.contains(&c.path));
     if !unknown.is_empty() {
+        at.asked.fetch_add(1, Ordering::Relaxed);
         let Some(found) = repo.untracked_by_cli(&literal(&unknown)) else {
             return Ok(None);
         };
@@ -645,12 +684,37 @@ fn refresh(
         .tracked
         .iter()
         .any(|c| candidate(c) && involves(c, &known));
-    if !paired {
-        let Some(found) = repo.tracked_changes_by_cli(mb, &literal(&known)) else {
-            return Ok(None);
-        };
-        let found = found?;
-        if !found.iter().any(candidate) {
+    // A pair involving a touched path may dissolve, leaving its other
+    // path's entry to git.
+    let renamed = kept
+        .tracked
+        .iter()
+        .any(|c| c.kind == ChangeKind::Renamed && involves(c, &known));
+    let found = match renamed {
+        true => None,
+        false => match staged_views(repo, at.root, at.mb, index, &known) {
+            Some(found) => Some(found),
+            None if !paired => match at.tracked(&known) {
+                Some(found) => Some(found?),
+                None => return Ok(None),
+            },
+            None => None,
+        },
+    };
+    if let Some(found) = found {
+        // No candidate before or after: the pairs among the others
+        // stay. Git pairs a deletion with an addition: with no deletion
+        // or no addition in the whole listing there is no pair at all.
+        let candidates: Vec<&StagedChange> = kept
+            .tracked
+            .iter()
+            .filter(|c| !known.contains(&c.path))
+            .chain(&found)
+            .filter(|c| candidate(c))
+            .collect();
+        let sources = candidates.iter().any(|c| c.kind != ChangeKind::Added);
+        let targets = candidates.iter().any(|c| c.kind != ChangeKind::Deleted);
+        if (!paired && !found.iter().any(candidate)) || !(sources && targets) {
             kept.tracked.retain(|c| !known.contains(&c.path));
             kept.tracked.extend(found);
             return Ok(Some(()));
@@ -667,7 +731,7 @@ fn refresh(
     if set.len() > MAX_PATHSPECS {
         return Ok(None);
     }
-    let Some(found) = repo.tracked_changes_by_cli(mb, &literal(&set)) else {
+    let Some(found) = at.tracked(&set) else {
         return Ok(None);
     };
     let found = found?;

@@ -22,8 +22,14 @@ impl Oid {
     }
 
     /// The all-zero id.
-    pub(super) fn zero() -> Oid {
+    pub(crate) fn zero() -> Oid {
         Oid(git2::Oid::zero())
+    }
+
+    /// The id of 20 raw bytes (as git's index stores it); None for
+    /// another length.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Oid> {
+        git2::Oid::from_bytes(bytes).ok().map(Oid)
     }
 
     /// The id of a libgit2 object.
