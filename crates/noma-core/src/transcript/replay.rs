@@ -253,6 +253,50 @@ pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str
     replay_lines(None, &mut ReaderLines { reader, start }, base, document)
 }
 
+/// A state a replay must pass through: the one the records up to file
+/// line `line` leave has sha256 `sha256` (a transcript that extends
+/// another one whose records are known to end at a given document).
+#[derive(Debug, Clone, Copy)]
+pub struct Waypoint<'a> {
+    /// 1-based file line after which the state is checked.
+    pub line: usize,
+    /// sha256 (hex) that state must have.
+    pub sha256: &'a str,
+}
+
+/// [`replay_reader`] that also checks the state after `via.line` (a
+/// divergence on that line when it is another, or when the transcript
+/// ends before it): one replay where two (the lines up to the waypoint
+/// to its document, then the rest from there) would parse that document
+/// twice. Also returns the number of applied records up to the waypoint.
+pub fn replay_reader_via(
+    reader: &mut dyn Rewind,
+    base: Option<&str>,
+    via: Waypoint<'_>,
+    document: &str,
+) -> (Report, usize) {
+    let Ok(start) = reader.stream_position() else {
+        return (replay_reader(reader, base, document), 0);
+    };
+    let mut lines = ReaderLines { reader, start };
+    let mut report = Report::nothing_yet();
+    let mut applied_before = 0;
+    let result = walk(
+        None,
+        &mut lines,
+        (base, document),
+        (Some(via), op_id_fingerprint),
+        &mut report,
+    )
+    .and_then(|(state, number)| {
+        applied_before = state.applied_at_via;
+        state.finish(number, &mut report)
+    });
+    report.ok = result.is_ok();
+    report.divergence = result.err().map(|d| *d);
+    (report, applied_before)
+}
+
 /// [`replay_reader`] with op_ids fingerprinted by `fingerprint` (tests
 /// force collisions with a tiny one).
 #[cfg(feature = "testing")]
@@ -432,7 +476,7 @@ pub fn state_after(
         None,
         &mut SliceLines::new(transcript),
         (base, ""),
-        op_id_fingerprint,
+        (None, op_id_fingerprint),
         &mut report,
     )?;
     Ok(state.text)
@@ -446,7 +490,7 @@ fn run(
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
-    let (state, number) = walk(after, lines, (base, document), fingerprint, report)?;
+    let (state, number) = walk(after, lines, (base, document), (None, fingerprint), report)?;
     // The file line of the last record, 0 when the slice held none.
     state.finish(if number > lines_before { number } else { 0 }, report)
 }
@@ -457,7 +501,7 @@ fn walk<'a>(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
     (base, document): (Option<&'a str>, &'a str),
-    fingerprint: fn(&str) -> u64,
+    (via, fingerprint): (Option<Waypoint<'_>>, fn(&str) -> u64),
     report: &mut Report,
 ) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
@@ -470,6 +514,7 @@ fn walk<'a>(
         sha: base.map(|b| sha256_hex(b.as_bytes())),
         text: base.map(str::to_string),
         aborted: None,
+        applied_at_via: 0,
     };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
@@ -523,6 +568,17 @@ fn walk<'a>(
                 report.applied += 1;
             }
         }
+        if let Some(w) = via.filter(|w| w.line == number) {
+            state.check_via(number, w)?;
+            state.applied_at_via = report.applied;
+        }
+    }
+    if let Some(w) = via.filter(|w| w.line > number) {
+        return Err(div(
+            number + 1,
+            None,
+            format!("the transcript ends before line {}", w.line),
+        ));
     }
     Ok((state, number))
 }
@@ -566,6 +622,8 @@ struct State<'a> {
     /// Inside a rolled-back op-list: the text its ops so far led to (the
     /// state the list's next op was tried on).
     aborted: Option<String>,
+    /// Applied records up to the [`Waypoint`], when one was passed.
+    applied_at_via: usize,
 }
 
 /// Refusal codes that depend on the op alone (§3.5), which re-applying a
@@ -593,6 +651,23 @@ fn refusal_code(rec: &Record) -> Option<&str> {
 }
 
 impl State<'_> {
+    /// The state after line `line` is the waypoint's.
+    fn check_via(&self, line: usize, w: Waypoint<'_>) -> Result<(), Box<Divergence>> {
+        let actual = self.sha.as_deref().unwrap_or_default();
+        if actual == w.sha256 {
+            return Ok(());
+        }
+        Err(with_shas(
+            div(
+                line,
+                None,
+                "the state the records up to this line leave is not the expected document".into(),
+            ),
+            w.sha256,
+            actual,
+        ))
+    }
+
     /// Every record starts from the replayed state (the first one fixes it
     /// when there is no base).
     fn check_start(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {
