@@ -253,6 +253,9 @@ pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str
     replay_lines(None, &mut ReaderLines { reader, start }, base, document)
 }
 
+/// Gives a document's text by its sha256 (the state a replay starts from).
+pub type Finder<'a> = dyn FnMut(&str) -> Option<String> + 'a;
+
 /// A state a replay must pass through: the one the records up to file
 /// line `line` leave has sha256 `sha256` (a transcript that extends
 /// another one whose records are known to end at a given document).
@@ -268,15 +271,18 @@ pub struct Waypoint<'a> {
 /// divergence on that line when it is another, or when the transcript
 /// ends before it): one replay where two (the lines up to the waypoint
 /// to its document, then the rest from there) would parse that document
-/// twice. Also returns the number of applied records up to the waypoint.
+/// twice. The base is `find`'s text for the first record's `pre_sha256`
+/// (every record up to the first applied one starts there), looked up
+/// as the replay reaches it rather than by reading that record first.
+/// Also returns the number of applied records up to the waypoint.
 pub fn replay_reader_via(
     reader: &mut dyn Rewind,
-    base: Option<&str>,
+    find: &mut Finder<'_>,
     via: Waypoint<'_>,
     document: &str,
 ) -> (Report, usize) {
     let Ok(start) = reader.stream_position() else {
-        return (replay_reader(reader, base, document), 0);
+        return (replay_reader(reader, None, document), 0);
     };
     let mut lines = ReaderLines { reader, start };
     let mut report = Report::nothing_yet();
@@ -284,8 +290,8 @@ pub fn replay_reader_via(
     let result = walk(
         None,
         &mut lines,
-        (base, document),
-        (Some(via), op_id_fingerprint),
+        (None, document),
+        (Some(via), op_id_fingerprint, Some(find)),
         &mut report,
     )
     .and_then(|(state, number)| {
@@ -476,7 +482,7 @@ pub fn state_after(
         None,
         &mut SliceLines::new(transcript),
         (base, ""),
-        (None, op_id_fingerprint),
+        (None, op_id_fingerprint, None),
         &mut report,
     )?;
     Ok(state.text)
@@ -490,7 +496,13 @@ fn run(
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
-    let (state, number) = walk(after, lines, (base, document), (None, fingerprint), report)?;
+    let (state, number) = walk(
+        after,
+        lines,
+        (base, document),
+        (None, fingerprint, None),
+        report,
+    )?;
     // The file line of the last record, 0 when the slice held none.
     state.finish(if number > lines_before { number } else { 0 }, report)
 }
@@ -501,7 +513,11 @@ fn walk<'a>(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
     (base, document): (Option<&'a str>, &'a str),
-    (via, fingerprint): (Option<Waypoint<'_>>, fn(&str) -> u64),
+    (via, fingerprint, mut find): (
+        Option<Waypoint<'_>>,
+        fn(&str) -> u64,
+        Option<&mut Finder<'_>>,
+    ),
     report: &mut Report,
 ) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
@@ -542,6 +558,13 @@ fn walk<'a>(
         }
         let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
+        if let Some(find) = find.take() {
+            // The first record: the state it starts from, when known.
+            if let Some(text) = find(&rec.pre_sha256) {
+                state.sha = Some(sha256_hex(text.as_bytes()));
+                state.text = Some(text);
+            }
+        }
         let seen = number - lines_before - 1;
         let mut earlier = |id: &str| {
             let found = lines.find_op_id(id, seen)?;

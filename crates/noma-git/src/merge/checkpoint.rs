@@ -26,8 +26,6 @@
 //! the branch's part the same way, and the caller re-applies the base's
 //! records from the streams (`super::streamed`).
 
-use std::io::{Seek, SeekFrom};
-
 use crate::cache::BlockCache;
 use crate::git::repo::Repo;
 use crate::git::Oid;
@@ -222,10 +220,7 @@ fn replays_via(
     find: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Option<usize> {
     let mut reader = repo.blob_reader(id).ok()?;
-    let first = replay::first_applied_pre_sha256_in(&mut reader);
-    let base = first.as_deref().and_then(&mut *find);
-    reader.seek(SeekFrom::Start(0)).ok()?;
-    let (report, applied) = replay::replay_reader_via(&mut reader, base.as_deref(), via, doc);
+    let (report, applied) = replay::replay_reader_via(&mut reader, find, via, doc);
     report.divergence.is_none().then_some(applied)
 }
 

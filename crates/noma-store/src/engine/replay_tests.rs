@@ -375,7 +375,7 @@ fn a_waypoint_is_the_state_after_its_line() {
     let mid = "# New\na\n";
     let run = |line: usize, sha: &str| {
         let via = Waypoint { line, sha256: sha };
-        replay_reader_via(&mut std::io::Cursor::new(&bytes), None, via, &text)
+        replay_reader_via(&mut std::io::Cursor::new(&bytes), &mut |_| None, via, &text)
     };
     let (r, applied) = run(2, &sha256_hex(mid.as_bytes()));
     assert!(r.ok, "{:?}", r.divergence);
@@ -393,6 +393,11 @@ fn a_waypoint_is_the_state_after_its_line() {
         line: 2,
         sha256: &sha256_hex(mid.as_bytes()),
     };
-    let (r, _) = replay_reader_via(&mut std::io::Cursor::new(&bytes), None, via, "other\n");
+    let (r, _) = replay_reader_via(
+        &mut std::io::Cursor::new(&bytes),
+        &mut |_| None,
+        via,
+        "other\n",
+    );
     assert!(!r.ok);
 }
