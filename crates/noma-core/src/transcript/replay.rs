@@ -507,17 +507,21 @@ fn run(
     state.finish(if number > lines_before { number } else { 0 }, report)
 }
 
+/// What [`walk`] checks besides each record: a state to pass through,
+/// the op_id fingerprint, and the finder of the first record's state.
+type WalkChecks<'w, 'f, 'g> = (
+    Option<Waypoint<'w>>,
+    fn(&str) -> u64,
+    Option<&'f mut Finder<'g>>,
+);
+
 /// Checks every line of `lines`; the state they leave and the file line
 /// of the last one.
 fn walk<'a>(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
     (base, document): (Option<&'a str>, &'a str),
-    (via, fingerprint, mut find): (
-        Option<Waypoint<'_>>,
-        fn(&str) -> u64,
-        Option<&mut Finder<'_>>,
-    ),
+    (via, fingerprint, mut find): WalkChecks<'_, '_, '_>,
     report: &mut Report,
 ) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
