@@ -22,6 +22,9 @@ use super::{parse_record, short_sha, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, BlockHash, EMPTY_SHA256};
 use crate::doc::ParseMemo;
 
+mod via;
+pub use via::{replay_reader_via, Finder, Waypoint};
+
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -251,56 +254,6 @@ pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str
         }
     };
     replay_lines(None, &mut ReaderLines { reader, start }, base, document)
-}
-
-/// Gives a document's text by its sha256 (the state a replay starts from).
-pub type Finder<'a> = dyn FnMut(&str) -> Option<String> + 'a;
-
-/// A state a replay must pass through: the one the records up to file
-/// line `line` leave has sha256 `sha256` (a transcript that extends
-/// another one whose records are known to end at a given document).
-#[derive(Debug, Clone, Copy)]
-pub struct Waypoint<'a> {
-    /// 1-based file line after which the state is checked.
-    pub line: usize,
-    /// sha256 (hex) that state must have.
-    pub sha256: &'a str,
-}
-
-/// [`replay_reader`] that also checks the state after `via.line` (a
-/// divergence on that line when it is another, or when the transcript
-/// ends before it): one replay where two (the lines up to the waypoint
-/// to its document, then the rest from there) would parse that document
-/// twice. The base is `find`'s text for the first record's `pre_sha256`
-/// (every record up to the first applied one starts there), looked up
-/// as the replay reaches it rather than by reading that record first.
-/// Also returns the number of applied records up to the waypoint.
-pub fn replay_reader_via(
-    reader: &mut dyn Rewind,
-    find: &mut Finder<'_>,
-    via: Waypoint<'_>,
-    document: &str,
-) -> (Report, usize) {
-    let Ok(start) = reader.stream_position() else {
-        return (replay_reader(reader, None, document), 0);
-    };
-    let mut lines = ReaderLines { reader, start };
-    let mut report = Report::nothing_yet();
-    let mut applied_before = 0;
-    let result = walk(
-        None,
-        &mut lines,
-        (None, document),
-        (Some(via), op_id_fingerprint, Some(find)),
-        &mut report,
-    )
-    .and_then(|(state, number)| {
-        applied_before = state.applied_at_via;
-        state.finish(number, &mut report)
-    });
-    report.ok = result.is_ok();
-    report.divergence = result.err().map(|d| *d);
-    (report, applied_before)
 }
 
 /// [`replay_reader`] with op_ids fingerprinted by `fingerprint` (tests
@@ -563,11 +516,7 @@ fn walk<'a>(
         let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
         if let Some(find) = find.take() {
-            // The first record: the state it starts from, when known.
-            if let Some(text) = find(&rec.pre_sha256) {
-                state.sha = Some(sha256_hex(text.as_bytes()));
-                state.text = Some(text);
-            }
+            state.start_at(find, &rec.pre_sha256);
         }
         let seen = number - lines_before - 1;
         let mut earlier = |id: &str| {
@@ -595,10 +544,7 @@ fn walk<'a>(
                 report.applied += 1;
             }
         }
-        if let Some(w) = via.filter(|w| w.line == number) {
-            state.check_via(number, w)?;
-            state.applied_at_via = report.applied;
-        }
+        state.check_via(number, via, report.applied)?;
     }
     if let Some(w) = via.filter(|w| w.line > number) {
         return Err(div(
@@ -678,8 +624,27 @@ fn refusal_code(rec: &Record) -> Option<&str> {
 }
 
 impl State<'_> {
-    /// The state after line `line` is the waypoint's.
-    fn check_via(&self, line: usize, w: Waypoint<'_>) -> Result<(), Box<Divergence>> {
+    /// Starts from `find`'s text for the first record's `pre_sha256`, when
+    /// it knows one.
+    fn start_at(&mut self, find: &mut Finder<'_>, pre_sha256: &str) {
+        if let Some(text) = find(pre_sha256) {
+            self.sha = Some(sha256_hex(text.as_bytes()));
+            self.text = Some(text);
+        }
+    }
+
+    /// After line `line` (with `applied` records applied so far): the
+    /// state is the waypoint's when `via` is at that line.
+    fn check_via(
+        &mut self,
+        line: usize,
+        via: Option<Waypoint<'_>>,
+        applied: usize,
+    ) -> Result<(), Box<Divergence>> {
+        let Some(w) = via.filter(|w| w.line == line) else {
+            return Ok(());
+        };
+        self.applied_at_via = applied;
         let actual = self.sha.as_deref().unwrap_or_default();
         if actual == w.sha256 {
             return Ok(());
