@@ -23,6 +23,7 @@ use crate::doc::hash::{block_hashes, sha256_hex, BlockHash, EMPTY_SHA256};
 use crate::doc::ParseMemo;
 
 mod via;
+use via::WalkChecks;
 pub use via::{replay_reader_via, Finder, Waypoint};
 
 /// Where the replay started from.
@@ -460,14 +461,6 @@ fn run(
     state.finish(if number > lines_before { number } else { 0 }, report)
 }
 
-/// What [`walk`] checks besides each record: a state to pass through,
-/// the op_id fingerprint, and the finder of the first record's state.
-type WalkChecks<'w, 'f, 'g> = (
-    Option<Waypoint<'w>>,
-    fn(&str) -> u64,
-    Option<&'f mut Finder<'g>>,
-);
-
 /// Checks every line of `lines`; the state they leave and the file line
 /// of the last one.
 fn walk<'a>(
@@ -501,16 +494,7 @@ fn walk<'a>(
             .map_err(|e| div(number + 1, None, format!("cannot read the transcript: {e}")))?;
         match next {
             Next::End => break,
-            Next::Torn(len) => {
-                return Err(div(
-                    number + 1,
-                    None,
-                    format!(
-                        "torn final line ({len} bytes without a newline): not a record; a writer \
-                         (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it"
-                    ),
-                ));
-            }
+            Next::Torn(len) => return Err(torn(number + 1, len)),
             Next::Line => number += 1,
         }
         let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
@@ -554,6 +538,18 @@ fn walk<'a>(
         ));
     }
     Ok((state, number))
+}
+
+/// The divergence of a last line without its newline.
+fn torn(line: usize, len: usize) -> Box<Divergence> {
+    div(
+        line,
+        None,
+        format!(
+            "torn final line ({len} bytes without a newline): not a record; a writer \
+             (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it"
+        ),
+    )
 }
 
 /// A divergence on `line` (of the record `op_id`), without hashes or blocks.
@@ -624,42 +620,6 @@ fn refusal_code(rec: &Record) -> Option<&str> {
 }
 
 impl State<'_> {
-    /// Starts from `find`'s text for the first record's `pre_sha256`, when
-    /// it knows one.
-    fn start_at(&mut self, find: &mut Finder<'_>, pre_sha256: &str) {
-        if let Some(text) = find(pre_sha256) {
-            self.sha = Some(sha256_hex(text.as_bytes()));
-            self.text = Some(text);
-        }
-    }
-
-    /// After line `line` (with `applied` records applied so far): the
-    /// state is the waypoint's when `via` is at that line.
-    fn check_via(
-        &mut self,
-        line: usize,
-        via: Option<Waypoint<'_>>,
-        applied: usize,
-    ) -> Result<(), Box<Divergence>> {
-        let Some(w) = via.filter(|w| w.line == line) else {
-            return Ok(());
-        };
-        self.applied_at_via = applied;
-        let actual = self.sha.as_deref().unwrap_or_default();
-        if actual == w.sha256 {
-            return Ok(());
-        }
-        Err(with_shas(
-            div(
-                line,
-                None,
-                "the state the records up to this line leave is not the expected document".into(),
-            ),
-            w.sha256,
-            actual,
-        ))
-    }
-
     /// Every record starts from the replayed state (the first one fixes it
     /// when there is no base).
     fn check_start(&mut self, line: usize, rec: &Record) -> Result<(), Box<Divergence>> {

@@ -1,6 +1,9 @@
 //! A replay that passes through a known state ([`replay_reader_via`]).
 
-use super::{op_id_fingerprint, walk, ReaderLines, Report, Rewind};
+use super::{
+    div, op_id_fingerprint, walk, with_shas, Divergence, ReaderLines, Report, Rewind, State,
+};
+use crate::doc::hash::sha256_hex;
 
 /// Gives a document's text by its sha256 (the state a replay starts from).
 pub type Finder<'a> = dyn FnMut(&str) -> Option<String> + 'a;
@@ -50,4 +53,50 @@ pub fn replay_reader_via(
     report.ok = result.is_ok();
     report.divergence = result.err().map(|d| *d);
     (report, applied_before)
+}
+
+/// What [`walk`] checks besides each record: a state to pass through,
+/// the op_id fingerprint, and the finder of the first record's state.
+pub(super) type WalkChecks<'w, 'f, 'g> = (
+    Option<Waypoint<'w>>,
+    fn(&str) -> u64,
+    Option<&'f mut Finder<'g>>,
+);
+
+impl State<'_> {
+    /// Starts from `find`'s text for the first record's `pre_sha256`, when
+    /// it knows one.
+    pub(super) fn start_at(&mut self, find: &mut Finder<'_>, pre_sha256: &str) {
+        if let Some(text) = find(pre_sha256) {
+            self.sha = Some(sha256_hex(text.as_bytes()));
+            self.text = Some(text);
+        }
+    }
+
+    /// After line `line` (with `applied` records applied so far): the
+    /// state is the waypoint's when `via` is at that line.
+    pub(super) fn check_via(
+        &mut self,
+        line: usize,
+        via: Option<Waypoint<'_>>,
+        applied: usize,
+    ) -> Result<(), Box<Divergence>> {
+        let Some(w) = via.filter(|w| w.line == line) else {
+            return Ok(());
+        };
+        self.applied_at_via = applied;
+        let actual = self.sha.as_deref().unwrap_or_default();
+        if actual == w.sha256 {
+            return Ok(());
+        }
+        Err(with_shas(
+            div(
+                line,
+                None,
+                "the state the records up to this line leave is not the expected document".into(),
+            ),
+            w.sha256,
+            actual,
+        ))
+    }
 }
