@@ -22,6 +22,10 @@ use super::{parse_record, short_sha, PatchResult, Record};
 use crate::doc::hash::{block_hashes, sha256_hex, BlockHash, EMPTY_SHA256};
 use crate::doc::ParseMemo;
 
+mod via;
+use via::WalkChecks;
+pub use via::{replay_reader_via, Finder, Waypoint};
+
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -432,7 +436,7 @@ pub fn state_after(
         None,
         &mut SliceLines::new(transcript),
         (base, ""),
-        op_id_fingerprint,
+        (None, op_id_fingerprint, None),
         &mut report,
     )?;
     Ok(state.text)
@@ -446,7 +450,13 @@ fn run(
     report: &mut Report,
 ) -> Result<(), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
-    let (state, number) = walk(after, lines, (base, document), fingerprint, report)?;
+    let (state, number) = walk(
+        after,
+        lines,
+        (base, document),
+        (None, fingerprint, None),
+        report,
+    )?;
     // The file line of the last record, 0 when the slice held none.
     state.finish(if number > lines_before { number } else { 0 }, report)
 }
@@ -457,7 +467,7 @@ fn walk<'a>(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
     (base, document): (Option<&'a str>, &'a str),
-    fingerprint: fn(&str) -> u64,
+    (via, fingerprint, mut find): WalkChecks<'_, '_, '_>,
     report: &mut Report,
 ) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
@@ -470,6 +480,7 @@ fn walk<'a>(
         sha: base.map(|b| sha256_hex(b.as_bytes())),
         text: base.map(str::to_string),
         aborted: None,
+        applied_at_via: 0,
     };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
@@ -483,20 +494,14 @@ fn walk<'a>(
             .map_err(|e| div(number + 1, None, format!("cannot read the transcript: {e}")))?;
         match next {
             Next::End => break,
-            Next::Torn(len) => {
-                return Err(div(
-                    number + 1,
-                    None,
-                    format!(
-                        "torn final line ({len} bytes without a newline): not a record; a writer \
-                         (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it"
-                    ),
-                ));
-            }
+            Next::Torn(len) => return Err(torn(number + 1, len)),
             Next::Line => number += 1,
         }
         let rec = parse_record(number, &raw).map_err(|e| div(e.line(), None, e.to_string()))?;
         report.records += 1;
+        if let Some(find) = find.take() {
+            state.start_at(find, &rec.pre_sha256);
+        }
         let seen = number - lines_before - 1;
         let mut earlier = |id: &str| {
             let found = lines.find_op_id(id, seen)?;
@@ -523,8 +528,28 @@ fn walk<'a>(
                 report.applied += 1;
             }
         }
+        state.check_via(number, via, report.applied)?;
+    }
+    if let Some(w) = via.filter(|w| w.line > number) {
+        return Err(div(
+            number + 1,
+            None,
+            format!("the transcript ends before line {}", w.line),
+        ));
     }
     Ok((state, number))
+}
+
+/// The divergence of a last line without its newline.
+fn torn(line: usize, len: usize) -> Box<Divergence> {
+    div(
+        line,
+        None,
+        format!(
+            "torn final line ({len} bytes without a newline): not a record; a writer \
+             (`noma patch`, `noma repair`) removes it when an interrupted noma write explains it"
+        ),
+    )
 }
 
 /// A divergence on `line` (of the record `op_id`), without hashes or blocks.
@@ -566,6 +591,8 @@ struct State<'a> {
     /// Inside a rolled-back op-list: the text its ops so far led to (the
     /// state the list's next op was tried on).
     aborted: Option<String>,
+    /// Applied records up to the [`Waypoint`], when one was passed.
+    applied_at_via: usize,
 }
 
 /// Refusal codes that depend on the op alone (§3.5), which re-applying a

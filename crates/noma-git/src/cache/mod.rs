@@ -179,6 +179,9 @@ pub struct BlockCache {
     /// `replays` and checkpoint rows not written yet
     /// ([`BlockCache::remember_replay`]).
     pending_replays: Mutex<replays::Pending>,
+    /// Whether the tables of replays and checkpoint rows held no row when
+    /// first asked ([`BlockCache::replay_known`]).
+    nothing_proved: std::sync::OnceLock<bool>,
     notice: Mutex<Option<String>>,
     /// Where a notice goes when it is recorded (the library never prints).
     notice_sink: Option<NoticeSink>,
@@ -256,6 +259,7 @@ impl BlockCache {
             backing: Mutex::new(backing),
             memo: Mutex::default(),
             pending_replays: Mutex::default(),
+            nothing_proved: std::sync::OnceLock::new(),
             notice: Mutex::new(None),
             notice_sink: None,
             recovered: AtomicBool::new(false),
@@ -277,6 +281,7 @@ impl BlockCache {
             backing: Mutex::new(Backing::Disabled),
             memo: Mutex::default(),
             pending_replays: Mutex::default(),
+            nothing_proved: std::sync::OnceLock::new(),
             notice: Mutex::new(None),
             notice_sink: None,
             recovered: AtomicBool::new(false),

@@ -9,6 +9,13 @@
 //! written together, in one transaction, when [`FLUSH_AT`] are waiting and
 //! when the handle is dropped, instead of one write transaction (and its
 //! locks) each.
+//!
+//! A cold PR check (a fresh CI checkout) asks for a row per document and
+//! finds none: when both tables were empty at the handle's first question,
+//! it answers from the rows waiting in the handle and asks SQLite nothing
+//! more. A row written since (by this handle's own flush, or by another
+//! process) is then not found, which costs a replay, never a wrong pass: a
+//! row only ever says "proved before".
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
@@ -53,6 +60,9 @@ impl BlockCache {
             .any(|(t, d)| t == transcript && *d == doc)
         {
             return true;
+        }
+        if self.nothing_proved() {
+            return false;
         }
         self.with_conn(|c| {
             c.prepare_cached(
@@ -121,6 +131,22 @@ impl BlockCache {
         });
     }
 
+    /// Whether no replay and no checkpoint row was stored when this
+    /// handle first asked (see the module's doc); false when SQLite could
+    /// not say.
+    fn nothing_proved(&self) -> bool {
+        *self.nothing_proved.get_or_init(|| {
+            self.with_conn(|c| {
+                c.query_row(
+                    "SELECT NOT EXISTS(SELECT 1 FROM replays) AND NOT EXISTS(SELECT 1 FROM histories)",
+                    [],
+                    |r| r.get::<_, bool>(0),
+                )
+            })
+            .unwrap_or(false)
+        })
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending_replays
             .lock()
@@ -167,7 +193,7 @@ impl BlockCache {
             .rev()
             .find(|(t, d, _)| t == transcript && *d == doc)
             .map(|(_, _, row)| row.clone());
-        if waiting.is_some() {
+        if waiting.is_some() || self.nothing_proved() {
             return waiting;
         }
         self.with_conn(|c| {
@@ -264,6 +290,44 @@ mod tests {
         drop(c);
         let c = BlockCache::open(dir.path());
         assert_eq!(c.checkpoint_known(b"t4", DOC).as_deref(), Some(&b"new"[..]));
+    }
+
+    /// A handle that found both tables empty answers from its waiting
+    /// rows; one that found rows asks SQLite, so a row stored before it
+    /// was opened is found.
+    #[test]
+    fn an_empty_cache_answers_from_the_rows_waiting() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = BlockCache::open(dir.path());
+        assert!(!c.replay_known(b"t1", DOC));
+        assert_eq!(c.checkpoint_known(b"t1", DOC), None);
+        assert!(c.nothing_proved());
+        c.remember_replay(b"t1", DOC);
+        c.remember_checkpoint(b"t1", DOC, b"row");
+        assert!(c.replay_known(b"t1", DOC), "waiting rows answer");
+        assert_eq!(c.checkpoint_known(b"t1", DOC).as_deref(), Some(&b"row"[..]));
+        drop(c);
+        // Only a checkpoint row stored: the next handle asks SQLite.
+        let conn = Connection::open(dir.path().join(".noma/cache").join(DB_FILE)).unwrap();
+        conn.execute("DELETE FROM replays", []).unwrap();
+        let c = BlockCache::open(dir.path());
+        assert_eq!(c.checkpoint_known(b"t1", DOC).as_deref(), Some(&b"row"[..]));
+        assert!(!c.nothing_proved());
+        assert!(!c.replay_known(b"t1", DOC));
+        drop(c);
+        // Only a replay row stored: found too.
+        conn.execute("DELETE FROM histories", []).unwrap();
+        conn.execute(
+            "INSERT INTO replays(transcript, document, engine) VALUES (?1, ?2, ?3)",
+            rusqlite::params![
+                &b"t2"[..],
+                &super::super::codec::hex_to_bytes(DOC).unwrap()[..],
+                super::super::ENGINE
+            ],
+        )
+        .unwrap();
+        let c = BlockCache::open(dir.path());
+        assert!(c.replay_known(b"t2", DOC));
     }
 
     /// A cache written before the table existed gains it and keeps its

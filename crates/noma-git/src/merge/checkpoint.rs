@@ -7,13 +7,11 @@
 //!
 //! The answer must be what the whole-file check says ("replays" means
 //! what `noma replay` says), so the history before the branch
-//! is proved too. The first time, the merge base's transcript is replayed
-//! from its first state to the merge base's document, a line at a time
-//! from the blob, and the branch's op_ids are looked up in the
-//! fingerprints of the history's, gathered as the two transcripts were
-//! compared (a hit hands over to the whole check, which names a reuse);
-//! without those fingerprints (the base moved on), HEAD's whole transcript
-//! is replayed instead, which compares every op_id. The block cache
+//! is proved too. The first time, HEAD's whole transcript is replayed once
+//! from its first state, a line at a time from the blob, and the state
+//! after the history's last line must be the merge base's document: the
+//! history replays alone to it and the branch's records replay from it,
+//! and every op_id is compared. The block cache
 //! remembers the proof by blob id and document sha256; the next check
 //! against the same base (the Action's other formats, a rerun, the next
 //! push to the branch) replays only the branch's records. The pass that
@@ -27,8 +25,6 @@
 //! When the base revision appended records too, [`branch_replays`] proves
 //! the branch's part the same way, and the caller re-applies the base's
 //! records from the streams (`super::streamed`).
-
-use std::io::{Seek, SeekFrom};
 
 use crate::cache::BlockCache;
 use crate::git::repo::Repo;
@@ -156,9 +152,9 @@ fn replays_proving(
     find: &mut dyn FnMut(&str) -> Option<String>,
     proved: Option<&Proved>,
 ) -> Option<usize> {
-    let lines = tail_replays(ext, [mb_doc, head_doc])?;
     let (key, doc_sha) = (ids.merge_base.as_bytes(), sha256_hex(mb_doc.as_bytes()));
     if let Some(c) = cache.filter(|c| c.replay_known(key, &doc_sha)) {
+        let lines = tail_replays(ext, [mb_doc, head_doc])?;
         let reused = match proved {
             Some(p) => reuses_any(&lines, &|op| p.may_hold(op))?,
             None => {
@@ -178,36 +174,21 @@ fn replays_proving(
         }
         return Some(lines.len());
     }
-    // Cold. With the row built on the way, the history is proved alone:
-    // its records replay from their first state to the merge base's
-    // document, which the branch's replayed from above, and the row's
-    // fingerprints stand for the op_ids a whole replay would compare
-    // (what a warm check does). Otherwise HEAD's whole transcript replays,
-    // which also compares every op_id.
-    let history = match proved {
-        Some(p) => match history_replays(repo, ids.merge_base, mb_doc, find) {
-            Some(false) => return None,
-            Some(true) if reuses_any(&lines, &|op| p.may_hold(op))? => return None,
-            proved_alone => proved_alone,
-        },
-        None => None,
+    // Cold: HEAD's whole transcript replays from its first state (which
+    // compares every op_id) through the merge base's document after the
+    // history's last line, so the branch's records replay from it: what
+    // the history replayed alone and the branch's records replayed from
+    // the merge base's document say, with that document parsed once. An
+    // empty history is where genesis records pair up, not this path.
+    ext.last_line_sha256.as_ref()?;
+    let via = replay::Waypoint {
+        line: ext.lines,
+        sha256: &doc_sha,
     };
-    if history.is_none() && !replays_from_its_start(repo, ids.head, head_doc, find) {
-        return None;
-    }
-    // HEAD's transcript replays, and its records after the merge base's
-    // start from the merge base's document (checked above), so the
-    // history alone replays to it. Not when the history has no applied
-    // record: its first state is then chosen by the branch's records.
-    let remember = cache.filter(|_| {
-        history.is_some()
-            || repo
-                .blob_reader(ids.merge_base)
-                .ok()
-                .and_then(|mut r| replay::first_applied_pre_sha256_in(&mut r))
-                .is_some()
-    });
-    if let Some(c) = remember {
+    let applied_in_history = replays_via(repo, ids.head, via, head_doc, find)?;
+    // Not remembered when the history has no applied record: its first
+    // state is then chosen by the branch's records.
+    if let Some(c) = cache.filter(|_| applied_in_history > 0) {
         c.remember_replay(key, &doc_sha);
         // Without the row built on the way (the base moved on): one more
         // read of the merge base's blob, once, for the next check.
@@ -224,7 +205,23 @@ fn replays_proving(
             c.remember_checkpoint(key, &doc_sha, &p.encode());
         }
     }
-    Some(lines.len())
+    Some(split_lines(&ext.tail).0.len())
+}
+
+/// The applied records up to `via.line` when transcript blob `id`
+/// replays to `doc` from the state its first applied record starts at
+/// (`find` gives its text), passing through `via`; None when it does not
+/// or cannot be read.
+fn replays_via(
+    repo: &Repo,
+    id: Oid,
+    via: replay::Waypoint<'_>,
+    doc: &str,
+    find: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<usize> {
+    let mut reader = repo.blob_reader(id).ok()?;
+    let (report, applied) = replay::replay_reader_via(&mut reader, find, via, doc);
+    report.divergence.is_none().then_some(applied)
 }
 
 /// Whether blob `id` holds any of `needles` (quoted op_ids) anywhere: a
@@ -246,52 +243,4 @@ fn mentions_any(repo: &Repo, id: Oid, needles: &[String]) -> Option<bool> {
         Some(Ok(_)) => Some(true),
         Some(Err(_)) => None,
     }
-}
-
-/// Whether the merge base's transcript blob `id` replays, from the state
-/// its first applied record starts at, to `mb_doc`; None when it has no
-/// applied record (the branch's records then fix the first state) or
-/// cannot be read.
-fn history_replays(
-    repo: &Repo,
-    id: Oid,
-    mb_doc: &str,
-    find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<bool> {
-    match replay_from_first_state(repo, id, mb_doc, find)? {
-        (true, replays) => Some(replays),
-        (false, _) => None,
-    }
-}
-
-/// Whether the transcript blob `id` replays, from the state its first
-/// applied record starts at, to `doc`: `noma replay`'s answer, read a
-/// line at a time.
-fn replays_from_its_start(
-    repo: &Repo,
-    id: Oid,
-    doc: &str,
-    find: &mut dyn FnMut(&str) -> Option<String>,
-) -> bool {
-    replay_from_first_state(repo, id, doc, find).is_some_and(|(_, replays)| replays)
-}
-
-/// Transcript blob `id` replayed to `doc`, a line at a time, from the
-/// state its first applied record starts at (`find` gives its text):
-/// whether it has an applied record, and whether it replays. None when the
-/// blob cannot be read.
-fn replay_from_first_state(
-    repo: &Repo,
-    id: Oid,
-    doc: &str,
-    find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<(bool, bool)> {
-    let mut reader = repo.blob_reader(id).ok()?;
-    let first = replay::first_applied_pre_sha256_in(&mut reader);
-    let base = first.as_deref().and_then(&mut *find);
-    reader.seek(SeekFrom::Start(0)).ok()?;
-    let replays = replay::replay_reader(&mut reader, base.as_deref(), doc)
-        .divergence
-        .is_none();
-    Some((first.is_some(), replays))
 }

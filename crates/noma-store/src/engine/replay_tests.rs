@@ -364,3 +364,40 @@ mod op_id_fingerprints {
         assert!(d.message.contains("repeats line 4"), "{}", d.message);
     }
 }
+
+/// A replay through a waypoint passes exactly when the state after that
+/// line is the waypoint's, counts the applied records up to it, and names
+/// the line when it is another state or the transcript ends before it.
+#[test]
+fn a_waypoint_is_the_state_after_its_line() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let (text, bytes) = transcript_for("", &[&["# New\n"], &["a\n"], &["b\n"]]);
+    let mid = "# New\na\n";
+    let run = |line: usize, sha: &str| {
+        let via = Waypoint { line, sha256: sha };
+        replay_reader_via(&mut std::io::Cursor::new(&bytes), &mut |_| None, via, &text)
+    };
+    let (r, applied) = run(2, &sha256_hex(mid.as_bytes()));
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!((r.records, applied), (3, 2));
+    // The state after line 1 is "# New\n", not the one after line 2.
+    let d = run(1, &sha256_hex(mid.as_bytes())).0.divergence.unwrap();
+    assert_eq!(d.line, 1);
+    assert_eq!(d.expected_sha256, Some(sha256_hex(mid.as_bytes())));
+    assert_eq!(d.actual_sha256, Some(sha256_hex(b"# New\n")));
+    let d = run(4, &sha256_hex(text.as_bytes())).0.divergence.unwrap();
+    assert_eq!(d.line, 4);
+    assert!(d.message.contains("ends before line 4"), "{}", d.message);
+    // The final state is still checked against the document.
+    let via = Waypoint {
+        line: 2,
+        sha256: &sha256_hex(mid.as_bytes()),
+    };
+    let (r, _) = replay_reader_via(
+        &mut std::io::Cursor::new(&bytes),
+        &mut |_| None,
+        via,
+        "other\n",
+    );
+    assert!(!r.ok);
+}
