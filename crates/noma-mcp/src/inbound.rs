@@ -7,8 +7,6 @@
 use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{json, Value};
 
-use crate::transport::MAX_LINE;
-
 /// What to do with one input line.
 #[derive(Debug)]
 pub enum Inbound {
@@ -154,13 +152,13 @@ fn replace_lone_surrogates(text: &str) -> Option<(String, u16)> {
 /// The answer to a request line of `len` bytes, over the limit: the line
 /// is not kept, so its id is unknown (`null`), but the client learns why
 /// its request goes unanswered rather than waiting for it.
-pub(crate) fn oversized(len: usize) -> Value {
+pub(crate) fn oversized(len: usize, limit: usize) -> Value {
     invalid_request(
         Value::Null,
         format!(
-            "Invalid Request: a line of {len} bytes is over the limit of {MAX_LINE} bytes \
+            "Invalid Request: a line of {len} bytes is over the limit of {limit} bytes \
              ({} MiB); the request was not read",
-            MAX_LINE / (1024 * 1024)
+            limit / (1024 * 1024)
         ),
     )
 }

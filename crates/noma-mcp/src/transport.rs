@@ -128,7 +128,7 @@ impl Reader {
             Err(len) => {
                 self.notices
                     .say(&format!("refused a line of {len} bytes (limit {MAX_LINE})"));
-                Inbound::Reply(oversized(len))
+                Inbound::Reply(oversized(len, MAX_LINE))
             }
         };
         match inbound {

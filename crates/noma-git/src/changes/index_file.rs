@@ -247,15 +247,7 @@ pub(crate) fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
 fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
     let bad = Unfollowable::Format;
     let b = &out.raw;
-    if b.get(..4) != Some(b"DIRC") {
-        return Err(bad("no DIRC signature"));
-    }
-    let version = be32(b, 4).ok_or(bad("short header"))?;
-    if !(2..=4).contains(&version) {
-        return Err(bad("unknown version"));
-    }
-    let count = be32(b, 8).ok_or(bad("short header"))? as usize;
-    let body_end = b.len().checked_sub(OID).ok_or(bad("no checksum"))?;
+    let (version, count, body_end) = header(b)?;
     let mut spans = std::mem::take(&mut out.spans);
     // Version 4's paths, rebuilt: fixed part then path, back to back.
     let mut arena: Vec<u8> = Vec::new();
@@ -289,10 +281,7 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
         } else {
             &rest[..nul]
         };
-        if path.ends_with(b".gitattributes") && (path.len() == 14 || path[path.len() - 15] == b'/')
-        {
-            attributes = true;
-        }
+        attributes |= is_attributes_file(path);
         if path.ends_with(b".noma") {
             if let Some(&(s, h, l)) = spans.last() {
                 let last = if version == 4 { &arena } else { b };
@@ -328,6 +317,27 @@ fn parse_into(mut out: IndexEntries) -> Result<IndexEntries, Unfollowable> {
     out.spans = spans;
     out.attributes = attributes;
     Ok(out)
+}
+
+/// The index file's version, entry count and where its entries end (the
+/// checksum starts).
+fn header(b: &[u8]) -> Result<(u32, usize, usize), Unfollowable> {
+    let bad = Unfollowable::Format;
+    if b.get(..4) != Some(b"DIRC") {
+        return Err(bad("no DIRC signature"));
+    }
+    let version = be32(b, 4).ok_or(bad("short header"))?;
+    if !(2..=4).contains(&version) {
+        return Err(bad("unknown version"));
+    }
+    let count = be32(b, 8).ok_or(bad("short header"))? as usize;
+    let body_end = b.len().checked_sub(OID).ok_or(bad("no checksum"))?;
+    Ok((version, count, body_end))
+}
+
+/// Whether an index path is a `.gitattributes` file (at any depth).
+fn is_attributes_file(path: &[u8]) -> bool {
+    path.ends_with(b".gitattributes") && (path.len() == 14 || path[path.len() - 15] == b'/')
 }
 
 /// Walks the extensions between `at` and the checksum; a split or sparse

@@ -24,7 +24,7 @@
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
-use super::index_file::IndexEntries;
+use super::index_file::{Entry, IndexEntries};
 use crate::git::repo::{ChangeKind, Repo, StagedChange};
 use crate::git::Oid;
 
@@ -97,27 +97,8 @@ pub(crate) fn staged_view(
     let clean = if changed {
         false
     } else {
-        let same = (
-            st.mtime_nsec() as u32,
-            st.ctime() as u32,
-            st.ctime_nsec() as u32,
-        ) == (e.mtime.1, e.ctime.0, e.ctime.1)
-            && (st.dev() as u32, st.ino() as u32, st.uid(), st.gid())
-                == (e.dev, e.ino, e.uid, e.gid);
-        if !same {
-            return View::Unsure("stat data differs in fields git may not compare");
-        }
-        // Racily clean: written in the same second as the index (or
-        // after), so git reads the bytes. Seconds only: a build that
-        // compares nanoseconds too finds fewer racy entries, and a racy
-        // entry whose bytes match is clean in both.
-        let racy = index.mtime().is_none_or(|(sec, _)| sec <= e.mtime.0);
-        if racy {
-            let id = Oid::from_bytes(&e.id);
-            let attributes = attribute_files(repo, root, index, path);
-            if id.is_none() || repo.unconverted_blob_id(path, &file, attributes) != id {
-                return View::Unsure("a racily clean entry");
-            }
+        if let Err(why) = clean_entry(repo, root, index, path, &file, &st, &e) {
+            return View::Unsure(why);
         }
         true
     };
@@ -131,6 +112,43 @@ pub(crate) fn staged_view(
         Some((id, mode)) if clean && Some(id) == new_id && mode == e.mode => None,
         Some((id, _)) => Some(change(ChangeKind::Modified, new_id, Some(id))),
     })
+}
+
+/// Whether an entry whose size and modification second match is clean
+/// as git would judge it: the rest of its stat data equal, and a racily
+/// clean entry's bytes hashing to its id; `Err` names why git must be
+/// asked.
+fn clean_entry(
+    repo: &Repo,
+    root: &Path,
+    index: &IndexEntries,
+    path: &str,
+    file: &Path,
+    st: &std::fs::Metadata,
+    e: &Entry,
+) -> Result<(), &'static str> {
+    let same = (
+        st.mtime_nsec() as u32,
+        st.ctime() as u32,
+        st.ctime_nsec() as u32,
+    ) == (e.mtime.1, e.ctime.0, e.ctime.1)
+        && (st.dev() as u32, st.ino() as u32, st.uid(), st.gid()) == (e.dev, e.ino, e.uid, e.gid);
+    if !same {
+        return Err("stat data differs in fields git may not compare");
+    }
+    // Racily clean: written in the same second as the index (or after), so
+    // git reads the bytes. Seconds only: a build that compares nanoseconds
+    // too finds fewer racy entries, and a racy entry whose bytes match is
+    // clean in both.
+    let racy = index.mtime().is_none_or(|(sec, _)| sec <= e.mtime.0);
+    if racy {
+        let id = Oid::from_bytes(&e.id);
+        let attributes = attribute_files(repo, root, index, path);
+        if id.is_none() || repo.unconverted_blob_id(path, file, attributes) != id {
+            return Err("a racily clean entry");
+        }
+    }
+    Ok(())
 }
 
 /// Whether any attribute file may apply to `path`: one in the index, in

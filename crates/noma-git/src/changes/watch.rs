@@ -279,18 +279,7 @@ impl WatchedChanges {
         if inner.rebuild {
             self.restart(inner);
         }
-        // The watcher does not see the user's configuration or global
-        // ignore rules: any change there drops the listings.
-        let outside: Vec<_> = outside_inputs(repo).iter().map(|f| stamp(f)).collect();
-        if inner.outside.as_ref() != Some(&outside) {
-            inner.invalidate = true;
-            inner.outside = Some(outside);
-        }
-        if inner.invalidate {
-            inner.kept.clear();
-            inner.index = None;
-            inner.invalidate = false;
-        }
+        drop_on_outside_change(repo, inner);
         self.follow_index(inner);
         inner.clock += 1;
         let clock = inner.clock;
@@ -645,6 +634,28 @@ impl Refresh<'_> {
     }
 }
 
+/// Drops the kept listings when asked to, or when the user's
+/// configuration or global ignore rules changed: the watcher does not see
+/// them.
+fn drop_on_outside_change(repo: &Repo, inner: &mut Inner) {
+    let outside: Vec<_> = outside_inputs(repo).iter().map(|f| stamp(f)).collect();
+    if inner.outside.as_ref() != Some(&outside) {
+        inner.invalidate = true;
+        inner.outside = Some(outside);
+    }
+    if inner.invalidate {
+        inner.kept.clear();
+        inner.index = None;
+        inner.invalidate = false;
+    }
+}
+
+/// Whether `c` is about one of `set`'s paths (as its path or a rename's
+/// old path).
+fn involves(c: &StagedChange, set: &BTreeSet<String>) -> bool {
+    set.contains(&c.path) || c.old_path.as_ref().is_some_and(|o| set.contains(o))
+}
+
 /// Brings `kept` up to date by asking git about its touched and
 /// restaged paths only (see the module docs), or by working their
 /// entries out in-process when the index and the work tree settle
@@ -677,9 +688,6 @@ fn refresh(at: &Refresh<'_>, kept: &mut Kept) -> Result<Option<()>, GitError> {
     if known.is_empty() {
         return Ok(Some(()));
     }
-    let involves = |c: &StagedChange, set: &BTreeSet<String>| {
-        set.contains(&c.path) || c.old_path.as_ref().is_some_and(|o| set.contains(o))
-    };
     let paired = kept
         .tracked
         .iter()
@@ -720,7 +728,17 @@ fn refresh(at: &Refresh<'_>, kept: &mut Kept) -> Result<Option<()>, GitError> {
             return Ok(Some(()));
         }
     }
-    // Pairs may change: ask about every candidate with the touched paths.
+    ask_with_candidates(at, kept, known)
+}
+
+/// Asks git about `known` and every rename candidate of `kept` (pairs may
+/// change) and replaces their entries; None when git cannot run or too
+/// many paths are involved.
+fn ask_with_candidates(
+    at: &Refresh<'_>,
+    kept: &mut Kept,
+    known: BTreeSet<String>,
+) -> Result<Option<()>, GitError> {
     let mut set = known;
     for c in kept.tracked.iter().filter(|c| candidate(c)) {
         set.insert(c.path.clone());
