@@ -1281,11 +1281,16 @@ pub const KNOWN_GAPS: &str =
 /// machine at load average 21 to 25 from other jobs; 305 s of CPU is 2.5
 /// min of both cores). Open:
 ///
-/// - Seed 85: a merge of main commits (the document's driver reconciled
-///   it) while the driver also names `fix: noma repair` for a document
-///   main moved; run after the merge commit, it prints nothing, and the
-///   PR check then fails (`transcript-rewritten` on another document,
-///   `copy-of-own-record`). When first listed here it failed one step
+/// - Seed 85: a merge of main commits (the drivers reconciled it, and
+///   one also names `fix: noma repair` for a document main moved, which
+///   run after the merge commit prints nothing), and the PR check then
+///   fails: `transcript-rewritten` on d1, whose two sides each hold a
+///   merge copy of the same original onto the same state with the same
+///   derived op_id (`noma-reconcile`, origin, pre_sha256), applied on
+///   main and rejected on the branch (the outcome depends on the other
+///   side's changes, which the id does not include), so the driver
+///   keeps the branch's and main's line reads as rewritten; and
+///   `copy-of-own-record` on the moved document. When first listed here it failed one step
 ///   earlier: a transcript's driver reported a same-block conflict the
 ///   document's driver did not, and the hook's `noma record` turned the
 ///   other side's state into the merging person's edit (the rebase flow
