@@ -1275,8 +1275,10 @@ pub const KNOWN_GAPS: &str =
     "noma rm vs a patch on another branch; two branches starting one document's transcript; a rebase of a branch that merged main";
 
 /// Ignored until the product gaps it finds are fixed (run it with
-/// `--ignored`): at the default seed, 3 of 200 histories failed before
-/// seed 105 was fixed (200 histories of 30 steps: 13 min wall and 305 s
+/// `--ignored`): at the default seed, 2 of 200 histories fail (seeds 85
+/// and 119; 3 before seed 105 was fixed; a later run of the 200 took
+/// 337 s wall on the same machine under other jobs' load). Measured
+/// earlier (200 histories of 30 steps: 13 min wall and 305 s
 /// of CPU, 178 s user and 127 s system, on two threads of a two-core
 /// machine at load average 21 to 25 from other jobs; 305 s of CPU is 2.5
 /// min of both cores). Open:
