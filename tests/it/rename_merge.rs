@@ -790,3 +790,60 @@ fn after_git_add_all_every_hook_finding_names_the_repair() {
     let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
     assert_eq!(rec["actor"], "agent x", "{rec:#}");
 }
+
+/// Found by the team simulator (seed 105): a branch recorded a change
+/// that leaves the document as it was and merged main, so its transcript
+/// keeps the merge base's records only as copies after its own; main then
+/// moved the document with new records. Merging main again, git takes
+/// main's unchanged-here document without running a driver and stops on
+/// the old transcript's modify/delete; after `git add -A` the hook's
+/// `transcript-tampered` fix was prose. Now the hook names `noma repair`,
+/// and following what it names converges with every record kept.
+#[test]
+fn sim_seed_105_a_move_on_main_meets_a_branch_that_merged_main_before() {
+    let s = setup(2);
+    let long = "X".repeat(400);
+    s.patch("plan.noma", "x", "c", &long);
+    s.r.commit_all("x: c again");
+    s.r.ok(&["checkout", "-q", "-b", "pr", "main~2"]);
+    // A record that leaves the document as it was (the simulator's was
+    // an agent patch whose block main's merged record then set back).
+    s.patch("plan.noma", "x", "a", "A1");
+    s.r.commit_all("x: a, unchanged");
+    assert_ran(&s.r.git(&["merge", "-q", "--no-edit", "main"]));
+    // The mover updates from main, then lands by a merge commit.
+    s.r.ok(&["checkout", "-q", "feat"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    repair_and_stage(&s);
+    assert_ran(&s.r.git(&["commit", "-q", "--no-edit"]));
+    s.r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&s.r.git(&["merge", "-q", "--no-ff", "--no-edit", "feat"]));
+    s.r.ok(&["checkout", "-q", "pr"]);
+    stops_on_modify_delete(&s.r.git(&["merge", "--no-edit", "main"]));
+    s.r.ok(&["add", "-A"]);
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    let fixes = fix_lines(&out);
+    assert!(
+        fixes
+            .iter()
+            .any(|(c, _)| c.starts_with("noma repair \"new.noma\"")),
+        "{out}"
+    );
+    for (cmd, _) in fixes {
+        assert_ran(&s.r.sh(&cmd));
+    }
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    s.replays("new.noma");
+    let t = s.r.read("new.noma.patches");
+    assert!(
+        t.contains("\"patch_result\":\"noop\""),
+        "the branch's record lost:\n{t}"
+    );
+    // main's agent record is kept as the agent's, not the merger's.
+    record_by(&s, "bot", "b");
+}

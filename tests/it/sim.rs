@@ -1275,35 +1275,42 @@ pub const KNOWN_GAPS: &str =
     "noma rm vs a patch on another branch; two branches starting one document's transcript; a rebase of a branch that merged main";
 
 /// Ignored until the product gaps it finds are fixed (run it with
-/// `--ignored`): at the default seed, 3 of 200 histories fail (200
-/// histories of 30 steps: 13 min wall and 305 s of CPU, 178 s user and
-/// 127 s system, on two threads of a two-core machine at load average 21
-/// to 25 from other jobs; 305 s of CPU is 2.5 min of both cores). Open:
+/// `--ignored`): at the default seed, 2 of 200 histories fail (seeds 85
+/// and 119; 3 before seed 105 was fixed; a later run of the 200 took
+/// 337 s wall on the same machine under other jobs' load). Measured
+/// earlier (200 histories of 30 steps: 13 min wall and 305 s
+/// of CPU, 178 s user and 127 s system, on two threads of a two-core
+/// machine at load average 21 to 25 from other jobs; 305 s of CPU is 2.5
+/// min of both cores). Open:
 ///
-/// - Seed 85: a transcript's driver reports a
-///   same-block conflict while the document merged without one (git
-///   merged it trivially, or its driver re-applied the record), and no
-///   message names a command; after `git add -A` the hook names `noma
-///   record`, which turns the other side's state into the merging
-///   person's edit, and a later merge of main fails the PR check
-///   (`transcript-rewritten`, `copy-of-own-record`). The rebase flow of
-///   `KNOWN_GAPS` (seeds 81, 85, 125, 175 before it was taken out) met the
-///   same disagreement.
-/// - Seed 105: main moved a document (`git mv`, transcript unpaired by
-///   git) that the branch patched without a driver run for the document;
-///   `git merge main` stops on modify/delete of the old transcript, no
-///   message names a command, and after `git add -A` the hook's
-///   `transcript-tampered` fix is prose; `noma repair NEW` should take
-///   the branch's records to the new path.
+/// - Seed 85: a merge of main commits (the drivers reconciled it, and
+///   one also names `fix: noma repair` for a document main moved, which
+///   run after the merge commit prints nothing), and the PR check then
+///   fails: `transcript-rewritten` on d1, whose two sides each hold a
+///   merge copy of the same original onto the same state with the same
+///   derived op_id (`noma-reconcile`, origin, pre_sha256), applied on
+///   main and rejected on the branch (the outcome depends on the other
+///   side's changes, which the id does not include), so the driver
+///   keeps the branch's and main's line reads as rewritten; and
+///   `copy-of-own-record` on the moved document. When first listed here it failed one step
+///   earlier: a transcript's driver reported a same-block conflict the
+///   document's driver did not, and the hook's `noma record` turned the
+///   other side's state into the merging person's edit (the rebase flow
+///   of `KNOWN_GAPS`, seeds 81, 85, 125, 175 before it was taken out, met
+///   the same disagreement).
 /// - Seed 119: the transcript's driver cannot find the document state
 ///   the common transcript ends at ("not found in the repository") after
-///   stashes and cherry-picks, leaves ours, and names no command.
+///   stashes and cherry-picks, leaves ours, and names no command; `git
+///   add -A` then commits a transcript that drops main's records.
 ///
 /// Fixed since the simulator found them, each with its named test: the
 /// modify/delete and rename/rename stops of a move meeting a patch
 /// (seeds 5, 6, 14, 22, 24, 33, 39: `rename_merge::sim_seed*`), the update
 /// step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20, 34, 51, 59:
 /// `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`),
+/// a move on main meeting a branch whose transcript succeeds the merge
+/// base's only by copies (seed 105:
+/// `rename_merge::sim_seed_105_a_move_on_main_meets_a_branch_that_merged_main_before`),
 /// main's copy taken for the branch's own (seed 45:
 /// `merge_main::a_copy_made_on_main_is_not_the_branchs_own_after_a_move`)
 /// and a no-op copy taken for a removed record (seed 27:

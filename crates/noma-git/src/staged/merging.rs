@@ -70,6 +70,22 @@ pub(super) fn merge_reference(
             return Ok(Merged::Settled(Some(moved_fork(f, fix))));
         }
     }
+    if let Some(m) = other.moved.as_ref().filter(|_| !forked) {
+        // The same when our transcript succeeds the base's without
+        // extending its bytes (an earlier merge rebased the base's
+        // records after ours as copies): git staged one side's file.
+        if let Some(f) = moved_apart(
+            g,
+            [path, tpath],
+            &other.base,
+            [&ours.0, &other.transcript],
+            staged_t,
+            staged_doc,
+        ) {
+            let fix = repair_fix(g, path, &m.old, m.sidecar);
+            return Ok(Merged::Settled(Some(f.fix(fix))));
+        }
+    }
     if linear_on(g, paths, &ours, staged_t, staged_doc)? {
         return Ok(Merged::Extends(ours));
     }
@@ -89,6 +105,36 @@ pub(super) fn merge_reference(
     }
     let f = fork([path, tpath], &other.base, parents, staged_t);
     Ok(Merged::Settled(Some(f)))
+}
+
+/// When both parents changed the moved document's transcript since the
+/// merge base (`base`), neither holding the other's, and the staged one
+/// does not keep both sides' records: the finding whose fix is `noma
+/// repair` (added by the caller). None otherwise.
+fn moved_apart(
+    g: &Guard<'_>,
+    [path, tpath]: [&str; 2],
+    base: &[u8],
+    parents: [&Option<Vec<u8>>; 2],
+    staged_t: &[u8],
+    staged_doc: &str,
+) -> Option<Finding> {
+    let [Some(ours), Some(theirs)] = parents else {
+        return None;
+    };
+    if [ours, theirs].iter().any(|t| t.as_slice() == base)
+        || ours.starts_with(theirs)
+        || theirs.starts_with(ours)
+        || succeeds_both(g, path, parents, staged_t, staged_doc)
+    {
+        return None;
+    }
+    Some(Finding::error(
+        "transcript-fork",
+        tpath,
+        None,
+        "both parents added records to this transcript since the merge base, and the document was moved on one side: git did not pair the transcripts, so the staged one drops a side's records".to_string(),
+    ))
 }
 
 /// During a cherry-pick, or a commit made while a rebase is stopped (no
