@@ -82,8 +82,9 @@ pub fn run(args: Args) -> i32 {
         }
         Action::Clear => match cache.clear() {
             Ok(n) => {
-                match cache.stats().path {
-                    Some(p) if cache.backing() == Backing::File => {
+                let stats = cache.stats();
+                match stats.path {
+                    Some(p) if stats.backing == Backing::File => {
                         println!("cleared {n} entries from {}", p.display())
                     }
                     _ => println!("no cache to clear"),

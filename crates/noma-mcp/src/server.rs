@@ -264,7 +264,8 @@ fn notes(root: &Path, cache: &BlockCache) -> Vec<String> {
             }
         }
     }
-    if cache.backing() != noma_git::cache::Backing::Disabled && cache.stats().entries == 0 {
+    let stats = cache.stats();
+    if stats.backing != noma_git::cache::Backing::Disabled && stats.entries == 0 {
         out.push(
             "the block cache is cold; the first read_doc of a large document parses it in full."
                 .into(),

@@ -442,7 +442,7 @@ impl BlockCache {
     }
 
     /// Where entries live for this handle.
-    pub fn backing(&self) -> Backing {
+    pub(crate) fn backing(&self) -> Backing {
         *self.backing.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -807,17 +807,6 @@ impl Repo {
         }
     }
 
-    /// Whether commit `commit` has anything (file, directory, link) at
-    /// `path`.
-    pub(crate) fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
-        let tree = self.tree_of(commit)?;
-        match tree.get_path(Path::new(path)) {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(false),
-            Err(e) => Err(libgit2(e)),
-        }
-    }
-
     /// Content of `path` in commit `commit`, if present.
     pub(crate) fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.blob_id_at(commit, path)? {

@@ -1,5 +1,6 @@
-//! What the changed-block watcher asks of a commit's tree and of a work
-//! tree file, to work out a staged path's `diff-index` line without git.
+//! What is at a path of a commit's tree, and a work tree file's blob id
+//! as git would store it: what the changed-block watcher asks to work out
+//! a staged path's `diff-index` line without git.
 
 use std::path::Path;
 
@@ -64,5 +65,11 @@ impl Repo {
         git2::Oid::hash_file(ObjectType::Blob, file)
             .ok()
             .map(Oid::from_raw)
+    }
+
+    /// Whether commit `commit` has anything (file, directory, link) at
+    /// `path`.
+    pub(crate) fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
+        Ok(self.tree_entry_at(commit, path)?.is_some())
     }
 }
