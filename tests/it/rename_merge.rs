@@ -546,6 +546,21 @@ fn the_hooks_rename_fix_removes_the_old_transcript() {
 /// The commands of the `fix:` and `next:` lines of `out`, as the team
 /// simulator reads them: the command ends the line, "once no ::conflict
 /// block is left, " (flagged) and ", then …" are not part of it.
+/// Runs every fix the hook printed, commits the merge (which must now
+/// pass the hook, with the old name gone) and returns the PR check's
+/// passing verdict against main.
+fn fixes_commit_and_reconcile(s: &Setup, fixes: Vec<(String, bool)>) -> Value {
+    for (cmd, _) in fixes {
+        assert_ran(&s.r.sh(&cmd));
+    }
+    let (ok, out) = s.r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
+    let (code, v) = s.reconcile("main");
+    assert_eq!(code, Some(0), "{v:#}");
+    v
+}
+
 fn fix_lines(out: &str) -> Vec<(String, bool)> {
     let mut found: Vec<(String, bool)> = Vec::new();
     for line in out.lines() {
@@ -779,14 +794,7 @@ fn after_git_add_all_every_hook_finding_names_the_repair() {
     assert!(!out.contains("noma record"), "{out}");
     let orphan = fix_of(&out, "transcript-orphaned");
     assert!(orphan.starts_with("noma repair \"new.noma\""), "{out}");
-    for (cmd, _) in fix_lines(&out) {
-        assert_ran(&s.r.sh(&cmd));
-    }
-    let (ok, out) = s.r.try_commit("merge main");
-    assert!(ok, "{out}");
-    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
-    let (code, v) = s.reconcile("main");
-    assert_eq!(code, Some(0), "{v:#}");
+    let v = fixes_commit_and_reconcile(&s, fix_lines(&out));
     let rec = listed(&v, &record_by(&s, "x", "c")["op_id"]);
     assert_eq!(rec["actor"], "agent x", "{rec:#}");
 }
@@ -830,14 +838,7 @@ fn sim_seed_105_a_move_on_main_meets_a_branch_that_merged_main_before() {
             .any(|(c, _)| c.starts_with("noma repair \"new.noma\"")),
         "{out}"
     );
-    for (cmd, _) in fixes {
-        assert_ran(&s.r.sh(&cmd));
-    }
-    let (ok, out) = s.r.try_commit("merge main");
-    assert!(ok, "{out}");
-    assert!(!s.r.ok(&["ls-files"]).contains("plan.noma"));
-    let (code, v) = s.reconcile("main");
-    assert_eq!(code, Some(0), "{v:#}");
+    fixes_commit_and_reconcile(&s, fixes);
     s.replays("new.noma");
     let t = s.r.read("new.noma.patches");
     assert!(
