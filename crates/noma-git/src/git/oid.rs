@@ -28,6 +28,7 @@ impl Oid {
 
     /// The id of 20 raw bytes (as git's index stores it); None for
     /// another length.
+    #[cfg(target_os = "linux")]
     pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Oid> {
         git2::Oid::from_bytes(bytes).ok().map(Oid)
     }

@@ -1,14 +1,14 @@
 //! What is at a path of a commit's tree, and a work tree file's blob id
 //! as git would store it: what the changed-block watcher asks to work out
-//! a staged path's `diff-index` line without git.
+//! a staged path's `diff-index` line without git (on Linux, where the
+//! watcher runs).
 
 use std::path::Path;
-
-use git2::ObjectType;
 
 use super::{libgit2, GitError, Oid, Repo};
 
 /// The attributes that convert a file's bytes when git stores them.
+#[cfg(target_os = "linux")]
 const ATTRIBUTES: [&str; 6] = [
     "text",
     "eol",
@@ -41,6 +41,7 @@ impl Repo {
     /// `working-tree-encoding` attribute) or the file cannot be read.
     /// `attributes` false says no attribute file applies (the caller
     /// looked), sparing libgit2's lookup, which loads the whole index.
+    #[cfg(target_os = "linux")]
     pub(crate) fn unconverted_blob_id(
         &self,
         path: &str,
@@ -62,7 +63,7 @@ impl Repo {
                 return None;
             }
         }
-        git2::Oid::hash_file(ObjectType::Blob, file)
+        git2::Oid::hash_file(git2::ObjectType::Blob, file)
             .ok()
             .map(Oid::from_raw)
     }
