@@ -22,14 +22,21 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's crates and the workspace crates each may depend on
 /// (normal dependencies): the crate graph of `.noma/architecture.noma`.
-const CRATE_GRAPH: [(&str, &[&str]); 9] = [
+const CRATE_GRAPH: [(&str, &[&str]); 10] = [
     ("noma-core", &[]),
     ("noma-store", &["noma-core"]),
+    ("noma-repo", &["noma-core", "noma-store"]),
     ("noma-merge", &["noma-core", "noma-store"]),
     ("noma-provenance", &["noma-core", "noma-store"]),
     (
         "noma-git",
-        &["noma-core", "noma-merge", "noma-provenance", "noma-store"],
+        &[
+            "noma-core",
+            "noma-merge",
+            "noma-provenance",
+            "noma-repo",
+            "noma-store",
+        ],
     ),
     ("noma-verify", &["noma-core", "noma-store"]),
     (
@@ -331,7 +338,7 @@ fn only_the_git_module_names_git2() {
     for r in source_roots() {
         rust_files(&r, &mut files);
     }
-    let git_dir = root().join("crates/noma-git/src/git");
+    let git_dir = root().join("crates/noma-repo/src/git");
     let mut bad = Vec::new();
     for f in files.iter().filter(|f| !f.starts_with(&git_dir)) {
         for (n, line) in code_lines(f) {
@@ -342,7 +349,7 @@ fn only_the_git_module_names_git2() {
     }
     assert!(
         bad.is_empty(),
-        "git2 outside crates/noma-git/src/git/:\n{}",
+        "git2 outside crates/noma-repo/src/git/:\n{}",
         bad.join("\n")
     );
 }

@@ -15,10 +15,9 @@
 //! ([`actor`]). Libraries return data: the binary words it.
 
 pub mod actor;
-pub mod cache;
+pub use noma_repo::{cache, git};
 pub mod changes;
 pub(crate) mod datasets;
-pub mod git;
 pub mod history;
 pub mod history_replay;
 pub mod install;

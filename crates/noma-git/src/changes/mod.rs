@@ -30,7 +30,7 @@
 //! honour too. `bypass_cache` ignores both and the block cache.
 
 #[cfg(target_os = "linux")]
-mod index_file;
+use noma_repo::git::index_file;
 pub mod questions;
 #[cfg(target_os = "linux")]
 mod remote_fs;

@@ -143,7 +143,7 @@ impl Layout {
     /// would let a repository write hooks anywhere. None when no link in
     /// the work tree part of the path leads out (a hooks path the user
     /// configured outside the repository is theirs to choose).
-    pub(crate) fn hooks_dir_link_escape(&self) -> Option<(PathBuf, PathBuf)> {
+    pub fn hooks_dir_link_escape(&self) -> Option<(PathBuf, PathBuf)> {
         let wt = self.work_tree.as_deref()?;
         let rest = self.hooks_dir.strip_prefix(wt).ok()?;
         let real_wt = wt.canonicalize().ok()?;
@@ -181,7 +181,7 @@ impl Layout {
 /// The hooks directory git uses, given the configured `core.hooksPath`
 /// (already `~`-expanded), the work tree root (if any), the git dir of the
 /// worktree in use and the common git dir.
-pub(crate) fn resolve_hooks_dir(
+pub fn resolve_hooks_dir(
     configured: Option<&Path>,
     work_tree: Option<&Path>,
     git_dir: &Path,

@@ -8,14 +8,14 @@ use super::repo::{libgit2, GitError};
 
 /// The string value of `key` in the config file at `path`; None when the
 /// file or the key is absent or unreadable.
-pub(crate) fn get(path: &Path, key: &str) -> Option<String> {
+pub fn get(path: &Path, key: &str) -> Option<String> {
     git2::Config::open(path).ok()?.get_string(key).ok()
 }
 
 /// git's `user.name` as seen from `start`: the repository's config (with
 /// its global and system layers) when `start` is inside one, the global and
 /// system config otherwise; None when unset or empty.
-pub(crate) fn user_name(start: &Path) -> Option<String> {
+pub fn user_name(start: &Path) -> Option<String> {
     let cfg = match git2::Repository::discover(start) {
         Ok(repo) => repo.config().ok()?,
         Err(_) => git2::Config::open_default().ok()?,
@@ -27,7 +27,7 @@ pub(crate) fn user_name(start: &Path) -> Option<String> {
 
 /// git's `user.name` outside any repository: the global and system
 /// configuration's.
-pub(crate) fn user_name_outside() -> Option<String> {
+pub fn user_name_outside() -> Option<String> {
     git2::Config::open_default()
         .ok()?
         .get_string("user.name")
@@ -36,7 +36,7 @@ pub(crate) fn user_name_outside() -> Option<String> {
 
 /// Sets each `(key, value)` in the config file at `path` (created if
 /// absent).
-pub(crate) fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
+pub fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError> {
     let mut cfg = git2::Config::open(path).map_err(libgit2)?;
     for (k, v) in entries {
         cfg.set_str(k, v).map_err(libgit2)?;
@@ -45,7 +45,7 @@ pub(crate) fn set(path: &Path, entries: &[(&str, &str)]) -> Result<(), GitError>
 }
 
 /// Removes `key` from the config file at `path`.
-pub(crate) fn remove(path: &Path, key: &str) -> Result<(), GitError> {
+pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
     git2::Config::open(path)
         .map_err(libgit2)?
         .remove(key)
@@ -58,7 +58,7 @@ pub(crate) fn remove(path: &Path, key: &str) -> Result<(), GitError> {
 /// unsets it): git will never convert its line endings. Opened by git dir
 /// (GIT_DIR / GIT_WORK_TREE layouts have no `.git` in the work tree);
 /// `.gitattributes` files first, then the index, as git does on checkout.
-pub(crate) fn text_unset(
+pub fn text_unset(
     git_dir: &Path,
     work_tree: &Path,
     paths: &[&str],

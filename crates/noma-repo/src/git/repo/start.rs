@@ -51,7 +51,7 @@ impl Repo {
     /// `max_commits` commits, when HEAD has no transcript there, and when
     /// a version is a blob this clone lacks (a partial clone: the
     /// caller's search fetches its candidates together instead).
-    pub(crate) fn transcript_start_documents(
+    pub fn transcript_start_documents(
         &self,
         doc: &str,
         transcript: &str,
@@ -86,7 +86,7 @@ impl Repo {
     /// only where the commit before it had the transcript too (else it
     /// came under another name, which only the walk finds). An op_id
     /// whose line ends past HEAD's version is not committed: absent.
-    pub(crate) fn introducing_on_line(
+    pub fn introducing_on_line(
         &self,
         path: &str,
         (wanted, holds_all): (&HashMap<String, u64>, Option<Oid>),

@@ -12,24 +12,24 @@ pub struct Oid(git2::Oid);
 impl Oid {
     /// Whether this is the all-zero id, which git writes for "no object"
     /// (a side of a diff that does not exist, a file git has not hashed).
-    pub(crate) fn is_zero(self) -> bool {
+    pub fn is_zero(self) -> bool {
         self.0.is_zero()
     }
 
     /// The id's bytes (20), as a content-addressed store keys it.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
+    pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
     }
 
     /// The all-zero id.
-    pub(crate) fn zero() -> Oid {
+    pub fn zero() -> Oid {
         Oid(git2::Oid::zero())
     }
 
     /// The id of 20 raw bytes (as git's index stores it); None for
     /// another length.
     #[cfg(target_os = "linux")]
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Oid> {
+    pub fn from_bytes(bytes: &[u8]) -> Option<Oid> {
         git2::Oid::from_bytes(bytes).ok().map(Oid)
     }
 

@@ -50,6 +50,6 @@ pub(in crate::git) fn hint(repo: &Repository, rev: &str) -> String {
 }
 
 /// The message for a revision that does not resolve.
-pub(crate) fn unknown(rev: &str, hint: &str) -> String {
+pub fn unknown(rev: &str, hint: &str) -> String {
     format!("`{rev}` is not a revision of this repository{hint}")
 }

@@ -59,17 +59,22 @@ pub struct IndexEntries {
 /// One index entry's stat data, object id, mode and flags, as git wrote
 /// them (32-bit fields: git truncates larger values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// Status change time (seconds, nanoseconds).
     pub ctime: (u32, u32),
     /// Modification time (seconds, nanoseconds).
     pub mtime: (u32, u32),
+    /// Device number of the file.
     pub dev: u32,
+    /// Inode number of the file.
     pub ino: u32,
     /// Git's mode: 100644, 100755, 120000 or 160000 (octal).
     pub mode: u32,
+    /// Owner's user id.
     pub uid: u32,
+    /// Owner's group id.
     pub gid: u32,
+    /// File size in bytes (truncated to 32 bits).
     pub size: u32,
     /// The staged blob's id.
     pub id: [u8; OID],
@@ -93,7 +98,7 @@ impl IndexEntries {
     }
 
     /// Whether the index has an entry for `path`.
-    pub(crate) fn contains(&self, path: &str) -> bool {
+    pub fn contains(&self, path: &str) -> bool {
         self.find(path).is_some()
     }
 
@@ -107,18 +112,18 @@ impl IndexEntries {
 
     /// The index file's modification time when it was read (None: there
     /// was no index file).
-    pub(crate) fn mtime(&self) -> Option<(u32, u32)> {
+    pub fn mtime(&self) -> Option<(u32, u32)> {
         self.mtime
     }
 
     /// Whether the index holds a `.gitattributes` file anywhere.
-    pub(crate) fn has_attributes(&self) -> bool {
+    pub fn has_attributes(&self) -> bool {
         self.attributes
     }
 
     /// The entry of `path` (stage 0: an index with unmerged entries is
     /// not read), if the index has one.
-    pub(crate) fn get(&self, path: &str) -> Option<Entry> {
+    pub fn get(&self, path: &str) -> Option<Entry> {
         let (fixed, _) = self.entry(self.find(path)?);
         let w = |at: usize| {
             u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]])
@@ -146,7 +151,7 @@ impl IndexEntries {
     /// The paths whose entry differs between `self` and `new` (added,
     /// removed or changed in any byte), in order; None past `limit` paths
     /// or when one is not UTF-8 (git's listing could not name it).
-    pub(crate) fn changed_paths(&self, new: &IndexEntries, limit: usize) -> Option<Vec<String>> {
+    pub fn changed_paths(&self, new: &IndexEntries, limit: usize) -> Option<Vec<String>> {
         use std::cmp::Ordering;
         let (mut i, mut j) = (0, 0);
         let mut out = Vec::new();
@@ -188,7 +193,7 @@ impl IndexEntries {
 /// (none when it has no index file yet). `reuse` is an earlier answer
 /// whose memory is read into (fresh pages for an index of 100,000 entries
 /// cost more than reading it).
-pub(crate) fn read(
+pub fn read(
     git_dir: &Path,
     reuse: Option<IndexEntries>,
 ) -> Result<IndexEntries, Unfollowable> {
@@ -233,8 +238,7 @@ fn varint(b: &[u8], at: &mut usize) -> Option<usize> {
 }
 
 /// Parses an index file's bytes (see the module docs).
-#[cfg(test)]
-pub(crate) fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
+pub fn parse(b: &[u8]) -> Result<IndexEntries, Unfollowable> {
     parse_into(IndexEntries {
         raw: b.to_vec(),
         spans: Vec::new(),

@@ -15,7 +15,7 @@ mod staged;
 mod start;
 
 pub use cli::{WorktreeListing, WorktreeScan};
-pub(crate) use eol::Stored;
+pub use eol::Stored;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -81,7 +81,7 @@ pub enum GitError {
 impl GitError {
     /// The failure without the `git: ` prefix of its display (and
     /// without libgit2's class and code).
-    pub(crate) fn detail(&self) -> String {
+    pub fn detail(&self) -> String {
         match self {
             GitError::Libgit2 { message, .. } => message.clone(),
             GitError::UnparsableOutput { command, what } => {
@@ -216,7 +216,7 @@ impl Repo {
     /// Opens the repository around `start` the way git would from there:
     /// GIT_DIR and friends honoured, otherwise discovered upwards from
     /// `start` (the opener of [`crate::git::blob`]'s `REV:path` reads).
-    pub(crate) fn open_from(start: &Path) -> Result<Repo, GitError> {
+    pub fn open_from(start: &Path) -> Result<Repo, GitError> {
         tune_libgit2();
         Repository::open_ext(
             start,
@@ -250,7 +250,7 @@ impl Repo {
     /// `path` in the working tree (both sides canonical, so symlinked temp
     /// directories compare equal); None outside the working tree, in a bare
     /// repository, or for a path name that is not UTF-8.
-    pub(crate) fn relative_path(&self, path: &Path) -> Option<String> {
+    pub fn relative_path(&self, path: &Path) -> Option<String> {
         let root = std::fs::canonicalize(self.repo.workdir()?).ok()?;
         let abs = std::fs::canonicalize(path).ok()?;
         let rel = abs.strip_prefix(&root).ok()?;
@@ -278,7 +278,7 @@ impl Repo {
     }
 
     /// The first parent of `commit`, if it has one.
-    pub(crate) fn first_parent(&self, commit: Oid) -> Option<Oid> {
+    pub fn first_parent(&self, commit: Oid) -> Option<Oid> {
         let parent = self
             .repo
             .find_commit(commit.raw())
@@ -292,7 +292,7 @@ impl Repo {
     /// `git merge` runs the pre-merge-commit hook (MERGE_HEAD is written
     /// only after it) the `GITHEAD_<oid>` variable git exports for each
     /// merged head.
-    pub(crate) fn merge_head(&self) -> Option<Oid> {
+    pub fn merge_head(&self) -> Option<Oid> {
         if let Ok(text) = std::fs::read_to_string(self.repo.path().join("MERGE_HEAD")) {
             if let Some(id) = text
                 .lines()
@@ -314,7 +314,7 @@ impl Repo {
     }
 
     /// Resolves a revision (`HEAD`, a branch, a sha) to a commit id.
-    pub(crate) fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
+    pub fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
         let commit = self
             .repo
             .revparse_single(rev)
@@ -330,7 +330,7 @@ impl Repo {
     /// `"; " + SHALLOW_NOTE` in a shallow clone, else `""`: appended to a
     /// message about history that was not found, since there it usually
     /// means the history was never fetched.
-    pub(crate) fn shallow_note(&self) -> &'static str {
+    pub fn shallow_note(&self) -> &'static str {
         if self.repo.is_shallow() {
             SHALLOW_NOTE
         } else {
@@ -343,7 +343,7 @@ impl Repo {
     /// actions/checkout makes) has no `base` at all, and `--unshallow`
     /// alone fetches only the branch it tracks, so the command names the
     /// branch's refspec too.
-    pub(crate) fn shallow_note_for(&self, base: &str) -> String {
+    pub fn shallow_note_for(&self, base: &str) -> String {
         if !self.repo.is_shallow() {
             return String::new();
         }
@@ -362,7 +362,7 @@ impl Repo {
     /// name, the remote-tracking branch `<remote>/<rev>` of the one remote
     /// that has it. CI checkouts and PR bots often have `origin/main` but
     /// no local `main`.
-    pub(crate) fn resolve_base(&self, rev: &str) -> Result<Oid, GitError> {
+    pub fn resolve_base(&self, rev: &str) -> Result<Oid, GitError> {
         let not_found = match self.resolve(rev) {
             Ok(id) => return Ok(id),
             Err(e) => e,
@@ -389,7 +389,7 @@ impl Repo {
     /// writes no `MERGE_HEAD` and sets no `GITHEAD_*` before drivers run,
     /// but the commit being replayed is still reachable from its branch
     /// (or `ORIG_HEAD`). Sorted, without duplicates, commits only.
-    pub(crate) fn history_starts(&self) -> Vec<Oid> {
+    pub fn history_starts(&self) -> Vec<Oid> {
         let mut out: Vec<Oid> = self.head_commit().into_iter().collect();
         for name in [
             "MERGE_HEAD",
@@ -427,7 +427,7 @@ impl Repo {
     /// a changed path by its staged mode, any other by its mode at HEAD
     /// (which the index then holds unchanged). Never reads the whole
     /// index, so the cost is that of the paths asked about.
-    pub(crate) fn staged_symlinks(
+    pub fn staged_symlinks(
         &self,
         staged: &Staged,
         paths: &[&str],
@@ -453,7 +453,7 @@ impl Repo {
     /// The `.noma` documents whose document, transcript or provenance
     /// sidecar differs between commits `from` and `to`, as document paths
     /// (a transcript or sidecar names its document), sorted.
-    pub(crate) fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
+    pub fn changed_documents(&self, from: Oid, to: Oid) -> Result<Vec<String>, GitError> {
         let diff = self
             .repo
             .diff_tree_to_tree(Some(&self.tree_of(from)?), Some(&self.tree_of(to)?), None)
@@ -489,7 +489,7 @@ impl Repo {
     /// pairing by the document alone: a path whose transcript `to` still
     /// holds (a tombstone left by `noma rm`) was removed, not moved, and a
     /// new document like it is new.
-    pub(crate) fn moved_documents(
+    pub fn moved_documents(
         &self,
         from: Oid,
         to: Oid,
@@ -582,7 +582,7 @@ impl Repo {
     /// Staged changes of the index against HEAD (everything is "added" on an
     /// unborn branch), with rename detection. Sorted by path.
     #[cfg(test)]
-    pub(crate) fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
+    pub fn staged_changes(&self) -> Result<Vec<StagedChange>, GitError> {
         Ok(self.staged()?.changes)
     }
 
@@ -594,13 +594,13 @@ impl Repo {
     /// index's cache-tree. The hook runs inside git, so the `git` CLI is
     /// there; when it cannot run, libgit2 answers instead.
     #[cfg(test)]
-    pub(crate) fn staged(&self) -> Result<Staged, GitError> {
+    pub fn staged(&self) -> Result<Staged, GitError> {
         self.staged_against(self.head_commit())
     }
 
     /// [`Repo::staged`] against `head` instead of HEAD (HEAD's parent for
     /// `git commit --amend`; `None`: every entry is new).
-    pub(crate) fn staged_against(&self, head: Option<Oid>) -> Result<Staged, GitError> {
+    pub fn staged_against(&self, head: Option<Oid>) -> Result<Staged, GitError> {
         let changes = match head {
             Some(id) => match self.staged_by_cli(id) {
                 Some(changes) => changes?,
@@ -629,7 +629,7 @@ impl Repo {
 
     /// The staged content of `path` as seen by `staged`: the changed blob,
     /// or else the HEAD version (which the index then holds unchanged).
-    pub(crate) fn staged_blob(
+    pub fn staged_blob(
         &self,
         staged: &Staged,
         path: &str,
@@ -646,7 +646,7 @@ impl Repo {
 
     /// The staged blob id of `path` as seen by `staged` (see
     /// [`Repo::staged_blob`]); None when it is not in the index.
-    pub(crate) fn staged_blob_id(
+    pub fn staged_blob_id(
         &self,
         staged: &Staged,
         path: &str,
@@ -662,13 +662,13 @@ impl Repo {
 
     /// Blob `id` as a stream ([`super::stream`]): memory does not follow
     /// its size.
-    pub(crate) fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
+    pub fn blob_stream(&self, id: Oid) -> Result<super::stream::BlobStream, std::io::Error> {
         super::stream::BlobStream::open(&self.repo, &self.recent, id.raw())
     }
 
     /// Blob `id` as a stream that can seek back ([`super::stream::RereadBlob`]),
     /// for a replay that holds no transcript.
-    pub(crate) fn blob_reader(
+    pub fn blob_reader(
         &self,
         id: Oid,
     ) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
@@ -678,7 +678,7 @@ impl Repo {
     /// The bytes of the regular file at repository path `path` in the
     /// working tree; None for a bare repository, a missing file, a symlink
     /// or a path git ignores (`.gitignore`, `info/exclude`).
-    pub(crate) fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
+    pub fn worktree_file(&self, path: &str) -> Option<Vec<u8>> {
         let file = self.repo.workdir()?.join(path);
         if std::fs::symlink_metadata(&file).ok()?.is_symlink() {
             return None;
@@ -721,7 +721,7 @@ impl Repo {
     }
 
     /// libgit2's answer for [`Repo::worktree_changes`].
-    pub(crate) fn worktree_changes_by_libgit2(
+    pub fn worktree_changes_by_libgit2(
         &self,
         commit: Oid,
         glob: &str,
@@ -746,7 +746,7 @@ impl Repo {
 
     /// The paths of the index's stage-0 entries that end with `suffix`
     /// (a scan of the whole index: for rare diagnostics only).
-    pub(crate) fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
+    pub fn index_paths_ending_with(&self, suffix: &str) -> Result<Vec<String>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         Ok(index
             .iter()
@@ -760,7 +760,7 @@ impl Repo {
     /// would: for files whose content is already staged, this only renews
     /// the stat data git compares first (a rewritten file of another size
     /// otherwise shows as modified in `git status` although it is not).
-    pub(crate) fn restage(&self, paths: &[String]) -> Result<(), GitError> {
+    pub fn restage(&self, paths: &[String]) -> Result<(), GitError> {
         let mut index = self.repo.index().map_err(libgit2)?;
         for p in paths {
             index.add_path(Path::new(p)).map_err(libgit2)?;
@@ -770,7 +770,7 @@ impl Repo {
     }
 
     /// The staged (stage 0) content of `path` in the index, if present.
-    pub(crate) fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub fn index_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), 0) else {
             return Ok(None);
@@ -782,7 +782,7 @@ impl Repo {
 
     /// The content of `path` at index stage `stage` (1 base, 2 ours, 3
     /// theirs while the path is unmerged; 0 otherwise), if present.
-    pub(crate) fn index_stage_blob(
+    pub fn index_stage_blob(
         &self,
         path: &str,
         stage: i32,
@@ -797,7 +797,7 @@ impl Repo {
     }
 
     /// Blob id of `path` in commit `commit`, if the path is a file there.
-    pub(crate) fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
+    pub fn blob_id_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
         let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(e) if e.kind() == Some(ObjectType::Blob) => Ok(Some(Oid::from_raw(e.id()))),
@@ -808,7 +808,7 @@ impl Repo {
     }
 
     /// Content of `path` in commit `commit`, if present.
-    pub(crate) fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.blob_id_at(commit, path)? {
             Some(id) => Ok(Some(self.blob(id)?)),
             None => Ok(None),
@@ -816,7 +816,7 @@ impl Repo {
     }
 
     /// Content of `path` at HEAD (None on an unborn branch or when absent).
-    pub(crate) fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+    pub fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match self.head_commit() {
             Some(id) => self.blob_at(id, path),
             None => Ok(None),
@@ -824,7 +824,7 @@ impl Repo {
     }
 
     /// The content of a blob.
-    pub(crate) fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
+    pub fn blob(&self, id: Oid) -> Result<Vec<u8>, GitError> {
         self.recent.content(&self.repo, id.raw()).map_err(libgit2)
     }
 
@@ -837,7 +837,7 @@ impl Repo {
     /// rename, in the file it was copied from, or in any other file. Each
     /// distinct blob is offered once; at most `max_commits` commits are
     /// visited per pass so a huge history cannot stall a hook.
-    pub(crate) fn find_version(
+    pub fn find_version(
         &self,
         starts: &[Oid],
         paths: &[&str],
@@ -892,7 +892,7 @@ impl Repo {
 
     /// The blobs of the files named with `suffix` that `commit` adds or
     /// changes against its first parent, in the diff's order.
-    pub(crate) fn changed_blobs(&self, commit: Oid, suffix: &str) -> Result<Vec<Oid>, GitError> {
+    pub fn changed_blobs(&self, commit: Oid, suffix: &str) -> Result<Vec<Oid>, GitError> {
         let mut opts = DiffOptions::new();
         opts.pathspec(format!("*{suffix}"));
         let commit = self.repo.find_commit(commit.raw()).map_err(libgit2)?;
@@ -929,7 +929,7 @@ impl Repo {
     /// The version of a document whose sha256 is `sha`, by
     /// [`Repo::find_version`] over `.noma` files, bounded by
     /// [`crate::git::HISTORY_LIMIT`] commits.
-    pub(crate) fn find_document(
+    pub fn find_document(
         &self,
         starts: &[Oid],
         paths: &[&str],

@@ -23,7 +23,7 @@ const ENDS_ENGINE: &str = concat!("noma ", env!("CARGO_PKG_VERSION"), " ends/1")
 impl BlockCache {
     /// How the transcript whose git blob id is `blob` (raw bytes) ends, as
     /// [`BlockCache::remember_transcript_ends`] stored it.
-    pub(crate) fn transcript_end(&self, blob: &[u8]) -> Option<End> {
+    pub fn transcript_end(&self, blob: &[u8]) -> Option<End> {
         self.with_conn(|c| {
             c.prepare_cached(
                 "SELECT nbytes, blake3, lines, last_line FROM transcript_ends
@@ -46,7 +46,7 @@ impl BlockCache {
     /// transaction; a row already there is replaced (it said something
     /// else only if it was wrong). A failed write only costs a slower
     /// check later.
-    pub(crate) fn remember_transcript_ends(&self, ends: &[(&[u8], &End)]) {
+    pub fn remember_transcript_ends(&self, ends: &[(&[u8], &End)]) {
         if ends.is_empty() {
             return;
         }

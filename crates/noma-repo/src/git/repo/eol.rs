@@ -10,7 +10,7 @@ use super::Repo;
 
 /// What git stores when a file's bytes are committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Stored {
+pub enum Stored {
     /// The bytes as they are (`-text`, or no conversion configured).
     AsIs,
     /// The converted bytes the caller named; `by` names the setting
@@ -30,7 +30,7 @@ impl Repo {
     /// that path (the index's own version counts, as for `git add`) and
     /// writes nothing; libgit2's attribute and config reads then name the
     /// setting.
-    pub(crate) fn stored_on_commit(&self, path: &str, bytes: &[u8], converted: &[u8]) -> Stored {
+    pub fn stored_on_commit(&self, path: &str, bytes: &[u8], converted: &[u8]) -> Stored {
         let Some(id) = self.hash_as_committed(path, bytes) else {
             return Stored::Unknown;
         };

@@ -16,7 +16,7 @@
 const MAX_DEPTH: usize = 6;
 
 /// True when an ancestor process is `git commit` with `--amend`.
-pub(crate) fn amend_in_progress() -> bool {
+pub fn amend_in_progress() -> bool {
     #[cfg(unix)]
     {
         let mut pid = std::os::unix::process::parent_id();
@@ -43,7 +43,7 @@ pub(crate) fn amend_in_progress() -> bool {
 /// For a git command line: `Some(true)` for `git … commit … --amend`,
 /// `Some(false)` for any other git command; `None` when it is not git.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn git_commit_amends(args: &[String]) -> Option<bool> {
+pub fn git_commit_amends(args: &[String]) -> Option<bool> {
     let program = args.first()?;
     let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
     if name != "git" && name != "git.exe" {

@@ -51,7 +51,7 @@ pub struct ObjectStream {
 /// Opens blob `id` from `objects` (a repository's object directory): its
 /// loose file, else an index of a local pack that holds it whole. None
 /// when it is in neither (or only as a delta): git must read it.
-pub(crate) fn open(objects: &Path, id: Oid) -> io::Result<Option<ObjectStream>> {
+pub fn open(objects: &Path, id: Oid) -> io::Result<Option<ObjectStream>> {
     let hex = id.to_string();
     match File::open(objects.join(&hex[..2]).join(&hex[2..])) {
         Ok(file) => return ObjectStream::loose(file, id).map(Some),

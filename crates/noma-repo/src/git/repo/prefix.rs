@@ -21,7 +21,7 @@ impl Repo {
     /// its size; libgit2 cannot stream a packed one, which is read whole
     /// only when at most `max` bytes (its header says how big it is
     /// first).
-    pub(crate) fn test_blob_prefixes(
+    pub fn test_blob_prefixes(
         &self,
         ids: &[Oid],
         [n, max]: [usize; 2],
@@ -37,7 +37,7 @@ impl Repo {
 }
 
 /// What a blob's first read holds, for [`Repo::test_blob_prefixes`]'s `skip`.
-pub(crate) const HEAD: usize = 8 * 1024;
+pub const HEAD: usize = 8 * 1024;
 
 fn prefix(
     odb: &git2::Odb<'_>,

@@ -71,7 +71,7 @@ pub fn worktree_root(start: &Path) -> Option<PathBuf> {
 }
 
 /// Reads `path` as committed at `rev`, resolving the path from `cwd`.
-pub(crate) fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
+pub fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
     let repo = open(cwd)?;
     let (id, mut file) = locate(&repo, cwd, rev, path)?;
     file.bytes = super::stream::blob_content(&repo, id)
@@ -81,7 +81,7 @@ pub(crate) fn read_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFil
 
 /// Where `path` is committed at `rev` ([`read_rev_path`]'s checks), without
 /// reading the blob: a [`RevFile`] whose bytes are empty, with its id.
-pub(crate) fn locate_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
+pub fn locate_rev_path(cwd: &Path, rev: &str, path: &Path) -> Result<RevFile, BlobError> {
     let repo = open(cwd)?;
     locate(&repo, cwd, rev, path).map(|(_, f)| f)
 }

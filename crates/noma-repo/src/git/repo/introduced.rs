@@ -40,7 +40,7 @@ impl Repo {
     /// blob ([`Repo::worktree_blob_id`]). `path`, the transcript's path
     /// in the repository, lets a history that is one line be bisected
     /// instead ([`Repo::introducing_on_line`]).
-    pub(crate) fn introducing_commits(
+    pub fn introducing_commits(
         &self,
         (suffix, path): (&str, Option<&str>),
         (wanted, holds_all): (&HashMap<String, u64>, Option<Oid>),
@@ -164,7 +164,7 @@ impl Repo {
     /// only the content could tell), and the blob is as long as the file.
     /// None in every other case, and off
     /// Unix, where the index's stat data are not all there.
-    pub(crate) fn worktree_blob_id(&self, path: &Path) -> Option<Oid> {
+    pub fn worktree_blob_id(&self, path: &Path) -> Option<Oid> {
         let rel = self.relative_path(path)?;
         let index = self.repo.index().ok()?;
         let entry = index.get_path(Path::new(&rel), 0)?;

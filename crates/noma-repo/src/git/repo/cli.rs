@@ -37,7 +37,7 @@ impl Repo {
     ///
     /// Why the CLI: this is one `lstat` per tracked file, which git spreads
     /// over threads (`core.preloadIndex`) and libgit2 does on one.
-    pub(crate) fn worktree_changes_by_cli(
+    pub fn worktree_changes_by_cli(
         &self,
         commit: Oid,
         pathspecs: &[String],
@@ -82,7 +82,7 @@ impl Repo {
     /// together and left running, so the caller can do other work (read
     /// the index) while git scans; [`WorktreeScan::finish`] collects them.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(crate) fn start_worktree_scan(&self, commit: Oid, pathspecs: &[String]) -> WorktreeScan {
+    pub fn start_worktree_scan(&self, commit: Oid, pathspecs: &[String]) -> WorktreeScan {
         let commit = commit.to_string();
         let spawn = |args: &[&str]| {
             self.git_command(args, pathspecs)?
@@ -99,7 +99,7 @@ impl Repo {
     /// The tracked half of [`Repo::worktree_changes_by_cli`]: `git
     /// diff-index -M` of `commit` against the working tree through the
     /// index, in git's order.
-    pub(crate) fn tracked_changes_by_cli(
+    pub fn tracked_changes_by_cli(
         &self,
         commit: Oid,
         pathspecs: &[String],
@@ -111,7 +111,7 @@ impl Repo {
 
     /// The untracked half of [`Repo::worktree_changes_by_cli`]: untracked,
     /// not ignored files as additions (new id zero), in git's order.
-    pub(crate) fn untracked_by_cli(
+    pub fn untracked_by_cli(
         &self,
         pathspecs: &[String],
     ) -> Option<Result<Vec<StagedChange>, GitError>> {
@@ -146,7 +146,7 @@ impl WorktreeScan {
     /// [`Repo::tracked_changes_by_cli`] and [`Repo::untracked_by_cli`];
     /// None when either could not run or failed.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(crate) fn finish(mut self) -> Option<Result<WorktreeListing, GitError>> {
+    pub fn finish(mut self) -> Option<Result<WorktreeListing, GitError>> {
         let output = |child: Option<std::process::Child>| {
             let out = child?.wait_with_output().ok()?;
             out.status.success().then_some(out.stdout)

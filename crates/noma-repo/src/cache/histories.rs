@@ -32,7 +32,7 @@ const TAIL_DOCUMENT: &str = "000000000000000000000000000000000000000000000000000
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
     /// hashes (hex), as [`BlockCache::remember_history`] stored it.
-    pub(crate) fn history_known(
+    pub fn history_known(
         &self,
         transcript_hash: &str,
         document_hash: &str,
@@ -43,26 +43,26 @@ impl BlockCache {
     /// The finished answer stored for the transcript with this hash (hex)
     /// and the rest of its inputs (`inputs_hash`), as
     /// [`BlockCache::remember_answer`] stored it.
-    pub(crate) fn answer_known(&self, transcript_hash: &str, inputs_hash: &str) -> Option<Vec<u8>> {
+    pub fn answer_known(&self, transcript_hash: &str, inputs_hash: &str) -> Option<Vec<u8>> {
         self.history_row(transcript_hash, inputs_hash, ANSWER_ENGINE)
     }
 
     /// Stores a finished answer (opaque bytes). A failed write only costs
     /// a slower query later.
-    pub(crate) fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
+    pub fn remember_answer(&self, transcript_hash: &str, inputs_hash: &str, answer: &[u8]) {
         self.store_history_row(transcript_hash, inputs_hash, ANSWER_ENGINE, answer);
     }
 
     /// Where the attribution of the transcript at the path with this hash
     /// (hex) last stopped, as [`BlockCache::remember_tail`] stored it.
-    pub(crate) fn tail_known(&self, path_hash: &str) -> Option<Vec<u8>> {
+    pub fn tail_known(&self, path_hash: &str) -> Option<Vec<u8>> {
         self.history_row(path_hash, TAIL_DOCUMENT, TAIL_ENGINE)
     }
 
     /// Stores where a transcript's attribution stopped (opaque bytes),
     /// replacing the row before. A failed write only costs a whole replay
     /// later.
-    pub(crate) fn remember_tail(&self, path_hash: &str, tail: &[u8]) {
+    pub fn remember_tail(&self, path_hash: &str, tail: &[u8]) {
         self.store_history_row(path_hash, TAIL_DOCUMENT, TAIL_ENGINE, tail);
     }
 
@@ -86,7 +86,7 @@ impl BlockCache {
 
     /// Stores an attribution (opaque bytes) for the transcript and document
     /// with these hashes (hex). A failed write only costs a replay later.
-    pub(crate) fn remember_history(
+    pub fn remember_history(
         &self,
         transcript_hash: &str,
         document_hash: &str,

@@ -20,7 +20,7 @@ impl Repo {
     /// (older gits' `git clone --filter`), else the first remote with
     /// `remote.<name>.promisor` set (what newer gits write); None in a
     /// full clone.
-    pub(crate) fn promisor_remote(&self) -> Option<String> {
+    pub fn promisor_remote(&self) -> Option<String> {
         let config = self.repo.config().ok()?;
         if let Ok(r) = config.get_string("extensions.partialclone") {
             return Some(r).filter(|r| !r.is_empty());
@@ -48,7 +48,7 @@ impl Repo {
     /// for (0 in a full clone, or when none is missing, without running
     /// git). A failure leaves the blobs to be fetched one by one when
     /// read, as before.
-    pub(crate) fn prefetch_blobs(
+    pub fn prefetch_blobs(
         &self,
         ids: impl IntoIterator<Item = Oid>,
     ) -> Result<usize, GitError> {
@@ -110,14 +110,14 @@ impl Repo {
     /// of it would be one round trip to the promisor remote. The object
     /// database is asked first: a full clone has every blob, so it never
     /// reads its config here.
-    pub(crate) fn lacks_blob(&self, id: Oid) -> bool {
+    pub fn lacks_blob(&self, id: Oid) -> bool {
         !id.is_zero()
             && self.repo.odb().is_ok_and(|odb| !odb.exists(id.raw()))
             && self.promisor_remote().is_some()
     }
 
     /// The blobs at `paths` in each of `commits`, each once.
-    pub(crate) fn blobs_at_paths(
+    pub fn blobs_at_paths(
         &self,
         commits: &[Oid],
         paths: &[&str],
@@ -134,7 +134,7 @@ impl Repo {
     /// The blobs of files named with `suffix` that each of `commits` adds
     /// or changes against its first parent, each once: what a search by
     /// content under any name reads.
-    pub(crate) fn blobs_changed_in(
+    pub fn blobs_changed_in(
         &self,
         commits: &[Oid],
         suffix: &str,
@@ -149,7 +149,7 @@ impl Repo {
     /// `since` and every commit reachable from `tips` but not from
     /// `since` (at most `max_commits` of them): the commits a check of
     /// what a branch and its base added reads.
-    pub(crate) fn commits_since(
+    pub fn commits_since(
         &self,
         tips: &[Oid],
         since: Oid,
@@ -171,7 +171,7 @@ impl Repo {
     /// reaches, that commit excluded, newest first: one walk, where
     /// asking each commit's merge base with `hidden` walks once per
     /// commit.
-    pub(crate) fn first_parents_since(&self, tip: Oid, hidden: Oid) -> Result<Vec<Oid>, GitError> {
+    pub fn first_parents_since(&self, tip: Oid, hidden: Oid) -> Result<Vec<Oid>, GitError> {
         let mut walk = self.repo.revwalk().map_err(super::libgit2)?;
         walk.simplify_first_parent().map_err(super::libgit2)?;
         walk.push(tip.raw()).map_err(super::libgit2)?;
@@ -183,7 +183,7 @@ impl Repo {
     /// The blobs at `paths` in the history a search by content walks
     /// ([`Repo::find_version`] from [`Repo::history_starts`], at most
     /// `max_commits` commits), each once.
-    pub(crate) fn history_blobs_at(
+    pub fn history_blobs_at(
         &self,
         paths: &[&str],
         max_commits: usize,

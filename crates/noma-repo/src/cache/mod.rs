@@ -338,14 +338,14 @@ impl BlockCache {
     /// text for the cache key costs as much as the sha256 itself (sha2 uses
     /// the CPU's SHA extensions), so a lookup could only be slower.
     #[cfg(test)]
-    pub(crate) fn sha256_of(&self, text: &str) -> String {
+    pub fn sha256_of(&self, text: &str) -> String {
         sha256_hex(text.as_bytes())
     }
 
     /// The cached document whose sha256 is `sha256_hex`, if this noma
     /// version has seen it (e.g. a transcript record's `pre_sha256`).
     #[cfg(test)]
-    pub(crate) fn lookup_sha256(&self, sha256_hex: &str) -> Option<Arc<DocInfo>> {
+    pub fn lookup_sha256(&self, sha256_hex: &str) -> Option<Arc<DocInfo>> {
         let sha = codec::hex_to_bytes(sha256_hex)?;
         let found = self.with_conn(|c| {
             c.prepare_cached(
@@ -442,7 +442,7 @@ impl BlockCache {
     }
 
     /// Where entries live for this handle.
-    pub(crate) fn backing(&self) -> Backing {
+    pub fn backing(&self) -> Backing {
         *self.backing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -466,7 +466,7 @@ impl BlockCache {
 
     /// `(hits, misses)` served by this handle so far.
     #[cfg(test)]
-    pub(crate) fn counters(&self) -> (u64, u64) {
+    pub fn counters(&self) -> (u64, u64) {
         (
             self.hits.load(Ordering::Relaxed),
             self.misses.load(Ordering::Relaxed),

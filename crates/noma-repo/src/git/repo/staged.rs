@@ -21,7 +21,7 @@ const ATTRIBUTES: [&str; 6] = [
 impl Repo {
     /// The id and git mode (octal 100644, 040000, ...) of whatever commit
     /// `commit` has at `path`, if anything.
-    pub(crate) fn tree_entry_at(
+    pub fn tree_entry_at(
         &self,
         commit: Oid,
         path: &str,
@@ -42,7 +42,7 @@ impl Repo {
     /// `attributes` false says no attribute file applies (the caller
     /// looked), sparing libgit2's lookup, which loads the whole index.
     #[cfg(target_os = "linux")]
-    pub(crate) fn unconverted_blob_id(
+    pub fn unconverted_blob_id(
         &self,
         path: &str,
         file: &Path,
@@ -70,7 +70,7 @@ impl Repo {
 
     /// Whether commit `commit` has anything (file, directory, link) at
     /// `path`.
-    pub(crate) fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
+    pub fn has_path_at(&self, commit: Oid, path: &str) -> Result<bool, GitError> {
         Ok(self.tree_entry_at(commit, path)?.is_some())
     }
 }

@@ -49,7 +49,7 @@ impl BlockCache {
     /// Whether this noma version replayed the transcript whose git blob id
     /// is `transcript` (raw bytes) to the document whose sha256 is
     /// `document_sha256` before.
-    pub(crate) fn replay_known(&self, transcript: &[u8], document_sha256: &str) -> bool {
+    pub fn replay_known(&self, transcript: &[u8], document_sha256: &str) -> bool {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return false;
         };
@@ -78,7 +78,7 @@ impl BlockCache {
     /// Remembers that the transcript `transcript` replays to the document
     /// whose sha256 is `document_sha256` (written with the rows waiting,
     /// see the module's doc). A failed write only costs a replay later.
-    pub(crate) fn remember_replay(&self, transcript: &[u8], document_sha256: &str) {
+    pub fn remember_replay(&self, transcript: &[u8], document_sha256: &str) {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return;
         };
@@ -180,7 +180,7 @@ impl BlockCache {
     /// `transcript` (raw bytes), proved to replay to the document whose
     /// sha256 is `document_sha256`, as [`BlockCache::remember_checkpoint`]
     /// stored it.
-    pub(crate) fn checkpoint_known(
+    pub fn checkpoint_known(
         &self,
         transcript: &[u8],
         document_sha256: &str,
@@ -209,7 +209,7 @@ impl BlockCache {
     /// Stores what the checkpoint learned about a proved transcript
     /// (opaque bytes), written with the rows waiting (see the module's
     /// doc). A failed write only costs a slower check later.
-    pub(crate) fn remember_checkpoint(&self, transcript: &[u8], document_sha256: &str, row: &[u8]) {
+    pub fn remember_checkpoint(&self, transcript: &[u8], document_sha256: &str, row: &[u8]) {
         let Some(doc) = codec::hex_to_bytes(document_sha256) else {
             return;
         };
@@ -222,7 +222,7 @@ impl BlockCache {
     /// The signed-base row stored for the merge base's transcript blob
     /// `transcript` and sidecar blob `sidecar` (raw ids), as
     /// [`BlockCache::remember_signed_base`] stored it.
-    pub(crate) fn signed_base_known(&self, transcript: &[u8], sidecar: &[u8]) -> Option<Vec<u8>> {
+    pub fn signed_base_known(&self, transcript: &[u8], sidecar: &[u8]) -> Option<Vec<u8>> {
         self.with_conn(|c| {
             c.prepare_cached(
                 "SELECT attribution FROM histories WHERE transcript = ?1 AND document = ?2 AND engine = ?3",
@@ -236,7 +236,7 @@ impl BlockCache {
     /// Stores what a signed check learned about a merge base's transcript
     /// and sidecar (opaque bytes). A failed write only costs a slower
     /// check later.
-    pub(crate) fn remember_signed_base(&self, transcript: &[u8], sidecar: &[u8], row: &[u8]) {
+    pub fn remember_signed_base(&self, transcript: &[u8], sidecar: &[u8], row: &[u8]) {
         let _ = self.with_conn(|c| {
             c.prepare_cached(
                 "INSERT OR REPLACE INTO histories(transcript, document, engine, attribution) \

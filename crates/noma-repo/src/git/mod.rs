@@ -7,6 +7,8 @@
 pub mod amend;
 pub mod blob;
 pub mod config;
+#[cfg(target_os = "linux")]
+pub mod index_file;
 pub mod layout;
 pub mod object;
 mod oid;

@@ -137,7 +137,7 @@ pub enum BlobStream {
 impl BlobStream {
     /// Whether the blob was read whole already (a small one): reading it
     /// costs no more than copying.
-    pub(crate) fn is_whole(&self) -> bool {
+    pub fn is_whole(&self) -> bool {
         matches!(self, BlobStream::Whole(_))
     }
 
