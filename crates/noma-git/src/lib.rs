@@ -16,13 +16,12 @@
 
 pub mod actor;
 pub use noma_repo::{cache, git};
-pub mod changes;
+pub use noma_changes as changes;
 pub(crate) mod datasets;
-pub mod history;
-pub mod history_replay;
+pub use noma_history as history;
+pub use noma_history::{history_replay, provenance};
 pub mod install;
 pub mod merge;
 pub mod patch;
-pub mod provenance;
 pub mod record;
 pub mod staged;

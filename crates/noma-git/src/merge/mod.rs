@@ -58,6 +58,7 @@ use noma_merge::blocks::{merge_documents, Labels};
 use noma_merge::transcript::{self, OpConflict, Reconciled, Unreconcilable};
 
 use crate::git::repo::Repo;
+pub(crate) use crate::history_replay::{doc_finder, find_version};
 use noma_core::doc::hash::sha256_hex;
 
 /// The result of merging one file.
@@ -87,15 +88,6 @@ pub struct Versions {
     pub ours: Option<Vec<u8>>,
     /// At the merged commit.
     pub theirs: Option<Vec<u8>>,
-}
-
-/// The version of a document in the repository's history whose sha256 is
-/// `sha`: at `path` first, else under any name (a rename, a copy), by
-/// [`Repo::find_document`].
-pub(crate) fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
-    repo.find_document(&repo.history_starts(), &[path], sha)
-        .ok()
-        .flatten()
 }
 
 /// The state a transcript ends at: its last applied record's post_sha256.
@@ -158,27 +150,6 @@ pub(crate) fn prefix_ending_at<'t>(t: &'t [u8], sha: &str) -> Option<&'t [u8]> {
     match last_end {
         Some(end) => t.get(..end),
         None => (first_pre_matches == Some(true)).then(|| &t[..0]),
-    }
-}
-
-/// A document finder for the reconciliation: the given versions first,
-/// then the path's history in `repo`.
-pub(crate) fn doc_finder<'a>(
-    repo: Option<&'a Repo>,
-    path: &'a str,
-    known: Vec<Vec<u8>>,
-) -> impl FnMut(&str) -> Option<String> + 'a {
-    move |sha: &str| {
-        if sha == noma_core::doc::hash::EMPTY_SHA256 {
-            // A genesis record's state: the empty document.
-            return Some(String::new());
-        }
-        known
-            .iter()
-            .find(|d| sha256_hex(d) == sha)
-            .cloned()
-            .or_else(|| repo.and_then(|r| find_version(r, path, sha)))
-            .and_then(|b| String::from_utf8(b).ok())
     }
 }
 

@@ -21,6 +21,8 @@
 
 mod answer;
 pub mod attribute;
+pub mod history_replay;
+pub mod provenance;
 mod row;
 pub mod schema;
 mod stream;
@@ -29,6 +31,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use noma_repo::{cache, git};
 
 use crate::cache::BlockCache;
 use crate::git::repo::Repo;

@@ -31,6 +31,7 @@
 
 #[cfg(target_os = "linux")]
 use noma_repo::git::index_file;
+use noma_repo::{cache, git};
 pub mod questions;
 #[cfg(target_os = "linux")]
 mod remote_fs;

@@ -21,7 +21,7 @@ use noma_provenance::config::Policy;
 /// signatures appended to the document's sidecar, synced, before the
 /// records themselves (so a kill between the two leaves a signature of a
 /// record that never was, never a record whose signature was lost).
-pub(crate) fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
+pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
     BeforeAppend(Arc::new(
         move |doc: &Path, records: &[Record], first: Option<&Record>| {
             let Some(first) = first else {
@@ -42,7 +42,7 @@ pub(crate) fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
 /// The signer a writer of `doc` uses: from `flag` (`--key`), the
 /// environment, or git when the repository's policy asks for signatures.
 /// `Ok(None)`: no key is configured.
-pub(crate) fn writer_signer(
+pub fn writer_signer(
     doc: &Path,
     flag: Option<&Path>,
 ) -> Result<Option<Signer>, SignerError> {
@@ -52,7 +52,7 @@ pub(crate) fn writer_signer(
 /// The signer of an approval of `doc`: approving is signing, so git's
 /// `user.signingkey` (with `gpg.format=ssh`) is asked whatever the
 /// policy says.
-pub(crate) fn approver_signer(
+pub fn approver_signer(
     doc: &Path,
     flag: Option<&Path>,
 ) -> Result<Option<Signer>, SignerError> {
@@ -127,7 +127,7 @@ pub fn step_for(
 
 /// [`step_for`] with what the caller already read: the work tree `root`,
 /// its repository and its policy (a request reads each once).
-pub(crate) fn step_in<'r>(
+pub fn step_in<'r>(
     root: Option<&Path>,
     repo: impl Fn() -> Option<&'r Repo>,
     policy: impl FnOnce() -> Option<&'r Policy>,

@@ -13,7 +13,7 @@
 //! 3. otherwise the version of the document in its git history whose
 //!    sha256 is that `pre_sha256`: the usual case of a transcript started
 //!    after the document was first committed. The history searched is the
-//!    one reachable from HEAD and every ref ([`crate::merge::doc_finder`]),
+//!    one reachable from HEAD and every ref ([`doc_finder`]),
 //!    bounded by [`crate::git::HISTORY_LIMIT`] commits, by content: under
 //!    the document's current path first, then under any name (a document
 //!    moved or copied since).
@@ -138,7 +138,7 @@ pub(crate) fn find_in_repo_history(
                 .ok()
         })
         .unwrap_or_default();
-    let found = crate::merge::doc_finder(Some(repo), &rel, known)(sha);
+    let found = doc_finder(Some(repo), &rel, known)(sha);
     (
         found,
         Ok(format!(
@@ -146,6 +146,36 @@ pub(crate) fn find_in_repo_history(
             repo.shallow_note()
         )),
     )
+}
+
+/// The version of a document in the repository's history whose sha256 is
+/// `sha`: at `path` first, else under any name (a rename, a copy), by
+/// [`Repo::find_document`].
+pub fn find_version(repo: &Repo, path: &str, sha: &str) -> Option<Vec<u8>> {
+    repo.find_document(&repo.history_starts(), &[path], sha)
+        .ok()
+        .flatten()
+}
+
+/// A document finder for replay and the reconciliation: the given versions first,
+/// then the path's history in `repo`.
+pub fn doc_finder<'a>(
+    repo: Option<&'a Repo>,
+    path: &'a str,
+    known: Vec<Vec<u8>>,
+) -> impl FnMut(&str) -> Option<String> + 'a {
+    move |sha: &str| {
+        if sha == noma_core::doc::hash::EMPTY_SHA256 {
+            // A genesis record's state: the empty document.
+            return Some(String::new());
+        }
+        known
+            .iter()
+            .find(|d| sha256_hex(d) == sha)
+            .cloned()
+            .or_else(|| repo.and_then(|r| find_version(r, path, sha)))
+            .and_then(|b| String::from_utf8(b).ok())
+    }
 }
 
 /// `doc`'s repository-relative path, also when it is absent (a removed

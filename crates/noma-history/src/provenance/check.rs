@@ -18,7 +18,7 @@ pub const SIDECAR_INVALID: &str = "sidecar-invalid";
 /// The trust in a revision's `.noma/config.yml` and
 /// `.noma/allowed_signers` (absent files: defaults, no signer). `Ok(None)`
 /// when its policy turns provenance off: nothing else is read or checked.
-pub(crate) fn trust_from(
+pub fn trust_from(
     config: Option<&[u8]>,
     signers: impl FnOnce() -> Option<Vec<u8>>,
 ) -> Result<Option<Trust>, String> {
@@ -34,7 +34,7 @@ pub(crate) fn trust_from(
 
 /// The trust's warnings (see [`Trust::warnings`]) as problems of
 /// `.noma/allowed_signers`, at warning level: reported, never failing.
-pub(crate) fn signer_warnings(trust: &Trust) -> Vec<Located> {
+pub fn signer_warnings(trust: &Trust) -> Vec<Located> {
     trust
         .warnings()
         .into_iter()
@@ -67,12 +67,12 @@ pub enum History<'a> {
 
 /// A sidecar's entries (none when there is no sidecar), or its
 /// [`SIDECAR_INVALID`] problem.
-pub(crate) fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
+pub fn parse_sidecar(sidecar: Option<&[u8]>) -> Result<Sidecar, Problem> {
     Sidecar::parse(sidecar.unwrap_or_default()).map_err(sidecar_problem)
 }
 
 /// The [`SIDECAR_INVALID`] problem of a sidecar line that is no entry.
-pub(crate) fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
+pub fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Problem {
     Problem {
         level: "error",
         code: SIDECAR_INVALID,
@@ -88,7 +88,7 @@ pub(crate) fn sidecar_problem(e: noma_provenance::sidecar::SidecarError) -> Prob
 /// range too, history or not: a change to the sidecar alone re-signs,
 /// un-signs or re-approves them. Against a sidecar already parsed, so its
 /// bytes need not be held while the records are parsed and verified.
-pub(crate) fn check_parsed(
+pub fn check_parsed(
     trust: &Trust,
     transcript: &[u8],
     history: History<'_>,
@@ -199,7 +199,7 @@ pub struct WorktreeReport {
 /// repository): its policy and allowed signers, and the root they were
 /// read from. A policy with provenance off reads as `warn`: asked for,
 /// signatures are reported, but only forgeries fail.
-pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
+pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -257,7 +257,7 @@ pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, S
 }
 
 /// Where [`worktree_trust`] read the trust, as a report names it.
-pub(crate) fn trust_source(root: &Path) -> String {
+pub fn trust_source(root: &Path) -> String {
     format!(
         "{} and {} in {}",
         CONFIG_PATH,
@@ -292,7 +292,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
 /// are asked for too; so each status is the one the whole transcript's
 /// check gives it. None when the sidecar does not parse (as the whole
 /// check then has no status).
-pub(crate) fn check_worktree_shown(
+pub fn check_worktree_shown(
     doc: &Path,
     shown: &[Entry],
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
@@ -363,7 +363,7 @@ pub struct BranchCheck {
 /// allowed signers. Nothing is read past the base's policy when it turns
 /// provenance off. Also the sidecars it read, when the merge base's is the
 /// document's own (not a moved one's).
-pub(crate) fn branch_check(
+pub fn branch_check(
     repo: &crate::git::repo::Repo,
     [base, head, merge_base]: [crate::git::Oid; 3],
     doc: &str,
@@ -460,7 +460,7 @@ fn judged(
 /// The sidecars [`branch_check`] read, for what the PR check remembers of
 /// the merge base.
 #[derive(Debug)]
-pub(crate) struct SidecarsRead {
+pub struct SidecarsRead {
     /// The merge base's sidecar bytes (empty when it has none).
     pub merge_base: Vec<u8>,
     /// HEAD's sidecar entries, when its bytes start with the merge base's
@@ -472,7 +472,7 @@ impl BranchCheck {
     /// The check of `records`: `problems` (the trust's), then each
     /// record's problems, moved out of it and located in the transcript
     /// `tpath`.
-    pub(crate) fn located(
+    pub fn located(
         mut problems: Vec<Located>,
         mut records: Vec<RecordStatus>,
         tpath: &str,
@@ -503,7 +503,7 @@ pub const SIDECAR_NOT_RENAMED: &str = "sidecar-not-renamed";
 /// problem (on the file left behind) and the command that fixes it.
 /// Signatures bind no path, so nothing else says it: the records would
 /// simply read as unsigned under the new name.
-pub(crate) fn rename_problem(
+pub fn rename_problem(
     doc: &str,
     old: &str,
     has: &dyn Fn(&str) -> bool,
@@ -547,7 +547,7 @@ pub(crate) fn rename_problem(
 /// The parent a merge being committed brings in (MERGE_HEAD): the trust
 /// its own base files state (`None` when its policy turns provenance off)
 /// and the document's transcript and sidecar there.
-pub(crate) struct MergedIn<'a> {
+pub struct MergedIn<'a> {
     /// MERGE_HEAD's policy and allowed signers.
     pub trust: Option<&'a Trust>,
     /// The document's transcript in MERGE_HEAD.
@@ -558,7 +558,7 @@ pub(crate) struct MergedIn<'a> {
 
 /// A problem of [`hook_problems`], and whether the record came with the
 /// merged-in parent (so its fix is on that side, not the committer's).
-pub(crate) struct HookProblem {
+pub struct HookProblem {
     /// The problem, located in the transcript (or the sidecar).
     pub located: Located,
     /// The record is the merged-in parent's (or a faithful copy of one).
@@ -580,7 +580,7 @@ pub(crate) struct HookProblem {
 /// must be able to merge main. Only what the merge itself adds, and the
 /// records whose sidecar lines the merge changed against both parents, are
 /// judged by the reference commit's trust.
-pub(crate) fn hook_problems(
+pub fn hook_problems(
     trust: &Trust,
     doc: &str,
     [staged_transcript, reference_transcript]: [Option<&[u8]>; 2],
