@@ -17,11 +17,11 @@
 pub mod actor;
 pub use noma_repo::{cache, git};
 pub use noma_changes as changes;
-pub(crate) mod datasets;
+pub(crate) use noma_repo::datasets;
 pub use noma_history as history;
 pub use noma_history::{history_replay, provenance};
 pub mod install;
-pub mod merge;
+pub use noma_reconcile as merge;
 pub mod patch;
 pub mod record;
 pub mod staged;

@@ -9,4 +9,5 @@
 //! this crate alone. Libraries return data: the binary words it.
 
 pub mod cache;
+pub mod datasets;
 pub mod git;

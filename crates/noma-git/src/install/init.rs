@@ -21,8 +21,7 @@ use noma_provenance::config::{PolicyFile, CONFIG_PATH};
 
 use super::{HooksError, InstallOptions, InstallReport};
 
-/// The `.gitignore` entry for the block cache.
-pub const CACHE_IGNORE: &str = ".noma/cache/";
+pub use crate::cache::CACHE_IGNORE;
 
 /// The `.gitignore` entries `noma init` makes sure of, each with its
 /// comment: the block cache, and the files a write leaves beside a

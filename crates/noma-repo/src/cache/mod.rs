@@ -70,6 +70,8 @@ const SCHEMA_VERSION_WITHOUT_HISTORIES: i64 = 2;
 const SCHEMA_VERSION_WITHOUT_ENDS: i64 = 3;
 /// `PRAGMA application_id` of a noma cache ("NOMA").
 const APPLICATION_ID: i64 = 0x4e4f_4d41;
+/// The `.gitignore` entry for the block cache (`noma init` adds it).
+pub const CACHE_IGNORE: &str = ".noma/cache/";
 /// File name of the cache database inside the cache directory.
 pub const DB_FILE: &str = "blocks.sqlite3";
 /// Lock file taken while a broken cache is rebuilt.

@@ -232,7 +232,7 @@ impl<'r> Branch<'r> {
         let committed_cache = repo
             .has_path_at(
                 head,
-                crate::install::init::CACHE_IGNORE.trim_end_matches('/'),
+                crate::cache::CACHE_IGNORE.trim_end_matches('/'),
             )
             .unwrap_or(true);
         let branch = Branch {
@@ -1177,7 +1177,7 @@ mod tests {
             let head_doc = std::fs::read_to_string(tmp.path().join("d.noma")).expect("read");
             let mb_doc =
                 String::from_utf8(branch.blob(branch.merge_base, "d.noma").unwrap()).unwrap();
-            let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+            let mut finder = crate::doc_finder(Some(&repo), "d.noma", Vec::new());
             let got = branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder);
             assert_eq!(records(got), streamed, "{topic:?}");
             let fast = branch
@@ -1262,7 +1262,7 @@ mod tests {
             );
             let head_doc = std::fs::read_to_string(tmp.path().join("d.noma")).expect("read");
             let check = || {
-                let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+                let mut finder = crate::doc_finder(Some(&repo), "d.noma", Vec::new());
                 records(branch.appended_records(
                     ["d.noma"; 2],
                     Some(&mb_doc),
@@ -1286,7 +1286,7 @@ mod tests {
                     git(tmp.path(), &["commit", "-q", "-m", "forged cache"]);
                     let (branch, _) = Branch::new((&repo, &cache), "main", false).expect("branch");
                     assert!(branch.cache.is_none());
-                    let mut finder = crate::merge::doc_finder(Some(&repo), "d.noma", Vec::new());
+                    let mut finder = crate::doc_finder(Some(&repo), "d.noma", Vec::new());
                     let got = branch.appended_records(
                         ["d.noma"; 2],
                         Some(&mb_doc),

@@ -47,7 +47,7 @@ pub struct MovedMerge {
 /// The commits of the operation in progress: the other side and the base.
 /// A merge's base is the merge base; a rebase's or cherry-pick's is the
 /// picked commit's parent (what git merges against).
-pub(crate) fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
+pub fn operation_commits(repo: &Repo, head: Oid) -> Option<(Oid, Oid)> {
     if let Some(other) = repo.merge_head() {
         return Some((other, repo.merge_base(head, other)?));
     }
@@ -85,7 +85,7 @@ fn picked_by_label(repo: &Repo, theirs_label: &str) -> Option<(Oid, Oid)> {
 /// The path `rel` had at `base` when one side of the operation moved it
 /// there (git's rename detection between `base` and that side); None when
 /// `base` holds `rel` itself or neither side moved a document to it.
-pub(crate) fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<String> {
+pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<String> {
     if repo.blob_id_at(base, rel).ok().flatten().is_some() {
         return None;
     }

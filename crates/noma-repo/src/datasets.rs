@@ -11,7 +11,7 @@ use crate::git::repo::GitError;
 /// Each local `src=` of a document, read (one blob each; nothing for a
 /// document without local dataset sources).
 #[derive(Debug, Default)]
-pub(crate) struct Datasets {
+pub struct Datasets {
     /// `src` as written → its bytes (`None`: not there).
     files: HashMap<String, Option<Vec<u8>>>,
 }
@@ -19,7 +19,7 @@ pub(crate) struct Datasets {
 impl Datasets {
     /// Reads the `src=` files of `doc` (at repository path `doc_path`)
     /// through `blob`, which gives a repository path's bytes.
-    pub(crate) fn read(
+    pub fn read(
         doc_path: &str,
         doc: &noma_core::doc::Document,
         mut blob: impl FnMut(&str) -> Result<Option<Vec<u8>>, GitError>,

@@ -57,8 +57,12 @@ pub mod summary;
 use noma_merge::blocks::{merge_documents, Labels};
 use noma_merge::transcript::{self, OpConflict, Reconciled, Unreconcilable};
 
+use noma_changes as changes;
+use noma_history::{history_replay, provenance};
+use noma_repo::{cache, datasets, git};
+
 use crate::git::repo::Repo;
-pub(crate) use crate::history_replay::{doc_finder, find_version};
+pub use crate::history_replay::{doc_finder, find_version};
 use noma_core::doc::hash::sha256_hex;
 
 /// The result of merging one file.
@@ -91,7 +95,7 @@ pub struct Versions {
 }
 
 /// The state a transcript ends at: its last applied record's post_sha256.
-pub(crate) fn final_state(t: &[u8]) -> Option<String> {
+pub fn final_state(t: &[u8]) -> Option<String> {
     let (lines, _) = noma_core::transcript::split_lines(t);
     lines.iter().rev().find_map(|l| {
         noma_core::transcript::parse_record(l.number, l.raw)
