@@ -1,39 +1,77 @@
 //! What the compiler cannot see about the architecture. The crate graph
-//! itself (`noma-core` → `noma-store` → `noma-merge`, `noma-provenance` →
-//! `noma-git` → `noma-mcp`, `noma-lsp` over `noma-core`, `noma-store` and
-//! `noma-provenance` (the policy file),
-//! and the `noma` binary on top; see `.noma/architecture.noma`) is
-//! enforced by Cargo: a crate cannot import one it does not depend on.
-//! Checked here: the graph is the documented one, and the crates that
-//! need no repository ([`WITHOUT_A_REPOSITORY`]: `noma-core`,
-//! `noma-merge`, `noma-provenance`) pull in no git, database, async, MCP
-//! or file-watcher crate; the engine crates keep no state behind their
-//! callers (a thread-local or static cache); only `noma-git`'s `git`
-//! module names `git2`; inside a crate no two top-level modules and no two
-//! sibling files import each other; no function outgrows what a reader
-//! holds in mind (80 lines), no file holds several jobs' worth of code (800
-//! lines before its tests), and the binary does no engine work: it parses
-//! arguments, calls the libraries and words their data (decision
-//! `wording-in-the-binary`). The library crates opt into the workspace lints (no printing,
-//! documented public items; decision `workspace-lints`). A change that
-//! breaks a rule fails here with the file and line.
+//! itself (`noma-core` → `noma-store` → `noma-merge`, `noma-provenance`;
+//! the git layers: `noma-repo` (plumbing and the block cache) →
+//! `noma-changes`, `noma-history` → `noma-reconcile` → `noma-git` (the
+//! hooks, and the facade) → `noma-mcp`; `noma-lsp` over `noma-core`,
+//! `noma-store` and `noma-provenance` (the policy file), and the `noma`
+//! binary on top; see `.noma/architecture.noma`) is enforced by Cargo: a
+//! crate cannot import one it does not depend on. Checked here: the graph
+//! is the documented one (an edge it does not list fails), only
+//! `noma-repo` depends on git2 or rusqlite and only `noma-changes` on the
+//! file-system watcher, no crate but `noma-core` holds more than 8,000
+//! lines of code, and the crates that need no repository
+//! ([`WITHOUT_A_REPOSITORY`]: `noma-core`, `noma-merge`,
+//! `noma-provenance`) pull in no git, database, async, MCP or
+//! file-watcher crate; the engine crates keep no state behind their
+//! callers (a thread-local or static cache); only `noma-repo`'s `git`
+//! module names `git2` and only its `cache` names `rusqlite`; inside a
+//! crate no two top-level modules and no two sibling files import each
+//! other; no function outgrows what a reader holds in mind (80 lines), no
+//! file holds several jobs' worth of code (800 lines before its tests),
+//! and the binary does no engine work: it parses arguments, calls the
+//! libraries and words their data (decision `wording-in-the-binary`). The
+//! library crates opt into the workspace lints (no printing, documented
+//! public items; decision `workspace-lints`). A change that breaks a rule
+//! fails here with the file and line.
 
 use std::path::{Path, PathBuf};
 
 /// The workspace's crates and the workspace crates each may depend on
 /// (normal dependencies): the crate graph of `.noma/architecture.noma`.
-const CRATE_GRAPH: [(&str, &[&str]); 10] = [
+/// The git side is layered: `noma-repo` alone talks to git and SQLite,
+/// the job crates (`noma-changes`, `noma-history`, `noma-reconcile`) sit
+/// on it, and `noma-git` (the hooks) on them.
+const CRATE_GRAPH: [(&str, &[&str]); 14] = [
     ("noma-core", &[]),
     ("noma-store", &["noma-core"]),
-    ("noma-repo", &["noma-core", "noma-store"]),
     ("noma-merge", &["noma-core", "noma-store"]),
     ("noma-provenance", &["noma-core", "noma-store"]),
+    ("noma-repo", &["noma-core", "noma-store"]),
     (
-        "noma-git",
+        "noma-changes",
+        &["noma-core", "noma-merge", "noma-repo", "noma-store"],
+    ),
+    (
+        "noma-history",
         &[
             "noma-core",
             "noma-merge",
             "noma-provenance",
+            "noma-repo",
+            "noma-store",
+        ],
+    ),
+    (
+        "noma-reconcile",
+        &[
+            "noma-changes",
+            "noma-core",
+            "noma-history",
+            "noma-merge",
+            "noma-provenance",
+            "noma-repo",
+            "noma-store",
+        ],
+    ),
+    (
+        "noma-git",
+        &[
+            "noma-changes",
+            "noma-core",
+            "noma-history",
+            "noma-merge",
+            "noma-provenance",
+            "noma-reconcile",
             "noma-repo",
             "noma-store",
         ],
@@ -63,7 +101,25 @@ const CRATE_GRAPH: [(&str, &[&str]); 10] = [
             "noma-verify",
         ],
     ),
+    ("noma-testutil", &[]),
 ];
+
+/// External crates only one workspace crate may depend on directly, and
+/// which: git and SQLite are `noma-repo`'s (a single place to change the
+/// git library), the file-system watcher is `noma-changes'`.
+const ONE_HOME: [(&str, &str); 5] = [
+    ("git2", "noma-repo"),
+    ("libgit2-sys", "noma-repo"),
+    ("rusqlite", "noma-repo"),
+    ("libsqlite3-sys", "noma-repo"),
+    ("notify", "noma-changes"),
+];
+
+/// Lines of code a crate may hold (blank and comment lines not counted,
+/// tests counted), and the crate exempt: `noma-core`, the pure document
+/// model, is one concept however large.
+const MAX_CRATE_LINES: usize = 8_000;
+const LARGE_CRATE: &str = "noma-core";
 
 /// The crates that need no repository (decisions `crates-split-by-job`
 /// and `merge-crate`): bytes and files in, data out.
@@ -175,8 +231,8 @@ fn crates_without_a_repository_depend_on_no_git_database_async_or_watcher_crate(
     // The same check over the crate that does need a repository finds
     // what it holds.
     let git = forbidden_dependencies(
-        "noma-git",
-        &dependency_names("noma-git"),
+        "noma-repo",
+        &dependency_names("noma-repo"),
         &NOT_WITHOUT_A_REPOSITORY,
     );
     assert!(
@@ -229,36 +285,220 @@ fn workspace_metadata() -> serde_json::Value {
     meta
 }
 
-#[test]
-fn the_crate_graph_is_the_documented_one() {
+/// A crate and the workspace crates it depends on (normal dependencies).
+type Edges = Vec<(String, Vec<String>)>;
+
+/// Each package of the workspace with its normal dependencies whose
+/// names `keep` accepts, sorted.
+fn workspace_dependencies(keep: impl Fn(&str) -> bool) -> Edges {
     let meta = workspace_metadata();
     let mut got = Vec::new();
     for p in meta["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap().to_string();
-        if name == "noma-testutil" {
-            continue; // the unit tests' helpers, a dev-dependency only
-        }
         let mut deps: Vec<String> = p["dependencies"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|d| {
-                d["kind"].is_null() && d["name"].as_str().is_some_and(|n| n.starts_with("noma"))
-            })
+            .filter(|d| d["kind"].is_null() && d["name"].as_str().is_some_and(&keep))
             .map(|d| d["name"].as_str().unwrap().to_string())
             .collect();
         deps.sort();
         got.push((name, deps));
     }
     got.sort();
-    let mut want: Vec<(String, Vec<String>)> = CRATE_GRAPH
+    got
+}
+
+/// What differs between the crate graph Cargo has (`got`) and the allowed
+/// one (`allowed`): an edge, or a crate, that is not allowed, and an
+/// allowed edge that is gone (the graph documents what is, not a wish).
+fn graph_findings(got: &Edges, allowed: &[(&str, &[&str])]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (krate, deps) in got {
+        let Some((_, ok)) = allowed.iter().find(|(c, _)| c == krate) else {
+            bad.push(format!("{krate} is not in CRATE_GRAPH"));
+            continue;
+        };
+        for d in deps.iter().filter(|d| !ok.contains(&d.as_str())) {
+            bad.push(format!(
+                "{krate} depends on {d}: an edge CRATE_GRAPH does not allow"
+            ));
+        }
+        for d in ok.iter().filter(|d| !deps.iter().any(|g| g == *d)) {
+            bad.push(format!(
+                "{krate} no longer depends on {d}: drop the edge from CRATE_GRAPH"
+            ));
+        }
+    }
+    for (krate, _) in allowed {
+        if !got.iter().any(|(c, _)| c == krate) {
+            bad.push(format!("{krate} of CRATE_GRAPH is not in the workspace"));
+        }
+    }
+    bad
+}
+
+/// The crates depending directly on an external crate of [`ONE_HOME`]
+/// other than its home.
+fn homeless_dependencies(got: &Edges) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (krate, deps) in got {
+        for (dep, home) in ONE_HOME {
+            if krate != home && deps.iter().any(|d| d == dep) {
+                bad.push(format!("{krate} depends on {dep}, which is {home}'s alone"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_crate_graph_is_the_documented_one() {
+    let got = workspace_dependencies(|n| n.starts_with("noma"));
+    let bad = graph_findings(&got, &CRATE_GRAPH);
+    assert!(
+        bad.is_empty(),
+        "the crate graph changed: update CRATE_GRAPH and .noma/architecture.noma together\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn only_noma_repo_depends_on_git_or_sqlite_and_only_noma_changes_on_the_watcher() {
+    let got = workspace_dependencies(|n| ONE_HOME.iter().any(|(d, _)| *d == n));
+    let homes: Vec<&str> = got
         .iter()
-        .map(|(c, d)| (c.to_string(), d.iter().map(|s| s.to_string()).collect()))
+        .filter(|(_, deps)| !deps.is_empty())
+        .map(|(c, _)| c.as_str())
         .collect();
-    want.sort();
+    assert_eq!(homes, ["noma-changes", "noma-repo"], "{got:?}");
+    let bad = homeless_dependencies(&got);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn the_graph_checks_see_a_forbidden_edge() {
+    let edges = |list: &[(&str, &[&str])]| -> Edges {
+        list.iter()
+            .map(|(c, d)| (c.to_string(), d.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    // The reconcile reaching up into the hooks, the changed-block crate
+    // naming git2 and a new crate nobody listed.
+    let got = edges(&[
+        ("noma-reconcile", &["noma-git", "noma-repo"]),
+        ("noma-changes", &["git2", "noma-repo"]),
+        ("noma-extra", &[]),
+    ]);
+    let allowed: [(&str, &[&str]); 3] = [
+        ("noma-reconcile", &["noma-repo", "noma-history"]),
+        ("noma-changes", &["noma-repo"]),
+        ("noma-repo", &[]),
+    ];
     assert_eq!(
-        got, want,
-        "the crate graph changed: update CRATE_GRAPH and .noma/architecture.noma together"
+        graph_findings(&got, &allowed),
+        [
+            "noma-reconcile depends on noma-git: an edge CRATE_GRAPH does not allow",
+            "noma-reconcile no longer depends on noma-history: drop the edge from CRATE_GRAPH",
+            "noma-changes depends on git2: an edge CRATE_GRAPH does not allow",
+            "noma-extra is not in CRATE_GRAPH",
+            "noma-repo of CRATE_GRAPH is not in the workspace",
+        ]
+    );
+    assert_eq!(
+        homeless_dependencies(&got),
+        ["noma-changes depends on git2, which is noma-repo's alone"]
+    );
+    // The real graph with one edge added fails too.
+    let mut real = workspace_dependencies(|n| n.starts_with("noma"));
+    assert!(graph_findings(&real, &CRATE_GRAPH).is_empty());
+    let merge = real.iter_mut().find(|(c, _)| c == "noma-merge").unwrap();
+    merge.1.push("noma-repo".into());
+    assert_eq!(
+        graph_findings(&real, &CRATE_GRAPH),
+        ["noma-merge depends on noma-repo: an edge CRATE_GRAPH does not allow"]
+    );
+}
+
+/// Lines of code of Rust files: blank lines and comment lines left out,
+/// tests counted (they are code a reader of the crate reads too).
+fn lines_of_code(files: &[PathBuf]) -> usize {
+    files
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .filter(|l| {
+                    let t = l.trim_start();
+                    !t.is_empty() && !t.starts_with("//")
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// The crates over [`MAX_CRATE_LINES`] but [`LARGE_CRATE`], worded.
+fn oversized_crates(sizes: &[(String, usize)]) -> Vec<String> {
+    sizes
+        .iter()
+        .filter(|(c, n)| c != LARGE_CRATE && *n > MAX_CRATE_LINES)
+        .map(|(c, n)| format!("{c}: {n} lines of code (over {MAX_CRATE_LINES}: split it by job)"))
+        .collect()
+}
+
+/// Each workspace crate's lines of code (the binary's `src/` as `noma`).
+fn crate_sizes() -> Vec<(String, usize)> {
+    source_roots()
+        .into_iter()
+        .map(|r| {
+            let name = if r == root().join("src") {
+                "noma".to_string()
+            } else {
+                r.parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            let mut files = Vec::new();
+            rust_files(&r, &mut files);
+            (name, lines_of_code(&files))
+        })
+        .collect()
+}
+
+#[test]
+fn no_crate_but_noma_core_holds_more_than_8000_lines_of_code() {
+    let sizes = crate_sizes();
+    assert!(sizes.len() >= 10, "crates not found: {sizes:?}");
+    assert!(
+        sizes.iter().all(|(_, n)| *n > 0),
+        "a crate without code: the count is broken: {sizes:?}"
+    );
+    let bad = oversized_crates(&sizes);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn the_crate_size_check_sees_a_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.rs");
+    std::fs::write(
+        &f,
+        "// a comment\n\nfn a() {\n    // inside\n    let b = 1;\n}\n",
+    )
+    .unwrap();
+    assert_eq!(lines_of_code(&[f.clone(), f]), 6);
+    let sizes = [
+        ("noma-core".to_string(), 17_000),
+        ("noma-git".to_string(), 8_001),
+        ("noma-repo".to_string(), 8_000),
+    ];
+    assert_eq!(
+        oversized_crates(&sizes),
+        ["noma-git: 8001 lines of code (over 8000: split it by job)"]
     );
 }
 
@@ -333,25 +573,27 @@ fn engine_modules_keep_no_hidden_state() {
 }
 
 #[test]
-fn only_the_git_module_names_git2() {
+fn only_the_git_module_names_git2_and_only_the_cache_rusqlite() {
     let mut files = Vec::new();
     for r in source_roots() {
         rust_files(&r, &mut files);
     }
-    let git_dir = root().join("crates/noma-repo/src/git");
     let mut bad = Vec::new();
-    for f in files.iter().filter(|f| !f.starts_with(&git_dir)) {
-        for (n, line) in code_lines(f) {
-            if line.contains("git2::") || line.contains("use git2") {
-                bad.push(format!("{}:{n}: {}", f.display(), line.trim()));
+    for (krate, home) in [("git2", "git"), ("rusqlite", "cache")] {
+        let dir = root().join("crates/noma-repo/src").join(home);
+        for f in files.iter().filter(|f| !f.starts_with(&dir)) {
+            for (n, line) in code_lines(f) {
+                if line.contains(&format!("{krate}::")) || line.contains(&format!("use {krate}")) {
+                    bad.push(format!(
+                        "{}:{n}: {} (only crates/noma-repo/src/{home}/ names {krate})",
+                        shown(f),
+                        line.trim()
+                    ));
+                }
             }
         }
     }
-    assert!(
-        bad.is_empty(),
-        "git2 outside crates/noma-repo/src/git/:\n{}",
-        bad.join("\n")
-    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
@@ -614,8 +856,8 @@ const MAX_FILE_LINES: usize = 800;
 /// identifier character precedes it (`history_replay::replay_at_rev` is a
 /// library call, `replay::replay(` is the engine's work).
 const ENGINE_WORK: [(&str, &str); 14] = [
-    ("git2::", "git plumbing is noma-git's `git` module"),
-    ("rusqlite::", "the block cache is noma-git's `cache`"),
+    ("git2::", "git plumbing is noma-repo's `git` module"),
+    ("rusqlite::", "the block cache is noma-repo's `cache`"),
     (
         "apply_ops",
         "applying ops is the engine's (noma_store::engine)",
@@ -631,7 +873,7 @@ const ENGINE_WORK: [(&str, &str); 14] = [
     ("sha256_hex(", "hashing documents is the engine's"),
     (
         "sshsig::",
-        "signing and verifying is noma-git's `provenance`",
+        "signing and verifying is noma-history's `provenance`",
     ),
     (
         "fs::write(",

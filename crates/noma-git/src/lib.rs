@@ -1,25 +1,25 @@
-//! `noma-git` — git around the Noma engine.
+//! `noma-git` — the git hooks around the Noma engine, and the facade the
+//! binary and the MCP server reach the git crates through.
 //!
-//! Everything that knows a repository: plumbing over `git2` ([`git`], the
-//! only module that names it), the content-addressed SQLite cache of
-//! block tables ([`cache`]), what the
-//! hooks check ([`staged`]), hand edits turned into records ([`record`]),
-//! installing hooks and the merge driver ([`install`]), blocks changed
-//! since a base ([`changes`]), the merge driver and `noma reconcile`
-//! ([`merge`]), signed records and approvals where a repository is
-//! involved ([`provenance`]; the format, verification and the policy
-//! file are `noma_provenance`'s), and replay's
-//! base looked up in history ([`history_replay`]), and who changed each
-//! block ([`history`]). For the shells: one
-//! patch request's options ([`patch`]) and a writer's default name
-//! ([`actor`]). Libraries return data: the binary words it.
+//! Its own jobs: what the hooks check ([`staged`]), hand edits turned
+//! into records ([`record`]), installing hooks and the merge driver
+//! ([`install`]), and for the shells one patch request's context
+//! ([`patch`]) and a writer's default name ([`actor`]). The layers under
+//! it keep their old paths here: repository plumbing and the block cache
+//! ([`git`], [`cache`]: `noma-repo`, the only crate that names git2 or
+//! rusqlite), changed blocks with the watcher ([`changes`]:
+//! `noma-changes`), who changed each block, replay's base in history and
+//! the signature checks that need a repository ([`history`],
+//! [`history_replay`], [`provenance`]: `noma-history`), and the merge
+//! driver with `noma reconcile` ([`merge`]: `noma-reconcile`). Libraries
+//! return data: the binary words it.
 
 pub mod actor;
-pub use noma_repo::{cache, git};
 pub use noma_changes as changes;
-pub(crate) use noma_repo::datasets;
 pub use noma_history as history;
 pub use noma_history::{history_replay, provenance};
+pub(crate) use noma_repo::datasets;
+pub use noma_repo::{cache, git};
 pub mod install;
 pub use noma_reconcile as merge;
 pub mod patch;

@@ -18,6 +18,10 @@
 //! answers are kept too ([`answer`]), keyed by every input they depend on,
 //! so a repeated question parses nothing. Pure data in and out: the
 //! shells word it.
+//!
+//! Beside it, what the history reads and the merge crate shares: replay's
+//! base looked up in history ([`history_replay`]) and the provenance
+//! checks that need a repository ([`provenance`]).
 
 mod answer;
 pub mod attribute;

@@ -230,10 +230,7 @@ impl<'r> Branch<'r> {
         // A cache the branch commits is the branch's word, not this
         // machine's memory: a forged row would pass a broken history.
         let committed_cache = repo
-            .has_path_at(
-                head,
-                crate::cache::CACHE_IGNORE.trim_end_matches('/'),
-            )
+            .has_path_at(head, crate::cache::CACHE_IGNORE.trim_end_matches('/'))
             .unwrap_or(true);
         let branch = Branch {
             moved,

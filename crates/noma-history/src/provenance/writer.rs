@@ -42,20 +42,14 @@ pub fn signing_step(signer: Arc<Signer>) -> BeforeAppend {
 /// The signer a writer of `doc` uses: from `flag` (`--key`), the
 /// environment, or git when the repository's policy asks for signatures.
 /// `Ok(None)`: no key is configured.
-pub fn writer_signer(
-    doc: &Path,
-    flag: Option<&Path>,
-) -> Result<Option<Signer>, SignerError> {
+pub fn writer_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
     signer_in(root_of(doc).as_deref(), flag)
 }
 
 /// The signer of an approval of `doc`: approving is signing, so git's
 /// `user.signingkey` (with `gpg.format=ssh`) is asked whatever the
 /// policy says.
-pub fn approver_signer(
-    doc: &Path,
-    flag: Option<&Path>,
-) -> Result<Option<Signer>, SignerError> {
+pub fn approver_signer(doc: &Path, flag: Option<&Path>) -> Result<Option<Signer>, SignerError> {
     signer_where(root_of(doc).as_deref(), flag, true)
 }
 

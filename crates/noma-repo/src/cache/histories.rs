@@ -32,11 +32,7 @@ const TAIL_DOCUMENT: &str = "000000000000000000000000000000000000000000000000000
 impl BlockCache {
     /// The attribution stored for the transcript and document with these
     /// hashes (hex), as [`BlockCache::remember_history`] stored it.
-    pub fn history_known(
-        &self,
-        transcript_hash: &str,
-        document_hash: &str,
-    ) -> Option<Vec<u8>> {
+    pub fn history_known(&self, transcript_hash: &str, document_hash: &str) -> Option<Vec<u8>> {
         self.history_row(transcript_hash, document_hash, HISTORY_ENGINE)
     }
 
@@ -86,12 +82,7 @@ impl BlockCache {
 
     /// Stores an attribution (opaque bytes) for the transcript and document
     /// with these hashes (hex). A failed write only costs a replay later.
-    pub fn remember_history(
-        &self,
-        transcript_hash: &str,
-        document_hash: &str,
-        attribution: &[u8],
-    ) {
+    pub fn remember_history(&self, transcript_hash: &str, document_hash: &str, attribution: &[u8]) {
         self.store_history_row(transcript_hash, document_hash, HISTORY_ENGINE, attribution);
     }
 

@@ -180,11 +180,7 @@ impl BlockCache {
     /// `transcript` (raw bytes), proved to replay to the document whose
     /// sha256 is `document_sha256`, as [`BlockCache::remember_checkpoint`]
     /// stored it.
-    pub fn checkpoint_known(
-        &self,
-        transcript: &[u8],
-        document_sha256: &str,
-    ) -> Option<Vec<u8>> {
+    pub fn checkpoint_known(&self, transcript: &[u8], document_sha256: &str) -> Option<Vec<u8>> {
         let doc = codec::hex_to_bytes(document_sha256)?;
         let waiting = self
             .pending()

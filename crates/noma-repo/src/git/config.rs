@@ -58,11 +58,7 @@ pub fn remove(path: &Path, key: &str) -> Result<(), GitError> {
 /// unsets it): git will never convert its line endings. Opened by git dir
 /// (GIT_DIR / GIT_WORK_TREE layouts have no `.git` in the work tree);
 /// `.gitattributes` files first, then the index, as git does on checkout.
-pub fn text_unset(
-    git_dir: &Path,
-    work_tree: &Path,
-    paths: &[&str],
-) -> Result<Vec<bool>, GitError> {
+pub fn text_unset(git_dir: &Path, work_tree: &Path, paths: &[&str]) -> Result<Vec<bool>, GitError> {
     let repo = git2::Repository::open(git_dir).map_err(libgit2)?;
     repo.set_workdir(work_tree, false).map_err(libgit2)?;
     paths

@@ -193,10 +193,7 @@ impl IndexEntries {
 /// (none when it has no index file yet). `reuse` is an earlier answer
 /// whose memory is read into (fresh pages for an index of 100,000 entries
 /// cost more than reading it).
-pub fn read(
-    git_dir: &Path,
-    reuse: Option<IndexEntries>,
-) -> Result<IndexEntries, Unfollowable> {
+pub fn read(git_dir: &Path, reuse: Option<IndexEntries>) -> Result<IndexEntries, Unfollowable> {
     use std::io::Read as _;
     let mut out = reuse.unwrap_or_default();
     out.raw.clear();

@@ -489,11 +489,7 @@ impl Repo {
     /// pairing by the document alone: a path whose transcript `to` still
     /// holds (a tombstone left by `noma rm`) was removed, not moved, and a
     /// new document like it is new.
-    pub fn moved_documents(
-        &self,
-        from: Oid,
-        to: Oid,
-    ) -> Result<HashMap<String, String>, GitError> {
+    pub fn moved_documents(&self, from: Oid, to: Oid) -> Result<HashMap<String, String>, GitError> {
         let doc = noma_core::transcript::document_path;
         let mut moved = HashMap::new();
         let transcripts = self.renamed_changes(from, to, "*.noma.patches")?;
@@ -629,11 +625,7 @@ impl Repo {
 
     /// The staged content of `path` as seen by `staged`: the changed blob,
     /// or else the HEAD version (which the index then holds unchanged).
-    pub fn staged_blob(
-        &self,
-        staged: &Staged,
-        path: &str,
-    ) -> Result<Option<Vec<u8>>, GitError> {
+    pub fn staged_blob(&self, staged: &Staged, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         match staged.ids.get(path) {
             Some(Some(id)) => Ok(Some(self.blob(*id)?)),
             Some(None) => Ok(None),
@@ -646,11 +638,7 @@ impl Repo {
 
     /// The staged blob id of `path` as seen by `staged` (see
     /// [`Repo::staged_blob`]); None when it is not in the index.
-    pub fn staged_blob_id(
-        &self,
-        staged: &Staged,
-        path: &str,
-    ) -> Result<Option<Oid>, GitError> {
+    pub fn staged_blob_id(&self, staged: &Staged, path: &str) -> Result<Option<Oid>, GitError> {
         match staged.ids.get(path) {
             Some(id) => Ok(*id),
             None => match staged.head {
@@ -668,10 +656,7 @@ impl Repo {
 
     /// Blob `id` as a stream that can seek back ([`super::stream::RereadBlob`]),
     /// for a replay that holds no transcript.
-    pub fn blob_reader(
-        &self,
-        id: Oid,
-    ) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
+    pub fn blob_reader(&self, id: Oid) -> Result<super::stream::RereadBlob<'_>, std::io::Error> {
         super::stream::RereadBlob::open(&self.repo, &self.recent, id.raw())
     }
 
@@ -782,11 +767,7 @@ impl Repo {
 
     /// The content of `path` at index stage `stage` (1 base, 2 ours, 3
     /// theirs while the path is unmerged; 0 otherwise), if present.
-    pub fn index_stage_blob(
-        &self,
-        path: &str,
-        stage: i32,
-    ) -> Result<Option<Vec<u8>>, GitError> {
+    pub fn index_stage_blob(&self, path: &str, stage: i32) -> Result<Option<Vec<u8>>, GitError> {
         let index = self.repo.index().map_err(libgit2)?;
         let Some(entry) = index.get_path(Path::new(path), stage) else {
             return Ok(None);

@@ -48,10 +48,7 @@ impl Repo {
     /// for (0 in a full clone, or when none is missing, without running
     /// git). A failure leaves the blobs to be fetched one by one when
     /// read, as before.
-    pub fn prefetch_blobs(
-        &self,
-        ids: impl IntoIterator<Item = Oid>,
-    ) -> Result<usize, GitError> {
+    pub fn prefetch_blobs(&self, ids: impl IntoIterator<Item = Oid>) -> Result<usize, GitError> {
         let Some(remote) = self.promisor_remote() else {
             return Ok(0);
         };

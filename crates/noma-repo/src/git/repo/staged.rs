@@ -21,11 +21,7 @@ const ATTRIBUTES: [&str; 6] = [
 impl Repo {
     /// The id and git mode (octal 100644, 040000, ...) of whatever commit
     /// `commit` has at `path`, if anything.
-    pub fn tree_entry_at(
-        &self,
-        commit: Oid,
-        path: &str,
-    ) -> Result<Option<(Oid, u32)>, GitError> {
+    pub fn tree_entry_at(&self, commit: Oid, path: &str) -> Result<Option<(Oid, u32)>, GitError> {
         let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(e) => Ok(Some((Oid::from_raw(e.id()), e.filemode() as u32))),
@@ -42,12 +38,7 @@ impl Repo {
     /// `attributes` false says no attribute file applies (the caller
     /// looked), sparing libgit2's lookup, which loads the whole index.
     #[cfg(target_os = "linux")]
-    pub fn unconverted_blob_id(
-        &self,
-        path: &str,
-        file: &Path,
-        attributes: bool,
-    ) -> Option<Oid> {
+    pub fn unconverted_blob_id(&self, path: &str, file: &Path, attributes: bool) -> Option<Oid> {
         if self
             .config_string("core.autocrlf")
             .is_some_and(|v| !v.eq_ignore_ascii_case("false"))
