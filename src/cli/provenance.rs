@@ -120,7 +120,7 @@ fn check_signers(file: Option<&std::path::Path>, verdicts: bool) -> i32 {
         for line in std::io::stdin().lock().lines() {
             let verdict = line
                 .map_err(|e| e.to_string())
-                .and_then(|q| check.verdict(&q));
+                .and_then(|q| check.verdict(&q).map_err(|e| e.to_string()));
             match verdict {
                 Ok(true) => println!("allowed"),
                 Ok(false) => println!("refused"),

@@ -95,20 +95,44 @@ fn string_results(text: &str) -> Vec<usize> {
     found
 }
 
+/// Files still to convert, each with how many `Result<_, String>` it
+/// holds: the count may only fall (a file at zero leaves the list).
+const NOT_YET_TYPED: &[(&str, usize)] = &[
+    ("crates/noma-git/src/changes/mod.rs", 1),
+    ("crates/noma-git/src/history/attribute.rs", 1),
+    ("crates/noma-git/src/history/mod.rs", 1),
+    ("crates/noma-git/src/history/stream.rs", 4),
+    ("crates/noma-git/src/install/adopt.rs", 2),
+    ("crates/noma-git/src/merge/conflicted.rs", 3),
+    ("crates/noma-git/src/merge/driver.rs", 4),
+    ("crates/noma-git/src/merge/moved.rs", 3),
+    ("crates/noma-git/src/provenance/check.rs", 3),
+];
+
 #[test]
 fn no_library_function_returns_a_string_error() {
     let mut files = Vec::new();
-    let crates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates");
-    for e in std::fs::read_dir(&crates).unwrap() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
         rust_files(&e.unwrap().path().join("src"), &mut files);
     }
     assert!(files.len() > 50, "crates' sources not found");
     let mut bad = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
-        for n in string_results(&text) {
-            let shown = f.strip_prefix(&crates).unwrap_or(f).display().to_string();
-            bad.push(format!("crates/{shown}:{n}"));
+        let lines = string_results(&text);
+        let shown = f.strip_prefix(&root).unwrap_or(f).display().to_string();
+        let allowed = NOT_YET_TYPED
+            .iter()
+            .find(|(p, _)| *p == shown)
+            .map_or(0, |&(_, n)| n);
+        if lines.len() > allowed {
+            bad.extend(lines.iter().map(|n| format!("{shown}:{n}")));
+        } else if lines.len() < allowed {
+            bad.push(format!(
+                "{shown}: {} left, NOT_YET_TYPED says {allowed}: lower it",
+                lines.len()
+            ));
         }
     }
     assert!(

@@ -207,7 +207,7 @@ fn base_text(doc: &Path, inputs: &Inputs, first_pre: &str) -> Result<Option<Stri
             (None, searched) => Err(format!(
                 "no version of {} with sha256 {sha} (the state the transcript starts from) in {}",
                 doc.display(),
-                searched.unwrap_or_else(|e| e)
+                searched.map_or_else(|e| e.to_string(), |s| s.to_string())
             )),
         },
     }

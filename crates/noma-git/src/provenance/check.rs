@@ -199,7 +199,7 @@ pub struct WorktreeReport {
 /// repository): its policy and allowed signers, and the root they were
 /// read from. A policy with provenance off reads as `warn`: asked for,
 /// signatures are reported, but only forgeries fail.
-pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
+pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), super::Error> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -208,7 +208,7 @@ pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), 
     let read = |rel: &str| match noma_store::fsio::read_regular(&root.join(rel)) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", root.join(rel).display())),
+        Err(e) => Err(super::Error::io(root.join(rel))(e)),
     };
     let config = read(CONFIG_PATH)?;
     let signers = read(ALLOWED_SIGNERS_PATH)?;
@@ -216,7 +216,7 @@ pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), 
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    let mut policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    let mut policy = Policy::from_yaml(&text).map_err(super::Error::Policy)?;
     if policy.file.provenance.signatures == SignatureLevel::Off {
         policy.file.provenance.signatures = SignatureLevel::Warn;
     }
@@ -230,7 +230,7 @@ pub(crate) fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), 
 /// Verifies every record of `transcript` (the document `doc`'s) against
 /// its sidecar, trusting the policy and allowed signers of the work tree
 /// `doc` is in ([`worktree_trust`]).
-pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
+pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, super::Error> {
     let (trust, root) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
     // Parsed, and its bytes dropped, before the transcript's records are
@@ -270,7 +270,7 @@ pub(crate) fn trust_source(root: &Path) -> String {
 /// with the history, as the transcript does: no size cap (a FIFO or
 /// device is still refused), so a long history is never refused at some
 /// record count.
-fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, super::Error> {
     let path = sidecar_path(doc);
     let mut bytes = Vec::new();
     let read = noma_store::fsio::open_lines(&path)
@@ -278,7 +278,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
     match read {
         Ok(_) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(super::Error::io(path)(e)),
     }
 }
 
@@ -298,8 +298,8 @@ pub(crate) fn check_worktree_shown(
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
 ) -> Result<Option<Vec<RecordStatus>>, String> {
     use canonical::origin_op_id;
-    let (trust, _) = worktree_trust(doc)?;
-    let side = read_sidecar(doc)?;
+    let (trust, _) = worktree_trust(doc).map_err(|e| e.to_string())?;
+    let side = read_sidecar(doc).map_err(|e| e.to_string())?;
     let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
         return Ok(None);
     };
