@@ -318,8 +318,11 @@ fn signatures(
     shown: &[Entry],
     related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
 ) -> Result<Statuses, HistoryError> {
+    let related = |ops: &HashSet<String>| {
+        related(ops).map_err(|e| crate::provenance::Error::Stopped(e.into()))
+    };
     let found = crate::provenance::check::check_worktree_shown(doc, shown, related)
-        .map_err(HistoryError)?;
+        .map_err(|e| HistoryError(e.to_string()))?;
     Ok(found
         .unwrap_or_default()
         .into_iter()

@@ -21,9 +21,9 @@ pub const SIDECAR_INVALID: &str = "sidecar-invalid";
 pub(crate) fn trust_from(
     config: Option<&[u8]>,
     signers: impl FnOnce() -> Option<Vec<u8>>,
-) -> Result<Option<Trust>, String> {
+) -> Result<Option<Trust>, super::Error> {
     let text = config.map(String::from_utf8_lossy).unwrap_or_default();
-    let policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    let policy = Policy::from_yaml(&text).map_err(super::Error::Policy)?;
     if policy.file.provenance.is_off() {
         return Ok(None);
     }
@@ -295,11 +295,11 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, super::Error> {
 pub(crate) fn check_worktree_shown(
     doc: &Path,
     shown: &[Entry],
-    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
-) -> Result<Option<Vec<RecordStatus>>, String> {
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, super::Error>,
+) -> Result<Option<Vec<RecordStatus>>, super::Error> {
     use canonical::origin_op_id;
-    let (trust, _) = worktree_trust(doc).map_err(|e| e.to_string())?;
-    let side = read_sidecar(doc).map_err(|e| e.to_string())?;
+    let (trust, _) = worktree_trust(doc)?;
+    let side = read_sidecar(doc)?;
     let Ok(side) = Sidecar::parse(side.as_deref().unwrap_or_default()) else {
         return Ok(None);
     };
@@ -319,7 +319,7 @@ pub(crate) fn check_worktree_shown(
     let tpath = noma_store::engine::default_transcript_path(doc);
     let first = match noma_store::fsio::open_lines(&tpath) {
         Ok(mut r) => noma_core::transcript::genesis::first_record_in(&mut r)
-            .map_err(|e| format!("{}: {e}", tpath.display()))?,
+            .map_err(super::Error::io(&tpath))?,
         Err(_) => None,
     };
     let lineage = first.map(|r| canonical::Lineage::of(&r));
