@@ -102,9 +102,6 @@ const NOT_YET_TYPED: &[(&str, usize)] = &[
     ("crates/noma-git/src/history/attribute.rs", 1),
     ("crates/noma-git/src/history/mod.rs", 1),
     ("crates/noma-git/src/history/stream.rs", 4),
-    ("crates/noma-git/src/merge/conflicted.rs", 3),
-    ("crates/noma-git/src/merge/driver.rs", 4),
-    ("crates/noma-git/src/merge/moved.rs", 3),
 ];
 
 #[test]

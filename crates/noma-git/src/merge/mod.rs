@@ -47,6 +47,7 @@
 mod checkpoint;
 pub mod conflicted;
 pub mod driver;
+mod error;
 pub mod joined_file;
 pub mod moved;
 mod proved;
@@ -58,6 +59,7 @@ use noma_merge::blocks::{merge_documents, Labels};
 use noma_merge::transcript::{self, OpConflict, Reconciled, Unreconcilable};
 
 use crate::git::repo::Repo;
+pub use error::RepairError;
 use noma_core::doc::hash::sha256_hex;
 
 /// The result of merging one file.
