@@ -1008,7 +1008,7 @@ mod tests {
             None
         }
         fn record(&self, _: &std::path::Path) -> Result<String, crate::GuardError> {
-            Err("no".to_string())
+            Err("no".into())
         }
         fn rename(
             &self,
@@ -1016,7 +1016,7 @@ mod tests {
             _: &str,
             _: &str,
         ) -> Result<String, crate::GuardError> {
-            Err("no".to_string())
+            Err("no".into())
         }
         fn provenance(&self, _: &std::path::Path) -> Vec<guard::RecordProblem> {
             Vec::new()

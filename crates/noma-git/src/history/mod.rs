@@ -21,6 +21,7 @@
 
 mod answer;
 pub mod attribute;
+mod error;
 mod row;
 pub mod schema;
 mod stream;
@@ -316,7 +317,7 @@ type Statuses = HashMap<usize, (Option<String>, Option<String>, bool)>;
 fn signatures(
     doc: &Path,
     shown: &[Entry],
-    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, error::TraceError>,
 ) -> Result<Statuses, HistoryError> {
     let related = |ops: &HashSet<String>| {
         related(ops).map_err(|e| crate::provenance::Error::Stopped(e.into()))
