@@ -52,7 +52,8 @@ pub fn run(args: Args) -> i32 {
 }
 
 fn approve_inner(args: &Args) -> Result<i32, String> {
-    let plan = approve::plan(&args.file, args.key.as_deref(), args.through.as_deref())?;
+    let plan = approve::plan(&args.file, args.key.as_deref(), args.through.as_deref())
+        .map_err(|e| e.to_string())?;
     if plan.pending().is_empty() {
         println!(
             "{}: no agent record waits for approval",
@@ -65,7 +66,7 @@ fn approve_inner(args: &Args) -> Result<i32, String> {
         println!("not approved");
         return Ok(super::EXIT_FAIL);
     }
-    let side = plan.approve(&args.file)?;
+    let side = plan.approve(&args.file).map_err(|e| e.to_string())?;
     let approved: Vec<&String> = plan.pending().iter().map(|e| &e.record.op_id).collect();
     if args.format == Format::Json {
         return Ok(super::print_json(
@@ -122,9 +123,10 @@ fn listing(plan: &approve::Plan, doc: &Path) -> String {
                     out.push_str(&format!("  {}", noma_core::display::escape_text(&line)));
                 }
             }
-            Err(why) if i == 0 => {
-                out.push_str(&format!("    (changed blocks unknown: {})\n", esc(why)))
-            }
+            Err(why) if i == 0 => out.push_str(&format!(
+                "    (changed blocks unknown: {})\n",
+                esc(&why.to_string())
+            )),
             Err(_) => {}
         }
     }

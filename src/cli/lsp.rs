@@ -72,7 +72,7 @@ impl noma_lsp::Guard for Recorder {
         noma_git::record::last_state(path).ok().flatten()
     }
 
-    fn record(&self, path: &Path) -> Result<String, String> {
+    fn record(&self, path: &Path) -> Result<String, noma_lsp::GuardError> {
         let actor = Actor {
             kind: ActorKind::Human,
             name: noma_git::actor::default_name(path).name,
@@ -91,12 +91,13 @@ impl noma_lsp::Guard for Recorder {
             Ok(Outcome::Recorded {
                 ops, transcript, ..
             }) => Ok(format!("recorded {} op(s) in {transcript}", ops.len())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.to_string().into()),
         }
     }
 
-    fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String> {
+    fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, noma_lsp::GuardError> {
         super::patch::rename::rename_in_place(path, from, to, "renamed in the editor")
+            .map_err(Into::into)
     }
 
     fn provenance(&self, path: &Path) -> Vec<noma_lsp::RecordProblem> {

@@ -73,20 +73,23 @@ pub fn provenance(args: ProvenanceArgs) -> i32 {
             file,
             op_id,
             signer,
-        } => outside_signatures::payload(file, op_id, signer).and_then(|bytes| {
-            use std::io::Write;
-            std::io::stdout()
-                .write_all(&bytes)
-                .map_err(|e| e.to_string())
-        }),
+        } => (outside_signatures::payload(file, op_id, signer).map_err(|e| e.to_string()))
+            .and_then(|bytes| {
+                use std::io::Write;
+                std::io::stdout()
+                    .write_all(&bytes)
+                    .map_err(|e| e.to_string())
+            }),
         ProvenanceCmd::Import {
             file,
             op_id,
             signer,
             sig,
-        } => outside_signatures::import(file, op_id, signer, sig).map(|side| {
-            println!("{}: signature of {op_id} by {signer} added", side.display());
-        }),
+        } => outside_signatures::import(file, op_id, signer, sig)
+            .map(|side| {
+                println!("{}: signature of {op_id} by {signer} added", side.display());
+            })
+            .map_err(|e| e.to_string()),
         ProvenanceCmd::CheckSigners { .. } => unreachable!("handled above"),
     };
     match result {
@@ -117,7 +120,7 @@ fn check_signers(file: Option<&std::path::Path>, verdicts: bool) -> i32 {
         for line in std::io::stdin().lock().lines() {
             let verdict = line
                 .map_err(|e| e.to_string())
-                .and_then(|q| check.verdict(&q));
+                .and_then(|q| check.verdict(&q).map_err(|e| e.to_string()));
             match verdict {
                 Ok(true) => println!("allowed"),
                 Ok(false) => println!("refused"),

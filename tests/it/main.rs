@@ -94,6 +94,7 @@ mod tamper_props;
 mod terminal_escape;
 mod transcript_cli;
 mod transcript_props;
+mod typed_errors;
 mod ux_fixes;
 mod verify_cli;
 mod vscode_extension;

@@ -807,6 +807,15 @@ fn diff_changed(
     )))
 }
 
+/// A version of a changed document that is no readable `.noma` text.
+#[derive(Debug, thiserror::Error)]
+#[error("{side}: {error}")]
+struct Undecodable {
+    /// Which version: at the merge base, or now.
+    side: &'static str,
+    error: noma_core::doc::source::SourceError,
+}
+
 /// Diffs one document's two versions (either may be absent); `paths` are
 /// its path and, when renamed, its path at the merge base.
 fn diff_one(
@@ -837,18 +846,18 @@ fn diff_one(
         diff: DocDiff::default(),
         error: None,
     };
-    let decode = |bytes: &Option<Vec<u8>>, what: &str| -> Result<String, String> {
+    let decode = |bytes: &Option<Vec<u8>>, side: &'static str| -> Result<String, Undecodable> {
         match bytes {
             None => Ok(String::new()),
             Some(b) => noma_core::doc::source::decode(path, b)
                 .map(str::to_string)
-                .map_err(|e| format!("{what}: {e}")),
+                .map_err(|error| Undecodable { side, error }),
         }
     };
     let (old_text, new_text) = match (decode(&old, "at the merge base"), decode(&new, "now")) {
         (Ok(o), Ok(n)) => (o, n),
         (Err(e), _) | (_, Err(e)) => {
-            doc.error = Some(e);
+            doc.error = Some(e.to_string());
             return doc;
         }
     };

@@ -323,7 +323,8 @@ impl Attributor {
         index: usize,
         line: usize,
         rec: &Record,
-    ) -> Result<(), String> {
+    ) -> Result<(), super::error::TraceError> {
+        use super::error::TraceError;
         let current = match self.text.take() {
             Some(t) => t,
             None if rec.pre_sha256 == EMPTY_SHA256 => {
@@ -331,28 +332,31 @@ impl Attributor {
                 line_starts("", &mut self.before_starts);
                 String::new()
             }
-            None => return Err(format!(
-                "line {line}: the first applied record does not start from a known document state (no base found)"
-            )),
+            None => return Err(TraceError::NoStart(line)),
         };
         let pre = (self.text_sha.take()).unwrap_or_else(|| sha256_hex(current.as_bytes()));
         if pre != rec.pre_sha256 {
-            return Err(format!("line {line} (op_id {}): the record does not start from the replayed state (run `noma replay`)", rec.op_id));
+            return Err(TraceError::PreMismatch {
+                line,
+                op_id: rec.op_id.clone(),
+            });
         }
         let next = noma_core::patch::apply_ops_with(
             &mut self.memo,
             &current,
             std::slice::from_ref(&rec.op),
         )
-        .map_err(|e| {
-            format!(
-                "line {line} (op_id {}): the op does not apply again: {}",
-                rec.op_id, e.message
-            )
+        .map_err(|e| TraceError::OpFails {
+            line,
+            op_id: rec.op_id.clone(),
+            message: e.message,
         })?;
         let post = sha256_hex(next.as_bytes());
         if post != rec.post_sha256 {
-            return Err(format!("line {line} (op_id {}): re-applying the op does not give its post_sha256 (run `noma replay`)", rec.op_id));
+            return Err(TraceError::PostMismatch {
+                line,
+                op_id: rec.op_id.clone(),
+            });
         }
         let tree = self.memo.parse_edited(&current, &next).0;
         blocks_into(&tree, &mut self.after);

@@ -53,11 +53,83 @@ pub struct BaseLookup {
     pub not_searched: Option<String>,
 }
 
+/// Where a base was looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Searched {
+    /// The work tree's repository, every ref; `shallow` notes a shallow
+    /// clone's missing history (empty when complete).
+    AllRefs {
+        /// The repository's shallow-clone note.
+        shallow: String,
+    },
+    /// The history reachable from one revision.
+    From(String),
+}
+
+impl std::fmt::Display for Searched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Searched::AllRefs { shallow } => write!(
+                f,
+                "the git history reachable from HEAD and every ref (by content, under any name){shallow}"
+            ),
+            Searched::From(rev) => write!(
+                f,
+                "the git history reachable from {rev} (by content, under any name)"
+            ),
+        }
+    }
+}
+
+/// Why no history was searched for a base.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSearched {
+    /// The document is not in a repository.
+    #[error("not in a git repository")]
+    NoRepository,
+    /// The document is outside the repository's working tree.
+    #[error("{} is not in the repository's working tree", .0.display())]
+    OutsideWorkTree(PathBuf),
+    /// The revision names no commit.
+    #[error("{0} is not a commit")]
+    NotACommit(String),
+}
+
+/// Why a revision's document and transcript could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum RevError {
+    /// The revision has the document but no transcript at that path.
+    #[error("{spec}: no transcript at that revision (the document {document} is there; name another with --transcript)")]
+    NoTranscript {
+        /// The transcript's `REV:path`.
+        spec: String,
+        /// The document's `REV:path`.
+        document: String,
+    },
+    /// A `REV:path` could not be read.
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// The repository could not be opened or searched.
+    #[error(transparent)]
+    Git(#[from] crate::git::repo::GitError),
+    /// The transcript's blob id does not parse.
+    #[error(transparent)]
+    Oid(#[from] crate::git::ParseOidError),
+    /// The transcript's blob cannot be read.
+    #[error("{spec}: cannot read: {error}")]
+    Read {
+        /// The transcript's `REV:path`.
+        spec: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+}
+
 impl BaseLookup {
-    fn new(sha256: String, found: bool, searched: Result<String, String>) -> BaseLookup {
+    fn new(sha256: String, found: bool, searched: Result<Searched, NotSearched>) -> BaseLookup {
         let (searched, not_searched) = match searched {
-            Ok(s) => (Some(s), None),
-            Err(r) => (None, Some(r)),
+            Ok(s) => (Some(s.to_string()), None),
+            Err(r) => (None, Some(r.to_string())),
         };
         BaseLookup {
             sha256,
@@ -101,7 +173,7 @@ pub(crate) fn find_in_worktree_history(
     doc: &Path,
     transcript: Option<&Path>,
     sha: &str,
-) -> (Option<String>, Result<String, String>) {
+) -> (Option<String>, Result<Searched, NotSearched>) {
     let dir = match doc.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -117,18 +189,12 @@ pub(crate) fn find_in_repo_history(
     doc: &Path,
     transcript: Option<&Path>,
     sha: &str,
-) -> (Option<String>, Result<String, String>) {
+) -> (Option<String>, Result<Searched, NotSearched>) {
     let Some(repo) = repo else {
-        return (None, Err("not in a git repository".into()));
+        return (None, Err(NotSearched::NoRepository));
     };
     let Some(rel) = relative_path(repo, doc) else {
-        return (
-            None,
-            Err(format!(
-                "{} is not in the repository's working tree",
-                doc.display()
-            )),
-        );
+        return (None, Err(NotSearched::OutsideWorkTree(doc.to_path_buf())));
     };
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
@@ -139,13 +205,8 @@ pub(crate) fn find_in_repo_history(
         })
         .unwrap_or_default();
     let found = doc_finder(Some(repo), &rel, known)(sha);
-    (
-        found,
-        Ok(format!(
-            "the git history reachable from HEAD and every ref (by content, under any name){}",
-            repo.shallow_note()
-        )),
-    )
+    let shallow = repo.shallow_note().to_string();
+    (found, Ok(Searched::AllRefs { shallow }))
 }
 
 /// The version of a document in the repository's history whose sha256 is
@@ -227,26 +288,33 @@ pub fn replay_at_rev(
     rev: &str,
     doc: &Path,
     transcript: Option<&Path>,
-) -> Result<(Report, Option<BaseLookup>, RevRead), String> {
+) -> Result<(Report, Option<BaseLookup>, RevRead), RevError> {
     let doc_read = blob::read_rev_text(cwd, rev, doc);
     let tpath: PathBuf =
         transcript.map_or_else(|| engine::default_transcript_path(doc), Into::into);
     // The transcript is read a line at a time from its blob, never whole.
-    let tfile = blob::locate_rev_path(cwd, rev, &tpath).map_err(|e| match (e, &doc_read) {
-        (BlobError::NotFound { spec, .. }, Ok((dfile, _))) => format!(
-            "{spec}: no transcript at that revision (the document {} is there; name another with --transcript)",
-            dfile.spec
-        ),
-        (_, Err(d)) => d.to_string(),
-        (other, _) => other.to_string(),
-    })?;
-    let repo = Repo::open_from(cwd).map_err(|e| e.to_string())?;
+    let tfile = match blob::locate_rev_path(cwd, rev, &tpath) {
+        Ok(f) => f,
+        Err(e) => {
+            return Err(match (e, doc_read) {
+                (BlobError::NotFound { spec, .. }, Ok((dfile, _))) => RevError::NoTranscript {
+                    spec,
+                    document: dfile.spec,
+                },
+                (_, Err(d)) => RevError::Blob(d),
+                (other, _) => RevError::Blob(other),
+            })
+        }
+    };
+    let repo = Repo::open_from(cwd)?;
     // A tree-ish that is no commit has no history to search.
     let commit = repo.resolve(rev).ok();
-    let id: crate::git::Oid = tfile.oid.parse().map_err(|e| format!("{e}"))?;
-    let mut reader = repo
-        .blob_reader(id)
-        .map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
+    let id: crate::git::Oid = tfile.oid.parse()?;
+    let unreadable = |error| RevError::Read {
+        spec: tfile.spec.clone(),
+        error,
+    };
+    let mut reader = repo.blob_reader(id).map_err(unreadable)?;
     let (dfile, text) = match doc_read {
         Ok(read) => read,
         // A removed document: its tombstone replays to the empty text.
@@ -256,18 +324,17 @@ pub fn replay_at_rev(
         {
             (removed_document(spec, &tfile), String::new())
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
-    std::io::Seek::rewind(&mut reader).map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
+    std::io::Seek::rewind(&mut reader).map_err(unreadable)?;
     let first_pre = replay::first_applied_pre_sha256_in(&mut reader);
-    std::io::Seek::rewind(&mut reader).map_err(|e| format!("{}: cannot read: {e}", tfile.spec))?;
+    std::io::Seek::rewind(&mut reader).map_err(unreadable)?;
     let lookup = match wanted_base(first_pre.as_deref(), &text) {
         None => None,
         Some(sha) => {
             let found = match commit {
                 Some(c) => repo
-                    .find_document(&[c], &[dfile.path.as_str()], &sha)
-                    .map_err(|e| e.to_string())?
+                    .find_document(&[c], &[dfile.path.as_str()], &sha)?
                     .and_then(|b| String::from_utf8(b).ok()),
                 None => None,
             };
@@ -278,10 +345,8 @@ pub fn replay_at_rev(
     let report = replay::replay_reader(&mut reader, base.as_deref(), &text);
     let lookup = lookup.map(|(sha256, found)| {
         let searched = match commit {
-            Some(_) => Ok(format!(
-                "the git history reachable from {rev} (by content, under any name)"
-            )),
-            None => Err(format!("{rev} is not a commit")),
+            Some(_) => Ok(Searched::From(rev.to_string())),
+            None => Err(NotSearched::NotACommit(rev.to_string())),
         };
         BaseLookup::new(sha256, found.is_some(), searched)
     });
@@ -346,7 +411,11 @@ mod tests {
         );
         let (found, searched) = find_in_worktree_history(&doc, None, &sha256_hex(b"# B\n"));
         assert_eq!(found, None);
-        assert_eq!(searched, Err("not in a git repository".to_string()));
+        assert_eq!(searched, Err(NotSearched::NoRepository));
+        assert_eq!(
+            NotSearched::NoRepository.to_string(),
+            "not in a git repository"
+        );
     }
 
     #[test]
@@ -364,7 +433,7 @@ mod tests {
         let doc = d.join("new.noma");
         let (found, searched) = find_in_worktree_history(&doc, None, &sha256_hex(b"# Old\n"));
         assert_eq!(found.as_deref(), Some("# Old\n"));
-        let searched = searched.expect("searched");
+        let searched = searched.expect("searched").to_string();
         assert!(
             searched.starts_with("the git history reachable from HEAD"),
             "{searched}"
@@ -375,15 +444,18 @@ mod tests {
 
     #[test]
     fn a_lookup_records_why_nothing_was_searched() {
-        let l = BaseLookup::new("s".into(), false, Err("why".into()));
+        let l = BaseLookup::new("s".into(), false, Err(NotSearched::NotACommit("t".into())));
         assert_eq!(
             (l.searched, l.not_searched),
-            (None, Some("why".to_string()))
+            (None, Some("t is not a commit".to_string()))
         );
-        let l = BaseLookup::new("s".into(), true, Ok("where".into()));
+        let l = BaseLookup::new("s".into(), true, Ok(Searched::From("v1".into())));
         assert_eq!(
             (l.searched, l.not_searched),
-            (Some("where".to_string()), None)
+            (
+                Some("the git history reachable from v1 (by content, under any name)".to_string()),
+                None
+            )
         );
     }
 }

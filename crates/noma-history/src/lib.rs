@@ -27,6 +27,7 @@ mod answer;
 pub mod attribute;
 pub mod history_replay;
 pub mod provenance;
+mod error;
 mod row;
 pub mod schema;
 mod stream;
@@ -324,10 +325,13 @@ type Statuses = HashMap<usize, (Option<String>, Option<String>, bool)>;
 fn signatures(
     doc: &Path,
     shown: &[Entry],
-    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, error::TraceError>,
 ) -> Result<Statuses, HistoryError> {
+    let related = |ops: &HashSet<String>| {
+        related(ops).map_err(|e| crate::provenance::Error::Stopped(e.into()))
+    };
     let found = crate::provenance::check::check_worktree_shown(doc, shown, related)
-        .map_err(HistoryError)?;
+        .map_err(|e| HistoryError(e.to_string()))?;
     Ok(found
         .unwrap_or_default()
         .into_iter()

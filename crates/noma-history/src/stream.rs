@@ -15,6 +15,7 @@ use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::attribute::{Attribution, Attributor, LineRef};
+use super::error::TraceError;
 use super::{HistoryError, Inputs};
 use crate::cache::BlockCache;
 use crate::history_replay::{find_in_repo_history, wanted_base};
@@ -130,18 +131,17 @@ fn replay_stream(
     inputs: &Inputs,
     hash: &str,
     tail: Option<Tail>,
-) -> Result<(Attribution, Option<Tail>), String> {
-    let mut reader = noma_store::fsio::open_lines(&inputs.tpath).map_err(|e| e.to_string())?;
+) -> Result<(Attribution, Option<Tail>), TraceError> {
+    let mut reader = noma_store::fsio::open_lines(&inputs.tpath)?;
     let mut hasher = blake3::Hasher::new();
     let (mut raw, mut lines) = (Vec::new(), Vec::new());
     let mut attributor: Option<Attributor> = None;
     let mut offset = 0u64;
     if let Some(tail) = tail {
         // Hashed, not parsed: its lines are the tail's.
-        let n = std::io::copy(&mut (&mut reader).take(tail.len), &mut hasher)
-            .map_err(|e| e.to_string())?;
+        let n = std::io::copy(&mut (&mut reader).take(tail.len), &mut hasher)?;
         if n != tail.len || hasher.clone().finalize().as_bytes() != &tail.prefix {
-            return Err("the transcript is not the one its stored attribution read".into());
+            return Err(TraceError::Foreign);
         }
         let mut found = tail.found;
         lines = std::mem::take(&mut found.lines);
@@ -153,9 +153,7 @@ fn replay_stream(
     let prefix: [u8; 32];
     loop {
         raw.clear();
-        let n = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| e.to_string())?;
+        let n = reader.read_until(b'\n', &mut raw)?;
         // The end, or a torn last line: no record (as replay reads it).
         if n == 0 || raw.last() != Some(&b'\n') {
             prefix = *hasher.clone().finalize().as_bytes();
@@ -164,7 +162,7 @@ fn replay_stream(
         }
         hasher.update(&raw);
         let index = lines.len();
-        let rec = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
+        let rec = parse_record(index + 1, &raw)?;
         lines.push(LineRef {
             offset,
             len: n as u64,
@@ -181,7 +179,7 @@ fn replay_stream(
         a.applied(index, index + 1, &rec)?;
     }
     if hasher.finalize().to_hex().as_str() != hash {
-        return Err("changed while it was read; run the query again".into());
+        return Err(TraceError::Changed);
     }
     let (found, state) = attributor
         .unwrap_or_else(|| Attributor::new(None))
@@ -197,18 +195,18 @@ fn replay_stream(
 
 /// The text replay starts from, found as `noma replay` finds it, for a
 /// transcript whose first applied record starts from `first_pre`.
-fn base_text(doc: &Path, inputs: &Inputs, first_pre: &str) -> Result<Option<String>, String> {
+fn base_text(doc: &Path, inputs: &Inputs, first_pre: &str) -> Result<Option<String>, TraceError> {
     let text = &inputs.text;
     match wanted_base(Some(first_pre), text) {
         None if first_pre == sha256_hex(text.as_bytes()) => Ok(Some(text.to_string())),
         None => Ok(None),
         Some(sha) => match find_in_repo_history(inputs.repo(doc), doc, Some(&inputs.tpath), &sha) {
             (Some(found), _) => Ok(Some(found)),
-            (None, searched) => Err(format!(
-                "no version of {} with sha256 {sha} (the state the transcript starts from) in {}",
-                doc.display(),
-                searched.unwrap_or_else(|e| e)
-            )),
+            (None, searched) => Err(TraceError::NoBase {
+                doc: doc.to_path_buf(),
+                sha,
+                searched,
+            }),
         },
     }
 }
@@ -219,19 +217,18 @@ pub(super) fn read_entries(
     file: &mut File,
     lines: &[LineRef],
     indices: impl IntoIterator<Item = usize>,
-) -> Result<Vec<Entry>, String> {
+) -> Result<Vec<Entry>, TraceError> {
     let mut indices: Vec<usize> = indices.into_iter().collect();
     indices.sort_unstable();
     indices.dedup();
     let mut out = Vec::with_capacity(indices.len());
     let mut raw = Vec::new();
     for index in indices {
-        let at = lines.get(index).ok_or("a line that is not there")?;
+        let at = lines.get(index).ok_or(TraceError::NoSuchLine)?;
         raw.clear();
         file.seek(SeekFrom::Start(at.offset))
-            .and_then(|_| (&mut *file).take(at.len).read_to_end(&mut raw))
-            .map_err(|e| e.to_string())?;
-        let record = parse_record(index + 1, &raw).map_err(|e| e.to_string())?;
+            .and_then(|_| (&mut *file).take(at.len).read_to_end(&mut raw))?;
+        let record = parse_record(index + 1, &raw)?;
         out.push(Entry {
             line: index + 1,
             offset: at.offset as usize,
@@ -249,7 +246,7 @@ pub(super) fn related(
     file: &mut File,
     lines: &[LineRef],
     ops: &HashSet<String>,
-) -> Result<Vec<Entry>, String> {
+) -> Result<Vec<Entry>, TraceError> {
     let wanted: HashSet<u64> = ops.iter().map(|o| fingerprint(o)).collect();
     let candidates = (lines.iter().enumerate())
         .filter(|(_, l)| wanted.contains(&l.origin))

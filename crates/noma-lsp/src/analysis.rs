@@ -3,12 +3,13 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use lsp_types::{DiagnosticSeverity, NumberOrString, Position, Range};
 use noma_core::diag::{Diagnostic, Severity};
 use noma_core::doc::{self, hash::block_hashes, Document, Node, NodeKind};
 use noma_core::validate::{self, Options};
-use noma_provenance::config::{self, Policy};
+use noma_provenance::config::{self, ConfigError, Policy};
 
 use crate::lines::LineIndex;
 
@@ -292,7 +293,7 @@ fn is_key_char(b: u8) -> bool {
 /// The options `noma check` and the hooks use for the document at `path`
 /// (its work tree's policy, datasets read beside it); an unsaved document
 /// gets the defaults. `Err` names a malformed policy file.
-pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, String> {
+pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, Arc<ConfigError>> {
     Policies::default().options_for(path)
 }
 
@@ -307,18 +308,20 @@ pub struct Policies {
 }
 
 /// A policy file compiled, or why it does not compile.
-type Compiled = Result<Policy, String>;
+type Compiled = Result<Policy, Arc<ConfigError>>;
 
 impl Policies {
     /// [`options_for`], with the policy from the cache while its file
     /// reads the same.
-    pub fn options_for(&mut self, path: Option<&std::path::Path>) -> Result<Options, String> {
+    pub fn options_for(
+        &mut self,
+        path: Option<&std::path::Path>,
+    ) -> Result<Options, Arc<ConfigError>> {
         let Some(path) = path else {
             return Ok(Options::default());
         };
         let Some(root) = config::work_tree_root(path) else {
-            return config::validate_options_for(path, &Default::default())
-                .map_err(|e| e.to_string());
+            return config::validate_options_for(path, &Default::default()).map_err(Arc::new);
         };
         let read = Policy::read(&root);
         let bytes = match &read {
@@ -329,12 +332,12 @@ impl Policies {
                 self.trees.remove(&root);
                 return Policy::from_read(&root, read)
                     .map(|p| options_under(&p, path))
-                    .map_err(|e| e.to_string());
+                    .map_err(Arc::new);
             }
         };
         let stale = self.trees.get(&root).is_none_or(|(b, _)| *b != bytes);
         if stale {
-            let policy = Policy::from_read(&root, read).map_err(|e| e.to_string());
+            let policy = Policy::from_read(&root, read).map_err(Arc::new);
             self.trees.insert(root.clone(), (bytes, policy));
         }
         match self.trees.get(&root).map(|(_, p)| p) {

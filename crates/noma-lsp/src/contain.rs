@@ -39,52 +39,64 @@ pub(crate) fn roots(init: &serde_json::Value) -> Vec<PathBuf> {
 /// when the client named none, the directory the server was started in),
 /// named without `.` or `..`, with no symbolic link from the root down to
 /// the file itself. Otherwise why not.
-pub(crate) fn writable(uri: &Url, roots: &[PathBuf]) -> Result<PathBuf, String> {
+pub(crate) fn writable(uri: &Url, roots: &[PathBuf]) -> Result<PathBuf, WriteRefused> {
     let path = uri
         .to_file_path()
-        .map_err(|()| format!("{uri} is not a file URI"))?;
+        .map_err(|()| WriteRefused::NotAFile(uri.clone()))?;
     if path
         .components()
         .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
     {
-        return Err(format!(
-            "{} names `.` or `..`: write refused",
-            path.display()
-        ));
+        return Err(WriteRefused::DotSegment(path));
     }
     let cwd;
     let roots = if roots.is_empty() {
-        cwd = std::env::current_dir().map_err(|e| format!("no workspace root: {e}"))?;
+        cwd = std::env::current_dir().map_err(WriteRefused::NoRoot)?;
         std::slice::from_ref(&cwd)
     } else {
         roots
     };
-    let (root, rest) = roots
+    let Some((root, rest)) = roots
         .iter()
         .find_map(|r| Some((r, path.strip_prefix(r).ok()?)))
-        .ok_or_else(|| {
-            format!(
-                "{} is outside the workspace ({}): the language server writes only documents inside it",
-                path.display(),
-                roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+    else {
+        return Err(WriteRefused::Outside {
+            path,
+            roots: roots.to_vec(),
+        });
+    };
     let mut at = root.clone();
     for c in rest.components() {
         at.push(c);
         let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
         if is_link {
-            return Err(format!(
-                "{} is a symbolic link: the language server does not write through links (open the file at its real path, inside the workspace)",
-                at.display()
-            ));
+            return Err(WriteRefused::Link(at));
         }
     }
     Ok(path)
+}
+
+/// Why the server does not write a document.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteRefused {
+    #[error("{0} is not a file URI")]
+    NotAFile(Url),
+    #[error("{} names `.` or `..`: write refused", .0.display())]
+    DotSegment(PathBuf),
+    #[error("no workspace root: {0}")]
+    NoRoot(std::io::Error),
+    #[error("{} is outside the workspace ({}): the language server writes only documents inside it", path.display(), shown(roots))]
+    Outside { path: PathBuf, roots: Vec<PathBuf> },
+    #[error("{} is a symbolic link: the language server does not write through links (open the file at its real path, inside the workspace)", .0.display())]
+    Link(PathBuf),
+}
+
+fn shown(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -122,18 +134,26 @@ mod tests {
         let uri = |p: &Path| Url::from_file_path(p).unwrap();
 
         let ok = root.join("docs/a.noma");
-        assert_eq!(writable(&uri(&ok), &roots), Ok(ok));
+        assert_eq!(writable(&uri(&ok), &roots).unwrap(), ok);
         let err = writable(&uri(&outside.join("b.noma")), &roots).unwrap_err();
-        assert!(err.contains("outside the workspace"), "{err}");
+        assert!(matches!(err, WriteRefused::Outside { .. }), "{err}");
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
         let err = writable(&uri(&root.join("linked/b.noma")), &roots).unwrap_err();
-        assert!(err.contains("linked is a symbolic link"), "{err}");
+        assert!(
+            err.to_string().contains("linked is a symbolic link"),
+            "{err}"
+        );
         let err = writable(&uri(&root.join("b.noma")), &roots).unwrap_err();
-        assert!(err.contains("b.noma is a symbolic link"), "{err}");
+        assert!(
+            err.to_string().contains("b.noma is a symbolic link"),
+            "{err}"
+        );
         let dotdot = Url::parse(&format!("{}/docs/../../outside/b.noma", uri(&root))).unwrap();
         assert!(writable(&dotdot, &roots).is_err());
         let http = Url::parse("https://example.com/a.noma").unwrap();
         assert!(writable(&http, &roots)
             .unwrap_err()
+            .to_string()
             .contains("not a file URI"));
     }
 }

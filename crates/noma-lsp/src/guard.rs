@@ -23,6 +23,10 @@ pub const UNRECORDED: &str = "unrecorded-edit";
 /// The command the "Record this edit" code action runs.
 pub const RECORD_COMMAND: &str = "noma.record";
 
+/// Why the repository side could not record or rename: the implementor's
+/// error, shown to the editor's user as it displays.
+pub type GuardError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What the server needs of the repository.
 pub trait Guard {
     /// The transcript's last state of the document at `path`: the text
@@ -31,7 +35,7 @@ pub trait Guard {
     fn last_state(&self, path: &Path) -> Option<String>;
     /// Records the edit of the file at `path` as `noma record` does: a
     /// short report, or why it could not.
-    fn record(&self, path: &Path) -> Result<String, String>;
+    fn record(&self, path: &Path) -> Result<String, GuardError>;
     /// The last `limit` changes of block `id` of the document at `path`,
     /// newest first, one Markdown line each (op, actor, time, signer,
     /// approver, commit), as `noma log --block` lists them; empty when
@@ -40,7 +44,7 @@ pub trait Guard {
     /// Renames block `from` to `to` in the saved file at `path` as `noma
     /// patch` applies a `rename_id` op (references updated, the record
     /// appended to the transcript): the document's new text, or why not.
-    fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, String>;
+    fn rename(&self, path: &Path, from: &str, to: &str) -> Result<String, GuardError>;
     /// The signature and approval problems of the transcript's records
     /// (as `noma replay --signatures` reports them), under the work
     /// tree's policy; empty when there are none or no policy asks.

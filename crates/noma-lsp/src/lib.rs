@@ -26,5 +26,5 @@ mod server;
 pub mod transport;
 
 pub use analysis::Analysis;
-pub use guard::{Guard, RecordProblem};
+pub use guard::{Guard, GuardError, RecordProblem};
 pub use server::{serve, serve_stdio, Error, Event, Settings, TEXT_REQUEST};

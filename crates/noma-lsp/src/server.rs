@@ -652,7 +652,8 @@ impl<'a> Session<'a> {
             .analysis
             .id_at(at.position)
             .ok_or_else(|| invalid("no block id under the cursor"))?;
-        let path = crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e))?;
+        let path =
+            crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e.to_string()))?;
         let guard = self
             .guard
             .ok_or_else(|| invalid("no repository to record in"))?;
@@ -665,7 +666,7 @@ impl<'a> Session<'a> {
         }
         let after = guard
             .rename(&path, &from, &p.new_name)
-            .map_err(|e| (ErrorCode::RequestFailed, e))?;
+            .map_err(|e| (ErrorCode::RequestFailed, e.to_string()))?;
         let mut changes = HashMap::new();
         changes.insert(uri.clone(), features::edits_between(&before, &after));
         let value = serde_json::to_value(lsp_types::WorkspaceEdit::new(changes))
@@ -690,7 +691,8 @@ impl<'a> Session<'a> {
             .first()
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .ok_or_else(|| invalid("noma.record takes the document's URI"))?;
-        let path = crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e))?;
+        let path =
+            crate::contain::writable(&uri, &self.roots).map_err(|e| invalid(&e.to_string()))?;
         let guard = self
             .guard
             .ok_or_else(|| invalid("no repository to record in"))?;
@@ -704,7 +706,7 @@ impl<'a> Session<'a> {
         }
         let report = guard
             .record(&path)
-            .map_err(|e| (ErrorCode::RequestFailed, e))?;
+            .map_err(|e| (ErrorCode::RequestFailed, e.to_string()))?;
         let expected = self.expected(&uri);
         if let Some(o) = self.docs.get_mut(&uri) {
             o.set_expected(expected);
@@ -731,7 +733,7 @@ fn analyse(uri: &Url, text: String, policies: &mut Policies, log: &dyn Fn(Event<
                     severity: Some(lsp_types::DiagnosticSeverity::ERROR),
                     code: Some(lsp_types::NumberOrString::String("invalid-policy".into())),
                     source: Some("noma".to_string()),
-                    message: why,
+                    message: why.to_string(),
                     ..Default::default()
                 },
             );
@@ -1005,11 +1007,16 @@ mod tests {
         fn last_state(&self, _: &std::path::Path) -> Option<String> {
             None
         }
-        fn record(&self, _: &std::path::Path) -> Result<String, String> {
-            Err("no".to_string())
+        fn record(&self, _: &std::path::Path) -> Result<String, crate::GuardError> {
+            Err("no".into())
         }
-        fn rename(&self, _: &std::path::Path, _: &str, _: &str) -> Result<String, String> {
-            Err("no".to_string())
+        fn rename(
+            &self,
+            _: &std::path::Path,
+            _: &str,
+            _: &str,
+        ) -> Result<String, crate::GuardError> {
+            Err("no".into())
         }
         fn provenance(&self, _: &std::path::Path) -> Vec<guard::RecordProblem> {
             Vec::new()

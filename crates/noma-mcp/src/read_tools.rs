@@ -30,7 +30,7 @@ pub fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
     let info = ctx.cache.doc_info(&src);
     let (edit, transcript_error) = match unrecorded_edit(ctx, &path) {
         Ok(edit) => (edit, None),
-        Err(e) => (Value::Null, Some(Value::String(e))),
+        Err(e) => (Value::Null, Some(Value::String(e.to_string()))),
     };
     let listing = Listing {
         src: &src,
@@ -180,18 +180,30 @@ impl Serialize for Attributes<'_> {
     }
 }
 
+/// Why `read_doc` cannot tell whether the document holds an unrecorded
+/// edit (its `transcript_error`).
+#[derive(Debug, thiserror::Error)]
+enum TranscriptError {
+    /// The transcript's path is refused (it leaves the served roots).
+    #[error("{0}")]
+    Refused(String),
+    /// The transcript cannot be read back.
+    #[error(transparent)]
+    Recovery(#[from] engine::recover::RecoveryError),
+}
+
 /// `read_doc`'s `unrecorded_edit`: the edit a patch would be refused for
 /// (code unrecorded_edit), found the way the engine's recovery finds it,
 /// with the command a person runs to record it; `null` when there is none.
-fn unrecorded_edit(ctx: &Context, path: &Path) -> Result<Value, String> {
+fn unrecorded_edit(ctx: &Context, path: &Path) -> Result<Value, TranscriptError> {
     let tpath = ctx
         .derived(&engine::default_transcript_path(path))
         .map_err(|e| match e {
-            ToolError::System { error, .. } | ToolError::User { error, .. } => error,
+            ToolError::System { error, .. } | ToolError::User { error, .. } => {
+                TranscriptError::Refused(error)
+            }
         })?;
-    let Some(edit) =
-        engine::recover::find_unrecorded_edit(path, &tpath).map_err(|e| e.to_string())?
-    else {
+    let Some(edit) = engine::recover::find_unrecorded_edit(path, &tpath)? else {
         return Ok(Value::Null);
     };
     let shown = ctx.shown(path);

@@ -87,7 +87,7 @@ pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
                     .collect();
                 out["provenance"] = json!({"records": statuses, "sidecar": rep.sidecar});
             }
-            Err(e) => out["provenance"] = json!({"error": e}),
+            Err(e) => out["provenance"] = json!({"error": e.to_string()}),
         }
     }
     Ok(out)
@@ -344,7 +344,7 @@ mod tests {
                         .collect();
                     out["provenance"] = json!({"records": statuses, "sidecar": rep.sidecar});
                 }
-                Err(e) => out["provenance"] = json!({"error": e}),
+                Err(e) => out["provenance"] = json!({"error": e.to_string()}),
             }
         }
         Ok(out)

@@ -54,29 +54,77 @@ pub(super) struct Options {
     pub valid_before: u64,
 }
 
+/// Why OpenSSH skips a line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum LineError {
+    #[error("invalid line (no key after the principals, or an unclosed quote)")]
+    NoKeyAfterPrincipals,
+    #[error("invalid options (an unclosed quote)")]
+    UnclosedOptions,
+    #[error("missing key")]
+    MissingKey,
+    #[error("invalid key: {0}")]
+    Key(KeyReadError),
+    #[error("bad options: {0}")]
+    Options(OptionsError),
+}
+
+/// Why `sshkey_read` reads no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum KeyReadError {
+    #[error("no key")]
+    NoKey,
+    #[error("unknown key type {0:?}")]
+    UnknownType(String),
+    #[error("no key data after {0}")]
+    NoData(String),
+    #[error("bad {kind} key: {error}")]
+    Unreadable { kind: String, error: String },
+    #[error("a {found} key where {named} is named")]
+    OtherType { found: String, named: String },
+}
+
+/// Why `sshsigopt_parse` refuses an options field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum OptionsError {
+    #[error("missing start quote")]
+    MissingStartQuote,
+    #[error("missing end quote")]
+    MissingEndQuote,
+    #[error("multiple \"{0}\" clauses")]
+    Repeated(&'static str),
+    #[error("invalid \"{name}\" time {value:?}")]
+    InvalidTime { name: &'static str, value: String },
+    #[error("unknown key option at {0:?} (OpenSSH reads cert-authority, namespaces, valid-after and valid-before here)")]
+    Unknown(String),
+    #[error("unexpected end-of-options")]
+    UnexpectedEnd,
+    #[error("\"valid-before\" time is before \"valid-after\"")]
+    BeforeAfter,
+}
+
 /// Reads one line (with its `\n`, as `getline` gives it). `Ok(None)`: a
 /// blank or comment line; `Err`: why OpenSSH skips it.
-pub(super) fn read_line(line: &str) -> Result<Option<RawLine>, String> {
+pub(super) fn read_line(line: &str) -> Result<Option<RawLine>, LineError> {
     let cp = line.trim_start_matches([' ', '\t']);
     if cp.starts_with('#') || cp.bytes().all(|c| WS.contains(&c)) {
         return Ok(None);
     }
-    let (principals, rest) =
-        strdelimw(cp).ok_or("invalid line (no key after the principals, or an unclosed quote)")?;
+    let (principals, rest) = strdelimw(cp).ok_or(LineError::NoKeyAfterPrincipals)?;
     let (opts, key) = match read_key(rest) {
         Ok(key) => ("", key),
         Err(_) => {
-            let end = options_end(rest.as_bytes()).ok_or("invalid options (an unclosed quote)")?;
+            let end = options_end(rest.as_bytes()).ok_or(LineError::UnclosedOptions)?;
             if end == rest.len() {
-                return Err("missing key".into());
+                return Err(LineError::MissingKey);
             }
             let after = rest[end + 1..].trim_start_matches([' ', '\t']);
-            let key = read_key(after).map_err(|e| format!("invalid key: {e}"))?;
+            let key = read_key(after).map_err(LineError::Key)?;
             (&rest[..end], key)
         }
     };
     let mut local_times = Vec::new();
-    let options = parse_options(opts, &mut local_times).map_err(|e| format!("bad options: {e}"))?;
+    let options = parse_options(opts, &mut local_times).map_err(LineError::Options)?;
     Ok(Some(RawLine {
         principals,
         options,
@@ -103,24 +151,30 @@ fn strdelimw(s: &str) -> Option<(String, &str)> {
 
 /// `sshkey_read`: a known type name, blanks, a base64 key blob of that
 /// type (whitespace inside it ignored, as `b64_pton` does).
-fn read_key(s: &str) -> Result<KeyData, String> {
-    let space = s.find([' ', '\t']).ok_or("no key")?;
+fn read_key(s: &str) -> Result<KeyData, KeyReadError> {
+    let space = s.find([' ', '\t']).ok_or(KeyReadError::NoKey)?;
     let ty = &s[..space];
     if !KEY_TYPES.contains(&ty) {
-        return Err(format!("unknown key type {ty:?}"));
+        return Err(KeyReadError::UnknownType(ty.to_string()));
     }
     let rest = s[space..].trim_start_matches([' ', '\t']);
     if rest.is_empty() {
-        return Err(format!("no key data after {ty}"));
+        return Err(KeyReadError::NoData(ty.to_string()));
     }
     let blob: String = rest[..rest.find([' ', '\t']).unwrap_or(rest.len())]
         .chars()
         .filter(|c| !c.is_ascii_whitespace())
         .collect();
-    let key = PublicKey::from_openssh(&format!("{ty} {blob}"))
-        .map_err(|e| format!("bad {ty} key: {e}"))?;
+    let key =
+        PublicKey::from_openssh(&format!("{ty} {blob}")).map_err(|e| KeyReadError::Unreadable {
+            kind: ty.to_string(),
+            error: e.to_string(),
+        })?;
     if key.algorithm().as_str() != ty {
-        return Err(format!("a {} key where {ty} is named", key.algorithm()));
+        return Err(KeyReadError::OtherType {
+            found: key.algorithm().to_string(),
+            named: ty.to_string(),
+        });
     }
     Ok(key.key_data().clone())
 }
@@ -149,9 +203,9 @@ fn opt_match(s: &[u8], name: &str) -> bool {
 
 /// `opt_dequote`: a double-quoted value (`\"` inside stands for `"`),
 /// and the bytes it took.
-fn dequote(s: &[u8]) -> Result<(String, usize), String> {
+fn dequote(s: &[u8]) -> Result<(String, usize), OptionsError> {
     if s.first() != Some(&b'"') {
-        return Err("missing start quote".into());
+        return Err(OptionsError::MissingStartQuote);
     }
     let (mut i, mut out) = (1, Vec::new());
     while i < s.len() && s[i] != b'"' {
@@ -162,7 +216,7 @@ fn dequote(s: &[u8]) -> Result<(String, usize), String> {
         i += 1;
     }
     if i == s.len() {
-        return Err("missing end quote".into());
+        return Err(OptionsError::MissingEndQuote);
     }
     Ok((String::from_utf8_lossy(&out).into_owned(), i + 1))
 }
@@ -170,7 +224,7 @@ fn dequote(s: &[u8]) -> Result<(String, usize), String> {
 /// `sshsigopt_parse`: `cert-authority`, `namespaces="…"`,
 /// `valid-after="…"`, `valid-before="…"`, comma-separated; anything else
 /// is an unknown option and the line is not used.
-fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, String> {
+fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, OptionsError> {
     let s = opts.as_bytes();
     let mut o = Options::default();
     let mut i = 0;
@@ -181,7 +235,7 @@ fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, S
             i += CA.len();
         } else if opt_match(&s[i..], "namespaces") {
             if o.namespaces.is_some() {
-                return Err("multiple \"namespaces\" clauses".into());
+                return Err(OptionsError::Repeated("namespaces"));
             }
             let (v, n) = dequote(&s[i + "namespaces=".len()..])?;
             o.namespaces = Some(v);
@@ -195,7 +249,7 @@ fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, S
                     continue;
                 }
                 if *slot != 0 {
-                    return Err(format!("multiple \"{name}\" clauses"));
+                    return Err(OptionsError::Repeated(name));
                 }
                 let (v, n) = dequote(&s[i + name.len() + 1..])?;
                 match parse_absolute_time(&v) {
@@ -205,7 +259,7 @@ fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, S
                             local_times.push(format!("{name}=\"{v}\""));
                         }
                     }
-                    _ => return Err(format!("invalid \"{name}\" time {v:?}")),
+                    _ => return Err(OptionsError::InvalidTime { name, value: v }),
                 }
                 i += name.len() + 1 + n;
                 break;
@@ -215,18 +269,17 @@ fn parse_options(opts: &str, local_times: &mut Vec<String>) -> Result<Options, S
             break;
         }
         if s[i] != b',' {
-            return Err(format!(
-                "unknown key option at {:?} (OpenSSH reads cert-authority, namespaces, valid-after and valid-before here)",
-                String::from_utf8_lossy(&s[i..])
+            return Err(OptionsError::Unknown(
+                String::from_utf8_lossy(&s[i..]).into_owned(),
             ));
         }
         i += 1;
         if i == s.len() {
-            return Err("unexpected end-of-options".into());
+            return Err(OptionsError::UnexpectedEnd);
         }
     }
     if o.valid_after != 0 && o.valid_before != 0 && o.valid_before <= o.valid_after {
-        return Err("\"valid-before\" time is before \"valid-after\"".into());
+        return Err(OptionsError::BeforeAfter);
     }
     Ok(o)
 }

@@ -186,38 +186,41 @@ fn check_approval(
     a: &Approval,
     by_op_id: &HashMap<&str, &Origin<'_>>,
     lineage: Option<&Lineage>,
-) -> Result<(), String> {
-    let key = sshsig::verify(&a.sig, &approval_payload(&a.body))
-        .map_err(|e| format!("the approval by {} does not verify: {e}", a.body.approver))?;
+) -> Result<(), ApprovalError> {
+    let approver = || a.body.approver.clone();
+    let key = sshsig::verify(&a.sig, &approval_payload(&a.body)).map_err(|error| {
+        ApprovalError::Unverified {
+            approver: approver(),
+            error,
+        }
+    })?;
     if let Some(approved) = &a.body.lineage {
         if lineage != Some(approved) {
-            return Err(format!(
-                "the approval by {} is of another document ({}, whose first record is {}), not this one",
-                a.body.approver, a.body.doc_uri, approved.genesis_op_id
-            ));
+            return Err(ApprovalError::OtherDocument {
+                approver: approver(),
+                doc_uri: a.body.doc_uri.clone(),
+                genesis_op_id: approved.genesis_op_id.clone(),
+            });
         }
     }
     let at = trust.judged_at(&a.body.ts);
     if !trust.signers.allows_at(&a.body.approver, &key, at) {
         return Err(
             match trust.signers.window_refusal(&a.body.approver, &key, at) {
-                Some(why) => format!(
-                    "the approval's key is not valid for {} then: {why}",
-                    a.body.approver
-                ),
-                None => format!(
-                    "the approval's key is not allowed for {} in the base's {}",
-                    a.body.approver,
-                    super::signers::ALLOWED_SIGNERS_PATH
-                ),
+                Some(why) => ApprovalError::OutsideWindow {
+                    approver: approver(),
+                    why,
+                },
+                None => ApprovalError::NotAllowed {
+                    approver: approver(),
+                },
             },
         );
     }
     if trust.policy.is_agent_principal(&a.body.approver) {
-        return Err(format!(
-            "the approval is signed by {}, an agent principal; only a person approves",
-            a.body.approver
-        ));
+        return Err(ApprovalError::ByAgent {
+            approver: approver(),
+        });
     }
     let named: Vec<Option<&Origin>> = (a.body.op_ids.iter())
         .map(|id| by_op_id.get(id.as_str()).copied())
@@ -225,11 +228,10 @@ fn check_approval(
     if a.body.intent_sha256.is_empty() {
         check_subject(a, &named)?;
     } else if a.body.intent_sha256.len() != a.body.op_ids.len() {
-        return Err(format!(
-            "the approval names {} record(s) but binds {} intent(s)",
-            a.body.op_ids.len(),
-            a.body.intent_sha256.len()
-        ));
+        return Err(ApprovalError::IntentCount {
+            records: a.body.op_ids.len(),
+            intents: a.body.intent_sha256.len(),
+        });
     }
     let Some(all) = named.into_iter().collect::<Option<Vec<&Origin>>>() else {
         return Ok(());
@@ -243,33 +245,24 @@ fn check_approval(
     };
     let last = &last.entry.record.post_sha256;
     if *last != a.body.draft_sha256 {
-        return Err(format!(
-            "the approved draft does not match: approved sha256 {}, the document after the last approved record is {}",
-            noma_core::transcript::short_sha(&a.body.draft_sha256),
-            noma_core::transcript::short_sha(last)
-        ));
+        return Err(ApprovalError::DraftMismatch {
+            approved: a.body.draft_sha256.clone(),
+            found: last.clone(),
+        });
     }
     Ok(())
 }
 
 /// A `noma-approval/1`'s subject: the intents of every record it names,
 /// in its order (so a reordering rebase keeps it), all still present.
-fn check_subject(a: &Approval, named: &[Option<&Origin<'_>>]) -> Result<(), String> {
+fn check_subject(a: &Approval, named: &[Option<&Origin<'_>>]) -> Result<(), ApprovalError> {
     let mut records = Vec::with_capacity(named.len());
     for (id, o) in a.body.op_ids.iter().zip(named) {
-        let o = o.ok_or_else(|| {
-            format!(
-                "the approval names record {id}, which is not in the transcript; a {} approval binds its records as one subject: run `noma approve` to approve the remaining ones again",
-                super::canonical::APPROVAL_PAYLOAD
-            )
-        })?;
+        let o = o.ok_or_else(|| ApprovalError::RecordGone { op_id: id.clone() })?;
         records.push(o.original.as_ref());
     }
     if subject_sha256(records) != a.body.subject_sha256 {
-        return Err(
-            "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
-                .into(),
-        );
+        return Err(ApprovalError::SubjectChanged);
     }
     Ok(())
 }
@@ -278,7 +271,7 @@ fn check_subject(a: &Approval, named: &[Option<&Origin<'_>>]) -> Result<(), Stri
 /// `o`: a `noma-approval/2` bound the intent of o's op (its original's,
 /// for a merge copy) on its own; a `noma-approval/1`'s subject bound them
 /// all.
-fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), String> {
+fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), ApprovalError> {
     if a.body.intent_sha256.is_empty() {
         return Ok(());
     }
@@ -286,10 +279,9 @@ fn covers(a: &Approval, o: &Origin<'_>) -> Result<(), String> {
     let at = a.body.op_ids.iter().position(|id| *id == rec.op_id);
     match at.and_then(|k| a.body.intent_sha256.get(k)) {
         Some(bound) if *bound == intent_sha256(rec) => Ok(()),
-        _ => Err(format!(
-            "record {} is not the one approved (its op, actor, reason or ts changed since)",
-            rec.op_id
-        )),
+        _ => Err(ApprovalError::RecordChanged {
+            op_id: rec.op_id.clone(),
+        }),
     }
 }
 
@@ -386,7 +378,83 @@ struct Approvals<'a> {
 }
 
 /// Approvals already judged, by their index in the sidecar's approvals.
-pub type Verdicts = HashMap<usize, Result<(), String>>;
+pub type Verdicts = HashMap<usize, Result<(), ApprovalError>>;
+
+/// Why an approval does not hold, or does not cover a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    /// Its signature does not verify.
+    #[error("the approval by {approver} does not verify: {error}")]
+    Unverified {
+        /// The principal the approval names.
+        approver: String,
+        /// Why the signature does not verify.
+        error: sshsig::SigError,
+    },
+    /// It approves another document (another lineage).
+    #[error("the approval by {approver} is of another document ({doc_uri}, whose first record is {genesis_op_id}), not this one")]
+    OtherDocument {
+        /// The principal the approval names.
+        approver: String,
+        /// The document the approval names.
+        doc_uri: String,
+        /// That document's first record.
+        genesis_op_id: String,
+    },
+    /// Its key is listed for the approver, but not at its time.
+    #[error("the approval's key is not valid for {approver} then: {why}")]
+    OutsideWindow {
+        /// The principal the approval names.
+        approver: String,
+        /// The allowed-signers window it falls outside.
+        why: String,
+    },
+    /// Its key is not listed for the approver.
+    #[error("the approval's key is not allowed for {approver} in the base's {path}", path = super::signers::ALLOWED_SIGNERS_PATH)]
+    NotAllowed {
+        /// The principal the approval names.
+        approver: String,
+    },
+    /// An agent principal signed it.
+    #[error("the approval is signed by {approver}, an agent principal; only a person approves")]
+    ByAgent {
+        /// The principal the approval names.
+        approver: String,
+    },
+    /// It names a different number of records than it binds intents.
+    #[error("the approval names {records} record(s) but binds {intents} intent(s)")]
+    IntentCount {
+        /// Records named.
+        records: usize,
+        /// Intents bound.
+        intents: usize,
+    },
+    /// The document its records leave is not the approved draft.
+    #[error("the approved draft does not match: approved sha256 {}, the document after the last approved record is {}", noma_core::transcript::short_sha(approved), noma_core::transcript::short_sha(found))]
+    DraftMismatch {
+        /// The approved draft's sha256.
+        approved: String,
+        /// The sha256 after the last approved record.
+        found: String,
+    },
+    /// A record its subject binds is no longer in the transcript.
+    #[error("the approval names record {op_id}, which is not in the transcript; a {payload} approval binds its records as one subject: run `noma approve` to approve the remaining ones again", payload = super::canonical::APPROVAL_PAYLOAD)]
+    RecordGone {
+        /// The missing record.
+        op_id: String,
+    },
+    /// The records its subject binds changed.
+    #[error(
+        "the approved records are not the ones approved (an op, actor, reason or ts changed since)"
+    )]
+    SubjectChanged,
+    /// The record's intent is not the one it bound.
+    #[error("record {op_id} is not the one approved (its op, actor, reason or ts changed since)")]
+    RecordChanged {
+        /// The record.
+        op_id: String,
+    },
+}
 
 impl<'a> Approvals<'a> {
     fn new(
@@ -427,7 +495,7 @@ impl<'a> Approvals<'a> {
                 .or_insert_with(|| check_approval(trust, a, by_op_id, lineage));
             match verdict.clone().and_then(|()| covers(a, o)) {
                 Ok(()) => return Ok(a.body.approver.clone()),
-                Err(why) => reasons.push(why),
+                Err(why) => reasons.push(why.to_string()),
             }
         }
         Err(reasons)

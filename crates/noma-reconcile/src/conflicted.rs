@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{FileMerge, Versions};
+use super::{FileMerge, RepairError, Versions};
 use crate::git::repo::Repo;
 use noma_merge::blocks::Labels;
 use noma_store::fsio::{self, LockedTranscript};
@@ -107,7 +107,7 @@ pub struct Resolved {
 /// Resolves the transcript `tpath` of `doc` when it holds git's conflict
 /// markers (see the module docs); None when it holds none. The transcript
 /// as it was is kept at `<transcript>.conflicted`.
-pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String> {
+pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, RepairError> {
     let mut locked = LockedTranscript::open(tpath).map_err(io(tpath))?;
     let now = locked.read_all().map_err(io(tpath))?;
     if !has_markers(&now) {
@@ -120,12 +120,7 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String
     let (source, tr) = match stages(repo.as_ref(), rel_t.as_deref()) {
         Some(v) => ("index stages", v),
         None => {
-            let v = split_markers(&now).ok_or_else(|| {
-                format!(
-                    "{}: git's conflict markers are not well nested; resolve them by hand",
-                    tpath.display()
-                )
-            })?;
+            let v = split_markers(&now).ok_or_else(|| RepairError::Unnested(tpath.into()))?;
             ("conflict markers", v)
         }
     };
@@ -141,15 +136,17 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String
     let mut find = super::doc_finder(repo.as_ref(), &path, known);
     let merged = super::merge_transcript(&tr, &mut find);
     if merged.method == "unreconciled" {
-        return Err(format!(
-            "{}: {}",
-            tpath.display(),
-            merged.messages.join("; ")
-        ));
+        return Err(RepairError::Unreconciled {
+            path: tpath.display().to_string(),
+            messages: merged.messages,
+        });
     }
     let base_doc = stage(repo.as_ref(), rel_doc.as_deref(), 1);
-    let document = merge_document(&tr, base_doc, &mut find)
-        .map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let document =
+        merge_document(&tr, base_doc, &mut find).map_err(|error| RepairError::Document {
+            path: tpath.display().to_string(),
+            error,
+        })?;
     let kept = kept_path(tpath);
     fsio::atomic_write(&kept, &now).map_err(io(&kept))?;
     locked.truncate(0).map_err(io(tpath))?;
@@ -162,8 +159,8 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, String
 }
 
 /// An I/O error on `p`, in words.
-fn io(p: &Path) -> impl FnOnce(std::io::Error) -> String + '_ {
-    move |e| format!("{}: {e}", p.display())
+fn io(p: &Path) -> impl FnOnce(std::io::Error) -> RepairError {
+    RepairError::io(p)
 }
 
 /// Where [`resolve_file`] keeps the conflicted transcript.
@@ -199,13 +196,12 @@ pub(super) fn merge_document(
     tr: &Versions,
     base_doc: Option<Vec<u8>>,
     find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Result<FileMerge, String> {
+) -> Result<FileMerge, noma_merge::transcript::Unreconcilable> {
     let (ot, tt) = (
         tr.ours.as_deref().unwrap_or_default(),
         tr.theirs.as_deref().unwrap_or_default(),
     );
-    let r = noma_merge::transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find)
-        .map_err(|e| e.to_string())?;
+    let r = noma_merge::transcript::reconcile_transcripts(ot, tt, tr.base.as_deref(), None, find)?;
     let base = tr
         .base
         .as_deref()
@@ -228,7 +224,7 @@ pub(super) fn merge_document(
 /// Resolves the markers in `doc`'s provenance sidecar, if it has any, to
 /// the union of both sides' lines (what git's `union` driver, which
 /// `.gitattributes` names for it, would have written).
-fn resolve_sidecar(doc: &Path) -> Result<bool, String> {
+fn resolve_sidecar(doc: &Path) -> Result<bool, RepairError> {
     let path = noma_provenance::sidecar::sidecar_path(doc);
     let Ok(bytes) = fsio::read_regular(&path) else {
         return Ok(false);
@@ -236,13 +232,8 @@ fn resolve_sidecar(doc: &Path) -> Result<bool, String> {
     if !has_markers(&bytes) {
         return Ok(false);
     }
-    let union = union_lines(&bytes).ok_or_else(|| {
-        format!(
-            "{}: git's conflict markers are not well nested; resolve them by hand",
-            path.display()
-        )
-    })?;
-    fsio::atomic_write(&path, &union).map_err(|e| format!("{}: {e}", path.display()))?;
+    let union = union_lines(&bytes).ok_or_else(|| RepairError::Unnested(path.clone()))?;
+    fsio::atomic_write(&path, &union).map_err(io(&path))?;
     Ok(true)
 }
 

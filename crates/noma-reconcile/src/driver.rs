@@ -11,7 +11,7 @@ use std::path::Path;
 use noma_core::diag::shell_word;
 use noma_core::transcript::{document_path, transcript_path};
 
-use super::{FileMerge, Versions};
+use super::{FileMerge, RepairError, Versions};
 use crate::git::repo::Repo;
 use noma_merge::blocks::Labels;
 
@@ -43,7 +43,7 @@ pub struct Driven {
 
 /// Merges the file git names and writes the result into the ours file;
 /// `Err` when a file cannot be read or written.
-pub fn run(call: &Call<'_>) -> Result<Driven, String> {
+pub fn run(call: &Call<'_>) -> Result<Driven, RepairError> {
     let path = call.path.unwrap_or_default();
     let repo = Repo::from_env().ok().filter(|_| !path.is_empty());
     // Versions are found by sha256 in history, never from the merge's
@@ -122,8 +122,8 @@ fn kept_removal_fix(call: &Call<'_>, doc: &str, path: &str) -> Option<String> {
 }
 
 /// The three files git hands over, read whole.
-fn read(call: &Call<'_>) -> Result<Versions, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+fn read(call: &Call<'_>) -> Result<Versions, RepairError> {
+    let read = |p: &Path| std::fs::read(p).map_err(RepairError::io(p));
     Ok(Versions {
         base: Some(read(call.base)?),
         ours: Some(read(call.ours)?),
@@ -132,7 +132,7 @@ fn read(call: &Call<'_>) -> Result<Versions, String> {
 }
 
 /// Writes `content` into the ours file, or appends it.
-fn write(ours: &Path, content: &[u8], append: bool) -> Result<(), String> {
+fn write(ours: &Path, content: &[u8], append: bool) -> Result<(), RepairError> {
     // Created and truncated as `std::fs::write` does, unless appending; a
     // link or FIFO in its place is refused, never written through.
     use noma_store::fsio::contain::{open_write, WriteMode};
@@ -143,7 +143,7 @@ fn write(ours: &Path, content: &[u8], append: bool) -> Result<(), String> {
     };
     let file = open_write(ours, mode);
     file.and_then(|mut f| f.write_all(content))
-        .map_err(|e| format!("{}: {e}", ours.display()))
+        .map_err(RepairError::io(ours))
 }
 
 /// A transcript (`path` is `doc`'s transcript), merged into the ours file.
@@ -153,7 +153,7 @@ fn merge_transcript_file(
     call: &Call<'_>,
     repo: Option<&Repo>,
     doc: &str,
-) -> Result<FileMerge, String> {
+) -> Result<FileMerge, RepairError> {
     let head_doc = repo
         .and_then(|r| r.head_blob(doc).ok().flatten())
         .into_iter()

@@ -47,6 +47,7 @@
 mod checkpoint;
 pub mod conflicted;
 pub mod driver;
+mod error;
 pub mod joined_file;
 pub mod moved;
 mod proved;
@@ -63,6 +64,7 @@ use noma_repo::{cache, datasets, git};
 
 use crate::git::repo::Repo;
 pub use crate::history_replay::{doc_finder, find_version};
+pub use error::RepairError;
 use noma_core::doc::hash::sha256_hex;
 
 /// The result of merging one file.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::Versions;
+use super::{RepairError, Versions};
 use crate::git::repo::Repo;
 use crate::git::Oid;
 use noma_core::transcript::transcript_path;
@@ -193,7 +193,7 @@ fn at(repo: &Repo, commit: Oid, names: &[&str], file: fn(&str) -> String) -> Opt
 /// the module docs). None when no operation is in progress, the document
 /// was not moved by one of its sides, or the other side added no record
 /// the moved transcript lacks.
-pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
+pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, RepairError> {
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
     let Ok(repo) = Repo::discover(dir.unwrap_or(Path::new("."))) else {
         return Ok(None);
@@ -233,11 +233,19 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
     let mut find = super::doc_finder(Some(&repo), &rel, known.into_iter().flatten().collect());
     let merged = super::merge_transcript(&tr, &mut find);
     if merged.method == "unreconciled" {
-        return Err(format!("{rel}: {}", merged.messages.join("; ")));
+        return Err(RepairError::Unreconciled {
+            path: rel.clone(),
+            messages: merged.messages,
+        });
     }
-    let document = super::conflicted::merge_document(&tr, base_doc, &mut find)
-        .map_err(|e| format!("{rel}: {e}"))?;
-    let root = repo.workdir().ok_or("a bare repository has no work tree")?;
+    let document =
+        super::conflicted::merge_document(&tr, base_doc, &mut find).map_err(|error| {
+            RepairError::Document {
+                path: rel.clone(),
+                error,
+            }
+        })?;
+    let root = repo.workdir().ok_or(RepairError::Bare)?;
     let sidecar = union_sidecars(&repo, [head, other], paths);
     let files = Merged {
         transcript: &merged.content,
@@ -275,7 +283,7 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, String> {
 /// pairs only while the moved transcript stays 50% alike (what the
 /// driver's hint names). Empty when no operation is in progress or no
 /// such document exists.
-pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, RepairError> {
     let Ok(repo) = Repo::discover(start) else {
         return Ok(Vec::new());
     };
@@ -287,9 +295,7 @@ pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, String> {
     };
     let mut found = std::collections::BTreeSet::new();
     for side in [head, other] {
-        let moved = repo
-            .moved_documents(base, side)
-            .map_err(|e| e.to_string())?;
+        let moved = repo.moved_documents(base, side)?;
         found.extend(
             moved
                 .into_iter()
@@ -298,10 +304,7 @@ pub fn unpaired_moves(start: &Path) -> Result<Vec<PathBuf>, String> {
         );
     }
     // A document both sides moved apart: kept under HEAD's name.
-    for (new, old) in repo
-        .moved_documents(base, head)
-        .map_err(|e| e.to_string())?
-    {
+    for (new, old) in repo.moved_documents(base, head)? {
         if twin_name(&repo, base, [head, other], &new, &old).is_some() {
             found.insert(new);
         }
@@ -354,20 +357,16 @@ fn write_merge(
     [rel, old]: [&str; 2],
     twin: Option<&str>,
     files: &Merged<'_>,
-) -> Result<(), String> {
-    let io = |p: &Path| {
-        let p = p.display().to_string();
-        move |e: std::io::Error| format!("{p}: {e}")
-    };
+) -> Result<(), RepairError> {
+    let io = |p: &Path| RepairError::io(p);
     let tpath = root.join(transcript_path(rel));
     let mut locked = LockedTranscript::open(&tpath).map_err(io(&tpath))?;
     let now = locked.read_all().map_err(io(&tpath))?;
     if !(files.transcript.starts_with(&now) || now == files.theirs) {
-        return Err(format!(
-            "{}: holds records neither side committed (recorded since the operation stopped?); move it aside, restore the committed one (`git checkout HEAD -- {}` or the other side's) and run `noma repair` again",
-            tpath.display(),
-            noma_core::diag::shell_word(&transcript_path(rel))
-        ));
+        return Err(RepairError::Uncommitted {
+            path: tpath,
+            committed: transcript_path(rel),
+        });
     }
     locked.truncate(0).map_err(io(&tpath))?;
     locked.append(files.transcript).map_err(io(&tpath))?;

@@ -208,12 +208,31 @@ fn check_fixture_guarded(dir: &Path) -> Status {
 pub fn check_fixture(dir: &Path) -> Status {
     match check_all(dir) {
         Ok(()) => Status::Pass,
-        Err(reason) => Status::Fail(one_line(&reason)),
+        Err(reason) => Status::Fail(one_line(&reason.to_string())),
     }
 }
 
-fn check_all(dir: &Path) -> Result<(), String> {
-    let source = read_text(dir, "input.noma")?.ok_or("missing input.noma")?;
+/// Why a fixture fails.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// The fixture itself is unreadable or malformed.
+    #[error("{0}")]
+    Fixture(String),
+    /// The implementation disagrees with what the fixture expects.
+    #[error("{0}")]
+    Mismatch(String),
+    /// The patch engine refused a patch the fixture expects to apply.
+    #[error("patch rejected: {code} (op {op_index}): {message}")]
+    Rejected {
+        code: String,
+        op_index: usize,
+        message: String,
+    },
+}
+
+fn check_all(dir: &Path) -> Result<(), Failure> {
+    let source = read_text(dir, "input.noma")?
+        .ok_or_else(|| Failure::Fixture("missing input.noma".into()))?;
     let doc = parse(&source);
     if let Some(v) = read_json(dir, "expected.ids.json")? {
         check_ids(&doc, &v)?;
@@ -230,55 +249,56 @@ fn check_all(dir: &Path) -> Result<(), String> {
     check_patch(dir, &source)
 }
 
-fn read_bytes(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, String> {
+fn read_bytes(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, Failure> {
     let path = dir.join(name);
     if !path.is_file() {
         return Ok(None);
     }
     fs::read(&path)
         .map(Some)
-        .map_err(|e| format!("cannot read {name}: {e}"))
+        .map_err(|e| Failure::Fixture(format!("cannot read {name}: {e}")))
 }
 
-fn read_text(dir: &Path, name: &str) -> Result<Option<String>, String> {
+fn read_text(dir: &Path, name: &str) -> Result<Option<String>, Failure> {
     let Some(bytes) = read_bytes(dir, name)? else {
         return Ok(None);
     };
     noma_core::doc::source::decode(name, &bytes)
         .map(|s| Some(s.to_string()))
-        .map_err(|e| e.to_string())
+        .map_err(|e| Failure::Fixture(e.to_string()))
 }
 
-fn read_json(dir: &Path, name: &str) -> Result<Option<Value>, String> {
+fn read_json(dir: &Path, name: &str) -> Result<Option<Value>, Failure> {
     let Some(text) = read_text(dir, name)? else {
         return Ok(None);
     };
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| format!("{name} is not valid JSON: {e}"))
+        .map_err(|e| Failure::Fixture(format!("{name} is not valid JSON: {e}")))
 }
 
-fn string_list(v: &Value, what: &str) -> Result<Vec<String>, String> {
+fn string_list(v: &Value, what: &str) -> Result<Vec<String>, Failure> {
     v.as_array()
         .and_then(|a| {
             a.iter()
                 .map(|x| x.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
         })
-        .ok_or_else(|| format!("{what} must be an array of strings"))
+        .ok_or_else(|| Failure::Fixture(format!("{what} must be an array of strings")))
 }
 
 fn json_list(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_default()
 }
 
-fn check_ids(doc: &Document, expected: &Value) -> Result<(), String> {
-    let obj = expected
-        .as_object()
-        .ok_or("expected.ids.json must be an object {canonical, aliases}")?;
+fn check_ids(doc: &Document, expected: &Value) -> Result<(), Failure> {
+    let obj = expected.as_object().ok_or_else(|| {
+        Failure::Fixture("expected.ids.json must be an object {canonical, aliases}".into())
+    })?;
     let mut want = string_list(
-        obj.get("canonical")
-            .ok_or("expected.ids.json has no \"canonical\" list")?,
+        obj.get("canonical").ok_or_else(|| {
+            Failure::Fixture("expected.ids.json has no \"canonical\" list".into())
+        })?,
         "expected.ids.json \"canonical\"",
     )?;
     let mut got: Vec<String> = Vec::new();
@@ -297,11 +317,11 @@ fn check_ids(doc: &Document, expected: &Value) -> Result<(), String> {
     got.sort();
     want.sort();
     if got != want {
-        return Err(format!(
+        return Err(Failure::Mismatch(format!(
             "ids mismatch: got {}, expected {}",
             json_list(&got),
             json_list(&want)
-        ));
+        )));
     }
     let mut want_aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
     match obj.get("aliases") {
@@ -314,7 +334,11 @@ fn check_ids(doc: &Document, expected: &Value) -> Result<(), String> {
                 }
             }
         }
-        Some(_) => return Err("expected.ids.json \"aliases\" must be an object".into()),
+        Some(_) => {
+            return Err(Failure::Fixture(
+                "expected.ids.json \"aliases\" must be an object".into(),
+            ))
+        }
     }
     // Both maps are compared in full: an alias the fixture does not declare
     // is as much a mismatch as a missing one.
@@ -326,20 +350,20 @@ fn check_ids(doc: &Document, expected: &Value) -> Result<(), String> {
         g.sort();
         w.sort();
         if g != w {
-            return Err(format!(
+            return Err(Failure::Mismatch(format!(
                 "aliases mismatch for \"{k}\": got {}, expected {}",
                 json_list(&g),
                 json_list(&w)
-            ));
+            )));
         }
     }
     Ok(())
 }
 
-fn check_diagnostics(doc: &Document, dir: &Path, expected: &Value) -> Result<(), String> {
-    let arr = expected
-        .as_array()
-        .ok_or("expected.diagnostics.json must be an array of {code, severity}")?;
+fn check_diagnostics(doc: &Document, dir: &Path, expected: &Value) -> Result<(), Failure> {
+    let arr = expected.as_array().ok_or_else(|| {
+        Failure::Fixture("expected.diagnostics.json must be an array of {code, severity}".into())
+    })?;
     let mut want = Vec::with_capacity(arr.len());
     for (i, d) in arr.iter().enumerate() {
         let code = d.get("code").and_then(Value::as_str);
@@ -347,9 +371,9 @@ fn check_diagnostics(doc: &Document, dir: &Path, expected: &Value) -> Result<(),
         match (code, sev) {
             (Some(c), Some(s)) => want.push((s.to_string(), c.to_string())),
             _ => {
-                return Err(format!(
+                return Err(Failure::Fixture(format!(
                     "expected.diagnostics.json entry {i} needs string \"code\" and \"severity\""
-                ))
+                )))
             }
         }
     }
@@ -369,34 +393,38 @@ fn check_diagnostics(doc: &Document, dir: &Path, expected: &Value) -> Result<(),
             let items: Vec<String> = v.iter().map(|(s, c)| format!("{s}:{c}")).collect();
             format!("[{}]", items.join(", "))
         };
-        return Err(format!(
+        return Err(Failure::Mismatch(format!(
             "diagnostics mismatch: got {}, expected {}",
             show(&got),
             show(&want)
-        ));
+        )));
     }
     Ok(())
 }
 
-fn check_roundtrip(doc: &Document, expected: &[u8]) -> Result<(), String> {
+fn check_roundtrip(doc: &Document, expected: &[u8]) -> Result<(), Failure> {
     let rendered = render_noma(doc);
     if rendered.as_bytes() != expected {
-        return Err(format!(
+        return Err(Failure::Mismatch(format!(
             "roundtrip mismatch: render-noma output differs from expected.roundtrip.noma (first difference on line {})",
             first_diff_line(rendered.as_bytes(), expected)
-        ));
+        )));
     }
     let reparsed = parse(&rendered);
     if !structurally_equal(&reparsed, doc) {
-        return Err("roundtrip property failed: parse(render-noma(parse(x))) !== parse(x)".into());
+        return Err(Failure::Mismatch(
+            "roundtrip property failed: parse(render-noma(parse(x))) !== parse(x)".into(),
+        ));
     }
     Ok(())
 }
 
-fn check_spans(doc: &Document, expected: &Value) -> Result<(), String> {
-    let map = expected
-        .as_object()
-        .ok_or("expected.spans.json must be an object mapping id to {startLine, endLine}")?;
+fn check_spans(doc: &Document, expected: &Value) -> Result<(), Failure> {
+    let map = expected.as_object().ok_or_else(|| {
+        Failure::Fixture(
+            "expected.spans.json must be an object mapping id to {startLine, endLine}".into(),
+        )
+    })?;
     let mut want: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for (id, v) in map {
         let start = v.get("startLine").and_then(Value::as_u64);
@@ -406,9 +434,9 @@ fn check_spans(doc: &Document, expected: &Value) -> Result<(), String> {
                 want.insert(id.as_str(), (s, e));
             }
             _ => {
-                return Err(format!(
+                return Err(Failure::Fixture(format!(
                     "expected.spans.json entry \"{id}\" needs integer startLine and endLine"
-                ))
+                )))
             }
         }
     }
@@ -423,73 +451,84 @@ fn check_spans(doc: &Document, expected: &Value) -> Result<(), String> {
         matched.insert(id);
         let (gs, ge) = (u64::from(node.span.start), u64::from(node.span.end));
         if (gs, ge) != (s, e) {
-            return Err(format!(
+            return Err(Failure::Mismatch(format!(
                 "span mismatch for \"{id}\": got [{gs}, {ge}], expected [{s}, {e}]"
-            ));
+            )));
         }
     }
     // A declared span for an id that does not exist cannot be satisfied.
     if let Some(id) = want.keys().find(|id| !matched.contains(*id)) {
-        return Err(format!(
+        return Err(Failure::Fixture(format!(
             "span declared for \"{id}\" but no node has that id"
-        ));
+        )));
     }
     Ok(())
 }
 
-fn check_patch(dir: &Path, source: &str) -> Result<(), String> {
+fn check_patch(dir: &Path, source: &str) -> Result<(), Failure> {
     let post_path = dir.join("expected.post.noma");
     let error_path = dir.join("expected.error.json");
     let Some(patch) = read_json(dir, "patch.json")? else {
         if post_path.is_file() || error_path.is_file() {
-            return Err("expected.post.noma/expected.error.json present without patch.json".into());
+            return Err(Failure::Fixture(
+                "expected.post.noma/expected.error.json present without patch.json".into(),
+            ));
         }
         return Ok(());
     };
     let ops: Vec<Value> = match patch {
         Value::Array(ops) => ops,
         op @ Value::Object(_) => vec![op],
-        _ => return Err("patch.json must be a PatchOp object or an array of PatchOps".into()),
+        _ => {
+            return Err(Failure::Fixture(
+                "patch.json must be a PatchOp object or an array of PatchOps".into(),
+            ))
+        }
     };
     let has_post = post_path.is_file();
     let has_error = error_path.is_file();
     if has_post && has_error {
-        return Err("fixture declares both expected.post.noma and expected.error.json".into());
+        return Err(Failure::Fixture(
+            "fixture declares both expected.post.noma and expected.error.json".into(),
+        ));
     }
     if has_error {
         let expected = read_json(dir, "expected.error.json")?.unwrap_or(Value::Null);
         let code = expected
             .get("code")
             .and_then(Value::as_str)
-            .ok_or("expected.error.json must be an object with a string \"code\"")?;
+            .ok_or_else(|| {
+                Failure::Fixture(
+                    "expected.error.json must be an object with a string \"code\"".into(),
+                )
+            })?;
         return match noma_core::patch::apply_ops(source, &ops) {
-            Ok(_) => Err(format!(
+            Ok(_) => Err(Failure::Mismatch(format!(
                 "expected PatchError(\"{code}\"), but patch succeeded"
-            )),
+            ))),
             Err(e) if e.code.as_str() == code => Ok(()),
-            Err(e) => Err(format!(
+            Err(e) => Err(Failure::Mismatch(format!(
                 "error code mismatch: got \"{}\", expected \"{code}\"",
                 e.code.as_str()
-            )),
+            ))),
         };
     }
     let Some(expected) = read_bytes(dir, "expected.post.noma")? else {
-        return Err(
+        return Err(Failure::Fixture(
             "patch.json present but neither expected.post.noma nor expected.error.json".into(),
-        );
+        ));
     };
     match noma_core::patch::apply_ops(source, &ops) {
         Ok(out) if out.as_bytes() == expected.as_slice() => Ok(()),
-        Ok(out) => Err(format!(
+        Ok(out) => Err(Failure::Mismatch(format!(
             "patch output mismatch: differs from expected.post.noma (first difference on line {})",
             first_diff_line(out.as_bytes(), &expected)
-        )),
-        Err(e) => Err(format!(
-            "patch rejected: {} (op {}): {}",
-            e.code.as_str(),
-            e.op_index,
-            e.message
-        )),
+        ))),
+        Err(e) => Err(Failure::Rejected {
+            code: e.code.as_str().to_string(),
+            op_index: e.op_index,
+            message: e.message.clone(),
+        }),
     }
 }
 

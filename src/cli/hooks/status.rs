@@ -47,7 +47,7 @@ fn signers_json(layout: &Layout) -> Value {
     match noma_git::provenance::signers_check::load(None, wt) {
         Ok(Some(c)) => json!({"path": c.path, "usable": c.usable, "warnings": c.warnings}),
         Ok(None) => Value::Null,
-        Err(e) => json!({"error": e}),
+        Err(e) => json!({"error": e.to_string()}),
     }
 }
 

@@ -191,8 +191,9 @@ impl Checked<'_> {
                 buf.extend_from_slice(line);
             }
             n += 1;
-            put(out, &buf)
-        })?;
+            Ok(put(out, &buf)?)
+        })
+        .map_err(|e| e.to_string())?;
         put(out, if n == 0 { &b"]"[..] } else { &b"\n    ]"[..] })?;
         put(out, tail.as_bytes())?;
         put(out, b"\n")?;
@@ -212,8 +213,9 @@ impl Checked<'_> {
             errors += st.problems.iter().filter(|p| p.level == "error").count();
             buf.clear();
             status_text(&st, &mut buf);
-            put(out, buf.as_bytes())
-        })?;
+            Ok(put(out, buf.as_bytes())?)
+        })
+        .map_err(|e| e.to_string())?;
         buf.clear();
         signatures_tail(&s.warnings(), s.sidecar(), &mut buf);
         put(out, buf.as_bytes())?;

@@ -29,7 +29,7 @@ pub(super) fn check_signatures(
                 check::TRUST_INVALID,
                 noma_provenance::config::CONFIG_PATH,
                 None,
-                e,
+                e.to_string(),
             ));
             return Ok(());
         }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use noma_core::transcript::{self, Entry, Record};
 use noma_store::engine::default_transcript_path;
 
-use super::{check, writer};
+use super::{check, writer, Error};
 use noma_merge::diff::{diff_docs, DocDiff};
 use noma_provenance::{approval, Signer, Trust};
 
@@ -21,20 +21,42 @@ pub struct Plan {
     bytes: Vec<u8>,
     /// The document before the transcript's first applied record (`None`:
     /// the empty document of a genesis record), or why it was not found.
-    start: Result<Option<String>, String>,
+    start: Result<Option<String>, BlocksError>,
     entries: Vec<Entry>,
     /// Indices into `entries` of the records waiting, in order.
     pending: Vec<usize>,
+}
+
+/// Why the blocks the waiting records changed are unknown.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BlocksError {
+    /// The document cannot be read.
+    #[error("{0}")]
+    Document(std::sync::Arc<noma_core::doc::source::SourceError>),
+    /// No version of the document is the state the transcript starts from.
+    #[error("the transcript starts from sha256 {}, and no version of the document has it ({})", transcript::short_sha(pre), searched.as_ref().map_or_else(|why| why.to_string(), |s| s.to_string()))]
+    NoStart {
+        /// The sha256 the transcript starts from.
+        pre: String,
+        /// Where it was looked for, or why nowhere.
+        searched: Result<crate::history_replay::Searched, crate::history_replay::NotSearched>,
+    },
+    /// Replay diverges, or a record's op does not apply, at a line.
+    #[error("line {line}: {message}")]
+    Line {
+        /// The transcript line.
+        line: usize,
+        /// What went wrong there.
+        message: String,
+    },
 }
 
 /// The approver's signer (`key`, else the environment or git: approving is
 /// signing) and the agent records of `doc` waiting for approval, up to
 /// and including `through` when given. Err before anything is written
 /// when no approval by that key could ever count ([`never_counts`]).
-pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Plan, String> {
-    let signer = writer::approver_signer(doc, key)
-        .map_err(|e| e.to_string())?
-        .ok_or("no signing key: pass --key FILE, set NOMA_SIGNING_KEY, or configure git's user.signingkey with gpg.format=ssh")?;
+pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Plan, Error> {
+    let signer = writer::approver_signer(doc, key)?.ok_or(Error::NoSigningKey)?;
     let (trust, _) = check::worktree_trust(doc)?;
     if let Some(why) = never_counts(&signer, &trust) {
         return Err(why);
@@ -43,28 +65,24 @@ pub fn plan(doc: &Path, key: Option<&Path>, through: Option<&str>) -> Result<Pla
     // The approval is appended to the sidecar under the transcript's lock:
     // a link or a FIFO in either place is refused before anything is read.
     for p in [&tpath, &noma_provenance::sidecar_path(doc)] {
-        noma_store::fsio::contain::check_writable(p)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        noma_store::fsio::contain::check_writable(p).map_err(Error::io(p))?;
     }
     if std::fs::symlink_metadata(&tpath).is_err() {
-        return Err(format!(
-            "{}: no transcript ({}), so no record waits for approval; start one with \
-             `noma record {}` (agents' `noma patch --inplace` and MCP edits record themselves)",
-            doc.display(),
-            tpath.display(),
-            doc.display()
-        ));
+        return Err(Error::NoTranscript {
+            doc: doc.to_path_buf(),
+            transcript: tpath,
+        });
     }
     let report = super::report::for_doc(doc, None)?;
-    let bytes =
-        noma_store::fsio::read_regular(&tpath).map_err(|e| format!("{}: {e}", tpath.display()))?;
-    let parsed =
-        transcript::parse_transcript(&bytes).map_err(|e| format!("{}: {e}", tpath.display()))?;
+    let bytes = noma_store::fsio::read_regular(&tpath).map_err(Error::io(&tpath))?;
+    let parsed = transcript::parse_transcript(&bytes).map_err(|error| Error::Transcript {
+        path: tpath.clone(),
+        error,
+    })?;
     // The work tree's policy says which principals are agents (the check
     // trusts the base's).
     let waiting: std::collections::HashSet<usize> =
-        approval::pending(&tpath, &parsed.entries, &report.records, through)
-            .map_err(|e| e.to_string())?
+        approval::pending(&tpath, &parsed.entries, &report.records, through)?
             .into_iter()
             .map(|e| e.line)
             .collect();
@@ -91,7 +109,7 @@ impl Plan {
 
     /// The blocks each waiting record changed, in [`Plan::pending`]'s
     /// order (as `noma changed` diffs them), or why they are unknown.
-    pub fn changed_blocks(&self) -> Result<Vec<DocDiff>, String> {
+    pub fn changed_blocks(&self) -> Result<Vec<DocDiff>, BlocksError> {
         let pending = self.pending();
         (self.start.clone())
             .and_then(|start| pending_blocks(start, &self.bytes, &self.entries, &pending))
@@ -99,17 +117,19 @@ impl Plan {
 
     /// Appends the signed approval of every waiting record to `doc`'s
     /// sidecar; returns the sidecar's path.
-    pub fn approve(&self, doc: &Path) -> Result<PathBuf, String> {
+    pub fn approve(&self, doc: &Path) -> Result<PathBuf, Error> {
         let records: Vec<&Record> = self.pending().into_iter().map(|e| &e.record).collect();
         let Some(first) = self.entries.first() else {
-            return Err(format!(
-                "{}: no record to approve",
-                self.transcript.display()
-            ));
+            return Err(Error::NothingToApprove(self.transcript.clone()));
         };
         let lineage = noma_provenance::canonical::Lineage::of(&first.record);
-        approval::write(&self.signer, doc, &self.transcript, &records, &lineage)
-            .map_err(|e| e.to_string())
+        Ok(approval::write(
+            &self.signer,
+            doc,
+            &self.transcript,
+            &records,
+            &lineage,
+        )?)
     }
 }
 
@@ -118,21 +138,21 @@ impl Plan {
 /// base's, of which the work tree is the approver's best view): its
 /// principal is an agent principal, or the allowed signers do not list its
 /// key for that principal. `None`: it can count.
-pub(crate) fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
+pub(crate) fn never_counts(signer: &Signer, trust: &Trust) -> Option<Error> {
     let principal = &signer.principal;
     if trust.policy.is_agent_principal(principal) {
-        return Some(format!(
-            "{principal} is an agent principal (agent_principals in {}): only a person approves, so an approval signed with this key would never count; nothing was written",
-            noma_provenance::config::CONFIG_PATH
-        ));
+        return Some(Error::AgentApprover {
+            principal: principal.clone(),
+        });
     }
     if !trust.signers.allows(principal, signer.public_key()) {
-        return Some(format!(
-            "{} does not list this key ({}) for {principal}: an approval signed with it would never count; nothing was written (list `{principal} namespaces=\"noma\" {}` there on the base branch, or approve with a listed key)",
-            noma_provenance::ALLOWED_SIGNERS_PATH,
-            signer.public_key().fingerprint(ssh_key::HashAlg::Sha256),
-            signer.public_key().to_openssh().unwrap_or_default()
-        ));
+        return Some(Error::KeyNotListed {
+            principal: principal.clone(),
+            fingerprint: (signer.public_key())
+                .fingerprint(ssh_key::HashAlg::Sha256)
+                .to_string(),
+            key: signer.public_key().to_openssh().unwrap_or_default(),
+        });
     }
     None
 }
@@ -142,7 +162,7 @@ pub(crate) fn never_counts(signer: &Signer, trust: &Trust) -> Option<String> {
 /// (`None`), the document itself when it is still at that state, else the
 /// version with that sha256 in its git history (by content, under any
 /// name). Err says what was searched.
-fn start_state(doc: &Path, entries: &[Entry]) -> Result<Option<String>, String> {
+fn start_state(doc: &Path, entries: &[Entry]) -> Result<Option<String>, BlocksError> {
     let first = entries
         .iter()
         .find(|e| e.record.patch_result == transcript::PatchResult::Applied);
@@ -152,17 +172,17 @@ fn start_state(doc: &Path, entries: &[Entry]) -> Result<Option<String>, String> 
     if pre == noma_core::doc::hash::EMPTY_SHA256 {
         return Ok(None);
     }
-    let text = noma_store::fsio::read_document(doc).map_err(|e| e.to_string())?;
+    let text = noma_store::fsio::read_document(doc)
+        .map_err(|e| BlocksError::Document(std::sync::Arc::new(e)))?;
     if noma_core::doc::hash::sha256_hex(text.as_bytes()) == pre {
         return Ok(Some(text));
     }
     match crate::history_replay::find_in_worktree_history(doc, None, pre) {
         (Some(found), _) => Ok(Some(found)),
-        (None, searched) => Err(format!(
-            "the transcript starts from sha256 {}, and no version of the document has it ({})",
-            transcript::short_sha(pre),
-            searched.unwrap_or_else(|why| why)
-        )),
+        (None, searched) => Err(BlocksError::NoStart {
+            pre: pre.to_string(),
+            searched,
+        }),
     }
 }
 
@@ -175,10 +195,13 @@ fn pending_blocks(
     t_bytes: &[u8],
     entries: &[Entry],
     pending: &[&Entry],
-) -> Result<Vec<DocDiff>, String> {
+) -> Result<Vec<DocDiff>, BlocksError> {
     let first = pending.first().map_or(0, |e| e.offset);
     let mut text = transcript::replay::state_after(&t_bytes[..first], start.as_deref())
-        .map_err(|d| format!("line {}: {}", d.line, d.message))?
+        .map_err(|d| BlocksError::Line {
+            line: d.line,
+            message: d.message.clone(),
+        })?
         .unwrap_or_default();
     let mut memo = noma_core::doc::memo::ParseMemo::new();
     let mut out = Vec::with_capacity(pending.len());
@@ -187,7 +210,10 @@ fn pending_blocks(
         let Some(next) = wanted.peek() else { break };
         let after = if e.record.patch_result == transcript::PatchResult::Applied {
             noma_core::patch::apply_ops_with(&mut memo, &text, std::slice::from_ref(&e.record.op))
-                .map_err(|err| format!("line {}: {}", e.line, err.message))?
+                .map_err(|err| BlocksError::Line {
+                line: e.line,
+                message: err.message,
+            })?
         } else {
             text.clone()
         };

@@ -21,9 +21,9 @@ pub const SIDECAR_INVALID: &str = "sidecar-invalid";
 pub fn trust_from(
     config: Option<&[u8]>,
     signers: impl FnOnce() -> Option<Vec<u8>>,
-) -> Result<Option<Trust>, String> {
+) -> Result<Option<Trust>, super::Error> {
     let text = config.map(String::from_utf8_lossy).unwrap_or_default();
-    let policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    let policy = Policy::from_yaml(&text).map_err(super::Error::Policy)?;
     if policy.file.provenance.is_off() {
         return Ok(None);
     }
@@ -199,7 +199,7 @@ pub struct WorktreeReport {
 /// repository): its policy and allowed signers, and the root they were
 /// read from. A policy with provenance off reads as `warn`: asked for,
 /// signatures are reported, but only forgeries fail.
-pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String> {
+pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), super::Error> {
     let dir = doc
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -208,7 +208,7 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
     let read = |rel: &str| match noma_store::fsio::read_regular(&root.join(rel)) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", root.join(rel).display())),
+        Err(e) => Err(super::Error::io(root.join(rel))(e)),
     };
     let config = read(CONFIG_PATH)?;
     let signers = read(ALLOWED_SIGNERS_PATH)?;
@@ -216,7 +216,7 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    let mut policy = Policy::from_yaml(&text).map_err(|e| format!("{CONFIG_PATH}: {e}"))?;
+    let mut policy = Policy::from_yaml(&text).map_err(super::Error::Policy)?;
     if policy.file.provenance.signatures == SignatureLevel::Off {
         policy.file.provenance.signatures = SignatureLevel::Warn;
     }
@@ -230,7 +230,7 @@ pub fn worktree_trust(doc: &Path) -> Result<(Trust, std::path::PathBuf), String>
 /// Verifies every record of `transcript` (the document `doc`'s) against
 /// its sidecar, trusting the policy and allowed signers of the work tree
 /// `doc` is in ([`worktree_trust`]).
-pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, String> {
+pub fn check_worktree(doc: &Path, transcript: &[u8]) -> Result<WorktreeReport, super::Error> {
     let (trust, root) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
     // Parsed, and its bytes dropped, before the transcript's records are
@@ -270,7 +270,7 @@ pub fn trust_source(root: &Path) -> String {
 /// with the history, as the transcript does: no size cap (a FIFO or
 /// device is still refused), so a long history is never refused at some
 /// record count.
-fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, super::Error> {
     let path = sidecar_path(doc);
     let mut bytes = Vec::new();
     let read = noma_store::fsio::open_lines(&path)
@@ -278,7 +278,7 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
     match read {
         Ok(_) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(super::Error::io(path)(e)),
     }
 }
 
@@ -295,8 +295,8 @@ fn read_sidecar(doc: &Path) -> Result<Option<Vec<u8>>, String> {
 pub fn check_worktree_shown(
     doc: &Path,
     shown: &[Entry],
-    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, String>,
-) -> Result<Option<Vec<RecordStatus>>, String> {
+    related: impl FnOnce(&HashSet<String>) -> Result<Vec<Entry>, super::Error>,
+) -> Result<Option<Vec<RecordStatus>>, super::Error> {
     use canonical::origin_op_id;
     let (trust, _) = worktree_trust(doc)?;
     let side = read_sidecar(doc)?;
@@ -319,7 +319,7 @@ pub fn check_worktree_shown(
     let tpath = noma_store::engine::default_transcript_path(doc);
     let first = match noma_store::fsio::open_lines(&tpath) {
         Ok(mut r) => noma_core::transcript::genesis::first_record_in(&mut r)
-            .map_err(|e| format!("{}: {e}", tpath.display()))?,
+            .map_err(super::Error::io(&tpath))?,
         Err(_) => None,
     };
     let lineage = first.map(|r| canonical::Lineage::of(&r));

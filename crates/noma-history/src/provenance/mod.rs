@@ -10,7 +10,10 @@
 pub mod adoption;
 pub mod approve;
 pub mod check;
+mod error;
 pub mod report;
 pub mod signers_check;
 pub mod stream;
 pub mod writer;
+
+pub use error::Error;

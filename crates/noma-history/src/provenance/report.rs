@@ -9,7 +9,10 @@ use noma_store::engine::default_transcript_path;
 /// The statuses of every record of `doc`'s transcript (`transcript`, or
 /// the document path plus `.patches`), trusting the work tree's policy
 /// and allowed signers.
-pub(crate) fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeReport, String> {
+pub(crate) fn for_doc(
+    doc: &Path,
+    transcript: Option<&Path>,
+) -> Result<WorktreeReport, super::Error> {
     let tpath = transcript
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_transcript_path(doc));
@@ -17,7 +20,7 @@ pub(crate) fn for_doc(doc: &Path, transcript: Option<&Path>) -> Result<WorktreeR
     let mut bytes = Vec::new();
     noma_store::fsio::open_lines(&tpath)
         .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
-        .map_err(|e| format!("{}: {e}", tpath.display()))?;
+        .map_err(super::Error::io(&tpath))?;
     check_worktree(doc, &bytes)
 }
 

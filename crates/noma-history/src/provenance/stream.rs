@@ -25,6 +25,10 @@ use std::path::Path;
 
 use super::adoption::PrePolicy;
 use super::check::{sidecar_problem, worktree_trust};
+use super::Error;
+
+/// Why the caller's step over the statuses stopped them.
+pub type Stop = Box<dyn std::error::Error + Send + Sync>;
 use noma_core::transcript::{parse_record, Entry};
 use noma_provenance::canonical::Lineage;
 use noma_provenance::canonical::{fingerprint, origin_op_id};
@@ -74,13 +78,12 @@ impl<'d> WorktreeStream<'d> {
     /// Reads and indexes `doc`'s transcript (`transcript`, or the document
     /// path plus `.patches`) and its sidecar, trusting the work tree's
     /// policy and allowed signers. Err: what cannot be read.
-    pub fn open(doc: &'d Path, transcript: Option<&Path>) -> Result<WorktreeStream<'d>, String> {
+    pub fn open(doc: &'d Path, transcript: Option<&Path>) -> Result<WorktreeStream<'d>, Error> {
         let tpath = transcript
             .map(Path::to_path_buf)
             .unwrap_or_else(|| default_transcript_path(doc));
-        let mut reader = noma_store::fsio::open_lines(&tpath)
-            .map_err(|e| format!("{}: {e}", tpath.display()))?;
-        let indexed = index_lines(&mut reader).map_err(|e| format!("{}: {e}", tpath.display()))?;
+        let mut reader = noma_store::fsio::open_lines(&tpath).map_err(Error::io(&tpath))?;
+        let indexed = index_lines(&mut reader).map_err(Error::io(&tpath))?;
         let (trust, root) = worktree_trust(doc)?;
         let side = SideIndex::read(&sidecar_path(doc))?;
         let file = reader.into_inner();
@@ -116,8 +119,8 @@ impl<'d> WorktreeStream<'d> {
     pub fn statuses(
         &mut self,
         chunk: usize,
-        each: &mut dyn FnMut(RecordStatus) -> Result<(), String>,
-    ) -> Result<(), String> {
+        each: &mut dyn FnMut(RecordStatus) -> Result<(), Stop>,
+    ) -> Result<(), Error> {
         let WorktreeStream {
             trust,
             records,
@@ -137,7 +140,7 @@ impl<'d> WorktreeStream<'d> {
                 records.chunk_statuses(trust, side, verdicts, start..end)?;
             pre.mark(&mut statuses, || origins);
             for s in statuses {
-                each(s)?;
+                each(s).map_err(Error::Stopped)?;
             }
             start = end;
         }
@@ -155,7 +158,7 @@ impl Records {
         side: &SideIndex,
         verdicts: &mut Verdicts,
         range: std::ops::Range<usize>,
-    ) -> Result<(Vec<RecordStatus>, Vec<Option<String>>), String> {
+    ) -> Result<(Vec<RecordStatus>, Vec<Option<String>>), Error> {
         if self.lineage.is_none() && !self.lines.is_empty() {
             let first = read_run(&mut self.file, &self.lines, 0..1)?;
             self.lineage = first.first().map(|e| Lineage::of(&e.record));
@@ -200,7 +203,7 @@ impl Records {
         &mut self,
         ops: &HashSet<&str>,
         range: &std::ops::Range<usize>,
-    ) -> Result<Vec<Entry>, String> {
+    ) -> Result<Vec<Entry>, Error> {
         let mut wanted: Vec<usize> = Vec::new();
         for op in ops {
             let fp = fingerprint(op);
@@ -260,8 +263,8 @@ fn read_run(
     file: &mut File,
     lines: &[Span],
     range: std::ops::Range<usize>,
-) -> Result<Vec<Entry>, String> {
-    let changed = || "the transcript changed while it was read; run the check again".to_string();
+) -> Result<Vec<Entry>, Error> {
+    let changed = || Error::Changed("transcript");
     let spans = lines.get(range.clone()).ok_or_else(changed)?;
     let (Some(a), Some(b)) = (spans.first(), spans.last()) else {
         return Ok(Vec::new());
@@ -269,7 +272,10 @@ fn read_run(
     let mut bytes = vec![0u8; (b.offset + b.len - a.offset) as usize];
     file.seek(SeekFrom::Start(a.offset))
         .and_then(|_| file.read_exact(&mut bytes))
-        .map_err(|e| format!("the transcript cannot be read again: {e}"))?;
+        .map_err(|error| Error::Reread {
+            what: "transcript",
+            error,
+        })?;
     let mut out = Vec::with_capacity(spans.len());
     for (i, s) in range.zip(spans) {
         let at = (s.offset - a.offset) as usize;
@@ -299,7 +305,7 @@ struct SideIndex {
 impl SideIndex {
     /// The sidecar at `path` (absent: empty); Ok(Err) when it does not
     /// parse, as [`Sidecar::parse`] would say.
-    fn read(path: &Path) -> Result<Result<SideIndex, Problem>, String> {
+    fn read(path: &Path) -> Result<Result<SideIndex, Problem>, Error> {
         let mut index = SideIndex {
             file: None,
             signatures: Vec::new(),
@@ -309,12 +315,12 @@ impl SideIndex {
         let mut reader = match noma_store::fsio::open_lines(path) {
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(index)),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(Error::io(path)(e)),
         };
         match index.scan(&mut reader) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Ok(Err(sidecar_problem(e))),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(Error::io(path)(e)),
         }
         index
             .signatures
@@ -392,7 +398,7 @@ impl SideIndex {
     fn signatures_of(
         &self,
         ops: &HashSet<&str>,
-    ) -> Result<Vec<(usize, noma_provenance::sidecar::RecordSignature)>, String> {
+    ) -> Result<Vec<(usize, noma_provenance::sidecar::RecordSignature)>, Error> {
         let mut found: Vec<(usize, Span)> = Vec::new();
         for op in ops {
             let fp = fingerprint(op);
@@ -404,7 +410,7 @@ impl SideIndex {
         let Some(file) = self.file.as_ref().filter(|_| !found.is_empty()) else {
             return Ok(Vec::new());
         };
-        let changed = |_| "the sidecar changed while it was read; run the check again".to_string();
+        let changed = |_| Error::Changed("sidecar");
         let mut out = Vec::with_capacity(found.len());
         let mut seen: HashSet<Vec<u8>> = HashSet::new();
         // Lines next to each other (a writer appends a request's
@@ -422,7 +428,10 @@ impl SideIndex {
             let mut f = file;
             f.seek(SeekFrom::Start(start))
                 .and_then(|_| f.read_exact(&mut bytes))
-                .map_err(|e| format!("the sidecar cannot be read again: {e}"))?;
+                .map_err(|error| Error::Reread {
+                    what: "sidecar",
+                    error,
+                })?;
             for &(line, span) in &found[i..j] {
                 let at = (span.offset - start) as usize;
                 let raw = &bytes[at..at + span.len as usize];

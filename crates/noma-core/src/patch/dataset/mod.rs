@@ -124,7 +124,12 @@ pub(super) fn columns_attr(node: &Node) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn format_of(node: &Node) -> Result<Format, String> {
+/// A dataset `format` the source-preserving ops do not know.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UnknownFormat(String);
+
+fn format_of(node: &Node) -> Result<Format, UnknownFormat> {
     let f = node
         .attrs()
         .and_then(|a| a.get_str("format"))
@@ -136,7 +141,7 @@ fn format_of(node: &Node) -> Result<Format, String> {
         "csv" => Ok(Format::Delimited(',')),
         "tsv" => Ok(Format::Delimited('\t')),
         "json" => Ok(Format::Json),
-        other => Err(other.to_string()),
+        other => Err(UnknownFormat(other.to_string())),
     }
 }
 
