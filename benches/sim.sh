@@ -10,7 +10,7 @@
 #   THREADS=T      NOMA_SIM_THREADS (default 2)
 #
 # Each run is `NOMA_SIM_HISTORIES=HISTORIES BIN
-# sim::random_team_histories_keep_every_invariant --ignored --exact` at the
+# sim::random_team_histories_keep_every_invariant --include-ignored --exact` at the
 # default seed, timed as a whole process by /usr/bin/time (wall, user and
 # system seconds of it and its children). Prints every run, then the
 # medians of A, B and of the pair ratios A/B (CPU is user + system, which
@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 run() { # BIN OUT: appends "wall cpu" to OUT
   NOMA_SIM_HISTORIES=$histories NOMA_SIM_THREADS=$threads /usr/bin/time -f '%e %U %S' -o "$tmp/t" \
-    "$1" sim::random_team_histories_keep_every_invariant --ignored --exact >"$tmp/log" 2>&1 ||
+    "$1" sim::random_team_histories_keep_every_invariant --include-ignored --exact >"$tmp/log" 2>&1 ||
     { echo "$1 failed:"; tail -20 "$tmp/log"; exit 1; }
   awk '{ printf "%.2f %.2f\n", $1, $2 + $3 }' "$tmp/t" >>"$2"
 }

@@ -32,8 +32,9 @@
 //!
 //! The *origin* of a record is its own `op_id`, or for a reconciled copy
 //! the `op_id` of the record it copies. A copy is recognised by its id:
-//! [`copy_id`] derives it from the origin and the copy's `pre_sha256`, and
-//! its `parent_op_id` is the origin (a copy of a copy names the first
+//! [`copy_id`] derives it from the origin, the copy's `pre_sha256` and,
+//! for a copy that was not applied, its result, and its `parent_op_id` is
+//! the origin (a copy of a copy names the first
 //! original, so identity survives any number of merges). A `parent_op_id`
 //! an actor set by hand is a causal link, not a copy, and is not followed.
 //! Copies written before this rule are recognised by their `reason`.
@@ -52,14 +53,23 @@ use serde_json::Value;
 
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::replay::{self, Continuation};
-use noma_core::transcript::{parse_record, split_lines, RawLine, Record};
+use noma_core::transcript::{parse_record, split_lines, PatchResult, RawLine, Record};
 
 /// The op id of a reconciled copy of the record `origin`, re-applied onto
-/// the state whose sha256 is `pre_sha256` (a UUID, v4 layout). Deriving it
-/// from the state rather than from the merge makes a merge, a rebase and a
-/// cherry-pick of the same records write the same bytes.
-pub(crate) fn copy_id(origin: &str, pre_sha256: &str) -> String {
-    derived_uuid(&["noma-reconcile", origin, pre_sha256])
+/// the state whose sha256 is `pre_sha256` with `result` (a UUID, v4
+/// layout). Deriving it from the state rather than from the merge makes a
+/// merge, a rebase and a cherry-pick of the same records write the same
+/// bytes. The state alone does not decide whether the copy applies: a
+/// copy is rejected when it clashes with the receiving side's own ops,
+/// which two lines may reach the same state by. So a rejected copy's id
+/// also names its result, and two lines that copied one op onto one state
+/// with different outcomes never hold one op_id on different bytes (an
+/// applied or no-op copy keeps the id it always had).
+pub(crate) fn copy_id(origin: &str, pre_sha256: &str, result: PatchResult) -> String {
+    match result {
+        PatchResult::Rejected => derived_uuid(&["noma-reconcile", origin, pre_sha256, "rejected"]),
+        _ => derived_uuid(&["noma-reconcile", origin, pre_sha256]),
+    }
 }
 
 /// A UUID (v4 layout) from the sha256 of `parts` joined by newlines.
@@ -82,7 +92,9 @@ pub fn is_copy(r: &Record) -> bool {
     let Some(p) = r.parent_op_id.as_deref() else {
         return false;
     };
-    r.op_id == copy_id(p, &r.pre_sha256)
+    r.op_id == copy_id(p, &r.pre_sha256, r.patch_result)
+        // A rejected copy written before its id named its result.
+        || r.op_id == copy_id(p, &r.pre_sha256, PatchResult::Applied)
         || r.reason.as_deref().is_some_and(|why| {
             why.starts_with(&format!("reconciled: op {p} from the merged branch"))
         })
@@ -254,13 +266,25 @@ fn replays(
         .or_else(|| tail.iter().find(applied).map(|r| r.pre_sha256.clone()));
     let base = match &start {
         Some(sha) if sha256_hex(new_doc.as_bytes()) == *sha => Some(new_doc.to_string()),
-        Some(sha) => Some(find_doc(sha).ok_or_else(|| {
-            violation(
-                "base-unknown",
-                common + 1,
-                format!("cannot replay: no known version of the document has sha256 {sha}"),
-            )
-        })?),
+        Some(sha) => Some(
+            find_doc(sha)
+                .or_else(|| {
+                    // A fork state no commit holds: replayed from the
+                    // prefix's start.
+                    crate::transcript::replay_prefix(
+                        nrecs.get(..common).unwrap_or_default(),
+                        find_doc,
+                    )
+                    .filter(|d| sha256_hex(d.as_bytes()) == *sha)
+                })
+                .ok_or_else(|| {
+                    violation(
+                        "base-unknown",
+                        common + 1,
+                        format!("cannot replay: no known version of the document has sha256 {sha}"),
+                    )
+                })?,
+        ),
         None => None,
     };
     let anchor = nlines

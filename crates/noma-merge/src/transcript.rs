@@ -46,8 +46,8 @@
 //!
 //! Determinism (the document and transcript merge drivers compute this
 //! independently and must agree): a reconciled record's `op_id` is
-//! [`crate::lineage::copy_id`] of its origin and its own `pre_sha256`,
-//! so rebasing records one commit at a time gives the bytes merging them
+//! [`crate::lineage::copy_id`] of its origin and its own `pre_sha256`
+//! (and result, when rejected), so rebasing records one commit at a time gives the bytes merging them
 //! at once gives; its `ts` is the original's; `elapsed_ms` is omitted.
 //! Their records whose origin ours already holds (copies either way) are
 //! skipped and never conflict. Everything else is computed from the inputs.
@@ -294,7 +294,10 @@ pub fn reconcile_transcripts(
     let in_base: HashSet<&str> = base_records.iter().map(origin).collect();
     refuse_their_removals(&fork, &ours_all, &in_base)?;
     let prefix_end = last_applied_post(&fork.prefix);
-    let start = start_doc(prefix_end, [&fork.onew, &fork.tnew], fallback_doc, find_doc)?;
+    let start = match start_doc(prefix_end, [&fork.onew, &fork.tnew], fallback_doc, find_doc) {
+        Ok(start) => start,
+        Err(e) => replay_prefix(&fork.prefix, find_doc).ok_or(e)?,
+    };
     let tails = Tails {
         onew: &fork.onew,
         tnew: &fork.tnew,
@@ -543,6 +546,27 @@ impl Fork {
             our_genesis,
         })
     }
+}
+
+/// The document the common prefix ends at, replayed from where its
+/// records start (the empty document for a genesis record, else a version
+/// `find_doc` knows): the state where two lines forked need not be in any
+/// commit (both sides resolved a conflict in the merge commit that wrote
+/// it), while the state the transcript starts from is. `None` when the
+/// start is unknown or the prefix does not replay.
+pub(crate) fn replay_prefix(
+    prefix: &[Record],
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    let first = prefix
+        .iter()
+        .find(|r| r.patch_result == PatchResult::Applied)?;
+    let start = if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
+        String::new()
+    } else {
+        find_doc(&first.pre_sha256)?
+    };
+    replay_records(&start, prefix).ok()
 }
 
 /// The `post_sha256` of the last applied record of `prefix`.
@@ -829,7 +853,7 @@ fn reapply(
 /// origin and the state it now starts from), parent link, reason.
 fn mark(r: &mut Record, origin: &str) {
     let original = origin.to_string();
-    r.op_id = copy_id(&original, &r.pre_sha256);
+    r.op_id = copy_id(&original, &r.pre_sha256, r.patch_result);
     r.parent_op_id = Some(original.clone());
     let why = format!(
         "reconciled: op {original} from the merged branch, rebased onto {}",
@@ -1452,5 +1476,73 @@ mod tests {
         assert!(is_copy(&recs[1]));
         assert_eq!(origin(&recs[1]), theirs[0].op_id);
         assert!(!is_copy(&recs[0]));
+    }
+
+    /// Found by the team simulator (seed 85): two lines at the same
+    /// state, one whose own ops changed the block (so their op conflicts
+    /// and is carried rejected) and one whose did not (so it applies),
+    /// wrote one op_id on different bytes, which read as a rewritten
+    /// line when the lines met.
+    #[test]
+    fn copies_of_one_op_onto_one_state_with_different_results_have_different_ids() {
+        let (td, tt) = fx::extend(BASE, b"", &[fx::body("a", "A2")]);
+        // Both of ours end where they started, one by way of block a.
+        let (o1, ot1) = fx::extend(BASE, b"", &[fx::body("a", "A1")]);
+        let (o1, ot1) = fx::extend(&o1, &ot1, &[fx::body("a", "alpha")]);
+        let (o2, ot2) = fx::extend(BASE, b"", &[fx::body("b", "B1")]);
+        let (o2, ot2) = fx::extend(&o2, &ot2, &[fx::body("b", "beta")]);
+        assert_eq!((o1.as_str(), o2.as_str()), (BASE, BASE));
+        let last = |t: &[u8]| records(t).unwrap().pop().unwrap();
+        let rejected = reconcile_transcripts(&ot1, &tt, None, Some(&o1), &mut fx::find).unwrap();
+        assert_eq!(rejected.conflicts.len(), 1);
+        let applied = reconcile_transcripts(&ot2, &tt, None, Some(&o2), &mut fx::find).unwrap();
+        assert!(applied.conflicts.is_empty());
+        assert_eq!(applied.doc, td);
+        let (r, a) = (last(&rejected.transcript), last(&applied.transcript));
+        assert_eq!(
+            (r.patch_result, a.patch_result),
+            (PatchResult::Rejected, PatchResult::Applied)
+        );
+        assert_eq!(
+            (&r.parent_op_id, &r.pre_sha256),
+            (&a.parent_op_id, &a.pre_sha256)
+        );
+        assert_ne!(r.op_id, a.op_id);
+        assert!(is_copy(&r) && is_copy(&a));
+        // A rejected copy written when its id did not name its result is
+        // still a copy.
+        let mut legacy = r.clone();
+        legacy.op_id = crate::lineage::derived_uuid(&[
+            "noma-reconcile",
+            r.parent_op_id.as_deref().unwrap(),
+            &r.pre_sha256,
+        ]);
+        legacy.reason = None;
+        assert!(is_copy(&legacy));
+    }
+
+    /// Found by the team simulator (seed 119): both sides resolved a
+    /// conflict in the commit that wrote it, so no commit holds the state
+    /// their common transcript ends at; it is replayed from the prefix's
+    /// start instead of being searched for.
+    #[test]
+    fn a_fork_state_no_commit_holds_is_replayed_from_the_prefix() {
+        let (pd, pt) = fx::extend(BASE, b"", &[fx::body("a", "A1")]);
+        let (od, ot) = fx::extend(&pd, &pt, &[fx::body("b", "B1")]);
+        let (td, tt) = fx::extend(&pd, &pt, &[fx::body("a", "A2")]);
+        // Only BASE is known: `pd` was never committed.
+        let mut find_known = |sha: &str| {
+            [BASE, od.as_str(), td.as_str()]
+                .into_iter()
+                .find(|d| sha256_hex(d.as_bytes()) == sha)
+                .map(str::to_string)
+        };
+        assert!(find_known(&sha256_hex(pd.as_bytes())).is_none());
+        let r = reconcile_transcripts(&ot, &tt, Some(&pt), None, &mut find_known).unwrap();
+        assert!(r.conflicts.is_empty());
+        assert_eq!(r.doc, fx::extend(&od, &ot, &[fx::body("a", "A2")]).0);
+        // The succession check replays from there too.
+        check(&tt, &r.transcript, &r.doc, &mut find_known).unwrap();
+        check(&ot, &r.transcript, &r.doc, &mut find_known).unwrap();
     }
 }

@@ -56,12 +56,18 @@ impl Branch<'_> {
         }
         // A copy the base's transcript holds itself was made on the base's
         // line (a merge there) and came to the branch with `git merge`: not
-        // the branch's relabelling, whatever its original's history.
+        // the branch's relabelling, whatever its original's history. Nor
+        // is a copy of an original the base holds: that op is the base's,
+        // even when the branch's line held it too (it forked after it).
         let base_held: Vec<Vec<u8>> = (tpaths.iter())
             .filter_map(|t| self.repo.blob_id_at(self.base_tip, t).ok().flatten())
             .filter_map(|id| self.repo.blob(id).ok())
             .collect();
-        claims.retain(|c| !base_held.iter().any(|b| held_at(b, &c.op_id).is_some()));
+        claims.retain(|c| {
+            !base_held
+                .iter()
+                .any(|b| held_at(b, &c.op_id).is_some() || held_at(b, &c.original).is_some())
+        });
         if claims.is_empty() {
             return;
         }
