@@ -195,6 +195,116 @@ fn a_policy_edit_shows_on_the_next_keystroke() {
     assert!(status.success());
 }
 
+/// Keystrokes the server re-parses and re-validates in part (in the
+/// frontmatter, inside a directive's body) and ones it takes in full (a
+/// line more, a directive left open): after each, its diagnostics equal,
+/// ranges and all, those a second server publishes on opening the same
+/// text, and the findings are `noma check`'s.
+#[test]
+fn diagnostics_after_a_keystroke_are_those_of_the_text_opened_afresh() {
+    let (repo, mut text) = recorded();
+    let path = repo.path().join("d.noma");
+    let uri = url_of(&path);
+    let mut lsp = Lsp::start(repo.path());
+    lsp.initialize();
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "noma", "version": 1, "text": text}}),
+    );
+    let mut fresh = Lsp::start(repo.path());
+    fresh.initialize();
+    // (the line that starts so, from, to, new text): ASCII, so characters
+    // are bytes; `to` past the line's end takes its line end too.
+    let edits: &[(&str, usize, usize, &str)] = &[
+        ("title: T", 0, 0, "x"),
+        ("xtitle: T", 0, 1, ""),
+        ("title: T", 0, 0, "profile: bogus\n"),
+        ("profile: bogus", 9, 14, "research"),
+        ("profile: research", 9, 17, "memory"),
+        ("Two.", 4, 4, " [[zz]]"),
+        ("Two. [[zz]]", 0, 0, "::note{id=\"n9\"}\n"),
+        ("::note{id=\"n9\"}", 0, 99, ""),
+        ("Two. [[zz]]", 4, 11, ""),
+        ("profile: memory", 0, 99, ""),
+    ];
+    for (step, &(starts, from, to, new)) in edits.iter().enumerate() {
+        let line = text
+            .lines()
+            .position(|l| l.starts_with(starts))
+            .expect("the line");
+        let (to_line, to) = if to == 99 { (line + 1, 0) } else { (line, to) };
+        let start = text
+            .split_inclusive('\n')
+            .take(line)
+            .map(str::len)
+            .sum::<usize>();
+        let end = text
+            .split_inclusive('\n')
+            .take(to_line)
+            .map(str::len)
+            .sum::<usize>()
+            + to;
+        text.replace_range(start + from..end, new);
+        let version = step as i64 + 2;
+        change(
+            &mut lsp,
+            &uri,
+            version,
+            json!([{"range": {"start": at(line, from), "end": at(to_line, to)}, "text": new}]),
+        );
+        let typed = diagnostics(&mut lsp, &uri);
+        fresh.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "noma", "version": version, "text": text}}),
+        );
+        let opened = diagnostics(&mut fresh, &uri);
+        fresh.notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": uri}}),
+        );
+        assert_eq!(typed, opened, "step {step}: {text}");
+        std::fs::write(&path, &text).unwrap();
+        let o = repo.cmd(NOMA, &["check", "--format", "json", "d.noma"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut checked: Vec<(String, String, u64)> = v[0]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let code = d["code"].as_str().unwrap_or_default().to_string();
+                let message = d["message"].as_str().unwrap_or_default().to_string();
+                (code, message, d["pos"]["line"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        let mut served: Vec<(String, String, u64)> = typed
+            .iter()
+            .filter(|d| d["code"] != "unrecorded-edit")
+            .map(|d| {
+                let code = d["code"].as_str().unwrap_or_default().to_string();
+                let message = d["message"].as_str().unwrap_or_default().to_string();
+                (
+                    code,
+                    message,
+                    d["range"]["start"]["line"].as_u64().unwrap_or(0) + 1,
+                )
+            })
+            .collect();
+        checked.sort();
+        served.sort();
+        assert_eq!(served, checked, "step {step}: {text}");
+        if step == 5 {
+            assert!(
+                served.iter().any(|d| d.0 == "broken-reference"),
+                "{served:?}"
+            );
+        }
+    }
+    let (status, _) = lsp.finish();
+    assert!(status.success());
+    let (status, _) = fresh.finish();
+    assert!(status.success());
+}
+
 fn url_of(path: &std::path::Path) -> String {
     let abs = path.canonicalize().unwrap();
     format!("file://{}", abs.display())

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use lsp_types::{DiagnosticSeverity, NumberOrString, Position, Range};
 use noma_core::diag::{Diagnostic, Severity};
+use noma_core::doc::reparse::{self, Reparsed};
 use noma_core::doc::{self, hash::block_hashes, Document, Node, NodeKind};
-use noma_core::validate::{self, Options};
+use noma_core::validate::{self, Options, Validation};
 use noma_provenance::config::{self, ConfigError, Policy};
 
 use crate::lines::LineIndex;
@@ -44,6 +45,18 @@ pub struct Reference {
     pub hit: Range,
 }
 
+/// How an [`Analysis`] was made: the cheaper, the later the variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Parsed and validated in full.
+    Full,
+    /// The edited blocks (or the frontmatter) re-parsed and spliced in,
+    /// then validated in full.
+    Reparsed,
+    /// Re-parsed as [`How::Reparsed`], and only the edited blocks validated.
+    Revalidated,
+}
+
 /// A parsed and validated document.
 #[derive(Debug)]
 pub struct Analysis {
@@ -55,6 +68,19 @@ pub struct Analysis {
     pub doc: Document,
     /// What `noma check` reports for the text, as LSP diagnostics.
     pub diagnostics: Vec<lsp_types::Diagnostic>,
+    /// How the tree and the report were found.
+    pub how: How,
+    /// The validator's report behind `diagnostics` (before the policy's
+    /// `ignore_rules` and `strict`), which the next keystroke's analysis
+    /// starts from.
+    report: Validation,
+    /// What of the options the report depends on.
+    inputs: Inputs,
+    /// Whether the report depends on more than the text and the options:
+    /// a `::dataset{src=…}` (a file that may change on disk) or a
+    /// `::citation` (staleness moves with the clock). Such a document is
+    /// validated in full on every keystroke, as `noma check` would.
+    outside: bool,
     /// Found on first use: a keystroke needs only the diagnostics.
     definitions: OnceCell<Vec<Definition>>,
     references: OnceCell<Vec<Reference>>,
@@ -67,17 +93,60 @@ impl Analysis {
     /// would use for the same file).
     pub fn new(text: String, options: &Options) -> Analysis {
         let doc = doc::parse(&text);
+        let outside = reads_outside(&doc.children);
+        let report = validate::validate_report(&doc, options);
+        Analysis::assemble(text, doc, report, options, outside, How::Full)
+    }
+
+    /// [`Analysis::new`] of `text`, an edit of `prev`'s text, from `prev`'s
+    /// tree and report: the edited blocks (or the frontmatter) are parsed
+    /// again and spliced into the tree, and validated alone when the
+    /// validator can prove the whole report follows
+    /// (`validate::revalidate_reparsed`); otherwise the text is parsed or
+    /// validated in full. Either way the result is [`Analysis::new`]'s.
+    /// `prev`'s tree is taken (it becomes this one's), its text is kept.
+    pub fn after(prev: &mut Analysis, text: String, options: &Options) -> Analysis {
+        let mut doc = std::mem::take(&mut prev.doc);
+        let Some(reparsed) = reparse::reparse_in_place(&prev.text, &mut doc, &text) else {
+            return Analysis::new(text, options);
+        };
+        let outside = prev.outside || added_outside(&doc, &reparsed);
+        let report = if outside || prev.inputs != Inputs::of(options) {
+            None
+        } else {
+            validate::revalidate_reparsed(&prev.report, &doc, &reparsed, options)
+        };
+        let (report, how) = match report {
+            Some(r) => (r, How::Revalidated),
+            None => (validate::validate_report(&doc, options), How::Reparsed),
+        };
+        Analysis::assemble(text, doc, report, options, outside, how)
+    }
+
+    fn assemble(
+        text: String,
+        doc: Document,
+        report: Validation,
+        options: &Options,
+        outside: bool,
+        how: How,
+    ) -> Analysis {
         let index = LineIndex::new(&text);
+        let mut found = report.diagnostics(options);
+        validate::attach_ranges(&text, &doc, &mut found);
         let mut a = Analysis {
             definitions: OnceCell::new(),
             references: OnceCell::new(),
             by_id: OnceCell::new(),
             diagnostics: Vec::new(),
+            how,
+            report,
+            inputs: Inputs::of(options),
+            outside,
             text,
             index,
             doc,
         };
-        let found = validate::validate_with_ranges(&a.text, &a.doc, options);
         a.diagnostics = found.iter().map(|d| a.lsp_diagnostic(d)).collect();
         a
     }
@@ -285,6 +354,56 @@ impl Analysis {
     }
 }
 
+/// What of the validator's [`Options`] its report depends on (the policy's
+/// `ignore_rules` and `strict` apply to the report afterwards): two runs
+/// with equal inputs report alike.
+#[derive(Debug, Clone, PartialEq)]
+struct Inputs {
+    profile: Option<String>,
+    require_evidence_for_claims: bool,
+    stale_citation_days: Option<u64>,
+    now: Option<std::time::SystemTime>,
+    known_elsewhere: Option<usize>,
+    datasets: bool,
+}
+
+impl Inputs {
+    fn of(o: &Options) -> Inputs {
+        Inputs {
+            profile: o.profile.clone(),
+            require_evidence_for_claims: o.require_evidence_for_claims,
+            stale_citation_days: o.stale_citation_days.map(f64::to_bits),
+            now: o.now,
+            // The same set, not an equal one: compared by address.
+            known_elsewhere: o
+                .known_elsewhere
+                .as_ref()
+                .map(|k| std::sync::Arc::as_ptr(k) as usize),
+            datasets: o.datasets.is_some(),
+        }
+    }
+}
+
+/// Whether any of `nodes` (or below) is a `::citation` or a
+/// `::dataset{src=…}`: see [`Analysis::outside`].
+fn reads_outside(nodes: &[Node]) -> bool {
+    doc::ast::walk_nodes(nodes).any(|n| {
+        n.is_directive("citation")
+            || (n.is_directive("dataset") && n.attrs().is_some_and(|a| a.has("src")))
+    })
+}
+
+/// Whether the nodes a re-parse put in `doc` read outside the text.
+fn added_outside(doc: &Document, reparsed: &Reparsed) -> bool {
+    match reparsed {
+        Reparsed::Body(r) => r
+            .container(doc)
+            .and_then(|kids| kids.get(r.run.clone()))
+            .is_none_or(reads_outside),
+        Reparsed::Frontmatter(_) => false,
+    }
+}
+
 /// Whether `b` can be part of an attribute key.
 fn is_key_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':')
@@ -363,4 +482,119 @@ fn options_under(policy: &Policy, path: &std::path::Path) -> Options {
         &Default::default(),
         noma_store::fsio::datasets_in(dir),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift), so a failure names the
+    /// seed that reproduces it.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n.max(1) as u64) as usize
+        }
+    }
+
+    const START: &str = "---\ntitle: T\nprofile: research\n---\n\n# T\n\nIntro [[c1]] and [[zz]].\n\n## A\n\n::claim{id=\"c1\" confidence=0.8}\nOne é [[c2]].\n::\n\n::evidence{id=\"e1\" for=\"c1\"}\nRun.\n::\n\n- item [[e1]]\n- more\n\n```\n::not{id=\"q\"}\n```\n\n## B\n\n::claim{id=\"c2\"}\nTwo.\n::\n\n::note{id=\"n\"}\nText.\n\n:::aside{id=\"in\"}\nInner.\n:::\n::\n\n| a | b |\n| --- | --- |\n| [[n]] | 2 |\n\n::risk{id=\"r\"}\nNo owner.\n::\n\nEnd.\n";
+
+    /// Keystrokes anywhere, including in the frontmatter, fences and
+    /// directives opened and closed, CRLF, a BOM and multibyte text: the
+    /// analysis made from the last one (re-parse and re-validation of what
+    /// changed, when they apply) equals a fresh one of the same text, tree,
+    /// report and diagnostics. Seed: `NOMA_TEST_SEED`, else the clock;
+    /// it is printed.
+    #[test]
+    fn an_analysis_after_an_edit_equals_a_fresh_one() {
+        let seed = std::env::var("NOMA_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+        println!("seed {seed}");
+        let mut rng = Rng(seed.max(1));
+        let pieces = [
+            "x",
+            "x",
+            "x",
+            " ",
+            "\n",
+            "\n\n",
+            "::",
+            "::\n",
+            ":::\n",
+            "```\n",
+            "---\n",
+            "## C\n",
+            "# ",
+            "c1",
+            "[[c1]]",
+            "[[zz]]",
+            "{id=\"c2\"}",
+            "é",
+            "",
+            "",
+            "::claim{id=\"c9\"}\n",
+            "::evidence{for=\"c9\"}\nok\n::\n\n",
+            "::note{id=\"c1\"}\n",
+            "profile: technical\n",
+            "aliases: [al]\n",
+            "stale_citation_days: 3\n",
+            "::citation{id=\"ci\"}\n::\n",
+            "::dataset{id=\"d\" src=\"x.csv\"}\n::\n",
+            "- ",
+            "| ",
+            "title: Z\n",
+            "\r\n",
+            "\u{feff}",
+        ];
+        let options = noma_core::validate::Options::default();
+        let mut a = Analysis::new(START.to_string(), &options);
+        let (mut reparsed, mut revalidated) = (0, 0);
+        for step in 0..1500 {
+            if step % 4 == 0 {
+                a = Analysis::new(START.to_string(), &options);
+            }
+            let mut text = a.text.clone();
+            let mut at = rng.below(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            if rng.below(2) == 0 {
+                // Often at a line's start, where typing changes structure.
+                at = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            }
+            let mut end = (at + rng.below(3) * rng.below(12)).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.replace_range(at..end, pieces[rng.below(pieces.len())]);
+            let fresh = Analysis::new(text.clone(), &options);
+            let next = Analysis::after(&mut a, text, &options);
+            let why = format!("seed {seed} step {step}: {:?}", next.text);
+            assert_eq!(next.doc, fresh.doc, "{why}");
+            assert_eq!(next.report, fresh.report, "{why}");
+            assert_eq!(next.diagnostics, fresh.diagnostics, "{why}");
+            match next.how {
+                How::Full => {}
+                How::Reparsed => reparsed += 1,
+                How::Revalidated => revalidated += 1,
+            }
+            a = next;
+        }
+        println!("re-parsed {reparsed}, also re-validated {revalidated} of 1500");
+        // The shortcuts are taken, or the test proves nothing.
+        assert!(
+            reparsed > 100 && revalidated > 30,
+            "{reparsed} {revalidated}"
+        );
+    }
 }

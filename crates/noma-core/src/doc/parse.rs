@@ -73,6 +73,19 @@ pub(super) fn parse_fragment(src: &str, base: usize) -> Fragment {
     }
 }
 
+/// The frontmatter of `src`, a document's first lines up to and including
+/// its closing fence: its data, the block and the index of the first body
+/// line, when it closes and reads without a parse issue (a splice of the
+/// frontmatter alone needs exactly this, and nothing of the body).
+pub(super) fn parse_frontmatter(src: &str) -> Option<(Map<String, Value>, Frontmatter, usize)> {
+    let mut parser = Parser::new(lines::split(src));
+    let (meta, frontmatter, body_start) = parser.frontmatter();
+    if !parser.issues.is_empty() {
+        return None;
+    }
+    Some((meta, frontmatter?, body_start))
+}
+
 struct OpenSection {
     id: Option<Text>,
     aliases: Vec<Text>,

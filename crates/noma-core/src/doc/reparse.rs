@@ -36,19 +36,24 @@
 //!   directive around them, and no top-level line is a closing fence (in
 //!   context it could close an enclosing directive);
 //! - frontmatter, line 1, the last line and CR line ends are left alone:
-//!   edits there re-parse in full.
+//!   edits there re-parse in full; but an edit strictly between the
+//!   frontmatter's fences reads the frontmatter alone and moves the body
+//!   ([`plan_frontmatter`]), when it still closes on the same fence, reads
+//!   without an issue and keeps its `aliases:`.
 //!
 //! A property test compares the result with a full parse for random
 //! documents and random edits.
 
 use std::ops::Range;
 
-use super::ast::{Document, Node, NodeKind, Span};
+use serde_json::{Map, Value};
+
+use super::ast::{Document, Frontmatter, Node, NodeKind, Span};
 use super::line_match::{
     is_blank, is_frontmatter_fence, is_table_row, is_table_separator, match_directive_close,
     match_directive_open, match_heading,
 };
-use super::parse::{parse_fragment, section_end};
+use super::parse::{parse_fragment, parse_frontmatter, section_end};
 
 /// How to turn the old tree into the new one.
 #[derive(Debug)]
@@ -535,6 +540,124 @@ pub fn reparse(old_src: &str, old: &Document, new_src: &str) -> Option<Document>
     splice.apply(&mut doc).map(|_| doc)
 }
 
+/// An edit strictly between the frontmatter's fences: the new frontmatter,
+/// read alone; the body's nodes stay and move by the edit's line delta.
+///
+/// The body's parse never reads the frontmatter but for `aliases:`, which
+/// attach to the first H1, so the splice is refused when they change; it
+/// is refused too when the new frontmatter has a parse issue, closes on
+/// another line (a `---` typed inside it) or the edit touches a fence.
+#[derive(Debug)]
+pub struct FrontmatterSplice {
+    meta: Map<String, Value>,
+    frontmatter: Frontmatter,
+    delta: i64,
+}
+
+/// What an applied [`FrontmatterSplice`] replaced.
+#[derive(Debug)]
+pub struct FrontmatterReplaced {
+    /// The frontmatter's data before the edit.
+    pub old_meta: Map<String, Value>,
+    /// Lines after the frontmatter moved by this much.
+    pub delta: i64,
+}
+
+/// Plans the [`FrontmatterSplice`] that turns `old` (the tree of
+/// `old_src`) into the tree of `new_src`, or `None` when the edit is not
+/// one (the conditions of [`plan`] on the texts hold here too: Tier 1, no
+/// CR, the same byte-order mark, the last line untouched).
+pub fn plan_frontmatter(old_src: &str, old: &Document, new_src: &str) -> Option<FrontmatterSplice> {
+    let (old_src, new_src) = splice_inputs(old_src, old, new_src)?;
+    let fm = old.frontmatter.as_ref()?;
+    let edit = line_edit(old_src.as_bytes(), new_src.as_bytes())?;
+    let a = edit.first;
+    let b = a.checked_add(edit.old_lines)? - 1;
+    // Line 1 is the opening fence, line `fm.span.end` the closing one.
+    if a < 2 || b >= fm.span.end {
+        return None;
+    }
+    let delta = i64::from(edit.new_lines) - i64::from(edit.old_lines);
+    let close = u32::try_from(i64::from(fm.span.end) + delta).ok()?;
+    let end = lines_forward(new_src.as_bytes(), 0, close)?;
+    let (meta, frontmatter, body_start) = parse_frontmatter(&new_src[..end])?;
+    if frontmatter.span.end != close || body_start != close as usize {
+        return None;
+    }
+    if meta.get("aliases") != old.meta.get("aliases") {
+        return None;
+    }
+    Some(FrontmatterSplice {
+        meta,
+        frontmatter,
+        delta,
+    })
+}
+
+impl FrontmatterSplice {
+    /// Applies the splice to the tree it was planned on.
+    pub fn apply(self, doc: &mut Document) -> FrontmatterReplaced {
+        if self.delta != 0 {
+            shift_all(&mut doc.children, self.delta);
+            doc.end_line = shifted(doc.end_line, self.delta);
+        }
+        doc.frontmatter = Some(self.frontmatter);
+        FrontmatterReplaced {
+            old_meta: std::mem::replace(&mut doc.meta, self.meta),
+            delta: self.delta,
+        }
+    }
+}
+
+/// The first directive on `path` (child indices from the root) and its
+/// depth on it.
+fn outermost_directive<'d>(doc: &'d Document, path: &[usize]) -> Option<(usize, &'d Node)> {
+    let mut kids = doc.children.as_slice();
+    for (depth, &at) in path.iter().enumerate() {
+        let node = kids.get(at)?;
+        if matches!(node.kind, NodeKind::Directive { .. }) {
+            return Some((depth, node));
+        }
+        kids = node.children();
+    }
+    None
+}
+
+/// What [`reparse_in_place`] did to the tree.
+#[derive(Debug)]
+pub enum Reparsed {
+    /// Body nodes were spliced ([`plan`]).
+    Body(Replaced),
+    /// The frontmatter was read again ([`plan_frontmatter`]).
+    Frontmatter(FrontmatterReplaced),
+}
+
+/// Turns `doc`, the tree of `old_src`, into the tree of `new_src` in
+/// place (no copy of a large tree): a body splice or a frontmatter splice
+/// when one applies. `None` means the caller parses `new_src` in full; the
+/// tree may then have been changed and is to be dropped.
+///
+/// A body splice inside a directive is reported as the replacement of the
+/// outermost directive around it (a copy of it is kept from before the
+/// splice): a directive's rules read its body, so that directive is the
+/// least a re-validation must look at (`validate::revalidate`).
+pub fn reparse_in_place(old_src: &str, doc: &mut Document, new_src: &str) -> Option<Reparsed> {
+    if let Some(splice) = plan(old_src, doc, new_src) {
+        let widened = outermost_directive(doc, &splice.path);
+        let before = widened.map(|(depth, node)| (depth, node.clone()));
+        let mut replaced = splice.apply(doc)?;
+        if let Some((depth, node)) = before {
+            let at = replaced.path[depth];
+            replaced.path.truncate(depth);
+            replaced.run = at..at + 1;
+            replaced.old_nodes = vec![node];
+        }
+        return Some(Reparsed::Body(replaced));
+    }
+    let splice = plan_frontmatter(old_src, doc, new_src)?;
+    Some(Reparsed::Frontmatter(splice.apply(doc)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,6 +748,62 @@ mod tests {
         let note = full.find("s").expect("note");
         assert_eq!(note.children().len(), 3, "{:?}", note.children());
         assert!(note.children()[0].children().is_empty());
+    }
+
+    fn in_place(old: &str, new: &str) -> Option<Document> {
+        let mut doc = parse(old);
+        reparse_in_place(old, &mut doc, new).map(|_| doc)
+    }
+
+    #[test]
+    fn frontmatter_edits_read_the_frontmatter_alone() {
+        let edits = [
+            DOC.replace("title: T", "title: U"),
+            DOC.replace("title: T", "xtitle: T"),
+            DOC.replace("title: T\n", "title: T\nprofile: research\n"),
+            DOC.replace("title: T\n", ""),
+        ];
+        for (i, new) in edits.iter().enumerate() {
+            assert!(spliced(DOC, new).is_none(), "a body splice for edit {i}");
+            let got = in_place(DOC, new).unwrap_or_else(|| panic!("no splice for edit {i}"));
+            assert_eq!(got, parse(new), "{new}");
+        }
+        let refused = [
+            // Broken YAML: an issue.
+            DOC.replace("title: T", "title: [T"),
+            // A fence typed inside closes the frontmatter earlier.
+            DOC.replace("title: T\n", "---\ntitle: T\n"),
+            // Aliases attach to the H1.
+            DOC.replace("title: T\n", "title: T\naliases: [top2]\n"),
+            // The fences themselves.
+            DOC.replacen("---\n", "--- \n", 1),
+            DOC.replace("T\n---\n", "T\n--\n"),
+        ];
+        for (i, new) in refused.iter().enumerate() {
+            assert!(in_place(DOC, new).is_none(), "spliced edit {i}");
+        }
+    }
+
+    /// A splice inside a directive is reported as the replacement of the
+    /// outermost directive around it, as it was before.
+    #[test]
+    fn a_splice_inside_a_directive_replaces_that_directive() {
+        let new = DOC.replace("Body two.\n", "Body 2.\n");
+        let old = parse(DOC);
+        let mut doc = old.clone();
+        let Some(Reparsed::Body(r)) = reparse_in_place(DOC, &mut doc, &new) else {
+            panic!("no body splice");
+        };
+        assert_eq!(doc, parse(&new));
+        let section = &old.children[0].children()[2];
+        assert_eq!(r.path, [0, 2]);
+        assert!(section.children()[0].is_directive("claim"));
+        assert_eq!(r.old_nodes, [section.children()[0].clone()]);
+        assert_eq!(r.run, 0..1);
+        assert_eq!(
+            r.container(&doc).unwrap()[r.run.clone()],
+            [doc.children[0].children()[2].children()[0].clone()]
+        );
     }
 
     #[test]
@@ -748,6 +927,38 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn an_in_place_reparse_always_equals_the_full_parse(
+            front in prop::collection::vec(prop::sample::select(vec![
+                "title: T", "profile: research", "aliases: [a1]", "x: [1, 2]", "", "---", "key: é",
+            ]), 0..5),
+            base in prop::collection::vec(piece(), 1..20),
+            at in 0usize..200,
+            removed in 0usize..4,
+            inserted in prop::collection::vec(prop_oneof![
+                3 => insert(),
+                2 => prop::sample::select(vec!["title: U", "profile: technical", "aliases: [a2]", "- x", "---", "bad: [", ""]).prop_map(str::to_string),
+            ], 0..3),
+        ) {
+            let mut lines = vec!["---".to_string()];
+            lines.extend(front.iter().map(|s| s.to_string()));
+            lines.push("---".to_string());
+            lines.push("# Top".to_string());
+            lines.push(String::new());
+            lines.extend(lines_of(base));
+            lines.push(String::new());
+            lines.push("End.".to_string());
+            let old = text(&lines);
+            let at = at % lines.len();
+            let end = (at + removed).min(lines.len());
+            let mut edited = lines.clone();
+            edited.splice(at..end, lines_of(inserted));
+            let new = text(&edited);
+            if let Some(got) = in_place(&old, &new) {
+                prop_assert_eq!(got, parse(&new));
+            }
+        }
+
         #[test]
         fn a_splice_always_equals_the_full_parse(
             base in prop::collection::vec(piece(), 1..30),

@@ -226,11 +226,7 @@ impl<'d> Ctx<'d> {
     /// A fresh context for validating `doc` with `opts`.
     fn new(doc: &'d Document, opts: &'d Options) -> Ctx<'d> {
         let now_ms = now_ms(opts.now);
-        let stale_days = opts
-            .stale_citation_days
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .or_else(|| util::json_positive(doc.meta.get("stale_citation_days")))
-            .unwrap_or(blocks::DEFAULT_STALE_DAYS);
+        let stale_days = stale_days(&doc.meta, opts);
         Ctx {
             opts,
             doc,
@@ -300,6 +296,15 @@ impl<'d> Ctx<'d> {
     pub fn resolve(&self, key: &str) -> Option<&'d Node> {
         self.ids.get(key).or_else(|| self.aliases.get(key)).copied()
     }
+}
+
+/// The citation window in days: `--stale-days`, else the frontmatter's
+/// `stale_citation_days:`, else the default.
+fn stale_days(meta: &serde_json::Map<String, serde_json::Value>, opts: &Options) -> f64 {
+    opts.stale_citation_days
+        .filter(|d| d.is_finite() && *d > 0.0)
+        .or_else(|| util::json_positive(meta.get("stale_citation_days")))
+        .unwrap_or(blocks::DEFAULT_STALE_DAYS)
 }
 
 /// `now` in milliseconds since the epoch. Without the `std-clock`
@@ -527,6 +532,52 @@ impl Validation {
             "revalidate differs from a full validation"
         );
         self
+    }
+}
+
+/// The validation of `doc`, a tree whose frontmatter alone was read again
+/// from the one `pre` validated (`replaced` says how), without walking the
+/// body: `None` when the shortcut cannot prove its result equal to
+/// [`validate_report`]'s.
+///
+/// The rules read the frontmatter only through the declared profiles and
+/// the citation window (`Ctx::new`), and both trees are Tier 1 (the splice
+/// needs it), so when the edit kept the line count and both read the same
+/// the report is `pre`'s. Debug builds check it against a full validation.
+pub fn revalidate_frontmatter(
+    pre: &Validation,
+    doc: &Document,
+    replaced: &crate::doc::reparse::FrontmatterReplaced,
+    opts: &Options,
+) -> Option<Validation> {
+    let old = &replaced.old_meta;
+    let same = replaced.delta == 0
+        && doc.issues.is_empty()
+        && pre.issues.is_empty()
+        && profiles::Declared::read(old, opts.profile.as_deref()).names
+            == profiles::Declared::read(&doc.meta, opts.profile.as_deref()).names
+        && stale_days(old, opts).to_bits() == stale_days(&doc.meta, opts).to_bits();
+    if !same {
+        return None;
+    }
+    debug_assert_eq!(
+        *pre,
+        validate_report(doc, opts),
+        "revalidate_frontmatter differs from a full validation"
+    );
+    Some(pre.clone())
+}
+
+/// [`revalidate`] or [`revalidate_frontmatter`], as the re-parse went.
+pub fn revalidate_reparsed(
+    pre: &Validation,
+    doc: &Document,
+    reparsed: &crate::doc::reparse::Reparsed,
+    opts: &Options,
+) -> Option<Validation> {
+    match reparsed {
+        crate::doc::reparse::Reparsed::Body(r) => revalidate(pre, doc, r, opts),
+        crate::doc::reparse::Reparsed::Frontmatter(r) => revalidate_frontmatter(pre, doc, r, opts),
     }
 }
 

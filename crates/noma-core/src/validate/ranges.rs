@@ -25,6 +25,10 @@ pub fn validate_with_ranges(text: &str, doc: &Document, opts: &Options) -> Vec<D
 /// from `text` (byte offsets are into `text`, BOM included; see
 /// [`crate::doc::range`]).
 pub fn attach_ranges(text: &str, doc: &Document, diags: &mut [Diagnostic]) {
+    // The line table costs a pass over the text; none is needed for none.
+    if diags.is_empty() {
+        return;
+    }
     let index = LineIndex::new(text);
     for d in diags.iter_mut() {
         d.range = range_of(&index, doc, d).map(|r| SourceRange::of_bytes(&index, r));

@@ -692,3 +692,81 @@ fn broken_labelled_wikilink_is_an_error() {
     let r = ranged[0].range.expect("a range").bytes();
     assert_eq!(&src[r], "zz");
 }
+
+/// Re-parses one edit in place and re-validates it if both shortcuts
+/// apply: the shortcut's report and a fresh parse's.
+fn revalidated_in_place(
+    src: &str,
+    edited: &str,
+    opts: &Options,
+) -> Option<(Validation, Validation)> {
+    let mut tree = parse(src);
+    let pre = validate_report(&tree, opts);
+    let reparsed = crate::doc::reparse::reparse_in_place(src, &mut tree, edited)?;
+    let fast = revalidate_reparsed(&pre, &tree, &reparsed, opts)?;
+    Some((fast, validate_report(&parse(edited), opts)))
+}
+
+/// An edit of the frontmatter's second line (or a token swap elsewhere).
+fn frontmatter_edit(src: &str, pick: usize) -> String {
+    const LINES: &[&str] = &[
+        "profile: research\n",
+        "profile: technical\n",
+        "xprofile: research\n",
+        "profile: 'research'\n",
+        "stale_citation_days: 1\n",
+        "profiles: [research]\n",
+        "",
+        // A line more: every line after it moves.
+        "profile: research\ntitle: T\n",
+    ];
+    src.replacen("profile: research\n", LINES[pick % LINES.len()], 1)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// The editor's path (`reparse_in_place`, then `revalidate_reparsed`):
+    /// whenever it answers, it answers what a fresh parse and validation do.
+    #[test]
+    fn in_place_revalidation_matches_a_fresh_validation((src, line, pick) in revalidation_case()) {
+        let edited = if pick % 4 == 0 {
+            Some(frontmatter_edit(&src, pick / 4))
+        } else {
+            token_edit(&src, line, pick)
+        };
+        let Some(edited) = edited else { return Ok(()) };
+        if let Some((fast, full)) = revalidated_in_place(&src, &edited, &opts()) {
+            proptest::prop_assert_eq!(fast, full, "{}\n=== edited ===\n{}", src, edited);
+        }
+    }
+}
+
+/// Edits inside a directive's body and of the frontmatter take the
+/// shortcut; a change of profile or of the citation window does not.
+#[test]
+fn in_place_revalidation_is_taken_for_bodies_and_frontmatter() {
+    let src = "---\nprofile: research\n---\n\n# Doc\n\n## A\n\n::claim{id=\"c\"}\nBody [[c]].\n::\n\n::risk{id=\"r\"}\nNo owner.\n::\n\nEnd.\n";
+    for edited in [
+        src.replace("Body", "Bodies"),
+        src.replace("No owner.", "Still no owner."),
+        frontmatter_edit(src, 3),
+        frontmatter_edit(src, 5),
+    ] {
+        let (fast, full) = revalidated_in_place(src, &edited, &opts())
+            .unwrap_or_else(|| panic!("no shortcut for {edited}"));
+        assert_eq!(fast, full, "{edited}");
+    }
+    for edited in [
+        frontmatter_edit(src, 1),
+        frontmatter_edit(src, 2),
+        frontmatter_edit(src, 4),
+        frontmatter_edit(src, 6),
+        frontmatter_edit(src, 7),
+    ] {
+        assert!(
+            revalidated_in_place(src, &edited, &opts()).is_none(),
+            "{edited}"
+        );
+    }
+}
