@@ -46,7 +46,8 @@ pub(super) struct TranscriptIds {
 /// The number of records the branch appended, when the base revision did
 /// not touch the transcript, HEAD's extends the merge base's, the appended
 /// records replay from `mb_doc` to `head_doc`, and the history replays
-/// (see the module's doc; `find` finds its first state). None: the
+/// (see the module's doc; `find` finds its first state), with the trees
+/// of the two documents the replay built (cold only). None: the
 /// whole-file check decides.
 ///
 /// Warm (a checkpoint row for the merge base's blob and document), HEAD's
@@ -58,7 +59,7 @@ pub(super) fn appended_records(
     ids: TranscriptIds,
     docs: [&str; 2],
     find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<usize> {
+) -> Option<(usize, replay::Trees)> {
     if ids.base != ids.merge_base {
         return None; // the base's records may need re-applying
     }
@@ -66,7 +67,7 @@ pub(super) fn appended_records(
         let ext = p
             .extension_of(&mut repo.blob_stream(ids.head).ok()?)
             .ok()??;
-        return branch_proved(&p, &ext, docs);
+        return branch_proved(&p, &ext, docs).map(|n| (n, replay::Trees::default()));
     }
     // Cold: the two streams side by side, the merge base's bytes also
     // building its checkpoint row.
@@ -101,14 +102,14 @@ pub(super) fn remembered(cache: Option<&BlockCache>, id: Oid, mb_doc: &str) -> O
 /// [`appended_records`] once HEAD's transcript is known to extend the
 /// merge base's by `ext`, whatever the base revision holds (its records
 /// are re-applied by the caller): the branch's record count when they and
-/// the history replay.
+/// the history replay, with the trees the replay built (cold only).
 pub(super) fn branch_replays(
     store: (&Repo, Option<&BlockCache>),
     ids: TranscriptIds,
     ext: &prefix::Extension,
     docs: [&str; 2],
     find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<usize> {
+) -> Option<(usize, replay::Trees)> {
     replays_proving(store, ids, ext, docs, find, None)
 }
 
@@ -151,7 +152,7 @@ fn replays_proving(
     [mb_doc, head_doc]: [&str; 2],
     find: &mut dyn FnMut(&str) -> Option<String>,
     proved: Option<&Proved>,
-) -> Option<usize> {
+) -> Option<(usize, replay::Trees)> {
     let (key, doc_sha) = (ids.merge_base.as_bytes(), sha256_hex(mb_doc.as_bytes()));
     if let Some(c) = cache.filter(|c| c.replay_known(key, &doc_sha)) {
         let lines = tail_replays(ext, [mb_doc, head_doc])?;
@@ -172,7 +173,7 @@ fn replays_proving(
         if let Some(p) = proved {
             c.remember_checkpoint(key, &doc_sha, &p.encode());
         }
-        return Some(lines.len());
+        return Some((lines.len(), replay::Trees::default()));
     }
     // Cold: HEAD's whole transcript replays from its first state (which
     // compares every op_id) through the merge base's document after the
@@ -185,7 +186,7 @@ fn replays_proving(
         line: ext.lines,
         sha256: &doc_sha,
     };
-    let applied_in_history = replays_via(repo, ids.head, via, head_doc, find)?;
+    let (applied_in_history, trees) = replays_via(repo, ids.head, via, head_doc, find)?;
     // Not remembered when the history has no applied record: its first
     // state is then chosen by the branch's records.
     if let Some(c) = cache.filter(|_| applied_in_history > 0) {
@@ -205,23 +206,24 @@ fn replays_proving(
             c.remember_checkpoint(key, &doc_sha, &p.encode());
         }
     }
-    Some(split_lines(&ext.tail).0.len())
+    Some((split_lines(&ext.tail).0.len(), trees))
 }
 
 /// The applied records up to `via.line` when transcript blob `id`
 /// replays to `doc` from the state its first applied record starts at
-/// (`find` gives its text), passing through `via`; None when it does not
-/// or cannot be read.
+/// (`find` gives its text), passing through `via`, and the trees the
+/// replay built of those two states; None when it does not or cannot be
+/// read.
 fn replays_via(
     repo: &Repo,
     id: Oid,
     via: replay::Waypoint<'_>,
     doc: &str,
     find: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<usize> {
+) -> Option<(usize, replay::Trees)> {
     let mut reader = repo.blob_reader(id).ok()?;
-    let (report, applied) = replay::replay_reader_via(&mut reader, find, via, doc);
-    report.divergence.is_none().then_some(applied)
+    let (report, applied, trees) = replay::replay_reader_via_trees(&mut reader, find, via, doc);
+    report.divergence.is_none().then_some((applied, trees))
 }
 
 /// Whether blob `id` holds any of `needles` (quoted op_ids) anywhere: a

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -24,7 +25,7 @@ use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::shell_word;
-use noma_core::doc::hash::{block_hashes, BlockHash};
+use noma_core::doc::hash::{block_hashes, block_slices};
 use noma_core::transcript::{replay, transcript_path};
 use noma_merge::transcript::Reconciled;
 
@@ -398,13 +399,6 @@ impl Branch<'_> {
                 .push(finding("error", "not-text", path, "not UTF-8 text".into()));
             return Ok(rep);
         };
-        // Parsed once: validity, the blocks changed and (on a divergence)
-        // the innermost blocks named all read this tree.
-        let head_ast = noma_core::doc::parse(head_doc);
-        // 1. Validity.
-        if validate {
-            self.check_validity(&mut rep, path, &head_ast);
-        }
         // A document the branch moved is compared with its old path's
         // versions, at the base too unless the base has it under the new
         // name already.
@@ -420,10 +414,23 @@ impl Branch<'_> {
                 .cloned()
                 .collect(),
         );
-        // 2.-4. in the everyday case, without holding a transcript.
-        if let Some(a) = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find) {
+        // 2.-4. in the everyday case, without holding a transcript. Run
+        // before validity (which reports first) so that its replay's trees
+        // of the two documents are not parsed again.
+        let appended = self.appended_records([path, old], text(&mb_doc), head_doc, &mut find);
+        let (mb_tree, head_tree) = appended
+            .as_ref()
+            .map_or((None, None), |(_, t)| (t.via.clone(), t.last.clone()));
+        // Parsed once: validity, the blocks changed and (on a divergence)
+        // the innermost blocks named all read this tree.
+        let head_ast = head_tree.unwrap_or_else(|| Arc::new(noma_core::doc::parse(head_doc)));
+        // 1. Validity.
+        if validate {
+            self.check_validity(&mut rep, path, &head_ast);
+        }
+        if let Some((a, _)) = appended {
             self.rename_problem(&mut rep, path, old);
-            rep.blocks = branch_blocks(text(&mb_doc), head_doc, &head_ast);
+            rep.blocks = branch_blocks((text(&mb_doc), mb_tree.as_deref()), head_doc, &head_ast);
             match a {
                 Appended::Records(n) => rep.branch_records = n,
                 Appended::Signed(n, signed) => {
@@ -455,7 +462,7 @@ impl Branch<'_> {
         self.own_copies(&mut rep, path, old);
         self.remember_signed_base([path, old], &files, rep.replays, read);
         // Blocks the branch changed.
-        rep.blocks = branch_blocks(text(&files.mb_doc), head_doc, &head_ast);
+        rep.blocks = branch_blocks((text(&files.mb_doc), None), head_doc, &head_ast);
         // 4. Do the base's newer records re-apply onto the branch?
         if rep.append_only && files.head_t.is_some() {
             self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
@@ -503,16 +510,19 @@ impl Branch<'_> {
     /// appended too, the base's records re-applied from the streams
     /// ([`super::streamed`]). None when the whole-file checks must run
     /// (they hold the three transcripts). With provenance on at the base,
-    /// only from the rows a whole check remembered ([`signed`]).
+    /// only from the rows a whole check remembered ([`signed`]). Also the
+    /// trees of the merge base's and HEAD's documents that a replay of the
+    /// history built on the way.
     fn appended_records(
         &self,
         [path, old]: [&str; 2],
         mb_doc: Option<&str>,
         head_doc: &str,
         find: &mut dyn FnMut(&str) -> Option<String>,
-    ) -> Option<Appended> {
+    ) -> Option<(Appended, replay::Trees)> {
         if !self.provenance_off {
-            return self.signed_appended([path, old], mb_doc?, head_doc);
+            let signed = self.signed_appended([path, old], mb_doc?, head_doc)?;
+            return Some((signed, replay::Trees::default()));
         }
         let id = |c, p: &str| self.repo.blob_id_at(c, p).ok().flatten();
         let (tpath, old_t) = (transcript_path(path), transcript_path(old));
@@ -524,8 +534,8 @@ impl Branch<'_> {
         let store = (self.repo, self.cache);
         let docs = [mb_doc?, head_doc];
         if ids.base == ids.merge_base {
-            let n = super::checkpoint::appended_records(store, ids, docs, find)?;
-            return Some(Appended::Records(n));
+            let (n, trees) = super::checkpoint::appended_records(store, ids, docs, find)?;
+            return Some((Appended::Records(n), trees));
         }
         let blob = |id| super::streamed::Blob(self.repo, id);
         let (mb, head, base) = (blob(ids.merge_base), blob(ids.head), blob(ids.base));
@@ -538,11 +548,14 @@ impl Branch<'_> {
             );
             let s = super::streamed::reconcile_proved(&p, sha, sides, doc, find)?;
             super::checkpoint::branch_proved(&p, &s.ours, docs)?;
-            return Some(Appended::Rebased(Box::new(s), ids.head));
+            return Some((
+                Appended::Rebased(Box::new(s), ids.head),
+                replay::Trees::default(),
+            ));
         }
         let s = super::streamed::reconcile_streams([&mb, &head, &base], Some(head_doc), find)?;
-        super::checkpoint::branch_replays(store, ids, &s.ours, docs, find)?;
-        Some(Appended::Rebased(Box::new(s), ids.head))
+        let (_, trees) = super::checkpoint::branch_replays(store, ids, &s.ours, docs, find)?;
+        Some((Appended::Rebased(Box::new(s), ids.head), trees))
     }
 
     /// Step 4's report from the streams (see [`Branch::appended_records`]):
@@ -859,9 +872,10 @@ fn check_appended_records(rep: &mut DocReport, files: &DocFiles, head_doc: &str)
         rep.findings.push(f);
     }
     let ids: Vec<&str> = d.blocks.iter().map(|b| b.id.as_str()).collect();
+    let head = block_hashes(head_doc, &noma_core::doc::parse(head_doc));
     let keep = innermost(
         &ids,
-        &block_hashes(head_doc, &noma_core::doc::parse(head_doc)),
+        head.iter().map(|h| (h.id.as_str(), h.parent.as_deref())),
     );
     for b in d.blocks.iter().filter(|b| keep.contains(b.id.as_str())) {
         let mut f = finding(
@@ -918,43 +932,72 @@ fn check_whole_replay(
 /// The innermost blocks the branch changed since the merge base, each
 /// `ok` until a rebase conflict names it.
 fn branch_blocks(
-    mb_doc: Option<&str>,
+    (mb_doc, mb_tree): (Option<&str>, Option<&noma_core::doc::Document>),
     head_doc: &str,
     head_ast: &noma_core::doc::Document,
 ) -> Vec<BlockStatus> {
     let mb_doc = mb_doc.unwrap_or("");
-    let head = block_hashes(head_doc, head_ast);
-    let diffs = replay::diff_hashes(&block_hashes(mb_doc, &noma_core::doc::parse(mb_doc)), &head);
-    let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
-    let keep = innermost(&ids, &head);
+    let parsed;
+    let mb_tree = match mb_tree {
+        Some(t) => t,
+        None => {
+            parsed = noma_core::doc::parse(mb_doc);
+            &parsed
+        }
+    };
+    // What `replay::diff_hashes` of the two block tables says, from the
+    // bytes each block's hash would be taken of.
+    let (mb, head) = (
+        block_slices(mb_doc, mb_tree),
+        block_slices(head_doc, head_ast),
+    );
+    let in_head: std::collections::HashMap<&str, &[u8]> =
+        head.iter().map(|b| (b.id, &*b.bytes)).collect();
+    let in_mb: std::collections::HashSet<&str> = mb.iter().map(|b| b.id).collect();
+    let mut diffs: Vec<(&str, &'static str)> = Vec::new();
+    for b in &mb {
+        match in_head.get(b.id) {
+            Some(bytes) if *bytes == &*b.bytes => {}
+            Some(_) => diffs.push((b.id, "changed")),
+            None => diffs.push((b.id, "removed")),
+        }
+    }
+    diffs.extend(
+        head.iter()
+            .filter(|b| !in_mb.contains(b.id))
+            .map(|b| (b.id, "added")),
+    );
+    let ids: Vec<&str> = diffs.iter().map(|(id, _)| *id).collect();
+    let keep = innermost(&ids, head.iter().map(|b| (b.id, b.parent)));
     diffs
         .iter()
-        .filter(|b| keep.contains(b.id.as_str()))
-        .map(|b| BlockStatus {
-            id: b.id.clone(),
-            change: match b.change {
-                "missing" => "removed",
-                "extra" => "added",
-                _ => "changed",
-            },
+        .filter(|(id, _)| keep.contains(id))
+        .map(|&(id, change)| BlockStatus {
+            id: id.to_string(),
+            change,
             rebase: "ok",
         })
         .collect()
 }
 
-/// The ids of `ids` that are not an ancestor (in the document whose block
-/// table is `hashes`) of another id of `ids`: a section changes whenever a
-/// block inside it does, and only the inner block is worth reporting.
-fn innermost<'i>(ids: &[&'i str], hashes: &[BlockHash]) -> BTreeSet<&'i str> {
-    let parent: std::collections::HashMap<&str, &str> = hashes
-        .iter()
-        .filter_map(|h| h.parent.as_deref().map(|p| (h.id.as_str(), p)))
+/// The ids of `ids` that are not an ancestor (in the document whose
+/// blocks are `blocks`, each id with its parent's) of another id of
+/// `ids`: a section changes whenever a block inside it does, and only the
+/// inner block is worth reporting.
+fn innermost<'i, 'b>(
+    ids: &[&'i str],
+    blocks: impl Iterator<Item = (&'b str, Option<&'b str>)>,
+) -> BTreeSet<&'i str> {
+    let mut count = 0;
+    let parent: std::collections::HashMap<&str, &str> = blocks
+        .inspect(|_| count += 1)
+        .filter_map(|(id, parent)| parent.map(|p| (id, p)))
         .collect();
     let mut ancestors: BTreeSet<&str> = BTreeSet::new();
     for id in ids {
         let mut cur = *id;
         // Bounded walk: parent links come from one tree, but never trust input.
-        for _ in 0..hashes.len() {
+        for _ in 0..count {
             match parent.get(cur) {
                 Some(p) if ancestors.insert(p) => cur = p,
                 _ => break,
@@ -1176,6 +1219,15 @@ mod tests {
                 String::from_utf8(branch.blob(branch.merge_base, "d.noma").unwrap()).unwrap();
             let mut finder = crate::doc_finder(Some(&repo), "d.noma", Vec::new());
             let got = branch.appended_records(["d.noma"; 2], Some(&mb_doc), &head_doc, &mut finder);
+            // The trees handed out are what parsing the two documents gives.
+            if let Some((_, trees)) = &got {
+                let parse = noma_core::doc::parse;
+                assert!(trees.via.as_deref().is_none_or(|t| *t == parse(&mb_doc)));
+                assert!(trees.last.as_deref().is_none_or(|t| *t == parse(&head_doc)));
+                if matches!(topic, Topic::Append(_)) {
+                    assert!(trees.via.is_some() && trees.last.is_some(), "{topic:?}");
+                }
+            }
             assert_eq!(records(got), streamed, "{topic:?}");
             let fast = branch
                 .check_document("d.noma")
@@ -1199,9 +1251,59 @@ mod tests {
         }
     }
 
+    /// The blocks the branch changed, compared by their bytes, are those
+    /// whose block hashes differ, innermost first, whatever the line ends.
+    #[test]
+    fn branch_blocks_are_the_blocks_whose_hashes_differ() {
+        let base = "# A\n\n::claim{id=\"c\"}\nx\n::\n\n## B\n\n::claim{id=\"d\"}\ny\n::\n";
+        let heads = [
+            base.to_string(),
+            base.replace("x\n", "x2\n"),
+            base.replace("## B", "## B2"),
+            format!("{base}\n::claim{{id=\"e\"}}\nz\n::\n"),
+            base.replace("::claim{id=\"d\"}\ny\n::\n", ""),
+            base.replace('\n', "\r\n"),
+            String::new(),
+        ];
+        let parse = noma_core::doc::parse;
+        for mb in [base.to_string(), base.replace('\n', "\r\n"), String::new()] {
+            for head in &heads {
+                let head_ast = parse(head);
+                let hashes = block_hashes(head, &head_ast);
+                let diffs = replay::diff_hashes(&block_hashes(&mb, &parse(&mb)), &hashes);
+                let ids: Vec<&str> = diffs.iter().map(|b| b.id.as_str()).collect();
+                let keep = innermost(
+                    &ids,
+                    hashes.iter().map(|h| (h.id.as_str(), h.parent.as_deref())),
+                );
+                let want: Vec<(String, &str)> = diffs
+                    .iter()
+                    .filter(|b| keep.contains(b.id.as_str()))
+                    .map(|b| {
+                        let change = match b.change {
+                            "missing" => "removed",
+                            "extra" => "added",
+                            _ => "changed",
+                        };
+                        (b.id.clone(), change)
+                    })
+                    .collect();
+                let mb_tree = parse(&mb);
+                for tree in [None, Some(&mb_tree)] {
+                    let got: Vec<(String, &str)> =
+                        branch_blocks((Some(&mb), tree), head, &head_ast)
+                            .into_iter()
+                            .map(|b| (b.id, b.change))
+                            .collect();
+                    assert_eq!(got, want, "{mb:?} -> {head:?}");
+                }
+            }
+        }
+    }
+
     /// The branch's record count [`Branch::appended_records`] found.
-    fn records(a: Option<Appended>) -> Option<usize> {
-        a.map(|a| match a {
+    fn records(a: Option<(Appended, replay::Trees)>) -> Option<usize> {
+        a.map(|(a, _)| match a {
             Appended::Records(n) => n,
             Appended::Rebased(s, _) => s.reconciled.ours_new,
             Appended::Signed(n, _) => n,

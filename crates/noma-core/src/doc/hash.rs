@@ -155,6 +155,44 @@ pub fn block_hashes(src: &str, doc: &Document) -> Vec<BlockHash> {
     out
 }
 
+/// One block of [`block_slices`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockSlice<'a> {
+    /// Canonical id.
+    pub id: &'a str,
+    /// Canonical id of the nearest ancestor with an id, if any.
+    pub parent: Option<&'a str>,
+    /// The bytes [`block_hashes`] hashes for this block: borrowed from the
+    /// source when its lines end in `\n` only, else joined as the hash
+    /// joins them.
+    pub bytes: std::borrow::Cow<'a, [u8]>,
+}
+
+/// [`block_hashes`]' blocks, in the same order, with the bytes each one's
+/// sha256 is taken of instead of the sha256: two versions of a document
+/// compared block by block need only say whether the bytes are equal,
+/// and hashing every block costs each line once per enclosing block.
+pub fn block_slices<'a>(src: &'a str, doc: &'a Document) -> Vec<BlockSlice<'a>> {
+    let body = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let lf_only = memchr::memchr(b'\r', body.as_bytes()).is_none();
+    let mut out = Vec::new();
+    walk_blocks(src, doc, |h, node, id, parent| {
+        let (start, end) = (node.span.start, node.span.end);
+        let bytes = if lf_only {
+            // What `feed` hands over in one piece, borrowed for as long
+            // as the source lives.
+            let (from, to) = h.bytes(start, end);
+            std::borrow::Cow::Borrowed(body.as_bytes().get(from..to).unwrap_or_default())
+        } else {
+            let mut joined = Vec::new();
+            h.feed(start, end, |b| joined.extend_from_slice(b));
+            std::borrow::Cow::Owned(joined)
+        };
+        out.push(BlockSlice { id, parent, bytes });
+    });
+    out
+}
+
 /// [`block_hashes`]' blocks as (id, BLAKE3 of the same source slice,
 /// parent id): for comparing states, where no `baseHash` is shown and the
 /// sha256 of every block of every state would cost more than the rest.
@@ -335,6 +373,35 @@ mod tests {
                 fresh.iter().map(|b| b.bytes).collect::<Vec<_>>()
             );
         }
+    }
+
+    /// Each block's slice is the bytes its `block_hashes` sha256 is of,
+    /// with the same id and parent, whatever the line ends and a BOM.
+    #[test]
+    fn block_slices_are_what_block_hashes_hash() {
+        for src in [
+            "# A\n\n::claim{id=\"c\"}\nx\n::\n\n## B\n\nText.\n",
+            "\u{feff}# A\r\n\r\n::claim{id=\"c\"}\r\nx\r\n::",
+            "# A\r\rb\n::claim{id=\"c\"}\rx\r\n::\r",
+            "",
+        ] {
+            let doc = parse(src);
+            let hashes = block_hashes(src, &doc);
+            let slices = block_slices(src, &doc);
+            assert_eq!(slices.len(), hashes.len(), "{src:?}");
+            for (s, h) in slices.iter().zip(&hashes) {
+                assert_eq!(s.id, h.id, "{src:?}");
+                assert_eq!(s.parent, h.parent.as_deref(), "{src:?}");
+                assert_eq!(sha256_hex(&s.bytes), h.sha256, "{src:?} {}", s.id);
+            }
+        }
+        // Lines ended by `\n` alone are borrowed from the source.
+        let src = "# A\n\nText.\n";
+        let doc = parse(src);
+        assert!(matches!(
+            block_slices(src, &doc)[0].bytes,
+            std::borrow::Cow::Borrowed(b"# A\n\nText.")
+        ));
     }
 
     /// CRLF lines are hashed with their `\r`, as the reference does (it

@@ -24,7 +24,7 @@ use crate::doc::ParseMemo;
 
 mod via;
 use via::WalkChecks;
-pub use via::{replay_reader_via, Finder, Waypoint};
+pub use via::{replay_reader_via, replay_reader_via_trees, Finder, Trees, Waypoint};
 
 /// Where the replay started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -437,6 +437,7 @@ pub fn state_after(
         &mut SliceLines::new(transcript),
         (base, ""),
         (None, op_id_fingerprint, None),
+        None,
         &mut report,
     )?;
     Ok(state.text)
@@ -455,6 +456,7 @@ fn run(
         lines,
         (base, document),
         (None, fingerprint, None),
+        None,
         report,
     )?;
     // The file line of the last record, 0 when the slice held none.
@@ -462,12 +464,13 @@ fn run(
 }
 
 /// Checks every line of `lines`; the state they leave and the file line
-/// of the last one.
+/// of the last one. With `trees`, the state keeps the waypoint's tree there.
 fn walk<'a>(
     after: Option<Continuation<'_>>,
     lines: &mut dyn Lines,
     (base, document): (Option<&'a str>, &'a str),
     (via, fingerprint, mut find): WalkChecks<'_, '_, '_>,
+    trees: Option<Trees>,
     report: &mut Report,
 ) -> Result<(State<'a>, usize), Box<Divergence>> {
     let lines_before = after.map_or(0, |a| a.lines_before);
@@ -481,6 +484,7 @@ fn walk<'a>(
         text: base.map(str::to_string),
         aborted: None,
         applied_at_via: 0,
+        trees,
     };
     let mut chain = Chain {
         prev_line_sha256: after.map(|a| a.prev_line_sha256.to_string()),
@@ -593,6 +597,8 @@ struct State<'a> {
     aborted: Option<String>,
     /// Applied records up to the [`Waypoint`], when one was passed.
     applied_at_via: usize,
+    /// The trees handed out, when the caller asked for them.
+    trees: Option<Trees>,
 }
 
 /// Refusal codes that depend on the op alone (§3.5), which re-applying a

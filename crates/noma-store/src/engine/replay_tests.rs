@@ -401,3 +401,29 @@ fn a_waypoint_is_the_state_after_its_line() {
     );
     assert!(!r.ok);
 }
+
+/// The trees a replay through a waypoint hands out are the parses of the
+/// waypoint's state and of the document; a replay that fails hands out
+/// none.
+#[test]
+fn a_waypoint_replay_hands_out_the_trees_it_built() {
+    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let (text, bytes) = transcript_for("", &[&["# New\n"], &["a\n"], &["b\n"]]);
+    let mid = "# New\na\n";
+    let mid_sha = sha256_hex(mid.as_bytes());
+    let run = |doc: &str| {
+        let via = Waypoint {
+            line: 2,
+            sha256: &mid_sha,
+        };
+        replay_reader_via_trees(&mut std::io::Cursor::new(&bytes), &mut |_| None, via, doc)
+    };
+    let (r, applied, trees) = run(&text);
+    assert!(r.ok, "{:?}", r.divergence);
+    assert_eq!(applied, 2);
+    assert_eq!(trees.via.as_deref(), Some(&noma_core::doc::parse(mid)));
+    assert_eq!(trees.last.as_deref(), Some(&noma_core::doc::parse(&text)));
+    let (r, _, trees) = run("other\n");
+    assert!(!r.ok);
+    assert!(trees.via.is_none() && trees.last.is_none(), "{trees:?}");
+}
