@@ -25,9 +25,9 @@
 
 mod answer;
 pub mod attribute;
+mod error;
 pub mod history_replay;
 pub mod provenance;
-mod error;
 mod row;
 pub mod schema;
 mod stream;
