@@ -71,7 +71,8 @@ fn string_results(text: &str) -> Vec<usize> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
-        let (mut depth, mut last_arg, mut end) = (1usize, from, None);
+        // A trailing comma leaves an empty last argument: the one before counts.
+        let (mut depth, mut last_arg, mut prev_arg, mut end) = (1usize, from, from, None);
         for (i, &b) in bytes.iter().enumerate().skip(from) {
             match b {
                 b'<' | b'(' | b'[' => depth += 1,
@@ -83,12 +84,16 @@ fn string_results(text: &str) -> Vec<usize> {
                         break;
                     }
                 }
-                b',' if depth == 1 => last_arg = i + 1,
+                b',' if depth == 1 => (prev_arg, last_arg) = (last_arg, i + 1),
                 _ => {}
             }
         }
         let Some(end) = end else { break };
-        if last_arg > from && code[last_arg..end].trim() == "String" {
+        let error = match code[last_arg..end].trim() {
+            "" => code[prev_arg..last_arg - 1].trim(),
+            arg => arg,
+        };
+        if last_arg > from && error == "String" {
             found.push(code[..start].matches('\n').count() + 1);
         }
     }

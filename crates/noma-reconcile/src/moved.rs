@@ -233,18 +233,12 @@ pub fn resolve_moved(doc: &Path) -> Result<Option<MovedMerge>, RepairError> {
     let mut find = super::doc_finder(Some(&repo), &rel, known.into_iter().flatten().collect());
     let merged = super::merge_transcript(&tr, &mut find);
     if merged.method == "unreconciled" {
-        return Err(RepairError::Unreconciled {
-            path: rel.clone(),
-            messages: merged.messages,
-        });
+        let (path, messages) = (rel.clone(), merged.messages);
+        return Err(RepairError::Unreconciled { path, messages });
     }
-    let document =
-        super::conflicted::merge_document(&tr, base_doc, &mut find).map_err(|error| {
-            RepairError::Document {
-                path: rel.clone(),
-                error,
-            }
-        })?;
+    let path = rel.clone();
+    let document = super::conflicted::merge_document(&tr, base_doc, &mut find)
+        .map_err(|error| RepairError::Document { path, error })?;
     let root = repo.workdir().ok_or(RepairError::Bare)?;
     let sidecar = union_sidecars(&repo, [head, other], paths);
     let files = Merged {
