@@ -271,11 +271,8 @@ fn replays(
                 .or_else(|| {
                     // A fork state no commit holds: replayed from the
                     // prefix's start.
-                    crate::transcript::replay_prefix(
-                        nrecs.get(..common).unwrap_or_default(),
-                        find_doc,
-                    )
-                    .filter(|d| sha256_hex(d.as_bytes()) == *sha)
+                    replay_prefix(nrecs.get(..common).unwrap_or_default(), find_doc)
+                        .filter(|d| sha256_hex(d.as_bytes()) == *sha)
                 })
                 .ok_or_else(|| {
                     violation(
@@ -376,6 +373,41 @@ fn no_op_twice(nrecs: &[Record]) -> Result<(), Violation> {
         }
     }
     Ok(())
+}
+
+/// The document the common prefix ends at, replayed from where its
+/// records start (the empty document for a genesis record, else a version
+/// `find_doc` knows): the state where two lines forked need not be in any
+/// commit (both sides resolved a conflict in the merge commit that wrote
+/// it), while the state the transcript starts from is. `None` when the
+/// start is unknown or the prefix does not replay to each record's
+/// `post_sha256`.
+pub(crate) fn replay_prefix(
+    prefix: &[Record],
+    find_doc: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    let mut applied = prefix
+        .iter()
+        .filter(|r| r.patch_result == PatchResult::Applied)
+        .peekable();
+    let first = applied.peek()?;
+    let mut text = if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
+        String::new()
+    } else {
+        find_doc(&first.pre_sha256)?
+    };
+    let mut memo = noma_core::doc::ParseMemo::new();
+    for r in applied {
+        if sha256_hex(text.as_bytes()) != r.pre_sha256 {
+            return None;
+        }
+        text =
+            noma_core::patch::apply_ops_with(&mut memo, &text, std::slice::from_ref(&r.op)).ok()?;
+        if sha256_hex(text.as_bytes()) != r.post_sha256 {
+            return None;
+        }
+    }
+    Some(text)
 }
 
 #[cfg(test)]

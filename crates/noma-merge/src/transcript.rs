@@ -296,7 +296,7 @@ pub fn reconcile_transcripts(
     let prefix_end = last_applied_post(&fork.prefix);
     let start = match start_doc(prefix_end, [&fork.onew, &fork.tnew], fallback_doc, find_doc) {
         Ok(start) => start,
-        Err(e) => replay_prefix(&fork.prefix, find_doc).ok_or(e)?,
+        Err(e) => crate::lineage::replay_prefix(&fork.prefix, find_doc).ok_or(e)?,
     };
     let tails = Tails {
         onew: &fork.onew,
@@ -546,27 +546,6 @@ impl Fork {
             our_genesis,
         })
     }
-}
-
-/// The document the common prefix ends at, replayed from where its
-/// records start (the empty document for a genesis record, else a version
-/// `find_doc` knows): the state where two lines forked need not be in any
-/// commit (both sides resolved a conflict in the merge commit that wrote
-/// it), while the state the transcript starts from is. `None` when the
-/// start is unknown or the prefix does not replay.
-pub(crate) fn replay_prefix(
-    prefix: &[Record],
-    find_doc: &mut dyn FnMut(&str) -> Option<String>,
-) -> Option<String> {
-    let first = prefix
-        .iter()
-        .find(|r| r.patch_result == PatchResult::Applied)?;
-    let start = if first.pre_sha256 == noma_core::doc::hash::EMPTY_SHA256 {
-        String::new()
-    } else {
-        find_doc(&first.pre_sha256)?
-    };
-    replay_records(&start, prefix).ok()
 }
 
 /// The `post_sha256` of the last applied record of `prefix`.

@@ -15,7 +15,7 @@
 //! write) is a [`ReconcileError`]; everything about a document is a
 //! [`Finding`] in its report.
 
-use std::collections::BTreeSet;
+use changed_blocks::{branch_blocks, innermost};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,10 +25,11 @@ use crate::cache::BlockCache;
 use crate::git::repo::{GitError, Repo};
 use crate::git::Oid;
 use noma_core::diag::shell_word;
-use noma_core::doc::hash::{block_hashes, block_slices};
+use noma_core::doc::hash::block_hashes;
 use noma_core::transcript::{replay, transcript_path};
 use noma_merge::transcript::Reconciled;
 
+mod changed_blocks;
 mod own_copies;
 mod prefetch;
 mod removal;
@@ -431,17 +432,7 @@ impl Branch<'_> {
         if let Some((a, _)) = appended {
             self.rename_problem(&mut rep, path, old);
             rep.blocks = branch_blocks((text(&mb_doc), mb_tree.as_deref()), head_doc, &head_ast);
-            match a {
-                Appended::Records(n) => rep.branch_records = n,
-                Appended::Signed(n, signed) => {
-                    rep.branch_records = n;
-                    report_signed(&mut rep, *signed);
-                    self.own_copies(&mut rep, path, old);
-                }
-                Appended::Rebased(s, head_t) => {
-                    self.report_streamed_rebase(&mut rep, &s, head_t)?
-                }
-            }
+            self.report_appended(&mut rep, [path, old], a)?;
             return Ok(rep);
         }
         let files = DocFiles {
@@ -468,6 +459,26 @@ impl Branch<'_> {
             self.check_rebase(&mut rep, &files, head_doc, &mut find)?;
         }
         Ok(rep)
+    }
+
+    /// What the everyday path (the branch only appended) found about the
+    /// branch's records of the document `path` (formerly `old`).
+    fn report_appended(
+        &self,
+        rep: &mut DocReport,
+        [path, old]: [&str; 2],
+        a: Appended,
+    ) -> Result<(), ReconcileError> {
+        match a {
+            Appended::Records(n) => rep.branch_records = n,
+            Appended::Signed(n, signed) => {
+                rep.branch_records = n;
+                report_signed(rep, *signed);
+                self.own_copies(rep, path, old);
+            }
+            Appended::Rebased(s, head_t) => self.report_streamed_rebase(rep, &s, head_t)?,
+        }
+        Ok(())
     }
 
     /// The branch records' signatures and approvals, trusted from the base
@@ -927,87 +938,6 @@ fn check_whole_replay(
     );
     f.line = (d.line > 0).then_some(d.line);
     rep.findings.push(f);
-}
-
-/// The innermost blocks the branch changed since the merge base, each
-/// `ok` until a rebase conflict names it.
-fn branch_blocks(
-    (mb_doc, mb_tree): (Option<&str>, Option<&noma_core::doc::Document>),
-    head_doc: &str,
-    head_ast: &noma_core::doc::Document,
-) -> Vec<BlockStatus> {
-    let mb_doc = mb_doc.unwrap_or("");
-    let parsed;
-    let mb_tree = match mb_tree {
-        Some(t) => t,
-        None => {
-            parsed = noma_core::doc::parse(mb_doc);
-            &parsed
-        }
-    };
-    // What `replay::diff_hashes` of the two block tables says, from the
-    // bytes each block's hash would be taken of.
-    let (mb, head) = (
-        block_slices(mb_doc, mb_tree),
-        block_slices(head_doc, head_ast),
-    );
-    let in_head: std::collections::HashMap<&str, &[u8]> =
-        head.iter().map(|b| (b.id, &*b.bytes)).collect();
-    let in_mb: std::collections::HashSet<&str> = mb.iter().map(|b| b.id).collect();
-    let mut diffs: Vec<(&str, &'static str)> = Vec::new();
-    for b in &mb {
-        match in_head.get(b.id) {
-            Some(bytes) if *bytes == &*b.bytes => {}
-            Some(_) => diffs.push((b.id, "changed")),
-            None => diffs.push((b.id, "removed")),
-        }
-    }
-    diffs.extend(
-        head.iter()
-            .filter(|b| !in_mb.contains(b.id))
-            .map(|b| (b.id, "added")),
-    );
-    let ids: Vec<&str> = diffs.iter().map(|(id, _)| *id).collect();
-    let keep = innermost(&ids, head.iter().map(|b| (b.id, b.parent)));
-    diffs
-        .iter()
-        .filter(|(id, _)| keep.contains(id))
-        .map(|&(id, change)| BlockStatus {
-            id: id.to_string(),
-            change,
-            rebase: "ok",
-        })
-        .collect()
-}
-
-/// The ids of `ids` that are not an ancestor (in the document whose
-/// blocks are `blocks`, each id with its parent's) of another id of
-/// `ids`: a section changes whenever a block inside it does, and only the
-/// inner block is worth reporting.
-fn innermost<'i, 'b>(
-    ids: &[&'i str],
-    blocks: impl Iterator<Item = (&'b str, Option<&'b str>)>,
-) -> BTreeSet<&'i str> {
-    let mut count = 0;
-    let parent: std::collections::HashMap<&str, &str> = blocks
-        .inspect(|_| count += 1)
-        .filter_map(|(id, parent)| parent.map(|p| (id, p)))
-        .collect();
-    let mut ancestors: BTreeSet<&str> = BTreeSet::new();
-    for id in ids {
-        let mut cur = *id;
-        // Bounded walk: parent links come from one tree, but never trust input.
-        for _ in 0..count {
-            match parent.get(cur) {
-                Some(p) if ancestors.insert(p) => cur = p,
-                _ => break,
-            }
-        }
-    }
-    ids.iter()
-        .copied()
-        .filter(|i| !ancestors.contains(i))
-        .collect()
 }
 
 #[cfg(test)]
