@@ -502,7 +502,8 @@ fn the_crate_size_check_sees_a_violation() {
     );
 }
 
-fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
+/// The `.rs` files under `p`, in a stable order.
+pub(crate) fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
             .unwrap()

@@ -4,20 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
-    if p.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for e in entries {
-            rust_files(&e, out);
-        }
-    } else if p.extension().is_some_and(|e| e == "rs") {
-        out.push(p.to_path_buf());
-    }
-}
+use crate::architecture::rust_files;
 
 /// The text with `//` comments and the insides of one-line string
 /// literals blanked, line breaks kept.

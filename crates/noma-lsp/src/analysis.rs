@@ -488,18 +488,7 @@ fn options_under(policy: &Policy, path: &std::path::Path) -> Options {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift), so a failure names the
-    /// seed that reproduces it.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n.max(1) as u64) as usize
-        }
-    }
+    use noma_testutil::Rng;
 
     const START: &str = "---\ntitle: T\nprofile: research\n---\n\n# T\n\nIntro [[c1]] and [[zz]].\n\n## A\n\n::claim{id=\"c1\" confidence=0.8}\nOne é [[c2]].\n::\n\n::evidence{id=\"e1\" for=\"c1\"}\nRun.\n::\n\n- item [[e1]]\n- more\n\n```\n::not{id=\"q\"}\n```\n\n## B\n\n::claim{id=\"c2\"}\nTwo.\n::\n\n::note{id=\"n\"}\nText.\n\n:::aside{id=\"in\"}\nInner.\n:::\n::\n\n| a | b |\n| --- | --- |\n| [[n]] | 2 |\n\n::risk{id=\"r\"}\nNo owner.\n::\n\nEnd.\n";
 

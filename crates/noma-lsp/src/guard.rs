@@ -362,18 +362,7 @@ mod tests {
             .collect()
     }
 
-    /// A small deterministic generator (xorshift), so a failure names the
-    /// seed that reproduces it.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n.max(1) as u64) as usize
-        }
-    }
+    use noma_testutil::Rng;
 
     /// Keystrokes (bursts of range edits, and whole-text changes) on a
     /// document with a transcript: the digests kept from one keystroke to

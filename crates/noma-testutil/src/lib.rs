@@ -47,3 +47,17 @@ pub fn shared_reference(test: &str) -> Option<std::path::PathBuf> {
     );
     None
 }
+
+/// A small deterministic generator (xorshift), so a failing random test
+/// names the seed that reproduces it.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
