@@ -2,7 +2,7 @@
 //! `Result<_, String>`, so a caller can match on what went wrong and the
 //! binary alone words it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::architecture::rust_files;
 
