@@ -1427,3 +1427,64 @@ fn the_public_function_count_sees_what_it_counts() {
     assert!(!declares_public_fn("fn private() {"));
     assert!(!declares_public_fn("pub struct Fn;"));
 }
+
+/// The files of `sources` (path, text) that define a function named
+/// `reapply`.
+fn reapply_definitions(sources: &[(String, String)]) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|(_, text)| {
+            text.lines().any(|l| {
+                let l = l.trim_start();
+                !l.starts_with("//")
+                    && l.split("fn reapply")
+                        .nth(1)
+                        .is_some_and(|rest| rest.starts_with('(') || rest.starts_with('<'))
+            })
+        })
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+/// Re-applying a recorded op onto its state is one function,
+/// `noma_core::transcript::reapply::reapply`; every replay calls it and
+/// words its outcome.
+#[test]
+fn reapply_has_one_definition() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        rust_files(&e.unwrap().path().join("src"), &mut files);
+    }
+    let sources: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(f).unwrap())
+        })
+        .collect();
+    assert_eq!(
+        reapply_definitions(&sources),
+        ["crates/noma-core/src/transcript/reapply.rs"]
+    );
+}
+
+#[test]
+fn the_reapply_check_sees_a_second_definition() {
+    let planted = |text: &str| vec![("a.rs".to_string(), text.to_string())];
+    assert_eq!(
+        reapply_definitions(&planted("fn reapply(x: u8) {}")),
+        ["a.rs"]
+    );
+    assert_eq!(
+        reapply_definitions(&planted("    pub fn reapply<T>(x: T) {}")),
+        ["a.rs"]
+    );
+    assert!(reapply_definitions(&planted("fn reapply_from(x: u8) {}")).is_empty());
+    assert!(reapply_definitions(&planted("// fn reapply(x)")).is_empty());
+}

@@ -13,6 +13,7 @@
 //! only the blocks around the edit are compared byte for byte. The tests
 //! hold this to the full comparison (every block of every state hashed).
 
+use noma_core::transcript::reapply::{reapply, ReapplyError};
 use std::collections::{HashMap, HashSet};
 
 use noma_core::doc::ast::{Document, Node, Text};
@@ -341,23 +342,22 @@ impl Attributor {
                 op_id: rec.op_id.clone(),
             });
         }
-        let next = noma_core::patch::apply_ops_with(
-            &mut self.memo,
-            &current,
-            std::slice::from_ref(&rec.op),
-        )
-        .map_err(|e| TraceError::OpFails {
-            line,
-            op_id: rec.op_id.clone(),
-            message: e.message,
-        })?;
-        let post = sha256_hex(next.as_bytes());
-        if post != rec.post_sha256 {
-            return Err(TraceError::PostMismatch {
-                line,
-                op_id: rec.op_id.clone(),
-            });
-        }
+        let (next, post) = match reapply(&mut self.memo, &current, rec) {
+            Ok(next) => (next.text, next.sha256),
+            Err(ReapplyError::Fails(e)) => {
+                return Err(TraceError::OpFails {
+                    line,
+                    op_id: rec.op_id.clone(),
+                    message: e.message,
+                })
+            }
+            Err(ReapplyError::Differs(_)) => {
+                return Err(TraceError::PostMismatch {
+                    line,
+                    op_id: rec.op_id.clone(),
+                })
+            }
+        };
         let tree = self.memo.parse_edited(&current, &next).0;
         blocks_into(&tree, &mut self.after);
         drop(tree);

@@ -401,11 +401,9 @@ pub(crate) fn replay_prefix(
         if sha256_hex(text.as_bytes()) != r.pre_sha256 {
             return None;
         }
-        text =
-            noma_core::patch::apply_ops_with(&mut memo, &text, std::slice::from_ref(&r.op)).ok()?;
-        if sha256_hex(text.as_bytes()) != r.post_sha256 {
-            return None;
-        }
+        text = noma_core::transcript::reapply::reapply(&mut memo, &text, r)
+            .ok()?
+            .text;
     }
     Some(text)
 }

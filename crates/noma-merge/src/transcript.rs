@@ -60,7 +60,8 @@ use crate::lineage::{copy_id, genesis_state, origin, start_state};
 use crate::overlap::{touched, Part, Touch, Touches};
 use noma_core::doc::hash::{sha256_hex, slice_hash};
 use noma_core::doc::{strip_bom, Document, ParseMemo};
-use noma_core::patch::{apply_ops_with, op_name, op_target, relocate, REPLACE_LINES};
+use noma_core::patch::{op_name, op_target, relocate, REPLACE_LINES};
+use noma_core::transcript::reapply::{reapply, ReapplyError};
 use noma_core::transcript::{self, parse_record, short_sha, split_lines, PatchResult, Record};
 
 /// One version of a document and its transcript (`None` = file absent).
@@ -654,7 +655,7 @@ impl Rebase<'_> {
             // Both sides made the same change (one branch took the other's
             // version of a block): their op changes nothing on our state,
             // so it is kept, as git keeps an identical change, not a clash.
-            match reapply(&self.state, rec, &op, None).filter(|(_, next)| *next == self.state) {
+            match replan(&self.state, rec, &op, None).filter(|(_, next)| *next == self.state) {
                 Some((r, next_state)) => self.keep(rec, r, next_state),
                 None => {
                     self.conflicts.push(c);
@@ -668,7 +669,7 @@ impl Rebase<'_> {
             .steps
             .get(rec.op_id.as_str())
             .and_then(|s| s.anchor.as_ref());
-        let Some((r, next_state)) = reapply(&self.state, rec, &op, anchor) else {
+        let Some((r, next_state)) = replan(&self.state, rec, &op, anchor) else {
             let block = op_target(&rec.op).unwrap_or("(unknown)").to_string();
             self.conflicts.push(OpConflict {
                 block,
@@ -792,7 +793,7 @@ impl Rebase<'_> {
 /// `baseHash` recomputed there) as the same actor with the same reason: the
 /// new record and the text after it, or `None` when the op no longer
 /// applies.
-fn reapply(
+fn replan(
     state: &str,
     rec: &Record,
     op: &Value,
@@ -904,19 +905,22 @@ fn replay_side(
                 r.op_id
             )));
         }
-        let next = apply_ops_with(&mut memo, &text, std::slice::from_ref(&r.op)).map_err(|e| {
-            Unreconcilable::new(format!(
-                "{side}: record {} does not replay: {}",
-                r.op_id, e.message
-            ))
-        })?;
-        let next_sha = sha256_hex(next.as_bytes());
-        if next_sha != r.post_sha256 {
-            return Err(Unreconcilable::new(format!(
-                "{side}: record {} does not reproduce its post_sha256",
-                r.op_id
-            )));
-        }
+        let next = match reapply(&mut memo, &text, r) {
+            Ok(next) => next,
+            Err(ReapplyError::Fails(e)) => {
+                return Err(Unreconcilable::new(format!(
+                    "{side}: record {} does not replay: {}",
+                    r.op_id, e.message
+                )))
+            }
+            Err(ReapplyError::Differs(_)) => {
+                return Err(Unreconcilable::new(format!(
+                    "{side}: record {} does not reproduce its post_sha256",
+                    r.op_id
+                )))
+            }
+        };
+        let (next, next_sha) = (next.text, next.sha256);
         steps.push(Step {
             op_id: r.op_id.clone(),
             touched: touched(&text, &next, &r.op),

@@ -15,6 +15,7 @@ use crate::doc::hash::sha256_hex;
 pub mod capability_descriptor;
 pub mod genesis;
 pub mod prefix;
+pub mod reapply;
 pub mod replay;
 pub mod schema;
 pub mod stamp;
@@ -566,7 +567,7 @@ mod tests {
         assert_eq!(document_path(".patches"), Some(""));
     }
 
-    fn sample() -> Record {
+    pub(super) fn sample() -> Record {
         let h = sha256_hex(b"x");
         Record {
             protocol_version: "1.0".into(),

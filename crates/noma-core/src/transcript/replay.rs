@@ -528,7 +528,7 @@ fn walk<'a>(
                 report.noop += 1;
             }
             PatchResult::Applied => {
-                state.reapply(number, &rec, report)?;
+                state.step_applied(number, &rec, report)?;
                 report.applied += 1;
             }
         }
@@ -751,7 +751,7 @@ impl State<'_> {
 
     /// Re-applies an applied record's op: it must change the document and
     /// reproduce the record's `post_sha256`, which becomes the state.
-    fn reapply(
+    fn step_applied(
         &mut self,
         line: usize,
         rec: &Record,
@@ -766,40 +766,40 @@ impl State<'_> {
         }
         self.materialise(line, rec, report)?;
         let current = self.text.as_deref().unwrap_or_default();
-        let next =
-            crate::patch::apply_ops_with(&mut self.memo, current, std::slice::from_ref(&rec.op))
-                .map_err(|e| {
+        let next = match super::reapply::reapply(&mut self.memo, current, rec) {
+            Ok(next) => next,
+            Err(super::reapply::ReapplyError::Fails(e)) => {
+                return Err(div(
+                    line,
+                    Some(&rec.op_id),
+                    format!(
+                        "re-applying the {} op failed: {} ({})",
+                        rec.op_name(),
+                        e.code.as_str(),
+                        e.message
+                    ),
+                ))
+            }
+            Err(super::reapply::ReapplyError::Differs(left)) => {
+                let mut d = with_shas(
                     div(
                         line,
                         Some(&rec.op_id),
-                        format!(
-                            "re-applying the {} op failed: {} ({})",
-                            rec.op_name(),
-                            e.code.as_str(),
-                            e.message
-                        ),
-                    )
-                })?;
-        let next_sha = sha256_hex(next.as_bytes());
-        if next_sha != rec.post_sha256 {
-            let mut d = with_shas(
-                div(
-                    line,
-                    Some(&rec.op_id),
-                    format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
-                ),
-                &rec.post_sha256,
-                &next_sha,
-            );
-            d.blocks = diff_blocks(current, &next);
-            return Err(d);
-        }
+                        format!("re-applying the {} op does not reproduce post_sha256; blocks listed are those the replayed op changed", rec.op_name()),
+                    ),
+                    &rec.post_sha256,
+                    &left.sha256,
+                );
+                d.blocks = diff_blocks(current, &left.text);
+                return Err(d);
+            }
+        };
         // The next record's op reads this state's tree: splice it from
         // the current one (a 3 MB document then costs milliseconds per
         // record, not a full parse).
-        self.memo.parse_edited(current, &next);
-        self.text = Some(next);
-        self.sha = Some(next_sha);
+        self.memo.parse_edited(current, &next.text);
+        self.text = Some(next.text);
+        self.sha = Some(next.sha256);
         Ok(())
     }
 

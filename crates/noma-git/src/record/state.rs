@@ -68,8 +68,9 @@ fn walk(scanned: &Scanned, base: &str) -> Result<Option<String>, RecordError> {
         return Ok(None);
     };
     let mut text = base.to_string();
+    let mut memo = noma_core::doc::ParseMemo::new();
     scanned.applied_from(from, &mut |r| {
-        text = reapply_one(std::mem::take(&mut text), &r)?;
+        text = reapplied(&mut memo, &text, &r)?;
         Ok(())
     })?;
     Ok(Some(text))
@@ -95,19 +96,23 @@ fn resume_at(scanned: &Scanned, sha: &str) -> Result<Option<u64>, RecordError> {
 }
 
 /// `text` after the record's op, which must reproduce its `post_sha256`.
-fn reapply_one(text: String, r: &Record) -> Result<String, CannotRecord> {
-    let next =
-        noma_core::patch::apply_one(&text, &r.op).map_err(|e| CannotRecord::ReapplyFailed {
+pub(super) fn reapplied(
+    memo: &mut noma_core::doc::ParseMemo,
+    text: &str,
+    r: &Record,
+) -> Result<String, CannotRecord> {
+    use noma_core::transcript::reapply::{reapply, ReapplyError};
+    match reapply(memo, text, r) {
+        Ok(next) => Ok(next.text),
+        Err(ReapplyError::Fails(e)) => Err(CannotRecord::ReapplyFailed {
             op_id: r.op_id.clone(),
             code: e.code.as_str().to_string(),
-            message: e.message.clone(),
-        })?;
-    if sha256_hex(next.as_bytes()) != r.post_sha256 {
-        return Err(CannotRecord::ReapplyMismatch {
+            message: e.message,
+        }),
+        Err(ReapplyError::Differs(_)) => Err(CannotRecord::ReapplyMismatch {
             op_id: r.op_id.clone(),
-        });
+        }),
     }
-    Ok(next)
 }
 
 /// The state from the first version in history the transcript passes

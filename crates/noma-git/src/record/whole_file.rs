@@ -102,7 +102,7 @@ impl Prior for WholeFile {
             }
             .into());
         };
-        Ok(reapply(text, &applied, &resume)?)
+        Ok(reapply_from(text, &applied, &resume)?)
     }
 
     fn last_line_sha(&self) -> Option<String> {
@@ -116,7 +116,7 @@ impl Prior for WholeFile {
 
 /// Re-applies the `applied` records after the state `text` (found in
 /// `resume`), every intermediate hash checked.
-fn reapply(
+fn reapply_from(
     mut text: String,
     applied: &[&Record],
     resume: &HashMap<&str, usize>,
@@ -125,19 +125,9 @@ fn reapply(
         .get(sha256_hex(text.as_bytes()).as_str())
         .copied()
         .unwrap_or(0);
+    let mut memo = noma_core::doc::ParseMemo::new();
     for r in applied.iter().skip(from) {
-        let next =
-            noma_core::patch::apply_one(&text, &r.op).map_err(|e| CannotRecord::ReapplyFailed {
-                op_id: r.op_id.clone(),
-                code: e.code.as_str().to_string(),
-                message: e.message.clone(),
-            })?;
-        if sha256_hex(next.as_bytes()) != r.post_sha256 {
-            return Err(CannotRecord::ReapplyMismatch {
-                op_id: r.op_id.clone(),
-            });
-        }
-        text = next;
+        text = super::state::reapplied(&mut memo, &text, r)?;
     }
     Ok(text)
 }

@@ -5,6 +5,7 @@
 //! interrupted write — the intent marker ([`Intent`]) — and otherwise only
 //! report; [`inspect`] is the read-only view verifiers print.
 
+use noma_core::transcript::reapply::ReapplyError;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -666,21 +667,22 @@ fn roll_forward(
             op_id: r.op_id.clone(),
             message,
         };
-        let next = noma_core::patch::apply_ops_with(&mut memo, &state, std::slice::from_ref(&r.op))
-            .map_err(|e| {
-                fail(format!(
+        let next = match noma_core::transcript::reapply::reapply(&mut memo, &state, r) {
+            Ok(next) => next.text,
+            Err(ReapplyError::Fails(e)) => {
+                return Err(fail(format!(
                     "re-applying the op failed: {} {}",
                     e.code.as_str(),
                     e.message
-                ))
-            })?;
-        let got = sha256_hex(next.as_bytes());
-        if got != r.post_sha256 {
-            return Err(fail(format!(
-                "re-applying the op gives sha256 {got}, the record says {}",
-                r.post_sha256
-            )));
-        }
+                )))
+            }
+            Err(ReapplyError::Differs(left)) => {
+                return Err(fail(format!(
+                    "re-applying the op gives sha256 {}, the record says {}",
+                    left.sha256, r.post_sha256
+                )))
+            }
+        };
         // The next record's op reads this state's tree, spliced from the last.
         memo.parse_edited(&state, &next);
         state = next;
