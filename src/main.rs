@@ -2,6 +2,10 @@
 //! workspace's libraries (`noma-core`, `noma-store`, `noma-git`, `noma-verify`,
 //! `noma-mcp`); see `.noma/architecture.noma` for the crate graph.
 
+// Functions of at most 80 lines of code (threshold in clippy.toml); the
+// libraries deny the same lint through [workspace.lints].
+#![deny(clippy::too_many_lines)]
+
 mod cli;
 mod report;
 

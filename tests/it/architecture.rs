@@ -802,53 +802,6 @@ fn sibling_files_of(src: &Path) {
     );
 }
 
-/// Every function of a source file outside test code and its length in lines,
-/// signature to closing brace (the code is rustfmt-formatted, so a body
-/// ends at the first `}` line at the signature's indentation).
-fn function_lengths(path: &Path) -> Vec<(usize, String, usize)> {
-    let lines = non_test_code(path);
-    let mut out = Vec::new();
-    for (k, (n, line)) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let mut rest = t;
-        if let Some(r) = rest.strip_prefix("pub") {
-            rest = match r.strip_prefix('(') {
-                Some(r) => r.split_once(") ").map_or("", |(_, r)| r),
-                None => r.trim_start(),
-            };
-        }
-        for q in ["const ", "async ", "unsafe "] {
-            rest = rest.strip_prefix(q).unwrap_or(rest);
-        }
-        let Some(sig) = rest.strip_prefix("fn ") else {
-            continue;
-        };
-        let name: String = sig
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        let indent = &line[..line.len() - t.len()];
-        let close = format!("{indent}}}");
-        let mut len = None;
-        for (j, (m, l)) in lines.iter().enumerate().skip(k) {
-            let end = l.trim_end();
-            if j == k && end.ends_with('}') || end == close {
-                len = Some(m - n + 1);
-                break;
-            }
-            if end.ends_with(';') && !lines[k..j].iter().any(|(_, l)| l.trim_end().ends_with('{')) {
-                break; // a declaration without a body
-            }
-        }
-        if let Some(len) = len {
-            out.push((*n, name, len));
-        }
-    }
-    out
-}
-
-/// Longest function, in lines from its `fn` to its closing brace.
-const MAX_FUNCTION_LINES: usize = 80;
 /// Largest file, in lines before its test module (comments excluded).
 const MAX_FILE_LINES: usize = 800;
 /// What the binary (`src/`) leaves to the libraries, each as the name
@@ -963,33 +916,6 @@ fn the_engine_work_check_sees_a_violation() {
 }
 
 #[test]
-fn no_function_is_longer_than_80_lines() {
-    let mut files = Vec::new();
-    for r in source_roots() {
-        rust_files(&r, &mut files);
-    }
-    let mut seen = 0;
-    let mut bad = Vec::new();
-    for f in &files {
-        for (n, name, len) in function_lengths(f) {
-            seen += 1;
-            if len > MAX_FUNCTION_LINES {
-                bad.push(format!("{}:{n}: fn {name} is {len} lines", shown(f)));
-            }
-        }
-    }
-    assert!(
-        seen > 500,
-        "only {seen} functions found: the scan is broken"
-    );
-    assert!(
-        bad.is_empty(),
-        "functions over {MAX_FUNCTION_LINES} lines (split them):\n{}",
-        bad.join("\n")
-    );
-}
-
-#[test]
 fn no_file_holds_more_than_800_lines_of_code() {
     let mut files = Vec::new();
     for r in source_roots() {
@@ -1016,20 +942,6 @@ fn the_structure_checks_see_a_violation() {
         ["doc", "git"]
     );
     assert_eq!(names_after("use super::core::{a, b};", "super::"), ["core"]);
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("x.rs");
-    let long: String = (0..130).map(|i| format!("    let a{i} = {i};\n")).collect();
-    std::fs::write(
-        &f,
-        format!("pub(crate) fn long(\n    x: u8,\n) {{\n{long}}}\n\nfn short() -> u8 {{ 1 }}\n\ntrait T {{\n    fn decl(&self);\n}}\n"),
-    )
-    .unwrap();
-    let found = function_lengths(&f);
-    assert_eq!(
-        found,
-        [(1, "long".to_string(), 134), (136, "short".to_string(), 1)],
-        "{found:?}"
-    );
 }
 
 /// Library crates not yet under the workspace lints, each with why: the
@@ -1082,6 +994,11 @@ fn lint_findings(workspace: &str, libraries: &[(String, String)]) -> Vec<String>
             "print_stderr",
             &["deny", "forbid"][..],
         ),
+        (
+            "workspace.lints.clippy",
+            "too_many_lines",
+            &["deny", "forbid"][..],
+        ),
     ];
     for (table, key, levels) in wanted {
         let got = value(table, key);
@@ -1101,6 +1018,36 @@ fn lint_findings(workspace: &str, libraries: &[(String, String)]) -> Vec<String>
                 "crates/{name}/Cargo.toml: no `[lints] workspace = true`"
             ));
         }
+    }
+    bad
+}
+
+/// Longest function: clippy's `too_many_lines` counts its lines of code
+/// (comments and blank lines left out) and is denied above this.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// What is wrong with the function-length lint: `clippy.toml` must set
+/// its threshold to [`MAX_FUNCTION_LINES`], and the binary, which does not
+/// take the workspace lints (it prints), must deny it in `src/main.rs`.
+/// The libraries deny it through `[workspace.lints]` ([`lint_findings`]).
+fn length_lint_findings(clippy_toml: &str, main_rs: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let threshold = clippy_toml.lines().find_map(|l| {
+        let l = l.split('#').next()?.trim();
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "too-many-lines-threshold").then(|| v.trim().to_string())
+    });
+    if threshold.as_deref() != Some(&MAX_FUNCTION_LINES.to_string()) {
+        bad.push(format!(
+            "clippy.toml: too-many-lines-threshold is {threshold:?}, not {MAX_FUNCTION_LINES}"
+        ));
+    }
+    let denied = main_rs.lines().any(|l| {
+        let l = l.trim();
+        l.starts_with("#![deny(") && l.contains("clippy::too_many_lines")
+    });
+    if !denied {
+        bad.push("src/main.rs: no `#![deny(clippy::too_many_lines)]`".into());
     }
     bad
 }
@@ -1135,6 +1082,10 @@ fn library_crates_never_print_and_document_their_public_items() {
     );
     let workspace = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     let mut bad = lint_findings(&workspace, &libraries);
+    bad.extend(length_lint_findings(
+        &std::fs::read_to_string(root().join("clippy.toml")).unwrap(),
+        &std::fs::read_to_string(root().join("src/main.rs")).unwrap(),
+    ));
     // An allow in the source would switch the lints off where they matter.
     for (name, _) in &libraries {
         let mut files = Vec::new();
@@ -1146,6 +1097,7 @@ fn library_crates_never_print_and_document_their_public_items() {
                     "missing_docs",
                     "clippy::print_stdout",
                     "clippy::print_stderr",
+                    "clippy::too_many_lines",
                 ]
                 .iter()
                 .any(|l| line.contains(l));
@@ -1182,9 +1134,25 @@ fn the_lint_check_sees_a_violation() {
         [
             "Cargo.toml: [workspace.lints.rust] missing_docs is Some(\"allow\"), not one of [\"warn\", \"deny\", \"forbid\"]",
             "Cargo.toml: [workspace.lints.clippy] print_stderr is None, not one of [\"deny\", \"forbid\"]",
+            "Cargo.toml: [workspace.lints.clippy] too_many_lines is None, not one of [\"deny\", \"forbid\"]",
             "crates/b/Cargo.toml: no `[lints] workspace = true`",
         ]
     );
+    assert_eq!(
+        length_lint_findings(
+            "too-many-lines-threshold = 100 # 80\n",
+            "// #![deny(clippy::too_many_lines)]\n#![deny(missing_docs)]\n"
+        ),
+        [
+            "clippy.toml: too-many-lines-threshold is Some(\"100\"), not 80",
+            "src/main.rs: no `#![deny(clippy::too_many_lines)]`",
+        ]
+    );
+    assert!(length_lint_findings(
+        "too-many-lines-threshold = 80\n",
+        "#![deny(clippy::too_many_lines)]\n"
+    )
+    .is_empty());
 }
 
 /// The workspace crates a file's code names (`noma_git::…`), `noma_core`

@@ -499,6 +499,7 @@ mod tests {
     /// report and diagnostics. Seed: `NOMA_TEST_SEED`, else the clock;
     /// it is printed.
     #[test]
+    #[allow(clippy::too_many_lines)] // one random walk, its steps in order
     fn an_analysis_after_an_edit_equals_a_fresh_one() {
         let seed = std::env::var("NOMA_TEST_SEED")
             .ok()
