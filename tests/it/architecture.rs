@@ -985,6 +985,11 @@ fn lint_findings(workspace: &str, libraries: &[(String, String)]) -> Vec<String>
             &["warn", "deny", "forbid"][..],
         ),
         (
+            "workspace.lints.rust",
+            "unreachable_pub",
+            &["warn", "deny", "forbid"][..],
+        ),
+        (
             "workspace.lints.clippy",
             "print_stdout",
             &["deny", "forbid"][..],
@@ -1133,6 +1138,7 @@ fn the_lint_check_sees_a_violation() {
         lint_findings(workspace, &libraries),
         [
             "Cargo.toml: [workspace.lints.rust] missing_docs is Some(\"allow\"), not one of [\"warn\", \"deny\", \"forbid\"]",
+            "Cargo.toml: [workspace.lints.rust] unreachable_pub is None, not one of [\"warn\", \"deny\", \"forbid\"]",
             "Cargo.toml: [workspace.lints.clippy] print_stderr is None, not one of [\"deny\", \"forbid\"]",
             "Cargo.toml: [workspace.lints.clippy] too_many_lines is None, not one of [\"deny\", \"forbid\"]",
             "crates/b/Cargo.toml: no `[lints] workspace = true`",
@@ -1455,4 +1461,50 @@ fn the_reapply_check_sees_a_second_definition() {
     );
     assert!(reapply_definitions(&planted("fn reapply_from(x: u8) {}")).is_empty());
     assert!(reapply_definitions(&planted("// fn reapply(x)")).is_empty());
+}
+
+/// The server crates, whose callers need only how to start them: their
+/// modules are private, and what the binary calls is re-exported at the
+/// root (`pub use`). `unreachable_pub` then makes every other item say
+/// `pub(crate)`.
+const FACADE_CRATES: [&str; 2] = ["noma-mcp", "noma-lsp"];
+
+/// The `pub mod` lines of a crate root: `lib.rs:line: text`.
+fn public_modules(lib_rs: &str) -> Vec<String> {
+    lib_rs
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("pub mod "))
+        .map(|(n, l)| format!("lib.rs:{}: {}", n + 1, l.trim()))
+        .collect()
+}
+
+#[test]
+fn the_server_crates_offer_a_facade_only() {
+    let mut bad = Vec::new();
+    for name in FACADE_CRATES {
+        let lib =
+            std::fs::read_to_string(root().join("crates").join(name).join("src/lib.rs")).unwrap();
+        assert!(lib.contains("pub use "), "{name}: no facade found");
+        bad.extend(
+            public_modules(&lib)
+                .into_iter()
+                .map(|m| format!("{name}/src/{m}")),
+        );
+    }
+    assert!(
+        bad.is_empty(),
+        "public modules in a server crate (make them private, re-export what callers use):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_facade_check_sees_a_public_module() {
+    assert_eq!(
+        public_modules(
+            "//! pub mod in a comment\nmod server;\npub mod tools;\npub use server::serve;\n"
+        ),
+        ["lib.rs:3: pub mod tools;"]
+    );
 }

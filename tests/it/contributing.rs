@@ -211,11 +211,7 @@ fn every_file_that_lists_every_op_is_in_the_new_op_checklist() {
 
 #[test]
 fn every_file_that_lists_every_mcp_tool_is_in_the_new_tool_checklist() {
-    let tools: Vec<String> = noma_mcp::tools::registry()
-        .tools()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = noma_mcp::tool_names();
     assert!(tools.len() >= 10, "{tools:?}");
     let (listing, unlisted) = listing_files(&tools, "### A new MCP tool");
     // At least the registry, the MCP documentation and the SDK check.

@@ -17,7 +17,7 @@ use crate::lines::LineIndex;
 /// Attributes whose value names another block, as the validator reads
 /// them (`for=`, `parent=`, `target=`, `block=`, `ref=`, replies,
 /// `dataset=`).
-pub const REFERENCE_ATTRS: &[&str] = &[
+pub(crate) const REFERENCE_ATTRS: &[&str] = &[
     "for", "parent", "target", "block", "ref", "reply_to", "replyTo", "reply", "dataset",
 ];
 
@@ -409,18 +409,11 @@ fn is_key_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':')
 }
 
-/// The options `noma check` and the hooks use for the document at `path`
-/// (its work tree's policy, datasets read beside it); an unsaved document
-/// gets the defaults. `Err` names a malformed policy file.
-pub fn options_for(path: Option<&std::path::Path>) -> Result<Options, Arc<ConfigError>> {
-    Policies::default().options_for(path)
-}
-
 /// The work trees' policies, each compiled once and again only when its
-/// file's bytes change: [`options_for`] for every keystroke without
+/// file's bytes change: the options `noma check` and the hooks use, for every keystroke without
 /// parsing `.noma/config.yml` each time.
 #[derive(Debug, Default)]
-pub struct Policies {
+pub(crate) struct Policies {
     /// Per work tree: the policy file's bytes (`None`: absent) and what
     /// they compiled to.
     trees: HashMap<std::path::PathBuf, (Option<Vec<u8>>, Compiled)>,
@@ -430,9 +423,11 @@ pub struct Policies {
 type Compiled = Result<Policy, Arc<ConfigError>>;
 
 impl Policies {
-    /// [`options_for`], with the policy from the cache while its file
-    /// reads the same.
-    pub fn options_for(
+    /// The options `noma check` and the hooks use for the document at
+    /// `path` (its work tree's policy, datasets read beside it; an unsaved
+    /// document gets the defaults), with the policy from the cache while
+    /// its file reads the same. `Err` names a malformed policy file.
+    pub(crate) fn options_for(
         &mut self,
         path: Option<&std::path::Path>,
     ) -> Result<Options, Arc<ConfigError>> {

@@ -11,7 +11,7 @@ use crate::analysis::{Analysis, REFERENCE_ATTRS};
 use crate::guard::{RECORD_COMMAND, UNRECORDED};
 
 /// Headings and directives with ids, nested as in the document.
-pub fn document_symbols(a: &Analysis) -> Vec<DocumentSymbol> {
+pub(crate) fn document_symbols(a: &Analysis) -> Vec<DocumentSymbol> {
     symbols_of(a, &a.doc.children)
 }
 
@@ -58,7 +58,7 @@ fn symbol_name(node: &Node) -> Option<(String, SymbolKind)> {
 
 /// The headings and directives with ids of the open documents whose id or
 /// name holds `query` (any case).
-pub fn workspace_symbols<'a>(
+pub(crate) fn workspace_symbols<'a>(
     docs: impl Iterator<Item = (&'a Url, &'a Analysis)>,
     query: &str,
 ) -> Vec<lsp_types::SymbolInformation> {
@@ -90,7 +90,12 @@ pub fn workspace_symbols<'a>(
 /// The block under the cursor: id, kind, aliases, lines and `baseHash`.
 ///
 /// `history` gives the block's last changes (Markdown lines) for its id.
-pub fn hover(a: &Analysis, pos: Position, history: &dyn Fn(&str) -> Vec<String>) -> Option<Hover> {
+#[cfg(test)]
+pub(crate) fn hover(
+    a: &Analysis,
+    pos: Position,
+    history: &dyn Fn(&str) -> Vec<String>,
+) -> Option<Hover> {
     let (id, mut h) = hover_block(a, pos)?;
     add_history(&mut h, &history(&id));
     Some(h)
@@ -99,7 +104,7 @@ pub fn hover(a: &Analysis, pos: Position, history: &dyn Fn(&str) -> Vec<String>)
 /// The hover of the block under the cursor without its history, and the
 /// block's id: the part the server answers from the open document alone,
 /// before history (which reads git) is looked up elsewhere.
-pub fn hover_block(a: &Analysis, pos: Position) -> Option<(String, Hover)> {
+pub(crate) fn hover_block(a: &Analysis, pos: Position) -> Option<(String, Hover)> {
     let node = match a.id_at(pos) {
         Some(id) => a.doc.find(&id)?,
         None => a.block_at(pos.line)?,
@@ -132,7 +137,7 @@ pub fn hover_block(a: &Analysis, pos: Position) -> Option<(String, Hover)> {
 
 /// Appends a block's last changes (Markdown lines, newest first) to its
 /// hover; nothing when there are none.
-pub fn add_history(hover: &mut Hover, changes: &[String]) {
+pub(crate) fn add_history(hover: &mut Hover, changes: &[String]) {
     let HoverContents::Markup(m) = &mut hover.contents else {
         return;
     };
@@ -145,7 +150,7 @@ pub fn add_history(hover: &mut Hover, changes: &[String]) {
 }
 
 /// Where the id under the cursor is defined.
-pub fn definition(a: &Analysis, uri: &Url, pos: Position) -> Option<Location> {
+pub(crate) fn definition(a: &Analysis, uri: &Url, pos: Position) -> Option<Location> {
     let id = a.id_at(pos)?;
     let def = a.definition(&id)?;
     Some(Location::new(uri.clone(), def.range))
@@ -155,7 +160,7 @@ pub fn definition(a: &Analysis, uri: &Url, pos: Position) -> Option<Location> {
 /// is the defining block's lines (what an editor shows of it), the
 /// selection its id (or heading text), the origin the reference under the
 /// cursor.
-pub fn definition_link(a: &Analysis, uri: &Url, pos: Position) -> Option<LocationLink> {
+pub(crate) fn definition_link(a: &Analysis, uri: &Url, pos: Position) -> Option<LocationLink> {
     let id = a.id_at(pos)?;
     let def = a.definition(&id)?;
     let inside = |r: &lsp_types::Range| r.start <= pos && pos <= r.end;
@@ -169,7 +174,12 @@ pub fn definition_link(a: &Analysis, uri: &Url, pos: Position) -> Option<Locatio
 
 /// Every reference to the id under the cursor (and its definition when
 /// `declaration`).
-pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> Vec<Location> {
+pub(crate) fn references(
+    a: &Analysis,
+    uri: &Url,
+    pos: Position,
+    declaration: bool,
+) -> Vec<Location> {
     let Some(id) = a.id_at(pos) else {
         return Vec::new();
     };
@@ -189,7 +199,7 @@ pub fn references(a: &Analysis, uri: &Url, pos: Position, declaration: bool) -> 
 
 /// Ids and aliases, offered where an id is written: inside `[[` or the
 /// value of a reference attribute; nothing elsewhere.
-pub fn completion(a: &Analysis, pos: Position) -> Option<Vec<CompletionItem>> {
+pub(crate) fn completion(a: &Analysis, pos: Position) -> Option<Vec<CompletionItem>> {
     let line = a.index.line(&a.text, pos.line as usize);
     // Bytes of the line before the cursor (`offset` converts its UTF-16
     // column and lands on a character boundary).
@@ -259,7 +269,9 @@ fn is_id_byte(b: u8) -> bool {
 
 /// "Record this edit" for each `unrecorded-edit` diagnostic in the
 /// request's context: it runs `noma.record` on the document.
-pub fn record_actions(p: &lsp_types::CodeActionParams) -> Vec<lsp_types::CodeActionOrCommand> {
+pub(crate) fn record_actions(
+    p: &lsp_types::CodeActionParams,
+) -> Vec<lsp_types::CodeActionOrCommand> {
     let code = lsp_types::NumberOrString::String(UNRECORDED.to_string());
     let diagnostics: Vec<lsp_types::Diagnostic> = p
         .context
@@ -291,7 +303,7 @@ pub fn record_actions(p: &lsp_types::CodeActionParams) -> Vec<lsp_types::CodeAct
 /// "Did you mean" quick fixes: a `broken-reference` whose message names
 /// a near miss, on a range that holds the written id, gets an action
 /// replacing it with the suggestion.
-pub fn did_you_mean(
+pub(crate) fn did_you_mean(
     a: &Analysis,
     p: &lsp_types::CodeActionParams,
 ) -> Vec<lsp_types::CodeActionOrCommand> {
@@ -339,7 +351,7 @@ fn written_and_suggestion(message: &str) -> Option<(&str, &str)> {
 
 /// The edits turning `before` into `after`: only the bytes that changed
 /// (`noma_core::patch::text_edits`), as LSP ranges of `before`.
-pub fn edits_between(before: &str, after: &str) -> Vec<lsp_types::TextEdit> {
+pub(crate) fn edits_between(before: &str, after: &str) -> Vec<lsp_types::TextEdit> {
     let lines = crate::lines::LineIndex::new(before);
     noma_core::patch::text_edits(before, after)
         .into_iter()

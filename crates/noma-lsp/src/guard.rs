@@ -18,10 +18,10 @@ use crate::analysis::Analysis;
 
 /// The code of the diagnostics on edits not in the transcript (the
 /// hook's).
-pub const UNRECORDED: &str = "unrecorded-edit";
+pub(crate) const UNRECORDED: &str = "unrecorded-edit";
 
 /// The command the "Record this edit" code action runs.
-pub const RECORD_COMMAND: &str = "noma.record";
+pub(crate) const RECORD_COMMAND: &str = "noma.record";
 
 /// Why the repository side could not record or rename: the implementor's
 /// error, shown to the editor's user as it displays.
@@ -68,7 +68,7 @@ pub struct RecordProblem {
 /// The transcript's last state, as block digests: read once per
 /// transcript change (open, save, record, rename), not per keystroke.
 #[derive(Debug, Clone)]
-pub struct Expected {
+pub(crate) struct Expected {
     text: String,
     /// Each block id's digest (the last block of an id, as a map of the
     /// state's blocks has it).
@@ -84,7 +84,7 @@ pub struct Expected {
 
 impl Expected {
     /// The state `text` (the transcript's last state).
-    pub fn of(text: &str) -> Expected {
+    pub(crate) fn of(text: &str) -> Expected {
         let doc = parse(text);
         let mut blocks = HashMap::new();
         let mut order = Vec::new();
@@ -105,13 +105,13 @@ impl Expected {
 /// The block digests of an analysed text, kept from one keystroke to the
 /// next so that only the blocks an edit touched are hashed again.
 #[derive(Debug, Clone, Default)]
-pub struct Blocks(Vec<BlockDigest>);
+pub(crate) struct Blocks(Vec<BlockDigest>);
 
 /// Where the text changed since the last [`Blocks`]: its bytes before
 /// `start` and from `end` on (in the new text) are the old text's, the
 /// latter shifted by the change of length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Changed {
+pub(crate) struct Changed {
     /// First byte that may differ.
     pub start: usize,
     /// End of the bytes that may differ, in the new text.
@@ -125,7 +125,7 @@ pub struct Changed {
 impl Changed {
     /// The range `start..end` of a text of `old_len` bytes replaced by
     /// `inserted` bytes.
-    pub fn edit(start: usize, end: usize, inserted: usize, old_len: usize) -> Changed {
+    pub(crate) fn edit(start: usize, end: usize, inserted: usize, old_len: usize) -> Changed {
         Changed {
             start,
             end: start + inserted,
@@ -136,7 +136,7 @@ impl Changed {
 
     /// `old` replaced by `new` as a whole: what lies between their common
     /// prefix and suffix.
-    pub fn between(old: &str, new: &str) -> Changed {
+    pub(crate) fn between(old: &str, new: &str) -> Changed {
         let (a, b) = (old.as_bytes(), new.as_bytes());
         let prefix = common_prefix(a, b);
         let suffix = common_suffix(&a[prefix..], &b[prefix..]);
@@ -149,7 +149,7 @@ impl Changed {
     }
 
     /// This change followed by `next` (made on its result).
-    pub fn then(self, next: Changed) -> Changed {
+    pub(crate) fn then(self, next: Changed) -> Changed {
         // The bytes after this window, where `next` leaves them: moved by
         // its change of length, unless it rewrote them (then its own end
         // is the later one).
@@ -198,7 +198,7 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
 
 impl Blocks {
     /// Every block of `a` hashed.
-    pub fn of(a: &Analysis) -> Blocks {
+    pub(crate) fn of(a: &Analysis) -> Blocks {
         Blocks(block_digests_reusing(&a.text, &a.doc, |_| None))
     }
 
@@ -207,7 +207,7 @@ impl Blocks {
     /// (the two bytes after its last line too, its terminator's kind)
     /// keeps its digest when the old text had a block over the same
     /// lines there.
-    pub fn after(a: &Analysis, old: &Blocks, changed: Changed) -> Blocks {
+    pub(crate) fn after(a: &Analysis, old: &Blocks, changed: Changed) -> Blocks {
         let shift = |at: usize| at + changed.old_len - changed.len;
         Blocks(block_digests_reusing(&a.text, &a.doc, |(from, to)| {
             if to + 2 <= changed.start {
@@ -237,7 +237,7 @@ impl Blocks {
 /// block, one on the first line. A text saved with other line endings
 /// than the state's is compared by its lines, and the line endings named
 /// on the first line.
-pub fn unrecorded(
+pub(crate) fn unrecorded(
     a: &Analysis,
     blocks: &Blocks,
     expected: &Expected,
@@ -316,7 +316,7 @@ pub fn unrecorded(
 /// The transcript's provenance problems, on the document's first line (a
 /// record belongs to the document, not to one block), each naming its
 /// transcript line.
-pub fn provenance(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnostic> {
+pub(crate) fn provenance(a: &Analysis, expected: &Expected) -> Vec<lsp_types::Diagnostic> {
     let first_line = a.index.line_range(&a.text, 0);
     expected
         .problems

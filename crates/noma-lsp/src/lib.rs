@@ -15,15 +15,15 @@
 //! may want to know (a malformed message skipped, an analysis made) is an
 //! [`Event`] for the caller to word. [`serve_stdio`] returns when the
 //! client has shut the session down; no message the client sends ends it
-//! earlier (see [`transport`]).
+//! earlier (see the `transport` module).
 
-pub mod analysis;
+mod analysis;
 mod contain;
-pub mod features;
-pub mod guard;
-pub mod lines;
+mod features;
+mod guard;
+mod lines;
 mod server;
-pub mod transport;
+mod transport;
 
 pub use analysis::Analysis;
 pub use guard::{Guard, GuardError, RecordProblem};

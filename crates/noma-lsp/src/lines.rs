@@ -114,7 +114,11 @@ impl LineIndex {
 /// `text` with one `didChange` content change applied: its range (LSP
 /// positions, clamped as [`LineIndex::offset`] clamps them) replaced by
 /// its text, or the whole text replaced when it has no range.
-pub fn apply_change(mut text: String, change: lsp_types::TextDocumentContentChangeEvent) -> String {
+#[cfg(test)]
+pub(crate) fn apply_change(
+    mut text: String,
+    change: lsp_types::TextDocumentContentChangeEvent,
+) -> String {
     apply_change_with(&mut text, change, None);
     text
 }
@@ -122,7 +126,7 @@ pub fn apply_change(mut text: String, change: lsp_types::TextDocumentContentChan
 /// [`apply_change`] in place, with `index` the line table of `text` when
 /// the caller has it (the first keystroke after an analysis): the byte
 /// range of the old text replaced, or `None` when the whole text was.
-pub fn apply_change_with(
+pub(crate) fn apply_change_with(
     text: &mut String,
     change: lsp_types::TextDocumentContentChangeEvent,
     index: Option<&LineIndex>,
@@ -146,7 +150,7 @@ pub fn apply_change_with(
 }
 
 /// Length of `s` in UTF-16 code units.
-pub fn utf16_len(s: &str) -> u32 {
+pub(crate) fn utf16_len(s: &str) -> u32 {
     s.chars().map(|c| c.len_utf16() as u32).sum()
 }
 

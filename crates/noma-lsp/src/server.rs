@@ -45,7 +45,7 @@ fn err(e: impl std::fmt::Display) -> Error {
 }
 
 /// What the server announces in `initialize`.
-pub fn capabilities() -> ServerCapabilities {
+pub(crate) fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {

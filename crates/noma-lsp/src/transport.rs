@@ -19,14 +19,14 @@ use serde_json::Value;
 
 /// The largest body read: a frame declaring more is read and thrown away
 /// as it arrives, so memory stays bounded whatever the header says.
-pub const MAX_BODY: usize = 32 << 20;
+pub(crate) const MAX_BODY: usize = 32 << 20;
 
 /// The longest header line kept; the rest of a longer one is skipped.
 const MAX_HEADER_LINE: usize = 8 << 10;
 
 /// One item of the server's queue.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A well-formed message.
     Message(Message),
     /// A frame whose body is no JSON-RPC message: answered with an error
@@ -55,19 +55,19 @@ pub enum Incoming {
 
 /// The queue between the reader thread and the server.
 #[derive(Default)]
-pub struct Queue {
+pub(crate) struct Queue {
     items: Mutex<VecDeque<Incoming>>,
     ready: Condvar,
 }
 
 impl Queue {
     /// Whether nothing is waiting.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
     /// The next item, waiting for one.
-    pub fn pop(&self) -> Incoming {
+    pub(crate) fn pop(&self) -> Incoming {
         let mut items = self.lock();
         loop {
             if let Some(item) = items.pop_front() {
@@ -81,7 +81,7 @@ impl Queue {
     }
 
     /// Appends `batch` at once: the server sees the whole of it or none.
-    pub fn push_all(&self, batch: impl IntoIterator<Item = Incoming>) {
+    pub(crate) fn push_all(&self, batch: impl IntoIterator<Item = Incoming>) {
         self.lock().extend(batch);
         self.ready.notify_one();
     }
@@ -96,7 +96,7 @@ impl Queue {
 }
 
 /// Starts the thread that reads `input` into a new queue until it ends.
-pub fn spawn_reader(mut input: impl Read + Send + 'static) -> Arc<Queue> {
+pub(crate) fn spawn_reader(mut input: impl Read + Send + 'static) -> Arc<Queue> {
     let queue = Arc::new(Queue::default());
     let q = Arc::clone(&queue);
     std::thread::spawn(move || {
@@ -129,7 +129,7 @@ pub fn spawn_reader(mut input: impl Read + Send + 'static) -> Arc<Queue> {
 
 /// What the framer makes of the bytes.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// A frame's body.
     Body(Vec<u8>),
     /// Bytes skipped, and why.
@@ -164,7 +164,7 @@ enum State {
 
 /// `Content-Length` framing, fed bytes as they arrive.
 #[derive(Debug, Default)]
-pub struct Framer {
+pub(crate) struct Framer {
     state: State,
     /// Unconsumed bytes (a partial header line or body).
     buf: Vec<u8>,
@@ -176,7 +176,7 @@ pub struct Framer {
 
 impl Framer {
     /// The frames (and skipped stretches) `bytes` completes.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
         let mut out = Vec::new();
         loop {
             match self.state {
@@ -310,7 +310,7 @@ impl Framer {
 }
 
 /// The queue item for one body.
-pub fn decode(body: &[u8]) -> Incoming {
+pub(crate) fn decode(body: &[u8]) -> Incoming {
     let value = match serde_json::from_slice::<Value>(body) {
         Ok(v) => v,
         Err(e) => {
@@ -466,23 +466,23 @@ fn without_lone_surrogates(json: &str) -> String {
 }
 
 /// Framed messages to the client.
-pub struct Writer<W: Write> {
+pub(crate) struct Writer<W: Write> {
     out: W,
 }
 
 impl<W: Write> Writer<W> {
     /// Writes to `out`.
-    pub fn new(out: W) -> Writer<W> {
+    pub(crate) fn new(out: W) -> Writer<W> {
         Writer { out }
     }
 
     /// Sends `msg`.
-    pub fn send(&mut self, msg: Message) -> std::io::Result<()> {
+    pub(crate) fn send(&mut self, msg: Message) -> std::io::Result<()> {
         msg.write(&mut self.out)
     }
 
     /// Sends an error answer to `id` (`null` when it could not be read).
-    pub fn error(
+    pub(crate) fn error(
         &mut self,
         id: Option<&RequestId>,
         code: ErrorCode,

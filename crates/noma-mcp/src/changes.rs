@@ -35,14 +35,14 @@ pub(super) const SNAPSHOT_STATE: &str =
 
 /// Arguments of `list_changed_docs`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct BaseArgs {
+pub(crate) struct BaseArgs {
     /// Branch to compare with, e.g. `main` (or `origin/main`).
     pub base_branch: String,
 }
 
 /// Arguments of `get_changed_blocks`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ChangedBlocksArgs {
+pub(crate) struct ChangedBlocksArgs {
     /// Branch to compare with, e.g. `main` (or `origin/main`).
     pub base_branch: String,
     /// Only these documents.
@@ -61,7 +61,7 @@ pub struct ChangedBlocksArgs {
 
 /// Arguments of `mark_reconciled`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct MarkArgs {
+pub(crate) struct MarkArgs {
     /// The documents reconciled.
     pub files: Vec<String>,
     /// Branch compared with (default `main`).
@@ -71,7 +71,7 @@ pub struct MarkArgs {
 
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 fn repo(ctx: &Context) -> Result<Repo, ToolError> {
     Repo::discover(ctx.workspace.root()).map_err(ToolError::system)
@@ -105,7 +105,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> ToolResult {
 }
 
 /// `list_changed_docs`.
-pub fn list_changed_docs(ctx: &Context, args: BaseArgs) -> ToolResult {
+pub(crate) fn list_changed_docs(ctx: &Context, args: BaseArgs) -> ToolResult {
     let r = changes::list_changed_docs_watched(
         &repo(ctx)?,
         &args.base_branch,
@@ -117,7 +117,7 @@ pub fn list_changed_docs(ctx: &Context, args: BaseArgs) -> ToolResult {
 }
 
 /// `get_changed_blocks`.
-pub fn get_changed_blocks(ctx: &Context, args: ChangedBlocksArgs) -> ToolResult {
+pub(crate) fn get_changed_blocks(ctx: &Context, args: ChangedBlocksArgs) -> ToolResult {
     let q = Query {
         base: args.base_branch,
         files: contain_files(ctx, &args.files)?,
@@ -131,7 +131,7 @@ pub fn get_changed_blocks(ctx: &Context, args: ChangedBlocksArgs) -> ToolResult 
 }
 
 /// `mark_reconciled`.
-pub fn mark_reconciled(ctx: &Context, args: MarkArgs) -> ToolResult {
+pub(crate) fn mark_reconciled(ctx: &Context, args: MarkArgs) -> ToolResult {
     let files = contain_files(ctx, &args.files)?;
     let base = args.base_branch.unwrap_or_else(|| "main".to_string());
     let r = changes::mark_reconciled(&repo(ctx)?, &base, &files, &ctx.cache).map_err(fail)?;
@@ -139,12 +139,12 @@ pub fn mark_reconciled(ctx: &Context, args: MarkArgs) -> ToolResult {
 }
 
 /// `clear_cache`.
-pub fn clear_cache(ctx: &Context, _args: NoArgs) -> ToolResult {
+pub(crate) fn clear_cache(ctx: &Context, _args: NoArgs) -> ToolResult {
     to_value(&changes::clear_cache(&repo(ctx)?).map_err(fail)?)
 }
 
 /// `snapshot_state`.
-pub fn snapshot_state(ctx: &Context, _args: NoArgs) -> ToolResult {
+pub(crate) fn snapshot_state(ctx: &Context, _args: NoArgs) -> ToolResult {
     to_value(&changes::snapshot_state(&repo(ctx)?).map_err(fail)?)
 }
 

@@ -14,7 +14,7 @@ use noma_store::engine;
 
 /// The `file` argument shared by the read-only tools.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct FileArgs {
+pub(crate) struct FileArgs {
     /// The .noma file's path.
     pub file: String,
 }
@@ -22,7 +22,7 @@ pub struct FileArgs {
 impl Context {
     /// Resolves a `file` argument: inside the root, not a book manifest.
     /// `tool` names the caller in the refusal.
-    pub fn doc_path(&self, file: &str, tool: &str) -> Result<PathBuf, ToolError> {
+    pub(crate) fn doc_path(&self, file: &str, tool: &str) -> Result<PathBuf, ToolError> {
         let manifest = || ToolError::System {
             error: format!(
                 "book manifests (.noma.yml) are not valid targets for {tool}; give a .noma document"
@@ -61,25 +61,25 @@ impl Context {
 
     /// A path the tools derive from a document (transcript, sidecar) must
     /// stay inside the root too.
-    pub fn derived(&self, path: &Path) -> Result<PathBuf, ToolError> {
+    pub(crate) fn derived(&self, path: &Path) -> Result<PathBuf, ToolError> {
         self.workspace.contain(path).map_err(ToolError::system)
     }
 
     /// A path as the tools show it: relative to the root.
-    pub fn shown(&self, path: &Path) -> String {
+    pub(crate) fn shown(&self, path: &Path) -> String {
         self.workspace.relative(path).display().to_string()
     }
 }
 
 /// The document's text.
-pub fn read_source(path: &Path) -> Result<String, ToolError> {
+pub(crate) fn read_source(path: &Path) -> Result<String, ToolError> {
     noma_store::fsio::read_document(path).map_err(ToolError::system)
 }
 
 /// Validator options for the document at `path`, built from its work
 /// tree's policy as `noma check`, the hooks and the language server build
 /// them (datasets read beside it); a malformed policy file is an error.
-pub fn validate_options(path: &Path) -> Result<noma_core::validate::Options, ToolError> {
+pub(crate) fn validate_options(path: &Path) -> Result<noma_core::validate::Options, ToolError> {
     noma_provenance::config::validate_options_for(path, &Default::default())
         .map_err(ToolError::system)
 }

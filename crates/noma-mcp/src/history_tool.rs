@@ -11,7 +11,7 @@ use noma_store::engine;
 
 /// Arguments of `block_history`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct BlockHistoryArgs {
+pub(crate) struct BlockHistoryArgs {
     /// The .noma file's path.
     pub file: String,
     /// The block's current id.
@@ -26,11 +26,12 @@ pub struct BlockHistoryArgs {
 const LIMIT: (u32, u32) = (20, 100);
 
 /// The tool's description (in every agent's context: short).
-pub const BLOCK_HISTORY: &str = "Records that changed a block (across renames), newest first: \
+pub(crate) const BLOCK_HISTORY: &str =
+    "Records that changed a block (across renames), newest first: \
 op, actor, reason, ts, signer, approver, commit. Ask before changing it.";
 
 /// `block_history`.
-pub fn block_history(ctx: &Context, args: BlockHistoryArgs) -> ToolResult {
+pub(crate) fn block_history(ctx: &Context, args: BlockHistoryArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "block_history")?;
     let tpath = ctx.derived(&engine::default_transcript_path(&doc))?;
     let limit = args.limit.unwrap_or(LIMIT.0).clamp(1, LIMIT.1) as usize;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// What to do with one input line.
 #[derive(Debug)]
-pub enum Inbound {
+pub(crate) enum Inbound {
     /// A valid message for rmcp.
     Message(Box<ClientJsonRpcMessage>),
     /// Answer with this JSON-RPC error response; rmcp never sees the line.
@@ -26,7 +26,7 @@ fn invalid_request(id: Value, message: String) -> Value {
 }
 
 /// Classifies one line (without its newline).
-pub fn classify(line: &[u8]) -> Inbound {
+pub(crate) fn classify(line: &[u8]) -> Inbound {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {

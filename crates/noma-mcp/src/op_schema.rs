@@ -171,7 +171,7 @@ fn widest(schemas: &[Value]) -> Value {
 
 /// The op schema for a tool's input, and the definitions it refers to
 /// (`#/$defs/...`), to be placed in that tool schema's `$defs`.
-pub fn op_schema() -> (Value, Map<String, Value>) {
+pub(crate) fn op_schema() -> (Value, Map<String, Value>) {
     let catalog = noma_core::transcript::schema::patch_op();
     let base_defs = catalog["$defs"].as_object().cloned().unwrap_or_default();
     let mut defs = Map::new();

@@ -43,7 +43,7 @@ fn stale_precondition(path: &Path, ops: &[Value], opts: &Options) -> Option<Tool
 
 /// The rejection reason of a refused request: the failing record's own
 /// engine code (not `op_list_aborted`), with its index.
-pub fn rejection(records: &[Record]) -> ToolError {
+pub(crate) fn rejection(records: &[Record]) -> ToolError {
     fn engine_error(r: &Record) -> Option<&Diagnostic> {
         r.diagnostics.iter().flatten().rev().find(|d| {
             d.severity == Severity::Error
@@ -68,7 +68,7 @@ pub fn rejection(records: &[Record]) -> ToolError {
 }
 
 /// Whether a request was accepted: it has records and none was rejected.
-pub fn accepted(records: &[Record]) -> bool {
+pub(crate) fn accepted(records: &[Record]) -> bool {
     !records.is_empty()
         && records
             .iter()
@@ -76,7 +76,7 @@ pub fn accepted(records: &[Record]) -> bool {
 }
 
 /// The refusal of a request the engine could not carry out.
-pub fn refusal(
+pub(crate) fn refusal(
     ctx: &Context,
     path: &Path,
     ops: &[Value],

@@ -20,7 +20,7 @@ use noma_store::engine::{self, capability, Options, WriteMode};
 /// refused, and with a signing key the server records the key's principal
 /// as the name.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ActorArg {
+pub(crate) struct ActorArg {
     /// `agent` or `tool` (`human` parses, to be refused with a code).
     pub kind: ActorKind,
     /// Display name (agent id, username, tool name).
@@ -35,7 +35,7 @@ pub struct ActorArg {
 
 /// Preconditions and record metadata shared by the patch tools.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PatchMeta {
+pub(crate) struct PatchMeta {
     /// Why; stored in the records.
     #[serde(default)]
     pub reason: Option<String>,
@@ -70,7 +70,7 @@ fn actor_schema(_: &mut SchemaGenerator) -> Schema {
 
 /// Arguments of `patch_block`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PatchBlockArgs {
+pub(crate) struct PatchBlockArgs {
     /// The .noma file's path.
     pub file: String,
     /// The patch op.
@@ -86,7 +86,7 @@ pub struct PatchBlockArgs {
 
 /// Arguments of `patch_block_list`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PatchBlockListArgs {
+pub(crate) struct PatchBlockListArgs {
     /// The .noma file's path.
     pub file: String,
     /// Applied in order.
@@ -101,7 +101,7 @@ pub struct PatchBlockListArgs {
 /// implementation: a request with a larger one is refused whole with
 /// `invalid_content` before the engine runs, so nothing is written or
 /// recorded.
-pub const MAX_CONTENT_BYTES: usize = 1_000_000;
+pub(crate) const MAX_CONTENT_BYTES: usize = 1_000_000;
 
 fn op_schema(generator: &mut SchemaGenerator) -> Schema {
     let (schema, defs) = super::op_schema::op_schema();
@@ -259,7 +259,7 @@ fn post_diagnostics(outcome: engine::Outcome) -> Vec<Diagnostic> {
 }
 
 /// `patch_block` (§B.6).
-pub fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
+pub(crate) fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
     let mut op = args.op;
     if let (Some(hash), Some(fields)) = (args.base_hash, op.as_object_mut()) {
         fields.entry("baseHash").or_insert(Value::String(hash));
@@ -281,7 +281,7 @@ pub fn patch_block(ctx: &Context, args: PatchBlockArgs) -> ToolResult {
 }
 
 /// `patch_block_list` (§B.8 direction): an atomic op-list.
-pub fn patch_block_list(ctx: &Context, args: PatchBlockListArgs) -> ToolResult {
+pub(crate) fn patch_block_list(ctx: &Context, args: PatchBlockListArgs) -> ToolResult {
     if args.ops.is_empty() {
         return Err(ToolError::user(
             "invalid_content",

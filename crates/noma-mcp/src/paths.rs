@@ -33,7 +33,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PathError {
+pub(crate) enum PathError {
     /// Empty argument or NUL byte.
     #[error("invalid path {0:?}")]
     Invalid(String),
@@ -60,25 +60,25 @@ pub enum PathError {
 
 /// The repository root every tool path is confined to.
 #[derive(Debug, Clone)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     root: PathBuf,
 }
 
 impl Workspace {
     /// A workspace rooted at `root` (canonicalised; it must exist).
-    pub fn new(root: &Path) -> io::Result<Workspace> {
+    pub(crate) fn new(root: &Path) -> io::Result<Workspace> {
         Ok(Workspace {
             root: root.canonicalize()?,
         })
     }
 
     /// The canonical root.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// Resolves a client-supplied path inside the root (see the module doc).
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve(&self, raw: &str) -> Result<PathBuf, PathError> {
         if raw.is_empty() || raw.contains('\0') {
             return Err(PathError::Invalid(raw.to_string()));
         }
@@ -96,7 +96,7 @@ impl Workspace {
 
     /// Checks a path the server derived itself (absolute, no `..`): it must
     /// resolve inside the root. Returns the resolved path.
-    pub fn contain(&self, path: &Path) -> Result<PathBuf, PathError> {
+    pub(crate) fn contain(&self, path: &Path) -> Result<PathBuf, PathError> {
         let shown = path.display().to_string();
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(PathError::ParentComponent(shown));
@@ -105,7 +105,7 @@ impl Workspace {
     }
 
     /// The path relative to the root, for messages and outputs.
-    pub fn relative<'a>(&self, path: &'a Path) -> &'a Path {
+    pub(crate) fn relative<'a>(&self, path: &'a Path) -> &'a Path {
         path.strip_prefix(&self.root).unwrap_or(path)
     }
 

@@ -23,7 +23,7 @@ use noma_store::engine;
 /// `childCount` is its item count). Blocks with an id carry their source
 /// hash, the `base_hash` to send back. The answer is written straight to
 /// JSON text ([`JsonText`]), never built as a `Value` tree.
-pub fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
+pub(crate) fn read_doc(ctx: &Context, args: FileArgs) -> Result<JsonText, ToolError> {
     let path = ctx.doc_path(&args.file, "read_doc")?;
     let src = read_source(&path)?;
     let doc = noma_core::doc::parse(&src);
@@ -224,7 +224,7 @@ fn unrecorded_edit(ctx: &Context, path: &Path) -> Result<Value, TranscriptError>
 }
 
 /// `list_ids` (§B.4).
-pub fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
+pub(crate) fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "list_ids")?;
     let src = read_source(&path)?;
     let reg = noma_core::doc::ids::registry(&noma_core::doc::parse(&src));
@@ -232,7 +232,7 @@ pub fn list_ids(ctx: &Context, args: FileArgs) -> ToolResult {
 }
 
 /// `validate_doc` (§B.5).
-pub fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
+pub(crate) fn validate_doc(ctx: &Context, args: FileArgs) -> ToolResult {
     let path = ctx.doc_path(&args.file, "validate_doc")?;
     let src = read_source(&path)?;
     let opts = validate_options(&path)?;

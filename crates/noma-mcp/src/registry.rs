@@ -42,7 +42,7 @@ use super::Context;
 
 /// A tool's failure.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolError {
+pub(crate) enum ToolError {
     /// Something the caller can inspect and fix: returned as content.
     User {
         /// Machine-readable code (a §3.5 code for patch errors).
@@ -63,7 +63,7 @@ pub enum ToolError {
 
 impl ToolError {
     /// A user error without extra fields.
-    pub fn user(code: impl Into<String>, error: impl Into<String>) -> ToolError {
+    pub(crate) fn user(code: impl Into<String>, error: impl Into<String>) -> ToolError {
         ToolError::User {
             code: code.into(),
             error: error.into(),
@@ -72,7 +72,7 @@ impl ToolError {
     }
 
     /// A system error.
-    pub fn system(error: impl std::fmt::Display) -> ToolError {
+    pub(crate) fn system(error: impl std::fmt::Display) -> ToolError {
         ToolError::System {
             error: error.to_string(),
             code: None,
@@ -80,7 +80,7 @@ impl ToolError {
     }
 
     /// The JSON body sent for this error.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         match self {
             ToolError::User { code, error, extra } => {
                 let mut body = Map::new();
@@ -99,19 +99,14 @@ impl ToolError {
             } => json!({"ok": false, "error": error, "code": code}),
         }
     }
-
-    /// True for system errors (`isError: true`).
-    pub fn is_system(&self) -> bool {
-        matches!(self, ToolError::System { .. })
-    }
 }
 
 /// What a tool returns.
-pub type ToolResult = Result<Value, ToolError>;
+pub(crate) type ToolResult = Result<Value, ToolError>;
 
 /// A tool's success body.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Body {
+pub(crate) enum Body {
     /// A JSON value: every tool but `read_doc`.
     Value(Value),
     /// JSON text the tool wrote itself.
@@ -134,34 +129,35 @@ impl From<JsonText> for Body {
 /// of blocks, which as a [`Value`] tree cost more to build, serialize and
 /// drop than the rest of the call (decision `read-doc-writes-its-answer`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonText {
+pub(crate) struct JsonText {
     json: String,
 }
 
 impl JsonText {
     /// The body `json`, one JSON object.
-    pub fn new(json: String) -> JsonText {
+    pub(crate) fn new(json: String) -> JsonText {
         JsonText { json }
     }
 
     /// The JSON text.
-    pub fn json(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn json(&self) -> &str {
         &self.json
     }
 }
 
 /// What a tool call comes to: a body or a failure.
-pub type Outcome = Result<Body, ToolError>;
+pub(crate) type Outcome = Result<Body, ToolError>;
 
 /// The arguments did not match the tool's input type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidArgs(pub String);
+pub(crate) struct InvalidArgs(pub String);
 
 type Handler = dyn Fn(&Context, Value) -> Result<Outcome, InvalidArgs> + Send + Sync;
 
 /// How a tool's [`ToolError::User`] reaches the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusals {
+pub(crate) enum Refusals {
     /// A normal result (`isError: false`): Annex B's rule for the patch
     /// tools, whose refusals carry a §3.5 code to act on (§B.7).
     AsResult,
@@ -172,7 +168,7 @@ pub enum Refusals {
 
 /// One registered tool.
 #[derive(Clone)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     /// What `tools/list` shows.
     pub tool: Tool,
     handler: Arc<Handler>,
@@ -190,17 +186,17 @@ impl std::fmt::Debug for ToolSpec {
 
 impl ToolSpec {
     /// Runs the tool on raw JSON arguments.
-    pub fn call(&self, ctx: &Context, args: Value) -> Result<Outcome, InvalidArgs> {
+    pub(crate) fn call(&self, ctx: &Context, args: Value) -> Result<Outcome, InvalidArgs> {
         (self.handler)(ctx, args)
     }
 
     /// The tool's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.tool.name
     }
 
     /// Sets the human-readable title and the behaviour hints.
-    pub fn titled(mut self, title: &str, hints: ToolAnnotations) -> ToolSpec {
+    pub(crate) fn titled(mut self, title: &str, hints: ToolAnnotations) -> ToolSpec {
         self.tool.title = Some(title.to_string());
         // The title is the tool's own (2025-06-18); repeating it in the
         // annotations would only cost bytes of every agent's context.
@@ -214,7 +210,7 @@ impl ToolSpec {
     ///
     /// When `schema` is not a JSON object with `"type": "object"` (MCP
     /// requires one): a programming error the registry's unit test catches.
-    pub fn output(mut self, schema: Value) -> ToolSpec {
+    pub(crate) fn output(mut self, schema: Value) -> ToolSpec {
         match schema {
             Value::Object(o) if o.get("type") == Some(&json!("object")) => {
                 self.tool.output_schema = Some(Arc::new(o));
@@ -228,14 +224,9 @@ impl ToolSpec {
     }
 
     /// Refusals ([`ToolError::User`]) are normal results ([`Refusals::AsResult`]).
-    pub fn refusals_as_results(mut self) -> ToolSpec {
+    pub(crate) fn refusals_as_results(mut self) -> ToolSpec {
         self.refusals = Refusals::AsResult;
         self
-    }
-
-    /// How this tool's refusals reach the client.
-    pub fn refusals(&self) -> Refusals {
-        self.refusals
     }
 
     /// Answers with the body as JSON text only, no `structuredContent`,
@@ -243,7 +234,7 @@ impl ToolSpec {
     /// `structuredContent`, and a second copy of a big body is bytes every
     /// call pays for): `read_doc`, whose answer is the size of the document
     /// several times over.
-    pub fn text_only(mut self) -> ToolSpec {
+    pub(crate) fn text_only(mut self) -> ToolSpec {
         self.tool.output_schema = None;
         self.text_only = true;
         self
@@ -251,13 +242,14 @@ impl ToolSpec {
 
     /// The MCP result of an outcome of this tool: the body as
     /// `structuredContent` and as JSON text, `isError` per the module rule.
-    pub fn to_call_result(&self, result: ToolResult) -> CallToolResult {
+    #[cfg(test)]
+    pub(crate) fn to_call_result(&self, result: ToolResult) -> CallToolResult {
         self.answer(result.map(Body::Value))
     }
 
     /// The MCP result of `outcome`: the body as JSON text, and as
     /// `structuredContent` unless the tool answers in text only.
-    pub fn answer(&self, outcome: Outcome) -> CallToolResult {
+    pub(crate) fn answer(&self, outcome: Outcome) -> CallToolResult {
         let (body, mut is_error) = match outcome {
             // Moved, not cloned: read_doc's body of a large document is big.
             Ok(body) => (body, false),
@@ -297,7 +289,7 @@ impl ToolSpec {
 ///
 /// When `A`'s schema is not an object schema: a programming error caught by
 /// the registry's unit test, never by input.
-pub fn tool<A, B>(
+pub(crate) fn tool<A, B>(
     name: &'static str,
     description: &'static str,
     f: fn(&Context, A) -> Result<B, ToolError>,
@@ -467,19 +459,19 @@ fn strip(schema: &mut Map<String, Value>) {
 
 /// The set of tools a server offers, by name.
 #[derive(Debug, Clone, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     tools: BTreeMap<String, ToolSpec>,
     order: Vec<String>,
 }
 
 impl Registry {
     /// An empty registry.
-    pub fn new() -> Registry {
+    pub(crate) fn new() -> Registry {
         Registry::default()
     }
 
     /// Adds (or replaces) a tool.
-    pub fn with(mut self, spec: ToolSpec) -> Registry {
+    pub(crate) fn with(mut self, spec: ToolSpec) -> Registry {
         let name = spec.name().to_string();
         if self.tools.insert(name.clone(), spec).is_none() {
             self.order.push(name);
@@ -488,12 +480,12 @@ impl Registry {
     }
 
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+    pub(crate) fn get(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.get(name)
     }
 
     /// Every tool, in registration order.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         self.order
             .iter()
             .filter_map(|n| self.tools.get(n))

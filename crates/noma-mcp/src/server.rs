@@ -23,7 +23,7 @@ use crate::{tools, transport};
 
 /// What every tool call gets: the workspace and its block cache.
 #[derive(Debug)]
-pub struct Context {
+pub(crate) struct Context {
     /// The repository root paths are confined to.
     pub workspace: Workspace,
     /// The repository's block cache (`<root>/.noma/cache/`; none kept
@@ -42,7 +42,7 @@ pub struct Context {
 impl Context {
     /// Opens the context for the repository rooted at `root`; what the
     /// server has to tell people goes to `notices`.
-    pub fn open(root: &Path, notices: crate::Notices) -> std::io::Result<Context> {
+    pub(crate) fn open(root: &Path, notices: crate::Notices) -> std::io::Result<Context> {
         let workspace = Workspace::new(root)?;
         let to_cache = notices.clone();
         // A directory that is no repository gets no `.noma/cache/` from a
@@ -74,7 +74,7 @@ fn is_repository(root: &Path) -> bool {
 
 /// The MCP server: rmcp's [`ServerHandler`] over a [`Registry`].
 #[derive(Clone)]
-pub struct NomaServer {
+pub(crate) struct NomaServer {
     ctx: Arc<Context>,
     registry: Arc<Registry>,
     instructions: String,
@@ -82,7 +82,7 @@ pub struct NomaServer {
 
 impl NomaServer {
     /// A server with `registry`'s tools and `instructions` for `initialize`.
-    pub fn new(ctx: Context, registry: Registry, instructions: String) -> NomaServer {
+    pub(crate) fn new(ctx: Context, registry: Registry, instructions: String) -> NomaServer {
         NomaServer {
             ctx: Arc::new(ctx),
             registry: Arc::new(registry),
@@ -90,19 +90,13 @@ impl NomaServer {
         }
     }
 
-    /// Runs a tool by name on the blocking pool, as a client that negotiated
-    /// a revision before 2025-11-25 sees it: `Err` is a JSON-RPC `-32602`
-    /// (unknown tool, arguments not matching the schema).
-    pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, McpError> {
-        self.call_for(name, args, None).await
-    }
-
-    /// [`NomaServer::call`] under the negotiated protocol `version`. From
+    /// Runs a tool by name on the blocking pool under the negotiated
+    /// protocol `version` (`None`: a revision before 2025-11-25). From
     /// 2025-11-25 on (SEP-1303), arguments that do not match the tool's
     /// input schema are a tool execution error (`isError: true`, body
     /// `{ok: false, error}`) the model can read and correct, not a JSON-RPC
     /// error; an unknown tool stays `-32602` in every revision.
-    pub async fn call_for(
+    pub(crate) async fn call_for(
         &self,
         name: &str,
         args: Value,
@@ -132,7 +126,7 @@ impl NomaServer {
 /// True when the negotiated revision answers input validation failures as
 /// tool results (`isError: true`) rather than JSON-RPC `-32602`: 2025-11-25
 /// and later (SEP-1303). Revision strings are dates, so they order as text.
-pub fn validation_is_a_tool_error(version: Option<&ProtocolVersion>) -> bool {
+pub(crate) fn validation_is_a_tool_error(version: Option<&ProtocolVersion>) -> bool {
     version.is_some_and(|v| *v >= ProtocolVersion::V_2025_11_25)
 }
 
@@ -216,7 +210,7 @@ const STANDARD_REQUESTS: &[&str] = &[
 
 /// The `instructions` sent with `initialize`: how to use the tools, plus a
 /// note when the repository's hooks are not installed or the cache is cold.
-pub fn instructions(root: &Path, cache: &BlockCache) -> String {
+pub(crate) fn instructions(root: &Path, cache: &BlockCache) -> String {
     let mut text = String::from(
         "noma guards .noma documents in this git repository. Paths are relative to the \
          repository root. Workflow: read_doc (block ids, lines, per-block `hash`) -> patch_block \

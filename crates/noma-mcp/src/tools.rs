@@ -30,7 +30,7 @@ use rmcp::model::ToolAnnotations;
 /// output schema. Read-only tools only read the work tree (the block cache
 /// they warm is content-addressed, never a visible change); the patch tools
 /// rewrite blocks in place; `clear_cache` deletes the reconciliation marks.
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     changed_tools(document_tools(Registry::new()))
 }
 

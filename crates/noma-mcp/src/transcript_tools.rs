@@ -18,7 +18,7 @@ use noma_store::engine::{self, capability};
 
 /// Arguments of `transcript_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TranscriptReadArgs {
+pub(crate) struct TranscriptReadArgs {
     /// The .noma file's path.
     pub file: String,
     /// Most records returned (default 20).
@@ -36,7 +36,7 @@ const TRANSCRIPT_LIMIT: (u32, u32) = (20, 500);
 /// `transcript_read` (§B.8 direction). The transcript is read a line at
 /// a time, keeping only the newest `limit` records, so memory follows
 /// `limit` and the longest record, not the file.
-pub fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
+pub(crate) fn transcript_read(ctx: &Context, args: TranscriptReadArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "transcript_read")?;
     let tpath = ctx.derived(&engine::default_transcript_path(&doc))?;
     let shown = ctx.shown(&tpath);
@@ -202,7 +202,7 @@ fn newest_records(
 }
 
 /// `describe_capabilities` (§B.8 direction, Annex A).
-pub fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
+pub(crate) fn describe_capabilities(ctx: &Context, args: FileArgs) -> ToolResult {
     let doc = ctx.doc_path(&args.file, "describe_capabilities")?;
     let sidecar = ctx.derived(&capability::sidecar_path(&doc))?;
     let shown = ctx.shown(&sidecar);

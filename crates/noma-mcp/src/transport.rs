@@ -26,7 +26,7 @@ use crate::inbound::{classify, oversized, Inbound};
 
 /// Longest accepted request line (bytes, without the newline): rmcp's
 /// `DEFAULT_MAX_LINE_LENGTH`.
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// A line buffer shrinks back to this after a bigger (huge) line.
 const KEEP_CAPACITY: usize = 1024 * 1024;
@@ -34,7 +34,7 @@ const KEEP_CAPACITY: usize = 1024 * 1024;
 /// Reads newline-terminated lines of at most `max` bytes from `input` and
 /// hands each to `sink` (an oversized line as `Err(its length)`, read past
 /// without being buffered), until EOF, a read error, or `sink` returns false.
-pub fn read_lines<R: BufRead>(
+pub(crate) fn read_lines<R: BufRead>(
     mut input: R,
     max: usize,
     mut sink: impl FnMut(Result<&[u8], usize>) -> bool,
@@ -83,7 +83,7 @@ fn write_bytes(out: &Out, line: &[u8]) -> io::Result<()> {
 
 /// The rmcp side of the framing: messages in from the reader thread, lines
 /// out to stdout.
-pub struct LineTransport {
+pub(crate) struct LineTransport {
     inbound: mpsc::Receiver<ClientJsonRpcMessage>,
     out: Out,
 }
@@ -165,7 +165,7 @@ impl Reader {
 /// Starts the reader thread on `input` and returns the transport to give
 /// rmcp, writing to `output`. The reader's EOF ends rmcp's receive loop: a
 /// clean shutdown.
-pub fn spawn<R, W>(input: R, output: W, notices: crate::Notices) -> io::Result<LineTransport>
+pub(crate) fn spawn<R, W>(input: R, output: W, notices: crate::Notices) -> io::Result<LineTransport>
 where
     R: BufRead + Send + 'static,
     W: Write + Send + 'static,

@@ -20,7 +20,7 @@ use noma_core::patch::{op_name, op_target, REPLACE_LINES};
 
 /// The part of a block an op touched.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Part {
+pub(crate) enum Part {
     /// The block as a whole: its source changed, it was added or deleted,
     /// or the op targets it wholesale (`replace_block`, `rename_id`, …).
     Whole,
@@ -77,7 +77,7 @@ impl Part {
     /// other an attribute (a section's attributes sit on its heading line).
     /// Two insertions always commute. An id overlaps the `id` attribute and
     /// a section's heading line (which carries a renamed section's id).
-    pub fn overlaps(&self, other: &Part) -> bool {
+    pub(crate) fn overlaps(&self, other: &Part) -> bool {
         use Part::{Attr, Body, Header, Heading, Id, Into, Row, Whole};
         match (self, other) {
             (Whole, _) | (_, Whole) => true,
@@ -93,7 +93,7 @@ impl Part {
 
 /// A block and the part of it an op touched.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Touch {
+pub(crate) struct Touch {
     /// The block's id.
     pub block: String,
     /// What of it.
@@ -102,11 +102,11 @@ pub struct Touch {
 
 /// Touches by block, each with the op that made it, in the order added.
 #[derive(Debug, Default)]
-pub struct Touches(HashMap<String, Vec<(Part, String)>>);
+pub(crate) struct Touches(HashMap<String, Vec<(Part, String)>>);
 
 impl Touches {
     /// Records that `op_id` made `touch`.
-    pub fn add(&mut self, touch: &Touch, op_id: &str) {
+    pub(crate) fn add(&mut self, touch: &Touch, op_id: &str) {
         let parts = self.0.entry(touch.block.clone()).or_default();
         if !parts.iter().any(|(p, o)| *p == touch.part && o == op_id) {
             parts.push((touch.part.clone(), op_id.to_string()));
@@ -114,7 +114,7 @@ impl Touches {
     }
 
     /// The op that made the latest touch `touch` clashes with.
-    pub fn clashing(&self, touch: &Touch) -> Option<&str> {
+    pub(crate) fn clashing(&self, touch: &Touch) -> Option<&str> {
         self.0
             .get(&touch.block)?
             .iter()
@@ -128,7 +128,7 @@ impl Touches {
 /// deduplicated): the innermost blocks whose source differs, as wholes,
 /// and its target, as the part the op changes (that part replaces the
 /// target's whole when its source changed, since the op changed only it).
-pub fn touched(pre: &str, post: &str, op: &Value) -> Vec<Touch> {
+pub(crate) fn touched(pre: &str, post: &str, op: &Value) -> Vec<Touch> {
     let a = block_hashes(pre, &noma_core::doc::parse(pre));
     let b = block_hashes(post, &noma_core::doc::parse(post));
     let amap: HashMap<&str, (&str, Option<&str>)> = a

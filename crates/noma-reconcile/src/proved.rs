@@ -21,7 +21,7 @@ use noma_core::transcript::replay::op_id_fingerprint;
 
 /// A proved transcript, as the checkpoint row holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proved {
+pub(crate) struct Proved {
     /// Its length in bytes.
     pub len: u64,
     /// BLAKE3 of its bytes.
@@ -132,7 +132,7 @@ impl Proved {
 /// Builds a [`Proved`] from the bytes a reader passes through
 /// ([`Tee`]): one pass, memory one line and the fingerprints.
 #[derive(Default)]
-pub struct Builder {
+pub(crate) struct Builder {
     hasher: blake3::Hasher,
     len: u64,
     lines: usize,
@@ -182,7 +182,7 @@ impl Builder {
 }
 
 /// A reader that shows a [`Builder`] every byte it passes on.
-pub struct Tee<'a, R> {
+pub(crate) struct Tee<'a, R> {
     /// Where the bytes come from.
     pub inner: R,
     /// What sees them.

@@ -12,7 +12,7 @@
 /// through a sparse index (the start of every [`CHECKPOINT`]-th line) and a
 /// cursor for sequential reads. [`LineBuf::finish`] copies the source
 /// before and after the window with one `memcpy` each.
-pub struct LineBuf<'a> {
+pub(super) struct LineBuf<'a> {
     src: &'a str,
     /// Byte offset of original line `k * CHECKPOINT`, for every `k`.
     checkpoints: Vec<usize>,
@@ -107,7 +107,7 @@ fn line_from(src: &str, start: usize) -> (Slot, usize) {
 #[allow(clippy::len_without_is_empty)]
 impl<'a> LineBuf<'a> {
     /// Splits `src` (BOM already removed) into lines.
-    pub fn new(src: &'a str) -> Self {
+    pub(super) fn new(src: &'a str) -> Self {
         let bytes = src.as_bytes();
         let mut checkpoints = vec![0];
         let mut total = 1;
@@ -171,7 +171,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Number of lines (a trailing newline yields a final empty line).
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.head + self.window.len() + (self.total - self.tail)
     }
 
@@ -196,7 +196,7 @@ impl<'a> LineBuf<'a> {
 
     /// Line `i` (0-based) without its terminator; `""` when out of range,
     /// like `lines[i] ?? ""`.
-    pub fn get(&self, i: usize) -> &str {
+    pub(super) fn get(&self, i: usize) -> &str {
         match self.slot(i) {
             Some(Slot {
                 text: Text::Orig { start, end },
@@ -211,7 +211,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Whether line `i` exists and is exactly empty (`lines[i] === ""`).
-    pub fn is_empty_line(&self, i: usize) -> bool {
+    pub(super) fn is_empty_line(&self, i: usize) -> bool {
         i < self.len() && self.get(i).is_empty()
     }
 
@@ -253,7 +253,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Replaces the text of line `i`, keeping its terminator.
-    pub fn set(&mut self, i: usize, text: String) {
+    pub(super) fn set(&mut self, i: usize, text: String) {
         if i < self.len() {
             self.widen(i, i + 1);
             let t = self.own(text);
@@ -267,7 +267,7 @@ impl<'a> LineBuf<'a> {
     /// hand their terminators to the new ones (the last new line inherits the
     /// last removed line's terminator, so end-of-file state is kept); other
     /// new lines use the file's default terminator.
-    pub fn splice(&mut self, at: usize, del: usize, new: Vec<String>) {
+    pub(super) fn splice(&mut self, at: usize, del: usize, new: Vec<String>) {
         let len = self.len();
         let at = at.min(len);
         let del = del.min(len - at);
@@ -311,7 +311,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Joins the lines back into text (after `prefix`, e.g. a BOM).
-    pub fn finish_with(self, prefix: &str) -> String {
+    pub(super) fn finish_with(self, prefix: &str) -> String {
         let before = &self.src[..self.orig_start(self.head)];
         let after = &self.src[self.orig_start(self.tail)..];
         let cap = prefix.len()
@@ -358,7 +358,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Joins the lines back into text.
-    pub fn finish(self) -> String {
+    pub(super) fn finish(self) -> String {
         self.finish_with("")
     }
 }

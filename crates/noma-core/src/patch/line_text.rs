@@ -8,7 +8,7 @@ use crate::doc::slug::is_js_space;
 
 /// Splits inserted text into lines the way the reference does
 /// (`text.replace(/\n+$/, "").split("\n")`), also accepting CRLF/CR input.
-pub fn fragment_lines(text: &str) -> Vec<String> {
+pub(super) fn fragment_lines(text: &str) -> Vec<String> {
     let trimmed = text.trim_end_matches(['\n', '\r']);
     lines::split(trimmed)
         .iter()
@@ -17,17 +17,17 @@ pub fn fragment_lines(text: &str) -> Vec<String> {
 }
 
 /// JavaScript's `String.prototype.trim`.
-pub fn js_trim(s: &str) -> &str {
+pub(super) fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_space)
 }
 
 /// Leading whitespace of a line (`/^\s*/`).
-pub fn indent_of(s: &str) -> &str {
+pub(super) fn indent_of(s: &str) -> &str {
     &s[..s.len() - s.trim_start_matches(is_js_space).len()]
 }
 
 /// Whether `s` contains a line break.
-pub fn has_newline(s: &str) -> bool {
+pub(super) fn has_newline(s: &str) -> bool {
     s.contains(['\n', '\r'])
 }
 
@@ -43,7 +43,7 @@ pub enum AttrVal {
 }
 
 /// Formats a number like JavaScript's `String(n)` for ordinary values.
-pub fn js_num(n: f64) -> String {
+pub(super) fn js_num(n: f64) -> String {
     if n.is_nan() {
         return "NaN".into();
     }
@@ -77,7 +77,7 @@ pub fn js_num(n: f64) -> String {
 
 /// One attribute as the reference writes it: `flag`, `k=false`, `k=1.5`,
 /// `k="text"`, `k='has "quotes"'`, or `k="both \" and '"`.
-pub fn serialize_attr(key: &str, value: &AttrVal) -> String {
+pub(super) fn serialize_attr(key: &str, value: &AttrVal) -> String {
     match value {
         AttrVal::Bool(true) => key.to_string(),
         AttrVal::Bool(false) => format!("{key}=false"),
@@ -98,7 +98,7 @@ pub fn serialize_attr(key: &str, value: &AttrVal) -> String {
 
 /// One match of the attribute token regex
 /// `([a-zA-Z_][\w-]*)(?:=("([^"]*)"|'([^']*)'|([^\s}]+)))?` in a string.
-pub struct AttrToken {
+pub(super) struct AttrToken {
     /// Byte range of the whole token.
     pub start: usize,
     /// End of the whole token.
@@ -108,7 +108,7 @@ pub struct AttrToken {
 }
 
 /// Every attribute token in `s`, scanning left to right like a global regex.
-pub fn attr_tokens(s: &str) -> Vec<AttrToken> {
+pub(super) fn attr_tokens(s: &str) -> Vec<AttrToken> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -201,7 +201,7 @@ fn split_open_line(line: &str) -> Option<OpenLine<'_>> {
 
 /// Sets `key` on a directive open line (replacing every existing `key`
 /// token in place, else appending). `None` when the line is not an opener.
-pub fn set_open_line_attr(line: &str, key: &str, value: &AttrVal) -> Option<String> {
+pub(super) fn set_open_line_attr(line: &str, key: &str, value: &AttrVal) -> Option<String> {
     let open = split_open_line(line)?;
     let serialized = serialize_attr(key, value);
     let mut rewritten = String::with_capacity(open.inner.len() + serialized.len());
@@ -233,7 +233,7 @@ pub fn set_open_line_attr(line: &str, key: &str, value: &AttrVal) -> Option<Stri
 /// Removes every `key` token from a directive open line, re-joining the
 /// kept tokens with single spaces. The line is returned unchanged when the
 /// key is absent; `None` when the line is not an opener.
-pub fn remove_open_line_attr(line: &str, key: &str) -> Option<String> {
+pub(super) fn remove_open_line_attr(line: &str, key: &str) -> Option<String> {
     let open = split_open_line(line)?;
     let mut kept = Vec::new();
     let mut removed = false;
@@ -258,7 +258,7 @@ pub fn remove_open_line_attr(line: &str, key: &str) -> Option<String> {
 }
 
 /// A heading line split per `^(#+)(\s+)(.*?)(?:\s+\{([^}]*)\})?\s*$`.
-pub struct HeadingLine<'l> {
+pub(super) struct HeadingLine<'l> {
     /// The `#` run.
     pub hashes: &'l str,
     /// The whitespace after it.
@@ -268,7 +268,7 @@ pub struct HeadingLine<'l> {
 }
 
 /// Splits a heading line; `None` when it is not one.
-pub fn split_heading_line(line: &str) -> Option<HeadingLine<'_>> {
+pub(super) fn split_heading_line(line: &str) -> Option<HeadingLine<'_>> {
     let n = line.bytes().take_while(|&c| c == b'#').count();
     if n == 0 {
         return None;
@@ -305,7 +305,7 @@ pub fn split_heading_line(line: &str) -> Option<HeadingLine<'_>> {
 
 /// Rewrites fence depth in `content`: every directive opener/closer of depth
 /// `>= from` shifts by `to - from` (minimum 2); code fences are left alone.
-pub fn normalize_fence_depth(content: &[String], from: usize, to: usize) -> Vec<String> {
+pub(super) fn normalize_fence_depth(content: &[String], from: usize, to: usize) -> Vec<String> {
     if from == to {
         return content.to_vec();
     }

@@ -140,13 +140,13 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The node with canonical id `id` (first in document order).
-    pub fn find(&self, id: &str) -> Option<&Node> {
+    pub(crate) fn find(&self, id: &str) -> Option<&Node> {
         self.doc.find(id)
     }
 
     /// Like [`Ctx::find`], but a miss is `code`, naming the canonical id when
     /// `id` is only an alias (aliases are never patch identity, §2.2).
-    pub fn require(&self, id: &str, code: PatchErrorCode, what: &str) -> OpResult<&Node> {
+    pub(crate) fn require(&self, id: &str, code: PatchErrorCode, what: &str) -> OpResult<&Node> {
         if let Some(n) = self.find(id) {
             return Ok(n);
         }
@@ -170,7 +170,7 @@ impl Ctx<'_> {
     }
 
     /// Whether a block with canonical id `id` exists.
-    pub fn id_taken(&self, id: &str) -> bool {
+    pub(crate) fn id_taken(&self, id: &str) -> bool {
         self.find(id).is_some()
     }
 }

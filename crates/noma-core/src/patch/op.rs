@@ -56,7 +56,7 @@ pub fn is_catalogue_op(name: &str) -> bool {
 
 /// A row/column/position index as sent: any JSON number. Range and
 /// integrality are checked by the op (`invalid_content`).
-pub type Index = f64;
+pub(super) type Index = f64;
 
 /// A column addressed by zero-based index or by header/column label.
 #[derive(Debug, Clone, PartialEq)]

@@ -261,7 +261,7 @@ impl<'d> Ctx<'d> {
     }
 
     /// Records a diagnostic; the severity comes from the rule table.
-    pub fn emit(
+    pub(crate) fn emit(
         &mut self,
         code: &'static str,
         message: String,
@@ -272,12 +272,12 @@ impl<'d> Ctx<'d> {
     }
 
     /// Records a diagnostic about a directive block.
-    pub fn emit_at(&mut self, code: &'static str, message: String, node: &Node) {
+    pub(crate) fn emit_at(&mut self, code: &'static str, message: String, node: &Node) {
         self.emit(code, message, Some(node.span.start), node.id.as_deref());
     }
 
     /// Queues a reference to check once every id is known.
-    pub fn reference(
+    pub(crate) fn reference(
         &mut self,
         target: impl Into<std::borrow::Cow<'d, str>>,
         line: u32,
@@ -293,7 +293,7 @@ impl<'d> Ctx<'d> {
     }
 
     /// Resolves `key` against canonical ids, then aliases.
-    pub fn resolve(&self, key: &str) -> Option<&'d Node> {
+    pub(crate) fn resolve(&self, key: &str) -> Option<&'d Node> {
         self.ids.get(key).or_else(|| self.aliases.get(key)).copied()
     }
 }

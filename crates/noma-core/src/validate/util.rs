@@ -9,7 +9,7 @@ use crate::doc::AttrValue;
 
 /// Whether an attribute is "set" the way `if (attrs.x)` reads in the
 /// reference: present and not `""`, `0` or `false`.
-pub fn truthy(v: Option<&AttrValue>) -> bool {
+pub(super) fn truthy(v: Option<&AttrValue>) -> bool {
     match v {
         None => false,
         Some(AttrValue::Str(s)) => !s.is_empty(),
@@ -21,7 +21,7 @@ pub fn truthy(v: Option<&AttrValue>) -> bool {
 /// JavaScript `Number(s)` for the forms documents use, finite results only:
 /// surrounding whitespace is ignored, `0x`/`0o`/`0b` integers and decimal
 /// literals (`.5`, `5.`, `1e3`, signs) parse; `""` and words do not.
-pub fn js_number(s: &str) -> Option<f64> {
+pub(super) fn js_number(s: &str) -> Option<f64> {
     let t = s.trim_matches(is_js_space);
     if t.is_empty() {
         return None;
@@ -50,7 +50,7 @@ pub fn js_number(s: &str) -> Option<f64> {
 }
 
 /// A finite number from an attribute: numbers as-is, strings via [`js_number`].
-pub fn attr_number(v: Option<&AttrValue>) -> Option<f64> {
+pub(super) fn attr_number(v: Option<&AttrValue>) -> Option<f64> {
     match v? {
         AttrValue::Num(n) if n.is_finite() => Some(*n),
         AttrValue::Str(s) if !s.trim_matches(is_js_space).is_empty() => js_number(s),
@@ -59,7 +59,7 @@ pub fn attr_number(v: Option<&AttrValue>) -> Option<f64> {
 }
 
 /// A strictly positive number from an attribute (`stale_after_days=`).
-pub fn attr_positive(v: Option<&AttrValue>) -> Option<f64> {
+pub(super) fn attr_positive(v: Option<&AttrValue>) -> Option<f64> {
     match v? {
         AttrValue::Num(n) => Some(*n),
         AttrValue::Str(s) => js_number(s),
@@ -69,7 +69,7 @@ pub fn attr_positive(v: Option<&AttrValue>) -> Option<f64> {
 }
 
 /// A strictly positive number from frontmatter (`stale_citation_days:`).
-pub fn json_positive(v: Option<&Value>) -> Option<f64> {
+pub(super) fn json_positive(v: Option<&Value>) -> Option<f64> {
     match v? {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => js_number(s),
@@ -79,7 +79,7 @@ pub fn json_positive(v: Option<&Value>) -> Option<f64> {
 }
 
 /// The string a value prints as (`String(v)` in the reference).
-pub fn display(v: &AttrValue) -> String {
+pub(super) fn display(v: &AttrValue) -> String {
     v.to_display_string()
 }
 
@@ -106,7 +106,7 @@ fn days_in_month(y: i64, m: u32) -> u32 {
 /// Parses an ISO-8601 date or date-time (`YYYY`, `YYYY-MM`, `YYYY-MM-DD`,
 /// optionally `THH:MM[:SS[.fff]]` and `Z`/`±HH:MM`) to Unix milliseconds.
 /// Times without an offset are read as UTC. Anything else is `None`.
-pub fn parse_iso_ms(s: &str) -> Option<i64> {
+pub(super) fn parse_iso_ms(s: &str) -> Option<i64> {
     let b = s.trim_matches(is_js_space).as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let part = b.get(from..from + len)?;

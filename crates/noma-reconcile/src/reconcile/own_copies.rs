@@ -20,7 +20,7 @@ use noma_core::transcript::{parse_record, split_lines, transcript_path};
 
 /// The code of a merge copy whose original is a record of the branch's
 /// own line of history.
-pub const COPY_OF_OWN_RECORD: &str = "copy-of-own-record";
+pub(super) const COPY_OF_OWN_RECORD: &str = "copy-of-own-record";
 
 /// A copy of the checked range: its line, its op_id and its original's.
 struct Claim {

@@ -18,11 +18,11 @@ pub(super) const RECORDED: &str = "recorded";
 /// [`DocReport::removed`] of a deletion no record explains.
 pub(super) const UNRECORDED: &str = "unrecorded";
 /// The code that lists a removed document.
-pub const DOCUMENT_REMOVED: &str = "document-removed";
+pub(super) const DOCUMENT_REMOVED: &str = "document-removed";
 /// The code of a guarded transcript or sidecar the branch deleted.
-pub const TRANSCRIPT_REMOVED: &str = "transcript-removed";
+pub(super) const TRANSCRIPT_REMOVED: &str = "transcript-removed";
 /// The code of a transcript that does not continue the merge base's.
-pub const TRANSCRIPT_REWRITTEN: &str = "transcript-rewritten";
+pub(super) const TRANSCRIPT_REWRITTEN: &str = "transcript-rewritten";
 
 /// How many whole lines `a` and `b` share from their start.
 fn common_lines(a: &[u8], b: &[u8]) -> usize {

@@ -43,7 +43,7 @@ const KINDS: [&str; 8] = [
 
 /// Encodes a block table. `None` when a block cannot be represented (an
 /// unknown type name or a malformed hash): such documents are not cached.
-pub fn encode(blocks: &[BlockHash]) -> Option<Vec<u8>> {
+pub(super) fn encode(blocks: &[BlockHash]) -> Option<Vec<u8>> {
     // ~50 bytes per block for typical ids; one allocation in the common case.
     let mut out = Vec::with_capacity(16 + blocks.len() * 56 + CHECKSUM_LEN);
     out.push(FORMAT);
@@ -77,7 +77,7 @@ pub fn encode(blocks: &[BlockHash]) -> Option<Vec<u8>> {
 }
 
 /// Decodes a blob written by [`encode`]; `None` if it is damaged.
-pub fn decode(blob: &[u8]) -> Option<Vec<BlockHash>> {
+pub(super) fn decode(blob: &[u8]) -> Option<Vec<BlockHash>> {
     let body_len = blob.len().checked_sub(CHECKSUM_LEN)?;
     let (body, sum) = blob.split_at(body_len);
     if checksum(body) != sum {
@@ -141,7 +141,7 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
 };
 
 /// Lowercase hex of raw bytes.
-pub fn bytes_to_hex(bytes: &[u8]) -> String {
+pub(super) fn bytes_to_hex(bytes: &[u8]) -> String {
     // Built on the stack, allocated once: pushing chars one by one made
     // hex the most expensive part of a cache hit (perf, 100 KB document).
     if let Ok(b32) = <&[u8; 32]>::try_from(bytes) {
@@ -161,7 +161,7 @@ pub fn bytes_to_hex(bytes: &[u8]) -> String {
 }
 
 /// Raw bytes of a 64-digit lowercase or uppercase hex sha256.
-pub fn hex_to_bytes(hex: &str) -> Option<[u8; 32]> {
+pub(super) fn hex_to_bytes(hex: &str) -> Option<[u8; 32]> {
     let h = hex.as_bytes();
     if h.len() != 64 {
         return None;

@@ -9,12 +9,12 @@ use crate::patch::line_text::js_num;
 
 /// Loads YAML text through the crate's one converter
 /// ([`crate::doc::yaml`]); `None` when it is not valid YAML.
-pub fn load(text: &str) -> Option<Value> {
+pub(super) fn load(text: &str) -> Option<Value> {
     crate::doc::yaml::yaml_to_json_value(text).ok()
 }
 
 /// A number value as JavaScript prints it.
-pub fn number_text(n: &serde_json::Number) -> String {
+pub(super) fn number_text(n: &serde_json::Number) -> String {
     match n.as_i64() {
         // Beyond 2^53 JavaScript only has the nearest double.
         Some(i) if i.unsigned_abs() <= 1 << 53 => i.to_string(),
@@ -23,7 +23,7 @@ pub fn number_text(n: &serde_json::Number) -> String {
 }
 
 /// One row as a flow sequence.
-pub fn flow_row(cells: &[Value]) -> String {
+pub(super) fn flow_row(cells: &[Value]) -> String {
     let parts: Vec<String> = cells.iter().map(flow_value).collect();
     format!("[{}]", parts.join(", "))
 }
@@ -153,7 +153,7 @@ fn plain_ok(s: &str) -> bool {
 }
 
 /// A string scalar: plain when safe, else single-quoted, else double-quoted.
-pub fn scalar(s: &str) -> String {
+pub(super) fn scalar(s: &str) -> String {
     if plain_ok(s) {
         return s.to_string();
     }

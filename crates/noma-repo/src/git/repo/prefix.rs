@@ -37,7 +37,7 @@ impl Repo {
 }
 
 /// What a blob's first read holds, for [`Repo::test_blob_prefixes`]'s `skip`.
-pub const HEAD: usize = 8 * 1024;
+pub(super) const HEAD: usize = 8 * 1024;
 
 fn prefix(
     odb: &git2::Odb<'_>,
