@@ -57,12 +57,13 @@ timed() {
 
 # bench_pair RUNS A B: the shell commands A and B (run by `sh -c`) in turn,
 # one untimed run of each first, then RUNS timed runs of each, A B A B ...,
-# each under /usr/bin/time. Prints each one's median wall and CPU seconds
+# each under benches/rusage.py (getrusage: microsecond CPU). Prints each one's median wall and CPU seconds
 # and peak resident memory (its largest process), and the medians of the
 # ratios A/B taken pair by pair (a slow phase of the machine hits both).
 # Output of the commands is thrown away; a failing run stops the script.
 bench_pair() {
-  local runs=$1 a=$2 b=$3 t i side cmd
+  local runs=$1 a=$2 b=$3 t i side cmd rusage
+  rusage="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rusage.py"
   t="$(mktemp -d)"
   for cmd in "$a" "$b"; do
     sh -c "$cmd" >/dev/null 2>"$t/err" || { echo "failed: $cmd" >&2; cat "$t/err" >&2; return 1; }
@@ -70,7 +71,7 @@ bench_pair() {
   for ((i = 0; i < runs; i++)); do
     for side in a b; do
       [[ $side == a ]] && cmd=$a || cmd=$b
-      /usr/bin/time -f '%e %U %S %M' -o "$t/$side" sh -c "$cmd" >/dev/null 2>"$t/err" ||
+      python3 "$rusage" "$t/$side" "$cmd" >/dev/null 2>"$t/err" ||
         { echo "failed: $cmd" >&2; cat "$t/err" >&2; return 1; }
     done
     echo "$(cat "$t/a") $(cat "$t/b")" >>"$t/pairs"
@@ -83,8 +84,8 @@ bench_pair() {
     { n++; aw[n] = $1; ac[n] = $2 + $3; am[n] = $4 / 1024; bw[n] = $5; bc[n] = $6 + $7; bm[n] = $8 / 1024
       rw[n] = $5 > 0 ? $1 / $5 : 0; rc[n] = ($6 + $7) > 0 ? ($2 + $3) / ($6 + $7) : 0 }
     END {
-      printf "  A: wall %.3f s, cpu %.3f s, peak %.1f MiB (medians of %d)\n", median(aw, n), median(ac, n), median(am, n), n
-      printf "  B: wall %.3f s, cpu %.3f s, peak %.1f MiB\n", median(bw, n), median(bc, n), median(bm, n)
+      printf "  A: wall %.3f s, cpu %.4f s, peak %.1f MiB (medians of %d)\n", median(aw, n), median(ac, n), median(am, n), n
+      printf "  B: wall %.3f s, cpu %.4f s, peak %.1f MiB\n", median(bw, n), median(bc, n), median(bm, n)
       printf "  A/B pair by pair: wall %.3f, cpu %.3f (medians)\n", median(rw, n), median(rc, n)
     }' "$t/pairs"
   rm -rf "$t"
