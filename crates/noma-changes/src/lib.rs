@@ -635,14 +635,15 @@ fn exclude_set(patterns: &[String]) -> Result<globset::GlobSet, ChangesError> {
     })
 }
 
-/// Block table of one version: cached (by blob id or content) unless bypassed.
-fn info(cache: &BlockCache, bypass: bool, blob: Option<Oid>, text: &str) -> Arc<DocInfo> {
-    if bypass {
+/// Block table of one version: from `cache` (by blob id or content), or
+/// computed when the cache is bypassed (`None`).
+fn info(cache: Option<&BlockCache>, blob: Option<Oid>, text: &str) -> Arc<DocInfo> {
+    let Some(cache) = cache else {
         return Arc::new(DocInfo {
             sha256: sha256_hex(text.as_bytes()),
             blocks: block_hashes(text, &noma_core::doc::parse(text)),
         });
-    }
+    };
     match blob {
         Some(id) => cache.doc_info_for_blob(&id.to_string(), text),
         None => cache.doc_info(text),
@@ -671,7 +672,7 @@ fn compute(
             excluded.push(c.path.clone());
             continue;
         }
-        if let Some(doc) = diff_changed(repo, &root, (cache, q.bypass_cache), c)? {
+        if let Some(doc) = diff_changed(repo, &root, (!q.bypass_cache).then_some(cache), c)? {
             docs.push(doc);
         }
     }
@@ -768,7 +769,7 @@ fn changed_documents(
 fn diff_changed(
     repo: &Repo,
     root: &Path,
-    (cache, bypass): (&BlockCache, bool),
+    cache: Option<&BlockCache>,
     c: &Changed,
 ) -> Result<Option<RawDoc>, ChangesError> {
     let path = c.path.as_str();
@@ -799,12 +800,28 @@ fn diff_changed(
     }
     Ok(Some(diff_one(
         cache,
-        bypass,
-        (path, old_path),
-        c.old_id,
-        old_bytes,
-        new_bytes,
+        Versions {
+            path,
+            old_path,
+            old_id: c.old_id,
+            old: old_bytes,
+            new: new_bytes,
+        },
     )))
+}
+
+/// One changed document's two versions, either of which may be absent.
+struct Versions<'a> {
+    /// Its path now.
+    path: &'a str,
+    /// Its path at the merge base, when renamed.
+    old_path: Option<&'a str>,
+    /// The blob of the old version (its block table is cached by it).
+    old_id: Option<Oid>,
+    /// The bytes at the merge base.
+    old: Option<Vec<u8>>,
+    /// The bytes now.
+    new: Option<Vec<u8>>,
 }
 
 /// A version of a changed document that is no readable `.noma` text.
@@ -816,17 +833,16 @@ struct Undecodable {
     error: noma_core::doc::source::SourceError,
 }
 
-/// Diffs one document's two versions (either may be absent); `paths` are
-/// its path and, when renamed, its path at the merge base.
-fn diff_one(
-    cache: &BlockCache,
-    bypass: bool,
-    paths: (&str, Option<&str>),
-    old_id: Option<Oid>,
-    old: Option<Vec<u8>>,
-    new: Option<Vec<u8>>,
-) -> RawDoc {
-    let (mut path, old_path) = paths;
+/// Diffs one document's two versions; block tables from `cache` unless
+/// it is bypassed (`None`).
+fn diff_one(cache: Option<&BlockCache>, v: Versions<'_>) -> RawDoc {
+    let Versions {
+        mut path,
+        old_path,
+        old_id,
+        old,
+        new,
+    } = v;
     let (change, old_path) = match (&old, &new) {
         (None, _) => (DocChange::Added, None),
         (_, None) => {
@@ -861,8 +877,8 @@ fn diff_one(
             return doc;
         }
     };
-    let oi = info(cache, bypass, old_id, &old_text);
-    let ni = info(cache, bypass, None, &new_text);
+    let oi = info(cache, old_id, &old_text);
+    let ni = info(cache, None, &new_text);
     doc.diff = diff_blocks(
         Side {
             text: &old_text,

@@ -302,7 +302,7 @@ fn run(
             out.stale_temps_removed
         ));
     }
-    settle_intent(doc, t, (force, repairing), &mut out)?;
+    settle_intent(doc, t, EditedSince { force, repairing }, &mut out)?;
 
     let tail = read_tail(t).map_err(|e| RecoveryError::io(t.path(), "cannot read", e))?;
     if let Some((offset, torn)) = tail.torn {
@@ -420,7 +420,7 @@ fn check_last_record(
 fn settle_intent(
     doc: &Path,
     t: &mut LockedTranscript,
-    mode: (bool, bool),
+    mode: EditedSince,
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
@@ -486,14 +486,22 @@ fn classify(intent: &Intent, len: u64, appended: &[u8]) -> Interrupted {
     }
 }
 
-/// Completes or undoes the request an intent marker describes. `(force,
-/// repairing)`: a committed request whose document was edited since is
-/// left to the edit (`force`), or rolled forward onto it (`repairing`).
+/// What recovery does with a committed request whose document was edited
+/// since: refuses (neither), leaves it to the edit (`force`), or rolls it
+/// forward onto the edit (`repairing`, `noma repair`).
+#[derive(Debug, Clone, Copy)]
+struct EditedSince {
+    force: bool,
+    repairing: bool,
+}
+
+/// Completes or undoes the request an intent marker describes; `mode`
+/// says what happens when its document was edited since.
 fn finish_interrupted(
     doc: &Path,
     t: &mut LockedTranscript,
     intent: &Intent,
-    (force, repairing): (bool, bool),
+    EditedSince { force, repairing }: EditedSince,
     out: &mut Recovery,
 ) -> Result<(), RecoveryError> {
     let tpath = t.path().to_path_buf();
