@@ -3,10 +3,11 @@
 //! its EXIT STATUS and EXAMPLES from `man_pages.txt`. Pages name each other
 //! `noma-<sub>(1)`, so `--dir` writes every one of them.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::CommandFactory;
+
+use crate::report::output::{Exit, Output};
 
 /// EXIT STATUS and EXAMPLES per page; the format is described at its top.
 const EXTRA: &str = include_str!("man_pages.txt");
@@ -29,7 +30,7 @@ pub struct Args {
 }
 
 /// Runs `noma man`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let pages = pages();
     let result = match &args.dir {
         Some(dir) => write_all(&pages, dir),
@@ -39,10 +40,8 @@ pub fn run(args: Args) -> i32 {
                 .collect::<Vec<_>>()
                 .join("-");
             match pages.iter().find(|(name, _)| *name == want) {
-                Some((_, page)) => std::io::stdout()
-                    .lock()
-                    .write_all(page)
-                    .map_err(|e| format!("cannot write output: {e}")),
+                // Rendered from the command definitions' strings: UTF-8.
+                Some((_, page)) => Ok(String::from_utf8_lossy(page).into_owned()),
                 None => Err(format!(
                     "no page `{want}`; `noma --help` lists the subcommands"
                 )),
@@ -50,22 +49,27 @@ pub fn run(args: Args) -> i32 {
         }
     };
     match result {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            eprintln!("noma man: {e}");
-            super::EXIT_USAGE
+        Ok(text) => {
+            let mut c = Output::default();
+            c.out_text(text);
+            c
         }
+        Err(e) => Output::error(format!("noma man: {e}"), Exit::NotRun),
     }
 }
 
-fn write_all(pages: &[(String, Vec<u8>)], dir: &std::path::Path) -> Result<(), String> {
+/// Writes every page into `dir`; what to print after.
+fn write_all(pages: &[(String, Vec<u8>)], dir: &std::path::Path) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));
         std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    println!("wrote {} man pages to {}", pages.len(), dir.display());
-    Ok(())
+    Ok(format!(
+        "wrote {} man pages to {}\n",
+        pages.len(),
+        dir.display()
+    ))
 }
 
 /// Every page, `(file stem, roff)`: `noma`, then each visible subcommand
