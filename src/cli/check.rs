@@ -34,12 +34,23 @@ pub struct Args {
     profile: Option<String>,
 }
 
-/// One file's outcome, as printed by `--format json`.
+/// One file's outcome: its shown path, whether it passes, its findings
+/// (as printed by `--format json`).
 #[derive(serde::Serialize)]
-struct FileReport<'a> {
+struct FileReport {
     file: String,
     ok: bool,
-    diagnostics: &'a [Diagnostic],
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl FileReport {
+    fn new(file: String, diagnostics: Vec<Diagnostic>) -> FileReport {
+        FileReport {
+            file,
+            ok: !fails(&diagnostics),
+            diagnostics,
+        }
+    }
 }
 
 /// Runs `noma check`. The process exits after it: the last tree is left
@@ -76,11 +87,11 @@ pub fn run(args: Args) -> Output {
         let doc = parse(&src);
         let diags = validate::validate(&doc, &opts);
         last_tree = Some(doc);
-        let failed = fails(&diags);
-        if failed {
+        let report = FileReport::new(path.display().to_string(), diags);
+        if !report.ok {
             c.at_least(Exit::Failed);
         }
-        reports.push((path.display().to_string(), diags, failed));
+        reports.push(report);
     }
     // Exit without freeing: the process ends after the
     // report, and the kernel reclaims the last tree at once, where freeing
@@ -88,7 +99,11 @@ pub fn run(args: Args) -> Output {
     std::mem::forget(last_tree);
     match args.format {
         Format::Human => {
-            for (file, diags, _) in &reports {
+            for FileReport {
+                file, diagnostics, ..
+            } in &reports
+            {
+                let diags = diagnostics;
                 let mut lines = String::new();
                 for d in diags {
                     lines.push_str(&human_line(file, d));
@@ -107,43 +122,30 @@ pub fn run(args: Args) -> Output {
             }
         }
         // Streamed when printed: the reports are never turned into a `Value`.
-        Format::Json => c.json_with(move |w| {
-            let out: Vec<FileReport<'_>> = reports
-                .iter()
-                .map(|(file, diags, failed)| FileReport {
-                    file: file.clone(),
-                    ok: !failed,
-                    diagnostics: diags,
-                })
-                .collect();
-            serde_json::to_writer_pretty(w, &out)
-        }),
+        Format::Json => c.json_typed(reports),
     }
     c
 }
 
 /// Checks the chapters of the book `path` names (§2.3 scoping), adding a
 /// report per chapter; says how that ends (and why it could not run).
-fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<Report>) -> Output {
+fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<FileReport>) -> Output {
     let opts = match options(args, path) {
         Ok(o) => o,
         Err(said) => return said,
     };
     match noma_store::book::check(path, &opts) {
         Ok(chapters) => chapters.into_iter().fold(Output::default(), |mut out, c| {
-            let failed = fails(&c.diagnostics);
-            reports.push((c.path.display().to_string(), c.diagnostics, failed));
-            if failed {
+            let report = FileReport::new(c.path.display().to_string(), c.diagnostics);
+            if !report.ok {
                 out.at_least(Exit::Failed);
             }
+            reports.push(report);
             out
         }),
         Err(e) => Output::error(format!("noma check: {e}"), Exit::NotRun),
     }
 }
-
-/// One file's findings: its shown path, diagnostics, and whether they fail.
-type Report = (String, Vec<Diagnostic>, bool);
 
 /// The validator's options for the document at `path`: its work tree's
 /// policy with the flags added, as the hooks and the editor build them; a
