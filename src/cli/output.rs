@@ -3,7 +3,7 @@
 //! its [`Exit`] here only. What must reach the terminal before a command
 //! ends (a prompt before reading the answer, a server's log lines, a report
 //! streamed as it is made) goes through [`print_now`], [`note`] and
-//! [`streamed`]: no other file under `src/cli` writes to stdout or stderr
+//! [`streamed`]: no other file of the binary writes to stdout or stderr
 //! (`tests/it/architecture.rs` checks it).
 
 use std::io::Write;
