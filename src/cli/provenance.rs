@@ -71,14 +71,15 @@ pub fn provenance(args: ProvenanceArgs) -> Output {
         ProvenanceCmd::CheckSigners { file, verdicts } => {
             return check_signers(file.as_deref(), *verdicts)
         }
-        // The payload is RFC 8785 JSON: UTF-8 text.
+        // The payload is RFC 8785 JSON, UTF-8 text; printed byte for byte
+        // (never a lossy conversion: a signature covers these bytes).
         ProvenanceCmd::Payload {
             file,
             op_id,
             signer,
         } => outside_signatures::payload(file, op_id, signer)
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .map_err(|e| e.to_string()),
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| String::from_utf8(bytes).map_err(|e| e.to_string())),
         ProvenanceCmd::Import {
             file,
             op_id,
