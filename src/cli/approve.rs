@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_core::display::escape as esc;
 use noma_git::provenance::approve;
 
@@ -41,48 +42,53 @@ pub struct Args {
 }
 
 /// Runs `noma approve`.
-pub fn run(args: Args) -> i32 {
-    match approve_inner(&args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("noma approve: {}", esc(&e));
-            super::EXIT_USAGE
-        }
+pub fn run(args: Args) -> Output {
+    let mut c = Output::default();
+    if let Err(e) = approve_inner(&args, &mut c) {
+        c.err(format!("noma approve: {}", esc(&e)));
+        c.at_least(Exit::NotRun);
     }
+    c
 }
 
-fn approve_inner(args: &Args) -> Result<i32, String> {
+/// Adds what `noma approve` says to `c`; an error is what stops it.
+fn approve_inner(args: &Args, c: &mut Output) -> Result<(), String> {
     let plan = approve::plan(&args.file, args.key.as_deref(), args.through.as_deref())
         .map_err(|e| e.to_string())?;
     if plan.pending().is_empty() {
-        println!(
+        c.out(format!(
             "{}: no agent record waits for approval",
             args.file.display()
-        );
-        return Ok(super::EXIT_OK);
+        ));
+        return Ok(());
     }
-    print!("{}", listing(&plan, &args.file));
-    if !args.yes && !confirm()? {
-        println!("not approved");
-        return Ok(super::EXIT_FAIL);
+    c.out_text(listing(&plan, &args.file));
+    if !args.yes && !confirm(c)? {
+        c.out("not approved");
+        c.at_least(Exit::Failed);
+        return Ok(());
     }
     let side = plan.approve(&args.file).map_err(|e| e.to_string())?;
     let approved: Vec<&String> = plan.pending().iter().map(|e| &e.record.op_id).collect();
     if args.format == Format::Json {
-        return Ok(super::print_json(
-            &json!({"approved": approved, "approver": plan.signer.principal, "sidecar": side}),
-        ));
+        c.json(json!({"approved": approved, "approver": plan.signer.principal, "sidecar": side}));
+        return Ok(());
     }
-    println!(
+    c.out(format!(
         "approved {} record(s); commit {} with the document",
         approved.len(),
         side.display()
-    );
-    Ok(super::EXIT_OK)
+    ));
+    Ok(())
 }
 
-fn confirm() -> Result<bool, String> {
-    eprint!("approve? [y/N] ");
+/// Asks on stderr, after printing what `c` holds so far (the listing the
+/// question is about), and reads the answer from stdin.
+fn confirm(c: &mut Output) -> Result<bool, String> {
+    c.parts.push(crate::report::output::Part::Stderr(
+        "approve? [y/N] ".into(),
+    ));
+    super::output::print_now(c);
     let mut line = String::new();
     std::io::stdin()
         .lock()

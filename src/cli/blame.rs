@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use noma_git::history;
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma blame`.
 #[derive(Debug, clap::Args)]
@@ -21,9 +22,9 @@ pub struct Args {
 }
 
 /// Runs `noma blame`.
-pub fn run(args: Args) -> i32 {
-    if let Err(code) = super::noma_path("blame", &args.file, false) {
-        return code;
+pub fn run(args: Args) -> Output {
+    if let Err(said) = super::noma_path("blame", &args.file, false) {
+        return said;
     }
     let lines = match history::blame(
         &super::cache::open_for_cwd(),
@@ -31,13 +32,11 @@ pub fn run(args: Args) -> i32 {
         args.transcript.as_deref(),
     ) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("noma: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma: {e}"), Exit::NotRun),
     };
+    let mut c = Output::default();
     match args.format {
-        Format::Json => super::print_json(&serde_json::json!({
+        Format::Json => c.json(serde_json::json!({
             "document": args.file.display().to_string(),
             "blocks": lines,
         })),
@@ -63,8 +62,8 @@ pub fn run(args: Args) -> i32 {
                     )),
                 }
             }
-            print!("{out}");
-            super::EXIT_OK
+            c.out_text(out);
         }
     }
+    c
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma blocks`.
 #[derive(Debug, clap::Args)]
@@ -21,13 +22,13 @@ pub struct Args {
 }
 
 /// Runs `noma blocks`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let cache = super::cache::open_for_cwd();
     let info = match &args.rev {
         None => {
             let src = match super::read_doc(&args.file) {
                 Ok(s) => s,
-                Err(code) => return code,
+                Err(said) => return said,
             };
             cache.doc_info(&src)
         }
@@ -35,18 +36,15 @@ pub fn run(args: Args) -> i32 {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             match noma_git::git::blob::read_rev_text(&cwd, rev, &args.file) {
                 Ok((file, text)) => cache.doc_info_for_blob(&file.oid, &text),
-                Err(e) => {
-                    eprintln!("noma: {e}");
-                    return super::EXIT_USAGE;
-                }
+                Err(e) => return Output::error(format!("noma: {e}"), Exit::NotRun),
             }
         }
     };
-    let blocks = &info.blocks;
+    let mut c = Output::default();
     match args.format {
-        Format::Json => super::print_json(blocks),
+        Format::Json => c.json_with(move |w| serde_json::to_writer_pretty(w, &info.blocks)),
         Format::Human => {
-            use std::io::Write;
+            let blocks = &info.blocks;
             // One buffered write: large documents have tens of thousands of lines.
             let mut out = String::with_capacity(blocks.len() * 110);
             for b in blocks {
@@ -59,8 +57,8 @@ pub fn run(args: Args) -> i32 {
                     b.id, b.lines[0], b.lines[1], b.sha256
                 ));
             }
-            let _ = std::io::stdout().lock().write_all(out.as_bytes());
-            super::EXIT_OK
+            c.out_text(out);
         }
     }
+    c
 }

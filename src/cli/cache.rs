@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_git::cache::{Backing, BlockCache};
 
 /// Arguments of `noma cache`.
@@ -48,53 +49,55 @@ pub fn open_for_cwd() -> BlockCache {
 /// The cache under `root`, its notice (a rebuilt or bypassed cache) printed
 /// on stderr as one `noma: note:` line.
 pub fn open(root: &Path) -> BlockCache {
-    BlockCache::open(root)
-        .with_notice_sink(Box::new(|msg| eprintln!("noma: note: block cache {msg}")))
+    BlockCache::open(root).with_notice_sink(Box::new(|msg| {
+        super::output::note(format!("noma: note: block cache {msg}"))
+    }))
 }
 
 /// Runs `noma cache`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let cache = open_for_cwd();
+    let mut c = Output::default();
     match args.action {
         Action::Stats { format } => {
             let stats = cache.stats();
             match format {
-                Format::Json => super::print_json(&stats),
+                Format::Json => c.json_typed(stats),
                 Format::Human => {
                     match &stats.path {
-                        Some(p) => println!("path: {}", p.display()),
-                        None => println!("path: none (not in a git repository and no .noma/ here)"),
+                        Some(p) => c.out(format!("path: {}", p.display())),
+                        None => c.out("path: none (not in a git repository and no .noma/ here)"),
                     }
                     let backing = match stats.backing {
                         Backing::File => "file",
                         Backing::Memory => "memory (the file is unusable)",
                         Backing::Disabled => "disabled",
                     };
-                    println!("backing: {backing}");
-                    println!("entries: {}", stats.entries);
-                    println!("blocks: {}", stats.blocks);
-                    println!("blob ids: {}", stats.blob_ids);
-                    println!("size: {} bytes", stats.size_bytes);
-                    println!("schema version: {}", stats.schema_version);
-                    super::EXIT_OK
+                    c.out(format!("backing: {backing}"));
+                    c.out(format!("entries: {}", stats.entries));
+                    c.out(format!("blocks: {}", stats.blocks));
+                    c.out(format!("blob ids: {}", stats.blob_ids));
+                    c.out(format!("size: {} bytes", stats.size_bytes));
+                    c.out(format!("schema version: {}", stats.schema_version));
                 }
             }
+            c
         }
         Action::Clear => match cache.clear() {
             Ok(n) => {
                 let stats = cache.stats();
                 match stats.path {
                     Some(p) if stats.backing == Backing::File => {
-                        println!("cleared {n} entries from {}", p.display())
+                        c.out(format!("cleared {n} entries from {}", p.display()))
                     }
-                    _ => println!("no cache to clear"),
+                    _ => c.out("no cache to clear"),
                 }
-                super::EXIT_OK
+                c
             }
-            Err(e) => {
-                eprintln!("noma: cannot clear the block cache: {e}");
-                super::EXIT_USAGE
-            }
+            Err(e) => Output::error(
+                format!("noma: cannot clear the block cache: {e}"),
+                Exit::NotRun,
+            ),
         },
     }
 }

@@ -11,6 +11,7 @@
 //! counts)`, or with `--docs` `NEW<TAB>renamed from OLD<TAB>counts`.
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_git::changes::questions::{self, Ask};
 use noma_git::changes::{ChangesError, Query};
 use noma_git::git::repo::Repo;
@@ -54,17 +55,13 @@ pub struct Args {
 }
 
 /// Runs `noma changed`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let repo = match Repo::from_env() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("noma: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma: {e}"), Exit::NotRun),
     };
     let Some(root) = repo.workdir() else {
-        eprintln!("noma: {}", ChangesError::Bare);
-        return super::EXIT_USAGE;
+        return Output::error(format!("noma: {}", ChangesError::Bare), Exit::NotRun);
     };
     let asked = asked(&args);
     let uses_cache = asked.uses_cache();
@@ -73,22 +70,21 @@ pub fn run(args: Args) -> i32 {
     } else {
         super::cache::open(&root)
     };
-    let code = match questions::answer(&repo, asked, &cache) {
+    let mut c = match questions::answer(&repo, asked, &cache) {
         Ok(answer) => {
+            let mut c = Output::default();
             for n in answer.notices() {
-                eprintln!("noma: notice: {}", noma_core::display::escape(n));
+                c.err(format!("noma: notice: {}", noma_core::display::escape(n)));
             }
-            emit(args.format, &answer)
+            c.extend(said(args.format, &answer));
+            c
         }
-        Err(e) => {
-            eprintln!("noma: {e}");
-            super::EXIT_USAGE
-        }
+        Err(e) => Output::error(format!("noma: {e}"), Exit::NotRun),
     };
     if let Some(n) = cache.notice().filter(|_| uses_cache) {
-        eprintln!("noma: notice: {n}");
+        c.err(format!("noma: notice: {n}"));
     }
-    code
+    c
 }
 
 /// The question the flags ask.
@@ -116,16 +112,14 @@ fn asked(args: &Args) -> Ask {
     }
 }
 
-/// Prints JSON (compact: answers can be large and are read by programs) or
-/// the human text, in one write.
-fn emit(format: Format, answer: &questions::Answer) -> i32 {
-    use std::io::Write;
+/// The answer as JSON (compact: answers can be large and are read by
+/// programs) or as the human text, in one write.
+fn said(format: Format, answer: &questions::Answer) -> Output {
     let text = match format {
         Format::Json => match serde_json::to_string(answer) {
             Ok(s) => s + "\n",
             Err(e) => {
-                eprintln!("noma: cannot serialise output: {e}");
-                return super::EXIT_USAGE;
+                return Output::error(format!("noma: cannot serialise output: {e}"), Exit::NotRun)
             }
         },
         // Paths and block ids are whatever a commit named them: escaped
@@ -135,6 +129,7 @@ fn emit(format: Format, answer: &questions::Answer) -> i32 {
                 .into_owned()
         }
     };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    super::EXIT_OK
+    let mut c = Output::default();
+    c.out_text(text);
+    c
 }

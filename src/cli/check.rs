@@ -7,7 +7,8 @@ use noma_core::doc::parse;
 use noma_core::validate::{self, Options};
 use noma_provenance::config::{validate_options_for, Overrides};
 
-use super::{Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
+use super::Format;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma check`.
 #[derive(Debug, clap::Args)]
@@ -33,28 +34,37 @@ pub struct Args {
     profile: Option<String>,
 }
 
-/// One file's outcome, as printed by `--format json`.
+/// One file's outcome: its shown path, whether it passes, its findings
+/// (as printed by `--format json`).
 #[derive(serde::Serialize)]
-struct FileReport<'a> {
+struct FileReport {
     file: String,
     ok: bool,
-    diagnostics: &'a [Diagnostic],
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl FileReport {
+    fn new(file: String, diagnostics: Vec<Diagnostic>) -> FileReport {
+        FileReport {
+            file,
+            ok: !fails(&diagnostics),
+            diagnostics,
+        }
+    }
 }
 
 /// Runs `noma check`. The process exits after it: the last tree is left
 /// to the kernel (see the end of the loop).
-pub fn run(args: Args) -> i32 {
-    let mut exit = EXIT_OK;
+pub fn run(args: Args) -> Output {
     let mut reports = Vec::new();
     let mut last_tree = None;
-    let (files, refused) = super::check_files::targets(&args.files);
+    let (files, mut c) = super::check_files::targets(&args.files);
     if files.is_empty() {
-        return refused;
+        return c;
     }
-    exit = exit.max(refused);
     for path in &files {
         if noma_store::engine::is_book_manifest(path) {
-            exit = exit.max(check_book(&args, path, &mut reports));
+            c.extend(check_book(&args, path, &mut reports));
             continue;
         }
         // Freed before the next file is read, so that checking many files
@@ -62,26 +72,26 @@ pub fn run(args: Args) -> i32 {
         drop(last_tree.take());
         let src = match super::read_doc(path) {
             Ok(s) => s,
-            Err(code) => {
-                exit = exit.max(code);
+            Err(said) => {
+                c.extend(said);
                 continue;
             }
         };
         let opts = match options(&args, path) {
             Ok(o) => o,
-            Err(code) => {
-                exit = exit.max(code);
+            Err(said) => {
+                c.extend(said);
                 continue;
             }
         };
         let doc = parse(&src);
         let diags = validate::validate(&doc, &opts);
         last_tree = Some(doc);
-        let failed = fails(&diags);
-        if failed {
-            exit = exit.max(EXIT_FAIL);
+        let report = FileReport::new(path.display().to_string(), diags);
+        if !report.ok {
+            c.at_least(Exit::Failed);
         }
-        reports.push((path.display().to_string(), diags, failed));
+        reports.push(report);
     }
     // Exit without freeing: the process ends after the
     // report, and the kernel reclaims the last tree at once, where freeing
@@ -89,10 +99,17 @@ pub fn run(args: Args) -> i32 {
     std::mem::forget(last_tree);
     match args.format {
         Format::Human => {
-            for (file, diags, _) in &reports {
+            for FileReport {
+                file, diagnostics, ..
+            } in &reports
+            {
+                let diags = diagnostics;
+                let mut lines = String::new();
                 for d in diags {
-                    println!("{}", human_line(file, d));
+                    lines.push_str(&human_line(file, d));
+                    lines.push('\n');
                 }
+                c.out_text(lines);
                 let errors = diags
                     .iter()
                     .filter(|d| d.severity == Severity::Error)
@@ -101,62 +118,46 @@ pub fn run(args: Args) -> i32 {
                     .iter()
                     .filter(|d| d.severity == Severity::Warning)
                     .count();
-                eprintln!("{file}: {errors} error(s), {warnings} warning(s)");
+                c.err(format!("{file}: {errors} error(s), {warnings} warning(s)"));
             }
         }
-        Format::Json => {
-            let out: Vec<FileReport<'_>> = reports
-                .iter()
-                .map(|(file, diags, failed)| FileReport {
-                    file: file.clone(),
-                    ok: !failed,
-                    diagnostics: diags,
-                })
-                .collect();
-            if super::print_json(&out) != EXIT_OK {
-                return EXIT_USAGE;
-            }
-        }
+        // Streamed when printed: the reports are never turned into a `Value`.
+        Format::Json => c.json_typed(reports),
     }
-    exit
+    c
 }
 
 /// Checks the chapters of the book `path` names (§2.3 scoping), adding a
-/// report per chapter; returns the exit code.
-fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<Report>) -> i32 {
+/// report per chapter; says how that ends (and why it could not run).
+fn check_book(args: &Args, path: &std::path::Path, reports: &mut Vec<FileReport>) -> Output {
     let opts = match options(args, path) {
         Ok(o) => o,
-        Err(code) => return code,
+        Err(said) => return said,
     };
     match noma_store::book::check(path, &opts) {
-        Ok(chapters) => chapters.into_iter().fold(EXIT_OK, |exit, c| {
-            let failed = fails(&c.diagnostics);
-            reports.push((c.path.display().to_string(), c.diagnostics, failed));
-            exit.max(if failed { EXIT_FAIL } else { EXIT_OK })
+        Ok(chapters) => chapters.into_iter().fold(Output::default(), |mut out, c| {
+            let report = FileReport::new(c.path.display().to_string(), c.diagnostics);
+            if !report.ok {
+                out.at_least(Exit::Failed);
+            }
+            reports.push(report);
+            out
         }),
-        Err(e) => {
-            eprintln!("noma check: {e}");
-            EXIT_USAGE
-        }
+        Err(e) => Output::error(format!("noma check: {e}"), Exit::NotRun),
     }
 }
 
-/// One file's findings: its shown path, diagnostics, and whether they fail.
-type Report = (String, Vec<Diagnostic>, bool);
-
 /// The validator's options for the document at `path`: its work tree's
 /// policy with the flags added, as the hooks and the editor build them; a
-/// malformed policy file is reported and gives the usage exit code.
-fn options(args: &Args, path: &std::path::Path) -> Result<Options, i32> {
+/// malformed policy file is reported (exit 2).
+fn options(args: &Args, path: &std::path::Path) -> Result<Options, Output> {
     let overrides = Overrides {
         strict: args.strict,
         ignore_rules: args.ignore_rules.clone(),
         profile: args.profile.clone(),
     };
-    validate_options_for(path, &overrides).map_err(|e| {
-        eprintln!("noma check: {e}");
-        EXIT_USAGE
-    })
+    validate_options_for(path, &overrides)
+        .map_err(|e| Output::error(format!("noma check: {e}"), Exit::NotRun))
 }
 
 /// Whether `diags` fail the check: any error (warnings are errors under

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_OK, EXIT_USAGE};
+use crate::report::output::{Exit, Output};
 
 /// The files to check: `given` with each directory replaced by the `.noma`
 /// files under it that .gitignore does not exclude; with no path, those of
@@ -11,33 +11,35 @@ use super::{EXIT_OK, EXIT_USAGE};
 /// current directory's tree outside a repository). A file that is neither
 /// a `.noma` document nor a book manifest is refused, as is a directory
 /// without documents: a check of nothing would pass vacuously. A refused
-/// path does not hide the others: they are returned with the exit code
-/// the refusals leave.
-pub fn targets(given: &[PathBuf]) -> (Vec<PathBuf>, i32) {
+/// path does not hide the others: they are returned with what the
+/// refusals said and the exit they leave.
+pub fn targets(given: &[PathBuf]) -> (Vec<PathBuf>, Output) {
     if given.is_empty() {
         let (root, shown) = repository_root();
         let tidy = |p: PathBuf| p.strip_prefix(".").map(Path::to_path_buf).unwrap_or(p);
         return match under(&root, &shown) {
-            Ok(found) => (found.into_iter().map(tidy).collect(), EXIT_OK),
-            Err(code) => (Vec::new(), code),
+            Ok(found) => (found.into_iter().map(tidy).collect(), Output::default()),
+            Err(said) => (Vec::new(), said),
         };
     }
-    let (mut out, mut exit) = (Vec::new(), EXIT_OK);
+    let (mut out, mut refused) = (Vec::new(), Output::default());
     for f in given {
         let found = if f.is_dir() {
             under(f, &f.display().to_string())
         } else if std::fs::symlink_metadata(f).is_err() {
-            eprintln!("noma check: {}: no such file{}", f.display(), near(f));
-            Err(EXIT_USAGE)
+            Err(Output::error(
+                format!("noma check: {}: no such file{}", f.display(), near(f)),
+                Exit::NotRun,
+            ))
         } else {
             super::noma_path("check", f, true).map(|()| vec![f.clone()])
         };
         match found {
             Ok(files) => out.extend(files),
-            Err(code) => exit = exit.max(code),
+            Err(said) => refused.extend(said),
         }
     }
-    (out, exit)
+    (out, refused)
 }
 
 /// `"; did you mean `plan.noma`?"` for a document of that directory one
@@ -65,17 +67,17 @@ pub(super) fn near_name(missing: &Path) -> Option<PathBuf> {
         .map(|n| missing.with_file_name(n))
 }
 
-fn under(dir: &Path, shown: &str) -> Result<Vec<PathBuf>, i32> {
-    let found = noma_store::fsio::noma_files_under(dir).map_err(|e| {
-        eprintln!("noma check: {}: {e}", dir.display());
-        EXIT_USAGE
-    })?;
+fn under(dir: &Path, shown: &str) -> Result<Vec<PathBuf>, Output> {
+    let found = noma_store::fsio::noma_files_under(dir)
+        .map_err(|e| Output::error(format!("noma check: {}: {e}", dir.display()), Exit::NotRun))?;
     if found.is_empty() {
-        eprintln!(
-            "noma check: no .noma documents in {shown} (files .gitignore excludes are skipped); \
-             name the files to check, or create a document first"
-        );
-        return Err(EXIT_USAGE);
+        return Err(Output::error(
+            format!(
+                "noma check: no .noma documents in {shown} (files .gitignore excludes are \
+                 skipped); name the files to check, or create a document first"
+            ),
+            Exit::NotRun,
+        ));
     }
     Ok(found)
 }

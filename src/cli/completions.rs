@@ -1,9 +1,9 @@
 //! `noma completions SHELL`: shell completions (clap_complete), generated
 //! from the same command definitions as the parser, so they cannot drift.
 
-use std::io::Write;
-
 use clap::CommandFactory;
+
+use crate::report::output::Output;
 
 /// Arguments of `noma completions`.
 #[derive(Debug, clap::Args)]
@@ -14,20 +14,12 @@ pub struct Args {
 }
 
 /// Prints the completion script for `args.shell`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let mut cmd = super::Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "noma", &mut out);
-    write_out(&out)
-}
-
-fn write_out(bytes: &[u8]) -> i32 {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            eprintln!("noma: cannot write output: {e}");
-            super::EXIT_USAGE
-        }
-    }
+    let mut c = Output::default();
+    // Generated from the command definitions' strings: UTF-8.
+    c.out_text(String::from_utf8_lossy(&out).into_owned());
+    c
 }

@@ -1,6 +1,7 @@
 //! `noma hook <name>`: the checks the installed git hooks run.
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_git::git::repo::Repo;
 use noma_git::install::clone_check;
 use noma_git::staged::{Guard, Report};
@@ -31,58 +32,47 @@ pub struct Args {
 }
 
 /// Runs `noma hook`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let hook = match args.name {
         HookName::PreCommit => "pre-commit",
         HookName::PreMergeCommit => "pre-merge-commit",
     };
+    let not_run =
+        |e: &dyn std::fmt::Display| Output::error(format!("noma hook {hook}: {e}"), Exit::NotRun);
     let repo = match Repo::from_env() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("noma hook {hook}: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return not_run(&e),
     };
     let root = repo.workdir().unwrap_or_else(|| repo.git_dir());
     let policy = match Policy::load(&root) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("noma hook {hook}: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return not_run(&e),
     };
-    warn_missing_driver(&repo);
+    // Said at once: the cache's notices, printed as they come, follow it.
+    let mut c = Output::default();
+    warn_missing_driver(&repo, &mut c);
+    super::output::print_now(&mut c);
     let cache = super::cache::open(&root);
     // Fork detection turns itself on whenever a merge is in progress.
     let guard = Guard::new(&repo, &policy, &cache);
     let report = match guard.check_index(hook) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("noma hook {hook}: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return not_run(&e),
     };
-    let code = if report.blocked {
-        super::EXIT_FAIL
-    } else {
-        super::EXIT_OK
-    };
-    match args.format {
-        Format::Json => {
-            let c = super::print_json(&report);
-            if c != super::EXIT_OK {
-                return c;
-            }
-        }
-        Format::Human => print_human(&report),
+    if report.blocked {
+        c.at_least(Exit::Failed);
     }
-    code
+    match args.format {
+        Format::Json => c.json_typed(report),
+        Format::Human => human(&report, &mut c),
+    }
+    c
 }
 
 /// Tells a clone whose `.gitattributes` routes to noma's merge driver but
 /// whose git config never registered it (git does not clone `.git/config`),
 /// once per clone; never blocks.
-fn warn_missing_driver(repo: &Repo) {
+fn warn_missing_driver(repo: &Repo, c: &mut Output) {
     let Some(work_tree) = repo.workdir() else {
         return;
     };
@@ -105,18 +95,19 @@ fn warn_missing_driver(repo: &Repo) {
     } else {
         "Shown once per clone."
     };
-    eprintln!(
+    c.err(format!(
         "noma: warning: .gitattributes routes {} to merge=noma but this clone has no merge.noma.driver (git does not clone .git/config): merges of transcripts will conflict as text. fix: noma hooks install --driver-only (or noma init). {repeat}",
         missing.patterns.join(" and ")
-    );
+    ));
 }
 
-fn print_human(report: &Report) {
+/// The findings and the verdict, for the committer.
+fn human(report: &Report, c: &mut Output) {
     // Findings go to stderr: git shows hook stderr to the committer.
     for f in &report.findings {
         // A finding quotes what records say (actor, reason, op ids): shown
         // escaped, so none reaches the terminal as a control sequence.
-        eprintln!("{}", noma_core::display::escape(&f.to_line()));
+        c.err(noma_core::display::escape(&f.to_line()));
     }
     // A commit that touches no document or transcript says nothing: a line
     // on every commit in a repository where noma has nothing to check is
@@ -131,8 +122,8 @@ fn print_human(report: &Report) {
     } else {
         "ok"
     };
-    eprintln!(
+    c.err(format!(
         "noma {}: {} document(s), {} transcript(s) checked; {errors} error(s), {warnings} warning(s); {verdict}",
         report.hook, report.documents, report.transcripts
-    );
+    ));
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::report::output::Output;
+
 /// Arguments of `noma ids`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -10,11 +12,13 @@ pub struct Args {
 }
 
 /// Runs `noma ids`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let src = match super::read_doc(&args.file) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(said) => return said,
     };
     let doc = noma_core::doc::parse(&src);
-    super::print_json(&noma_core::doc::ids::registry(&doc))
+    let mut c = Output::default();
+    c.json_typed(noma_core::doc::ids::registry(&doc));
+    c
 }

@@ -33,11 +33,11 @@ pub struct Args {
 }
 
 /// Runs `noma init`.
-pub fn run(args: Args) -> i32 {
-    super::emit(setup::init_repository(InitRequest {
+pub fn run(args: Args) -> crate::report::output::Output {
+    setup::init_repository(InitRequest {
         hooks: !args.no_hooks,
         force: args.force,
         mcp: !args.no_mcp,
         record_existing: args.record_existing,
-    }))
+    })
 }

@@ -8,6 +8,7 @@ use noma_core::display::escape as esc;
 use noma_git::history::{self, BlockChange};
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma log`.
 #[derive(Debug, clap::Args)]
@@ -30,9 +31,9 @@ pub struct Args {
 }
 
 /// Runs `noma log`.
-pub fn run(args: Args) -> i32 {
-    if let Err(code) = super::noma_path("log", &args.file, false) {
-        return code;
+pub fn run(args: Args) -> Output {
+    if let Err(said) = super::noma_path("log", &args.file, false) {
+        return said;
     }
     let transcript = args
         .transcript
@@ -46,16 +47,19 @@ pub fn run(args: Args) -> i32 {
             Some(n) => format!("; did you mean `{}`?", n.display()),
             None => "; `git ls-files '*.noma'` lists the documents".into(),
         };
-        eprintln!("noma log: {}: no such document{hint}", args.file.display());
-        return super::EXIT_USAGE;
+        return Output::error(
+            format!("noma log: {}: no such document{hint}", args.file.display()),
+            Exit::NotRun,
+        );
     }
+    let mut c = Output::default();
     if !transcript_exists && matches!(args.format, Format::Human) {
-        println!(
+        c.out(format!(
             "{} has no transcript, so no record changed it yet; `noma record {}` starts one",
             args.file.display(),
             args.file.display()
-        );
-        return super::EXIT_OK;
+        ));
+        return c;
     }
     let log = history::block_log(
         &super::cache::open_for_cwd(),
@@ -66,18 +70,15 @@ pub fn run(args: Args) -> i32 {
     );
     let changes = match log {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("noma: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma: {e}"), Exit::NotRun),
     };
     if let Some(id) = args.block.as_deref().filter(|_| changes.is_empty()) {
-        if let Some(code) = unknown_block(&args.file, id) {
-            return code;
+        if let Some(said) = unknown_block(&args.file, id) {
+            return said;
         }
     }
     match args.format {
-        Format::Json => super::print_json(&serde_json::json!({
+        Format::Json => c.json(serde_json::json!({
             "document": args.file.display().to_string(),
             "block": args.block,
             "changes": changes,
@@ -93,28 +94,30 @@ pub fn run(args: Args) -> i32 {
             if changes.is_empty() {
                 out.push_str("no record changed it\n");
             }
-            print!("{out}");
-            super::EXIT_OK
+            c.out_text(out);
         }
     }
+    c
 }
 
 /// Exit 2 with a message when `id` names no block of the document (a block
 /// that had records is found by them, even when removed since).
-fn unknown_block(file: &std::path::Path, id: &str) -> Option<i32> {
+fn unknown_block(file: &std::path::Path, id: &str) -> Option<Output> {
     let src = match super::read_doc(file) {
         Ok(s) => s,
-        Err(code) => return Some(code),
+        Err(said) => return Some(said),
     };
     let reg = noma_core::doc::ids::registry(&noma_core::doc::parse(&src));
     if reg.ids.iter().any(|i| &**i == id) {
         return None;
     }
-    eprintln!(
-        "noma: {}: no block with id {id:?} (and no record changed one by that id)",
-        file.display()
-    );
-    Some(super::EXIT_USAGE)
+    Some(Output::error(
+        format!(
+            "noma: {}: no block with id {id:?} (and no record changed one by that id)",
+            file.display()
+        ),
+        Exit::NotRun,
+    ))
 }
 
 /// A block and how its id relates to the record's time.

@@ -12,7 +12,8 @@ use noma_git::cache::BlockCache;
 use noma_git::history;
 use noma_git::record::{record_file_with, Outcome};
 
-use super::{EXIT_OK, EXIT_USAGE};
+use super::output::note;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma lsp`.
 #[derive(Debug, clap::Args)]
@@ -31,7 +32,7 @@ pub struct Args {
 const TRACE_ENV: &str = "NOMA_LSP_TRACE";
 
 /// Runs `noma lsp`.
-pub fn run(_args: Args) -> i32 {
+pub fn run(_args: Args) -> Output {
     // A client that goes away must not kill us with SIGPIPE halfway through
     // a write: a failed write ends the session with an error instead.
     #[cfg(unix)]
@@ -43,9 +44,9 @@ pub fn run(_args: Args) -> i32 {
     // Tests count analyses and compare the server's text with theirs.
     let trace = std::env::var_os(TRACE_ENV).is_some_and(|v| v == "1");
     let log = |e: noma_lsp::Event<'_>| match e {
-        noma_lsp::Event::Skipped(why) => eprintln!("noma lsp: {why}"),
+        noma_lsp::Event::Skipped(why) => note(format!("noma lsp: {why}")),
         noma_lsp::Event::Analysed { uri, bytes } if trace => {
-            eprintln!("noma lsp: analysed {uri} ({bytes} bytes)");
+            note(format!("noma lsp: analysed {uri} ({bytes} bytes)"));
         }
         noma_lsp::Event::Analysed { .. } => {}
     };
@@ -55,11 +56,8 @@ pub fn run(_args: Args) -> i32 {
         debug: trace,
     };
     match noma_lsp::serve_stdio(settings) {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("noma lsp: {e}");
-            EXIT_USAGE
-        }
+        Ok(()) => Output::default(),
+        Err(e) => Output::error(format!("noma lsp: {e}"), Exit::NotRun),
     }
 }
 

@@ -3,10 +3,11 @@
 //! its EXIT STATUS and EXAMPLES from `man_pages.txt`. Pages name each other
 //! `noma-<sub>(1)`, so `--dir` writes every one of them.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::CommandFactory;
+
+use crate::report::output::{Exit, Output};
 
 /// EXIT STATUS and EXAMPLES per page; the format is described at its top.
 const EXTRA: &str = include_str!("man_pages.txt");
@@ -29,7 +30,7 @@ pub struct Args {
 }
 
 /// Runs `noma man`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let pages = pages();
     let result = match &args.dir {
         Some(dir) => write_all(&pages, dir),
@@ -38,11 +39,9 @@ pub fn run(args: Args) -> i32 {
                 .chain(args.sub.iter().cloned())
                 .collect::<Vec<_>>()
                 .join("-");
-            match pages.iter().find(|(name, _)| *name == want) {
-                Some((_, page)) => std::io::stdout()
-                    .lock()
-                    .write_all(page)
-                    .map_err(|e| format!("cannot write output: {e}")),
+            match pages.iter().find(|p| p.stem == want) {
+                // Rendered from the command definitions' strings: UTF-8.
+                Some(p) => Ok(String::from_utf8_lossy(&p.roff).into_owned()),
                 None => Err(format!(
                     "no page `{want}`; `noma --help` lists the subcommands"
                 )),
@@ -50,27 +49,41 @@ pub fn run(args: Args) -> i32 {
         }
     };
     match result {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            eprintln!("noma man: {e}");
-            super::EXIT_USAGE
+        Ok(text) => {
+            let mut c = Output::default();
+            c.out_text(text);
+            c
         }
+        Err(e) => Output::error(format!("noma man: {e}"), Exit::NotRun),
     }
 }
 
-fn write_all(pages: &[(String, Vec<u8>)], dir: &std::path::Path) -> Result<(), String> {
+/// Writes every page into `dir`; what to print after.
+fn write_all(pages: &[Page], dir: &std::path::Path) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for (name, page) in pages {
-        let path = dir.join(format!("{name}.1"));
-        std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
+    for page in pages {
+        let path = dir.join(format!("{}.1", page.stem));
+        std::fs::write(&path, &page.roff).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    println!("wrote {} man pages to {}", pages.len(), dir.display());
-    Ok(())
+    Ok(format!(
+        "wrote {} man pages to {}\n",
+        pages.len(),
+        dir.display()
+    ))
 }
 
-/// Every page, `(file stem, roff)`: `noma`, then each visible subcommand
+/// One man page.
+struct Page {
+    /// The file name without `.1`, as clap names the command
+    /// (`noma-hooks-install`).
+    stem: String,
+    /// The page in roff.
+    roff: Vec<u8>,
+}
+
+/// Every page: `noma`, then each visible subcommand
 /// at every depth, as clap names them (`noma-hooks-install`).
-fn pages() -> Vec<(String, Vec<u8>)> {
+fn pages() -> Vec<Page> {
     // Built once from the top so that each subcommand carries its display
     // name (`noma-check`) and its usage line (`noma check`).
     let mut top = super::Cli::command().disable_help_subcommand(true);
@@ -80,7 +93,7 @@ fn pages() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn collect(cmd: &clap::Command, key: &str, out: &mut Vec<(String, Vec<u8>)>) {
+fn collect(cmd: &clap::Command, key: &str, out: &mut Vec<Page>) {
     let stem = cmd.get_display_name().unwrap_or("noma").to_string();
     let mut page = Vec::new();
     // Rendering into memory cannot fail.
@@ -89,7 +102,7 @@ fn collect(cmd: &clap::Command, key: &str, out: &mut Vec<(String, Vec<u8>)>) {
         .manual("noma")
         .render(&mut page);
     page.extend_from_slice(extra_sections(key).as_bytes());
-    out.push((stem, page));
+    out.push(Page { stem, roff: page });
     for sub in cmd
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "help")

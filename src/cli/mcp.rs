@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use noma_mcp::ServeOptions;
 
-use super::{EXIT_OK, EXIT_USAGE};
+use super::output::note;
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma mcp`.
 #[derive(Debug, clap::Args)]
@@ -32,7 +33,7 @@ pub struct Args {
 }
 
 /// Runs `noma mcp`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     // A client that goes away must not kill us with SIGPIPE halfway through
     // a call: a failed write ends the session cleanly instead.
     #[cfg(unix)]
@@ -41,55 +42,52 @@ pub fn run(args: Args) -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    let not_run = |why: String| Output::error(format!("noma mcp: {why}"), Exit::NotRun);
     let root = match args.root {
         Some(r) => r,
         None => match noma_git::git::layout::Layout::from_env() {
             Ok(l) => match l.work_tree {
                 Some(w) => w,
                 None => {
-                    eprintln!("noma mcp: a bare repository has no work tree to serve; use --root");
-                    return EXIT_USAGE;
+                    return not_run(
+                        "a bare repository has no work tree to serve; use --root".into(),
+                    )
                 }
             },
             Err(e) => {
-                eprintln!("noma mcp: {e}; run it inside a git repository or pass --root DIR");
-                return EXIT_USAGE;
+                return not_run(format!(
+                    "{e}; run it inside a git repository or pass --root DIR"
+                ))
             }
         },
     };
     if !root.is_dir() {
-        eprintln!("noma mcp: {}: not a directory", root.display());
-        return EXIT_USAGE;
+        return not_run(format!("{}: not a directory", root.display()));
     }
     let signer = match &args.signing_key {
         None => None,
         Some(key) => match noma_git::provenance::writer::signer_in(Some(&root), Some(key)) {
             Ok(s) => s.map(std::sync::Arc::new),
-            Err(e) => {
-                eprintln!("noma mcp: {e}");
-                return EXIT_USAGE;
-            }
+            Err(e) => return not_run(e.to_string()),
         },
     };
+    // Said before serving: the session runs until the client goes.
     if let Some(s) = &signer {
-        eprintln!("noma mcp: signing records as {}", s.principal);
+        note(format!("noma mcp: signing records as {}", s.principal));
     }
     if args.full_text {
-        eprintln!(
+        note(
             "noma mcp: --full-text is deprecated and has no effect: every result's text is its \
-             full JSON"
+             full JSON",
         );
     }
-    eprintln!("noma mcp: serving {} on stdio", root.display());
+    note(format!("noma mcp: serving {} on stdio", root.display()));
     match noma_mcp::serve(&ServeOptions {
         root,
         signer,
-        notices: noma_mcp::Notices::new(|m| eprintln!("noma mcp: {m}")),
+        notices: noma_mcp::Notices::new(|m| note(format!("noma mcp: {m}"))),
     }) {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("noma mcp: {e}");
-            EXIT_USAGE
-        }
+        Ok(()) => Output::default(),
+        Err(e) => not_run(e.to_string()),
     }
 }

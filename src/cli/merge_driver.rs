@@ -12,6 +12,8 @@ use std::path::PathBuf;
 
 use noma_git::merge::driver::{self, Call};
 
+use crate::report::output::{Exit, Output};
+
 /// Arguments of `noma merge-driver` (what git passes for `%O %A %B %L %P %X %Y`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,7 +36,7 @@ pub struct Args {
 }
 
 /// Runs `noma merge-driver`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let call = Call {
         base: &args.base,
         ours: &args.ours,
@@ -45,18 +47,16 @@ pub fn run(args: Args) -> i32 {
     };
     match driver::run(&call) {
         Ok(driven) => {
-            for m in &driven.messages {
-                eprintln!("noma merge-driver: {m}");
-            }
-            if driven.clean {
-                super::EXIT_OK
+            let mut c = Output::ending(if driven.clean {
+                Exit::Passed
             } else {
-                super::EXIT_FAIL
+                Exit::Failed
+            });
+            for m in &driven.messages {
+                c.err(format!("noma merge-driver: {m}"));
             }
+            c
         }
-        Err(e) => {
-            eprintln!("noma merge-driver: {e}");
-            super::EXIT_USAGE
-        }
+        Err(e) => Output::error(format!("noma merge-driver: {e}"), Exit::NotRun),
     }
 }

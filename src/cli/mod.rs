@@ -7,7 +7,9 @@
 
 use clap::{Parser, Subcommand};
 
-pub use output::{emit, noma_path, print_json, read_doc, Format, EXIT_FAIL, EXIT_OK, EXIT_USAGE};
+pub use output::{emit, noma_path, read_doc, Format};
+
+use crate::report::output::{Exit, Output};
 
 pub mod approve;
 pub mod blame;
@@ -106,17 +108,23 @@ enum Command {
     Man(man::Args),
 }
 
-/// Runs the CLI with the process arguments; returns the exit code.
+/// Runs the CLI with the process arguments; returns the exit code. Every
+/// command returns its [`Output`], printed once by [`emit`].
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            // clap words and prints its own help and usage errors.
             let _ = e.print();
-            return code;
+            let exit = if e.use_stderr() {
+                Exit::NotRun
+            } else {
+                Exit::Passed
+            };
+            return emit(Output::ending(exit));
         }
     };
-    match cli.command {
+    emit(match cli.command {
         Command::Check(a) => check::run(a),
         Command::Ids(a) => ids::run(a),
         Command::Parse(a) => parse_cmd::run(a),
@@ -144,5 +152,5 @@ pub fn main() -> i32 {
         Command::Reconcile(a) => reconcile::run(a),
         Command::Approve(a) => approve::run(a),
         Command::Provenance(a) => provenance::provenance(a),
-    }
+    })
 }

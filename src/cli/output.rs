@@ -1,13 +1,14 @@
-//! How the command line prints and ends: exit codes, the `--format`
-//! values, JSON on stdout, and what a library command said
-//! ([`crate::report::output`]).
+//! How the command line prints and ends: the one printer. Every command
+//! returns an [`Output`] that [`emit`] prints; the exit code is mapped from
+//! its [`Exit`] here only. What must reach the terminal before a command
+//! ends (a prompt before reading the answer, a server's log lines, a report
+//! streamed as it is made) goes through [`print_now`], [`note`] and
+//! [`streamed`]: no other file of the binary writes to stdout or stderr
+//! (`tests/it/architecture.rs` checks it).
 
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the check failed.
-pub const EXIT_FAIL: i32 = 1;
-/// Exit code: the command could not run.
-pub const EXIT_USAGE: i32 = 2;
+use std::io::Write;
+
+use crate::report::output::{Exit, Output, Part, Stdout};
 
 /// Output format shared by the commands that have one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -19,62 +20,92 @@ pub enum Format {
     Json,
 }
 
-/// Reads a document file or prints the error and returns `Err(EXIT_USAGE)`.
-pub fn read_doc(path: &std::path::Path) -> Result<String, i32> {
-    noma_store::fsio::read_document(path).map_err(|e| {
-        eprintln!("noma: {e}");
-        EXIT_USAGE
-    })
+/// Reads a document file, or says why not (exit 2).
+pub fn read_doc(path: &std::path::Path) -> Result<String, Output> {
+    noma_store::fsio::read_document(path)
+        .map_err(|e| Output::error(format!("noma: {e}"), Exit::NotRun))
 }
 
-/// Prints JSON to stdout (pretty), returning the exit code on failure. The
-/// JSON is streamed: a report of millions of diagnostics is never held as
-/// one string.
-pub fn print_json<T: serde::Serialize>(value: &T) -> i32 {
-    use std::io::Write;
+/// Prints what a command said, in order (so stdout and stderr interleave
+/// as written), and returns the process exit code.
+pub fn emit(mut output: Output) -> i32 {
+    print_now(&mut output);
+    exit_code(output.exit)
+}
+
+/// The process exit code of `exit`: 0 passed, 1 failed, 2 not run.
+fn exit_code(exit: Exit) -> i32 {
+    match exit {
+        Exit::Passed => 0,
+        Exit::Failed => 1,
+        Exit::NotRun => 2,
+    }
+}
+
+/// Prints the parts `output` holds so far and removes them (its exit is
+/// kept): for what must be seen before the command goes on, such as a
+/// question before the answer is read. A failed write stops the printing,
+/// is said on stderr and makes the exit "not run".
+pub fn print_now(output: &mut Output) {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
+    let parts = std::mem::take(&mut output.parts);
+    let written = (parts.into_iter())
+        .try_for_each(|part| print_part(&mut out, part))
         .and_then(|()| out.flush());
-    match written {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("noma: cannot write output: {e}");
-            EXIT_USAGE
-        }
+    if let Err(e) = written {
+        let _ = writeln!(std::io::stderr(), "noma: cannot write output: {e}");
+        output.at_least(Exit::NotRun);
     }
 }
 
-/// Prints what a library command said, in order (so stdout and stderr
-/// interleave as written); returns its exit code.
-pub fn emit(output: crate::report::output::Output) -> i32 {
-    use crate::report::output::{Exit, Part};
-    for part in output.parts {
-        match part {
-            Part::Stdout(text) => print!("{text}"),
-            Part::Stderr(text) => eprint!("{text}"),
-            Part::Json(value) => {
-                let code = print_json(&value);
-                if code != EXIT_OK {
-                    return code;
-                }
-            }
+/// Writes one part; stdout is flushed before stderr is written, so the two
+/// interleave as the command said them.
+fn print_part(out: &mut Stdout, part: Part) -> std::io::Result<()> {
+    match part {
+        Part::Stdout(text) => out.write_all(text.as_bytes()),
+        Part::Stderr(text) => {
+            out.flush()?;
+            std::io::stderr().write_all(text.as_bytes())
         }
+        Part::Json(value) => write_json(out, |w| serde_json::to_writer_pretty(w, &value)),
+        Part::JsonStream(write) => write_json(out, write),
     }
-    match output.exit {
-        Exit::Passed => EXIT_OK,
-        Exit::Failed => EXIT_FAIL,
-        Exit::NotRun => EXIT_USAGE,
+}
+
+/// Streams one JSON document into stdout's buffer, then a newline: a report
+/// of millions of diagnostics is never held as one string.
+fn write_json(
+    out: &mut Stdout,
+    write: impl FnOnce(&mut Stdout) -> serde_json::Result<()>,
+) -> std::io::Result<()> {
+    write(out).map_err(std::io::Error::from)?;
+    writeln!(out)
+}
+
+/// Prints `line` and a newline on stderr at once: a note from inside a
+/// long step (the block cache's notices, a server's log).
+pub fn note(line: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Runs `report` with stdout buffered for it to write as it goes (a report
+/// too long to hold), then returns what it said after (stderr, the exit);
+/// a failed write is said and makes the exit "not run".
+pub fn streamed(report: impl FnOnce(&mut Stdout) -> Output) -> Output {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let said = report(&mut out);
+    match out.flush() {
+        Ok(()) => said,
+        Err(e) => Output::error(format!("noma: cannot write output: {e}"), Exit::NotRun),
     }
 }
 
 /// Refuses a path that is not a `.noma` document, saying why and what to
-/// give instead: `Err(EXIT_USAGE)`. The hooks, `noma reconcile` and the
+/// give instead (exit 2). The hooks, `noma reconcile` and the
 /// merge driver look only at `*.noma` files, so a check or a transcript of
 /// any other name would pass unseen. A book manifest passes when `book` is
 /// set (the command has a book mode or its own refusal of one).
-pub fn noma_path(cmd: &str, path: &std::path::Path, book: bool) -> Result<(), i32> {
+pub fn noma_path(cmd: &str, path: &std::path::Path, book: bool) -> Result<(), Output> {
     let name = path.to_string_lossy();
     let why = if name.ends_with(".noma") {
         return Ok(());
@@ -98,6 +129,5 @@ pub fn noma_path(cmd: &str, path: &std::path::Path, book: bool) -> Result<(), i3
              it to end in .noma"
         )
     };
-    eprintln!("noma {cmd}: {why}");
-    Err(EXIT_USAGE)
+    Err(Output::error(format!("noma {cmd}: {why}"), Exit::NotRun))
 }

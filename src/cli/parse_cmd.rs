@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::report::output::Output;
+
 /// Arguments of `noma parse`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -11,12 +13,16 @@ pub struct Args {
 
 /// Runs `noma parse`: prints the AST JSON (parse problems do not change the
 /// exit code; `noma check` reports them).
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let src = match super::read_doc(&args.file) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(said) => return said,
     };
     let doc = noma_core::doc::parse(&src);
     // Streamed: the JSON is written as the tree is walked, never built.
-    super::print_json(&noma_core::doc::json::DocumentJson::new(&doc))
+    let mut c = Output::default();
+    c.json_with(move |w| {
+        serde_json::to_writer_pretty(w, &noma_core::doc::json::DocumentJson::new(&doc))
+    });
+    c
 }

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use noma_git::provenance::signers_check;
 use noma_provenance::{outside_signatures, ALLOWED_SIGNERS_PATH};
 
+use crate::report::output::{Exit, Output};
+
 /// `noma provenance`: the signed bytes, for tools outside noma.
 #[derive(Debug, clap::Subcommand)]
 pub enum ProvenanceCmd {
@@ -64,22 +66,20 @@ pub struct ProvenanceArgs {
 }
 
 /// Runs `noma provenance`.
-pub fn provenance(args: ProvenanceArgs) -> i32 {
-    if let ProvenanceCmd::CheckSigners { file, verdicts } = &args.cmd {
-        return check_signers(file.as_deref(), *verdicts);
-    }
+pub fn provenance(args: ProvenanceArgs) -> Output {
     let result = match &args.cmd {
+        ProvenanceCmd::CheckSigners { file, verdicts } => {
+            return check_signers(file.as_deref(), *verdicts)
+        }
+        // The payload is RFC 8785 JSON, UTF-8 text; printed byte for byte
+        // (never a lossy conversion: a signature covers these bytes).
         ProvenanceCmd::Payload {
             file,
             op_id,
             signer,
-        } => (outside_signatures::payload(file, op_id, signer).map_err(|e| e.to_string()))
-            .and_then(|bytes| {
-                use std::io::Write;
-                std::io::stdout()
-                    .write_all(&bytes)
-                    .map_err(|e| e.to_string())
-            }),
+        } => outside_signatures::payload(file, op_id, signer)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| String::from_utf8(bytes).map_err(|e| e.to_string())),
         ProvenanceCmd::Import {
             file,
             op_id,
@@ -87,53 +87,61 @@ pub fn provenance(args: ProvenanceArgs) -> i32 {
             sig,
         } => outside_signatures::import(file, op_id, signer, sig)
             .map(|side| {
-                println!("{}: signature of {op_id} by {signer} added", side.display());
+                format!(
+                    "{}: signature of {op_id} by {signer} added\n",
+                    side.display()
+                )
             })
             .map_err(|e| e.to_string()),
-        ProvenanceCmd::CheckSigners { .. } => unreachable!("handled above"),
     };
     match result {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            eprintln!("noma provenance: {e}");
-            super::EXIT_USAGE
+        Ok(text) => {
+            let mut c = Output::default();
+            c.out_text(text);
+            c
         }
+        Err(e) => Output::error(format!("noma provenance: {e}"), Exit::NotRun),
     }
 }
 
-/// `noma provenance check-signers`: the warnings, then the verdicts.
-fn check_signers(file: Option<&std::path::Path>, verdicts: bool) -> i32 {
+/// `noma provenance check-signers`: the warnings, then the verdicts, each
+/// printed as soon as its query is read (a program may ask one at a time).
+fn check_signers(file: Option<&std::path::Path>, verdicts: bool) -> Output {
     use std::io::BufRead;
+    let refused =
+        |e: String| Output::error(format!("noma provenance check-signers: {e}"), Exit::NotRun);
     let check = match signers_check::load(file, std::path::Path::new(".")) {
         Ok(Some(c)) => c,
         Ok(None) => {
-            println!("allowed signers: none ({ALLOWED_SIGNERS_PATH} does not exist)");
-            return super::EXIT_OK;
+            let mut c = Output::default();
+            c.out(format!(
+                "allowed signers: none ({ALLOWED_SIGNERS_PATH} does not exist)"
+            ));
+            return c;
         }
-        Err(e) => {
-            eprintln!("noma provenance check-signers: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return refused(e.to_string()),
     };
-    print!("{}", crate::report::signers::signers_check_text(&check));
+    let mut c = Output::default();
+    c.out_text(crate::report::signers::signers_check_text(&check));
+    if !check.warnings.is_empty() {
+        c.at_least(Exit::Failed);
+    }
     if verdicts {
+        super::output::print_now(&mut c);
         for line in std::io::stdin().lock().lines() {
             let verdict = line
                 .map_err(|e| e.to_string())
                 .and_then(|q| check.verdict(&q).map_err(|e| e.to_string()));
             match verdict {
-                Ok(true) => println!("allowed"),
-                Ok(false) => println!("refused"),
+                Ok(true) => c.out("allowed"),
+                Ok(false) => c.out("refused"),
                 Err(e) => {
-                    eprintln!("noma provenance check-signers: {e}");
-                    return super::EXIT_USAGE;
+                    c.extend(refused(e));
+                    return c;
                 }
             }
+            super::output::print_now(&mut c);
         }
     }
-    if check.warnings.is_empty() {
-        super::EXIT_OK
-    } else {
-        1
-    }
+    c
 }

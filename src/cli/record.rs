@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_core::transcript::{Actor, ActorKind};
 use noma_git::record::{record_file_with, Outcome, RecordError};
 
@@ -42,21 +43,24 @@ pub struct Args {
 }
 
 /// Runs `noma record`.
-pub fn run(args: Args) -> i32 {
-    if let Err(code) = super::noma_path("record", &args.file, false) {
-        return code;
+pub fn run(args: Args) -> Output {
+    if let Err(said) = super::noma_path("record", &args.file, false) {
+        return said;
     }
+    let mut c = Output::default();
     // The name given, else git's (which opens the repository's config).
     let name = match args.actor_name.clone() {
         Some(name) => name,
         None => {
             let guessed = noma_git::actor::default_name(&args.file);
             if !guessed.from_git {
-                eprintln!(
+                c.err(format!(
                     "noma record: warning: git has no user.name here, so records name \"{}\" and commits will fail; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
                     guessed.name
-                );
+                ));
             }
+            // Said at once, before anything the write itself notes.
+            super::output::print_now(&mut c);
             guessed.name
         }
     };
@@ -72,41 +76,36 @@ pub fn run(args: Args) -> i32 {
         {
             Ok(step) => step,
             Err(e) => {
-                eprintln!("noma record: {e}");
-                return super::EXIT_USAGE;
+                c.extend(Output::error(format!("noma record: {e}"), Exit::NotRun));
+                return c;
             }
         };
     match record_file_with(&args.file, actor, args.reason.clone(), step.as_ref()) {
-        Ok(out) => {
-            if args.format == Format::Json {
-                return super::print_json(&out);
-            }
-            print_outcome(&shown, out);
-            super::EXIT_OK
-        }
+        Ok(out) if args.format == Format::Json => c.json_typed(out),
+        Ok(out) => outcome(&shown, out, &mut c),
         Err(RecordError::Usage(e)) => {
-            eprintln!("noma record: {e}");
-            super::EXIT_USAGE
+            c.extend(Output::error(format!("noma record: {e}"), Exit::NotRun));
         }
         Err(RecordError::Check(e)) => {
-            eprintln!("noma record: {shown}: {e}");
-            super::EXIT_FAIL
+            c.extend(Output::error(
+                format!("noma record: {shown}: {e}"),
+                Exit::Failed,
+            ));
         }
     }
+    c
 }
 
 /// Says what `noma record` did, for people.
-fn print_outcome(shown: &str, out: Outcome) {
+fn outcome(shown: &str, out: Outcome, c: &mut Output) {
     match out {
-        Outcome::NothingToRecord => {
-            println!("{shown}: nothing to record (the file is the transcript's last state)")
-        }
-        Outcome::LineEndingsRestored { line_endings } => {
-            println!(
-                "{shown}: {}; nothing else changed, nothing to record",
-                line_endings_note(&line_endings)
-            )
-        }
+        Outcome::NothingToRecord => c.out(format!(
+            "{shown}: nothing to record (the file is the transcript's last state)"
+        )),
+        Outcome::LineEndingsRestored { line_endings } => c.out(format!(
+            "{shown}: {}; nothing else changed, nothing to record",
+            line_endings_note(&line_endings)
+        )),
         Outcome::Recorded {
             ops,
             transcript,
@@ -114,10 +113,10 @@ fn print_outcome(shown: &str, out: Outcome) {
             line_endings,
         } => {
             if let Some(l) = &line_endings {
-                println!(
+                c.out(format!(
                     "{shown}: {}; only the edit is recorded",
                     line_endings_note(l)
-                );
+                ));
             }
             let mut names: Vec<&str> = ops
                 .iter()
@@ -125,19 +124,19 @@ fn print_outcome(shown: &str, out: Outcome) {
                 .map(|o| o.name())
                 .collect();
             if genesis {
-                println!(
+                c.out(format!(
                     "{shown}: started {transcript} with a genesis record (from the empty document)"
-                );
+                ));
                 names.remove(0);
                 if names.is_empty() {
                     return;
                 }
             }
-            println!(
+            c.out(format!(
                 "{shown}: recorded {} op(s) in {transcript}: {}",
                 names.len(),
                 names.join(", ")
-            );
+            ));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `noma render <file> [--to noma|json]`: canonical source or AST JSON.
 
-use std::io::Write;
 use std::path::PathBuf;
+
+use crate::report::output::Output;
 
 /// Output of `noma render`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -24,27 +25,18 @@ pub struct Args {
 }
 
 /// Runs `noma render`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let src = match super::read_doc(&args.file) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(said) => return said,
     };
     let doc = noma_core::doc::parse(&src);
+    let mut c = Output::default();
     match args.to {
-        Target::Json => super::print_json(&noma_core::doc::json::DocumentJson::new(&doc)),
-        Target::Noma => {
-            let out = noma_core::doc::render::render_noma(&doc);
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(out.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                Ok(()) => super::EXIT_OK,
-                Err(e) => {
-                    eprintln!("noma render: cannot write output: {e}");
-                    super::EXIT_USAGE
-                }
-            }
-        }
+        Target::Json => c.json_with(move |w| {
+            serde_json::to_writer_pretty(w, &noma_core::doc::json::DocumentJson::new(&doc))
+        }),
+        Target::Noma => c.out_text(noma_core::doc::render::render_noma(&doc)),
     }
+    c
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_git::merge::joined_file::unjoin_file;
 use noma_merge::joined;
 use noma_store::engine;
@@ -37,7 +38,7 @@ pub struct Args {
 }
 
 /// Runs `noma repair`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let Some(file) = args.file.clone() else {
         return repair_unpaired(&args);
     };
@@ -46,32 +47,36 @@ pub fn run(args: Args) -> i32 {
 
 /// `noma repair` with no document: each moved document git left an
 /// unmerged old transcript for, as `noma repair NEW` would.
-fn repair_unpaired(args: &Args) -> i32 {
+fn repair_unpaired(args: &Args) -> Output {
     if args.transcript.is_some() {
-        eprintln!("noma repair: --transcript needs the document it belongs to");
-        return super::EXIT_USAGE;
+        return refused(
+            "--transcript needs the document it belongs to",
+            Exit::NotRun,
+        );
     }
     let docs = match noma_git::merge::moved::unpaired_moves(std::path::Path::new(".")) {
         Ok(d) => d,
-        Err(e) => {
-            eprintln!("noma repair: {e}");
-            return super::EXIT_FAIL;
-        }
+        Err(e) => return refused(e, Exit::Failed),
     };
     if docs.is_empty() {
-        eprintln!(
-            "noma repair: no merge, rebase or cherry-pick left a moved document's old transcript unmerged; name the document: noma repair FILE"
+        return refused(
+            "no merge, rebase or cherry-pick left a moved document's old transcript unmerged; name the document: noma repair FILE",
+            Exit::NotRun,
         );
-        return super::EXIT_USAGE;
     }
-    docs.into_iter()
-        .map(|d| run_file(args, d))
-        .max()
-        .unwrap_or(super::EXIT_OK)
+    docs.into_iter().fold(Output::default(), |mut c, d| {
+        c.extend(run_file(args, d));
+        c
+    })
+}
+
+/// `noma repair: {why}` on stderr, ending with `exit`.
+fn refused(why: impl std::fmt::Display, exit: Exit) -> Output {
+    Output::error(format!("noma repair: {why}"), exit)
 }
 
 /// `noma repair FILE`.
-fn run_file(args: &Args, file: PathBuf) -> i32 {
+fn run_file(args: &Args, file: PathBuf) -> Output {
     let args = &Args {
         file: Some(file.clone()),
         transcript: args.transcript.clone(),
@@ -87,10 +92,7 @@ fn run_file(args: &Args, file: PathBuf) -> i32 {
         match noma_git::merge::moved::resolve_moved(&file) {
             Ok(Some(m)) => return report_done(args, &m, &m.messages, &m.next_step),
             Ok(None) => {}
-            Err(e) => {
-                eprintln!("noma repair: {e}");
-                return super::EXIT_FAIL;
-            }
+            Err(e) => return refused(e, Exit::Failed),
         }
     }
     // Git's conflict markers (a merge without noma's driver) are resolved
@@ -99,10 +101,7 @@ fn run_file(args: &Args, file: PathBuf) -> i32 {
         match noma_git::merge::conflicted::resolve_file(&file, &tpath) {
             Ok(Some(r)) => return report_done(args, &r, &r.messages, &r.next_step),
             Ok(None) => {}
-            Err(e) => {
-                eprintln!("noma repair: {e}");
-                return super::EXIT_FAIL;
-            }
+            Err(e) => return refused(e, Exit::Failed),
         }
     }
     // A transcript two branches' records were joined into is made linear
@@ -111,11 +110,11 @@ fn run_file(args: &Args, file: PathBuf) -> i32 {
         match unjoin_file(&file, &tpath) {
             Ok(u) => u,
             Err(e) => {
-                eprintln!("noma repair: {e}");
-                return match e {
-                    joined::UnjoinError::Unreconcilable { .. } => super::EXIT_FAIL,
-                    _ => super::EXIT_USAGE,
+                let exit = match e {
+                    joined::UnjoinError::Unreconcilable { .. } => Exit::Failed,
+                    _ => Exit::NotRun,
                 };
+                return refused(e, exit);
             }
         }
     } else {
@@ -129,19 +128,19 @@ fn run_file(args: &Args, file: PathBuf) -> i32 {
     let recovery = match engine::repair_file(&file, args.transcript.as_deref()) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("noma repair: {e}");
-            return if e.is_check_failure() {
-                super::EXIT_FAIL
+            let exit = if e.is_check_failure() {
+                Exit::Failed
             } else {
-                super::EXIT_USAGE
+                Exit::NotRun
             };
+            return refused(e, exit);
         }
     };
     report(args, unjoined.as_ref(), &recovery)
 }
 
 /// What `noma repair` did: `unjoined` is the linearized joined transcript.
-fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::Recovery) -> i32 {
+fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::Recovery) -> Output {
     #[derive(serde::Serialize)]
     struct Out<'a> {
         #[serde(flatten)]
@@ -149,8 +148,9 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
         #[serde(skip_serializing_if = "Option::is_none")]
         unjoined: Option<&'a joined::Unjoined>,
     }
+    let mut c = Output::default();
     match args.format {
-        Format::Json => super::print_json(&Out { recovery, unjoined }),
+        Format::Json => c.json_now(&Out { recovery, unjoined }),
         Format::Human => {
             let messages: Vec<&String> = unjoined
                 .map(|u| &u.messages[..])
@@ -159,34 +159,38 @@ fn report(args: &Args, unjoined: Option<&joined::Unjoined>, recovery: &engine::R
                 .chain(&recovery.messages)
                 .collect();
             if messages.is_empty() && recovery.next_step.is_none() {
-                println!(
-                    "nothing to repair: the transcript ends cleanly and explains the document"
-                );
+                c.out("nothing to repair: the transcript ends cleanly and explains the document");
             }
             for m in messages {
-                println!("repaired: {m}");
+                c.out(format!("repaired: {m}"));
             }
             let next = unjoined.and_then(|u| u.next_step.as_ref());
             for next in next.into_iter().chain(&recovery.next_step) {
-                println!("next: {next}");
+                c.out(format!("next: {next}"));
             }
-            super::EXIT_OK
         }
     }
+    c
 }
 
 /// What `noma repair` did to a transcript git left with conflict markers
 /// or to a moved document's unpaired transcripts: `done` as JSON, else its
 /// `messages` and `next` step.
-fn report_done(args: &Args, done: &impl serde::Serialize, messages: &[String], next: &str) -> i32 {
+fn report_done(
+    args: &Args,
+    done: &impl serde::Serialize,
+    messages: &[String],
+    next: &str,
+) -> Output {
+    let mut c = Output::default();
     match args.format {
-        Format::Json => super::print_json(done),
+        Format::Json => c.json_now(done),
         Format::Human => {
             for m in messages {
-                println!("repaired: {m}");
+                c.out(format!("repaired: {m}"));
             }
-            println!("next: {next}");
-            super::EXIT_OK
+            c.out(format!("next: {next}"));
         }
     }
+    c
 }

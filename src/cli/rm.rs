@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::patch::remove;
 use super::writer::Meta;
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_store::engine::{self, WriteMode};
 
 /// Arguments of `noma rm`.
@@ -30,21 +31,14 @@ pub struct Args {
 }
 
 /// Runs `noma rm`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let opts = match args
         .meta
         .options(&args.file, WriteMode::InPlace, false, false)
     {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("noma rm: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma rm: {e}"), Exit::NotRun),
     };
     let result = engine::remove_file(&args.file, &opts);
-    super::emit(remove::answer(
-        &args.file,
-        result,
-        args.format == Format::Json,
-    ))
+    remove::answer(&args.file, result, args.format == Format::Json)
 }

@@ -2,6 +2,8 @@
 
 use noma_core::transcript::schema;
 
+use crate::report::output::Output;
+
 /// Which schema to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
@@ -26,7 +28,7 @@ pub struct Args {
 }
 
 /// Runs `noma schema`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let v = match args.which {
         Which::PatchOp => schema::patch_op(),
         Which::Transcript => schema::transcript(),
@@ -34,5 +36,7 @@ pub fn run(args: Args) -> i32 {
         Which::Log => noma_git::history::schema::log(),
         Which::Blame => noma_git::history::schema::blame(),
     };
-    super::print_json(&v)
+    let mut c = Output::default();
+    c.json(v);
+    c
 }

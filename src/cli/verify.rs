@@ -1,7 +1,8 @@
 //! `noma verify <fixture-dir>`: the Annex C conformance harness.
 
-use std::io::Write;
 use std::path::PathBuf;
+
+use crate::report::output::{Exit, Output};
 
 /// Arguments of `noma verify`.
 #[derive(Debug, clap::Args)]
@@ -14,37 +15,32 @@ pub struct Args {
 
 /// Runs `noma verify`: exit 0 when every fixture passes, 1 when any fails or
 /// is skipped, 2 when the directory is absent, does not exist or holds no
-/// fixture.
-pub fn run(args: Args) -> i32 {
+/// fixture. The report is printed once the harness is done.
+pub fn run(args: Args) -> Output {
+    let not_run = |why: String| Output::error(format!("noma verify: {why}"), Exit::NotRun);
     let Some(dir) = args.dir else {
-        eprintln!("noma verify: give the corpus root, e.g. `noma verify conformance`");
-        return super::EXIT_USAGE;
+        return not_run("give the corpus root, e.g. `noma verify conformance`".into());
     };
     if !dir.exists() {
-        eprintln!("noma verify: {}: no such directory", dir.display());
-        return super::EXIT_USAGE;
+        return not_run(format!("{}: no such directory", dir.display()));
     }
     if !dir.is_dir() {
-        eprintln!("noma verify: {} is not a directory", dir.display());
-        return super::EXIT_USAGE;
+        return not_run(format!("{} is not a directory", dir.display()));
     }
     let report = noma_verify::run(&dir);
     if report.fixtures.is_empty() {
         // A CI step pointed at the wrong directory must not pass.
-        eprintln!(
-            "noma verify: no fixtures (directories with input.noma) under {}; give the corpus \
-root, e.g. `noma verify conformance`",
+        return not_run(format!(
+            "no fixtures (directories with input.noma) under {}; give the corpus root, e.g. \
+             `noma verify conformance`",
             dir.display()
-        );
-        return super::EXIT_USAGE;
+        ));
     }
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(report.render().as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        eprintln!("noma verify: cannot write output: {e}");
-        return super::EXIT_USAGE;
-    }
-    report.exit_code()
+    let mut c = Output::ending(if report.ok() {
+        Exit::Passed
+    } else {
+        Exit::Failed
+    });
+    c.out_text(report.render());
+    c
 }

@@ -2,9 +2,17 @@
 //! libraries' data and printed by [`crate::cli::emit`]: text for stdout
 //! and stderr in the order it is written (a terminal, and the README's
 //! walkthrough, see both streams as one), JSON documents for stdout, and
-//! an [`Exit`].
+//! an [`Exit`]. A large report is kept as a typed value and serialised
+//! straight to stdout ([`Output::json_typed`]), never as a `Value`.
 
 use serde_json::Value;
+
+/// Buffered, locked stdout: what the printer streams a large JSON report
+/// into (a concrete type, so the serialiser's many small writes inline).
+pub type Stdout = std::io::BufWriter<std::io::StdoutLock<'static>>;
+
+/// Writes one JSON document (without the newline after it) into stdout.
+pub type JsonWriter = Box<dyn FnOnce(&mut Stdout) -> serde_json::Result<()>>;
 
 /// How a command ends; ordered, so the worst of several steps is the
 /// [`Ord::max`] of theirs.
@@ -20,7 +28,6 @@ pub enum Exit {
 }
 
 /// One piece of output.
-#[derive(Debug, Clone, PartialEq)]
 pub enum Part {
     /// Text for stdout, printed as is.
     Stdout(String),
@@ -28,10 +35,36 @@ pub enum Part {
     Stderr(String),
     /// A JSON document for stdout (pretty, one newline after it).
     Json(Value),
+    /// A JSON document for stdout written by the closure (pretty, one
+    /// newline after it): a typed report streamed, never built as a `Value`.
+    JsonStream(JsonWriter),
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Stdout(t) => f.debug_tuple("Stdout").field(t).finish(),
+            Part::Stderr(t) => f.debug_tuple("Stderr").field(t).finish(),
+            Part::Json(v) => f.debug_tuple("Json").field(v).finish(),
+            Part::JsonStream(_) => f.write_str("JsonStream(..)"),
+        }
+    }
+}
+
+/// Text and JSON values compare by content; a streamed document is known
+/// only by writing it, so it equals nothing.
+impl PartialEq for Part {
+    fn eq(&self, other: &Part) -> bool {
+        match (self, other) {
+            (Part::Stdout(a), Part::Stdout(b)) | (Part::Stderr(a), Part::Stderr(b)) => a == b,
+            (Part::Json(a), Part::Json(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// The output of a command, in order, and how it exits.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Output {
     /// What to print, in order.
     pub parts: Vec<Part>,
@@ -73,6 +106,33 @@ impl Output {
     /// Adds a JSON document for stdout.
     pub fn json(&mut self, value: Value) {
         self.parts.push(Part::Json(value));
+    }
+
+    /// Adds a typed JSON document for stdout, serialised as it is printed.
+    pub fn json_typed<T: serde::Serialize + 'static>(&mut self, value: T) {
+        self.json_with(move |w| serde_json::to_writer_pretty(w, &value));
+    }
+
+    /// Adds a JSON document for stdout that `write` serialises when it is
+    /// printed (for a value that borrows from what the closure owns).
+    pub fn json_with(
+        &mut self,
+        write: impl FnOnce(&mut Stdout) -> serde_json::Result<()> + 'static,
+    ) {
+        self.parts.push(Part::JsonStream(Box::new(write)));
+    }
+
+    /// Adds a small JSON document for stdout that borrows what it reports,
+    /// serialised now (pretty, one newline after it); a value that cannot
+    /// be serialised is said on stderr instead (exit 2).
+    pub fn json_now(&mut self, value: &impl serde::Serialize) {
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => self.out(text),
+            Err(e) => {
+                self.err(format!("noma: cannot write output: {e}"));
+                self.at_least(Exit::NotRun);
+            }
+        }
     }
 
     /// Makes the exit at least `exit`.

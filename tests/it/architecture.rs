@@ -915,6 +915,90 @@ fn the_engine_work_check_sees_a_violation() {
     );
 }
 
+/// What writes to the terminal: outside the printer, a command returns it
+/// in its `Output` instead.
+const PRINTING: &[&str] = &[
+    "print!(",
+    "println!(",
+    "eprint!(",
+    "eprintln!(",
+    "dbg!(",
+    "io::stdout",
+    "io::stderr",
+];
+
+/// The printer, the one file of the binary's source that writes to the
+/// terminal.
+const PRINTER: &str = "src/cli/output.rs";
+
+/// The printing of a file of `src/`: `path:line: name` per line of
+/// code (comments and tests skipped) that prints, the printer's excepted.
+fn prints_outside_the_printer(path: &Path, shown_as: &str) -> Vec<String> {
+    if shown_as == PRINTER {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (n, line) in non_test_code(path) {
+        for name in PRINTING {
+            let named = line.match_indices(name).any(|(at, _)| {
+                !line[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if named {
+                out.push(format!("{shown_as}:{n}: {name}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn nothing_in_src_prints_outside_the_printer() {
+    // The commands (`src/cli`), and what words for them (`src/report`).
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    assert!(files.len() > 30, "only {} files found", files.len());
+    assert!(
+        files.iter().any(|f| shown(f) == PRINTER),
+        "the printer {PRINTER} is missing"
+    );
+    let bad: Vec<String> = files
+        .iter()
+        .flat_map(|f| prints_outside_the_printer(f, &shown(f)))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "printing outside the printer (return it in the command's Output, or use \
+         print_now/note/streamed of {PRINTER}):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_printing_check_sees_a_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.rs");
+    std::fs::write(
+        &f,
+        "// println!(a comment)\nfn run() {\n    eprintln!(\"noma: {e}\");\n    print!(\"{out}\");\n    let o = std::io::stdout().lock();\n    c.sprint!(x);\n}\n#[cfg(test)]\nmod tests {\n    fn t() { println!(\"x\"); }\n}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        prints_outside_the_printer(&f, "src/cli/x.rs"),
+        [
+            "src/cli/x.rs:3: eprintln!(",
+            "src/cli/x.rs:4: print!(",
+            "src/cli/x.rs:5: io::stdout",
+        ]
+    );
+    assert!(
+        prints_outside_the_printer(&f, PRINTER).is_empty(),
+        "the printer may print"
+    );
+}
+
 #[test]
 fn no_file_holds_more_than_800_lines_of_code() {
     let mut files = Vec::new();

@@ -69,6 +69,7 @@ mod patch_reads_once;
 mod patch_reference_conformance;
 mod patch_refusals;
 mod path_changes;
+mod printer_streams;
 mod provenance_approvals;
 mod provenance_binding;
 mod provenance_git;

@@ -58,8 +58,8 @@ enum Action {
 }
 
 /// Runs `noma hooks`.
-pub fn run(args: Args) -> i32 {
-    super::emit(match args.action {
+pub fn run(args: Args) -> crate::report::output::Output {
+    match args.action {
         Action::Install {
             force,
             noma_path,
@@ -71,5 +71,5 @@ pub fn run(args: Args) -> i32 {
         }),
         Action::Uninstall { gitattributes } => setup::hooks_uninstall(gitattributes),
         Action::Status { format } => status::hooks_status(format == Format::Json),
-    })
+    }
 }

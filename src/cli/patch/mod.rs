@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::writer::Meta;
 use super::Format;
+use crate::report::output::{Exit, Output};
 use noma_store::engine::{self, WriteMode};
 
 /// Arguments of `noma patch`.
@@ -55,16 +56,13 @@ pub struct Args {
 }
 
 /// Runs `noma patch`.
-pub fn run(args: Args) -> i32 {
-    if let Err(code) = super::noma_path("patch", &args.file, true) {
-        return code;
+pub fn run(args: Args) -> Output {
+    if let Err(said) = super::noma_path("patch", &args.file, true) {
+        return said;
     }
     let ops = match noma_store::op_list::read(args.op.as_deref(), args.ops.as_deref()) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("noma patch: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma patch: {e}"), Exit::NotRun),
     };
     let view = run::View {
         json: args.format == Format::Json,
@@ -80,11 +78,8 @@ pub fn run(args: Args) -> i32 {
         .options(&args.file, write, args.strict, args.force)
     {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("noma patch: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma patch: {e}"), Exit::NotRun),
     };
     let result = engine::patch_file(&args.file, &ops, &opts);
-    super::emit(run::answer(&args.file, result, &opts, view))
+    run::answer(&args.file, result, &opts, view)
 }

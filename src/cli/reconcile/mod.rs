@@ -13,6 +13,8 @@ use serde_json::json;
 
 use noma_git::merge::reconcile::{self, DocReport};
 
+use crate::report::output::{Exit, Output};
+
 pub mod markdown;
 pub mod report;
 
@@ -55,7 +57,7 @@ pub struct Args {
 }
 
 /// Runs `noma reconcile`.
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> Output {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let cache = super::cache::open_for_cwd();
     let run = reconcile::Run {
@@ -64,53 +66,36 @@ pub fn run(args: Args) -> i32 {
     };
     let reports = match reconcile::check_branch(&cwd, &args.base, run, &cache) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("noma reconcile: {e}");
-            return super::EXIT_USAGE;
-        }
+        Err(e) => return Output::error(format!("noma reconcile: {e}"), Exit::NotRun),
     };
     let ok = reports.iter().all(DocReport::ok);
-    let printed = match args.format {
-        ReconcileFormat::Human => {
-            print!("{}", report::human(&reports));
-            super::EXIT_OK
+    let mut c = Output::ending(if ok { Exit::Passed } else { Exit::Failed });
+    match args.format {
+        ReconcileFormat::Human => c.out_text(report::human(&reports)),
+        ReconcileFormat::Json => c.json(json!({"ok": ok, "documents": reports})),
+        ReconcileFormat::Github => c.out_text(report::github(&reports)),
+        ReconcileFormat::Sarif => c.json(report::sarif(&reports, env!("CARGO_PKG_VERSION"))),
+        ReconcileFormat::Markdown => {
+            return markdown_summary(&cwd, &args.base, &reports, &cache, c)
         }
-        ReconcileFormat::Json => super::print_json(&json!({"ok": ok, "documents": reports})),
-        ReconcileFormat::Github => {
-            print!("{}", report::github(&reports));
-            super::EXIT_OK
-        }
-        ReconcileFormat::Sarif => {
-            super::print_json(&report::sarif(&reports, env!("CARGO_PKG_VERSION")))
-        }
-        ReconcileFormat::Markdown => print_markdown(&cwd, &args.base, &reports, &cache),
-    };
-    if printed != super::EXIT_OK {
-        return printed;
     }
-    if ok {
-        super::EXIT_OK
-    } else {
-        super::EXIT_FAIL
-    }
+    c
 }
 
-/// Prints the Markdown summary; exit 2 when the changed blocks cannot be
-/// listed.
-fn print_markdown(
+/// The Markdown summary added to `c`; exit 2 alone when the changed blocks
+/// cannot be listed.
+fn markdown_summary(
     cwd: &std::path::Path,
     base: &str,
     reports: &[DocReport],
     cache: &noma_git::cache::BlockCache,
-) -> i32 {
+    mut c: Output,
+) -> Output {
     match noma_git::merge::summary::collect(cwd, base, reports, cache) {
         Ok(docs) => {
-            print!("{}", markdown::markdown(reports, &docs));
-            super::EXIT_OK
+            c.out_text(markdown::markdown(reports, &docs));
+            c
         }
-        Err(e) => {
-            eprintln!("noma reconcile: {e}");
-            super::EXIT_USAGE
-        }
+        Err(e) => Output::error(format!("noma reconcile: {e}"), Exit::NotRun),
     }
 }

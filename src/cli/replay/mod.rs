@@ -52,9 +52,9 @@ pub struct Args {
 }
 
 /// Runs `noma replay`.
-pub fn run(args: Args) -> i32 {
-    if let Err(code) = super::noma_path("replay", &args.file, false) {
-        return code;
+pub fn run(args: Args) -> crate::report::output::Output {
+    if let Err(said) = super::noma_path("replay", &args.file, false) {
+        return said;
     }
     let req = Request {
         file: &args.file,
@@ -65,12 +65,5 @@ pub fn run(args: Args) -> i32 {
     };
     // The report is written as it is made (a long history's signatures
     // are never held whole); stderr and the exit code come after.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let said = report::run(&req, args.format == Format::Json, &mut out);
-    if let Err(e) = std::io::Write::flush(&mut out) {
-        eprintln!("noma: cannot write output: {e}");
-        return super::EXIT_USAGE;
-    }
-    drop(out);
-    super::emit(said)
+    super::output::streamed(|out| report::run(&req, args.format == Format::Json, out))
 }
