@@ -50,6 +50,12 @@ pub(super) fn check_missing(
                 .map(|c| c.path.as_str())
         };
         let to = moved_to(doc);
+        if moved_tombstone(g, staged, head_path, moved_to(&tpath))? {
+            // Moved with `git mv` and removed with `noma rm` (the other
+            // side of a merge did both): the removal is recorded in the
+            // moved transcript, which is checked at its own path.
+            return Ok(());
+        }
         if !to.is_some_and(|p| g.policy.is_checked(p)) {
             let unguarded = to.map(|d| [d, moved_to(&transcript_path(doc)).unwrap_or("")]);
             report
@@ -63,6 +69,50 @@ pub(super) fn check_missing(
         .findings
         .extend(super::orphan::orphan(g, staged, doc, head_path)?);
     Ok(())
+}
+
+/// Whether the deleted transcript of `head_path` went to a staged
+/// tombstone whose document is not staged: at `moved`, where git pairs it
+/// as moved, else at a transcript new to the index that starts with the
+/// same first record (a short transcript with new records stays less
+/// than 50% alike, so git does not pair it).
+fn moved_tombstone(
+    g: &Guard<'_>,
+    staged: &Staged,
+    head_path: &str,
+    moved: Option<&str>,
+) -> Result<bool, GitError> {
+    let tombstone_at = |t: &str| -> Result<bool, GitError> {
+        let Some(doc) = noma_core::transcript::document_path(t) else {
+            return Ok(false);
+        };
+        if g.repo.staged_blob(staged, doc)?.is_some() {
+            return Ok(false);
+        }
+        let bytes = g.repo.staged_blob(staged, t)?;
+        Ok(bytes.as_deref().and_then(tombstone::removal).is_some())
+    };
+    if let Some(t) = moved {
+        return tombstone_at(t);
+    }
+    let Some(head_t) = g.reference_blob(&transcript_path(head_path))? else {
+        return Ok(false);
+    };
+    let first = |b: &[u8]| b.split(|&c| c == b'\n').next().map(<[u8]>::to_vec);
+    let want = first(&head_t);
+    for c in &staged.changes {
+        let added = c.kind == crate::git::repo::ChangeKind::Added;
+        if !(added && c.path.ends_with(".noma.patches")) {
+            continue;
+        }
+        let Some(t) = g.repo.staged_blob(staged, &c.path)? else {
+            continue;
+        };
+        if first(&t) == want && tombstone_at(&c.path)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The finding for `doc` deleted with its transcript, when the
