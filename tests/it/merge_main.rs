@@ -670,3 +670,139 @@ fn sim_seed_87_a_removal_meets_a_cherry_picked_copy_of_the_document() {
     assert_eq!(code, 0, "{out}");
     r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
 }
+
+/// `noma rm` meeting a `git mv` in `git rebase main`, either side the
+/// remover: git stops on rename/delete and no noma code runs (the
+/// transcripts merge without their driver). Done as git says (`git add
+/// -A`, `git rebase --continue`, which runs no hook), the branch holds the
+/// document beside its tombstone; the PR check named `noma record`, which
+/// would record the other side's version as a re-creation of a removed
+/// document. It now names the removal; run and committed through the
+/// hook, the PR check passes. A cherry-pick's `--continue` runs the hook,
+/// which names the same command.
+#[test]
+fn a_removal_meeting_a_move_through_rebase_and_cherry_pick_converges() {
+    for (branch_removes, pick) in [(true, false), (false, false), (true, true), (false, true)] {
+        let case = format!("branch_removes={branch_removes} pick={pick}");
+        let r = Repo::with_genesis_record(DOC);
+        let remove = |r: &Repo| {
+            assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+            r.commit_all("remove plan");
+        };
+        let moved = |r: &Repo| {
+            r.ok(&["mv", "plan.noma", "moved.noma"]);
+            r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+            r.commit_all("move plan");
+        };
+        r.ok(&["checkout", "-q", "-b", "pr"]);
+        if branch_removes {
+            remove(&r)
+        } else {
+            moved(&r)
+        }
+        r.ok(&["checkout", "-q", "main"]);
+        if branch_removes {
+            moved(&r)
+        } else {
+            remove(&r)
+        }
+        r.ok(&["checkout", "-q", "pr"]);
+        let o = if pick {
+            r.ok(&["reset", "-q", "--hard", "main"]);
+            r.git(&["cherry-pick", "pr@{1}"])
+        } else {
+            r.git(&["rebase", "main"])
+        };
+        assert!(text(&o).contains("rename/delete"), "{case}: {}", text(&o));
+        r.ok(&["add", "-A"]);
+        let cont = if pick { "cherry-pick" } else { "rebase" };
+        let o = r.cmd("env", &["GIT_EDITOR=true", "git", cont, "--continue"]);
+        let fix = if pick {
+            assert!(!o.status.success(), "{case}: {}", text(&o));
+            crate::common::fix_of(&text(&o), "removed-document-restored")
+        } else {
+            assert_ran(&o);
+            let (code, out) = reconcile(&r);
+            assert_ne!(code, 0, "{case}: {out}");
+            let line = out
+                .lines()
+                .find(|l| l.contains("[removed-document-restored]"))
+                .unwrap_or_else(|| panic!("{case}: {out}"));
+            let (_, cmd) = line.split_once("fix: ").unwrap();
+            cmd.trim_end_matches(", then commit").to_string()
+        };
+        assert_eq!(fix, "git rm -q -f -- \"moved.noma\"", "{case}");
+        assert_ran(&r.sh(&fix));
+        if pick {
+            let o = r.cmd(
+                "env",
+                &["GIT_EDITOR=true", "git", "cherry-pick", "--continue"],
+            );
+            assert_ran(&o);
+        } else {
+            r.commit_all("keep the removal");
+        }
+        assert!(!r.path().join("moved.noma").exists(), "{case}");
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "{case}: {out}");
+        r.ok(&["merge-tree", "--write-tree", "main", "HEAD"]);
+    }
+}
+
+/// Found by the simulator (seeds 1008 and 1170 of base 1000): main removed
+/// the document while the branch's records left it as the merge base had
+/// it (a change and its undoing). Git deletes the document cleanly (our
+/// side did not change it), the transcript driver keeps our records and
+/// main's removal as a rejected copy, and its fix named `git add` of the
+/// deleted document. It now restores HEAD's version first; the merge
+/// commits and passes the PR check.
+#[test]
+fn sim_seed_1008_a_removal_meets_records_that_end_where_the_base_did() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "changed"));
+    r.agent_patch("plan.noma", &body_op("a", "alpha"));
+    r.commit_all("pr: a change and its undoing");
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("main: remove plan");
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "plan.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert_eq!(r.read("plan.noma"), DOC);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// Found by the simulator (seed 1012 of base 1000): main moved the
+/// document and removed it under its new name while the branch patched
+/// it; the named commands kept the branch's edit under main's name. Git did
+/// not pair the old transcript with the new one, and the hook warned that
+/// the old name was "deleted with its transcript", naming a `git restore`
+/// that failed once the merge committed. The transcript went with the
+/// document (the new one starts with its first record): no warning.
+#[test]
+fn sim_seed_1012_a_kept_edit_under_the_moved_name_is_no_unrecorded_removal() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    for i in 0..3 {
+        r.agent_patch("plan.noma", &body_op("b", &format!("beta {i}")));
+    }
+    r.commit_all("pr: three records");
+    r.ok(&["checkout", "-q", "main"]);
+    move_then_remove(&r);
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "moved.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!out.contains("document-removed"), "{out}");
+    assert!(r.read("moved.noma").contains("beta 2"));
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+}

@@ -1363,20 +1363,6 @@ const DEFAULT_SEED: u64 = 1;
 /// Flows the step generator does not make yet, each a product gap found by
 /// this simulator and left to its own change (not an invariant relaxed):
 ///
-/// - `noma rm` of a document that another branch patched. Seed 1 (before
-///   the generator removed only documents its own pull request added):
-///   alice removes `d2.noma` on her branch while main's agent patches it;
-///   `git merge origin/main` stopped on git's modify/delete conflict of
-///   `d2.noma` and a conflict of `d2.noma.patches`, and no message named a
-///   command. The transcript driver now names one both ways (see
-///   `merge_main::merging_main_into_a_branch_that_removed_a_document_main_patched_converges`
-///   and `merging_main_that_removed_a_document_the_branch_patched_converges`),
-///   but with any document removable, seeds 101, 107 and 108 (base 100)
-///   still stop: the removal meets a `git mv` of the document on the other
-///   side (rename/delete of the document, modify/delete of its sidecar,
-///   which no message resolves); seeds 102 (a rebase stops on
-///   `d1.noma.patches`), 110 (the driver's `noma record` fix is refused)
-///   and 112 (a merge stops on `d1.noma.patches`) are not analysed yet.
 /// - Two branches each starting the transcript of one committed document
 ///   (each one's first patch). Seeds 1, 3, 4, 5, 11 and 16 (before main's
 ///   documents started with a transcript): `git merge origin/main` stops
@@ -1398,7 +1384,7 @@ const DEFAULT_SEED: u64 = 1;
 ///   of main stopped on `transcript-fork`. Such a branch is updated by
 ///   merging main instead.
 pub const KNOWN_GAPS: &str =
-    "noma rm vs a patch on another branch; two branches starting one document's transcript; a rebase of a branch that merged main";
+    "two branches starting one document's transcript; a rebase of a branch that merged main";
 
 /// Run by `cargo test`: at the default seed all 200 histories of 30 steps
 /// keep every invariant (838 landings). Measured (2026-11-29) on two
@@ -1411,7 +1397,21 @@ pub const KNOWN_GAPS: &str =
 ///
 /// Fixed since the simulator found them, each with its named test: the
 /// modify/delete and rename/rename stops of a move meeting a patch
-/// (seeds 5, 6, 14, 22, 24, 33, 39: `rename_merge::sim_seed*`), the update
+/// (seeds 5, 6, 14, 22, 24, 33, 39: `rename_merge::sim_seed*`); `noma rm`
+/// of any document meeting another branch's patch or `git mv` (seed 1
+/// before the transcript driver named a command both ways:
+/// `merge_main::merging_main_into_a_branch_that_removed_a_document_main_patched_converges`,
+/// `merging_main_that_removed_a_document_the_branch_patched_converges`;
+/// seeds 101, 107, 108 of base 100, a removal meeting a move:
+/// `merge_main::a_removal_meeting_a_move_of_the_document_keeps_the_removal_by_the_named_command`;
+/// once any document was removable, seeds 54 and 109, a document moved
+/// and then removed on the branch meeting main's patch:
+/// `merge_main::sim_seed_54_*`, and the other way round
+/// `a_document_moved_and_removed_on_main_meets_the_branchs_patch`; seed
+/// 87, a removal meeting a cherry-picked copy of the document:
+/// `merge_main::sim_seed_87_*`; seed 141, a spurious `document-removed`
+/// warning for a document main moved and removed:
+/// `merge_main::sim_seed_141_*`); the update
 /// step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20, 34, 51, 59:
 /// `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`),
 /// a move on main meeting a branch whose transcript succeeds the merge

@@ -142,7 +142,9 @@ fn kept_removal_fix(call: &Call<'_>, repo: Option<&Repo>, doc: &str, path: &str)
             "git add -- {old_sh} && git mv -f -- {old_sh} {doc_sh} && git add -- {path_sh}",
             old_sh = shell_word(&old)
         ),
-        None => format!("git add {doc_sh} {path_sh}"),
+        // HEAD's version: git left it in the tree (modify/delete), or
+        // deleted it cleanly when our records end where the base did.
+        None => format!("git checkout HEAD -- {doc_sh} && git add {doc_sh} {path_sh}"),
     };
     Some(format!(
         "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {doc_sh}). fix: {add}"

@@ -35,6 +35,12 @@ pub(super) fn check_missing(
     if let Some(t) = tombstone {
         report.transcripts += 1;
         let head_t = g.reference_blob(&transcript_path(head_path))?;
+        if head_t.as_deref() == Some(t) {
+            // The reference commit held the document beside its tombstone
+            // (git brought it back in a rebase, which runs no hook): the
+            // removal is recorded already, and dropping it agrees.
+            return Ok(());
+        }
         let paths = [doc, head_path, tpath.as_str()];
         let found = super::document::check_staged_transcript(g, paths, head_t, t, "")?;
         report.findings.extend(found);
@@ -50,10 +56,10 @@ pub(super) fn check_missing(
                 .map(|c| c.path.as_str())
         };
         let to = moved_to(doc);
-        if moved_tombstone(g, staged, head_path, moved_to(&tpath))? {
-            // Moved with `git mv` and removed with `noma rm` (the other
-            // side of a merge did both): the removal is recorded in the
-            // moved transcript, which is checked at its own path.
+        if moved_transcript(g, staged, head_path, moved_to(&tpath))? {
+            // Moved with `git mv` (and perhaps removed with `noma rm`
+            // since: the other side of a merge did both): the transcript
+            // went along, and is checked at its own path.
             return Ok(());
         }
         if !to.is_some_and(|p| g.policy.is_checked(p)) {
@@ -71,29 +77,30 @@ pub(super) fn check_missing(
     Ok(())
 }
 
-/// Whether the deleted transcript of `head_path` went to a staged
-/// tombstone whose document is not staged: at `moved`, where git pairs it
-/// as moved, else at a transcript new to the index that starts with the
-/// same first record (a short transcript with new records stays less
-/// than 50% alike, so git does not pair it).
-fn moved_tombstone(
+/// Whether the deleted transcript of `head_path` went to another staged
+/// transcript that guards its document: a tombstone (its document not
+/// staged), or one beside its staged document under a checked name. At
+/// `moved`, where git pairs it as moved, else at a transcript new to the
+/// index that starts with the same first record (a short transcript with
+/// new records stays less than 50% alike, so git does not pair it).
+fn moved_transcript(
     g: &Guard<'_>,
     staged: &Staged,
     head_path: &str,
     moved: Option<&str>,
 ) -> Result<bool, GitError> {
-    let tombstone_at = |t: &str| -> Result<bool, GitError> {
+    let guarded_at = |t: &str| -> Result<bool, GitError> {
         let Some(doc) = noma_core::transcript::document_path(t) else {
             return Ok(false);
         };
         if g.repo.staged_blob(staged, doc)?.is_some() {
-            return Ok(false);
+            return Ok(g.policy.is_checked(doc));
         }
         let bytes = g.repo.staged_blob(staged, t)?;
         Ok(bytes.as_deref().and_then(tombstone::removal).is_some())
     };
     if let Some(t) = moved {
-        return tombstone_at(t);
+        return guarded_at(t);
     }
     let Some(head_t) = g.reference_blob(&transcript_path(head_path))? else {
         return Ok(false);
@@ -108,7 +115,7 @@ fn moved_tombstone(
         let Some(t) = g.repo.staged_blob(staged, &c.path)? else {
             continue;
         };
-        if first(&t) == want && tombstone_at(&c.path)? {
+        if first(&t) == want && guarded_at(&c.path)? {
             return Ok(true);
         }
     }
