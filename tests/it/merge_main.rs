@@ -749,7 +749,7 @@ fn a_removal_meeting_a_move_through_rebase_and_cherry_pick_converges() {
     }
 }
 
-/// Found by the simulator (seeds 1008 and 1170 of base 1000): main removed
+/// Found by the simulator (seed 1008 of base 1000): main removed
 /// the document while the branch's records left it as the merge base had
 /// it (a change and its undoing). Git deletes the document cleanly (our
 /// side did not change it), the transcript driver keeps our records and
