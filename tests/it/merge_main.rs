@@ -467,3 +467,342 @@ fn sim_seed_27_main_making_the_branchs_change_again_passes_the_pr_check() {
     let (code, out) = reconcile(&r);
     assert_ne!(code, 0, "{out}");
 }
+
+/// `noma rm` of a document that the other side moved with `git mv`: git
+/// stops on a rename/delete conflict of the document (no driver runs for
+/// it, so no noma message yet). Done as git says (`git add -A`, then the
+/// commit), the hook names the command that keeps the removal; run, the
+/// merge commits, the moved path's transcript is the tombstone, and the
+/// PR check and plain git's merge into main pass. Either side may be the
+/// one that removed it.
+#[test]
+fn a_removal_meeting_a_move_of_the_document_keeps_the_removal_by_the_named_command() {
+    for branch_removes in [true, false] {
+        let r = Repo::with_genesis_record(DOC);
+        let remove = |r: &Repo| {
+            assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+            r.commit_all("remove plan");
+        };
+        let moved = |r: &Repo| {
+            r.ok(&["mv", "plan.noma", "moved.noma"]);
+            r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+            r.commit_all("move plan");
+        };
+        r.ok(&["checkout", "-q", "-b", "pr"]);
+        if branch_removes {
+            remove(&r)
+        } else {
+            moved(&r)
+        }
+        r.ok(&["checkout", "-q", "main"]);
+        if branch_removes {
+            moved(&r)
+        } else {
+            remove(&r)
+        }
+        r.ok(&["checkout", "-q", "pr"]);
+        let o = r.git(&["merge", "--no-edit", "main"]);
+        assert!(!o.status.success(), "no conflict: {}", text(&o));
+        assert!(text(&o).contains("rename/delete"), "{}", text(&o));
+        r.ok(&["add", "-A"]);
+        let (ok, out) = r.try_commit("merge main");
+        assert!(!ok, "the restored document was committed: {out}");
+        let fix = crate::common::fix_of(&out, "removed-document-restored");
+        assert_eq!(fix, "git rm -q -f -- \"moved.noma\"", "{out}");
+        assert_ran(&r.sh(&fix));
+        let (ok, out) = r.try_commit("merge main");
+        assert!(ok, "branch_removes={branch_removes}: {out}");
+        assert!(!r.path().join("moved.noma").exists());
+        let t = r.read("moved.noma.patches");
+        assert!(t.contains("x-noma/remove_document"), "{t}");
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "branch_removes={branch_removes}: {out}");
+        r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+    }
+}
+
+/// The command of the merge driver's line for `transcript` (`… fix: CMD`).
+fn driver_fix(out: &str, transcript: &str) -> String {
+    out.lines()
+        .filter(|l| l.contains(&format!("merge-driver: {transcript}:")))
+        .find_map(|l| l.split_once(". fix: "))
+        .map(|(_, cmd)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix for {transcript} in {out}"))
+}
+
+/// `git mv` of plan.noma to moved.noma, then `noma rm moved.noma`, in two
+/// commits.
+fn move_then_remove(r: &Repo) {
+    r.ok(&["mv", "plan.noma", "moved.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+    r.commit_all("move plan");
+    assert_ran(&r.noma(&["rm", "moved.noma", "--actor-name", "alice"]));
+    r.commit_all("remove moved");
+}
+
+/// Found by the simulator (seeds 54 and 109): the branch moved the
+/// document and removed it under its new name while main patched it. `git
+/// merge main` stops on the modify/delete of the old name, where git
+/// leaves main's version, and the transcript driver's fix removed only the
+/// new name; `git add -A` then committed main's version under the old name
+/// without a transcript, through the hook, and the PR check failed on the
+/// deleted transcript. The driver's fix now removes both names, and the
+/// hook names the removal for a person who ran `git add -A` instead.
+#[test]
+fn sim_seed_54_a_document_moved_and_removed_on_the_branch_meets_mains_patch() {
+    for by_the_hook in [false, true] {
+        let r = Repo::with_genesis_record(DOC);
+        r.ok(&["checkout", "-q", "-b", "pr"]);
+        move_then_remove(&r);
+        r.ok(&["checkout", "-q", "main"]);
+        r.agent_patch("plan.noma", &body_op("a", "alpha, main's"));
+        r.commit_all("main: a");
+        let mains = records_at(&r, "main").pop().unwrap();
+        r.ok(&["checkout", "-q", "pr"]);
+        let o = r.git(&["merge", "--no-edit", "main"]);
+        assert!(!o.status.success(), "no conflict: {}", text(&o));
+        if by_the_hook {
+            r.ok(&["add", "-A"]);
+            let (ok, out) = r.try_commit("merge main");
+            assert!(!ok, "main's version committed under the old name: {out}");
+            let fix = crate::common::fix_of(&out, "removed-document-restored");
+            assert_eq!(fix, "git rm -q -f -- \"plan.noma\"", "{out}");
+            assert_ran(&r.sh(&fix));
+        } else {
+            assert_ran(&r.sh(&driver_fix(&text(&o), "moved.noma.patches")));
+        }
+        let (ok, out) = r.try_commit("merge main");
+        assert!(ok, "by_the_hook={by_the_hook}: {out}");
+        assert!(!r.path().join("plan.noma").exists());
+        assert!(!r.path().join("moved.noma").exists());
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "by_the_hook={by_the_hook}: {out}");
+        // Main's record is kept, as a copy in the tombstone.
+        let id = mains["op_id"].as_str().unwrap();
+        let t = r.ok(&["show", "HEAD:moved.noma.patches"]);
+        assert!(t.contains(&format!("\"parent_op_id\":\"{id}\"")), "{t}");
+        r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+    }
+}
+
+/// The other way round: main moved the document and removed it under its
+/// new name while the branch patched it. The driver's fix named `git add`
+/// of the new name, which the tree does not hold (git left the branch's
+/// version under the old name); it now moves the kept edit to the
+/// transcript's name, and the merge commits and passes the PR check.
+#[test]
+fn a_document_moved_and_removed_on_main_meets_the_branchs_patch() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    move_then_remove(&r);
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "moved.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(r.read("moved.noma").contains("alpha, the branch's"));
+    assert!(!r.path().join("plan.noma").exists());
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert_ran(&r.noma(&["replay", "moved.noma"]));
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// Found by the simulator (seed 141): main moved a document and removed
+/// it under its new name; a branch that never touched it merges main. Git
+/// does not pair the short old transcript with the tombstone, and the hook
+/// warned that the document was "deleted with its transcript" and named a
+/// `git restore` + `noma rm` (which failed once the merge committed). The
+/// removal is recorded in the moved transcript: no warning.
+#[test]
+fn sim_seed_141_merging_main_that_moved_and_removed_a_document_warns_nothing() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.write("notes.txt", "a note\n");
+    r.commit_all("pr: a note");
+    r.ok(&["checkout", "-q", "main"]);
+    for i in 0..3 {
+        r.agent_patch("plan.noma", &body_op("a", &format!("alpha {i}")));
+    }
+    r.commit_all("main: three records");
+    move_then_remove(&r);
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert_ran(&o);
+    assert!(!text(&o).contains("document-removed"), "{}", text(&o));
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Found by the simulator (seed 87): a branch added a document and later
+/// removed it; main got the document by a cherry-pick of its first commit
+/// and patched it. `git merge main` stages main's document (new to the
+/// merge base, so no conflict), and the driver's `git rm` refused to
+/// remove a file staged with changes. The fix forces it.
+#[test]
+fn sim_seed_87_a_removal_meets_a_cherry_picked_copy_of_the_document() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.write("new.noma", DOC);
+    assert_ran(&r.noma(&["record", "new.noma"]));
+    r.commit_all("pr: new");
+    let added = r.ok(&["rev-parse", "HEAD"]);
+    r.agent_patch("new.noma", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    assert_ran(&r.noma(&["rm", "new.noma", "--actor-name", "alice"]));
+    r.commit_all("pr: remove new");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["cherry-pick", added.trim()]);
+    r.agent_patch("new.noma", &body_op("b", "beta, main's"));
+    r.commit_all("main: b");
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "new.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!r.path().join("new.noma").exists());
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// `noma rm` meeting a `git mv` in `git rebase main`, either side the
+/// remover: git stops on rename/delete and no noma code runs (the
+/// transcripts merge without their driver). Done as git says (`git add
+/// -A`, `git rebase --continue`, which runs no hook), the branch holds the
+/// document beside its tombstone; the PR check named `noma record`, which
+/// would record the other side's version as a re-creation of a removed
+/// document. It now names the removal; run and committed through the
+/// hook, the PR check passes. A cherry-pick's `--continue` runs the hook,
+/// which names the same command.
+#[test]
+fn a_removal_meeting_a_move_through_rebase_and_cherry_pick_converges() {
+    for (branch_removes, pick) in [(true, false), (false, false), (true, true), (false, true)] {
+        let case = format!("branch_removes={branch_removes} pick={pick}");
+        let r = Repo::with_genesis_record(DOC);
+        let remove = |r: &Repo| {
+            assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+            r.commit_all("remove plan");
+        };
+        let moved = |r: &Repo| {
+            r.ok(&["mv", "plan.noma", "moved.noma"]);
+            r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+            r.commit_all("move plan");
+        };
+        r.ok(&["checkout", "-q", "-b", "pr"]);
+        if branch_removes {
+            remove(&r)
+        } else {
+            moved(&r)
+        }
+        r.ok(&["checkout", "-q", "main"]);
+        if branch_removes {
+            moved(&r)
+        } else {
+            remove(&r)
+        }
+        r.ok(&["checkout", "-q", "pr"]);
+        let o = if pick {
+            r.ok(&["reset", "-q", "--hard", "main"]);
+            r.git(&["cherry-pick", "pr@{1}"])
+        } else {
+            r.git(&["rebase", "main"])
+        };
+        assert!(text(&o).contains("rename/delete"), "{case}: {}", text(&o));
+        r.ok(&["add", "-A"]);
+        let cont = if pick { "cherry-pick" } else { "rebase" };
+        let o = r.cmd("env", &["GIT_EDITOR=true", "git", cont, "--continue"]);
+        let fix = if pick {
+            assert!(!o.status.success(), "{case}: {}", text(&o));
+            crate::common::fix_of(&text(&o), "removed-document-restored")
+        } else {
+            assert_ran(&o);
+            let (code, out) = reconcile(&r);
+            assert_ne!(code, 0, "{case}: {out}");
+            let line = out
+                .lines()
+                .find(|l| l.contains("[removed-document-restored]"))
+                .unwrap_or_else(|| panic!("{case}: {out}"));
+            let (_, cmd) = line.split_once("fix: ").unwrap();
+            cmd.trim_end_matches(", then commit").to_string()
+        };
+        assert_eq!(fix, "git rm -q -f -- \"moved.noma\"", "{case}");
+        assert_ran(&r.sh(&fix));
+        if pick {
+            let o = r.cmd(
+                "env",
+                &["GIT_EDITOR=true", "git", "cherry-pick", "--continue"],
+            );
+            assert_ran(&o);
+        } else {
+            r.commit_all("keep the removal");
+        }
+        assert!(!r.path().join("moved.noma").exists(), "{case}");
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "{case}: {out}");
+        r.ok(&["merge-tree", "--write-tree", "main", "HEAD"]);
+    }
+}
+
+/// Found by the simulator (seed 1008 of base 1000): main removed
+/// the document while the branch's records left it as the merge base had
+/// it (a change and its undoing). Git deletes the document cleanly (our
+/// side did not change it), the transcript driver keeps our records and
+/// main's removal as a rejected copy, and its fix named `git add` of the
+/// deleted document. It now restores HEAD's version first; the merge
+/// commits and passes the PR check.
+#[test]
+fn sim_seed_1008_a_removal_meets_records_that_end_where_the_base_did() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("a", "changed"));
+    r.agent_patch("plan.noma", &body_op("a", "alpha"));
+    r.commit_all("pr: a change and its undoing");
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+    r.commit_all("main: remove plan");
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "plan.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert_eq!(r.read("plan.noma"), DOC);
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// Found by the simulator (seed 1012 of base 1000): main moved the
+/// document and removed it under its new name while the branch patched
+/// it; the named commands kept the branch's edit under main's name. Git did
+/// not pair the old transcript with the new one, and the hook warned that
+/// the old name was "deleted with its transcript", naming a `git restore`
+/// that failed once the merge committed. The transcript went with the
+/// document (the new one starts with its first record): no warning.
+#[test]
+fn sim_seed_1012_a_kept_edit_under_the_moved_name_is_no_unrecorded_removal() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    for i in 0..3 {
+        r.agent_patch("plan.noma", &body_op("b", &format!("beta {i}")));
+    }
+    r.commit_all("pr: three records");
+    r.ok(&["checkout", "-q", "main"]);
+    move_then_remove(&r);
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    assert_ran(&r.sh(&driver_fix(&text(&o), "moved.noma.patches")));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(!out.contains("document-removed"), "{out}");
+    assert!(r.read("moved.noma").contains("beta 2"));
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+}

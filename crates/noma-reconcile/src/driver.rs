@@ -81,7 +81,7 @@ pub fn run(call: &Call<'_>) -> Result<Driven, RepairError> {
         ));
     }
     if let Some(doc) = document_path(path) {
-        messages.extend(kept_removal_fix(call, doc, path));
+        messages.extend(kept_removal_fix(call, repo.as_ref(), doc, path));
     }
     messages.extend(moved_hint.map(|h| format!("{path}: {h}")));
     Ok(Driven {
@@ -96,7 +96,10 @@ pub fn run(call: &Call<'_>) -> Result<Driven, RepairError> {
 /// rejected copies, so no record is lost). The command that keeps the
 /// removal; and, when the other side removed a document we edited, the
 /// one that keeps the edit (`noma rm` after it removes it after all).
-fn kept_removal_fix(call: &Call<'_>, doc: &str, path: &str) -> Option<String> {
+/// When one side moved the document (`git mv`) before the removal, git
+/// leaves the edited version under the other side's name: the command
+/// removes it there too, or moves the kept edit to the transcript's name.
+fn kept_removal_fix(call: &Call<'_>, repo: Option<&Repo>, doc: &str, path: &str) -> Option<String> {
     use noma_core::transcript::tombstone;
     let removed = |p: &Path| {
         noma_store::fsio::open_lines(p)
@@ -107,18 +110,45 @@ fn kept_removal_fix(call: &Call<'_>, doc: &str, path: &str) -> Option<String> {
     let base = std::fs::read(call.base).ok();
     let edited = |p: &Path| std::fs::read(p).ok() != base;
     let (doc_sh, path_sh) = (shell_word(doc), shell_word(path));
+    // The document's other name when one side (0: ours, 1: theirs) moved
+    // it there, and whether HEAD holds [that name, `doc`].
+    let other_name = |side: usize| {
+        let r = repo?;
+        let [head, other, base] =
+            super::moved::driver_commits(r, call.theirs_label.and_then(OsStr::to_str))?;
+        let old = super::moved::moved_from(r, base, &[[head, other][side]], doc)?;
+        let head_has = |p: &str| r.blob_at(head, p).ok().flatten().is_some();
+        let held = [head_has(&old), head_has(doc)];
+        Some((old, held))
+    };
     if removed(call.ours) && !removed(call.theirs) && edited(call.theirs) {
+        let mut rm = doc_sh.clone();
+        if let Some((old, _)) = other_name(0).filter(|(_, [old, _])| !old) {
+            rm = format!("{rm} {}", shell_word(&old));
+        }
         return Some(format!(
-            "{path}: {doc} was removed here and edited on the other side; the merged transcript keeps the removal and the other side's records. fix: git rm -q --ignore-unmatch {doc_sh} && git add {path_sh}"
+            "{path}: {doc} was removed here and edited on the other side; the merged transcript keeps the removal and the other side's records. fix: git rm -q -f --ignore-unmatch -- {rm} && git add {path_sh}"
         ));
     }
     // The other way round the merged transcript keeps our edit and their
     // removal as a rejected copy: the document stays unless removed again.
-    (removed(call.theirs) && !removed(call.ours) && edited(call.ours)).then(|| {
-        format!(
-            "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {doc_sh}). fix: git add {doc_sh} {path_sh}"
-        )
-    })
+    if !(removed(call.theirs) && !removed(call.ours) && edited(call.ours)) {
+        return None;
+    }
+    let add = match other_name(1).filter(|(_, [old, doc])| *old && !doc) {
+        // They moved it before removing it: our edit is kept under the
+        // transcript's (their) name.
+        Some((old, _)) => format!(
+            "git add -- {old_sh} && git mv -f -- {old_sh} {doc_sh} && git add -- {path_sh}",
+            old_sh = shell_word(&old)
+        ),
+        // HEAD's version: git left it in the tree (modify/delete), or
+        // deleted it cleanly when our records end where the base did.
+        None => format!("git checkout HEAD -- {doc_sh} && git add {doc_sh} {path_sh}"),
+    };
+    Some(format!(
+        "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {doc_sh}). fix: {add}"
+    ))
 }
 
 /// The three files git hands over, read whole.

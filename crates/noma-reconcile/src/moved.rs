@@ -82,6 +82,24 @@ fn picked_by_label(repo: &Repo, theirs_label: &str) -> Option<(Oid, Oid)> {
     Some((other, repo.first_parent(other)?))
 }
 
+/// While the merge driver runs: HEAD, the other side's commit and the
+/// operation's base. A rebase or cherry-pick names the picked commit in
+/// git's label for their side; a merge writes `MERGE_HEAD` only after its
+/// drivers ran, but labels their side with the name it was given
+/// (`origin/main`), which resolves.
+pub(crate) fn driver_commits(repo: &Repo, theirs_label: Option<&str>) -> Option<[Oid; 3]> {
+    let head = repo.head_commit()?;
+    let (other, base) = operation_commits(repo, head)
+        .or_else(|| theirs_label.and_then(|l| picked_by_label(repo, l)))
+        .or_else(|| {
+            let other = repo
+                .resolve(theirs_label?.split_whitespace().next()?)
+                .ok()?;
+            Some((other, repo.merge_base(head, other)?))
+        })?;
+    Some([head, other, base])
+}
+
 /// The path `rel` had at `base` when one side of the operation moved it
 /// there (git's rename detection between `base` and that side); None when
 /// `base` holds `rel` itself or neither side moved a document to it.

@@ -818,6 +818,7 @@ fn check_history(
             "changed without a transcript; only the block-level merge applies".into(),
         ));
     }
+    removal::restored_removal(rep, files, head_doc);
 }
 
 /// Whether `transcript`'s first record is a genesis record (from the empty

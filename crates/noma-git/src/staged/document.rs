@@ -49,6 +49,10 @@ pub(super) fn check_doc(
     let staged_t = g.repo.staged_blob(staged, &tpath)?;
     let head_t = g.reference_blob(&head_tpath)?;
     let Some(staged_t) = staged_t else {
+        if let Some(f) = restored_under_old_name(g, staged, path)? {
+            out.push(f);
+            return Ok((out, false));
+        }
         out.extend(without_staged_transcript(
             g,
             paths,
@@ -126,7 +130,101 @@ pub(super) fn check_staged_transcript(
         return Ok(vec![f]);
     }
     explain_unrecorded(g, paths, staged_t, text, &mut found)?;
+    restored_removal(g, paths, staged_t, text, &mut found);
     Ok(found)
+}
+
+/// Reports a document staged beside a transcript that is its tombstone
+/// (it ends with the document's `noma rm`), in place of an unrecorded
+/// edit, when git brought the document back: during a merge, rebase or
+/// cherry-pick (the other side moved it with `git mv`, or patched it,
+/// while this one removed it: git's rename/delete or modify/delete
+/// conflict), or staged exactly as the removal removed it. The fix keeps
+/// the removal: the document leaves the index and the transcript, with
+/// the other side's records merged into it, stays as its tombstone.
+/// Recording the document instead (the unrecorded edit's fix) would
+/// record another side's state as the committer's re-creation of it.
+fn restored_removal(
+    g: &Guard<'_>,
+    [path, _, tpath]: [&str; 3],
+    staged_t: &[u8],
+    text: &str,
+    found: &mut Vec<Finding>,
+) {
+    // The removal leaves the empty document; a tombstone's own check
+    // passes "" here.
+    if text.is_empty() {
+        return;
+    }
+    let Some((line, removal)) = noma_core::transcript::tombstone::removal(staged_t) else {
+        return;
+    };
+    let unrecorded = |f: &Finding| f.blocking && f.code == "unrecorded-edit" && f.path == path;
+    let removed = removal.op.get("sha256").and_then(|v| v.as_str());
+    let as_removed = removed == Some(sha256_hex(text.as_bytes()).as_str());
+    let in_operation = g
+        .head
+        .is_some_and(|h| crate::merge::moved::operation_commits(g.repo, h).is_some());
+    if !(as_removed || in_operation) {
+        return;
+    }
+    found.retain(|f| !unrecorded(f));
+    found.push(
+        Finding::error(
+            "removed-document-restored",
+            path,
+            None,
+            format!(
+                "{tpath} ends with this document's removal (`noma rm`, line {line}), but the document is staged again: git kept the other side's version (it moved or changed the document while this side removed it); the transcript, with both sides' records, stays as its tombstone"
+            ),
+        )
+        .fix(format!("git rm -q -f -- {}", shell_word(path))),
+    );
+}
+
+/// During a merge, rebase or cherry-pick: the document at `path` is the
+/// other side's version of one this side moved (`git mv`) and then removed
+/// (`noma rm`). Git's modify/delete conflict left it under the old name,
+/// where no transcript is staged; the moved transcript, with both sides'
+/// records, is its tombstone, and the fix keeps the removal.
+fn restored_under_old_name(
+    g: &Guard<'_>,
+    staged: &Staged,
+    path: &str,
+) -> Result<Option<Finding>, GitError> {
+    let Some(head) = g.head else {
+        return Ok(None);
+    };
+    let Some((_, base)) = crate::merge::moved::operation_commits(g.repo, head) else {
+        return Ok(None);
+    };
+    let Ok(moved) = g.repo.moved_documents(base, head) else {
+        return Ok(None);
+    };
+    let Some(new) = moved.iter().find(|(_, old)| *old == path).map(|(n, _)| n) else {
+        return Ok(None);
+    };
+    if g.repo.staged_blob(staged, new)?.is_some() {
+        return Ok(None);
+    }
+    let tpath = transcript_path(new);
+    let Some(t) = g.repo.staged_blob(staged, &tpath)? else {
+        return Ok(None);
+    };
+    let Some((line, _)) = noma_core::transcript::tombstone::removal(&t) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        Finding::error(
+            "removed-document-restored",
+            path,
+            None,
+            format!(
+                "this side moved {path} to {new} and removed it (`noma rm`, {tpath} line {line}), but git kept the other side's version under the old name: the moved transcript, with both sides' records, stays as its tombstone"
+            ),
+        )
+        .fix(format!("git rm -q -f -- {}", shell_word(path))),
+    ))
 }
 
 /// Replaces a blocking unrecorded edit of the document by its cause

@@ -35,6 +35,12 @@ pub(super) fn check_missing(
     if let Some(t) = tombstone {
         report.transcripts += 1;
         let head_t = g.reference_blob(&transcript_path(head_path))?;
+        if head_t.as_deref() == Some(t) {
+            // The reference commit held the document beside its tombstone
+            // (git brought it back in a rebase, which runs no hook): the
+            // removal is recorded already, and dropping it agrees.
+            return Ok(());
+        }
         let paths = [doc, head_path, tpath.as_str()];
         let found = super::document::check_staged_transcript(g, paths, head_t, t, "")?;
         report.findings.extend(found);
@@ -50,6 +56,12 @@ pub(super) fn check_missing(
                 .map(|c| c.path.as_str())
         };
         let to = moved_to(doc);
+        if moved_transcript(g, staged, head_path, moved_to(&tpath))? {
+            // Moved with `git mv` (and perhaps removed with `noma rm`
+            // since: the other side of a merge did both): the transcript
+            // went along, and is checked at its own path.
+            return Ok(());
+        }
         if !to.is_some_and(|p| g.policy.is_checked(p)) {
             let unguarded = to.map(|d| [d, moved_to(&transcript_path(doc)).unwrap_or("")]);
             report
@@ -63,6 +75,51 @@ pub(super) fn check_missing(
         .findings
         .extend(super::orphan::orphan(g, staged, doc, head_path)?);
     Ok(())
+}
+
+/// Whether the deleted transcript of `head_path` went to another staged
+/// transcript that guards its document: a tombstone (its document not
+/// staged), or one beside its staged document under a checked name. At
+/// `moved`, where git pairs it as moved, else at a transcript new to the
+/// index that starts with the same first record (a short transcript with
+/// new records stays less than 50% alike, so git does not pair it).
+fn moved_transcript(
+    g: &Guard<'_>,
+    staged: &Staged,
+    head_path: &str,
+    moved: Option<&str>,
+) -> Result<bool, GitError> {
+    let guarded_at = |t: &str| -> Result<bool, GitError> {
+        let Some(doc) = noma_core::transcript::document_path(t) else {
+            return Ok(false);
+        };
+        if g.repo.staged_blob(staged, doc)?.is_some() {
+            return Ok(g.policy.is_checked(doc));
+        }
+        let bytes = g.repo.staged_blob(staged, t)?;
+        Ok(bytes.as_deref().and_then(tombstone::removal).is_some())
+    };
+    if let Some(t) = moved {
+        return guarded_at(t);
+    }
+    let Some(head_t) = g.reference_blob(&transcript_path(head_path))? else {
+        return Ok(false);
+    };
+    let first = |b: &[u8]| b.split(|&c| c == b'\n').next().map(<[u8]>::to_vec);
+    let want = first(&head_t);
+    for c in &staged.changes {
+        let added = c.kind == crate::git::repo::ChangeKind::Added;
+        if !(added && c.path.ends_with(".noma.patches")) {
+            continue;
+        }
+        let Some(t) = g.repo.staged_blob(staged, &c.path)? else {
+            continue;
+        };
+        if first(&t) == want && guarded_at(&c.path)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The finding for `doc` deleted with its transcript, when the

@@ -8,7 +8,7 @@
 //! signatures (nobody signed the removal), else a warning; a removed
 //! document that never had a transcript is listed with a note.
 
-use super::{finding, Branch, DocReport, Finding, ReconcileError};
+use super::{finding, Branch, DocFiles, DocReport, Finding, ReconcileError};
 use noma_core::diag::shell_word;
 use noma_core::transcript::{tombstone, transcript_path};
 use noma_provenance::config::{Policy, SignatureLevel, CONFIG_PATH};
@@ -28,6 +28,37 @@ pub(super) const TRANSCRIPT_REWRITTEN: &str = "transcript-rewritten";
 fn common_lines(a: &[u8], b: &[u8]) -> usize {
     let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     a[..same].iter().filter(|&&c| c == b'\n').count()
+}
+
+/// The code of a document in the tree beside its tombstone.
+pub const REMOVED_DOCUMENT_RESTORED: &str = "removed-document-restored";
+
+/// A document HEAD holds beside a transcript that is its tombstone (it
+/// ends with the document's `noma rm`): git brought back the other side's
+/// version (a rename/delete or modify/delete conflict continued with `git
+/// add -A` in a rebase, which runs no hook to stop it). One finding that
+/// keeps the removal replaces the replay divergence, whose `noma record`
+/// would record another side's document as a re-creation of it.
+pub(super) fn restored_removal(rep: &mut DocReport, files: &DocFiles, head_doc: &str) {
+    if head_doc.is_empty() {
+        return;
+    }
+    let Some((line, _)) = tombstone::removal(files.head_transcript()) else {
+        return;
+    };
+    rep.findings.retain(|f| f.code != "replay-diverged");
+    rep.replays = false;
+    let f = finding(
+        "error",
+        REMOVED_DOCUMENT_RESTORED,
+        &rep.path,
+        format!(
+            "{tpath} ends with this document's removal (`noma rm`, line {line}), but the document is in the tree again: git kept the other side's version (it moved or changed the document while this side removed it); the transcript, with both sides' records, stays as its tombstone; fix: git rm -q -f -- {doc}, then commit",
+            tpath = files.tpath,
+            doc = shell_word(&rep.path)
+        ),
+    );
+    rep.findings.push(f);
 }
 
 impl Branch<'_> {
