@@ -31,7 +31,7 @@ fn common_lines(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The code of a document in the tree beside its tombstone.
-pub const REMOVED_DOCUMENT_RESTORED: &str = "removed-document-restored";
+pub(crate) const REMOVED_DOCUMENT_RESTORED: &str = "removed-document-restored";
 
 /// A document HEAD holds beside a transcript that is its tombstone (it
 /// ends with the document's `noma rm`): git brought back the other side's
