@@ -25,9 +25,9 @@
 #   warm: A = `noma reconcile --base main --format json` (the cache as the previous
 #         run left it)
 #   B = `git diff --stat main...HEAD` (or NOMA_B's run of the same mode)
-# and prints each mode's medians and the median of the pair ratios (wall time;
-# with /usr/bin/time present, also CPU time, user + system, which a machine
-# loaded by other work disturbs less), and the peak memory of one run of each.
+# and prints each mode's medians and the median of the pair ratios (wall time,
+# and CPU time, user + system, which a machine loaded by other work disturbs
+# less; both from benches/rusage.py), and the peak memory of one run of each.
 # Target (issue 47): cold within 3x, warm within 2x of `git diff --stat`.
 set -euo pipefail
 
@@ -101,16 +101,16 @@ checked=$(grep -o '"path": *"[^"]*\.noma"' "$HOME/answer.json" | sort -u | wc -l
 echo "== $DOCS documents, $PATCHED patched on the PR; the check reports $checked documents," \
   "$(git diff --stat main...HEAD | tail -n 1)"
 
-stamp() { date +%s%N; }
+rusage="$here/benches/rusage.py"
 cpu_file="$HOME/cpu"
-timed() { # $@ = command; its CPU seconds (user + system) go to $cpu_file
-  if [[ -x /usr/bin/time ]]; then
-    /usr/bin/time -f '%U %S' -o "$cpu_file" "$@" > /dev/null
-  else
-    "$@" > /dev/null; echo "0 0" > "$cpu_file"
-  fi
+timed() { # $@ = command; `wall user system` seconds go to $cpu_file
+  # benches/rusage.py: getrusage's microsecond CPU (GNU time prints 10 ms
+  # steps, a quarter of git's 40 ms) and the wall time of the command alone
+  # (no shell around it).
+  python3 "$rusage" "$cpu_file" -- "$@"
 }
-cpu_ms() { awk '{printf "%d", ($1 + $2) * 1000}' "$cpu_file"; }
+wall_us() { awk '{printf "%d", $1 * 1000000}' "$cpu_file"; }
+cpu_ms() { awk '{printf "%.3f", ($2 + $3) * 1000}' "$cpu_file"; }
 run_a() { # $1 = binary
   timed "$1" reconcile --base main --format json
 }
@@ -127,9 +127,9 @@ for mode in cold warm; do
   as=() bs=() rs=() cs=()
   for ((r = 0; r < RUNS; r++)); do
     if [[ $mode == cold ]]; then rm -rf .noma/cache; fi
-    s=$(stamp); run_a "$NOMA"; e=$(stamp); a=$(( (e - s) / 1000 )); ca=$(cpu_ms)
+    run_a "$NOMA"; a=$(wall_us); ca=$(cpu_ms)
     if [[ $mode == cold ]]; then rm -rf .noma/cache; fi
-    s=$(stamp); run_b; e=$(stamp); b=$(( (e - s) / 1000 )); cb=$(cpu_ms)
+    run_b; b=$(wall_us); cb=$(cpu_ms)
     as+=("$a") bs+=("$b") rs+=("$(ratio "$a" "$b")") cs+=("$(ratio "$ca" "$cb")")
   done
   ma=$(printf '%s\n' "${as[@]}" | median)

@@ -9,7 +9,11 @@ from Python starts as a copy of the interpreter, whose resident size
 would count as the command's. Its own CPU (well under a millisecond) is
 counted on both sides of a comparison alike.
 
-Usage: rusage.py OUT CMD     (exit status: the command's)
+Usage: rusage.py OUT CMD                 (exit status: the command's)
+       rusage.py OUT -- PROGRAM ARGS...  the program alone, no shell and no
+                                         GNU time (peak written as 0), its
+                                         stdout thrown away: nothing but the
+                                         program is timed
 """
 import os
 import resource
@@ -21,6 +25,17 @@ import time
 
 def main() -> int:
     out, cmd = sys.argv[1], sys.argv[2]
+    if cmd == "--":
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        code = subprocess.call(sys.argv[3:], stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        user = ru.ru_utime - before.ru_utime
+        system = ru.ru_stime - before.ru_stime
+        with open(out, "w") as f:
+            f.write(f"{wall:.6f} {user:.6f} {system:.6f} 0\n")
+        return code
     # Children this process had before (a launcher's shim may run some,
     # then exec Python) are not the command's.
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
