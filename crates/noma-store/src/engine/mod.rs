@@ -1,6 +1,6 @@
-//! The patch engine's durable side: one patch request on a file (document
-//! + op-list + [`Options`]) → one transcript record per attempted op
-//! appended, the document written once.
+//! The patch engine's durable side: one patch request on a file (the
+//! document, its op-list and [`Options`]) → one transcript record per
+//! attempted op appended, the document written once.
 //!
 //! The request itself is planned in memory by [`noma_core::plan`] (its
 //! policy order and what a record's diagnostics hold are documented
