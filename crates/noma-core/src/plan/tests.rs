@@ -211,3 +211,55 @@ fn a_re_validated_change_records_what_a_full_comparison_would() {
         assert_eq!(p.post_diagnostics, post, "{op}");
     }
 }
+
+#[test]
+fn records_are_stamped_by_the_caller_s_ids_and_clock() {
+    use crate::transcript::stamp::{CountingIds, FixedClock};
+    let _stand_in = use_applier(append_applier);
+    let clock = FixedClock(time::OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap());
+    let ops = [json!({"op":"append","text":"a"}), json!({"op":"same"})];
+    let run = || {
+        let ids = CountingIds::starting_at(0);
+        let stamps = Stamps {
+            ids: &ids,
+            clock: &clock,
+        };
+        let mut memo = crate::doc::ParseMemo::new();
+        plan_stamped(
+            &mut memo,
+            "x",
+            &Context::default(),
+            &ops,
+            &Request::new(actor()),
+            stamps,
+        )
+    };
+    let (p, again) = (run(), run());
+    let stamped: Vec<_> = p.records.iter().map(|r| (&r.op_id, &r.ts)).collect();
+    assert_eq!(
+        stamped,
+        [
+            (
+                &"00000000-0000-4000-8000-000000000001".to_string(),
+                &"2026-01-01T00:00:00.000Z".to_string()
+            ),
+            (
+                &"00000000-0000-4000-8000-000000000002".to_string(),
+                &"2026-01-01T00:00:00.000Z".to_string()
+            ),
+        ]
+    );
+    // Everything but the elapsed time is the same on a second run.
+    let strip = |p: &Plan| -> Vec<Record> {
+        p.records
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.elapsed_ms = None;
+                r
+            })
+            .collect()
+    };
+    assert_eq!(strip(&p), strip(&again));
+    assert!(p.records.iter().all(|r| r.elapsed_ms.is_some()));
+}
