@@ -59,11 +59,11 @@ fn bench(c: &mut Criterion) {
     // The whole pure pipeline of `noma patch` (no I/O): parse, pre-validate,
     // apply, splice, post-validate (re-validated from the
     // pre-validation when the edit allows), build the records.
-    let ctx = noma_store::engine::Context {
+    let ctx = noma_core::plan::Context {
         doc_uri: "file:///bench.noma".into(),
         ..Default::default()
     };
-    let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {
+    let opts = noma_core::plan::Request::new(noma_core::transcript::Actor {
         kind: noma_core::transcript::ActorKind::Agent,
         name: "bench".into(),
         model: None,
@@ -72,7 +72,7 @@ fn bench(c: &mut Criterion) {
     let (_, op) = &ops[0];
     // Each plan parses through a memo of its own, as a fresh `noma patch` does.
     group.bench_function("engine plan (update_attribute)", |b| {
-        b.iter(|| noma_store::engine::plan(black_box(&src), &ctx, std::slice::from_ref(op), &opts))
+        b.iter(|| noma_core::plan::plan(black_box(&src), &ctx, std::slice::from_ref(op), &opts))
     });
     // Post-validation of that op's result: derived from the pre-validation
     // (what `noma patch` does) against a full validation of the new tree.

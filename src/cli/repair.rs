@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use super::Format;
 use crate::report::output::{Exit, Output};
-use noma_git::merge::joined_file::unjoin_file;
-use noma_merge::joined;
+use noma_git::merge::joined_file::{self as joined, unjoin_file};
 use noma_store::engine;
 
 /// Arguments of `noma repair`.

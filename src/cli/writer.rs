@@ -99,11 +99,11 @@ impl Meta {
             version: self.actor_version.clone(),
         };
         let mut opts = Options::for_document(file, ctx.root.as_deref(), actor);
-        opts.strict = strict;
-        opts.reason = self.reason.clone();
-        opts.expected_sha = self.expected_sha.clone();
-        opts.base_sha256 = self.base_sha256.clone();
-        opts.parent_op_id = self.parent_op_id.clone();
+        opts.request.strict = strict;
+        opts.request.reason = self.reason.clone();
+        opts.request.expected_sha = self.expected_sha.clone();
+        opts.request.base_sha256 = self.base_sha256.clone();
+        opts.request.parent_op_id = self.parent_op_id.clone();
         opts.transcript = self.transcript.clone();
         opts.write = write;
         opts.force = force;

@@ -34,8 +34,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use noma_core::doc::hash::sha256_hex;
+use noma_core::plan::{Context, Request};
 use noma_core::transcript::{Actor, PatchResult};
-use noma_store::engine;
 use serde_json::{json, Value};
 
 use crate::common::{assert_ran, env_number, signed_policy, text, Repo, Rng, NOMA};
@@ -732,16 +732,11 @@ fn replayed(src: &Value, text: &str, doc_uri: &str) -> Option<(Value, Option<Str
         return Some((rec, None));
     }
     let actor: Actor = serde_json::from_value(src["actor"].clone()).ok()?;
-    let ctx = engine::Context {
+    let ctx = Context {
         doc_uri: doc_uri.to_string(),
         ..Default::default()
     };
-    let plan = engine::plan(
-        text,
-        &ctx,
-        std::slice::from_ref(&op),
-        &engine::Options::new(actor),
-    );
+    let plan = noma_core::plan::plan(text, &ctx, std::slice::from_ref(&op), &Request::new(actor));
     let made = plan.records.into_iter().next()?;
     if !plan.accepted || made.patch_result != PatchResult::Applied {
         return None;
@@ -1324,11 +1319,11 @@ fn replay_text(lines: &[String]) -> Option<String> {
             continue;
         }
         let actor: Actor = serde_json::from_value(v["actor"].clone()).ok()?;
-        let plan = engine::plan(
+        let plan = noma_core::plan::plan(
             &text,
-            &engine::Context::default(),
+            &Context::default(),
             std::slice::from_ref(&v["op"]),
-            &engine::Options::new(actor),
+            &Request::new(actor),
         );
         if sha256_hex(plan.new_text.as_bytes()) != v["post_sha256"].as_str()? {
             return None;

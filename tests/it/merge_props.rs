@@ -6,10 +6,10 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+use noma_core::plan::{chain_and_serialise, plan, Context, Request};
 use noma_core::transcript::{Actor, ActorKind};
 use noma_merge::blocks::{merge_documents, Labels};
 use noma_merge::transcript::{reconcile, Side};
-use noma_store::engine::{chain_and_serialise, plan, Context, Options};
 
 const BLOCKS: usize = 8;
 
@@ -59,7 +59,7 @@ fn sides() -> impl Strategy<Value = (Vec<Value>, Vec<Value>)> {
 }
 
 fn transcript(base: &str, ops: &[Value], name: &str) -> (String, Vec<u8>) {
-    let opts = Options::new(Actor {
+    let opts = Request::new(Actor {
         kind: ActorKind::Agent,
         name: name.into(),
         model: None,

@@ -4,8 +4,8 @@
 //! the touched block's lines.
 
 use noma_core::doc::hash::sha256_hex;
+use noma_core::plan::{chain_and_serialise, Context, Request};
 use noma_core::transcript::{replay::replay, Actor, ActorKind};
-use noma_store::engine::{self, Context, Options};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -106,14 +106,14 @@ proptest! {
     #[test]
     fn transcripts_replay_to_the_final_bytes((original, requests) in case()) {
         let ctx = Context { doc_uri: "file:///tmp/random.noma".into(), ..Context::default() };
-        let opts = Options::new(Actor { kind: ActorKind::Agent, name: "prop".into(), model: None, version: None });
+        let opts = Request::new(Actor { kind: ActorKind::Agent, name: "prop".into(), model: None, version: None });
         let mut text = original.clone();
         let mut transcript = Vec::new();
         let mut prev: Option<String> = None;
         for ops in &requests {
             let before = text.clone();
-            let mut plan = engine::plan(&text, &ctx, ops, &opts);
-            let bytes = engine::chain_and_serialise(&mut plan.records, prev.clone());
+            let mut plan = noma_core::plan::plan(&text, &ctx, ops, &opts);
+            let bytes = chain_and_serialise(&mut plan.records, prev.clone());
             if let Some(last) = bytes.split_inclusive(|&b| b == b'\n').next_back() {
                 prev = Some(sha256_hex(last));
             }

@@ -12,6 +12,8 @@
 //! - [`validate`]: every §4.4 rule of the Noma Agent Protocol v1.0.
 //! - [`patch`]: the 25 source-preserving patch ops, and the one extension
 //!   op `noma record` writes.
+//! - [`plan`]: a patch request planned in memory — the policy checks,
+//!   one record per attempted op, the new text.
 //! - [`transcript`]: records, the hash chain, replay.
 //! - [`diag`] (diagnostics), [`suggest`] ("did you mean"), [`display`]
 //!   (untrusted text made safe for a terminal).
@@ -69,6 +71,7 @@ pub mod diag;
 pub mod display;
 pub mod doc;
 pub mod patch;
+pub mod plan;
 pub mod suggest;
 pub mod transcript;
 pub mod validate;

@@ -12,8 +12,9 @@ use super::documents::read_source;
 use super::registry::ToolError;
 use super::Context;
 use noma_core::diag::{Diagnostic, Phase, Severity};
+use noma_core::plan::EngineCode;
 use noma_core::transcript::{self, Record};
-use noma_store::engine::{self, EngineCode, EngineError, Options, RecoveryError, WriteMode};
+use noma_store::engine::{self, EngineError, Options, RecoveryError, WriteMode};
 
 /// The ids of the merge driver's `::conflict` blocks in `text`.
 fn conflict_blocks(text: &str) -> Vec<String> {
@@ -117,7 +118,7 @@ pub(crate) fn refusal(
 fn unrecorded(ctx: &Context, path: &Path, edit: &engine::recover::UnrecordedEdit) -> ToolError {
     let shown = ctx.shown(path);
     let tpath = engine::default_transcript_path(path);
-    if let Some(advice) = noma_merge::joined::advice_for_file(&shown, &tpath) {
+    if let Some(advice) = noma_git::merge::joined_file::advice_for_file(&shown, &tpath) {
         return ToolError::user(
             "unrecorded_edit",
             format!("{shown}: the transcript {advice}; nothing was written or recorded"),

@@ -154,10 +154,10 @@ fn run_patch(
     // Fails only on a configured key, and the server's signer is loaded.
     let writer = context(&path, writer).map_err(ToolError::system)?;
     let mut opts = Options::for_document(&path, writer.root.as_deref(), actor);
-    opts.reason = meta.reason.filter(|r| !r.is_empty());
-    opts.expected_sha = meta.expected_sha;
-    opts.base_sha256 = meta.base_sha256;
-    opts.parent_op_id = meta.parent_op_id;
+    opts.request.reason = meta.reason.filter(|r| !r.is_empty());
+    opts.request.expected_sha = meta.expected_sha;
+    opts.request.base_sha256 = meta.base_sha256;
+    opts.request.parent_op_id = meta.parent_op_id;
     opts.write = WriteMode::InPlace;
     opts.genesis = writer.genesis;
     opts.before_append = writer.before_append;

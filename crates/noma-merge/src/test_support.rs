@@ -11,21 +11,18 @@ pub const BASE: &str = "# T\n\n::note{id=\"a\"}\nalpha\n::\n\n::note{id=\"b\"}\n
 
 /// Applies `ops` from `start`, appending to transcript `t`.
 pub fn extend(start: &str, t: &[u8], ops: &[Value]) -> (String, Vec<u8>) {
-    let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {
+    let opts = noma_core::plan::Request::new(noma_core::transcript::Actor {
         kind: noma_core::transcript::ActorKind::Agent,
         name: "t".into(),
         model: None,
         version: None,
     });
-    let mut p = noma_store::engine::plan(start, &Default::default(), ops, &opts);
+    let mut p = noma_core::plan::plan(start, &Default::default(), ops, &opts);
     assert!(p.accepted);
     let (lines, _) = split_lines(t);
     let prev = lines.last().map(|l| sha256_hex(l.raw));
     let mut out = t.to_vec();
-    out.extend(noma_store::engine::chain_and_serialise(
-        &mut p.records,
-        prev,
-    ));
+    out.extend(noma_core::plan::chain_and_serialise(&mut p.records, prev));
     (p.new_text, out)
 }
 

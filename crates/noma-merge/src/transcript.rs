@@ -6,7 +6,7 @@
 //! final state:
 //!
 //! - an *applied* or *noop* record is re-applied with
-//!   [`noma_store::engine::plan`] and written as a new record whose
+//!   [`noma_core::plan::plan`] and written as a new record whose
 //!   `parent_op_id` is the original (first) `op_id` and whose `reason`
 //!   says it was reconciled;
 //! - a *rejected* record (audit only) is carried over the same way, its
@@ -402,7 +402,7 @@ pub fn rebase_tails(t: &Tails<'_>, start: &str) -> Result<Rebased, Unreconcilabl
     for rec in unique {
         rebase.carry(rec);
     }
-    let tail = noma_store::engine::chain_and_serialise(&mut rebase.out, t.our_last_line.clone());
+    let tail = noma_core::plan::chain_and_serialise(&mut rebase.out, t.our_last_line.clone());
     Ok(Rebased {
         merged: Merged::OursThen(tail),
         reconciled: Reconciled {
@@ -817,14 +817,13 @@ fn replan(
             op["line"] = relocate(state, line, old)?.into();
         }
     }
-    let ctx = noma_store::engine::Context {
+    let ctx = noma_core::plan::Context {
         doc_uri: rec.doc_uri.clone(),
         ..Default::default()
     };
-    let mut opts = noma_store::engine::Options::new(rec.actor.clone());
+    let mut opts = noma_core::plan::Request::new(rec.actor.clone());
     opts.reason = rec.reason.clone();
-    let plan =
-        noma_store::engine::plan_with(&mut memo, state, &ctx, std::slice::from_ref(&op), &opts);
+    let plan = noma_core::plan::plan_with(&mut memo, state, &ctx, std::slice::from_ref(&op), &opts);
     let r = plan.records.into_iter().next().filter(|_| plan.accepted)?;
     Some((r, plan.new_text))
 }
@@ -942,17 +941,17 @@ mod tests {
     use crate::test_support::{self as fx, BASE};
 
     fn side(ops: &[Value]) -> (String, Vec<u8>) {
-        let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {
+        let opts = noma_core::plan::Request::new(noma_core::transcript::Actor {
             kind: noma_core::transcript::ActorKind::Agent,
             name: "t".into(),
             model: None,
             version: None,
         });
-        let mut p = noma_store::engine::plan(BASE, &Default::default(), ops, &opts);
+        let mut p = noma_core::plan::plan(BASE, &Default::default(), ops, &opts);
         assert!(p.accepted);
         (
             p.new_text,
-            noma_store::engine::chain_and_serialise(&mut p.records, None),
+            noma_core::plan::chain_and_serialise(&mut p.records, None),
         )
     }
 

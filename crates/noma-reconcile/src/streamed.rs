@@ -296,7 +296,7 @@ mod tests {
     /// Applies `ops` one at a time from `doc`, appending every record (a
     /// rejected op's too) to `t`; each document passed through joins `docs`.
     fn grow(doc: &mut String, t: &mut Vec<u8>, ops: &[Value], docs: &mut Vec<String>) {
-        let opts = noma_store::engine::Options::new(noma_core::transcript::Actor {
+        let opts = noma_core::plan::Request::new(noma_core::transcript::Actor {
             kind: noma_core::transcript::ActorKind::Agent,
             name: "t".into(),
             model: None,
@@ -304,13 +304,10 @@ mod tests {
         });
         for op in ops {
             let mut p =
-                noma_store::engine::plan(doc, &Default::default(), std::slice::from_ref(op), &opts);
+                noma_core::plan::plan(doc, &Default::default(), std::slice::from_ref(op), &opts);
             let (lines, _) = split_lines(t);
             let prev = lines.last().map(|l| sha256_hex(l.raw));
-            t.extend(noma_store::engine::chain_and_serialise(
-                &mut p.records,
-                prev,
-            ));
+            t.extend(noma_core::plan::chain_and_serialise(&mut p.records, prev));
             *doc = p.new_text;
             docs.push(doc.clone());
         }

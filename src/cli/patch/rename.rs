@@ -34,7 +34,7 @@ pub fn rename_in_place(path: &Path, from: &str, to: &str, reason: &str) -> Resul
                 version: None,
             };
             let mut opts = Options::for_document(path, ctx.root.as_deref(), actor);
-            opts.reason = Some(reason.to_string());
+            opts.request.reason = Some(reason.to_string());
             opts.write = WriteMode::InPlace;
             opts.genesis = ctx.genesis;
             opts.before_append = ctx.before_append;

@@ -7,13 +7,14 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use noma_core::plan;
 use noma_core::transcript::{PatchResult, Record};
 use noma_store::engine::{self, EngineError, Options};
 
 use crate::report::output::{Exit, Output, Part};
 
 /// The JSON answer to a request refused before recording.
-pub fn refusal_json(e: &engine::InvalidOp) -> Value {
+pub fn refusal_json(e: &plan::InvalidOp) -> Value {
     json!({
         "accepted": false,
         "records": [],
@@ -113,10 +114,10 @@ fn record_lines(r: &Record, dry: bool, lines: &mut Vec<String>) {
     ));
     for d in r.diagnostics.iter().flatten() {
         // The count of standing diagnostics is for the record, not the screen.
-        if d.code == engine::UNCHANGED_DIAGNOSTICS {
+        if d.code == plan::UNCHANGED_DIAGNOSTICS {
             continue;
         }
-        let engine_code = engine::EngineCode::of(d).is_some();
+        let engine_code = plan::EngineCode::of(d).is_some();
         if engine_code
             || r.patch_result == PatchResult::Rejected
                 && d.severity == noma_core::diag::Severity::Error
@@ -143,7 +144,7 @@ pub fn failure(e: &EngineError, file: &Path, opts: &Options, json: bool) -> Outp
                 .transcript
                 .clone()
                 .unwrap_or_else(|| engine::default_transcript_path(file));
-            noma_merge::joined::advice_for_file(&file.to_string_lossy(), &tpath)
+            noma_git::merge::joined_file::advice_for_file(&file.to_string_lossy(), &tpath)
         }
         _ => None,
     };
@@ -175,11 +176,11 @@ mod tests {
 
     #[test]
     fn a_refused_request_carries_its_code() {
-        let unknown = engine::check_request(&[json!({"op": "explode", "id": "a"})]).unwrap_err();
+        let unknown = plan::check_request(&[json!({"op": "explode", "id": "a"})]).unwrap_err();
         let v = refusal_json(&unknown);
         assert_eq!(v["error"]["code"], "unsupported_op");
         assert_eq!(v["accepted"], false);
-        let missing = engine::check_request(&[
+        let missing = plan::check_request(&[
             json!({"op": "delete_block", "id": "a"}),
             json!({"op": "rename_id", "from": "a"}),
         ])

@@ -189,7 +189,7 @@ pub fn apply_ops_with(
     source: &str,
     ops: &[Value],
 ) -> Result<String, PatchError> {
-    #[cfg(feature = "testing")]
+    #[cfg(any(test, feature = "testing"))]
     if let Some(stand_in) = testing::stand_in() {
         return stand_in(memo, source, ops);
     }
@@ -441,12 +441,37 @@ mod tests {
 /// builds do not have it). The engine, replay and recovery always call
 /// [`apply_ops_with`]; a test that wants to exercise them without real
 /// ops installs a stand-in for the current thread.
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing {
     use std::cell::Cell;
 
-    use super::{PatchError, Value};
+    use super::{PatchError, PatchErrorCode, Value};
     use crate::doc::ParseMemo;
+
+    /// A stand-in applier for tests of the planner, recovery and replay:
+    /// `{"op":"append","text":T}` appends T; `{"op":"same"}` is a noop;
+    /// any other op fails with `target_missing`.
+    pub fn append_applier(
+        _memo: &mut ParseMemo,
+        src: &str,
+        ops: &[Value],
+    ) -> Result<String, PatchError> {
+        let mut s = src.to_string();
+        for (i, op) in ops.iter().enumerate() {
+            match op.get("op").and_then(Value::as_str) {
+                Some("append") => s.push_str(op.get("text").and_then(Value::as_str).unwrap_or("")),
+                Some("same") => {}
+                _ => {
+                    return Err(PatchError {
+                        code: PatchErrorCode::TargetMissing,
+                        message: "no such block".into(),
+                        op_index: i,
+                    })
+                }
+            }
+        }
+        Ok(s)
+    }
 
     /// The stand-in's shape: [`super::apply_ops_with`]'s.
     pub type Applier = fn(&mut ParseMemo, &str, &[Value]) -> Result<String, PatchError>;

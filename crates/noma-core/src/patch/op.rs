@@ -10,7 +10,7 @@
 //! A field the op's schema does not take (every op of
 //! `patch-op.schema.json` is `additionalProperties: false`) is refused
 //! as `invalid_content` (as every field error of a catalogue op is, see
-//! `engine::InvalidOp::code`), naming the field and, for a near miss or a common synonym
+//! [`crate::plan::InvalidOp::code`]), naming the field and, for a near miss or a common synonym
 //! (`index` for `position`), the field meant: ignoring it would apply an
 //! op the agent did not send (a block appended instead of placed) and
 //! record an op the transcript schema refuses.

@@ -17,7 +17,7 @@
 //! when the transcript ends with this op. Like
 //! [`super::REPLACE_LINES`] it is outside the v1.0 catalogue: agents'
 //! patch requests refuse it as `unsupported_op`
-//! (`noma_store::engine::check_request`).
+//! ([`crate::plan::check_request`]).
 
 /// The op's name (namespaced: it is not a v1.0 op).
 pub const REMOVE_DOCUMENT: &str = "x-noma/remove_document";

@@ -17,7 +17,7 @@
 //!
 //! The op is outside the v1.0 catalogue: agents' requests (CLI `noma patch`,
 //! MCP `patch_block`) refuse it as `unsupported_op`
-//! (`noma_store::engine::check_request`); only `noma record` writes it, and
+//! ([`crate::plan::check_request`]); only `noma record` writes it, and
 //! `.noma/config.yml` `record_text_edits: false` forbids it altogether.
 
 use super::{fail, OpResult, PatchErrorCode};

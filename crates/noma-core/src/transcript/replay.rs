@@ -259,7 +259,7 @@ pub fn replay_reader(reader: &mut dyn Rewind, base: Option<&str>, document: &str
 
 /// [`replay_reader`] with op_ids fingerprinted by `fingerprint` (tests
 /// force collisions with a tiny one).
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub fn replay_reader_fingerprinted(
     reader: &mut dyn Rewind,
     (base, document): (Option<&str>, &str),
@@ -273,7 +273,7 @@ pub fn replay_reader_fingerprinted(
 }
 
 /// [`replay_after`] with op_ids fingerprinted by `fingerprint`.
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub fn replay_after_fingerprinted(
     after: Option<Continuation<'_>>,
     transcript: &[u8],

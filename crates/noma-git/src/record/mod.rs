@@ -57,9 +57,10 @@ use crate::git::repo::{GitError, Repo};
 use location::Location;
 use noma_core::doc::hash::sha256_hex;
 use noma_core::patch::REPLACE_LINES;
+use noma_core::plan::{chain_and_serialise, Context, Plan, Request, UNCHANGED_DIAGNOSTICS};
 use noma_core::transcript::{self, Actor, Record};
 use noma_provenance::config::Policy;
-use noma_store::engine::{self, Context, Options};
+use noma_store::engine;
 use noma_store::fsio;
 
 /// What `record` did.
@@ -425,17 +426,17 @@ fn record_after(
     let ops = ops_from((&prev, genesis.as_deref()), target, text_edits)?;
     let genesis = genesis.is_some();
 
-    let mut opts = Options::new(actor);
+    let mut opts = Request::new(actor);
     opts.reason = reason.or_else(|| genesis.then(|| "start of the transcript".to_string()));
     let ctx = Context {
         doc_uri: noma_store::uri::portable_doc_uri(Some(&location.root), doc_path),
         ..Context::default()
     };
     let mut locked = lock_unchanged(doc_path, tpath, prior, text)?;
-    let mut plan = engine::plan(&prev, &ctx, &ops, &opts);
+    let mut plan = noma_core::plan::plan(&prev, &ctx, &ops, &opts);
     check_plan(&plan, target)?;
     before(before_append, (doc_path, tpath), &plan.records)?;
-    let bytes = engine::chain_and_serialise(&mut plan.records, prior.last_line_sha());
+    let bytes = chain_and_serialise(&mut plan.records, prior.last_line_sha());
     let line_endings = resaved.as_ref().map(|r| r.line_endings.clone());
     let doc_sha = if line_endings.as_ref().is_some_and(|l| l.rewritten) {
         // The file first: stopped before the append, it holds the same
@@ -521,7 +522,7 @@ fn ops_from(
 }
 
 /// The planned records must reproduce the file and bring in no error.
-fn check_plan(plan: &engine::Plan, text: &str) -> Result<(), CannotRecord> {
+fn check_plan(plan: &Plan, text: &str) -> Result<(), CannotRecord> {
     if !plan.accepted || plan.new_text != text {
         return Err(CannotRecord::NotReproduced);
     }
@@ -637,7 +638,7 @@ fn introduced_errors(records: &[Record]) -> Option<String> {
         .filter(|d| {
             d.phase == Some(noma_core::diag::Phase::Post)
                 && d.severity == noma_core::diag::Severity::Error
-                && d.code != engine::UNCHANGED_DIAGNOSTICS
+                && d.code != UNCHANGED_DIAGNOSTICS
         })
         .map(|d| match d.pos {
             Some(p) => format!("[{}] line {}: {}", d.code, p.line, d.message),

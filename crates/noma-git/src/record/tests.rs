@@ -105,11 +105,11 @@ fn actor(kind: ActorKind) -> Actor {
 
 /// Plans `op` on `text` and appends its records, chained, to `t`.
 fn append(t: &mut Vec<u8>, text: &str, op: Value) -> String {
-    let opts = Options::new(actor(ActorKind::Agent));
-    let mut p = engine::plan(text, &Context::default(), &[op], &opts);
+    let opts = Request::new(actor(ActorKind::Agent));
+    let mut p = noma_core::plan::plan(text, &Context::default(), &[op], &opts);
     let (lines, _) = split_lines(t);
     let prev = lines.last().map(|l| sha256_hex(l.raw));
-    t.extend(engine::chain_and_serialise(&mut p.records, prev));
+    t.extend(chain_and_serialise(&mut p.records, prev));
     p.new_text
 }
 

@@ -10,12 +10,11 @@ use crate::fsio::{self, Intent, LockedTranscript, StagedFile};
 use noma_core::doc::hash::sha256_hex;
 use noma_core::transcript::{self, Actor, Record};
 
-use super::planner::plan;
-use super::record_maker::chain_and_serialise;
-use super::request::check_request;
+use noma_core::plan::{chain_and_serialise, check_request, plan, Context, Plan, Request};
+
 use super::{
-    capability, default_transcript_path, io_err, is_book_manifest, recover, BeforeAppend, Context,
-    EngineError, Options, Outcome, Plan, Recovery, WriteMode,
+    capability, default_transcript_path, io_err, is_book_manifest, recover, BeforeAppend,
+    EngineError, Options, Outcome, Recovery, WriteMode,
 };
 
 /// Pause hook for the crash tests: sleep this many milliseconds between the
@@ -29,7 +28,7 @@ const PAUSE_ENV: &str = "NOMA_TEST_PAUSE_BEFORE_RENAME_MS";
 /// Runs one patch request against a file.
 pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outcome, EngineError> {
     check_request(ops)?;
-    transcript::check_writer_fields(&opts.actor, opts.reason.as_deref())?;
+    transcript::check_writer_fields(&opts.request.actor, opts.request.reason.as_deref())?;
     let book_manifest = is_book_manifest(doc_path);
     let capability = if book_manifest {
         None
@@ -61,7 +60,7 @@ pub fn patch_file(doc_path: &Path, ops: &[Value], opts: &Options) -> Result<Outc
 /// (absent, its transcript ending with the removal) is no error and
 /// nothing is written.
 pub fn remove_file(doc_path: &Path, opts: &Options) -> Result<Outcome, EngineError> {
-    transcript::check_writer_fields(&opts.actor, opts.reason.as_deref())?;
+    transcript::check_writer_fields(&opts.request.actor, opts.request.reason.as_deref())?;
     let tpath = opts
         .transcript
         .clone()
@@ -156,7 +155,7 @@ fn patch_copy(
     opts: &Options,
 ) -> Result<Outcome, EngineError> {
     let source = crate::fsio::read_document(doc_path)?;
-    let plan = plan(&source, ctx, ops, opts);
+    let plan = plan(&source, ctx, ops, &opts.request);
     let mut wrote = false;
     if let (WriteMode::Out(out), true) = (&opts.write, plan.accepted) {
         fsio::atomic_write(out, plan.new_text.as_bytes()).map_err(io_err("cannot write", out))?;
@@ -191,7 +190,7 @@ fn patch_in_place(
     fsio::contain::check_writable(doc_path).map_err(io_err("cannot write", doc_path))?;
     let mut locked = lock_transcript(doc_path, &tpath)?;
     let (recovery, source) = recover_and_read(doc_path, &mut locked, &mut ctx, opts)?;
-    let mut plan = plan(&source, &ctx, ops, opts);
+    let mut plan = plan(&source, &ctx, ops, &opts.request);
     if let Some(BeforeAppend(step)) = &opts.before_append {
         let first =
             super::genesis_after(&tpath, &plan.records).map_err(io_err("cannot read", &tpath))?;
@@ -320,7 +319,7 @@ fn genesis_records(source: &str, ctx: &Context, opts: &Options) -> Vec<Record> {
     if source.is_empty() {
         return Vec::new();
     }
-    let mut gopts = Options::new(Actor {
+    let mut gopts = Request::new(Actor {
         kind: noma_core::transcript::ActorKind::Tool,
         name: "noma".into(),
         model: None,
@@ -328,7 +327,7 @@ fn genesis_records(source: &str, ctx: &Context, opts: &Options) -> Vec<Record> {
     });
     gopts.reason =
         Some("start of the transcript: the document as found before its first patch".into());
-    gopts.validate = opts.validate.clone();
+    gopts.validate = opts.request.validate.clone();
     let ops = [noma_core::patch::genesis_op(source)];
     // The tool's start, not an agent's op: a capability descriptor that
     // limits agents' ops does not apply to it.

@@ -795,8 +795,9 @@ pub fn find_unrecorded_edit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::tests::{actor, fake_apply};
-    use crate::engine::{chain_and_serialise, plan, Context, Options};
+    use crate::engine::tests::actor;
+    use noma_core::patch::testing::append_applier as fake_apply;
+    use noma_core::plan::{chain_and_serialise, plan, Context, Request};
     use serde_json::json;
 
     fn setup(doc: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -877,7 +878,7 @@ mod tests {
             .iter()
             .map(|t| json!({"op":"append","text":t}))
             .collect();
-        let mut p = plan(src, &Context::default(), &ops, &Options::new(actor()));
+        let mut p = plan(src, &Context::default(), &ops, &Request::new(actor()));
         (
             p.new_text.clone(),
             chain_and_serialise(&mut p.records, prev),

@@ -3,17 +3,18 @@
 
 use serde_json::Value;
 
-use noma_core::diag::{Diagnostic, Phase};
-use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::{self, PatchResult, Record};
+use crate::diag::{Diagnostic, Phase};
+use crate::doc::hash::sha256_hex;
+use crate::transcript::{self, PatchResult, Record};
 
-use super::{Context, Options};
+use super::{Context, Request, Stamps};
 
 /// Builds the records of one request: the fields every record of the
 /// request shares, and the per-op ones.
 pub(super) struct RecordMaker<'a> {
     pub(super) ctx: &'a Context,
-    pub(super) opts: &'a Options,
+    pub(super) opts: &'a Request,
+    pub(super) stamps: Stamps<'a>,
     /// Engine diagnostics of the whole request (`base_sha_drift`).
     pub(super) shared: &'a [Diagnostic],
 }
@@ -45,11 +46,12 @@ impl RecordMaker<'_> {
             diags.extend(extra);
         }
         diags.extend(post_part.iter().cloned());
+        let (op_id, ts) = transcript::stamp::stamp(self.stamps.ids, self.stamps.clock);
         Record {
             protocol_version: transcript::PROTOCOL_VERSION.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            op_id: transcript::new_uuid(),
-            ts: transcript::now_ts(),
+            op_id,
+            ts,
             actor: self.opts.actor.clone(),
             doc_uri: self.ctx.doc_uri.clone(),
             pre_sha256: pre.to_string(),

@@ -3,8 +3,8 @@
 //! one `diagnostics` list, as strings): callers that word a refusal or a
 //! report ask which kind a diagnostic is here rather than by its spelling.
 
-use noma_core::diag::Diagnostic;
-use noma_core::patch::PatchErrorCode;
+use crate::diag::Diagnostic;
+use crate::patch::PatchErrorCode;
 
 use super::capability::ADVISORY_CODE;
 use super::diagnostic_delta::UNCHANGED_DIAGNOSTICS;

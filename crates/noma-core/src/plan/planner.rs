@@ -1,21 +1,19 @@
 //! The planner: the records and the new text of one request, computed in
-//! memory (no I/O), in the policy order of the engine module doc.
-
-use std::time::Instant;
+//! memory (no I/O), in the policy order of the module doc.
 
 use serde_json::Value;
 
-use noma_core::diag::{Diagnostic, Phase, Severity};
-use noma_core::doc::hash::sha256_hex;
-use noma_core::doc::reparse::Replaced;
-use noma_core::doc::ParseMemo;
-use noma_core::patch::{PatchError, PatchErrorCode};
-use noma_core::transcript::{self, PatchResult, Record};
+use crate::diag::{Diagnostic, Phase, Severity};
+use crate::doc::hash::sha256_hex;
+use crate::doc::reparse::Replaced;
+use crate::doc::ParseMemo;
+use crate::patch::{PatchError, PatchErrorCode};
+use crate::transcript::{self, PatchResult, Record};
 
 use super::capability;
 use super::diagnostic_delta::{engine_diag, post_validate, standing_parts, PreValidation};
 use super::record_maker::RecordMaker;
-use super::{Context, Options, Plan};
+use super::{Context, Plan, Request, Stamps};
 
 /// One applied-or-noop step of an accepted list.
 struct Step {
@@ -23,23 +21,38 @@ struct Step {
     post: String,
     result: PatchResult,
     advisories: Vec<Diagnostic>,
-    elapsed_ms: u64,
+    elapsed_ms: Option<u64>,
 }
 
-/// Computes the records and the new text for `ops` on `source`. Pure: no I/O.
-pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Options) -> Plan {
+/// Computes the records and the new text for `ops` on `source`, stamped
+/// with the system's ids and clock. No I/O.
+#[cfg(feature = "std-clock")]
+pub fn plan(source: &str, ctx: &Context, ops: &[Value], opts: &Request) -> Plan {
     plan_with(&mut ParseMemo::new(), source, ctx, ops, opts)
 }
 
 /// [`plan`] through `memo`: every step parses through it, so the source is
 /// parsed once (not at all when the caller's memo already holds it) and
 /// each op's result is spliced from the tree before it.
+#[cfg(feature = "std-clock")]
 pub fn plan_with(
     memo: &mut ParseMemo,
     source: &str,
     ctx: &Context,
     ops: &[Value],
-    opts: &Options,
+    opts: &Request,
+) -> Plan {
+    plan_stamped(memo, source, ctx, ops, opts, Stamps::system())
+}
+
+/// [`plan_with`], the records stamped through `stamps`.
+pub fn plan_stamped(
+    memo: &mut ParseMemo,
+    source: &str,
+    ctx: &Context,
+    ops: &[Value],
+    opts: &Request,
+    stamps: Stamps<'_>,
 ) -> Plan {
     let pre_sha256 = source_sha256(source, ctx);
     // Book manifests are not validated (every op is rejected).
@@ -56,6 +69,7 @@ pub fn plan_with(
         records: RecordMaker {
             ctx,
             opts,
+            stamps,
             shared: &shared,
         },
         pre_sha256,
@@ -83,7 +97,7 @@ fn source_sha256(source: &str, ctx: &Context) -> String {
 
 /// The `base_sha_drift` warning every record carries when the caller
 /// prepared the patch against another state (§3.4); empty otherwise.
-fn drift_warning(opts: &Options, pre_sha256: &str) -> Vec<Diagnostic> {
+fn drift_warning(opts: &Request, pre_sha256: &str) -> Vec<Diagnostic> {
     let mut shared = Vec::new();
     if let Some(base) = &opts.base_sha256 {
         if !base.eq_ignore_ascii_case(pre_sha256) {
@@ -109,7 +123,7 @@ struct Applied<'a> {
     text: std::borrow::Cow<'a, str>,
     /// The tree of `text` and what its splice replaced, when an op changed
     /// the text.
-    tree: Option<(std::sync::Arc<noma_core::doc::Document>, Option<Replaced>)>,
+    tree: Option<(std::sync::Arc<crate::doc::Document>, Option<Replaced>)>,
 }
 
 /// An op of the list failed: the list is rolled back.
@@ -129,7 +143,7 @@ struct Failure {
 struct Planner<'a> {
     source: &'a str,
     ops: &'a [Value],
-    opts: &'a Options,
+    opts: &'a Request,
     records: RecordMaker<'a>,
     pre_sha256: String,
     /// The `(pre, post)` diagnostic parts of a request that leaves the text
@@ -234,20 +248,19 @@ impl<'a> Planner<'a> {
                 Some(cap) => capability::advise(cap, &memo.parse(&state), op),
                 None => Vec::new(),
             };
-            let started = Instant::now();
-            let next =
-                match noma_core::patch::apply_ops_with(memo, &state, std::slice::from_ref(op)) {
-                    Ok(next) => next,
-                    Err(error) => {
-                        return Err(Failure {
-                            index,
-                            steps,
-                            advisories,
-                            error,
-                        })
-                    }
-                };
-            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let timer = Timer::start();
+            let next = match crate::patch::apply_ops_with(memo, &state, std::slice::from_ref(op)) {
+                Ok(next) => next,
+                Err(error) => {
+                    return Err(Failure {
+                        index,
+                        steps,
+                        advisories,
+                        error,
+                    })
+                }
+            };
+            let elapsed_ms = timer.elapsed_ms();
             if next == *state {
                 steps.push(Step {
                     pre: state_sha.clone(),
@@ -335,7 +348,7 @@ impl<'a> Planner<'a> {
                     &pre_part,
                     s.advisories,
                     &post_part,
-                    Some(s.elapsed_ms),
+                    s.elapsed_ms,
                 )
             })
             .collect();
@@ -345,5 +358,29 @@ impl<'a> Planner<'a> {
             accepted: true,
             post_diagnostics,
         }
+    }
+}
+
+/// Times one op with the monotonic clock, where the build has one: a build
+/// without `std-clock` (a web build) reads no clock, and its records carry
+/// no `elapsed_ms`.
+struct Timer {
+    #[cfg(feature = "std-clock")]
+    started: std::time::Instant,
+}
+
+impl Timer {
+    fn start() -> Self {
+        Timer {
+            #[cfg(feature = "std-clock")]
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn elapsed_ms(&self) -> Option<u64> {
+        #[cfg(feature = "std-clock")]
+        return Some(self.started.elapsed().as_millis() as u64);
+        #[cfg(not(feature = "std-clock"))]
+        None
     }
 }

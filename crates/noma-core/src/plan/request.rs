@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use noma_core::patch::PatchErrorCode;
+use crate::patch::PatchErrorCode;
 
 /// An op that is not an op of the v1.0 catalogue (not a JSON object, an
 /// unknown `op`, a missing field or a field of the wrong type).
@@ -36,7 +36,7 @@ impl InvalidOp {
 /// Checks that every op of a request is an op of the v1.0 catalogue with
 /// the right field types. A request that fails is refused whole and writes
 /// nothing: it was never attempted. The extension op
-/// [`noma_core::patch::REPLACE_LINES`] is refused here too: it records hand
+/// [`crate::patch::REPLACE_LINES`] is refused here too: it records hand
 /// edits and is written only by `noma record`, which plans directly.
 pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
     for (index, op) in ops.iter().enumerate() {
@@ -47,16 +47,16 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
                 known_op: false,
             });
         }
-        if let Some(name) = noma_core::patch::op_name(op) {
-            if !noma_core::patch::is_catalogue_op(name) {
-                let message = if name == noma_core::patch::REPLACE_LINES {
+        if let Some(name) = crate::patch::op_name(op) {
+            if !crate::patch::is_catalogue_op(name) {
+                let message = if name == crate::patch::REPLACE_LINES {
                     format!("`{name}` records hand edits and is written only by `noma record`")
-                } else if name == noma_core::patch::REMOVE_DOCUMENT {
+                } else if name == crate::patch::REMOVE_DOCUMENT {
                     format!(
                         "`{name}` records a document's removal and is written only by `noma rm`"
                     )
                 } else {
-                    noma_core::patch::unknown_op_message(name)
+                    crate::patch::unknown_op_message(name)
                 };
                 return Err(InvalidOp {
                     index,
@@ -65,8 +65,8 @@ pub fn check_request(ops: &[Value]) -> Result<(), InvalidOp> {
                 });
             }
         }
-        let known_op = noma_core::patch::op_name(op).is_some();
-        noma_core::patch::Op::parse(op).map_err(|e| InvalidOp {
+        let known_op = crate::patch::op_name(op).is_some();
+        crate::patch::Op::parse(op).map_err(|e| InvalidOp {
             index,
             message: e.to_string(),
             known_op,
@@ -105,12 +105,11 @@ mod tests {
             assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);
         }
         assert!(check_request(&[json!({"op":"explode","id":"a"})]).is_err());
-        let lines =
-            json!({"op": noma_core::patch::REPLACE_LINES, "line": 1, "old": "", "new": "x\n"});
-        assert!(noma_core::patch::apply_one("", &lines).is_ok());
+        let lines = json!({"op": crate::patch::REPLACE_LINES, "line": 1, "old": "", "new": "x\n"});
+        assert!(crate::patch::apply_one("", &lines).is_ok());
         let e = check_request(&[lines]).unwrap_err();
         assert!(e.message.contains("noma record"), "{e}");
-        let e = check_request(&[noma_core::patch::removal_op("")]).unwrap_err();
+        let e = check_request(&[crate::patch::removal_op("")]).unwrap_err();
         assert!(e.message.contains("noma rm"), "{e}");
         let e = check_request(&[json!({"op":"explode","id":"a"})]).unwrap_err();
         assert_eq!(e.code(), PatchErrorCode::UnsupportedOp);

@@ -3,11 +3,11 @@
 //! post-validation of an accepted list, and the `(pre, post)` diagnostic
 //! parts of its records.
 
-use noma_core::diag::{Diagnostic, Phase, Severity};
-use noma_core::doc::reparse::Replaced;
-use noma_core::doc::ParseMemo;
+use crate::diag::{Diagnostic, Phase, Severity};
+use crate::doc::reparse::Replaced;
+use crate::doc::ParseMemo;
 
-use super::Options;
+use super::Request;
 
 pub(super) fn tag(mut diags: Vec<Diagnostic>, phase: Phase) -> Vec<Diagnostic> {
     for d in &mut diags {
@@ -64,7 +64,7 @@ pub(super) fn changed_diagnostics(
             _ => introduced.push(d.clone()),
         }
     }
-    let standing = noma_core::diag::SeverityCounts::of(unchanged.iter().copied());
+    let standing = crate::diag::SeverityCounts::of(unchanged.iter().copied());
     let mut pre_part = tag(resolved, Phase::Pre);
     pre_part.extend(unchanged_summary(standing, Phase::Pre));
     let mut post_part = tag(introduced, Phase::Post);
@@ -77,9 +77,9 @@ pub(super) fn changed_diagnostics(
 /// finding in both, as for a claim whose attribute changed, stands), and
 /// the rest of the pre-validation's `standing` counts stand.
 fn delta_parts(
-    delta: noma_core::validate::Delta,
-    standing: noma_core::diag::SeverityCounts,
-    opts: &noma_core::validate::Options,
+    delta: crate::validate::Delta,
+    standing: crate::diag::SeverityCounts,
+    opts: &crate::validate::Options,
 ) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
     let kept = |d: &Diagnostic| !opts.ignore_rules.contains(&d.code);
     let mut added: Vec<Diagnostic> = delta.added.into_iter().filter(kept).collect();
@@ -96,8 +96,8 @@ fn delta_parts(
             None => resolved.push(gone),
         }
     }
-    let gone = noma_core::diag::SeverityCounts::of(&resolved);
-    let unchanged = noma_core::diag::SeverityCounts {
+    let gone = crate::diag::SeverityCounts::of(&resolved);
+    let unchanged = crate::diag::SeverityCounts {
         error: standing.error.saturating_sub(gone.error),
         warning: standing.warning.saturating_sub(gone.warning),
         info: standing.info.saturating_sub(gone.info),
@@ -112,10 +112,7 @@ fn delta_parts(
 /// The `unchanged_diagnostics` entry of one phase: the count of what stood
 /// unchanged, at its worst severity (so the phase's summary stays
 /// derivable); `None` when nothing did.
-fn unchanged_summary(
-    standing: noma_core::diag::SeverityCounts,
-    phase: Phase,
-) -> Option<Diagnostic> {
+fn unchanged_summary(standing: crate::diag::SeverityCounts, phase: Phase) -> Option<Diagnostic> {
     let mut d = Diagnostic::new(
         standing.worst()?,
         UNCHANGED_DIAGNOSTICS,
@@ -135,7 +132,7 @@ fn unchanged_summary(
 /// The diagnostic parts of records whose request changed nothing: every
 /// pre-validation diagnostic stands, counted once per phase.
 pub(super) fn standing_parts(
-    standing: noma_core::diag::SeverityCounts,
+    standing: crate::diag::SeverityCounts,
 ) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
     (
         unchanged_summary(standing, Phase::Pre)
@@ -153,23 +150,23 @@ pub(super) fn standing_parts(
 /// list is hundreds of megabytes.
 #[derive(Default)]
 pub(super) struct PreValidation {
-    report: noma_core::validate::Validation,
-    pub(super) counts: noma_core::diag::SeverityCounts,
+    report: crate::validate::Validation,
+    pub(super) counts: crate::diag::SeverityCounts,
 }
 
 impl PreValidation {
     /// Validates `source`, whose tree stays in `memo` for the first op.
     /// This function's handle on the tree is dropped on return, before any
     /// splice, so that the splice can edit it in place.
-    pub(super) fn of(memo: &mut ParseMemo, source: &str, opts: &Options) -> Self {
+    pub(super) fn of(memo: &mut ParseMemo, source: &str, opts: &Request) -> Self {
         let tree = memo.parse(source);
-        let report = noma_core::validate::validate_report(&tree, &opts.validate);
+        let report = crate::validate::validate_report(&tree, &opts.validate);
         let counts = report.counts(&opts.validate);
         PreValidation { report, counts }
     }
 
     /// The report's diagnostics tagged with `phase`, consuming it.
-    pub(super) fn into_diagnostics(self, opts: &Options, phase: Phase) -> Vec<Diagnostic> {
+    pub(super) fn into_diagnostics(self, opts: &Request, phase: Phase) -> Vec<Diagnostic> {
         tag(self.report.into_diagnostics(&opts.validate), phase)
     }
 }
@@ -179,10 +176,10 @@ impl PreValidation {
 /// state's tree when an op changed the text; `changed` counts the ops that
 /// did.
 pub(super) fn post_validate(
-    tree: Option<(std::sync::Arc<noma_core::doc::Document>, Option<Replaced>)>,
+    tree: Option<(std::sync::Arc<crate::doc::Document>, Option<Replaced>)>,
     changed: usize,
     pre_validation: PreValidation,
-    opts: &Options,
+    opts: &Request,
 ) -> (Vec<Diagnostic>, (Vec<Diagnostic>, Vec<Diagnostic>)) {
     let Some((tree, replaced)) = tree else {
         // No op changed the text: it is the pre-validated source.
@@ -196,7 +193,7 @@ pub(super) fn post_validate(
         .as_ref()
         .filter(|_| changed == 1)
         .and_then(|replaced| {
-            noma_core::validate::revalidate_delta(
+            crate::validate::revalidate_delta(
                 &pre_validation.report,
                 &tree,
                 replaced,
@@ -216,7 +213,7 @@ pub(super) fn post_validate(
         }
         None => {
             let post = tag(
-                noma_core::validate::validate(&tree, &opts.validate),
+                crate::validate::validate(&tree, &opts.validate),
                 Phase::Post,
             );
             drop(tree);

@@ -1,21 +1,22 @@
-//! Tests of [`noma_core::transcript::replay`] on transcripts the engine writes
-//! ([`super::plan`], [`super::chain_and_serialise`]). They live with the
-//! engine so that the transcript module never imports it.
+//! Tests of [`crate::transcript::replay`] on transcripts the planner
+//! writes ([`super::plan`], [`super::chain_and_serialise`]). They live
+//! with the planner so that the transcript module never imports it.
 
-use super::tests::{actor, fake_apply};
-use super::{chain_and_serialise, plan, Context, Options};
-use noma_core::doc::hash::sha256_hex;
-use noma_core::transcript::replay::*;
-use noma_core::transcript::split_lines;
+use super::tests::actor;
+use super::{chain_and_serialise, plan, Context, Request};
+use crate::doc::hash::sha256_hex;
+use crate::patch::testing::{append_applier, use_applier};
+use crate::transcript::replay::*;
+use crate::transcript::split_lines;
 use serde_json::json;
 
 fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let mut text = src.to_string();
     let mut bytes = Vec::new();
     for b in batches {
         let ops: Vec<_> = b.iter().map(|t| json!({"op":"append","text":t})).collect();
-        let mut p = plan(&text, &Context::default(), &ops, &Options::new(actor()));
+        let mut p = plan(&text, &Context::default(), &ops, &Request::new(actor()));
         let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
         bytes.extend(chain_and_serialise(&mut p.records, prev));
         text = p.new_text;
@@ -25,7 +26,7 @@ fn transcript_for(src: &str, batches: &[&[&str]]) -> (String, Vec<u8>) {
 
 #[test]
 fn verifies_a_good_chain() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("x", &[&["a", "b"], &["c"]]);
     let r = replay(&bytes, Some("x"), &text);
     assert!(r.ok, "{:?}", r.divergence);
@@ -38,7 +39,7 @@ fn verifies_a_good_chain() {
 
 #[test]
 fn a_genesis_transcript_replays_from_the_empty_document() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("", &[&["# New\n"], &["more\n"]]);
     let r = replay(&bytes, None, &text);
     assert!(r.ok, "{:?}", r.divergence);
@@ -50,7 +51,7 @@ fn a_genesis_transcript_replays_from_the_empty_document() {
 
 #[test]
 fn names_broken_chain_and_final_mismatch() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("x", &[&["a"], &["b"], &["c"]]);
     let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
     let dropped: Vec<u8> = [lines[0], lines[2]].concat();
@@ -67,7 +68,7 @@ fn names_broken_chain_and_final_mismatch() {
 
 #[test]
 fn torn_and_malformed_lines_are_named() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let r = replay(b"{bad\n", None, "");
     assert_eq!(r.divergence.unwrap().line, 1);
     let (text, mut bytes) = transcript_for("x", &[&["a"]]);
@@ -96,12 +97,12 @@ fn edit_line(bytes: &[u8], at: usize, f: impl Fn(&mut serde_json::Value)) -> Vec
 
 /// The one line of a rejected request on "x", as a transcript's first.
 fn rejected_request() -> Vec<u8> {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let mut p = plan(
         "x",
         &Context::default(),
         &[json!({"op":"fail"})],
-        &Options::new(actor()),
+        &Request::new(actor()),
     );
     chain_and_serialise(&mut p.records, None)
 }
@@ -123,7 +124,7 @@ fn with_leading_rejected() -> (String, Vec<u8>) {
 
 #[test]
 fn every_tamper_kind_is_named_with_its_line() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = with_leading_rejected();
     assert!(replay(&bytes, Some("x"), &text).ok);
     let lines: Vec<&[u8]> = split_lines(&bytes).0.iter().map(|l| l.raw).collect();
@@ -162,7 +163,7 @@ fn every_tamper_kind_is_named_with_its_line() {
 
 #[test]
 fn chain_less_records_replay_and_a_present_chain_is_checked() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = with_leading_rejected();
     let unchain = |v: &mut serde_json::Value| {
         v.as_object_mut().unwrap().remove("prev_entry_sha256");
@@ -188,7 +189,7 @@ fn chain_less_records_replay_and_a_present_chain_is_checked() {
 
 #[test]
 fn the_base_is_always_checked() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     // Only a rejected record: --base must still be the document.
     let bytes = rejected_request();
     assert!(replay(&bytes, Some("x"), "x").ok);
@@ -228,7 +229,7 @@ fn the_base_is_always_checked() {
 
 #[test]
 fn an_applied_record_must_change_the_document() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("x", &[&["a"]]);
     // Claim a change that is none: pre == post, result "applied".
     let forged = edit_line(&bytes, 0, |v| {
@@ -243,13 +244,13 @@ fn an_applied_record_must_change_the_document() {
 /// (or fails otherwise); a rolled-back list's earlier ops must apply.
 #[test]
 fn a_trailing_rejected_records_op_is_checked() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, mut bytes) = transcript_for("x", &[&["a"]]);
     let mut p = plan(
         &text,
         &Context::default(),
         &[json!({"op":"append","text":"b"}), json!({"op":"fail"})],
-        &Options::new(actor()),
+        &Request::new(actor()),
     );
     let prev = split_lines(&bytes).0.last().map(|l| sha256_hex(l.raw));
     bytes.extend(chain_and_serialise(&mut p.records, prev));
@@ -303,11 +304,11 @@ mod op_id_fingerprints {
     /// `n` applied records from "x"; record `dup.1` takes record `dup.0`'s
     /// op_id (0-based, `dup.0 < dup.1`) before the lines are chained.
     fn transcript(n: usize, dup: Option<(usize, usize)>) -> (String, Vec<u8>) {
-        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        let _stand_in = use_applier(append_applier);
         let ops: Vec<_> = (0..n)
             .map(|i| json!({"op":"append","text":format!("{i};")}))
             .collect();
-        let mut p = plan("x", &Context::default(), &ops, &Options::new(actor()));
+        let mut p = plan("x", &Context::default(), &ops, &Request::new(actor()));
         if let Some((i, j)) = dup {
             p.records[j].op_id = p.records[i].op_id.clone();
         }
@@ -317,7 +318,7 @@ mod op_id_fingerprints {
     proptest! {
         #[test]
         fn repeats_are_found_exactly(n in 2usize..12, pick in any::<(usize, usize)>(), dup in any::<bool>(), which in 0usize..3) {
-            let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+            let _stand_in = use_applier(append_applier);
             let i = pick.0 % (n - 1);
             let j = i + 1 + pick.1 % (n - 1 - i);
             let dup = dup.then_some((i, j));
@@ -341,7 +342,7 @@ mod op_id_fingerprints {
 
     #[test]
     fn a_continuation_counts_the_files_lines() {
-        let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+        let _stand_in = use_applier(append_applier);
         // Lines before the slice are the committed ones: the repeat is
         // named by its line in the file, with every fingerprint colliding.
         let (text, bytes) = transcript(5, Some((3, 4)));
@@ -370,7 +371,7 @@ mod op_id_fingerprints {
 /// the line when it is another state or the transcript ends before it.
 #[test]
 fn a_waypoint_is_the_state_after_its_line() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("", &[&["# New\n"], &["a\n"], &["b\n"]]);
     let mid = "# New\na\n";
     let run = |line: usize, sha: &str| {
@@ -407,7 +408,7 @@ fn a_waypoint_is_the_state_after_its_line() {
 /// none.
 #[test]
 fn a_waypoint_replay_hands_out_the_trees_it_built() {
-    let _stand_in = noma_core::patch::testing::use_applier(fake_apply);
+    let _stand_in = use_applier(append_applier);
     let (text, bytes) = transcript_for("", &[&["# New\n"], &["a\n"], &["b\n"]]);
     let mid = "# New\na\n";
     let mid_sha = sha256_hex(mid.as_bytes());
@@ -421,8 +422,8 @@ fn a_waypoint_replay_hands_out_the_trees_it_built() {
     let (r, applied, trees) = run(&text);
     assert!(r.ok, "{:?}", r.divergence);
     assert_eq!(applied, 2);
-    assert_eq!(trees.via.as_deref(), Some(&noma_core::doc::parse(mid)));
-    assert_eq!(trees.last.as_deref(), Some(&noma_core::doc::parse(&text)));
+    assert_eq!(trees.via.as_deref(), Some(&crate::doc::parse(mid)));
+    assert_eq!(trees.last.as_deref(), Some(&crate::doc::parse(&text)));
     let (r, _, trees) = run("other\n");
     assert!(!r.ok);
     assert!(trees.via.is_none() && trees.last.is_none(), "{trees:?}");
