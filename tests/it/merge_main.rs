@@ -806,3 +806,143 @@ fn sim_seed_1012_a_kept_edit_under_the_moved_name_is_no_unrecorded_removal() {
     let (code, out) = reconcile(&r);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Found by the simulator (seed 1012 of base 1000, after the test above):
+/// main moved the document, patched it and removed it; the branch patched
+/// another block under the old name. `noma repair` of the moved name then
+/// block-merged the branch's edit with the empty (removed) document and
+/// wrote `::conflict` blocks; keeping "theirs" and running the `noma
+/// record` its `next:` line names emptied the document by a text edit, no
+/// removal, and the next agent patch found no block. The merged transcript
+/// keeps the edit over the removal (a rejected copy), as the driver does:
+/// the document is now what it replays to, with no conflict block.
+#[test]
+fn sim_seed_1012_repair_keeps_the_edit_over_a_removal_after_a_move() {
+    let r = Repo::with_genesis_record(DOC);
+    // A history long enough that git pairs the moved transcript.
+    for i in 0..6 {
+        r.agent_patch("plan.noma", &body_op("a", &format!("alpha {i}")));
+    }
+    r.commit_all("main: history");
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.agent_patch("plan.noma", &body_op("b", "beta, the branch's"));
+    r.commit_all("pr: b");
+    r.ok(&["checkout", "-q", "main"]);
+    r.ok(&["mv", "plan.noma", "moved.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "moved.noma.patches"]);
+    r.commit_all("move plan");
+    r.agent_patch("moved.noma", &body_op("a", "alpha, main's"));
+    r.commit_all("main: a");
+    assert_ran(&r.noma(&["rm", "moved.noma", "--actor-name", "alice"]));
+    r.commit_all("remove moved");
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    // As the simulator did: the driver's fix, `git add -A` of what no
+    // message resolves, then the hook's fix, which runs `noma repair`.
+    assert_ran(&r.sh(&driver_fix(&text(&o), "moved.noma.patches")));
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("merge main");
+    assert!(!ok, "{out}");
+    let o = r.sh(&crate::common::fix_of(&out, "transcript-fork"));
+    assert_ran(&o);
+    let out = text(&o);
+    let doc = r.read("moved.noma");
+    assert!(!doc.contains("::conflict"), "{out}\n{doc}");
+    assert!(doc.contains("beta, the branch's"), "{doc}");
+    assert!(doc.contains("alpha, main's"), "{doc}");
+    assert_ran(&r.sh(&repair_next(&out)));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    r.agent_patch("moved.noma", &body_op("b", "beta, later"));
+    r.commit_all("pr: b again");
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// The command of `noma repair`'s `next:` line in `out`.
+fn repair_next(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.split_once("next: "))
+        .map(|(_, n)| n.trim_start_matches("once no ::conflict block is left, "))
+        .and_then(|n| n.split_once(", then ").map(|(cmd, _)| cmd.to_string()))
+        .unwrap_or_else(|| panic!("no next: line in {out}"))
+}
+
+/// Found by the simulator (seed 1170 of base 1000): main moved the
+/// document and removed it under its new name, the branch moved it to
+/// another name and patched it. Git's rename/rename hands the transcript
+/// to the driver under the merge base's name, and its keep-the-edit fix
+/// named `git checkout HEAD --` of that name, which HEAD lacks. It now
+/// names `noma repair` of the branch's name, whose `next:` line commits a
+/// merge that passes the PR check and keeps the document patchable.
+#[test]
+fn sim_seed_1170_a_removal_after_a_move_meets_a_move_elsewhere() {
+    let r = Repo::with_genesis_record(DOC);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    r.ok(&["mv", "plan.noma", "ours.noma"]);
+    r.ok(&["mv", "plan.noma.patches", "ours.noma.patches"]);
+    r.commit_all("pr: move");
+    r.agent_patch("ours.noma", &body_op("b", "beta, the branch's"));
+    r.commit_all("pr: b");
+    r.ok(&["checkout", "-q", "main"]);
+    move_then_remove(&r);
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let fix = driver_fix(&text(&o), "plan.noma.patches");
+    assert_eq!(fix, "noma repair \"ours.noma\"", "{}", text(&o));
+    let o = r.sh(&fix);
+    assert_ran(&o);
+    let out = text(&o);
+    assert!(!r.read("ours.noma").contains("::conflict"), "{out}");
+    assert_ran(&r.sh(&repair_next(&out)));
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    assert!(r.read("ours.noma").contains("beta, the branch's"));
+    r.agent_patch("ours.noma", &body_op("a", "alpha, later"));
+    r.commit_all("pr: a");
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+}
+
+/// Found by the simulator (seed 1008 of base 1000, after the test above):
+/// main patched another block, then removed the document, while the
+/// branch's records left it as the merge base had it. The merged
+/// transcript keeps the branch's edit over the removal and applies main's
+/// earlier record, but the driver's fix restored HEAD's version, which
+/// lacks that record's change: the hook's `unrecorded-edit` fix (`git add`
+/// of the document) repeated forever. The fix now names `noma repair`,
+/// which writes the state the merged transcript replays to.
+#[test]
+fn sim_seed_1008_a_kept_edit_gets_mains_earlier_records_written() {
+    for main_patches in [false, true] {
+        let r = Repo::with_genesis_record(DOC);
+        r.ok(&["checkout", "-q", "-b", "pr"]);
+        r.agent_patch("plan.noma", &body_op("a", "changed"));
+        r.agent_patch("plan.noma", &body_op("a", "alpha"));
+        r.commit_all("pr: a change and its undoing");
+        r.ok(&["checkout", "-q", "main"]);
+        if main_patches {
+            r.agent_patch("plan.noma", &body_op("b", "beta, main's"));
+            r.commit_all("main: b");
+        }
+        assert_ran(&r.noma(&["rm", "plan.noma", "--actor-name", "alice"]));
+        r.commit_all("main: remove plan");
+        r.ok(&["checkout", "-q", "pr"]);
+        let o = r.git(&["merge", "--no-edit", "main"]);
+        assert!(!o.status.success(), "no conflict: {}", text(&o));
+        let fix = driver_fix(&text(&o), "plan.noma.patches");
+        assert!(fix.starts_with("noma repair \"plan.noma\""), "{fix}");
+        assert_ran(&r.sh(&fix));
+        let (ok, out) = r.try_commit("merge main");
+        assert!(ok, "main_patches={main_patches}: {out}");
+        assert_eq!(r.read("plan.noma").contains("beta, main's"), main_patches);
+        assert_ran(&r.noma(&["replay", "plan.noma"]));
+        let (code, out) = reconcile(&r);
+        assert_eq!(code, 0, "main_patches={main_patches}: {out}");
+        r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
+    }
+}

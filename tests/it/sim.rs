@@ -1403,22 +1403,11 @@ pub const KNOWN_GAPS: &str =
 /// `NOMA_SIM_HISTORIES` scales it up.
 ///
 /// Open at another base seed (`NOMA_SIM_SEED=1000 NOMA_SIM_HISTORIES=200`,
-/// not the default; before the fixes of seeds 1008 and 1012 below, 5 of
-/// 200 failed): seed 1008, after its first failure was fixed, stops on a
-/// removal meeting an edit whose merged transcript also applies main's
-/// other records after the kept edit (`git add` of HEAD's document then
-/// lacks their change: the hook's `unrecorded-edit` repeats, and no
-/// command writes the merged state); seed 1012, after its spurious warning
-/// was fixed, keeps "theirs" of `noma repair`'s whole-document conflict
-/// (main moved and removed it), which empties the document instead of
-/// removing it, and a later agent patch finds no block; seed 1170, a
-/// removal after a move meeting a move to another name (git's
-/// rename/rename of the transcript, `d2.noma.patches` handed to the
-/// driver under the merge base's name), where the driver's keep-the-edit
-/// fix names a path neither side holds; seeds 1062 (rename/rename and
-/// `copy-of-own-record`) and 1166 (a move meeting a cherry-picked record:
-/// the hook's `noma repair` fix repeats) have no `noma rm` in the flow
-/// that fails.
+/// not the default; before the fixes of seeds 1008, 1012 and 1170 below,
+/// 5 of 200 failed): seeds 1062 (rename/rename and `copy-of-own-record`
+/// in the PR check after the update step) and 1166 (a move meeting a
+/// cherry-picked record: the hook's `noma repair` fix repeats) have no
+/// `noma rm` in the flow that fails.
 ///
 /// Fixed since the simulator found them, each with its named test: the
 /// modify/delete and rename/rename stops of a move meeting a patch
@@ -1440,8 +1429,16 @@ pub const KNOWN_GAPS: &str =
 /// seed 1008, a removal meeting records that end where the merge base
 /// did: `merge_main::sim_seed_1008_*`, and of seed 1012, a warning for an
 /// edit kept under the name main moved the document to:
-/// `merge_main::sim_seed_1012_*`; see above for where they stop now); the
-/// update
+/// `merge_main::sim_seed_1012_*`), then keeping an edit over main's
+/// removal (the merged transcript keeps the edit and main's earlier
+/// records; the removal is a rejected copy): seed 1012, "theirs" of `noma
+/// repair`'s whole-document conflict emptied the document without a
+/// removal (`merge_main::sim_seed_1012_repair_keeps_the_edit_over_a_removal_after_a_move`),
+/// seed 1170, the driver's fix named a path HEAD lacks after git's
+/// rename/rename (`merge_main::sim_seed_1170_a_removal_after_a_move_meets_a_move_elsewhere`),
+/// seed 1008, no command wrote main's earlier records' change into the
+/// document (`merge_main::sim_seed_1008_a_kept_edit_gets_mains_earlier_records_written`);
+/// the update
 /// step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20, 34, 51, 59:
 /// `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`),
 /// a move on main meeting a branch whose transcript succeeds the merge

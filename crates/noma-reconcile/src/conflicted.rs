@@ -110,13 +110,14 @@ pub struct Resolved {
 pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, RepairError> {
     let mut locked = LockedTranscript::open(tpath).map_err(io(tpath))?;
     let now = locked.read_all().map_err(io(tpath))?;
-    if !has_markers(&now) {
-        return Ok(None);
-    }
+    let markers = has_markers(&now);
     let dir = doc.parent().filter(|p| !p.as_os_str().is_empty());
     let repo = Repo::discover(dir.unwrap_or(Path::new("."))).ok();
     let rel_doc = repo.as_ref().and_then(|r| r.relative_path(doc));
     let rel_t = repo.as_ref().and_then(|r| r.relative_path(tpath));
+    if !markers && !kept_edit_unwritten(repo.as_ref(), rel_doc.as_deref(), rel_t.as_deref(), doc) {
+        return Ok(None);
+    }
     let (source, tr) = match stages(repo.as_ref(), rel_t.as_deref()) {
         Some(v) => ("index stages", v),
         None => {
@@ -147,6 +148,18 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, Repair
             path: tpath.display().to_string(),
             error,
         })?;
+    if !markers {
+        // The driver merged the transcript already (its merge is this
+        // one); only the document it could not write is left.
+        fsio::atomic_write(doc, &document.content).map_err(io(doc))?;
+        let mut done = report(doc, tpath, source, &merged, &document, false);
+        done.messages[0] = format!(
+            "{}: the merged transcript keeps this side's edit over the other side's removal; {} written as it replays to",
+            tpath.display(),
+            doc.display()
+        );
+        return Ok(Some(done));
+    }
     let kept = kept_path(tpath);
     fsio::atomic_write(&kept, &now).map_err(io(&kept))?;
     locked.truncate(0).map_err(io(tpath))?;
@@ -156,6 +169,37 @@ pub fn resolve_file(doc: &Path, tpath: &Path) -> Result<Option<Resolved>, Repair
     Ok(Some(report(
         doc, tpath, source, &merged, &document, sidecar,
     )))
+}
+
+/// Whether the merge driver left the transcript `rel_t` unmerged after
+/// keeping our edit over the other side's removal, while the document is
+/// still absent or HEAD's version: the merged transcript may also apply
+/// the other side's earlier records, a state no file holds yet (a
+/// document someone edited since is never overwritten).
+fn kept_edit_unwritten(
+    repo: Option<&Repo>,
+    rel_doc: Option<&str>,
+    rel_t: Option<&str>,
+    doc: &Path,
+) -> bool {
+    let Some(tr) = stages(repo, rel_t) else {
+        return false;
+    };
+    let (Some(ours), Some(theirs)) = (tr.ours.as_deref(), tr.theirs.as_deref()) else {
+        return false;
+    };
+    if !super::kept_over_removal(ours, theirs) {
+        return false;
+    }
+    match std::fs::read(doc) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(now) => {
+            let head = repo
+                .zip(rel_doc)
+                .and_then(|(r, d)| r.head_blob(d).ok().flatten());
+            head.as_deref() == Some(now.as_slice())
+        }
+    }
 }
 
 /// An I/O error on `p`, in words.

@@ -135,19 +135,39 @@ fn kept_removal_fix(call: &Call<'_>, repo: Option<&Repo>, doc: &str, path: &str)
     if !(removed(call.theirs) && !removed(call.ours) && edited(call.ours)) {
         return None;
     }
-    let add = match other_name(1).filter(|(_, [old, doc])| *old && !doc) {
+    let label = call.theirs_label.and_then(OsStr::to_str);
+    let ours_moved = repo.and_then(|r| super::moved::our_new_name(r, label, doc));
+    let (add, rm) = match (
+        other_name(1).filter(|(_, [old, doc])| *old && !doc),
+        ours_moved,
+    ) {
         // They moved it before removing it: our edit is kept under the
         // transcript's (their) name.
-        Some((old, _)) => format!(
-            "git add -- {old_sh} && git mv -f -- {old_sh} {doc_sh} && git add -- {path_sh}",
-            old_sh = shell_word(&old)
+        (Some((old, _)), _) => (
+            format!(
+                "git add -- {old_sh} && git mv -f -- {old_sh} {doc_sh} && git add -- {path_sh}",
+                old_sh = shell_word(&old)
+            ),
+            doc_sh.clone(),
         ),
-        // HEAD's version: git left it in the tree (modify/delete), or
-        // deleted it cleanly when our records end where the base did.
-        None => format!("git checkout HEAD -- {doc_sh} && git add {doc_sh} {path_sh}"),
+        // We moved it too, elsewhere (git's rename/rename of the
+        // transcript, handed over under the base's name): HEAD lacks
+        // `doc`, and `noma repair` of our name keeps the edit there.
+        (None, Some(ours)) => {
+            let ours = shell_word(&ours);
+            (format!("noma repair {ours}"), ours)
+        }
+        // The state the merged transcript replays to (HEAD's edit, plus
+        // their earlier records it applies), which `noma repair` writes
+        // whether git left HEAD's version in the tree (modify/delete) or
+        // deleted it cleanly (our records end where the base did).
+        (None, None) => (
+            format!("noma repair {doc_sh} && git add {doc_sh} {path_sh}"),
+            doc_sh.clone(),
+        ),
     };
     Some(format!(
-        "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {doc_sh}). fix: {add}"
+        "{path}: {doc} was edited here and removed on the other side; the merged transcript keeps the edit and the other side's removal as a rejected copy (to remove it after all, commit, then noma rm {rm}). fix: {add}"
     ))
 }
 

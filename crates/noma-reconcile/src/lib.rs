@@ -212,6 +212,7 @@ pub(crate) fn merge_document(
                     resolved_by_recording: false,
                 };
             }
+            Ok(r) if kept_over_removal(ot, tt) => return kept_edit(r),
             Ok(r) => {
                 let m = merge_documents(b, &r.doc, t, labels);
                 let mut messages: Vec<String> = r
@@ -248,6 +249,36 @@ pub(crate) fn merge_document(
         messages,
         resolved_by_recording: false,
     }
+}
+
+/// The document when their side removed it and ours edited it: the
+/// merged transcript keeps the edit (their removal a rejected copy, as the
+/// transcript driver keeps it), so the document is the state it replays
+/// to, not a block merge with the empty document, whose "theirs" would
+/// empty it without recording a removal.
+fn kept_edit(r: Reconciled) -> FileMerge {
+    let mut messages: Vec<String> = r
+        .conflicts
+        .iter()
+        .map(|c| format!("conflict: {}", c.describe()))
+        .collect();
+    messages.push(
+        "the other side removed the document: the edit is kept (to remove it after all, commit, then noma rm it)".into(),
+    );
+    FileMerge {
+        content: r.doc.into_bytes(),
+        clean: true,
+        method: "reconciled",
+        messages,
+        resolved_by_recording: false,
+    }
+}
+
+/// Whether their transcript `tt` ends with a removal of the document that
+/// ours `ot` does not: the merge keeps our edit over it.
+fn kept_over_removal(ot: &[u8], tt: &[u8]) -> bool {
+    use noma_core::transcript::tombstone::removal;
+    removal(tt).is_some() && removal(ot).is_none()
 }
 
 /// Reconciles two transcripts (given as base, ours, theirs) whose

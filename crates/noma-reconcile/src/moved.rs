@@ -113,6 +113,19 @@ pub fn moved_from(repo: &Repo, base: Oid, sides: &[Oid], rel: &str) -> Option<St
     })
 }
 
+/// The name HEAD moved the merge base's `old` to, while HEAD lacks `old`
+/// itself (the driver is handed a transcript under the base's name when
+/// both sides moved it apart); None otherwise.
+pub(crate) fn our_new_name(repo: &Repo, theirs_label: Option<&str>, old: &str) -> Option<String> {
+    let [head, _, base] = driver_commits(repo, theirs_label)?;
+    if repo.blob_at(head, old).ok().flatten().is_some() {
+        return None;
+    }
+    let moved = repo.moved_documents(base, head).ok()?;
+    let (ours, _) = moved.iter().find(|(_, o)| o.as_str() == old)?;
+    Some(ours.clone())
+}
+
 /// The other name of a document both sides of the operation moved apart
 /// (git's rename/rename conflict): `rel` is one side's new name for `old`,
 /// and the result is the name the other side gave it. None when only one
