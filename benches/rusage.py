@@ -23,30 +23,29 @@ import tempfile
 import time
 
 
+def timed(argv, **kw):
+    """Runs argv; its exit status, wall seconds and CPU seconds (user,
+    system). Children this process had before (a launcher's shim may run
+    some, then exec Python) are not the command's."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    code = subprocess.call(argv, **kw)
+    wall = time.perf_counter() - start
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return code, wall, ru.ru_utime - before.ru_utime, ru.ru_stime - before.ru_stime
+
+
 def main() -> int:
     out, cmd = sys.argv[1], sys.argv[2]
     if cmd == "--":
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        code = subprocess.call(sys.argv[3:], stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        user = ru.ru_utime - before.ru_utime
-        system = ru.ru_stime - before.ru_stime
-        with open(out, "w") as f:
-            f.write(f"{wall:.6f} {user:.6f} {system:.6f} 0\n")
-        return code
-    # Children this process had before (a launcher's shim may run some,
-    # then exec Python) are not the command's.
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.NamedTemporaryFile("r") as peak:
-        start = time.perf_counter()
-        code = subprocess.call(["/usr/bin/time", "-f", "%M", "-o", peak.name, "sh", "-c", cmd])
-        wall = time.perf_counter() - start
-        kib = peak.read().split()[-1] if os.path.getsize(peak.name) else "0"
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    user = ru.ru_utime - before.ru_utime
-    system = ru.ru_stime - before.ru_stime
+        code, wall, user, system = timed(sys.argv[3:], stdout=subprocess.DEVNULL)
+        kib = "0"
+    else:
+        with tempfile.NamedTemporaryFile("r") as peak:
+            code, wall, user, system = timed(
+                ["/usr/bin/time", "-f", "%M", "-o", peak.name, "sh", "-c", cmd]
+            )
+            kib = peak.read().split()[-1] if os.path.getsize(peak.name) else "0"
     with open(out, "w") as f:
         f.write(f"{wall:.6f} {user:.6f} {system:.6f} {kib}\n")
     return code
