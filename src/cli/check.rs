@@ -101,24 +101,27 @@ pub fn run(args: Args) -> Output {
         Format::Human => {
             for FileReport {
                 file, diagnostics, ..
-            } in &reports
+            } in reports
             {
-                let diags = diagnostics;
-                let mut lines = String::new();
-                for d in diags {
-                    lines.push_str(&human_line(file, d));
-                    lines.push('\n');
-                }
-                c.out_text(lines);
-                let errors = diags
+                let errors = diagnostics
                     .iter()
                     .filter(|d| d.severity == Severity::Error)
                     .count();
-                let warnings = diags
+                let warnings = diagnostics
                     .iter()
                     .filter(|d| d.severity == Severity::Warning)
                     .count();
-                c.err(format!("{file}: {errors} error(s), {warnings} warning(s)"));
+                let summary = format!("{file}: {errors} error(s), {warnings} warning(s)");
+                // Written line by line when printed: the text of a report
+                // of many findings is never held whole.
+                if !diagnostics.is_empty() {
+                    c.out_with(move |w| {
+                        diagnostics
+                            .iter()
+                            .try_for_each(|d| writeln!(w, "{}", human_line(&file, d)))
+                    });
+                }
+                c.err(summary);
             }
         }
         // Streamed when printed: the reports are never turned into a `Value`.

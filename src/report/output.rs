@@ -14,6 +14,9 @@ pub type Stdout = std::io::BufWriter<std::io::StdoutLock<'static>>;
 /// Writes one JSON document (without the newline after it) into stdout.
 pub type JsonWriter = Box<dyn FnOnce(&mut Stdout) -> serde_json::Result<()>>;
 
+/// Writes text into stdout when it is printed.
+pub type TextWriter = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>>;
+
 /// How a command ends; ordered, so the worst of several steps is the
 /// [`Ord::max`] of theirs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,6 +41,9 @@ pub enum Part {
     /// A JSON document for stdout written by the closure (pretty, one
     /// newline after it): a typed report streamed, never built as a `Value`.
     JsonStream(JsonWriter),
+    /// Text for stdout written by the closure when it is printed: a long
+    /// report (one line per finding) is never held as one string.
+    TextStream(TextWriter),
 }
 
 impl std::fmt::Debug for Part {
@@ -47,6 +53,7 @@ impl std::fmt::Debug for Part {
             Part::Stderr(t) => f.debug_tuple("Stderr").field(t).finish(),
             Part::Json(v) => f.debug_tuple("Json").field(v).finish(),
             Part::JsonStream(_) => f.write_str("JsonStream(..)"),
+            Part::TextStream(_) => f.write_str("TextStream(..)"),
         }
     }
 }
@@ -96,6 +103,15 @@ impl Output {
     /// Adds stdout text as is.
     pub fn out_text(&mut self, text: impl Into<String>) {
         self.parts.push(Part::Stdout(text.into()));
+    }
+
+    /// Adds stdout text that `write` writes when it is printed (for text
+    /// as long as the report it is made from, such as a line per finding).
+    pub fn out_with(
+        &mut self,
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + 'static,
+    ) {
+        self.parts.push(Part::TextStream(Box::new(write)));
     }
 
     /// Adds a stderr line (a newline is appended).
@@ -150,6 +166,25 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_text_is_written_when_printed_not_when_added() {
+        let written = std::rc::Rc::new(std::cell::Cell::new(false));
+        let seen = written.clone();
+        let mut c = Output::ending(Exit::Passed);
+        c.out_with(move |w| {
+            seen.set(true);
+            w.write_all(b"line 1\nline 2\n")
+        });
+        assert!(!written.get(), "nothing is written while the command runs");
+        let Some(Part::TextStream(write)) = c.parts.pop() else {
+            panic!("not a text stream: {c:?}");
+        };
+        let mut out = Vec::new();
+        write(&mut out).unwrap();
+        assert!(written.get());
+        assert_eq!(out, b"line 1\nline 2\n");
+    }
 
     #[test]
     fn the_worst_step_decides_and_order_is_kept() {
