@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Output {
     }
     match args.format {
         Format::Json => c.json_typed(report),
-        Format::Human => human(&report, &mut c),
+        Format::Human => human(report, &mut c),
     }
     c
 }
@@ -102,28 +102,38 @@ fn warn_missing_driver(repo: &Repo, c: &mut Output) {
 }
 
 /// The findings and the verdict, for the committer.
-fn human(report: &Report, c: &mut Output) {
-    // Findings go to stderr: git shows hook stderr to the committer.
-    for f in &report.findings {
-        // A finding quotes what records say (actor, reason, op ids): shown
-        // escaped, so none reaches the terminal as a control sequence.
-        c.err(noma_core::display::escape(&f.to_line()));
+fn human(report: Report, c: &mut Output) {
+    let errors = report.findings.iter().filter(|f| f.blocking).count();
+    let warnings = report.findings.len() - errors;
+    let quiet = report.documents == 0 && report.transcripts == 0 && report.findings.is_empty();
+    let verdict = format!(
+        "noma {}: {} document(s), {} transcript(s) checked; {errors} error(s), {warnings} warning(s); {}",
+        report.hook,
+        report.documents,
+        report.transcripts,
+        if report.blocked {
+            "commit blocked"
+        } else {
+            "ok"
+        }
+    );
+    // Findings go to stderr: git shows hook stderr to the committer. A
+    // line per finding, written when printed: a commit of many documents
+    // can have thousands.
+    if !report.findings.is_empty() {
+        c.err_with(move |w| {
+            report.findings.iter().try_for_each(|f| {
+                // A finding quotes what records say (actor, reason, op
+                // ids): shown escaped, so none reaches the terminal as a
+                // control sequence.
+                writeln!(w, "{}", noma_core::display::escape(&f.to_line()))
+            })
+        });
     }
     // A commit that touches no document or transcript says nothing: a line
     // on every commit in a repository where noma has nothing to check is
     // noise people learn to ignore.
-    if report.documents == 0 && report.transcripts == 0 && report.findings.is_empty() {
-        return;
+    if !quiet {
+        c.err(verdict);
     }
-    let errors = report.findings.iter().filter(|f| f.blocking).count();
-    let warnings = report.findings.len() - errors;
-    let verdict = if report.blocked {
-        "commit blocked"
-    } else {
-        "ok"
-    };
-    c.err(format!(
-        "noma {}: {} document(s), {} transcript(s) checked; {errors} error(s), {warnings} warning(s); {verdict}",
-        report.hook, report.documents, report.transcripts
-    ));
 }

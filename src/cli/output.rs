@@ -70,6 +70,10 @@ fn print_part(out: &mut Stdout, part: Part) -> std::io::Result<()> {
         Part::Json(value) => write_json(out, |w| serde_json::to_writer_pretty(w, &value)),
         Part::JsonStream(write) => write_json(out, write),
         Part::TextStream(write) => write(out),
+        Part::ErrStream(write) => {
+            out.flush()?;
+            write(&mut std::io::stderr().lock())
+        }
     }
 }
 

@@ -44,6 +44,9 @@ pub enum Part {
     /// Text for stdout written by the closure when it is printed: a long
     /// report (one line per finding) is never held as one string.
     TextStream(TextWriter),
+    /// Text for stderr written by the closure when it is printed (a line
+    /// per finding of a long report).
+    ErrStream(TextWriter),
 }
 
 impl std::fmt::Debug for Part {
@@ -54,6 +57,7 @@ impl std::fmt::Debug for Part {
             Part::Json(v) => f.debug_tuple("Json").field(v).finish(),
             Part::JsonStream(_) => f.write_str("JsonStream(..)"),
             Part::TextStream(_) => f.write_str("TextStream(..)"),
+            Part::ErrStream(_) => f.write_str("ErrStream(..)"),
         }
     }
 }
@@ -112,6 +116,14 @@ impl Output {
         write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + 'static,
     ) {
         self.parts.push(Part::TextStream(Box::new(write)));
+    }
+
+    /// Adds stderr text that `write` writes when it is printed.
+    pub fn err_with(
+        &mut self,
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + 'static,
+    ) {
+        self.parts.push(Part::ErrStream(Box::new(write)));
     }
 
     /// Adds a stderr line (a newline is appended).
@@ -184,6 +196,13 @@ mod tests {
         write(&mut out).unwrap();
         assert!(written.get());
         assert_eq!(out, b"line 1\nline 2\n");
+        c.err_with(|w| w.write_all(b"finding\n"));
+        let Some(Part::ErrStream(write)) = c.parts.pop() else {
+            panic!("not a stderr stream: {c:?}");
+        };
+        let mut err = Vec::new();
+        write(&mut err).unwrap();
+        assert_eq!(err, b"finding\n");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn rename_in_place(path: &Path, from: &str, to: &str, reason: &str) -> Resul
                 Part::Stdout(t) | Part::Stderr(t) => t.trim_end().to_string(),
                 Part::Json(v) => v.to_string(),
                 Part::JsonStream(_) => "(a JSON report)".to_string(),
-                Part::TextStream(_) => "(a report)".to_string(),
+                Part::TextStream(_) | Part::ErrStream(_) => "(a report)".to_string(),
             })
             .collect();
         return Err(said.join("\n"));
