@@ -72,7 +72,11 @@ fn print_part(out: &mut Stdout, part: Part) -> std::io::Result<()> {
         Part::TextStream(write) => write(out),
         Part::ErrStream(write) => {
             out.flush()?;
-            write(&mut std::io::stderr().lock())
+            // Buffered for the part (stderr is not): a line per finding
+            // would otherwise be a write or two each.
+            let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+            write(&mut err)?;
+            err.flush()
         }
     }
 }
