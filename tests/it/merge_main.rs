@@ -946,3 +946,84 @@ fn sim_seed_1008_a_kept_edit_gets_mains_earlier_records_written() {
         r.ok(&["merge-tree", "--write-tree", "main", "pr"]);
     }
 }
+
+/// Found by the simulator (seed 1062 of base 1000): a branch moved the
+/// document and merged main twice, the second time taking main's
+/// transcript in which a landed merge of main had turned main's signed
+/// records into copies; then main moved the document elsewhere. After
+/// git's rename/rename and `git add -A`, the PR check took those copies
+/// for the branch's own records relabelled (`copy-of-own-record`): they
+/// are main's, held there under the other name.
+#[test]
+fn sim_seed_1062_copies_main_made_stay_mains_after_a_rename_rename() {
+    let r = Repo::with_genesis_record(DOC);
+    let (alice, alice_pub) = keygen(&r, "alice");
+    let mut config = r.read(".noma/config.yml");
+    config.push_str("provenance:\n  signatures: warn\n");
+    r.write(".noma/config.yml", &config);
+    r.write(
+        ".noma/allowed_signers",
+        &format!("alice@example.com namespaces=\"noma\" {alice_pub}\n"),
+    );
+    signed_patch(&r, &alice, "alice", &body_op("b", "beta, first"));
+    r.commit_all("alice signs b");
+    r.ok(&["branch", "other"]);
+    r.ok(&["checkout", "-q", "-b", "pr"]);
+    signed_patch(&r, &alice, "alice", &body_op("a", "alpha, the branch's"));
+    r.commit_all("pr: a");
+    r.ok(&["checkout", "-q", "main"]);
+    signed_patch(&r, &alice, "alice", &body_op("a", "alpha, main's"));
+    signed_patch(&r, &alice, "alice", &body_op("b", "beta, main's"));
+    r.commit_all("main: a and b");
+    let move_to = |to: &str| {
+        for ext in ["", ".patches", ".provenance"] {
+            r.ok(&["mv", &format!("plan.noma{ext}"), &format!("{to}.noma{ext}")]);
+        }
+        r.commit_all(&format!("move to {to}"));
+    };
+    r.ok(&["checkout", "-q", "other"]);
+    move_to("ours");
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    r.ok(&["checkout", "-q", "pr"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no conflict: {}", text(&o));
+    let out = text(&o);
+    r.write("plan.noma", &doc_with("alpha, main's", "beta, main's"));
+    let fix = out
+        .lines()
+        .find_map(|l| l.split_once("fix: once no ::conflict block is left, "))
+        .and_then(|(_, rest)| rest.split_once(", before"))
+        .map(|(cmd, _)| cmd.to_string())
+        .unwrap_or_else(|| panic!("no fix in {out}"));
+    assert_ran(&r.sh(&fix));
+    assert_ran(&r.git(&["commit", "-q", "--no-edit"]));
+    r.ok(&["checkout", "-q", "main"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-ff", "--no-edit", "pr"]));
+    r.ok(&["checkout", "-q", "other"]);
+    assert_ran(&r.git(&["merge", "-q", "--no-edit", "main"]));
+    let key = alice.to_str().unwrap();
+    let op = body_op("b", "beta, the branch's");
+    assert_ran(&r.noma(&[
+        "patch",
+        "ours.noma",
+        "--inplace",
+        "--key",
+        key,
+        "--actor-name",
+        "alice",
+        "--op",
+        &op,
+    ]));
+    r.commit_all("other: b");
+    r.ok(&["checkout", "-q", "main"]);
+    move_to("theirs");
+    r.ok(&["checkout", "-q", "other"]);
+    let o = r.git(&["merge", "--no-edit", "main"]);
+    assert!(!o.status.success(), "no rename/rename: {}", text(&o));
+    r.ok(&["add", "-A"]);
+    let (ok, out) = r.try_commit("merge main");
+    assert!(ok, "{out}");
+    let (code, out) = reconcile(&r);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("copy-of-own-record"), "{out}");
+}

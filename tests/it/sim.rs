@@ -1402,12 +1402,13 @@ pub const KNOWN_GAPS: &str =
 /// s of CPU before, 19.8 s after (same 75 landings).
 /// `NOMA_SIM_HISTORIES` scales it up.
 ///
-/// Open at another base seed (`NOMA_SIM_SEED=1000 NOMA_SIM_HISTORIES=200`,
+/// At another base seed (`NOMA_SIM_SEED=1000 NOMA_SIM_HISTORIES=200`,
 /// not the default; before the fixes of seeds 1008, 1012 and 1170 below,
-/// 5 of 200 failed): seeds 1062 (rename/rename and `copy-of-own-record`
-/// in the PR check after the update step) and 1166 (a move meeting a
-/// cherry-picked record: the hook's `noma repair` fix repeats) have no
-/// `noma rm` in the flow that fails.
+/// 5 of 200 failed): seed 1062 (rename/rename and `copy-of-own-record`
+/// in the PR check after the update step) is fixed below; seed 1166 (a
+/// move meeting a cherry-picked record: the hook's `noma repair` fix
+/// repeated) no longer fails when replayed alone
+/// (`NOMA_SIM_SEED=1166`, 2026-11-29) and has no named test yet.
 ///
 /// Fixed since the simulator found them, each with its named test: the
 /// modify/delete and rename/rename stops of a move meeting a patch
@@ -1437,7 +1438,10 @@ pub const KNOWN_GAPS: &str =
 /// seed 1170, the driver's fix named a path HEAD lacks after git's
 /// rename/rename (`merge_main::sim_seed_1170_a_removal_after_a_move_meets_a_move_elsewhere`),
 /// seed 1008, no command wrote main's earlier records' change into the
-/// document (`merge_main::sim_seed_1008_a_kept_edit_gets_mains_earlier_records_written`);
+/// document (`merge_main::sim_seed_1008_a_kept_edit_gets_mains_earlier_records_written`),
+/// seed 1062, main's copies, held by main under the name it moved the
+/// document to, taken for the branch's own records after git's
+/// rename/rename (`merge_main::sim_seed_1062_copies_main_made_stay_mains_after_a_rename_rename`);
 /// the update
 /// step's `transcript-rewritten` (seeds 9, 11, 16, 18, 20, 34, 51, 59:
 /// `merge_main::merging_main_again_after_main_kept_a_rejected_copy_passes_the_pr_check`),

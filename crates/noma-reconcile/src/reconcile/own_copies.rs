@@ -72,6 +72,7 @@ impl Branch<'_> {
             return;
         }
         let mut read: HashSet<Oid> = HashSet::new();
+        let mut found: Vec<(Claim, Oid, &str, usize)> = Vec::new();
         // The base's history is left out: its records leave the range
         // when a copy proves equal to one, and are not the branch's own.
         let line = (self.repo.first_parents_since(self.head, self.base_tip)).unwrap_or_default();
@@ -86,18 +87,47 @@ impl Branch<'_> {
                 let Ok(bytes) = self.repo.blob(id) else {
                     continue;
                 };
-                claims.retain(|claim| match held_at(&bytes, &claim.original) {
-                    Some(line) => {
-                        report(rep, claim, (c, tpath, line));
-                        false
-                    }
-                    None => true,
-                });
+                let (own, rest) = (claims.into_iter())
+                    .partition::<Vec<_>, _>(|claim| held_at(&bytes, &claim.original).is_some());
+                claims = rest;
+                for claim in own {
+                    let at = held_at(&bytes, &claim.original).unwrap_or_default();
+                    found.push((claim, c, tpath, at));
+                }
             }
             if claims.is_empty() {
                 break;
             }
         }
+        // The base may hold the document under another name (both sides
+        // moved it: git's rename/rename keeps both names): a copy or an
+        // original found in any of the base's transcripts is the base's.
+        // Read only on the error path.
+        if !found.is_empty() {
+            let held = self.held_by_base(&found);
+            found.retain(|(claim, ..)| !held.contains(&claim.line));
+        }
+        for (claim, c, tpath, at) in &found {
+            report(rep, claim, (*c, tpath, *at));
+        }
+    }
+
+    /// The lines of `found`'s claims whose copy or original a transcript
+    /// of the base revision holds, under any name.
+    fn held_by_base(&self, found: &[(Claim, Oid, &str, usize)]) -> HashSet<usize> {
+        let ids = (self.repo.blobs_named(self.base_tip, ".noma.patches")).unwrap_or_default();
+        let _ = self.repo.prefetch_blobs(ids.iter().copied());
+        let mut held = HashSet::new();
+        for bytes in ids.into_iter().filter_map(|id| self.repo.blob(id).ok()) {
+            for (claim, ..) in found {
+                if held_at(&bytes, &claim.op_id).is_some()
+                    || held_at(&bytes, &claim.original).is_some()
+                {
+                    held.insert(claim.line);
+                }
+            }
+        }
+        held
     }
 }
 

@@ -907,6 +907,22 @@ impl Repo {
             .collect())
     }
 
+    /// The blobs of every file named with `suffix` in `commit`'s tree,
+    /// each once: what a search under any name at one revision reads.
+    pub fn blobs_named(&self, commit: Oid, suffix: &str) -> Result<BTreeSet<Oid>, GitError> {
+        let mut out = BTreeSet::new();
+        let tree = self.tree_of(commit)?;
+        tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+            let named = entry.name_bytes().ends_with(suffix.as_bytes());
+            if named && entry.kind() == Some(ObjectType::Blob) {
+                out.insert(Oid::from_raw(entry.id()));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(libgit2)?;
+        Ok(out)
+    }
+
     /// The version of a document whose sha256 is `sha`, by
     /// [`Repo::find_version`] over `.noma` files, bounded by
     /// [`crate::git::HISTORY_LIMIT`] commits.
